@@ -1,0 +1,3 @@
+from ci_tools.cli import main
+
+main()

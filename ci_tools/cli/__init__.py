@@ -1,0 +1,84 @@
+"""The `ci-tools` command line.
+
+Sub-command groups are imported lazily (only the one being run is loaded), so that `ci-tools --help`
+and the changelog gate start fast. To add a group: write `ci_tools/cli/<name>.py` exposing a Click
+object named `cli`, and add one line to `COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+from ci_tools import __version__
+from ci_tools.errors import InputError
+
+# name -> (module, one-line help). The help is repeated here so `--help` needs no imports.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "config": ("ci_tools.cli.config", "Validate master configs, runners and recipes."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module = importlib.import_module(COMMANDS[name][0])
+        return module.cli
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ci-tools")
+def cli() -> None:
+    """CI for an InferenceX-style GPU benchmark repository.
+
+    \b
+    Example:
+      ci-tools config validate
+    Shell completion (bash): eval "$(_CI_TOOLS_COMPLETE=bash_source ci-tools)"
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the CLI and turn known errors into clean messages and exit codes."""
+    try:
+        cli.main(args=argv, prog_name="ci-tools", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except InputError as exc:
+        if exc.findings:
+            for finding in exc.findings:
+                click.echo(finding.as_text(), err=True)
+        else:
+            click.echo(f"error: {exc.message}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(1)
+    except Exception as exc:  # a bug in ci-tools, not in the user's input
+        if os.environ.get("CI_TOOLS_DEBUG"):
+            raise
+        click.echo(f"ci-tools: internal error: {type(exc).__name__}: {exc}\n"
+                   "This is a bug in ci-tools. Re-run with CI_TOOLS_DEBUG=1 for the traceback and report it.",
+                   err=True)
+        sys.exit(3)
+    sys.exit(0)

@@ -1,0 +1,16 @@
+"""Where things live in the benchmark repository. Defined once; everything else imports from here."""
+
+from __future__ import annotations
+
+E2E_DIR = "inferencex-e2e"
+CHANGELOG = f"{E2E_DIR}/perf-changelog.yaml"
+CONFIGS_DIR = f"{E2E_DIR}/configs"
+MASTER_GLOB = f"{CONFIGS_DIR}/*-master.yaml"
+RUNNERS = f"{CONFIGS_DIR}/runners.yaml"
+POLICY = f"{E2E_DIR}/ci-policy.yaml"
+RECIPES_DIR = "recipes"
+CODEOWNERS = ".github/CODEOWNERS"
+REVIEW_CHECKLIST = "docs/PR_REVIEW_CHECKLIST.md"
+
+# Paths whose change after a sweep's head commit makes that sweep's results stale (reuse must refuse).
+BENCHMARK_INPUT_PREFIXES = (f"{E2E_DIR}/", f"{RECIPES_DIR}/")

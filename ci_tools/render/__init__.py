@@ -1,0 +1,1 @@
+"""Rendering of results for people (text, Markdown) and for GitHub (annotations, outputs)."""

@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""The two README commands, with nothing needed beyond Python >= 3.11 and git.
+
+    python3 dev.py demo   # install, then run the main job on the example data shipped in the repo
+    python3 dev.py test   # install with the test tools, then run the whole test suite
+
+Each creates (or reuses) a virtual environment in .venv and installs this package into it in
+editable mode; the install is skipped when pyproject.toml has not changed since the last one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = Path(os.environ.get("CI_TOOLS_VENV", ROOT / ".venv"))
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+PY = BIN / "python"
+
+
+def run(cmd: list[str], **kw) -> int:
+    print("+ " + " ".join(str(c) for c in cmd), flush=True)
+    return subprocess.call([str(c) for c in cmd], **kw)
+
+
+def ensure_env(extras: str) -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"ci-tools needs Python >= 3.11; this is {sys.version.split()[0]}")
+    if not PY.exists():
+        print(f"creating virtual environment in {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    stamp = VENV / f".installed-{extras or 'base'}"
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if stamp.exists() and stamp.read_text() == digest:
+        return
+    target = f"{ROOT}[{extras}]" if extras else str(ROOT)
+    rc = run([PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target])
+    if rc != 0:
+        sys.exit(f"pip install failed (exit {rc})")
+    stamp.write_text(digest)
+
+
+def demo() -> int:
+    ensure_env("")
+    return run([PY, ROOT / "examples" / "demo.py"])
+
+
+def test(args: list[str]) -> int:
+    ensure_env("test")
+    rc = run([PY, "-m", "pytest", *args], cwd=ROOT)
+    if rc == 5:
+        print("pytest collected no tests: that is a failure here, not a pass", file=sys.stderr)
+        return 1
+    return rc
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in ("demo", "test"):
+        print(__doc__)
+        return 2
+    if argv[0] == "demo":
+        return demo()
+    return test(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

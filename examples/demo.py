@@ -1,0 +1,82 @@
+"""The main job on the example data: what CI does for the seed PR, run locally.
+
+The repository ships the state *after* the seed PR (its recipe, master entry and appended
+changelog entry). This script recreates the PR as two commits in a scratch git repository
+(base = the same files without the last changelog entry, head = the files as shipped), then runs
+the same commands the workflows run on that pull request:
+
+  1. ci-tools config validate      (configs, runners, recipes, cross-file rules)
+  2. ci-tools changelog lint       (append-only gate, PR mode)
+  3. ci-tools plan                 (gate verdict, canary, points, GPU-hours)
+
+Nothing in the working tree is changed.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from ci_tools import paths  # noqa: E402
+
+SEED_PR = "3801"
+SEED_LABEL = "full-sweep-fail-fast"
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def without_last_entry(text: str) -> str:
+    cut = text.rstrip("\n").rfind("\n\n- config-keys:")
+    if cut < 0:
+        raise SystemExit(f"{paths.CHANGELOG}: cannot find the last entry to build the demo's base")
+    return text[: cut + 1]
+
+
+def build_scratch_repo(dest: Path) -> None:
+    git(dest, "init", "-q", "-b", "main")
+    git(dest, "config", "user.email", "demo@example.invalid")
+    git(dest, "config", "user.name", "ci-tools demo")
+    for part in (paths.E2E_DIR, paths.RECIPES_DIR):
+        shutil.copytree(ROOT / part, dest / part)
+    changelog = dest / paths.CHANGELOG
+    head_text = changelog.read_text(encoding="utf-8")
+    changelog.write_text(without_last_entry(head_text), encoding="utf-8")
+    git(dest, "add", "-A")
+    git(dest, "commit", "-q", "-m", "base")
+    git(dest, "tag", "base")
+    changelog.write_text(head_text, encoding="utf-8")
+    git(dest, "commit", "-q", "-am", "seed PR")
+    git(dest, "tag", "head")
+
+
+def step(title: str, args: list[str], cwd: Path) -> int:
+    print(f"\n=== {title}\n$ ci-tools {' '.join(args)}", flush=True)
+    rc = subprocess.call([sys.executable, "-m", "ci_tools", *args], cwd=cwd)
+    print(f"(exit {rc})", flush=True)
+    return rc
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="ci-tools-demo-") as tmp:
+        repo = Path(tmp)
+        build_scratch_repo(repo)
+        failures = 0
+        failures += step("Validate configs, runners and recipes", ["config", "validate"], repo) != 0
+        failures += step("Changelog gate (PR mode)",
+                         ["changelog", "lint", "--base", "base", "--head", "head", "--pr", SEED_PR], repo) != 0
+        failures += step("Sweep plan",
+                         ["plan", "--base", "base", "--head", "head", "--label", SEED_LABEL], repo) != 0
+    print("\ndemo: all steps passed" if not failures else f"\ndemo: {failures} step(s) failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
