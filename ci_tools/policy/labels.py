@@ -1,0 +1,73 @@
+"""The sweep-label policy (`inferencex-e2e/ci-policy.yaml`) as plain data.
+
+Label names are spelled only in that file. Code asks this module what a label does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ci_tools import paths
+from ci_tools.errors import InputError
+from ci_tools.yamlio import YamlDoc, load_yaml_file
+
+
+@dataclass(frozen=True)
+class PrimaryLabel:
+    name: str
+    scope: str          # "full" | "trimmed"
+    canary: bool
+    fail_fast: bool
+    reusable: bool
+    recommended: bool = False
+
+
+@dataclass(frozen=True)
+class ModifierLabel:
+    name: str
+    blocks_reuse: bool
+    evals: str | None = None          # "all" | "only" | None
+    agentx_profile: str | None = None  # "fast" | None
+
+
+@dataclass(frozen=True)
+class Policy:
+    repository: str
+    primary: dict[str, PrimaryLabel] = field(default_factory=dict)
+    modifiers: dict[str, ModifierLabel] = field(default_factory=dict)
+
+    def primaries_in(self, labels: list[str] | set[str]) -> list[str]:
+        return sorted(l for l in set(labels) if l in self.primary)
+
+    def modifiers_in(self, labels: list[str] | set[str]) -> list[str]:
+        return sorted(l for l in set(labels) if l in self.modifiers)
+
+    def reuse_blockers_in(self, labels: list[str] | set[str]) -> list[str]:
+        return sorted(l for l in self.modifiers_in(labels) if self.modifiers[l].blocks_reuse)
+
+    def reusable_primaries(self) -> list[str]:
+        return sorted(name for name, p in self.primary.items() if p.reusable)
+
+    def relevant(self) -> set[str]:
+        return set(self.primary) | set(self.modifiers)
+
+
+def policy_from_data(data: dict) -> Policy:
+    labels = data["labels"]
+    primary = {name: PrimaryLabel(name=name, scope=v["scope"], canary=v["canary"], fail_fast=v["fail-fast"],
+                                  reusable=v["reusable"], recommended=v.get("recommended", False))
+               for name, v in labels["primary"].items()}
+    modifiers = {name: ModifierLabel(name=name, blocks_reuse=v.get("blocks-reuse", False), evals=v.get("evals"),
+                                     agentx_profile=v.get("agentx-profile"))
+                 for name, v in labels.get("modifiers", {}).items()}
+    return Policy(repository=data.get("repository", ""), primary=primary, modifiers=modifiers)
+
+
+def load_policy(root: Path, path: Path | None = None) -> Policy:
+    """Load the policy file. Shape errors become located InputErrors (schema validation: the policy module)."""
+    doc: YamlDoc = load_yaml_file(path or root / paths.POLICY, str(path or paths.POLICY))
+    try:
+        return policy_from_data(doc.data)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise InputError(f"{doc.file}: malformed policy file ({exc!s}); see the schema in ci_tools/schemas") from None
