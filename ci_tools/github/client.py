@@ -82,6 +82,11 @@ def _make_retry(log: CallLog, sleep: Callable[[float], None]):
                 return method.upper() != "POST"
             return False
 
+        def get_backoff_time(self) -> float:
+            # urllib3 waits 0 s before the first retry; GitHub's 5xx are usually brief but not instant.
+            n = len(self.history)
+            return 0.0 if n == 0 else min(self.backoff_max, self.backoff_factor * 2 ** (n - 1))
+
         def increment(self, *args: Any, **kwargs: Any):
             log.retries += 1
             return super().increment(*args, **kwargs)
