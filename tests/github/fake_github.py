@@ -359,7 +359,7 @@ class Server:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.httpd.RequestHandlerClass = type("H", (_Handler,), {"fake": fake, "base_url": self.url})
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
 
     def __enter__(self) -> "Server":
         self.thread.start()
