@@ -19,6 +19,11 @@ from ci_tools.errors import InputError
 # name -> (module, one-line help). The help is repeated here so `--help` needs no imports.
 COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("ci_tools.cli.config", "Validate master configs, runners and recipes."),
+    "comment": ("ci_tools.cli.comment", "Act on PR comment commands (/use, /stage-results, /sweep plan)."),
+    "reuse": ("ci_tools.cli.reuse", "Decide sweep-run reuse for a PR push or a merge to main."),
+    "signoff": ("ci_tools.cli.signoff", "Verify a CODEOWNER sign-off and set its commit status."),
+    "stage": ("ci_tools.cli.stage", "Handle the results app's staging callbacks."),
+    "bot": ("ci_tools.cli.bot", "Welcome comment, status card and PR-description check."),
 }
 
 

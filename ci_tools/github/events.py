@@ -84,7 +84,8 @@ class Event:
     comment: Comment | None = None
     workflow_run: WorkflowRun | None = None
     ref: str = ""                        # push
-    after: str = ""                      # push: the new head sha
+    after: str = ""                      # push / pull_request synchronize: the new head sha
+    before: str = ""                     # push / pull_request synchronize: the previous head sha
     head_message: str = ""               # push: head commit message
     dispatch_type: str = ""              # repository_dispatch action / event_type
     client_payload: dict = field(default_factory=dict)
@@ -192,7 +193,8 @@ def parse_event(data: Any, name: str | None = None, file: str = "<event>") -> Ev
     sender = data.get("sender", {}).get("login", "") if isinstance(data.get("sender"), dict) else ""
     common = dict(name=name, action=str(data.get("action") or ""), repo=repo, sender=sender)
     if name == "pull_request":
-        return Event(**common, pull_request=pull_request_from(r.obj(data, "pull_request", "$"), "$.pull_request", r))
+        return Event(**common, pull_request=pull_request_from(r.obj(data, "pull_request", "$"), "$.pull_request", r),
+                     before=str(data.get("before") or ""), after=str(data.get("after") or ""))
     if name == "pull_request_review":
         pr = pull_request_from(r.obj(data, "pull_request", "$"), "$.pull_request", r)
         return Event(**common, pull_request=pr,
@@ -207,6 +209,7 @@ def parse_event(data: Any, name: str | None = None, file: str = "<event>") -> Ev
     if name == "push":
         head = data.get("head_commit") if isinstance(data.get("head_commit"), dict) else {}
         return Event(**common, ref=r.req(data, "ref", "$"), after=r.req(data, "after", "$"),
+                     before=str(data.get("before") or ""),
                      head_message=str(head.get("message") or ""))
     payload = data.get("client_payload")
     if payload is not None and not isinstance(payload, dict):

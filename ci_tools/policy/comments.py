@@ -34,9 +34,14 @@ def template(name: str) -> str:
     return resources.files("ci_tools.templates.comments").joinpath(f"{name}.md").read_text(encoding="utf-8")
 
 
+def template_text(name: str, **values) -> str:
+    """A template filled in, without marker: one part of a combined reply."""
+    return Template(template(name)).substitute(**{k: str(v) for k, v in values.items()}).rstrip() + "\n"
+
+
 def render(name: str, *, kind: str, key: str | int | None = None, state: dict | None = None, **values) -> str:
     """The full body: marker line, optional state line, then the template filled in."""
-    text = Template(template(name)).substitute(**{k: str(v) for k, v in values.items()}).rstrip() + "\n"
+    text = template_text(name, **values)
     head = marker(kind, key) + "\n"
     if state is not None:
         head += f"<!-- ci-tools:state {json.dumps(state, sort_keys=True, separators=(',', ':'))} -->\n"

@@ -31,4 +31,4 @@ def gh(fake, slept):
 def env(fake, tmp_path):
     """Environment for CLI runs against the fake."""
     return {"GITHUB_TOKEN": "t", "GITHUB_REPOSITORY": fake.repo, "GITHUB_API_URL": fake.url,
-            "GITHUB_OUTPUT": str(tmp_path / "out.txt"), "CI_TOOLS_SLEEP": "0"}
+            "GITHUB_OUTPUT": str(tmp_path / "out.txt")}
