@@ -19,7 +19,8 @@ def settings() -> Settings:
 
 
 def lazy(fake, sleep=None) -> Lazy:
-    return Lazy(lambda: GitHub(fake.repo, "test-token", api_url=fake.url, sleep=sleep or (lambda s: None)))
+    return Lazy(lambda: GitHub(fake.repo, "test-token", api_url=fake.url, sleep=sleep or (lambda s: None),
+                                 seconds_between_writes=0))
 
 
 def pr_with_sweep(fake, number: int = 7, *, labels=(FULL,), commits=(SHA1,), filler: int = 0, **kw) -> dict:
