@@ -223,8 +223,10 @@ def _use(use: Use, c: Comment, pr: int, tl: Timeline, gh: GitHub, settings: Sett
     what = f"run {use.run_id} is pinned for reuse at merge" if use.run_id is not None else \
         "the newest eligible full-sweep run will be reused at merge"
     if sel.run is not None:
-        effect = (f"As of now that is [run {sel.run.id}]({sel.run.html_url}) (commit `{sel.run.head_sha[:12]}`). "
-                  "New pushes will not start sweeps unless they change benchmark inputs.")
+        now = (f"[Run {sel.run.id}]({sel.run.html_url}) (commit `{sel.run.head_sha[:12]}`) is usable as things stand."
+               if use.run_id is not None else
+               f"As of now that is [run {sel.run.id}]({sel.run.html_url}) (commit `{sel.run.head_sha[:12]}`).")
+        effect = now + " New pushes will not start sweeps unless they change benchmark inputs."
     else:
         effect = f"**As things stand reuse would be refused at merge:** {sel.error}"
     label = reuse.label_problems(prs.labels, settings.policy)
@@ -415,8 +417,8 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy) -> Result:
     if not verdict.passed and not verdict.owns_any and previous.get("passed") and previous.get("sha") == prs.head_sha:
         # Someone who owns none of the changed files cannot undo an owner's verified sign-off.
         body = cm.render("signoff-verdict", kind="signoff-reply", key=c.id, headline="not counted",
-                         mention=f"@{c.author} ", footer=f"The verified sign-off by @{previous.get('signer')} "
-                                                         "stands; this one changes nothing.", **values)
+                         footer=f"@{c.author}, you own none of the changed files, so this sign-off is not counted. "
+                                f"The verified sign-off by @{previous.get('signer')} stands.", **values)
         upsert(client, pr, tl, "signoff-reply", c.id, body, settings)
         res.outputs["state"] = "success"
         res.messages.append("sign-off by a non-owner ignored; the earlier verified sign-off stands")
@@ -425,10 +427,9 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy) -> Result:
              "url": c.html_url, "version": checklist.version}
     footer = ("The `" + signoff.STATUS_CONTEXT + "` status is set on this commit. It carries over to later "
               "commits only while their tree is identical.") if verdict.passed else \
-        "Fix the items marked ❌ and post the sign-off again (edit it or add a new comment)."
+        f"@{c.author}, please fix the items marked ❌ and post the sign-off again (edit it or add a new comment)."
     body = cm.render("signoff-verdict", kind="signoff-verdict", state=state,
-                     headline="verified ✅" if verdict.passed else "rejected ❌",
-                     mention="" if verdict.passed else f"@{c.author} ", footer=footer, **values)
+                     headline="verified ✅" if verdict.passed else "rejected ❌", footer=footer, **values)
     _, cid = upsert(client, pr, tl, "signoff-verdict", None, body, settings)
     state_name = "success" if verdict.passed else "failure"
     client.create_status(prs.head_sha, state=state_name, context=signoff.STATUS_CONTEXT,
@@ -463,18 +464,25 @@ def _read(root: Path, rel: str) -> str:
 
 # ---- bots -------------------------------------------------------------------------------------
 
-def welcome_values(policy: Policy) -> dict:
+def welcome_values(policy: Policy, repo: str) -> dict:
     primaries = sorted(policy.primary)
     recommended = next((p for p in primaries if policy.primary[p].recommended), primaries[0])
     r = policy.primary[recommended]
     what = "full sweep" + (", canary first" if r.canary else "") + (", stops a matrix at its first failure"
                                                                      if r.fail_fast else "")
+    what_zh = "完整扫描" + ("，先跑 canary" if r.canary else "") + ("，矩阵出现首个失败即停止" if r.fail_fast else "")
+    scope_zh = {"full": "完整", "trimmed": "精简"}
+    others = [p for p in primaries if p != recommended]
     blockers = [m for m in sorted(policy.modifiers) if policy.modifiers[m].blocks_reuse]
-    return dict(checklist_url=paths.REVIEW_CHECKLIST, phrase=signoff.PHRASE, signoff_context=signoff.STATUS_CONTEXT,
-                changelog=paths.CHANGELOG, recommended=recommended, recommended_what=what,
-                other_primaries=", ".join(f"`{p}` ({policy.primary[p].scope})" for p in primaries if p != recommended),
-                modifiers=", ".join(f"`{m}`" for m in sorted(policy.modifiers)),
-                blockers=", ".join(f"`{m}`" for m in blockers) or "none")
+    code = lambda names, sep: sep.join(f"`{n}`" for n in names)  # noqa: E731
+    return dict(checklist_url=f"https://github.com/{repo}/blob/main/{paths.REVIEW_CHECKLIST}", phrase=signoff.PHRASE,
+                signoff_context=signoff.STATUS_CONTEXT, changelog=paths.CHANGELOG, recommended=recommended,
+                recommended_what=what, recommended_what_zh=what_zh,
+                other_primaries=", ".join(f"`{p}` ({policy.primary[p].scope})" for p in others),
+                other_primaries_zh="、".join(f"`{p}`（{scope_zh.get(policy.primary[p].scope, policy.primary[p].scope)}）"
+                                            for p in others),
+                modifiers=code(sorted(policy.modifiers), ", "), modifiers_zh=code(sorted(policy.modifiers), "、"),
+                blockers=code(blockers, ", ") or "none", blockers_zh=code(blockers, "、") or "无")
 
 
 def welcome(event: Event, settings: Settings, gh: Lazy) -> Result:
@@ -483,7 +491,7 @@ def welcome(event: Event, settings: Settings, gh: Lazy) -> Result:
     client = gh()
     pr = event.pull_request.number
     tl = load_timeline(client, pr)
-    body = cm.render("welcome", kind="welcome", **welcome_values(settings.policy))
+    body = cm.render("welcome", kind="welcome", **welcome_values(settings.policy, client.repo))
     action, cid = upsert(client, pr, tl, "welcome", None, body, settings)
     return Result(outputs={"comment": action, "comment-id": str(cid)}, messages=[f"welcome comment: {action}"])
 
