@@ -193,7 +193,7 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy 
         if isinstance(x, StageResults):
             parts.append(_stage(x, c, pr, tl, client, dispatcher, settings, res, event))
         elif isinstance(x, SweepPlan):
-            parts.append(cm.template_text("sweep-plan", author=c.author, plan=sweep_plan_text(settings, pr)))
+            parts.append(cm.template_text("sweep-plan", author=c.author, plan=sweep_plan_text(tl, settings, pr)))
     parts = [p for p in parts if p]
     if parts:
         body = cm.marker("reply", c.id) + "\n" + "\n\n".join(p.rstrip() for p in parts) + "\n"
@@ -265,10 +265,18 @@ def _stage(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: GitHub, dis
     return ""
 
 
-def sweep_plan_text(settings: Settings, pr: int) -> str:
-    # The planner (issue 4) owns the plan; until its pure function is wired in, point to it.
-    return (f"the sweep plan for PR #{pr} is computed by `ci-tools plan` in the sweep workflow; "
-            "see its job summary on the latest run.")
+def sweep_plan_text(tl: Timeline, settings: Settings, pr: int) -> str:
+    """The plan summary the sweep workflow last put on the status card (`bot status-card --plan-file`).
+
+    Computing a plan here would need the PR's files checked out; the sweep workflow already runs
+    `ci-tools plan` on them, so the reply shows its latest result rather than a second opinion."""
+    state = cm.state_of(cm.find_sticky(tl.comments, "status-card", bot_login=settings.bot))
+    run = state.get("run") or {}
+    if state.get("plan"):
+        source = f" (from [run {run['id']}]({run.get('url', '')}))" if run.get("id") else ""
+        return f"the latest sweep plan for PR #{pr}{source}:\n\n{state['plan']}"
+    return (f"no sweep plan has been computed for PR #{pr} yet. The sweep workflow runs `ci-tools plan` "
+            "when the PR carries a sweep label; its summary then appears here and on the status card.")
 
 
 # ---- reuse resolve ----------------------------------------------------------------------------

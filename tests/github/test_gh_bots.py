@@ -154,3 +154,10 @@ def test_signoff_goldens(fake):
     other = fake.add_comment(1, signoff_body("mallory"), author="mallory")
     verify_signoff(comment_event(fake, 1, other), settings(), lazy(fake))
     golden("signoff-not-counted", only(fake, 1, f"<!-- ci-tools:signoff-reply {other['id']} -->"))
+
+
+def test_sweep_plan_reply_shows_the_plan_the_sweep_workflow_recorded(fake):
+    pr_with_sweep(fake, 1)
+    status_card(None, settings(), lazy(fake), pr=1, run={"id": 12, "url": "https://x/12", "conclusion": "success",
+                                                         "head_sha": SHA1}, plan="| family | points |\n|---|---|\n| single-node | 7 |")
+    golden("reply-sweep-plan-recorded", reply(fake, "/sweep plan"))
