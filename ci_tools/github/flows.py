@@ -157,8 +157,13 @@ def _who_may_use() -> str:
 def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy | None = None) -> Result:
     res = Result(outputs={"handled": "false", "commands": "", "reuse-authorised": "", "stage-run-id": "",
                           "stage-comment-id": ""})
-    if event.name not in ("issue_comment", "pull_request_review"):
-        raise UsageError(f"`comment handle` takes issue_comment or pull_request_review events, not {event.name}")
+    if event.name == "pull_request_review":
+        # Reuse is decided from conversation comments only; acting on a review body here would
+        # acknowledge a command that the merge-time resolution never sees.
+        res.messages.append("commands are read from conversation comments, not reviews: nothing to do")
+        return res
+    if event.name != "issue_comment":
+        raise UsageError(f"`comment handle` takes issue_comment events, not {event.name}")
     if event.pr_number is None or event.comment is None:
         res.messages.append("not a pull-request comment: nothing to do")
         return res
@@ -190,7 +195,10 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy 
     if uses:
         parts.append(_use(uses[-1], c, pr, tl, client, settings, res))
     for x in commands:
-        if isinstance(x, StageResults):
+        if isinstance(x, StageResults) and event.action != "created":
+            # Staging is a one-off request: editing the comment (say, a typo elsewhere) must not stage again.
+            res.messages.append(f"`{x.text}` in an edited comment: not staged again")
+        elif isinstance(x, StageResults):
             parts.append(_stage(x, c, pr, tl, client, dispatcher, settings, res, event))
         elif isinstance(x, SweepPlan):
             parts.append(cm.template_text("sweep-plan", author=c.author, plan=sweep_plan_text(tl, settings, pr)))
@@ -386,7 +394,8 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy) -> Result:
         raise UsageError(f"`signoff verify` takes issue_comment, pull_request_review or pull_request events, "
                          f"not {event.name}")
     c = event.comment
-    if event.pr_number is None or c is None or not signoff.has_phrase(c.body) or event.action == "deleted":
+    if event.action not in ("created", "edited", "submitted") or event.pr_number is None or c is None \
+            or not signoff.has_phrase(c.body):
         res.messages.append("no sign-off in this event: nothing to do")
         return res
     if c.author == settings.bot or c.author_type == "Bot":

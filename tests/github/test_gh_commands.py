@@ -243,3 +243,19 @@ def test_deleting_the_authorising_comment_updates_the_card(fake):
     handle(fake, comment_event(fake, 1, {**c}, action="deleted"))
     (card,) = [b for b in fake.bot_comments(1) if "status-card" in b["body"]]
     assert "not authorised" in card["body"]
+
+
+def test_editing_a_stage_comment_does_not_stage_again(fake):
+    pr_with_sweep(fake, 1)
+    fake.add_run(9, head_sha=SHA1)
+    c = authorise(fake, 1, "/stage-results 9")
+    handle(fake, comment_event(fake, 1, c))
+    handle(fake, comment_event(fake, 1, c, action="edited"))
+    assert len(fake.dispatches) == 1
+
+
+def test_commands_in_review_bodies_are_not_acted_on(fake):
+    pr_with_sweep(fake, 1)
+    c = authorise(fake, 1, "/use")
+    res, gh = handle(fake, comment_event(fake, 1, c, kind="pull_request_review"))
+    assert gh.calls == 0 and res.outputs["handled"] == "false"
