@@ -32,7 +32,7 @@ def only(fake, pr, prefix):
     return found[0]
 
 
-def test_welcome_is_posted_once_and_names_labels_from_the_policy(fake):
+def test_w25_welcome_is_posted_once_even_past_the_first_page_and_names_policy_labels(fake):
     pr_with_sweep(fake, 1)
     for i in range(130):
         fake.add_comment(1, f"chatter {i}", author="viewer", association="NONE")

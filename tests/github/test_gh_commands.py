@@ -154,7 +154,7 @@ def callback(fake, kind, pr, comment_id, **extra):
     return Event(name="repository_dispatch", repo=fake.repo, dispatch_type=kind, client_payload=payload)
 
 
-def test_callbacks_update_the_same_comment_and_never_move_backwards(fake):
+def test_w23_callbacks_update_the_same_comment_and_never_move_backwards(fake):
     """W23: completed then a late started must leave the completion in place."""
     pr_with_sweep(fake, 1)
     fake.add_run(9, head_sha=SHA1)
