@@ -259,3 +259,12 @@ def test_commands_in_review_bodies_are_not_acted_on(fake):
     c = authorise(fake, 1, "/use")
     res, gh = handle(fake, comment_event(fake, 1, c, kind="pull_request_review"))
     assert gh.calls == 0 and res.outputs["handled"] == "false"
+
+
+def test_w4_use_after_merge_is_answered_not_recorded(fake):
+    pr_with_sweep(fake, 1)
+    fake.pulls[1]["merged_at"] = fake.tick()
+    c = authorise(fake, 1, "/use 9")
+    handle(fake, comment_event(fake, 1, c))
+    assert "already merged" in reply_of(fake, 1, c["id"])
+    assert not [b for b in fake.bot_comments(1) if "status-card" in b["body"]]

@@ -339,3 +339,18 @@ def test_forged_writer_record_is_not_trusted(fake):
     merge(fake, 1321)
     res, _ = run_resolve(fake, event)
     assert res.outputs["reuse-enabled"] == "false"
+
+
+@pytest.mark.parametrize("events,when,expected", [
+    ([], "2026-10-01T00:05:00Z", set()),
+    ([("a", True, "00:01"), ("b", True, "00:02")], "2026-10-01T00:02:00Z", {"a", "b"}),   # same second counts
+    ([("a", True, "00:01"), ("a", False, "00:03")], "2026-10-01T00:02:00Z", {"a"}),
+    ([("a", True, "00:01"), ("a", False, "00:03")], "2026-10-01T00:04:00Z", set()),
+    ([("a", False, "00:03"), ("a", True, "00:01")], "2026-10-01T00:04:00Z", set()),       # order by time
+    ([("a", True, "00:01")], "", set()),                                                  # unknown time: nothing
+])
+def test_labels_at(events, when, expected):
+    from ci_tools.github.timeline import LabelEvent
+
+    evs = [LabelEvent(l, added, f"2026-10-01T{t}:00Z") for l, added, t in events]
+    assert reuse.labels_at(evs, when) == expected
