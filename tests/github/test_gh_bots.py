@@ -10,7 +10,7 @@ import pytest
 from ci_tools.github.events import Event
 from ci_tools.github.flows import handle_comment, stage_callback, status_card, verify_signoff, welcome, pr_body
 from ci_tools.policy.prbody import check_body
-from scenarios import FULL, SHA1, REPO_ROOT, authorise, comment_event, lazy, pr_event, pr_with_sweep, settings
+from gh_scenarios import FULL, SHA1, REPO_ROOT, authorise, comment_event, lazy, pr_event, pr_with_sweep, settings
 from test_gh_commands import callback, dispatcher
 from test_gh_signoff import setup_pr, signoff_body
 

@@ -9,7 +9,7 @@ from ci_tools.github.client import GitHubError
 from ci_tools.github.flows import Lazy, handle_comment, stage_callback
 from ci_tools.github.events import Event
 from ci_tools.github import GitHub
-from scenarios import FULL, SHA1, authorise, comment_event, lazy, pr_with_sweep, settings
+from gh_scenarios import FULL, SHA1, authorise, comment_event, lazy, pr_with_sweep, settings
 
 
 def dispatcher(fake):

@@ -8,7 +8,7 @@ import pytest
 from ci_tools.github.events import Comment
 from ci_tools.github.flows import resolve_reuse
 from ci_tools.policy import reuse
-from scenarios import FULL, MERGE, SHA1, SHA2, SHA3, authorise, lazy, merge, pr_with_sweep, pr_event, push_event, \
+from gh_scenarios import FULL, MERGE, SHA1, SHA2, SHA3, authorise, lazy, merge, pr_with_sweep, pr_event, push_event, \
     settings
 
 # ---- authorisation: pure table (41-45, W3, W4, W5) ----------------------------------------------
