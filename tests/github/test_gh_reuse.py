@@ -354,3 +354,20 @@ def test_labels_at(events, when, expected):
 
     evs = [LabelEvent(l, added, f"2026-10-01T{t}:00Z") for l, added, t in events]
     assert reuse.labels_at(evs, when) == expected
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+
+@hsettings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["/use", "/use 5", "/use 6", "/reuse-sweep-run 7", "hi", "/use x"]),
+                          st.sampled_from(["OWNER", "MEMBER", "CONTRIBUTOR"]), st.sampled_from(["u1", "u4", "u3"])),
+                max_size=8), st.randoms())
+def test_authorisation_depends_on_time_not_on_list_order(rows, rnd):
+    comments = [C(i + 1, body, assoc, author=who) for i, (body, assoc, who) in enumerate(rows)]
+    shuffled = comments[:]
+    rnd.shuffle(shuffled)
+    perm = lambda login: PERMS.get(login, "none")  # noqa: E731
+    a = reuse.authorise(comments, perm, pr_number=1)
+    b = reuse.authorise(shuffled, perm, pr_number=1)
+    assert (a.authorised, a.pinned_run) == (b.authorised, b.pinned_run)
