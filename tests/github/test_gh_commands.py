@@ -268,3 +268,10 @@ def test_w4_use_after_merge_is_answered_not_recorded(fake):
     handle(fake, comment_event(fake, 1, c))
     assert "already merged" in reply_of(fake, 1, c["id"])
     assert not [b for b in fake.bot_comments(1) if "status-card" in b["body"]]
+
+
+def test_use_of_a_run_that_does_not_exist_is_answered(fake):
+    pr_with_sweep(fake, 1)
+    c = authorise(fake, 1, "/use 424242")
+    handle(fake, comment_event(fake, 1, c))
+    assert "no such run exists" in reply_of(fake, 1, c["id"])
