@@ -19,6 +19,8 @@ from ci_tools.errors import InputError
 # name -> (module, one-line help). The help is repeated here so `--help` needs no imports.
 COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("ci_tools.cli.config", "Validate master configs, runners and recipes."),
+    "matrix": ("ci_tools.cli.matrix", "Expand master configs into benchmark matrix rows (InferenceX-compatible)."),
+    "plan": ("ci_tools.cli.plan", "Plan a change's sweep: gate verdict, canaries, points, GPU-hours."),
 }
 
 

@@ -149,7 +149,7 @@ def _parallelism(row: Mapping[str, Any]) -> str:
     def one(tp: Any, ep: Any, dpa: Any) -> str:
         if dpa and ep == tp:
             return f"DEP{tp}"
-        return f"TP{tp}" + (f" EP{ep}" if ep not in (None, 1) else "") + (" DPA" if dpa else "")
+        return f"TP{tp} EP{1 if ep is None else ep}" + (" DPA" if dpa else "")
     if is_multinode(row):
         p, d = row["prefill"], row["decode"]
         return (f"{p.get('num-worker')}P {one(p.get('tp'), p.get('ep'), p.get('dp-attn'))} + "
