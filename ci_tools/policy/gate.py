@@ -197,7 +197,7 @@ def decide(event: Event, policy: Policy, *, appends_entry: bool | None = None,
         return GateDecision(True, False, f"the head commit message contains {SKIP_MARKER}; push a commit "
                             "without it, or remove and re-add the primary label to force a sweep", group,
                             mode=mode, restarts=restarts)
-    needs_lookup = action == "synchronize" and mode.reusable
+    needs_lookup = event.name == "pull_request" and action == "synchronize" and mode.reusable
     if needs_lookup and use_authorized:
         return GateDecision(True, False, "an authorised /use pins a finished run, so new commits no longer "
                             "start sweeps; remove and re-add the primary label to force one", group, mode=mode,
