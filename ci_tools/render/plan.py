@@ -190,5 +190,5 @@ def render_summary(plan: dict) -> str:
                          f"{p['gpus']} | {_hours(p['gpu-hours'])} | {note} |")
         t = plan["totals"]
         lines += ["", f"**{t['points']} points, {_hours(t['gpu-hours'])} GPU-h** "
-                      f"(canaries {_hours(t['canary-gpu-hours'])} GPU-h). {_line(plan['reuse']['reason'])}"]
+                      f"(canaries {_hours(t['canary-gpu-hours'])} GPU-h).", "", f"Reuse: {_line(plan['reuse']['reason'])}"]
     return "\n".join(lines) + "\n"
