@@ -109,8 +109,12 @@ def _entries(git, base: str, head: str, changelog: str, master_keys: list[str]):
               f"{paths.MASTER_GLOB} at the head ref).")
 @click.option("--runners", help="runners.yaml path in the repo (default: beside the first master).")
 @click.option("--repo", default=".", show_default=True, type=click.Path(file_okay=False), help="The git repository.")
+@click.option("--after-canary", is_flag=True, help="The canaries have run: emit only the rows of families whose "
+              "canary passed (--passed-family); the others run nothing.")
+@click.option("--passed-family", "passed", multiple=True, help="With --after-canary: a runner label whose canary "
+              "passed (repeatable).")
 def cli(base, head, labels, event_path, event_name, use_authorized, head_message, gate_only, fmt, changelog_file,
-        masters, runners, repo):
+        masters, runners, repo, after_canary, passed):
     """Plan the sweep of a change: gate verdict, canaries, points, GPU-hours.
 
     \b
@@ -118,6 +122,7 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
       ci-tools plan --base origin/main --head HEAD --label full-sweep-fail-fast
       ci-tools plan --event-path "$GITHUB_EVENT_PATH" --format github
       ci-tools plan --event-path "$GITHUB_EVENT_PATH" --gate-only --format github
+      ci-tools plan --event-path "$GITHUB_EVENT_PATH" --after-canary --passed-family b300 --format github
     \b
     With --format github the outputs go to $GITHUB_OUTPUT and a summary to
     $GITHUB_STEP_SUMMARY (see the README, "Sweep planning", for the output names).
@@ -175,6 +180,12 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
     if decision.sweep and any(e.data.get("append-only") for e in entries):
         base_masters, _ = _load_masters(git, base_ref, list(masters), runners)
     plan = build_plan(decision, entries, head_masters, policy, base=base_masters)
+    if after_canary:
+        from ci_tools.policy.plan import after_canary as release
+
+        plan = release(plan, set(passed))
+    elif passed:
+        raise UsageError("--passed-family only makes sense with --after-canary")
     _emit_plan(plan, fmt)
     if plan.get("error"):
         raise InputError(plan["error"])

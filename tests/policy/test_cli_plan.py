@@ -216,3 +216,22 @@ def test_matrix_usage_errors(capsys, monkeypatch, args, message):
     monkeypatch.chdir(REPO)
     code, _, err = run(capsys, "matrix", *args)
     assert code == 2 and message in err
+
+
+def test_after_canary_cli(capsys, demo_repo, tmp_path, monkeypatch):
+    out_file = tmp_path / "out"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out_file))
+    args = ["plan", "--repo", str(demo_repo), "--base", "base", "--head", "head", "--label", "full-sweep-fail-fast",
+            "--format", "github", "--after-canary"]
+    code, _, err = run(capsys, *args, "--passed-family", "cluster:gb300-nv")
+    assert code == 0, err
+    outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
+    assert len(json.loads(outputs["matrix-single-node-agentic"])) == 6 and outputs["canary"] == "[]"
+    out_file.write_text("")
+    code, _, err = run(capsys, *args)
+    outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
+    assert code == 0 and outputs["sweep"] == "false" and outputs["matrix-single-node-agentic"] == "[]"
+    assert "canary failed or missing for cluster:gb300-nv" in outputs["reason"]
+    code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                       "--passed-family", "x")
+    assert code == 2 and "--after-canary" in err
