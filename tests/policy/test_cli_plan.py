@@ -235,3 +235,23 @@ def test_after_canary_cli(capsys, demo_repo, tmp_path, monkeypatch):
     code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
                        "--passed-family", "x")
     assert code == 2 and "--after-canary" in err
+
+
+def test_append_only_entry_plans_only_the_added_point(capsys, demo_repo, tmp_path):
+    repo = tmp_path / "r"
+    subprocess.run(["git", "clone", "-q", str(demo_repo), str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-b", "x", "head"], check=True)
+    subprocess.run(["git", "-C", str(repo), "config", "user.email", "a@b"], check=True)
+    subprocess.run(["git", "-C", str(repo), "config", "user.name", "a"], check=True)
+    master = repo / "inferencex-e2e" / "configs" / "nvidia-master.yaml"
+    master.write_text(master.read_text().replace("conc-list: [16, 32] }", "conc-list: [16, 32, 48] }"))
+    log = repo / "inferencex-e2e" / "perf-changelog.yaml"
+    log.write_text(log.read_text() + "\n- config-keys:\n    - dsv41flash-fp4-gb300-sglang-agentic-dspark\n"
+                   "  scenario-type:\n    - agentic-coding\n  description:\n    - \"Add TP2 c48.\"\n"
+                   "  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/2\n  append-only: true\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "c48"], check=True)
+    code, out, err = run(capsys, "plan", "--repo", str(repo), "--base", "head", "--head", "HEAD",
+                         "--label", "non-canary-full-sweep-enabled", "--format", "json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert [(p["parallelism"], p["conc"]) for p in plan["points"]] == [("TP2 EP1", 48)]
