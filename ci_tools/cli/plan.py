@@ -26,6 +26,18 @@ def _read_event(path: str, event_name: str | None, run_id: str | None, head_mess
     return event_from_payload(payload, event_name, file=path, run_id=run_id, head_message=head_message)
 
 
+def _rev_parse_all(git, refs: list[str]) -> None:
+    """Resolve several refs with one git process (each later lookup hits the adapter's cache); on any
+    failure fall back to one-by-one resolution, which names the bad ref."""
+    refs = [r for r in dict.fromkeys(refs) if r and not r.startswith("-")]
+    proc = git._run("rev-parse", "--end-of-options", *[f"{r}^{{commit}}" for r in refs], check=False)
+    shas = proc.stdout.decode().split()
+    if proc.returncode == 0 and len(shas) == len(refs):
+        git._commits.update(zip(refs, shas))
+    for r in refs:
+        git.rev_parse(r)
+
+
 def _head_message(git, sha: str | None) -> str | None:
     if not sha:
         return None
@@ -176,12 +188,6 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
         policy.require_known(labels)
         event = Event(name="local", action="synchronize", labels=tuple(labels), head_message=head_message,
                       sha=head, run_id=run_id)
-    if event.name != "push" and event.head_message is None and not gate_only:
-        from ci_tools.gitio import Git
-
-        git = Git(root)
-        event = Event(**{**event.__dict__, "head_message": _head_message(git, head or event.sha)})
-
     if gate_only:
         decision = decide(event, policy, use_authorized=use_authorized)
         _emit_gate(decision, fmt)
@@ -192,11 +198,14 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
     from ci_tools.gitio import Git
     from ci_tools.policy.plan import build_plan
 
-    git = git or Git(root)
+    git = Git(root)
     head_ref = head or event.sha
     base_ref = base or base_sha
     if not head_ref or not base_ref:
         raise UsageError("cannot tell which commits to compare: pass --base and --head")
+    _rev_parse_all(git, [head_ref, base_ref])
+    if event.name != "push" and event.head_message is None:
+        event = Event(**{**event.__dict__, "head_message": _head_message(git, head_ref)})
     if event.name != "push":
         base_ref = git.merge_base(base_ref, head_ref)
     decision = decide(event, policy, use_authorized=use_authorized)

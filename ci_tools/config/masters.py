@@ -86,6 +86,19 @@ def read_runners(path: Path, root: Path | None = None) -> YamlDoc:
 
 
 _TOP_KEY_LINE = re.compile(rb"([A-Za-z0-9_][A-Za-z0-9_.+-]*):[ ]*(?:#[^\n]*)?")
+_COLUMN_ONE = re.compile(rb"^[^ #\n][^\n]*", re.M)
+
+
+def _has_alias_syntax(content: bytes) -> bool:
+    for ch in (b"&", b"*"):
+        pos = content.find(ch)
+        while pos >= 0:
+            before = content[pos - 1:pos] if pos else b"\n"
+            after = content[pos + 1:pos + 2]
+            if before in (b" ", b"\n", b"[", b"{", b",", b":", b"-") and after and (after.isalnum() or after in b"_-"):
+                return True
+            pos = content.find(ch, pos + 1)
+    return False
 
 
 def split_entries(content: bytes) -> list[tuple[str, int, bytes]] | None:
@@ -97,26 +110,19 @@ def split_entries(content: bytes) -> list[tuple[str, int, bytes]] | None:
     anchor/alias crosses entries (any `&`/`*` alias syntax sends the caller to the whole-file parse).
     """
     out: list[tuple[str, int, bytes]] = []
-    start = key = None
-    pos = 0
-    line_no = 0
-    n = len(content)
-    while pos < n:
-        eol = content.find(b"\n", pos)
-        eol = n if eol < 0 else eol
-        line_no += 1
-        line = content[pos:eol]
-        if line and line[:1] not in b" #":
-            m = _TOP_KEY_LINE.fullmatch(line)
-            if m is None:
-                return None
-            if key is not None:
-                out.append((key, start_line, content[start:pos]))
-            key, start, start_line = m.group(1).decode("ascii"), pos, line_no
-        pos = eol + 1
-    if key is not None:
-        out.append((key, start_line, content[start:]))
-    if len({k for k, _, _ in out}) != len(out) or re.search(rb"(?m)(?:^|[\s\[{,:-])[&*][A-Za-z0-9_-]", content):
+    prev_pos, line = 0, 1
+    starts: list[tuple[str, int, int]] = []
+    for m in _COLUMN_ONE.finditer(content):
+        key = _TOP_KEY_LINE.fullmatch(m.group(0))
+        if key is None:
+            return None
+        line += content.count(b"\n", prev_pos, m.start())
+        prev_pos = m.start()
+        starts.append((key.group(1).decode("ascii"), line, m.start()))
+    for i, (key, line, pos) in enumerate(starts):
+        end = starts[i + 1][2] if i + 1 < len(starts) else len(content)
+        out.append((key, line, content[pos:end]))
+    if len({k for k, _, _ in out}) != len(out) or _has_alias_syntax(content):
         return None
     return out
 

@@ -170,7 +170,8 @@ def render_table(plan: dict) -> str:
 
 
 def render_json(plan: dict) -> str:
-    return json.dumps(plan, indent=2, ensure_ascii=False) + "\n"
+    # no indent: json's C encoder only runs without it, and large plans are read by tools (use `jq .`)
+    return json.dumps(plan, ensure_ascii=False) + "\n"
 
 
 def render_summary(plan: dict) -> str:
