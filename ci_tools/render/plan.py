@@ -128,7 +128,7 @@ def render_table(plan: dict) -> str:
                 "fail-fast" if mode["fail-fast"] else "no fail-fast", f"evals {mode['evals']}"]
         if mode["agentx-fast"]:
             bits.append("AgentX fast profile")
-        label = mode["primary"] + (" + " + ", ".join(mode["modifiers"]) if mode["modifiers"] else "")
+        label = (mode["primary"] or "push (no labels)") + (" + " + ", ".join(mode["modifiers"]) if mode["modifiers"] else "")
         out += _wrap("mode: ", f"{label} ({'; '.join(bits)})")
     out.append(f"concurrency group: {plan['concurrency-group']}")
     for e in plan.get("entries", []):
@@ -180,7 +180,7 @@ def render_summary(plan: dict) -> str:
     lines = [f"### {icon} Sweep plan", "", _line(plan["reason"]), ""]
     mode = plan.get("mode")
     if mode:
-        lines += [f"Mode: `{mode['primary']}`" + "".join(f" + `{m}`" for m in mode["modifiers"])
+        lines += [f"Mode: `{mode['primary'] or 'push'}`" + "".join(f" + `{m}`" for m in mode["modifiers"])
                   + f" (scope {mode['scope']}, {'canary' if mode['canary'] else 'no canary'}, "
                     f"{'fail-fast' if mode['fail-fast'] else 'no fail-fast'}, evals {mode['evals']})", ""]
     if plan["points"]:

@@ -255,3 +255,19 @@ def test_append_only_entry_plans_only_the_added_point(capsys, demo_repo, tmp_pat
     assert code == 0, err
     plan = json.loads(out)
     assert [(p["parallelism"], p["conc"]) for p in plan["points"]] == [("TP2 EP1", 48)]
+
+
+def test_push_event_plans_the_full_sweep_without_canary(capsys, demo_repo, tmp_path):
+    def sha(ref):
+        return subprocess.run(["git", "-C", str(demo_repo), "rev-parse", ref], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    ev = tmp_path / "push.json"
+    ev.write_text(json.dumps({"ref": "refs/heads/main", "before": sha("base"), "after": sha("head"),
+                              "head_commit": {"message": "seed PR [skip-sweep]"}}))
+    code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--event-path", str(ev))
+    assert code == 0, err
+    assert out.startswith("SWEEP: push to the default branch") and "mode: push" in out
+    code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--event-path", str(ev), "--format", "json")
+    plan = json.loads(out)
+    assert plan["canaries"] == [] and not any(plan["fail-fast"].values()) and plan["totals"]["points"] == 8
+    assert plan["concurrency-group"] == f"sweep-{sha('head')}-active"
