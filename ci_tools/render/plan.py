@@ -11,7 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ci_tools.policy.buckets import BUCKETS
+
+
+def _buckets() -> tuple[str, ...]:
+    # imported here so the gate-only path does not load the matrix modules
+    from ci_tools.policy.buckets import BUCKETS
+    return BUCKETS
 
 WIDTH = 100
 MAX_OUTPUTS_BYTES = 1_000_000  # GitHub's limit on one job's outputs
@@ -39,7 +44,7 @@ def output_names(gate_only: bool = False) -> list[str]:
         return list(GATE_OUTPUTS)
     names = list(GATE_OUTPUTS) + ["plan", "canary", "has-canary", "canary-families", "families", "gpu-hours",
                                   "points", "reusable", "buckets"]
-    for b in BUCKETS:
+    for b in _buckets():
         names += [f"matrix-{b}", f"run-{b}", f"canary-{b}", f"fail-fast-{b}"]
     return names
 
@@ -66,8 +71,8 @@ def plan_outputs(plan: dict) -> dict[str, str]:
     out["gpu-hours"] = str(plan["totals"]["gpu-hours"])
     out["points"] = str(plan["totals"]["points"])
     out["reusable"] = _bool(plan["reuse"]["eligible"])
-    out["buckets"] = _compact([b for b in BUCKETS if plan["buckets"].get(b)])
-    for b in BUCKETS:
+    out["buckets"] = _compact([b for b in _buckets() if plan["buckets"].get(b)])
+    for b in _buckets():
         rows = plan["buckets"].get(b, [])
         out[f"matrix-{b}"] = _compact(rows)
         out[f"run-{b}"] = _bool(bool(rows))

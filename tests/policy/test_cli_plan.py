@@ -271,3 +271,14 @@ def test_push_event_plans_the_full_sweep_without_canary(capsys, demo_repo, tmp_p
     plan = json.loads(out)
     assert plan["canaries"] == [] and not any(plan["fail-fast"].values()) and plan["totals"]["points"] == 8
     assert plan["concurrency-group"] == f"sweep-{sha('head')}-active"
+
+
+def test_plan_path_imports_stay_light(demo_repo):
+    code = ("import sys\nfrom ci_tools.cli import main\n"
+            f"try:\n    main(['plan', '--repo', {str(demo_repo)!r}, '--base', 'base', '--head', 'head', "
+            "'--label', 'full-sweep-fail-fast', '--format', 'json'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+            "heavy = [m for m in ('jsonschema', 'httpx', 'github', 'ruamel.yaml') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    proc = subprocess.run(["python3", "-c", code], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
