@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,7 @@ def test_gate_only_is_fast_enough_to_skip_configs(tmp_path, shared):
     payload["pull_request"]["labels"] = [{"name": "full-sweep-fail-fast"}]
     ev = tmp_path / "ev.json"
     ev.write_text(json.dumps(payload))
-    proc = subprocess.run(["python3", "-m", "ci_tools", "plan", "--repo", str(tmp_path), "--event-path", str(ev),
+    proc = subprocess.run([sys.executable, "-m", "ci_tools", "plan", "--repo", str(tmp_path), "--event-path", str(ev),
                            "--gate-only", "--format", "json", "--head-message", "x"], capture_output=True, text=True,
                           cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
@@ -279,6 +280,6 @@ def test_plan_path_imports_stay_light(demo_repo):
             "'--label', 'full-sweep-fail-fast', '--format', 'json'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
             "heavy = [m for m in ('jsonschema', 'httpx', 'github', 'ruamel.yaml') if m in sys.modules]\n"
             "assert not heavy, heavy\n")
-    proc = subprocess.run(["python3", "-c", code], capture_output=True, text=True, cwd=REPO,
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
