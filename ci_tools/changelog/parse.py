@@ -109,7 +109,12 @@ def _parse(content: bytes, file: str, line_offset: int = 0, index_offset: int = 
             problems.append(Finding(file, line + line_offset, None, f"entry {n} is not a mapping",
                                     "an entry is a mapping with config-keys, description and pr-link"))
             continue
-        key_lines = {k: (doc.key_marks.get((i, k), (line, 0))[0] + line_offset) for k in item}
+        key_lines: dict = {k: (doc.key_marks.get((i, k), (line, 0))[0] + line_offset) for k in item}
+        keys = item.get("config-keys")
+        if isinstance(keys, list):
+            for j in range(len(keys)):
+                key_lines[("config-keys", j)] = (doc.value_marks.get((i, "config-keys", j), (line, 0))[0]
+                                                 + line_offset)
         entries.append(Entry(index_offset + i, line + line_offset, item, key_lines))
     if not problems:
         starts = entry_starts(content)
@@ -158,5 +163,9 @@ def appended_entries(base: bytes | None, head: bytes, file: str) -> list[Entry]:
     starts = entry_starts(head)
     if n >= len(starts):
         return []
-    offset = starts[n]
-    return _parse(head[offset:], file, line_offset=line_of(head, offset) - 1, index_offset=n)
+    return parse_tail(head, starts[n], n, file)
+
+
+def parse_tail(content: bytes, offset: int, index_offset: int, file: str) -> list[Entry]:
+    """Parse only content[offset:] (which starts with an entry), reporting lines and indexes of `content`."""
+    return _parse(content[offset:], file, line_offset=line_of(content, offset) - 1, index_offset=index_offset)
