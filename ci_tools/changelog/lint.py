@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from ci_tools.changelog import schema
 from ci_tools.changelog.parse import (Entry, byte_findings, count_entries, entry_starts, line_of, parse_entries,
-                                      parse_tail)
+                                      parse_tail, structure_ok)
 from ci_tools.errors import Finding, InputError
 
 IMMUTABLE_HINT = "restore the base version of the file byte for byte, then append your entry at the end"
@@ -94,6 +94,30 @@ def _without_link(data: dict) -> dict:
     return {k: v for k, v in data.items() if k != "pr-link"}
 
 
+STRAY = "text appended"
+
+
+def _stray_text(base: bytes, head: bytes, file: str, n_base: int, starts: list[int]) -> Finding:
+    """Bytes appended after history that are not a new `- config-keys:` entry."""
+    first = len(base)
+    while first < len(head):  # the start of the first appended line that is not blank
+        end = head.find(b"\n", first)
+        if head[first:end].strip(b" "):
+            break
+        first = end + 1
+    line = line_of(head, first)
+    if head.startswith(b"- ", first):
+        return Finding(file, line, None, f"{STRAY}: the new entry at line {line} does not start with `- config-keys:`",
+                       "put config-keys first (`- config-keys:` at column 1), then the other fields indented by two spaces")
+    if n_base:
+        return Finding(file, line, None,
+                       f"{STRAY} to historical entry {n_base} (line {line_of(head, starts[n_base - 1])}):"
+                       " historical entries are immutable",
+                       "put the change in a new entry appended at the end, after one empty line")
+    return Finding(file, line, None, "the changelog must be a list of entries, each starting with `- config-keys:`",
+                   "write each entry as `- config-keys:` at column 1, then its fields indented by two spaces")
+
+
 def _separator_findings(base: bytes, head: bytes, file: str, n_base: int) -> list[Finding]:
     """Layout of the appended region head[len(base):] (head extends base byte for byte)."""
     out: list[Finding] = []
@@ -101,12 +125,7 @@ def _separator_findings(base: bytes, head: bytes, file: str, n_base: int) -> lis
     first = starts[n_base]
     gap = head[len(base):first]
     if gap.strip(b" \n"):
-        line = line_of(head, len(base))
-        k = _entry_at(starts, len(base) - 1)
-        out.append(Finding(file, line, None,
-                           f"text was added to historical entry {k + 1} (line {line_of(head, starts[k])});"
-                           " historical entries are immutable",
-                           "put the change in a new entry appended at the end, after one empty line"))
+        out.append(_stray_text(base, head, file, n_base, starts))
         return out
     want = b"" if (not base or base.endswith(b"\n\n")) else b"\n"
     if gap != want:
@@ -160,12 +179,13 @@ def _history_findings(base: bytes, head: bytes, base_entries: list[Entry], head_
                                       f"a new entry was inserted at line {h.line}, before historical entry {i + 1};"
                                       " new entries go at the end of the file",
                                       "move the entry to the end of the file, after one empty line"))
+                return errors, 0, []
             else:
                 errors.append(Finding(file, h.line, None,
                                       f"entry {i + 1} (line {h.line}) was changed; historical entries are immutable"
                                       " except for a pr-link-only correction",
                                       IMMUTABLE_HINT + "; describe the change in a new entry"))
-            return errors, 0, added
+            return errors, 0, []
         corrections.append(i)
     if corrections and added:
         errors.append(Finding(file, head_entries[corrections[0]].line, None,
@@ -226,23 +246,22 @@ def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
         starts = entry_starts(head)
         n_base = count_entries(base)
         if len(starts) <= n_base:
-            line = line_of(head, len(base))
-            if n_base:
-                what = (f"text was added to historical entry {n_base} (line {line_of(head, starts[n_base - 1])});"
-                        " historical entries are immutable")
-                hint = "put the change in a new entry appended at the end, after one empty line"
-            else:
-                what, hint = "text was added but no entry starting with `- config-keys:`", "write the entry in block style"
-            result.errors.append(Finding(file, line, None, what, hint))
+            result.errors.append(_stray_text(base, head, file, n_base, starts))
             return result
         layout = _separator_findings(base, head, file, n_base)
-        if layout and layout[0].message.startswith("text was added"):
+        if layout and layout[0].message.startswith((STRAY, "the changelog must")):
             result.errors += layout
             return result
         try:
             result.added = parse_tail(head, starts[n_base], n_base, file)
         except InputError as exc:
             result.errors += exc.findings or [Finding(file, None, None, exc.message)]
+            return result
+        if not structure_ok(head):
+            # The new entries parse alone but not in the file: report what the full parse finds.
+            if _parse(head, file, result.errors) is not None:
+                result.errors.append(Finding(file, line_of(head, starts[n_base]), None,
+                                             "the file as a whole is not a valid changelog", IMMUTABLE_HINT))
             return result
         result.errors += layout
     else:
@@ -260,4 +279,5 @@ def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
             resolved, problems = schema.key_findings(entry, file, master_keys, masters_label)
             result.resolved[entry.index] = resolved
             result.errors += problems
+    result.errors.sort(key=lambda f: f.line or 0)
     return result

@@ -136,6 +136,8 @@ def _shift(f: Finding, line_offset: int, prefix: str) -> Finding:
     message = f.message
     if message.startswith("malformed YAML: "):
         message = message[len("malformed YAML: "):]
+    if line_offset:  # line numbers quoted inside the message are relative to the parsed region too
+        message = re.sub(r"(at line )(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) + line_offset}", message)
     return Finding(f.file, None if f.line is None else f.line + line_offset, f.col, prefix + message, f.hint)
 
 
@@ -169,3 +171,44 @@ def appended_entries(base: bytes | None, head: bytes, file: str) -> list[Entry]:
 def parse_tail(content: bytes, offset: int, index_offset: int, file: str) -> list[Entry]:
     """Parse only content[offset:] (which starts with an entry), reporting lines and indexes of `content`."""
     return _parse(content[offset:], file, line_offset=line_of(content, offset) - 1, index_offset=index_offset)
+
+
+def structure_ok(content: bytes) -> bool:
+    """Cheap whole-file check: valid YAML, a list of mappings without duplicate keys, one entry per
+    `- config-keys:` line. Composes nodes with the C parser and constructs nothing, so it costs a
+    fraction of a full parse; when it fails, `parse_entries` finds and words the problem.
+    """
+    import yaml
+
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_cls(content)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError:
+        return False
+    finally:
+        loader.dispose()
+    if root is None:
+        return not entry_starts(content)
+    if not isinstance(root, yaml.SequenceNode):
+        return False
+    stack = list(root.value)
+    for item in stack:
+        if not isinstance(item, yaml.MappingNode):
+            return False
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key, value in node.value:
+                if not isinstance(key, yaml.ScalarNode):
+                    return False
+                ident = (key.tag, key.value)
+                if ident in seen:
+                    return False
+                seen.add(ident)
+                if not isinstance(value, yaml.ScalarNode):
+                    stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(n for n in node.value if not isinstance(n, yaml.ScalarNode))
+    return len(entry_starts(content)) == len(root.value)
