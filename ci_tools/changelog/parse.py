@@ -62,7 +62,7 @@ def byte_findings(content: bytes, file: str) -> list[Finding]:
     except UnicodeDecodeError as exc:
         found.append(Finding(file, line_of(content, exc.start), None, "the file is not valid UTF-8",
                              "save the file as UTF-8"))
-    if not content.endswith(b"\n"):
+    if content and not content.endswith(b"\n"):  # an empty file is an empty changelog
         found.append(Finding(file, line_of(content, len(content)), None,
                              "the file does not end with a newline",
                              "end the last line with exactly one newline (\\n)"))
