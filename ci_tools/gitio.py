@@ -78,7 +78,10 @@ class Git:
 
     def show_staged(self, path: str) -> bytes | None:
         """What `git commit` would record for `path` (index stage 0); None when not in the index."""
-        return self._batch([f":0:{path}"], [path])[path]
+        return self.show_staged_many([path])[path]
+
+    def show_staged_many(self, files: list[str]) -> dict[str, bytes | None]:
+        return self._batch([f":0:{p}" for p in files], files)
 
     def stage(self, n: int, path: str) -> bytes | None:
         """Index stage `n` of a conflicted path: 1 = merge base, 2 = ours, 3 = theirs. None when absent."""
@@ -111,6 +114,11 @@ class Git:
         """Files directly or indirectly under `directory` at `ref` (repository-relative paths)."""
         sha = self.rev_parse(ref)
         proc = self._run("ls-tree", "-r", "-z", "--name-only", "--full-tree", sha, "--", directory)
+        return [p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p]
+
+    def ls_index(self, directory: str) -> list[str]:
+        """Files under `directory` in the index (stage 0), repository-relative."""
+        proc = self._run("ls-files", "-z", "--full-name", "--", f":/{directory}")
         return [p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p]
 
     def changed_files(self, base: str, head: str) -> list[str]:

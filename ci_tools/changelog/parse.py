@@ -46,6 +46,12 @@ _BAD_BYTES = (
 )
 
 
+# Other C0 controls and DEL (TAB, LF, CR and NUL have their own rules above).
+_CONTROL = re.compile(rb"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# What YAML refuses to read although it is valid UTF-8: C1 controls (except NEL) and U+FFFE/U+FFFF.
+_NON_PRINTABLE = re.compile("[\x80-\x84\x86-\x9f\ufffe\uffff]")
+
+
 def byte_findings(content: bytes, file: str) -> list[Finding]:
     """Hygiene of the raw bytes: BOM, CR, TAB, NUL, UTF-8, final newline. One finding per rule."""
     found: list[Finding] = []
@@ -57,12 +63,24 @@ def byte_findings(content: bytes, file: str) -> list[Finding]:
         if pos >= 0:
             col = pos - (content.rfind(b"\n", 0, pos) + 1) + 1
             found.append(Finding(file, line_of(content, pos), col, message, hint))
+    m = _CONTROL.search(content)
+    if m:
+        pos = m.start()
+        found.append(Finding(file, line_of(content, pos), pos - (content.rfind(b"\n", 0, pos) + 1) + 1,
+                             f"a control character (0x{content[pos]:02x}) is not allowed",
+                             "remove it; it is invisible in most editors (try `cat -A` to see it)"))
     try:
-        content.decode("utf-8")
+        text = content.decode("utf-8")
     except UnicodeDecodeError as exc:
         found.append(Finding(file, line_of(content, exc.start), None, "the file is not valid UTF-8",
                              "save the file as UTF-8"))
-    if not content.endswith(b"\n"):
+    else:
+        m = _NON_PRINTABLE.search(text)
+        if m:
+            line = text.count("\n", 0, m.start()) + 1
+            found.append(Finding(file, line, None, f"the character U+{ord(m.group()):04X} is not allowed in YAML",
+                                 "remove it; it is invisible in most editors"))
+    if content and not content.endswith(b"\n"):  # an empty file is an empty changelog
         found.append(Finding(file, line_of(content, len(content)), None,
                              "the file does not end with a newline",
                              "end the last line with exactly one newline (\\n)"))
@@ -109,7 +127,12 @@ def _parse(content: bytes, file: str, line_offset: int = 0, index_offset: int = 
             problems.append(Finding(file, line + line_offset, None, f"entry {n} is not a mapping",
                                     "an entry is a mapping with config-keys, description and pr-link"))
             continue
-        key_lines = {k: (doc.key_marks.get((i, k), (line, 0))[0] + line_offset) for k in item}
+        key_lines: dict = {k: (doc.key_marks.get((i, k), (line, 0))[0] + line_offset) for k in item}
+        keys = item.get("config-keys")
+        if isinstance(keys, list):
+            for j in range(len(keys)):
+                key_lines[("config-keys", j)] = (doc.value_marks.get((i, "config-keys", j), (line, 0))[0]
+                                                 + line_offset)
         entries.append(Entry(index_offset + i, line + line_offset, item, key_lines))
     if not problems:
         starts = entry_starts(content)
@@ -131,7 +154,10 @@ def _shift(f: Finding, line_offset: int, prefix: str) -> Finding:
     message = f.message
     if message.startswith("malformed YAML: "):
         message = message[len("malformed YAML: "):]
-    return Finding(f.file, None if f.line is None else f.line + line_offset, f.col, prefix + message, f.hint)
+    if line_offset:  # line numbers quoted inside the message are relative to the parsed region too
+        message = re.sub(r"(at line )(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) + line_offset}", message)
+    return Finding(f.file, None if f.line is None else f.line + line_offset, f.col, prefix + message,
+                   f.hint or "check the quoting and indentation of the new lines")
 
 
 def parse_entries(content: bytes, file: str) -> list[Entry]:
@@ -158,5 +184,50 @@ def appended_entries(base: bytes | None, head: bytes, file: str) -> list[Entry]:
     starts = entry_starts(head)
     if n >= len(starts):
         return []
-    offset = starts[n]
-    return _parse(head[offset:], file, line_offset=line_of(head, offset) - 1, index_offset=n)
+    return parse_tail(head, starts[n], n, file)
+
+
+def parse_tail(content: bytes, offset: int, index_offset: int, file: str) -> list[Entry]:
+    """Parse only content[offset:] (which starts with an entry), reporting lines and indexes of `content`."""
+    return _parse(content[offset:], file, line_offset=line_of(content, offset) - 1, index_offset=index_offset)
+
+
+def structure_ok(content: bytes) -> bool:
+    """Cheap whole-file check: valid YAML, a list of mappings without duplicate keys, one entry per
+    `- config-keys:` line. Composes nodes with the C parser and constructs nothing, so it costs a
+    fraction of a full parse; when it fails, `parse_entries` finds and words the problem.
+    """
+    import yaml
+
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_cls(content)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError:
+        return False
+    finally:
+        loader.dispose()
+    if root is None:
+        return not entry_starts(content)
+    if not isinstance(root, yaml.SequenceNode):
+        return False
+    stack = list(root.value)
+    for item in stack:
+        if not isinstance(item, yaml.MappingNode):
+            return False
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key, value in node.value:
+                if not isinstance(key, yaml.ScalarNode):
+                    return False
+                ident = (key.tag, key.value)
+                if ident in seen:
+                    return False
+                seen.add(ident)
+                if not isinstance(value, yaml.ScalarNode):
+                    stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(n for n in node.value if not isinstance(n, yaml.ScalarNode))
+    return len(entry_starts(content)) == len(root.value)
