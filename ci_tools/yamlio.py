@@ -185,7 +185,7 @@ def load_data_fast(text: str, file: str = "<input>") -> Any:
     """
     if "\t" in text or "\x00" in text or text.startswith("\ufeff"):
         return load_yaml_text(text, file).data
-    loader = _Loader(text)
+    loader = _MemoLoader(text)
     constructors = loader.yaml_constructors
 
     def build(node: yaml.Node) -> Any:
@@ -209,6 +209,22 @@ def load_data_fast(text: str, file: str = "<input>") -> Any:
         return load_yaml_text(text, file).data
     finally:
         loader.dispose()
+
+
+class _MemoLoader(_Loader):  # type: ignore[misc, valid-type]
+    """The safe loader with the implicit-tag lookup of plain scalars memoised by value: in a master
+    config the same few thousand values (`tp`, `8`, `true`, image names) recur, and the lookup is the
+    costliest Python step of composing the document. Only the value decides the tag there."""
+
+    _tags: dict[str, str] = {}
+
+    def resolve(self, kind, value, implicit):  # noqa: D102
+        if kind is yaml.ScalarNode and implicit[0]:
+            tag = self._tags.get(value)
+            if tag is None:
+                tag = self._tags[value] = super().resolve(kind, value, implicit)
+            return tag
+        return super().resolve(kind, value, implicit)
 
 
 class _Defer(Exception):
