@@ -24,6 +24,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "signoff": ("ci_tools.cli.signoff", "Verify a CODEOWNER sign-off and set its commit status."),
     "stage": ("ci_tools.cli.stage", "Handle the results app's staging callbacks."),
     "bot": ("ci_tools.cli.bot", "Welcome comment, status card and PR-description check."),
+    "changelog": ("ci_tools.cli.changelog", "Append-only changelog gate, link canonicalisation, conflict resolution."),
+    "matrix": ("ci_tools.cli.matrix", "Expand master configs into InferenceX benchmark matrix rows."),
+    "plan": ("ci_tools.cli.plan", "Plan a change's sweep: gate verdict, canaries, points, GPU-hours."),
 }
 
 
