@@ -66,12 +66,20 @@ def schema(name: str) -> dict:
 @functools.cache
 def validator(name: str, ref: str | None = None) -> Any:
     """A compiled Draft 2020-12 validator for a schema, or for one of its `$defs` when `ref` is given."""
-    from jsonschema import Draft202012Validator
-
     sch = schema(name)
     if ref is not None:
         sch = {"$schema": sch["$schema"], "$defs": sch["$defs"], "$ref": f"#/$defs/{ref}"}
-    return Draft202012Validator(sch)
+    return _strict_class()(sch)
+
+
+@functools.cache
+def _strict_class() -> Any:
+    """Draft 2020-12, except that 2.0 is not an integer: YAML `tp: 2.0` is a typo, not a TP size."""
+    from jsonschema import Draft202012Validator, validators
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
+    return validators.extend(Draft202012Validator, type_checker=checker)
 
 
 def pathstr(path: Iterable) -> str:
@@ -110,6 +118,12 @@ def _expected(types: Any) -> str:
     words = [_TYPE_WORDS.get(t, t) for t in types if t != "null"]
     text = " or ".join(words) if words else "empty (null)"
     return text + (" (or left out)" if "null" in types and words else "")
+
+
+def _ctx(path: tuple) -> str:
+    """'<where the field sits>: ' so a message names its config key and position, or '' at top level."""
+    parent = pathstr(path[:-1])
+    return f"{parent}: " if parent else ""
 
 
 def _field(path: tuple) -> str:
@@ -154,15 +168,15 @@ def _error_findings(doc: YamlDoc, base: tuple, err: Any) -> list[Finding]:
                 hint = f"did you mean '{close[0]}'?"
             if not hint and allowed:
                 hint = "allowed fields here: " + ", ".join(allowed)
-            out.append(doc.finding(path + (name,), f"unknown field '{name}' in {where or 'the file'}", hint))
+            out.append(doc.finding(path + (name,), f"{where or doc.file}: unknown field '{name}'", hint))
         return out
     if kind == "required" and isinstance(value, dict):
-        return [doc.finding(path, f"{where or 'the file'}: missing required field '{name}'",
-                            "add it; see the schema named on the file's first line")
+        return [doc.finding(path, f"{where or doc.file}: missing required field '{name}'",
+                            f"add `{name}:` here (the schema named on the file's first line lists every field)")
                 for name in err.validator_value if name not in value]
     if kind == "type":
-        return [doc.finding(path, f"'{_field(path)}' must be {_expected(err.validator_value)}, got {describe(value)}"
-                            + (f" (at {where})" if len(path) > 1 else ""), _type_hint(value, err.validator_value))]
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must be {_expected(err.validator_value)}, "
+                            f"got {describe(value)}", _type_hint(value, err.validator_value))]
     if kind in ("const", "enum"):
         options = [err.validator_value] if kind == "const" else err.validator_value
         shown = ", ".join("null" if o is None else json.dumps(o) for o in options)
@@ -174,25 +188,25 @@ def _error_findings(doc: YamlDoc, base: tuple, err: Any) -> list[Finding]:
         close = difflib.get_close_matches(str(value), [str(o) for o in options if o is not None], n=1, cutoff=0.6)
         if close and not hint:
             hint = f"did you mean '{close[0]}'?"
-        return [doc.finding(path, f"'{_field(path)}' must be {'' if kind == 'const' else 'one of '}{shown}, "
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must be {'' if kind == 'const' else 'one of '}{shown}, "
                             f"got {describe(value)}", hint)]
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         words = {"minimum": "at least", "exclusiveMinimum": "greater than",
                  "maximum": "at most", "exclusiveMaximum": "less than"}[kind]
-        return [doc.finding(path, f"'{_field(path)}' must be {words} {err.validator_value}, got {value}")]
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must be {words} {err.validator_value}, got {value}")]
     if kind == "minLength":
-        return [doc.finding(path, f"'{_field(path)}' must not be empty", "fill in a value, or remove the key")]
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must not be empty", "fill in a value, or remove the key")]
     if kind in ("minItems", "minProperties"):
-        return [doc.finding(path, f"'{_field(path)}' must not be empty", "list at least one item, or remove the key")]
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must not be empty", "list at least one item, or remove the key")]
     if kind == "pattern":
         msg, hint = _PATTERN_MESSAGES.get(err.validator_value, (f"'{_field(path)}' has an invalid form", ""))
-        return [doc.finding(path, f"{msg} (got {describe(value)})", hint)]
+        return [doc.finding(path, f"{_ctx(path)}{msg} (got {describe(value)})", hint)]
     if kind == "propertyNames":
         # jsonschema reports the offending name as the instance of the nested error.
         inner = err.context[0] if err.context else None
         bad = inner.instance if inner is not None else value
         msg, hint = _PATTERN_MESSAGES.get(getattr(inner, "validator_value", None), ("invalid name", ""))
-        return [doc.finding(path + (bad,), f"{msg}: {bad!r}", hint)]
+        return [doc.finding(path + (bad,), f"{_ctx(path + (bad,))}{msg}: {bad!r}", hint)]
     if kind in ("anyOf", "oneOf") and err.context:
         # Prefer the branch that has the value's type: its errors say what is really wrong.
         branches: dict[int, list] = {}
@@ -204,7 +218,7 @@ def _error_findings(doc: YamlDoc, base: tuple, err: Any) -> list[Finding]:
             for sub in typed[0]:
                 out.extend(_error_findings(doc, path, _Rebased(sub, err)))
             return out
-        return [doc.finding(path, f"'{_field(path)}' has an unexpected form: got {describe(value)}")]
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' has an unexpected form: got {describe(value)}")]
     return [doc.finding(path, f"{where or 'the file'}: {err.message}")]
 
 
