@@ -168,7 +168,7 @@ def image_pins(entries: list[Entry], change: Change) -> list[Finding]:
         more = f" and {len(es) - 3} more" if len(es) > 3 else ""
         out.append(first.doc.finding(
             first.at("image"),
-            f"{len(es)} entr{'y' if len(es) == 1 else 'ies'} in this file use an image without a @sha256 digest: "
+            f"{len(es)} {'entry in this file uses' if len(es) == 1 else 'entries in this file use'} an image without a @sha256 digest: "
             f"{listed}{more}",
             "not blocking here because this change does not touch them; pin them when they are next edited "
             "(an entry the change touches must be pinned)", "warning"))
@@ -262,10 +262,11 @@ def _points_agree(e: Entry, rec: Recipe) -> list[Finding]:
     return out
 
 
-def orphan_recipes(recipes: dict[str, Recipe], keys: set[str]) -> list[Finding]:
+def orphan_recipes(recipes: dict[str, Recipe], keys: set[str], referenced: set[str]) -> list[Finding]:
+    """Recipes no master entry points at (`referenced`: every path any entry names, valid or not)."""
     out = []
     for rec in recipes.values():
-        if rec.referenced_by or not rec.valid:
+        if rec.path in referenced or not rec.valid:
             continue
         ck = rec.data["config-key"]
         hint = (f"add `recipe: {rec.path}` to master entry {ck}" if ck in keys

@@ -33,6 +33,7 @@ class Sources:
     recipe_paths: set[str] = field(default_factory=set)  # every recipe file present, loadable or not
     findings: list[Finding] = field(default_factory=list)  # files that could not be loaded
     notes: list[str] = field(default_factory=list)  # what was not checked, and why
+    masters_failed: int = 0  # master files that could not be parsed
 
 
 @dataclass
@@ -87,6 +88,8 @@ def load_sources(root: Path | None, masters: list[Path] | None = None, runners: 
         doc = _load(path, _display(path, root), src)
         if doc is not None:
             src.masters.append(doc)
+        else:
+            src.masters_failed += 1
     if runners is None and root is not None:
         runners = root / paths.RUNNERS
         if not runners.is_file():
@@ -179,7 +182,10 @@ def check(src: Sources, change: Change = Change()) -> Report:
     findings += crossfile.image_pins(valid, change)
     if src.root is not None:
         findings += crossfile.recipe_links(valid, recipes, src.recipe_paths, change)
-        findings += crossfile.orphan_recipes(recipes, {key for key, _, _ in merged})
+        if not src.masters_failed:  # otherwise the references may sit in the file that did not parse
+            referenced = {ref for _, data, _ in merged if isinstance(data, dict)
+                          for _, ref, _ in crossfile.recipe_refs(data)}
+            findings += crossfile.orphan_recipes(recipes, {key for key, _, _ in merged}, referenced)
     findings += crossfile.naming(valid)
 
     findings = sorted(set(findings), key=lambda f: (f.file, f.line or 0, f.col or 0, f.message))
