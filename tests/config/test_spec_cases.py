@@ -101,6 +101,8 @@ CASES = [
     ("36-missing-model", "sn", {"model": DELETE}, "missing required field 'model'"),
     ("37-no-scenario", "sn", {"scenarios": {"fixed-seq-len": []}}, "at least one scenario must be specified"),
     ("gap-mn-agentic-with-tp", "agm", {A: {"tp": 8, "kv-offloading": "none", "conc-list": [4]}}, "unknown field 'tp'"),
+    ("yaml-boolean-string", "sn", {"precision": False}, "'precision' must be a string, got boolean false"),
+    ("yaml-number-version", "sn", {"router": {"name": "r", "version": 0.3}}, "'version' must be a string, got number 0.3"),
     ("strict-isl-0", "sn", {"scenarios.fixed-seq-len.0.isl": 0}, "'isl' must be at least 1, got 0"),
 ]
 
