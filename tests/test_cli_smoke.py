@@ -18,3 +18,22 @@ def test_unknown_command_is_usage_error():
     assert out.returncode == 2
     assert "No such command" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_ctx_exit_code_reaches_the_shell():
+    import click
+    from ci_tools import cli as cli_mod
+
+    @click.command()
+    @click.pass_context
+    def failing(ctx):
+        ctx.exit(4)
+
+    cli_mod.cli.add_command(failing, "failing-for-test")
+    try:
+        import pytest
+        with pytest.raises(SystemExit) as info:
+            cli_mod.main(["failing-for-test"])
+        assert info.value.code == 4
+    finally:
+        cli_mod.cli.commands.pop("failing-for-test", None)

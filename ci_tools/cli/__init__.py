@@ -36,7 +36,7 @@ class LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
-            return None
+            return super().get_command(ctx, name)
         module = importlib.import_module(COMMANDS[name][0])
         return module.cli
 
@@ -62,7 +62,7 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI and turn known errors into clean messages and exit codes."""
     try:
-        cli.main(args=argv, prog_name="ci-tools", standalone_mode=False)
+        rv = cli.main(args=argv, prog_name="ci-tools", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
@@ -89,4 +89,5 @@ def main(argv: list[str] | None = None) -> None:
                    "This is a bug in ci-tools. Re-run with CI_TOOLS_DEBUG=1 for the traceback and report it.",
                    err=True)
         sys.exit(3)
-    sys.exit(0)
+    # standalone_mode=False hands back ctx.exit(n) codes as the return value instead of exiting.
+    sys.exit(rv if isinstance(rv, int) else 0)
