@@ -76,3 +76,13 @@ def test_index_stages_of_a_conflict(repo):
     assert g.show_staged("dir/b.yaml") == b"b\n"
     with pytest.raises(ValueError):
         g.stage(0, "a.txt")
+
+
+def test_batched_reads(repo):
+    g = Git(repo)
+    assert g.rev_parse_many(["v1", "v2", "v1"]) == [g.rev_parse("v1"), g.rev_parse("v2"), g.rev_parse("v1")]
+    assert g.read([("v1", "a.txt"), ("v2", "a.txt"), ("v2", "nope")]) == {
+        ("v1", "a.txt"): b"one\n", ("v2", "a.txt"): b"two\r\n\0", ("v2", "nope"): None}
+    with pytest.raises(InputError) as exc:
+        g.read([("v1", "a.txt"), ("bad-ref", "a.txt")])
+    assert exc.value.message.startswith("unknown git ref 'bad-ref'")
