@@ -143,8 +143,8 @@ def _separator_findings(base: bytes, head: bytes, file: str, n_base: int) -> lis
                            "a new entry must be appended after exactly one empty line following the last entry",
                            "leave exactly one empty line (no spaces) between the previous entry and `- config-keys:`"))
     for s in starts[n_base + 1:]:
-        before = head[:s]
-        if not before.endswith(b"\n\n") or before.endswith(b"\n\n\n") or not head[:s - 2].rsplit(b"\n", 1)[-1].strip():
+        content_line = head[head.rfind(b"\n", 0, s - 2) + 1:s - 2]  # the line before the empty one
+        if not head.endswith(b"\n\n", 0, s) or head.endswith(b"\n\n\n", 0, s) or not content_line.strip():
             out.append(Finding(file, line_of(head, s), None,
                                "appended entries must be separated by exactly one empty line",
                                "leave exactly one empty line (no spaces) before each `- config-keys:`"))

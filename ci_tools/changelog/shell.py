@@ -32,7 +32,7 @@ class Sources:
 
 def master_paths(git: Git, head: str | None, given: tuple[str, ...]) -> list[str]:
     if given:
-        return [p.lstrip("./") if p.startswith("./") else p for p in given]
+        return [p.removeprefix("./") for p in given]
     if head is None:
         listed = git.ls_index(paths.CONFIGS_DIR)
     else:

@@ -185,8 +185,10 @@ def resolve_conflict(pr: int, repo: str | None, file: str) -> None:
         raise InputError("the resolved changelog does not pass the gate against main's master configs; nothing was written",
                          findings=check.errors)
     (git.toplevel() / file).write_bytes(out)
-    click.echo(f"{file}: resolved: main's version plus {len(check.added)} entr{'y' if len(check.added) == 1 else 'ies'}"
-               f" of PR #{pr}\nnext: git add {file} && git commit --no-edit")
+    n = len(check.added)
+    kept = (f"plus {n} entr{'y' if n == 1 else 'ies'} of PR #{pr}" if n
+            else f"with the {check.corrections} pr-link correction(s) of PR #{pr}")
+    click.echo(f"{file}: resolved: main's version {kept}\nnext: git add {file} && git commit --no-edit")
 
 
 def _read(target: Path, file: str) -> bytes:
