@@ -40,7 +40,7 @@ def cli() -> None:
     """
 
 
-@cli.command()
+@cli.command(short_help="Check that a changelog change is append-only and its new entries valid.")
 @click.option("--base", metavar="REF", help="The version the change starts from (e.g. the PR's base commit).")
 @click.option("--head", metavar="REF", help="The version to judge (e.g. the PR's head commit).")
 @click.option("--staged", is_flag=True,
@@ -119,7 +119,7 @@ def _summary(result) -> str:
     return "no change"
 
 
-@cli.command()
+@cli.command(short_help="Point the new entries' placeholder pr-links at the PR.")
 @_pr_option(True)
 @_REPO
 @click.option("--base", metavar="REF",
@@ -151,7 +151,7 @@ def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None
     click.echo(f"{file}: pr-links of the new entries now point to PR #{pr}")
 
 
-@cli.command("resolve-conflict")
+@cli.command("resolve-conflict", short_help="Resolve a changelog-only conflict of merging main into a PR.")
 @_pr_option(True)
 @_REPO
 @_FILE
