@@ -198,9 +198,11 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode) -> tuple[
                                       "move the entry to the end of the file, after one empty line"))
                 return errors, 0, []
             else:
-                errors.append(Finding(file, h.line, None,
-                                      f"entry {i + 1} (line {h.line}) was changed; historical entries are immutable"
-                                      " except for a pr-link-only correction",
+                at = diff_line if k == i else h.line  # point at the first changed line when it is in this entry
+                errors.append(Finding(file, at, None,
+                                      f"entry {i + 1} (line {h.line}) was changed"
+                                      + (f" at line {at}" if at != h.line else "")
+                                      + "; historical entries are immutable except for a pr-link-only correction",
                                       IMMUTABLE_HINT + "; describe the change in a new entry"))
             return errors, 0, []
         corrections.append(i)
