@@ -242,3 +242,19 @@ def test_github_format_on_success(repo):
     head_with(repo, history(3) + b"\n" + entry())
     out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42", "--format", "github")
     assert out.stdout == f"::notice file={LOG}::1 new entry\n"
+
+
+def test_resolve_conflict_refuses_during_a_rebase(repo):
+    # In a rebase "ours" is main and "theirs" the PR: the stages mean the opposite, so no guessing.
+    git(repo, "checkout", "-q", "-b", "pr")
+    write(repo, LOG, history(3) + b"\n" + entry(keys=("cfg-b",), desc=("PR.",)))
+    commit(repo, "pr entry")
+    git(repo, "checkout", "-q", "main")
+    write(repo, LOG, history(3) + b"\n" + entry(desc=("Main.",), link=f"{LINK}/40"))
+    commit(repo, "main entry")
+    git(repo, "checkout", "-q", "pr")
+    assert git(repo, "rebase", "main", check=False).returncode != 0
+    out = cli(repo, "changelog", "resolve-conflict", "--pr", "42")
+    assert out.returncode == 1
+    assert "a rebase is in progress; resolve-conflict only handles `git merge origin/main`" in out.stderr
+    git(repo, "rebase", "--abort")
