@@ -9,17 +9,19 @@ History is immutable byte for byte. A change is one of:
 New entries must pass the entry schema, name config keys that exist in the masters at head, and
 carry a pr-link allowed in the mode (PR, local pre-commit, or main).
 
-When head extends base byte for byte (the usual PR), the history check is a byte comparison and
-the file is parsed once; base is parsed only when history bytes differ.
+When head extends base byte for byte (the usual PR), the history check is a byte comparison, the
+whole file is checked once on the C parser's event stream and only the new entries are built into
+data; base is parsed only when history bytes differ, and then only from the first changed entry.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from ci_tools.changelog import schema
-from ci_tools.changelog.parse import (Entry, byte_findings, count_entries, entry_starts, line_of, parse_entries,
+from ci_tools.changelog.parse import (Entry, byte_findings, entry_starts, line_of, parse_entries,
                                       parse_tail, structure_ok)
 from ci_tools.errors import Finding, InputError
 
@@ -50,22 +52,15 @@ class Mode:
 _KEEP_CHOMP = re.compile(rb"[|>][0-9]?\+[0-9]?[ ]*(?:#[^\n]*)?$", re.M)
 
 
-def _keeps_trailing_lines(base: bytes) -> bool:
+def _keeps_trailing_lines(base: bytes, last_start: int | None) -> bool:
     """Whether base's last entry ends in a `|+`/`>+` block scalar, which would absorb the empty separator
     line into its value: then appending changes history's parsed content and the full comparison runs."""
-    starts = entry_starts(base)
-    return bool(starts) and _KEEP_CHOMP.search(base, starts[-1]) is not None
+    return last_start is not None and _KEEP_CHOMP.search(base, last_start) is not None
 
 
 def _entry_at(starts: list[int], offset: int) -> int:
     """0-based index of the entry containing byte `offset` (-1: before the first entry)."""
-    k = -1
-    for i, s in enumerate(starts):
-        if s <= offset:
-            k = i
-        else:
-            break
-    return k
+    return bisect_right(starts, offset) - 1
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:
@@ -84,6 +79,16 @@ def _common_prefix(a: bytes, b: bytes) -> int:
 def _parse(content: bytes, file: str, errors: list[Finding], side: str = "") -> list[Entry] | None:
     try:
         return parse_entries(content, file)
+    except InputError as exc:
+        for f in exc.findings or [Finding(file, None, None, exc.message)]:
+            errors.append(Finding(f.file, f.line, f.col, f"{side}{f.message}" if side else f.message, f.hint))
+        return None
+
+
+def _parse_from(content: bytes, offset: int, index: int, file: str, errors: list[Finding],
+                side: str = "") -> list[Entry] | None:
+    try:
+        return parse_tail(content, offset, index, file) if offset else parse_entries(content, file)
     except InputError as exc:
         for f in exc.findings or [Finding(file, None, None, exc.message)]:
             errors.append(Finding(f.file, f.line, f.col, f"{side}{f.message}" if side else f.message, f.hint))
@@ -118,10 +123,9 @@ def _stray_text(base: bytes, head: bytes, file: str, n_base: int, starts: list[i
                    "write each entry as `- config-keys:` at column 1, then its fields indented by two spaces")
 
 
-def _separator_findings(base: bytes, head: bytes, file: str, n_base: int) -> list[Finding]:
+def _separator_findings(base: bytes, head: bytes, file: str, n_base: int, starts: list[int]) -> list[Finding]:
     """Layout of the appended region head[len(base):] (head extends base byte for byte)."""
     out: list[Finding] = []
-    starts = entry_starts(head)
     first = starts[n_base]
     gap = head[len(base):first]
     if gap.strip(b" \n"):
@@ -133,8 +137,8 @@ def _separator_findings(base: bytes, head: bytes, file: str, n_base: int) -> lis
                            "a new entry must be appended after exactly one empty line following the last entry",
                            "leave exactly one empty line (no spaces) between the previous entry and `- config-keys:`"))
     for s in starts[n_base + 1:]:
-        before = head[:s]
-        if not before.endswith(b"\n\n") or before.endswith(b"\n\n\n") or not head[:s - 2].rsplit(b"\n", 1)[-1].strip():
+        content_line = head[head.rfind(b"\n", 0, s - 2) + 1:s - 2]  # the line before the empty one
+        if not head.endswith(b"\n\n", 0, s) or head.endswith(b"\n\n\n", 0, s) or not content_line.strip():
             out.append(Finding(file, line_of(head, s), None,
                                "appended entries must be separated by exactly one empty line",
                                "leave exactly one empty line (no spaces) before each `- config-keys:`"))
@@ -151,16 +155,29 @@ def _separator_findings(base: bytes, head: bytes, file: str, n_base: int) -> lis
     return out
 
 
-def _history_findings(base: bytes, head: bytes, base_entries: list[Entry], head_entries: list[Entry],
-                      file: str, mode: Mode) -> tuple[list[Finding], int, list[Entry]]:
-    """History differs byte-wise from base. Returns (errors, corrections, added entries)."""
+def _history_findings(base: bytes, head: bytes, file: str, mode: Mode) -> tuple[list[Finding], int, list[Entry]]:
+    """History differs byte-wise from base. Returns (errors, corrections, added entries).
+
+    Entries before the first differing byte are identical in both versions, so both are parsed
+    only from the entry containing that byte.
+    """
     errors: list[Finding] = []
     p = _common_prefix(base, head)
     diff_line = line_of(head, p)
     base_starts = entry_starts(base)
     k = _entry_at(base_starts, p if p < len(base) else len(base) - 1)
     where = (f"entry {k + 1} (line {line_of(base, base_starts[k])})" if k >= 0 else "the text before the first entry")
-    nb, nh = len(base_entries), len(head_entries)
+    first = max(k, 0)
+    while first > 0 and _KEEP_CHOMP.search(base, base_starts[first - 1], base_starts[first]):
+        first -= 1  # a |+ scalar would absorb what follows it: compare from that entry
+    offset = base_starts[first] if first else 0
+    base_tail = _parse_from(base, offset, first, file, errors, side="(base version) ")
+    head_tail = _parse_from(head, offset, first, file, errors)
+    if base_tail is None or head_tail is None:
+        return errors, 0, []
+    nb, nh = first + len(base_tail), first + len(head_tail)
+    base_entries = [None] * first + base_tail  # type: ignore[list-item]
+    head_entries = [None] * first + head_tail  # type: ignore[list-item]
     added = head_entries[nb:] if nh > nb else []
     if nh < nb:
         errors.append(Finding(file, diff_line, None,
@@ -169,7 +186,7 @@ def _history_findings(base: bytes, head: bytes, base_entries: list[Entry], head_
                               IMMUTABLE_HINT))
         return errors, 0, []
     corrections: list[int] = []
-    for i in range(nb):
+    for i in range(first, nb):
         b, h = base_entries[i], head_entries[i]
         if b.data == h.data:
             continue
@@ -181,9 +198,11 @@ def _history_findings(base: bytes, head: bytes, base_entries: list[Entry], head_
                                       "move the entry to the end of the file, after one empty line"))
                 return errors, 0, []
             else:
-                errors.append(Finding(file, h.line, None,
-                                      f"entry {i + 1} (line {h.line}) was changed; historical entries are immutable"
-                                      " except for a pr-link-only correction",
+                at = diff_line if k == i else h.line  # point at the first changed line when it is in this entry
+                errors.append(Finding(file, at, None,
+                                      f"entry {i + 1} (line {h.line}) was changed"
+                                      + (f" at line {at}" if at != h.line else "")
+                                      + "; historical entries are immutable except for a pr-link-only correction",
                                       IMMUTABLE_HINT + "; describe the change in a new entry"))
             return errors, 0, []
         corrections.append(i)
@@ -241,14 +260,15 @@ def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
     base = base or b""
     if head == base:
         return result
-    if head.startswith(base) and (not base or base.endswith(b"\n")) and not _keeps_trailing_lines(base):
+    starts = entry_starts(head) if head.startswith(base) and (not base or base.endswith(b"\n")) else None
+    # With history byte-identical (and ending in a newline), base's entries are head's that start in it.
+    n_base = bisect_right(starts, len(base) - 1) if starts is not None else 0
+    if starts is not None and not _keeps_trailing_lines(base, starts[n_base - 1] if n_base else None):
         # History is byte-identical: only the appended region needs parsing.
-        starts = entry_starts(head)
-        n_base = count_entries(base)
         if len(starts) <= n_base:
             result.errors.append(_stray_text(base, head, file, n_base, starts))
             return result
-        layout = _separator_findings(base, head, file, n_base)
+        layout = _separator_findings(base, head, file, n_base, starts)
         if layout and layout[0].message.startswith((STRAY, "the changelog must")):
             result.errors += layout
             return result
@@ -257,7 +277,7 @@ def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
         except InputError as exc:
             result.errors += exc.findings or [Finding(file, None, None, exc.message)]
             return result
-        if not structure_ok(head):
+        if not structure_ok(head, len(starts)):
             # The new entries parse alone but not in the file: report what the full parse finds.
             if _parse(head, file, result.errors) is not None:
                 result.errors.append(Finding(file, line_of(head, starts[n_base]), None,
@@ -265,12 +285,9 @@ def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
             return result
         result.errors += layout
     else:
-        base_entries = _parse(base, file, result.errors, side="(base version) ")
-        head_entries = _parse(head, file, result.errors)
-        if base_entries is None or head_entries is None:
-            return result
-        errors, result.corrections, result.added = _history_findings(base, head, base_entries, head_entries,
-                                                                     file, mode)
+        errors, result.corrections, result.added = _history_findings(base, head, file, mode)
+        if not errors and not structure_ok(head):
+            _parse(head, file, errors)  # history before the change is identical; still, the file must parse
         result.errors += errors
     for entry in result.added:
         result.errors += schema.entry_findings(entry, file)

@@ -40,8 +40,10 @@ def cli() -> None:
     """
 
 
-@cli.command()
-@click.option("--base", metavar="REF", help="The version the change starts from (e.g. the PR's base commit).")
+@cli.command(short_help="Check that a changelog change is append-only and its new entries valid.")
+@click.option("--base", metavar="REF",
+              help="What the change is compared with (e.g. the PR's base branch); the file is read at the merge"
+                   " base of BASE and HEAD, as `git diff BASE...HEAD` does.")
 @click.option("--head", metavar="REF", help="The version to judge (e.g. the PR's head commit).")
 @click.option("--staged", is_flag=True,
               help="Judge what is staged for commit against HEAD (pre-commit mode; placeholders accepted).")
@@ -119,11 +121,11 @@ def _summary(result) -> str:
     return "no change"
 
 
-@cli.command()
+@cli.command(short_help="Point the new entries' placeholder pr-links at the PR.")
 @_pr_option(True)
 @_REPO
 @click.option("--base", metavar="REF",
-              help="Where the PR's entries start. Default: the merge base of HEAD and origin/main.")
+              help="What the PR is compared with; read at the merge base of BASE and HEAD. Default: origin/main.")
 @_FILE
 def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None:
     """Rewrite the placeholder pr-links of the entries appended since BASE to the PR's link.
@@ -138,8 +140,17 @@ def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None
     from ci_tools.changelog.merge import canonicalize as run
     from ci_tools.gitio import Git
 
+    from ci_tools.errors import InputError
+
     git = Git(".")
-    base = base or git.merge_base("HEAD", "origin/main")
+    if not base:
+        try:
+            base = git.merge_base("HEAD", "origin/main")
+        except InputError as exc:
+            raise UsageError(f"no --base given and the default, the merge base of HEAD and origin/main, is unavailable"
+                             f" ({exc.message}); pass --base REF") from None
+    else:
+        base = git.merge_base(base, "HEAD")  # the same reading of --base as `lint`
     repo = shell.check_repo(repo) if repo else shell.default_repo(git, "HEAD")
     target = git.toplevel() / file
     head = _read(target, file)
@@ -151,7 +162,7 @@ def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None
     click.echo(f"{file}: pr-links of the new entries now point to PR #{pr}")
 
 
-@cli.command("resolve-conflict")
+@cli.command("resolve-conflict", short_help="Resolve a changelog-only conflict of merging main into a PR.")
 @_pr_option(True)
 @_REPO
 @_FILE
@@ -185,8 +196,10 @@ def resolve_conflict(pr: int, repo: str | None, file: str) -> None:
         raise InputError("the resolved changelog does not pass the gate against main's master configs; nothing was written",
                          findings=check.errors)
     (git.toplevel() / file).write_bytes(out)
-    click.echo(f"{file}: resolved: main's version plus {len(check.added)} entr{'y' if len(check.added) == 1 else 'ies'}"
-               f" of PR #{pr}\nnext: git add {file} && git commit --no-edit")
+    n = len(check.added)
+    kept = (f"plus {n} entr{'y' if n == 1 else 'ies'} of PR #{pr}" if n
+            else f"with the {check.corrections} pr-link correction(s) of PR #{pr}")
+    click.echo(f"{file}: resolved: main's version {kept}\nnext: git add {file} && git commit --no-edit")
 
 
 def _read(target: Path, file: str) -> bytes:

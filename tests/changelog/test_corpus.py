@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
 
@@ -28,17 +29,17 @@ NEW = b"""
 """
 
 
-@pytest.fixture(scope="module")
-def corpus() -> tuple[bytes, list[str]]:
-    from tests.conftest import shared_dir
-
-    root = shared_dir() / "corpus" / "inferencex"
-    if not (root / FILE).is_file():
-        pytest.fail(f"the shared corpus is missing: {root / FILE}")
+@functools.cache
+def _load_corpus(root: Path) -> tuple[bytes, list[str]]:
     keys = []
     for name in ("amd-master.yaml", "nvidia-master.yaml"):
         keys += master_keys_from_bytes((root / "configs" / name).read_bytes(), name)
     return (root / FILE).read_bytes(), keys
+
+
+@pytest.fixture
+def corpus(shared) -> tuple[bytes, list[str]]:
+    return _load_corpus(shared / "corpus" / "inferencex")
 
 
 def lint(base, head, keys, pr=3801):
@@ -98,14 +99,10 @@ def test_correcting_the_placeholder_link_on_main_is_accepted(corpus):
 
 
 # -- the history bundle: 218 consecutive versions of main -----------------------------------
-@pytest.fixture(scope="module")
-def history_repo(tmp_path_factory) -> Path:
-    from tests.conftest import shared_dir
-
-    bundle = shared_dir() / "corpus" / "inferencex-history" / "perf-changelog-history.bundle"
-    if not bundle.is_file():
-        pytest.fail(f"the shared corpus is missing: {bundle}")
-    dest = tmp_path_factory.mktemp("ix-history") / "repo"
+@pytest.fixture
+def history_repo(shared, tmp_path) -> Path:
+    bundle = shared / "corpus" / "inferencex-history" / "perf-changelog-history.bundle"
+    dest = tmp_path / "ix-history"
     subprocess.run(["git", "clone", "-q", str(bundle), str(dest)], check=True, capture_output=True)
     return dest
 
@@ -122,31 +119,39 @@ def _oracle(base: bytes, head: bytes) -> str:
     return "rewrite"
 
 
-def test_every_real_transition_agrees_with_a_semantic_oracle(history_repo):
+def _verdicts(history_repo: Path, step: int) -> list[tuple[str, bytes, bytes, object]]:
     git = Git(history_repo)
-    revs = subprocess.run(["git", "-C", str(history_repo), "rev-list", "--reverse", "HEAD"],
-                          capture_output=True, text=True, check=True).stdout.split()
-    assert len(revs) == 218
-    verdicts = {"accepted": 0, "rejected": 0}
-    prev = None
-    for rev in revs:
-        blobs = git.show_many(rev, [FILE, "configs/amd-master.yaml", "configs/nvidia-master.yaml"])
+    log = subprocess.run(["git", "-C", str(history_repo), "log", "--reverse", "--format=%H %s"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert len(log) == 218
+    out = []
+    for i in range(0, len(log) - 1, step):
+        (base_rev, _), (head_rev, subject) = (x.split(" ", 1) for x in log[i:i + 2])
+        base = git.show(base_rev, FILE)
+        blobs = git.show_many(head_rev, [FILE, "configs/amd-master.yaml", "configs/nvidia-master.yaml"])
         keys = [k for name in ("configs/amd-master.yaml", "configs/nvidia-master.yaml")
                 for k in master_keys_from_bytes(blobs[name], name)]
-        head = blobs[FILE]
-        if prev is not None:
-            result = lint_change(prev, head, file=FILE, mode=Mode(IX), master_keys=keys)
-            kind = _oracle(prev, head)
-            if kind == "rewrite":
-                assert not result.ok, rev  # anything that rewrites history semantically is refused
-            if result.ok:
-                # accepted: history kept byte for byte (or pr-link-only), layout exact
-                assert kind in ("append", "correction", "same"), rev
-                if kind == "append":
-                    sep = b"" if prev.endswith(b"\n\n") else b"\n"  # a previous bad transition left an empty line
-                    assert head.startswith(prev) and head[len(prev):].startswith(sep + b"- config-keys:")
-                    assert b"\n\n\n" not in head[len(prev):] and not head.endswith(b"\n\n")
-            verdicts["accepted" if result.ok else "rejected"] += 1
-        prev = head
-    # InferenceX's main was not protected by a byte-level gate: a good share of its transitions break it
-    assert verdicts["accepted"] > 100 and verdicts["rejected"] > 50, verdicts
+        result = lint_change(base, blobs[FILE], file=FILE, mode=Mode(IX), master_keys=keys)
+        out.append((subject, base, blobs[FILE], result))
+    return out
+
+
+def test_real_transitions_agree_with_a_semantic_oracle_and_the_golden_verdicts(history_repo):
+    # Every sixth of the 217 transitions keeps the test within a few seconds.
+    lines = []
+    for subject, base, head, result in _verdicts(history_repo, step=6):
+        kind = _oracle(base, head)
+        if kind == "rewrite":
+            assert not result.ok, subject  # anything that rewrites history semantically is refused
+        if result.ok:
+            # accepted: history kept byte for byte (or pr-link-only), layout exact
+            assert kind in ("append", "correction", "same"), subject
+            if kind == "append":
+                sep = b"" if base.endswith(b"\n\n") else b"\n"  # a previous bad transition left an empty line
+                assert head.startswith(base) and head[len(base):].startswith(sep + b"- config-keys:")
+                assert b"\n\n\n" not in head[len(base):] and not head.endswith(b"\n\n")
+        first = result.errors[0] if result.errors else None
+        lines.append(f"{subject}: {kind}: " + (f"rejected at line {first.line}: {first.message}" if first
+                                                 else f"accepted ({len(result.added)} new, {result.corrections} corrected)"))
+    golden = Path(__file__).resolve().parents[1] / "golden" / "changelog" / "history-verdicts.txt"
+    assert "\n".join(lines) + "\n" == golden.read_text()
