@@ -19,6 +19,8 @@ from ci_tools.errors import InputError
 # name -> (module, one-line help). The help is repeated here so `--help` needs no imports.
 COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("ci_tools.cli.config", "Validate master configs, runners and recipes."),
+    "results": ("ci_tools.cli.results", "Process AIPerf exports, collect results, Pareto and claims."),
+    "runner": ("ci_tools.cli.runner", "Serve one matrix row's recipe point and run the benchmark client."),
 }
 
 
