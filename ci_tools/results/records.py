@@ -123,6 +123,7 @@ _ISL_KEY = b'"input_sequence_length":{"value":'
 _TTFT_KEY = b'"time_to_first_token":{"value":'
 # written after the per-chunk latency array, whose length grows with the output: found from the end
 _ITL_KEY = b'"inter_token_latency":{"value":'
+_METRICS_KEY = b'"metrics":{'
 
 
 def _fast_fields(line: bytes) -> tuple | None:
@@ -147,32 +148,43 @@ def _fast_fields(line: bytes) -> tuple | None:
         return None
     e = pos + 19
     f = find(b'"', e)
-    p1 = find(_E2EL_KEY, f)
+    m = find(_METRICS_KEY, f)
+    if m < 0:
+        return None
+    # usually in this order, one pass; AIPerf may order metrics differently from run to run, so a
+    # key not found after the previous one is searched again from the start of `metrics`
+    p1 = find(_E2EL_KEY, m)
     if p1 < 0:
         return None
     p1 += 27
     q1 = find(b',"', p1)
     p2 = find(_OSL_KEY, q1)
     if p2 < 0:
-        return None
+        p2 = find(_OSL_KEY, m)
+        if p2 < 0:
+            return None
     p2 += 34
     q2 = find(b',"', p2)
     p3 = find(_ISL_KEY, q2)
     if p3 < 0:
-        return None
+        p3 = find(_ISL_KEY, m)
+        if p3 < 0:
+            return None
     p3 += 33
     q3 = find(b',"', p3)
     p4 = find(_TTFT_KEY, q3)
     if p4 < 0:
-        return None
+        p4 = find(_TTFT_KEY, m)
+        if p4 < 0:
+            return None
     p4 += 31
     q4 = find(b',"', p4)
-    p5 = line.rfind(_ITL_KEY, q4)
+    p5 = line.rfind(_ITL_KEY, m)
     if p5 < 0:
         return None
     p5 += 31
     q5 = find(b',"', p5)
-    if find(_ERROR_KEY, q5) >= 0:
+    if find(_ERROR_KEY, max(q1, q2, q3, q4, q5)) >= 0:
         return None
     try:
         # token counts are integers in AIPerf's output; int() of a short ASCII number is the cheapest
