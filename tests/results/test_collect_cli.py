@@ -28,8 +28,8 @@ def test_process_valid_and_invalid_then_collect(shared, tmp_path):
     assert "tp4-c4: VALID" in res.output and "tok/s/GPU over 4 GPU(s)" in res.output
 
     bad = export_copy(shared, tmp_path / "runs/bad")
-    res = invoke("results", "process", str(bad), "--tp", "2", "--conc", "8", "--model", "other", "--duration", "3600",
-                 "--name", "tp2-c8")
+    res = invoke("results", "process", str(bad), "--tp", "2", "--conc", "32", "--model", "other", "--duration", "3600",
+                 "--name", "tp2-c32")
     assert res.exit_code == 1
     for rule in ("min-requests", "min-duration", "echo-concurrency", "echo-model"):
         assert f"invalid [{rule}]" in res.output, rule
@@ -40,7 +40,7 @@ def test_process_valid_and_invalid_then_collect(shared, tmp_path):
     assert res.exit_code == 0, res.output
     assert "2 result(s): 1 valid, 1 invalid" in res.output
     data = json.loads(out.read_text())
-    assert [r["point"]["name"] for r in data["results"]] == ["tp2-c8", "tp4-c4"]
+    assert [r["point"]["name"] for r in data["results"]] == ["tp2-c32", "tp4-c4"]
 
     res = invoke("results", "pareto", str(out), "--format", "json")
     assert res.exit_code == 0, res.output
