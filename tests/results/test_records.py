@@ -49,7 +49,7 @@ def same(a: records.RecordScan, b: records.RecordScan) -> None:
     assert a.bad_lines == b.bad_lines
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(record_line(), max_size=8))
 def test_fast_path_equals_json_path(lines):
     same(records.scan_lines(lines), records.scan_lines(lines, fast=False))
@@ -75,3 +75,15 @@ def test_missing_file_is_clean(tmp_path):
 
     with pytest.raises(InputError, match="file not found"):
         records.scan_file(tmp_path / "nope.jsonl")
+
+
+@pytest.mark.parametrize("workers", [2, 3, 7])
+def test_parallel_scan_equals_sequential(tmp_path, shared, workers):
+    lines = (shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes().splitlines(keepends=True)
+    body = lines[:10] + [b"oops\n", b"\n"] + lines[10:] + [lines[0].rstrip(b"\n")]  # no final newline
+    path = tmp_path / "p.jsonl"
+    path.write_bytes(b"".join(body))
+    seq = records.scan_file(path, workers=1)
+    par = records.scan_file(path, workers=workers)
+    same(par, seq)
+    assert seq.bad_lines == [11] and seq.records_total == 42
