@@ -386,8 +386,9 @@ class _Counted:
             yield line
 
 
-def merge_scans(parts: list[tuple[RecordScan, int]]) -> RecordScan:
-    """Scans of consecutive ranges -> one scan (line numbers made absolute)."""
+def merge_scans(parts: Iterable[tuple[RecordScan, int]]) -> RecordScan:
+    """Scans of consecutive ranges, in order -> one scan (line numbers made absolute). Consumed one
+    at a time so each part's columns are freed once copied."""
     out = RecordScan()
     offset = 0
     for s, nlines in parts:
@@ -429,7 +430,7 @@ def scan_file(path: Path | str, *, fast: bool = True, workers: int | None = None
         jobs = [(str(p), a, b, fast) for a, b in zip(bounds, bounds[1:]) if b > a]
         # fork: the workers share the already-imported code; nothing else is inherited that matters
         with multiprocessing.get_context("fork").Pool(len(jobs)) as pool:
-            return merge_scans(pool.map(_scan_range, jobs))
+            return merge_scans(pool.imap(_scan_range, jobs))
     except FileNotFoundError:
         raise InputError(f"{p}: file not found", findings=[Finding(
             str(p), None, None, "AIPerf's per-request export is missing",

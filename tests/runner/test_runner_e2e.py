@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
+from runner_support import REPO
 
 STUB = Path(__file__).with_name("stub_server.py")
 IMAGE = "example.org/stub:1@sha256:" + "0" * 64
