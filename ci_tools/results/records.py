@@ -375,9 +375,13 @@ class _Counted:
 def merge_scans(parts: Iterable[tuple[RecordScan, int]]) -> RecordScan:
     """Scans of consecutive ranges, in order -> one scan (line numbers made absolute). Consumed one
     at a time so each part's columns are freed once copied."""
-    out = RecordScan()
-    offset = 0
-    for s, nlines in parts:
+    it = iter(parts)
+    first = next(it, None)
+    if first is None:
+        return RecordScan()
+    # the first part becomes the result: its columns are extended in place, not copied
+    out, offset = first
+    for s, nlines in it:
         out.records_total += s.records_total
         out.records_profiled += s.records_profiled
         out.records_warmup_dropped += s.records_warmup_dropped
