@@ -31,6 +31,7 @@ from ci_tools.errors import Finding, InputError
 
 PROFILING = "profiling"
 _PROFILING_B = PROFILING.encode()
+_PROFILING_Q = _PROFILING_B + b'"'
 
 # metric name in the record -> column name in RecordScan
 LATENCY_METRICS = {
@@ -125,7 +126,6 @@ _ISL_KEY = b'"input_sequence_length":{"value":'
 _TTFT_KEY = b'"time_to_first_token":{"value":'
 # written after the per-chunk latency array, whose length grows with the output: found from the end
 _ITL_KEY = b'"inter_token_latency":{"value":'
-_METRICS_KEY = b'"metrics":{'
 
 
 def _fast_fields(line: bytes) -> tuple | None:
@@ -139,59 +139,66 @@ def _fast_fields(line: bytes) -> tuple | None:
     if pos < 0:
         return None
     a = pos + 19
-    b = find(b",", a)
+    b = a + 19  # nanosecond timestamps have 19 digits until 2286; check, else search
+    if line[b:b + 1] != b",":
+        b = find(b",", a)
     pos = find(_END_KEY, b)
     if pos < 0:
         return None
     c = pos + 17
-    d = find(b",", c)
+    d = c + 19
+    if line[d:d + 1] != b",":
+        d = find(b",", c)
     pos = find(_PHASE_KEY, d)
     if pos < 0:
         return None
     e = pos + 19
-    f = find(b'"', e)
-    m = find(_METRICS_KEY, f)
-    if m < 0:
-        return None
+    if line.startswith(_PROFILING_Q, e):
+        phase = _PROFILING_B
+        f = e + 9
+    else:
+        f = find(b'"', e)
+        phase = line[e:f]
     # usually in this order, one pass; AIPerf may order metrics differently from run to run, so a
-    # key not found after the previous one is searched again from the start of `metrics`
-    p1 = find(_E2EL_KEY, m)
+    # key not found after the previous one is searched again from the end of the metadata
+    p1 = find(_E2EL_KEY, f)
     if p1 < 0:
         return None
     p1 += 27
     q1 = find(b",", p1)
     p2 = find(_OSL_KEY, q1)
     if p2 < 0:
-        p2 = find(_OSL_KEY, m)
+        p2 = find(_OSL_KEY, f)
         if p2 < 0:
             return None
     p2 += 34
     q2 = find(b",", p2)
     p3 = find(_ISL_KEY, q2)
     if p3 < 0:
-        p3 = find(_ISL_KEY, m)
+        p3 = find(_ISL_KEY, f)
         if p3 < 0:
             return None
     p3 += 33
     q3 = find(b",", p3)
     p4 = find(_TTFT_KEY, q3)
     if p4 < 0:
-        p4 = find(_TTFT_KEY, m)
+        p4 = find(_TTFT_KEY, f)
         if p4 < 0:
             return None
     p4 += 31
     q4 = find(b",", p4)
-    p5 = line.rfind(_ITL_KEY, m)
+    p5 = line.rfind(_ITL_KEY, f)
     if p5 < 0:
         return None
     p5 += 31
     q5 = find(b",", p5)
-    if find(_ERROR_KEY, max(q1, q2, q3, q4, q5)) >= 0:
+    # `error` is written after every metric (MetricRecordInfo's field order), so after q5
+    if find(_ERROR_KEY, q5) >= 0:
         return None
     try:
         # token counts are integers in AIPerf's output; int() of a short ASCII number is the cheapest
         # conversion, and a float-looking count falls back to the slow path via ValueError
-        return (line[e:f], int(line[a:b]), int(line[c:d]), float(line[p1:q1]),
+        return (phase, int(line[a:b]), int(line[c:d]), float(line[p1:q1]),
                 int(line[p2:q2]), int(line[p3:q3]), float(line[p4:q4]), float(line[p5:q5]))
     except ValueError:
         return None
