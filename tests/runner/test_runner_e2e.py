@@ -231,3 +231,16 @@ def test_aiperf_exit_zero_without_exports_is_a_failure(job):
     assert run.returncode == 1, run.stderr
     assert "AIPerf exited 0 but did not write aiperf_artifacts/profile_export.jsonl" in run.stderr
     assert "longer than 107 characters" in run.stderr  # the client log tail says why
+
+
+def test_sigterm_while_waiting_for_readiness(job):
+    p = subprocess.Popen(job["argv"]("--never-ready", extra=["--ready-timeout", "60"]), env=job["env"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server_log = job["out"] / "server.log"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "serving" not in (server_log.read_text() if server_log.exists() else ""):
+        time.sleep(0.1)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 143, err
+    assert "error: ready: cancelled by SIGTERM" in err
