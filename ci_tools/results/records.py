@@ -259,6 +259,13 @@ def _add_slow(s: RecordScan, f: dict) -> None:
         s.end_ns_max = end
 
 
+_NO_MIN = 1 << 128  # above any nanosecond timestamp
+
+
+def _no_fast(line: bytes) -> None:
+    return None
+
+
 def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
     """Scan an iterable of JSONL lines (bytes). `fast=False` forces json.loads on every line.
 
@@ -267,18 +274,19 @@ def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
     """
     s = RecordScan()
     ttft_a, itl_a, e2el_a, norm_a = s.ttft_ms.append, s.itl_ms.append, s.e2el_ms.append, s.e2e_per_token_ms.append
-    isfinite = math.isfinite
-    total = profiled = fast_n = isl_n = osl_n = 0
+    parse = _fast_fields if fast else _no_fast
+    inf = math.inf
+    slow = profiled = 0
     isl_sum = osl_sum = 0.0
-    smin = emax = None
+    smin, emax = _NO_MIN, -1
     other_phase: list[str] = []
     lineno = 0
     for lineno, line in enumerate(lines, 1):
-        f = _fast_fields(line) if fast else None
+        f = parse(line)
         if f is None:
             if not line.strip():
                 continue
-            total += 1
+            slow += 1
             try:
                 rec = json.loads(line)
             except ValueError:
@@ -288,46 +296,43 @@ def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
                 continue
             _add_slow(s, _slow_fields(rec))
             continue
-        total += 1
-        fast_n += 1
         phase, start, end, e2el, osl, isl, ttft, itl = f
         if phase != _PROFILING_B:
             other_phase.append(phase.decode(errors="replace"))
             continue
         profiled += 1
-        # a NaN fails every comparison, so `x > 0` also rejects it; inf needs isfinite
-        if ttft > 0 and isfinite(ttft):
+        # `0 < x < inf` is False for NaN, inf and non-positive values: the rule of _good()
+        if 0.0 < ttft < inf:
             ttft_a(ttft)
-        if itl > 0 and isfinite(itl):
+        if 0.0 < itl < inf:
             itl_a(itl)
-        if e2el > 0 and isfinite(e2el):
+        if 0.0 < e2el < inf:
             e2el_a(e2el)
             if osl > 0:
                 norm_a(e2el / osl)
         isl_sum += isl
-        isl_n += 1
         osl_sum += osl
-        osl_n += 1
-        if smin is None or start < smin:
+        if start < smin:
             smin = start
-        if emax is None or end > emax:
+        if end > emax:
             emax = end
+    fast_n = profiled + len(other_phase)
     s.lines_read = lineno
-    s.records_total += total
+    s.records_total += slow + fast_n
     s.fast_lines += fast_n
     s.records_profiled += profiled
     s.isl_sum += isl_sum
     s.osl_sum += osl_sum
-    s.isl_count += isl_n
-    s.osl_count += osl_n
+    s.isl_count += profiled
+    s.osl_count += profiled
     if profiled:
         s.phases[PROFILING] = s.phases.get(PROFILING, 0) + profiled
     for phase in other_phase:
         s.phases[phase] = s.phases.get(phase, 0) + 1
     s.records_warmup_dropped += len(other_phase)
-    if smin is not None and (s.start_ns_min is None or smin < s.start_ns_min):
+    if smin is not _NO_MIN and (s.start_ns_min is None or smin < s.start_ns_min):
         s.start_ns_min = smin
-    if emax is not None and (s.end_ns_max is None or emax > s.end_ns_max):
+    if emax >= 0 and (s.end_ns_max is None or emax > s.end_ns_max):
         s.end_ns_max = emax
     return s
 
