@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "changelog": ("ci_tools.cli.changelog", "Append-only changelog gate, link canonicalisation, conflict resolution."),
     "matrix": ("ci_tools.cli.matrix", "Expand master configs into InferenceX benchmark matrix rows."),
     "plan": ("ci_tools.cli.plan", "Plan a change's sweep: gate verdict, canaries, points, GPU-hours."),
+    "results": ("ci_tools.cli.results", "Process AIPerf exports, collect results, Pareto and claims."),
+    "runner": ("ci_tools.cli.runner", "Serve one matrix row's recipe point and run the benchmark client."),
 }
 
 
