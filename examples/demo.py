@@ -16,6 +16,7 @@ Nothing in the working tree is changed.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -59,6 +60,20 @@ def build_scratch_repo(dest: Path) -> None:
     git(dest, "tag", "head")
 
 
+def plan_row(repo: Path, **point: int) -> dict:
+    """The matrix row the sweep workflow would hand to the runner job for one point of the plan."""
+    out = subprocess.run([sys.executable, "-m", "ci_tools", "plan", "--base", "base", "--head", "head",
+                          "--label", SEED_LABEL, "--format", "json"], cwd=repo, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"plan --format json failed:\n{out.stderr}")
+    plan = json.loads(out.stdout)
+    for rows in plan["buckets"].values():
+        for row in rows:
+            if not row.get("run-eval") and all(row.get(k) == v for k, v in point.items()):
+                return row
+    raise SystemExit(f"the plan has no row for {point}")
+
+
 def step(title: str, args: list[str], cwd: Path) -> int:
     print(f"\n=== {title}\n$ ci-tools {' '.join(args)}", flush=True)
     rc = subprocess.call([sys.executable, "-m", "ci_tools", *args], cwd=cwd)
@@ -76,9 +91,10 @@ def main() -> int:
                          ["changelog", "lint", "--base", "base", "--head", "head", "--pr", SEED_PR], repo) != 0
         failures += step("Sweep plan",
                          ["plan", "--base", "base", "--head", "head", "--label", SEED_LABEL], repo) != 0
-        failures += step("Runner job for the DEP2 c64 point (dry run: the exact commands)",
-                         ["runner", "run", "--row", str(ROOT / "docs/examples/row-dep2-c64.json"), "--dry-run"],
-                         repo) != 0
+        row_file = repo / "row-dep2-c64.json"
+        row_file.write_text(json.dumps(plan_row(repo, tp=2, ep=2, conc=64), indent=1), encoding="utf-8")
+        failures += step("Runner job for the plan's DEP2 c64 row (dry run: the exact commands)",
+                         ["runner", "run", "--row", str(row_file), "--dry-run"], repo) != 0
         failures += step("Pareto of the seed PR's published points",
                          ["results", "pareto", str(ROOT / "docs/seed-points.csv"), "--format", "markdown"], repo) != 0
     print("\ndemo: all steps passed" if not failures else f"\ndemo: {failures} step(s) failed")
