@@ -1,0 +1,401 @@
+"""Static contract between the workflow files and the `ci-tools` CLI.
+
+The checks are plain functions over parsed workflow files, so that the tests can run them both on
+the real `.github/` tree and on small planted bad examples (each check must be able to fail).
+
+What is checked:
+- every `ci-tools ...` line in a `run:` block parses with the real Click CLI (`make_context` on the
+  resolved sub-command, `${{ }}` and `$VAR` placeholders replaced by dummy values);
+- every `steps.<id>.outputs.<name>` read is written by that step's ci-tools command (the command
+  module declares `GITHUB_OUTPUTS = {"<sub command path>": (names...)}`) or by a local action;
+- every `needs.<job>.outputs.<name>` read names a job in `needs:` that declares that output (for a
+  job calling a reusable workflow: an output of that workflow's `workflow_call`);
+- every third-party action is pinned by a 40-hex commit SHA with its version in a comment;
+- no `${{ }}` expression inside `run:` (values reach the shell through `env:`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable
+
+import click
+import yaml
+
+EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.S)
+STEP_OUTPUT = re.compile(r"\bsteps\.([A-Za-z_][\w-]*)\.outputs\.([A-Za-z_][\w-]*)")
+NEEDS_OUTPUT = re.compile(r"\bneeds\.([A-Za-z_][\w-]*)\.outputs\.([A-Za-z_][\w-]*)")
+SHELL_VAR = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
+PINNED = re.compile(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}$")
+VERSION_COMMENT = re.compile(r"#\s*v?\d+(\.\d+)*\b")
+LOCAL_PREFIXES = ("$/", "./")
+
+
+@dataclass
+class Problem:
+    file: str
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: {self.where}: {self.message}"
+
+
+@dataclass
+class Invocation:
+    """One `ci-tools ...` command line found in a `run:` block."""
+    file: str
+    job: str
+    step: str            # step id, or "#<index>" when the step has no id
+    step_id: str | None
+    argv: list[str]      # after `ci-tools`, placeholders still in place
+    line: int            # line of the `run:` key in the workflow file
+
+
+@dataclass
+class Workflow:
+    path: Path
+    data: dict
+    text: str
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def on(self) -> dict:
+        # PyYAML reads the bare key `on` as the boolean True.
+        on = self.data.get("on", self.data.get(True))
+        if isinstance(on, str):
+            return {on: None}
+        if isinstance(on, list):
+            return {k: None for k in on}
+        return on or {}
+
+    @property
+    def jobs(self) -> dict:
+        return self.data.get("jobs") or {}
+
+    def line_of(self, needle: str, start: int = 0) -> int:
+        index = self.text.find(needle, start)
+        return self.text.count("\n", 0, index) + 1 if index >= 0 else 0
+
+
+def load_workflows(directory: Path) -> list[Workflow]:
+    files = sorted([*directory.glob("*.yml"), *directory.glob("*.yaml")])
+    return [Workflow(path=f, data=yaml.safe_load(f.read_text()), text=f.read_text()) for f in files]
+
+
+# ---------------------------------------------------------------------------------------------
+# ci-tools invocations
+
+
+def _logical_lines(script: str) -> Iterable[str]:
+    """Shell lines with backslash continuations joined and comments dropped."""
+    buffer = ""
+    for raw in script.splitlines():
+        line = raw.rstrip()
+        if line.endswith("\\"):
+            buffer += line[:-1] + " "
+            continue
+        buffer += line
+        stripped = buffer.strip()
+        buffer = ""
+        if stripped and not stripped.startswith("#"):
+            yield stripped
+
+
+def ci_tools_commands(script: str) -> list[list[str]]:
+    """Every `ci-tools` command in a shell script, split into words (placeholders kept)."""
+    found = []
+    for line in _logical_lines(script):
+        # `${{ ... }}` may contain spaces; keep it as one opaque word for shlex.
+        protected = EXPR.sub(lambda m: "__EXPR__", line)
+        for segment in re.split(r"\|\||&&|;|\|", protected):
+            try:
+                words = shlex.split(segment, comments=True)
+            except ValueError:
+                continue
+            while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0]):
+                words = words[1:]  # VAR=value prefixes
+            if words and words[0] == "ci-tools":
+                found.append(words[1:])
+    return found
+
+
+def invocations(workflows: list[Workflow]) -> list[Invocation]:
+    result = []
+    for wf in workflows:
+        for job_id, job in wf.jobs.items():
+            for index, step in enumerate(job.get("steps") or []):
+                script = step.get("run")
+                if not isinstance(script, str):
+                    continue
+                line = wf.line_of(script.splitlines()[0]) if script.strip() else 0
+                for argv in ci_tools_commands(script):
+                    result.append(Invocation(file=wf.name, job=job_id, step=step.get("id") or f"#{index}",
+                                             step_id=step.get("id"), argv=argv, line=line))
+    return result
+
+
+# Dummy values per shell variable: numbers and SHAs where options expect them, existing paths
+# for the runner's folders. Anything else becomes a harmless word.
+def dummy_env(tmp: Path) -> dict[str, str]:
+    event = tmp / "event.json"
+    if not event.exists():
+        event.write_text("{}")
+    runner_temp = tmp / "runner-temp"
+    runner_temp.mkdir(exist_ok=True)
+    return {
+        "GITHUB_EVENT_PATH": str(event),
+        "GITHUB_WORKSPACE": str(tmp),
+        "RUNNER_TEMP": str(runner_temp),
+        "GITHUB_REPOSITORY": "owner/repo",
+        "GITHUB_RUN_ID": "1",
+    }
+
+
+def substitute(word: str, env: dict[str, str]) -> str:
+    word = word.replace("__EXPR__", "1")
+
+    def var(m: re.Match) -> str:
+        name = m.group(1) or m.group(2)
+        if name in env:
+            return env[name]
+        if name.endswith(("_SHA", "_REF")):
+            return "0" * 40
+        return "1"
+
+    return SHELL_VAR.sub(var, word)
+
+
+def materialise_paths(args: list[str], tmp: Path) -> None:
+    """Create the files and folders a job would have at that point (downloads, earlier steps)."""
+    for arg in args:
+        if arg.startswith("-"):
+            continue
+        path = Path(arg) if Path(arg).is_absolute() else tmp / arg
+        if not str(path).startswith(str(tmp)):
+            continue
+        if path.suffix in (".json", ".yaml", ".yml", ".csv", ".txt"):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                path.write_text("{}")
+        elif "/" in arg or path.parent == tmp:
+            path.mkdir(parents=True, exist_ok=True)
+
+
+@dataclass
+class Resolved:
+    path: tuple[str, ...]          # sub-command path, e.g. ("reuse", "resolve")
+    command: click.Command
+
+
+def resolve_command(root: click.Group, argv: list[str], prog: str = "ci-tools") -> Resolved:
+    """Parse argv with the real CLI down to the leaf command; raises click errors on bad usage."""
+    path: list[str] = []
+    command: click.Command = root
+    parent = None
+    args = list(argv)
+    name = prog
+    while True:
+        ctx = command.make_context(name, args, parent=parent)
+        if not isinstance(command, click.Group):
+            return Resolved(tuple(path), command)
+        rest = [*getattr(ctx, "_protected_args", []), *ctx.args]
+        if not rest:
+            if command.invoke_without_command:
+                return Resolved(tuple(path), command)
+            raise click.UsageError(f"`{' '.join([prog, *path])}` needs a sub-command", ctx=ctx)
+        sub_name, sub, sub_args = command.resolve_command(ctx, rest)
+        if sub is None:
+            raise click.UsageError(f"no such command {rest[0]!r}", ctx=ctx)
+        path.append(sub_name)
+        command, parent, args, name = sub, ctx, sub_args, sub_name
+
+
+def declared_outputs(path: tuple[str, ...], commands: dict[str, tuple[str, str]]) -> tuple[str, ...] | None:
+    """Output names a command writes to $GITHUB_OUTPUT, from its module's GITHUB_OUTPUTS registry."""
+    if not path or path[0] not in commands:
+        return None
+    module = importlib.import_module(commands[path[0]][0])
+    registry = getattr(module, "GITHUB_OUTPUTS", None)
+    if not isinstance(registry, dict):
+        return None
+    names = registry.get(" ".join(path))
+    return tuple(names) if names is not None else None
+
+
+@dataclass
+class CliModel:
+    """How the checks see the CLI: parse argv -> command path, and path -> declared outputs."""
+    parse: Callable[[list[str]], tuple[str, ...]]
+    outputs: Callable[[tuple[str, ...]], tuple[str, ...] | None]
+
+
+def real_cli(tmp: Path) -> CliModel:
+    from ci_tools import cli as cli_module
+
+    def parse(argv: list[str]) -> tuple[str, ...]:
+        env = dummy_env(tmp)
+        args = [substitute(w, env) for w in argv]
+        materialise_paths(args, tmp)
+        return resolve_command(cli_module.cli, args).path
+
+    return CliModel(parse=parse, outputs=lambda path: declared_outputs(path, cli_module.COMMANDS))
+
+
+# ---------------------------------------------------------------------------------------------
+# checks
+
+
+def check_invocations(workflows: list[Workflow], cli: CliModel) -> tuple[list[Problem], dict]:
+    """Each ci-tools line must parse; returns problems and {(file, job, step_id): command path}."""
+    problems: list[Problem] = []
+    paths: dict[tuple[str, str, str], tuple[str, ...]] = {}
+    per_step: dict[tuple[str, str, str], int] = {}
+    for inv in invocations(workflows):
+        key = (inv.file, inv.job, inv.step)
+        per_step[key] = per_step.get(key, 0) + 1
+        where = f"line {inv.line}: job {inv.job}, step {inv.step}"
+        try:
+            path = cli.parse(inv.argv)
+        except click.ClickException as exc:
+            problems.append(Problem(inv.file, where, f"`ci-tools {' '.join(inv.argv)}` does not parse: "
+                                                     f"{exc.format_message()}"))
+            continue
+        if inv.step_id:
+            paths[(inv.file, inv.job, inv.step_id)] = path
+    for (file, job, step), count in per_step.items():
+        if count > 1:
+            problems.append(Problem(file, f"job {job}, step {step}",
+                                    f"{count} ci-tools commands in one step; give each its own step"))
+    return problems, paths
+
+
+def _strings(node) -> Iterable[str]:
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if isinstance(key, str):
+                yield key
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+
+
+def _local_action_outputs(uses: str, root: Path) -> tuple[str, ...] | None:
+    if not uses.startswith(LOCAL_PREFIXES):
+        return None
+    for name in ("action.yml", "action.yaml"):
+        meta = root / uses.split("/", 1)[1] / name
+        if meta.exists():
+            return tuple((yaml.safe_load(meta.read_text()).get("outputs") or {}).keys())
+    return None
+
+
+def _called_workflow_outputs(uses: str, workflows: dict[str, Workflow]) -> tuple[str, ...] | None:
+    target = workflows.get(uses.rsplit("/", 1)[-1])
+    if target is None or "workflow_call" not in target.on:
+        return None
+    call = target.on["workflow_call"] or {}
+    return tuple((call.get("outputs") or {}).keys())
+
+
+def check_outputs(workflows: list[Workflow], cli: CliModel, command_paths: dict, root: Path) -> list[Problem]:
+    problems: list[Problem] = []
+    by_name = {wf.name: wf for wf in workflows}
+    for wf in workflows:
+        for job_id, job in wf.jobs.items():
+            steps = {s.get("id"): s for s in job.get("steps") or [] if s.get("id")}
+            needs = job.get("needs") or []
+            needs = [needs] if isinstance(needs, str) else list(needs)
+            for text in _strings(job):
+                for step_id, output in STEP_OUTPUT.findall(text):
+                    where = f"job {job_id}"
+                    step = steps.get(step_id)
+                    if step is None:
+                        problems.append(Problem(wf.name, where, f"reads steps.{step_id}.outputs.{output} "
+                                                                f"but the job has no step with id {step_id!r}"))
+                        continue
+                    if "uses" in step:
+                        written = _local_action_outputs(step["uses"], root)
+                        if written is None:
+                            continue  # third-party action outputs are that action's contract
+                        source = f"action {step['uses']}"
+                    else:
+                        path = command_paths.get((wf.name, job_id, step_id))
+                        if path is None:
+                            problems.append(Problem(wf.name, where, f"reads steps.{step_id}.outputs.{output} "
+                                                                    f"but step {step_id!r} runs no parsable ci-tools command"))
+                            continue
+                        written = cli.outputs(path)
+                        source = f"`ci-tools {' '.join(path)}`"
+                        if written is None:
+                            problems.append(Problem(wf.name, where, f"{source} declares no GITHUB_OUTPUTS, so "
+                                                                    f"steps.{step_id}.outputs.{output} cannot be checked"))
+                            continue
+                    if output not in written:
+                        problems.append(Problem(wf.name, where, f"reads steps.{step_id}.outputs.{output}, which "
+                                                                f"{source} does not write (it writes: "
+                                                                f"{', '.join(written) or 'nothing'})"))
+                for need, output in NEEDS_OUTPUT.findall(text):
+                    where = f"job {job_id}"
+                    if need not in needs:
+                        problems.append(Problem(wf.name, where, f"reads needs.{need}.outputs.{output} but "
+                                                                f"{need!r} is not in its needs"))
+                        continue
+                    other = wf.jobs.get(need) or {}
+                    if "uses" in other:
+                        written = _called_workflow_outputs(other["uses"], by_name) or ()
+                    else:
+                        written = tuple((other.get("outputs") or {}).keys())
+                    if output not in written:
+                        problems.append(Problem(wf.name, where, f"reads needs.{need}.outputs.{output}, which job "
+                                                                f"{need!r} does not declare (it declares: "
+                                                                f"{', '.join(written) or 'nothing'})"))
+    return problems
+
+
+def check_pinning(workflows: list[Workflow]) -> list[Problem]:
+    problems = []
+    for wf in workflows:
+        lines = wf.text.splitlines()
+        for number, line in enumerate(lines, 1):
+            m = re.match(r"^\s*(?:-\s+)?uses:\s*([^\s#]+)(.*)$", line)
+            if not m:
+                continue
+            ref, rest = m.group(1).strip("'\""), m.group(2)
+            if ref.startswith(LOCAL_PREFIXES) or ref.startswith("docker://"):
+                continue
+            if not PINNED.match(ref):
+                problems.append(Problem(wf.name, f"line {number}", f"{ref} is not pinned by a full 40-hex commit SHA"))
+            elif not VERSION_COMMENT.search(rest):
+                problems.append(Problem(wf.name, f"line {number}", f"{ref} has no `# vX.Y.Z` comment naming its version"))
+    return problems
+
+
+def check_no_expressions_in_run(workflows: list[Workflow]) -> list[Problem]:
+    problems = []
+    for wf in workflows:
+        for job_id, job in wf.jobs.items():
+            for index, step in enumerate(job.get("steps") or []):
+                script = step.get("run")
+                if isinstance(script, str) and EXPR.search(script):
+                    problems.append(Problem(wf.name, f"job {job_id}, step {step.get('id') or index}",
+                                            "`${{ }}` inside run:; pass the value through env: and quote \"$VAR\""))
+    return problems
+
+
+def check_all(workflows: list[Workflow], cli: CliModel, root: Path) -> list[Problem]:
+    problems, paths = check_invocations(workflows, cli)
+    problems += check_outputs(workflows, cli, paths, root)
+    problems += check_pinning(workflows)
+    problems += check_no_expressions_in_run(workflows)
+    return problems
