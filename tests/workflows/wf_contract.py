@@ -256,7 +256,7 @@ def real_cli(tmp: Path) -> CliModel:
 def check_invocations(workflows: list[Workflow], cli: CliModel) -> tuple[list[Problem], dict]:
     """Each ci-tools line must parse; returns problems and {(file, job, step_id): command path}."""
     problems: list[Problem] = []
-    paths: dict[tuple[str, str, str], tuple[str, ...]] = {}
+    paths: dict[tuple[str, str, str], tuple[str, ...] | None] = {}
     per_step: dict[tuple[str, str, str], int] = {}
     for inv in invocations(workflows):
         key = (inv.file, inv.job, inv.step)
@@ -264,9 +264,11 @@ def check_invocations(workflows: list[Workflow], cli: CliModel) -> tuple[list[Pr
         where = f"line {inv.line}: job {inv.job}, step {inv.step}"
         try:
             path = cli.parse(inv.argv)
-        except click.ClickException as exc:
-            problems.append(Problem(inv.file, where, f"`ci-tools {' '.join(inv.argv)}` does not parse: "
-                                                     f"{exc.format_message()}"))
+        except (click.ClickException, ImportError) as exc:
+            why = exc.format_message() if isinstance(exc, click.ClickException) else f"{type(exc).__name__}: {exc}"
+            problems.append(Problem(inv.file, where, f"`ci-tools {' '.join(inv.argv)}` does not parse: {why}"))
+            if inv.step_id:
+                paths[(inv.file, inv.job, inv.step_id)] = None  # reported once, here
             continue
         if inv.step_id:
             paths[(inv.file, inv.job, inv.step_id)] = path
@@ -330,7 +332,10 @@ def check_outputs(workflows: list[Workflow], cli: CliModel, command_paths: dict,
                             continue  # third-party action outputs are that action's contract
                         source = f"action {step['uses']}"
                     else:
-                        path = command_paths.get((wf.name, job_id, step_id))
+                        key = (wf.name, job_id, step_id)
+                        if key in command_paths and command_paths[key] is None:
+                            continue  # its command line did not parse: already reported
+                        path = command_paths.get(key)
                         if path is None:
                             problems.append(Problem(wf.name, where, f"reads steps.{step_id}.outputs.{output} "
                                                                     f"but step {step_id!r} runs no parsable ci-tools command"))
