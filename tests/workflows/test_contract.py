@@ -24,7 +24,7 @@ def test_every_run_step_calls_at_most_one_command_and_most_call_ci_tools():
     found = wc.invocations(workflows)
     assert len(found) >= 15
     commands = {" ".join(inv.argv[:2]) for inv in found}
-    assert {"gate --event-path", "plan --event-path", "reuse resolve", "runner run", "comment handle",
+    assert {"plan --event-path", "reuse resolve", "runner run", "comment handle",
             "signoff verify", "changelog lint"} <= commands
 
 
@@ -62,8 +62,8 @@ def fake_cli(tmp_path):
         env = wc.dummy_env(tmp_path)
         args = [wc.substitute(w, env) for w in argv]
         wc.materialise_paths(args, tmp_path)
-        return wc.resolve_command(fake, args).path
-    return wc.CliModel(parse=parse, outputs=lambda path: FAKE_OUTPUTS.get(path))
+        return wc.resolve_command(fake, args)
+    return wc.CliModel(parse=parse, outputs=lambda resolved: FAKE_OUTPUTS.get(resolved.path))
 
 
 GOOD = """\
@@ -139,7 +139,7 @@ def test_planted_fault_is_reported(tmp_path, fake_cli, old, new, expected):
 
 
 def test_command_without_output_registry_is_reported(tmp_path):
-    cli = wc.CliModel(parse=lambda argv: ("gate",), outputs=lambda path: None)
+    cli = wc.CliModel(parse=lambda argv: wc.Resolved(("gate",), fake), outputs=lambda resolved: None)
     problems = check(tmp_path, cli, GOOD)
     assert any("declares no GITHUB_OUTPUTS" in p for p in problems), problems
 

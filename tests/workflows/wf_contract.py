@@ -29,6 +29,8 @@ import yaml
 EXPR = re.compile(r"\$\{\{(.*?)\}\}", re.S)
 STEP_OUTPUT = re.compile(r"\bsteps\.([A-Za-z_][\w-]*)\.outputs\.([A-Za-z_][\w-]*)")
 NEEDS_OUTPUT = re.compile(r"\bneeds\.([A-Za-z_][\w-]*)\.outputs\.([A-Za-z_][\w-]*)")
+# `needs.plan.outputs[format('matrix-{0}', matrix.bucket)]`: a family of outputs sharing a prefix.
+NEEDS_OUTPUT_FAMILY = re.compile(r"\bneeds\.([A-Za-z_][\w-]*)\.outputs\[\s*format\(\s*'([\w-]*)\{0\}'")
 SHELL_VAR = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
 PINNED = re.compile(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}$")
 VERSION_COMMENT = re.compile(r"#\s*v?\d+(\.\d+)*\b")
@@ -193,6 +195,7 @@ def materialise_paths(args: list[str], tmp: Path) -> None:
 class Resolved:
     path: tuple[str, ...]          # sub-command path, e.g. ("reuse", "resolve")
     command: click.Command
+    params: dict = field(default_factory=dict)
 
 
 def resolve_command(root: click.Group, argv: list[str], prog: str = "ci-tools") -> Resolved:
@@ -205,7 +208,7 @@ def resolve_command(root: click.Group, argv: list[str], prog: str = "ci-tools") 
     while True:
         ctx = command.make_context(name, args, parent=parent)
         if not isinstance(command, click.Group):
-            return Resolved(tuple(path), command)
+            return Resolved(tuple(path), command, dict(ctx.params))
         rest = [*getattr(ctx, "_protected_args", []), *ctx.args]
         if not rest:
             if command.invoke_without_command:
@@ -218,35 +221,56 @@ def resolve_command(root: click.Group, argv: list[str], prog: str = "ci-tools") 
         command, parent, args, name = sub, ctx, sub_args, sub_name
 
 
-def declared_outputs(path: tuple[str, ...], commands: dict[str, tuple[str, str]]) -> tuple[str, ...] | None:
-    """Output names a command writes to $GITHUB_OUTPUT, from its module's GITHUB_OUTPUTS registry."""
+def _plan_outputs(params: dict) -> tuple[str, ...]:
+    from ci_tools.render.plan import output_names
+    return tuple(output_names(bool(params.get("gate_only"))))
+
+
+# Commands that expose their output names through a function of their own rather than the
+# GITHUB_OUTPUTS registry; the names still come from the code that writes them.
+OUTPUT_SOURCES: dict[tuple[str, ...], Callable[[dict], tuple[str, ...]]] = {
+    ("plan",): _plan_outputs,
+}
+
+
+def declared_outputs(path: tuple[str, ...], params: dict,
+                     commands: dict[str, tuple[str, str]]) -> tuple[str, ...] | None:
+    """Output names a command writes to $GITHUB_OUTPUT.
+
+    The registry: the module named in COMMANDS declares `GITHUB_OUTPUTS`, a dict from the
+    sub-command path ("reuse resolve") to a tuple of names, or to a function of the parsed
+    parameters returning them (when options change what is written).
+    """
     if not path or path[0] not in commands:
         return None
     module = importlib.import_module(commands[path[0]][0])
     registry = getattr(module, "GITHUB_OUTPUTS", None)
-    if not isinstance(registry, dict):
-        return None
-    names = registry.get(" ".join(path))
-    return tuple(names) if names is not None else None
+    if isinstance(registry, dict) and " ".join(path) in registry:
+        names = registry[" ".join(path)]
+        return tuple(names(params) if callable(names) else names)
+    if path in OUTPUT_SOURCES:
+        return OUTPUT_SOURCES[path](params)
+    return None
 
 
 @dataclass
 class CliModel:
-    """How the checks see the CLI: parse argv -> command path, and path -> declared outputs."""
-    parse: Callable[[list[str]], tuple[str, ...]]
-    outputs: Callable[[tuple[str, ...]], tuple[str, ...] | None]
+    """How the checks see the CLI: parse argv -> Resolved, and Resolved -> declared outputs."""
+    parse: Callable[[list[str]], Resolved]
+    outputs: Callable[[Resolved], tuple[str, ...] | None]
 
 
 def real_cli(tmp: Path) -> CliModel:
     from ci_tools import cli as cli_module
 
-    def parse(argv: list[str]) -> tuple[str, ...]:
+    def parse(argv: list[str]) -> Resolved:
         env = dummy_env(tmp)
         args = [substitute(w, env) for w in argv]
         materialise_paths(args, tmp)
-        return resolve_command(cli_module.cli, args).path
+        return resolve_command(cli_module.cli, args)
 
-    return CliModel(parse=parse, outputs=lambda path: declared_outputs(path, cli_module.COMMANDS))
+    return CliModel(parse=parse,
+                    outputs=lambda r: declared_outputs(r.path, r.params, cli_module.COMMANDS))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,14 +280,14 @@ def real_cli(tmp: Path) -> CliModel:
 def check_invocations(workflows: list[Workflow], cli: CliModel) -> tuple[list[Problem], dict]:
     """Each ci-tools line must parse; returns problems and {(file, job, step_id): command path}."""
     problems: list[Problem] = []
-    paths: dict[tuple[str, str, str], tuple[str, ...] | None] = {}
+    paths: dict[tuple[str, str, str], Resolved | None] = {}
     per_step: dict[tuple[str, str, str], int] = {}
     for inv in invocations(workflows):
         key = (inv.file, inv.job, inv.step)
         per_step[key] = per_step.get(key, 0) + 1
         where = f"line {inv.line}: job {inv.job}, step {inv.step}"
         try:
-            path = cli.parse(inv.argv)
+            resolved = cli.parse(inv.argv)
         except (click.ClickException, ImportError) as exc:
             why = exc.format_message() if isinstance(exc, click.ClickException) else f"{type(exc).__name__}: {exc}"
             problems.append(Problem(inv.file, where, f"`ci-tools {' '.join(inv.argv)}` does not parse: {why}"))
@@ -271,7 +295,7 @@ def check_invocations(workflows: list[Workflow], cli: CliModel) -> tuple[list[Pr
                 paths[(inv.file, inv.job, inv.step_id)] = None  # reported once, here
             continue
         if inv.step_id:
-            paths[(inv.file, inv.job, inv.step_id)] = path
+            paths[(inv.file, inv.job, inv.step_id)] = resolved
     for (file, job, step), count in per_step.items():
         if count > 1:
             problems.append(Problem(file, f"job {job}, step {step}",
@@ -335,13 +359,13 @@ def check_outputs(workflows: list[Workflow], cli: CliModel, command_paths: dict,
                         key = (wf.name, job_id, step_id)
                         if key in command_paths and command_paths[key] is None:
                             continue  # its command line did not parse: already reported
-                        path = command_paths.get(key)
-                        if path is None:
+                        resolved = command_paths.get(key)
+                        if resolved is None:
                             problems.append(Problem(wf.name, where, f"reads steps.{step_id}.outputs.{output} "
                                                                     f"but step {step_id!r} runs no parsable ci-tools command"))
                             continue
-                        written = cli.outputs(path)
-                        source = f"`ci-tools {' '.join(path)}`"
+                        written = cli.outputs(resolved)
+                        source = f"`ci-tools {' '.join(resolved.path)}`"
                         if written is None:
                             problems.append(Problem(wf.name, where, f"{source} declares no GITHUB_OUTPUTS, so "
                                                                     f"steps.{step_id}.outputs.{output} cannot be checked"))
@@ -350,7 +374,8 @@ def check_outputs(workflows: list[Workflow], cli: CliModel, command_paths: dict,
                         problems.append(Problem(wf.name, where, f"reads steps.{step_id}.outputs.{output}, which "
                                                                 f"{source} does not write (it writes: "
                                                                 f"{', '.join(written) or 'nothing'})"))
-                for need, output in NEEDS_OUTPUT.findall(text):
+                family = [(need, prefix, True) for need, prefix in NEEDS_OUTPUT_FAMILY.findall(text)]
+                for need, output, is_prefix in [(n, o, False) for n, o in NEEDS_OUTPUT.findall(text)] + family:
                     where = f"job {job_id}"
                     if need not in needs:
                         problems.append(Problem(wf.name, where, f"reads needs.{need}.outputs.{output} but "
@@ -361,6 +386,11 @@ def check_outputs(workflows: list[Workflow], cli: CliModel, command_paths: dict,
                         written = _called_workflow_outputs(other["uses"], by_name) or ()
                     else:
                         written = tuple((other.get("outputs") or {}).keys())
+                    if is_prefix:
+                        if not any(name.startswith(output) for name in written):
+                            problems.append(Problem(wf.name, where, f"reads needs.{need}.outputs[{output}*], but job "
+                                                                    f"{need!r} declares no output starting {output!r}"))
+                        continue
                     if output not in written:
                         problems.append(Problem(wf.name, where, f"reads needs.{need}.outputs.{output}, which job "
                                                                 f"{need!r} does not declare (it declares: "
