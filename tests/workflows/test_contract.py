@@ -186,3 +186,16 @@ def test_reusable_workflow_outputs_are_followed(tmp_path, fake_cli):
         """))
     problems = [str(p) for p in wc.check_all(wc.load_workflows(directory), fake_cli, tmp_path)]
     assert len(problems) == 1 and "needs.call.outputs.verdcit" in problems[0], problems
+
+
+def test_plan_job_exports_every_bucket():
+    """The pipeline spells one job output per bucket (GitHub needs them listed); keep them in step."""
+    from ci_tools.policy.buckets import BUCKETS
+
+    pipeline = next(wf for wf in wc.load_workflows(WORKFLOWS) if wf.name == "sweep-pipeline.yml")
+    outputs = pipeline.jobs["plan"]["outputs"]
+    expected = {f"{kind}-{b}" for b in BUCKETS for kind in ("matrix", "fail-fast")}
+    spelled = {name for name in outputs if name.startswith(("matrix-", "fail-fast-"))}
+    assert spelled == expected
+    for name in expected:
+        assert outputs[name] == "${{ steps.plan.outputs.%s }}" % name

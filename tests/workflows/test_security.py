@@ -132,3 +132,23 @@ def test_changelog_path_filters_match_paths_module():
         for trigger, spec in wf.on.items():
             for pattern in (spec or {}).get("paths", []) if isinstance(spec, dict) else []:
                 assert pattern == paths.CHANGELOG, f"{wf.name} {trigger}: paths filter {pattern!r}"
+
+
+def test_docs_tables_match_the_files():
+    """docs/workflows.md's job and label tables are generated; regenerate with doc_tables.py --write."""
+    import doc_tables
+
+    text = doc_tables.DOC.read_text()
+    for name, table in doc_tables.render_all().items():
+        assert f"<!-- generated:{name} -->\n{table}\n<!-- /generated:{name} -->" in text, (
+            f"docs/workflows.md: the {name} table is stale; run python3 tests/workflows/doc_tables.py --write")
+
+
+def test_docs_table_check_catches_drift(tmp_path):
+    import doc_tables
+
+    text = doc_tables.DOC.read_text()
+    jobs = doc_tables.render_all()["jobs"]
+    drifted = jobs.replace("contents: read", "contents: write", 1)
+    assert drifted != jobs
+    assert f"<!-- generated:jobs -->\n{drifted}\n" not in text
