@@ -68,10 +68,22 @@ class _Builder:
     def build(self, node: yaml.Node, path: tuple) -> Any:
         self.doc.value_marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
         if isinstance(node, yaml.MappingNode):
+            # Keys written in this mapping, as opposed to keys pulled in by a `<<:` merge. A written key
+            # may override a merged one (that is what merge keys are for); only two written keys clash.
+            own = {id(k) for k, _ in node.value if k.tag != "tag:yaml.org,2002:merge"}
             self.loader.flatten_mapping(node)  # resolves YAML merge keys (<<)
             out: dict = {}
             first_seen: dict = {}
             for key_node, value_node in node.value:
+                if id(key_node) not in own:
+                    key = self.loader.construct_object(key_node, deep=True)
+                    try:
+                        hash(key)
+                    except TypeError:
+                        continue
+                    self.doc.key_marks[path + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                    out[key] = self.build(value_node, path + (key,))
+                    continue
                 key = self.loader.construct_object(key_node, deep=True)
                 kline = key_node.start_mark.line + 1
                 kcol = key_node.start_mark.column + 1

@@ -1,0 +1,74 @@
+"""`ci-tools config ...`: check master configs, runners.yaml and recipes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ci_tools.render.findings import FORMATS, render
+
+
+@click.group()
+def cli() -> None:
+    """Master configs, runners and recipes."""
+
+
+@cli.command()
+@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Repository root (default: the current directory, unless --master/--runners are given).")
+@click.option("--master", "masters", multiple=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A master config file; repeat for several. Default: inferencex-e2e/configs/*-master.yaml.")
+@click.option("--runners", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The runners file. Default: inferencex-e2e/configs/runners.yaml under the root.")
+@click.option("--base", metavar="REF",
+              help="Git revision the change is based on: entries that differ from it (or whose recipe changed) "
+                   "count as touched, so their unpinned images are errors.")
+@click.option("--changed-key", "changed_keys", multiple=True, metavar="KEY",
+              help="Treat this config key (or fnmatch pattern) as touched by the change; repeatable.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="text for people, json for tools, github for inline annotations on the PR diff.")
+def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None, base: str | None,
+             changed_keys: tuple[str, ...], fmt: str) -> None:
+    """Validate master configs, runners.yaml and recipes, and the rules across them.
+
+    Checks every entry against the schemas in ci_tools/schemas/, the cross-field rules (concurrency,
+    dcp-size, router and kv-p2p-transfer placement, KV offload), and across files: runner labels are
+    declared, referenced recipes exist, recipe image == master image pinned by @sha256 digest,
+    recipe points == master search-space points. Naming-convention deviations are warnings.
+
+    Exit status: 0 no errors (warnings allowed), 1 errors found, 2 usage error.
+
+    \b
+    Examples:
+      ci-tools config validate
+      ci-tools config validate --base origin/main --format github
+      ci-tools config validate --master amd-master.yaml --master nvidia-master.yaml --runners runners.yaml
+    """
+    from ci_tools.config.crossfile import Change
+    from ci_tools.config.validate import check, load_sources
+
+    explicit = bool(masters or runners)
+    if root is None and (not explicit or base):
+        root = Path.cwd()
+    src = load_sources(root, list(masters) or None, runners)
+    change = Change(frozenset(changed_keys))
+    if base:
+        from ci_tools.config.touched import change_since
+
+        change = change_since(root, base, src.masters, change.keys)
+    report = check(src, change)
+    if fmt == "text":
+        for note in report.notes:
+            click.echo(f"note: {note}")
+        c = report.counts
+        click.echo(f"checked {c['master_files']} master file(s) with {c['entries']} entries, "
+                   f"{c['runners_files']} runners file, {c['recipes']} recipe(s)")
+    elif fmt == "github":
+        for note in report.notes:
+            click.echo(f"::notice::{note}")
+    out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None)
+    if out:
+        click.echo(out)
+    if not report.ok:
+        raise SystemExit(1)  # main() drops the return value of ctx.exit(1) in non-standalone mode

@@ -1,0 +1,250 @@
+"""The JSON Schemas shipped with the package, and their errors turned into reviewer-style findings.
+
+The schemas (`ci_tools/schemas/*.schema.json`, Draft 2020-12) are the structural contract; editors
+use them through the `# yaml-language-server: $schema=...` line at the top of each config file.
+jsonschema's own messages ("Additional properties are not allowed ('x' was unexpected)") are
+rewritten here into what a reviewer would say, located at the offending key's line.
+
+jsonschema is imported lazily: only `config validate` pays for it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+from importlib import resources
+from typing import Any, Iterable
+
+from ci_tools.errors import Finding
+from ci_tools.yamlio import YamlDoc
+
+SCHEMA_FILES = {
+    "master": "master.schema.json",
+    "runners": "runners.schema.json",
+    "recipe": "recipe.schema.json",
+}
+
+# Patterns used in the schemas, and what a reviewer says when a value does not match.
+_PATTERN_MESSAGES = {
+    "^(?!image:)": ("a component version must be a release, package version or source commit, not an image reference",
+                    "write the version of the component itself (e.g. \"0.3.2\"); the image is the entry's `image`"),
+    "^recipes/[^\\s]+\\.ya?ml$": ("`recipe` must be a path under recipes/ ending in .yaml",
+                                  "e.g. recipe: recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml"),
+    "^[a-z0-9][a-z0-9._-]*$": ("a point name must use lowercase letters, digits, '.', '_' and '-'",
+                               "e.g. tp4-c16 or dep2-c64"),
+    "^[A-Za-z_][A-Za-z0-9_]*$": ("an environment variable name must be letters, digits and '_', not starting with a digit",
+                                 "e.g. SGLANG_NUMA_BIND_V2"),
+    "^[a-z0-9][a-z0-9-]*$": ("an engine argument name must be written without the leading '--', in lowercase kebab-case",
+                             "e.g. chunked-prefill-size: 16384"),
+}
+
+# Unknown fields that people write for a reason: say what to do instead.
+_UNKNOWN_FIELD_HINTS = {
+    "kv-p2p-transfer": "kv-p2p-transfer is only valid when multinode: true",
+    "prefill": "prefill/decode worker pools are only valid in multinode: true entries; a single-node point sets tp (ep, dp-attn) directly",
+    "decode": "prefill/decode worker pools are only valid in multinode: true entries; a single-node point sets tp (ep, dp-attn) directly",
+    "tp": "in a multinode entry, tp/ep/dp-attn belong inside `prefill:` and `decode:`",
+    "pp": "in a multinode entry, pp/dcp-size/pcp-size belong inside `prefill:` and `decode:`",
+    "dcp-size": "in a multinode entry, pp/dcp-size/pcp-size belong inside `prefill:` and `decode:`",
+    "pcp-size": "in a multinode entry, pp/dcp-size/pcp-size belong inside `prefill:` and `decode:`",
+    "trace-source": "the agentic trace is chosen by the harness, not per config; remove the field",
+    "duration": "the agentic duration is set by the sweep (3600 s, or 1200 s with agentx-fast); remove the field",
+    "gpus-per-node": "hardware facts live in runners.yaml under hardware.<runner label>",
+    "available-cpu-dram-mib": "hardware facts live in runners.yaml under hardware.<runner label>",
+    "total-cpu-dram-gb": "the DRAM budget is computed from dram-utilization and runners.yaml; remove the field",
+    "disagg": "disagg: true needs multinode: true (prefill and decode on separate workers)",
+}
+
+
+@functools.cache
+def schema(name: str) -> dict:
+    text = resources.files("ci_tools.schemas").joinpath(SCHEMA_FILES[name]).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@functools.cache
+def validator(name: str, ref: str | None = None) -> Any:
+    """A compiled Draft 2020-12 validator for a schema, or for one of its `$defs` when `ref` is given."""
+    sch = schema(name)
+    if ref is not None:
+        sch = {"$schema": sch["$schema"], "$defs": sch["$defs"], "$ref": f"#/$defs/{ref}"}
+    return _strict_class()(sch)
+
+
+@functools.cache
+def _strict_class() -> Any:
+    """Draft 2020-12, except that 2.0 is not an integer: YAML `tp: 2.0` is a typo, not a TP size."""
+    from jsonschema import Draft202012Validator, validators
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
+    return validators.extend(Draft202012Validator, type_checker=checker)
+
+
+def pathstr(path: Iterable) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def describe(value: Any) -> str:
+    if value is None:
+        return "null (empty)"
+    if isinstance(value, bool):
+        return f"boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"integer {value}"
+    if isinstance(value, float):
+        return f"number {value}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"string {shown!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return type(value).__name__
+
+
+_TYPE_WORDS = {"integer": "an integer", "string": "a string", "boolean": "true or false", "number": "a number",
+               "array": "a list", "object": "a mapping", "null": "empty (null)"}
+
+
+def _expected(types: Any) -> str:
+    if isinstance(types, str):
+        types = [types]
+    words = [_TYPE_WORDS.get(t, t) for t in types if t != "null"]
+    text = " or ".join(words) if words else "empty (null)"
+    return text + (" (or left out)" if "null" in types and words else "")
+
+
+def _ctx(path: tuple) -> str:
+    """'<where the field sits>: ' so a message names its config key and position, or '' at top level."""
+    parent = pathstr(path[:-1])
+    return f"{parent}: " if parent else ""
+
+
+def _field(path: tuple) -> str:
+    for part in reversed(path):
+        if isinstance(part, str):
+            return part
+    return "value"
+
+
+def _type_hint(value: Any, types: Any) -> str:
+    types = [types] if isinstance(types, str) else list(types)
+    if isinstance(value, str):
+        stripped = value.strip().lower()
+        if "integer" in types and stripped.lstrip("-").isdigit():
+            return f"write {value.strip()} without quotes"
+        if "boolean" in types and stripped in ("true", "false", "yes", "no", "on", "off"):
+            return f"write {'true' if stripped in ('true', 'yes', 'on') else 'false'} without quotes"
+    if isinstance(value, float) and "integer" in types and value.is_integer():
+        return f"write {int(value)} (an integer, no decimal point)"
+    if isinstance(value, bool) and "integer" in types:
+        return "write a number here, not true/false"
+    if value is None:
+        return "fill in a value, or remove the key"
+    return ""
+
+
+def _error_findings(doc: YamlDoc, base: tuple, err: Any) -> list[Finding]:
+    """One jsonschema error -> located findings (usually one)."""
+    path = base + tuple(err.absolute_path)
+    kind = err.validator
+    value = err.instance
+    where = pathstr(path)
+    if kind == "additionalProperties" and isinstance(value, dict):
+        allowed = sorted((err.schema.get("properties") or {}).keys())
+        out = []
+        for name in value:
+            if name in (err.schema.get("properties") or {}):
+                continue
+            hint = _UNKNOWN_FIELD_HINTS.get(name, "") if allowed else ""
+            close = difflib.get_close_matches(str(name), allowed, n=1, cutoff=0.75)
+            if close and not hint:
+                hint = f"did you mean '{close[0]}'?"
+            if not hint and allowed:
+                hint = "allowed fields here: " + ", ".join(allowed)
+            out.append(doc.finding(path + (name,), f"{where or doc.file}: unknown field '{name}'", hint))
+        return out
+    if kind == "required" and isinstance(value, dict):
+        return [doc.finding(path, f"{where or doc.file}: missing required field '{name}'",
+                            f"add `{name}:` here (the schema named on the file's first line lists every field)")
+                for name in err.validator_value if name not in value]
+    if kind == "type":
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must be {_expected(err.validator_value)}, "
+                            f"got {describe(value)}", _type_hint(value, err.validator_value))]
+    if kind in ("const", "enum"):
+        options = [err.validator_value] if kind == "const" else err.validator_value
+        shown = ", ".join("null" if o is None else json.dumps(o) for o in options)
+        hint = ""
+        if _field(path) == "multinode":
+            hint = "an entry is multi-node (prefill/decode pools) or single-node (tp on one node)"
+        elif _field(path) == "disagg":
+            hint = _UNKNOWN_FIELD_HINTS["disagg"]
+        close = difflib.get_close_matches(str(value), [str(o) for o in options if o is not None], n=1, cutoff=0.6)
+        if close and not hint:
+            hint = f"did you mean '{close[0]}'?"
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must be {'' if kind == 'const' else 'one of '}{shown}, "
+                            f"got {describe(value)}", hint)]
+    if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        words = {"minimum": "at least", "exclusiveMinimum": "greater than",
+                 "maximum": "at most", "exclusiveMaximum": "less than"}[kind]
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must be {words} {err.validator_value}, got {value}")]
+    if kind == "minLength":
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must not be empty", "fill in a value, or remove the key")]
+    if kind in ("minItems", "minProperties"):
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must not be empty", "list at least one item, or remove the key")]
+    if kind == "pattern":
+        msg, hint = _PATTERN_MESSAGES.get(err.validator_value, (f"'{_field(path)}' has an invalid form", ""))
+        return [doc.finding(path, f"{_ctx(path)}{msg} (got {describe(value)})", hint)]
+    if kind == "propertyNames":
+        # jsonschema reports the offending name as the instance of the nested error.
+        inner = err.context[0] if err.context else None
+        bad = inner.instance if inner is not None else value
+        msg, hint = _PATTERN_MESSAGES.get(getattr(inner, "validator_value", None), ("invalid name", ""))
+        return [doc.finding(path + (bad,), f"{_ctx(path + (bad,))}{msg}: {bad!r}", hint)]
+    if kind in ("anyOf", "oneOf") and err.context:
+        # Prefer the branch that has the value's type: its errors say what is really wrong.
+        branches: dict[int, list] = {}
+        for sub in err.context:
+            branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+        typed = [errs for errs in branches.values() if not any(e.validator == "type" and not e.relative_path for e in errs)]
+        if typed:
+            out = []
+            for sub in typed[0]:
+                out.extend(_error_findings(doc, path, _Rebased(sub, err)))
+            return out
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' has an unexpected form: got {describe(value)}")]
+    return [doc.finding(path, f"{where or 'the file'}: {err.message}")]
+
+
+class _Rebased:
+    """A nested anyOf error whose path is relative to its parent's instance."""
+
+    def __init__(self, sub: Any, parent: Any):
+        self._sub = sub
+        self.absolute_path = list(sub.relative_path)
+        self.validator = sub.validator
+        self.validator_value = sub.validator_value
+        self.instance = sub.instance
+        self.schema = sub.schema
+        self.context = sub.context
+        self.relative_schema_path = sub.relative_schema_path
+        self.message = sub.message
+
+
+def check(doc: YamlDoc, data: Any, name: str, ref: str | None = None, base: tuple = ()) -> list[Finding]:
+    """Validate `data` (found at `base` inside `doc`) against a shipped schema; findings in file order."""
+    findings: list[Finding] = []
+    errors = sorted(validator(name, ref).iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
+    typed_paths = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
+    for err in errors:
+        # A value of the wrong type also fails its const/enum/pattern; the type error says it all.
+        if err.validator != "type" and tuple(err.absolute_path) in typed_paths:
+            continue
+        findings.extend(_error_findings(doc, base, err))
+    return findings

@@ -1,0 +1,205 @@
+"""`config validate`: every master config, runners.yaml and recipe, then the rules across them.
+
+Two halves:
+- `load_sources` (the imperative shell): find and parse the files; a file that cannot be read or
+  parsed becomes a finding, never an exception.
+- `check` (the functional core): schema validation, cross-field rules, cross-file rules over the
+  loaded documents; returns findings sorted by file and line.
+
+`validate_root` / `validate_files` do both and are what other commands call.
+"""
+
+from __future__ import annotations
+
+import glob
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ci_tools import paths
+from ci_tools.config import crossfile, rules, schemas
+from ci_tools.config.crossfile import Change, Entry, Recipe
+from ci_tools.errors import Finding, InputError
+from ci_tools.yamlio import YamlDoc, load_yaml_file
+
+
+@dataclass
+class Sources:
+    """Loaded inputs. `root` is None when files are validated outside a repository layout."""
+
+    root: Path | None
+    masters: list[YamlDoc] = field(default_factory=list)
+    runners: YamlDoc | None = None
+    recipes: dict[str, YamlDoc] = field(default_factory=dict)  # repo-relative path -> doc
+    recipe_paths: set[str] = field(default_factory=set)  # every recipe file present, loadable or not
+    findings: list[Finding] = field(default_factory=list)  # files that could not be loaded
+    notes: list[str] = field(default_factory=list)  # what was not checked, and why
+    masters_failed: int = 0  # master files that could not be parsed
+
+
+@dataclass
+class Report:
+    findings: list[Finding]
+    notes: list[str]
+    counts: dict[str, int]
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity != "warning"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _display(path: Path, root: Path | None) -> str:
+    if root is not None:
+        try:
+            return path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            pass
+    return str(path)
+
+
+def _load(path: Path, display: str, src: Sources) -> YamlDoc | None:
+    try:
+        return load_yaml_file(path, display)
+    except InputError as exc:
+        src.findings.extend(exc.findings or [Finding(display, None, None, exc.message)])
+        return None
+
+
+def load_sources(root: Path | None, masters: list[Path] | None = None, runners: Path | None = None) -> Sources:
+    """Find and parse the inputs. With `root`, missing --master/--runners default to the repo layout,
+    and recipes under root/recipes are loaded; without it, only the given files are read."""
+    src = Sources(root)
+    if masters is None:
+        if root is None:
+            raise ValueError("load_sources needs a root or explicit master files")
+        masters = sorted(Path(p) for p in glob.glob(str(root / paths.MASTER_GLOB)))
+        if not masters:
+            src.findings.append(Finding(paths.CONFIGS_DIR, None, None,
+                                        f"no master configs found ({paths.MASTER_GLOB} under {root})",
+                                        "run from the repository root, or pass --root DIR or --master FILE"))
+    for path in masters:
+        doc = _load(path, _display(path, root), src)
+        if doc is not None:
+            src.masters.append(doc)
+        else:
+            src.masters_failed += 1
+    if runners is None and root is not None:
+        runners = root / paths.RUNNERS
+        if not runners.is_file():
+            src.findings.append(Finding(paths.RUNNERS, None, None, "runners file not found",
+                                        "every master `runner` label must be declared there; create it or pass --runners"))
+            runners = None
+    if runners is not None:
+        src.runners = _load(runners, _display(runners, root), src)
+    else:
+        src.notes.append("runner labels not checked: no runners file (pass --runners FILE)")
+    if root is not None:
+        rdir = root / paths.RECIPES_DIR
+        files = sorted(p for p in rdir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()) if rdir.is_dir() else []
+        for path in files:
+            rel = path.relative_to(root).as_posix()
+            src.recipe_paths.add(rel)
+            doc = _load(path, rel, src)
+            if doc is not None:
+                src.recipes[rel] = doc
+    else:
+        src.notes.append("recipes not checked: no repository root (pass --root DIR to check recipe references)")
+    return src
+
+
+def _merge_masters(docs: list[YamlDoc]) -> tuple[list[tuple[str, dict | object, YamlDoc]], list[Finding]]:
+    out: list[tuple[str, object, YamlDoc]] = []
+    found: list[Finding] = []
+    first: dict[str, YamlDoc] = {}
+    for doc in docs:
+        if doc.data is None:
+            found.append(Finding(doc.file, 1, 1, "the master config is empty",
+                                 "add entries (`<config-key>:` at column 1), or delete the file"))
+            continue
+        if not isinstance(doc.data, dict):
+            found.append(doc.finding((), f"a master config must be a mapping of config key -> entry, got "
+                                         f"{schemas.describe(doc.data)}",
+                                     "write each config as `<config-key>:` at column 1"))
+            continue
+        for key, entry in doc.data.items():
+            if not isinstance(key, str):
+                found.append(doc.finding((key,), f"config key {key!r} is not a string", "quote the key"))
+                continue
+            if "*" in key:
+                found.append(doc.finding((key,), f"config key '{key}' contains '*'",
+                                         "'*' is reserved for wildcards in changelog config-keys; rename the key"))
+                continue
+            if key in first:
+                line, _ = first[key].mark((key,))
+                found.append(doc.finding((key,), f"config key '{key}' is defined twice (first at {first[key].file}:{line})",
+                                         "config keys must be unique across all master files; rename or remove one"))
+                continue
+            first[key] = doc
+            out.append((key, entry, doc))
+    return out, found
+
+
+def check(src: Sources, change: Change = Change()) -> Report:
+    """The functional core: every rule over loaded sources. Pure: no file or process access."""
+    findings = list(src.findings)
+    merged, found = _merge_masters(src.masters)
+    findings += found
+    valid: list[Entry] = []
+    for key, data, doc in merged:
+        ref = "mnEntry" if isinstance(data, dict) and data.get("multinode") is True else "snEntry"
+        problems = schemas.check(doc, data, "master", ref, (key,))
+        if problems:
+            findings += problems
+            continue
+        for issue in rules.entry_issues(data):
+            findings.append(doc.finding((key, *issue.path), f"{key}: {issue.message}", issue.hint, issue.severity))
+        valid.append(Entry(key, data, doc))
+
+    runners_ok = False
+    if src.runners is not None:
+        problems = schemas.check(src.runners, src.runners.data, "runners")
+        findings += problems
+        runners_ok = not problems
+        if runners_ok:
+            findings += crossfile.runner_labels(valid, src.runners)
+            findings += crossfile.dram_hardware(valid, src.runners)
+        else:
+            src.notes.append("runner labels not checked: fix the runners file first")
+
+    recipes: dict[str, Recipe] = {}
+    for rel, doc in src.recipes.items():
+        problems = schemas.check(doc, doc.data, "recipe")
+        findings += problems
+        recipes[rel] = Recipe(rel, doc, valid=not problems)
+
+    findings += crossfile.image_pins(valid, change)
+    if src.root is not None:
+        findings += crossfile.recipe_links(valid, recipes, src.recipe_paths, change)
+        if not src.masters_failed:  # otherwise the references may sit in the file that did not parse
+            referenced = {ref for _, data, _ in merged if isinstance(data, dict)
+                          for _, ref, _ in crossfile.recipe_refs(data)}
+            findings += crossfile.orphan_recipes(recipes, {key for key, _, _ in merged}, referenced)
+    findings += crossfile.naming(valid)
+
+    findings = sorted(set(findings), key=lambda f: (f.file, f.line or 0, f.col or 0, f.message))
+    counts = {"master_files": len(src.masters), "entries": len(merged), "valid_entries": len(valid),
+              "runners_files": int(src.runners is not None), "recipes": len(src.recipes)}
+    return Report(findings, src.notes, counts)
+
+
+def validate_root(root: Path, change: Change = Change()) -> Report:
+    """Validate a repository checkout: its masters, runners.yaml and recipes/."""
+    return check(load_sources(root), change)
+
+
+def validate_files(masters: list[Path], runners: Path | None = None, root: Path | None = None,
+                   change: Change = Change()) -> Report:
+    """Validate files outside the repository layout (e.g. the InferenceX corpus)."""
+    return check(load_sources(root, masters, runners), change)

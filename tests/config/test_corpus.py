@@ -1,0 +1,92 @@
+"""The real InferenceX configs (../shared/corpus/inferencex): 208 entries, 37 runner labels.
+
+Every entry must pass the schemas and cross-field rules. Across files, the corpus has exactly one
+kind of real inconsistency: 8 entries use 3 runner labels that runners.yaml does not declare
+(spec §1.11 / §7.11). Those are errors. Images are not digest-pinned anywhere in the corpus; no
+entry is touched by a change here, so that is one grouped warning per file. Nothing else is reported.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from clirun import run
+
+from ci_tools.config.validate import validate_files
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "config"
+ARGS = ["config", "validate", "--master", "configs/nvidia-master.yaml", "--master", "configs/amd-master.yaml",
+        "--runners", "configs/runners.yaml"]
+
+UNDECLARED = {  # (file, line) -> label, lines as listed in spec §1.11
+    ("configs/nvidia-master.yaml", 1668): "h200-dgxc",
+    ("configs/nvidia-master.yaml", 1687): "h200-dgxc",
+    ("configs/nvidia-master.yaml", 3308): "gb300-nv",
+    ("configs/nvidia-master.yaml", 5186): "gb300-nv",
+    ("configs/nvidia-master.yaml", 5469): "gb300-nv",
+    ("configs/nvidia-master.yaml", 5668): "gb300-nv",
+    ("configs/amd-master.yaml", 1629): "cluster:mi325x-tw",
+    ("configs/amd-master.yaml", 1651): "cluster:mi325x-tw",
+}
+
+
+def _corpus(shared: Path) -> Path:
+    return shared / "corpus" / "inferencex"
+
+
+def test_all_208_entries_and_the_runners_file_pass_schema_and_rules(shared):
+    cfg = _corpus(shared) / "configs"
+    report = validate_files([cfg / "nvidia-master.yaml", cfg / "amd-master.yaml"], cfg / "runners.yaml")
+    assert report.counts["entries"] == 208
+    assert report.counts["valid_entries"] == 208
+    assert report.counts["runners_files"] == 1
+    # Only cross-file findings remain: no schema or rule message about any entry's own fields.
+    kinds = {("runner label" in f.message, "without a @sha256 digest" in f.message) for f in report.findings}
+    assert kinds <= {(True, False), (False, True)}, [f.as_text() for f in report.findings]
+
+
+def test_corpus_findings_are_exactly_the_real_inconsistencies(shared):
+    res = run([*ARGS, "--format", "json"], cwd=_corpus(shared))
+    assert res.code == 1, res.err
+    body = json.loads(res.out)
+    assert body["ok"] is False
+    got = {(e["file"], e["line"]): e["message"] for e in body["errors"]}
+    assert set(got) == set(UNDECLARED)
+    for where, label in UNDECLARED.items():
+        assert f"runner label '{label}' is not declared in configs/runners.yaml" in got[where]
+    assert [(w["file"], w["message"].split(" use ")[0]) for w in body["warnings"]] == [
+        ("configs/amd-master.yaml", "56 entries in this file"),
+        ("configs/nvidia-master.yaml", "146 entries in this file")]
+    assert body["counts"]["entries"] == 208
+    assert body["notes"] == ["recipes not checked: no repository root (pass --root DIR to check recipe references)"]
+
+
+def test_a_touched_unpinned_corpus_entry_is_an_error(shared):
+    res = run([*ARGS, "--changed-key", "dsv4-fp4-b200-sglang", "--format", "json"], cwd=_corpus(shared))
+    body = json.loads(res.out)
+    pins = [e for e in body["errors"] if "not pinned by digest" in e["message"]]
+    assert len(pins) == 1 and pins[0]["message"].startswith("image of dsv4-fp4-b200-sglang (touched by this change)")
+    assert any(w["message"].startswith("145 entries") for w in body["warnings"])
+
+
+def _golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("CI_TOOLS_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert text == path.read_text(encoding="utf-8"), f"output differs from {path} (CI_TOOLS_UPDATE_GOLDEN=1 rewrites it)"
+
+
+def test_corpus_text_output_golden(shared):
+    res = run(ARGS, cwd=_corpus(shared))
+    assert res.code == 1
+    _golden("corpus.txt", res.out)
+
+
+def test_corpus_github_annotations_golden(shared):
+    res = run([*ARGS, "--format", "github"], cwd=_corpus(shared))
+    assert res.code == 1
+    _golden("corpus.github.txt", res.out)
+    assert res.out.count("::error file=configs/") == 8
