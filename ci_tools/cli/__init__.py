@@ -19,6 +19,7 @@ from ci_tools.errors import InputError
 # name -> (module, one-line help). The help is repeated here so `--help` needs no imports.
 COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("ci_tools.cli.config", "Validate master configs, runners and recipes."),
+    "changelog": ("ci_tools.cli.changelog", "Append-only changelog gate, link canonicalisation, conflict resolution."),
 }
 
 

@@ -1,0 +1,283 @@
+"""The append-only gate: one pure function from (base bytes, head bytes, master keys, mode) to a verdict.
+
+History is immutable byte for byte. A change is one of:
+  * nothing (identical bytes);
+  * new entries appended at the physical end, after exactly one empty line, one empty line
+    between them, the file ending with exactly one newline;
+  * pr-link-only corrections of historical entries to a canonical link, with no other byte changed
+    and never together with new entries.
+New entries must pass the entry schema, name config keys that exist in the masters at head, and
+carry a pr-link allowed in the mode (PR, local pre-commit, or main).
+
+When head extends base byte for byte (the usual PR), the history check is a byte comparison and
+the file is parsed once; base is parsed only when history bytes differ.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ci_tools.changelog import schema
+from ci_tools.changelog.parse import (Entry, byte_findings, count_entries, entry_starts, line_of, parse_entries,
+                                      parse_tail, structure_ok)
+from ci_tools.errors import Finding, InputError
+
+IMMUTABLE_HINT = "restore the base version of the file byte for byte, then append your entry at the end"
+
+
+@dataclass
+class LintResult:
+    errors: list[Finding] = field(default_factory=list)
+    added: list[Entry] = field(default_factory=list)
+    corrections: int = 0
+    resolved: dict[int, list[str]] = field(default_factory=dict)  # entry index -> resolved config keys
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+@dataclass(frozen=True)
+class Mode:
+    """Which pr-links new entries may carry. pr set: PR mode; local: pre-commit; neither: main."""
+
+    repo: str
+    pr: int | None = None
+    local: bool = False
+
+
+_KEEP_CHOMP = re.compile(rb"[|>][0-9]?\+[0-9]?[ ]*(?:#[^\n]*)?$", re.M)
+
+
+def _keeps_trailing_lines(base: bytes) -> bool:
+    """Whether base's last entry ends in a `|+`/`>+` block scalar, which would absorb the empty separator
+    line into its value: then appending changes history's parsed content and the full comparison runs."""
+    starts = entry_starts(base)
+    return bool(starts) and _KEEP_CHOMP.search(base, starts[-1]) is not None
+
+
+def _entry_at(starts: list[int], offset: int) -> int:
+    """0-based index of the entry containing byte `offset` (-1: before the first entry)."""
+    k = -1
+    for i, s in enumerate(starts):
+        if s <= offset:
+            k = i
+        else:
+            break
+    return k
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    n = min(len(a), len(b))
+    lo, hi = 0, n
+    # binary search on slice equality: C-speed comparisons, O(log n) of them
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _parse(content: bytes, file: str, errors: list[Finding], side: str = "") -> list[Entry] | None:
+    try:
+        return parse_entries(content, file)
+    except InputError as exc:
+        for f in exc.findings or [Finding(file, None, None, exc.message)]:
+            errors.append(Finding(f.file, f.line, f.col, f"{side}{f.message}" if side else f.message, f.hint))
+        return None
+
+
+def _without_link(data: dict) -> dict:
+    return {k: v for k, v in data.items() if k != "pr-link"}
+
+
+STRAY = "text appended"
+
+
+def _stray_text(base: bytes, head: bytes, file: str, n_base: int, starts: list[int]) -> Finding:
+    """Bytes appended after history that are not a new `- config-keys:` entry."""
+    first = len(base)
+    while first < len(head):  # the start of the first appended line that is not blank
+        end = head.find(b"\n", first)
+        if head[first:end].strip(b" "):
+            break
+        first = end + 1
+    line = line_of(head, first)
+    if head.startswith(b"- ", first):
+        return Finding(file, line, None, f"{STRAY}: the new entry at line {line} does not start with `- config-keys:`",
+                       "put config-keys first (`- config-keys:` at column 1), then the other fields indented by two spaces")
+    if n_base:
+        return Finding(file, line, None,
+                       f"{STRAY} to historical entry {n_base} (line {line_of(head, starts[n_base - 1])}):"
+                       " historical entries are immutable",
+                       "put the change in a new entry appended at the end, after one empty line")
+    return Finding(file, line, None, "the changelog must be a list of entries, each starting with `- config-keys:`",
+                   "write each entry as `- config-keys:` at column 1, then its fields indented by two spaces")
+
+
+def _separator_findings(base: bytes, head: bytes, file: str, n_base: int) -> list[Finding]:
+    """Layout of the appended region head[len(base):] (head extends base byte for byte)."""
+    out: list[Finding] = []
+    starts = entry_starts(head)
+    first = starts[n_base]
+    gap = head[len(base):first]
+    if gap.strip(b" \n"):
+        out.append(_stray_text(base, head, file, n_base, starts))
+        return out
+    want = b"" if (not base or base.endswith(b"\n\n")) else b"\n"
+    if gap != want:
+        out.append(Finding(file, line_of(head, first), None,
+                           "a new entry must be appended after exactly one empty line following the last entry",
+                           "leave exactly one empty line (no spaces) between the previous entry and `- config-keys:`"))
+    for s in starts[n_base + 1:]:
+        before = head[:s]
+        if not before.endswith(b"\n\n") or before.endswith(b"\n\n\n") or not head[:s - 2].rsplit(b"\n", 1)[-1].strip():
+            out.append(Finding(file, line_of(head, s), None,
+                               "appended entries must be separated by exactly one empty line",
+                               "leave exactly one empty line (no spaces) before each `- config-keys:`"))
+    first_line = line_of(head, len(base))
+    for j, text in enumerate(head[len(base):].split(b"\n")):
+        if text and not text.strip(b" "):
+            out.append(Finding(file, first_line + j, None, "a new line holds only spaces",
+                               "make it an empty line (or delete it)"))
+            break
+    if head.endswith(b"\n\n"):
+        out.append(Finding(file, line_of(head, len(head) - 1), None,
+                           "the file must end with exactly one newline; it ends with an empty line",
+                           "delete the empty line(s) after the last entry"))
+    return out
+
+
+def _history_findings(base: bytes, head: bytes, base_entries: list[Entry], head_entries: list[Entry],
+                      file: str, mode: Mode) -> tuple[list[Finding], int, list[Entry]]:
+    """History differs byte-wise from base. Returns (errors, corrections, added entries)."""
+    errors: list[Finding] = []
+    p = _common_prefix(base, head)
+    diff_line = line_of(head, p)
+    base_starts = entry_starts(base)
+    k = _entry_at(base_starts, p if p < len(base) else len(base) - 1)
+    where = (f"entry {k + 1} (line {line_of(base, base_starts[k])})" if k >= 0 else "the text before the first entry")
+    nb, nh = len(base_entries), len(head_entries)
+    added = head_entries[nb:] if nh > nb else []
+    if nh < nb:
+        errors.append(Finding(file, diff_line, None,
+                              f"{nb - nh} historical entr{'y was' if nb - nh == 1 else 'ies were'} deleted"
+                              f" (first difference at line {diff_line}, in {where}); the changelog is append-only",
+                              IMMUTABLE_HINT))
+        return errors, 0, []
+    corrections: list[int] = []
+    for i in range(nb):
+        b, h = base_entries[i], head_entries[i]
+        if b.data == h.data:
+            continue
+        if _without_link(b.data) != _without_link(h.data):
+            if nh > nb and i + 1 < nh and head_entries[i + 1].data == b.data:
+                errors.append(Finding(file, h.line, None,
+                                      f"a new entry was inserted at line {h.line}, before historical entry {i + 1};"
+                                      " new entries go at the end of the file",
+                                      "move the entry to the end of the file, after one empty line"))
+                return errors, 0, []
+            else:
+                errors.append(Finding(file, h.line, None,
+                                      f"entry {i + 1} (line {h.line}) was changed; historical entries are immutable"
+                                      " except for a pr-link-only correction",
+                                      IMMUTABLE_HINT + "; describe the change in a new entry"))
+            return errors, 0, []
+        corrections.append(i)
+    if corrections and added:
+        errors.append(Finding(file, head_entries[corrections[0]].line, None,
+                              "do not mix historical pr-link corrections with new changelog entries",
+                              "make the pr-link correction in its own pull request"))
+        return errors, len(corrections), added
+    for i in corrections:
+        link = head_entries[i].data.get("pr-link")
+        if not schema.canonical_link(link, mode.repo):
+            h = head_entries[i]
+            errors.append(Finding(file, h.key_lines.get("pr-link", h.line), None,
+                                  f"entry {i + 1}: a pr-link correction must be a canonical link; found {link!r}",
+                                  f"use {schema.pr_url(mode.repo, '<number>')}"))
+    if corrections:
+        old, new = base.splitlines(keepends=True), head.splitlines(keepends=True)
+        if len(old) != len(new):
+            errors.append(Finding(file, diff_line, None, "a pr-link correction may not add or delete lines",
+                                  "change only the text after `  pr-link: ` on the corrected entries"))
+            return errors, len(corrections), []
+        changed = [j for j, (a, b) in enumerate(zip(old, new)) if a != b]
+        for j in changed:
+            if not (old[j].startswith(b"  pr-link:") and new[j].startswith(b"  pr-link:") and new[j].endswith(b"\n")):
+                errors.append(Finding(file, j + 1, None,
+                                      f"historical bytes changed outside a pr-link line at line {j + 1}",
+                                      "a correction may change only the `  pr-link:` line of an entry"))
+                return errors, len(corrections), []
+        if len(changed) != len(corrections):
+            errors.append(Finding(file, diff_line, None,
+                                  f"expected {len(corrections)} changed pr-link line(s), found {len(changed)}",
+                                  "change only the text after `  pr-link: ` on the corrected entries"))
+        return errors, len(corrections), []
+    # Same content everywhere in history, yet different bytes: formatting or whitespace changed.
+    if added:
+        message = (f"appended entries changed historical bytes at line {diff_line} (in {where});"
+                   " history is immutable byte for byte")
+    else:
+        message = (f"historical bytes changed at line {diff_line} (in {where}) without a change of content;"
+                   " whitespace and formatting of history are immutable")
+    errors.append(Finding(file, diff_line, None, message, IMMUTABLE_HINT))
+    return errors, 0, added
+
+
+def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
+                master_keys: list[str] | None, masters_label: str = "the master configs") -> LintResult:
+    """Judge the change base -> head of the changelog. `base` None: the file is new at head.
+
+    `master_keys` None skips key resolution (callers that check keys separately).
+    """
+    result = LintResult()
+    result.errors = byte_findings(head, file)
+    if result.errors:
+        return result
+    base = base or b""
+    if head == base:
+        return result
+    if head.startswith(base) and (not base or base.endswith(b"\n")) and not _keeps_trailing_lines(base):
+        # History is byte-identical: only the appended region needs parsing.
+        starts = entry_starts(head)
+        n_base = count_entries(base)
+        if len(starts) <= n_base:
+            result.errors.append(_stray_text(base, head, file, n_base, starts))
+            return result
+        layout = _separator_findings(base, head, file, n_base)
+        if layout and layout[0].message.startswith((STRAY, "the changelog must")):
+            result.errors += layout
+            return result
+        try:
+            result.added = parse_tail(head, starts[n_base], n_base, file)
+        except InputError as exc:
+            result.errors += exc.findings or [Finding(file, None, None, exc.message)]
+            return result
+        if not structure_ok(head):
+            # The new entries parse alone but not in the file: report what the full parse finds.
+            if _parse(head, file, result.errors) is not None:
+                result.errors.append(Finding(file, line_of(head, starts[n_base]), None,
+                                             "the file as a whole is not a valid changelog", IMMUTABLE_HINT))
+            return result
+        result.errors += layout
+    else:
+        base_entries = _parse(base, file, result.errors, side="(base version) ")
+        head_entries = _parse(head, file, result.errors)
+        if base_entries is None or head_entries is None:
+            return result
+        errors, result.corrections, result.added = _history_findings(base, head, base_entries, head_entries,
+                                                                     file, mode)
+        result.errors += errors
+    for entry in result.added:
+        result.errors += schema.entry_findings(entry, file)
+        result.errors += schema.link_findings(entry, file, mode.repo, mode.pr, mode.local)
+        if master_keys is not None:
+            resolved, problems = schema.key_findings(entry, file, master_keys, masters_label)
+            result.resolved[entry.index] = resolved
+            result.errors += problems
+    result.errors.sort(key=lambda f: f.line or 0)
+    return result

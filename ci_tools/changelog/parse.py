@@ -1,0 +1,214 @@
+"""Reading `perf-changelog.yaml` bytes into entries, with the byte-level hygiene rules.
+
+Pure functions over bytes. The file is a YAML block list whose every item starts on a line
+`- config-keys:` at column 1; that line is how entries are found in the raw bytes (splicing,
+separators, line numbers), so the parser insists on it. Each `Entry` remembers where it was
+written so that every later rule can point at a line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ci_tools.errors import Finding, InputError
+
+ENTRY_START = re.compile(rb"^- config-keys:[^\n]*\n", re.M)
+ENTRY_START_TEXT = "- config-keys:"
+
+
+@dataclass(frozen=True)
+class Entry:
+    index: int        # 0-based position in the file
+    line: int         # 1-based line of its "- config-keys:" line
+    data: dict        # the parsed entry mapping
+    # 1-based line of each top-level field of the entry (for located messages); not part of equality.
+    key_lines: dict = field(default_factory=dict, compare=False, repr=False)
+
+
+def line_of(content: bytes, offset: int) -> int:
+    """1-based line number of byte `offset`."""
+    return content.count(b"\n", 0, offset) + 1
+
+
+def entry_starts(content: bytes) -> list[int]:
+    """Byte offsets of every `- config-keys:` line."""
+    return [m.start() for m in ENTRY_START.finditer(content)]
+
+
+# -- byte hygiene -------------------------------------------------------------------------------
+_BAD_BYTES = (
+    (b"\r", "a carriage return (CR) is not allowed; the file must use LF line endings",
+     "convert the file to LF line endings (`dos2unix <file>`, or your editor's line-ending setting)"),
+    (b"\t", "a TAB character is not allowed",
+     "indent with spaces; inside a description write the text without tabs"),
+    (b"\0", "a NUL byte is not allowed", "remove it; the changelog is plain UTF-8 text"),
+)
+
+
+def byte_findings(content: bytes, file: str) -> list[Finding]:
+    """Hygiene of the raw bytes: BOM, CR, TAB, NUL, UTF-8, final newline. One finding per rule."""
+    found: list[Finding] = []
+    if content.startswith(b"\xef\xbb\xbf"):
+        found.append(Finding(file, 1, 1, "the file starts with a UTF-8 byte-order mark (BOM)",
+                             "save the file as UTF-8 without a BOM"))
+    for bad, message, hint in _BAD_BYTES:
+        pos = content.find(bad)
+        if pos >= 0:
+            col = pos - (content.rfind(b"\n", 0, pos) + 1) + 1
+            found.append(Finding(file, line_of(content, pos), col, message, hint))
+    try:
+        content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        found.append(Finding(file, line_of(content, exc.start), None, "the file is not valid UTF-8",
+                             "save the file as UTF-8"))
+    if content and not content.endswith(b"\n"):  # an empty file is an empty changelog
+        found.append(Finding(file, line_of(content, len(content)), None,
+                             "the file does not end with a newline",
+                             "end the last line with exactly one newline (\\n)"))
+    return found
+
+
+# -- YAML ---------------------------------------------------------------------------------------
+def _parse(content: bytes, file: str, line_offset: int = 0, index_offset: int = 0) -> list[Entry]:
+    """Parse `content` (hygiene already checked or not: checked again here) into entries.
+
+    `line_offset`/`index_offset` shift reported positions when `content` is the tail of a file.
+    """
+    problems = byte_findings(content, file)
+    if problems:
+        raise InputError(problems[0].message, findings=problems)
+    from ci_tools.yamlio import load_yaml_text  # lazy: keeps `ci-tools --help` from importing yaml
+
+    text = content.decode("utf-8")
+    try:
+        doc = load_yaml_text(text, file)
+    except InputError as exc:
+        raise InputError(exc.message, findings=[_shift(f, line_offset, "not valid YAML: ") for f in exc.findings]) from None
+    data = doc.data
+    if data is None:
+        data = []
+    if not isinstance(data, list):
+        line = line_offset + (doc.value_mark(())[0] or 1)
+        raise InputError("the changelog must be a YAML list", findings=[Finding(
+            file, line, None, "the changelog root must be a YAML list of entries",
+            f"write each entry as a list item starting with `{ENTRY_START_TEXT}` at column 1")])
+    lines = text.split("\n")
+    entries: list[Entry] = []
+    problems = []
+    for i, item in enumerate(data):
+        line = doc.value_mark((i,))[0] or 1
+        n = index_offset + i + 1
+        if not lines[line - 1].startswith(ENTRY_START_TEXT):
+            problems.append(Finding(file, line + line_offset, None,
+                                    f"entry {n} does not start with a `{ENTRY_START_TEXT}` line",
+                                    f"begin every entry with `{ENTRY_START_TEXT}` at column 1, in block style"
+                                    " (config-keys first, then the other fields indented by two spaces)"))
+            continue
+        if not isinstance(item, dict):
+            problems.append(Finding(file, line + line_offset, None, f"entry {n} is not a mapping",
+                                    "an entry is a mapping with config-keys, description and pr-link"))
+            continue
+        key_lines: dict = {k: (doc.key_marks.get((i, k), (line, 0))[0] + line_offset) for k in item}
+        keys = item.get("config-keys")
+        if isinstance(keys, list):
+            for j in range(len(keys)):
+                key_lines[("config-keys", j)] = (doc.value_marks.get((i, "config-keys", j), (line, 0))[0]
+                                                 + line_offset)
+        entries.append(Entry(index_offset + i, line + line_offset, item, key_lines))
+    if not problems:
+        starts = entry_starts(content)
+        if len(starts) != len(data):
+            known = {e.line - line_offset for e in entries}
+            stray = [line_of(content, s) for s in starts if line_of(content, s) not in known]
+            where = stray[0] if stray else line_of(content, starts[-1]) if starts else 1
+            problems.append(Finding(file, where + line_offset, None,
+                                    f"a line starting with `{ENTRY_START_TEXT}` is not the start of an entry"
+                                    f" ({len(starts)} such lines, {len(data)} entries)",
+                                    f"only entry starts may begin with `{ENTRY_START_TEXT}` at column 1;"
+                                    " indent text inside a block scalar"))
+    if problems:
+        raise InputError(problems[0].message, findings=problems)
+    return entries
+
+
+def _shift(f: Finding, line_offset: int, prefix: str) -> Finding:
+    message = f.message
+    if message.startswith("malformed YAML: "):
+        message = message[len("malformed YAML: "):]
+    if line_offset:  # line numbers quoted inside the message are relative to the parsed region too
+        message = re.sub(r"(at line )(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) + line_offset}", message)
+    return Finding(f.file, None if f.line is None else f.line + line_offset, f.col, prefix + message, f.hint)
+
+
+def parse_entries(content: bytes, file: str) -> list[Entry]:
+    """All entries of a changelog. InputError with located findings on hygiene, YAML or shape problems.
+
+    No schema validation here (history is a log, not a spec: old entries name configs that no
+    longer exist); new entries are validated by `ci_tools.changelog.schema`.
+    """
+    return _parse(content, file)
+
+
+def count_entries(content: bytes) -> int:
+    """Number of entries, counted by their start lines (valid for a file that parses)."""
+    return len(ENTRY_START.findall(content))
+
+
+def appended_entries(base: bytes | None, head: bytes, file: str) -> list[Entry]:
+    """The entries of `head` past the last entry of `base` (all of them when base is None).
+
+    Assumes the lint passed (head = base + appended entries); only the appended region is parsed,
+    so it is cheap on a large file. Indexes and lines are those in `head`.
+    """
+    n = count_entries(base) if base else 0
+    starts = entry_starts(head)
+    if n >= len(starts):
+        return []
+    return parse_tail(head, starts[n], n, file)
+
+
+def parse_tail(content: bytes, offset: int, index_offset: int, file: str) -> list[Entry]:
+    """Parse only content[offset:] (which starts with an entry), reporting lines and indexes of `content`."""
+    return _parse(content[offset:], file, line_offset=line_of(content, offset) - 1, index_offset=index_offset)
+
+
+def structure_ok(content: bytes) -> bool:
+    """Cheap whole-file check: valid YAML, a list of mappings without duplicate keys, one entry per
+    `- config-keys:` line. Composes nodes with the C parser and constructs nothing, so it costs a
+    fraction of a full parse; when it fails, `parse_entries` finds and words the problem.
+    """
+    import yaml
+
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_cls(content)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError:
+        return False
+    finally:
+        loader.dispose()
+    if root is None:
+        return not entry_starts(content)
+    if not isinstance(root, yaml.SequenceNode):
+        return False
+    stack = list(root.value)
+    for item in stack:
+        if not isinstance(item, yaml.MappingNode):
+            return False
+    while stack:
+        node = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key, value in node.value:
+                if not isinstance(key, yaml.ScalarNode):
+                    return False
+                ident = (key.tag, key.value)
+                if ident in seen:
+                    return False
+                seen.add(ident)
+                if not isinstance(value, yaml.ScalarNode):
+                    stack.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(n for n in node.value if not isinstance(n, yaml.ScalarNode))
+    return len(entry_starts(content)) == len(root.value)

@@ -1,0 +1,143 @@
+"""The imperative shell of the changelog commands: read bytes from git, call the pure core.
+
+Sources of the two versions:
+  * refs (`--base`/`--head`): both read from git objects, never from the working tree;
+  * staged (`--staged`, pre-commit): base = HEAD (absent in a repository with no commit yet),
+    head = the index, i.e. exactly what `git commit` is about to record.
+Master configs are read from the same place as the head version.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass
+
+from ci_tools import paths
+from ci_tools.changelog.keys import master_keys_from_bytes
+from ci_tools.errors import Finding, InputError, UsageError
+from ci_tools.gitio import Git
+
+_REMOTE = re.compile(r"(?:github\.com[:/])([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+
+
+@dataclass
+class Sources:
+    base: bytes | None
+    head: bytes
+    master_keys: list[str]
+    masters_label: str
+
+
+def _read_head_side(git: Git, head: str | None, files: list[str]) -> dict[str, bytes | None]:
+    return git.show_staged_many(files) if head is None else git.show_many(head, files)
+
+
+def master_paths(git: Git, head: str | None, given: tuple[str, ...]) -> list[str]:
+    if given:
+        return [p.lstrip("./") if p.startswith("./") else p for p in given]
+    if head is None:
+        listed = git.ls_index(paths.CONFIGS_DIR)
+    else:
+        listed = git.ls_files(head, paths.CONFIGS_DIR)
+    return sorted(p for p in listed if fnmatch.fnmatchcase(p, paths.MASTER_GLOB))
+
+
+def read_sources(git: Git, *, base: str | None, head: str | None, file: str, masters: tuple[str, ...]) -> Sources:
+    """head None = the index (staged mode); base None with head None = HEAD (if any)."""
+    if head is None:
+        base_bytes = git.show("HEAD", file) if git.has_commits() else None
+    else:
+        base_bytes = git.show(base, file)  # type: ignore[arg-type]
+    master_files = master_paths(git, head, masters)
+    where = "the index" if head is None else head
+    if not master_files:
+        raise InputError(f"no master configs at {where}: nothing matches {paths.MASTER_GLOB}",
+                         findings=[Finding(paths.MASTER_GLOB, None, None, f"no master config files at {where}",
+                                           "pass --master PATH (repeatable) for a repository laid out differently")])
+    blobs = _read_head_side(git, head, [file, *master_files])
+    head_bytes = blobs.pop(file)
+    if head_bytes is None:
+        raise InputError(f"{file} does not exist at {where}",
+                         findings=[Finding(file, None, None, f"the changelog does not exist at {where}",
+                                           "pass --changelog-file PATH for a repository laid out differently")])
+    keys: list[str] = []
+    for path, content in blobs.items():
+        if content is None:
+            raise InputError(f"{path}: master config not found at {where}",
+                             findings=[Finding(path, None, None, f"master config not found at {where}",
+                                               "--master takes a path inside the repository, relative to its root")])
+        keys += master_keys_from_bytes(content, path)
+    return Sources(base_bytes, head_bytes, keys, ", ".join(master_files))
+
+
+def default_repo(git: Git, head: str | None) -> str:
+    """OWNER/NAME canonical links must name: policy file, else $GITHUB_REPOSITORY, else origin's URL."""
+    try:
+        policy = git.show_staged(paths.POLICY) if head is None else git.show(head, paths.POLICY)
+    except InputError:
+        policy = None
+    if policy:
+        m = re.search(rb"^repository:[ ]*['\"]?([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)['\"]?[ ]*(?:#.*)?$", policy, re.M)
+        if m:
+            return m.group(1).decode()
+    env = os.environ.get("GITHUB_REPOSITORY", "")
+    if env:
+        return env
+    url = git.remote_url("origin")
+    if url:
+        m = _REMOTE.search(url)
+        if m:
+            return m.group(1)
+    raise UsageError("cannot tell which repository the pr-links must name: no `repository:` in "
+                     f"{paths.POLICY}, no $GITHUB_REPOSITORY, no GitHub `origin` remote; pass --repo OWNER/NAME")
+
+
+def check_repo(repo: str) -> str:
+    from ci_tools.changelog.schema import valid_repo
+
+    if not valid_repo(repo):
+        raise UsageError(f"--repo must be OWNER/NAME (e.g. SemiAnalysisAI/InferenceX), not {repo!r}")
+    return repo
+
+
+def conflict_stages(git: Git, file: str) -> tuple[bytes, bytes, bytes]:
+    """Stages 1 (merge base), 2 (ours: the PR branch) and 3 (theirs: main) of the conflicted changelog.
+
+    Only during `git merge`: in a rebase or cherry-pick "ours" and "theirs" swap meaning, so
+    those are refused rather than guessed.
+    """
+    gdir = git.git_dir()
+    for marker, what in (("rebase-merge", "a rebase"), ("rebase-apply", "a rebase"),
+                         ("CHERRY_PICK_HEAD", "a cherry-pick"), ("REVERT_HEAD", "a revert")):
+        if (gdir / marker).exists():
+            raise InputError(f"{what} is in progress; resolve-conflict only handles `git merge origin/main` on the PR"
+                             " branch (in a rebase the two sides swap); abort it and merge instead")
+    if not (gdir / "MERGE_HEAD").exists():
+        raise InputError("no merge is in progress; run `git merge origin/main` on the PR branch first and call this"
+                         " when it stops on the changelog conflict")
+    unmerged = git.unmerged_paths()
+    if file not in unmerged:
+        raise InputError(f"{file} has no unresolved conflict (conflicted: {', '.join(unmerged) or 'nothing'})")
+    others = [p for p in unmerged if p != file]
+    if others:
+        raise InputError(f"other files conflict too: {', '.join(others)}; resolve-conflict only resolves the changelog."
+                         " Resolve those by hand first (or `git merge --abort`)")
+    stages = []
+    for n, side in ((1, "the merge base"), (2, "the PR branch"), (3, "main")):
+        content = git.stage(n, file)
+        if content is None:
+            raise InputError(f"{file} does not exist in {side} (index stage {n}): the file was added or deleted on one"
+                             " side; resolve by hand")
+        stages.append(content)
+    return stages[0], stages[1], stages[2]
+
+
+def staged_master_keys(git: Git) -> tuple[list[str], str]:
+    files = master_paths(git, None, ())
+    keys: list[str] = []
+    for path, content in git.show_staged_many(files).items():
+        if content is not None:
+            keys += master_keys_from_bytes(content, path)
+    return keys, ", ".join(files)

@@ -1,0 +1,198 @@
+"""`ci-tools changelog`: the append-only gate and the two rewriting helpers.
+
+Imports stay light at module level (the gate's whole process has a 0.25 s budget); the core is
+imported inside each command.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ci_tools import paths
+from ci_tools.errors import UsageError
+
+_FILE = click.option("--changelog-file", "file", default=paths.CHANGELOG, show_default=True, metavar="PATH",
+                     help="The changelog, as a path inside the repository.")
+_REPO = click.option("--repo", metavar="OWNER/NAME",
+                     help="Repository that canonical pr-links name. Default: `repository:` in the policy file,"
+                          " else $GITHUB_REPOSITORY, else the origin remote.")
+
+
+def _pr_option(required: bool):
+    return click.option("--pr", type=click.IntRange(min=1), required=required, metavar="N",
+                        help="Pull request number.")
+
+
+@click.group()
+def cli() -> None:
+    """The append-only benchmark changelog (perf-changelog.yaml).
+
+    \b
+    Examples:
+      ci-tools changelog lint --base origin/main --head HEAD --pr 3801
+      ci-tools changelog lint --staged                  # what pre-commit runs
+      ci-tools changelog canonicalize --pr 3801
+      ci-tools changelog resolve-conflict --pr 3801     # during `git merge origin/main`
+    """
+
+
+@cli.command()
+@click.option("--base", metavar="REF", help="The version the change starts from (e.g. the PR's base commit).")
+@click.option("--head", metavar="REF", help="The version to judge (e.g. the PR's head commit).")
+@click.option("--staged", is_flag=True,
+              help="Judge what is staged for commit against HEAD (pre-commit mode; placeholders accepted).")
+@_FILE
+@_pr_option(False)
+@_REPO
+@click.option("--master", "masters", multiple=True, metavar="PATH",
+              help=f"Master config (path inside the repository, read at the head version); repeatable."
+                   f" Default: {paths.MASTER_GLOB}.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
+def lint(base: str | None, head: str | None, staged: bool, file: str, pr: int | None,
+         repo: str | None, masters: tuple[str, ...], fmt: str) -> None:
+    """Check that the changelog change from BASE to HEAD is append-only and every new entry is valid.
+
+    Both versions are read from git objects, not from the working tree. With --pr (PR mode) new
+    entries may use the placeholder XXX or the PR's own link; without it (main mode) only
+    canonical links pass. Exit 0 accepted, 1 rejected, 2 usage error.
+
+    \b
+    Examples:
+      ci-tools changelog lint --base "$BASE_SHA" --head "$HEAD_SHA" --pr 3801 --format github
+      ci-tools changelog lint --base HEAD~1 --head HEAD        # main mode, after a merge
+      ci-tools changelog lint --staged                         # before `git commit`
+    """
+    from ci_tools.changelog import shell
+    from ci_tools.changelog.lint import Mode, lint_change
+    from ci_tools.gitio import Git
+
+    if staged and (base or head):
+        raise UsageError("--staged compares HEAD with the index; do not combine it with --base/--head")
+    if not staged and not (base and head):
+        raise UsageError("give --base REF and --head REF (or --staged for the pre-commit check)")
+    git = Git(".")
+    src = shell.read_sources(git, base=base, head=None if staged else head, file=file, masters=masters)
+    repo = shell.check_repo(repo) if repo else shell.default_repo(git, None if staged else head)
+    result = lint_change(src.base, src.head, file=file, mode=Mode(repo=repo, pr=pr, local=staged and pr is None),
+                         master_keys=src.master_keys, masters_label=src.masters_label)
+    click.echo(render(result, file, fmt))
+    if not result.ok:
+        # sys.exit, not ctx.exit: the top-level main runs click with standalone_mode=False, where
+        # ctx.exit's code is returned and lost.
+        sys.exit(1)
+
+
+def render(result, file: str, fmt: str) -> str:
+    added = [{"index": e.index, "line": e.line, "entry": e.data, "resolved-keys": result.resolved.get(e.index, [])}
+             for e in result.added]
+    if fmt == "json":
+        return json.dumps({"ok": result.ok,
+                           "errors": [{"line": f.line, "message": f.message, "hint": f.hint} for f in result.errors],
+                           "added": added, "corrections": result.corrections}, indent=2, ensure_ascii=False)
+    if fmt == "github":
+        from ci_tools.render.findings import github_annotation
+
+        lines = [github_annotation(f) for f in result.errors]
+        if result.ok:
+            lines.append(f"::notice file={file}::{_summary(result)}")
+        return "\n".join(lines)
+    lines = [f.as_text() for f in result.errors]
+    lines.append(f"{file}: {'accepted' if result.ok else 'rejected'}: "
+                 + (_summary(result) if result.ok else f"{len(result.errors)} error(s)"))
+    if result.ok:
+        for e in result.added:
+            keys = result.resolved.get(e.index, [])
+            lines.append(f"  entry {e.index + 1} (line {e.line}): {len(keys)} config(s): {', '.join(keys)}")
+    return "\n".join(lines)
+
+
+def _summary(result) -> str:
+    n = len(result.added)
+    if n:
+        return f"{n} new entr{'y' if n == 1 else 'ies'}"
+    if result.corrections:
+        return f"{result.corrections} pr-link correction(s)"
+    return "no change"
+
+
+@cli.command()
+@_pr_option(True)
+@_REPO
+@click.option("--base", metavar="REF",
+              help="Where the PR's entries start. Default: the merge base of HEAD and origin/main.")
+@_FILE
+def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None:
+    """Rewrite the placeholder pr-links of the entries appended since BASE to the PR's link.
+
+    Reads the working-tree file, changes no other byte, and writes it back only when it changed.
+
+    \b
+    Example:
+      ci-tools changelog canonicalize --pr 3801 && git commit -am "Link the changelog entry to #3801"
+    """
+    from ci_tools.changelog import shell
+    from ci_tools.changelog.merge import canonicalize as run
+    from ci_tools.gitio import Git
+
+    git = Git(".")
+    base = base or git.merge_base("HEAD", "origin/main")
+    repo = shell.check_repo(repo) if repo else shell.default_repo(git, "HEAD")
+    target = git.toplevel() / file
+    head = _read(target, file)
+    out = run(git.show(base, file), head, file=file, repo=repo, pr=pr)
+    if out == head:
+        click.echo(f"{file} already links PR #{pr}; nothing to do")
+        return
+    target.write_bytes(out)
+    click.echo(f"{file}: pr-links of the new entries now point to PR #{pr}")
+
+
+@cli.command("resolve-conflict")
+@_pr_option(True)
+@_REPO
+@_FILE
+def resolve_conflict(pr: int, repo: str | None, file: str) -> None:
+    """Resolve a merge of main into the PR that conflicts only on the changelog.
+
+    Starts from main's version and re-appends the PR's own entries (each once, linked to the PR),
+    then checks the result with the gate and writes it. Refuses when another file conflicts,
+    the PR edits history, or the outcome would be ambiguous; run it while the merge is stopped.
+
+    \b
+    Example:
+      git merge origin/main          # stops: CONFLICT in inferencex-e2e/perf-changelog.yaml
+      ci-tools changelog resolve-conflict --pr 3801
+      git add inferencex-e2e/perf-changelog.yaml && git commit --no-edit
+    """
+    from ci_tools.changelog import shell
+    from ci_tools.changelog.lint import Mode, lint_change
+    from ci_tools.changelog.merge import resolve_conflict as run
+    from ci_tools.errors import InputError
+    from ci_tools.gitio import Git
+
+    git = Git(".")
+    stages = shell.conflict_stages(git, file)
+    repo = shell.check_repo(repo) if repo else shell.default_repo(git, None)
+    out = run(*stages, file=file, repo=repo, pr=pr)
+    # The keys of the re-appended entries must exist in the merged masters (the index, stage 0).
+    keys, label = shell.staged_master_keys(git)
+    check = lint_change(stages[2], out, file=file, mode=Mode(repo=repo, pr=pr), master_keys=keys, masters_label=label)
+    if not check.ok:
+        raise InputError("the resolved changelog does not pass the gate against main's master configs; nothing was written",
+                         findings=check.errors)
+    (git.toplevel() / file).write_bytes(out)
+    click.echo(f"{file}: resolved: main's version plus {len(check.added)} entr{'y' if len(check.added) == 1 else 'ies'}"
+               f" of PR #{pr}\nnext: git add {file} && git commit --no-edit")
+
+
+def _read(target: Path, file: str) -> bytes:
+    from ci_tools.errors import InputError
+
+    try:
+        return target.read_bytes()
+    except OSError as exc:
+        raise InputError(f"{file}: cannot read: {exc.strerror}") from None

@@ -1,0 +1,231 @@
+"""`ci-tools changelog ...` as a process, on real git repositories in temporary directories."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .helpers import LINK, REPO, commit, entry, git, history, init_repo, write
+
+LOG = "inferencex-e2e/perf-changelog.yaml"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "changelog"
+MASTER = b"""# comment
+cfg-a:
+  model: a
+cfg-b:
+  model: b
+dsr1-fp8-h200-sglang:
+  model: dsr1
+"""
+
+
+def cli(repo: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if k != "GITHUB_REPOSITORY"}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "ci_tools", *args], cwd=repo, capture_output=True, text=True,
+                          env=full_env)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    r = init_repo(tmp_path / "repo")
+    write(r, "inferencex-e2e/configs/nvidia-master.yaml", MASTER)
+    write(r, "inferencex-e2e/configs/runners.yaml", b"labels: {}\n")
+    write(r, "inferencex-e2e/ci-policy.yaml", f"policy-version: 1\nrepository: {REPO}\nlabels: {{}}\n".encode())
+    write(r, LOG, history(3))
+    commit(r, "base", tag="base")
+    return r
+
+
+def head_with(repo: Path, content: bytes, tag: str = "head") -> None:
+    write(repo, LOG, content)
+    commit(repo, tag, tag=tag)
+
+
+def test_pr_mode_accepts_an_appended_entry(repo):
+    head_with(repo, history(3) + b"\n" + entry(keys=("cfg-*",)))
+    out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42")
+    assert (out.returncode, out.stderr) == (0, "")
+    assert out.stdout == (f"{LOG}: accepted: 1 new entry\n"
+                          "  entry 4 (line 19): 2 config(s): cfg-a, cfg-b\n")
+
+
+def test_rejection_in_every_format_matches_the_golden_files(repo):
+    head_with(repo, history(3) + b"\n\n" + entry(keys=("nope",), link="TBD"))
+    for fmt, ext in (("text", "txt"), ("json", "json"), ("github", "txt")):
+        out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42", "--format", fmt)
+        assert out.returncode == 1, out.stderr
+        assert "Traceback" not in out.stderr
+        assert out.stdout == (GOLDEN / f"lint-rejected.{fmt}.{ext}").read_text(), fmt
+
+
+def test_json_lists_added_entries_and_resolved_keys(repo):
+    head_with(repo, history(3) + b"\n" + entry(keys=("cfg-b", "dsr1-*"), link=f"{LINK}/42"))
+    out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--format", "json")
+    body = json.loads(out.stdout)
+    assert out.returncode == 0
+    assert body == {"ok": True, "errors": [], "corrections": 0, "added": [{
+        "index": 3, "line": 19, "resolved-keys": ["cfg-b", "dsr1-fp8-h200-sglang"],
+        "entry": {"config-keys": ["cfg-b", "dsr1-*"], "description": ["Add cfg-a."], "pr-link": f"{LINK}/42"}}]}
+
+
+def test_main_mode_rejects_a_placeholder(repo):
+    head_with(repo, history(3) + b"\n" + entry())
+    out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head")
+    assert out.returncode == 1
+    assert (f"{LOG}:23: error: entry 4: a new main-branch entry must have a canonical pr-link; found 'XXX'"
+            in out.stdout)
+
+
+def test_reads_git_objects_not_the_working_tree(repo):
+    head_with(repo, history(3) + b"\n" + entry())
+    write(repo, LOG, b"garbage\r\n")
+    out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42")
+    assert out.returncode == 0, out.stdout
+
+
+def test_correction_only_is_accepted(repo):
+    head_with(repo, history(3).replace(b"pull/2\n", b"pull/20\n"))
+    out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head")
+    assert out.returncode == 0
+    assert out.stdout == f"{LOG}: accepted: 1 pr-link correction(s)\n"
+
+
+@pytest.mark.parametrize("args,code,message", [
+    (["--base", "nope", "--head", "HEAD"], 1,
+     "unknown git ref 'nope': no commit by that name in {repo} (fetch it first, e.g. `git fetch origin <branch>`,"
+     " or check the spelling; shallow CI checkouts need `fetch-depth: 0`)"),
+    (["--base", "base"], 2, "give --base REF and --head REF (or --staged for the pre-commit check)"),
+    (["--staged", "--base", "base"], 2, "--staged compares HEAD with the index; do not combine it with --base/--head"),
+    (["--base", "base", "--head", "HEAD", "--repo", "not a repo"], 2,
+     "--repo must be OWNER/NAME (e.g. SemiAnalysisAI/InferenceX), not 'not a repo'"),
+    (["--base", "base", "--head", "HEAD", "--changelog-file", "missing.yaml"], 1,
+     "missing.yaml: error: the changelog does not exist at HEAD"),
+    (["--base", "base", "--head", "HEAD", "--master", "nope.yaml"], 1,
+     "nope.yaml: error: master config not found at HEAD"),
+])
+def test_usage_and_input_errors(repo, args, code, message):
+    out = cli(repo, "changelog", "lint", *args)
+    assert out.returncode == code
+    assert message.format(repo=repo.resolve()) in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_pr_must_be_a_positive_number(repo):
+    out = cli(repo, "changelog", "lint", "--base", "base", "--head", "HEAD", "--pr", "x")
+    assert out.returncode == 2 and "'x' is not a valid integer" in out.stderr
+
+
+def test_inferencex_layout_with_master_options(tmp_path):
+    r = init_repo(tmp_path / "ix")
+    write(r, "configs/amd-master.yaml", b"amd-a:\n  x: 1\n")
+    write(r, "configs/nvidia-master.yaml", b"nv-a:\n  x: 1\n")
+    write(r, "perf-changelog.yaml", history(1).replace(b"cfg-a", b"nv-a"))
+    commit(r, "base", tag="base")
+    head_with_file = history(1).replace(b"cfg-a", b"nv-a") + b"\n" + entry(keys=("amd-a", "nv-?"))
+    write(r, "perf-changelog.yaml", head_with_file)
+    commit(r, "head", tag="head")
+    args = ["changelog", "lint", "--base", "base", "--head", "head", "--changelog-file", "perf-changelog.yaml",
+            "--master", "configs/amd-master.yaml", "--master", "configs/nvidia-master.yaml", "--pr", "7"]
+    out = cli(r, *args, env={"GITHUB_REPOSITORY": REPO})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "amd-a, nv-a" in out.stdout
+    # no policy, no $GITHUB_REPOSITORY, no remote: the repository must be given
+    out = cli(r, *args)
+    assert out.returncode == 2 and "pass --repo OWNER/NAME" in out.stderr
+    git(r, "remote", "add", "origin", "git@github.com:acme/bench.git")
+    assert cli(r, *args).returncode == 0
+
+
+def test_staged_mode_for_pre_commit(repo):
+    write(repo, LOG, history(3) + b"\n" + entry())
+    git(repo, "add", LOG)
+    write(repo, LOG, b"unstaged garbage\n")  # only what is staged counts
+    out = cli(repo, "changelog", "lint", "--staged")
+    assert out.returncode == 0, out.stdout
+    write(repo, LOG, history(3).replace(b"Change 3.", b"Change three."))
+    git(repo, "add", LOG)
+    out = cli(repo, "changelog", "lint", "--staged")
+    assert out.returncode == 1
+    assert "entry 3 (line 13) was changed" in out.stdout
+
+
+def test_staged_mode_in_a_repository_without_commits(tmp_path):
+    r = init_repo(tmp_path / "fresh")
+    write(r, "inferencex-e2e/configs/nvidia-master.yaml", MASTER)
+    write(r, LOG, entry())
+    git(r, "add", "-A")
+    out = cli(r, "changelog", "lint", "--staged", "--repo", REPO)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_canonicalize_rewrites_the_working_tree(repo):
+    git(repo, "branch", "-f", "origin/main", "base")  # a local stand-in for the remote-tracking branch
+    new = history(3) + b"\n" + entry() + b"\n" + entry(keys=("cfg-b",), link=f"{LINK}/XXX")
+    head_with(repo, new)
+    out = cli(repo, "changelog", "canonicalize", "--pr", "42")
+    assert out.returncode == 0, out.stderr
+    assert (repo / LOG).read_bytes() == new.replace(b"pr-link: XXX", f"pr-link: {LINK}/42".encode()).replace(
+        f"{LINK}/XXX".encode(), f"{LINK}/42".encode())
+    out = cli(repo, "changelog", "canonicalize", "--pr", "42", "--base", "base")
+    assert out.stdout == f"{LOG} already links PR #42; nothing to do\n"
+
+
+def _conflicted_merge(repo: Path, other_conflict: bool = False) -> None:
+    git(repo, "checkout", "-q", "-b", "pr")
+    write(repo, LOG, history(3) + b"\n" + entry(keys=("cfg-b",), desc=("PR.",)))
+    if other_conflict:
+        write(repo, "inferencex-e2e/configs/runners.yaml", b"labels: {pr: []}\n")
+    commit(repo, "pr entry")
+    git(repo, "checkout", "-q", "main")
+    write(repo, LOG, history(3) + b"\n" + entry(desc=("Main.",), link=f"{LINK}/40"))
+    if other_conflict:
+        write(repo, "inferencex-e2e/configs/runners.yaml", b"labels: {main: []}\n")
+    commit(repo, "main entry")
+    git(repo, "checkout", "-q", "pr")
+    assert git(repo, "merge", "main", check=False).returncode != 0
+
+
+def test_resolve_conflict_during_a_real_merge(repo):
+    _conflicted_merge(repo)
+    out = cli(repo, "changelog", "resolve-conflict", "--pr", "42")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"{LOG}: resolved: main's version plus 1 entry of PR #42\nnext: git add {LOG} && git commit --no-edit\n"
+    resolved = (repo / LOG).read_bytes()
+    assert resolved == (history(3) + b"\n" + entry(desc=("Main.",), link=f"{LINK}/40") + b"\n"
+                        + entry(keys=("cfg-b",), desc=("PR.",), link=f"{LINK}/42"))
+    git(repo, "add", LOG)
+    git(repo, "commit", "-q", "--no-edit")
+    out = cli(repo, "changelog", "lint", "--base", "main", "--head", "HEAD", "--pr", "42")
+    assert out.returncode == 0, out.stdout
+
+
+def test_resolve_conflict_refuses_other_conflicts(repo):
+    _conflicted_merge(repo, other_conflict=True)
+    before = (repo / LOG).read_bytes()
+    out = cli(repo, "changelog", "resolve-conflict", "--pr", "42")
+    assert out.returncode == 1
+    assert out.stderr == ("error: other files conflict too: inferencex-e2e/configs/runners.yaml; resolve-conflict only"
+                          " resolves the changelog. Resolve those by hand first (or `git merge --abort`)\n")
+    assert (repo / LOG).read_bytes() == before
+
+
+def test_resolve_conflict_outside_a_merge(repo):
+    out = cli(repo, "changelog", "resolve-conflict", "--pr", "42")
+    assert out.returncode == 1
+    assert "no merge is in progress" in out.stderr
+
+
+def test_pre_commit_hook_definition(repo_root):
+    import yaml
+
+    hooks = yaml.safe_load((repo_root / ".pre-commit-hooks.yaml").read_text())
+    hook = next(h for h in hooks if h["id"] == "changelog-lint")
+    assert hook["entry"] == "ci-tools changelog lint --staged"
+    assert hook["pass_filenames"] is False and hook["language"] == "python"
+    assert "perf-changelog" in hook["files"]
