@@ -20,6 +20,8 @@ from ci_tools.errors import InputError
 COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("ci_tools.cli.config", "Validate master configs, runners and recipes."),
     "changelog": ("ci_tools.cli.changelog", "Append-only changelog gate, link canonicalisation, conflict resolution."),
+    "matrix": ("ci_tools.cli.matrix", "Expand master configs into benchmark matrix rows (InferenceX-compatible)."),
+    "plan": ("ci_tools.cli.plan", "Plan a change's sweep: gate verdict, canaries, points, GPU-hours."),
 }
 
 

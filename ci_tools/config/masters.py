@@ -46,10 +46,14 @@ def read_masters(files: list[Path], root: Path | None = None) -> MasterSet:
         raise InputError("no master config files found",
                          findings=[Finding(paths.MASTER_GLOB, None, None, "no master config files found",
                                            "run from the repository root, or pass --root / --master")])
+    return merge_master_docs([load_yaml_file(path, _display(path, root)) for path in files])
+
+
+def merge_master_docs(docs: list[YamlDoc]) -> MasterSet:
+    """Merge already-parsed master files (e.g. read from a git ref) in the order given."""
     out = MasterSet()
     problems: list[Finding] = []
-    for path in files:
-        doc = load_yaml_file(path, _display(path, root))
+    for doc in docs:
         out.docs.append(doc)
         if doc.data is None:
             continue

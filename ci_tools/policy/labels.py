@@ -36,6 +36,24 @@ class Policy:
     repository: str
     primary: dict[str, PrimaryLabel] = field(default_factory=dict)
     modifiers: dict[str, ModifierLabel] = field(default_factory=dict)
+    # seconds per AgentX profile ("default", "fast") and per fixed-seq point / eval job (plan estimates)
+    agentx_profiles: dict[str, int] = field(default_factory=lambda: {"default": 3600, "fast": 1200})
+    fixed_seq_seconds: int = 900
+    eval_seconds: int = 1800
+
+    def recommended(self) -> str | None:
+        return next((n for n, p in self.primary.items() if p.recommended), None)
+
+    def unknown_in(self, labels: list[str] | tuple[str, ...] | set[str]) -> list[str]:
+        return sorted(l for l in set(labels) if l not in self.primary and l not in self.modifiers)
+
+    def require_known(self, labels: list[str] | tuple[str, ...]) -> None:
+        """For labels a person typed (e.g. `plan --label`): an unknown one is a usage error naming the known ones."""
+        unknown = self.unknown_in(labels)
+        if unknown:
+            from ci_tools.errors import UsageError
+            raise UsageError(f"unknown sweep label(s): {', '.join(unknown)}. Primary labels (pick one): "
+                             f"{', '.join(self.primary)}; modifiers: {', '.join(self.modifiers)}")
 
     def primaries_in(self, labels: list[str] | set[str]) -> list[str]:
         return sorted(l for l in set(labels) if l in self.primary)
@@ -61,7 +79,11 @@ def policy_from_data(data: dict) -> Policy:
     modifiers = {name: ModifierLabel(name=name, blocks_reuse=v.get("blocks-reuse", False), evals=v.get("evals"),
                                      agentx_profile=v.get("agentx-profile"))
                  for name, v in labels.get("modifiers", {}).items()}
-    return Policy(repository=data.get("repository", ""), primary=primary, modifiers=modifiers)
+    profiles = {str(k): int(v) for k, v in (data.get("agentx-profiles") or {"default": 3600, "fast": 1200}).items()}
+    estimates = data.get("estimates") or {}
+    return Policy(repository=data.get("repository", ""), primary=primary, modifiers=modifiers,
+                  agentx_profiles=profiles, fixed_seq_seconds=int(estimates.get("fixed-seq-len-seconds", 900)),
+                  eval_seconds=int(estimates.get("eval-seconds", 1800)))
 
 
 def load_policy(root: Path, path: Path | None = None) -> Policy:
@@ -69,5 +91,6 @@ def load_policy(root: Path, path: Path | None = None) -> Policy:
     doc: YamlDoc = load_yaml_file(path or root / paths.POLICY, str(path or paths.POLICY))
     try:
         return policy_from_data(doc.data)
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise InputError(f"{doc.file}: malformed policy file ({exc!s}); see the schema in ci_tools/schemas") from None
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise InputError(f"{doc.file}: malformed policy file ({type(exc).__name__}: {exc!s}); "
+                         "see ci_tools/schemas/ci-policy.schema.json") from None

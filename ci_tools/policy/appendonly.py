@@ -1,0 +1,116 @@
+"""Append-only changelog entries: run only the points a PR adds to existing curves (spec §3.4.2-3.4.3).
+
+Pure functions over rows and master entries; messages follow InferenceX's so people who know one
+recognise the other, with the config named where InferenceX leaves it out.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Mapping
+
+from ci_tools.errors import InputError
+from ci_tools.policy.matrix import Row, is_agentic
+
+_CURVE_EXCLUDED = frozenset({"conc", "exp-name", "recipe-fingerprint"})
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def curve_key(row: Mapping[str, Any]) -> tuple:
+    return tuple(sorted((k, _freeze(v)) for k, v in row.items() if k not in _CURVE_EXCLUDED))
+
+
+def _concs(row: Mapping[str, Any]) -> tuple[int, ...]:
+    c = row.get("conc")
+    if isinstance(c, int) and not isinstance(c, bool):
+        return (c,)
+    if isinstance(c, list) and c and all(isinstance(x, int) and not isinstance(x, bool) for x in c):
+        return tuple(c)
+    raise InputError(f"append-only matrix entry has invalid concurrency value: {c!r}")
+
+
+def _series(row: Mapping[str, Any]) -> tuple:
+    agentic = is_agentic(row)
+    kv = row.get("kv-offloading")
+    return (row.get("model"), row.get("model-prefix"), row.get("precision"), row.get("framework"), row.get("runner"),
+            bool(row.get("disagg")), "agentic_traces" if agentic else "single_turn", row.get("isl"), row.get("osl"),
+            "on" if kv not in (None, "none") else "off", "" if agentic else row.get("spec-decoding"),
+            (row.get("prefill") or {}).get("hardware"), (row.get("decode") or {}).get("hardware"))
+
+
+def append_only_delta(base_rows: list[Row], head_rows: list[Row]) -> list[Row]:
+    """The head rows' points that the base revision did not have; refuses removals and edits."""
+    if not base_rows:
+        raise InputError("append-only requires an existing curve in the base revision")
+    base: dict[tuple, set[int]] = {}
+    for r in base_rows:
+        base.setdefault(curve_key(r.data), set()).update(_concs(r.data))
+    head: dict[tuple, set[int]] = {}
+    for r in head_rows:
+        head.setdefault(curve_key(r.data), set()).update(_concs(r.data))
+    for key, concs in base.items():
+        if key not in head:
+            raise InputError("append-only may not remove or modify existing generated recipes")
+        missing = sorted(concs - head[key])
+        if missing:
+            raise InputError(f"append-only may not remove existing concurrency points: {missing}")
+    emitted: dict[tuple, set[int]] = {}
+    delta: list[Row] = []
+    for r in head_rows:
+        key = curve_key(r.data)
+        seen = emitted.setdefault(key, set())
+        old = base.get(key, set())
+        new: list[int] = []
+        for c in _concs(r.data):
+            if c not in old and c not in seen:
+                seen.add(c)
+                new.append(c)
+        if not new:
+            continue
+        if isinstance(r.data["conc"], list):
+            data = copy.deepcopy(r.data)
+            data["conc"] = new
+            delta.append(Row(r.key, data))
+        else:
+            delta.append(r)
+    if not delta:
+        raise InputError("append-only did not add any generated points")
+    images: dict[tuple, set] = {}
+    for r in base_rows:
+        images.setdefault(_series(r.data), set()).add(r.data.get("image"))
+    for r in delta:
+        found = images.get(_series(r.data), set())
+        if len(found) != 1 or None in found or r.data.get("image") not in found:
+            raise InputError(f"{r.key}: append-only additions must belong to an existing visual curve with one "
+                             "unchanged non-null image")
+    return delta
+
+
+def validate_scope(base_master: Mapping[str, Any], head_master: Mapping[str, Any], selected: Mapping[str, tuple]) -> None:
+    """`selected`: config key -> the scenario types its append-only entry covers."""
+    missing = sorted(k for k in selected if k not in base_master)
+    if missing:
+        raise InputError(f"append-only requires every selected config to exist in the base revision; missing: {missing}")
+    changed = sorted(k for k in set(base_master) | set(head_master)
+                     if k not in selected and base_master.get(k) != head_master.get(k))
+    if changed:
+        raise InputError(f"append-only PR changed configs not selected by its changelog entry: {changed}")
+    for key, scenarios in selected.items():
+        b, h = base_master[key], head_master[key]
+        bs, hs = b.get("scenarios") or {}, h.get("scenarios") or {}
+        if set(bs) != set(hs):
+            raise InputError(f"append-only added or removed a scenario in config '{key}'")
+        outside = [s for s in hs if s not in scenarios]
+        if outside and {k: v for k, v in b.items() if k != "scenarios"} != {k: v for k, v in h.items() if k != "scenarios"}:
+            raise InputError(f"append-only changed config-wide fields that can affect scenarios outside its "
+                             f"changelog scope: '{key}'")
+        for s in outside:
+            if bs.get(s) != hs.get(s):
+                raise InputError(f"append-only changed a scenario outside its changelog scope: '{key}' / '{s}'")

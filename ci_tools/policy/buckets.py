@@ -1,0 +1,161 @@
+"""Shaping a sweep's rows: trimming, recipe fingerprints, buckets (one per workflow matrix family),
+the canary per hardware family, and releasing the rest once canaries pass. Pure functions.
+
+Canary (improving on InferenceX, spec inferencex-pr-policy.md §2.1-2.2, W9, W10): every hardware
+family (runner label) in the sweep gets its own canary, fixed-seq or agentic, single- or multi-node:
+the non-eval point with the lowest concurrency (ties: the first in bucket order, so fixed-seq before
+agentic). An agentic canary runs the short AgentX profile. A family whose only rows are evals
+(`evals-only`) gets its lowest-concurrency eval row as canary, so no family fans out unguarded. When
+its canary fails, nothing else in that family starts (`release`); when selection itself fails, the
+plan fails (fail closed).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ci_tools.policy.matrix import AGENTIC, Row, is_agentic, is_multinode, seq_len_name
+
+# Matrix families the workflows run, in the order canary ties are broken. Output names derive from these.
+BENCH_BUCKETS = ("single-node-1k1k", "single-node-8k1k", "single-node-agentic",
+                 "multi-node-1k1k", "multi-node-8k1k", "multi-node-agentic")
+EVAL_BUCKETS = ("evals", "agentic-evals", "multi-node-evals", "multi-node-agentic-evals")
+BUCKETS = BENCH_BUCKETS + EVAL_BUCKETS
+# GitHub limits (spec W21): jobs per matrix, and the size of one job's outputs.
+MAX_MATRIX_JOBS = 256
+
+
+class CanarySelectionError(Exception):
+    """Canary selection failed: the sweep must not fan out unguarded."""
+
+
+def bench_bucket(row: Mapping[str, Any]) -> str:
+    node = "multi-node" if is_multinode(row) else "single-node"
+    if is_agentic(row):
+        return f"{node}-agentic"
+    return f"{node}-{seq_len_name(row.get('isl'), row.get('osl'))}"
+
+
+def eval_bucket(row: Mapping[str, Any]) -> str:
+    mn, ag = is_multinode(row), is_agentic(row)
+    return {(False, False): "evals", (False, True): "agentic-evals",
+            (True, False): "multi-node-evals", (True, True): "multi-node-agentic-evals"}[(mn, ag)]
+
+
+def recipe_fingerprint(row: Mapping[str, Any]) -> str:
+    """InferenceX's recipe fingerprint: what defines the serving recipe, not the load point."""
+    recipe = {k: v for k, v in row.items() if k not in ("conc", "exp-name", "recipe-fingerprint")}
+    text = json.dumps(recipe, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def trim(rows: list[Row]) -> list[Row]:
+    """`sweep-enabled`: each config at its lowest concurrency (spec §1.2). Throughput rows only.
+
+    Multi-node rows keep `[min(conc)]`; single-node rows are grouped by every field except conc and
+    exp-name and the first row with the lowest conc of each group is kept, order preserved.
+    """
+    best: dict[tuple, int] = {}
+    for i, r in enumerate(rows):
+        if is_multinode(r.data):
+            continue
+        key = tuple(sorted((k, _freeze(v)) for k, v in r.data.items() if k not in ("conc", "exp-name")))
+        if key not in best or r.data["conc"] < rows[best[key]].data["conc"]:
+            best[key] = i
+    keep = set(best.values())
+    out: list[Row] = []
+    for i, r in enumerate(rows):
+        if is_multinode(r.data):
+            conc = r.data["conc"]
+            data = dict(r.data)
+            if isinstance(conc, list) and len(conc) > 1:
+                data["conc"] = [min(conc)]
+            out.append(Row(r.key, data))
+        elif i in keep:
+            out.append(r)
+    return out
+
+
+def min_conc(row: Mapping[str, Any]) -> int:
+    conc = row.get("conc")
+    if isinstance(conc, list):
+        if not conc:
+            raise CanarySelectionError(f"row {row.get('exp-name')!r} has an empty concurrency list")
+        return min(conc)
+    if not isinstance(conc, int) or isinstance(conc, bool):
+        raise CanarySelectionError(f"row {row.get('exp-name')!r} has no integer concurrency ({conc!r})")
+    return conc
+
+
+@dataclass
+class Canary:
+    family: str
+    bucket: str
+    key: str
+    row: dict
+
+
+def select_canaries(buckets: dict[str, list[Row]], *, fast_seconds: int) -> tuple[list[Canary], dict[str, list[Row]]]:
+    """One canary per hardware family; returns (canaries, buckets without the canary points).
+
+    A multi-node row runs its whole concurrency list in one job, so its canary is a copy at the lowest
+    concurrency and the row keeps the rest.
+    """
+    chosen: dict[str, tuple[int, str, int]] = {}   # family -> (conc, bucket, index)
+    for names in (BENCH_BUCKETS, EVAL_BUCKETS):       # eval rows only for families with no benchmark row
+        this_pass: dict[str, tuple[int, str, int]] = {}
+        for bucket in names:
+            for i, r in enumerate(buckets.get(bucket, [])):
+                family = r.data.get("runner")
+                if not isinstance(family, str) or not family:
+                    raise CanarySelectionError(f"row {r.data.get('exp-name')!r} in {bucket} has no runner label")
+                if family in chosen:
+                    continue
+                c = min_conc(r.data)
+                if family not in this_pass or c < this_pass[family][0]:
+                    this_pass[family] = (c, bucket, i)
+        chosen.update(this_pass)
+    rest = {b: list(rows) for b, rows in buckets.items()}
+    canaries: list[Canary] = []
+    drop: dict[str, set[int]] = {}
+    for family, (c, bucket, i) in chosen.items():
+        src = buckets[bucket][i]
+        row = copy.deepcopy(src.data)
+        if isinstance(row.get("conc"), list):
+            row["conc"] = [c]
+            remaining = [x for x in src.data["conc"] if x != c]
+            if remaining:
+                rest[bucket][i] = Row(src.key, {**src.data, "conc": remaining})
+            else:
+                drop.setdefault(bucket, set()).add(i)
+        else:
+            drop.setdefault(bucket, set()).add(i)
+        if is_agentic(row):
+            row["duration"] = fast_seconds
+            row["agentx-fast"] = True
+        canaries.append(Canary(family, bucket, src.key, row))
+    for bucket, idx in drop.items():
+        rest[bucket] = [r for i, r in enumerate(rest[bucket]) if i not in idx]
+    canaries.sort(key=lambda c: (BUCKETS.index(c.bucket), c.family))
+    return canaries, rest
+
+
+def release(matrices: Mapping[str, list[dict]], passed_families: set[str] | frozenset[str]) -> dict[str, list[dict]]:
+    """After the canaries: keep only rows of families whose canary passed (fail closed: unknown = failed)."""
+    return {b: [r for r in rows if r.get("runner") in passed_families] for b, rows in matrices.items()}
+
+
+__all__ = ["AGENTIC", "BENCH_BUCKETS", "EVAL_BUCKETS", "BUCKETS", "MAX_MATRIX_JOBS", "CanarySelectionError",
+           "Canary", "bench_bucket", "eval_bucket", "recipe_fingerprint", "trim", "select_canaries", "release"]

@@ -1,0 +1,476 @@
+"""Master entries -> benchmark matrix rows, in InferenceX's row shapes (spec §2).
+
+Pure functions over plain data. `expand` turns selected master entries into rows exactly as
+InferenceX's `generate_sweep_configs.py` emits them with `--no-evals` (same keys, same key order,
+same defaults), so that workflows and result tooling written for InferenceX rows keep working.
+`mark_evals` / `mark_all_evals` / `eval_rows` reproduce its eval selection.
+
+Every row is produced together with the config key it came from (`Row.key`): InferenceX rows do not
+carry it, the planner needs it.
+
+Deliberate differences from InferenceX (each documented in the README section "Sweep planning"):
+- `conc-list: []` next to a range expands the range in both `full-sweep` and `test-config` (InferenceX's
+  test-config emits nothing there, a bug it documents);
+- an agentic search-space entry whose shape does not match the master's `multinode` flag is a located
+  error instead of a `KeyError` traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Iterable, Mapping
+
+from ci_tools.config.points import conc_ladder
+from ci_tools.errors import InputError
+
+FIXED = "fixed-seq-len"
+AGENTIC = "agentic-coding"
+SCENARIOS = (FIXED, AGENTIC)
+SEQ_LENS = {"1k1k": (1024, 1024), "8k1k": (8192, 1024)}
+_SEQ_NAMES = {v: k for k, v in SEQ_LENS.items()}
+MIN_EVAL_CONC = 16
+DEFAULT_AGENTIC_DURATION = 3600
+MAX_AGENTIC_DRAM_MIB = 2_861_022
+_MIB = 1_048_576
+_GB = 1_000_000_000
+
+
+def seq_len_name(isl: Any, osl: Any) -> str:
+    return _SEQ_NAMES.get((isl, osl), f"{isl}_{osl}")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """The selection options of `matrix full-sweep` / `test-config` (spec §2.3, §2.4, §4.1)."""
+
+    config_keys: tuple[str, ...] | None = None   # already resolved, in order; None = every entry
+    model_prefix: tuple[str, ...] = ()           # prefix of the config KEY (InferenceX semantics)
+    precision: tuple[str, ...] = ()
+    framework: tuple[str, ...] = ()
+    runner_type: tuple[str, ...] = ()
+    seq_lens: tuple[str, ...] = ()               # fixed-seq-len only ("1k1k", "8k1k")
+    scenario_types: tuple[str, ...] = ()         # empty = both
+    min_conc: int | None = None
+    max_conc: int | None = None
+    concs: tuple[int, ...] = ()                  # test-config --conc: keep only these
+    max_tp: int | None = None                    # fixed single-node only
+    max_ep: int | None = None                    # fixed single-node only
+    step: int = 2
+    single_node: bool = False
+    multi_node: bool = False
+
+
+@dataclass
+class Row:
+    key: str
+    data: dict
+
+
+def _conc_values(ss: Mapping[str, Any], step: int) -> tuple[list[int], bool]:
+    """(values, is_range). `conc-list` wins when non-empty, as in InferenceX's full-sweep."""
+    lst = ss.get("conc-list")
+    if lst:
+        return list(lst), False
+    start, end = ss.get("conc-start"), ss.get("conc-end")
+    if start is None or end is None:
+        return [], False
+    return conc_ladder(start, end, step), True
+
+
+def _fixed_sn_concs(ss: Mapping[str, Any], f: Filters) -> list[int]:
+    lst = ss.get("conc-list")
+    if not lst and ss.get("conc-start") is not None and ss.get("conc-end") is not None:
+        start, end = ss["conc-start"], ss["conc-end"]
+        if f.min_conc is not None:
+            if f.min_conc <= 0 or end < f.min_conc:
+                return []
+            start = max(start, f.min_conc)
+        if f.max_conc is not None:
+            if f.max_conc <= 0:
+                return []
+            if start > f.max_conc:
+                return [f.max_conc]
+            end = min(end, f.max_conc)
+        return conc_ladder(start, end, f.step)
+    values = list(lst or [])
+    if f.min_conc is not None:
+        if f.min_conc <= 0:
+            return []
+        values = [c for c in values if c >= f.min_conc]
+        if not values:
+            return []
+    if f.max_conc is not None:
+        if f.max_conc <= 0:
+            return []
+        values = [c for c in values if c <= f.max_conc] or [f.max_conc]
+    return values
+
+
+def _fixed_mn_concs(ss: Mapping[str, Any], f: Filters) -> list[int]:
+    values, _ = _conc_values(ss, f.step)
+    if f.min_conc is not None:
+        if f.min_conc <= 0:
+            return []
+        values = [c for c in values if c >= f.min_conc]
+        if not values:
+            return []
+    if f.max_conc is not None:
+        kept = [c for c in values if c <= f.max_conc]
+        if not kept and f.max_conc <= 0:
+            return []
+        values = kept or [f.max_conc]
+    return values
+
+
+def _agentic_concs(ss: Mapping[str, Any], f: Filters) -> list[int]:
+    values, _ = _conc_values(ss, f.step)
+    if f.min_conc is not None:
+        values = [c for c in values if c >= f.min_conc]
+    if f.max_conc is not None:
+        values = [c for c in values if c <= f.max_conc]
+    return values
+
+
+def _keep_concs(values: list[int], f: Filters) -> list[int]:
+    if not f.concs:
+        return values
+    wanted = set(f.concs)
+    return [c for c in values if c in wanted]
+
+
+def _worker(w: Mapping[str, Any]) -> dict:
+    out = dict(w)
+    out["pp"] = w.get("pp", 1)
+    out["dcp-size"] = w.get("dcp-size", 1)
+    out["pcp-size"] = w.get("pcp-size", 1)
+    return out
+
+
+def _metadata(row: dict, ss: Mapping[str, Any], entry: Mapping[str, Any]) -> None:
+    for name in ("router", "kv-p2p-transfer"):
+        value = ss.get(name)
+        if value is None:
+            value = entry.get(name)
+        if value is not None:
+            row[name] = value
+
+
+def _head(entry: Mapping[str, Any]) -> dict:
+    return {"image": entry["image"], "model": entry["model"], "model-prefix": entry["model-prefix"],
+            "precision": entry["precision"], "framework": entry["framework"], "runner": entry["runner"]}
+
+
+def dram_budget_gb(ss: Mapping[str, Any], kv: Any, utilization: Any, runner: str,
+                   hardware: Mapping[str, Any], key: str = "") -> int:
+    """CPU DRAM (decimal GB) given to KV offload on one node (spec §2.6)."""
+    if kv != "dram":
+        return 0
+    hw = hardware.get(runner) or {}
+    if "available-cpu-dram-mib" not in hw or "gpus-per-node" not in hw:
+        known = ", ".join(sorted(hardware)) or "(none)"
+        raise InputError(f"{key}: runner {runner!r} has no 'available-cpu-dram-mib'/'gpus-per-node' in the "
+                         f"runners file's hardware section (needed for kv-offloading: dram); "
+                         f"hardware keys there: {known}")
+    avail = min(int(hw["available-cpu-dram-mib"]), MAX_AGENTIC_DRAM_MIB)
+    gpn = int(hw["gpus-per-node"])
+    u = Decimal(str(utilization))
+    prefill = ss.get("prefill")
+    if prefill:
+        g = prefill.get("tp", 1) * prefill.get("pp", 1) * prefill.get("pcp-size", 1)
+        if g > gpn:
+            if g % gpn:
+                raise InputError(f"{key}: worker tp*pp*pcp-size={g} spans multiple nodes but is not a multiple "
+                                 f"of gpus-per-node={gpn}")
+            g = gpn
+        elif gpn % g:
+            raise InputError(f"{key}: worker tp*pp*pcp-size={g} does not divide gpus-per-node={gpn} evenly")
+    else:
+        tp, pp, pcp = ss.get("tp"), ss.get("pp", 1), ss.get("pcp-size", 1)
+        g = tp * pp * pcp
+        if g > gpn:
+            raise InputError(f"{key}: tp={tp} with pp={pp} and pcp-size={pcp} requires {g} GPUs and exceeds "
+                             f"gpus-per-node={gpn} for runner '{runner}'")
+    return int(Decimal(avail) * _MIB * u * g / gpn / _GB)
+
+
+def _tag(w: Mapping[str, Any], role: str) -> str:
+    out = f"{role}{w['num-worker']}x{w['tp']}"
+    if w.get("ep", 1) != 1:
+        out += f"ep{w['ep']}"
+    if w.get("dp-attn"):
+        out += "dpa"
+    return out
+
+
+def _kv_suffix(kv: Any, backend: Any) -> str:
+    if kv == "none":
+        return "kvnone"
+    return f"kv{kv}-{(backend or {}).get('name')}"
+
+
+def _selected(key: str, entry: Mapping[str, Any], f: Filters) -> bool:
+    if f.model_prefix and not any(key.startswith(p) for p in f.model_prefix):
+        return False
+    if f.precision and entry.get("precision") not in f.precision:
+        return False
+    if f.framework and entry.get("framework") not in f.framework:
+        return False
+    if f.runner_type and entry.get("runner") not in f.runner_type:
+        return False
+    multinode = bool(entry.get("multinode", False))
+    both = f.single_node == f.multi_node
+    if not both and multinode != f.multi_node:
+        return False
+    return True
+
+
+def _expand_fixed(key: str, entry: Mapping[str, Any], f: Filters, out: list[Row]) -> None:
+    multinode = bool(entry.get("multinode", False))
+    disagg = entry.get("disagg", False)
+    mp = entry["model-prefix"]
+    for seq in entry["scenarios"].get(FIXED) or []:
+        isl, osl = seq["isl"], seq["osl"]
+        if f.seq_lens and seq_len_name(isl, osl) not in f.seq_lens:
+            continue
+        exp_name = f"{mp}_{seq_len_name(isl, osl)}"
+        for ss in seq.get("search-space") or []:
+            spec = ss.get("spec-decoding", "none")
+            if multinode:
+                concs = _keep_concs(_fixed_mn_concs(ss, f), f)
+                if not concs:
+                    continue
+                row = _head(entry)
+                row.update({"isl": isl, "osl": osl, "spec-decoding": spec,
+                            "prefill": _worker(ss["prefill"]), "decode": _worker(ss["decode"]),
+                            "conc": concs, "max-model-len": isl + osl + 256, "exp-name": exp_name,
+                            "disagg": disagg, "run-eval": False})
+                _metadata(row, ss, entry)
+                out.append(Row(key, row))
+                continue
+            tp = ss.get("tp")
+            ep = ss.get("ep")
+            if f.max_tp is not None and (f.max_tp <= 0 or tp > f.max_tp):
+                continue
+            if f.max_ep is not None:
+                if f.max_ep <= 0:
+                    continue
+                if ep is not None and ep > f.max_ep:
+                    ep = f.max_ep
+            for conc in _keep_concs(_fixed_sn_concs(ss, f), f):
+                row = _head(entry)
+                row.update({"isl": isl, "osl": osl, "tp": tp, "pp": ss.get("pp", 1),
+                            "dcp-size": ss.get("dcp-size", 1), "pcp-size": ss.get("pcp-size", 1),
+                            "conc": conc, "max-model-len": isl + osl + 256,
+                            "ep": 1 if ep is None else ep,
+                            "dp-attn": False if ss.get("dp-attn") is None else ss["dp-attn"],
+                            "spec-decoding": spec, "exp-name": exp_name, "disagg": False, "run-eval": False})
+                _metadata(row, ss, entry)
+                out.append(Row(key, row))
+
+
+def _expand_agentic(key: str, entry: Mapping[str, Any], f: Filters, hardware: Mapping[str, Any],
+                    out: list[Row]) -> None:
+    multinode = bool(entry.get("multinode", False))
+    mp = entry["model-prefix"]
+    runner = entry["runner"]
+    for cfg in entry["scenarios"].get(AGENTIC) or []:
+        util = cfg.get("dram-utilization")
+        for ss in cfg.get("search-space") or []:
+            spec = ss.get("spec-decoding", "none")
+            backend = ss.get("kv-offload-backend")
+            has_workers = bool(ss.get("prefill")) and bool(ss.get("decode"))
+            if multinode != has_workers:
+                shape = "prefill/decode workers" if has_workers else "tp"
+                raise InputError(f"{key}: an agentic search-space entry with {shape} does not fit a master "
+                                 f"entry with multinode: {str(multinode).lower()}",)
+            concs = _keep_concs(_agentic_concs(ss, f), f)
+            if multinode:
+                kv = ss.get("kv-offloading") or "none"
+                dram = dram_budget_gb(ss, kv, util, runner, hardware, key)
+                prefill, decode = _worker(ss["prefill"]), _worker(ss["decode"])
+                base = f"{mp}_{_tag(prefill, 'p')}_{_tag(decode, 'd')}"
+                for conc in concs:
+                    row = _head(entry)
+                    name = f"{base}_conc{conc}" + (f"_{_kv_suffix(kv, backend)}" if kv != "none" else "")
+                    row.update({"spec-decoding": spec, "prefill": dict(prefill), "decode": dict(decode),
+                                "conc": [conc], "kv-offloading": kv, "total-cpu-dram-gb": dram,
+                                "duration": DEFAULT_AGENTIC_DURATION, "exp-name": name,
+                                "disagg": entry.get("disagg", False), "scenario-type": AGENTIC})
+                    if backend is not None:
+                        row["kv-offload-backend"] = backend
+                    _metadata(row, ss, entry)
+                    out.append(Row(key, row))
+                continue
+            kv = ss.get("kv-offloading")
+            dram = dram_budget_gb(ss, kv, util, runner, hardware, key)
+            tp = ss["tp"]
+            for conc in concs:
+                row = _head(entry)
+                name = f"{mp}_tp{tp}_conc{conc}_{_kv_suffix(kv, backend)}"
+                if spec != "none":
+                    name += f"_spec-{spec}"
+                row.update({"tp": tp, "pp": ss.get("pp", 1), "dcp-size": ss.get("dcp-size", 1),
+                            "pcp-size": ss.get("pcp-size", 1), "ep": 1 if ss.get("ep") is None else ss["ep"],
+                            "dp-attn": False if ss.get("dp-attn") is None else ss["dp-attn"],
+                            "spec-decoding": spec, "conc": conc, "kv-offloading": kv,
+                            "total-cpu-dram-gb": dram, "duration": DEFAULT_AGENTIC_DURATION,
+                            "exp-name": name, "scenario-type": AGENTIC})
+                if backend is not None:
+                    row["kv-offload-backend"] = backend
+                _metadata(row, ss, entry)
+                out.append(Row(key, row))
+
+
+def expand(entries: Mapping[str, Mapping[str, Any]], hardware: Mapping[str, Any], f: Filters = Filters()) -> list[Row]:
+    """Rows of the selected entries, per entry in order: fixed-seq-len scenarios, then agentic."""
+    if f.step <= 1:
+        raise InputError("--step-size must be greater than 1")
+    if f.min_conc is not None and f.max_conc is not None and f.min_conc > f.max_conc:
+        raise InputError("--min-conc must be less than or equal to --max-conc")
+    keys: Iterable[str] = f.config_keys if f.config_keys is not None else entries.keys()
+    scenarios = f.scenario_types or SCENARIOS
+    out: list[Row] = []
+    for key in keys:
+        entry = entries[key]
+        if not _selected(key, entry, f):
+            continue
+        try:
+            if FIXED in scenarios:
+                _expand_fixed(key, entry, f, out)
+            if AGENTIC in scenarios:
+                _expand_agentic(key, entry, f, hardware, out)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise InputError(f"config {key!r} cannot be expanded: malformed entry ({type(exc).__name__}: {exc}); "
+                             "run `ci-tools config validate` for the located error") from None
+    return out
+
+
+# ---- eval selection (spec §2.8) -------------------------------------------------------------------
+
+_PARALLELISM_EXCLUDED = frozenset({"conc", "run-eval", "eval-only", "eval-conc", "eval-all-concs", "exp-name"})
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _parallelism_key(row: Mapping[str, Any]) -> tuple:
+    return tuple(sorted((k, _freeze(v)) for k, v in row.items() if k not in _PARALLELISM_EXCLUDED))
+
+
+def is_agentic(row: Mapping[str, Any]) -> bool:
+    return row.get("scenario-type") == AGENTIC
+
+
+def is_multinode(row: Mapping[str, Any]) -> bool:
+    return row.get("prefill") is not None
+
+
+def _conc_list(row: Mapping[str, Any]) -> list[int]:
+    c = row.get("conc")
+    return list(c) if isinstance(c, list) else [c]
+
+
+def mark_evals(rows: list[dict], include_agentic: bool) -> None:
+    """InferenceX's default eval subset, in place: sets `run-eval` on every row, `eval-conc` on MN picks."""
+    marked: set[int] = set()
+    eval_conc: dict[int, int] = {}
+    sn_groups: dict[tuple, list[int]] = {}
+    mn_groups: dict[tuple, list[int]] = {}
+    ag_sn_groups: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rows):
+        agentic = is_agentic(r)
+        if not agentic and "tp" in r and (r.get("isl"), r.get("osl")) == SEQ_LENS["8k1k"]:
+            if r["conc"] >= MIN_EVAL_CONC:
+                key = (r.get("model"), r.get("runner"), r.get("framework"), r.get("precision"), r.get("isl"),
+                       r.get("osl"), r.get("spec-decoding"), r.get("dp-attn"))
+                sn_groups.setdefault(key, []).append(i)
+        elif "tp" not in r and is_multinode(r) and (
+                (not agentic and (r.get("isl"), r.get("osl")) == SEQ_LENS["8k1k"]) or (agentic and include_agentic)):
+            if any(c >= MIN_EVAL_CONC for c in _conc_list(r)):
+                mn_groups.setdefault(_parallelism_key(r), []).append(i)
+        elif agentic and include_agentic and not is_multinode(r):
+            key = (r.get("model"), r.get("runner"), r.get("framework"), r.get("precision"))
+            ag_sn_groups.setdefault(key, []).append(i)
+    for idx in sn_groups.values():
+        vals = sorted({rows[i]["conc"] for i in idx})
+        targets = {vals[-1], vals[len(vals) // 2]}
+        marked.update(i for i in idx if rows[i]["conc"] in targets)
+    for idx in mn_groups.values():
+        best, best_conc = None, None
+        for i in idx:
+            top = max(c for c in _conc_list(rows[i]) if c >= MIN_EVAL_CONC)
+            if best_conc is None or top > best_conc:
+                best, best_conc = i, top
+        marked.add(best)
+        eval_conc[best] = best_conc
+    for idx in ag_sn_groups.values():
+        best = max(idx, key=lambda i: (rows[i]["conc"], -i))
+        marked.add(best)
+    for i, r in enumerate(rows):
+        r["run-eval"] = i in marked
+    for i, c in eval_conc.items():
+        rows[i]["eval-conc"] = c
+
+
+def mark_all_evals(rows: list[dict]) -> list[dict]:
+    """InferenceX's `--all-evals` expansion, applied after `mark_evals`. Returns the new row list."""
+    out: list[dict] = []
+    merged: dict[tuple, dict] = {}
+    for r in rows:
+        agentic, mn = is_agentic(r), is_multinode(r)
+        if agentic and not mn:
+            r["run-eval"] = True
+            out.append(r)
+        elif agentic and mn:
+            key = ("agentic", _parallelism_key(r))
+            if key in merged:
+                m = merged[key]
+                m["conc"] = sorted(set(m["conc"]) | set(_conc_list(r)))
+                m["eval-conc"] = max(m["conc"])
+            else:
+                r["conc"] = sorted(set(_conc_list(r)))
+                r["run-eval"] = True
+                r["eval-conc"] = max(r["conc"])
+                merged[key] = r
+                out.append(r)
+        elif (r.get("isl"), r.get("osl")) != SEQ_LENS["8k1k"]:
+            out.append(r)
+        elif mn:
+            key = ("fixed", _parallelism_key(r))
+            if key in merged:
+                m = merged[key]
+                m["conc"] = sorted(set(m["conc"]) | set(_conc_list(r)))
+            else:
+                r["conc"] = sorted(set(_conc_list(r)))
+                r["run-eval"] = True
+                r["eval-all-concs"] = True
+                r.pop("eval-conc", None)
+                merged[key] = r
+                out.append(r)
+        else:
+            r["run-eval"] = True
+            out.append(r)
+    return out
+
+
+def select_evals(rows: list[Row], *, all_evals: bool, evals_only: bool, no_evals: bool = False) -> list[Row]:
+    """The generator's eval post-processing (spec §2.8) over `Row`s; returns the rows to emit."""
+    if no_evals:
+        return rows
+    data = [r.data for r in rows]
+    mark_evals(data, include_agentic=evals_only or all_evals)
+    keep = rows
+    if all_evals:
+        index = {id(r.data): r.key for r in rows}
+        keep = [Row(index[id(d)], d) for d in mark_all_evals(data)]
+    if evals_only or all_evals:
+        keep = [r for r in keep if r.data.get("run-eval")]
+        for r in keep:
+            r.data["eval-only"] = True
+    return keep

@@ -1,0 +1,270 @@
+"""A sweep plan from the gate decision, the appended changelog entries and the master configs.
+
+Pure: the CLI reads git, files and the event; this module only computes. The changelog algorithm
+follows InferenceX's `process_changelog.py` (spec §3.4): entries with `all-evals` first; per entry,
+each config's scenarios not yet generated for throughput (resp. evals) are expanded, grouped by that
+scenario tuple; eval rows use the eval generator's `--evals-only` selection (agentic evals included);
+append-only entries run only the base->head delta and no evals. Unlike InferenceX it runs the
+generator in-process, once per group, instead of two subprocesses per group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ci_tools.errors import InputError
+from ci_tools.policy import buckets as bk
+from ci_tools.policy.appendonly import append_only_delta, validate_scope
+from ci_tools.policy.gate import GateDecision, SweepMode
+from ci_tools.policy.labels import Policy
+from ci_tools.policy.matrix import SCENARIOS, Filters, Row, expand, is_agentic, is_multinode, select_evals
+
+
+@dataclass
+class PlanEntry:
+    """One appended changelog entry with its config keys already resolved against the masters."""
+
+    index: int
+    line: int | None
+    data: dict
+    keys: list[str]
+
+
+@dataclass
+class Masters:
+    entries: Mapping[str, Mapping[str, Any]]
+    hardware: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _flag(entry: PlanEntry, name: str) -> bool:
+    return bool(entry.data.get(name, False))
+
+
+def _where(entry: PlanEntry) -> str:
+    return f"changelog entry {entry.index + 1}" + (f" (line {entry.line})" if entry.line else "")
+
+
+def _group_unseen(keys: list[str], scenarios: tuple[str, ...], seen: dict[str, set[str]]) -> list[tuple[tuple[str, ...], list[str]]]:
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for key in keys:
+        unseen = tuple(s for s in SCENARIOS if s in scenarios and s not in seen.get(key, set()))
+        if unseen:
+            groups.setdefault(unseen, []).append(key)
+    return list(groups.items())
+
+
+def _filter_prefill_ep(rows: list[Row], min_ep: Any) -> list[Row]:
+    if min_ep is None:
+        return rows
+    out = []
+    for r in rows:
+        prefill = r.data.get("prefill")
+        if prefill is None:
+            out.append(r)
+            continue
+        ep = prefill.get("ep", 1)
+        if isinstance(ep, int) and not isinstance(ep, bool) and ep >= min_ep:
+            out.append(r)
+    return out
+
+
+def changelog_rows(entries: list[PlanEntry], head: Masters, mode: SweepMode,
+                   base: Masters | None = None) -> tuple[list[Row], list[Row]]:
+    """(benchmark rows, eval rows) for the appended entries, before trimming and canary selection."""
+    if not entries:
+        return [], []
+    append_only = [e for e in entries if _flag(e, "append-only")]
+    if append_only and len(append_only) != len(entries):
+        raise InputError("append-only entries cannot share a sweep with regular changelog entries: "
+                         f"{', '.join(_where(e) for e in append_only)} is append-only, the others are not")
+    if append_only and (mode.all_evals or mode.evals_only):
+        raise InputError("append-only sweeps cannot use the all-evals or evals-only labels; remove the modifier")
+    for e in entries:
+        missing = [k for k in e.keys if k not in head.entries]
+        if missing:
+            raise InputError(f"{_where(e)}: config key(s) not in the master configs: {', '.join(missing)}")
+    if append_only:
+        if base is None:
+            raise InputError("append-only entries need the base revision's master configs")
+        selected: dict[str, tuple] = {}
+        for e in entries:
+            scen = tuple(e.data.get("scenario-type") or SCENARIOS)
+            for k in e.keys:
+                selected[k] = tuple(sorted(set(selected.get(k, ())) | set(scen)))
+        validate_scope(base.entries, head.entries, selected)
+
+    ordered = sorted(entries, key=lambda e: not _flag(e, "all-evals"))
+    bench_seen: dict[str, set[str]] = {}
+    eval_seen: dict[str, set[str]] = {}
+    bench: list[Row] = []
+    evals: list[Row] = []
+    for e in ordered:
+        scenarios = tuple(e.data.get("scenario-type") or SCENARIOS)
+        expand_all = mode.all_evals or _flag(e, "all-evals")
+        suppress = mode.evals_only or _flag(e, "evals-only") or _flag(e, "all-evals")
+        if not suppress:
+            for unseen, keys in _group_unseen(e.keys, scenarios, bench_seen):
+                f = Filters(config_keys=tuple(keys), scenario_types=unseen)
+                rows = expand(head.entries, head.hardware, f)
+                if _flag(e, "append-only"):
+                    rows = append_only_delta(expand(base.entries, base.hardware, f), rows)
+                bench.extend(rows)
+                for k in keys:
+                    bench_seen.setdefault(k, set()).update(unseen)
+        if _flag(e, "append-only"):
+            continue
+        for unseen, keys in _group_unseen(e.keys, scenarios, eval_seen):
+            rows = expand(head.entries, head.hardware, Filters(config_keys=tuple(keys), scenario_types=unseen))
+            rows = select_evals(rows, all_evals=expand_all, evals_only=True)
+            evals.extend(_filter_prefill_ep(rows, e.data.get("eval-min-prefill-ep")))
+            for k in keys:
+                eval_seen.setdefault(k, set()).update(unseen)
+    return bench, evals
+
+
+# ---- estimates ------------------------------------------------------------------------------------
+
+def gpus(row: Mapping[str, Any]) -> int:
+    """GPUs one job holds: tp*pp*pcp-size per replica (DCP reuses the TP GPUs), summed over workers."""
+    if is_multinode(row):
+        total = 0
+        for role in ("prefill", "decode"):
+            w = row.get(role) or {}
+            total += w.get("num-worker", 1) * w.get("tp", 1) * w.get("pp", 1) * w.get("pcp-size", 1)
+        return total
+    return row.get("tp", 1) * row.get("pp", 1) * row.get("pcp-size", 1)
+
+
+def seconds(row: Mapping[str, Any], policy: Policy) -> int:
+    if row.get("eval-only"):
+        return policy.eval_seconds
+    if is_agentic(row):
+        return int(row.get("duration") or policy.agentx_profiles["default"])
+    conc = row.get("conc")
+    return policy.fixed_seq_seconds * (len(conc) if isinstance(conc, list) else 1)
+
+
+def _parallelism(row: Mapping[str, Any]) -> str:
+    def one(tp: Any, ep: Any, dpa: Any) -> str:
+        if dpa and ep == tp:
+            return f"DEP{tp}"
+        return f"TP{tp} EP{1 if ep is None else ep}" + (" DPA" if dpa else "")
+    if is_multinode(row):
+        p, d = row["prefill"], row["decode"]
+        return (f"{p.get('num-worker')}P {one(p.get('tp'), p.get('ep'), p.get('dp-attn'))} + "
+                f"{d.get('num-worker')}D {one(d.get('tp'), d.get('ep'), d.get('dp-attn'))}")
+    return one(row.get("tp"), row.get("ep"), row.get("dp-attn"))
+
+
+def _point(key: str, bucket: str, row: Mapping[str, Any], policy: Policy, canary: bool) -> dict:
+    n, s = gpus(row), seconds(row, policy)
+    mn = is_multinode(row)
+    return {"config-key": key, "bucket": bucket, "scenario": bucket.split("-")[-1] if not row.get("eval-only") else "eval",
+            "runner": row.get("runner"), "parallelism": _parallelism(row),
+            "tp": None if mn else row.get("tp"), "ep": None if mn else row.get("ep"),
+            "dp-attn": None if mn else row.get("dp-attn"), "conc": row.get("conc"), "gpus": n,
+            "seconds": s, "gpu-hours": round(n * s / 3600, 2), "canary": canary,
+            "eval": bool(row.get("eval-only")), "exp-name": row.get("exp-name")}
+
+
+# ---- the plan ------------------------------------------------------------------------------------
+
+def _no_points(decision: GateDecision, *, sweep: bool, reason: str, error: str | None = None,
+               entries: list[PlanEntry] | None = None) -> dict:
+    mode = decision.mode.as_dict() if decision.mode else None
+    return {"sweep": sweep, "reason": reason, "error": error, "mode": mode, "gate": decision.as_dict(),
+            "entries": [_entry_meta(e) for e in entries or []], "canaries": [], "buckets": {b: [] for b in bk.BUCKETS},
+            "fail-fast": {b: False for b in bk.BUCKETS}, "points": [],
+            "totals": {"points": 0, "canaries": 0, "gpus": 0, "gpu-hours": 0.0, "canary-gpu-hours": 0.0,
+                       "by-bucket": {}, "families": []},
+            "reuse": {"eligible": False, "reason": "no sweep"},
+            "concurrency-group": decision.concurrency_group}
+
+
+def _entry_meta(e: PlanEntry) -> dict:
+    meta = {"index": e.index, "line": e.line, "config-keys": list(e.data.get("config-keys") or []),
+            "resolved": list(e.keys), "pr-link": e.data.get("pr-link")}
+    for flag in ("evals-only", "all-evals", "append-only", "eval-min-prefill-ep", "scenario-type"):
+        if flag in e.data:
+            meta[flag] = e.data[flag]
+    return meta
+
+
+def build_plan(decision: GateDecision, entries: list[PlanEntry], head: Masters, policy: Policy, *,
+               base: Masters | None = None) -> dict:
+    """The plan as plain JSON-ready data. Raises InputError for changelog/config problems."""
+    if decision.error:
+        return _no_points(decision, sweep=False, reason=decision.reason, error=decision.error, entries=entries)
+    if not decision.sweep or decision.mode is None:
+        return _no_points(decision, sweep=False, reason=decision.reason, entries=entries)
+    if not entries:
+        return _no_points(decision, sweep=False, entries=entries,
+                          reason="the changelog diff appends no entry, so there is nothing to sweep")
+    mode = decision.mode
+    bench, evals = changelog_rows(entries, head, mode, base)
+    if mode.trim:
+        bench = bk.trim(bench)
+    fast = policy.agentx_profiles["fast"]
+    buckets: dict[str, list[bk.Row]] = {b: [] for b in bk.BUCKETS}
+    for r in bench:
+        data = dict(r.data)
+        if mode.agentx_fast and is_agentic(data):
+            data["duration"] = fast
+            data["agentx-fast"] = True
+        data["recipe-fingerprint"] = bk.recipe_fingerprint(r.data)
+        buckets.setdefault(bk.bench_bucket(data), []).append(Row(r.key, data))
+    for r in evals:
+        buckets[bk.eval_bucket(r.data)].append(r)
+    stray = sorted(b for b in buckets if b not in bk.BUCKETS and buckets[b])
+    if stray:
+        msg = (f"no workflow family runs sequence lengths {', '.join(stray)}; only 1k1k and 8k1k fixed-seq "
+               "buckets exist. Change the config's isl/osl or add a family")
+        return _no_points(decision, sweep=False, reason=msg, error=msg, entries=entries)
+    canaries: list[bk.Canary] = []
+    if mode.canary:
+        try:
+            canaries, buckets = bk.select_canaries(buckets, fast_seconds=fast)
+        except bk.CanarySelectionError as exc:
+            msg = f"canary selection failed, so the sweep fails closed: {exc}"
+            return _no_points(decision, sweep=False, reason=msg, error=msg, entries=entries)
+    too_big = [f"{b} ({len(rows)} jobs)" for b, rows in buckets.items() if len(rows) > bk.MAX_MATRIX_JOBS]
+    if too_big:
+        msg = (f"GitHub runs at most {bk.MAX_MATRIX_JOBS} jobs per matrix; too many in {', '.join(too_big)}. "
+               "Split the change into several PRs or use sweep-enabled")
+        return _no_points(decision, sweep=False, reason=msg, error=msg, entries=entries)
+
+    points = [_point(c.key, c.bucket, c.row, policy, True) for c in canaries]
+    for b in bk.BUCKETS:
+        points.extend(_point(r.key, b, r.data, policy, False) for r in buckets[b])
+    total_hours = round(sum(p["gpu-hours"] for p in points), 2)
+    families = sorted({p["runner"] for p in points})
+    if not points:
+        return _no_points(decision, sweep=False, entries=entries,
+                          reason="the appended entries select no benchmark points (check scenario-type and the "
+                                 "configs' search spaces)")
+    if mode.reusable:
+        reuse = {"eligible": True, "reason": (
+            f"once this sweep is green, a maintainer's /use <run_id> lets main reuse its results instead of "
+            f"re-running {len(points)} points ({total_hours} GPU-h)")}
+    elif mode.reuse_blockers:
+        reuse = {"eligible": False, "reason": f"a /use pin is refused while {', '.join(mode.reuse_blockers)} "
+                 "is applied; main re-runs the sweep after merge"}
+    else:
+        reuse = {"eligible": False, "reason": f"{mode.primary} sweeps are not reusable; main re-runs the sweep "
+                 "after merge (use a full-sweep label to make it reusable)"}
+    rows_out = {b: [dict(r.data, **{"config-key": r.key}) for r in buckets[b]] for b in bk.BUCKETS}
+    return {
+        "sweep": True, "reason": decision.reason, "error": None, "mode": mode.as_dict(), "gate": decision.as_dict(),
+        "entries": [_entry_meta(e) for e in entries],
+        "canaries": [dict(c.row, **{"config-key": c.key, "family": c.family, "bucket": c.bucket}) for c in canaries],
+        "buckets": rows_out,
+        "fail-fast": {b: mode.fail_fast for b in bk.BUCKETS},
+        "points": points,
+        "totals": {"points": len(points), "canaries": len(canaries), "gpus": sum(p["gpus"] for p in points),
+                   "gpu-hours": total_hours,
+                   "canary-gpu-hours": round(sum(p["gpu-hours"] for p in points if p["canary"]), 2),
+                   "by-bucket": {b: len(buckets[b]) for b in bk.BUCKETS if buckets[b]}, "families": families},
+        "reuse": reuse,
+        "concurrency-group": decision.concurrency_group,
+    }

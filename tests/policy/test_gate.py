@@ -1,0 +1,181 @@
+"""The gate decision as a table (spec inferencex-pr-policy.md §8 cases 1-32 and 40, plus ours).
+
+InferenceX's reference answers are (check-changelog, reuse-sweep-gate, setup). Ours are
+(check, sweep) plus `needs_use_lookup` (the reuse gate's job: only then is an API call made) and
+`restarts` (whether the event takes the PR's active concurrency group). Rows marked DEVIATION
+differ on purpose; the README lists why.
+"""
+
+import pytest
+
+from ci_tools.policy.gate import Event, decide, mode_for
+from ci_tools.policy.labels import load_policy
+
+FSE = "full-sweep-enabled"
+FFF = "full-sweep-fail-fast"
+
+
+@pytest.fixture(scope="module")
+def policy(repo_root):
+    return load_policy(repo_root)
+
+
+@pytest.fixture(scope="module")
+def repo_root():
+    from pathlib import Path
+    return Path(__file__).resolve().parents[2]
+
+
+def pr(action="synchronize", labels=(), label=None, **kw):
+    return Event(name="pull_request", action=action, labels=tuple(labels), label=label, pr_number=7,
+                 sha="abc", run_id="99", **kw)
+
+
+# (case id, event, appends_entry, use_authorized, check, sweep, needs_use_lookup, restarts)
+CASES = [
+    ("G1 sync full, no auth", pr(labels=[FSE]), True, False, True, True, True, True),
+    ("G2 sync full, auth -> no sweep", pr(labels=[FSE]), True, True, True, False, True, True),
+    ("G3 two primaries, auth", pr(labels=[FSE, FFF]), True, True, True, False, False, True),
+    ("G4 changelog appends nothing", pr(labels=[FSE]), False, False, True, False, False, True),
+    ("G5 sweep-enabled runs trimmed", pr(labels=["sweep-enabled"]), True, False, True, True, False, True),
+    ("G6 all-evals alone", pr(labels=["all-evals"]), True, False, True, False, False, True),
+    ("G7 evals-only alone", pr(labels=["evals-only"]), True, False, True, False, False, True),
+    ("G8 agentx-fast alone", pr(labels=["agentx-fast"]), True, False, True, False, False, True),
+    ("G9 full + all-evals, auth", pr(labels=[FSE, "all-evals"]), True, True, True, False, True, True),
+    ("G10 full + evals-only, auth ignored", pr(labels=[FSE, "evals-only"]), True, True, True, True, False, True),
+    ("G11 full + agentx-fast, auth ignored", pr(labels=[FSE, "agentx-fast"]), True, True, True, True, False, True),
+    ("G12 full + both eval modifiers, auth", pr(labels=[FSE, "all-evals", "evals-only"]), True, True,
+     True, True, False, True),
+    ("G13 no labels", pr(), True, False, True, False, False, True),
+    ("G14 fork PR", pr(labels=[FSE], fork=True), True, False, True, False, False, True),
+    ("G15 labeled primary", pr("labeled", [FSE], FSE), True, False, True, True, False, True),
+    # modifier on a PR without primary: validated (check) but nothing restarts
+    ("G16 labeled all-evals alone", pr("labeled", ["all-evals"], "all-evals"), True, False, True, False, False, False),
+    ("G17 labeled evals-only alone", pr("labeled", ["evals-only"], "evals-only"), True, False,
+     True, False, False, False),
+    ("G18 labeled agentx-fast alone", pr("labeled", ["agentx-fast"], "agentx-fast"), True, False,
+     True, False, False, False),
+    ("G19 labeled all-evals with primary", pr("labeled", [FSE, "all-evals"], "all-evals"), True, False,
+     True, True, False, True),
+    ("G20 labeled evals-only with primary", pr("labeled", [FSE, "evals-only"], "evals-only"), True, False,
+     True, True, False, True),
+    ("G21 labeled agentx-fast with primary", pr("labeled", [FSE, "agentx-fast"], "agentx-fast"), True, False,
+     True, True, False, True),
+    # DEVIATION (W14): queue/priority labels are not ours; they neither restart nor cancel a sweep
+    ("G22 labeled skip_queue", pr("labeled", [FSE, "skip_queue"], "skip_queue"), True, False,
+     False, False, False, False),
+    ("G23 unlabeled skip_queue", pr("unlabeled", [FSE], "skip_queue"), True, False, False, False, False, False),
+    ("G24 labeled ci-patchwork", pr("labeled", [FSE, "ci-patchwork"], "ci-patchwork"), True, False,
+     False, False, False, False),
+    ("G25 unlabeled ci-patchwork", pr("unlabeled", [FSE], "ci-patchwork"), True, False,
+     False, False, False, False),
+    ("G26 labeled documentation", pr("labeled", [FSE], "documentation"), True, False, False, False, False, False),
+    ("G27 unlabeled last primary stops", pr("unlabeled", [], FSE), True, False, True, False, False, True),
+    ("G28 draft", pr(labels=[FSE], draft=True), True, False, False, False, False, True),
+    ("G29 ready_for_review", pr("ready_for_review", [FSE]), True, False, True, True, False, True),
+    ("G30 [skip-sweep] in head commit", pr(labels=[FSE], head_message="fix: docs [skip-sweep]"), True, False,
+     True, False, False, True),
+    ("G31 push", Event("push", sha="s1", head_message="feat: add model"), True, False, False, True, False, True),
+    ("G32 push ignores [skip-sweep]", Event("push", sha="s1", head_message="fix: x [skip-sweep]"), True, False,
+     False, True, False, True),
+    # ours
+    ("ready_for_review with auth still sweeps", pr("ready_for_review", [FSE]), True, True, True, True, False, True),
+    ("labeled primary forces despite /use", pr("labeled", [FSE], FSE), True, True, True, True, False, True),
+    ("labeled primary forces despite [skip-sweep]", pr("labeled", [FFF], FFF, head_message="x [skip-sweep]"),
+     True, False, True, True, False, True),
+    ("labeled modifier does not override [skip-sweep]",
+     pr("labeled", [FFF, "all-evals"], "all-evals", head_message="x [skip-sweep]"), True, False,
+     True, False, False, True),
+    ("unlabeled modifier with primary restarts", pr("unlabeled", [FSE], "all-evals"), True, False,
+     True, True, False, True),
+    ("unlabeled modifier without primary", pr("unlabeled", [], "evals-only"), True, False, True, False, False, False),
+    ("closed cancels", pr("closed", [FSE]), True, False, False, False, False, True),
+    ("converted_to_draft cancels", pr("converted_to_draft", [FSE], draft=True), True, False,
+     False, False, False, True),
+    ("edited does nothing", pr("edited", [FSE]), True, False, False, False, False, False),
+    ("opened behaves like synchronize", pr("opened", [FFF]), True, False, True, True, False, True),
+    ("reopened behaves like synchronize", pr("reopened", [FFF]), True, False, True, True, False, True),
+    ("fork labeled primary -> approval path", pr("labeled", [FSE], FSE, fork=True), True, False,
+     True, False, False, False),
+    ("draft labeled primary", pr("labeled", [FSE], FSE, draft=True), True, False, False, False, False, False),
+    ("sweep-enabled + auth on sync: not reusable, sweeps", pr(labels=["sweep-enabled"]), True, True,
+     True, True, False, True),
+    ("pending changelog (gate-only)", pr(labels=[FFF]), None, False, True, True, True, True),
+    ("push appending nothing", Event("push", sha="s2"), False, False, False, False, False, True),
+    ("pull_request_target never sweeps here", Event("pull_request_target", action="labeled", label=FSE,
+                                                   labels=(FSE,), pr_number=7), True, False,
+     False, False, False, False),
+    ("local preview with a primary", Event("local", labels=(FFF,)), True, False, True, True, False, True),
+    ("labeled second primary -> conflict", pr("labeled", [FSE, "sweep-enabled"], "sweep-enabled"), True, False,
+     True, False, False, True),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_gate_table(policy, case):
+    _, event, appends, auth, check, sweep, lookup, restarts = case
+    d = decide(event, policy, appends_entry=appends, use_authorized=auth)
+    assert (d.check, d.sweep, d.needs_use_lookup, d.restarts) == (check, sweep, lookup, restarts), d.reason
+    assert d.reason and "\n" not in d.reason
+
+
+def test_conflicting_primaries_name_both(policy):
+    d = decide(pr(labels=[FSE, FFF]), policy, appends_entry=True)
+    assert d.error and FSE in d.error and FFF in d.error and "exactly one" in d.error
+    assert not d.sweep
+
+
+def test_modifier_without_primary_names_the_primaries(policy):
+    d = decide(pr(labels=["all-evals"]), policy, appends_entry=True)
+    assert "all-evals" in d.reason and FFF in d.reason and d.error is None
+
+
+@pytest.mark.parametrize("event, group", [
+    (pr("labeled", [FSE], "ci-checklist-complete"), "sweep-7-99"),   # G40 DEVIATION: not a policy label here
+    (pr("labeled", [FSE], "documentation"), "sweep-7-99"),
+    (pr("labeled", [FSE, "all-evals"], "all-evals"), "sweep-7-active"),
+    (pr("synchronize", [FSE]), "sweep-7-active"),
+    (pr("closed", [FSE]), "sweep-7-active"),
+    (Event("push", sha="deadbeef"), "sweep-deadbeef-active"),
+    (Event("pull_request", action="labeled", label="bug", pr_number=3), "sweep-3-noop"),
+])
+def test_concurrency_group(policy, event, group):
+    assert decide(event, policy, appends_entry=True).concurrency_group == group
+
+
+def test_fork_primary_label_requests_trusted_approval(policy):
+    d = decide(pr("labeled", [FFF], FFF, fork=True), policy, appends_entry=True)
+    assert d.fork_approval and not d.sweep and "fork" in d.reason
+
+
+def test_use_authorised_reason_says_how_to_force(policy):
+    d = decide(pr(labels=[FFF]), policy, appends_entry=True, use_authorized=True)
+    assert "/use" in d.reason and "re-add" in d.reason
+
+
+@pytest.mark.parametrize("labels, scope, canary, fail_fast, evals, agentx, reusable", [
+    (["sweep-enabled"], "trimmed", False, False, "default", False, False),
+    ([FSE], "full", True, False, "default", False, True),
+    ([FFF], "full", True, True, "default", False, True),
+    (["full-sweep-fail-fast-no-canary"], "full", False, True, "default", False, True),
+    (["non-canary-full-sweep-enabled"], "full", False, False, "default", False, True),
+    ([FFF, "all-evals"], "full", True, True, "all", False, True),
+    ([FFF, "evals-only"], "full", True, True, "only", False, False),
+    ([FFF, "all-evals", "evals-only"], "full", True, True, "all-only", False, False),
+    ([FFF, "agentx-fast"], "full", True, True, "default", True, False),
+    (["sweep-enabled", "all-evals", "bug"], "trimmed", False, False, "all", False, False),
+])
+def test_mode_for_labels(policy, labels, scope, canary, fail_fast, evals, agentx, reusable):
+    m = mode_for(labels, policy)
+    assert (m.scope, m.canary, m.fail_fast, m.evals, m.agentx_fast, m.reusable) == (
+        scope, canary, fail_fast, evals, agentx, reusable)
+
+
+@pytest.mark.parametrize("labels", [[], ["all-evals"], [FSE, FFF]])
+def test_mode_needs_exactly_one_primary(policy, labels):
+    assert mode_for(labels, policy) is None
+
+
+def test_push_mode_has_no_canary_or_fail_fast(policy):
+    d = decide(Event("push", sha="x"), policy, appends_entry=True)
+    assert d.mode and not d.mode.canary and not d.mode.fail_fast and d.mode.scope == "full"
