@@ -1,0 +1,38 @@
+"""Options and plumbing shared by the pull-request command groups (comment, reuse, signoff, stage, bot)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+FORMATS = ("text", "json", "github")
+
+event_path_option = click.option("--event-path", type=click.Path(dir_okay=False), default=None,
+                                 help="Event payload file [default: $GITHUB_EVENT_PATH].")
+event_name_option = click.option("--event-name", default=None,
+                                 help="Event name [default: $GITHUB_EVENT_NAME, else guessed from the payload].")
+repo_root_option = click.option("--repo-root", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+                                show_default=True, help="Checkout of the default branch (policy, CODEOWNERS, checklist).")
+format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+                             help="github: also write step outputs to $GITHUB_OUTPUT.")
+
+
+def run_flow(flow, *, event_path, event_name, repo_root: Path, fmt: str, needs_event: bool = True, **kw) -> None:
+    from ci_tools.github.actions import annotate_errors, write_outputs
+    from ci_tools.github.client import GitHub
+    from ci_tools.github.events import load_event
+    from ci_tools.github.flows import Lazy, Settings
+
+    event = load_event(event_path, event_name) if needs_event or event_path or os.environ.get(
+        "GITHUB_EVENT_PATH") else None
+    settings = Settings.from_env(repo_root)
+    gh = Lazy(lambda: GitHub.from_env(event.repo if event and event.repo else None))
+    result = flow(event, settings, gh, **kw)
+    result.messages.append(f"GitHub API requests: {gh.calls}")
+    write_outputs(result.outputs, fmt, result.messages)
+    if result.exit_code and fmt == "github":
+        annotate_errors(result.messages[:1])
+    if result.exit_code:
+        raise SystemExit(result.exit_code)

@@ -1,0 +1,37 @@
+"""Writing results where GitHub Actions reads them: step outputs, the job summary, annotations."""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+
+import click
+
+
+def write_outputs(outputs: dict[str, str], fmt: str, messages: list[str] | None = None) -> None:
+    """`text`: messages for people; `json`: one JSON object on stdout; `github`: also append the
+    outputs to $GITHUB_OUTPUT (multi-line values with a random heredoc delimiter)."""
+    if fmt == "json" or fmt == "github":
+        click.echo(json.dumps({"outputs": outputs, "messages": messages or []}, indent=2, ensure_ascii=False))
+    else:
+        for m in messages or []:
+            click.echo(m)
+        for k, v in outputs.items():
+            click.echo(f"{k}: {v}")
+    if fmt == "github":
+        path = os.environ.get("GITHUB_OUTPUT")
+        if not path:
+            raise click.UsageError("--format github needs $GITHUB_OUTPUT (set by GitHub Actions)")
+        with open(path, "a", encoding="utf-8") as fh:
+            for k, v in outputs.items():
+                if "\n" in v:
+                    delim = f"ghadelim_{uuid.uuid4().hex}"
+                    fh.write(f"{k}<<{delim}\n{v}\n{delim}\n")
+                else:
+                    fh.write(f"{k}={v}\n")
+
+
+def annotate_errors(messages: list[str]) -> None:
+    for m in messages:
+        click.echo("::error::" + m.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))

@@ -1,0 +1,285 @@
+"""The GitHub REST adapter: exactly the calls ci-tools makes, nothing else.
+
+PyGithub's `Requester` does the HTTP (auth headers, API version, JSON, error mapping); this module adds
+what the decisions need from it:
+
+- bounded retries with backoff on 5xx, 429 and secondary rate limits, honouring `Retry-After`, with
+  the sleep injectable so tests stay fast; a non-idempotent POST is never retried after a 5xx
+  (GitHub may have acted on it: a retry could post a second comment);
+- pagination by following `Link: rel="next"` (never by guessing from a short page);
+- a per-process cache so no list is fetched twice, and a request counter tests assert budgets on;
+- fail closed: every failure becomes a `GitHubError` naming the call, never a partial answer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ci_tools.errors import InputError
+
+DEFAULT_API_URL = "https://api.github.com"
+PER_PAGE = 100
+MAX_PAGES = 50            # 5,000 items: beyond that we refuse rather than decide on a partial list
+MAX_RETRIES = 4
+MAX_WAIT_SECONDS = 120.0  # longest single wait we accept (Retry-After / secondary limit) before failing closed
+
+
+class GitHubError(InputError):
+    """A GitHub API call failed after bounded retries; the command made no decision from partial data."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message, exit_code=1)
+        self.status = status
+
+
+@dataclass
+class CallLog:
+    """Every HTTP request the adapter sent (retries included), for budgets and diagnostics."""
+
+    calls: list[str] = field(default_factory=list)      # "GET /repos/o/r/pulls/1?page=2"
+    retries: int = 0
+    sleeps: list[float] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.calls)
+
+    def by_endpoint(self) -> Counter:
+        return Counter(c.split("?")[0] for c in self.calls)
+
+
+def token_from_env(env: dict[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN")
+    if not token:
+        raise InputError("no GitHub token: set GITHUB_TOKEN (in a workflow: `env: GITHUB_TOKEN: ${{ github.token }}`)"
+                         " or GH_TOKEN")
+    return token
+
+
+def _make_retry(log: CallLog, sleep: Callable[[float], None]):
+    from github.GithubRetry import GithubRetry
+
+    class _Retry(GithubRetry):
+        """GithubRetry with an injectable sleep, 429 handling and no POST retry after a 5xx."""
+
+        def __init__(self, **kw: Any):
+            kw.setdefault("status_forcelist", list(range(500, 600)) + [429])
+            super().__init__(**kw)
+
+        def new(self, **kw: Any):
+            return super().new(**kw)
+
+        def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
+            if status_code in (403, 429):
+                return True  # GithubRetry.increment re-raises a 403 that is not a rate limit
+            if 500 <= status_code < 600:
+                return method.upper() != "POST"
+            return False
+
+        def get_backoff_time(self) -> float:
+            # urllib3 waits 0 s before the first retry; GitHub's 5xx are usually brief but not instant.
+            n = len(self.history)
+            return 0.0 if n == 0 else min(self.backoff_max, self.backoff_factor * 2 ** (n - 1))
+
+        def increment(self, *args: Any, **kwargs: Any):
+            log.retries += 1
+            return super().increment(*args, **kwargs)
+
+        def sleep_for_retry(self, response: Any) -> bool:
+            after = self.get_retry_after(response)
+            if after is None:
+                return False
+            self._wait(after)
+            return True
+
+        def _sleep_backoff(self) -> None:
+            self._wait(self.get_backoff_time())
+
+        @staticmethod
+        def _wait(seconds: float) -> None:
+            if seconds > MAX_WAIT_SECONDS:
+                raise GitHubError(f"GitHub asked us to wait {seconds:.0f}s (more than {MAX_WAIT_SECONDS:.0f}s); "
+                                  "giving up without deciding. Re-run the job later.")
+            log.sleeps.append(seconds)
+            if seconds > 0:
+                sleep(seconds)
+
+    return _Retry(total=MAX_RETRIES, backoff_factor=1.0, backoff_max=30.0, secondary_rate_wait=60.0,
+                  max_rate_limit_wait=MAX_WAIT_SECONDS, raise_on_status=False, respect_retry_after_header=True,
+                  allowed_methods=frozenset({"GET", "PATCH", "PUT", "DELETE", "POST"}))
+
+
+_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
+
+
+class GitHub:
+    """The narrow interface. `repo` is "owner/name". Construct with `GitHub.from_env()` in commands."""
+
+    def __init__(self, repo: str, token: str, *, api_url: str = DEFAULT_API_URL,
+                 sleep: Callable[[float], None] = time.sleep, timeout: int = 30):
+        from github import Auth, Github
+
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo or ""):
+            raise InputError(f"repository {repo!r} is not of the form owner/name (set GITHUB_REPOSITORY or --repo)")
+        self.repo = repo
+        self.log = CallLog()
+        self._cache: dict[str, Any] = {}
+        self._gh = Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), timeout=timeout,
+                          retry=_make_retry(self.log, sleep), per_page=PER_PAGE)
+        self._requester = self._gh.requester
+
+    @classmethod
+    def from_env(cls, repo: str | None = None, env: dict[str, str] | None = None, **kw: Any) -> "GitHub":
+        env = os.environ if env is None else env
+        return cls(repo or env.get("GITHUB_REPOSITORY", ""), token_from_env(env),
+                   api_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL, **kw)
+
+    # ---- transport ------------------------------------------------------------------------------
+    def _request(self, verb: str, url: str, params: dict | None = None, body: Any = None) -> tuple[dict, Any]:
+        from github.GithubException import GithubException
+
+        shown = url + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
+        self.log.calls.append(f"{verb} {shown}")
+        try:
+            return self._requester.requestJsonAndCheck(verb, url, parameters=params, input=body)
+        except GitHubError:
+            raise
+        except GithubException as exc:
+            message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
+            raise GitHubError(f"GitHub API {verb} {shown} failed: HTTP {exc.status}: {message}. "
+                              "Nothing was decided from partial data; re-run the job once GitHub recovers.",
+                              status=exc.status) from None
+        except Exception as exc:  # connection refused, retries exhausted at the transport level, ...
+            raise GitHubError(f"GitHub API {verb} {shown} failed: {type(exc).__name__}: {exc}. "
+                              "Nothing was decided; re-run the job.") from None
+
+    def _get(self, path: str, params: dict | None = None) -> Any:
+        return self._request("GET", path, params)[1]
+
+    def _list(self, path: str, params: dict | None = None, key: str | None = None) -> list[dict]:
+        """All pages of a list endpoint, cached: the same list is never fetched twice per process."""
+        return list(self._iter(path, params, key))
+
+    def _iter(self, path: str, params: dict | None = None, key: str | None = None):
+        """Items of a list endpoint, fetched page by page only as far as the caller reads.
+
+        Pages already fetched are kept, and a later reader continues where the last one stopped, so
+        each page is requested at most once per process.
+        """
+        cache_key = f"list:{path}?{sorted((params or {}).items())}"
+        state = self._cache.setdefault(cache_key, {"items": [], "next": (path, {**(params or {}), "per_page": PER_PAGE}),
+                                                   "pages": 0})
+        i = 0
+        while True:
+            while i < len(state["items"]):
+                yield state["items"][i]
+                i += 1
+            if state["next"] is None:
+                return
+            if state["pages"] >= MAX_PAGES:
+                raise GitHubError(f"GitHub API GET {path}: more than {MAX_PAGES} pages; "
+                                  "refusing to decide on a partial list.")
+            url, query = state["next"]
+            headers, data = self._request("GET", url, query)
+            page = data.get(key) if key and isinstance(data, dict) else data
+            if not isinstance(page, list):
+                raise GitHubError(f"GitHub API GET {path}: expected a list{f' under {key!r}' if key else ''}, "
+                                  f"got {type(page).__name__}; refusing to decide.")
+            state["pages"] += 1
+            state["items"].extend(page)
+            match = _NEXT.search(headers.get("link", "") or "")
+            state["next"] = (match.group(1), None) if match else None
+
+    def _r(self, suffix: str) -> str:
+        return f"/repos/{self.repo}{suffix}"
+
+    # ---- the calls ci-tools makes ---------------------------------------------------------------
+    def pulls_for_commit(self, sha: str) -> list[dict]:
+        return self._list(self._r(f"/commits/{sha}/pulls"))
+
+    def pull(self, number: int) -> dict:
+        key = f"pull:{number}"
+        if key not in self._cache:
+            self._cache[key] = self._get(self._r(f"/pulls/{number}"))
+        return self._cache[key]
+
+    def pull_files(self, number: int) -> list[str]:
+        return [f["filename"] for f in self._list(self._r(f"/pulls/{number}/files"))]
+
+    def timeline(self, number: int) -> list[dict]:
+        """Comments, label events and commits of a PR in one chronological list."""
+        return self._list(self._r(f"/issues/{number}/timeline"))
+
+    def comment(self, comment_id: int) -> dict:
+        return self._get(self._r(f"/issues/comments/{comment_id}"))
+
+    def create_comment(self, number: int, body: str) -> dict:
+        return self._request("POST", self._r(f"/issues/{number}/comments"), body={"body": body})[1]
+
+    def update_comment(self, comment_id: int, body: str) -> dict:
+        return self._request("PATCH", self._r(f"/issues/comments/{comment_id}"), body={"body": body})[1]
+
+    def permission(self, login: str) -> str:
+        key = f"perm:{login.lower()}"
+        if key not in self._cache:
+            data = self._get(self._r(f"/collaborators/{login}/permission"))
+            self._cache[key] = str(data.get("permission", "none"))
+        return self._cache[key]
+
+    def team_member(self, org: str, team: str, login: str) -> bool:
+        from github.GithubException import GithubException  # noqa: F401  (404 = not a member)
+
+        key = f"team:{org}/{team}:{login.lower()}"
+        if key not in self._cache:
+            try:
+                data = self._get(f"/orgs/{org}/teams/{team}/memberships/{login}")
+                self._cache[key] = data.get("state") == "active"
+            except GitHubError as exc:
+                if exc.status != 404:
+                    raise
+                self._cache[key] = False
+        return self._cache[key]
+
+    def run(self, run_id: int) -> dict:
+        key = f"run:{run_id}"
+        if key not in self._cache:
+            self._cache[key] = self._get(self._r(f"/actions/runs/{run_id}"))
+        return self._cache[key]
+
+    def workflow_runs(self, workflow: str, *, branch: str, event: str = "pull_request",
+                      status: str = "completed"):
+        """A workflow's runs on a branch, newest first, fetched lazily page by page."""
+        return self._iter(self._r(f"/actions/workflows/{workflow}/runs"),
+                          {"branch": branch, "event": event, "status": status}, key="workflow_runs")
+
+    def artifacts(self, run_id: int) -> list[dict]:
+        return self._list(self._r(f"/actions/runs/{run_id}/artifacts"), key="artifacts")
+
+    def commit(self, sha: str) -> dict:
+        key = f"commit:{sha}"
+        if key not in self._cache:
+            self._cache[key] = self._get(self._r(f"/commits/{sha}"))
+        return self._cache[key]
+
+    def compare(self, base: str, head: str) -> dict:
+        key = f"compare:{base}...{head}"
+        if key not in self._cache:
+            self._cache[key] = self._get(self._r(f"/compare/{base}...{head}"))
+        return self._cache[key]
+
+    def create_status(self, sha: str, *, state: str, context: str, description: str,
+                      target_url: str | None = None) -> dict:
+        body = {"state": state, "context": context, "description": description[:140]}
+        if target_url:
+            body["target_url"] = target_url
+        return self._request("POST", self._r(f"/statuses/{sha}"), body=body)[1]
+
+    def dispatch(self, repo: str, event_type: str, client_payload: dict) -> None:
+        self._request("POST", f"/repos/{repo}/dispatches",
+                      body={"event_type": event_type, "client_payload": client_payload})

@@ -1,0 +1,238 @@
+"""Reading `$GITHUB_EVENT_PATH` payloads into plain dataclasses.
+
+Supported events: pull_request, issue_comment, pull_request_review, workflow_run, push and
+repository_dispatch. A malformed file is an `InputError` naming the file and the missing field, never
+a KeyError traceback. Only the fields the decisions use are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ci_tools.errors import InputError
+
+SUPPORTED = ("pull_request", "issue_comment", "pull_request_review", "workflow_run", "push",
+             "repository_dispatch")
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    title: str = ""
+    body: str = ""
+    state: str = "open"
+    draft: bool = False
+    merged_at: str | None = None
+    head_sha: str = ""
+    head_ref: str = ""
+    head_repo: str = ""
+    base_ref: str = ""
+    base_repo: str = ""
+    labels: tuple[str, ...] = ()
+    author: str = ""
+    html_url: str = ""
+
+    @property
+    def same_repo(self) -> bool:
+        return bool(self.head_repo) and self.head_repo == self.base_repo
+
+
+@dataclass(frozen=True)
+class Comment:
+    """An issue comment or a review body: both can carry commands and sign-offs."""
+
+    id: int
+    body: str
+    author: str
+    author_type: str = "User"          # "User" | "Bot"
+    association: str = "NONE"
+    created_at: str = ""
+    updated_at: str = ""
+    html_url: str = ""
+    kind: str = "comment"              # "comment" | "review"
+
+
+@dataclass(frozen=True)
+class WorkflowRun:
+    id: int
+    name: str = ""
+    path: str = ""
+    event: str = ""
+    status: str = ""
+    conclusion: str | None = None
+    head_sha: str = ""
+    head_branch: str = ""
+    run_attempt: int = 1
+    html_url: str = ""
+    created_at: str = ""
+    pull_requests: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Event:
+    name: str
+    action: str = ""
+    repo: str = ""
+    sender: str = ""
+    pull_request: PullRequest | None = None
+    issue_number: int | None = None      # issue_comment: the issue or PR number
+    is_pull_request: bool = False        # issue_comment on a PR (not a plain issue)
+    comment: Comment | None = None
+    workflow_run: WorkflowRun | None = None
+    ref: str = ""                        # push
+    after: str = ""                      # push / pull_request synchronize: the new head sha
+    before: str = ""                     # push / pull_request synchronize: the previous head sha
+    head_message: str = ""               # push: head commit message
+    dispatch_type: str = ""              # repository_dispatch action / event_type
+    client_payload: dict = field(default_factory=dict)
+
+    @property
+    def pr_number(self) -> int | None:
+        if self.pull_request is not None:
+            return self.pull_request.number
+        return self.issue_number if self.is_pull_request else None
+
+
+class _Reader:
+    def __init__(self, file: str):
+        self.file = file
+
+    def fail(self, where: str, what: str) -> InputError:
+        return InputError(f"{self.file}: {where}: {what}. Is this the event payload GitHub wrote to "
+                          "$GITHUB_EVENT_PATH for this workflow's trigger?")
+
+    def obj(self, data: Any, key: str, where: str) -> dict:
+        value = data.get(key) if isinstance(data, dict) else None
+        if not isinstance(value, dict):
+            raise self.fail(f"{where}.{key}", "missing or not an object")
+        return value
+
+    def req(self, data: dict, key: str, where: str, kind: type | tuple = (str,)):
+        value = data.get(key)
+        if value is None or not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+            raise self.fail(f"{where}.{key}", f"missing or not a {getattr(kind, '__name__', kind)}")
+        return value
+
+    def login(self, data: dict, key: str, where: str) -> tuple[str, str]:
+        user = data.get(key)
+        if not isinstance(user, dict) or not isinstance(user.get("login"), str):
+            raise self.fail(f"{where}.{key}.login", "missing")
+        return user["login"], str(user.get("type") or "User")
+
+
+def _labels(raw: Any) -> tuple[str, ...]:
+    if not isinstance(raw, list):
+        return ()
+    return tuple(sorted({str(l.get("name")) for l in raw if isinstance(l, dict) and l.get("name")}))
+
+
+def pull_request_from(data: dict, where: str, r: _Reader) -> PullRequest:
+    head = r.obj(data, "head", where)
+    base = r.obj(data, "base", where)
+    head_repo = head.get("repo") if isinstance(head.get("repo"), dict) else {}
+    base_repo = base.get("repo") if isinstance(base.get("repo"), dict) else {}
+    author = data.get("user", {}).get("login", "") if isinstance(data.get("user"), dict) else ""
+    return PullRequest(
+        number=r.req(data, "number", where, int), title=str(data.get("title") or ""),
+        body=str(data.get("body") or ""), state=str(data.get("state") or "open"), draft=bool(data.get("draft")),
+        merged_at=data.get("merged_at"), head_sha=r.req(head, "sha", f"{where}.head"),
+        head_ref=str(head.get("ref") or ""), head_repo=str(head_repo.get("full_name") or ""),
+        base_ref=str(base.get("ref") or ""), base_repo=str(base_repo.get("full_name") or ""),
+        labels=_labels(data.get("labels")), author=author, html_url=str(data.get("html_url") or ""))
+
+
+def comment_from(data: dict, where: str, r: _Reader, kind: str = "comment") -> Comment:
+    login, utype = r.login(data, "user", where)
+    return Comment(id=r.req(data, "id", where, int), body=str(data.get("body") or ""), author=login,
+                   author_type=utype, association=str(data.get("author_association") or "NONE"),
+                   created_at=str(data.get("created_at") or data.get("submitted_at") or ""),
+                   updated_at=str(data.get("updated_at") or data.get("submitted_at") or ""),
+                   html_url=str(data.get("html_url") or ""), kind=kind)
+
+
+def workflow_run_from(data: dict, where: str, r: _Reader) -> WorkflowRun:
+    prs = tuple(p["number"] for p in data.get("pull_requests") or [] if isinstance(p, dict)
+                and isinstance(p.get("number"), int))
+    return WorkflowRun(
+        id=r.req(data, "id", where, int), name=str(data.get("name") or ""), path=str(data.get("path") or ""),
+        event=str(data.get("event") or ""), status=str(data.get("status") or ""), conclusion=data.get("conclusion"),
+        head_sha=str(data.get("head_sha") or ""), head_branch=str(data.get("head_branch") or ""),
+        run_attempt=int(data.get("run_attempt") or 1), html_url=str(data.get("html_url") or ""),
+        created_at=str(data.get("created_at") or ""), pull_requests=prs)
+
+
+def guess_event_name(data: dict) -> str:
+    if "workflow_run" in data:
+        return "workflow_run"
+    if "review" in data and "pull_request" in data:
+        return "pull_request_review"
+    if "comment" in data and "issue" in data:
+        return "issue_comment"
+    if "pull_request" in data:
+        return "pull_request"
+    if "ref" in data and "commits" in data:
+        return "push"
+    if "client_payload" in data or "branch" in data and "action" in data:
+        return "repository_dispatch"
+    return ""
+
+
+def parse_event(data: Any, name: str | None = None, file: str = "<event>") -> Event:
+    r = _Reader(file)
+    if not isinstance(data, dict):
+        raise r.fail("top level", "not a JSON object")
+    name = name or guess_event_name(data)
+    if name not in SUPPORTED:
+        raise InputError(f"{file}: event {name or '(unknown)'!r} is not one ci-tools handles "
+                         f"(supported: {', '.join(SUPPORTED)}); set GITHUB_EVENT_NAME or --event-name")
+    repo = data.get("repository", {}).get("full_name", "") if isinstance(data.get("repository"), dict) else ""
+    sender = data.get("sender", {}).get("login", "") if isinstance(data.get("sender"), dict) else ""
+    common = dict(name=name, action=str(data.get("action") or ""), repo=repo, sender=sender)
+    if name == "pull_request":
+        return Event(**common, pull_request=pull_request_from(r.obj(data, "pull_request", "$"), "$.pull_request", r),
+                     before=str(data.get("before") or ""), after=str(data.get("after") or ""))
+    if name == "pull_request_review":
+        pr = pull_request_from(r.obj(data, "pull_request", "$"), "$.pull_request", r)
+        return Event(**common, pull_request=pr,
+                     comment=comment_from(r.obj(data, "review", "$"), "$.review", r, kind="review"))
+    if name == "issue_comment":
+        issue = r.obj(data, "issue", "$")
+        return Event(**common, issue_number=r.req(issue, "number", "$.issue", int),
+                     is_pull_request=isinstance(issue.get("pull_request"), dict),
+                     comment=comment_from(r.obj(data, "comment", "$"), "$.comment", r))
+    if name == "workflow_run":
+        return Event(**common, workflow_run=workflow_run_from(r.obj(data, "workflow_run", "$"), "$.workflow_run", r))
+    if name == "push":
+        head = data.get("head_commit") if isinstance(data.get("head_commit"), dict) else {}
+        return Event(**common, ref=r.req(data, "ref", "$"), after=r.req(data, "after", "$"),
+                     before=str(data.get("before") or ""),
+                     head_message=str(head.get("message") or ""))
+    payload = data.get("client_payload")
+    if payload is not None and not isinstance(payload, dict):
+        raise r.fail("$.client_payload", "not an object")
+    return Event(**common, dispatch_type=str(data.get("action") or data.get("event_type") or ""),
+                 client_payload=payload or {})
+
+
+def load_event(path: str | os.PathLike | None = None, name: str | None = None) -> Event:
+    """Read the event file (default `$GITHUB_EVENT_PATH`, name from `$GITHUB_EVENT_NAME`)."""
+    path = path or os.environ.get("GITHUB_EVENT_PATH")
+    if not path:
+        raise InputError("no event file: pass --event-path or set GITHUB_EVENT_PATH", exit_code=2)
+    name = name or os.environ.get("GITHUB_EVENT_NAME") or None
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{file}: event file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{file}: cannot read the event file: {exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{file}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    return parse_event(data, name, file)

@@ -1,0 +1,524 @@
+"""The imperative shell of the pull-request commands and bots.
+
+Each flow reads an event, asks GitHub only what the decision needs (lazily, through the `GitHub`
+adapter), calls the pure decisions in `ci_tools/policy/`, performs the writes and returns a `Result`
+(step outputs, messages, exit code). The client is created on first use, so events that cannot need
+GitHub cost zero calls and need no token.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ci_tools import paths
+from ci_tools.errors import InputError, UsageError
+from ci_tools.github.client import GitHub, GitHubError
+from ci_tools.github.events import Comment, Event
+from ci_tools.github.timeline import Timeline, timeline_from_api
+from ci_tools.policy import comments as cm
+from ci_tools.policy import reuse, signoff, staging
+from ci_tools.policy.commands import StageResults, SweepPlan, UsageProblem, Use, parse
+from ci_tools.policy.labels import Policy, load_policy
+from ci_tools.policy.prbody import check_body
+
+SWEEP_WORKFLOW = "run-sweep.yml"
+RESULTS_SITE = "https://inferencex.semianalysis.com"
+STAGING_SITE = "https://inferencemax-app-git-staging-semianalysisai.vercel.app"
+RESULTS_REPO = "SemiAnalysisAI/InferenceX-app"
+
+
+@dataclass
+class Settings:
+    repo_root: Path
+    bot: str = cm.DEFAULT_BOT
+    workflow: str = SWEEP_WORKFLOW
+    main_ref: str = "refs/heads/main"
+    results_site: str = RESULTS_SITE
+    staging_site: str = STAGING_SITE
+    results_repo: str = RESULTS_REPO
+    _policy: Policy | None = None
+
+    @classmethod
+    def from_env(cls, repo_root: Path, env: dict | None = None) -> "Settings":
+        env = os.environ if env is None else env
+        return cls(repo_root=repo_root, bot=env.get("CI_TOOLS_BOT_LOGIN") or cm.DEFAULT_BOT,
+                   workflow=env.get("CI_TOOLS_SWEEP_WORKFLOW") or SWEEP_WORKFLOW,
+                   main_ref=f"refs/heads/{env.get('CI_TOOLS_MAIN_BRANCH') or 'main'}",
+                   results_site=env.get("CI_TOOLS_RESULTS_SITE") or RESULTS_SITE,
+                   staging_site=env.get("CI_TOOLS_STAGING_SITE") or STAGING_SITE,
+                   results_repo=env.get("CI_TOOLS_RESULTS_REPO") or RESULTS_REPO)
+
+    @property
+    def policy(self) -> Policy:
+        if self._policy is None:
+            self._policy = load_policy(self.repo_root)
+        return self._policy
+
+
+@dataclass
+class Result:
+    outputs: dict[str, str] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+    exit_code: int = 0
+
+
+class Lazy:
+    """Creates the GitHub client on first use; `calls` is 0 when it never was."""
+
+    def __init__(self, factory: Callable[[], GitHub]):
+        self._factory = factory
+        self.client: GitHub | None = None
+
+    def __call__(self) -> GitHub:
+        if self.client is None:
+            self.client = self._factory()
+        return self.client
+
+    @property
+    def calls(self) -> int:
+        return self.client.log.count if self.client else 0
+
+
+# ---- shared pieces ----------------------------------------------------------------------------
+
+def load_timeline(gh: GitHub, pr: int) -> Timeline:
+    return timeline_from_api(gh.timeline(pr))
+
+
+def permission_lookup(gh: GitHub, tl: Timeline, settings: Settings) -> Callable[[str], str]:
+    """Permissions, first from the bot's own record on its status card (written when it checked a
+    command's author), else from the API. Only the bot's comment is trusted for the record."""
+    recorded = cm.state_of(cm.find_sticky(tl.comments, "status-card", bot_login=settings.bot)).get("writers", {})
+
+    def lookup(login: str) -> str:
+        level = recorded.get(login.lower())
+        return level if level in reuse.WRITE_PERMISSIONS else gh.permission(login)
+
+    return lookup
+
+
+def upsert(gh: GitHub, pr: int, tl: Timeline, kind: str, key, body: str, settings: Settings) -> tuple[str, int]:
+    """Create or edit the bot's sticky comment `kind`/`key`; returns (action, comment id)."""
+    existing = cm.find_sticky(tl.comments, kind, key, settings.bot)
+    write = cm.plan_write(existing, body)
+    if write.action == "create":
+        return "create", int(gh.create_comment(pr, body)["id"])
+    if write.action == "update":
+        gh.update_comment(write.comment_id, body)
+    return write.action, int(write.comment_id)
+
+
+def pr_state(data: dict) -> reuse.PrState:
+    return reuse.PrState(number=int(data["number"]), head_sha=data["head"]["sha"], head_ref=data["head"]["ref"],
+                         labels=tuple(sorted(l["name"] for l in data.get("labels") or [])),
+                         merged_at=data.get("merged_at"))
+
+
+def reuse_text(auth: reuse.Authorisation) -> str:
+    if not auth.authorised:
+        return "not authorised. A maintainer with write access comments `/use <run_id>` (or `/use`) to reuse a run."
+    link = f" ([comment]({auth.comment.html_url}))" if auth.comment and auth.comment.html_url else ""
+    if auth.pinned_run is not None:
+        return f"pinned to run {auth.pinned_run} by @{auth.comment.author}{link}."
+    return f"the newest eligible full-sweep run, authorised by @{auth.comment.author}{link}."
+
+
+def render_card(state: dict, settings: Settings) -> str:
+    run = state.get("run") or {}
+    if run:
+        run_line = (f"[run {run['id']}]({run.get('url', '')}), {run.get('conclusion') or 'in progress'}, "
+                    f"commit `{str(run.get('head_sha', ''))[:12]}`")
+        site = settings.results_site.rstrip("/")
+        links = (f"- Performance: {site}/inference?unofficialRun={run['id']}\n"
+                 f"- Accuracy: {site}/evaluation?unofficialRun={run['id']}")
+    else:
+        run_line, links = "no sweep has run on this PR yet.", ""
+    return cm.render("status-card", kind="status-card", state=state, run_line=run_line, run_links=links,
+                     plan=state.get("plan") or "not computed yet (see `ci-tools plan`).",
+                     reuse=state.get("reuse") or "not authorised.")
+
+
+def update_card(gh: GitHub, pr: int, tl: Timeline, settings: Settings, change: Callable[[dict], None]) -> str:
+    state = cm.state_of(cm.find_sticky(tl.comments, "status-card", bot_login=settings.bot))
+    change(state)
+    return upsert(gh, pr, tl, "status-card", None, render_card(state, settings), settings)[0]
+
+
+def _who_may_use() -> str:
+    return ("`/use` needs a comment by someone who is OWNER, MEMBER or COLLABORATOR and has write, "
+            "maintain or admin permission on this repository.")
+
+
+# ---- comment handle ---------------------------------------------------------------------------
+
+def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy | None = None) -> Result:
+    res = Result(outputs={"handled": "false", "commands": "", "reuse-authorised": "", "stage-run-id": "",
+                          "stage-comment-id": ""})
+    if event.name not in ("issue_comment", "pull_request_review"):
+        raise UsageError(f"`comment handle` takes issue_comment or pull_request_review events, not {event.name}")
+    if event.pr_number is None or event.comment is None:
+        res.messages.append("not a pull-request comment: nothing to do")
+        return res
+    c, pr = event.comment, event.pr_number
+    if c.author == settings.bot or c.author_type == "Bot":
+        res.messages.append("comment by a bot: commands are only taken from people")
+        return res
+    commands = parse(c.body)
+    if event.action == "deleted":
+        if any(isinstance(x, Use) for x in commands):
+            client = gh()
+            tl = load_timeline(client, pr)
+            auth = reuse.authorise(tl.comments, permission_lookup(client, tl, settings), pr_number=pr)
+            update_card(client, pr, tl, settings, lambda s: s.update(reuse=reuse_text(auth)))
+            res.messages.append(f"a /use comment was deleted; reuse is now: {reuse_text(auth)}")
+        return res
+    if not commands:
+        res.messages.append("no commands in the comment")
+        return res
+    res.outputs.update(handled="true", commands=" ".join(sorted({type(x).__name__ for x in commands})))
+    client = gh()
+    tl = load_timeline(client, pr)
+    parts: list[str] = []
+    uses = [x for x in commands if isinstance(x, Use)]
+    for x in commands:
+        if isinstance(x, UsageProblem):
+            parts.append(cm.template_text("usage", author=c.author, given=x.given, line=x.line,
+                                          comment_url=c.html_url, forms=cm.bullet_list(f"`{f}`" for f in x.forms)))
+    if uses:
+        parts.append(_use(uses[-1], c, pr, tl, client, settings, res))
+    for x in commands:
+        if isinstance(x, StageResults):
+            parts.append(_stage(x, c, pr, tl, client, dispatcher, settings, res, event))
+        elif isinstance(x, SweepPlan):
+            parts.append(cm.template_text("sweep-plan", author=c.author, plan=sweep_plan_text(settings, pr)))
+    parts = [p for p in parts if p]
+    if parts:
+        body = cm.marker("reply", c.id) + "\n" + "\n\n".join(p.rstrip() for p in parts) + "\n"
+        action, _ = upsert(client, pr, tl, "reply", c.id, body, settings)
+        res.messages.append(f"reply: {action}")
+    return res
+
+
+def _use(use: Use, c: Comment, pr: int, tl: Timeline, gh: GitHub, settings: Settings, res: Result) -> str:
+    why_not = reuse.may_use(c, gh.permission)
+    if why_not:
+        res.outputs["reuse-authorised"] = "false"
+        return cm.template_text("denied", author=c.author, command=use.text, why=why_not, who=_who_may_use())
+    level = gh.permission(c.author)
+    lookup = permission_lookup(gh, tl, settings)
+    auth = reuse.authorise(tl.comments, lookup, pr_number=pr)
+    res.outputs["reuse-authorised"] = str(auth.authorised).lower()
+
+    def change(state: dict) -> None:
+        state.setdefault("writers", {})[c.author.lower()] = level
+        state["reuse"] = reuse_text(auth)
+
+    update_card(gh, pr, tl, settings, change)
+    prs = pr_state(gh.pull(pr))
+    sel = reuse.select_run(reuse.reuse_rules(use.run_id is not None), pinned=use.run_id, pr=prs, timeline=tl,
+                           policy=settings.policy, workflow=settings.workflow, source=gh)
+    what = f"run {use.run_id} is pinned for reuse at merge" if use.run_id is not None else \
+        "the newest eligible full-sweep run will be reused at merge"
+    if sel.run is not None:
+        effect = (f"As of now that is [run {sel.run.id}]({sel.run.html_url}) (commit `{sel.run.head_sha[:12]}`). "
+                  "New pushes will not start sweeps unless they change benchmark inputs.")
+    else:
+        effect = f"**As things stand reuse would be refused at merge:** {sel.error}"
+    label = reuse.label_problems(prs.labels, settings.policy)
+    if label:
+        effect += f" Also, {label}."
+    return cm.template_text("use-accepted", author=c.author, what=what, effect=effect)
+
+
+def _stage(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: GitHub, dispatcher: Lazy | None,
+           settings: Settings, res: Result, event: Event) -> str:
+    level = gh.permission(c.author)
+    if not staging.may_stage(level):
+        return cm.template_text("denied", author=c.author, command=cmd.text,
+                                why=f"@{c.author} has {level} permission", who=staging.who_may_stage())
+    prs = pr_state(gh.pull(pr))
+    problem = staging.label_problem(prs.labels, settings.policy)
+    if problem is None:
+        sel = reuse.select_run(reuse.staging_rules(cmd.run_id is not None), pinned=cmd.run_id, pr=prs, timeline=tl,
+                               policy=settings.policy, workflow=settings.workflow, source=gh)
+        problem = sel.error
+    if problem:
+        return cm.template_text("stage-refused", author=c.author, command=cmd.text, why=problem)
+    run = sel.run
+    body = cm.render("stage-ack", kind="stage", key=c.id, author=c.author, run_id=run.id, run_url=run.html_url,
+                     state={"run": run.id, "phase": "requested", "url": run.html_url})
+    _, comment_id = upsert(gh, pr, tl, "stage", c.id, body, settings)
+    payload = staging.dispatch_payload(source_repo=gh.repo, pr_number=pr, run_id=run.id,
+                                       run_attempt=run.run_attempt, run_date=run.created_at[:10],
+                                       requested_by=c.author, comment_id=comment_id)
+    if dispatcher is None:
+        raise InputError("`/stage-results` needs a token that may dispatch to the results app: set "
+                         "RESULTS_DISPATCH_TOKEN")
+    dispatcher().dispatch(settings.results_repo, staging.DISPATCH_EVENT, payload)
+    res.outputs.update({"stage-run-id": str(run.id), "stage-comment-id": str(comment_id)})
+    res.messages.append(f"staging run {run.id} requested (comment {comment_id})")
+    return ""
+
+
+def sweep_plan_text(settings: Settings, pr: int) -> str:
+    # The planner (issue 4) owns the plan; until its pure function is wired in, point to it.
+    return (f"the sweep plan for PR #{pr} is computed by `ci-tools plan` in the sweep workflow; "
+            "see its job summary on the latest run.")
+
+
+# ---- reuse resolve ----------------------------------------------------------------------------
+
+def resolve_reuse(event: Event, settings: Settings, gh: Lazy) -> Result:
+    if event.name == "pull_request":
+        pr = event.pull_request
+
+        def authorisation() -> reuse.Authorisation:
+            client = gh()
+            tl = load_timeline(client, pr.number)
+            return reuse.authorise(tl.comments, permission_lookup(client, tl, settings), pr_number=pr.number)
+
+        def pushed_inputs() -> list[str]:
+            if not event.before or not event.after or set(event.before) == {"0"}:
+                return []
+            diff = gh().compare(event.before, event.after)
+            return reuse.benchmark_inputs(f.get("filename", "") for f in diff.get("files") or [])
+
+        decision = reuse.decide_pr_event(event.action, authorisation=authorisation, pushed_inputs=pushed_inputs)
+        decision = reuse.ReuseDecision(**{**decision.__dict__, "pr_number": pr.number})
+    elif event.name == "push" and event.ref == settings.main_ref:
+        decision = _resolve_push(event, settings, gh)
+    else:
+        decision = reuse.ReuseDecision(reason=f"{event.name} {event.ref or event.action} is not a push to "
+                                              f"{settings.main_ref.rsplit('/', 1)[-1]}")
+    res = Result(outputs=decision.outputs(), messages=[decision.error or decision.reason, *decision.ignored])
+    res.exit_code = 1 if decision.error else 0
+    return res
+
+
+def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDecision:
+    client = gh()
+    pulls = [p for p in client.pulls_for_commit(event.after) if p.get("merged_at")]
+    if not pulls:
+        return reuse.ReuseDecision(reason=f"commit {event.after[:12]} has no associated merged pull request")
+    if len(pulls) > 1:
+        numbers = sorted(int(p["number"]) for p in pulls)
+        authorised = []
+        for p in pulls:
+            tl = load_timeline(client, int(p["number"]))
+            if reuse.authorise(tl.comments, permission_lookup(client, tl, settings), pr_number=int(p["number"]),
+                               merged_at=p.get("merged_at")).authorised:
+                authorised.append(int(p["number"]))
+        if authorised:
+            return reuse.ReuseDecision(error=f"commit {event.after[:12]} maps to several PRs "
+                                             f"({', '.join(map(str, numbers))}) and reuse is authorised on "
+                                             f"#{', #'.join(map(str, authorised))}; refusing to guess which "
+                                             "PR's run to reuse.")
+        return reuse.ReuseDecision(reason="several associated pull requests, none authorised reuse")
+    prs = pr_state(pulls[0])
+    tl = load_timeline(client, prs.number)
+    auth = reuse.authorise(tl.comments, permission_lookup(client, tl, settings), pr_number=prs.number,
+                           merged_at=prs.merged_at)
+    return reuse.decide_merge(prs, auth, timeline=tl, policy=settings.policy, workflow=settings.workflow,
+                              source=client)
+
+
+# ---- stage callback ---------------------------------------------------------------------------
+
+def stage_callback(event: Event, settings: Settings, gh: Lazy) -> Result:
+    if event.name != "repository_dispatch":
+        raise UsageError(f"`stage callback` takes repository_dispatch events, not {event.name}")
+    try:
+        cb = staging.parse_callback(event.dispatch_type, event.client_payload, app_repo=settings.results_repo)
+    except ValueError as exc:
+        raise InputError(f"refusing the staging callback: {exc}") from None
+    client = gh()
+    tl = load_timeline(client, cb.pr_number)
+    existing = None
+    if cb.comment_id is not None:
+        existing = next((c for c in tl.comments if c.id == cb.comment_id), None)
+        if existing is None or existing.author != settings.bot or not existing.body.startswith("<!-- ci-tools:stage "):
+            raise InputError(f"comment {cb.comment_id} is not the bot's staging comment on PR #{cb.pr_number}; "
+                             "refusing to edit it")
+    current = cm.state_of(existing)
+    if existing is not None and not staging.moves_forward(current, cb):
+        return Result(outputs={"updated": "false"},
+                      messages=[f"ignored: {cb.phase} arrived after {current.get('phase')} for run {cb.run_id}"])
+    app_url = f"https://github.com/{settings.results_repo}/actions/runs/{cb.app_run_id}"
+    run_url = current.get("url") or f"https://github.com/{client.repo}/actions/runs/{cb.run_id}"
+    state = {"run": cb.run_id, "phase": cb.phase, "app-run": cb.app_run_id, "url": run_url}
+    key = existing.body.split("\n", 1)[0].split()[2] if existing else f"run-{cb.run_id}"
+    values = dict(author=cb.requested_by, run_id=cb.run_id, app_run_url=app_url, run_url=run_url)
+    if cb.phase == "started":
+        body = cm.render("stage-started", kind="stage", key=key, state=state, **values)
+    elif cb.succeeded:
+        body = cm.render("stage-succeeded", kind="stage", key=key, state=state,
+                         view_url=staging.view_url(settings.staging_site, cb.run_date, cb.run_id), **values)
+    else:
+        body = cm.render("stage-failed", kind="stage", key=key, state=state, **values)
+    action, cid = upsert(client, cb.pr_number, tl, "stage", key, body, settings)
+    return Result(outputs={"updated": str(action != "none").lower(), "comment-id": str(cid)},
+                  messages=[f"staging comment {cid}: {action}"])
+
+
+# ---- sign-off ---------------------------------------------------------------------------------
+
+def verify_signoff(event: Event, settings: Settings, gh: Lazy) -> Result:
+    res = Result(outputs={"proceed": "false", "state": "", "signer": "", "head-sha": ""})
+    if event.name == "pull_request":
+        if event.action not in ("synchronize", "opened", "reopened"):
+            res.messages.append(f"pull_request {event.action}: the sign-off status is unaffected")
+            return res
+        return _signoff_after_push(event, settings, gh, res)
+    if event.name not in ("issue_comment", "pull_request_review"):
+        raise UsageError(f"`signoff verify` takes issue_comment, pull_request_review or pull_request events, "
+                         f"not {event.name}")
+    c = event.comment
+    if event.pr_number is None or c is None or not signoff.has_phrase(c.body) or event.action == "deleted":
+        res.messages.append("no sign-off in this event: nothing to do")
+        return res
+    if c.author == settings.bot or c.author_type == "Bot":
+        res.messages.append("a bot cannot sign off")
+        return res
+    client = gh()
+    pr = event.pr_number
+    data = client.pull(pr)
+    prs = pr_state(data)
+    if data.get("state") != "open":
+        res.messages.append(f"PR #{pr} is {data.get('state')}: sign-offs are verified on open PRs only")
+        return res
+    checklist = signoff.parse_checklist(_read(settings.repo_root, paths.REVIEW_CHECKLIST), paths.REVIEW_CHECKLIST)
+    codeowners = _read(settings.repo_root, paths.CODEOWNERS)
+    files = client.pull_files(pr)
+    tl = load_timeline(client, pr)
+    sel = reuse.select_run(reuse.reuse_rules(False), pinned=None, pr=prs, timeline=tl, policy=settings.policy,
+                           workflow=settings.workflow, source=client)
+
+    def is_member(org: str, team: str, login: str) -> bool:
+        try:
+            return client.team_member(org, team, login)
+        except GitHubError as exc:
+            raise InputError(f"cannot check whether @{login} is in @{org}/{team} ({exc.message}). Give the "
+                             "workflow a token that can read team membership (organization members: read).")
+
+    verdict = signoff.verify(signer=c.author, body=c.body, files=files, codeowners_text=codeowners,
+                             checklist=checklist, is_member=is_member,
+                             sweep_problem=None if sel.run else sel.error)
+    tree = client.commit(prs.head_sha)["commit"]["tree"]["sha"]
+    previous = cm.state_of(cm.find_sticky(tl.comments, "signoff-verdict", bot_login=settings.bot))
+    res.outputs.update(proceed="true", signer=c.author, **{"head-sha": prs.head_sha})
+    rows = "\n".join(f"| {'✅' if x.ok else '❌'} | {x.name} | {x.detail} |" for x in verdict.checks)
+    values = dict(signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12], version=checklist.version,
+                  rows=rows)
+    if not verdict.passed and not verdict.owns_any and previous.get("passed") and previous.get("sha") == prs.head_sha:
+        # Someone who owns none of the changed files cannot undo an owner's verified sign-off.
+        body = cm.render("signoff-verdict", kind="signoff-reply", key=c.id, headline="not counted",
+                         mention=f"@{c.author} ", footer=f"The verified sign-off by @{previous.get('signer')} "
+                                                         "stands; this one changes nothing.", **values)
+        upsert(client, pr, tl, "signoff-reply", c.id, body, settings)
+        res.outputs["state"] = "success"
+        res.messages.append("sign-off by a non-owner ignored; the earlier verified sign-off stands")
+        return res
+    state = {"sha": prs.head_sha, "tree": tree, "signer": c.author, "passed": verdict.passed,
+             "url": c.html_url, "version": checklist.version}
+    footer = ("The `" + signoff.STATUS_CONTEXT + "` status is set on this commit. It carries over to later "
+              "commits only while their tree is identical.") if verdict.passed else \
+        "Fix the items marked ❌ and post the sign-off again (edit it or add a new comment)."
+    body = cm.render("signoff-verdict", kind="signoff-verdict", state=state,
+                     headline="verified ✅" if verdict.passed else "rejected ❌",
+                     mention="" if verdict.passed else f"@{c.author} ", footer=footer, **values)
+    _, cid = upsert(client, pr, tl, "signoff-verdict", None, body, settings)
+    state_name = "success" if verdict.passed else "failure"
+    client.create_status(prs.head_sha, state=state_name, context=signoff.STATUS_CONTEXT,
+                         description=verdict.description,
+                         target_url=f"https://github.com/{client.repo}/pull/{pr}#issuecomment-{cid}")
+    res.outputs["state"] = state_name
+    res.messages.append(f"{signoff.STATUS_CONTEXT}: {state_name}: {verdict.description}")
+    return res
+
+
+def _signoff_after_push(event: Event, settings: Settings, gh: Lazy, res: Result) -> Result:
+    client = gh()
+    pr = event.pull_request
+    tl = load_timeline(client, pr.number)
+    previous = cm.state_of(cm.find_sticky(tl.comments, "signoff-verdict", bot_login=settings.bot))
+    tree = client.commit(pr.head_sha)["commit"]["tree"]["sha"] if previous.get("passed") else ""
+    update = signoff.after_push(previous, tree)
+    client.create_status(pr.head_sha, state=update.state, context=signoff.STATUS_CONTEXT,
+                         description=update.description)
+    res.outputs.update(proceed="true", state=update.state, **{"head-sha": pr.head_sha})
+    res.messages.append(f"{signoff.STATUS_CONTEXT}: {update.state}: {update.description}")
+    return res
+
+
+def _read(root: Path, rel: str) -> str:
+    try:
+        return (root / rel).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{rel}: cannot read ({exc.strerror}); run from a checkout of the default branch "
+                         "or pass --repo-root") from None
+
+
+# ---- bots -------------------------------------------------------------------------------------
+
+def welcome_values(policy: Policy) -> dict:
+    primaries = sorted(policy.primary)
+    recommended = next((p for p in primaries if policy.primary[p].recommended), primaries[0])
+    r = policy.primary[recommended]
+    what = "full sweep" + (", canary first" if r.canary else "") + (", stops a matrix at its first failure"
+                                                                     if r.fail_fast else "")
+    blockers = [m for m in sorted(policy.modifiers) if policy.modifiers[m].blocks_reuse]
+    return dict(checklist_url=paths.REVIEW_CHECKLIST, phrase=signoff.PHRASE, signoff_context=signoff.STATUS_CONTEXT,
+                changelog=paths.CHANGELOG, recommended=recommended, recommended_what=what,
+                other_primaries=", ".join(f"`{p}` ({policy.primary[p].scope})" for p in primaries if p != recommended),
+                modifiers=", ".join(f"`{m}`" for m in sorted(policy.modifiers)),
+                blockers=", ".join(f"`{m}`" for m in blockers) or "none")
+
+
+def welcome(event: Event, settings: Settings, gh: Lazy) -> Result:
+    if event.name != "pull_request" or event.action not in ("opened", "reopened", "ready_for_review"):
+        return Result(outputs={"comment": "none"}, messages=[f"{event.name} {event.action}: no welcome needed"])
+    client = gh()
+    pr = event.pull_request.number
+    tl = load_timeline(client, pr)
+    body = cm.render("welcome", kind="welcome", **welcome_values(settings.policy))
+    action, cid = upsert(client, pr, tl, "welcome", None, body, settings)
+    return Result(outputs={"comment": action, "comment-id": str(cid)}, messages=[f"welcome comment: {action}"])
+
+
+def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None, run: dict | None,
+                plan: str | None) -> Result:
+    if event is not None and event.name == "workflow_run":
+        wr = event.workflow_run
+        if wr.event != "pull_request" or not wr.pull_requests:
+            return Result(outputs={"comment": "none"}, messages=["not a pull-request sweep run: no status card"])
+        pr = pr or wr.pull_requests[0]
+        run = run or {"id": wr.id, "url": wr.html_url, "conclusion": wr.conclusion or wr.status,
+                      "head_sha": wr.head_sha}
+    if pr is None:
+        raise UsageError("give --pr (or a workflow_run event of a pull-request run)")
+    client = gh()
+    tl = load_timeline(client, pr)
+    auth = reuse.authorise(tl.comments, permission_lookup(client, tl, settings), pr_number=pr)
+
+    def change(state: dict) -> None:
+        if run:
+            state["run"] = run
+        if plan:
+            state["plan"] = plan.strip()
+        state["reuse"] = reuse_text(auth)
+
+    action = update_card(client, pr, tl, settings, change)
+    return Result(outputs={"comment": action}, messages=[f"status card: {action}"])
+
+
+def pr_body(event: Event) -> Result:
+    if event.pull_request is None:
+        raise UsageError(f"`bot pr-body` takes pull_request events, not {event.name}")
+    check = check_body(event.pull_request.body)
+    res = Result(outputs={"ok": str(check.ok).lower(), "missing": "\n".join(check.missing)},
+                 messages=list(check.missing) or ["the PR description is complete"])
+    res.exit_code = 0 if check.ok else 1
+    return res

@@ -1,0 +1,50 @@
+"""A PR's issue timeline (`GET /issues/{n}/timeline`) as plain data.
+
+One paginated list gives the three things the reuse, staging and sticky-comment decisions need:
+comments (with author association), label history and the PR's commits. Reading it once replaces
+three separate lists (comments, issue events, PR commits) and keeps the call budget small.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ci_tools.github.events import Comment
+
+
+@dataclass(frozen=True)
+class LabelEvent:
+    label: str
+    added: bool
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Timeline:
+    comments: tuple[Comment, ...] = ()
+    label_events: tuple[LabelEvent, ...] = ()
+    commits: tuple[str, ...] = ()
+
+
+def timeline_from_api(items: list[dict]) -> Timeline:
+    comments: list[Comment] = []
+    labels: list[LabelEvent] = []
+    commits: list[str] = []
+    for item in items:
+        kind = item.get("event")
+        if kind == "commented":
+            user = item.get("user") or {}
+            comments.append(Comment(id=int(item["id"]), body=str(item.get("body") or ""),
+                                    author=str(user.get("login") or ""), author_type=str(user.get("type") or "User"),
+                                    association=str(item.get("author_association") or "NONE"),
+                                    created_at=str(item.get("created_at") or ""),
+                                    updated_at=str(item.get("updated_at") or ""),
+                                    html_url=str(item.get("html_url") or "")))
+        elif kind in ("labeled", "unlabeled"):
+            name = (item.get("label") or {}).get("name")
+            if name:
+                labels.append(LabelEvent(label=str(name), added=kind == "labeled",
+                                         created_at=str(item.get("created_at") or "")))
+        elif kind == "committed" and item.get("sha"):
+            commits.append(str(item["sha"]))
+    return Timeline(tuple(comments), tuple(labels), tuple(commits))

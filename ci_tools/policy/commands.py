@@ -1,0 +1,121 @@
+"""The one grammar for pull-request comment commands: a pure parser returning typed commands.
+
+    /use                     pin nothing: reuse the newest eligible sweep run (un-pins an earlier /use N)
+    /use <run_id>            pin the sweep run <run_id> for reuse at merge
+    /reuse-sweep-run [id]    legacy spelling of /use, same meaning
+    /stage-results [id]      stage a run's results in the results app
+    /sweep plan              reply with the sweep plan of this PR
+
+A command is a whole line of its own (surrounding spaces allowed). Lines inside fenced code blocks,
+indented code and quotes (`> ...`) are never commands, so quoting someone's command or showing it in
+an example does nothing. A line that starts with a known command word but has the wrong arguments is
+a `UsageProblem` carrying the right forms, so the bot can reply instead of guessing. Unknown slash
+words (`/foo`) are not ours and are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_RUN_ID_DIGITS = 20
+
+
+@dataclass(frozen=True)
+class Use:
+    run_id: int | None = None
+    legacy: bool = False          # spelled /reuse-sweep-run
+
+    @property
+    def text(self) -> str:
+        word = "/reuse-sweep-run" if self.legacy else "/use"
+        return f"{word} {self.run_id}" if self.run_id is not None else word
+
+
+@dataclass(frozen=True)
+class StageResults:
+    run_id: int | None = None
+
+    @property
+    def text(self) -> str:
+        return f"/stage-results {self.run_id}" if self.run_id is not None else "/stage-results"
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    text: str = "/sweep plan"
+
+
+@dataclass(frozen=True)
+class UsageProblem:
+    command: str          # the command word as the grammar spells it, e.g. "/use"
+    line: int             # 1-based line in the comment body
+    given: str            # the offending line, stripped
+    forms: tuple[str, ...]
+
+
+Command = Use | StageResults | SweepPlan
+
+FORMS: dict[str, tuple[str, ...]] = {
+    "/use": ("/use", "/use <run_id>"),
+    "/reuse-sweep-run": ("/reuse-sweep-run", "/reuse-sweep-run <run_id>"),
+    "/stage-results": ("/stage-results", "/stage-results <run_id>"),
+    "/sweep": ("/sweep plan",),
+}
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_RUN_ID = re.compile(rf"[1-9][0-9]{{0,{MAX_RUN_ID_DIGITS - 1}}}")
+
+
+def _command_lines(body: str):
+    """(line number, stripped text) of lines that may hold a command: not in code, not quoted."""
+    fence: str | None = None
+    for number, raw in enumerate(body.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
+        match = _FENCE.match(raw)
+        if fence is not None:
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                fence = None
+            continue
+        if match:
+            fence = match.group(1)
+            continue
+        if raw.startswith("    ") or raw.startswith("\t"):
+            continue  # indented code block
+        text = raw.strip()
+        if text.startswith(">"):
+            continue
+        yield number, text
+
+
+def parse(body: str | None) -> list[Command | UsageProblem]:
+    """Every command and usage problem in a comment body, in order."""
+    found: list[Command | UsageProblem] = []
+    for number, text in _command_lines(body or ""):
+        if not text.startswith("/"):
+            continue
+        word, *args = text.split()
+        key = word.lower()
+        if key not in FORMS:
+            continue
+        problem = UsageProblem(command=key, line=number, given=text, forms=FORMS[key])
+        if word != key:
+            found.append(problem)  # commands are lower case; say so rather than silently ignore
+            continue
+        if key in ("/use", "/reuse-sweep-run", "/stage-results"):
+            if len(args) > 1 or (args and not _RUN_ID.fullmatch(args[0])):
+                found.append(problem)
+                continue
+            run_id = int(args[0]) if args else None
+            found.append(StageResults(run_id) if key == "/stage-results"
+                         else Use(run_id, legacy=key == "/reuse-sweep-run"))
+        elif args == ["plan"]:
+            found.append(SweepPlan())
+        else:
+            found.append(problem)
+    return found
+
+
+def last_use(body: str | None) -> Use | None:
+    """The comment's effective reuse command: within one comment the last one wins."""
+    uses = [c for c in parse(body) if isinstance(c, Use)]
+    return uses[-1] if uses else None

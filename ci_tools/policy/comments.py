@@ -1,0 +1,97 @@
+"""Bot comment bodies and the sticky-comment rule.
+
+Every bot comment starts with a hidden marker line, `<!-- ci-tools:<kind>[ <key>] -->`. A sticky
+comment is found by that marker among the *bot's own* comments on every page, then edited in place;
+if the body would not change nothing is written. Re-running a job therefore never duplicates a
+comment, and nobody else can plant a comment the bot would mistake for its own.
+
+Comments that carry state (the status card) keep it as JSON in a second hidden line, so the next job
+updates the card without losing what an earlier job wrote there.
+
+Bodies are rendered from `ci_tools/templates/comments/<name>.md` with `string.Template` (`$name`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from string import Template
+from typing import Iterable
+
+from ci_tools.github.events import Comment
+
+DEFAULT_BOT = "github-actions[bot]"
+_STATE = re.compile(r"^<!-- ci-tools:state (\{.*\}) -->$", re.M)
+
+
+def marker(kind: str, key: str | int | None = None) -> str:
+    return f"<!-- ci-tools:{kind}{f' {key}' if key is not None else ''} -->"
+
+
+def template(name: str) -> str:
+    return resources.files("ci_tools.templates.comments").joinpath(f"{name}.md").read_text(encoding="utf-8")
+
+
+def template_text(name: str, **values) -> str:
+    """A template filled in, without marker: one part of a combined reply."""
+    return Template(template(name)).substitute(**{k: str(v) for k, v in values.items()}).rstrip() + "\n"
+
+
+def render(name: str, *, kind: str, key: str | int | None = None, state: dict | None = None, **values) -> str:
+    """The full body: marker line, optional state line, then the template filled in."""
+    text = template_text(name, **values)
+    head = marker(kind, key) + "\n"
+    if state is not None:
+        head += f"<!-- ci-tools:state {json.dumps(state, sort_keys=True, separators=(',', ':'))} -->\n"
+    return head + text
+
+
+def is_bot(comment: Comment, bot_login: str = DEFAULT_BOT) -> bool:
+    return comment.author == bot_login
+
+
+def find_sticky(comments: Iterable[Comment], kind: str, key: str | int | None = None,
+                bot_login: str = DEFAULT_BOT) -> Comment | None:
+    """The bot's comment with this marker (the oldest, if an earlier bug left two)."""
+    head = marker(kind, key)
+    for c in comments:
+        if is_bot(c, bot_login) and c.body.split("\n", 1)[0].strip() == head:
+            return c
+    return None
+
+
+def state_of(comment: Comment | None) -> dict:
+    if comment is None:
+        return {}
+    match = _STATE.search(comment.body)
+    if not match:
+        return {}
+    try:
+        value = json.loads(match.group(1))
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class Write:
+    """What to do to make the sticky comment show `body`: "create", "update" or "none"."""
+
+    action: str
+    body: str
+    comment_id: int | None = None
+
+
+def plan_write(existing: Comment | None, body: str) -> Write:
+    if existing is None:
+        return Write("create", body)
+    if existing.body.replace("\r\n", "\n") == body:
+        return Write("none", body, existing.id)
+    return Write("update", body, existing.id)
+
+
+def bullet_list(items: Iterable[str], empty: str = "- (none)") -> str:
+    lines = [f"- {i}" for i in items]
+    return "\n".join(lines) if lines else empty

@@ -1,0 +1,333 @@
+"""`/use` run pinning: who may authorise reuse, which run is reused, and whether it still may be.
+
+Pure decisions over plain data. The few look-ups a decision may need (a permission, a run's
+artifacts, the files changed since a run) come through a `Source` with exactly those methods, called
+lazily and in order of cost, so the common case stays within its REST budget. `ci_tools.github.GitHub`
+is a `Source`; tests also pass in-memory ones.
+
+Differences from InferenceX's `find_reusable_sweep_run.py`, each fixing a listed weakness:
+- W3: the author needs OWNER/MEMBER/COLLABORATOR association *and* write permission on the repo.
+- W4: comments created after the PR merged are ignored.
+- W2: the run must have been created while a full-sweep label (and no reuse-blocking modifier) was
+  applied, read from the label history.
+- W1: no commit after the run's head may touch benchmark inputs (`inferencex-e2e/`, `recipes/`),
+  else reuse is refused naming the files.
+- W13/W25: retries live in the adapter; commits and artifacts are fetched at most once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable, Iterable, Iterator, Protocol
+
+from ci_tools import paths
+from ci_tools.github.events import Comment, WorkflowRun, workflow_run_from, _Reader
+from ci_tools.github.timeline import LabelEvent, Timeline
+from ci_tools.policy.commands import Use, parse
+from ci_tools.policy.labels import Policy
+
+ALLOWED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+RESULT_ARTIFACTS = frozenset({"results_bmk", "eval_results_all"})
+RESULT_ARTIFACT_PREFIX = "bmk_agentic_"
+CHANGELOG_METADATA = "changelog-metadata"
+
+
+class Source(Protocol):
+    def permission(self, login: str) -> str: ...
+    def run(self, run_id: int) -> dict: ...
+    def workflow_runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> Iterable[dict]: ...
+    def artifacts(self, run_id: int) -> list[dict]: ...
+    def compare(self, base: str, head: str) -> dict: ...
+
+
+def _order(value: str | None) -> float:
+    t = ts(value)
+    return t.timestamp() if t else float("-inf")
+
+
+def ts(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+# ---- authorisation ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Authorisation:
+    authorised: bool
+    reason: str
+    command: Use | None = None
+    comment: Comment | None = None
+    ignored: tuple[str, ...] = ()     # commands that did not count, and why (newest first)
+
+    @property
+    def pinned_run(self) -> int | None:
+        return self.command.run_id if self.command else None
+
+
+def use_commands(comments: Iterable[Comment], merged_at: str | None = None) -> list[tuple[Comment, Use]]:
+    """Reuse commands, newest first. Comments created after `merged_at` do not count (W4)."""
+    cutoff = ts(merged_at)
+    found = []
+    for c in comments:
+        if cutoff is not None and (ts(c.created_at) is None or ts(c.created_at) > cutoff):
+            continue
+        uses = [cmd for cmd in parse(c.body) if isinstance(cmd, Use)]
+        if uses:
+            found.append((c, uses[-1]))  # within one comment the last command wins
+    found.sort(key=lambda cu: (_order(cu[0].created_at), cu[0].id), reverse=True)
+    return found
+
+
+def may_use(comment: Comment, permission_of: Callable[[str], str]) -> str | None:
+    """None if the author may authorise reuse, else why not. Checks association before any API call."""
+    if comment.author_type == "Bot":
+        return f"@{comment.author} is a bot; a person with write access must authorise reuse"
+    if comment.association not in ALLOWED_ASSOCIATIONS:
+        return f"@{comment.author} is {comment.association}, not OWNER, MEMBER or COLLABORATOR"
+    permission = permission_of(comment.author)
+    if permission not in WRITE_PERMISSIONS:
+        return f"@{comment.author} has {permission} permission on the repository; write or higher is needed"
+    return None
+
+
+def authorise(comments: Iterable[Comment], permission_of: Callable[[str], str], *, pr_number: int,
+              merged_at: str | None = None) -> Authorisation:
+    """The newest command by an authorised person decides; a bare one un-pins an earlier pin."""
+    ignored: list[str] = []
+    for comment, use in use_commands(comments, merged_at):
+        why_not = may_use(comment, permission_of)
+        if why_not:
+            ignored.append(f"`{use.text}` ({comment.html_url or comment.id}): {why_not}")
+            continue
+        what = f"pinned run {use.run_id}" if use.run_id is not None else "the newest eligible run"
+        return Authorisation(True, f"PR #{pr_number} has `{use.text}` from @{comment.author} ({what})",
+                             use, comment, tuple(ignored))
+    return Authorisation(False, f"PR #{pr_number} has no authorised /use command", ignored=tuple(ignored))
+
+
+def reuse_authorised(comments: Iterable[Comment], permission_of: Callable[[str], str], *, pr_number: int,
+                     merged_at: str | None = None) -> bool:
+    """For the sweep gate: does an authorised `/use` (or legacy `/reuse-sweep-run`) exist?"""
+    return authorise(comments, permission_of, pr_number=pr_number, merged_at=merged_at).authorised
+
+
+# ---- label history ----------------------------------------------------------------------------
+
+def labels_at(events: Iterable[LabelEvent], when: str) -> set[str]:
+    """Labels applied at time `when`, replaying the label history (events at `when` count)."""
+    moment = ts(when)
+    applied: set[str] = set()
+    if moment is None:
+        return applied
+    for e in sorted(events, key=lambda e: _order(e.created_at)):
+        t = ts(e.created_at)
+        if t is None or t > moment:
+            break
+        (applied.add if e.added else applied.discard)(e.label)
+    return applied
+
+
+# ---- run eligibility --------------------------------------------------------------------------
+
+def unexpired_names(artifacts: list[dict]) -> set[str]:
+    return {str(a.get("name")) for a in artifacts if not a.get("expired")}
+
+
+def has_results(names: set[str]) -> bool:
+    return bool(names & RESULT_ARTIFACTS) or any(n.startswith(RESULT_ARTIFACT_PREFIX) for n in names)
+
+
+def benchmark_inputs(files: Iterable[str]) -> list[str]:
+    return sorted(f for f in files if f.startswith(paths.BENCHMARK_INPUT_PREFIXES) or f == paths.CHANGELOG)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What makes a run usable. Reuse and staging differ only in these."""
+
+    name: str                                   # "reuse" | "staging"
+    conclusions: frozenset[str]
+    need_changelog_metadata: bool = False
+    allow_historical_association: bool = False  # pinned runs associated via run.pull_requests
+    refuse_stale: bool = True                   # W1: refuse if later commits touch benchmark inputs
+
+
+def reuse_rules(pinned: bool) -> Rules:
+    return Rules("reuse", frozenset({"success", "failure", "cancelled"} if pinned else {"success"}))
+
+
+def staging_rules(pinned: bool) -> Rules:
+    return Rules("staging", frozenset({"success", "failure", "cancelled"}), need_changelog_metadata=True,
+                 allow_historical_association=pinned, refuse_stale=False)
+
+
+@dataclass(frozen=True)
+class PrState:
+    number: int
+    head_sha: str
+    head_ref: str
+    labels: tuple[str, ...]
+    merged_at: str | None = None
+
+
+def check_run(run: WorkflowRun, rules: Rules, *, pr: PrState, timeline: Timeline, policy: Policy,
+              workflow_path: str, source: Source) -> str | None:
+    """None if `run` may be used, else the first reason it may not. Cheap checks come first."""
+    if run.event != "pull_request":
+        return "it is not a pull_request run"
+    if run.path and run.path.split("@")[0] != workflow_path:
+        return f"it is a run of {run.path}, not {workflow_path}"
+    if run.status != "completed":
+        return f"it is not completed (status {run.status})"
+    if run.conclusion not in rules.conclusions:
+        return f"it concluded {run.conclusion!r}; {rules.name} needs {' or '.join(sorted(rules.conclusions))}"
+    if not run.head_sha:
+        return "it has no head commit"
+    at_creation = labels_at(timeline.label_events, run.created_at)
+    full = set(policy.reusable_primaries())
+    if not at_creation & full:
+        return ("it was not created while a full-sweep label was applied "
+                f"({', '.join(sorted(full))})")
+    blockers = policy.reuse_blockers_in(at_creation)
+    if blockers:
+        return f"it ran with {', '.join(blockers)} applied, which is not a full sweep"
+    historical = rules.allow_historical_association and pr.number in run.pull_requests
+    if run.head_sha != pr.head_sha and not historical:
+        if run.head_sha not in timeline.commits:
+            return f"its head commit {run.head_sha[:12]} is not one of PR #{pr.number}'s commits"
+        diff = source.compare(run.head_sha, pr.head_sha)
+        if diff.get("status") not in ("ahead", "identical"):
+            return (f"its head commit {run.head_sha[:12]} is no longer in PR #{pr.number} "
+                    "(force-pushed away); pin a run of a current commit")
+        if rules.refuse_stale:
+            stale = benchmark_inputs(f.get("filename", "") for f in diff.get("files") or [])
+            if stale:
+                return (f"commits after its head {run.head_sha[:12]} change benchmark inputs: "
+                        f"{', '.join(stale)}; run a new sweep on the current head")
+    names = unexpired_names(source.artifacts(run.id))
+    if rules.need_changelog_metadata and CHANGELOG_METADATA not in names:
+        return f"it has no unexpired {CHANGELOG_METADATA} artifact"
+    if not has_results(names):
+        return "it has no unexpired benchmark, eval or agentic result artifact"
+    return None
+
+
+@dataclass(frozen=True)
+class Selection:
+    run: WorkflowRun | None
+    error: str | None = None
+    rejected: tuple[str, ...] = ()    # "run 123: reason", newest first
+
+
+def run_from_api(data: dict) -> WorkflowRun:
+    return workflow_run_from(data, "run", _Reader("GitHub API"))
+
+
+def select_run(rules: Rules, *, pinned: int | None, pr: PrState, timeline: Timeline, policy: Policy,
+               workflow: str, source: Source, max_examined: int = 30) -> Selection:
+    """The pinned run if usable, else the newest usable completed run of the sweep on the PR branch."""
+    workflow_path = workflow if workflow.startswith(".github/") else f".github/workflows/{workflow}"
+    if pinned is not None:
+        run = run_from_api(source.run(pinned))
+        why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=workflow_path,
+                        source=source)
+        if why:
+            return Selection(None, f"run {pinned} cannot be used for {rules.name}: {why}.")
+        return Selection(run)
+    rejected: list[str] = []
+    candidates: Iterator[dict] = iter(source.workflow_runs(workflow_path.rsplit("/", 1)[-1], branch=pr.head_ref))
+    for examined, data in enumerate(candidates):
+        if examined >= max_examined:
+            break
+        run = run_from_api(data)
+        why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=workflow_path,
+                        source=source)
+        if why is None:
+            return Selection(run, rejected=tuple(rejected))
+        rejected.append(f"run {run.id}: {why}")
+    detail = "; ".join(rejected[:5]) or "no completed pull_request runs on the PR branch"
+    return Selection(None, f"PR #{pr.number} has no run usable for {rules.name} ({detail}). "
+                           f"Run a full sweep, or pin a run with `/use <run_id>`.", tuple(rejected))
+
+
+# ---- the two places reuse is decided ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReuseDecision:
+    reuse_enabled: bool = False
+    skip_pr_sweep: bool = False
+    authorised: bool = False
+    reason: str = ""
+    pr_number: int | None = None
+    run: WorkflowRun | None = None
+    error: str | None = None          # set: refuse (fail closed), the job must fail
+    ignored: tuple[str, ...] = ()
+
+    def outputs(self) -> dict[str, str]:
+        run = self.run
+        return {
+            "reuse-enabled": str(self.reuse_enabled).lower(),
+            "skip-pr-sweep": str(self.skip_pr_sweep).lower(),
+            "reuse-authorised": str(self.authorised).lower(),
+            "reuse-source-run-id": str(run.id) if run else "",
+            "reuse-source-run-attempt": str(run.run_attempt) if run else "",
+            "reuse-source-run-url": run.html_url if run else "",
+            "reuse-source-head-sha": run.head_sha if run else "",
+            "reuse-source-pr-number": str(self.pr_number or ""),
+            "reuse-reason": self.error or self.reason,
+            "reuse-error": "true" if self.error else "false",
+        }
+
+
+def label_problems(labels: Iterable[str], policy: Policy) -> str | None:
+    labels = set(labels)
+    blockers = policy.reuse_blockers_in(labels)
+    if blockers:
+        return f"the PR carries {', '.join(blockers)}, which block reuse; remove it or run a new sweep"
+    if not set(policy.primaries_in(labels)) & set(policy.reusable_primaries()):
+        return f"the PR has no full-sweep label; reuse needs one of {', '.join(policy.reusable_primaries())}"
+    return None
+
+
+def decide_pr_event(action: str, *, authorisation: Callable[[], Authorisation] | None,
+                    pushed_inputs: Callable[[], list[str]] | None = None) -> ReuseDecision:
+    """PR side: after an authorised /use, a `synchronize` skips the sweep, unless the push changed
+    benchmark inputs (W1: then the authorised results are stale and the sweep must run)."""
+    if action != "synchronize":
+        return ReuseDecision(reason=f"pull_request action {action or 'unknown'} is not synchronize")
+    auth = authorisation()
+    if not auth.authorised:
+        return ReuseDecision(reason=auth.reason, ignored=auth.ignored)
+    changed = pushed_inputs() if pushed_inputs else []
+    if changed:
+        return ReuseDecision(authorised=True, ignored=auth.ignored,
+                             reason=f"{auth.reason}, but this push changes benchmark inputs "
+                                    f"({', '.join(changed)}): sweeping again")
+    return ReuseDecision(authorised=True, skip_pr_sweep=True, reason=auth.reason, ignored=auth.ignored)
+
+
+def decide_merge(pr: PrState, auth: Authorisation, *, timeline: Timeline, policy: Policy, workflow: str,
+                 source: Source) -> ReuseDecision:
+    """Main side, for the single PR a pushed commit belongs to."""
+    base = dict(pr_number=pr.number, authorised=auth.authorised, ignored=auth.ignored)
+    if not auth.authorised:
+        return ReuseDecision(reason=auth.reason, **base)
+    problem = label_problems(pr.labels, policy)
+    if problem:
+        return ReuseDecision(error=f"PR #{pr.number} authorised reuse, but {problem}.", **base)
+    if not pr.merged_at:
+        return ReuseDecision(error=f"PR #{pr.number} is not merged; reuse is decided for merged PRs only.", **base)
+    sel = select_run(reuse_rules(auth.pinned_run is not None), pinned=auth.pinned_run, pr=pr, timeline=timeline,
+                     policy=policy, workflow=workflow, source=source)
+    if sel.run is None:
+        return ReuseDecision(error=sel.error, **base)
+    how = f"pinned run {sel.run.id}" if auth.pinned_run is not None else f"newest eligible run {sel.run.id}"
+    return ReuseDecision(reuse_enabled=True, run=sel.run,
+                         reason=f"PR #{pr.number} reuses {how} (head {sel.run.head_sha[:12]}): {auth.reason}", **base)

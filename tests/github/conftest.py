@@ -1,0 +1,34 @@
+"""Fixtures: a fake GitHub over real HTTP and a client pointed at it with instant, recorded sleeps."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_tools.github import GitHub
+from fake_github import FakeGitHub, Server
+
+
+@pytest.fixture
+def fake(shared):
+    fake = FakeGitHub(shared / "corpus")
+    with Server(fake) as server:
+        fake.url = server.url
+        yield fake
+    assert not fake.schema_errors, "the fake answered outside GitHub's schema:\n" + "\n".join(fake.schema_errors)
+
+
+@pytest.fixture
+def slept() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def gh(fake, slept):
+    return GitHub(fake.repo, "test-token", api_url=fake.url, sleep=slept.append)
+
+
+@pytest.fixture
+def env(fake, tmp_path):
+    """Environment for CLI runs against the fake."""
+    return {"GITHUB_TOKEN": "t", "GITHUB_REPOSITORY": fake.repo, "GITHUB_API_URL": fake.url,
+            "GITHUB_OUTPUT": str(tmp_path / "out.txt")}

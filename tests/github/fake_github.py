@@ -1,0 +1,370 @@
+"""A local fake of the GitHub REST API: real HTTP on 127.0.0.1, stdlib server in a thread.
+
+It holds just enough state for the calls ci-tools makes (PRs, comments, label and commit timeline,
+workflow runs, artifacts, comparisons, statuses, permissions, teams, dispatches). Object shapes start
+from the real webhook payloads in ../shared/corpus/github-webhooks and every response body is
+checked against GitHub's published schemas (githubkit's pydantic models): a response that does not
+validate is recorded in `schema_errors`, which the fixture asserts empty, so the fake cannot drift
+from the real API.
+
+Faults: `fail(method, path_regex, status, times, headers, body)` queues failures (5xx, 429 with
+Retry-After, secondary-rate-limit 403); `page_size` forces short pages (Link headers still point on).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qs, urlencode, urlparse
+
+T0 = "2026-10-01T00:00:00Z"
+
+
+def _user(template: dict, login: str, type_: str = "User") -> dict:
+    u = copy.deepcopy(template)
+    u.update(login=login, type=type_, id=abs(hash(login)) % 10**8, node_id=f"U_{login}",
+             html_url=f"https://github.com/{login}", url=f"https://api.github.com/users/{login}")
+    return u
+
+
+def _label(name: str) -> dict:
+    return {"id": abs(hash(name)) % 10**9, "node_id": f"L_{name}", "url": f"https://api.github.com/labels/{name}",
+            "name": name, "color": "ededed", "default": False, "description": None,
+            "archived_at": None, "archived_by": None}
+
+
+@dataclass
+class Fault:
+    method: str
+    pattern: re.Pattern
+    status: int
+    times: int
+    headers: dict
+    body: dict
+
+
+@dataclass
+class FakeGitHub:
+    corpus: Path
+    repo: str = "octo/bench"
+    bot: str = "github-actions[bot]"
+    page_size: int | None = None           # force short pages
+    requests: list[str] = field(default_factory=list)
+    schema_errors: list[str] = field(default_factory=list)
+    statuses: list[dict] = field(default_factory=list)
+    dispatches: list[dict] = field(default_factory=list)
+
+    def __post_init__(self):
+        hooks = self.corpus / "github-webhooks"
+        sync = json.loads((hooks / "pull_request/synchronize.payload.json").read_text())
+        self._pr_t = sync["pull_request"]
+        self._user_t = self._pr_t["user"]
+        self._comment_t = json.loads((hooks / "issue_comment/created.payload.json").read_text())["comment"]
+        self._run_t = json.loads((hooks / "workflow_run/completed.with-pull-requests.payload.json").read_text())[
+            "workflow_run"]
+        self.pulls: dict[int, dict] = {}
+        self.comments: dict[int, dict] = {}          # id -> comment (with "_issue")
+        self.events: dict[int, list[dict]] = {}      # PR -> labeled/unlabeled/committed timeline items
+        self.commit_pulls: dict[str, list[int]] = {}
+        self.pr_files: dict[int, list[str]] = {}
+        self.runs: dict[int, dict] = {}
+        self.artifacts: dict[int, list[dict]] = {}
+        self.compares: dict[tuple[str, str], tuple[str, list[str]]] = {}
+        self.trees: dict[str, str] = {}
+        self.permissions: dict[str, str] = {}
+        self.teams: dict[tuple[str, str], set[str]] = {}
+        self.faults: list[Fault] = []
+        self._ids = itertools.count(1000)
+        self._clock = itertools.count(1)
+        self._lock = threading.Lock()
+
+    # ---- state builders -------------------------------------------------------------------------
+    def tick(self) -> str:
+        n = next(self._clock)
+        return f"2026-10-{1 + n // 1440:02d}T{(n // 60) % 24:02d}:{n % 60:02d}:00Z"
+
+    def add_pr(self, number: int, *, head_sha: str, head_ref: str = "feature", labels=(), merged_at=None,
+               state="open", draft=False, body="", author="alice", commits=None) -> dict:
+        pr = copy.deepcopy(self._pr_t)
+        pr.update(number=number, state=state, draft=draft, body=body, merged_at=merged_at,
+                  merged=merged_at is not None, title=f"PR {number}", labels=[_label(l) for l in labels],
+                  user=_user(self._user_t, author), html_url=f"https://github.com/{self.repo}/pull/{number}",
+                  commits=len(commits or [head_sha]))
+        pr["head"] = copy.deepcopy(pr["head"])
+        pr["head"].update(sha=head_sha, ref=head_ref)
+        pr["head"]["repo"]["full_name"] = self.repo
+        pr["base"]["repo"]["full_name"] = self.repo
+        self.pulls[number] = pr
+        self.events.setdefault(number, [])
+        for sha in commits or [head_sha]:
+            self.add_commit(number, sha)
+        return pr
+
+    def add_commit(self, pr: int, sha: str, tree: str | None = None) -> None:
+        self.trees[sha] = tree or f"tree-{sha}"
+        self.events[pr].append({"event": "committed", "sha": sha, "node_id": f"C_{sha}",
+                                "url": f"https://api.github.com/repos/{self.repo}/git/commits/{sha}",
+                                "html_url": f"https://github.com/{self.repo}/commit/{sha}",
+                                "author": {"name": "a", "email": "a@x", "date": self.tick()},
+                                "committer": {"name": "a", "email": "a@x", "date": self.tick()},
+                                "message": "change", "tree": {"sha": self.trees[sha], "url": "https://x"},
+                                "parents": [], "verification": {"verified": False, "reason": "unsigned",
+                                                                "signature": None, "payload": None,
+                                                                "verified_at": None},
+                                "_at": self.tick()})
+
+    def label(self, pr: int, name: str, added: bool = True, at: str | None = None) -> None:
+        at = at or self.tick()
+        self.events[pr].append({"id": next(self._ids), "node_id": "LE", "url": "https://x",
+                                "actor": _user(self._user_t, "maint"), "event": "labeled" if added else "unlabeled",
+                                "commit_id": None, "commit_url": None, "created_at": at,
+                                "performed_via_github_app": None, "label": {"name": name, "color": "ededed"},
+                                "_at": at})
+        names = [l["name"] for l in self.pulls[pr]["labels"] if l["name"] != name]
+        self.pulls[pr]["labels"] = [_label(n) for n in names + ([name] if added else [])]
+
+    def add_comment(self, pr: int, body: str, *, author: str = "alice", association: str = "MEMBER",
+                    type_: str = "User", at: str | None = None) -> dict:
+        c = copy.deepcopy(self._comment_t)
+        cid = next(self._ids)
+        at = at or self.tick()
+        c.update(id=cid, node_id=f"IC_{cid}", body=body, user=_user(self._user_t, author, type_),
+                 author_association=association, created_at=at, updated_at=at,
+                 html_url=f"https://github.com/{self.repo}/pull/{pr}#issuecomment-{cid}",
+                 url=f"https://api.github.com/repos/{self.repo}/issues/comments/{cid}",
+                 issue_url=f"https://api.github.com/repos/{self.repo}/issues/{pr}")
+        c["_issue"] = pr
+        self.comments[cid] = c
+        return c
+
+    def add_run(self, run_id: int, *, head_sha: str, conclusion: str | None = "success", branch: str = "feature",
+                event: str = "pull_request", status: str = "completed", path: str = ".github/workflows/run-sweep.yml",
+                created_at: str | None = None, artifacts=("results_bmk", "changelog-metadata"), expired=(),
+                pull_requests=(), attempt: int = 1) -> dict:
+        run = copy.deepcopy(self._run_t)
+        run.update(id=run_id, head_sha=head_sha, conclusion=conclusion, head_branch=branch, event=event,
+                   status=status, path=path, created_at=created_at or self.tick(), run_attempt=attempt,
+                   html_url=f"https://github.com/{self.repo}/actions/runs/{run_id}",
+                   pull_requests=[{"id": n, "number": n, "url": "https://x",
+                                   "head": {"ref": branch, "sha": head_sha, "repo": run["pull_requests"][0]["head"]["repo"]},
+                                   "base": run["pull_requests"][0]["base"]} for n in pull_requests])
+        self.runs[run_id] = run
+        self.artifacts[run_id] = [self._artifact(run_id, n, n in expired) for n in [*artifacts, *expired]]
+        return run
+
+    def _artifact(self, run_id: int, name: str, expired: bool) -> dict:
+        aid = next(self._ids)
+        return {"id": aid, "node_id": f"A_{aid}", "name": name, "size_in_bytes": 10, "expired": expired,
+                "url": "https://x", "archive_download_url": "https://x", "created_at": T0, "expires_at": T0,
+                "updated_at": T0, "digest": None, "workflow_run": {"id": run_id}}
+
+    def fail(self, method: str, path: str, status: int, *, times: int = 1, headers: dict | None = None,
+             body: dict | None = None) -> None:
+        self.faults.append(Fault(method, re.compile(path), status, times, headers or {},
+                                 body or {"message": "Server Error"}))
+
+    def bot_comments(self, pr: int) -> list[dict]:
+        return [c for c in self.comments.values() if c["_issue"] == pr and c["user"]["login"] == self.bot]
+
+    # ---- serving --------------------------------------------------------------------------------
+    def _timeline(self, pr: int) -> list[dict]:
+        items = [dict(e) for e in self.events.get(pr, [])]
+        for c in self.comments.values():
+            if c["_issue"] == pr:
+                e = {k: v for k, v in c.items() if k != "_issue"}
+                e.update(event="commented", actor=c["user"], _at=c["created_at"])
+                items.append(e)
+        items.sort(key=lambda e: e["_at"])
+        return [{k: v for k, v in e.items() if k != "_at"} for e in items]
+
+    def _commit(self, sha: str) -> dict:
+        user = _user(self._user_t, "alice")
+        return {"url": "https://x", "sha": sha, "node_id": f"C_{sha}", "html_url": "https://x",
+                "comments_url": "https://x", "author": user, "committer": user, "parents": [],
+                "commit": {"url": "https://x", "author": None, "committer": None, "message": "m",
+                           "comment_count": 0, "tree": {"sha": self.trees.get(sha, f"tree-{sha}"), "url": "https://x"}}}
+
+    def _diff(self, name: str) -> dict:
+        return {"sha": "0" * 40, "filename": name, "status": "modified", "additions": 1, "deletions": 0, "changes": 1,
+                "blob_url": "https://x", "raw_url": "https://x", "contents_url": "https://x"}
+
+    def route(self, method: str, path: str, body: dict | None):
+        r = re.escape(self.repo)
+        m = lambda pat: re.fullmatch(pat, path)  # noqa: E731
+        if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-f]+)/pulls")):
+            return 200, [self.pulls[n] for n in self.commit_pulls.get(g[1], [])], ("list", "PullRequestSimple")
+        if method == "GET" and (g := m(rf"/repos/{r}/pulls/(\d+)")):
+            return (200, self.pulls[int(g[1])], "PullRequest") if int(g[1]) in self.pulls else (404, None, None)
+        if method == "GET" and (g := m(rf"/repos/{r}/pulls/(\d+)/files")):
+            return 200, [self._diff(f) for f in self.pr_files.get(int(g[1]), [])], ("list", "DiffEntry")
+        if method == "GET" and (g := m(rf"/repos/{r}/issues/(\d+)/timeline")):
+            return 200, self._timeline(int(g[1])), ("list", "timeline")
+        if (g := m(rf"/repos/{r}/issues/comments/(\d+)")) and method in ("GET", "PATCH"):
+            c = self.comments.get(int(g[1]))
+            if c is None:
+                return 404, None, None
+            if method == "PATCH":
+                c["body"] = body["body"]
+                c["updated_at"] = self.tick()
+            return 200, {k: v for k, v in c.items() if k != "_issue"}, "IssueComment"
+        if method == "POST" and (g := m(rf"/repos/{r}/issues/(\d+)/comments")):
+            c = self.add_comment(int(g[1]), body["body"], author=self.bot, association="NONE", type_="Bot")
+            return 201, {k: v for k, v in c.items() if k != "_issue"}, "IssueComment"
+        if method == "GET" and (g := m(rf"/repos/{r}/collaborators/([^/]+)/permission")):
+            perm = self.permissions.get(g[1], "none")
+            user = {**_user(self._user_t, g[1]), "role_name": perm}
+            return 200, {"permission": perm, "role_name": perm, "user": user}, \
+                "RepositoryCollaboratorPermission"
+        if method == "GET" and (g := m(r"/orgs/([^/]+)/teams/([^/]+)/memberships/([^/]+)")):
+            if g[3] in self.teams.get((g[1], g[2]), set()):
+                return 200, {"url": "https://x", "role": "member", "state": "active"}, "TeamMembership"
+            return 404, None, None
+        if method == "GET" and (g := m(rf"/repos/{r}/actions/runs/(\d+)")):
+            run = self.runs.get(int(g[1]))
+            return (200, run, "WorkflowRun") if run else (404, None, None)
+        if method == "GET" and (g := m(rf"/repos/{r}/actions/runs/(\d+)/artifacts")):
+            return 200, self.artifacts.get(int(g[1]), []), ("wrapped", "artifacts", "Artifact")
+        if method == "GET" and (g := m(rf"/repos/{r}/actions/workflows/([^/]+)/runs")):
+            return 200, None, ("runs", g[1])
+        if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-zA-Z]+)")):
+            return 200, self._commit(g[1]), "Commit"
+        if method == "GET" and (g := m(rf"/repos/{r}/compare/([0-9a-zA-Z]+)\.\.\.([0-9a-zA-Z]+)")):
+            status, files = self.compares.get((g[1], g[2]), ("identical" if g[1] == g[2] else "diverged", []))
+            base = self._commit(g[1])
+            return 200, {"url": "https://x", "html_url": "https://x", "permalink_url": "https://x",
+                         "diff_url": "https://x", "patch_url": "https://x", "base_commit": base,
+                         "merge_base_commit": base, "status": status, "ahead_by": 1, "behind_by": 0,
+                         "total_commits": 1, "commits": [], "files": [self._diff(f) for f in files]}, "CommitComparison"
+        if method == "POST" and (g := m(rf"/repos/{r}/statuses/([0-9a-zA-Z]+)")):
+            st = {"url": "https://x", "avatar_url": None, "id": next(self._ids), "node_id": "S",
+                  "state": body["state"], "description": body.get("description"),
+                  "target_url": body.get("target_url"), "context": body["context"], "created_at": T0,
+                  "updated_at": T0, "creator": _user(self._user_t, self.bot, "Bot"), "_sha": g[1]}
+            self.statuses.append(st)
+            return 201, {k: v for k, v in st.items() if k != "_sha"}, "Status"
+        if method == "POST" and m(r"/repos/[^/]+/[^/]+/dispatches"):
+            self.dispatches.append({"repo": path.split("/")[2] + "/" + path.split("/")[3], **body})
+            return 204, None, None
+        return 404, None, None
+
+    def validate(self, kind, obj) -> None:
+        from githubkit_schemas.latest import models as m
+
+        def one(name: str, item: dict):
+            try:
+                getattr(m, name).model_validate(item)
+            except Exception as exc:  # pydantic.ValidationError
+                self.schema_errors.append(f"{name}: {str(exc)[:800]}")
+
+        if kind is None:
+            return
+        if isinstance(kind, str):
+            one(kind, obj)
+        elif kind[0] == "list" and kind[1] == "timeline":
+            names = {"commented": "TimelineCommentEvent", "labeled": "LabeledIssueEvent",
+                     "unlabeled": "UnlabeledIssueEvent", "committed": "TimelineCommittedEvent"}
+            for item in obj:
+                one(names[item["event"]], item)
+        elif kind[0] == "list":
+            for item in obj:
+                one(kind[1], item)
+
+    def paginate(self, items: list, query: dict, base: str, wrap: str | None):
+        per = min(int(query.get("per_page", ["30"])[0]), 100)
+        if self.page_size:
+            per = min(per, self.page_size)
+        page = int(query.get("page", ["1"])[0])
+        chunk = items[(page - 1) * per: page * per]
+        headers = {}
+        if page * per < len(items):
+            q = {k: v[0] for k, v in query.items()}
+            q["page"] = str(page + 1)
+            headers["Link"] = f'<{base}?{urlencode(q)}>; rel="next"'
+        return ({"total_count": len(items), wrap: chunk} if wrap else chunk), headers
+
+    def handle(self, method: str, raw_path: str, body: dict | None, base_url: str):
+        url = urlparse(raw_path)
+        query = parse_qs(url.query)
+        with self._lock:
+            self.requests.append(f"{method} {url.path}" + (f"?{url.query}" if url.query else ""))
+            for f in self.faults:
+                if f.times > 0 and f.method == method and f.pattern.search(url.path):
+                    f.times -= 1
+                    return f.status, f.body, f.headers
+            status, obj, kind = self.route(method, url.path, body)
+            headers: dict = {}
+            if isinstance(kind, tuple) and kind[0] == "runs":
+                wf = kind[1]
+                runs = [r for r in self.runs.values() if r["path"].endswith("/" + wf)
+                        and r["head_branch"] == query.get("branch", [r["head_branch"]])[0]
+                        and r["event"] == query.get("event", [r["event"]])[0]
+                        and r["status"] == query.get("status", [r["status"]])[0]]
+                runs.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
+                for r in runs:
+                    self.validate("WorkflowRun", r)
+                obj, headers = self.paginate(runs, query, base_url + url.path, "workflow_runs")
+            elif isinstance(kind, tuple) and kind[0] == "wrapped":
+                for a in obj:
+                    self.validate(kind[2], a)
+                obj, headers = self.paginate(obj, query, base_url + url.path, kind[1])
+            elif isinstance(kind, tuple) and kind[0] == "list":
+                self.validate(kind, obj)
+                obj, headers = self.paginate(obj, query, base_url + url.path, None)
+            else:
+                self.validate(kind, obj)
+            if status == 404:
+                obj = {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
+            return status, obj, headers
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeGitHub
+    base_url: str
+
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+    def _serve(self, method: str) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length)) if length else None
+        status, obj, headers = self.fake.handle(method, self.path, body, self.base_url)
+        data = b"" if obj is None else json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, str(v))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self._serve("GET")
+
+    def do_POST(self):
+        self._serve("POST")
+
+    def do_PATCH(self):
+        self._serve("PATCH")
+
+
+class Server:
+    def __init__(self, fake: FakeGitHub):
+        self.fake = fake
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.httpd.RequestHandlerClass = type("H", (_Handler,), {"fake": fake, "base_url": self.url})
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+
+    def __enter__(self) -> "Server":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
