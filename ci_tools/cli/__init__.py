@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "signoff": ("ci_tools.cli.signoff", "Verify a CODEOWNER sign-off and set its commit status."),
     "stage": ("ci_tools.cli.stage", "Handle the results app's staging callbacks."),
     "bot": ("ci_tools.cli.bot", "Welcome comment, status card and PR-description check."),
+    "results": ("ci_tools.cli.results", "Process AIPerf exports, collect results, Pareto and claims."),
+    "runner": ("ci_tools.cli.runner", "Serve one matrix row's recipe point and run the benchmark client."),
 }
 
 

@@ -1,0 +1,155 @@
+"""`ci-tools results`: process one job's AIPerf exports, collect a run, Pareto and claims."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ci_tools.errors import InputError
+
+
+@click.group()
+def cli() -> None:
+    """Turn AIPerf exports into judged results, collections, Pareto tables and plots.
+
+    \b
+    Example:
+      ci-tools results process out/tp4-c1
+      ci-tools results collect artifacts/ --out results.json
+      ci-tools results pareto results.json --format markdown --plot pareto.png
+    """
+
+
+def _summary(result: dict) -> str:
+    h = result["headline"]
+    r = result["requests"]
+
+    def f(x, spec):
+        return "n/a" if x is None else format(x, spec)
+
+    lines = [f"{result['point']['name']}: {'VALID' if result['valid'] else 'INVALID'}",
+             f"  throughput      {f(h['tok_s_gpu'], ',.1f')} tok/s/GPU over {result['gpus']} GPU(s), "
+             f"duration {f(result['duration_s'], '.2f')} s",
+             f"  interactivity   P90 {f(h['intvty_p90'], ',.1f')} (median {f(h['intvty_p50'], ',.1f')}) tok/s/user",
+             f"  TTFT            P90 {f(h['ttft_p90_s'], '.3f')} s (median {f(h['ttft_p50_s'], '.3f')} s)",
+             f"  requests        {r['successful']} ok, {r['errors']} errors "
+             f"({f(r['error_rate'], '.1%')}), {r['accounting']['records_warmup_dropped']} warmup excluded"]
+    for fail in result["failures"]:
+        lines.append(f"  invalid [{fail['rule']}]: {fail['message']}")
+    return "\n".join(lines)
+
+
+@cli.command("process")
+@click.argument("directory", type=click.Path(path_type=Path))
+@click.option("--out", "out", type=click.Path(path_type=Path), help="Where to write the result (default DIR/result.json).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--max-error-rate", type=float, default=0.10, show_default=True, help="Highest valid error rate (inclusive).")
+@click.option("--min-requests", type=int, help="Minimum successful requests (default: per scenario x concurrency).")
+@click.option("--name", help="Point name, when DIR has no job.json.")
+@click.option("--tp", type=int, help="Point TP, when DIR has no job.json.")
+@click.option("--ep", type=int, default=1, show_default=True)
+@click.option("--dp-attn/--no-dp-attn", default=False)
+@click.option("--conc", type=int, help="Requested concurrency.")
+@click.option("--gpus", type=int, help="GPU count (default: TP).")
+@click.option("--scenario", type=click.Choice(["agentic-coding", "fixed-seq-len"]), default="agentic-coding", show_default=True)
+@click.option("--duration", type=float, help="Requested benchmark duration in seconds (AgentX).")
+@click.option("--model", help="Served model name the run must echo.")
+def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: float, min_requests: int | None,
+                name, tp, ep, dp_attn, conc, gpus, scenario, duration, model) -> None:
+    """Compute and judge one job's result from AIPerf's exports (streaming).
+
+    DIRECTORY is the runner's --out directory (with job.json) or an AIPerf artifact directory
+    plus --tp/--conc. Writes result.json; exits 1 when the result is invalid, listing every rule
+    that failed.
+
+    \b
+    Example:
+      ci-tools results process out/dep2-c64
+      ci-tools results process aiperf-out --tp 4 --conc 4 --scenario fixed-seq-len --out r.json
+    """
+    from ci_tools.results.process import PointInfo, process_dir
+
+    if not 0.0 <= max_error_rate <= 1.0:
+        raise click.BadParameter("must be within [0, 1]", param_hint="--max-error-rate")
+    point = None
+    if tp is not None:
+        point = PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc, gpus=gpus,
+                          scenario=scenario, duration_s=duration, model=model)
+    result = process_dir(directory, point, max_error_rate=max_error_rate, min_requests=min_requests)
+    target = out or (directory / "result.json")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    click.echo(json.dumps(result, indent=2) if fmt == "json" else _summary(result))
+    if not result["valid"]:
+        click.echo(f"error: invalid result ({len(result['failures'])} rule(s) failed); written to {target}", err=True)
+        sys.exit(1)
+
+
+@cli.command("collect")
+@click.argument("roots", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Run-level collection file.")
+def collect_cmd(roots: tuple[Path, ...], out: Path) -> None:
+    """Collect every result.json under ROOTS into one run-level file.
+
+    Invalid results are kept and marked `valid: false`; Pareto and tables ignore them.
+
+    \b
+    Example:
+      ci-tools results collect downloaded-artifacts/ --out results.json
+    """
+    from ci_tools.results.collect import collect, find_results
+
+    files = find_results(list(roots))
+    if not files:
+        raise InputError("no result.json found under " + ", ".join(map(str, roots)))
+    data = collect(files)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    for note in data["notes"]:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid -> {out}")
+
+
+@cli.command("pareto")
+@click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@click.option("--plot", "plot", type=click.Path(path_type=Path), help="Write a PNG plot (needs the `plot` extra).")
+@click.option("--claims", "claims", type=click.Path(path_type=Path), help="Claims to check, one `<a> dominates <b>` a line.")
+@click.option("--title", default="", help="Plot title.")
+def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | None, title: str) -> None:
+    """Pareto frontier of tok/s/GPU against P90 tok/s/user (strict dominance).
+
+    INPUT is a `results collect` file or a CSV with columns point,tok_s_gpu,intvty_p90 (optional
+    intvty_p50 and ttft_p90_s are shown in the table). Exits 1 when a claim is false.
+
+    \b
+    Example:
+      ci-tools results pareto docs/seed-points.csv --format markdown --plot docs/pareto.png
+      ci-tools results pareto results.json --claims claims.txt --format json
+    """
+    from ci_tools.results import pareto, render
+    from ci_tools.yamlio import read_text
+
+    points = pareto.load_points(input_path)
+    analysis = pareto.analyse(points)
+    checked: list[dict] = []
+    if claims is not None:
+        checked = pareto.check_claims(points, pareto.parse_claims(read_text(claims), str(claims)), str(claims))
+    if plot is not None:
+        try:
+            render.plot_png(points, analysis, plot, title)
+        except ImportError:
+            raise InputError("--plot needs matplotlib: pip install 'ci-tools[plot]'") from None
+    if fmt == "json":
+        click.echo(json.dumps({"points": analysis, "claims": checked}, indent=2))
+    else:
+        click.echo(render.markdown_table(points, analysis) if fmt == "markdown" else render.text_table(points, analysis),
+                   nl=False)
+        for c in checked:
+            click.echo(f"{'holds' if c['holds'] else 'FALSE'}: {c['claim']} ({c['why']})")
+    if any(not c["holds"] for c in checked):
+        click.echo(f"error: {sum(not c['holds'] for c in checked)} claim(s) are false", err=True)
+        sys.exit(1)

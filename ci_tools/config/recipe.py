@@ -1,0 +1,211 @@
+"""Recipe resolution: one benchmark point of a recipe, merged into env + server args + router.
+
+A recipe has a `serve` base (`env`, `args`) and named `points`, each with tp/ep/dp-attn/conc and
+only what differs from the base. Resolution is pure: `resolve_point(recipe, ...)` returns a
+`ResolvedPoint`; nothing here starts a process. Structural validation of recipes belongs to the
+config validator; here only what would make a resolution wrong is rejected, with the location.
+
+Merge rules for `args`: the base order is kept, a point's value replaces the base value in place,
+`false`/`null` drops the argument, new arguments are appended in the point's order. `true` renders
+as a bare flag, anything else as `--name value` (`render_args`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from ci_tools.errors import Finding, InputError
+from ci_tools.yamlio import YamlDoc, load_yaml_file
+
+# Engine-level keys that come from the point itself and must not be repeated in `args`: the
+# runner renders them from tp/ep/dp-attn, so two sources could disagree silently.
+TOPOLOGY_ARGS = ("tp", "tp-size", "tensor-parallel-size", "ep", "ep-size", "expert-parallel-size",
+                 "dp", "dp-size", "data-parallel-size", "enable-dp-attention")
+# Synthetic acceptance is a property of the run (throughput vs eval), never of the recipe env.
+SIMULATED_ACCEPTANCE_PREFIX = "SGLANG_SIMULATE_ACC_"
+
+
+@dataclass(frozen=True)
+class PointKey:
+    tp: int
+    ep: int
+    dp_attn: bool
+    conc: int
+
+    def describe(self) -> str:
+        return f"tp={self.tp} ep={self.ep} dp-attn={'true' if self.dp_attn else 'false'} conc={self.conc}"
+
+
+@dataclass
+class Recipe:
+    file: str
+    data: dict
+    doc: YamlDoc | None = None
+
+    @property
+    def image(self) -> str:
+        return str(self.data.get("image", ""))
+
+    @property
+    def model(self) -> str:
+        return str(self.data.get("model", ""))
+
+    @property
+    def engine(self) -> str:
+        return str(self.data.get("engine", "sglang"))
+
+    @property
+    def synthetic_acceptance(self) -> float | None:
+        value = self.data.get("synthetic-acceptance")
+        return None if value is None else float(value)
+
+    def points(self) -> dict[str, dict]:
+        pts = self.data.get("points") or {}
+        return pts if isinstance(pts, dict) else {}
+
+    def finding(self, path: tuple, message: str, hint: str = "") -> Finding:
+        if self.doc is not None:
+            return self.doc.finding(path, message, hint)
+        return Finding(self.file, None, None, message, hint)
+
+
+@dataclass
+class ResolvedPoint:
+    """Everything the runner needs from the recipe for one point (plain data)."""
+
+    recipe_file: str
+    name: str
+    key: PointKey
+    engine: str
+    image: str
+    model: str
+    env: dict[str, str] = field(default_factory=dict)
+    args: dict[str, Any] = field(default_factory=dict)
+    router: dict | None = None
+    synthetic_acceptance: float | None = None
+
+    @property
+    def gpus(self) -> int:
+        """GPUs one single-node point occupies: TP ranks (DEP shares them between DP ranks)."""
+        return self.key.tp
+
+    def as_dict(self) -> dict:
+        return {"recipe": self.recipe_file, "point": self.name, "tp": self.key.tp, "ep": self.key.ep,
+                "dp-attn": self.key.dp_attn, "conc": self.key.conc, "engine": self.engine,
+                "image": self.image, "model": self.model, "env": dict(self.env),
+                "args": dict(self.args), "router": self.router,
+                "synthetic-acceptance": self.synthetic_acceptance}
+
+
+def load_recipe(path: Path | str, display: str | None = None) -> Recipe:
+    doc = load_yaml_file(path, display)
+    if not isinstance(doc.data, dict):
+        raise InputError(f"{doc.file}: a recipe must be a mapping",
+                         findings=[doc.finding((), "a recipe must be a mapping with `serve` and `points`")])
+    return Recipe(doc.file, doc.data, doc)
+
+
+def recipe_from_data(data: dict, file: str = "<recipe>") -> Recipe:
+    return Recipe(file, data)
+
+
+def _point_key(name: str, pt: Mapping) -> PointKey:
+    return PointKey(int(pt.get("tp", 0)), int(pt.get("ep", 1)), bool(pt.get("dp-attn", False)),
+                    int(pt.get("conc", 0)))
+
+
+def available_points(recipe: Recipe) -> list[tuple[str, PointKey]]:
+    return [(name, _point_key(name, pt)) for name, pt in recipe.points().items() if isinstance(pt, dict)]
+
+
+def merge_args(base: Mapping[str, Any] | None, override: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Base args with a point's overrides applied (see module docstring for the rules)."""
+    out: dict[str, Any] = {}
+    for name, value in (base or {}).items():
+        out[name] = value
+    for name, value in (override or {}).items():
+        out[name] = value
+    return {k: v for k, v in out.items() if v is not None and v is not False}
+
+
+def merge_env(base: Mapping[str, Any] | None, override: Mapping[str, Any] | None) -> dict[str, str]:
+    out = {str(k): v for k, v in (base or {}).items()}
+    out.update({str(k): v for k, v in (override or {}).items()})
+    # null removes a base variable, like null in args; everything else is a string in the process env
+    return {k: _env_str(v) for k, v in out.items() if v is not None}
+
+
+def _env_str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return str(value)
+
+
+def render_args(args: Mapping[str, Any]) -> list[str]:
+    """`{"trust-remote-code": True, "tp": 4}` -> `["--trust-remote-code", "--tp", "4"]`."""
+    out: list[str] = []
+    for name, value in args.items():
+        if value is None or value is False:
+            continue
+        out.append(f"--{name}")
+        if value is True:
+            continue
+        if isinstance(value, (list, tuple)):
+            out.extend(_arg_str(v) for v in value)
+        else:
+            out.append(_arg_str(value))
+    return out
+
+
+def _arg_str(value: Any) -> str:
+    return str(value)
+
+
+def _check_point(recipe: Recipe, name: str, pt: Mapping, env: Mapping, args: Mapping) -> list[Finding]:
+    problems: list[Finding] = []
+    for section, where in ((recipe.data.get("serve") or {}).get("args") or {}, ("serve", "args")), \
+                          ((pt.get("args") or {}), ("points", name, "args")):
+        for arg in section:
+            if arg in TOPOLOGY_ARGS:
+                problems.append(recipe.finding(where + (arg,),
+                                               f"`{arg}` is set in args, but tp/ep/dp-attn come from the point",
+                                               "remove it from args; set tp/ep/dp-attn on the point instead"))
+    for var in env:
+        if var.startswith(SIMULATED_ACCEPTANCE_PREFIX):
+            where = ("points", name, "env", var) if var in (pt.get("env") or {}) else ("serve", "env", var)
+            problems.append(recipe.finding(where, f"`{var}` must not be committed in the recipe env",
+                                           "set `synthetic-acceptance:` at the top of the recipe; the runner "
+                                           "applies it on throughput runs and never on eval runs"))
+    return problems
+
+
+def resolve_point(recipe: Recipe, tp: int, ep: int, dp_attn: bool, conc: int) -> ResolvedPoint:
+    """Merge the base and the point matching (tp, ep, dp-attn, conc). InputError if absent."""
+    wanted = PointKey(int(tp), int(ep), bool(dp_attn), int(conc))
+    matches = [(name, key) for name, key in available_points(recipe) if key == wanted]
+    if not matches:
+        listing = "; ".join(f"{n} ({k.describe()})" for n, k in available_points(recipe)) or "none"
+        msg = f"{recipe.file}: no point with {wanted.describe()}"
+        raise InputError(msg, findings=[recipe.finding(("points",), f"no point with {wanted.describe()}",
+                                                       f"available points: {listing}")])
+    if len(matches) > 1:
+        names = ", ".join(n for n, _ in matches)
+        raise InputError(f"{recipe.file}: several points match {wanted.describe()}: {names}",
+                         findings=[recipe.finding(("points", matches[1][0]),
+                                                  f"several points match {wanted.describe()}: {names}",
+                                                  "each (tp, ep, dp-attn, conc) must appear once")])
+    name = matches[0][0]
+    pt = recipe.points()[name]
+    serve = recipe.data.get("serve") or {}
+    env = merge_env(serve.get("env"), pt.get("env"))
+    args = merge_args(serve.get("args"), pt.get("args"))
+    problems = _check_point(recipe, name, pt, env, args)
+    if problems:
+        raise InputError(problems[0].message, findings=problems)
+    router = pt.get("router", serve.get("router"))
+    return ResolvedPoint(recipe_file=recipe.file, name=name, key=wanted, engine=recipe.engine,
+                         image=recipe.image, model=recipe.model, env=env, args=args,
+                         router=dict(router) if isinstance(router, dict) else None,
+                         synthetic_acceptance=recipe.synthetic_acceptance)

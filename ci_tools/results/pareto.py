@@ -1,0 +1,166 @@
+"""Pareto frontier of throughput (tok/s/GPU) against interactivity (P90 tok/s/user), and claims.
+
+Both axes are higher-is-better. Point a dominates point b strictly when a is at least as good on
+both axes and better on at least one; equal points do not dominate each other. The frontier is
+the set of points no other point dominates. Pure functions over plain data.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ci_tools.errors import Finding, InputError
+
+CSV_COLUMNS = ("point", "tok_s_gpu", "intvty_p90")
+CLAIM_WORD = " dominates "
+
+
+@dataclass
+class Point:
+    name: str
+    tok_s_gpu: float
+    intvty_p90: float
+    extra: dict = field(default_factory=dict)  # other columns shown in the table (median, TTFT)
+
+
+def dominates(a: Point, b: Point) -> bool:
+    return (a.tok_s_gpu >= b.tok_s_gpu and a.intvty_p90 >= b.intvty_p90
+            and (a.tok_s_gpu > b.tok_s_gpu or a.intvty_p90 > b.intvty_p90))
+
+
+def analyse(points: list[Point]) -> list[dict]:
+    """Each point with `frontier` and `dominated_by` (names, in input order)."""
+    out = []
+    for p in points:
+        by = [q.name for q in points if q is not p and dominates(q, p)]
+        out.append({"point": p.name, "tok_s_gpu": p.tok_s_gpu, "intvty_p90": p.intvty_p90,
+                    "frontier": not by, "dominated_by": by})
+    return out
+
+
+@dataclass(frozen=True)
+class Claim:
+    text: str
+    winner: str
+    loser: str
+    line: int
+
+
+def parse_claims(text: str, file: str = "<claims>") -> list[Claim]:
+    """One claim a line: `<point> dominates <point>`; blank lines and `#` comments are skipped."""
+    claims: list[Claim] = []
+    problems: list[Finding] = []
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(CLAIM_WORD)
+        if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+            problems.append(Finding(file, n, None, f"cannot read the claim {line!r}",
+                                    "write one claim a line as `<point> dominates <point>`"))
+            continue
+        claims.append(Claim(line, parts[0].strip(), parts[1].strip(), n))
+    if problems:
+        raise InputError(problems[0].message, findings=problems)
+    return claims
+
+
+def _fmt(p: Point) -> str:
+    return f"{p.name} ({p.tok_s_gpu:,.0f} tok/s/GPU, {p.intvty_p90:,.1f} tok/s/user)"
+
+
+def check_claims(points: list[Point], claims: list[Claim], file: str = "<claims>") -> list[dict]:
+    by_name = {p.name: p for p in points}
+    unknown = [Finding(file, c.line, None, f"unknown point {name!r} in the claim {c.text!r}",
+                       "known points: " + ", ".join(by_name))
+               for c in claims for name in (c.winner, c.loser) if name not in by_name]
+    if unknown:
+        raise InputError(unknown[0].message, findings=unknown)
+    out = []
+    for c in claims:
+        a, b = by_name[c.winner], by_name[c.loser]
+        holds = dominates(a, b)
+        if holds:
+            why = f"{_fmt(a)} is at least as good on both axes as {_fmt(b)} and better on one"
+        else:
+            worse = []
+            if a.tok_s_gpu < b.tok_s_gpu:
+                worse.append("lower throughput")
+            if a.intvty_p90 < b.intvty_p90:
+                worse.append("lower P90 interactivity")
+            if not worse:
+                worse.append("equal on both axes")
+            why = f"{_fmt(a)} has {' and '.join(worse)} than {_fmt(b)}"
+        out.append({"claim": c.text, "holds": holds, "why": why})
+    return out
+
+
+def _float(value: str, file: str, line: int, column: str) -> float:
+    try:
+        x = float(str(value).replace(",", "").strip())
+    except ValueError:
+        raise InputError(f"{file}:{line}: {column} {value!r} is not a number", findings=[Finding(
+            file, line, None, f"{column} {value!r} is not a number", "write a plain number such as 7314 or 625.7")]) from None
+    if x != x or x in (float("inf"), float("-inf")):
+        raise InputError(f"{file}:{line}: {column} must be finite")
+    return x
+
+
+def points_from_csv(text: str, file: str = "<csv>") -> list[Point]:
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise InputError(f"{file}:1: missing column(s) {', '.join(missing)}", findings=[Finding(
+            file, 1, None, f"missing column(s) {', '.join(missing)}",
+            f"the header must include {','.join(CSV_COLUMNS)}")])
+    points: list[Point] = []
+    seen: dict[str, int] = {}
+    for n, row in enumerate(reader, 2):
+        name = (row.get("point") or "").strip()
+        if not name:
+            raise InputError(f"{file}:{n}: empty point name")
+        if name in seen:
+            raise InputError(f"{file}:{n}: point {name!r} appears twice (first at line {seen[name]})")
+        seen[name] = n
+        extra = {k: v for k, v in row.items() if k not in CSV_COLUMNS and k is not None and v not in (None, "")}
+        points.append(Point(name, _float(row["tok_s_gpu"], file, n, "tok_s_gpu"),
+                            _float(row["intvty_p90"], file, n, "intvty_p90"), extra))
+    if not points:
+        raise InputError(f"{file}: no points")
+    return points
+
+
+def points_from_collection(data: dict, file: str = "<collection>") -> list[Point]:
+    """Valid results of a `results collect` file (invalid ones never reach a frontier)."""
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list):
+        raise InputError(f"{file}: not a result collection (expected {{\"results\": [...]}})")
+    points = []
+    for r in results:
+        if not r.get("valid"):
+            continue
+        h = r.get("headline") or {}
+        if h.get("tok_s_gpu") is None or h.get("intvty_p90") is None:
+            continue
+        extra = {"intvty_p50": h.get("intvty_p50"), "ttft_p90_s": h.get("ttft_p90_s")}
+        points.append(Point(r["point"]["name"], float(h["tok_s_gpu"]), float(h["intvty_p90"]), extra))
+    if not points:
+        raise InputError(f"{file}: no valid results with throughput and interactivity")
+    return points
+
+
+def load_points(path: Path) -> list[Point]:
+    from ci_tools.yamlio import read_text
+
+    text = read_text(path)
+    if path.suffix.lower() == ".csv":
+        return points_from_csv(text, str(path))
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{path}: neither a CSV ({','.join(CSV_COLUMNS)}) nor JSON: {exc}") from None
+    return points_from_collection(data, str(path))

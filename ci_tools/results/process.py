@@ -1,0 +1,116 @@
+"""`results process`: one job directory -> one result JSON (the shell around records/metrics/validity).
+
+The point a result belongs to comes from the runner's `job.json` (written before the server
+starts) or, for a bare AIPerf directory, from what the caller passes (`PointInfo`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ci_tools.errors import Finding, InputError
+from ci_tools.results import metrics as m
+from ci_tools.results import records
+from ci_tools.results.validity import Requirements, check, config_echo
+from ci_tools.runner import layout
+
+RESULT_SCHEMA = "ci-tools/result/v1"
+
+
+@dataclass
+class PointInfo:
+    name: str
+    tp: int
+    ep: int = 1
+    dp_attn: bool = False
+    conc: int | None = None
+    gpus: int | None = None
+    scenario: str = "agentic-coding"
+    duration_s: float | None = None
+    model: str | None = None
+    config_key: str | None = None
+    runner: str | None = None
+    image: str | None = None
+    result_filename: str | None = None
+
+    @property
+    def gpu_count(self) -> int:
+        return self.gpus if self.gpus else m.gpu_count(self.tp)
+
+
+def find_aiperf_dir(path: Path) -> Path:
+    """The folder holding profile_export.jsonl: DIR, DIR/aiperf_artifacts, or its first run_* child."""
+    for cand in (path, path / layout.AIPERF_DIR):
+        if (cand / layout.PROFILE_JSONL).is_file():
+            return cand
+        if cand.is_dir():
+            for child in sorted(cand.iterdir()):
+                if child.is_dir() and (child / layout.PROFILE_JSONL).is_file():
+                    return child
+    raise InputError(f"{path}: no {layout.PROFILE_JSONL} found", findings=[Finding(
+        str(path), None, None, f"no {layout.PROFILE_JSONL} in this directory or in {layout.AIPERF_DIR}/",
+        "pass the runner's --out directory or AIPerf's --artifact-dir; if the client failed, "
+        f"see {layout.CLIENT_LOG} and {layout.STATUS_JSON} there")])
+
+
+def read_json(path: Path) -> dict | None:
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(f"{path}: not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{path}: expected a JSON object")
+    return data
+
+
+def point_from_job(job: dict) -> PointInfo:
+    p = job["point"]
+    return PointInfo(name=p["name"], tp=int(p["tp"]), ep=int(p.get("ep", 1)), dp_attn=bool(p.get("dp-attn")),
+                     conc=p.get("conc"), gpus=p.get("gpus"), scenario=p.get("scenario", "agentic-coding"),
+                     duration_s=p.get("duration"), model=p.get("model"), config_key=p.get("config-key"),
+                     runner=p.get("runner"), image=p.get("image"), result_filename=job.get("result-filename"))
+
+
+def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
+                 max_error_rate: float = 0.10, min_requests: int | None = None) -> dict:
+    """Pure: the full result document from a scan, AIPerf's summary and the point."""
+    measured = m.compute_metrics(scan, point.gpu_count)
+    req = Requirements(scenario=point.scenario, conc=point.conc, duration_s=point.duration_s,
+                       model=point.model, max_error_rate=max_error_rate, min_requests=min_requests)
+    failures = check(measured, agg, req)
+    aiperf = {}
+    if agg is not None:
+        aiperf = {"version": agg.get("aiperf_version"), "benchmark_id": agg.get("benchmark_id"),
+                  "start_time": agg.get("start_time"), "end_time": agg.get("end_time"),
+                  "was_cancelled": agg.get("was_cancelled"), "is_complete": agg.get("is_complete"),
+                  "config": config_echo(agg)}
+    return {
+        "schema": RESULT_SCHEMA,
+        "point": {k.replace("_", "-"): v for k, v in asdict(point).items()} | {"gpus": point.gpu_count},
+        "valid": not failures,
+        "failures": [f.as_dict() for f in failures],
+        **measured,
+        "aiperf": aiperf,
+    }
+
+
+def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: float = 0.10,
+                min_requests: int | None = None) -> dict:
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such directory")
+    job = read_json(path / layout.JOB_JSON)
+    if point is None:
+        if job is None:
+            raise InputError(f"{path}: no {layout.JOB_JSON}, so the point is unknown", findings=[Finding(
+                str(path), None, None, f"no {layout.JOB_JSON} (written by `ci-tools runner run`)",
+                "pass the point: --tp N --conc N [--ep N --dp-attn --gpus N --scenario S --duration S]")])
+        point = point_from_job(job)
+    adir = find_aiperf_dir(path)
+    scan = records.scan_file(adir / layout.PROFILE_JSONL)
+    agg = read_json(adir / layout.PROFILE_JSON)
+    return build_result(scan, agg, point, max_error_rate, min_requests)

@@ -1,0 +1,322 @@
+"""Streaming reader of AIPerf's `profile_export.jsonl` (one JSON record per request).
+
+A one-hour AgentX run writes hundreds of thousands of records of a few KB each, so the file is
+never loaded whole: each line is read, the handful of numbers the metrics need are taken out, and
+the line is dropped. Per-request values go into `array('d')` columns (8 bytes each, against ~32 for
+a list of Python floats); sums, minima and maxima are kept as running scalars.
+
+Two paths read a line, and tests check they agree on every record:
+- a fast path that finds the compact keys AIPerf writes (`"time_to_first_token":{"value":12.5,`)
+  with `bytes.find` and converts only those slices. A JSON key with unescaped quotes cannot occur
+  inside a JSON string, so a match is always a real key;
+- `json.loads` of the line, used whenever the fast path is not certain: an `error` that is not
+  null, a missing key, another layout (spaces, scalar values, key order inside a metric).
+
+Record filter (spec §2.2): phase = `metadata.benchmark_phase`; a record with a phase other than
+"profiling" is warmup (dropped, counted); a truthy `error` is dropped and categorised; the rest are
+the successful profiling requests S. Latency samples are kept only when finite and > 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from ci_tools.errors import Finding, InputError
+
+PROFILING = "profiling"
+_PROFILING_B = PROFILING.encode()
+
+# metric name in the record -> column name in RecordScan
+LATENCY_METRICS = {
+    "time_to_first_token": "ttft_ms",
+    "inter_token_latency": "itl_ms",
+    "request_latency": "e2el_ms",
+}
+TOKEN_METRICS = {
+    "input_sequence_length": "isl",
+    "output_sequence_length": "osl",
+}
+
+
+@dataclass
+class RecordScan:
+    """What one pass over profile_export.jsonl yields (columns are per successful record)."""
+
+    records_total: int = 0
+    records_profiled: int = 0
+    records_warmup_dropped: int = 0
+    records_error_dropped: int = 0
+    bad_lines: list[int] = field(default_factory=list)  # 1-based line numbers that are not JSON objects
+    phases: dict[str, int] = field(default_factory=dict)  # every phase seen, with its count
+    error_categories: dict[str, int] = field(default_factory=dict)
+    ttft_ms: array = field(default_factory=lambda: array("d"))
+    itl_ms: array = field(default_factory=lambda: array("d"))
+    e2el_ms: array = field(default_factory=lambda: array("d"))
+    e2e_per_token_ms: array = field(default_factory=lambda: array("d"))  # E2EL_i / OSL_i, same record
+    isl_sum: float = 0.0
+    osl_sum: float = 0.0
+    isl_count: int = 0
+    osl_count: int = 0
+    start_ns_min: int | None = None
+    end_ns_max: int | None = None
+    fast_lines: int = 0  # how many lines the fast path handled (for the benchmark and tests)
+
+    @property
+    def records_dropped_total(self) -> int:
+        return self.records_warmup_dropped + self.records_error_dropped
+
+    def accounting(self) -> dict:
+        return {
+            "records_total": self.records_total,
+            "records_profiled": self.records_profiled,
+            "records_dropped_total": self.records_dropped_total,
+            "records_warmup_dropped": self.records_warmup_dropped,
+            "records_error_dropped": self.records_error_dropped,
+            "error_categories": dict(sorted(self.error_categories.items())),
+            "phases": dict(sorted(self.phases.items())),
+        }
+
+
+def error_category(err: Any) -> str:
+    """Short category of an AIPerf error: first non-empty of type/error_type/code/class/status, else the
+    message's first line up to ':'; at most 120 characters; "unknown" when nothing is usable."""
+    if isinstance(err, dict):
+        for key in ("type", "error_type", "code", "class", "status"):
+            value = err.get(key)
+            if value not in (None, ""):
+                return str(value)[:120]
+        err = err.get("message") or err.get("detail") or ""
+    text = str(err).strip()
+    if not text or text in ("True", "true"):
+        return "unknown"
+    return text.splitlines()[0].split(":")[0].strip()[:120] or "unknown"
+
+
+def _metric_value(metrics: dict, name: str) -> float | None:
+    value = metrics.get(name)
+    if isinstance(value, dict):
+        value = value.get("value")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+# ---- fast path -------------------------------------------------------------------------------
+# AIPerf 0.13 writes a record as {"metadata":{...},"metrics":{...}[,"trace_data":..][,"error":{..}]}
+# (pydantic field order of MetricRecordInfo), compact, with metadata keys and metric keys in a fixed
+# order. Each key is searched from where the previous one ended (one pass over the line); a key
+# found out of order is searched again from the start of its section, so order only affects speed.
+
+_HEAD = b'{"metadata":{'
+_ERROR_KEY = b'"error":'
+_START_KEY = b'"request_start_ns":'
+_END_KEY = b'"request_end_ns":'
+_PHASE_KEY = b'"benchmark_phase":"'
+_E2EL_KEY = b'"request_latency":{"value":'
+_OSL_KEY = b'"output_sequence_length":{"value":'
+_ISL_KEY = b'"input_sequence_length":{"value":'
+_TTFT_KEY = b'"time_to_first_token":{"value":'
+# written after the per-chunk latency array, whose length grows with the output: found from the end
+_ITL_KEY = b'"inter_token_latency":{"value":'
+
+
+def _fast_fields(line: bytes) -> tuple | None:
+    """(phase, start_ns, end_ns, e2el_ms, osl, isl, ttft_ms, itl_ms) of a plain record without error,
+    or None when the slow path must decide (any key missing or out of the expected order, any value
+    that is not a plain number followed by `,"unit"`, an `"error":` key after the metrics)."""
+    if not line.startswith(_HEAD):
+        return None
+    find = line.find
+    pos = find(_START_KEY, 13)
+    if pos < 0:
+        return None
+    a = pos + 19
+    b = find(b",", a)
+    pos = find(_END_KEY, b)
+    if pos < 0:
+        return None
+    c = pos + 17
+    d = find(b",", c)
+    pos = find(_PHASE_KEY, d)
+    if pos < 0:
+        return None
+    e = pos + 19
+    f = find(b'"', e)
+    p1 = find(_E2EL_KEY, f)
+    if p1 < 0:
+        return None
+    p1 += 27
+    q1 = find(b',"', p1)
+    p2 = find(_OSL_KEY, q1)
+    if p2 < 0:
+        return None
+    p2 += 34
+    q2 = find(b',"', p2)
+    p3 = find(_ISL_KEY, q2)
+    if p3 < 0:
+        return None
+    p3 += 33
+    q3 = find(b',"', p3)
+    p4 = find(_TTFT_KEY, q3)
+    if p4 < 0:
+        return None
+    p4 += 31
+    q4 = find(b',"', p4)
+    p5 = line.rfind(_ITL_KEY, q4)
+    if p5 < 0:
+        return None
+    p5 += 31
+    q5 = find(b',"', p5)
+    if find(_ERROR_KEY, q5) >= 0:
+        return None
+    try:
+        # token counts are integers in AIPerf's output; int() of a short ASCII number is the cheapest
+        # conversion, and a float-looking count falls back to the slow path via ValueError
+        return (line[e:f], int(line[a:b]), int(line[c:d]), float(line[p1:q1]),
+                int(line[p2:q2]), int(line[p3:q3]), float(line[p4:q4]), float(line[p5:q5]))
+    except ValueError:
+        return None
+
+
+# ---- slow path -------------------------------------------------------------------------------
+
+def _slow_fields(rec: dict) -> dict:
+    """The same numbers from a parsed record; absent values are None. `error` is returned as is."""
+    meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+    metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
+    out: dict = {"error": rec.get("error"), "phase": meta.get("benchmark_phase")}
+    for name in ("start", "end"):
+        value = meta.get(f"request_{name}_ns")
+        out[name] = int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    for name, col in [*LATENCY_METRICS.items(), *TOKEN_METRICS.items()]:
+        out[col] = _metric_value(metrics, name)
+    return out
+
+
+def _good(x: float | None) -> bool:
+    return x is not None and math.isfinite(x) and x > 0
+
+
+def _add_slow(s: RecordScan, f: dict) -> None:
+    phase = f.get("phase")
+    pname = phase if phase is not None else "<none>"
+    s.phases[pname] = s.phases.get(pname, 0) + 1
+    if phase is not None and phase != PROFILING:
+        s.records_warmup_dropped += 1
+        return
+    if f.get("error"):
+        s.records_error_dropped += 1
+        cat = error_category(f["error"])
+        s.error_categories[cat] = s.error_categories.get(cat, 0) + 1
+        return
+    s.records_profiled += 1
+    ttft, itl, e2el = f.get("ttft_ms"), f.get("itl_ms"), f.get("e2el_ms")
+    isl, osl = f.get("isl"), f.get("osl")
+    if _good(ttft):
+        s.ttft_ms.append(ttft)
+    if _good(itl):
+        s.itl_ms.append(itl)
+    if _good(e2el):
+        s.e2el_ms.append(e2el)
+        if _good(osl):
+            s.e2e_per_token_ms.append(e2el / osl)
+    if isl is not None and math.isfinite(isl):
+        s.isl_sum += isl
+        s.isl_count += 1
+    if osl is not None and math.isfinite(osl):
+        s.osl_sum += osl
+        s.osl_count += 1
+    start, end = f.get("start"), f.get("end")
+    if start is not None and (s.start_ns_min is None or start < s.start_ns_min):
+        s.start_ns_min = start
+    if end is not None and (s.end_ns_max is None or end > s.end_ns_max):
+        s.end_ns_max = end
+
+
+def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
+    """Scan an iterable of JSONL lines (bytes). `fast=False` forces json.loads on every line.
+
+    The loop is written flat (locals, no per-record objects) because it runs once per request of
+    an hour-long run; `_add_slow` holds the same rules in readable form for the rare slow lines.
+    """
+    s = RecordScan()
+    ttft_a, itl_a, e2el_a, norm_a = s.ttft_ms.append, s.itl_ms.append, s.e2el_ms.append, s.e2e_per_token_ms.append
+    isfinite = math.isfinite
+    total = profiled = fast_n = isl_n = osl_n = 0
+    isl_sum = osl_sum = 0.0
+    smin = emax = None
+    other_phase: list[str] = []
+    for lineno, line in enumerate(lines, 1):
+        f = _fast_fields(line) if fast else None
+        if f is None:
+            if not line.strip():
+                continue
+            total += 1
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                rec = None
+            if not isinstance(rec, dict):
+                s.bad_lines.append(lineno)
+                continue
+            _add_slow(s, _slow_fields(rec))
+            continue
+        total += 1
+        fast_n += 1
+        phase, start, end, e2el, osl, isl, ttft, itl = f
+        if phase != _PROFILING_B:
+            other_phase.append(phase.decode(errors="replace"))
+            continue
+        profiled += 1
+        # a NaN fails every comparison, so `x > 0` also rejects it; inf needs isfinite
+        if ttft > 0 and isfinite(ttft):
+            ttft_a(ttft)
+        if itl > 0 and isfinite(itl):
+            itl_a(itl)
+        if e2el > 0 and isfinite(e2el):
+            e2el_a(e2el)
+            if osl > 0:
+                norm_a(e2el / osl)
+        isl_sum += isl
+        isl_n += 1
+        osl_sum += osl
+        osl_n += 1
+        if smin is None or start < smin:
+            smin = start
+        if emax is None or end > emax:
+            emax = end
+    s.records_total += total
+    s.fast_lines += fast_n
+    s.records_profiled += profiled
+    s.isl_sum += isl_sum
+    s.osl_sum += osl_sum
+    s.isl_count += isl_n
+    s.osl_count += osl_n
+    if profiled:
+        s.phases[PROFILING] = s.phases.get(PROFILING, 0) + profiled
+    for phase in other_phase:
+        s.phases[phase] = s.phases.get(phase, 0) + 1
+    s.records_warmup_dropped += len(other_phase)
+    if smin is not None and (s.start_ns_min is None or smin < s.start_ns_min):
+        s.start_ns_min = smin
+    if emax is not None and (s.end_ns_max is None or emax > s.end_ns_max):
+        s.end_ns_max = emax
+    return s
+
+
+def scan_file(path: Path | str, *, fast: bool = True) -> RecordScan:
+    p = Path(path)
+    try:
+        with p.open("rb", buffering=1 << 20) as fh:
+            return scan_lines(fh, fast=fast)
+    except FileNotFoundError:
+        raise InputError(f"{p}: file not found", findings=[Finding(
+            str(p), None, None, "AIPerf's per-request export is missing",
+            "the client did not finish, or the directory is not an AIPerf artifact directory")]) from None
+    except OSError as exc:
+        raise InputError(f"{p}: cannot read: {exc.strerror}") from None

@@ -1,0 +1,54 @@
+"""Names of everything a runner job writes, defined once (the collectors and workflows import these).
+
+Job directory (`runner run --out DIR`):
+
+    DIR/job.json                    the resolved job: row, recipe point, commands, environment
+    DIR/commands.txt                the exact commands, as `--dry-run` prints them
+    DIR/server.log                  engine stdout+stderr (router.log for DEP points)
+    DIR/client.log                  AIPerf stdout+stderr
+    DIR/status.json                 how the job ended: {"ok", "phase", "reason", "exit_code"}
+    DIR/aiperf_artifacts/           AIPerf's --artifact-dir (profile_export.jsonl, ..._aiperf.json)
+    DIR/result.json                 written by `results process DIR`
+
+GitHub artifact names per job are `<kind>_<result-filename>`; the run-level collection is
+`results_bmk` holding `results.json`.
+"""
+
+from __future__ import annotations
+
+JOB_JSON = "job.json"
+COMMANDS_TXT = "commands.txt"
+SERVER_LOG = "server.log"
+ROUTER_LOG = "router.log"
+CLIENT_LOG = "client.log"
+STATUS_JSON = "status.json"
+AIPERF_DIR = "aiperf_artifacts"
+PROFILE_JSONL = "profile_export.jsonl"
+PROFILE_JSON = "profile_export_aiperf.json"
+RESULT_JSON = "result.json"
+COLLECTION_JSON = "results.json"
+
+# AIPerf files too large or useless to upload (the per-request export stays: it is the evidence)
+UPLOAD_EXCLUDE = (f"{AIPERF_DIR}/inputs.json", f"{AIPERF_DIR}/profile_export_raw.jsonl")
+
+ARTIFACT_KINDS = {
+    "result": "bmk",            # result.json (valid or not; `results collect` filters)
+    "job": "job",               # the whole job directory minus UPLOAD_EXCLUDE
+    "server-logs": "server_logs",
+}
+COLLECTION_ARTIFACT = "results_bmk"
+
+
+def artifact_name(kind: str, result_filename: str) -> str:
+    return f"{ARTIFACT_KINDS[kind]}_{result_filename}"
+
+
+def result_filename(row: dict, runner_name: str = "") -> str:
+    """Unique, readable name of one job's results (InferenceX's RESULT_FILENAME, single node)."""
+    dpa = "true" if row.get("dp-attn") else "false"
+    base = (f"{row.get('exp-name', 'run')}_{row.get('precision', '')}_{row.get('framework', '')}"
+            f"_tp{row.get('tp')}-ep{row.get('ep', 1)}-dpa{dpa}_spec-{row.get('spec-decoding', 'none')}"
+            f"_conc{row.get('conc')}")
+    if runner_name:
+        base += f"_{runner_name}"
+    return base.replace("/", "-").replace(" ", "-")

@@ -1,0 +1,260 @@
+"""From a matrix row to the exact commands of one benchmark job (pure: no process, no file).
+
+Row keys read (everything else in the row is ignored):
+  config-key      master entry; its `recipe:` locates the recipe (unless the row has `recipe`)
+  recipe          optional: recipe path relative to the repository root
+  image           must equal the recipe's image (pinned by digest)
+  model           served model name, tokenizer default, model-store sub-path
+  precision, framework, exp-name, spec-decoding   result file name and job.json
+  runner          runners.yaml label: GPUs per node
+  tp, ep, dp-attn, conc      the point to resolve in the recipe
+  pp, dcp-size, pcp-size     must be 1 when present (single-node recipes only)
+  kv-offloading   must be `none` when present
+  scenario-type   `agentic-coding` -> AIPerf AgentX replay; otherwise fixed sequence (isl, osl)
+  isl, osl        fixed-sequence rows only
+  duration        AgentX benchmark duration in seconds (default 3600)
+  agentx-fast     true -> duration 1200 s and 1 warmup request per lane
+  run-eval, eval-only   eval run: no synthetic acceptance; the eval client is not run here
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from ci_tools.config.recipe import ResolvedPoint, render_args
+from ci_tools.errors import InputError
+from ci_tools.runner import layout
+
+AGENTIC = "agentic-coding"
+AGENTX_DURATION_S = 3600
+AGENTX_FAST_DURATION_S = 1200
+AGENTX_WARMUP_PER_LANE = 10
+AGENTX_FAST_WARMUP_PER_LANE = 1
+AGENTX_SCENARIO = "inferencex-agentx-mvp"
+AGENTX_MIN_LOCKED_DURATION_S = 900  # below this the scenario lock needs --unsafe-override
+AGENTX_DATASET = "semianalysis-cc-traces-weka-062126"
+AGENTX_DATASET_ENTRIES = 393
+RANDOM_SEED = 42
+FAILED_REQUEST_THRESHOLD = 0.10
+FIXED_SEQ_PROMPTS_PER_LANE = 10
+
+ENGINE_PORT = 8000          # where the client connects (the engine, or the router for DEP points)
+DEP_WORKER_PORT = 30000     # the engine behind the router
+MODELS_MOUNT = "/models"    # the model store inside the container
+
+# SGLang's simulated speculative acceptance (spec §6): applied on throughput runs only
+SIM_ACC_ENV = {"SGLANG_SIMULATE_ACC_METHOD": "match-expected",
+               "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token"}
+SIM_ACC_LEN = "SGLANG_SIMULATE_ACC_LEN"
+
+
+@dataclass
+class Settings:
+    """Runner-side settings (CLI options / environment), not part of the row."""
+
+    model_store: str = "/mnt/models"
+    hf_cache: str = "/mnt/hf_hub_cache"
+    aiperf_bin: str = "aiperf"
+    tokenizer: str | None = None          # default: the row's model
+    dataset: str = AGENTX_DATASET         # `synthetic:ISL:OSL` for offline tests
+    server_cmd: str | None = None         # replaces the engine command ({port}, {model} filled in)
+    host: str = "127.0.0.1"
+    port: int = ENGINE_PORT
+    ready_timeout_s: float = 4 * 3600.0   # big models load slowly; a hang still ends
+    gpus_per_node: int | None = None
+    runner_name: str = ""
+    duration_override_s: float | None = None  # tests only: shorter than any real scenario allows
+
+
+@dataclass
+class Proc:
+    role: str                 # server | router | client
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)  # in addition to the inherited environment
+    log: str = ""
+    in_container: bool = True
+
+    def shell(self) -> str:
+        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
+        return (prefix + " " if prefix else "") + shlex.join(self.argv)
+
+
+@dataclass
+class JobPlan:
+    row: dict
+    point: ResolvedPoint
+    scenario: str
+    result_filename: str
+    procs: list[Proc]
+    base_url: str
+    ready_urls: list[str]
+    duration_s: float | None
+    run_eval: bool
+    gpus: int
+    served_model: str
+    image: str
+
+    def proc(self, role: str) -> Proc | None:
+        return next((p for p in self.procs if p.role == role), None)
+
+    def job_json(self) -> dict:
+        """What results/collectors need to know about the job (written to job.json)."""
+        pt = self.point
+        return {
+            "result-filename": self.result_filename,
+            "point": {"name": pt.name, "tp": pt.key.tp, "ep": pt.key.ep, "dp-attn": pt.key.dp_attn,
+                      "conc": pt.key.conc, "gpus": self.gpus, "scenario": self.scenario,
+                      "duration": self.duration_s, "model": self.served_model,
+                      "config-key": self.row.get("config-key"), "runner": self.row.get("runner"),
+                      "image": self.image, "run-eval": self.run_eval},
+            "recipe": pt.as_dict(),
+            "row": self.row,
+            "commands": {p.role: {"argv": p.argv, "env": p.env, "log": p.log} for p in self.procs},
+            "base-url": self.base_url,
+            "ready-urls": self.ready_urls,
+        }
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def check_row(row: dict) -> list[str]:
+    """Problems with a row that make it unrunnable here (all of them)."""
+    problems = []
+    for key in ("tp", "conc", "image", "model"):
+        if key not in row:
+            problems.append(f"the row has no `{key}`")
+    if "prefill" in row or "decode" in row:
+        problems.append("multi-node rows (prefill/decode) are not run by `runner run`; use the multi-node launcher")
+    for key in ("pp", "dcp-size", "pcp-size"):
+        if key in row and int(row[key]) != 1:
+            problems.append(f"`{key}: {row[key]}` is not supported by single-node recipes (must be 1)")
+    if row.get("kv-offloading", "none") not in ("none", None):
+        problems.append(f"`kv-offloading: {row['kv-offloading']}` is not supported by this recipe runner")
+    if isinstance(row.get("conc"), list):
+        problems.append("`conc` must be one integer per job (multi-node rows carry lists)")
+    scenario = row.get("scenario-type", "fixed-seq-len")
+    if scenario != AGENTIC and ("isl" not in row or "osl" not in row):
+        problems.append("fixed-sequence rows need `isl` and `osl`")
+    return problems
+
+
+def image_for_slurm(image: str) -> str:
+    """Pyxis/enroot take one reference: with a digest, drop the tag so the digest alone decides."""
+    if "@sha256:" in image:
+        name, digest = image.split("@", 1)
+        last = name.rsplit("/", 1)
+        if ":" in last[-1]:
+            name = name[: name.rfind(":")]
+        return f"{name}@{digest}"
+    return image
+
+
+def engine_argv(point: ResolvedPoint, model: str, settings: Settings, port: int) -> list[str]:
+    """`python3 -m sglang.launch_server` with the topology from the point and the recipe's args."""
+    if point.engine != "sglang":
+        raise InputError(f"{point.recipe_file}: engine {point.engine!r} is not supported (only sglang)")
+    k = point.key
+    argv = ["python3", "-m", "sglang.launch_server",
+            "--model-path", f"{MODELS_MOUNT}/{model}", "--served-model-name", model,
+            "--host", "0.0.0.0", "--port", str(port),
+            "--tp-size", str(k.tp), "--ep-size", str(k.ep)]
+    if k.dp_attn:
+        # DEP: data-parallel attention over the TP ranks (DEP2 = TP2 / DP2 / EP2)
+        argv += ["--dp-size", str(k.tp), "--enable-dp-attention"]
+    return argv + render_args(point.args)
+
+
+def router_argv(point: ResolvedPoint, port: int, worker_port: int) -> list[str]:
+    r = point.router or {}
+    args = dict(r.get("args") or {})
+    return (["python3", "-m", "sglang_router.launch_router", "--host", "0.0.0.0", "--port", str(port),
+             "--worker-urls", f"http://127.0.0.1:{worker_port}"] + render_args(args))
+
+
+def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, conc: int, scenario: str,
+                duration: float | None, fast: bool, session_header: str | None, out_dir: str) -> list[str]:
+    tokenizer = settings.tokenizer or plan_model
+    argv = [settings.aiperf_bin, "profile", "--model", plan_model, "--tokenizer", tokenizer,
+            "--url", base_url, "--endpoint-type", "chat", "--endpoint", "/v1/chat/completions", "--streaming",
+            "--concurrency", str(conc), "--random-seed", str(RANDOM_SEED), "--use-server-token-count",
+            "--failed-request-threshold", f"{FAILED_REQUEST_THRESHOLD:g}",
+            "--ui-type", "none", "--no-gpu-telemetry"]
+    synthetic = settings.dataset.startswith("synthetic:")
+    if scenario == AGENTIC:
+        per_lane = AGENTX_FAST_WARMUP_PER_LANE if fast else AGENTX_WARMUP_PER_LANE
+        argv += ["--benchmark-duration", f"{duration:g}", "--warmup-request-count", str(per_lane * conc)]
+        if synthetic:
+            _, isl, osl = settings.dataset.split(":")
+            argv += ["--isl", isl, "--osl", osl]
+        else:
+            argv += ["--scenario", AGENTX_SCENARIO, "--public-dataset", settings.dataset,
+                     "--num-dataset-entries", str(AGENTX_DATASET_ENTRIES)]
+            if duration is not None and duration < AGENTX_MIN_LOCKED_DURATION_S:
+                argv += ["--unsafe-override"]
+        if session_header:
+            argv += ["--session-header", session_header]
+    else:
+        isl, osl = int(row["isl"]), int(row["osl"])
+        argv += ["--isl", str(isl), "--osl", str(osl), "--extra-inputs", "ignore_eos:true",
+                 "--request-count", str(FIXED_SEQ_PROMPTS_PER_LANE * conc),
+                 "--warmup-request-count", str(2 * conc)]
+    return argv + ["--artifact-dir", f"{out_dir}/{layout.AIPERF_DIR}"]
+
+
+def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str) -> JobPlan:
+    problems = check_row(row)
+    if str(row.get("image")) != point.image:
+        problems.append(f"the row's image {row.get('image')!r} differs from the recipe's {point.image!r}; "
+                        "the master entry and the recipe must pin the same digest")
+    if "@sha256:" not in point.image:
+        problems.append(f"the recipe image {point.image!r} is not pinned by digest (@sha256:...)")
+    scenario = row.get("scenario-type", "fixed-seq-len")
+    run_eval = _truthy(row.get("run-eval")) or _truthy(row.get("eval-only"))
+    fast = _truthy(row.get("agentx-fast"))
+    duration: float | None = None
+    if scenario == AGENTIC:
+        duration = float(AGENTX_FAST_DURATION_S if fast else row.get("duration", AGENTX_DURATION_S))
+        if settings.duration_override_s is not None:
+            duration = settings.duration_override_s
+    gpus = point.gpus
+    if settings.gpus_per_node is not None and gpus > settings.gpus_per_node:
+        problems.append(f"the point needs {gpus} GPUs; runner {row.get('runner')!r} has {settings.gpus_per_node} per node")
+    if problems:
+        raise InputError("; ".join(problems))
+
+    model = str(row["model"])
+    dep = point.router is not None
+    engine_port = DEP_WORKER_PORT if dep else settings.port
+    env = dict(point.env)
+    if not run_eval and point.synthetic_acceptance is not None:
+        env[SIM_ACC_LEN] = f"{point.synthetic_acceptance:g}"
+        env.update(SIM_ACC_ENV)
+    if settings.server_cmd:
+        argv = [a.format(port=engine_port, model=model) for a in shlex.split(settings.server_cmd)]
+    else:
+        argv = engine_argv(point, model, settings, engine_port)
+    procs = [Proc("server", argv, env, layout.SERVER_LOG)]
+    engine_url = f"http://{settings.host}:{engine_port}"
+    ready = [f"{engine_url}/health", f"{engine_url}/v1/models"]
+    base_url = engine_url
+    session_header = None
+    if dep:
+        procs.append(Proc("router", router_argv(point, settings.port, engine_port), {}, layout.ROUTER_LOG))
+        base_url = f"http://{settings.host}:{settings.port}"
+        ready += [f"{base_url}/health", f"{base_url}/v1/models"]
+        session_header = (point.router or {}).get("routing-key-header")
+    rf = layout.result_filename({**row, "tp": point.key.tp, "ep": point.key.ep, "dp-attn": point.key.dp_attn,
+                                 "conc": point.key.conc}, settings.runner_name)
+    if not run_eval:
+        procs.append(Proc("client", client_argv(row, model, settings, base_url, point.key.conc, scenario,
+                                                duration, fast, session_header, out_dir),
+                          {}, layout.CLIENT_LOG, in_container=False))
+    return JobPlan(row=row, point=point, scenario=scenario, result_filename=rf, procs=procs, base_url=base_url,
+                   ready_urls=ready, duration_s=duration, run_eval=run_eval, gpus=gpus, served_model=model,
+                   image=point.image)
