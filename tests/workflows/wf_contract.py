@@ -42,6 +42,8 @@ class Problem:
     file: str
     where: str
     message: str
+    job: str | None = None
+    step: str | None = None
 
     def __str__(self) -> str:
         return f"{self.file}: {self.where}: {self.message}"
@@ -111,6 +113,21 @@ def _logical_lines(script: str) -> Iterable[str]:
             yield stripped
 
 
+def _drop_redirections(words: list[str]) -> list[str]:
+    kept, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if re.fullmatch(r"\d?>>?|<|\d?>&\d?", word):
+            skip = not word.endswith(("&1", "&2"))
+            continue
+        if re.match(r"^\d?>>?\S|^<\S", word):
+            continue
+        kept.append(word)
+    return kept
+
+
 def ci_tools_commands(script: str) -> list[list[str]]:
     """Every `ci-tools` command in a shell script, split into words (placeholders kept)."""
     found = []
@@ -124,6 +141,7 @@ def ci_tools_commands(script: str) -> list[list[str]]:
                 continue
             while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0]):
                 words = words[1:]  # VAR=value prefixes
+            words = _drop_redirections(words)
             if words and words[0] == "ci-tools":
                 found.append(words[1:])
     return found
@@ -228,8 +246,14 @@ def _plan_outputs(params: dict) -> tuple[str, ...]:
 
 # Commands that expose their output names through a function of their own rather than the
 # GITHUB_OUTPUTS registry; the names still come from the code that writes them.
+def _reuse_outputs(params: dict) -> tuple[str, ...]:
+    from ci_tools.policy.reuse import ReuseDecision
+    return tuple(ReuseDecision().outputs())
+
+
 OUTPUT_SOURCES: dict[tuple[str, ...], Callable[[dict], tuple[str, ...]]] = {
     ("plan",): _plan_outputs,
+    ("reuse", "resolve"): _reuse_outputs,
 }
 
 
@@ -290,7 +314,8 @@ def check_invocations(workflows: list[Workflow], cli: CliModel) -> tuple[list[Pr
             resolved = cli.parse(inv.argv)
         except (click.ClickException, ImportError) as exc:
             why = exc.format_message() if isinstance(exc, click.ClickException) else f"{type(exc).__name__}: {exc}"
-            problems.append(Problem(inv.file, where, f"`ci-tools {' '.join(inv.argv)}` does not parse: {why}"))
+            problems.append(Problem(inv.file, where, f"`ci-tools {' '.join(inv.argv)}` does not parse: {why}",
+                                    job=inv.job, step=inv.step))
             if inv.step_id:
                 paths[(inv.file, inv.job, inv.step_id)] = None  # reported once, here
             continue
