@@ -152,3 +152,19 @@ def test_docs_table_check_catches_drift(tmp_path):
     drifted = jobs.replace("contents: read", "contents: write", 1)
     assert drifted != jobs
     assert f"<!-- generated:jobs -->\n{drifted}\n" not in text
+
+
+def test_artifact_names_match_the_code_that_defines_them():
+    """Artifact names are defined once in ci_tools; the workflows spell them (GitHub syntax) only here."""
+    from ci_tools.policy.reuse import CHANGELOG_METADATA
+    from ci_tools.runner.layout import COLLECTION_ARTIFACT
+
+    names = set()
+    for wf in wc.load_workflows(WORKFLOWS):
+        for job in wf.jobs.values():
+            for step in job.get("steps") or []:
+                if step.get("uses", "").startswith("actions/upload-artifact@"):
+                    names.add(step["with"]["name"])
+    assert {COLLECTION_ARTIFACT, CHANGELOG_METADATA} <= names
+    spelled = {n for n in names if "${{" not in n}
+    assert spelled == {COLLECTION_ARTIFACT, CHANGELOG_METADATA, "reused-run"}
