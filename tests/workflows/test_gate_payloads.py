@@ -120,6 +120,12 @@ def unchanged(payload: dict) -> dict:
     return payload
 
 
+def as_draft(payload: dict) -> dict:
+    p = copy.deepcopy(payload)
+    p["pull_request"]["draft"] = True
+    return p
+
+
 # (scenario, corpus file, event, patch, jobs that run besides the gate)
 SCENARIOS = [
     ("same-repo push to the PR, sweep label", "pull_request/synchronize.payload.json", "pull_request",
@@ -136,6 +142,8 @@ SCENARIOS = [
      lambda p: with_labels(p, IRRELEVANT, PRIMARY), set()),
     ("sweep label added", "pull_request/labeled.payload.json", "pull_request",
      lambda p: changed_label(with_labels(p, IRRELEVANT, PRIMARY), PRIMARY), {"sweep"}),
+    ("sweep label added to a draft", "pull_request/labeled.payload.json", "pull_request",
+     lambda p: as_draft(changed_label(with_labels(p, PRIMARY), PRIMARY)), set()),
     ("sweep label added on a fork PR", "pull_request/labeled.payload.json", "pull_request",
      lambda p: from_fork(changed_label(with_labels(p, PRIMARY), PRIMARY)), set()),
     ("last sweep label removed", "pull_request/unlabeled.payload.json", "pull_request",
