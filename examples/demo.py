@@ -69,7 +69,7 @@ def main() -> int:
         repo = Path(tmp)
         build_scratch_repo(repo)
         failures = 0
-        failures += step("Validate configs, runners and recipes", ["config", "validate"], repo) != 0
+        failures += step("Validate configs, runners and recipes", ["config", "validate", "--base", "base"], repo) != 0
         failures += step("Changelog gate (PR mode)",
                          ["changelog", "lint", "--base", "base", "--head", "head", "--pr", SEED_PR], repo) != 0
         failures += step("Sweep plan",

@@ -81,16 +81,23 @@ def recipe_refs(entry: dict) -> Iterator[tuple[tuple, str, str]]:
     """(path in entry, referenced path, how) for `recipe:` and CONFIG_FILE=recipes/... settings."""
     if isinstance(entry.get("recipe"), str):
         yield ("recipe",), entry["recipe"], "recipe"
+    # Also used on entries that failed the schema (to know which recipes are referenced at all):
+    # every level is type-checked.
     prefix = paths.RECIPES_DIR + "/"
-    scenarios = entry.get("scenarios") or {}
+    scenarios = entry.get("scenarios")
+    if not isinstance(scenarios, dict):
+        return
     for kind in ("fixed-seq-len", "agentic-coding"):
-        for i, block in enumerate(scenarios.get(kind) or []):
-            for j, ss in enumerate(block.get("search-space") or []):
+        blocks = scenarios.get(kind)
+        for i, block in enumerate(blocks if isinstance(blocks, list) else []):
+            spaces = block.get("search-space") if isinstance(block, dict) else None
+            for j, ss in enumerate(spaces if isinstance(spaces, list) else []):
                 for role in ("prefill", "decode"):
-                    worker = ss.get(role)
+                    worker = ss.get(role) if isinstance(ss, dict) else None
                     if not isinstance(worker, dict):
                         continue
-                    for k, setting in enumerate(worker.get("additional-settings") or []):
+                    settings = worker.get("additional-settings")
+                    for k, setting in enumerate(settings if isinstance(settings, list) else []):
                         m = CONFIG_FILE_RE.match(setting) if isinstance(setting, str) else None
                         if m and m.group("path").startswith(prefix):
                             yield (("scenarios", kind, i, "search-space", j, role, "additional-settings", k),
