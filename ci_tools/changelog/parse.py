@@ -46,6 +46,12 @@ _BAD_BYTES = (
 )
 
 
+# Other C0 controls and DEL (TAB, LF, CR and NUL have their own rules above).
+_CONTROL = re.compile(rb"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# What YAML refuses to read although it is valid UTF-8: C1 controls (except NEL) and U+FFFE/U+FFFF.
+_NON_PRINTABLE = re.compile("[\x80-\x84\x86-\x9f\ufffe\uffff]")
+
+
 def byte_findings(content: bytes, file: str) -> list[Finding]:
     """Hygiene of the raw bytes: BOM, CR, TAB, NUL, UTF-8, final newline. One finding per rule."""
     found: list[Finding] = []
@@ -57,11 +63,23 @@ def byte_findings(content: bytes, file: str) -> list[Finding]:
         if pos >= 0:
             col = pos - (content.rfind(b"\n", 0, pos) + 1) + 1
             found.append(Finding(file, line_of(content, pos), col, message, hint))
+    m = _CONTROL.search(content)
+    if m:
+        pos = m.start()
+        found.append(Finding(file, line_of(content, pos), pos - (content.rfind(b"\n", 0, pos) + 1) + 1,
+                             f"a control character (0x{content[pos]:02x}) is not allowed",
+                             "remove it; it is invisible in most editors (try `cat -A` to see it)"))
     try:
-        content.decode("utf-8")
+        text = content.decode("utf-8")
     except UnicodeDecodeError as exc:
         found.append(Finding(file, line_of(content, exc.start), None, "the file is not valid UTF-8",
                              "save the file as UTF-8"))
+    else:
+        m = _NON_PRINTABLE.search(text)
+        if m:
+            line = text.count("\n", 0, m.start()) + 1
+            found.append(Finding(file, line, None, f"the character U+{ord(m.group()):04X} is not allowed in YAML",
+                                 "remove it; it is invisible in most editors"))
     if content and not content.endswith(b"\n"):  # an empty file is an empty changelog
         found.append(Finding(file, line_of(content, len(content)), None,
                              "the file does not end with a newline",
@@ -138,7 +156,8 @@ def _shift(f: Finding, line_offset: int, prefix: str) -> Finding:
         message = message[len("malformed YAML: "):]
     if line_offset:  # line numbers quoted inside the message are relative to the parsed region too
         message = re.sub(r"(at line )(\d+)", lambda m: f"{m.group(1)}{int(m.group(2)) + line_offset}", message)
-    return Finding(f.file, None if f.line is None else f.line + line_offset, f.col, prefix + message, f.hint)
+    return Finding(f.file, None if f.line is None else f.line + line_offset, f.col, prefix + message,
+                   f.hint or "check the quoting and indentation of the new lines")
 
 
 def parse_entries(content: bytes, file: str) -> list[Entry]:

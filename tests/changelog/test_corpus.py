@@ -1,0 +1,152 @@
+"""The gate on InferenceX's real changelog (772 entries) and on 218 real versions of its main branch."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ci_tools.changelog.keys import master_keys_from_bytes, scan_master_keys
+from ci_tools.changelog.lint import Mode, lint_change
+from ci_tools.changelog.merge import canonicalize
+from ci_tools.changelog.parse import entry_starts, line_of, parse_entries
+from ci_tools.gitio import Git
+
+IX = "SemiAnalysisAI/InferenceX"
+FILE = "perf-changelog.yaml"
+NEW = b"""
+- config-keys:
+    - dsv4-fp4-b200-vllm-agentic-mtp
+    - dsr1-fp8-mi300x-*
+  scenario-type:
+    - agentic-coding
+  description:
+    - "Corpus test entry."
+  pr-link: XXX
+"""
+
+
+@pytest.fixture(scope="module")
+def corpus() -> tuple[bytes, list[str]]:
+    from tests.conftest import shared_dir
+
+    root = shared_dir() / "corpus" / "inferencex"
+    if not (root / FILE).is_file():
+        pytest.fail(f"the shared corpus is missing: {root / FILE}")
+    keys = []
+    for name in ("amd-master.yaml", "nvidia-master.yaml"):
+        keys += master_keys_from_bytes((root / "configs" / name).read_bytes(), name)
+    return (root / FILE).read_bytes(), keys
+
+
+def lint(base, head, keys, pr=3801):
+    return lint_change(base, head, file=FILE, mode=Mode(IX, pr=pr), master_keys=keys)
+
+
+def test_file_facts(corpus):
+    log, keys = corpus
+    entries = parse_entries(log, FILE)
+    assert len(entries) == 772 and len(keys) == 208
+    assert entries[690].data["pr-link"] == f"https://github.com/{IX}/pull/XXX"
+    assert entries[690].key_lines["pr-link"] == 5598
+    assert entries[638].data["pr-link"].endswith("/pull/2305/changes")
+
+
+def test_master_key_scan_agrees_with_yaml(corpus, shared):
+    for name in ("amd-master.yaml", "nvidia-master.yaml"):
+        raw = (shared / "corpus" / "inferencex" / "configs" / name).read_bytes()
+        assert scan_master_keys(raw) == list(yaml.load(raw, Loader=yaml.CSafeLoader))
+
+
+def test_appending_a_valid_entry_passes(corpus):
+    log, keys = corpus
+    result = lint(log, log + NEW, keys)
+    assert result.ok, [f.as_text() for f in result.errors]
+    assert [(e.index, e.line) for e in result.added] == [(772, 6382)]
+    assert result.resolved[772] == ["dsv4-fp4-b200-vllm-agentic-mtp", "dsr1-fp8-mi300x-sglang"]
+    out = canonicalize(log, log + NEW, file=FILE, repo=IX, pr=3801)
+    assert out == log + NEW.replace(b"pr-link: XXX", f"pr-link: https://github.com/{IX}/pull/3801".encode())
+
+
+@pytest.mark.parametrize("index", [0, 1, 137, 385, 638, 690, 700, 770, 771])
+@pytest.mark.parametrize("edit", ["content", "whitespace"])
+def test_editing_a_sampled_historical_entry_names_its_line(corpus, index, edit):
+    log, keys = corpus
+    starts = entry_starts(log)
+    start = starts[index]
+    line = line_of(log, start)
+    desc = log.index(b"  description:\n", start) + len(b"  description:\n")
+    if edit == "content":
+        pos = log.index(b"    - ", desc) + len(b"    - ") + 3
+        mutated = log[:pos] + b"X" + log[pos:]
+    else:
+        pos = log.index(b"\n", desc)  # trailing space on the first description line
+        mutated = log[:pos] + b" " + log[pos:]
+    for head in (mutated + NEW, mutated):
+        result = lint(log, head, keys)
+        assert not result.ok
+        assert f"entry {index + 1} (line {line})" in result.errors[0].message, result.errors[0].message
+
+
+def test_correcting_the_placeholder_link_on_main_is_accepted(corpus):
+    log, keys = corpus
+    fixed = log.replace(b"/pull/XXX\n", b"/pull/2400\n", 1)
+    result = lint_change(log, fixed, file=FILE, mode=Mode(IX), master_keys=keys)
+    assert result.ok and result.corrections == 1
+
+
+# -- the history bundle: 218 consecutive versions of main -----------------------------------
+@pytest.fixture(scope="module")
+def history_repo(tmp_path_factory) -> Path:
+    from tests.conftest import shared_dir
+
+    bundle = shared_dir() / "corpus" / "inferencex-history" / "perf-changelog-history.bundle"
+    if not bundle.is_file():
+        pytest.fail(f"the shared corpus is missing: {bundle}")
+    dest = tmp_path_factory.mktemp("ix-history") / "repo"
+    subprocess.run(["git", "clone", "-q", str(bundle), str(dest)], check=True, capture_output=True)
+    return dest
+
+
+def _oracle(base: bytes, head: bytes) -> str:
+    """An independent, semantic-only view: plain PyYAML, no byte rules."""
+    b = yaml.load(base, Loader=yaml.CSafeLoader)
+    h = yaml.load(head, Loader=yaml.CSafeLoader)
+    if h[:len(b)] == b:
+        return "append" if len(h) > len(b) else "same"
+    if len(h) == len(b) and all({k: v for k, v in x.items() if k != "pr-link"} == {k: v for k, v in y.items() if k != "pr-link"}
+                                for x, y in zip(b, h)):
+        return "correction"
+    return "rewrite"
+
+
+def test_every_real_transition_agrees_with_a_semantic_oracle(history_repo):
+    git = Git(history_repo)
+    revs = subprocess.run(["git", "-C", str(history_repo), "rev-list", "--reverse", "HEAD"],
+                          capture_output=True, text=True, check=True).stdout.split()
+    assert len(revs) == 218
+    verdicts = {"accepted": 0, "rejected": 0}
+    prev = None
+    for rev in revs:
+        blobs = git.show_many(rev, [FILE, "configs/amd-master.yaml", "configs/nvidia-master.yaml"])
+        keys = [k for name in ("configs/amd-master.yaml", "configs/nvidia-master.yaml")
+                for k in master_keys_from_bytes(blobs[name], name)]
+        head = blobs[FILE]
+        if prev is not None:
+            result = lint_change(prev, head, file=FILE, mode=Mode(IX), master_keys=keys)
+            kind = _oracle(prev, head)
+            if kind == "rewrite":
+                assert not result.ok, rev  # anything that rewrites history semantically is refused
+            if result.ok:
+                # accepted: history kept byte for byte (or pr-link-only), layout exact
+                assert kind in ("append", "correction", "same"), rev
+                if kind == "append":
+                    sep = b"" if prev.endswith(b"\n\n") else b"\n"  # a previous bad transition left an empty line
+                    assert head.startswith(prev) and head[len(prev):].startswith(sep + b"- config-keys:")
+                    assert b"\n\n\n" not in head[len(prev):] and not head.endswith(b"\n\n")
+            verdicts["accepted" if result.ok else "rejected"] += 1
+        prev = head
+    # InferenceX's main was not protected by a byte-level gate: a good share of its transitions break it
+    assert verdicts["accepted"] > 100 and verdicts["rejected"] > 50, verdicts
