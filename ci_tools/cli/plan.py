@@ -26,6 +26,18 @@ def _read_event(path: str, event_name: str | None, run_id: str | None, head_mess
     return event_from_payload(payload, event_name, file=path, run_id=run_id, head_message=head_message)
 
 
+def _rev_parse_all(git, refs: list[str]) -> None:
+    """Resolve several refs with one git process (each later lookup hits the adapter's cache); on any
+    failure fall back to one-by-one resolution, which names the bad ref."""
+    refs = [r for r in dict.fromkeys(refs) if r and not r.startswith("-")]
+    proc = git._run("rev-parse", "--end-of-options", *[f"{r}^{{commit}}" for r in refs], check=False)
+    shas = proc.stdout.decode().split()
+    if proc.returncode == 0 and len(shas) == len(refs):
+        git._commits.update(zip(refs, shas))
+    for r in refs:
+        git.rev_parse(r)
+
+
 def _head_message(git, sha: str | None) -> str | None:
     if not sha:
         return None
@@ -36,43 +48,34 @@ def _head_message(git, sha: str | None) -> str | None:
     return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
 
 
-def _load_masters(git, ref: str, master_paths: list[str], runners_path: str | None):
-    """Master configs and runner hardware at `ref` (git objects, not the working tree)."""
-    from ci_tools.config.masters import merge_master_docs
-    from ci_tools.policy.plan import Masters
+def _master_paths(git, ref: str, master_paths: list[str]) -> list[str]:
+    if master_paths:
+        return master_paths
+    found = sorted(p for p in git.ls_files(ref, paths.CONFIGS_DIR)
+                   if p.startswith(paths.CONFIGS_DIR + "/") and p.endswith("-master.yaml")
+                   and "/" not in p[len(paths.CONFIGS_DIR) + 1:])
+    if not found:
+        raise InputError(f"no master configs ({paths.MASTER_GLOB}) at {ref}; pass --master PATH")
+    return found
+
+
+def _hardware(blob: bytes | None, name: str) -> dict:
     from ci_tools.yamlio import load_yaml_text
 
-    if not master_paths:
-        master_paths = sorted(p for p in git.ls_files(ref, paths.CONFIGS_DIR)
-                              if p.startswith(paths.CONFIGS_DIR + "/") and p.endswith("-master.yaml")
-                              and "/" not in p[len(paths.CONFIGS_DIR) + 1:])
-        if not master_paths:
-            raise InputError(f"no master configs ({paths.MASTER_GLOB}) at {ref}; pass --master PATH")
-    runners_path = runners_path or str(Path(master_paths[0]).parent / "runners.yaml")
-    blobs = git.show_many(ref, master_paths + [runners_path])
-    docs = []
-    for p in master_paths:
-        if blobs[p] is None:
-            raise InputError(f"{p}: no such file at {ref}")
-        docs.append(load_yaml_text(blobs[p].decode("utf-8", "replace"), p))
-    masters = merge_master_docs(docs)
-    hardware = {}
-    if blobs[runners_path] is not None:
-        runners = load_yaml_text(blobs[runners_path].decode("utf-8", "replace"), runners_path).data or {}
-        hardware = runners.get("hardware") or {} if isinstance(runners, dict) else {}
-    return Masters(masters.entries, hardware), masters
+    if blob is None:
+        return {}
+    runners = load_yaml_text(blob.decode("utf-8", "replace"), name).data or {}
+    if not isinstance(runners, dict):
+        raise InputError(f"{name}: expected a mapping with `labels` and `hardware`")
+    return runners.get("hardware") or {}
 
 
-def _entries(git, base: str, head: str, changelog: str, master_keys: list[str]):
+def _resolve(entries, changelog: str, master_keys: list[str]) -> list[list[str]]:
+    """Each entry's config-key patterns resolved against the master keys; unknown keys are an error."""
     from ci_tools.changelog.keys import resolve_keys
-    from ci_tools.changelog.parse import appended_entries
-    from ci_tools.policy.plan import PlanEntry
 
-    blobs_head = git.show(head, changelog)
-    if blobs_head is None:
-        raise InputError(f"{changelog}: no such file at {head}; pass --changelog-file")
     out = []
-    for e in appended_entries(git.show(base, changelog), blobs_head, changelog):
+    for e in entries:
         patterns = e.data.get("config-keys") or []
         if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
             raise InputError(f"{changelog}:{e.line}: config-keys must be a list of strings; "
@@ -87,8 +90,46 @@ def _entries(git, base: str, head: str, changelog: str, master_keys: list[str]):
                 hints.append(f"{u!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
             raise InputError(f"{changelog}:{e.line}: unknown config key(s) {', '.join(hints)}: no master config "
                              "has that key; fix the entry or add the config")
-        out.append(PlanEntry(e.index, e.line, e.data, resolved))
+        out.append(resolved)
     return out
+
+
+def _changelog_inputs(git, base: str, head: str, changelog: str, master_paths: list[str], runners: str | None):
+    """(plan entries, head Masters, base Masters or None), reading each git object once.
+
+    Only the master entries the changelog selects are parsed (the rest are split off by a line scan);
+    append-only entries need every config at both refs, so then the files are parsed whole.
+    """
+    from ci_tools.changelog.parse import appended_entries
+    from ci_tools.config.masters import read_selected_blobs
+    from ci_tools.policy.plan import Masters, PlanEntry
+
+    files = _master_paths(git, head, master_paths)
+    runners = runners or str(Path(files[0]).parent / "runners.yaml")
+    blobs = git.show_many(head, files + [runners, changelog])
+    if blobs[changelog] is None:
+        raise InputError(f"{changelog}: no such file at {head}; pass --changelog-file")
+    for p in files:
+        if blobs[p] is None:
+            raise InputError(f"{p}: no such file at {head}")
+    raw = appended_entries(git.show(base, changelog), blobs[changelog], changelog)
+    append_only = any(e.data.get("append-only") for e in raw)
+    resolved: list[list[str]] = []
+
+    def wanted(all_keys: list[str]) -> list[str]:
+        resolved.extend(_resolve(raw, changelog, all_keys))
+        return all_keys if append_only else [k for keys in resolved for k in keys]
+
+    head_set = read_selected_blobs([(p, blobs[p]) for p in files], wanted)
+    entries = [PlanEntry(e.index, e.line, e.data, keys) for e, keys in zip(raw, resolved)]
+    head_masters = Masters(head_set.entries, _hardware(blobs[runners], runners))
+    base_masters = None
+    if append_only:
+        base_blobs = git.show_many(base, files + [runners])
+        present = [(p, base_blobs[p]) for p in files if base_blobs[p] is not None]
+        base_set = read_selected_blobs(present, lambda keys: keys) if present else None
+        base_masters = Masters(base_set.entries if base_set else {}, _hardware(base_blobs[runners], runners))
+    return entries, head_masters, base_masters
 
 
 @click.command("plan")
@@ -109,8 +150,12 @@ def _entries(git, base: str, head: str, changelog: str, master_keys: list[str]):
               f"{paths.MASTER_GLOB} at the head ref).")
 @click.option("--runners", help="runners.yaml path in the repo (default: beside the first master).")
 @click.option("--repo", default=".", show_default=True, type=click.Path(file_okay=False), help="The git repository.")
+@click.option("--after-canary", is_flag=True, help="The canaries have run: emit only the rows of families whose "
+              "canary passed (--passed-family); the others run nothing.")
+@click.option("--passed-family", "passed", multiple=True, help="With --after-canary: a runner label whose canary "
+              "passed (repeatable).")
 def cli(base, head, labels, event_path, event_name, use_authorized, head_message, gate_only, fmt, changelog_file,
-        masters, runners, repo):
+        masters, runners, repo, after_canary, passed):
     """Plan the sweep of a change: gate verdict, canaries, points, GPU-hours.
 
     \b
@@ -118,6 +163,7 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
       ci-tools plan --base origin/main --head HEAD --label full-sweep-fail-fast
       ci-tools plan --event-path "$GITHUB_EVENT_PATH" --format github
       ci-tools plan --event-path "$GITHUB_EVENT_PATH" --gate-only --format github
+      ci-tools plan --event-path "$GITHUB_EVENT_PATH" --after-canary --passed-family b300 --format github
     \b
     With --format github the outputs go to $GITHUB_OUTPUT and a summary to
     $GITHUB_STEP_SUMMARY (see the README, "Sweep planning", for the output names).
@@ -142,12 +188,6 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
         policy.require_known(labels)
         event = Event(name="local", action="synchronize", labels=tuple(labels), head_message=head_message,
                       sha=head, run_id=run_id)
-    if event.name != "push" and event.head_message is None and not gate_only:
-        from ci_tools.gitio import Git
-
-        git = Git(root)
-        event = Event(**{**event.__dict__, "head_message": _head_message(git, head or event.sha)})
-
     if gate_only:
         decision = decide(event, policy, use_authorized=use_authorized)
         _emit_gate(decision, fmt)
@@ -158,23 +198,29 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
     from ci_tools.gitio import Git
     from ci_tools.policy.plan import build_plan
 
-    git = git or Git(root)
+    git = Git(root)
     head_ref = head or event.sha
     base_ref = base or base_sha
     if not head_ref or not base_ref:
         raise UsageError("cannot tell which commits to compare: pass --base and --head")
+    _rev_parse_all(git, [head_ref, base_ref])
+    if event.name != "push" and event.head_message is None:
+        event = Event(**{**event.__dict__, "head_message": _head_message(git, head_ref)})
     if event.name != "push":
         base_ref = git.merge_base(base_ref, head_ref)
     decision = decide(event, policy, use_authorized=use_authorized)
-    entries, head_masters = [], None
+    entries, head_masters, base_masters = [], None, None
     if decision.sweep and not decision.error:
-        head_masters, master_set = _load_masters(git, head_ref, list(masters), runners)
-        entries = _entries(git, base_ref, head_ref, changelog_file, master_set.keys())
+        entries, head_masters, base_masters = _changelog_inputs(git, base_ref, head_ref, changelog_file,
+                                                                list(masters), runners)
         decision = decide(event, policy, appends_entry=bool(entries), use_authorized=use_authorized)
-    base_masters = None
-    if decision.sweep and any(e.data.get("append-only") for e in entries):
-        base_masters, _ = _load_masters(git, base_ref, list(masters), runners)
     plan = build_plan(decision, entries, head_masters, policy, base=base_masters)
+    if after_canary:
+        from ci_tools.policy.plan import after_canary as release
+
+        plan = release(plan, set(passed))
+    elif passed:
+        raise UsageError("--passed-family only makes sense with --after-canary")
     _emit_plan(plan, fmt)
     if plan.get("error"):
         raise InputError(plan["error"])

@@ -268,3 +268,29 @@ def build_plan(decision: GateDecision, entries: list[PlanEntry], head: Masters, 
         "reuse": reuse,
         "concurrency-group": decision.concurrency_group,
     }
+
+
+def after_canary(plan: dict, passed_families: set[str] | frozenset[str]) -> dict:
+    """The plan once the canaries have run: only families whose canary passed keep their rows.
+
+    Fail closed: a family missing from `passed_families` (canary failed, cancelled or never reported)
+    runs nothing. Canary outputs are emptied, since those points already ran.
+    """
+    if not plan.get("sweep"):
+        return plan
+    blocked = sorted({c["family"] for c in plan["canaries"]} - set(passed_families))
+    buckets = bk.release(plan["buckets"], set(passed_families))
+    points = [p for p in plan["points"] if not p["canary"] and p["runner"] in passed_families]
+    out = dict(plan)
+    out["buckets"] = buckets
+    out["canaries"] = []
+    out["points"] = points
+    out["totals"] = dict(plan["totals"], points=len(points), canaries=0, **{
+        "gpu-hours": round(sum(p["gpu-hours"] for p in points), 2), "canary-gpu-hours": 0.0,
+        "by-bucket": {b: len(r) for b, r in buckets.items() if r},
+        "families": sorted({p["runner"] for p in points})})
+    if blocked:
+        out["reason"] = (f"{plan['reason']}; canary failed or missing for {', '.join(blocked)}: nothing else in "
+                         f"{'that family' if len(blocked) == 1 else 'those families'} starts")
+    out["sweep"] = bool(points)
+    return out

@@ -170,7 +170,8 @@ def render_table(plan: dict) -> str:
 
 
 def render_json(plan: dict) -> str:
-    return json.dumps(plan, indent=2, ensure_ascii=False) + "\n"
+    # no indent: json's C encoder only runs without it, and large plans are read by tools (use `jq .`)
+    return json.dumps(plan, ensure_ascii=False) + "\n"
 
 
 def render_summary(plan: dict) -> str:
@@ -190,5 +191,5 @@ def render_summary(plan: dict) -> str:
                          f"{p['gpus']} | {_hours(p['gpu-hours'])} | {note} |")
         t = plan["totals"]
         lines += ["", f"**{t['points']} points, {_hours(t['gpu-hours'])} GPU-h** "
-                      f"(canaries {_hours(t['canary-gpu-hours'])} GPU-h). {_line(plan['reuse']['reason'])}"]
+                      f"(canaries {_hours(t['canary-gpu-hours'])} GPU-h).", "", f"Reuse: {_line(plan['reuse']['reason'])}"]
     return "\n".join(lines) + "\n"

@@ -364,3 +364,16 @@ def test_append_only_plan_runs_only_new_points_and_no_evals(policy, example):
     p = plan_for(policy, example, [entry([SEED], **{"append-only": True, "scenario-type": ["agentic-coding"]})],
                  [NC], base=Masters(base, example.hardware))
     assert [(pt["parallelism"], pt["conc"]) for pt in p["points"]] == [("TP2 EP1", 32)]
+
+
+def test_after_canary_releases_only_passed_families(policy, example):
+    from ci_tools.policy.plan import after_canary
+    p = plan_for(policy, example, [entry([B300, DISAGG, SEED])], [FFF])
+    out = after_canary(p, {"b300", "cluster:gb300-nv"})
+    assert out["canaries"] == [] and out["sweep"]
+    assert {r["runner"] for rows in out["buckets"].values() for r in rows} == {"b300", "cluster:gb300-nv"}
+    assert out["buckets"]["multi-node-8k1k"] == [] and "gb300" in out["reason"] and "nothing else" in out["reason"]
+    assert out["totals"]["points"] == len(out["points"]) and not any(pt["canary"] for pt in out["points"])
+    none = after_canary(p, set())
+    assert not none["sweep"] and not any(none["buckets"].values())
+

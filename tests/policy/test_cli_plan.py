@@ -1,0 +1,257 @@
+"""`ci-tools plan` and `ci-tools matrix` end to end: a real git repository, the real CLI entry point."""
+
+import importlib.util
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ci_tools.cli import main
+from ci_tools.render.plan import output_names
+
+REPO = Path(__file__).resolve().parents[2]
+GOLDEN = REPO / "tests" / "golden" / "plan"
+
+
+def run(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def golden(name, text):
+    path = GOLDEN / name
+    if os.environ.get("CI_TOOLS_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} differs; rerun with CI_TOOLS_UPDATE_GOLDEN=1 if intended"
+
+
+@pytest.fixture(scope="module")
+def demo_repo(tmp_path_factory):
+    spec = importlib.util.spec_from_file_location("demo", REPO / "examples" / "demo.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    dest = tmp_path_factory.mktemp("demo")
+    demo.build_scratch_repo(dest)
+    return dest
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch):
+    for var in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_EVENT_NAME", "GITHUB_RUN_ID"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_demo_plan_table(capsys, demo_repo):
+    code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                         "--label", "full-sweep-fail-fast")
+    assert code == 0, err
+    assert all(len(line) <= 100 for line in out.splitlines())
+    assert "cluster:gb300-nv" in out and "canary" in out
+    golden("demo-table.txt", out)
+
+
+def test_demo_plan_json(capsys, demo_repo):
+    code, out, _ = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                       "--label", "full-sweep-fail-fast", "--format", "json")
+    plan = json.loads(out)
+    assert plan["sweep"] is True and plan["reason"] and plan["mode"]["primary"] == "full-sweep-fail-fast"
+    bench = [p for p in plan["points"] if not p["eval"]]
+    assert [(p["tp"], p["ep"], p["dp-attn"], p["conc"], p["gpus"]) for p in bench] == [
+        (4, 4, False, 1, 4), (4, 1, False, 4, 4), (4, 1, False, 16, 4), (2, 1, False, 16, 2), (2, 1, False, 32, 2),
+        (2, 2, True, 64, 2), (2, 2, True, 128, 2)]
+    for p in plan["points"]:
+        assert {"config-key", "runner", "tp", "ep", "dp-attn", "conc", "gpus", "gpu-hours", "canary"} <= set(p)
+    assert set(plan["buckets"]) >= {"single-node-agentic", "evals"} and plan["totals"]["points"] == 8
+
+
+def test_demo_plan_github_outputs(capsys, demo_repo, tmp_path, monkeypatch):
+    out_file, summary = tmp_path / "out", tmp_path / "summary"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out_file))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_RUN_ID", "42")
+    code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                         "--label", "full-sweep-fail-fast", "--format", "github")
+    assert code == 0, err
+    outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
+    assert list(outputs) == output_names()
+    assert outputs["sweep"] == "true" and outputs["fail-fast-single-node-agentic"] == "true"
+    assert outputs["run-single-node-agentic"] == "true" and outputs["run-single-node-8k1k"] == "false"
+    assert len(json.loads(outputs["matrix-single-node-agentic"])) == 6
+    assert json.loads(outputs["matrix-single-node-8k1k"]) == []
+    canary = json.loads(outputs["canary-single-node-agentic"])
+    assert [c["conc"] for c in canary] == [1] and outputs["canary-families"] == '["cluster:gb300-nv"]'
+    assert json.loads(outputs["plan"])["totals"]["points"] == 8
+    assert outputs["concurrency-group"] == "sweep-head-active"
+    golden("demo-summary.md", summary.read_text())
+
+
+def test_gate_only_from_real_payload(capsys, shared, tmp_path, monkeypatch):
+    out_file = tmp_path / "out"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out_file))
+    monkeypatch.setenv("GITHUB_RUN_ID", "7")
+    path = shared / "corpus" / "github-webhooks" / "pull_request" / "labeled.payload.json"
+    code, _, err = run(capsys, "plan", "--repo", str(REPO), "--event-path", str(path), "--gate-only",
+                       "--format", "github")
+    assert code == 0, err
+    outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
+    assert list(outputs) == output_names(gate_only=True)
+    assert (outputs["sweep"], outputs["check"], outputs["restarts"], outputs["concurrency-group"]) == (
+        "false", "false", "false", "sweep-2-7")
+
+
+def test_gate_only_is_fast_enough_to_skip_configs(tmp_path, shared):
+    """No config, changelog or git is read: an empty directory with only the policy file works."""
+    (tmp_path / "inferencex-e2e").mkdir()
+    (tmp_path / "inferencex-e2e" / "ci-policy.yaml").write_bytes((REPO / "inferencex-e2e" / "ci-policy.yaml").read_bytes())
+    payload = json.loads((shared / "corpus/github-webhooks/pull_request/synchronize.payload.json").read_text())
+    payload["pull_request"]["labels"] = [{"name": "full-sweep-fail-fast"}]
+    ev = tmp_path / "ev.json"
+    ev.write_text(json.dumps(payload))
+    proc = subprocess.run(["python3", "-m", "ci_tools", "plan", "--repo", str(tmp_path), "--event-path", str(ev),
+                           "--gate-only", "--format", "json", "--head-message", "x"], capture_output=True, text=True,
+                          cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert d["sweep"] and d["needs-use-lookup"] and d["concurrency-group"] == "sweep-2-active"
+
+
+def test_unknown_label_names_the_known_ones(capsys, demo_repo):
+    code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                       "--label", "full-sweep")
+    assert code == 2
+    assert "unknown sweep label(s): full-sweep" in err and "full-sweep-fail-fast" in err and "agentx-fast" in err
+
+
+def test_conflicting_primaries_fail_naming_them(capsys, demo_repo, tmp_path, monkeypatch):
+    out_file = tmp_path / "out"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out_file))
+    code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                       "--label", "full-sweep-fail-fast", "--label", "sweep-enabled", "--format", "github")
+    assert code == 1
+    assert "conflicting primary sweep labels: full-sweep-fail-fast, sweep-enabled" in err
+    outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
+    assert outputs["sweep"] == "false" and "conflicting" in outputs["error"]
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "malformed event file: not JSON"),
+    ('{"pull_request": {"number": 1}, "action": "labeled"}', "pull_request.head.sha"),
+    ("[1, 2]", "expected a JSON object"),
+])
+def test_malformed_event_file(capsys, demo_repo, tmp_path, content, message):
+    ev = tmp_path / "event.json"
+    ev.write_text(content)
+    code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--event-path", str(ev))
+    assert code == 1 and str(ev) in err and message in err
+
+
+def test_missing_event_file(capsys, demo_repo, tmp_path):
+    code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--event-path", str(tmp_path / "nope.json"))
+    assert code == 1 and "nope.json" in err
+
+
+def _commit_entry(repo, key):
+    log = repo / "inferencex-e2e" / "perf-changelog.yaml"
+    log.write_text(log.read_text() + f"\n- config-keys:\n    - {key}\n  description:\n    - \"x\"\n"
+                   "  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/1\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "more"], check=True)
+
+
+def test_unknown_config_key_in_entry(capsys, demo_repo, tmp_path):
+    repo = tmp_path / "r"
+    subprocess.run(["git", "clone", "-q", str(demo_repo), str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "head"], check=True)
+    subprocess.run(["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=a", "switch", "-qc", "x"],
+                   check=True)
+    subprocess.run(["git", "-C", str(repo), "config", "user.email", "a@b"], check=True)
+    subprocess.run(["git", "-C", str(repo), "config", "user.name", "a"], check=True)
+    _commit_entry(repo, "dsv41flash-fp4-b300-sglan")
+    code, _, err = run(capsys, "plan", "--repo", str(repo), "--base", "head", "--head", "HEAD",
+                       "--label", "full-sweep-fail-fast")
+    assert code == 1
+    assert "unknown config key(s) 'dsv41flash-fp4-b300-sglan'" in err and "did you mean dsv41flash-fp4-b300-sglang" in err
+    assert "perf-changelog.yaml:" in err
+
+
+def test_no_primary_label_explains(capsys, demo_repo):
+    code, out, _ = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head")
+    assert code == 0 and out.startswith("NO SWEEP: no primary sweep label")
+
+
+def test_skip_sweep_in_head_commit(capsys, demo_repo):
+    code, out, _ = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                       "--label", "full-sweep-enabled", "--head-message", "wip [skip-sweep]")
+    assert code == 0 and "[skip-sweep]" in out and "NO SWEEP" in out
+
+
+# ---- matrix ----------------------------------------------------------------------------------------
+
+def test_matrix_full_sweep_corpus_bytes(capsys, shared):
+    cfg = shared / "corpus" / "inferencex" / "configs"
+    code, out, err = run(capsys, "matrix", "full-sweep", "--no-evals", "--config-file", str(cfg / "nvidia-master.yaml"),
+                         "--config-file", str(cfg / "amd-master.yaml"))
+    assert code == 0, err
+    assert len(out.encode()) == 1_030_702 and len(json.loads(out)) == 1820
+
+
+def test_matrix_test_config_pattern(capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    code, out, _ = run(capsys, "matrix", "test-config", "--config-key", "dsv41flash-*-dspark", "--no-evals")
+    rows = json.loads(out)
+    assert code == 0 and [r["conc"] for r in rows] == [1, 4, 16, 16, 32, 64, 128]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["test-config", "--config-key", "nope"], "unknown config key(s): 'nope'"),
+    (["full-sweep", "--runner-type", "h100"], "invalid runner type(s): h100. Runner labels in"),
+    (["full-sweep", "--no-evals", "--all-evals"], "cannot be combined"),
+    (["full-sweep", "--step-size", "1"], "--step-size must be greater than 1"),
+    (["full-sweep", "--min-conc", "8", "--max-conc", "4"], "--min-conc must be less than or equal"),
+])
+def test_matrix_usage_errors(capsys, monkeypatch, args, message):
+    monkeypatch.chdir(REPO)
+    code, _, err = run(capsys, "matrix", *args)
+    assert code == 2 and message in err
+
+
+def test_after_canary_cli(capsys, demo_repo, tmp_path, monkeypatch):
+    out_file = tmp_path / "out"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out_file))
+    args = ["plan", "--repo", str(demo_repo), "--base", "base", "--head", "head", "--label", "full-sweep-fail-fast",
+            "--format", "github", "--after-canary"]
+    code, _, err = run(capsys, *args, "--passed-family", "cluster:gb300-nv")
+    assert code == 0, err
+    outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
+    assert len(json.loads(outputs["matrix-single-node-agentic"])) == 6 and outputs["canary"] == "[]"
+    out_file.write_text("")
+    code, _, err = run(capsys, *args)
+    outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
+    assert code == 0 and outputs["sweep"] == "false" and outputs["matrix-single-node-agentic"] == "[]"
+    assert "canary failed or missing for cluster:gb300-nv" in outputs["reason"]
+    code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                       "--passed-family", "x")
+    assert code == 2 and "--after-canary" in err
+
+
+def test_append_only_entry_plans_only_the_added_point(capsys, demo_repo, tmp_path):
+    repo = tmp_path / "r"
+    subprocess.run(["git", "clone", "-q", str(demo_repo), str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-b", "x", "head"], check=True)
+    subprocess.run(["git", "-C", str(repo), "config", "user.email", "a@b"], check=True)
+    subprocess.run(["git", "-C", str(repo), "config", "user.name", "a"], check=True)
+    master = repo / "inferencex-e2e" / "configs" / "nvidia-master.yaml"
+    master.write_text(master.read_text().replace("conc-list: [16, 32] }", "conc-list: [16, 32, 48] }"))
+    log = repo / "inferencex-e2e" / "perf-changelog.yaml"
+    log.write_text(log.read_text() + "\n- config-keys:\n    - dsv41flash-fp4-gb300-sglang-agentic-dspark\n"
+                   "  scenario-type:\n    - agentic-coding\n  description:\n    - \"Add TP2 c48.\"\n"
+                   "  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/2\n  append-only: true\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "c48"], check=True)
+    code, out, err = run(capsys, "plan", "--repo", str(repo), "--base", "head", "--head", "HEAD",
+                         "--label", "non-canary-full-sweep-enabled", "--format", "json")
+    assert code == 0, err
+    plan = json.loads(out)
+    assert [(p["parallelism"], p["conc"]) for p in plan["points"]] == [("TP2 EP1", 48)]

@@ -1,0 +1,83 @@
+"""The policy file against its schema, and the label helpers the CLI uses for typed labels."""
+
+import json
+
+import pytest
+import yaml
+from hypothesis import given, settings, strategies as st
+
+from ci_tools.errors import InputError, UsageError
+from ci_tools.policy.event import event_from_payload
+from ci_tools.policy.gate import Event, decide
+from ci_tools.policy.labels import load_policy, policy_from_data
+
+
+def test_shipped_policy_matches_its_schema(repo_root):
+    import jsonschema
+
+    schema = json.loads((repo_root / "ci_tools" / "schemas" / "ci-policy.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    data = yaml.safe_load((repo_root / "inferencex-e2e" / "ci-policy.yaml").read_text())
+    jsonschema.Draft202012Validator(schema).validate(data)
+    bad = json.loads(json.dumps(data))
+    bad["labels"]["primary"]["full-sweep-enabled"]["scope"] = "everything"
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(bad))
+
+
+def test_policy_estimates(repo_root):
+    p = load_policy(repo_root)
+    assert p.agentx_profiles == {"default": 3600, "fast": 1200}
+    assert (p.fixed_seq_seconds, p.eval_seconds) == (900, 1800)
+    assert p.recommended() == "full-sweep-fail-fast"
+
+
+def test_require_known_names_all_labels(repo_root):
+    p = load_policy(repo_root)
+    p.require_known(["full-sweep-fail-fast", "all-evals"])
+    with pytest.raises(UsageError) as exc:
+        p.require_known(["full-sweep", "evals"])
+    msg = exc.value.message
+    assert "unknown sweep label(s): evals, full-sweep." in msg and all(name in msg for name in p.relevant())
+
+
+def test_malformed_policy_file_is_a_clean_error(tmp_path):
+    (tmp_path / "inferencex-e2e").mkdir()
+    (tmp_path / "inferencex-e2e" / "ci-policy.yaml").write_text("labels:\n  primary:\n    x: {scope: full}\n")
+    with pytest.raises(InputError, match="malformed policy file"):
+        load_policy(tmp_path)
+
+
+def test_policy_without_estimates_uses_defaults():
+    p = policy_from_data({"labels": {"primary": {"a": {"scope": "full", "canary": True, "fail-fast": False,
+                                                       "reusable": True}}}})
+    assert p.agentx_profiles["fast"] == 1200 and p.relevant() == {"a"}
+
+
+POLICY = load_policy(__import__("pathlib").Path(__file__).resolve().parents[2])
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                           lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
+                           max_leaves=20)
+pr_like = st.fixed_dictionaries({
+    "action": st.one_of(st.sampled_from(["labeled", "unlabeled", "synchronize", "closed"]), json_values),
+    "pull_request": st.one_of(json_values, st.fixed_dictionaries({
+        "labels": st.one_of(json_values, st.lists(st.fixed_dictionaries({"name": st.one_of(st.text(), json_values)}))),
+        "draft": json_values,
+        "head": st.one_of(json_values, st.fixed_dictionaries({"sha": json_values, "repo": json_values})),
+        "base": json_values, "number": json_values})),
+    "label": json_values,
+})
+
+
+@settings(max_examples=200, deadline=None)
+@given(payload=st.one_of(json_values, pr_like), name=st.sampled_from([None, "pull_request", "push", "workflow_run"]))
+def test_event_extractor_never_crashes(payload, name):
+    """Any JSON a file could hold becomes an Event or a clean InputError naming the file."""
+    policy = POLICY
+    try:
+        ev, _ = event_from_payload(payload, name, file="e.json")
+    except InputError as exc:
+        assert exc.message.startswith("e.json")
+        return
+    assert isinstance(ev, Event)
+    d = decide(ev, policy)
+    assert d.reason and d.concurrency_group.startswith("sweep-")
