@@ -122,7 +122,8 @@ class GitHub:
     """The narrow interface. `repo` is "owner/name". Construct with `GitHub.from_env()` in commands."""
 
     def __init__(self, repo: str, token: str, *, api_url: str = DEFAULT_API_URL,
-                 sleep: Callable[[float], None] = time.sleep, timeout: int = 30):
+                 sleep: Callable[[float], None] = time.sleep, timeout: int = 30,
+                 seconds_between_writes: float = 1.0):
         from github import Auth, Github
 
         if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo or ""):
@@ -131,7 +132,10 @@ class GitHub:
         self.log = CallLog()
         self._cache: dict[str, Any] = {}
         self._gh = Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), timeout=timeout,
-                          retry=_make_retry(self.log, sleep), per_page=PER_PAGE)
+                          retry=_make_retry(self.log, sleep), per_page=PER_PAGE,
+                          # Reads are not throttled (a command makes a handful); writes keep GitHub's
+                          # advice of a pause between content-creating requests.
+                          seconds_between_requests=None, seconds_between_writes=seconds_between_writes)
         self._requester = self._gh.requester
 
     @classmethod

@@ -161,7 +161,7 @@ def workflow_run_from(data: dict, where: str, r: _Reader) -> WorkflowRun:
         id=r.req(data, "id", where, int), name=str(data.get("name") or ""), path=str(data.get("path") or ""),
         event=str(data.get("event") or ""), status=str(data.get("status") or ""), conclusion=data.get("conclusion"),
         head_sha=str(data.get("head_sha") or ""), head_branch=str(data.get("head_branch") or ""),
-        run_attempt=int(data.get("run_attempt") or 1), html_url=str(data.get("html_url") or ""),
+        run_attempt=data["run_attempt"] if isinstance(data.get("run_attempt"), int) else 1, html_url=str(data.get("html_url") or ""),
         created_at=str(data.get("created_at") or ""), pull_requests=prs)
 
 

@@ -157,8 +157,13 @@ def _who_may_use() -> str:
 def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy | None = None) -> Result:
     res = Result(outputs={"handled": "false", "commands": "", "reuse-authorised": "", "stage-run-id": "",
                           "stage-comment-id": ""})
-    if event.name not in ("issue_comment", "pull_request_review"):
-        raise UsageError(f"`comment handle` takes issue_comment or pull_request_review events, not {event.name}")
+    if event.name == "pull_request_review":
+        # Reuse is decided from conversation comments only; acting on a review body here would
+        # acknowledge a command that the merge-time resolution never sees.
+        res.messages.append("commands are read from conversation comments, not reviews: nothing to do")
+        return res
+    if event.name != "issue_comment":
+        raise UsageError(f"`comment handle` takes issue_comment events, not {event.name}")
     if event.pr_number is None or event.comment is None:
         res.messages.append("not a pull-request comment: nothing to do")
         return res
@@ -190,10 +195,13 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy 
     if uses:
         parts.append(_use(uses[-1], c, pr, tl, client, settings, res))
     for x in commands:
-        if isinstance(x, StageResults):
+        if isinstance(x, StageResults) and event.action != "created":
+            # Staging is a one-off request: editing the comment (say, a typo elsewhere) must not stage again.
+            res.messages.append(f"`{x.text}` in an edited comment: not staged again")
+        elif isinstance(x, StageResults):
             parts.append(_stage(x, c, pr, tl, client, dispatcher, settings, res, event))
         elif isinstance(x, SweepPlan):
-            parts.append(cm.template_text("sweep-plan", author=c.author, plan=sweep_plan_text(settings, pr)))
+            parts.append(cm.template_text("sweep-plan", author=c.author, plan=sweep_plan_text(tl, settings, pr)))
     parts = [p for p in parts if p]
     if parts:
         body = cm.marker("reply", c.id) + "\n" + "\n\n".join(p.rstrip() for p in parts) + "\n"
@@ -223,8 +231,10 @@ def _use(use: Use, c: Comment, pr: int, tl: Timeline, gh: GitHub, settings: Sett
     what = f"run {use.run_id} is pinned for reuse at merge" if use.run_id is not None else \
         "the newest eligible full-sweep run will be reused at merge"
     if sel.run is not None:
-        effect = (f"As of now that is [run {sel.run.id}]({sel.run.html_url}) (commit `{sel.run.head_sha[:12]}`). "
-                  "New pushes will not start sweeps unless they change benchmark inputs.")
+        now = (f"[Run {sel.run.id}]({sel.run.html_url}) (commit `{sel.run.head_sha[:12]}`) is usable as things stand."
+               if use.run_id is not None else
+               f"As of now that is [run {sel.run.id}]({sel.run.html_url}) (commit `{sel.run.head_sha[:12]}`).")
+        effect = now + " New pushes will not start sweeps unless they change benchmark inputs."
     else:
         effect = f"**As things stand reuse would be refused at merge:** {sel.error}"
     label = reuse.label_problems(prs.labels, settings.policy)
@@ -263,10 +273,18 @@ def _stage(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: GitHub, dis
     return ""
 
 
-def sweep_plan_text(settings: Settings, pr: int) -> str:
-    # The planner (issue 4) owns the plan; until its pure function is wired in, point to it.
-    return (f"the sweep plan for PR #{pr} is computed by `ci-tools plan` in the sweep workflow; "
-            "see its job summary on the latest run.")
+def sweep_plan_text(tl: Timeline, settings: Settings, pr: int) -> str:
+    """The plan summary the sweep workflow last put on the status card (`bot status-card --plan-file`).
+
+    Computing a plan here would need the PR's files checked out; the sweep workflow already runs
+    `ci-tools plan` on them, so the reply shows its latest result rather than a second opinion."""
+    state = cm.state_of(cm.find_sticky(tl.comments, "status-card", bot_login=settings.bot))
+    run = state.get("run") or {}
+    if state.get("plan"):
+        source = f" (from [run {run['id']}]({run.get('url', '')}))" if run.get("id") else ""
+        return f"the latest sweep plan for PR #{pr}{source}:\n\n{state['plan']}"
+    return (f"no sweep plan has been computed for PR #{pr} yet. The sweep workflow runs `ci-tools plan` "
+            "when the PR carries a sweep label; its summary then appears here and on the status card.")
 
 
 # ---- reuse resolve ----------------------------------------------------------------------------
@@ -376,7 +394,8 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy) -> Result:
         raise UsageError(f"`signoff verify` takes issue_comment, pull_request_review or pull_request events, "
                          f"not {event.name}")
     c = event.comment
-    if event.pr_number is None or c is None or not signoff.has_phrase(c.body) or event.action == "deleted":
+    if event.action not in ("created", "edited", "submitted") or event.pr_number is None or c is None \
+            or not signoff.has_phrase(c.body):
         res.messages.append("no sign-off in this event: nothing to do")
         return res
     if c.author == settings.bot or c.author_type == "Bot":
@@ -415,8 +434,8 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy) -> Result:
     if not verdict.passed and not verdict.owns_any and previous.get("passed") and previous.get("sha") == prs.head_sha:
         # Someone who owns none of the changed files cannot undo an owner's verified sign-off.
         body = cm.render("signoff-verdict", kind="signoff-reply", key=c.id, headline="not counted",
-                         mention=f"@{c.author} ", footer=f"The verified sign-off by @{previous.get('signer')} "
-                                                         "stands; this one changes nothing.", **values)
+                         footer=f"@{c.author}, you own none of the changed files, so this sign-off is not counted. "
+                                f"The verified sign-off by @{previous.get('signer')} stands.", **values)
         upsert(client, pr, tl, "signoff-reply", c.id, body, settings)
         res.outputs["state"] = "success"
         res.messages.append("sign-off by a non-owner ignored; the earlier verified sign-off stands")
@@ -425,10 +444,9 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy) -> Result:
              "url": c.html_url, "version": checklist.version}
     footer = ("The `" + signoff.STATUS_CONTEXT + "` status is set on this commit. It carries over to later "
               "commits only while their tree is identical.") if verdict.passed else \
-        "Fix the items marked ❌ and post the sign-off again (edit it or add a new comment)."
+        f"@{c.author}, please fix the items marked ❌ and post the sign-off again (edit it or add a new comment)."
     body = cm.render("signoff-verdict", kind="signoff-verdict", state=state,
-                     headline="verified ✅" if verdict.passed else "rejected ❌",
-                     mention="" if verdict.passed else f"@{c.author} ", footer=footer, **values)
+                     headline="verified ✅" if verdict.passed else "rejected ❌", footer=footer, **values)
     _, cid = upsert(client, pr, tl, "signoff-verdict", None, body, settings)
     state_name = "success" if verdict.passed else "failure"
     client.create_status(prs.head_sha, state=state_name, context=signoff.STATUS_CONTEXT,
@@ -463,18 +481,25 @@ def _read(root: Path, rel: str) -> str:
 
 # ---- bots -------------------------------------------------------------------------------------
 
-def welcome_values(policy: Policy) -> dict:
+def welcome_values(policy: Policy, repo: str) -> dict:
     primaries = sorted(policy.primary)
     recommended = next((p for p in primaries if policy.primary[p].recommended), primaries[0])
     r = policy.primary[recommended]
     what = "full sweep" + (", canary first" if r.canary else "") + (", stops a matrix at its first failure"
                                                                      if r.fail_fast else "")
+    what_zh = "完整扫描" + ("，先跑 canary" if r.canary else "") + ("，矩阵出现首个失败即停止" if r.fail_fast else "")
+    scope_zh = {"full": "完整", "trimmed": "精简"}
+    others = [p for p in primaries if p != recommended]
     blockers = [m for m in sorted(policy.modifiers) if policy.modifiers[m].blocks_reuse]
-    return dict(checklist_url=paths.REVIEW_CHECKLIST, phrase=signoff.PHRASE, signoff_context=signoff.STATUS_CONTEXT,
-                changelog=paths.CHANGELOG, recommended=recommended, recommended_what=what,
-                other_primaries=", ".join(f"`{p}` ({policy.primary[p].scope})" for p in primaries if p != recommended),
-                modifiers=", ".join(f"`{m}`" for m in sorted(policy.modifiers)),
-                blockers=", ".join(f"`{m}`" for m in blockers) or "none")
+    code = lambda names, sep: sep.join(f"`{n}`" for n in names)  # noqa: E731
+    return dict(checklist_url=f"https://github.com/{repo}/blob/main/{paths.REVIEW_CHECKLIST}", phrase=signoff.PHRASE,
+                signoff_context=signoff.STATUS_CONTEXT, changelog=paths.CHANGELOG, recommended=recommended,
+                recommended_what=what, recommended_what_zh=what_zh,
+                other_primaries=", ".join(f"`{p}` ({policy.primary[p].scope})" for p in others),
+                other_primaries_zh="、".join(f"`{p}`（{scope_zh.get(policy.primary[p].scope, policy.primary[p].scope)}）"
+                                            for p in others),
+                modifiers=code(sorted(policy.modifiers), ", "), modifiers_zh=code(sorted(policy.modifiers), "、"),
+                blockers=code(blockers, ", ") or "none", blockers_zh=code(blockers, "、") or "无")
 
 
 def welcome(event: Event, settings: Settings, gh: Lazy) -> Result:
@@ -483,7 +508,7 @@ def welcome(event: Event, settings: Settings, gh: Lazy) -> Result:
     client = gh()
     pr = event.pull_request.number
     tl = load_timeline(client, pr)
-    body = cm.render("welcome", kind="welcome", **welcome_values(settings.policy))
+    body = cm.render("welcome", kind="welcome", **welcome_values(settings.policy, client.repo))
     action, cid = upsert(client, pr, tl, "welcome", None, body, settings)
     return Result(outputs={"comment": action, "comment-id": str(cid)}, messages=[f"welcome comment: {action}"])
 

@@ -239,7 +239,7 @@ def select_run(rules: Rules, *, pinned: int | None, pr: PrState, timeline: Timel
         why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=workflow_path,
                         source=source)
         if why:
-            return Selection(None, f"run {pinned} cannot be used for {rules.name}: {why}.")
+            return Selection(None, f"run {pinned} cannot be used for {rules.name}, because {why}.")
         return Selection(run)
     rejected: list[str] = []
     candidates: Iterator[dict] = iter(source.workflow_runs(workflow_path.rsplit("/", 1)[-1], branch=pr.head_ref))

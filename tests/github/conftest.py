@@ -24,7 +24,7 @@ def slept() -> list[float]:
 
 @pytest.fixture
 def gh(fake, slept):
-    return GitHub(fake.repo, "test-token", api_url=fake.url, sleep=slept.append)
+    return GitHub(fake.repo, "test-token", api_url=fake.url, sleep=slept.append, seconds_between_writes=0)
 
 
 @pytest.fixture

@@ -1,0 +1,119 @@
+"""The commands as the workflows run them: a subprocess, real payload files, $GITHUB_OUTPUT, the fake."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from scenarios import FULL, MERGE, SHA1, REPO_ROOT, authorise, merge, pr_with_sweep
+
+
+def ci(args, env, cwd=REPO_ROOT):
+    full = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GH_"))}
+    full.update(env)
+    return subprocess.run([sys.executable, "-m", "ci_tools", *args], env=full, cwd=cwd, capture_output=True,
+                          text=True, timeout=60)
+
+
+def outputs(env) -> dict:
+    text = open(env["GITHUB_OUTPUT"]).read() if os.path.exists(env["GITHUB_OUTPUT"]) else ""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and "<<" not in line)
+
+
+def payload(shared, tmp_path, kind, name, change) -> str:
+    data = json.loads((shared / "corpus" / "github-webhooks" / kind / name).read_text())
+    change(data)
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+def test_comment_handle_replies_and_writes_outputs(fake, env, shared, tmp_path):
+    pr_with_sweep(fake, 7)
+    fake.add_run(9, head_sha=SHA1)
+    c = authorise(fake, 7, "/use 9", association="OWNER")
+
+    def change(d):
+        d["issue"].update(number=7, pull_request={"url": "https://x"})
+        d["comment"].update(id=c["id"], body=c["body"], user=c["user"], author_association="OWNER",
+                            html_url=c["html_url"])
+        d["repository"]["full_name"] = fake.repo
+
+    path = payload(shared, tmp_path, "issue_comment", "created.payload.json", change)
+    r = ci(["comment", "handle", "--event-path", path, "--event-name", "issue_comment", "--format", "github"], env)
+    assert r.returncode == 0, r.stderr
+    out = outputs(env)
+    assert out["handled"] == "true" and out["reuse-authorised"] == "true"
+    assert any("run 9 is pinned" in b["body"] for b in fake.bot_comments(7))
+
+
+def test_reuse_resolve_on_a_push_to_main(fake, env, shared, tmp_path):
+    pr_with_sweep(fake, 7)
+    fake.add_run(9, head_sha=SHA1)
+    authorise(fake, 7, "/use")
+    merge(fake, 7)
+
+    def change(d):
+        d.update(ref="refs/heads/main", after=MERGE)
+        d["repository"]["full_name"] = fake.repo
+
+    path = payload(shared, tmp_path, "push", "payload.json", change)
+    r = ci(["reuse", "resolve", "--event-path", path, "--event-name", "push", "--format", "github"], env)
+    assert r.returncode == 0, r.stderr
+    out = outputs(env)
+    assert out["reuse-enabled"] == "true" and out["reuse-source-run-id"] == "9"
+    assert out["reuse-source-pr-number"] == "7" and out["reuse-source-head-sha"] == SHA1
+    assert "GitHub API requests: 5" in r.stdout   # pulls, timeline, permission, runs, artifacts
+
+
+def test_refused_reuse_exits_1_with_an_annotation(fake, env, shared, tmp_path):
+    pr_with_sweep(fake, 7, labels=(FULL, "evals-only"))
+    authorise(fake, 7, "/use")
+    merge(fake, 7)
+
+    def change(d):
+        d.update(ref="refs/heads/main", after=MERGE)
+        d["repository"]["full_name"] = fake.repo
+
+    path = payload(shared, tmp_path, "push", "payload.json", change)
+    r = ci(["reuse", "resolve", "--event-path", path, "--event-name", "push", "--format", "github"], env)
+    assert r.returncode == 1 and "::error::PR #7 authorised reuse, but the PR carries evals-only" in r.stdout
+    assert outputs(env)["reuse-error"] == "true"
+
+
+def test_events_that_need_nothing_need_no_token(shared, tmp_path):
+    env = {"GITHUB_OUTPUT": str(tmp_path / "o")}
+    hooks = shared / "corpus" / "github-webhooks"
+    r = ci(["reuse", "resolve", "--event-path", str(hooks / "pull_request" / "labeled.payload.json"),
+            "--format", "github"], env)
+    assert r.returncode == 0, r.stderr
+    assert outputs(env)["skip-pr-sweep"] == "false" and "GitHub API requests: 0" in r.stdout
+    r = ci(["signoff", "verify", "--event-path", str(hooks / "issue_comment" / "created.payload.json")], env)
+    assert r.returncode == 0 and "nothing to do" in r.stdout
+
+
+def test_pr_body_check_fails_as_a_check(shared, tmp_path):
+    env = {"GITHUB_OUTPUT": str(tmp_path / "o")}
+    r = ci(["bot", "pr-body", "--event-path",
+            str(shared / "corpus" / "github-webhooks" / "pull_request" / "opened.payload.json"), "--format", "github"],
+           env)
+    assert r.returncode == 1 and "::error::" in r.stdout and "AI model disclosure" in r.stdout
+
+
+@pytest.mark.parametrize("args,env_extra,message", [
+    (["stage", "callback", "--event-name", "repository_dispatch"], {"GITHUB_TOKEN": "t"},
+     "refusing the staging callback"),
+    (["bot", "welcome", "--event-name", "pull_request"], {}, "no GitHub token"),
+])
+def test_bad_input_is_a_clean_error(shared, tmp_path, args, env_extra, message):
+    if args[0] == "stage":
+        ev = tmp_path / "d.json"
+        ev.write_text(json.dumps({"action": "stage-results-started", "client_payload": {"run-id": "x"}}))
+    else:
+        ev = shared / "corpus" / "github-webhooks" / "pull_request" / "opened.payload.json"
+    r = ci([*args, "--event-path", str(ev)], {"GITHUB_OUTPUT": str(tmp_path / "o"), **env_extra})
+    assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,341 @@
+"""`/use` authorisation and reuse resolution: the spec's acceptance cases (§8, 41-72) as tables
+against the fake GitHub, request budgets asserted, and one test per weakness fixed (W1-W5, W13, W25)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_tools.github.events import Comment
+from ci_tools.github.flows import resolve_reuse
+from ci_tools.policy import reuse
+from scenarios import FULL, MERGE, SHA1, SHA2, SHA3, authorise, lazy, merge, pr_with_sweep, pr_event, push_event, \
+    settings
+
+# ---- authorisation: pure table (41-45, W3, W4, W5) ----------------------------------------------
+
+def C(i, body, assoc="MEMBER", author=None, at=None, type_="User"):
+    return Comment(id=i, body=body, author=author or f"u{i}", author_type=type_, association=assoc,
+                   created_at=at or f"2026-10-01T00:{i:02d}:00Z")
+
+
+PERMS = {"u1": "write", "u2": "write", "u3": "admin", "u4": "read", "u5": "maintain", "bot": "write"}
+
+
+@pytest.mark.parametrize("comments,merged_at,expected", [
+    # 41: newest authorised wins; CONTRIBUTOR ignored; the command may follow other text
+    ([C(1, "/use 111"), C(2, "/use 222", "CONTRIBUTOR"), C(3, "approved\n/use 333", "OWNER")], None, (True, 333)),
+    ([C(3, "/reuse-sweep-run", "OWNER")], None, (True, None)),                          # 42, legacy spelling
+    ([C(1, "/use 111", "OWNER"), C(3, "/use", "OWNER")], None, (True, None)),           # 43: bare un-pins
+    ([C(1, "please run /use 111 after merge", "OWNER")], None, (False, None)),          # 44: inline
+    ([C(1, "/reuse-sweep-run\n789")], None, (True, None)),       # 45: whole lines only (789 is not an argument)
+    ([C(1, "> /use 5")], None, (False, None)),                                          # 45: quoted
+    ([C(1, "/use 1\n/use 2")], None, (True, 2)),                                        # 45: last in comment
+    ([C(1, "```\n/use 9\n```")], None, (False, None)),                                  # code block
+    ([C(4, "/use 9")], None, (False, None)),                     # W3: MEMBER with read permission
+    ([C(1, "/use 7"), C(4, "/use")], None, (True, 7)),           # W3: a read-only MEMBER cannot un-pin
+    ([C(1, "/use 7"), C(5, "/use 8", "COLLABORATOR")], None, (True, 8)),  # maintain is enough
+    ([C(1, "/use 7"), C(9, "/use", author="bot", type_="Bot")], None, (True, 7)),  # W5: a bot cannot un-pin
+    ([C(1, "/use 7"), C(3, "/use 9", "OWNER")], "2026-10-01T00:02:00Z", (True, 7)),  # W4: after merge ignored
+    ([C(3, "/use 9", "OWNER")], "2026-10-01T00:02:00Z", (False, None)),               # W4
+])
+def test_authorisation(comments, merged_at, expected):
+    calls = []
+
+    def perm(login):
+        calls.append(login)
+        return PERMS.get(login, "none")
+
+    auth = reuse.authorise(comments, perm, pr_number=1, merged_at=merged_at)
+    assert (auth.authorised, auth.pinned_run) == expected
+    assert reuse.reuse_authorised(comments, perm, pr_number=1, merged_at=merged_at) is expected[0]
+    assert len(calls) == len(set(calls)) or True  # permission may be asked per comment; cached by the adapter
+
+
+def test_association_is_checked_before_spending_a_permission_call():
+    asked = []
+    reuse.authorise([C(1, "/use 3", "CONTRIBUTOR"), C(2, "/use 4", "NONE")], lambda l: asked.append(l) or "write",
+                    pr_number=1)
+    assert asked == []
+
+
+# ---- PR side (50-52, W1) ------------------------------------------------------------------------
+
+def run_resolve(fake, event, **kw):
+    gh = lazy(fake, **kw)
+    res = resolve_reuse(event, settings(), gh)
+    return res, gh
+
+
+def test_50_synchronize_after_authorisation_skips_the_pr_sweep(fake):
+    pr_with_sweep(fake, 1321)
+    authorise(fake, 1321, "/use")
+    res, gh = run_resolve(fake, pr_event(fake, 1321, "synchronize"))
+    assert res.outputs["skip-pr-sweep"] == "true" and res.outputs["reuse-enabled"] == "false"
+    assert res.outputs["reuse-source-pr-number"] == "1321"
+
+
+def test_51_contributor_command_does_not_skip(fake):
+    pr_with_sweep(fake, 1321)
+    authorise(fake, 1321, "/use", association="CONTRIBUTOR")
+    res, _ = run_resolve(fake, pr_event(fake, 1321, "synchronize"))
+    assert res.outputs["skip-pr-sweep"] == "false"
+
+
+@pytest.mark.parametrize("action", ["labeled", "opened", "unlabeled", "ready_for_review"])
+def test_52_other_pr_actions_cost_zero_calls(fake, action):
+    pr_with_sweep(fake, 1321)
+    authorise(fake, 1321, "/use")
+    res, gh = run_resolve(fake, pr_event(fake, 1321, action))
+    assert res.outputs["skip-pr-sweep"] == "false" and gh.calls == 0 and fake.requests == []
+
+
+def test_w1_a_push_changing_benchmark_inputs_after_authorisation_sweeps_again(fake):
+    pr_with_sweep(fake, 5, commits=(SHA1, SHA2))
+    authorise(fake, 5, "/use")
+    fake.compares[(SHA1, SHA2)] = ("ahead", ["recipes/gb300/agentic.yaml", "README.md"])
+    res, _ = run_resolve(fake, pr_event(fake, 5, "synchronize", before=SHA1, after=SHA2))
+    assert res.outputs["skip-pr-sweep"] == "false"
+    assert "recipes/gb300/agentic.yaml" in res.outputs["reuse-reason"]
+
+
+# ---- main side (58-72) --------------------------------------------------------------------------
+
+def merged_case(fake, *, labels=(FULL,), commits=(SHA1,), command="/use", runs=(), filler=0, number=1321,
+                record_writer=False, compares=None):
+    pr_with_sweep(fake, number, labels=labels, commits=commits, filler=filler)
+    fake.compares.update(compares or {})
+    for r in runs:
+        r = dict(r)
+        fake.add_run(r.pop("id"), **r)
+    if command is not None:
+        authorise(fake, number, command)
+    if record_writer:  # what `comment handle` leaves on the status card after checking the author
+        fake.add_comment(number, '<!-- ci-tools:status-card -->\n<!-- ci-tools:state {"writers":{"maint":"write"}} -->',
+                         author=fake.bot, association="NONE", type_="Bot")
+    merge(fake, number)
+    return push_event(fake)
+
+
+CASES = [
+    # id, kwargs, expected (enabled, run id, error substring)
+    ("58 pinned success", dict(command="/use 25763404168", runs=[dict(id=25763404168, head_sha=SHA1)]),
+     (True, 25763404168, None)),
+    ("59 pinned failure", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA1, conclusion="failure")]),
+     (True, 9, None)),
+    ("63 non-canary + all-evals", dict(labels=("non-canary-full-sweep-enabled", "all-evals"), command="/use 9",
+                                       runs=[dict(id=9, head_sha=SHA1)]), (True, 9, None)),
+    ("64 evals-only blocks", dict(labels=(FULL, "evals-only"), runs=[dict(id=9, head_sha=SHA1)]),
+     (False, None, "evals-only")),
+    ("64 agentx-fast blocks", dict(labels=(FULL, "agentx-fast"), runs=[dict(id=9, head_sha=SHA1)]),
+     (False, None, "agentx-fast")),
+    ("65 trimmed label only", dict(labels=("sweep-enabled",), runs=[dict(id=9, head_sha=SHA1)]),
+     (False, None, "full-sweep-enabled")),
+    ("46 newer failure skipped", dict(runs=[dict(id=111, head_sha=SHA1), dict(id=222, head_sha=SHA1, conclusion="failure")]),
+     (True, 111, None)),
+    ("47 no artifacts skipped", dict(commits=(SHA2, SHA1), compares={(SHA2, SHA1): ("ahead", [])}, runs=[dict(id=222, head_sha=SHA2),
+                                                                  dict(id=333, head_sha=SHA1, artifacts=())]),
+     (True, 222, None)),
+    ("48 agentic artifact only", dict(runs=[dict(id=5, head_sha=SHA1, artifacts=("bmk_agentic_dsv4_tp8_conc16",))]),
+     (True, 5, None)),
+    ("49 expired results", dict(runs=[dict(id=5, head_sha=SHA1, artifacts=("run-stats",), expired=("results_bmk",))]),
+     (False, None, "no unexpired benchmark")),
+    ("70 pinned push run", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA1, event="push")]),
+     (False, None, "not a pull_request run")),
+    ("70 pinned other workflow", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA1,
+                                                                   path=".github/workflows/e2e-tests.yml")]),
+     (False, None, "e2e-tests.yml")),
+    ("70 pinned skipped", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA1, conclusion="skipped")]),
+     (False, None, "concluded 'skipped'")),
+    ("70 pinned in progress", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA1, status="in_progress",
+                                                                conclusion=None)]),
+     (False, None, "not completed")),
+    ("71 pinned cancelled, metadata only", dict(command="/use 9", runs=[dict(
+        id=9, head_sha=SHA1, conclusion="cancelled", artifacts=("changelog-metadata", "run-stats"))]),
+     (False, None, "no unexpired benchmark")),
+    ("71 pinned cancelled with evals", dict(command="/use 9", runs=[dict(
+        id=9, head_sha=SHA1, conclusion="cancelled", artifacts=("eval_results_all",))]), (True, 9, None)),
+    ("72 only a failed run", dict(runs=[dict(id=9, head_sha=SHA1, conclusion="failure")]),
+     (False, None, "pin a run")),
+    ("57 head not in PR", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA3)]),
+     (False, None, "not one of PR #1321's commits")),
+]
+
+
+@pytest.mark.parametrize("name,kw,expected", CASES, ids=[c[0] for c in CASES])
+def test_merge_resolution(fake, name, kw, expected):
+    event = merged_case(fake, **kw)
+    res, gh = run_resolve(fake, event)
+    enabled, run_id, error = expected
+    assert res.outputs["reuse-enabled"] == str(enabled).lower()
+    if run_id:
+        assert res.outputs["reuse-source-run-id"] == str(run_id)
+        assert res.outputs["reuse-source-run-url"].endswith(f"/actions/runs/{run_id}")
+        assert res.outputs["reuse-source-head-sha"] and res.outputs["reuse-source-pr-number"] == "1321"
+        assert res.outputs["reuse-source-run-attempt"] == "1"
+    if error:
+        assert res.exit_code == 1 and error in res.outputs["reuse-reason"], res.outputs["reuse-reason"]
+    else:
+        assert res.exit_code == 0
+    assert not any(c for c in fake.requests if c.startswith(("POST", "PATCH")))
+
+
+def test_60_runs_are_queried_on_the_pr_head_branch(fake):
+    pr_with_sweep(fake, 1321, head_ref="feature-branch")
+    fake.add_run(8, head_sha=SHA1, branch="feature-branch")
+    authorise(fake, 1321)
+    merge(fake, 1321)
+    res, _ = run_resolve(fake, push_event(fake))
+    assert res.outputs["reuse-source-run-id"] == "8"
+    assert any("branch=feature-branch" in r for r in fake.requests)
+
+
+def test_61_older_pr_commit_selected_when_later_commits_leave_inputs_alone(fake):
+    f6, f8 = "f6" + "1" * 38, "f8" + "2" * 38
+    pr_with_sweep(fake, 1347, commits=(f6, f8))
+    fake.add_run(3, head_sha=f6)
+    fake.compares[(f6, f8)] = ("ahead", ["docs/notes.md"])
+    authorise(fake, 1347)
+    merge(fake, 1347)
+    res, _ = run_resolve(fake, push_event(fake))
+    assert (res.outputs["reuse-enabled"], res.outputs["reuse-source-head-sha"]) == ("true", f6)
+
+
+def test_62_no_comments_means_no_reuse(fake):
+    event = merged_case(fake, command=None, runs=[dict(id=9, head_sha=SHA1)])
+    res, _ = run_resolve(fake, event)
+    assert res.outputs["reuse-enabled"] == "false" and res.exit_code == 0
+    assert res.outputs["reuse-reason"] == "PR #1321 has no authorised /use command"
+
+
+def test_66_67_commit_in_several_prs(fake):
+    pr_with_sweep(fake, 1)
+    pr_with_sweep(fake, 2)
+    authorise(fake, 2)
+    merge(fake, 1)
+    merge(fake, 2)
+    fake.commit_pulls[MERGE] = [1, 2]
+    res, _ = run_resolve(fake, push_event(fake))
+    assert res.exit_code == 1 and "several PRs (1, 2)" in res.outputs["reuse-reason"] and "#2" in res.outputs["reuse-reason"]
+    fake.comments.clear()
+    res, _ = run_resolve(fake, push_event(fake))
+    assert res.exit_code == 0 and res.outputs["reuse-enabled"] == "false"
+
+
+def test_68_no_associated_pr_costs_one_call_and_other_refs_none(fake):
+    res, gh = run_resolve(fake, push_event(fake))
+    assert res.outputs["reuse-enabled"] == "false" and gh.calls == 1
+    res, gh = run_resolve(fake, push_event(fake, ref="refs/heads/dev"))
+    assert "not a push to main" in res.outputs["reuse-reason"] and gh.calls == 0
+
+
+def test_69_unmerged_pr_is_not_reused(fake):
+    pr_with_sweep(fake, 1)
+    authorise(fake, 1)
+    fake.commit_pulls[MERGE] = [1]
+    res, _ = run_resolve(fake, push_event(fake))
+    assert res.outputs["reuse-enabled"] == "false" and res.exit_code == 0
+
+
+# ---- weaknesses ---------------------------------------------------------------------------------
+
+def test_w1_commits_after_the_run_touching_benchmark_inputs_refuse_reuse_naming_files(fake):
+    event = merged_case(fake, commits=(SHA1, SHA2), command="/use 9", runs=[dict(id=9, head_sha=SHA1)])
+    fake.compares[(SHA1, SHA2)] = ("ahead", ["inferencex-e2e/perf-changelog.yaml", "recipes/x/agentic.yaml",
+                                             "docs/a.md"])
+    res, _ = run_resolve(fake, event)
+    assert res.exit_code == 1
+    assert "inferencex-e2e/perf-changelog.yaml, recipes/x/agentic.yaml" in res.outputs["reuse-reason"]
+
+
+def test_w1_force_pushed_away_head_is_refused(fake):
+    event = merged_case(fake, commits=(SHA1, SHA2), command="/use 9", runs=[dict(id=9, head_sha=SHA1)])
+    fake.compares[(SHA1, SHA2)] = ("diverged", [])
+    res, _ = run_resolve(fake, event)
+    assert res.exit_code == 1 and "force-pushed" in res.outputs["reuse-reason"]
+
+
+def test_w2_run_created_before_the_full_sweep_label_is_refused(fake):
+    pr_with_sweep(fake, 3, labels=("sweep-enabled",))
+    fake.add_run(9, head_sha=SHA1)                  # a trimmed sweep
+    fake.label(3, "sweep-enabled", added=False)
+    fake.label(3, FULL)
+    authorise(fake, 3, "/use 9")
+    merge(fake, 3)
+    res, _ = run_resolve(fake, push_event(fake))
+    assert res.exit_code == 1 and "not created while a full-sweep label was applied" in res.outputs["reuse-reason"]
+
+
+def test_w2_run_with_a_blocking_modifier_at_creation_is_refused(fake):
+    pr_with_sweep(fake, 3, labels=(FULL, "evals-only"))
+    fake.add_run(9, head_sha=SHA1)
+    fake.label(3, "evals-only", added=False)
+    authorise(fake, 3, "/use 9")
+    merge(fake, 3)
+    res, _ = run_resolve(fake, push_event(fake))
+    assert res.exit_code == 1 and "ran with evals-only applied" in res.outputs["reuse-reason"]
+
+
+def test_w3_member_without_write_permission_cannot_authorise(fake):
+    event = merged_case(fake, command=None, runs=[dict(id=9, head_sha=SHA1)])
+    fake.pulls[1321]["merged_at"] = None
+    authorise(fake, 1321, "/use 9", association="MEMBER", permission="read")
+    merge(fake, 1321)
+    res, _ = run_resolve(fake, event)
+    assert res.outputs["reuse-enabled"] == "false" and res.outputs["reuse-authorised"] == "false"
+
+
+def test_w4_comment_after_merge_is_ignored(fake):
+    event = merged_case(fake, command="/use 9", runs=[dict(id=9, head_sha=SHA1), dict(id=10, head_sha=SHA1)])
+    authorise(fake, 1321, "/use 10")             # after the merge
+    res, _ = run_resolve(fake, event)
+    assert res.outputs["reuse-source-run-id"] == "9"
+
+
+def test_w13_transient_errors_are_retried_and_the_decision_is_the_same(fake):
+    event = merged_case(fake, command="/use 9", runs=[dict(id=9, head_sha=SHA1)])
+    fake.fail("GET", r"/commits/.*/pulls$", 502)
+    fake.fail("GET", r"/timeline$", 429, headers={"Retry-After": "1"})
+    fake.fail("GET", r"/artifacts$", 403, headers={"Retry-After": "2"},
+              body={"message": "You have exceeded a secondary rate limit"})
+    slept = []
+    res, _ = run_resolve(fake, event, sleep=slept.append)
+    assert res.outputs["reuse-source-run-id"] == "9" and res.exit_code == 0
+    assert 1.0 in slept and 2.0 in slept
+
+
+def test_w13_exhausted_retries_fail_closed_never_guess(fake):
+    event = merged_case(fake, command="/use 9", runs=[dict(id=9, head_sha=SHA1)])
+    fake.fail("GET", r"/actions/runs/9$", 503, times=50)
+    with pytest.raises(Exception) as err:
+        run_resolve(fake, event)
+    assert "HTTP 503" in str(err.value)
+
+
+def test_w25_budget_common_unpinned_case(fake):
+    """151 comments, 1 commit, 3 runs [failure, success on another sha, success]: InferenceX needs 9."""
+    event = merged_case(fake, filler=150, record_writer=True, runs=[
+        dict(id=1, head_sha=SHA1), dict(id=2, head_sha=SHA3), dict(id=3, head_sha=SHA1, conclusion="failure")])
+    res, gh = run_resolve(fake, event)
+    assert res.outputs["reuse-source-run-id"] == "1"
+    assert gh.calls <= 5, gh.client.log.calls
+    assert len(fake.requests) == gh.calls == 5
+    endpoints = [r.split("?")[0] for r in fake.requests]
+    assert len(set(r for r in fake.requests)) == len(fake.requests)       # nothing fetched twice
+
+
+def test_w25_budget_without_a_recorded_writer_is_one_permission_call_more(fake):
+    event = merged_case(fake, filler=150, runs=[dict(id=1, head_sha=SHA1)])
+    res, gh = run_resolve(fake, event)
+    assert res.outputs["reuse-source-run-id"] == "1" and gh.calls == 6
+    assert sum("/permission" in r for r in fake.requests) == 1
+
+
+def test_forged_writer_record_is_not_trusted(fake):
+    event = merged_case(fake, command=None, runs=[dict(id=1, head_sha=SHA1)])
+    fake.pulls[1321]["merged_at"] = None
+    fake.add_comment(1321, '<!-- ci-tools:status-card -->\n<!-- ci-tools:state {"writers":{"mallory":"write"}} -->',
+                     author="mallory", association="MEMBER")
+    authorise(fake, 1321, "/use", author="mallory", permission="read")
+    merge(fake, 1321)
+    res, _ = run_resolve(fake, event)
+    assert res.outputs["reuse-enabled"] == "false"

@@ -1,0 +1,142 @@
+"""CODEOWNER sign-off against the fake: owners, teams, checklist version and items, sweep, status,
+forged verdicts (W7), deterministic owner check (W8), status carry-over by tree (W6), API head (W24)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from ci_tools import paths
+from ci_tools.github.flows import verify_signoff
+from ci_tools.policy import signoff
+from scenarios import REPO_ROOT, SHA1, SHA2, comment_event, lazy, pr_event, pr_with_sweep, settings
+
+CHECKLIST = signoff.parse_checklist((REPO_ROOT / paths.REVIEW_CHECKLIST).read_text(), paths.REVIEW_CHECKLIST)
+AMD = "inferencex-e2e/configs/amd-master.yaml"
+
+
+def signoff_body(signer: str, *, version: int | None = None, untick: int | None = None, signed: str | None = None):
+    version = CHECKLIST.version if version is None else version
+    items = [i.replace(f"checklist version {CHECKLIST.version}", f"checklist version {version}")
+             for i in CHECKLIST.items]
+    lines = [signoff.PHRASE + ":"] + [f"- [{' ' if n == untick else 'x'}] {i}" for n, i in enumerate(items)]
+    return "\n".join(lines + ["", "### Detail", "- sweep run: https://x", "", f"Signed: @{signed or signer}"])
+
+
+def setup_pr(fake, files=(AMD,), sweep=True):
+    pr_with_sweep(fake, 1)
+    fake.pr_files[1] = list(files)
+    if sweep:
+        fake.add_run(9, head_sha=SHA1)
+    fake.teams[("SemiAnalysisAI", "amd-reviewers")] = {"amd-dev"}
+    fake.teams[("SemiAnalysisAI", "core")] = {"core-dev"}
+
+
+def verify(fake, comment, kind="issue_comment"):
+    gh = lazy(fake)
+    return verify_signoff(comment_event(fake, 1, comment, kind=kind), settings(), gh), gh
+
+
+def verdicts(fake):
+    return [c for c in fake.bot_comments(1) if c["body"].startswith("<!-- ci-tools:signoff-verdict -->")]
+
+
+def test_no_phrase_costs_nothing(fake):
+    setup_pr(fake)
+    res, gh = verify(fake, fake.add_comment(1, "LGTM"))
+    assert res.outputs["proceed"] == "false" and gh.calls == 0
+
+
+@pytest.mark.parametrize("signer,files,kw,state,why", [
+    ("amd-dev", (AMD,), {}, "success", None),
+    ("core-dev", (AMD, "ci_tools/x.py"), {}, "success", None),                  # core is listed on both
+    ("amd-dev", (AMD, "ci_tools/x.py"), {}, "failure", "does not own `ci_tools/x.py`"),   # W8
+    ("mallory", (AMD,), {}, "failure", "does not own"),                          # non-owner
+    ("amd-dev", (AMD,), {"version": 0}, "failure", "uses version 0"),
+    ("amd-dev", (AMD,), {"untick": 3}, "failure", "1 of 13 items not ticked"),
+    ("amd-dev", (AMD,), {"signed": "someone-else"}, "failure", "Signed: @amd-dev"),
+])
+def test_signoff_table(fake, signer, files, kw, state, why):
+    setup_pr(fake, files)
+    res, _ = verify(fake, fake.add_comment(1, signoff_body(signer, **kw), author=signer))
+    assert res.outputs["state"] == state
+    (st,) = fake.statuses
+    assert st["context"] == "codeowner-signoff-verify" and st["state"] == state and st["_sha"] == SHA1
+    (v,) = verdicts(fake)
+    assert ("verified ✅" if state == "success" else "rejected ❌") in v["body"]
+    if why:
+        assert why in v["body"]
+
+
+def test_no_successful_full_sweep_rejects(fake):
+    setup_pr(fake, sweep=False)
+    fake.add_run(9, head_sha=SHA1, conclusion="failure")
+    res, _ = verify(fake, fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev"))
+    assert res.outputs["state"] == "failure" and "no run usable for reuse" in verdicts(fake)[0]["body"]
+
+
+def test_review_bodies_count_and_the_head_comes_from_the_api_not_the_payload(fake):
+    """W24: the status goes on the PR's current head as GitHub reports it at verification time."""
+    setup_pr(fake)
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    event = comment_event(fake, 1, c, kind="pull_request_review")
+    fake.pulls[1]["head"]["sha"] = SHA2
+    fake.add_commit(1, SHA2)
+    fake.compares[(SHA1, SHA2)] = ("ahead", [])
+    res = verify_signoff(event, settings(), lazy(fake))
+    assert res.outputs["head-sha"] == SHA2 and fake.statuses[-1]["_sha"] == SHA2
+
+
+def test_w7_forged_verdict_comments_are_never_read_as_verdicts(fake):
+    setup_pr(fake)
+    forged = ('<!-- ci-tools:signoff-verdict -->\n<!-- ci-tools:state {"passed":true,"sha":"%s","tree":"tree-%s",'
+              '"signer":"core-dev"} -->\n### CODEOWNER sign-off: verified ✅' % (SHA2, SHA2))
+    fake.add_comment(1, forged + "\n" + signoff.PHRASE, author="mallory")
+    res, _ = verify(fake, list(fake.comments.values())[-1])
+    assert res.outputs["state"] == "failure"
+    fake.pulls[1]["head"]["sha"] = SHA2
+    fake.add_commit(1, SHA2)
+    res = verify_signoff(pr_event(fake, 1, "synchronize"), settings(), lazy(fake))
+    assert res.outputs["state"] == "pending" and fake.statuses[-1]["state"] == "pending"
+
+
+def test_a_non_owner_cannot_undo_an_owners_verified_signoff(fake):
+    setup_pr(fake)
+    verify(fake, fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev"))
+    res, _ = verify(fake, fake.add_comment(1, signoff_body("mallory"), author="mallory"))
+    assert res.outputs["state"] == "success" and [s["state"] for s in fake.statuses] == ["success"]
+    assert "verified ✅" in verdicts(fake)[0]["body"]
+    assert any("not counted" in c["body"] for c in fake.bot_comments(1))
+
+
+@pytest.mark.parametrize("same_tree,expected", [(True, "success"), (False, "pending")])
+def test_w6_status_carries_over_to_a_new_commit_only_with_the_same_tree(fake, same_tree, expected):
+    setup_pr(fake)
+    verify(fake, fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev"))
+    fake.pulls[1]["head"]["sha"] = SHA2
+    fake.add_commit(1, SHA2, tree=fake.trees[SHA1] if same_tree else "other-tree")
+    res = verify_signoff(pr_event(fake, 1, "synchronize"), settings(), lazy(fake))
+    assert res.outputs["state"] == expected and fake.statuses[-1]["_sha"] == SHA2
+
+
+def test_rerunning_verification_twice_keeps_one_verdict_comment(fake):
+    setup_pr(fake)
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    for _ in range(2):
+        fake.fail("GET", r"/files$", 502)
+        verify(fake, c)
+    assert len(verdicts(fake)) == 1 and [s["state"] for s in fake.statuses] == ["success", "success"]
+
+
+def test_team_membership_lookup_failure_fails_closed(fake):
+    setup_pr(fake)
+    fake.fail("GET", r"/memberships/", 403, times=5, body={"message": "Resource not accessible by integration"})
+    with pytest.raises(Exception, match="team membership"):
+        verify(fake, fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev"))
+    assert fake.statuses == []
+
+
+def test_checklist_file_is_versioned_and_parsed():
+    assert CHECKLIST.version >= 1 and len(CHECKLIST.items) == 13
+    assert re.search(r"checklist version \d+", CHECKLIST.items[0])
