@@ -45,6 +45,29 @@ def ensure_env(extras: str) -> None:
     stamp.write_text(digest)
 
 
+AIPERF_VERSION = "0.13.0"
+AIPERF_VENV = Path(os.environ.get("CI_TOOLS_AIPERF_VENV", ROOT / ".venv-aiperf"))
+
+
+def ensure_aiperf() -> None:
+    """AIPerf (~1.2 GB with its dependencies) lives in its own venv so its pins never meet ours;
+    the runner tests find it through CI_TOOLS_AIPERF."""
+    if os.environ.get("CI_TOOLS_AIPERF"):
+        return
+    bin_dir = AIPERF_VENV / ("Scripts" if os.name == "nt" else "bin")
+    stamp = AIPERF_VENV / f".installed-aiperf-{AIPERF_VERSION}"
+    if not stamp.exists():
+        if not (bin_dir / "python").exists():
+            print(f"creating the AIPerf environment in {AIPERF_VENV} (about a minute)", flush=True)
+            venv.EnvBuilder(with_pip=True).create(AIPERF_VENV)
+        rc = run([bin_dir / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                  f"aiperf=={AIPERF_VERSION}"])
+        if rc != 0:
+            sys.exit(f"installing aiperf=={AIPERF_VERSION} failed (exit {rc})")
+        stamp.write_text(AIPERF_VERSION)
+    os.environ["CI_TOOLS_AIPERF"] = str(bin_dir / "aiperf")
+
+
 def demo() -> int:
     ensure_env("")
     return run([PY, ROOT / "examples" / "demo.py"])
@@ -52,6 +75,7 @@ def demo() -> int:
 
 def test(args: list[str]) -> int:
     ensure_env("test")
+    ensure_aiperf()
     rc = run([PY, "-m", "pytest", *args], cwd=ROOT)
     if rc == 5:
         print("pytest collected no tests: that is a failure here, not a pass", file=sys.stderr)

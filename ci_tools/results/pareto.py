@@ -69,10 +69,6 @@ def parse_claims(text: str, file: str = "<claims>") -> list[Claim]:
     return claims
 
 
-def _fmt(p: Point) -> str:
-    return f"{p.name} ({p.tok_s_gpu:,.0f} tok/s/GPU, {p.intvty_p90:,.1f} tok/s/user)"
-
-
 def check_claims(points: list[Point], claims: list[Claim], file: str = "<claims>") -> list[dict]:
     by_name = {p.name: p for p in points}
     unknown = [Finding(file, c.line, None, f"unknown point {name!r} in the claim {c.text!r}",
@@ -85,16 +81,17 @@ def check_claims(points: list[Point], claims: list[Claim], file: str = "<claims>
         a, b = by_name[c.winner], by_name[c.loser]
         holds = dominates(a, b)
         if holds:
-            why = f"{_fmt(a)} is at least as good on both axes as {_fmt(b)} and better on one"
+            why = (f"{a.tok_s_gpu:,.0f} >= {b.tok_s_gpu:,.0f} tok/s/GPU and "
+                   f"{a.intvty_p90:,.1f} >= {b.intvty_p90:,.1f} tok/s/user, not both equal")
         else:
             worse = []
             if a.tok_s_gpu < b.tok_s_gpu:
-                worse.append("lower throughput")
+                worse.append(f"lower throughput ({a.tok_s_gpu:,.0f} < {b.tok_s_gpu:,.0f} tok/s/GPU)")
             if a.intvty_p90 < b.intvty_p90:
-                worse.append("lower P90 interactivity")
+                worse.append(f"lower P90 interactivity ({a.intvty_p90:,.1f} < {b.intvty_p90:,.1f} tok/s/user)")
             if not worse:
                 worse.append("equal on both axes")
-            why = f"{_fmt(a)} has {' and '.join(worse)} than {_fmt(b)}"
+            why = f"{a.name} has " + " and ".join(worse)
         out.append({"claim": c.text, "holds": holds, "why": why})
     return out
 

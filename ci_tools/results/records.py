@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,6 +124,7 @@ _ISL_KEY = b'"input_sequence_length":{"value":'
 _TTFT_KEY = b'"time_to_first_token":{"value":'
 # written after the per-chunk latency array, whose length grows with the output: found from the end
 _ITL_KEY = b'"inter_token_latency":{"value":'
+_METRICS_KEY = b'"metrics":{'
 
 
 def _fast_fields(line: bytes) -> tuple | None:
@@ -147,32 +149,43 @@ def _fast_fields(line: bytes) -> tuple | None:
         return None
     e = pos + 19
     f = find(b'"', e)
-    p1 = find(_E2EL_KEY, f)
+    m = find(_METRICS_KEY, f)
+    if m < 0:
+        return None
+    # usually in this order, one pass; AIPerf may order metrics differently from run to run, so a
+    # key not found after the previous one is searched again from the start of `metrics`
+    p1 = find(_E2EL_KEY, m)
     if p1 < 0:
         return None
     p1 += 27
     q1 = find(b',"', p1)
     p2 = find(_OSL_KEY, q1)
     if p2 < 0:
-        return None
+        p2 = find(_OSL_KEY, m)
+        if p2 < 0:
+            return None
     p2 += 34
     q2 = find(b',"', p2)
     p3 = find(_ISL_KEY, q2)
     if p3 < 0:
-        return None
+        p3 = find(_ISL_KEY, m)
+        if p3 < 0:
+            return None
     p3 += 33
     q3 = find(b',"', p3)
     p4 = find(_TTFT_KEY, q3)
     if p4 < 0:
-        return None
+        p4 = find(_TTFT_KEY, m)
+        if p4 < 0:
+            return None
     p4 += 31
     q4 = find(b',"', p4)
-    p5 = line.rfind(_ITL_KEY, q4)
+    p5 = line.rfind(_ITL_KEY, m)
     if p5 < 0:
         return None
     p5 += 31
     q5 = find(b',"', p5)
-    if find(_ERROR_KEY, q5) >= 0:
+    if find(_ERROR_KEY, max(q1, q2, q3, q4, q5)) >= 0:
         return None
     try:
         # token counts are integers in AIPerf's output; int() of a short ASCII number is the cheapest
@@ -309,11 +322,114 @@ def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
     return s
 
 
-def scan_file(path: Path | str, *, fast: bool = True) -> RecordScan:
+# Files at least this big are scanned by several processes (one per core, at most 4): the scan is
+# CPU-bound pure Python, and a one-hour export is gigabytes.
+PARALLEL_MIN_BYTES = 256 * 1024 * 1024
+MAX_WORKERS = 4
+_BLOCK = 8 * 1024 * 1024
+
+
+def _iter_range(path: str, start: int, end: int) -> Iterable[bytes]:
+    """Lines of path whose first byte lies in [start, end) (start is a line start)."""
+    with open(path, "rb", buffering=0) as fh:
+        fh.seek(start)
+        pos = start
+        rest = b""
+        while pos < end:
+            block = fh.read(min(_BLOCK, end - pos))
+            if not block:
+                break
+            pos += len(block)
+            lines = (rest + block).split(b"\n")
+            rest = lines.pop()
+            yield from lines
+        if rest:
+            # the last line of the range runs past `end` (or to EOF): finish it
+            while True:
+                block = fh.read(64 * 1024)
+                if not block:
+                    break
+                cut = block.find(b"\n")
+                if cut >= 0:
+                    rest += block[:cut]
+                    break
+                rest += block
+            yield rest
+
+
+def _line_starts(path: str, size: int, parts: int) -> list[int]:
+    """parts+1 offsets, each at the start of a line, splitting the file into near-equal ranges."""
+    offsets = [0]
+    with open(path, "rb") as fh:
+        for i in range(1, parts):
+            fh.seek(max(offsets[-1], size * i // parts))
+            fh.readline()  # to the start of the next line
+            offsets.append(min(fh.tell(), size))
+    offsets.append(size)
+    return offsets
+
+
+def _scan_range(args: tuple[str, int, int, bool]) -> tuple[RecordScan, int]:
+    path, start, end, fast = args
+    counter = _Counted(_iter_range(path, start, end))
+    return scan_lines(counter, fast=fast), counter.n
+
+
+class _Counted:
+    def __init__(self, it: Iterable[bytes]):
+        self.it = it
+        self.n = 0
+
+    def __iter__(self):
+        for line in self.it:
+            self.n += 1
+            yield line
+
+
+def merge_scans(parts: list[tuple[RecordScan, int]]) -> RecordScan:
+    """Scans of consecutive ranges -> one scan (line numbers made absolute)."""
+    out = RecordScan()
+    offset = 0
+    for s, nlines in parts:
+        out.records_total += s.records_total
+        out.records_profiled += s.records_profiled
+        out.records_warmup_dropped += s.records_warmup_dropped
+        out.records_error_dropped += s.records_error_dropped
+        out.bad_lines.extend(n + offset for n in s.bad_lines)
+        for src, dst in ((s.phases, out.phases), (s.error_categories, out.error_categories)):
+            for k, v in src.items():
+                dst[k] = dst.get(k, 0) + v
+        for col in ("ttft_ms", "itl_ms", "e2el_ms", "e2e_per_token_ms"):
+            getattr(out, col).extend(getattr(s, col))
+        out.isl_sum += s.isl_sum
+        out.osl_sum += s.osl_sum
+        out.isl_count += s.isl_count
+        out.osl_count += s.osl_count
+        out.fast_lines += s.fast_lines
+        if s.start_ns_min is not None and (out.start_ns_min is None or s.start_ns_min < out.start_ns_min):
+            out.start_ns_min = s.start_ns_min
+        if s.end_ns_max is not None and (out.end_ns_max is None or s.end_ns_max > out.end_ns_max):
+            out.end_ns_max = s.end_ns_max
+        offset += nlines
+    return out
+
+
+def scan_file(path: Path | str, *, fast: bool = True, workers: int | None = None) -> RecordScan:
+    """Scan a profile_export.jsonl; big files are split by line boundaries over worker processes."""
     p = Path(path)
     try:
-        with p.open("rb", buffering=1 << 20) as fh:
-            return scan_lines(fh, fast=fast)
+        size = p.stat().st_size
+        if workers is None:
+            workers = min(os.cpu_count() or 1, MAX_WORKERS) if size >= PARALLEL_MIN_BYTES else 1
+        if workers <= 1:
+            return _scan_range((str(p), 0, size, fast))[0]
+        import multiprocessing
+
+        bounds = _line_starts(str(p), size, workers)
+        jobs = [(str(p), a, b, fast) for a, b in zip(bounds, bounds[1:]) if b > a]
+        # fork: the workers share the already-imported code; nothing else is inherited that matters
+        with multiprocessing.get_context("fork").Pool(len(jobs)) as pool:
+            return merge_scans(pool.map(_scan_range, jobs))
     except FileNotFoundError:
         raise InputError(f"{p}: file not found", findings=[Finding(
             str(p), None, None, "AIPerf's per-request export is missing",

@@ -25,9 +25,23 @@ class Launch:
     stop: list[list[str]] = field(default_factory=list)  # run after terminating argv's process group
     log: str = ""
 
-    def shell(self) -> str:
-        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
-        return (prefix + " \\\n  " if prefix else "") + shlex.join(self.argv)
+    def shell(self, width: int = 100) -> str:
+        """Copy-pasteable shell text, wrapped with `\\` between whole `--flag value` pairs."""
+        words = [f"{k}={shlex.quote(v)}" for k, v in self.env.items()] + [shlex.quote(a) for a in self.argv]
+        groups: list[str] = []
+        for w in words:
+            if groups and not w.startswith("-") and groups[-1].startswith("-") and " " not in groups[-1] \
+                    and "=" not in groups[-1]:
+                groups[-1] += " " + w  # keep a flag with its value
+            else:
+                groups.append(w)
+        lines: list[str] = []
+        for g in groups:
+            if lines and len(lines[-1]) + 1 + len(g) <= width:
+                lines[-1] += " " + g
+            else:
+                lines.append(g)
+        return " \\\n    ".join(lines)
 
 
 def job_id(plan: JobPlan) -> str:

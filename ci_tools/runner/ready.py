@@ -34,6 +34,7 @@ def wait_ready(urls: list[str], deadline_s: float, probe: Probe, interval_s: flo
     """Return the seconds it took; raise NotReady with the log tail otherwise."""
     start = probe.clock()
     last_say = start
+    delay = min(0.1, interval_s)  # quick first polls, then every interval_s
     for url in urls:
         probe.say(f"waiting for {url} (deadline {deadline_s:g} s)")
         while True:
@@ -53,5 +54,6 @@ def wait_ready(urls: list[str], deadline_s: float, probe: Probe, interval_s: flo
                 probe.say(f"still waiting for {url}: {now - start:.0f} s elapsed, "
                           f"{deadline_s - (now - start):.0f} s left; server log: {last[0][:160]}")
                 last_say = now
-            probe.sleep(interval_s)
+            probe.sleep(delay)
+            delay = min(delay * 2, interval_s)
     return probe.clock() - start

@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""Speed and memory of `ci-tools results process` on a synthetic one-hour-scale AIPerf export.
+
+    python benchmarks/results.py [--records 1000000] [--runs 3] [--baseline-records 100000] [--dir DIR]
+
+Writes a synthetic `profile_export.jsonl` with the real record shape (every key and metric of a
+record AIPerf 0.13 wrote, taken from ../shared/corpus/aiperf-0.13-export, with values varied per
+record; 1 % warmup records, 0.5 % errors), then times whole `ci-tools results process` runs
+(median of --runs) and reads each run's peak RSS from wait4(). Goal: >= 200,000 records/s and
+peak RSS <= 150 MB. The baseline is the whole-file-load pattern (every record parsed with
+json.loads and kept, then the same headline metrics) in a child process of this same script; it is
+run on a --baseline-records prefix because holding a million parsed records needs tens of GB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = Path(os.environ.get("CI_TOOLS_SHARED", REPO.parent / "shared")) / "corpus/aiperf-0.13-export"
+
+BASELINE = r"""
+import json, sys, math
+path, gpus = sys.argv[1], int(sys.argv[2])
+records = []
+with open(path) as fh:
+    for line in fh:
+        records.append(json.loads(line))          # every record kept, as a dict
+ok = [r for r in records if r["metadata"].get("benchmark_phase") == "profiling" and not r.get("error")]
+v = lambda r, k: r["metrics"][k]["value"]
+def pct(xs, p):
+    xs = sorted(xs); k = (len(xs) - 1) * p / 100; f = math.floor(k); c = min(f + 1, len(xs) - 1)
+    return xs[f] + (k - f) * (xs[c] - xs[f])
+span = (max(r["metadata"]["request_end_ns"] for r in ok) - min(r["metadata"]["request_start_ns"] for r in ok)) / 1e9
+tok = sum(v(r, "input_sequence_length") + v(r, "output_sequence_length") for r in ok)
+print(json.dumps({"tok_s_gpu": tok / span / gpus, "intvty_p90": 1000 / pct([v(r, "inter_token_latency") for r in ok], 90),
+                  "ttft_p90": pct([v(r, "time_to_first_token") for r in ok], 90) / 1000, "n": len(ok)}))
+"""
+
+
+def template() -> tuple[str, dict]:
+    """A real profiling record turned into a format string with the varying values as fields."""
+    line = (CORPUS / "profile_export.jsonl").read_text().splitlines()[0]
+    rec = json.loads(line)
+    md, mt = rec["metadata"], rec["metrics"]
+    marks = {}
+
+    def mark(d, key, name, sub=None):
+        token = f"@@{name}@@"
+        if sub:
+            d[key][sub] = token
+        else:
+            d[key] = token
+        marks[name] = token
+
+    for key in ("x_request_id", "x_correlation_id", "conversation_id", "root_correlation_id"):
+        mark(md, key, key)
+    for key in ("credit_issued_ns", "request_start_ns", "request_ack_ns", "request_end_ns", "session_num"):
+        mark(md, key, key)
+    for key in ("benchmark_phase", "phase_name", "phase_kind"):
+        mark(md, key, "phase")
+    for key in ("request_latency", "time_to_first_token", "inter_token_latency", "input_sequence_length",
+                "output_sequence_length", "time_to_first_output_token", "usage_prompt_tokens",
+                "usage_completion_tokens", "output_token_count"):
+        mark(mt, key, key, "value")
+    text = json.dumps(rec, separators=(",", ":"))
+    for name, token in marks.items():
+        quoted = f'"{token}"'
+        text = text.replace(quoted, "{" + name + "}") if name not in ("x_request_id", "x_correlation_id",
+                                                                      "conversation_id", "root_correlation_id",
+                                                                      "phase") else text.replace(token, "{" + name + "}")
+    return text.replace("{{", "{{").replace("}}", "}}"), rec
+
+
+def write_export(path: Path, n: int, seed: int = 1) -> dict:
+    tmpl, _ = template()
+    # escape literal braces of the JSON, then restore our fields
+    fields = ["x_request_id", "x_correlation_id", "conversation_id", "root_correlation_id", "credit_issued_ns",
+              "request_start_ns", "request_ack_ns", "request_end_ns", "session_num", "phase", "request_latency",
+              "time_to_first_token", "inter_token_latency", "input_sequence_length", "output_sequence_length",
+              "time_to_first_output_token", "usage_prompt_tokens", "usage_completion_tokens", "output_token_count"]
+    safe = tmpl.replace("{", "{{").replace("}", "}}")
+    for f in fields:
+        safe = safe.replace("{{" + f + "}}", "{" + f + "}")
+    rng = random.Random(seed)
+    t0 = 1_796_000_000_000_000_000
+    warm = n // 100
+    err_line = json.dumps({"metadata": {"benchmark_phase": "profiling", "request_start_ns": t0, "request_end_ns": t0 + 1},
+                           "metrics": {}, "error": {"code": 500, "type": "InternalServerError", "message": "x"}},
+                          separators=(",", ":"))
+    profiled = 0
+    with path.open("w", buffering=1 << 22) as fh:
+        for i in range(n):
+            if i >= warm and rng.random() < 0.005:
+                fh.write(err_line + "\n")
+                continue
+            start = t0 + i * 3_600_000  # one hour over a million records
+            ttft = rng.uniform(200, 3000)
+            osl = rng.randint(20, 900)
+            itl = rng.uniform(1.2, 12.0)
+            e2el = ttft + itl * (osl - 1)
+            isl = rng.randint(2_000, 120_000)
+            u = f"{i:08x}-0000-4000-8000-{i:012x}"
+            fh.write(safe.format(x_request_id=u, x_correlation_id=u, conversation_id=u, root_correlation_id=u,
+                                 credit_issued_ns=start - 1000, request_start_ns=start, request_ack_ns=start + 5000,
+                                 request_end_ns=start + int(e2el * 1e6), session_num=i,
+                                 phase="warmup" if i < warm else "profiling", request_latency=e2el,
+                                 time_to_first_token=ttft, inter_token_latency=itl, input_sequence_length=isl,
+                                 output_sequence_length=osl, time_to_first_output_token=ttft,
+                                 usage_prompt_tokens=isl, usage_completion_tokens=osl, output_token_count=osl) + "\n")
+            if i >= warm:
+                profiled += 1
+    return {"profiled": profiled}
+
+
+def timed(argv: list[str], env: dict | None = None) -> tuple[float, float, str, float]:
+    """Wall seconds, peak RSS in MB, stdout and CPU seconds, from wait4 of this child (Linux folds in
+    the child's own waited-for children, i.e. the scan workers: max RSS of any, CPU of all)."""
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out = p.stdout.read()
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    wall = time.perf_counter() - t
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode not in (0, 1):
+        sys.exit(f"{argv[:4]} failed ({p.returncode}): {err.decode()[-2000:]}")
+    return wall, usage.ru_maxrss / 1024, out.decode(), usage.ru_utime + usage.ru_stime
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--baseline-records", type=int, default=100_000)
+    ap.add_argument("--dir", type=Path)
+    ap.add_argument("--keep", action="store_true")
+    args = ap.parse_args()
+    if not (CORPUS / "profile_export.jsonl").is_file():
+        sys.exit(f"the shared corpus is missing: {CORPUS}")
+    work = args.dir or Path(tempfile.mkdtemp(prefix="ci-tools-bench-"))
+    try:
+        job = work / "job"
+        adir = job / "aiperf_artifacts"
+        adir.mkdir(parents=True, exist_ok=True)
+        t = time.perf_counter()
+        info = write_export(adir / "profile_export.jsonl", args.records)
+        size = (adir / "profile_export.jsonl").stat().st_size
+        print(f"wrote {args.records:,} records ({size / 1e9:.2f} GB, {size / args.records:,.0f} B/record) "
+              f"in {time.perf_counter() - t:.1f} s")
+        summary = json.loads((CORPUS / "profile_export_aiperf.json").read_text())
+        summary["request_count"] = {"unit": "requests", "avg": float(info["profiled"])}
+        (adir / "profile_export_aiperf.json").write_text(json.dumps(summary))
+        cli = [sys.executable, "-m", "ci_tools", "results", "process", str(job), "--tp", "4", "--conc", "4",
+               "--scenario", "fixed-seq-len", "--model", "stub", "--out", str(work / "result.json")]
+        runs = [timed(cli) for _ in range(args.runs)]
+        wall = statistics.median(r[0] for r in runs)
+        cpu = statistics.median(r[3] for r in runs)
+        rss = max(r[1] for r in runs)
+        rate = args.records / wall
+        print(f"results process: median {wall:.2f} s wall ({cpu:.2f} s CPU) over {args.runs} runs -> "
+              f"{rate:,.0f} records/s wall, {args.records / cpu:,.0f} records per CPU-second; "
+              f"peak RSS {rss:.0f} MB  [goal >= 200,000 records/s, <= 150 MB]; load {os.getloadavg()[0]:.1f} "
+              f"on {os.cpu_count()} CPUs")
+        result = json.loads((work / "result.json").read_text())
+
+        prefix = work / "prefix.jsonl"
+        with (adir / "profile_export.jsonl").open("rb") as src, prefix.open("wb") as dst:
+            for i, line in enumerate(src):
+                if i >= args.baseline_records:
+                    break
+                dst.write(line)
+        bwall, brss, bout, bcpu = timed([sys.executable, "-c", BASELINE, str(prefix), "4"])
+        brate = min(args.baseline_records, args.records) / bwall
+        print(f"baseline (whole-file load, {args.baseline_records:,} records): {bwall:.2f} s wall ({bcpu:.2f} s CPU) "
+              f"-> {brate:,.0f} records/s, {args.baseline_records / bcpu:,.0f} per CPU-second; "
+              f"peak RSS {brss:.0f} MB (~{brss * args.records / args.baseline_records / 1024:.1f} GB at "
+              f"{args.records:,} records if it scales linearly)")
+        print(f"speed ratio {rate / brate:.1f}x; memory at {args.baseline_records:,} records: baseline {brss:.0f} MB")
+        print("headline: tok/s/GPU {:.1f}, P90 intvty {:.2f}, P90 TTFT {:.3f} s, {} valid={}".format(
+            result["headline"]["tok_s_gpu"], result["headline"]["intvty_p90"], result["headline"]["ttft_p90_s"],
+            result["requests"]["successful"], result["valid"]))
+        ok = rate >= 200_000 and rss <= 150
+        print("goal met" if ok else "goal NOT met")
+        return 0 if ok else 1
+    finally:
+        if not args.keep and args.dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""`results process` and `results collect` through the CLI on the real export; invalid never collected as valid."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ci_tools.cli import cli
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def export_copy(shared: Path, dest: Path) -> Path:
+    shutil.copytree(shared / "corpus/aiperf-0.13-export", dest / "aiperf_artifacts")
+    return dest
+
+
+def test_process_valid_and_invalid_then_collect(shared, tmp_path):
+    good = export_copy(shared, tmp_path / "runs/good")
+    res = invoke("results", "process", str(good), "--tp", "4", "--conc", "4", "--scenario", "fixed-seq-len",
+                 "--model", "stub", "--name", "tp4-c4")
+    assert res.exit_code == 0, res.output
+    assert "tp4-c4: VALID" in res.output and "tok/s/GPU over 4 GPU(s)" in res.output
+
+    bad = export_copy(shared, tmp_path / "runs/bad")
+    res = invoke("results", "process", str(bad), "--tp", "2", "--conc", "32", "--model", "other", "--duration", "3600",
+                 "--name", "tp2-c32")
+    assert res.exit_code == 1
+    for rule in ("min-requests", "min-duration", "echo-concurrency", "echo-model"):
+        assert f"invalid [{rule}]" in res.output, rule
+    assert json.loads((bad / "result.json").read_text())["valid"] is False
+
+    out = tmp_path / "results.json"
+    res = invoke("results", "collect", str(tmp_path / "runs"), "--out", str(out))
+    assert res.exit_code == 0, res.output
+    assert "2 result(s): 1 valid, 1 invalid" in res.output
+    data = json.loads(out.read_text())
+    assert [r["point"]["name"] for r in data["results"]] == ["tp2-c32", "tp4-c4"]
+
+    res = invoke("results", "pareto", str(out), "--format", "json")
+    assert res.exit_code == 0, res.output
+    names = [p["point"] for p in json.loads(res.output)["points"]]
+    assert names == ["tp4-c4"]  # the invalid result never reaches the frontier
+
+
+def test_process_without_job_json_asks_for_the_point(shared, tmp_path):
+    d = export_copy(shared, tmp_path / "x")
+    res = invoke("results", "process", str(d))
+    assert res.exit_code == 1 and "no job.json" in str(res.exception)

@@ -1,0 +1,76 @@
+"""Validity rules: every failing rule is reported, together, with a readable message."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_tools.results.validity import Requirements, check
+
+
+def measured(ok=100, errors=0, duration=3600.0, phases=None, bad=None):
+    phases = phases or {"profiling": ok + errors, "warmup": 10}
+    return {"requests": {"successful": ok, "errors": errors,
+                         "error_rate": errors / (ok + errors) if ok + errors else None,
+                         "accounting": {"error_categories": {"HTTPStatusError": errors} if errors else {},
+                                        "phases": phases},
+                         "bad_lines": bad or []},
+            "duration_s": duration}
+
+
+def agg(count=100, conc=4, duration=3600.0, model="m", token_count=True, streaming=True, cancelled=False,
+        complete=True):
+    return {"request_count": {"avg": count}, "was_cancelled": cancelled, "is_complete": complete,
+            "input_config": {"models": {"items": [{"name": model}]},
+                             "endpoint": {"streaming": streaming, "use_server_token_count": token_count},
+                             "phases": [{"name": "warmup", "kind": "warmup", "concurrency": conc},
+                                        {"name": "profiling", "kind": "profiling", "concurrency": conc,
+                                         "duration": duration}]}}
+
+
+REQ = Requirements(scenario="agentic-coding", conc=4, duration_s=3600, model="m")
+
+
+def rules(fails):
+    return [f.rule for f in fails]
+
+
+def test_good_run_is_valid():
+    assert check(measured(), agg(), REQ) == []
+
+
+@pytest.mark.parametrize("m_kw,a_kw,req_kw,expected", [
+    ({"ok": 90, "errors": 10}, {"count": 90}, {}, []),                       # exactly 10 %: inclusive
+    ({"ok": 89, "errors": 11}, {"count": 89}, {}, ["error-rate"]),
+    ({"ok": 0, "errors": 0}, {"count": 0}, {}, ["completed", "min-requests"]),
+    ({"ok": 5}, {"count": 5}, {}, ["min-requests"]),                          # 2 per lane at conc 4
+    ({"duration": 3000.0}, {}, {}, ["min-duration"]),
+    ({"duration": None}, {}, {}, ["min-duration"]),
+    ({"phases": {"profiling": 100, "replay": 3}}, {}, {}, ["phases"]),
+    ({"bad": [7]}, {}, {}, ["records"]),
+    ({}, {"count": 99}, {}, ["aiperf-count"]),
+    ({}, {"cancelled": True}, {}, ["aiperf-complete"]),
+    ({}, {"complete": False}, {}, ["aiperf-complete"]),
+    ({}, {"conc": 8}, {}, ["echo-concurrency"]),
+    ({}, {"model": "other"}, {}, ["echo-model"]),
+    ({}, {"duration": 1200.0}, {}, ["echo-duration"]),
+    ({}, {"token_count": False}, {}, ["echo-token-count"]),
+    ({}, {"streaming": False}, {}, ["echo-streaming"]),
+    ({"ok": 1}, {"count": 1}, {"scenario": "fixed-seq-len", "duration_s": None}, ["min-requests"]),
+    ({"ok": 20}, {"count": 20}, {"scenario": "fixed-seq-len", "duration_s": None}, []),
+    ({"ok": 89, "errors": 11}, {"count": 89}, {"max_error_rate": 0.2}, []),
+])
+def test_rules(m_kw, a_kw, req_kw, expected):
+    req = Requirements(**{**REQ.__dict__, **req_kw})
+    assert rules(check(measured(**m_kw), agg(**a_kw), req)) == expected
+
+
+def test_all_failures_reported_together():
+    fails = check(measured(ok=50, errors=50, duration=100.0, phases={"profiling": 100, "x": 1}),
+                  agg(count=49, conc=2, model="z", token_count=False, cancelled=True), REQ)
+    assert rules(fails) == ["error-rate", "min-duration", "phases", "aiperf-count", "aiperf-complete",
+                            "echo-concurrency", "echo-model", "echo-token-count"]
+    assert "error rate 50.0% (50 of 100) is above 10% [HTTPStatusError: 50]" in fails[0].message
+
+
+def test_missing_summary_is_a_failure():
+    assert rules(check(measured(), None, REQ)) == ["aiperf-summary"]

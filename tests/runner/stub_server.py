@@ -1,0 +1,109 @@
+"""A tiny OpenAI-compatible streaming server standing in for the GPU engine in tests.
+
+    python3 stub_server.py --port N [--tokens 8] [--never-ready] [--die-after K] [--fail-every M]
+
+GET /health and /v1/models answer 200 (503 forever with --never-ready); POST /v1/chat/completions
+streams one chunk per token, then a chunk with finish_reason and usage, then [DONE]. With
+--die-after K the process exits abruptly while serving request K (a crashed engine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+ARGS = None
+COUNT = 0
+LOCK = threading.Lock()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # keep a short access log in the server log
+        sys.stdout.write("stub: " + fmt % args + "\n")
+        sys.stdout.flush()
+
+    def _json(self, code: int, body: dict) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if ARGS.never_ready:
+            return self._json(503, {"status": "loading"})
+        if self.path == "/health":
+            return self._json(200, {"status": "ok"})
+        if self.path == "/v1/models":
+            return self._json(200, {"object": "list", "data": [{"id": ARGS.model, "object": "model"}]})
+        return self._json(404, {"error": "not found"})
+
+    def do_POST(self):
+        global COUNT
+        length = int(self.headers.get("Content-Length", "0"))
+        body = json.loads(self.rfile.read(length) or b"{}")
+        with LOCK:
+            COUNT += 1
+            n = COUNT
+        if ARGS.die_after and n >= ARGS.die_after:
+            print(f"stub: fatal error while serving request {n}: simulated engine crash", flush=True)
+            os._exit(17)
+        if ARGS.fail_every and n % ARGS.fail_every == 0:
+            return self._json(500, {"error": {"message": "simulated engine error", "type": "InternalError"}})
+        prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+        prompt_tokens = max(1, len(prompt.split()))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        rid = f"chatcmpl-{n}"
+        created = int(time.time())
+
+        def send(obj):
+            self.wfile.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
+            self.wfile.flush()
+
+        time.sleep(ARGS.ttft)
+        for i in range(ARGS.tokens):
+            if i:
+                time.sleep(ARGS.itl)
+            send({"id": rid, "object": "chat.completion.chunk", "created": created, "model": ARGS.model,
+                  "choices": [{"index": 0, "delta": {"role": "assistant", "content": f" tok{i}"}, "finish_reason": None}]})
+        send({"id": rid, "object": "chat.completion.chunk", "created": created, "model": ARGS.model,
+              "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
+              "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": ARGS.tokens,
+                        "total_tokens": prompt_tokens + ARGS.tokens}})
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
+def main() -> None:
+    global ARGS
+    p = argparse.ArgumentParser()
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--model", default="stub")
+    p.add_argument("--tokens", type=int, default=8)
+    p.add_argument("--ttft", type=float, default=0.01)
+    p.add_argument("--itl", type=float, default=0.002)
+    p.add_argument("--never-ready", action="store_true")
+    p.add_argument("--die-after", type=int, default=0)
+    p.add_argument("--fail-every", type=int, default=0)
+    ARGS = p.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
+    server.daemon_threads = True
+    print(f"stub: serving {ARGS.model} on 127.0.0.1:{ARGS.port}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""Golden command lines: `runner run --dry-run` for every seed point, docker and slurm."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ci_tools.cli import cli
+
+from .conftest import REPO, seed_rows
+
+GOLDEN = REPO / "tests/golden/runner"
+FIXED = ["--aiperf-bin", "aiperf", "--model-store", "/mnt/models", "--hf-cache", "/mnt/hf_hub_cache",
+         "--runner-name", "", "--out", "out", "--root", str(REPO)]
+
+
+def dry_run(tmp_path: Path, row: dict, backend: str) -> str:
+    path = tmp_path / "row.json"
+    path.write_text(json.dumps(row))
+    res = CliRunner().invoke(cli, ["runner", "run", "--row", str(path), "--backend", backend, "--dry-run", *FIXED])
+    assert res.exit_code == 0, res.output
+    return res.output
+
+
+def check_golden(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("CI_TOOLS_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.exists(), f"missing golden {path}; run with CI_TOOLS_UPDATE_GOLDEN=1 once and review it"
+    assert text == path.read_text()
+
+
+@pytest.mark.parametrize("backend", ["docker", "slurm"])
+@pytest.mark.parametrize("name,row", seed_rows(), ids=[n for n, _ in seed_rows()])
+def test_seed_point_golden(tmp_path, name, row, backend):
+    text = dry_run(tmp_path, row, backend)
+    check_golden(f"{name}.{backend}.txt", text)
+    assert "SGLANG_SIMULATE_ACC_LEN=3.51" in text        # throughput run: synthetic acceptance on
+    assert f"--concurrency {row['conc']}" in text
+    assert ("sglang_router.launch_router" in text) == row["dp-attn"]
+
+
+def test_eval_row_has_no_synthetic_acceptance(tmp_path):
+    name, row = seed_rows()[0]
+    text = dry_run(tmp_path, {**row, "run-eval": True}, "docker")
+    check_golden(f"{name}.eval.docker.txt", text)
+    assert "SIMULATE_ACC" not in text and "aiperf" not in text
+
+
+def test_agentx_fast_shortens_duration(tmp_path):
+    _, row = seed_rows()[0]
+    text = dry_run(tmp_path, {**row, "agentx-fast": True}, "process")
+    assert "--benchmark-duration 1200" in text and "--warmup-request-count 1 " in text
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"image": "lmsysorg/sglang:other"}, "differs from the recipe's"),
+    ({"conc": 8}, "no point with tp=4 ep=4 dp-attn=false conc=8"),
+    ({"kv-offloading": "dram"}, "kv-offloading: dram"),
+    ({"pp": 2}, "`pp: 2`"),
+    ({"config-key": "nope"}, "config key 'nope' is not in any master config"),
+    ({"config-key": "dsv41flash-fp4-b300-sglang"}, "has no `recipe:` field"),
+])
+def test_bad_rows_are_clear(tmp_path, change, message):
+    _, row = seed_rows()[0]
+    path = tmp_path / "row.json"
+    path.write_text(json.dumps({**row, **change}))
+    res = CliRunner().invoke(cli, ["runner", "run", "--row", str(path), "--dry-run", *FIXED])
+    assert res.exit_code != 0
+    assert message in str(res.exception) + res.output

@@ -1,0 +1,207 @@
+"""End to end with real parts: the runner starts a stub OpenAI server as a process, waits for it,
+runs the real AIPerf 0.13 offline, and `results process` is checked against values computed here,
+independently, from the per-request records. Fault tests check that nothing is left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from .conftest import REPO
+
+STUB = Path(__file__).with_name("stub_server.py")
+IMAGE = "example.org/stub:1@sha256:" + "0" * 64
+RECIPE = f"""recipe-version: 1
+config-key: stub-agentic
+engine: sglang
+image: {IMAGE}
+model: stub
+synthetic-acceptance: 3.51
+serve:
+  env: {{STUB_ENV: "1"}}
+  args: {{trust-remote-code: true}}
+points:
+  tp2-c2: {{tp: 2, ep: 1, conc: 2}}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def marked_processes(mark: str) -> list[str]:
+    """Processes (other than this one) whose environment carries the test's mark."""
+    found = []
+    needle = f"CI_TOOLS_TEST_MARK={mark}".encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+            if needle in env.split(b"\0"):
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{pid}: {cmd[:120]}")
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def job(tmp_path, aiperf, hf_home):
+    (tmp_path / "recipe.yaml").write_text(RECIPE)
+    row = {"image": IMAGE, "model": "stub", "model-prefix": "stub", "precision": "fp4", "framework": "sglang",
+           "runner": "gb300", "tp": 2, "ep": 1, "dp-attn": False, "spec-decoding": "mtp", "conc": 2,
+           "kv-offloading": "none", "duration": 3600, "exp-name": "stub_tp2_conc2", "scenario-type": "agentic-coding",
+           "run-eval": False, "recipe": "recipe.yaml"}
+    (tmp_path / "row.json").write_text(json.dumps(row))
+    mark = uuid.uuid4().hex
+    env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "CI_TOOLS_TEST_MARK": mark,
+           "PYTHONUNBUFFERED": "1"}
+    port = free_port()
+
+    def argv(server_flags: str = "", duration: float = 2, extra: list[str] | None = None) -> list[str]:
+        return [sys.executable, "-m", "ci_tools", "runner", "run", "--row", str(tmp_path / "row.json"),
+                "--root", str(tmp_path), "--backend", "process", "--out", str(tmp_path / "out"),
+                "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8",
+                "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
+                "--port", str(port), "--ready-timeout", "20", "--duration-override", str(duration),
+                *(extra or [])]
+
+    yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "mark": mark}
+    left = marked_processes(mark)
+    for line in left:  # never leave anything behind, even when the assertion below fails
+        try:
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
+        except OSError:
+            pass
+    assert not left, f"processes left behind: {left}"
+
+
+def independent(jsonl: Path, gpus: int) -> dict:
+    """The headline metrics recomputed with json + statistics, sharing no code with ci_tools.results."""
+    ok = []
+    for line in jsonl.read_text().splitlines():
+        rec = json.loads(line)
+        if rec["metadata"].get("benchmark_phase") != "profiling" or rec.get("error"):
+            continue
+        ok.append(rec)
+    m = lambda r, k: r["metrics"][k]["value"]  # noqa: E731
+    span = (max(r["metadata"]["request_end_ns"] for r in ok) - min(r["metadata"]["request_start_ns"] for r in ok)) / 1e9
+    isl = sum(m(r, "input_sequence_length") for r in ok)
+    osl = sum(m(r, "output_sequence_length") for r in ok)
+
+    def q(values, p):  # 'inclusive' quantiles interpolate linearly between closest ranks
+        return statistics.quantiles(values, n=100, method="inclusive")[p - 1]
+
+    itl_s = [m(r, "inter_token_latency") / 1000 for r in ok]
+    ttft_s = [m(r, "time_to_first_token") / 1000 for r in ok]
+    norm = [m(r, "request_latency") / 1000 / m(r, "output_sequence_length") for r in ok]
+    return {"n": len(ok), "duration": span, "tok_s_gpu": (isl + osl) / span / gpus,
+            "output_tok_s_gpu": osl / span / gpus, "input_tok_s_gpu": isl / span / gpus,
+            "intvty_p90": 1 / q(itl_s, 90), "intvty_p50": 1 / statistics.median(itl_s),
+            "intvty_mean": 1 / statistics.fmean(itl_s), "intvty_std": statistics.pstdev([1 / x for x in itl_s]),
+            "e2e_norm_p90": 1 / q(norm, 90), "ttft_p90": q(ttft_s, 90), "ttft_p50": statistics.median(ttft_s),
+            "ttft_p95": q(ttft_s, 95), "ttft_std": statistics.pstdev(ttft_s)}
+
+
+def test_runner_then_results_process_matches_independent_values(job):
+    t0 = time.monotonic()
+    run = subprocess.run(job["argv"](), env=job["env"], capture_output=True, text=True, timeout=120)
+    elapsed = time.monotonic() - t0
+    assert run.returncode == 0, run.stderr + run.stdout
+    out = job["out"]
+    assert "ready: http://127.0.0.1" in run.stderr
+    for name in ("job.json", "commands.txt", "server.log", "client.log", "status.json",
+                 "aiperf_artifacts/profile_export.jsonl", "aiperf_artifacts/profile_export_aiperf.json"):
+        assert (out / name).exists(), name
+    assert json.loads((out / "status.json").read_text())["ok"] is True
+    # the recipe's env and synthetic acceptance reached the server process
+    assert "SGLANG_SIMULATE_ACC_LEN" in (out / "commands.txt").read_text()
+
+    proc = subprocess.run([sys.executable, "-m", "ci_tools", "results", "process", str(out), "--format", "json"],
+                          env=job["env"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads((out / "result.json").read_text())
+    assert result["valid"] is True, result["failures"]
+    want = independent(out / "aiperf_artifacts/profile_export.jsonl", gpus=2)
+    h = result["headline"]
+    approx = lambda x: pytest.approx(x, rel=1e-9)  # noqa: E731
+    assert result["requests"]["successful"] == want["n"] > 0
+    assert result["requests"]["accounting"]["records_warmup_dropped"] == 2 * 10  # 10 per lane, conc 2
+    assert result["requests"]["errors"] == 0
+    assert result["gpus"] == 2
+    assert result["duration_s"] == approx(want["duration"])
+    assert h["tok_s_gpu"] == approx(want["tok_s_gpu"])
+    assert result["throughput"]["per_gpu"]["output_tok_s_gpu"] == approx(want["output_tok_s_gpu"])
+    assert result["throughput"]["per_gpu"]["input_tok_s_gpu"] == approx(want["input_tok_s_gpu"])
+    assert h["intvty_p90"] == approx(want["intvty_p90"])
+    assert h["intvty_p50"] == approx(want["intvty_p50"])
+    assert result["intvty"]["mean"] == approx(want["intvty_mean"])
+    assert result["intvty"]["std"] == approx(want["intvty_std"])
+    assert result["e2e_norm_intvty"]["p90"] == approx(want["e2e_norm_p90"])
+    assert h["ttft_p90_s"] == approx(want["ttft_p90"])
+    assert h["ttft_p50_s"] == approx(want["ttft_p50"])
+    assert result["latency_s"]["ttft"]["p95"] == approx(want["ttft_p95"])
+    assert result["latency_s"]["ttft"]["std"] == approx(want["ttft_std"])
+    assert h["intvty_p90"] < h["intvty_p50"]  # the P90 is the slow tail
+    print(f"e2e runner job took {elapsed:.1f} s")
+
+
+def test_server_never_ready(job):
+    run = subprocess.run(job["argv"]("--never-ready", extra=["--ready-timeout", "2"]), env=job["env"],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    assert "error: ready: the server was not ready within 2 s" in run.stderr
+    assert "stub: serving stub" in run.stderr  # the log tail is shown
+    status = json.loads((job["out"] / "status.json").read_text())
+    assert status == {"ok": False, "phase": "ready", "reason": status["reason"], "exit_code": 1}
+
+
+def test_server_dies_mid_run(job):
+    run = subprocess.run(job["argv"]("--die-after 25", duration=30), env=job["env"], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 1
+    assert "the server exited with code 17 during the benchmark" in run.stderr
+    assert "simulated engine crash" in run.stderr
+
+
+def test_aiperf_fails(job):
+    argv = job["argv"]()
+    argv[argv.index("local/stubtok")] = "local/no-such-tokenizer"
+    run = subprocess.run(argv, env=job["env"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1
+    assert "error: client: AIPerf exited with code" in run.stderr
+    assert json.loads((job["out"] / "status.json").read_text())["phase"] == "client"
+    # no exports: results process says so clearly
+    proc = subprocess.run([sys.executable, "-m", "ci_tools", "results", "process", str(job["out"])],
+                          env=job["env"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and "no profile_export.jsonl" in proc.stderr
+
+
+def test_sigterm_during_client(job):
+    p = subprocess.Popen(job["argv"](duration=60), env=job["env"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    client_log = job["out"] / "client.log"
+    while time.monotonic() < deadline and not (client_log.exists() and client_log.stat().st_size > 0):
+        time.sleep(0.2)
+    time.sleep(1.0)
+    assert p.poll() is None, p.communicate()
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143, err
+    assert "cancelled by SIGTERM" in err
+    assert json.loads((job["out"] / "status.json").read_text())["reason"] == "cancelled (SIGTERM)"
