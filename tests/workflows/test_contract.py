@@ -81,7 +81,7 @@ FAKE_OUTPUTS = {("gate",): ("plan", "concurrency-group"), ("reuse", "resolve"): 
 def fake_cli(tmp_path):
     def parse(argv):
         env = wc.dummy_env(tmp_path)
-        args = [wc.substitute(w, env) for w in argv]
+        args = wc.expand_words(argv, env)
         wc.materialise_paths(args, tmp_path)
         return wc.resolve_command(fake, args)
     return wc.CliModel(parse=parse, outputs=lambda resolved: FAKE_OUTPUTS.get(resolved.path))
@@ -172,10 +172,15 @@ def test_command_without_output_registry_is_reported(tmp_path):
     ('printf "%s" "$R" > f; ci-tools runner run --row f', [["runner", "run", "--row", "f"]]),
     ('ci-tools plan --format json > "$T/p.json" 2>&1', [["plan", "--format", "json"]]),
     ("ci-tools plan >>out.txt", [["plan"]]),
+    ('ci-tools plan --after-canary "${args[@]}" --format github', [["plan", "--after-canary", "${args[@]}", "--format", "github"]]),
     ("ci-tools x --v '${{ a b }}'", [["x", "--v", "__EXPR__"]]),
 ])
 def test_ci_tools_commands_are_found_in_shell(script, expected):
     assert wc.ci_tools_commands(script) == expected
+
+
+def test_array_expansion_expands_to_nothing():
+    assert wc.expand_words(["plan", "${args[@]}", "--x", "$A"], {"A": "a"}) == ["plan", "--x", "a"]
 
 
 def test_reusable_workflow_outputs_are_followed(tmp_path, fake_cli):
@@ -211,14 +216,14 @@ def test_reusable_workflow_outputs_are_followed(tmp_path, fake_cli):
     assert len(problems) == 1 and "needs.call.outputs.verdcit" in problems[0], problems
 
 
-def test_plan_job_exports_every_bucket():
+def test_release_job_exports_every_bucket():
     """The pipeline spells one job output per bucket (GitHub needs them listed); keep them in step."""
     from ci_tools.policy.buckets import BUCKETS
 
     pipeline = next(wf for wf in wc.load_workflows(WORKFLOWS) if wf.name == "sweep-pipeline.yml")
-    outputs = pipeline.jobs["plan"]["outputs"]
+    outputs = pipeline.jobs["release"]["outputs"]
     expected = {f"{kind}-{b}" for b in BUCKETS for kind in ("matrix", "fail-fast")}
     spelled = {name for name in outputs if name.startswith(("matrix-", "fail-fast-"))}
     assert spelled == expected
     for name in expected:
-        assert outputs[name] == "${{ steps.plan.outputs.%s }}" % name
+        assert outputs[name] == "${{ steps.after-canary.outputs.%s || steps.no-canary.outputs.%s }}" % (name, name)

@@ -63,7 +63,7 @@ def run_gate(event_name: str, payload: dict, tmp: Path, run_id: str) -> dict[str
            "GITHUB_OUTPUT": str(out_file), "GITHUB_REPOSITORY": payload["repository"]["full_name"],
            "GITHUB_RUN_ID": run_id, "GITHUB_SHA": payload.get("after") or payload.get("pull_request", {}).get(
                "merge_commit_sha") or "0" * 40, "GITHUB_REF": payload.get("ref", "refs/pull/2/merge")}
-    args = [wc.substitute(w, env) for w in argv]
+    args = wc.expand_words(argv, env)
     done = subprocess.run([sys.executable, "-m", "ci_tools", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, f"gate failed: {done.stderr}"

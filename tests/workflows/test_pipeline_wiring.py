@@ -1,8 +1,9 @@
 """sweep-pipeline.yml's DAG under the plan's possible outputs: which jobs run, given job outcomes.
 
-The plan outputs here are hand-written (the plan itself is tested in tests/policy); what is tested
-is the wiring: a failed canary stops the families, no canary lets them run, a failed plan stops
-everything (fail closed), reuse replaces the sweep, nothing is collected when nothing ran.
+The plan and release outputs here are hand-written (the planner, `--after-canary` included, is
+tested in tests/policy); what is tested is the wiring: families start from the release job, which
+runs whatever the canaries did (a failed canary of one family must not stop the others), a failed
+plan stops everything (fail closed), reuse replaces the sweep, nothing is collected when nothing ran.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ def needs_of(job: dict) -> list[str]:
     return [needs] if isinstance(needs, str) else list(needs)
 
 
-def run_dag(plan_outputs: dict[str, str], outcomes: dict[str, str], event_name: str = "pull_request") -> dict[str, str]:
+def run_dag(job_outputs: dict[str, dict[str, str]], outcomes: dict[str, str],
+            event_name: str = "pull_request") -> dict[str, str]:
     """Result of every job: 'skipped' when its if: is false, else outcomes.get(job, 'success')."""
     results: dict[str, str] = {}
     pending = list(PIPELINE.jobs)
@@ -32,8 +34,8 @@ def run_dag(plan_outputs: dict[str, str], outcomes: dict[str, str], event_name: 
             if any(d not in results for d in deps):
                 continue
             pending.remove(job_id)
-            needs = {d: {"result": results[d], "outputs": plan_outputs if d == "plan" and results[d] == "success" else {}}
-                     for d in deps}
+            needs = {d: {"result": results[d],
+                         "outputs": job_outputs.get(d, {}) if results[d] == "success" else {}} for d in deps}
             context = {"needs": needs, "github": {"event_name": event_name}, "secrets": {}}
             status = gh_expr.Status(needs_results=tuple(results[d] for d in deps))
             runs = gh_expr.job_runs(job.get("if"), context, status)
@@ -41,7 +43,10 @@ def run_dag(plan_outputs: dict[str, str], outcomes: dict[str, str], event_name: 
     return results
 
 
-SWEEP = {"sweep": "true", "reuse": "false", "has-canary": "true", "buckets": '["single-node-agentic"]'}
+PLAN = {"sweep": "true", "reuse": "false", "has-canary": "true"}
+RELEASED = {"sweep": "true", "buckets": '["single-node-agentic"]'}
+BLOCKED = {"sweep": "false", "buckets": "[]"}
+SWEEP = {"plan": PLAN, "release": RELEASED}
 
 
 def ran(results: dict[str, str]) -> set[str]:
@@ -49,29 +54,43 @@ def ran(results: dict[str, str]) -> set[str]:
 
 
 @pytest.mark.parametrize("outputs, outcomes, expected", [
-    (SWEEP, {}, {"plan", "canary", "family", "collect", "results-app"}),
-    # a failed canary stops the families; what ran is still collected
-    (SWEEP, {"canary": "failure"}, {"plan", "canary", "collect", "results-app"}),
-    # no canary planned (no canary label, or push): families run directly
-    ({**SWEEP, "has-canary": "false"}, {}, {"plan", "family", "collect", "results-app"}),
+    (SWEEP, {}, {"plan", "canary", "release", "family", "collect", "results-app"}),
+    # one family's canary failed, another's passed: the release still runs and the passed family starts
+    (SWEEP, {"canary": "failure"}, {"plan", "canary", "release", "family", "collect", "results-app"}),
+    # every canary failed: the release holds back every family; the canaries are still collected
+    ({"plan": PLAN, "release": BLOCKED}, {"canary": "failure"}, {"plan", "canary", "release", "collect",
+                                                                  "results-app"}),
+    # no canary planned (no canary label, or push): families released at once
+    ({"plan": {**PLAN, "has-canary": "false"}, "release": RELEASED}, {},
+     {"plan", "release", "family", "collect", "results-app"}),
     # planning (or canary selection) failed: nothing fans out
     (SWEEP, {"plan": "failure"}, {"plan"}),
+    # the release step failed: fail closed, no family starts
+    (SWEEP, {"release": "failure"}, {"plan", "canary", "release", "collect", "results-app"}),
     # the plan decided not to sweep ([skip-sweep], no appended entry): nothing runs, nothing collected
-    ({**SWEEP, "sweep": "false"}, {}, {"plan"}),
+    ({"plan": {**PLAN, "sweep": "false"}}, {}, {"plan"}),
     # an authorised /use on a PR push: the plan step is skipped, nothing runs
-    ({"reuse": "false"}, {}, {"plan"}),
+    ({"plan": {"reuse": "false"}}, {}, {"plan"}),
     # main reuses the pinned run: import it, collect it, dispatch it
-    ({"reuse": "true", "reuse-source-run-id": "42"}, {}, {"plan", "import-reused", "collect", "results-app"}),
+    ({"plan": {"reuse": "true", "reuse-source-run-id": "42"}}, {}, {"plan", "import-reused", "collect", "results-app"}),
     # a failed family still gets its results collected; the dispatch needs a successful collect
-    (SWEEP, {"family": "failure", "collect": "failure"}, {"plan", "canary", "family", "collect"}),
+    (SWEEP, {"family": "failure", "collect": "failure"}, {"plan", "canary", "release", "family", "collect"}),
 ])
 def test_jobs_that_run(outputs, outcomes, expected):
     assert ran(run_dag(outputs, outcomes)) == expected
 
 
-def test_family_legs_read_outputs_the_plan_job_exports():
-    """The family matrix indexes plan outputs by bucket name; every bucket's outputs must exist."""
+def test_family_legs_read_the_released_matrices():
     family = PIPELINE.jobs["family"]
-    assert "needs.plan.outputs[format('matrix-{0}', matrix.bucket)]" in family["with"]["rows"]
-    assert "needs.plan.outputs[format('fail-fast-{0}', matrix.bucket)]" in family["with"]["fail-fast"]
+    assert "needs.release.outputs[format('matrix-{0}', matrix.bucket)]" in family["with"]["rows"]
+    assert "needs.release.outputs[format('fail-fast-{0}', matrix.bucket)]" in family["with"]["fail-fast"]
     assert family["strategy"]["fail-fast"] is False, "one bucket's failure must not cancel the other buckets"
+
+
+@pytest.mark.parametrize("has_canary, expected", [("true", "after-canary"), ("false", "no-canary"), ("", "no-canary")])
+def test_release_runs_exactly_one_plan_step(has_canary, expected):
+    context = {"needs": {"plan": {"result": "success", "outputs": {"has-canary": has_canary}},
+                         "canary": {"result": "skipped"}}}
+    ran_steps = [s["id"] for s in PIPELINE.jobs["release"]["steps"]
+                 if s.get("id") and gh_expr.job_runs(s.get("if"), context, gh_expr.Status())]
+    assert ran_steps == [expected]

@@ -34,7 +34,7 @@ def run_step(tmp: Path, workflow: str, job: str, index: int, event_name: str, pa
     env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN")}
     env.update(GITHUB_EVENT_NAME=event_name, GITHUB_EVENT_PATH=str(event), GITHUB_OUTPUT=str(out),
                GITHUB_REPOSITORY=payload["repository"]["full_name"])
-    argv = [wc.substitute(w, env) for w in step_argv(workflow, job, index)]
+    argv = wc.expand_words(step_argv(workflow, job, index), env)
     done = subprocess.run([sys.executable, "-m", "ci_tools", *argv], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=60)
     return done, read_github_output(out.read_text())

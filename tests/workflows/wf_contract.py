@@ -179,6 +179,15 @@ def dummy_env(tmp: Path) -> dict[str, str]:
     }
 
 
+ARRAY_EXPANSION = re.compile(r"^\$\{[A-Za-z_]\w*\[@\]\}$")
+
+
+def expand_words(argv: list[str], env: dict[str, str]) -> list[str]:
+    """Placeholders to dummy values; `"${array[@]}"` (optional arguments built by the script)
+    expands to no words at all, its smallest legal value."""
+    return [substitute(w, env) for w in argv if not ARRAY_EXPANSION.match(w)]
+
+
 def substitute(word: str, env: dict[str, str]) -> str:
     word = word.replace("__EXPR__", "1")
 
@@ -289,7 +298,7 @@ def real_cli(tmp: Path) -> CliModel:
 
     def parse(argv: list[str]) -> Resolved:
         env = dummy_env(tmp)
-        args = [substitute(w, env) for w in argv]
+        args = expand_words(argv, env)
         materialise_paths(args, tmp)
         return resolve_command(cli_module.cli, args)
 
