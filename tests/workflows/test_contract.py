@@ -16,8 +16,6 @@ from conftest import REPO, WORKFLOWS
 # skipped: the test below fails as soon as one of them parses, so the entry must then be removed
 # and the step is checked like every other. docs/workflows.md lists them too.
 PENDING = {
-    ("benchmark.yml", "run", "run"):
-        "issue 6: `runner run --format github` writing `artifact-name` (layout.artifact_name of the job)",
     ("runner-digest.yml", "digest", "digest"):
         "unowned: `runner digest --repo R --format github` (offline self-hosted runners; Slack optional)",
     ("sweep-pipeline.yml", "results-app", "dispatch"):

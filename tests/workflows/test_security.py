@@ -168,3 +168,14 @@ def test_artifact_names_match_the_code_that_defines_them():
     assert {COLLECTION_ARTIFACT, CHANGELOG_METADATA} <= names
     spelled = {n for n in names if "${{" not in n}
     assert spelled == {COLLECTION_ARTIFACT, CHANGELOG_METADATA, "reused-run"}
+
+
+def test_job_upload_excludes_what_the_runner_layout_excludes():
+    from ci_tools.runner.layout import UPLOAD_EXCLUDE
+
+    job = next(wf for wf in wc.load_workflows(WORKFLOWS) if wf.name == "benchmark.yml").jobs["run"]
+    [upload] = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")
+                and "job_" in s["with"]["name"]]
+    lines = [line.strip() for line in upload["with"]["path"].splitlines() if line.strip()]
+    excluded = {line[1:].split("/out/", 1)[1] for line in lines if line.startswith("!")}
+    assert excluded == set(UPLOAD_EXCLUDE)
