@@ -155,7 +155,8 @@ def invocations(workflows: list[Workflow]) -> list[Invocation]:
                 script = step.get("run")
                 if not isinstance(script, str):
                     continue
-                line = wf.line_of(script.splitlines()[0]) if script.strip() else 0
+                job_at = wf.text.find(f"\n  {job_id}:")
+                line = wf.line_of(script.strip().splitlines()[0], max(job_at, 0)) if script.strip() else 0
                 for argv in ci_tools_commands(script):
                     result.append(Invocation(file=wf.name, job=job_id, step=step.get("id") or f"#{index}",
                                              step_id=step.get("id"), argv=argv, line=line))
