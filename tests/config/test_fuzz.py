@@ -89,6 +89,7 @@ def _check_texts(master_text: str, runners_text: str, recipe_text: str | None = 
 
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ_DOCS = settings(FUZZ, max_examples=80)  # whole documents: each example validates 5 entries and a recipe
 
 
 @FUZZ
@@ -106,7 +107,7 @@ def test_yaml_fragments_never_raise(data):
     _check_texts("\n".join(pieces), "\n".join(reversed(pieces)))
 
 
-@FUZZ
+@FUZZ_DOCS
 @given(st.data())
 def test_mutated_masters_and_runners_never_raise(data):
     masters = _mutated(MASTERS, data)
@@ -115,7 +116,7 @@ def test_mutated_masters_and_runners_never_raise(data):
     _check_texts(yaml.safe_dump(masters), yaml.safe_dump(runners), change=Change(keys))
 
 
-@FUZZ
+@FUZZ_DOCS
 @given(st.data())
 def test_mutated_recipes_never_raise(data):
     recipe = _mutated(RECIPE, data)
