@@ -109,11 +109,14 @@ def main() -> int:
     report = {name: {"median_s": round(m, 4), "min_s": round(min(times[name]), 4),
                      "ratio_to_baseline": round(m / med["baseline"], 2)} for name, m in med.items()}
     report["runs"] = args.runs
+    report["loadavg_1min"] = round(os.getloadavg()[0], 2)  # other work on the machine inflates all figures
+    report["cpus"] = os.cpu_count()
     report["command"] = " ".join(cases["lint"][0]).replace(str(Path(sys.executable).parent) + "/", "")
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         print(f"{args.runs} runs each, interleaved; {report['command']}")
+        print(f"  (load average {report['loadavg_1min']} on {report['cpus']} CPUs: compare the ratios when the machine is busy)")
         for name in cases:
             r = report[name]
             print(f"  {name:<13} median {r['median_s'] * 1000:7.1f} ms  min {r['min_s'] * 1000:7.1f} ms"

@@ -23,6 +23,8 @@ class Git:
         self.repo = Path(repo)
         self._env = {**os.environ, **_ENV}
         self._commits: dict[str, str] = {}
+        # Blobs read ahead in a batch by a caller, for later readers of the same (ref, path).
+        self.prefetched: dict[tuple[str, str], bytes | None] = {}
 
     # -- plumbing ---------------------------------------------------------------------------------
     def _run(self, *args: str, input: bytes | None = None, check: bool = True) -> subprocess.CompletedProcess:
@@ -58,6 +60,22 @@ class Git:
         sha = proc.stdout.decode().strip()
         self._commits[ref] = sha
         return sha
+
+    def rev_parse_many(self, refs: list[str]) -> list[str]:
+        """Commit ids of several refs with one git process (the error path names the bad ref)."""
+        todo = [r for r in dict.fromkeys(refs) if r not in self._commits]
+        if todo and all(r and not r.startswith("-") for r in todo):
+            proc = self._run("rev-parse", *(f"{r}^{{commit}}" for r in todo), check=False)
+            shas = proc.stdout.decode().split()
+            if proc.returncode == 0 and len(shas) == len(todo):
+                self._commits.update(zip(todo, shas))
+        return [self.rev_parse(r) for r in refs]
+
+    def read(self, items: list[tuple[str, str]]) -> dict[tuple[str, str], bytes | None]:
+        """Bytes of several (ref, path) pairs with one `cat-file --batch`; None where the path is absent."""
+        shas = self.rev_parse_many([ref for ref, _ in items])
+        got = self._batch([f"{sha}:{path}" for sha, (_, path) in zip(shas, items)], [str(i) for i in range(len(items))])
+        return {item: got[str(i)] for i, item in enumerate(items)}
 
     def merge_base(self, a: str, b: str) -> str:
         ca, cb = self.rev_parse(a), self.rev_parse(b)

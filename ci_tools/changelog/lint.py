@@ -90,6 +90,16 @@ def _parse(content: bytes, file: str, errors: list[Finding], side: str = "") -> 
         return None
 
 
+def _parse_from(content: bytes, offset: int, index: int, file: str, errors: list[Finding],
+                side: str = "") -> list[Entry] | None:
+    try:
+        return parse_tail(content, offset, index, file) if offset else parse_entries(content, file)
+    except InputError as exc:
+        for f in exc.findings or [Finding(file, None, None, exc.message)]:
+            errors.append(Finding(f.file, f.line, f.col, f"{side}{f.message}" if side else f.message, f.hint))
+        return None
+
+
 def _without_link(data: dict) -> dict:
     return {k: v for k, v in data.items() if k != "pr-link"}
 
@@ -133,8 +143,8 @@ def _separator_findings(base: bytes, head: bytes, file: str, n_base: int) -> lis
                            "a new entry must be appended after exactly one empty line following the last entry",
                            "leave exactly one empty line (no spaces) between the previous entry and `- config-keys:`"))
     for s in starts[n_base + 1:]:
-        before = head[:s]
-        if not before.endswith(b"\n\n") or before.endswith(b"\n\n\n") or not head[:s - 2].rsplit(b"\n", 1)[-1].strip():
+        content_line = head[head.rfind(b"\n", 0, s - 2) + 1:s - 2]  # the line before the empty one
+        if not head.endswith(b"\n\n", 0, s) or head.endswith(b"\n\n\n", 0, s) or not content_line.strip():
             out.append(Finding(file, line_of(head, s), None,
                                "appended entries must be separated by exactly one empty line",
                                "leave exactly one empty line (no spaces) before each `- config-keys:`"))
@@ -151,16 +161,29 @@ def _separator_findings(base: bytes, head: bytes, file: str, n_base: int) -> lis
     return out
 
 
-def _history_findings(base: bytes, head: bytes, base_entries: list[Entry], head_entries: list[Entry],
-                      file: str, mode: Mode) -> tuple[list[Finding], int, list[Entry]]:
-    """History differs byte-wise from base. Returns (errors, corrections, added entries)."""
+def _history_findings(base: bytes, head: bytes, file: str, mode: Mode) -> tuple[list[Finding], int, list[Entry]]:
+    """History differs byte-wise from base. Returns (errors, corrections, added entries).
+
+    Entries before the first differing byte are identical in both versions, so both are parsed
+    only from the entry containing that byte.
+    """
     errors: list[Finding] = []
     p = _common_prefix(base, head)
     diff_line = line_of(head, p)
     base_starts = entry_starts(base)
     k = _entry_at(base_starts, p if p < len(base) else len(base) - 1)
     where = (f"entry {k + 1} (line {line_of(base, base_starts[k])})" if k >= 0 else "the text before the first entry")
-    nb, nh = len(base_entries), len(head_entries)
+    first = max(k, 0)
+    while first > 0 and _KEEP_CHOMP.search(base, base_starts[first - 1], base_starts[first]):
+        first -= 1  # a |+ scalar would absorb what follows it: compare from that entry
+    offset = base_starts[first] if first else 0
+    base_tail = _parse_from(base, offset, first, file, errors, side="(base version) ")
+    head_tail = _parse_from(head, offset, first, file, errors)
+    if base_tail is None or head_tail is None:
+        return errors, 0, []
+    nb, nh = first + len(base_tail), first + len(head_tail)
+    base_entries = [None] * first + base_tail  # type: ignore[list-item]
+    head_entries = [None] * first + head_tail  # type: ignore[list-item]
     added = head_entries[nb:] if nh > nb else []
     if nh < nb:
         errors.append(Finding(file, diff_line, None,
@@ -169,7 +192,7 @@ def _history_findings(base: bytes, head: bytes, base_entries: list[Entry], head_
                               IMMUTABLE_HINT))
         return errors, 0, []
     corrections: list[int] = []
-    for i in range(nb):
+    for i in range(first, nb):
         b, h = base_entries[i], head_entries[i]
         if b.data == h.data:
             continue
@@ -265,12 +288,9 @@ def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
             return result
         result.errors += layout
     else:
-        base_entries = _parse(base, file, result.errors, side="(base version) ")
-        head_entries = _parse(head, file, result.errors)
-        if base_entries is None or head_entries is None:
-            return result
-        errors, result.corrections, result.added = _history_findings(base, head, base_entries, head_entries,
-                                                                     file, mode)
+        errors, result.corrections, result.added = _history_findings(base, head, file, mode)
+        if not errors and not structure_ok(head):
+            _parse(head, file, errors)  # history before the change is identical; still, the file must parse
         result.errors += errors
     for entry in result.added:
         result.errors += schema.entry_findings(entry, file)

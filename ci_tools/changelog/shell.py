@@ -30,13 +30,9 @@ class Sources:
     masters_label: str
 
 
-def _read_head_side(git: Git, head: str | None, files: list[str]) -> dict[str, bytes | None]:
-    return git.show_staged_many(files) if head is None else git.show_many(head, files)
-
-
 def master_paths(git: Git, head: str | None, given: tuple[str, ...]) -> list[str]:
     if given:
-        return [p.lstrip("./") if p.startswith("./") else p for p in given]
+        return [p.removeprefix("./") for p in given]
     if head is None:
         listed = git.ls_index(paths.CONFIGS_DIR)
     else:
@@ -46,17 +42,23 @@ def master_paths(git: Git, head: str | None, given: tuple[str, ...]) -> list[str
 
 def read_sources(git: Git, *, base: str | None, head: str | None, file: str, masters: tuple[str, ...]) -> Sources:
     """head None = the index (staged mode); base None with head None = HEAD (if any)."""
+    where = "the index" if head is None else head
     if head is None:
         base_bytes = git.show("HEAD", file) if git.has_commits() else None
+        master_files = master_paths(git, None, masters)
+        blobs = git.show_staged_many([file, *master_files])
     else:
-        base_bytes = git.show(base, file)  # type: ignore[arg-type]
-    master_files = master_paths(git, head, masters)
-    where = "the index" if head is None else head
+        git.rev_parse_many([base, head])  # type: ignore[list-item]
+        master_files = master_paths(git, head, masters)
+        got = git.read([(base, file), (head, file), (head, paths.POLICY)]  # type: ignore[list-item]
+                       + [(head, m) for m in master_files])
+        base_bytes = got[(base, file)]  # type: ignore[index]
+        git.prefetched[(head, paths.POLICY)] = got[(head, paths.POLICY)]
+        blobs = {f: got[(head, f)] for f in [file, *master_files]}
     if not master_files:
         raise InputError(f"no master configs at {where}: nothing matches {paths.MASTER_GLOB}",
                          findings=[Finding(paths.MASTER_GLOB, None, None, f"no master config files at {where}",
                                            "pass --master PATH (repeatable) for a repository laid out differently")])
-    blobs = _read_head_side(git, head, [file, *master_files])
     head_bytes = blobs.pop(file)
     if head_bytes is None:
         raise InputError(f"{file} does not exist at {where}",
@@ -75,7 +77,12 @@ def read_sources(git: Git, *, base: str | None, head: str | None, file: str, mas
 def default_repo(git: Git, head: str | None) -> str:
     """OWNER/NAME canonical links must name: policy file, else $GITHUB_REPOSITORY, else origin's URL."""
     try:
-        policy = git.show_staged(paths.POLICY) if head is None else git.show(head, paths.POLICY)
+        if head is None:
+            policy = git.show_staged(paths.POLICY)
+        elif (head, paths.POLICY) in git.prefetched:
+            policy = git.prefetched[(head, paths.POLICY)]
+        else:
+            policy = git.show(head, paths.POLICY)
     except InputError:
         policy = None
     if policy:

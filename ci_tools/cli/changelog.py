@@ -40,7 +40,7 @@ def cli() -> None:
     """
 
 
-@cli.command()
+@cli.command(short_help="Check that a changelog change is append-only and its new entries valid.")
 @click.option("--base", metavar="REF", help="The version the change starts from (e.g. the PR's base commit).")
 @click.option("--head", metavar="REF", help="The version to judge (e.g. the PR's head commit).")
 @click.option("--staged", is_flag=True,
@@ -119,7 +119,7 @@ def _summary(result) -> str:
     return "no change"
 
 
-@cli.command()
+@cli.command(short_help="Point the new entries' placeholder pr-links at the PR.")
 @_pr_option(True)
 @_REPO
 @click.option("--base", metavar="REF",
@@ -151,7 +151,7 @@ def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None
     click.echo(f"{file}: pr-links of the new entries now point to PR #{pr}")
 
 
-@cli.command("resolve-conflict")
+@cli.command("resolve-conflict", short_help="Resolve a changelog-only conflict of merging main into a PR.")
 @_pr_option(True)
 @_REPO
 @_FILE
@@ -185,8 +185,10 @@ def resolve_conflict(pr: int, repo: str | None, file: str) -> None:
         raise InputError("the resolved changelog does not pass the gate against main's master configs; nothing was written",
                          findings=check.errors)
     (git.toplevel() / file).write_bytes(out)
-    click.echo(f"{file}: resolved: main's version plus {len(check.added)} entr{'y' if len(check.added) == 1 else 'ies'}"
-               f" of PR #{pr}\nnext: git add {file} && git commit --no-edit")
+    n = len(check.added)
+    kept = (f"plus {n} entr{'y' if n == 1 else 'ies'} of PR #{pr}" if n
+            else f"with the {check.corrections} pr-link correction(s) of PR #{pr}")
+    click.echo(f"{file}: resolved: main's version {kept}\nnext: git add {file} && git commit --no-edit")
 
 
 def _read(target: Path, file: str) -> bytes:
