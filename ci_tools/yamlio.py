@@ -183,3 +183,61 @@ def read_text(path: Path | str, display: str | None = None) -> str:
 def load_yaml_file(path: Path | str, display: str | None = None) -> YamlDoc:
     name = display or str(path)
     return load_yaml_text(read_text(path, name), name)
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def load_data_fast(text: str, file: str = "<input>") -> Any:
+    """The parsed data of `text` without line marks, about twice as fast as `load_yaml_text` on large
+    files (for whole-file reads on hot paths, e.g. `matrix full-sweep` over every master config).
+
+    Anything unusual (hygiene problems, malformed YAML, duplicate or unhashable keys) is handed to
+    `load_yaml_text`, so the caller gets the same located error either way.
+    """
+    if "\t" in text or "\x00" in text or text.startswith("\ufeff"):
+        return load_yaml_text(text, file).data
+    loader = _MemoLoader(text)
+    constructors = loader.yaml_constructors
+
+    def build(node: yaml.Node) -> Any:
+        kind = type(node)
+        if kind is yaml.ScalarNode:
+            if node.tag == _STR_TAG:
+                return node.value
+            return constructors[node.tag](loader, node)
+        if kind is yaml.MappingNode:
+            loader.flatten_mapping(node)
+            out = {build(k): build(v) for k, v in node.value}
+            if len(out) != len(node.value):
+                raise _Defer
+            return out
+        return [build(item) for item in node.value]
+
+    try:
+        node = loader.get_single_node()
+        return None if node is None else build(node)
+    except (yaml.YAMLError, TypeError, KeyError, _Defer):
+        return load_yaml_text(text, file).data
+    finally:
+        loader.dispose()
+
+
+class _MemoLoader(_Loader):  # type: ignore[misc, valid-type]
+    """The safe loader with the implicit-tag lookup of plain scalars memoised by value: in a master
+    config the same few thousand values (`tp`, `8`, `true`, image names) recur, and the lookup is the
+    costliest Python step of composing the document. Only the value decides the tag there."""
+
+    _tags: dict[str, str] = {}
+
+    def resolve(self, kind, value, implicit):  # noqa: D102
+        if kind is yaml.ScalarNode and implicit[0]:
+            tag = self._tags.get(value)
+            if tag is None:
+                tag = self._tags[value] = super().resolve(kind, value, implicit)
+            return tag
+        return super().resolve(kind, value, implicit)
+
+
+class _Defer(Exception):
+    """Raised inside `load_data_fast` to hand an unusual document to the located loader."""

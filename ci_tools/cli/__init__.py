@@ -29,6 +29,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bot": ("ci_tools.cli.bot", "Welcome comment, status card and PR-description check."),
     "results": ("ci_tools.cli.results", "Process AIPerf exports, collect results, Pareto and claims."),
     "runner": ("ci_tools.cli.runner", "Serve one matrix row's recipe point and run the benchmark client."),
+
+    "matrix": ("ci_tools.cli.matrix", "Expand master configs into InferenceX benchmark matrix rows."),
+    "plan": ("ci_tools.cli.plan", "Plan a change's sweep: gate verdict, canaries, points, GPU-hours."),
 }
 
 

@@ -46,6 +46,18 @@ def _common(f):
     return f
 
 
+def _read_masters_fast(files: list[Path]):
+    """Every master entry without line marks (the hot path); any problem re-reads with marks so the
+    error is located."""
+    from ci_tools.config.masters import merge_master_docs, read_masters
+    from ci_tools.yamlio import YamlDoc, load_data_fast, read_text
+
+    try:
+        return merge_master_docs([YamlDoc(str(f), load_data_fast(read_text(f), str(f))) for f in files])
+    except InputError:
+        return read_masters(files)
+
+
 def _run(config_files, runners_file, config_keys, concs, model_prefix, precision, framework, runner_type, seq_lens,
          scenario_type, min_conc, max_conc, step_size, max_tp, max_ep, single_node, multi_node, no_evals, evals_only,
          all_evals) -> None:
@@ -55,7 +67,7 @@ def _run(config_files, runners_file, config_keys, concs, model_prefix, precision
     if no_evals and (evals_only or all_evals):
         raise UsageError("--no-evals cannot be combined with --evals-only or --all-evals")
     files = [Path(p) for p in config_files] or default_master_paths(Path("."))
-    masters = read_masters(files)
+    masters = _read_masters_fast(files) if files else read_masters(files)
     runners_path = Path(runners_file) if runners_file else files[0].parent / "runners.yaml"
     runners = read_runners(runners_path).data if runners_path.exists() or runners_file else {}
     if runners is None or not isinstance(runners, dict):

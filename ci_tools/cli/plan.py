@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -181,7 +182,7 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
         event, base_sha = _read_event(event_path, event_name, run_id, head_message)
         if labels:
             policy.require_known(labels)
-            event = Event(**{**event.__dict__, "labels": tuple(labels)})
+            event = dataclasses.replace(event, labels=tuple(labels))
     else:
         if not gate_only and not head:
             raise UsageError("pass --head REF (and --base REF), or --event-path FILE")
@@ -205,7 +206,7 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
         raise UsageError("cannot tell which commits to compare: pass --base and --head")
     _rev_parse_all(git, [head_ref, base_ref])
     if event.name != "push" and event.head_message is None:
-        event = Event(**{**event.__dict__, "head_message": _head_message(git, head_ref)})
+        event = dataclasses.replace(event, head_message=_head_message(git, head_ref))
     if event.name != "push":
         base_ref = git.merge_base(base_ref, head_ref)
     decision = decide(event, policy, use_authorized=use_authorized)

@@ -135,7 +135,8 @@ def select_canaries(buckets: dict[str, list[Row]], *, fast_seconds: int) -> tupl
         row = copy.deepcopy(src.data)
         if isinstance(row.get("conc"), list):
             row["conc"] = [c]
-            remaining = [x for x in src.data["conc"] if x != c]
+            remaining = list(src.data["conc"])
+            remaining.remove(c)            # one occurrence: a list may repeat a point on purpose
             if remaining:
                 rest[bucket][i] = Row(src.key, {**src.data, "conc": remaining})
             else:

@@ -243,7 +243,10 @@ def build_plan(decision: GateDecision, entries: list[PlanEntry], head: Masters, 
         return _no_points(decision, sweep=False, entries=entries,
                           reason="the appended entries select no benchmark points (check scenario-type and the "
                                  "configs' search spaces)")
-    if mode.reusable:
+    if mode.primary is None:
+        reuse = {"eligible": False, "reason": "push to the default branch: a /use pin on the merged PR, if any, "
+                 "replaces this sweep with the pinned run's results"}
+    elif mode.reusable:
         reuse = {"eligible": True, "reason": (
             f"once this sweep is green, a maintainer's /use <run_id> lets main reuse its results instead of "
             f"re-running {len(points)} points ({total_hours} GPU-h)")}

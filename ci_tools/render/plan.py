@@ -11,7 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ci_tools.policy.buckets import BUCKETS
+
+
+def _buckets() -> tuple[str, ...]:
+    # imported here so the gate-only path does not load the matrix modules
+    from ci_tools.policy.buckets import BUCKETS
+    return BUCKETS
 
 WIDTH = 100
 MAX_OUTPUTS_BYTES = 1_000_000  # GitHub's limit on one job's outputs
@@ -39,7 +44,7 @@ def output_names(gate_only: bool = False) -> list[str]:
         return list(GATE_OUTPUTS)
     names = list(GATE_OUTPUTS) + ["plan", "canary", "has-canary", "canary-families", "families", "gpu-hours",
                                   "points", "reusable", "buckets"]
-    for b in BUCKETS:
+    for b in _buckets():
         names += [f"matrix-{b}", f"run-{b}", f"canary-{b}", f"fail-fast-{b}"]
     return names
 
@@ -66,8 +71,8 @@ def plan_outputs(plan: dict) -> dict[str, str]:
     out["gpu-hours"] = str(plan["totals"]["gpu-hours"])
     out["points"] = str(plan["totals"]["points"])
     out["reusable"] = _bool(plan["reuse"]["eligible"])
-    out["buckets"] = _compact([b for b in BUCKETS if plan["buckets"].get(b)])
-    for b in BUCKETS:
+    out["buckets"] = _compact([b for b in _buckets() if plan["buckets"].get(b)])
+    for b in _buckets():
         rows = plan["buckets"].get(b, [])
         out[f"matrix-{b}"] = _compact(rows)
         out[f"run-{b}"] = _bool(bool(rows))
@@ -128,7 +133,7 @@ def render_table(plan: dict) -> str:
                 "fail-fast" if mode["fail-fast"] else "no fail-fast", f"evals {mode['evals']}"]
         if mode["agentx-fast"]:
             bits.append("AgentX fast profile")
-        label = mode["primary"] + (" + " + ", ".join(mode["modifiers"]) if mode["modifiers"] else "")
+        label = (mode["primary"] or "push (no labels)") + (" + " + ", ".join(mode["modifiers"]) if mode["modifiers"] else "")
         out += _wrap("mode: ", f"{label} ({'; '.join(bits)})")
     out.append(f"concurrency group: {plan['concurrency-group']}")
     for e in plan.get("entries", []):
@@ -180,7 +185,7 @@ def render_summary(plan: dict) -> str:
     lines = [f"### {icon} Sweep plan", "", _line(plan["reason"]), ""]
     mode = plan.get("mode")
     if mode:
-        lines += [f"Mode: `{mode['primary']}`" + "".join(f" + `{m}`" for m in mode["modifiers"])
+        lines += [f"Mode: `{mode['primary'] or 'push'}`" + "".join(f" + `{m}`" for m in mode["modifiers"])
                   + f" (scope {mode['scope']}, {'canary' if mode['canary'] else 'no canary'}, "
                     f"{'fail-fast' if mode['fail-fast'] else 'no fail-fast'}, evals {mode['evals']})", ""]
     if plan["points"]:

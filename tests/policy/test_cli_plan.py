@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -111,7 +112,7 @@ def test_gate_only_is_fast_enough_to_skip_configs(tmp_path, shared):
     payload["pull_request"]["labels"] = [{"name": "full-sweep-fail-fast"}]
     ev = tmp_path / "ev.json"
     ev.write_text(json.dumps(payload))
-    proc = subprocess.run(["python3", "-m", "ci_tools", "plan", "--repo", str(tmp_path), "--event-path", str(ev),
+    proc = subprocess.run([sys.executable, "-m", "ci_tools", "plan", "--repo", str(tmp_path), "--event-path", str(ev),
                            "--gate-only", "--format", "json", "--head-message", "x"], capture_output=True, text=True,
                           cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
@@ -255,3 +256,30 @@ def test_append_only_entry_plans_only_the_added_point(capsys, demo_repo, tmp_pat
     assert code == 0, err
     plan = json.loads(out)
     assert [(p["parallelism"], p["conc"]) for p in plan["points"]] == [("TP2 EP1", 48)]
+
+
+def test_push_event_plans_the_full_sweep_without_canary(capsys, demo_repo, tmp_path):
+    def sha(ref):
+        return subprocess.run(["git", "-C", str(demo_repo), "rev-parse", ref], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    ev = tmp_path / "push.json"
+    ev.write_text(json.dumps({"ref": "refs/heads/main", "before": sha("base"), "after": sha("head"),
+                              "head_commit": {"message": "seed PR [skip-sweep]"}}))
+    code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--event-path", str(ev))
+    assert code == 0, err
+    assert out.startswith("SWEEP: push to the default branch") and "mode: push" in out
+    code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--event-path", str(ev), "--format", "json")
+    plan = json.loads(out)
+    assert plan["canaries"] == [] and not any(plan["fail-fast"].values()) and plan["totals"]["points"] == 8
+    assert plan["concurrency-group"] == f"sweep-{sha('head')}-active"
+
+
+def test_plan_path_imports_stay_light(demo_repo):
+    code = ("import sys\nfrom ci_tools.cli import main\n"
+            f"try:\n    main(['plan', '--repo', {str(demo_repo)!r}, '--base', 'base', '--head', 'head', "
+            "'--label', 'full-sweep-fail-fast', '--format', 'json'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+            "heavy = [m for m in ('jsonschema', 'httpx', 'github', 'ruamel.yaml') if m in sys.modules]\n"
+            "assert not heavy, heavy\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 0, proc.stderr

@@ -41,3 +41,36 @@ def test_unusual_shapes_fall_back_to_a_full_parse():
     assert split_entries(b"a: 1\n") is None          # scalar on the key line
     assert split_entries(b"'a':\n  x: 1\n") is None  # quoted key
     assert split_entries(b"# c\na:\n  x: 1\n\nb:\n  y: 2\n") == [("a", 2, b"a:\n  x: 1\n\n"), ("b", 5, b"b:\n  y: 2\n")]
+
+
+def test_fast_loader_equals_located_loader(shared):
+    from ci_tools.yamlio import load_data_fast, load_yaml_text
+    for name in ("nvidia-master.yaml", "amd-master.yaml", "runners.yaml"):
+        text = (shared / "corpus" / "inferencex" / "configs" / name).read_text()
+        assert load_data_fast(text, name) == load_yaml_text(text, name).data
+
+
+import pytest  # noqa: E402
+
+from ci_tools.errors import InputError  # noqa: E402
+
+
+@pytest.mark.parametrize("text, message", [("a: 1\na: 2\n", "duplicate key"), ("a: [1\n", "malformed YAML"),
+                                           ("a:\n\tb: 1\n", "TAB"), ("? [1]\n: 2\n", "plain value")])
+def test_fast_loader_defers_problems_to_the_located_loader(text, message):
+    from ci_tools.yamlio import load_data_fast
+    with pytest.raises(InputError) as exc:
+        load_data_fast(text, "m.yaml")
+    assert message in exc.value.findings[0].message and exc.value.findings[0].line
+
+
+def test_matrix_duplicate_key_across_files_is_located(tmp_path, capsys):
+    from ci_tools.cli import main
+    a, b = tmp_path / "a-master.yaml", tmp_path / "b-master.yaml"
+    entry = "k:\n  image: i\n"
+    a.write_text(entry)
+    b.write_text("# x\n" + entry)
+    with pytest.raises(SystemExit) as exc:
+        main(["matrix", "full-sweep", "--config-file", str(a), "--config-file", str(b)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 1 and "b-master.yaml:2" in err and "defined twice" in err
