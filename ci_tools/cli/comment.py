@@ -18,7 +18,7 @@ def cli() -> None:
 @repo_root_option
 @format_option
 def handle(event_path, event_name, repo_root, fmt) -> None:
-    """Parse the comment of an issue_comment (or review) event and act on its commands.
+    """Parse the comment of an issue_comment event and act on its commands.
 
     Replies once per command comment (edited in place on re-runs); a `/stage-results` also sends the
     results app a repository_dispatch (token: RESULTS_DISPATCH_TOKEN).

@@ -216,6 +216,10 @@ def _use(use: Use, c: Comment, pr: int, tl: Timeline, gh: GitHub, settings: Sett
         res.outputs["reuse-authorised"] = "false"
         return cm.template_text("denied", author=c.author, command=use.text, why=why_not, who=_who_may_use())
     level = gh.permission(c.author)
+    prs = pr_state(gh.pull(pr))
+    if prs.merged_at:
+        return cm.template_text("denied", author=c.author, command=use.text, why=f"PR #{pr} has already merged",
+                                who="Commands made after the merge do not change which run was reused.")
     lookup = permission_lookup(gh, tl, settings)
     auth = reuse.authorise(tl.comments, lookup, pr_number=pr)
     res.outputs["reuse-authorised"] = str(auth.authorised).lower()
@@ -225,7 +229,6 @@ def _use(use: Use, c: Comment, pr: int, tl: Timeline, gh: GitHub, settings: Sett
         state["reuse"] = reuse_text(auth)
 
     update_card(gh, pr, tl, settings, change)
-    prs = pr_state(gh.pull(pr))
     sel = reuse.select_run(reuse.reuse_rules(use.run_id is not None), pinned=use.run_id, pr=prs, timeline=tl,
                            policy=settings.policy, workflow=settings.workflow, source=gh)
     what = f"run {use.run_id} is pinned for reuse at merge" if use.run_id is not None else \

@@ -235,7 +235,14 @@ def select_run(rules: Rules, *, pinned: int | None, pr: PrState, timeline: Timel
     """The pinned run if usable, else the newest usable completed run of the sweep on the PR branch."""
     workflow_path = workflow if workflow.startswith(".github/") else f".github/workflows/{workflow}"
     if pinned is not None:
-        run = run_from_api(source.run(pinned))
+        try:
+            data = source.run(pinned)
+        except Exception as exc:  # the adapter's GitHubError; only "no such run" is an answer, not a failure
+            if getattr(exc, "status", None) == 404:
+                return Selection(None, f"run {pinned} cannot be used for {rules.name}, because no such run exists "
+                                       "in this repository.")
+            raise
+        run = run_from_api(data)
         why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=workflow_path,
                         source=source)
         if why:

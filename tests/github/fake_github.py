@@ -55,6 +55,7 @@ class FakeGitHub:
     repo: str = "octo/bench"
     bot: str = "github-actions[bot]"
     page_size: int | None = None           # force short pages
+    flaky: int | None = None               # every distinct GET first answers with this status once
     requests: list[str] = field(default_factory=list)
     schema_errors: list[str] = field(default_factory=list)
     statuses: list[dict] = field(default_factory=list)
@@ -80,6 +81,7 @@ class FakeGitHub:
         self.permissions: dict[str, str] = {}
         self.teams: dict[tuple[str, str], set[str]] = {}
         self.faults: list[Fault] = []
+        self._flaked: set[str] = set()
         self._ids = itertools.count(1000)
         self._clock = itertools.count(1)
         self._lock = threading.Lock()
@@ -293,6 +295,11 @@ class FakeGitHub:
         query = parse_qs(url.query)
         with self._lock:
             self.requests.append(f"{method} {url.path}" + (f"?{url.query}" if url.query else ""))
+            if self.flaky and method == "GET" and raw_path not in self._flaked:
+                self._flaked.add(raw_path)
+                headers = {"Retry-After": "1"} if self.flaky in (429, 403) else {}
+                return self.flaky, {"message": "You have exceeded a secondary rate limit" if self.flaky == 403
+                                    else "flaky"}, headers
             for f in self.faults:
                 if f.times > 0 and f.method == method and f.pattern.search(url.path):
                     f.times -= 1

@@ -10,7 +10,7 @@ import pytest
 from ci_tools.github.events import Event
 from ci_tools.github.flows import handle_comment, stage_callback, status_card, verify_signoff, welcome, pr_body
 from ci_tools.policy.prbody import check_body
-from scenarios import FULL, SHA1, REPO_ROOT, authorise, comment_event, lazy, pr_event, pr_with_sweep, settings
+from gh_scenarios import FULL, SHA1, REPO_ROOT, authorise, comment_event, lazy, pr_event, pr_with_sweep, settings
 from test_gh_commands import callback, dispatcher
 from test_gh_signoff import setup_pr, signoff_body
 
@@ -32,7 +32,7 @@ def only(fake, pr, prefix):
     return found[0]
 
 
-def test_welcome_is_posted_once_and_names_labels_from_the_policy(fake):
+def test_w25_welcome_is_posted_once_even_past_the_first_page_and_names_policy_labels(fake):
     pr_with_sweep(fake, 1)
     for i in range(130):
         fake.add_comment(1, f"chatter {i}", author="viewer", association="NONE")

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from scenarios import FULL, MERGE, SHA1, REPO_ROOT, authorise, merge, pr_with_sweep
+from gh_scenarios import FULL, MERGE, SHA1, REPO_ROOT, authorise, merge, pr_with_sweep
 
 
 def ci(args, env, cwd=REPO_ROOT):

@@ -9,7 +9,7 @@ from ci_tools.github.client import GitHubError
 from ci_tools.github.flows import Lazy, handle_comment, stage_callback
 from ci_tools.github.events import Event
 from ci_tools.github import GitHub
-from scenarios import FULL, SHA1, authorise, comment_event, lazy, pr_with_sweep, settings
+from gh_scenarios import FULL, SHA1, authorise, comment_event, lazy, pr_with_sweep, settings
 
 
 def dispatcher(fake):
@@ -154,7 +154,7 @@ def callback(fake, kind, pr, comment_id, **extra):
     return Event(name="repository_dispatch", repo=fake.repo, dispatch_type=kind, client_payload=payload)
 
 
-def test_callbacks_update_the_same_comment_and_never_move_backwards(fake):
+def test_w23_callbacks_update_the_same_comment_and_never_move_backwards(fake):
     """W23: completed then a late started must leave the completion in place."""
     pr_with_sweep(fake, 1)
     fake.add_run(9, head_sha=SHA1)
@@ -259,3 +259,19 @@ def test_commands_in_review_bodies_are_not_acted_on(fake):
     c = authorise(fake, 1, "/use")
     res, gh = handle(fake, comment_event(fake, 1, c, kind="pull_request_review"))
     assert gh.calls == 0 and res.outputs["handled"] == "false"
+
+
+def test_w4_use_after_merge_is_answered_not_recorded(fake):
+    pr_with_sweep(fake, 1)
+    fake.pulls[1]["merged_at"] = fake.tick()
+    c = authorise(fake, 1, "/use 9")
+    handle(fake, comment_event(fake, 1, c))
+    assert "already merged" in reply_of(fake, 1, c["id"])
+    assert not [b for b in fake.bot_comments(1) if "status-card" in b["body"]]
+
+
+def test_use_of_a_run_that_does_not_exist_is_answered(fake):
+    pr_with_sweep(fake, 1)
+    c = authorise(fake, 1, "/use 424242")
+    handle(fake, comment_event(fake, 1, c))
+    assert "no such run exists" in reply_of(fake, 1, c["id"])

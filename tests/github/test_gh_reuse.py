@@ -8,7 +8,7 @@ import pytest
 from ci_tools.github.events import Comment
 from ci_tools.github.flows import resolve_reuse
 from ci_tools.policy import reuse
-from scenarios import FULL, MERGE, SHA1, SHA2, SHA3, authorise, lazy, merge, pr_with_sweep, pr_event, push_event, \
+from gh_scenarios import FULL, MERGE, SHA1, SHA2, SHA3, authorise, lazy, merge, pr_with_sweep, pr_event, push_event, \
     settings
 
 # ---- authorisation: pure table (41-45, W3, W4, W5) ----------------------------------------------
@@ -339,3 +339,35 @@ def test_forged_writer_record_is_not_trusted(fake):
     merge(fake, 1321)
     res, _ = run_resolve(fake, event)
     assert res.outputs["reuse-enabled"] == "false"
+
+
+@pytest.mark.parametrize("events,when,expected", [
+    ([], "2026-10-01T00:05:00Z", set()),
+    ([("a", True, "00:01"), ("b", True, "00:02")], "2026-10-01T00:02:00Z", {"a", "b"}),   # same second counts
+    ([("a", True, "00:01"), ("a", False, "00:03")], "2026-10-01T00:02:00Z", {"a"}),
+    ([("a", True, "00:01"), ("a", False, "00:03")], "2026-10-01T00:04:00Z", set()),
+    ([("a", False, "00:03"), ("a", True, "00:01")], "2026-10-01T00:04:00Z", set()),       # order by time
+    ([("a", True, "00:01")], "", set()),                                                  # unknown time: nothing
+])
+def test_labels_at(events, when, expected):
+    from ci_tools.github.timeline import LabelEvent
+
+    evs = [LabelEvent(l, added, f"2026-10-01T{t}:00Z") for l, added, t in events]
+    assert reuse.labels_at(evs, when) == expected
+
+
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+
+
+@hsettings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["/use", "/use 5", "/use 6", "/reuse-sweep-run 7", "hi", "/use x"]),
+                          st.sampled_from(["OWNER", "MEMBER", "CONTRIBUTOR"]), st.sampled_from(["u1", "u4", "u3"])),
+                max_size=8), st.randoms())
+def test_authorisation_depends_on_time_not_on_list_order(rows, rnd):
+    comments = [C(i + 1, body, assoc, author=who) for i, (body, assoc, who) in enumerate(rows)]
+    shuffled = comments[:]
+    rnd.shuffle(shuffled)
+    perm = lambda login: PERMS.get(login, "none")  # noqa: E731
+    a = reuse.authorise(comments, perm, pr_number=1)
+    b = reuse.authorise(shuffled, perm, pr_number=1)
+    assert (a.authorised, a.pinned_run) == (b.authorised, b.pinned_run)

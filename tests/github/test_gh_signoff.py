@@ -10,7 +10,7 @@ import pytest
 from ci_tools import paths
 from ci_tools.github.flows import verify_signoff
 from ci_tools.policy import signoff
-from scenarios import REPO_ROOT, SHA1, SHA2, comment_event, lazy, pr_event, pr_with_sweep, settings
+from gh_scenarios import REPO_ROOT, SHA1, SHA2, comment_event, lazy, pr_event, pr_with_sweep, settings
 
 CHECKLIST = signoff.parse_checklist((REPO_ROOT / paths.REVIEW_CHECKLIST).read_text(), paths.REVIEW_CHECKLIST)
 AMD = "inferencex-e2e/configs/amd-master.yaml"
