@@ -8,6 +8,8 @@ the same commands the workflows run on that pull request:
   1. ci-tools config validate      (configs, runners, recipes, cross-file rules)
   2. ci-tools changelog lint       (append-only gate, PR mode)
   3. ci-tools plan                 (gate verdict, canary, points, GPU-hours)
+  4. ci-tools runner run --dry-run (one point's engine, router and AIPerf commands)
+  5. ci-tools results pareto       (the seed PR's published points, frontier table)
 
 Nothing in the working tree is changed.
 """
@@ -74,6 +76,11 @@ def main() -> int:
                          ["changelog", "lint", "--base", "base", "--head", "head", "--pr", SEED_PR], repo) != 0
         failures += step("Sweep plan",
                          ["plan", "--base", "base", "--head", "head", "--label", SEED_LABEL], repo) != 0
+        failures += step("Runner job for the DEP2 c64 point (dry run: the exact commands)",
+                         ["runner", "run", "--row", str(ROOT / "docs/examples/row-dep2-c64.json"), "--dry-run"],
+                         repo) != 0
+        failures += step("Pareto of the seed PR's published points",
+                         ["results", "pareto", str(ROOT / "docs/seed-points.csv"), "--format", "markdown"], repo) != 0
     print("\ndemo: all steps passed" if not failures else f"\ndemo: {failures} step(s) failed")
     return 1 if failures else 0
 

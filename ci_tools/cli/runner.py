@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -91,6 +92,8 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     """Resolve the row's recipe point, start the server, wait, run AIPerf, clean up.
 
     The recipe is the row's `recipe`, or the `recipe:` of its master entry (`config-key`).
+    Under GitHub Actions the step outputs result-filename, out-dir, artifact-result,
+    artifact-job and artifact-server-logs are written before anything starts.
     Exit 0 when the client finished; 1 on failure (server never ready, died, client failed),
     143 when cancelled by SIGTERM. Then run `ci-tools results process OUT`.
 
@@ -131,6 +134,11 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
         raise UsageError("eval rows are not run by `runner run`: the eval workflow starts its own harness "
                          "(use --dry-run to see the server command without synthetic acceptance)")
     out_abs.mkdir(parents=True, exist_ok=True)
+    gh_out = os.environ.get("GITHUB_OUTPUT")
+    if gh_out:
+        with open(gh_out, "a", encoding="utf-8") as fh:
+            for key, value in layout.github_outputs(plan.result_filename, str(out)).items():
+                fh.write(f"{key}={value}\n")
     (out_abs / layout.JOB_JSON).write_text(json.dumps(plan.job_json(), indent=2) + "\n", encoding="utf-8")
     (out_abs / layout.COMMANDS_TXT).write_text(text, encoding="utf-8")
     limit = client_timeout if client_timeout is not None else (plan.duration_s or 0) + CLIENT_GRACE_S

@@ -108,7 +108,14 @@ def _float(value: str, file: str, line: int, column: str) -> float:
 
 
 def points_from_csv(text: str, file: str = "<csv>") -> list[Point]:
-    reader = csv.DictReader(io.StringIO(text))
+    try:
+        return _points_from_csv(text, file)
+    except csv.Error as exc:
+        raise InputError(f"{file}: not a readable CSV: {exc}") from None
+
+
+def _points_from_csv(text: str, file: str) -> list[Point]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise InputError(f"{file}:1: missing column(s) {', '.join(missing)}", findings=[Finding(

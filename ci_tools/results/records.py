@@ -158,33 +158,33 @@ def _fast_fields(line: bytes) -> tuple | None:
     if p1 < 0:
         return None
     p1 += 27
-    q1 = find(b',"', p1)
+    q1 = find(b",", p1)
     p2 = find(_OSL_KEY, q1)
     if p2 < 0:
         p2 = find(_OSL_KEY, m)
         if p2 < 0:
             return None
     p2 += 34
-    q2 = find(b',"', p2)
+    q2 = find(b",", p2)
     p3 = find(_ISL_KEY, q2)
     if p3 < 0:
         p3 = find(_ISL_KEY, m)
         if p3 < 0:
             return None
     p3 += 33
-    q3 = find(b',"', p3)
+    q3 = find(b",", p3)
     p4 = find(_TTFT_KEY, q3)
     if p4 < 0:
         p4 = find(_TTFT_KEY, m)
         if p4 < 0:
             return None
     p4 += 31
-    q4 = find(b',"', p4)
+    q4 = find(b",", p4)
     p5 = line.rfind(_ITL_KEY, m)
     if p5 < 0:
         return None
     p5 += 31
-    q5 = find(b',"', p5)
+    q5 = find(b",", p5)
     if find(_ERROR_KEY, max(q1, q2, q3, q4, q5)) >= 0:
         return None
     try:
@@ -326,35 +326,21 @@ def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
 # CPU-bound pure Python, and a one-hour export is gigabytes.
 PARALLEL_MIN_BYTES = 256 * 1024 * 1024
 MAX_WORKERS = 4
-_BLOCK = 8 * 1024 * 1024
 
 
 def _iter_range(path: str, start: int, end: int) -> Iterable[bytes]:
-    """Lines of path whose first byte lies in [start, end) (start is a line start)."""
-    with open(path, "rb", buffering=0) as fh:
+    """Lines of path whose first byte lies in [start, end) (start is a line start).
+
+    Plain buffered line iteration: measured several times faster than reading big blocks and
+    splitting them (each fresh multi-MB block costs page faults)."""
+    with open(path, "rb", buffering=1 << 20) as fh:
         fh.seek(start)
         pos = start
-        rest = b""
-        while pos < end:
-            block = fh.read(min(_BLOCK, end - pos))
-            if not block:
+        for line in fh:
+            if pos >= end:
                 break
-            pos += len(block)
-            lines = (rest + block).split(b"\n")
-            rest = lines.pop()
-            yield from lines
-        if rest:
-            # the last line of the range runs past `end` (or to EOF): finish it
-            while True:
-                block = fh.read(64 * 1024)
-                if not block:
-                    break
-                cut = block.find(b"\n")
-                if cut >= 0:
-                    rest += block[:cut]
-                    break
-                rest += block
-            yield rest
+            pos += len(line)
+            yield line
 
 
 def _line_starts(path: str, size: int, parts: int) -> list[int]:
@@ -386,11 +372,16 @@ class _Counted:
             yield line
 
 
-def merge_scans(parts: list[tuple[RecordScan, int]]) -> RecordScan:
-    """Scans of consecutive ranges -> one scan (line numbers made absolute)."""
-    out = RecordScan()
-    offset = 0
-    for s, nlines in parts:
+def merge_scans(parts: Iterable[tuple[RecordScan, int]]) -> RecordScan:
+    """Scans of consecutive ranges, in order -> one scan (line numbers made absolute). Consumed one
+    at a time so each part's columns are freed once copied."""
+    it = iter(parts)
+    first = next(it, None)
+    if first is None:
+        return RecordScan()
+    # the first part becomes the result: its columns are extended in place, not copied
+    out, offset = first
+    for s, nlines in it:
         out.records_total += s.records_total
         out.records_profiled += s.records_profiled
         out.records_warmup_dropped += s.records_warmup_dropped
@@ -429,7 +420,7 @@ def scan_file(path: Path | str, *, fast: bool = True, workers: int | None = None
         jobs = [(str(p), a, b, fast) for a, b in zip(bounds, bounds[1:]) if b > a]
         # fork: the workers share the already-imported code; nothing else is inherited that matters
         with multiprocessing.get_context("fork").Pool(len(jobs)) as pool:
-            return merge_scans(pool.map(_scan_range, jobs))
+            return merge_scans(pool.imap(_scan_range, jobs))
     except FileNotFoundError:
         raise InputError(f"{p}: file not found", findings=[Finding(
             str(p), None, None, "AIPerf's per-request export is missing",

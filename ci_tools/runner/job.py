@@ -59,6 +59,14 @@ class Running:
     log_path: Path
 
 
+def _run_stops(launch: Launch, say: Callable[[str], None]) -> None:
+    for stop in launch.stop:
+        try:
+            subprocess.run(stop, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            say(f"cleanup command failed: {' '.join(stop)}: {exc}")
+
+
 def _start(launch: Launch, out: Path) -> Running:
     log_path = out / launch.log
     fh = log_path.open("ab")
@@ -93,11 +101,7 @@ def _stop(run: Running, grace_s: float, say: Callable[[str], None]) -> None:
         p.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
-    for stop in run.launch.stop:
-        try:
-            subprocess.run(stop, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            say(f"cleanup command failed: {' '.join(stop)}: {exc}")
+    _run_stops(run.launch, say)
 
 
 def _http_status(url: str) -> int | None:
@@ -111,7 +115,7 @@ def _http_status(url: str) -> int | None:
 
 def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_timeout_s: float,
             client_timeout_s: float, say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
-            stop_grace_s: float = STOP_GRACE_S, poll_s: float = 0.2) -> dict:
+            stop_grace_s: float = STOP_GRACE_S, poll_s: float = 0.2, progress_every_s: float = 60.0) -> dict:
     """Run the launches (server, [router], client). Returns the status written to status.json.
 
     Raises JobFailed (clean message, log tail) on any failure; the status file is written first."""
@@ -128,6 +132,8 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
         services = [lc for lc in launches if lc.role != "client"]
         client = next((lc for lc in launches if lc.role == "client"), None)
         for lc in services:
+            # a container or job of the same name left by a cancelled earlier attempt would block us
+            _run_stops(lc, say)
             say(f"starting {lc.role}: {lc.argv[0]} ... (log: {out / lc.log})")
             running.append(_start(lc, out))
         server = running[0]
@@ -153,6 +159,7 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
             crun = _start(client, out)
             running.append(crun)
             start = time.monotonic()
+            last_say = start
             while True:
                 code = crun.popen.poll()
                 if code is not None:
@@ -163,9 +170,14 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
                 if srv is not None:
                     raise JobFailed("client", f"the server exited with code {srv} during the benchmark",
                                     tail_file(server.log_path))
-                if time.monotonic() - start > client_timeout_s:
+                now = time.monotonic()
+                if now - start > client_timeout_s:
                     raise JobFailed("client", f"the client did not finish within {client_timeout_s:g} s",
                                     tail_file(crun.log_path))
+                if now - last_say >= progress_every_s:
+                    last = tail_file(crun.log_path, 1).strip()[:160] or "(no output yet)"
+                    say(f"client running for {now - start:.0f} s (limit {client_timeout_s:g} s); client log: {last}")
+                    last_say = now
                 time.sleep(poll_s)
         status.update(ok=True, phase="done", reason="", exit_code=0)
         return status

@@ -52,3 +52,15 @@ def result_filename(row: dict, runner_name: str = "") -> str:
     if runner_name:
         base += f"_{runner_name}"
     return base.replace("/", "-").replace(" ", "-")
+
+
+def github_outputs(result_filename: str, out_dir: str) -> dict[str, str]:
+    """Step outputs of `runner run` (written to $GITHUB_OUTPUT before anything starts, so that a
+    cancelled or failed job can still upload under the right names)."""
+    return {
+        "result-filename": result_filename,
+        "out-dir": out_dir,
+        "artifact-result": artifact_name("result", result_filename),
+        "artifact-job": artifact_name("job", result_filename),
+        "artifact-server-logs": artifact_name("server-logs", result_filename),
+    }

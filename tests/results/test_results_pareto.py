@@ -117,3 +117,32 @@ def test_cli_markdown_golden_and_png(tmp_path):
     assert res.output == golden.read_text()
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_parsers_fail_only_cleanly(text):
+    for parse in (pareto.parse_claims, pareto.points_from_csv):
+        try:
+            parse(text)
+        except InputError:
+            pass
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1e6), st.floats(0, 1e3)), min_size=1, max_size=12))
+def test_frontier_properties(coords):
+    points = [Point(f"p{i}", x, y) for i, (x, y) in enumerate(coords)]
+    out = pareto.analyse(points)
+    front = [p for p, o in zip(points, out) if o["frontier"]]
+    assert front  # a finite set always has a non-dominated point
+    for p, o in zip(points, out):
+        assert o["frontier"] == (not o["dominated_by"])
+        for name in o["dominated_by"]:  # every dominator really dominates
+            assert pareto.dominates(next(q for q in points if q.name == name), p)
+    for a in front:
+        assert not any(pareto.dominates(b, a) for b in points)

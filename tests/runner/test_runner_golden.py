@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from ci_tools.cli import cli
 
-from .conftest import REPO, seed_rows
+from runner_support import REPO, seed_rows
 
 GOLDEN = REPO / "tests/golden/runner"
 FIXED = ["--aiperf-bin", "aiperf", "--model-store", "/mnt/models", "--hf-cache", "/mnt/hf_hub_cache",

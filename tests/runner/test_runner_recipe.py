@@ -7,7 +7,7 @@ import pytest
 from ci_tools.config.recipe import load_recipe, merge_args, merge_env, recipe_from_data, render_args, resolve_point
 from ci_tools.errors import InputError
 
-from .conftest import REPO, seed_rows
+from runner_support import REPO, seed_rows
 
 SEED = REPO / "recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml"
 

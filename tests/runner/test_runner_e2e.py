@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO
+from runner_support import REPO
 
 STUB = Path(__file__).with_name("stub_server.py")
 IMAGE = "example.org/stub:1@sha256:" + "0" * 64
@@ -78,6 +78,7 @@ def job(tmp_path, aiperf, hf_home):
                 "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8",
                 "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
                 "--port", str(port), "--ready-timeout", "20", "--duration-override", str(duration),
+                "--runner-name", "",
                 *(extra or [])]
 
     yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "mark": mark}
@@ -119,7 +120,9 @@ def independent(jsonl: Path, gpus: int) -> dict:
 
 def test_runner_then_results_process_matches_independent_values(job):
     t0 = time.monotonic()
-    run = subprocess.run(job["argv"](), env=job["env"], capture_output=True, text=True, timeout=120)
+    gh_out = job["dir"] / "github_output"
+    run = subprocess.run(job["argv"](), env={**job["env"], "GITHUB_OUTPUT": str(gh_out)}, capture_output=True,
+                         text=True, timeout=120)
     elapsed = time.monotonic() - t0
     assert run.returncode == 0, run.stderr + run.stdout
     out = job["out"]
@@ -128,6 +131,10 @@ def test_runner_then_results_process_matches_independent_values(job):
                  "aiperf_artifacts/profile_export.jsonl", "aiperf_artifacts/profile_export_aiperf.json"):
         assert (out / name).exists(), name
     assert json.loads((out / "status.json").read_text())["ok"] is True
+    outputs = dict(line.split("=", 1) for line in gh_out.read_text().splitlines())
+    rf = "stub_tp2_conc2_fp4_sglang_tp2-ep1-dpafalse_spec-mtp_conc2"
+    assert outputs == {"result-filename": rf, "out-dir": str(out), "artifact-result": f"bmk_{rf}",
+                       "artifact-job": f"job_{rf}", "artifact-server-logs": f"server_logs_{rf}"}
     # the recipe's env and synthetic acceptance reached the server process
     assert "SGLANG_SIMULATE_ACC_LEN" in (out / "commands.txt").read_text()
 
