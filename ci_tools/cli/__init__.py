@@ -20,7 +20,7 @@ from ci_tools.errors import InputError
 COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("ci_tools.cli.config", "Validate master configs, runners and recipes."),
     "changelog": ("ci_tools.cli.changelog", "Append-only changelog gate, link canonicalisation, conflict resolution."),
-    "matrix": ("ci_tools.cli.matrix", "Expand master configs into benchmark matrix rows (InferenceX-compatible)."),
+    "matrix": ("ci_tools.cli.matrix", "Expand master configs into InferenceX benchmark matrix rows."),
     "plan": ("ci_tools.cli.plan", "Plan a change's sweep: gate verdict, canaries, points, GPU-hours."),
     "comment": ("ci_tools.cli.comment", "Act on PR comment commands (/use, /stage-results, /sweep plan)."),
     "reuse": ("ci_tools.cli.reuse", "Decide sweep-run reuse for a PR push or a merge to main."),
@@ -29,9 +29,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bot": ("ci_tools.cli.bot", "Welcome comment, status card and PR-description check."),
     "results": ("ci_tools.cli.results", "Process AIPerf exports, collect results, Pareto and claims."),
     "runner": ("ci_tools.cli.runner", "Serve one matrix row's recipe point and run the benchmark client."),
-
-    "matrix": ("ci_tools.cli.matrix", "Expand master configs into InferenceX benchmark matrix rows."),
-    "plan": ("ci_tools.cli.plan", "Plan a change's sweep: gate verdict, canaries, points, GPU-hours."),
 }
 
 
