@@ -202,7 +202,23 @@ class Parser:
             return str(args[0]).lower().startswith(str(args[1]).lower())
         if name == "fromJson":
             return json.loads(args[0])
+        if name == "toJson":
+            return json.dumps(args[0], indent=2)
+        if name == "format":
+            return re.sub(r"\{(\d+)\}", lambda m: _as_text(args[1 + int(m.group(1))]), str(args[0]))
         raise ExprError(f"function {name}() is not supported by these tests")
+
+
+def _as_text(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, indent=2)
+    return str(value)
 
 
 def strip_braces(text: str) -> str:
@@ -232,12 +248,5 @@ def job_runs(condition: str | bool | None, context: dict, status: Status) -> boo
 def interpolate(text: str, context: dict) -> str:
     """Expand `${{ }}` in a string value (job outputs, env), as GitHub does, to a string."""
     def one(m: re.Match) -> str:
-        value = evaluate(m.group(1), context)
-        if value is None:
-            return ""
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, float) and value.is_integer():
-            return str(int(value))
-        return str(value)
+        return _as_text(evaluate(m.group(1), context))
     return re.sub(r"\$\{\{(.*?)\}\}", one, text)

@@ -204,6 +204,9 @@ def test_benchmark_template_refuses_fork_prs(shared, patch, event, runs):
     ("contains(fromJson('[\"a\",\"b\"]'), 'B')", True),
     ("'it''s' == 'IT''S'", True),
     ("needs.g.outputs.x || 'fallback'", "true"),
+    ("needs.g.outputs[format('{0}', 'x')] == 'true'", True),
+    ("format('matrix-{0}-{1}', 'a', 1)", "matrix-a-1"),
+    ("toJson(fromJson('[1]'))", "[\n  1\n]"),
 ])
 def test_expression_evaluator(expr, expected):
     context = {"needs": {"g": {"result": "success", "outputs": {"x": "true", "list": "[1]"}}}}
