@@ -258,6 +258,8 @@ def _points_agree(e: Entry, rec: Recipe) -> list[Finding]:
                                        f"master entry {e.key} ({e.where('scenarios')})",
                                        "add it to the master search space, or remove the point; only master "
                                        "points are ever run"))
+            continue
+        out.extend(_router_agrees(e, master[key], rec, name))
     for key, path in master.items():
         if key not in seen:
             out.append(e.doc.finding(e.at(*path),
@@ -267,6 +269,29 @@ def _points_agree(e: Entry, rec: Recipe) -> list[Finding]:
                                      f"{'dp-attn: true, ' if key[2] else ''}conc: {key[3]} to the recipe, or drop "
                                      f"the concurrency from the master search space"))
     return out
+
+
+def _router_id(router: object) -> tuple | None:
+    return (router.get("name"), str(router.get("version"))) if isinstance(router, dict) else None
+
+
+def _router_agrees(e: Entry, ss_path: tuple, rec: Recipe, name: str) -> list[Finding]:
+    """The router the master declares for a point (its search-space entry's, else the entry's) is the
+    one the recipe starts for it (the point's, else serve's): same name and version, or none on both."""
+    ss = e.data
+    for part in ss_path:
+        ss = ss[part]
+    master = _router_id(ss.get("router")) or _router_id(e.data.get("router"))
+    point = rec.data["points"][name]
+    serve = rec.data.get("serve") or {}
+    recipe = _router_id(point.get("router")) or _router_id(serve.get("router"))
+    if master == recipe:
+        return []
+    show = lambda r: f"{r[0]} {r[1]}" if r else "no router"  # noqa: E731
+    return [rec.doc.finding(("points", name, "router") if point.get("router") else ("points", name),
+                            f"recipe point '{name}' runs behind {show(recipe)}, but master entry {e.key} declares "
+                            f"{show(master)} for it ({e.where(*ss_path)})",
+                            "the router is part of the benchmarked point: make the recipe and the master agree")]
 
 
 def orphan_recipes(recipes: dict[str, Recipe], keys: set[str], referenced: set[str]) -> list[Finding]:

@@ -13,6 +13,8 @@ def conc_ladder(start: int, end: int, step: int = 2) -> list[int]:
     """
     if step <= 1:
         raise ValueError("step must be greater than 1")
+    if start < 1:
+        raise ValueError("start must be at least 1")  # 0 * step == 0: the ladder would never end
     out: list[int] = []
     c = start
     while c <= end:

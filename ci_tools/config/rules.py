@@ -19,6 +19,7 @@ class Issue:
     message: str
     hint: str = ""
     severity: str = "error"
+    related: tuple | None = None  # another place in the entry the message refers to (rendered as its line)
 
 
 def search_spaces(entry: dict) -> Iterator[tuple[tuple, dict, str]]:
@@ -154,8 +155,40 @@ def r11_some_scenario(entry: dict) -> Iterator[Issue]:
                     "an entry with no scenario never runs; add one or remove the entry")
 
 
+def valid_concs(ss: dict) -> list[int]:
+    """The concurrencies of a search-space entry, or [] when r7 rejects its concurrency fields."""
+    from ci_tools.config.points import search_space_concs
+
+    if any(r7_concurrency({"scenarios": {"fixed-seq-len": [{"search-space": [ss]}]}})):
+        if not ss.get("conc-list") or any(c <= 0 for c in ss["conc-list"]):
+            return []
+    return search_space_concs(ss)
+
+
+def r12_duplicate_points(entry: dict) -> Iterator[Issue]:
+    """The same point (topology and concurrency) listed twice in one scenario block runs twice."""
+    import json
+
+    seen: dict[tuple, tuple] = {}
+    for path, ss, _ in search_spaces(entry):
+        block = path[:3]  # ("scenarios", kind, i): points of different blocks (isl/osl) differ
+        shape = json.dumps({k: v for k, v in ss.items() if k not in ("conc-list", "conc-start", "conc-end")},
+                           sort_keys=True, default=str)
+        for conc in valid_concs(ss):
+            first = seen.get((block, shape, conc))
+            if first is None:
+                seen[(block, shape, conc)] = path
+            else:
+                same = "earlier in this list" if first == path else "in another search-space entry"
+                yield Issue(path, f"concurrency {conc} with this exact topology is already listed {same}, "
+                                  f"so the same point would be benchmarked twice",
+                            "remove the repeated concurrency from one of the lists", "warning",
+                            None if first == path else first)
+
+
 RULES = (r1_agentic_cluster_runner, r2_declared_once, r4_disagg_needs_transfer, r5_dcp_divides_tp,
-         r6_hardware_pair, r7_concurrency, r8_kv_offload_backend, r9_dram_utilization, r11_some_scenario)
+         r6_hardware_pair, r7_concurrency, r8_kv_offload_backend, r9_dram_utilization, r11_some_scenario,
+         r12_duplicate_points)
 
 
 def entry_issues(entry: dict) -> list[Issue]:
@@ -174,13 +207,11 @@ def point_key(ss: dict, conc: int) -> tuple[int, int, bool, int]:
 
 def entry_points(entry: dict) -> dict[tuple, tuple]:
     """Single-node points of an entry -> path of the search-space entry that defines them (first wins)."""
-    from ci_tools.config.points import search_space_concs
-
     out: dict[tuple, tuple] = {}
     for path, ss, _ in search_spaces(entry):
         if not isinstance(ss.get("tp"), int):
             continue
-        for conc in search_space_concs(ss):
+        for conc in valid_concs(ss):
             out.setdefault(point_key(ss, conc), path)
     return out
 

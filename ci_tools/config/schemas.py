@@ -159,6 +159,10 @@ def _type_hint(value: Any, types: Any) -> str:
         return f"write {int(value)} (an integer, no decimal point)"
     if isinstance(value, bool) and "integer" in types:
         return "write a number here, not true/false"
+    if "string" in types and isinstance(value, bool):
+        return "quote the value: YAML reads unquoted yes/no/on/off/true/false as a boolean"
+    if "string" in types and isinstance(value, (int, float)):
+        return f'quote the value ("{value}"): YAML reads it as a number, which also drops trailing zeros'
     if value is None:
         return "fill in a value, or remove the key"
     return ""

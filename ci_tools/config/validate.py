@@ -159,7 +159,10 @@ def check(src: Sources, change: Change = Change()) -> Report:
             findings += problems
             continue
         for issue in rules.entry_issues(data):
-            findings.append(doc.finding((key, *issue.path), f"{key}: {issue.message}", issue.hint, issue.severity))
+            message = f"{key}: {issue.message}"
+            if issue.related is not None:
+                message += f" (see line {doc.mark((key, *issue.related))[0]})"
+            findings.append(doc.finding((key, *issue.path), message, issue.hint, issue.severity))
         valid.append(Entry(key, data, doc))
 
     runners_ok = False

@@ -1,9 +1,11 @@
 """The real InferenceX configs (../shared/corpus/inferencex): 208 entries, 37 runner labels.
 
 Every entry must pass the schemas and cross-field rules. Across files, the corpus has exactly one
-kind of real inconsistency: 8 entries use 3 runner labels that runners.yaml does not declare
-(spec §1.11 / §7.11). Those are errors. Images are not digest-pinned anywhere in the corpus; no
-entry is touched by a change here, so that is one grouped warning per file. Nothing else is reported.
+kind of real inconsistency that blocks: 8 entries use 3 runner labels that runners.yaml does not
+declare (spec §1.11 / §7.11). Those are errors. Two things are warnings: images are not digest-pinned
+(202 of 208 entries; no entry is touched by a change here, so one grouped warning per file), and
+dsr1-fp4-mi355x-sglang-disagg-8k1k-mtp lists concurrency 32 of its 1P2D TP8 topology in two
+search-space entries, so that point is benchmarked twice. Nothing else is reported.
 """
 
 from __future__ import annotations
@@ -43,8 +45,10 @@ def test_all_208_entries_and_the_runners_file_pass_schema_and_rules(shared):
     assert report.counts["valid_entries"] == 208
     assert report.counts["runners_files"] == 1
     # Only cross-file findings remain: no schema or rule message about any entry's own fields.
-    kinds = {("runner label" in f.message, "without a @sha256 digest" in f.message) for f in report.findings}
-    assert kinds <= {(True, False), (False, True)}, [f.as_text() for f in report.findings]
+    kinds = {next((k for k in ("runner label", "without a @sha256 digest", "benchmarked twice") if k in f.message), None)
+             for f in report.findings}
+    assert kinds == {"runner label", "without a @sha256 digest", "benchmarked twice"}, \
+        [f.as_text() for f in report.findings]
 
 
 def test_corpus_findings_are_exactly_the_real_inconsistencies(shared):
@@ -56,9 +60,13 @@ def test_corpus_findings_are_exactly_the_real_inconsistencies(shared):
     assert set(got) == set(UNDECLARED)
     for where, label in UNDECLARED.items():
         assert f"runner label '{label}' is not declared in configs/runners.yaml" in got[where]
-    assert [(w["file"], w["message"].split(" use ")[0]) for w in body["warnings"]] == [
-        ("configs/amd-master.yaml", "56 entries in this file"),
-        ("configs/nvidia-master.yaml", "146 entries in this file")]
+    assert [(w["file"], w["line"]) for w in body["warnings"]] == [
+        ("configs/amd-master.yaml", 2), ("configs/amd-master.yaml", 856), ("configs/nvidia-master.yaml", 2)]
+    assert body["warnings"][0]["message"].startswith("56 entries in this file use an image without a @sha256 digest")
+    assert body["warnings"][2]["message"].startswith("146 entries in this file use an image without a @sha256 digest")
+    assert body["warnings"][1]["message"].startswith("dsr1-fp4-mi355x-sglang-disagg-8k1k-mtp: concurrency 32 with this")
+    assert body["warnings"][1]["message"].endswith(
+        "is already listed in another search-space entry, so the same point would be benchmarked twice (see line 837)")
     assert body["counts"]["entries"] == 208
     assert body["notes"] == ["recipes not checked: no repository root (pass --root DIR to check recipe references)"]
 

@@ -28,6 +28,15 @@ CASES = [
      lambda r: _edit(r, RECIPE, "  tp4-c4:\n    tp: 4\n    ep: 1            # EP1, not EP4: at batch 1-5 EP4 makes every decode step wait for the busiest expert rank\n    conc: 4\n",
                      "  tp4-c4:\n    tp: 4\n    ep: 1\n    conc: 4\n  tp4-c4-again:\n    tp: 4\n    ep: 1\n    conc: 4\n"),
      "error", (RECIPE, "  tp4-c4-again:", "recipe points 'tp4-c4' and 'tp4-c4-again' are the same point (tp=4 ep=1 dp-attn=false conc=4)")),
+    ("router-version",
+     lambda r: _edit(r, RECIPE, '      version: "0.3.2"', '      version: "0.4.0"'),
+     "error", (RECIPE, "    router: &dep2-router", "recipe point 'dep2-c64' runs behind sglang-router 0.4.0, but master entry "
+                                      f"{SEED} declares sglang-router 0.3.2 for it")),
+    ("router-missing-in-master",
+     lambda r: _edit(r, MASTER, ', conc-list: [64, 128],\n          router: { name: sglang-router, version: "0.3.2" } }',
+                     ", conc-list: [64, 128] }"),
+     "error", (RECIPE, "    router: *dep2-router", "recipe point 'dep2-c128' runs behind sglang-router 0.3.2, but master entry "
+                                       f"{SEED} declares no router for it")),
     ("recipe-config-key",
      lambda r: _edit(r, RECIPE, f"config-key: {SEED}", "config-key: something-else"),
      "error", (RECIPE, "config-key:", f"recipe says it serves 'something-else', but it is the recipe of master entry '{SEED}' ({MASTER}:87)")),

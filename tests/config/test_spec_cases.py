@@ -101,6 +101,8 @@ CASES = [
     ("36-missing-model", "sn", {"model": DELETE}, "missing required field 'model'"),
     ("37-no-scenario", "sn", {"scenarios": {"fixed-seq-len": []}}, "at least one scenario must be specified"),
     ("gap-mn-agentic-with-tp", "agm", {A: {"tp": 8, "kv-offloading": "none", "conc-list": [4]}}, "unknown field 'tp'"),
+    ("yaml-boolean-string", "sn", {"precision": False}, "'precision' must be a string, got boolean false"),
+    ("yaml-number-version", "sn", {"router": {"name": "r", "version": 0.3}}, "'version' must be a string, got number 0.3"),
     ("strict-isl-0", "sn", {"scenarios.fixed-seq-len.0.isl": 0}, "'isl' must be at least 1, got 0"),
 ]
 
@@ -121,6 +123,22 @@ def test_conc_start_beside_list_is_a_warning_not_an_error():
     found = findings_for({"m.yaml": {key: mutate(data, {W: {"tp": 8, "conc-start": 4, "conc-list": [4]}})}})
     assert [(f.severity, f.message.split(": ", 1)[1]) for f in found] == [
         ("warning", "'conc-start' is ignored: without both range ends, 'conc-list' is used")]
+
+
+@pytest.mark.parametrize("changes,expected", [
+    ({W: {"tp": 8, "conc-list": [4, 8, 4]}}, "concurrency 4 with this exact topology is already listed earlier in this list"),
+    ({"scenarios.fixed-seq-len.0.search-space.1": {"tp": 8, "conc-list": [64]}},
+     "concurrency 64 with this exact topology is already listed in another search-space entry, so the same point "
+     "would be benchmarked twice (see line 14)"),
+], ids=["within-a-list", "across-entries"])
+def test_duplicate_points_warn(changes, expected):
+    key, data = BASES["sn"]
+    found = findings_for({"m.yaml": {key: mutate(data, {"scenarios.fixed-seq-len.0.search-space": [
+        {"tp": 8, "conc-start": 4, "conc-end": 64}, {"tp": 4, "conc-list": [4]}]}) | {}}})
+    assert found == []
+    found = findings_for({"m.yaml": {key: mutate(mutate(data, {"scenarios.fixed-seq-len.0.search-space": [
+        {"tp": 8, "conc-start": 4, "conc-end": 64}, {"tp": 4, "conc-list": [4]}]}), changes)}})
+    assert [(f.severity, expected in f.message) for f in found] == [("warning", True)], [f.as_text() for f in found]
 
 
 @pytest.mark.parametrize("files,expected", [
@@ -157,3 +175,19 @@ def test_runners_case(runners, expected):
 def test_all_bases_are_valid_and_clean():
     found = findings_for({"m.yaml": {key: data for key, data in BASES.values()}})
     assert found == [], [f.as_text() for f in found]
+
+
+def test_ladder_refuses_a_start_below_one():
+    # Found by the fuzzer: 0 * 2 == 0, so a ladder from 0 never ended (and ate all memory).
+    from ci_tools.config.points import conc_ladder
+
+    with pytest.raises(ValueError, match="start must be at least 1"):
+        conc_ladder(0, 5)
+
+
+@pytest.mark.parametrize("ss", [{"tp": 8, "conc-start": 0, "conc-end": 8}, {"tp": 8, "conc-start": -3, "conc-end": 8},
+                                {"tp": 8, "conc-start": 0, "conc-end": 8, "conc-list": [1, 2]}])
+def test_bad_ranges_are_reported_not_expanded(ss):
+    key, data = BASES["sn"]
+    found = findings_for({"m.yaml": {key: mutate(data, {W: ss})}})
+    assert found and all(f.severity == "error" for f in found)
