@@ -9,13 +9,15 @@ History is immutable byte for byte. A change is one of:
 New entries must pass the entry schema, name config keys that exist in the masters at head, and
 carry a pr-link allowed in the mode (PR, local pre-commit, or main).
 
-When head extends base byte for byte (the usual PR), the history check is a byte comparison and
-the file is parsed once; base is parsed only when history bytes differ.
+When head extends base byte for byte (the usual PR), the history check is a byte comparison, the
+whole file is checked once on the C parser's event stream and only the new entries are built into
+data; base is parsed only when history bytes differ, and then only from the first changed entry.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from ci_tools.changelog import schema
@@ -59,13 +61,7 @@ def _keeps_trailing_lines(base: bytes) -> bool:
 
 def _entry_at(starts: list[int], offset: int) -> int:
     """0-based index of the entry containing byte `offset` (-1: before the first entry)."""
-    k = -1
-    for i, s in enumerate(starts):
-        if s <= offset:
-            k = i
-        else:
-            break
-    return k
+    return bisect_right(starts, offset) - 1
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:

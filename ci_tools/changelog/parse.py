@@ -193,41 +193,61 @@ def parse_tail(content: bytes, offset: int, index_offset: int, file: str) -> lis
 
 
 def structure_ok(content: bytes) -> bool:
-    """Cheap whole-file check: valid YAML, a list of mappings without duplicate keys, one entry per
-    `- config-keys:` line. Composes nodes with the C parser and constructs nothing, so it costs a
-    fraction of a full parse; when it fails, `parse_entries` finds and words the problem.
+    """Cheap whole-file check: valid YAML, one document, a list of mappings without duplicate or
+    non-scalar keys, one entry per `- config-keys:` line.
+
+    Walks the C parser's event stream and constructs nothing (about a third of a full load); when it
+    fails, `parse_entries` finds and words the problem. Keys are compared as written, so `1` and
+    `"1"` count as the same key here: stricter than YAML, never looser.
     """
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    loader = loader_cls(content)
+    scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
+    seq_start, map_start = yaml.SequenceStartEvent, yaml.MappingStartEvent
+    seq_end, map_end = yaml.SequenceEndEvent, yaml.MappingEndEvent
+    doc_start = yaml.DocumentStartEvent
+    # frames: [keys, expecting_key] for mappings, None for sequences
+    stack: list = []
+    items = docs = 0
     try:
-        root = loader.get_single_node()
+        for event in yaml.parse(content, Loader=loader_cls):
+            kind = type(event)
+            if kind is doc_start:
+                docs += 1
+                if docs > 1:
+                    return False
+                continue
+            if kind is seq_end or kind is map_end:
+                stack.pop()
+                if stack and stack[-1] is not None:
+                    stack[-1][1] = True  # the collection was a mapping value: a key comes next
+                continue
+            if kind is not scalar and kind is not alias and kind is not seq_start and kind is not map_start:
+                continue  # stream/document boundaries
+            if not stack:
+                if kind is not seq_start:
+                    return False  # the root must be a list
+                stack.append(None)
+                continue
+            top = stack[-1]
+            if top is None and len(stack) == 1:
+                if kind is not map_start:
+                    return False  # every entry is a mapping
+                items += 1
+            elif top is not None:
+                if top[1]:  # a key
+                    if kind is not scalar or event.value in top[0]:
+                        return False
+                    top[0].add(event.value)
+                    top[1] = False
+                    continue
+                if kind is scalar or kind is alias:
+                    top[1] = True
+            if kind is seq_start:
+                stack.append(None)
+            elif kind is map_start:
+                stack.append([set(), True])
     except yaml.YAMLError:
         return False
-    finally:
-        loader.dispose()
-    if root is None:
-        return not entry_starts(content)
-    if not isinstance(root, yaml.SequenceNode):
-        return False
-    stack = list(root.value)
-    for item in stack:
-        if not isinstance(item, yaml.MappingNode):
-            return False
-    while stack:
-        node = stack.pop()
-        if isinstance(node, yaml.MappingNode):
-            seen = set()
-            for key, value in node.value:
-                if not isinstance(key, yaml.ScalarNode):
-                    return False
-                ident = (key.tag, key.value)
-                if ident in seen:
-                    return False
-                seen.add(ident)
-                if not isinstance(value, yaml.ScalarNode):
-                    stack.append(value)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(n for n in node.value if not isinstance(n, yaml.ScalarNode))
-    return len(entry_starts(content)) == len(root.value)
+    return len(entry_starts(content)) == items

@@ -138,8 +138,15 @@ def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None
     from ci_tools.changelog.merge import canonicalize as run
     from ci_tools.gitio import Git
 
+    from ci_tools.errors import InputError
+
     git = Git(".")
-    base = base or git.merge_base("HEAD", "origin/main")
+    if not base:
+        try:
+            base = git.merge_base("HEAD", "origin/main")
+        except InputError as exc:
+            raise UsageError(f"no --base given and the default, the merge base of HEAD and origin/main, is unavailable"
+                             f" ({exc.message}); pass --base REF") from None
     repo = shell.check_repo(repo) if repo else shell.default_repo(git, "HEAD")
     target = git.toplevel() / file
     head = _read(target, file)

@@ -229,3 +229,16 @@ def test_pre_commit_hook_definition(repo_root):
     assert hook["entry"] == "ci-tools changelog lint --staged"
     assert hook["pass_filenames"] is False and hook["language"] == "python"
     assert "perf-changelog" in hook["files"]
+
+
+def test_canonicalize_without_origin_main_asks_for_base(repo):
+    out = cli(repo, "changelog", "canonicalize", "--pr", "42")
+    assert out.returncode == 2
+    assert "no --base given and the default, the merge base of HEAD and origin/main, is unavailable" in out.stderr
+    assert out.stderr.rstrip().endswith("pass --base REF")
+
+
+def test_github_format_on_success(repo):
+    head_with(repo, history(3) + b"\n" + entry())
+    out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42", "--format", "github")
+    assert out.stdout == f"::notice file={LOG}::1 new entry\n"

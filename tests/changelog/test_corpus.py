@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import subprocess
 from pathlib import Path
 
@@ -28,17 +29,17 @@ NEW = b"""
 """
 
 
-@pytest.fixture(scope="module")
-def corpus() -> tuple[bytes, list[str]]:
-    from tests.conftest import shared_dir
-
-    root = shared_dir() / "corpus" / "inferencex"
-    if not (root / FILE).is_file():
-        pytest.fail(f"the shared corpus is missing: {root / FILE}")
+@functools.cache
+def _load_corpus(root: Path) -> tuple[bytes, list[str]]:
     keys = []
     for name in ("amd-master.yaml", "nvidia-master.yaml"):
         keys += master_keys_from_bytes((root / "configs" / name).read_bytes(), name)
     return (root / FILE).read_bytes(), keys
+
+
+@pytest.fixture
+def corpus(shared) -> tuple[bytes, list[str]]:
+    return _load_corpus(shared / "corpus" / "inferencex")
 
 
 def lint(base, head, keys, pr=3801):
@@ -98,14 +99,10 @@ def test_correcting_the_placeholder_link_on_main_is_accepted(corpus):
 
 
 # -- the history bundle: 218 consecutive versions of main -----------------------------------
-@pytest.fixture(scope="module")
-def history_repo(tmp_path_factory) -> Path:
-    from tests.conftest import shared_dir
-
-    bundle = shared_dir() / "corpus" / "inferencex-history" / "perf-changelog-history.bundle"
-    if not bundle.is_file():
-        pytest.fail(f"the shared corpus is missing: {bundle}")
-    dest = tmp_path_factory.mktemp("ix-history") / "repo"
+@pytest.fixture
+def history_repo(shared, tmp_path) -> Path:
+    bundle = shared / "corpus" / "inferencex-history" / "perf-changelog-history.bundle"
+    dest = tmp_path / "ix-history"
     subprocess.run(["git", "clone", "-q", str(bundle), str(dest)], check=True, capture_output=True)
     return dest
 
