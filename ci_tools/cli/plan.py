@@ -31,7 +31,9 @@ def _rev_parse_all(git, refs: list[str]) -> None:
     """Resolve several refs with one git process (each later lookup hits the adapter's cache); on any
     failure fall back to one-by-one resolution, which names the bad ref."""
     refs = [r for r in dict.fromkeys(refs) if r and not r.startswith("-")]
-    proc = git._run("rev-parse", "--end-of-options", *[f"{r}^{{commit}}" for r in refs], check=False)
+    # refs starting with "-" were dropped above, so no option terminator is needed (and git 2.39's
+    # rev-parse would echo one back)
+    proc = git._run("rev-parse", *[f"{r}^{{commit}}" for r in refs], check=False)
     shas = proc.stdout.decode().split()
     if proc.returncode == 0 and len(shas) == len(refs):
         git._commits.update(zip(refs, shas))
@@ -107,13 +109,16 @@ def _changelog_inputs(git, base: str, head: str, changelog: str, master_paths: l
 
     files = _master_paths(git, head, master_paths)
     runners = runners or str(Path(files[0]).parent / "runners.yaml")
-    blobs = git.show_many(head, files + [runners, changelog])
+    # one `git cat-file --batch` for every file at head plus the changelog at base
+    wanted_files = files + [runners, changelog]
+    specs = [f"{git.rev_parse(head)}:{p}" for p in wanted_files] + [f"{git.rev_parse(base)}:{changelog}"]
+    blobs = git._batch(specs, wanted_files + ["\0base-changelog"])
     if blobs[changelog] is None:
         raise InputError(f"{changelog}: no such file at {head}; pass --changelog-file")
     for p in files:
         if blobs[p] is None:
             raise InputError(f"{p}: no such file at {head}")
-    raw = appended_entries(git.show(base, changelog), blobs[changelog], changelog)
+    raw = appended_entries(blobs["\0base-changelog"], blobs[changelog], changelog)
     append_only = any(e.data.get("append-only") for e in raw)
     resolved: list[list[str]] = []
 
@@ -209,6 +214,7 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
         event = dataclasses.replace(event, head_message=_head_message(git, head_ref))
     if event.name != "push":
         base_ref = git.merge_base(base_ref, head_ref)
+        git._commits.setdefault(base_ref, base_ref)   # a commit id names itself: no rev-parse needed
     decision = decide(event, policy, use_authorized=use_authorized)
     entries, head_masters, base_masters = [], None, None
     if decision.sweep and not decision.error:

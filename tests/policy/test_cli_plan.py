@@ -283,3 +283,9 @@ def test_plan_path_imports_stay_light(demo_repo):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
+
+
+def test_unknown_ref_is_named(capsys, demo_repo):
+    code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "nope-branch", "--head", "head",
+                       "--label", "full-sweep-fail-fast")
+    assert code == 1 and "unknown git ref 'nope-branch'" in err
