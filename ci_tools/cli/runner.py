@@ -104,7 +104,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     """
     from ci_tools.config.recipe import load_recipe, resolve_point
     from ci_tools.runner import layout
-    from ci_tools.runner.backends import launches, render_dry_run
+    from ci_tools.runner.backends import launches, ready_urls, render_dry_run
     from ci_tools.runner.job import CLIENT_GRACE_S, JobFailed, run_job
     from ci_tools.runner.plan import AGENTX_DATASET, Settings, build_plan
 
@@ -143,7 +143,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     (out_abs / layout.COMMANDS_TXT).write_text(text, encoding="utf-8")
     limit = client_timeout if client_timeout is not None else (plan.duration_s or 0) + CLIENT_GRACE_S
     try:
-        run_job(launches(plan, backend, settings), out_abs, plan.ready_urls, ready_timeout_s=ready_timeout,
+        run_job(launches(plan, backend, settings), out_abs, ready_urls(plan, backend, settings), ready_timeout_s=ready_timeout,
                 client_timeout_s=limit)
     except JobFailed as exc:
         click.echo(f"error: {exc.phase}: {exc.message}", err=True)

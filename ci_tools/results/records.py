@@ -66,6 +66,7 @@ class RecordScan:
     start_ns_min: int | None = None
     end_ns_max: int | None = None
     fast_lines: int = 0  # how many lines the fast path handled (for the benchmark and tests)
+    lines_read: int = 0  # blank lines included: the line-number offset of the next range
 
     @property
     def records_dropped_total(self) -> int:
@@ -264,6 +265,7 @@ def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
     isl_sum = osl_sum = 0.0
     smin = emax = None
     other_phase: list[str] = []
+    lineno = 0
     for lineno, line in enumerate(lines, 1):
         f = _fast_fields(line) if fast else None
         if f is None:
@@ -303,6 +305,7 @@ def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
             smin = start
         if emax is None or end > emax:
             emax = end
+    s.lines_read = lineno
     s.records_total += total
     s.fast_lines += fast_n
     s.records_profiled += profiled
@@ -355,24 +358,17 @@ def _line_starts(path: str, size: int, parts: int) -> list[int]:
     return offsets
 
 
-def _scan_range(args: tuple[str, int, int, bool]) -> tuple[RecordScan, int]:
+def _scan_range(args: tuple[str, int, int, bool]) -> RecordScan:
     path, start, end, fast = args
-    counter = _Counted(_iter_range(path, start, end))
-    return scan_lines(counter, fast=fast), counter.n
+    if end >= os.path.getsize(path):
+        # the last (or only) range runs to EOF: iterate the file itself, one generator hop less
+        with open(path, "rb", buffering=1 << 20) as fh:
+            fh.seek(start)
+            return scan_lines(fh, fast=fast)
+    return scan_lines(_iter_range(path, start, end), fast=fast)
 
 
-class _Counted:
-    def __init__(self, it: Iterable[bytes]):
-        self.it = it
-        self.n = 0
-
-    def __iter__(self):
-        for line in self.it:
-            self.n += 1
-            yield line
-
-
-def merge_scans(parts: Iterable[tuple[RecordScan, int]]) -> RecordScan:
+def merge_scans(parts: Iterable[RecordScan]) -> RecordScan:
     """Scans of consecutive ranges, in order -> one scan (line numbers made absolute). Consumed one
     at a time so each part's columns are freed once copied."""
     it = iter(parts)
@@ -380,8 +376,9 @@ def merge_scans(parts: Iterable[tuple[RecordScan, int]]) -> RecordScan:
     if first is None:
         return RecordScan()
     # the first part becomes the result: its columns are extended in place, not copied
-    out, offset = first
-    for s, nlines in it:
+    out = first
+    for s in it:
+        offset = out.lines_read
         out.records_total += s.records_total
         out.records_profiled += s.records_profiled
         out.records_warmup_dropped += s.records_warmup_dropped
@@ -401,7 +398,7 @@ def merge_scans(parts: Iterable[tuple[RecordScan, int]]) -> RecordScan:
             out.start_ns_min = s.start_ns_min
         if s.end_ns_max is not None and (out.end_ns_max is None or s.end_ns_max > out.end_ns_max):
             out.end_ns_max = s.end_ns_max
-        offset += nlines
+        out.lines_read += s.lines_read
     return out
 
 
@@ -413,7 +410,7 @@ def scan_file(path: Path | str, *, fast: bool = True, workers: int | None = None
         if workers is None:
             workers = min(os.cpu_count() or 1, MAX_WORKERS) if size >= PARALLEL_MIN_BYTES else 1
         if workers <= 1:
-            return _scan_range((str(p), 0, size, fast))[0]
+            return _scan_range((str(p), 0, size, fast))
         import multiprocessing
 
         bounds = _line_starts(str(p), size, workers)

@@ -24,6 +24,9 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     stop: list[list[str]] = field(default_factory=list)  # run after terminating argv's process group
     log: str = ""
+    # slurm: a command printing "<job id> <node>" once the job runs; its words fill the placeholders
+    # {server_jobid} and {server_node} of later launches and of the readiness URLs
+    locate: list[str] | None = None
 
     def shell(self, width: int = 100) -> str:
         """Copy-pasteable shell text, wrapped with `\\` between whole `--flag value` pairs."""
@@ -65,11 +68,19 @@ def _docker(plan: JobPlan, proc: Proc, settings: Settings) -> Launch:
     return Launch(proc.role, argv, {}, [["docker", "rm", "-f", name]], proc.log)
 
 
+SERVER_JOBID = "{server_jobid}"
+SERVER_NODE = "{server_node}"
+
+
 def _slurm(plan: JobPlan, proc: Proc, settings: Settings) -> Launch:
     name = f"{job_id(plan)}-{proc.role}"
-    argv = ["srun", f"--job-name={name}", "--nodes=1", "--ntasks=1"]
     if proc.role == "server":
-        argv += ["--exclusive", f"--gpus-per-node={plan.gpus}"]
+        argv = ["srun", f"--job-name={name}", "--nodes=1", "--ntasks=1", "--exclusive",
+                f"--gpus-per-node={plan.gpus}"]
+    else:
+        # the router must share the engine's node (it reaches the engine on 127.0.0.1), and the
+        # engine's job holds that node exclusively: run as another step of the same job
+        argv = ["srun", f"--jobid={SERVER_JOBID}", "--overlap", "--nodes=1", "--ntasks=1"]
     argv += [f"--container-image={image_for_slurm(plan.image)}",
              f"--container-mounts={settings.model_store}:{MODELS_MOUNT}:ro,{settings.hf_cache}:/root/.cache/huggingface",
              "--container-remap-root", "--no-container-mount-home"]
@@ -77,11 +88,21 @@ def _slurm(plan: JobPlan, proc: Proc, settings: Settings) -> Launch:
         # values go through srun's own environment: `--export=ALL,K=V` would split values with commas
         argv.append(f"--container-env={','.join(proc.env)}")
     argv += proc.argv
-    return Launch(proc.role, argv, dict(proc.env), [["scancel", f"--name={name}"]], proc.log)
+    if proc.role == "server":
+        return Launch(proc.role, argv, dict(proc.env), [["scancel", f"--name={name}"]], proc.log,
+                      locate=["squeue", "--noheader", "--format=%i %N", f"--name={name}"])
+    return Launch(proc.role, argv, dict(proc.env), [], proc.log)  # a step: ends with the job
 
 
 def _process(plan: JobPlan, proc: Proc, settings: Settings) -> Launch:
     return Launch(proc.role, list(proc.argv), dict(proc.env), [], proc.log)
+
+
+def _remote(text: str, settings: Settings, backend: str) -> str:
+    """With slurm the engine runs on a compute node: the runner reaches it by the node's name."""
+    if backend != "slurm":
+        return text
+    return text.replace(f"http://{settings.host}:", f"http://{SERVER_NODE}:")
 
 
 def launches(plan: JobPlan, backend: str, settings: Settings) -> list[Launch]:
@@ -92,8 +113,13 @@ def launches(plan: JobPlan, backend: str, settings: Settings) -> list[Launch]:
         if proc.in_container:
             out.append(wrap(plan, proc, settings))
         else:
-            out.append(Launch(proc.role, list(proc.argv), dict(proc.env), [], proc.log))
+            argv = [_remote(a, settings, backend) for a in proc.argv]
+            out.append(Launch(proc.role, argv, dict(proc.env), [], proc.log))
     return out
+
+
+def ready_urls(plan: JobPlan, backend: str, settings: Settings) -> list[str]:
+    return [_remote(u, settings, backend) for u in plan.ready_urls]
 
 
 def render_dry_run(plan: JobPlan, backend: str, settings: Settings) -> str:
@@ -104,11 +130,14 @@ def render_dry_run(plan: JobPlan, backend: str, settings: Settings) -> str:
              f"backend {backend}",
              f"# scenario {plan.scenario}" + (f", duration {plan.duration_s:g} s" if plan.duration_s else "")
              + (", eval run: no synthetic acceptance, no throughput client" if plan.run_eval else ""),
-             f"# readiness: {' then '.join(plan.ready_urls)} (deadline {settings.ready_timeout_s:g} s)"]
+             f"# readiness: {' then '.join(ready_urls(plan, backend, settings))} "
+             f"(deadline {settings.ready_timeout_s:g} s)"]
     for launch in launches(plan, backend, settings):
         lines.append("")
         lines.append(f"# {launch.role} (log: {launch.log})")
         lines.append(launch.shell())
+        if launch.locate:
+            lines.append(f"# then: {shlex.join(launch.locate)}  ->  {SERVER_JOBID} {SERVER_NODE}")
         for stop in launch.stop:
             lines.append(f"# stop: {shlex.join(stop)}")
     return "\n".join(lines) + "\n"

@@ -104,6 +104,36 @@ def _stop(run: Running, grace_s: float, say: Callable[[str], None]) -> None:
     _run_stops(run.launch, say)
 
 
+def _fill(text: str, values: dict[str, str]) -> str:
+    for key, value in values.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def _locate(run: Running, deadline_s: float, say: Callable[[str], None]) -> dict[str, str]:
+    """Wait until the scheduler says where the server job runs: {"server_jobid", "server_node"}."""
+    start = time.monotonic()
+    announced = False
+    while True:
+        code = run.popen.poll()
+        if code is not None:
+            raise JobFailed("start", f"the {run.launch.role} exited with code {code} before it was scheduled",
+                            tail_file(run.log_path))
+        try:
+            out = subprocess.run(run.launch.locate, capture_output=True, text=True, timeout=30).stdout.split()
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise JobFailed("start", f"cannot ask the scheduler where the {run.launch.role} runs: {exc}") from None
+        if len(out) >= 2 and out[1] not in ("", "(null)"):
+            say(f"{run.launch.role} runs as job {out[0]} on {out[1]}")
+            return {"server_jobid": out[0], "server_node": out[1]}
+        if time.monotonic() - start > deadline_s:
+            raise JobFailed("start", f"the {run.launch.role} job was not scheduled within {deadline_s:g} s")
+        if not announced:
+            say(f"waiting for the scheduler to place the {run.launch.role}")
+            announced = True
+        time.sleep(2.0)
+
+
 def _http_status(url: str) -> int | None:
     import httpx
 
@@ -131,11 +161,19 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
     try:
         services = [lc for lc in launches if lc.role != "client"]
         client = next((lc for lc in launches if lc.role == "client"), None)
+        where: dict[str, str] = {}
         for lc in services:
             # a container or job of the same name left by a cancelled earlier attempt would block us
             _run_stops(lc, say)
+            lc = Launch(lc.role, [_fill(a, where) for a in lc.argv], lc.env, lc.stop, lc.log, lc.locate)
             say(f"starting {lc.role}: {lc.argv[0]} ... (log: {out / lc.log})")
             running.append(_start(lc, out))
+            if lc.locate:
+                where.update(_locate(running[-1], ready_timeout_s, say))
+        ready_urls = [_fill(u, where) for u in ready_urls]
+        if client is not None:
+            client = Launch(client.role, [_fill(a, where) for a in client.argv], client.env, client.stop,
+                            client.log)
         server = running[0]
 
         def dead() -> int | None:

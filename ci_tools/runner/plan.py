@@ -76,10 +76,6 @@ class Proc:
     log: str = ""
     in_container: bool = True
 
-    def shell(self) -> str:
-        prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.env.items())
-        return (prefix + " " if prefix else "") + shlex.join(self.argv)
-
 
 @dataclass
 class JobPlan:
