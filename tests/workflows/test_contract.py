@@ -9,7 +9,7 @@ import click
 import pytest
 
 import wf_contract as wc
-from conftest import REPO, WORKFLOWS
+from wf_env import REPO, WORKFLOWS
 
 
 # Steps wired to a command (or option) that no branch provides yet, with who owes it. Listed, not

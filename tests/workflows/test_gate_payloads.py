@@ -21,7 +21,7 @@ import pytest
 import gh_expr
 import wf_contract as wc
 from ci_tools.policy.labels import load_policy
-from conftest import REPO, WORKFLOWS
+from wf_env import REPO, WORKFLOWS
 
 POLICY = load_policy(REPO)
 PRIMARY = next(name for name, p in POLICY.primary.items() if p.recommended)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, WORKFLOWS, tool
+from wf_env import REPO, WORKFLOWS, tool
 
 ZIZMOR_CONFIG = REPO / ".github" / "zizmor.yml"
 

@@ -12,7 +12,7 @@ import pytest
 
 import gh_expr
 import wf_contract as wc
-from conftest import WORKFLOWS
+from wf_env import WORKFLOWS
 
 PIPELINE = next(wf for wf in wc.load_workflows(WORKFLOWS) if wf.name == "sweep-pipeline.yml")
 

@@ -10,7 +10,7 @@ import yaml
 import wf_contract as wc
 from ci_tools import paths
 from ci_tools.policy.labels import load_policy
-from conftest import REPO, WORKFLOWS
+from wf_env import REPO, WORKFLOWS
 
 # Triggers whose jobs hold a write token or secrets while the event comes from anyone: their jobs
 # must never check out (and so never run) pull-request code.

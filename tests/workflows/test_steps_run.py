@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import wf_contract as wc
-from conftest import REPO, WORKFLOWS
+from wf_env import REPO, WORKFLOWS
 from test_gate_payloads import read_github_output
 
 

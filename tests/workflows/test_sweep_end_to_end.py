@@ -25,7 +25,7 @@ import pytest
 import gh_expr
 import wf_contract as wc
 from ci_tools.policy.labels import load_policy
-from conftest import REPO, WORKFLOWS
+from wf_env import REPO, WORKFLOWS
 from test_gate_payloads import read_github_output
 
 POLICY = load_policy(REPO)
