@@ -177,6 +177,10 @@ def test_ci_tools_commands_are_found_in_shell(script, expected):
     assert wc.ci_tools_commands(script) == expected
 
 
+def test_shell_defaults_are_used_when_unset():
+    assert wc.expand_words(["--backend", "${B:-docker}", "${C:-x}"], {"C": "set"}) == ["--backend", "docker", "set"]
+
+
 def test_array_expansion_expands_to_nothing():
     assert wc.expand_words(["plan", "${args[@]}", "--x", "$A"], {"A": "a"}) == ["plan", "--x", "a"]
 

@@ -31,7 +31,7 @@ STEP_OUTPUT = re.compile(r"\bsteps\.([A-Za-z_][\w-]*)\.outputs\.([A-Za-z_][\w-]*
 NEEDS_OUTPUT = re.compile(r"\bneeds\.([A-Za-z_][\w-]*)\.outputs\.([A-Za-z_][\w-]*)")
 # `needs.plan.outputs[format('matrix-{0}', matrix.bucket)]`: a family of outputs sharing a prefix.
 NEEDS_OUTPUT_FAMILY = re.compile(r"\bneeds\.([A-Za-z_][\w-]*)\.outputs\[\s*format\(\s*'([\w-]*)\{0\}'")
-SHELL_VAR = re.compile(r"\$\{([A-Za-z_]\w*)\}|\$([A-Za-z_]\w*)")
+SHELL_VAR = re.compile(r"\$\{([A-Za-z_]\w*)(?::-([^}]*))?\}|\$([A-Za-z_]\w*)")
 PINNED = re.compile(r"^[\w.-]+/[\w.-]+(/[\w./-]+)?@[0-9a-f]{40}$")
 VERSION_COMMENT = re.compile(r"#\s*v?\d+(\.\d+)*\b")
 LOCAL_PREFIXES = ("$/", "./")
@@ -193,9 +193,11 @@ def substitute(word: str, env: dict[str, str]) -> str:
     word = word.replace("__EXPR__", "1")
 
     def var(m: re.Match) -> str:
-        name = m.group(1) or m.group(2)
+        name = m.group(1) or m.group(3)
         if name in env:
             return env[name]
+        if m.group(2) is not None:
+            return m.group(2)  # ${NAME:-default}: the default is what the command must accept
         if name.endswith(("_SHA", "_REF")):
             return "0" * 40
         return "1"
