@@ -59,3 +59,11 @@ def test_reuse_step_needs_no_token_when_nothing_can_be_reused(shared, tmp_path, 
     done, outputs = run_step(tmp_path, "sweep-pipeline.yml", "plan", 2, event, corpus(shared, name))
     assert done.returncode == 0, done.stderr
     assert outputs["skip-pr-sweep"] == "false" and outputs["reuse-enabled"] == "false"
+
+
+def test_welcome_step_is_a_no_op_on_pushes(shared, tmp_path):
+    """welcome.yml also fires on synchronize (for the body check); the welcome step must do nothing."""
+    done, outputs = run_step(tmp_path, "welcome.yml", "welcome", 2, "pull_request_target",
+                             corpus(shared, "pull_request/synchronize.payload.json"))
+    assert done.returncode == 0, done.stderr
+    assert outputs["comment"] == "none"
