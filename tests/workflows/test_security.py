@@ -31,6 +31,8 @@ def problems_of(workflows: list[wc.Workflow]) -> list[str]:
                 found.append(f"{wf.name}: job {job_id} declares no permissions")
             if job.get("secrets") == "inherit":
                 found.append(f"{wf.name}: job {job_id} passes secrets: inherit; name each secret")
+            if "runs-on" in job and "timeout-minutes" not in job:
+                found.append(f"{wf.name}: job {job_id} has no timeout-minutes (GitHub's default is 6 hours)")
             runs_on = job.get("runs-on")
             labels = runs_on if isinstance(runs_on, list) else [runs_on]
             if "self-hosted" in labels and wf.name != "benchmark.yml":
@@ -70,6 +72,7 @@ permissions: {}
 jobs:
   j:
     runs-on: ubuntu-latest
+    timeout-minutes: 5
     permissions:
       contents: read
     steps:
@@ -88,6 +91,7 @@ jobs:
     ("    permissions:\n      contents: read\n", "", "declares no permissions"),
     ("    runs-on: ubuntu-latest", "    runs-on: [self-hosted, gb300]", "self-hosted runner outside"),
     ("          persist-credentials: false\n", "", "without persist-credentials: false"),
+    ("    timeout-minutes: 5\n", "", "has no timeout-minutes"),
 ])
 def test_planted_violation_is_reported(tmp_path, old, new, expected):
     assert problems_of([wc.Workflow(tmp_path / "ok.yml", yaml.safe_load(PLANTED), PLANTED)]) == []
