@@ -192,6 +192,9 @@ def _error_findings(doc: YamlDoc, base: tuple, err: Any) -> list[Finding]:
         return [doc.finding(path, f"{where or doc.file}: missing required field '{name}'",
                             f"add `{name}:` here (the schema named on the file's first line lists every field)")
                 for name in err.validator_value if name not in value]
+    if kind == "type" and not path:
+        return [doc.finding(path, f"the file must contain {_expected(err.validator_value)}, got {describe(value)}",
+                            "see the schema named on the file's first line for the expected layout")]
     if kind == "type":
         return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must be {_expected(err.validator_value)}, "
                             f"got {describe(value)}", _type_hint(value, err.validator_value))]

@@ -149,6 +149,7 @@ def _merge_masters(docs: list[YamlDoc]) -> tuple[list[tuple[str, dict | object, 
 def check(src: Sources, change: Change = Change()) -> Report:
     """The functional core: every rule over loaded sources. Pure: no file or process access."""
     findings = list(src.findings)
+    notes = list(src.notes)
     merged, found = _merge_masters(src.masters)
     findings += found
     valid: list[Entry] = []
@@ -174,7 +175,7 @@ def check(src: Sources, change: Change = Change()) -> Report:
             findings += crossfile.runner_labels(valid, src.runners)
             findings += crossfile.dram_hardware(valid, src.runners)
         else:
-            src.notes.append("runner labels not checked: fix the runners file first")
+            notes.append("runner labels not checked: fix the runners file first")
 
     recipes: dict[str, Recipe] = {}
     for rel, doc in src.recipes.items():
@@ -194,7 +195,7 @@ def check(src: Sources, change: Change = Change()) -> Report:
     findings = sorted(set(findings), key=lambda f: (f.file, f.line or 0, f.col or 0, f.message))
     counts = {"master_files": len(src.masters), "entries": len(merged), "valid_entries": len(valid),
               "runners_files": int(src.runners is not None), "recipes": len(src.recipes)}
-    return Report(findings, src.notes, counts)
+    return Report(findings, notes, counts)
 
 
 def validate_root(root: Path, change: Change = Change()) -> Report:

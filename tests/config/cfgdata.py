@@ -1,15 +1,13 @@
-"""Helpers for the config tests: tiny master/runners documents validated in-process, and a scratch
-copy of the repository's example data for whole-command tests."""
+"""Helpers for the config tests: small master and runners documents (the spec §5 fixtures), mutated
+per case and validated in-process with line marks."""
 
 from __future__ import annotations
 
 import copy
-import shutil
 from pathlib import Path
 
 import yaml
 
-from ci_tools import paths
 from ci_tools.config.crossfile import Change
 from ci_tools.config.validate import Sources, check
 from ci_tools.yamlio import load_yaml_text

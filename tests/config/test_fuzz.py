@@ -88,8 +88,8 @@ def _check_texts(master_text: str, runners_text: str, recipe_text: str | None = 
     return report
 
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FUZZ_DOCS = settings(FUZZ, max_examples=80)  # whole documents: each example validates 5 entries and a recipe
+FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ_DOCS = settings(FUZZ, max_examples=60)  # whole documents: each example validates 5 entries and a recipe
 
 
 @FUZZ
