@@ -21,7 +21,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from ci_tools.changelog import schema
-from ci_tools.changelog.parse import (Entry, byte_findings, count_entries, entry_starts, line_of, parse_entries,
+from ci_tools.changelog.parse import (Entry, byte_findings, entry_starts, line_of, parse_entries,
                                       parse_tail, structure_ok)
 from ci_tools.errors import Finding, InputError
 
@@ -52,11 +52,10 @@ class Mode:
 _KEEP_CHOMP = re.compile(rb"[|>][0-9]?\+[0-9]?[ ]*(?:#[^\n]*)?$", re.M)
 
 
-def _keeps_trailing_lines(base: bytes) -> bool:
+def _keeps_trailing_lines(base: bytes, last_start: int | None) -> bool:
     """Whether base's last entry ends in a `|+`/`>+` block scalar, which would absorb the empty separator
     line into its value: then appending changes history's parsed content and the full comparison runs."""
-    starts = entry_starts(base)
-    return bool(starts) and _KEEP_CHOMP.search(base, starts[-1]) is not None
+    return last_start is not None and _KEEP_CHOMP.search(base, last_start) is not None
 
 
 def _entry_at(starts: list[int], offset: int) -> int:
@@ -124,10 +123,9 @@ def _stray_text(base: bytes, head: bytes, file: str, n_base: int, starts: list[i
                    "write each entry as `- config-keys:` at column 1, then its fields indented by two spaces")
 
 
-def _separator_findings(base: bytes, head: bytes, file: str, n_base: int) -> list[Finding]:
+def _separator_findings(base: bytes, head: bytes, file: str, n_base: int, starts: list[int]) -> list[Finding]:
     """Layout of the appended region head[len(base):] (head extends base byte for byte)."""
     out: list[Finding] = []
-    starts = entry_starts(head)
     first = starts[n_base]
     gap = head[len(base):first]
     if gap.strip(b" \n"):
@@ -200,9 +198,11 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode) -> tuple[
                                       "move the entry to the end of the file, after one empty line"))
                 return errors, 0, []
             else:
-                errors.append(Finding(file, h.line, None,
-                                      f"entry {i + 1} (line {h.line}) was changed; historical entries are immutable"
-                                      " except for a pr-link-only correction",
+                at = diff_line if k == i else h.line  # point at the first changed line when it is in this entry
+                errors.append(Finding(file, at, None,
+                                      f"entry {i + 1} (line {h.line}) was changed"
+                                      + (f" at line {at}" if at != h.line else "")
+                                      + "; historical entries are immutable except for a pr-link-only correction",
                                       IMMUTABLE_HINT + "; describe the change in a new entry"))
             return errors, 0, []
         corrections.append(i)
@@ -260,14 +260,15 @@ def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
     base = base or b""
     if head == base:
         return result
-    if head.startswith(base) and (not base or base.endswith(b"\n")) and not _keeps_trailing_lines(base):
+    starts = entry_starts(head) if head.startswith(base) and (not base or base.endswith(b"\n")) else None
+    # With history byte-identical (and ending in a newline), base's entries are head's that start in it.
+    n_base = bisect_right(starts, len(base) - 1) if starts is not None else 0
+    if starts is not None and not _keeps_trailing_lines(base, starts[n_base - 1] if n_base else None):
         # History is byte-identical: only the appended region needs parsing.
-        starts = entry_starts(head)
-        n_base = count_entries(base)
         if len(starts) <= n_base:
             result.errors.append(_stray_text(base, head, file, n_base, starts))
             return result
-        layout = _separator_findings(base, head, file, n_base)
+        layout = _separator_findings(base, head, file, n_base, starts)
         if layout and layout[0].message.startswith((STRAY, "the changelog must")):
             result.errors += layout
             return result
@@ -276,7 +277,7 @@ def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
         except InputError as exc:
             result.errors += exc.findings or [Finding(file, None, None, exc.message)]
             return result
-        if not structure_ok(head):
+        if not structure_ok(head, len(starts)):
             # The new entries parse alone but not in the file: report what the full parse finds.
             if _parse(head, file, result.errors) is not None:
                 result.errors.append(Finding(file, line_of(head, starts[n_base]), None,

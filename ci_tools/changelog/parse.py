@@ -48,8 +48,23 @@ _BAD_BYTES = (
 
 # Other C0 controls and DEL (TAB, LF, CR and NUL have their own rules above).
 _CONTROL = re.compile(rb"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
-# What YAML refuses to read although it is valid UTF-8: C1 controls (except NEL) and U+FFFE/U+FFFF.
-_NON_PRINTABLE = re.compile("[\x80-\x84\x86-\x9f\ufffe\uffff]")
+_ANY_CONTROL = bytes(c for c in range(32) if c != 10) + b"\x7f"
+
+
+def _non_printable(content: bytes) -> int:
+    """Offset of the first character YAML refuses although it is valid UTF-8 (C1 controls except NEL,
+    U+FFFE, U+FFFF), found by their UTF-8 lead bytes (C2 80-84/86-9F, EF BF BE/BF); -1 if none.
+    Lead-byte searches are memchr-fast, and such characters are rare."""
+    hits = []
+    for lead, bad in ((b"\xc2", set(range(0x80, 0xA0)) - {0x85}), (b"\xef\xbf", {0xBE, 0xBF})):
+        pos = content.find(lead)
+        while pos >= 0:
+            nxt = pos + len(lead)
+            if nxt < len(content) and content[nxt] in bad:
+                hits.append(pos)
+                break
+            pos = content.find(lead, pos + 1)
+    return min(hits, default=-1)
 
 
 def byte_findings(content: bytes, file: str) -> list[Finding]:
@@ -58,27 +73,29 @@ def byte_findings(content: bytes, file: str) -> list[Finding]:
     if content.startswith(b"\xef\xbb\xbf"):
         found.append(Finding(file, 1, 1, "the file starts with a UTF-8 byte-order mark (BOM)",
                              "save the file as UTF-8 without a BOM"))
-    for bad, message, hint in _BAD_BYTES:
-        pos = content.find(bad)
-        if pos >= 0:
-            col = pos - (content.rfind(b"\n", 0, pos) + 1) + 1
-            found.append(Finding(file, line_of(content, pos), col, message, hint))
-    m = _CONTROL.search(content)
-    if m:
-        pos = m.start()
-        found.append(Finding(file, line_of(content, pos), pos - (content.rfind(b"\n", 0, pos) + 1) + 1,
-                             f"a control character (0x{content[pos]:02x}) is not allowed",
-                             "remove it; it is invisible in most editors (try `cat -A` to see it)"))
+    if len(content.translate(None, _ANY_CONTROL)) != len(content):  # one fast scan in the usual clean case
+        for bad, message, hint in _BAD_BYTES:
+            pos = content.find(bad)
+            if pos >= 0:
+                col = pos - (content.rfind(b"\n", 0, pos) + 1) + 1
+                found.append(Finding(file, line_of(content, pos), col, message, hint))
+        m = _CONTROL.search(content)
+        if m:
+            pos = m.start()
+            found.append(Finding(file, line_of(content, pos), pos - (content.rfind(b"\n", 0, pos) + 1) + 1,
+                                 f"a control character (0x{content[pos]:02x}) is not allowed",
+                                 "remove it; it is invisible in most editors (try `cat -A` to see it)"))
     try:
-        text = content.decode("utf-8")
+        content.decode("utf-8")
     except UnicodeDecodeError as exc:
         found.append(Finding(file, line_of(content, exc.start), None, "the file is not valid UTF-8",
                              "save the file as UTF-8"))
     else:
-        m = _NON_PRINTABLE.search(text)
-        if m:
-            line = text.count("\n", 0, m.start()) + 1
-            found.append(Finding(file, line, None, f"the character U+{ord(m.group()):04X} is not allowed in YAML",
+        pos = _non_printable(content)
+        if pos >= 0:
+            char = content[pos:pos + (2 if content[pos] == 0xC2 else 3)].decode("utf-8")
+            found.append(Finding(file, line_of(content, pos), None,
+                                 f"the character U+{ord(char):04X} is not allowed in YAML",
                                  "remove it; it is invisible in most editors"))
     if content and not content.endswith(b"\n"):  # an empty file is an empty changelog
         found.append(Finding(file, line_of(content, len(content)), None,
@@ -192,12 +209,13 @@ def parse_tail(content: bytes, offset: int, index_offset: int, file: str) -> lis
     return _parse(content[offset:], file, line_offset=line_of(content, offset) - 1, index_offset=index_offset)
 
 
-def structure_ok(content: bytes) -> bool:
+def structure_ok(content: bytes, n_starts: int | None = None) -> bool:
     """Cheap whole-file check: valid YAML, one document, a list of mappings without duplicate or
     non-scalar keys, one entry per `- config-keys:` line.
 
     Walks the C parser's event stream and constructs nothing (about a third of a full load); when it
-    fails, `parse_entries` finds and words the problem. Keys are compared as written, so `1` and
+    fails, `parse_entries` finds and words the problem. `n_starts`: the number of `- config-keys:`
+    lines when the caller already counted them. Keys are compared as written, so `1` and
     `"1"` count as the same key here: stricter than YAML, never looser.
     """
     import yaml
@@ -250,4 +268,4 @@ def structure_ok(content: bytes) -> bool:
                 stack.append([set(), True])
     except yaml.YAMLError:
         return False
-    return len(entry_starts(content)) == items
+    return (len(entry_starts(content)) if n_starts is None else n_starts) == items

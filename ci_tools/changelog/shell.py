@@ -1,7 +1,8 @@
 """The imperative shell of the changelog commands: read bytes from git, call the pure core.
 
 Sources of the two versions:
-  * refs (`--base`/`--head`): both read from git objects, never from the working tree;
+  * refs (`--base`/`--head`): both read from git objects, never from the working tree; the base
+    version is taken at the merge base of the two refs, as `git diff base...head` does;
   * staged (`--staged`, pre-commit): base = HEAD (absent in a repository with no commit yet),
     head = the index, i.e. exactly what `git commit` is about to record.
 Master configs are read from the same place as the head version.
@@ -49,10 +50,13 @@ def read_sources(git: Git, *, base: str | None, head: str | None, file: str, mas
         blobs = git.show_staged_many([file, *master_files])
     else:
         git.rev_parse_many([base, head])  # type: ignore[list-item]
+        # Judge what head changed since it left base (`git diff base...head`): a PR behind main is
+        # judged on its own entries, not on main's newer ones it does not have yet.
+        fork = git.merge_base(base, head)  # type: ignore[arg-type]
         master_files = master_paths(git, head, masters)
-        got = git.read([(base, file), (head, file), (head, paths.POLICY)]  # type: ignore[list-item]
+        got = git.read([(fork, file), (head, file), (head, paths.POLICY)]  # type: ignore[list-item]
                        + [(head, m) for m in master_files])
-        base_bytes = got[(base, file)]  # type: ignore[index]
+        base_bytes = got[(fork, file)]
         git.prefetched[(head, paths.POLICY)] = got[(head, paths.POLICY)]
         blobs = {f: got[(head, f)] for f in [file, *master_files]}
     if not master_files:

@@ -41,7 +41,9 @@ def cli() -> None:
 
 
 @cli.command(short_help="Check that a changelog change is append-only and its new entries valid.")
-@click.option("--base", metavar="REF", help="The version the change starts from (e.g. the PR's base commit).")
+@click.option("--base", metavar="REF",
+              help="What the change is compared with (e.g. the PR's base branch); the file is read at the merge"
+                   " base of BASE and HEAD, as `git diff BASE...HEAD` does.")
 @click.option("--head", metavar="REF", help="The version to judge (e.g. the PR's head commit).")
 @click.option("--staged", is_flag=True,
               help="Judge what is staged for commit against HEAD (pre-commit mode; placeholders accepted).")
@@ -123,7 +125,7 @@ def _summary(result) -> str:
 @_pr_option(True)
 @_REPO
 @click.option("--base", metavar="REF",
-              help="Where the PR's entries start. Default: the merge base of HEAD and origin/main.")
+              help="What the PR is compared with; read at the merge base of BASE and HEAD. Default: origin/main.")
 @_FILE
 def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None:
     """Rewrite the placeholder pr-links of the entries appended since BASE to the PR's link.
@@ -147,6 +149,8 @@ def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None
         except InputError as exc:
             raise UsageError(f"no --base given and the default, the merge base of HEAD and origin/main, is unavailable"
                              f" ({exc.message}); pass --base REF") from None
+    else:
+        base = git.merge_base(base, "HEAD")  # the same reading of --base as `lint`
     repo = shell.check_repo(repo) if repo else shell.default_repo(git, "HEAD")
     target = git.toplevel() / file
     head = _read(target, file)

@@ -60,8 +60,8 @@ NUL_ETC = [
      "not valid YAML: duplicate key 'description' (first written at line 21)"),
     ("malformed YAML", H + b"\n" + E.replace(b"  description:", b" description:"), 21,
      "not valid YAML: while parsing a block collection: did not find expected '-' indicator"),
-    ("history edited", H.replace(b"Change 2.", b"Change two."), 7,
-     "entry 2 (line 7) was changed; historical entries are immutable except for a pr-link-only correction"),
+    ("history edited", H.replace(b"Change 2.", b"Change two."), 10,
+     "entry 2 (line 7) was changed at line 10; historical entries are immutable except for a pr-link-only correction"),
     ("history reformatted", H.replace(b"  pr-link: " + LINK.encode() + b"/2", b"  pr-link:  " + LINK.encode() + b"/2"), 11,
      "historical bytes changed at line 11 (in entry 2 (line 7)) without a change of content;"
      " whitespace and formatting of history are immutable"),
