@@ -145,6 +145,7 @@ def main() -> int:
     ap.add_argument("--baseline-records", type=int, default=100_000)
     ap.add_argument("--dir", type=Path)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="with --dir: keep an export written by an earlier run")
     args = ap.parse_args()
     if not (CORPUS / "profile_export.jsonl").is_file():
         sys.exit(f"the shared corpus is missing: {CORPUS}")
@@ -154,7 +155,12 @@ def main() -> int:
         adir = job / "aiperf_artifacts"
         adir.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
-        info = write_export(adir / "profile_export.jsonl", args.records)
+        marker = adir / f".records-{args.records}"
+        if args.reuse and marker.exists():
+            info = json.loads(marker.read_text())
+        else:
+            info = write_export(adir / "profile_export.jsonl", args.records)
+            marker.write_text(json.dumps(info))
         size = (adir / "profile_export.jsonl").stat().st_size
         print(f"wrote {args.records:,} records ({size / 1e9:.2f} GB, {size / args.records:,.0f} B/record) "
               f"in {time.perf_counter() - t:.1f} s")

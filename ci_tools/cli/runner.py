@@ -144,7 +144,8 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     limit = client_timeout if client_timeout is not None else (plan.duration_s or 0) + CLIENT_GRACE_S
     try:
         run_job(launches(plan, backend, settings), out_abs, ready_urls(plan, backend, settings), ready_timeout_s=ready_timeout,
-                client_timeout_s=limit)
+                client_timeout_s=limit,
+                client_outputs=(f"{layout.AIPERF_DIR}/{layout.PROFILE_JSONL}", f"{layout.AIPERF_DIR}/{layout.PROFILE_JSON}"))
     except JobFailed as exc:
         click.echo(f"error: {exc.phase}: {exc.message}", err=True)
         if exc.tail:

@@ -31,6 +31,7 @@ from ci_tools.errors import Finding, InputError
 
 PROFILING = "profiling"
 _PROFILING_B = PROFILING.encode()
+_PROFILING_Q = _PROFILING_B + b'"'
 
 # metric name in the record -> column name in RecordScan
 LATENCY_METRICS = {
@@ -125,7 +126,6 @@ _ISL_KEY = b'"input_sequence_length":{"value":'
 _TTFT_KEY = b'"time_to_first_token":{"value":'
 # written after the per-chunk latency array, whose length grows with the output: found from the end
 _ITL_KEY = b'"inter_token_latency":{"value":'
-_METRICS_KEY = b'"metrics":{'
 
 
 def _fast_fields(line: bytes) -> tuple | None:
@@ -139,59 +139,66 @@ def _fast_fields(line: bytes) -> tuple | None:
     if pos < 0:
         return None
     a = pos + 19
-    b = find(b",", a)
+    b = a + 19  # nanosecond timestamps have 19 digits until 2286; check, else search
+    if line[b:b + 1] != b",":
+        b = find(b",", a)
     pos = find(_END_KEY, b)
     if pos < 0:
         return None
     c = pos + 17
-    d = find(b",", c)
+    d = c + 19
+    if line[d:d + 1] != b",":
+        d = find(b",", c)
     pos = find(_PHASE_KEY, d)
     if pos < 0:
         return None
     e = pos + 19
-    f = find(b'"', e)
-    m = find(_METRICS_KEY, f)
-    if m < 0:
-        return None
+    if line.startswith(_PROFILING_Q, e):
+        phase = _PROFILING_B
+        f = e + 9
+    else:
+        f = find(b'"', e)
+        phase = line[e:f]
     # usually in this order, one pass; AIPerf may order metrics differently from run to run, so a
-    # key not found after the previous one is searched again from the start of `metrics`
-    p1 = find(_E2EL_KEY, m)
+    # key not found after the previous one is searched again from the end of the metadata
+    p1 = find(_E2EL_KEY, f)
     if p1 < 0:
         return None
     p1 += 27
     q1 = find(b",", p1)
     p2 = find(_OSL_KEY, q1)
     if p2 < 0:
-        p2 = find(_OSL_KEY, m)
+        p2 = find(_OSL_KEY, f)
         if p2 < 0:
             return None
     p2 += 34
     q2 = find(b",", p2)
     p3 = find(_ISL_KEY, q2)
     if p3 < 0:
-        p3 = find(_ISL_KEY, m)
+        p3 = find(_ISL_KEY, f)
         if p3 < 0:
             return None
     p3 += 33
     q3 = find(b",", p3)
     p4 = find(_TTFT_KEY, q3)
     if p4 < 0:
-        p4 = find(_TTFT_KEY, m)
+        p4 = find(_TTFT_KEY, f)
         if p4 < 0:
             return None
     p4 += 31
     q4 = find(b",", p4)
-    p5 = line.rfind(_ITL_KEY, m)
+    p5 = line.rfind(_ITL_KEY, f)
     if p5 < 0:
         return None
     p5 += 31
     q5 = find(b",", p5)
-    if find(_ERROR_KEY, max(q1, q2, q3, q4, q5)) >= 0:
+    # `error` is written after every metric (MetricRecordInfo's field order), so after q5
+    if find(_ERROR_KEY, q5) >= 0:
         return None
     try:
         # token counts are integers in AIPerf's output; int() of a short ASCII number is the cheapest
         # conversion, and a float-looking count falls back to the slow path via ValueError
-        return (line[e:f], int(line[a:b]), int(line[c:d]), float(line[p1:q1]),
+        return (phase, int(line[a:b]), int(line[c:d]), float(line[p1:q1]),
                 int(line[p2:q2]), int(line[p3:q3]), float(line[p4:q4]), float(line[p5:q5]))
     except ValueError:
         return None
@@ -252,6 +259,13 @@ def _add_slow(s: RecordScan, f: dict) -> None:
         s.end_ns_max = end
 
 
+_NO_MIN = 1 << 128  # above any nanosecond timestamp
+
+
+def _no_fast(line: bytes) -> None:
+    return None
+
+
 def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
     """Scan an iterable of JSONL lines (bytes). `fast=False` forces json.loads on every line.
 
@@ -260,18 +274,19 @@ def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
     """
     s = RecordScan()
     ttft_a, itl_a, e2el_a, norm_a = s.ttft_ms.append, s.itl_ms.append, s.e2el_ms.append, s.e2e_per_token_ms.append
-    isfinite = math.isfinite
-    total = profiled = fast_n = isl_n = osl_n = 0
+    parse = _fast_fields if fast else _no_fast
+    inf = math.inf
+    slow = profiled = 0
     isl_sum = osl_sum = 0.0
-    smin = emax = None
+    smin, emax = _NO_MIN, -1
     other_phase: list[str] = []
     lineno = 0
     for lineno, line in enumerate(lines, 1):
-        f = _fast_fields(line) if fast else None
+        f = parse(line)
         if f is None:
             if not line.strip():
                 continue
-            total += 1
+            slow += 1
             try:
                 rec = json.loads(line)
             except ValueError:
@@ -281,46 +296,43 @@ def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
                 continue
             _add_slow(s, _slow_fields(rec))
             continue
-        total += 1
-        fast_n += 1
         phase, start, end, e2el, osl, isl, ttft, itl = f
         if phase != _PROFILING_B:
             other_phase.append(phase.decode(errors="replace"))
             continue
         profiled += 1
-        # a NaN fails every comparison, so `x > 0` also rejects it; inf needs isfinite
-        if ttft > 0 and isfinite(ttft):
+        # `0 < x < inf` is False for NaN, inf and non-positive values: the rule of _good()
+        if 0.0 < ttft < inf:
             ttft_a(ttft)
-        if itl > 0 and isfinite(itl):
+        if 0.0 < itl < inf:
             itl_a(itl)
-        if e2el > 0 and isfinite(e2el):
+        if 0.0 < e2el < inf:
             e2el_a(e2el)
             if osl > 0:
                 norm_a(e2el / osl)
         isl_sum += isl
-        isl_n += 1
         osl_sum += osl
-        osl_n += 1
-        if smin is None or start < smin:
+        if start < smin:
             smin = start
-        if emax is None or end > emax:
+        if end > emax:
             emax = end
+    fast_n = profiled + len(other_phase)
     s.lines_read = lineno
-    s.records_total += total
+    s.records_total += slow + fast_n
     s.fast_lines += fast_n
     s.records_profiled += profiled
     s.isl_sum += isl_sum
     s.osl_sum += osl_sum
-    s.isl_count += isl_n
-    s.osl_count += osl_n
+    s.isl_count += profiled
+    s.osl_count += profiled
     if profiled:
         s.phases[PROFILING] = s.phases.get(PROFILING, 0) + profiled
     for phase in other_phase:
         s.phases[phase] = s.phases.get(phase, 0) + 1
     s.records_warmup_dropped += len(other_phase)
-    if smin is not None and (s.start_ns_min is None or smin < s.start_ns_min):
+    if smin is not _NO_MIN and (s.start_ns_min is None or smin < s.start_ns_min):
         s.start_ns_min = smin
-    if emax is not None and (s.end_ns_max is None or emax > s.end_ns_max):
+    if emax >= 0 and (s.end_ns_max is None or emax > s.end_ns_max):
         s.end_ns_max = emax
     return s
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -145,7 +146,8 @@ def _http_status(url: str) -> int | None:
 
 def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_timeout_s: float,
             client_timeout_s: float, say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
-            stop_grace_s: float = STOP_GRACE_S, poll_s: float = 0.2, progress_every_s: float = 60.0) -> dict:
+            stop_grace_s: float = STOP_GRACE_S, poll_s: float = 0.2, progress_every_s: float = 60.0,
+            client_outputs: tuple[str, ...] = ()) -> dict:
     """Run the launches (server, [router], client). Returns the status written to status.json.
 
     Raises JobFailed (clean message, log tail) on any failure; the status file is written first."""
@@ -203,6 +205,11 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
                 if code is not None:
                     if code != 0:
                         raise JobFailed("client", f"AIPerf exited with code {code}", tail_file(crun.log_path))
+                    # AIPerf 0.13 can exit 0 after an internal failure (seen: ZMQ socket paths too long)
+                    missing = [name for name in client_outputs if not (out / name).is_file()]
+                    if missing:
+                        raise JobFailed("client", f"AIPerf exited 0 but did not write {', '.join(missing)}",
+                                        tail_file(crun.log_path))
                     break
                 srv = dead()
                 if srv is not None:
@@ -232,6 +239,7 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
         try:
             for r in reversed(running):
                 _stop(r, stop_grace_s, say)
+            shutil.rmtree(out / layout.AIPERF_TMP, ignore_errors=True)
             (out / layout.STATUS_JSON).write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
         finally:
             signal.signal(signal.SIGTERM, previous)

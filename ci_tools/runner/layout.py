@@ -23,13 +23,14 @@ ROUTER_LOG = "router.log"
 CLIENT_LOG = "client.log"
 STATUS_JSON = "status.json"
 AIPERF_DIR = "aiperf_artifacts"
+AIPERF_TMP = "aiperf_tmp"  # AIPerf's memory-mapped dataset files; removed when the job ends
 PROFILE_JSONL = "profile_export.jsonl"
 PROFILE_JSON = "profile_export_aiperf.json"
 RESULT_JSON = "result.json"
 COLLECTION_JSON = "results.json"
 
 # AIPerf files too large or useless to upload (the per-request export stays: it is the evidence)
-UPLOAD_EXCLUDE = (f"{AIPERF_DIR}/inputs.json", f"{AIPERF_DIR}/profile_export_raw.jsonl")
+UPLOAD_EXCLUDE = (f"{AIPERF_DIR}/inputs.json", f"{AIPERF_DIR}/profile_export_raw.jsonl", f"{AIPERF_TMP}/")
 
 ARTIFACT_KINDS = {
     "result": "bmk",            # result.json (valid or not; `results collect` filters)

@@ -248,9 +248,12 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     rf = layout.result_filename({**row, "tp": point.key.tp, "ep": point.key.ep, "dp-attn": point.key.dp_attn,
                                  "conc": point.key.conc}, settings.runner_name)
     if not run_eval:
+        # AIPerf leaves its memory-mapped dataset files in the system temp dir; keep them in the job
+        # directory instead, where the job removes them (a runner host would fill up otherwise)
         procs.append(Proc("client", client_argv(row, model, settings, base_url, point.key.conc, scenario,
                                                 duration, fast, session_header, out_dir),
-                          {}, layout.CLIENT_LOG, in_container=False))
+                          {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{layout.AIPERF_TMP}"},
+                          layout.CLIENT_LOG, in_container=False))
     return JobPlan(row=row, point=point, scenario=scenario, result_filename=rf, procs=procs, base_url=base_url,
                    ready_urls=ready, duration_s=duration, run_eval=run_eval, gpus=gpus, served_model=model,
                    image=point.image)

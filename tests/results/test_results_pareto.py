@@ -146,3 +146,12 @@ def test_frontier_properties(coords):
             assert pareto.dominates(next(q for q in points if q.name == name), p)
     for a in front:
         assert not any(pareto.dominates(b, a) for b in points)
+
+
+def test_readme_pareto_block_is_current():
+    readme = (REPO / "README.md").read_text()
+    head = "$ ci-tools results pareto docs/seed-points.csv --format markdown --plot docs/pareto-seed.png\n"
+    start = readme.index(head) + len(head)
+    block = readme[start:readme.index("```", start)]
+    assert block == run([str(SEED_CSV), "--format", "markdown"]).output
+    assert (REPO / "docs/pareto-seed.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -68,8 +70,10 @@ def job(tmp_path, aiperf, hf_home):
            "run-eval": False, "recipe": "recipe.yaml"}
     (tmp_path / "row.json").write_text(json.dumps(row))
     mark = uuid.uuid4().hex
+    # a short system temp dir: AIPerf puts its ZMQ sockets there (107-character path limit)
+    systmp = Path(tempfile.mkdtemp(prefix="cit-"))
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "CI_TOOLS_TEST_MARK": mark,
-           "PYTHONUNBUFFERED": "1"}
+           "PYTHONUNBUFFERED": "1", "TMPDIR": str(systmp)}
     port = free_port()
 
     def argv(server_flags: str = "", duration: float = 2, extra: list[str] | None = None) -> list[str]:
@@ -81,7 +85,8 @@ def job(tmp_path, aiperf, hf_home):
                 "--runner-name", "",
                 *(extra or [])]
 
-    yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "mark": mark}
+    yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "mark": mark, "systmp": systmp}
+    shutil.rmtree(systmp, ignore_errors=True)
     left = marked_processes(mark)
     for line in left:  # never leave anything behind, even when the assertion below fails
         try:
@@ -131,6 +136,9 @@ def test_runner_then_results_process_matches_independent_values(job):
                  "aiperf_artifacts/profile_export.jsonl", "aiperf_artifacts/profile_export_aiperf.json"):
         assert (out / name).exists(), name
     assert json.loads((out / "status.json").read_text())["ok"] is True
+    # AIPerf's memory-mapped dataset files went to the job directory and were removed with the job
+    assert not (out / "aiperf_tmp").exists()
+    assert not list(job["systmp"].glob("aiperf_mmap_*"))
     outputs = dict(line.split("=", 1) for line in gh_out.read_text().splitlines())
     rf = "stub_tp2_conc2_fp4_sglang_tp2-ep1-dpafalse_spec-mtp_conc2"
     assert outputs == {"result-filename": rf, "out-dir": str(out), "artifact-result": f"bmk_{rf}",
@@ -212,3 +220,27 @@ def test_sigterm_during_client(job):
     assert p.returncode == 143, err
     assert "cancelled by SIGTERM" in err
     assert json.loads((job["out"] / "status.json").read_text())["reason"] == "cancelled (SIGTERM)"
+
+
+def test_aiperf_exit_zero_without_exports_is_a_failure(job):
+    # a temp dir whose path is too long for AIPerf's ZMQ sockets: AIPerf 0.13 fails inside and exits 0
+    long_tmp = job["dir"] / ("t" * 60) / ("u" * 40)
+    long_tmp.mkdir(parents=True)
+    run = subprocess.run(job["argv"](), env={**job["env"], "TMPDIR": str(long_tmp)}, capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 1, run.stderr
+    assert "AIPerf exited 0 but did not write aiperf_artifacts/profile_export.jsonl" in run.stderr
+    assert "longer than 107 characters" in run.stderr  # the client log tail says why
+
+
+def test_sigterm_while_waiting_for_readiness(job):
+    p = subprocess.Popen(job["argv"]("--never-ready", extra=["--ready-timeout", "60"]), env=job["env"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server_log = job["out"] / "server.log"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and "serving" not in (server_log.read_text() if server_log.exists() else ""):
+        time.sleep(0.1)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 143, err
+    assert "error: ready: cancelled by SIGTERM" in err

@@ -73,3 +73,12 @@ def test_bad_rows_are_clear(tmp_path, change, message):
     res = CliRunner().invoke(cli, ["runner", "run", "--row", str(path), "--dry-run", *FIXED])
     assert res.exit_code != 0
     assert message in str(res.exception) + res.output
+
+
+def test_readme_dry_run_block_is_current(tmp_path):
+    readme = (REPO / "README.md").read_text()
+    head = "$ ci-tools runner run --row docs/examples/row-dep2-c64.json --backend docker --dry-run\n"
+    start = readme.index(head) + len(head)
+    block = readme[start:readme.index("```", start)]
+    row = json.loads((REPO / "docs/examples/row-dep2-c64.json").read_text())
+    assert block == dry_run(tmp_path, row, "docker")

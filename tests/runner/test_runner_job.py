@@ -42,3 +42,25 @@ def test_server_that_dies_before_scheduling_is_reported(tmp_path):
                 say=lambda m: None, stop_grace_s=1)
     assert exc.value.message == "the server exited with code 3 before it was scheduled"
     assert "no GPUs" in exc.value.tail
+
+
+def test_engine_and_router_both_waited_for_then_stopped(tmp_path):
+    import re
+
+    engine, router = free_port(), free_port()
+    server = Launch("server", [sys.executable, str(STUB), "--port", str(engine)], {}, [], "server.log")
+    # the stub answers like a router too; what matters is two services, both waited for and stopped
+    front = Launch("router", [sys.executable, str(STUB), "--port", str(router)], {}, [], "router.log")
+    client = Launch("client", [sys.executable, "-c", "print('ok')"], {}, [], "client.log")
+    urls = [f"http://127.0.0.1:{engine}/health", f"http://127.0.0.1:{router}/health",
+            f"http://127.0.0.1:{router}/v1/models"]
+    said: list[str] = []
+    status = run_job([server, front, client], tmp_path, urls, ready_timeout_s=20, client_timeout_s=20,
+                     say=said.append, stop_grace_s=5)
+    assert status["ok"] is True
+    assert [s.split(" after")[0] for s in said if s.startswith("ready:")] == [f"ready: {u}" for u in urls]
+    for log in ("server.log", "router.log"):
+        text = (tmp_path / log).read_text()
+        port = int(re.search(r"127\.0\.0\.1:(\d+)", text).group(1))
+        with socket.socket() as s:  # nobody listens any more: the service was stopped
+            assert s.connect_ex(("127.0.0.1", port)) != 0, log
