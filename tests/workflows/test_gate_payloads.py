@@ -20,6 +20,7 @@ import pytest
 
 import gh_expr
 import wf_contract as wc
+from wf_contract import read_github_output
 from ci_tools.policy.labels import load_policy
 from wf_env import REPO, WORKFLOWS
 
@@ -31,24 +32,6 @@ FORK = "octo-fork/Hello-World"
 
 def workflow(name: str) -> wc.Workflow:
     return next(wf for wf in wc.load_workflows(WORKFLOWS) if wf.name == name)
-
-
-def read_github_output(text: str) -> dict[str, str]:
-    """Parse $GITHUB_OUTPUT: `name=value` lines and `name<<DELIM ... DELIM` blocks."""
-    outputs, lines, i = {}, text.splitlines(), 0
-    while i < len(lines):
-        line = lines[i]
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delim = line.split("<<", 1)
-            j = lines.index(delim, i + 1)
-            outputs[name] = "\n".join(lines[i + 1:j])
-            i = j + 1
-            continue
-        if "=" in line:
-            name, value = line.split("=", 1)
-            outputs[name] = value
-        i += 1
-    return outputs
 
 
 def run_gate(event_name: str, payload: dict, tmp: Path, run_id: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ import pytest
 
 import wf_contract as wc
 from wf_env import REPO, WORKFLOWS
-from test_gate_payloads import read_github_output
+from wf_contract import read_github_output
 
 
 def step_argv(workflow: str, job: str, index: int) -> list[str]:

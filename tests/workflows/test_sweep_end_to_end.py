@@ -26,7 +26,7 @@ import gh_expr
 import wf_contract as wc
 from ci_tools.policy.labels import load_policy
 from wf_env import REPO, WORKFLOWS
-from test_gate_payloads import read_github_output
+from wf_contract import read_github_output
 
 POLICY = load_policy(REPO)
 PRIMARY = next(name for name, p in POLICY.primary.items() if p.recommended)

@@ -471,3 +471,21 @@ def check_all(workflows: list[Workflow], cli: CliModel, root: Path) -> list[Prob
     problems += check_pinning(workflows)
     problems += check_no_expressions_in_run(workflows)
     return problems
+
+
+def read_github_output(text: str) -> dict[str, str]:
+    """Parse $GITHUB_OUTPUT: `name=value` lines and `name<<DELIM ... DELIM` blocks."""
+    outputs, lines, i = {}, text.splitlines(), 0
+    while i < len(lines):
+        line = lines[i]
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delim = line.split("<<", 1)
+            j = lines.index(delim, i + 1)
+            outputs[name] = "\n".join(lines[i + 1:j])
+            i = j + 1
+            continue
+        if "=" in line:
+            name, value = line.split("=", 1)
+            outputs[name] = value
+        i += 1
+    return outputs
