@@ -229,3 +229,8 @@ def test_release_job_exports_every_bucket():
     assert spelled == expected
     for name in expected:
         assert outputs[name] == "${{ steps.after-canary.outputs.%s || steps.no-canary.outputs.%s }}" % (name, name)
+
+
+def test_github_output_file_is_read_like_github_does():
+    text = "a=1\nmissing<<EOF_1\nline one\nline=two\nEOF_1\nb=x=y\n"
+    assert wc.read_github_output(text) == {"a": "1", "missing": "line one\nline=two", "b": "x=y"}
