@@ -19,14 +19,14 @@ from ci_tools.errors import InputError
 # name -> (module, one-line help). The help is repeated here so `--help` needs no imports.
 COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("ci_tools.cli.config", "Validate master configs, runners and recipes."),
+    "changelog": ("ci_tools.cli.changelog", "Append-only changelog gate, link canonicalisation, conflict resolution."),
+    "matrix": ("ci_tools.cli.matrix", "Expand master configs into InferenceX benchmark matrix rows."),
+    "plan": ("ci_tools.cli.plan", "Plan a change's sweep: gate verdict, canaries, points, GPU-hours."),
     "comment": ("ci_tools.cli.comment", "Act on PR comment commands (/use, /stage-results, /sweep plan)."),
     "reuse": ("ci_tools.cli.reuse", "Decide sweep-run reuse for a PR push or a merge to main."),
     "signoff": ("ci_tools.cli.signoff", "Verify a CODEOWNER sign-off and set its commit status."),
     "stage": ("ci_tools.cli.stage", "Handle the results app's staging callbacks."),
     "bot": ("ci_tools.cli.bot", "Welcome comment, status card and PR-description check."),
-    "changelog": ("ci_tools.cli.changelog", "Append-only changelog gate, link canonicalisation, conflict resolution."),
-    "matrix": ("ci_tools.cli.matrix", "Expand master configs into InferenceX benchmark matrix rows."),
-    "plan": ("ci_tools.cli.plan", "Plan a change's sweep: gate verdict, canaries, points, GPU-hours."),
     "results": ("ci_tools.cli.results", "Process AIPerf exports, collect results, Pareto and claims."),
     "runner": ("ci_tools.cli.runner", "Serve one matrix row's recipe point and run the benchmark client."),
 }

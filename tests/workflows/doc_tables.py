@@ -1,0 +1,109 @@
+"""The generated tables of docs/workflows.md: jobs (trigger, runner, command, permissions, secrets)
+and labels, rendered from the workflow files and the policy so the page cannot drift from them.
+
+    python3 tests/workflows/doc_tables.py          # print the tables
+    python3 tests/workflows/doc_tables.py --write  # rewrite them in docs/workflows.md
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+REPO = HERE.parents[1]
+
+import wf_contract as wc  # noqa: E402
+
+DOC = REPO / "docs" / "workflows.md"
+SECRET = re.compile(r"secrets\.([A-Z_][A-Z0-9_]*)")
+
+
+def _perms(job: dict) -> str:
+    perms = job.get("permissions")
+    if not perms:
+        return "none"
+    return ", ".join(f"{k}: {v}" for k, v in sorted(perms.items()))
+
+
+def _runner(job: dict) -> str:
+    if "uses" in job:
+        return f"calls `{job['uses'].rsplit('/', 1)[-1]}`"
+    runs_on = job.get("runs-on")
+    if isinstance(runs_on, list):
+        return " + ".join("the row's runner label" if "${{" in str(x) else str(x) for x in runs_on)
+    return str(runs_on)
+
+
+def _commands(job: dict) -> str:
+    found = []
+    for step in job.get("steps") or []:
+        if isinstance(step.get("run"), str):
+            for argv in wc.ci_tools_commands(step["run"]):
+                words = [w for w in argv if not w.startswith("-")][:2]
+                sub = " ".join(w for w in words if re.fullmatch(r"[a-z][a-z-]*", w))
+                mode = " --gate-only" if "--gate-only" in argv else ""
+                found.append(f"`ci-tools {sub}{mode}`")
+    return "<br>".join(dict.fromkeys(found)) or "–"
+
+
+def jobs_table(workflows: list[wc.Workflow]) -> str:
+    rows = ["| workflow | trigger | job | runs on | command | permissions | secrets |",
+            "|---|---|---|---|---|---|---|"]
+    for wf in workflows:
+        triggers = ", ".join(sorted(str(t) for t in wf.on))
+        for job_id, job in wf.jobs.items():
+            secrets = sorted(set(SECRET.findall(str(job))))
+            rows.append(f"| {wf.name} | {triggers} | {job_id} | {_runner(job)} | {_commands(job)} | "
+                        f"{_perms(job)} | {', '.join(secrets) or '–'} |")
+    return "\n".join(rows)
+
+
+def labels_table(policy) -> str:
+    rows = ["| label | kind | effect |", "|---|---|---|"]
+    for name, p in policy.primary.items():
+        effect = (f"{p.scope} sweep; canary {'yes' if p.canary else 'no'}; fail-fast {'yes' if p.fail_fast else 'no'}; "
+                  f"reusable with /use {'yes' if p.reusable else 'no'}" + ("; recommended" if p.recommended else ""))
+        rows.append(f"| `{name}` | primary | {effect} |")
+    for name, m in policy.modifiers.items():
+        bits = []
+        if m.evals:
+            bits.append(f"evals: {m.evals}")
+        if m.agentx_profile:
+            bits.append(f"AgentX profile: {m.agentx_profile}")
+        bits.append("blocks /use reuse" if m.blocks_reuse else "reuse unaffected")
+        rows.append(f"| `{name}` | modifier | {'; '.join(bits)} |")
+    return "\n".join(rows)
+
+
+def render_all() -> dict[str, str]:
+    from ci_tools.policy.labels import load_policy
+    return {"jobs": jobs_table(wc.load_workflows(REPO / ".github" / "workflows")),
+            "labels": labels_table(load_policy(REPO))}
+
+
+def splice(text: str, name: str, table: str) -> str:
+    begin, end = f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
+    pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end), re.S)
+    if not pattern.search(text):
+        raise SystemExit(f"{DOC}: markers {begin} ... {end} are missing")
+    return pattern.sub(lambda m: f"{begin}\n{table}\n{end}", text)
+
+
+def main(argv: list[str]) -> int:
+    tables = render_all()
+    if "--write" in argv:
+        text = DOC.read_text()
+        for name, table in tables.items():
+            text = splice(text, name, table)
+        DOC.write_text(text)
+    else:
+        for name, table in tables.items():
+            print(f"## {name}\n{table}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,183 @@
+"""The sweep's steps run as the workflow files write them, on a real repository, outputs passed on
+the way GitHub passes them: plan → canary rows → the runner's dry run → canary markers → release →
+family matrices.
+
+The repository is the example change (the seed PR: examples/demo.py builds it with real git), the
+event a real `labeled` payload from the webhook corpus pointed at its commits. Each `run:` script is
+executed with bash the way GitHub does (`bash --noprofile --norc -eo pipefail`), with the step's
+`env:` expanded from the job's context, and its $GITHUB_OUTPUT read back through the job's
+`outputs:`. Only the GPU work is left out: `runner run` is called with `--dry-run`.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import gh_expr
+import wf_contract as wc
+from ci_tools.policy.labels import load_policy
+from wf_env import REPO, WORKFLOWS
+from wf_contract import read_github_output
+
+POLICY = load_policy(REPO)
+PRIMARY = next(name for name, p in POLICY.primary.items() if p.recommended)
+BIN = str(Path(sys.executable).parent)
+
+
+def workflow(name: str) -> wc.Workflow:
+    return next(wf for wf in wc.load_workflows(WORKFLOWS) if wf.name == name)
+
+
+def step(wf: wc.Workflow, job: str, step_id: str | None = None, name: str | None = None) -> dict:
+    return next(s for s in wf.jobs[job]["steps"] if (step_id and s.get("id") == step_id)
+                or (name and s.get("name") == name))
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Path:
+    spec = importlib.util.spec_from_file_location("demo", REPO / "examples" / "demo.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    dest = tmp_path_factory.mktemp("seed")
+    demo.build_scratch_repo(dest)
+    return dest
+
+
+@pytest.fixture(scope="module")
+def event(repo, tmp_path_factory) -> Path:
+    shared = Path(os.environ.get("CI_TOOLS_SHARED", REPO.parent / "shared"))
+    payload = json.loads((shared / "corpus/github-webhooks/pull_request/labeled.payload.json").read_text())
+    payload = copy.deepcopy(payload)
+    rev = lambda ref: subprocess.run(["git", "rev-parse", ref], cwd=repo, capture_output=True, text=True,
+                                     check=True).stdout.strip()
+    payload["pull_request"]["base"]["sha"] = rev("base")
+    payload["pull_request"]["head"]["sha"] = rev("head")
+    template = payload["pull_request"]["labels"][0]
+    payload["pull_request"]["labels"] = [{**template, "name": PRIMARY}]
+    payload["label"] = {**payload["label"], "name": PRIMARY}
+    path = tmp_path_factory.mktemp("event") / "event.json"
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def run_step(s: dict, context: dict, cwd: Path, tmp: Path, event: Path) -> tuple[subprocess.CompletedProcess, dict]:
+    """Run one `run:` step like GitHub: bash -eo pipefail, step env expanded, $GITHUB_OUTPUT read back."""
+    out = tmp / f"output-{len(list(tmp.glob('output-*')))}"
+    out.write_text("")
+    env = {k: v for k, v in os.environ.items() if k not in ("GITHUB_TOKEN", "GH_TOKEN", "GITHUB_STEP_SUMMARY")}
+    env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", GITHUB_EVENT_NAME="pull_request",
+               GITHUB_EVENT_PATH=str(event), GITHUB_OUTPUT=str(out), RUNNER_TEMP=str(tmp),
+               GITHUB_REPOSITORY="Codertocat/Hello-World")
+    env.update({k: gh_expr.interpolate(str(v), context) for k, v in (s.get("env") or {}).items()})
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", s["run"]], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+    return done, read_github_output(out.read_text())
+
+
+def job_outputs(job: dict, steps: dict[str, dict]) -> dict[str, str]:
+    context = {"steps": {sid: {"outputs": outs} for sid, outs in steps.items()}}
+    return {name: gh_expr.interpolate(expr, context) for name, expr in job["outputs"].items()}
+
+
+def runs(s_or_job: dict, context: dict) -> bool:
+    return gh_expr.job_runs(s_or_job.get("if"), context, gh_expr.Status())
+
+
+@pytest.fixture(scope="module")
+def planned(repo, event, tmp_path_factory):
+    """The plan job, step by step: reuse (no API for a label event), then the plan."""
+    pipeline = workflow("sweep-pipeline.yml")
+    tmp = tmp_path_factory.mktemp("plan-job")
+    steps: dict[str, dict] = {}
+    for sid in ("reuse", "plan"):
+        s = step(pipeline, "plan", sid)
+        assert runs(s, {"steps": {k: {"outputs": v} for k, v in steps.items()}}), f"step {sid} would not run"
+        done, outputs = run_step(s, {"github": {"token": ""}}, repo, tmp, event)
+        assert done.returncode == 0, f"step {sid}: {done.stderr}"
+        steps[sid] = outputs
+    return job_outputs(pipeline.jobs["plan"], steps)
+
+
+def test_plan_job_plans_a_canaried_sweep(planned):
+    pipeline = workflow("sweep-pipeline.yml")
+    assert planned["sweep"] == "true" and planned["has-canary"] == "true" and planned["reuse"] == "false"
+    needs = {"needs": {"plan": {"result": "success", "outputs": planned}}}
+    assert runs(pipeline.jobs["canary"], needs)
+    assert json.loads(planned["canary"]), "a canaried sweep with no canary rows"
+
+
+def test_canary_and_family_rows_are_accepted_by_the_runner(planned, repo, tmp_path, event):
+    """The rows the plan hands the template are rows `runner run` understands (dry run: no GPU)."""
+    bench = workflow("benchmark.yml")
+    write_row, serve = step(bench, "run", name="Write the row"), step(bench, "run", "run")
+    for row in json.loads(planned["canary"]):
+        done, _ = run_step(write_row, {"matrix": {"row": row}}, repo, tmp_path, event)
+        assert done.returncode == 0, done.stderr
+        assert json.loads((tmp_path / "row.json").read_text()) == row
+        dry = {**serve, "run": serve["run"] + " --dry-run"}
+        done, _ = run_step(dry, {"matrix": {"row": row}, "secrets": {"HF_TOKEN": ""}}, repo, tmp_path, event)
+        assert done.returncode == 0, f"runner run refused the planned row: {done.stderr}"
+        assert "sglang" in done.stdout
+
+
+def release(planned, passed_rows: list[dict], repo: Path, tmp: Path, event: Path) -> dict[str, str]:
+    """Markers written by benchmark.yml's own step for each passed canary, then the release job."""
+    bench, pipeline = workflow("benchmark.yml"), workflow("sweep-pipeline.yml")
+    mark = step(bench, "run", name="Mark the canary passed")
+    downloads = tmp / "canaries"
+    downloads.mkdir()
+    for index, row in enumerate(passed_rows):
+        leg = tmp / f"leg-{index}"
+        leg.mkdir()
+        context = {"inputs": {"canary": True}, "matrix": {"row": row}}
+        assert runs(mark, context)
+        done, _ = run_step(mark, context, repo, leg, event)
+        assert done.returncode == 0, done.stderr
+        # upload-artifact `canary-passed-<index>` then download-artifact into canaries/<name>/
+        shutil.copytree(leg / "canary", downloads / f"canary-passed-{index}")
+    job = pipeline.jobs["release"]
+    needs = {"needs": {"plan": {"result": "success", "outputs": planned}}}
+    steps = {}
+    for sid in ("after-canary", "no-canary"):
+        s = step(pipeline, "release", sid)
+        if runs(s, needs):
+            done, outputs = run_step(s, needs, repo, tmp, event)
+            assert done.returncode == 0, f"{sid}: {done.stderr}"
+            steps[sid] = outputs
+    assert list(steps) == ["after-canary"]
+    return job_outputs(job, steps)
+
+
+def test_passed_canary_releases_its_family(planned, repo, tmp_path, event):
+    canaries = json.loads(planned["canary"])
+    released = release(planned, canaries, repo, tmp_path, event)
+    pipeline = workflow("sweep-pipeline.yml")
+    family = pipeline.jobs["family"]
+    assert runs(family, {"needs": {"release": {"result": "success", "outputs": released}}})
+    buckets = json.loads(released["buckets"])
+    assert buckets
+    families = {row["runner"] for row in canaries}
+    for bucket in buckets:
+        context = {"needs": {"release": {"outputs": released}}, "matrix": {"bucket": bucket}}
+        rows = json.loads(gh_expr.interpolate(family["with"]["rows"], context))
+        assert rows and {row["runner"] for row in rows} <= families
+        assert gh_expr.interpolate(family["with"]["fail-fast"], context) in ("true", "false")
+    # the canary rows are not run again
+    all_rows = [json.dumps(r, sort_keys=True) for b in buckets for r in json.loads(released[f"matrix-{b}"])]
+    assert not {json.dumps(c, sort_keys=True) for c in canaries} & set(all_rows)
+
+
+def test_failed_canary_holds_its_family_back(planned, repo, tmp_path, event):
+    released = release(planned, [], repo, tmp_path, event)
+    assert released["sweep"] == "false" and json.loads(released["buckets"]) == []
+    family = workflow("sweep-pipeline.yml").jobs["family"]
+    assert not runs(family, {"needs": {"release": {"result": "success", "outputs": released}}})
