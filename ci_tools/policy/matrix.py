@@ -18,7 +18,6 @@ Deliberate differences from InferenceX (each documented in the README section "S
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Iterable, Mapping
 
 from ci_tools.config.points import conc_ladder
@@ -172,6 +171,8 @@ def dram_budget_gb(ss: Mapping[str, Any], kv: Any, utilization: Any, runner: str
         raise InputError(f"{key}: runner {runner!r} has no 'available-cpu-dram-mib'/'gpus-per-node' in the "
                          f"runners file's hardware section (needed for kv-offloading: dram); "
                          f"hardware keys there: {known}")
+    from decimal import Decimal  # only KV-offload rows need it; keeps the import off the common path
+
     avail = min(int(hw["available-cpu-dram-mib"]), MAX_AGENTIC_DRAM_MIB)
     gpn = int(hw["gpus-per-node"])
     u = Decimal(str(utilization))
