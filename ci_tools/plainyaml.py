@@ -231,18 +231,19 @@ def load_plain(text: str) -> Any:
     """The data of `text` if it is in the plain block subset; raises `Unsupported` otherwise."""
     if _UNSAFE.search(text):
         raise Unsupported
-    lines = [(len(indent), content) for indent, content in _LINE.findall(text)]
+    # Indents stay strings of spaces: compared as strings they order like their lengths.
+    lines: list[tuple[str, str]] = _LINE.findall(text)
     if not lines:
         return None
     n = len(lines)
-    lines.append((-1, ""))  # sentinel: every block ends before it
+    lines.append(("", "#"))  # sentinel: ends every block (content no real line has)
     memo: dict[str, Any] = {}
     pairs: dict[str, tuple[Any, int, Any]] = {}  # the same `key: value` lines recur many times
 
-    def block(i: int, ind: int) -> tuple[Any, int]:
+    def block(i: int, ind: str) -> tuple[Any, int]:
         return seq(i, ind) if _is_item(lines[i][1]) else mapping(i, ind)
 
-    def mapping(i: int, ind: int) -> tuple[dict, int]:
+    def mapping(i: int, ind: str) -> tuple[dict, int]:
         out: dict = {}
         while True:
             s = lines[i][1]
@@ -263,12 +264,12 @@ def load_plain(text: str) -> Any:
             elif kind == _FLOW_TEXT:
                 value = _flow(value, memo)
             out[key] = value
-            if nxt < ind:
+            if nxt < ind or i == n:
                 return out, i
             if nxt > ind:
                 raise Unsupported
 
-    def seq(i: int, ind: int) -> tuple[list, int]:
+    def seq(i: int, ind: str) -> tuple[list, int]:
         out: list = []
         while True:
             s = lines[i][1]
@@ -282,7 +283,7 @@ def load_plain(text: str) -> Any:
                 if nxt > ind:
                     value, i = block(i, nxt)
             elif _is_item(rest) or _KEY.match(rest):
-                col = ind + len(s) - len(rest)
+                col = ind + " " * (len(s) - len(rest))
                 lines[i] = (col, rest)  # `- key: v` opens a mapping at the key's column
                 value, i = block(i, col)
             else:
