@@ -34,6 +34,7 @@ _KEY = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_./+:-]*?):(?: +(.*))?$")
 _DQ = re.compile(r'"([^"\\]*)"(?: +#.*)?$')
 _SQ = re.compile(r"'((?:[^']|'')*)'(?: +#.*)?$")
 _FLOW_TOKEN = re.compile(r"[\[\]{},]|[^\[\]{},]+")
+_MAX_KEY = 1000  # PyYAML rejects a key longer than 1024 characters (its simple-key limit)
 _FLOW_KEY = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_./+-]*):(?: +(.*))?$")
 # The number forms written in configs, and what PyYAML makes of them: decimal integers (`_` allowed
 # after the first digit: `2_063_920`), decimal fractions, and dotted versions (`1.2.1`: neither its
@@ -152,7 +153,7 @@ def _parse_flow(text: str, memo: dict[str, Any]) -> Any:
                 return pairs, k + 1
             while True:
                 m = _FLOW_KEY.match(tokens[skip(k)])
-                if m is None:
+                if m is None or m.end(1) > _MAX_KEY:
                     raise Unsupported
                 k = skip(k) + 1
                 key = _plain(m.group(1), memo)
@@ -216,7 +217,7 @@ def _pair(s: str, memo: dict[str, Any]) -> tuple[Any, int, Any]:
     """`key: rest` -> (key, kind, value): `_OPEN` (nothing after the colon), `_SCALAR` (value), or
     `_FLOW_TEXT` (value is the flow text, parsed afresh each time since it builds a mutable object)."""
     m = _KEY.match(s)
-    if m is None:
+    if m is None or m.end(1) > _MAX_KEY:
         raise Unsupported
     key = _plain(m.group(1), memo)
     rest = m.group(2)

@@ -133,6 +133,9 @@ UNSUPPORTED = [
     "a: `x\n",
     "plain scalar document\n",
     "a: [1, 2\n",
+    "k" * 1030 + ": 1\n",                   # longer than PyYAML's simple-key limit
+    "{" + "k" * 1030 + ": 1}\n",
+    "a: {" + "k" * 1030 + ": 1}\n",
 ]
 
 
