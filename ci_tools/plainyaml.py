@@ -115,6 +115,7 @@ def _flow(text: str, memo: dict[str, Any]) -> Any:
 
 
 _NOT_FLAT = object()
+_CLOSE = {"[": "]", "{": "}"}
 
 
 def _parse_flow(text: str, memo: dict[str, Any]) -> Any:
@@ -123,6 +124,23 @@ def _parse_flow(text: str, memo: dict[str, Any]) -> Any:
         if text[cut - 1] != " ":
             raise Unsupported
         text = text[:cut].rstrip(" ")
+    inner = text[1:-1]
+    if text[-1] == _CLOSE[text[0]] and not ("[" in inner or "]" in inner or "{" in inner or "}" in inner):
+        # flat (most flows in configs): split on commas, no tokenizer
+        if not inner.strip(" "):
+            return [] if text[0] == "[" else {}
+        if text[0] == "[":
+            return [_flow_item(part.strip(" "), memo) for part in inner.split(",")]
+        flat: dict = {}
+        for part in inner.split(","):
+            m = _FLOW_KEY.match(part.strip(" "))
+            if m is None or m.group(2) is None or m.end(1) > _MAX_KEY:
+                raise Unsupported
+            key = _plain(m.group(1), memo)
+            if key in flat:
+                raise Unsupported
+            flat[key] = _flow_item(m.group(2), memo)
+        return flat
     tokens = [t.strip(" ") for t in _FLOW_TOKEN.findall(text)]
     tokens.append("")  # sentinel: reading past the end fails the checks below
     n = len(tokens) - 1
@@ -242,7 +260,8 @@ def load_plain(text: str) -> Any:
     pairs: dict[str, tuple[Any, int, Any]] = {}  # the same `key: value` lines recur many times
 
     def block(i: int, ind: str) -> tuple[Any, int]:
-        return seq(i, ind) if _is_item(lines[i][1]) else mapping(i, ind)
+        s = lines[i][1]
+        return seq(i, ind) if s[0] == "-" and (len(s) == 1 or s[1] == " ") else mapping(i, ind)
 
     def mapping(i: int, ind: str) -> tuple[dict, int]:
         out: dict = {}
@@ -258,7 +277,11 @@ def load_plain(text: str) -> Any:
             nxt = lines[i][0]
             if kind == _OPEN:
                 if nxt > ind:
-                    value, i = block(i, nxt)
+                    s = lines[i][1]
+                    if s[0] == "-" and (len(s) == 1 or s[1] == " "):
+                        value, i = seq(i, nxt)
+                    else:
+                        value, i = mapping(i, nxt)
                 elif nxt == ind and _is_item(lines[i][1]):
                     value, i = seq(i, ind)  # a sequence may sit at its key's indent
                 nxt = lines[i][0]
@@ -274,7 +297,7 @@ def load_plain(text: str) -> Any:
         out: list = []
         while True:
             s = lines[i][1]
-            if not _is_item(s):
+            if s[0] != "-" or (len(s) > 1 and s[1] != " "):
                 return out, i  # a key at this indent: the caller's mapping continues (or rejects it)
             rest = s[1:].lstrip(" ")
             if not rest or rest[0] == "#":
