@@ -105,7 +105,9 @@ def _flow_item(text: str, memo: dict[str, Any]) -> Any:
 
 def _flow(text: str, memo: dict[str, Any]) -> Any:
     """A flow collection written on one line (nesting allowed), optionally followed by a comment."""
-    flat = memo.get(text, _NOT_FLAT)  # the same short lists and mappings recur; a copy of a flat one will do
+    # The same short lists and mappings recur; a copy of a flat one will do. They share `memo` with
+    # plain scalars safely: a flow text starts with `[`/`{`, which no plain scalar passed to `_plain` does.
+    flat = memo.get(text, _NOT_FLAT)
     if flat is not _NOT_FLAT:
         return flat.copy()
     value = _parse_flow(text, memo)
