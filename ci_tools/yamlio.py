@@ -15,14 +15,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ci_tools.errors import Finding, InputError
 
-try:  # pragma: no cover - depends on how PyYAML was built
-    _Loader = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
+# PyYAML is imported by the first parse that needs it, not with this module: importing it costs more
+# than `matrix full-sweep` spends reading both masters through `ci_tools.plainyaml`.
+yaml: Any = None
+_Loader: Any = None
+_MemoLoader: Any = None
+
+
+def _pyyaml() -> None:
+    """Import PyYAML and define the loaders built on it (once)."""
+    global yaml, _Loader, _MemoLoader
+    if _MemoLoader is not None:
+        return
+    import yaml as module
+
+    # the C parser when PyYAML was built with it, the Python one otherwise
+    loader = getattr(module, "CSafeLoader", module.SafeLoader)
+
+    class MemoLoader(loader):  # type: ignore[misc, valid-type]
+        """The safe loader with the implicit-tag lookup of plain scalars memoised by value: in a master
+        config the same few thousand values (`tp`, `8`, `true`, image names) recur, and the lookup is the
+        costliest Python step of composing the document. Only the value decides the tag there."""
+
+        _tags: dict[str, str] = {}
+
+        def resolve(self, kind, value, implicit):  # noqa: D102
+            if kind is module.ScalarNode and implicit[0]:
+                tag = self._tags.get(value)
+                if tag is None:
+                    tag = self._tags[value] = super().resolve(kind, value, implicit)
+                return tag
+            return super().resolve(kind, value, implicit)
+
+    yaml, _Loader, _MemoLoader = module, loader, MemoLoader
 
 Path_ = tuple  # a path into the data: ("key", 0, "sub-key")
 
@@ -130,6 +157,7 @@ def load_yaml_text(text: str, file: str = "<input>") -> YamlDoc:
     if problems:
         raise InputError(problems[0].message, findings=problems)
     doc = YamlDoc(file, None)
+    _pyyaml()
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -197,6 +225,13 @@ def load_data_fast(text: str, file: str = "<input>") -> Any:
     """
     if "\t" in text or "\x00" in text or text.startswith("\ufeff"):
         return load_yaml_text(text, file).data
+    from ci_tools.plainyaml import Unsupported, load_plain
+
+    try:
+        return load_plain(text)  # the plain block shape configs are written in, without PyYAML's objects
+    except Unsupported:
+        pass
+    _pyyaml()
     loader = _MemoLoader(text)
     constructors = loader.yaml_constructors
 
@@ -221,22 +256,6 @@ def load_data_fast(text: str, file: str = "<input>") -> Any:
         return load_yaml_text(text, file).data
     finally:
         loader.dispose()
-
-
-class _MemoLoader(_Loader):  # type: ignore[misc, valid-type]
-    """The safe loader with the implicit-tag lookup of plain scalars memoised by value: in a master
-    config the same few thousand values (`tp`, `8`, `true`, image names) recur, and the lookup is the
-    costliest Python step of composing the document. Only the value decides the tag there."""
-
-    _tags: dict[str, str] = {}
-
-    def resolve(self, kind, value, implicit):  # noqa: D102
-        if kind is yaml.ScalarNode and implicit[0]:
-            tag = self._tags.get(value)
-            if tag is None:
-                tag = self._tags[value] = super().resolve(kind, value, implicit)
-            return tag
-        return super().resolve(kind, value, implicit)
 
 
 class _Defer(Exception):

@@ -47,8 +47,8 @@ def _common(f):
 
 
 def _read_masters_fast(files: list[Path]):
-    """Every master entry without line marks (the hot path); any problem re-reads with marks so the
-    error is located."""
+    """Every master entry without line marks (the hot path). Files outside the plain YAML subset go
+    through PyYAML; any problem re-reads everything with marks so the error is located."""
     from ci_tools.config.masters import merge_master_docs, read_masters
     from ci_tools.yamlio import YamlDoc, load_data_fast, read_text
 
@@ -61,15 +61,17 @@ def _read_masters_fast(files: list[Path]):
 def _run(config_files, runners_file, config_keys, concs, model_prefix, precision, framework, runner_type, seq_lens,
          scenario_type, min_conc, max_conc, step_size, max_tp, max_ep, single_node, multi_node, no_evals, evals_only,
          all_evals) -> None:
-    from ci_tools.config.masters import default_master_paths, read_masters, read_runners
+    from ci_tools.config.masters import default_master_paths, read_masters
     from ci_tools.policy.matrix import Filters, expand, select_evals
+    from ci_tools.yamlio import load_data_fast, read_text
 
     if no_evals and (evals_only or all_evals):
         raise UsageError("--no-evals cannot be combined with --evals-only or --all-evals")
     files = [Path(p) for p in config_files] or default_master_paths(Path("."))
     masters = _read_masters_fast(files) if files else read_masters(files)
     runners_path = Path(runners_file) if runners_file else files[0].parent / "runners.yaml"
-    runners = read_runners(runners_path).data if runners_path.exists() or runners_file else {}
+    # mark-free like the masters; a problem is reported by the located loader all the same
+    runners = load_data_fast(read_text(runners_path), str(runners_path)) if runners_path.exists() or runners_file else {}
     if runners is None or not isinstance(runners, dict):
         raise InputError(f"{runners_path}: expected a mapping with `labels` and `hardware`")
     labels = runners.get("labels") or {}

@@ -18,7 +18,6 @@ Deliberate differences from InferenceX (each documented in the README section "S
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Iterable, Mapping
 
 from ci_tools.config.points import conc_ladder
@@ -172,6 +171,8 @@ def dram_budget_gb(ss: Mapping[str, Any], kv: Any, utilization: Any, runner: str
         raise InputError(f"{key}: runner {runner!r} has no 'available-cpu-dram-mib'/'gpus-per-node' in the "
                          f"runners file's hardware section (needed for kv-offloading: dram); "
                          f"hardware keys there: {known}")
+    from decimal import Decimal  # only KV-offload rows need it; keeps the import off the common path
+
     avail = min(int(hw["available-cpu-dram-mib"]), MAX_AGENTIC_DRAM_MIB)
     gpn = int(hw["gpus-per-node"])
     u = Decimal(str(utilization))
@@ -257,15 +258,21 @@ def _expand_fixed(key: str, entry: Mapping[str, Any], f: Filters, out: list[Row]
                     continue
                 if ep is not None and ep > f.max_ep:
                     ep = f.max_ep
-            for conc in _keep_concs(_fixed_sn_concs(ss, f), f):
-                row = _head(entry)
-                row.update({"isl": isl, "osl": osl, "tp": tp, "pp": ss.get("pp", 1),
-                            "dcp-size": ss.get("dcp-size", 1), "pcp-size": ss.get("pcp-size", 1),
-                            "conc": conc, "max-model-len": isl + osl + 256,
-                            "ep": 1 if ep is None else ep,
-                            "dp-attn": False if ss.get("dp-attn") is None else ss["dp-attn"],
-                            "spec-decoding": spec, "exp-name": exp_name, "disagg": False, "run-eval": False})
-                _metadata(row, ss, entry)
+            concs = _keep_concs(_fixed_sn_concs(ss, f), f)
+            if not concs:
+                continue
+            # the keys before and after `conc` are the same for every concurrency: build them once
+            before = _head(entry)
+            before.update({"isl": isl, "osl": osl, "tp": tp, "pp": ss.get("pp", 1),
+                           "dcp-size": ss.get("dcp-size", 1), "pcp-size": ss.get("pcp-size", 1)})
+            after = {"max-model-len": isl + osl + 256, "ep": 1 if ep is None else ep,
+                     "dp-attn": False if ss.get("dp-attn") is None else ss["dp-attn"],
+                     "spec-decoding": spec, "exp-name": exp_name, "disagg": False, "run-eval": False}
+            _metadata(after, ss, entry)
+            for conc in concs:
+                row = before.copy()
+                row["conc"] = conc
+                row.update(after)
                 out.append(Row(key, row))
 
 
@@ -305,20 +312,24 @@ def _expand_agentic(key: str, entry: Mapping[str, Any], f: Filters, hardware: Ma
             kv = ss.get("kv-offloading")
             dram = dram_budget_gb(ss, kv, util, runner, hardware, key)
             tp = ss["tp"]
+            if not concs:
+                continue
+            before = _head(entry)
+            before.update({"tp": tp, "pp": ss.get("pp", 1), "dcp-size": ss.get("dcp-size", 1),
+                           "pcp-size": ss.get("pcp-size", 1), "ep": 1 if ss.get("ep") is None else ss["ep"],
+                           "dp-attn": False if ss.get("dp-attn") is None else ss["dp-attn"],
+                           "spec-decoding": spec})
+            after: dict = {}
+            if backend is not None:
+                after["kv-offload-backend"] = backend
+            _metadata(after, ss, entry)
+            suffix = f"_{_kv_suffix(kv, backend)}" + (f"_spec-{spec}" if spec != "none" else "")
             for conc in concs:
-                row = _head(entry)
-                name = f"{mp}_tp{tp}_conc{conc}_{_kv_suffix(kv, backend)}"
-                if spec != "none":
-                    name += f"_spec-{spec}"
-                row.update({"tp": tp, "pp": ss.get("pp", 1), "dcp-size": ss.get("dcp-size", 1),
-                            "pcp-size": ss.get("pcp-size", 1), "ep": 1 if ss.get("ep") is None else ss["ep"],
-                            "dp-attn": False if ss.get("dp-attn") is None else ss["dp-attn"],
-                            "spec-decoding": spec, "conc": conc, "kv-offloading": kv,
-                            "total-cpu-dram-gb": dram, "duration": DEFAULT_AGENTIC_DURATION,
-                            "exp-name": name, "scenario-type": AGENTIC})
-                if backend is not None:
-                    row["kv-offload-backend"] = backend
-                _metadata(row, ss, entry)
+                row = before.copy()
+                row.update({"conc": conc, "kv-offloading": kv, "total-cpu-dram-gb": dram,
+                            "duration": DEFAULT_AGENTIC_DURATION, "exp-name": f"{mp}_tp{tp}_conc{conc}{suffix}",
+                            "scenario-type": AGENTIC})
+                row.update(after)
                 out.append(Row(key, row))
 
 
