@@ -191,7 +191,7 @@ def recipe_links(entries: list[Entry], recipes: dict[str, Recipe], recipe_paths:
             if ref not in recipe_paths:
                 what = "recipe" if how == "recipe" else "CONFIG_FILE setting"
                 out.append(e.doc.finding(e.at(*path), f"{what} {ref} does not exist",
-                                         f"check the path (relative to the repository root) or add the file"))
+                                         "check the path (relative to the repository root) or add the file"))
                 continue
             rec = recipes.get(ref)
             if rec is None:
@@ -313,7 +313,7 @@ def naming(entries: list[Entry]) -> list[Finding]:
     out = []
     for e in entries:
         d = e.data
-        problems, hints = [], []
+        problems: list[str] = []
         prefix = f"{d['model-prefix']}-{d['precision']}-"
         if not KEY_CHARS.match(e.key):
             problems.append("uses characters other than lowercase letters, digits, '.' and '-'")

@@ -237,8 +237,7 @@ class GitHub:
         return self._cache[key]
 
     def team_member(self, org: str, team: str, login: str) -> bool:
-        from github.GithubException import GithubException  # noqa: F401  (404 = not a member)
-
+        # 404 means "not a member"; any other failure propagates (fail closed).
         key = f"team:{org}/{team}:{login.lower()}"
         if key not in self._cache:
             try:

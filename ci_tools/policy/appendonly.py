@@ -10,21 +10,13 @@ import copy
 from typing import Any, Mapping
 
 from ci_tools.errors import InputError
-from ci_tools.policy.matrix import Row, is_agentic
+from ci_tools.policy.matrix import Row, is_agentic, row_key
 
 _CURVE_EXCLUDED = frozenset({"conc", "exp-name", "recipe-fingerprint"})
 
 
-def _freeze(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    return value
-
-
 def curve_key(row: Mapping[str, Any]) -> tuple:
-    return tuple(sorted((k, _freeze(v)) for k, v in row.items() if k not in _CURVE_EXCLUDED))
+    return row_key(row, _CURVE_EXCLUDED)
 
 
 def _concs(row: Mapping[str, Any]) -> tuple[int, ...]:

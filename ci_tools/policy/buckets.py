@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ci_tools.policy.matrix import AGENTIC, Row, is_agentic, is_multinode, seq_len_name
+from ci_tools.policy.matrix import AGENTIC, Row, is_agentic, is_multinode, row_key, seq_len_name
 
 # Matrix families the workflows run, in the order canary ties are broken. Output names derive from these.
 BENCH_BUCKETS = ("single-node-1k1k", "single-node-8k1k", "single-node-agentic",
@@ -53,14 +53,6 @@ def recipe_fingerprint(row: Mapping[str, Any]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _freeze(value: Any) -> Any:
-    if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    return value
-
-
 def trim(rows: list[Row]) -> list[Row]:
     """`sweep-enabled`: each config at its lowest concurrency (spec §1.2). Throughput rows only.
 
@@ -71,7 +63,7 @@ def trim(rows: list[Row]) -> list[Row]:
     for i, r in enumerate(rows):
         if is_multinode(r.data):
             continue
-        key = tuple(sorted((k, _freeze(v)) for k, v in r.data.items() if k not in ("conc", "exp-name")))
+        key = row_key(r.data, ("conc", "exp-name"))
         if key not in best or r.data["conc"] < rows[best[key]].data["conc"]:
             best[key] = i
     keep = set(best.values())

@@ -17,7 +17,7 @@ Deliberate differences from InferenceX (each documented in the README section "S
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
 from ci_tools.config.points import conc_ladder
@@ -370,8 +370,14 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+def row_key(row: Mapping[str, Any], excluded: frozenset[str] | tuple[str, ...]) -> tuple:
+    """A hashable identity of a row ignoring the `excluded` keys (nested values frozen); the one
+    grouping key used for eval parallelism groups, trimming and append-only curves."""
+    return tuple(sorted((k, _freeze(v)) for k, v in row.items() if k not in excluded))
+
+
 def _parallelism_key(row: Mapping[str, Any]) -> tuple:
-    return tuple(sorted((k, _freeze(v)) for k, v in row.items() if k not in _PARALLELISM_EXCLUDED))
+    return row_key(row, _PARALLELISM_EXCLUDED)
 
 
 def is_agentic(row: Mapping[str, Any]) -> bool:

@@ -17,7 +17,7 @@ Differences from InferenceX's `find_reusable_sweep_run.py`, each fixing a listed
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Callable, Iterable, Iterator, Protocol
 

@@ -15,7 +15,7 @@ never from comment text. A new commit keeps the verdict only if its tree equals 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ci_tools.errors import InputError

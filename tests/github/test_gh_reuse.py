@@ -319,7 +319,6 @@ def test_w25_budget_common_unpinned_case(fake):
     assert res.outputs["reuse-source-run-id"] == "1"
     assert gh.calls <= 5, gh.client.log.calls
     assert len(fake.requests) == gh.calls == 5
-    endpoints = [r.split("?")[0] for r in fake.requests]
     assert len(set(r for r in fake.requests)) == len(fake.requests)       # nothing fetched twice
 
 
