@@ -57,8 +57,10 @@ def _summary(result: dict) -> str:
 @click.option("--scenario", type=click.Choice(["agentic-coding", "fixed-seq-len"]), default="agentic-coding", show_default=True)
 @click.option("--duration", type=float, help="Requested benchmark duration in seconds (AgentX).")
 @click.option("--model", help="Served model name the run must echo.")
+@click.option("--workers", type=click.IntRange(min=1),
+              help="Processes reading the export (default: one per usable CPU, at most 4, for files over 256 MB).")
 def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: float, min_requests: int | None,
-                name, tp, ep, dp_attn, conc, gpus, scenario, duration, model) -> None:
+                name, tp, ep, dp_attn, conc, gpus, scenario, duration, model, workers) -> None:
     """Compute and judge one job's result from AIPerf's exports (streaming).
 
     DIRECTORY is the runner's --out directory (with job.json) or an AIPerf artifact directory
@@ -78,7 +80,7 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
     if tp is not None:
         point = PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc, gpus=gpus,
                           scenario=scenario, duration_s=duration, model=model)
-    result = process_dir(directory, point, max_error_rate=max_error_rate, min_requests=min_requests)
+    result = process_dir(directory, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers)
     target = out or (directory / "result.json")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

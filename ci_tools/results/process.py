@@ -99,7 +99,7 @@ def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
 
 
 def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: float = 0.10,
-                min_requests: int | None = None) -> dict:
+                min_requests: int | None = None, workers: int | None = None) -> dict:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such directory")
@@ -111,6 +111,6 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
                 "pass the point: --tp N --conc N [--ep N --dp-attn --gpus N --scenario S --duration S]")])
         point = point_from_job(job)
     adir = find_aiperf_dir(path)
-    scan = records.scan_file(adir / layout.PROFILE_JSONL)
+    scan = records.scan_file(adir / layout.PROFILE_JSONL, workers=workers)
     agg = read_json(adir / layout.PROFILE_JSON)
     return build_result(scan, agg, point, max_error_rate, min_requests)

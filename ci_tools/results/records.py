@@ -1,16 +1,24 @@
 """Streaming reader of AIPerf's `profile_export.jsonl` (one JSON record per request).
 
 A one-hour AgentX run writes hundreds of thousands of records of a few KB each, so the file is
-never loaded whole: each line is read, the handful of numbers the metrics need are taken out, and
-the line is dropped. Per-request values go into `array('d')` columns (8 bytes each, against ~32 for
-a list of Python floats); sums, minima and maxima are kept as running scalars.
+never loaded whole: lines are read in batches (BATCH_LINES), each record is decoded into a
+small typed struct holding only the fields the metrics need, and the batch is dropped. Per-request
+values go into `array('d')` columns (8 bytes each, against ~32 for a list of Python floats); sums,
+minima and maxima are kept as running scalars.
 
-Two paths read a line, and tests check they agree on every record:
-- a fast path that finds the compact keys AIPerf writes (`"time_to_first_token":{"value":12.5,`)
-  with `bytes.find` and converts only those slices. A JSON key with unescaped quotes cannot occur
-  inside a JSON string, so a match is always a real key;
-- `json.loads` of the line, used whenever the fast path is not certain: an `error` that is not
-  null, a missing key, another layout (spaces, scalar values, key order inside a metric).
+Two paths read a record, and tests check they agree on every record:
+- msgspec decodes each line into a struct of just the needed fields (metadata start/end/phase,
+  five metrics, error) and skips every other key in C. A batch of plain records (successful
+  profiling requests with every value present, and plainly dropped ones) is then turned into
+  columns with C-level `map`s, no Python code per record; any other batch goes record by record
+  through the same rules as the json path. msgspec is as strict as `json.loads` about JSON syntax
+  and stricter about types (an int where a float is expected is accepted, a bool or string is
+  not), so what it rejects is unusual;
+- `json.loads` of the line, for every line msgspec rejects (another value type, NaN, a scalar
+  metric, a line that is not a JSON object, a blank line). Without msgspec installed, every line
+  takes this path: same results, several times slower.
+One known difference: msgspec does not validate UTF-8 inside strings it skips, so a record with
+invalid UTF-8 in an unread field is counted where `json.loads` would report the line as bad.
 
 Record filter (spec §2.2): phase = `metadata.benchmark_phase`; a record with a phase other than
 "profiling" is warmup (dropped, counted); a truthy `error` is dropped and categorised; the rest are
@@ -21,17 +29,19 @@ from __future__ import annotations
 
 import json
 import math
+import itertools
 import os
 from array import array
 from dataclasses import dataclass, field
+from functools import reduce
+from itertools import compress, islice, repeat
+from operator import add, and_, attrgetter, eq, not_, truediv
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from ci_tools.errors import Finding, InputError
 
 PROFILING = "profiling"
-_PROFILING_B = PROFILING.encode()
-_PROFILING_Q = _PROFILING_B + b'"'
 
 # metric name in the record -> column name in RecordScan
 LATENCY_METRICS = {
@@ -43,6 +53,10 @@ TOKEN_METRICS = {
     "input_sequence_length": "isl",
     "output_sequence_length": "osl",
 }
+
+# Lines decoded per batch: enough that the per-batch work is noise (measured: 64 to 4096 lines per
+# batch run at the same speed), few enough that the held lines of multi-KB records stay a few MB.
+BATCH_LINES = 1024
 
 
 @dataclass
@@ -109,101 +123,6 @@ def _metric_value(metrics: dict, name: str) -> float | None:
     return float(value)
 
 
-# ---- fast path -------------------------------------------------------------------------------
-# AIPerf 0.13 writes a record as {"metadata":{...},"metrics":{...}[,"trace_data":..][,"error":{..}]}
-# (pydantic field order of MetricRecordInfo), compact, with metadata keys and metric keys in a fixed
-# order. Each key is searched from where the previous one ended (one pass over the line); a key
-# found out of order is searched again from the start of its section, so order only affects speed.
-
-_HEAD = b'{"metadata":{'
-_ERROR_KEY = b'"error":'
-_START_KEY = b'"request_start_ns":'
-_END_KEY = b'"request_end_ns":'
-_PHASE_KEY = b'"benchmark_phase":"'
-_E2EL_KEY = b'"request_latency":{"value":'
-_OSL_KEY = b'"output_sequence_length":{"value":'
-_ISL_KEY = b'"input_sequence_length":{"value":'
-_TTFT_KEY = b'"time_to_first_token":{"value":'
-# written after the per-chunk latency array, whose length grows with the output: found from the end
-_ITL_KEY = b'"inter_token_latency":{"value":'
-
-
-def _fast_fields(line: bytes) -> tuple | None:
-    """(phase, start_ns, end_ns, e2el_ms, osl, isl, ttft_ms, itl_ms) of a plain record without error,
-    or None when the slow path must decide (any key missing or out of the expected order, any value
-    that is not a plain number followed by `,"unit"`, an `"error":` key after the metrics)."""
-    if not line.startswith(_HEAD):
-        return None
-    find = line.find
-    pos = find(_START_KEY, 13)
-    if pos < 0:
-        return None
-    a = pos + 19
-    b = a + 19  # nanosecond timestamps have 19 digits until 2286; check, else search
-    if line[b:b + 1] != b",":
-        b = find(b",", a)
-    pos = find(_END_KEY, b)
-    if pos < 0:
-        return None
-    c = pos + 17
-    d = c + 19
-    if line[d:d + 1] != b",":
-        d = find(b",", c)
-    pos = find(_PHASE_KEY, d)
-    if pos < 0:
-        return None
-    e = pos + 19
-    if line.startswith(_PROFILING_Q, e):
-        phase = _PROFILING_B
-        f = e + 9
-    else:
-        f = find(b'"', e)
-        phase = line[e:f]
-    # usually in this order, one pass; AIPerf may order metrics differently from run to run, so a
-    # key not found after the previous one is searched again from the end of the metadata
-    p1 = find(_E2EL_KEY, f)
-    if p1 < 0:
-        return None
-    p1 += 27
-    q1 = find(b",", p1)
-    p2 = find(_OSL_KEY, q1)
-    if p2 < 0:
-        p2 = find(_OSL_KEY, f)
-        if p2 < 0:
-            return None
-    p2 += 34
-    q2 = find(b",", p2)
-    p3 = find(_ISL_KEY, q2)
-    if p3 < 0:
-        p3 = find(_ISL_KEY, f)
-        if p3 < 0:
-            return None
-    p3 += 33
-    q3 = find(b",", p3)
-    p4 = find(_TTFT_KEY, q3)
-    if p4 < 0:
-        p4 = find(_TTFT_KEY, f)
-        if p4 < 0:
-            return None
-    p4 += 31
-    q4 = find(b",", p4)
-    p5 = line.rfind(_ITL_KEY, f)
-    if p5 < 0:
-        return None
-    p5 += 31
-    q5 = find(b",", p5)
-    # `error` is written after every metric (MetricRecordInfo's field order), so after q5
-    if find(_ERROR_KEY, q5) >= 0:
-        return None
-    try:
-        # token counts are integers in AIPerf's output; int() of a short ASCII number is the cheapest
-        # conversion, and a float-looking count falls back to the slow path via ValueError
-        return (phase, int(line[a:b]), int(line[c:d]), float(line[p1:q1]),
-                int(line[p2:q2]), int(line[p3:q3]), float(line[p4:q4]), float(line[p5:q5]))
-    except ValueError:
-        return None
-
-
 # ---- slow path -------------------------------------------------------------------------------
 
 def _slow_fields(rec: dict) -> dict:
@@ -259,103 +178,206 @@ def _add_slow(s: RecordScan, f: dict) -> None:
         s.end_ns_max = end
 
 
-_NO_MIN = 1 << 128  # above any nanosecond timestamp
+# ---- fast path (msgspec) -----------------------------------------------------------------------
+
+_DECODER: list = []  # [(decode, DecodeError)] or [None] when msgspec is not installed
 
 
-def _no_fast(line: bytes) -> None:
-    return None
+def _msgspec_decoder() -> tuple[Callable[[bytes], Any], type[Exception]] | None:
+    """msgspec's decoder of a record, built once; None without msgspec (the json path is used)."""
+    if not _DECODER:
+        try:
+            import msgspec
+        except ImportError:
+            _DECODER.append(None)
+            return None
+
+        # Only these keys are decoded; msgspec skips the others (per-chunk latency arrays, HTTP
+        # timings, ids) without building objects for them. A value of another type than declared
+        # raises, and the line goes to the json path, which has the general rules. (defstruct, not
+        # class syntax: this module's annotations are strings msgspec could not resolve here.)
+        # Absent keys decode to shared empty (frozen) structs, so every path below a record
+        # exists and one attrgetter reads them all; an explicit null goes to the json path.
+        opt = msgspec.defstruct
+        metric = opt("Metric", [("value", float | None, None)], gc=False, frozen=True)
+        metadata = opt("Metadata", [("request_start_ns", int | None, None), ("request_end_ns", int | None, None),
+                                    ("benchmark_phase", str | None, None)], gc=False, frozen=True)
+        metrics = opt("Metrics", [(name, metric, metric()) for name in (*LATENCY_METRICS, *TOKEN_METRICS)],
+                      gc=False, frozen=True)
+        record = opt("Record", [("metadata", metadata, metadata()), ("metrics", metrics, metrics()),
+                                ("error", Any, None)], gc=False)
+        _DECODER.append((msgspec.json.Decoder(record).decode, msgspec.DecodeError))
+    return _DECODER[0]
 
 
-def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
-    """Scan an iterable of JSONL lines (bytes). `fast=False` forces json.loads on every line.
+# one C-level call per record for every field the metrics need, in this order
+_FIELDS = attrgetter("metadata.benchmark_phase", "error", "metadata.request_start_ns", "metadata.request_end_ns",
+                     *(f"metrics.{name}.value" for name in (*LATENCY_METRICS, *TOKEN_METRICS)))
 
-    The loop is written flat (locals, no per-record objects) because it runs once per request of
-    an hour-long run; `_add_slow` holds the same rules in readable form for the rare slow lines.
-    """
-    s = RecordScan()
-    ttft_a, itl_a, e2el_a, norm_a = s.ttft_ms.append, s.itl_ms.append, s.e2el_ms.append, s.e2e_per_token_ms.append
-    parse = _fast_fields if fast else _no_fast
-    inf = math.inf
-    slow = profiled = 0
-    isl_sum = osl_sum = 0.0
-    smin, emax = _NO_MIN, -1
-    other_phase: list[str] = []
-    lineno = 0
-    for lineno, line in enumerate(lines, 1):
-        f = parse(line)
-        if f is None:
-            if not line.strip():
-                continue
-            slow += 1
+
+def _struct_fields(r: Any) -> dict:
+    """The `_slow_fields` dict of a decoded struct (the same rules then apply to both paths)."""
+    phase, error, start, end, *values = _FIELDS(r)
+    out = {"error": error, "phase": phase, "start": start, "end": end}
+    out.update(zip((*LATENCY_METRICS.values(), *TOKEN_METRICS.values()), values))
+    return out
+
+
+def _positive(col: array) -> array | list:
+    """The values with 0 < x < inf (the rule of _good(); NaN fails both comparisons)."""
+    if not col or (min(col) > 0.0 and max(col) < math.inf):
+        return col
+    return [x for x in col if 0.0 < x < math.inf]
+
+
+def _add_structs(s: RecordScan, recs: list) -> None:
+    """Add a batch of decoded records, in file order. The common batch (successful profiling
+    records with every value present, and records that are plainly dropped) is added column by
+    column with C-level maps; any other batch record by record with the general rules."""
+    n = len(recs)
+    if not n:
+        return
+    phase, error, *values = zip(*map(_FIELDS, recs))
+    good: Any = recs
+    dropped: Any = ()
+    if phase.count(PROFILING) != n or error.count(None) != n:
+        keep = list(map(and_, map(eq, phase, repeat(PROFILING)), map(not_, error)))
+        # a record without a phase and without an error counts as profiling (phase "<none>"):
+        # rare, so its batch goes record by record rather than the columns learning that rule
+        if any(p is None and not e for p, e in compress(zip(phase, error), map(not_, keep))):
+            for r in recs:
+                _add_slow(s, _struct_fields(r))
+            return
+        good = list(compress(recs, keep))
+        dropped = list(compress(recs, map(not_, keep)))
+        values = [list(compress(col, keep)) for col in values]
+    if good:
+        start, end, ttft, itl, e2el, isl, osl = values
+        try:
+            ttft, itl, e2el = array("d", ttft), array("d", itl), array("d", e2el)
+            smin, emax = min(start), max(end)
+            osl_ok = min(osl) > 0
+            # one addition at a time in file order, as _add_slow does (sum() may round differently)
+            isl_sum = reduce(add, isl, s.isl_sum)
+            osl_sum = reduce(add, osl, s.osl_sum)
+        except TypeError:  # a missing value or timestamp
+            for r in good:
+                _add_slow(s, _struct_fields(r))
+        else:
+            k = len(good)
+            s.records_profiled += k
+            s.phases[PROFILING] = s.phases.get(PROFILING, 0) + k
+            s.ttft_ms.extend(_positive(ttft))
+            s.itl_ms.extend(_positive(itl))
+            e2el_ok = _positive(e2el)
+            s.e2el_ms.extend(e2el_ok)
+            if e2el_ok is e2el and osl_ok:
+                s.e2e_per_token_ms.extend(array("d", map(truediv, e2el, osl)))
+            else:
+                s.e2e_per_token_ms.extend([e / o for e, o in zip(e2el, osl) if 0.0 < e < math.inf and o > 0])
+            s.isl_sum, s.osl_sum = isl_sum, osl_sum
+            s.isl_count += k
+            s.osl_count += k
+            if s.start_ns_min is None or smin < s.start_ns_min:
+                s.start_ns_min = smin
+            if s.end_ns_max is None or emax > s.end_ns_max:
+                s.end_ns_max = emax
+    for r in dropped:  # warmup and error records touch only counters
+        _add_slow(s, _struct_fields(r))
+
+
+def _add_lines(s: RecordScan, lines: list[bytes], first_lineno: int, decoder: tuple | None) -> None:
+    """Add a batch line by line: msgspec where it accepts the line, else json.loads."""
+    for lineno, line in enumerate(lines, first_lineno):
+        if decoder is not None:
             try:
-                rec = json.loads(line)
-            except ValueError:
-                rec = None
-            if not isinstance(rec, dict):
-                s.bad_lines.append(lineno)
+                rec = decoder[0](line)
+            except decoder[1]:
+                pass
+            else:
+                s.records_total += 1
+                s.fast_lines += 1
+                _add_structs(s, [rec])
                 continue
-            _add_slow(s, _slow_fields(rec))
+        if not line.strip():
             continue
-        phase, start, end, e2el, osl, isl, ttft, itl = f
-        if phase != _PROFILING_B:
-            other_phase.append(phase.decode(errors="replace"))
+        s.records_total += 1
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            obj = None
+        if not isinstance(obj, dict):
+            s.bad_lines.append(lineno)
             continue
-        profiled += 1
-        # `0 < x < inf` is False for NaN, inf and non-positive values: the rule of _good()
-        if 0.0 < ttft < inf:
-            ttft_a(ttft)
-        if 0.0 < itl < inf:
-            itl_a(itl)
-        if 0.0 < e2el < inf:
-            e2el_a(e2el)
-            if osl > 0:
-                norm_a(e2el / osl)
-        isl_sum += isl
-        osl_sum += osl
-        if start < smin:
-            smin = start
-        if end > emax:
-            emax = end
-    fast_n = profiled + len(other_phase)
-    s.lines_read = lineno
-    s.records_total += slow + fast_n
-    s.fast_lines += fast_n
-    s.records_profiled += profiled
-    s.isl_sum += isl_sum
-    s.osl_sum += osl_sum
-    s.isl_count += profiled
-    s.osl_count += profiled
-    if profiled:
-        s.phases[PROFILING] = s.phases.get(PROFILING, 0) + profiled
-    for phase in other_phase:
-        s.phases[phase] = s.phases.get(phase, 0) + 1
-    s.records_warmup_dropped += len(other_phase)
-    if smin is not _NO_MIN and (s.start_ns_min is None or smin < s.start_ns_min):
-        s.start_ns_min = smin
-    if emax >= 0 and (s.end_ns_max is None or emax > s.end_ns_max):
-        s.end_ns_max = emax
+        _add_slow(s, _slow_fields(obj))
+
+
+def scan_batches(batches: Iterable[list[bytes]], *, fast: bool = True) -> RecordScan:
+    """Scan JSONL lines (bytes) given in consecutive batches. `fast=False` forces json.loads."""
+    s = RecordScan()
+    decoder = _msgspec_decoder() if fast else None
+    lineno = 1
+    for lines in batches:
+        if decoder is not None:
+            decode, error = decoder
+            try:
+                recs = list(map(decode, lines))
+            except error:
+                pass  # some line needs the json path (or is blank): this batch goes line by line
+            else:
+                s.records_total += len(recs)
+                s.fast_lines += len(recs)
+                _add_structs(s, recs)
+                lineno += len(lines)
+                continue
+        _add_lines(s, lines, lineno, decoder)
+        lineno += len(lines)
+    s.lines_read = lineno - 1
     return s
 
 
-# Files at least this big are scanned by several processes (one per core, at most 4): the scan is
-# CPU-bound pure Python, and a one-hour export is gigabytes.
+def _batched(lines: Iterable[bytes]) -> Iterator[list[bytes]]:
+    it = iter(lines)
+    while batch := list(islice(it, BATCH_LINES)):
+        yield batch
+
+
+def scan_lines(lines: Iterable[bytes], *, fast: bool = True) -> RecordScan:
+    """Scan an iterable of JSONL lines (bytes). `fast=False` forces json.loads on every line."""
+    return scan_batches(_batched(lines), fast=fast)
+
+
+# Files at least this big are scanned by one process per usable CPU (at most MAX_WORKERS), the
+# calling process taking the first range: the decode is CPU-bound (0.5 to 0.8 GB/s per core on a
+# 2.1 GHz Xeon vCPU) and a one-hour export is gigabytes. Smaller files (and every test export) take one process.
 PARALLEL_MIN_BYTES = 256 * 1024 * 1024
 MAX_WORKERS = 4
 
 
-def _iter_range(path: str, start: int, end: int) -> Iterable[bytes]:
-    """Lines of path whose first byte lies in [start, end) (start is a line start).
+def _range_batches(path: str, start: int, end: int) -> Iterator[list[bytes]]:
+    """Batches of the lines of path whose first byte lies in [start, end) (start is a line start).
 
-    Plain buffered line iteration: measured several times faster than reading big blocks and
-    splitting them (each fresh multi-MB block costs page faults)."""
+    Buffered line iteration (readline finds b"\\n" with memchr) measured faster than splitting big
+    blocks with bytes.split, which compares byte by byte."""
     with open(path, "rb", buffering=1 << 20) as fh:
         fh.seek(start)
         pos = start
-        for line in fh:
-            if pos >= end:
-                break
-            pos += len(line)
-            yield line
+        while pos < end:
+            batch = list(islice(fh, BATCH_LINES))
+            if not batch:
+                return
+            size = sum(map(len, batch))
+            if pos + size > end:  # the range ends inside this batch (only with several workers)
+                keep = []
+                for line in batch:
+                    if pos >= end:
+                        break
+                    keep.append(line)
+                    pos += len(line)
+                yield keep
+                return
+            pos += size
+            yield batch
 
 
 def _line_starts(path: str, size: int, parts: int) -> list[int]:
@@ -372,12 +394,7 @@ def _line_starts(path: str, size: int, parts: int) -> list[int]:
 
 def _scan_range(args: tuple[str, int, int, bool]) -> RecordScan:
     path, start, end, fast = args
-    if end >= os.path.getsize(path):
-        # the last (or only) range runs to EOF: iterate the file itself, one generator hop less
-        with open(path, "rb", buffering=1 << 20) as fh:
-            fh.seek(start)
-            return scan_lines(fh, fast=fast)
-    return scan_lines(_iter_range(path, start, end), fast=fast)
+    return scan_batches(_range_batches(path, start, end), fast=fast)
 
 
 def merge_scans(parts: Iterable[RecordScan]) -> RecordScan:
@@ -414,22 +431,34 @@ def merge_scans(parts: Iterable[RecordScan]) -> RecordScan:
     return out
 
 
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def scan_file(path: Path | str, *, fast: bool = True, workers: int | None = None) -> RecordScan:
-    """Scan a profile_export.jsonl; big files are split by line boundaries over worker processes."""
+    """Scan a profile_export.jsonl. Big files are split at line starts into `workers` ranges: the
+    calling process scans the first, forked processes the others (no idle parent holding memory)."""
     p = Path(path)
     try:
         size = p.stat().st_size
         if workers is None:
-            workers = min(os.cpu_count() or 1, MAX_WORKERS) if size >= PARALLEL_MIN_BYTES else 1
+            workers = min(_usable_cpus(), MAX_WORKERS) if size >= PARALLEL_MIN_BYTES else 1
         if workers <= 1:
             return _scan_range((str(p), 0, size, fast))
         import multiprocessing
 
         bounds = _line_starts(str(p), size, workers)
         jobs = [(str(p), a, b, fast) for a, b in zip(bounds, bounds[1:]) if b > a]
-        # fork: the workers share the already-imported code; nothing else is inherited that matters
-        with multiprocessing.get_context("fork").Pool(len(jobs)) as pool:
-            return merge_scans(pool.imap(_scan_range, jobs))
+        if len(jobs) <= 1:
+            return _scan_range((str(p), 0, size, fast))
+        # fork: the children share the already-imported code; nothing else is inherited that matters
+        with multiprocessing.get_context("fork").Pool(len(jobs) - 1) as pool:
+            rest = pool.imap(_scan_range, jobs[1:])
+            first = _scan_range(jobs[0])
+            return merge_scans(itertools.chain([first], rest))
     except FileNotFoundError:
         raise InputError(f"{p}: file not found", findings=[Finding(
             str(p), None, None, "AIPerf's per-request export is missing",

@@ -52,3 +52,14 @@ def test_process_without_job_json_asks_for_the_point(shared, tmp_path):
     d = export_copy(shared, tmp_path / "x")
     res = invoke("results", "process", str(d))
     assert res.exit_code == 1 and "no job.json" in str(res.exception)
+
+
+def test_process_with_workers_gives_the_same_result(shared, tmp_path):
+    d = export_copy(shared, tmp_path / "w")
+    point = ["--tp", "4", "--conc", "4", "--scenario", "fixed-seq-len", "--model", "stub"]
+    one = invoke("results", "process", str(d), *point, "--workers", "1", "--out", str(tmp_path / "one.json"))
+    three = invoke("results", "process", str(d), *point, "--workers", "3", "--out", str(tmp_path / "three.json"))
+    assert one.exit_code == three.exit_code == 0, one.output + three.output
+    assert json.loads((tmp_path / "one.json").read_text()) == json.loads((tmp_path / "three.json").read_text())
+    bad = invoke("results", "process", str(d), *point, "--workers", "0")
+    assert bad.exit_code == 2 and "--workers" in bad.output

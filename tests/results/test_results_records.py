@@ -1,4 +1,5 @@
-"""The streaming reader: fast path and json path agree on every record shape (hypothesis)."""
+"""The streaming reader: the msgspec path (by columns or record by record) and the json path agree on
+every record shape and every way of cutting the file into batches (hypothesis)."""
 
 from __future__ import annotations
 
@@ -21,24 +22,45 @@ value = st.one_of(finite, st.integers(min_value=-5, max_value=10**6), st.just(fl
 def record_line(draw) -> bytes:
     meta = {"session_num": draw(st.integers(0, 9)), "request_start_ns": draw(st.integers(0, 10**19)),
             "request_end_ns": draw(st.integers(0, 10**19))}
-    phase = draw(st.sampled_from(["profiling", "warmup", "other", None]))
-    if phase is not None:
+    phase = draw(st.sampled_from(["profiling", "profiling", "warmup", "other", None, "null"]))
+    if phase == "null":
+        meta["benchmark_phase"] = None
+    elif phase is not None:
         meta["benchmark_phase"] = phase
     names = draw(st.permutations(METRICS + ["inter_chunk_latency", "usage_total_tokens"]))
-    metrics = {}
+    metrics: dict | None = {}
     for name in names:
         if draw(st.booleans()) or name not in METRICS:
             v = [1.5, 2.5] if name == "inter_chunk_latency" else draw(value)
-            metrics[name] = v if draw(st.integers(0, 9)) == 0 else {"value": v, "unit": "ms"}
+            shape = draw(st.integers(0, 19))
+            metrics[name] = v if shape == 0 else None if shape == 1 else {"value": v, "unit": "ms"}
         if draw(st.integers(0, 19)) == 0 and name in METRICS:
             metrics[name] = {"unit": "ms", "value": draw(finite)}  # another key order inside
-    rec = {"metadata": meta, "metrics": metrics}
-    err = draw(st.sampled_from([None, "absent", {"type": "HTTPStatusError", "message": "x"}, {"message": "Timeout: y"}]))
+    rec: dict = {"metadata": meta, "metrics": metrics}
+    odd = draw(st.integers(0, 29))
+    if odd == 0:
+        rec["metadata"] = None
+    elif odd == 1:
+        rec["metrics"] = None
+    elif odd == 2:
+        del rec["metrics"]
+    err = draw(st.sampled_from([None, None, "absent", "absent", {"type": "HTTPStatusError", "message": "x"},
+                                {"message": "Timeout: y"}, False, "", "boom: z"]))
     if err != "absent":
         rec["error"] = err
     compact = draw(st.booleans())
     text = json.dumps(rec, separators=(",", ":") if compact else (", ", ": "))
     return text.encode() + b"\n"
+
+
+# mostly plain records (the column path), with odd ones and non-records mixed in
+plain_line = st.builds(lambda i, t, o: json.dumps(
+    {"metadata": {"request_start_ns": i, "request_end_ns": i + 5, "benchmark_phase": "profiling"},
+     "metrics": {m: {"value": t if m != "output_sequence_length" else o, "unit": "ms"} for m in METRICS}},
+    separators=(",", ":")).encode() + b"\n",
+    st.integers(0, 10**18), st.floats(0.001, 1e5), st.integers(1, 900))
+any_line = st.one_of(plain_line, plain_line, plain_line, record_line(),
+                     st.sampled_from([b"\n", b"  \n", b"oops\n", b"[1]\n", b'{"a": NaN}\n', b'{"metadata": 1}\n']))
 
 
 def same(a: records.RecordScan, b: records.RecordScan) -> None:
@@ -53,6 +75,74 @@ def same(a: records.RecordScan, b: records.RecordScan) -> None:
 @given(st.lists(record_line(), max_size=8))
 def test_fast_path_equals_json_path(lines):
     same(records.scan_lines(lines), records.scan_lines(lines, fast=False))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(any_line, max_size=30), st.lists(st.integers(1, 12), min_size=1, max_size=30))
+def test_any_batching_equals_json_path(lines, cuts):
+    """The same lines cut into batches anywhere: a batch with one odd line goes line by line, the
+    others by columns; totals, columns (in file order) and line numbers stay those of json.loads."""
+    batches, i = [], 0
+    for k in cuts * 30:
+        if i >= len(lines):
+            break
+        batches.append(lines[i:i + k])
+        i += k
+    same(records.scan_batches(batches), records.scan_lines(lines, fast=False))
+
+
+PLAIN = {"metadata": {"request_start_ns": 10, "request_end_ns": 20, "benchmark_phase": "profiling"},
+         "metrics": {m: {"value": 7.5, "unit": "ms"} for m in METRICS}}
+
+
+def _variant(path: str, value) -> bytes:
+    rec = json.loads(json.dumps(PLAIN))
+    *parents, key = path.split(".")
+    node = rec
+    for part in parents:
+        node = node[part]
+    if value == "<del>":
+        del node[key]
+    else:
+        node[key] = value
+    return json.dumps(rec).encode() + b"\n"
+
+
+@pytest.mark.parametrize("odd", [
+    _variant("metadata.benchmark_phase", "<del>"),           # no phase: counted as profiling
+    _variant("metadata.benchmark_phase", None),
+    _variant("error", False),                                # falsy error: a successful request
+    _variant("error", ""),
+    _variant("error", {"type": "Timeout"}),
+    _variant("metadata.benchmark_phase", "warmup"),
+    _variant("metrics.time_to_first_token", None),           # null metric
+    _variant("metrics.time_to_first_token", "<del>"),        # missing metric
+    _variant("metrics.inter_token_latency.value", None),
+    _variant("metrics.request_latency.value", -3.0),         # kept as a record, not as a sample
+    _variant("metrics.output_sequence_length.value", 0),
+    _variant("metrics.input_sequence_length", 12),           # scalar metric
+    _variant("metadata.request_start_ns", None),
+    _variant("metadata.request_end_ns", 1.5e19),             # a float timestamp
+    _variant("metadata", None),
+    _variant("metrics", None),
+    b'{"metadata": {"benchmark_phase": "profiling"}, "metrics": {"request_latency": {"value": NaN}}}\n',
+    b"\n", b"not json\n", b"[1]\n",
+])
+def test_odd_record_between_plain_ones(odd):
+    """Each odd line inside a batch of plain records: same counts, columns in file order and line
+    numbers as json.loads, whichever path the batch takes."""
+    plain = json.dumps(PLAIN).encode() + b"\n"
+    lines = [plain, plain.replace(b"7.5", b"2.25"), odd, plain.replace(b"7.5", b"9.0"), plain]
+    same(records.scan_lines(lines), records.scan_lines(lines, fast=False))
+
+
+def test_without_msgspec_every_line_takes_the_json_path(shared: Path, monkeypatch):
+    lines = (shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes().splitlines(keepends=True)
+    fast = records.scan_lines(lines)
+    monkeypatch.setattr(records, "_DECODER", [None])
+    plain = records.scan_lines(lines)
+    assert plain.fast_lines == 0 and fast.fast_lines == len(lines)
+    same(plain, fast)
 
 
 def test_real_exports_take_the_fast_path(shared: Path):
@@ -77,8 +167,9 @@ def test_missing_file_is_clean(tmp_path):
         records.scan_file(tmp_path / "nope.jsonl")
 
 
-@pytest.mark.parametrize("workers", [2, 3, 7])
-def test_parallel_scan_equals_sequential(tmp_path, shared, workers):
+@pytest.mark.parametrize("workers,batch", [(2, 1024), (3, 4), (7, 3)])
+def test_parallel_scan_equals_sequential(tmp_path, shared, workers, batch, monkeypatch):
+    monkeypatch.setattr(records, "BATCH_LINES", batch)  # ranges ending inside a batch, too
     lines = (shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes().splitlines(keepends=True)
     body = lines[:10] + [b"oops\n", b"\n"] + lines[10:] + [lines[0].rstrip(b"\n")]  # no final newline
     path = tmp_path / "p.jsonl"
