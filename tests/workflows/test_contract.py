@@ -18,8 +18,6 @@ from wf_env import REPO, WORKFLOWS
 PENDING = {
     ("runner-digest.yml", "digest", "digest"):
         "unowned: `runner digest --repo R --format github` (offline self-hosted runners; Slack optional)",
-    ("sweep-pipeline.yml", "results-app", "dispatch"):
-        "unowned: `results dispatch --event-path F --source-run-id N` (ingest dispatch on main, no-op elsewhere)",
 }
 
 
