@@ -1,4 +1,4 @@
-"""`ci-tools runner run`: one matrix row on a self-hosted runner."""
+"""`ci-tools runner run`: one matrix row on a self-hosted runner; `runner digest`: the runners' health."""
 
 from __future__ import annotations
 
@@ -11,14 +11,20 @@ import click
 
 from ci_tools.errors import InputError, UsageError
 
+# What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
+GITHUB_OUTPUTS = {
+    "runner digest": ("offline", "missing", "busy", "total", "down-labels", "healthy"),
+}
+
 
 @click.group()
 def cli() -> None:
-    """Serve one recipe point and benchmark it (the benchmark workflow's job step).
+    """Serve one recipe point and benchmark it (the benchmark workflow's job step); runner health.
 
     \b
     Example:
       ci-tools runner run --row row.json --backend docker --out out/ --dry-run
+      ci-tools runner digest --repo owner/name --format markdown
     """
 
 
@@ -153,3 +159,68 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
         click.echo(f"all processes of this job were stopped; see {out_abs / layout.STATUS_JSON}", err=True)
         sys.exit(exc.exit_code)
     click.echo(f"done: {plan.result_filename}; next: ci-tools results process {out}")
+
+
+@cli.command("digest")
+@click.option("--repo", envvar="GITHUB_REPOSITORY", required=True, help="owner/name (env GITHUB_REPOSITORY).")
+@click.option("--runners", "runners_path", type=click.Path(path_type=Path), default=None,
+              help="runners.yaml (default: inferencex-e2e/configs/runners.yaml under --root).")
+@click.option("--root", type=click.Path(path_type=Path), default=Path("."), show_default=True, help="Repository root.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "github"]), default="text",
+              show_default=True, help="github: Markdown to $GITHUB_STEP_SUMMARY, counts to $GITHUB_OUTPUT.")
+@click.option("--date", "date", default=None, help="Date shown in the heading [default: today, UTC].")
+def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date: str | None) -> None:
+    """Report, per runners.yaml label, which self-hosted runners are offline, missing or busy.
+
+    Lists the repository's runners (GitHub API, token RUNNERS_TOKEN, else GITHUB_TOKEN; listing
+    runners needs admin scope) and compares them with the runner names under each label of
+    runners.yaml. A listed runner GitHub does not know is `missing`. When SLACK_WEBHOOK_URL is set
+    and a runner is offline or missing, the digest is also posted there. Exit 0 either way: the
+    digest informs, it does not gate.
+
+    \b
+    Example:
+      ci-tools runner digest --repo "$GITHUB_REPOSITORY" --format github
+      RUNNERS_TOKEN=... ci-tools runner digest --repo owner/name --format markdown
+    """
+    import datetime
+
+    from ci_tools import paths
+    from ci_tools.config.masters import read_runners
+    from ci_tools.github.actions import write_outputs
+    from ci_tools.github.client import GitHub, token_from_env
+    from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
+
+    path = runners_path or (root / paths.RUNNERS)
+    if not path.is_file():
+        raise InputError(f"{path}: runners file not found (pass --runners or --root)", exit_code=2)
+    expected = expected_runners(read_runners(path, None if runners_path else root).data)
+    token = os.environ.get("RUNNERS_TOKEN") or token_from_env()
+    gh = GitHub(repo, token, api_url=os.environ.get("GITHUB_API_URL") or "https://api.github.com")
+    d = build_digest(repo, gh.runners(), expected)
+    date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    run_url = ""
+    if os.environ.get("GITHUB_RUN_ID"):
+        run_url = (f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{repo}/actions/runs/"
+                   f"{os.environ['GITHUB_RUN_ID']}")
+    markdown = render_markdown(d, date=date, run_url=run_url)
+    messages = [f"GitHub API requests: {gh.log.count}"]
+    webhook = os.environ.get("SLACK_WEBHOOK_URL")
+    if webhook and (d.offline or d.missing):
+        from ci_tools.runner.slack import post
+
+        post(webhook, markdown)
+        messages.append("posted to Slack")
+    if fmt == "markdown":
+        click.echo(markdown, nl=False)
+    elif fmt == "text":
+        click.echo(markdown, nl=False)
+        click.echo("\n".join(messages))
+    else:
+        if fmt == "github":
+            summary = os.environ.get("GITHUB_STEP_SUMMARY")
+            if not summary:
+                raise UsageError("--format github needs $GITHUB_STEP_SUMMARY (set by GitHub Actions)")
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(markdown)
+        write_outputs(d.outputs(), fmt, [markdown.splitlines()[2], *messages])

@@ -15,10 +15,7 @@ from wf_env import REPO, WORKFLOWS
 # Steps wired to a command (or option) that no branch provides yet, with who owes it. Listed, not
 # skipped: the test below fails as soon as one of them parses, so the entry must then be removed
 # and the step is checked like every other. docs/workflows.md lists them too.
-PENDING = {
-    ("runner-digest.yml", "digest", "digest"):
-        "unowned: `runner digest --repo R --format github` (offline self-hosted runners; Slack optional)",
-}
+PENDING: dict[tuple[str, str, str], str] = {}
 
 
 def test_real_workflows_keep_the_contract(tmp_path):
@@ -29,11 +26,12 @@ def test_real_workflows_keep_the_contract(tmp_path):
     assert not unexpected, "\n".join(map(str, unexpected))
 
 
-@pytest.mark.parametrize("key", sorted(PENDING), ids=["/".join(k) for k in sorted(PENDING)])
-def test_pending_commands_are_still_missing(tmp_path, key):
-    problems = wc.check_all(wc.load_workflows(WORKFLOWS), wc.real_cli(tmp_path), REPO)
-    assert any((p.file, p.job, p.step) == key and "does not parse" in p.message for p in problems), (
-        f"{key} now parses ({PENDING[key]} has landed): remove it from PENDING so it is checked")
+def test_pending_commands_are_still_missing(tmp_path):
+    # A loop rather than a parametrisation: with nothing pending there is nothing to check, not a skip.
+    problems = wc.check_all(wc.load_workflows(WORKFLOWS), wc.real_cli(tmp_path), REPO) if PENDING else []
+    for key in sorted(PENDING):
+        assert any((p.file, p.job, p.step) == key and "does not parse" in p.message for p in problems), (
+            f"{key} now parses ({PENDING[key]} has landed): remove it from PENDING so it is checked")
 
 
 def test_every_run_step_calls_at_most_one_command_and_most_call_ci_tools():
