@@ -13,6 +13,7 @@ from ci_tools.errors import InputError, UsageError
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
 GITHUB_OUTPUTS = {
+    "runner run": lambda params: tuple(_layout_output_names()) if params.get("fmt") == "github" else (),
     "runner digest": ("offline", "missing", "busy", "total", "down-labels", "healthy"),
 }
 
@@ -26,6 +27,12 @@ def cli() -> None:
       ci-tools runner run --row row.json --backend docker --out out/ --dry-run
       ci-tools runner digest --repo owner/name --format markdown
     """
+
+
+def _layout_output_names() -> list[str]:
+    from ci_tools.runner import layout
+
+    return list(layout.github_outputs("", ""))
 
 
 def _load_row(path: Path) -> dict:
@@ -73,7 +80,9 @@ def _gpus_per_node(row: dict, root: Path) -> int | None:
 
 @cli.command("run")
 @click.option("--row", "row_path", type=click.Path(path_type=Path), required=True, help="Matrix row (JSON object).")
-@click.option("--backend", type=click.Choice(["docker", "slurm", "process"]), default="docker", show_default=True)
+@click.option("--backend", type=click.Choice(["docker", "slurm", "process"]), default="docker", show_default=True,
+              envvar="CI_TOOLS_BACKEND", show_envvar=True,
+              help="How the host starts servers; a fact of the host, so its runner environment sets it.")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("out"), show_default=True,
               help="Job directory (logs, AIPerf artifacts, job.json, status.json).")
 @click.option("--dry-run", is_flag=True, help="Print the exact commands and environment; run nothing.")
@@ -91,22 +100,25 @@ def _gpus_per_node(row: dict, root: Path) -> int | None:
 @click.option("--client-timeout", type=float, default=None, help="Seconds the client may run (default: duration + 600).")
 @click.option("--duration-override", type=float, default=None, hidden=True, help="Tests only: benchmark seconds.")
 @click.option("--runner-name", envvar="RUNNER_NAME", default="", help="Concrete runner name (env RUNNER_NAME).")
+@click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
+              help="github: write the job's file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
 def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, aiperf_bin: str, model_store: str,
             hf_cache: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None, port: int,
             ready_timeout: float, client_timeout: float | None, duration_override: float | None,
-            runner_name: str) -> None:
+            runner_name: str, fmt: str) -> None:
     """Resolve the row's recipe point, start the server, wait, run AIPerf, clean up.
 
     The recipe is the row's `recipe`, or the `recipe:` of its master entry (`config-key`).
-    Under GitHub Actions the step outputs result-filename, out-dir, artifact-result,
-    artifact-job and artifact-server-logs are written before anything starts.
+    With --format github the step outputs result-filename, out-dir, artifact-result,
+    artifact-job and artifact-server-logs (ci_tools.runner.layout) are written before anything
+    starts, so a failed or cancelled job still uploads under its own names.
     Exit 0 when the client finished; 1 on failure (server never ready, died, client failed),
     143 when cancelled by SIGTERM. Then run `ci-tools results process OUT`.
 
     \b
     Example:
       ci-tools runner run --row row.json --backend docker --dry-run
-      ci-tools runner run --row row.json --backend slurm --out results/
+      CI_TOOLS_BACKEND=slurm ci-tools runner run --row row.json --out results/ --format github
     """
     from ci_tools.config.recipe import load_recipe, resolve_point
     from ci_tools.runner import layout
@@ -133,6 +145,13 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     out_abs = out if dry_run else out.resolve()
     plan = build_plan(row, point, settings, str(out_abs))
     text = render_dry_run(plan, backend, settings)
+    if fmt == "github":
+        gh_out = os.environ.get("GITHUB_OUTPUT")
+        if not gh_out:
+            raise UsageError("--format github needs $GITHUB_OUTPUT (set by GitHub Actions)")
+        with open(gh_out, "a", encoding="utf-8") as fh:
+            for key, value in layout.github_outputs(plan.result_filename, str(out)).items():
+                fh.write(f"{key}={value}\n")
     if dry_run:
         click.echo(text, nl=False)
         return
@@ -140,11 +159,6 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
         raise UsageError("eval rows are not run by `runner run`: the eval workflow starts its own harness "
                          "(use --dry-run to see the server command without synthetic acceptance)")
     out_abs.mkdir(parents=True, exist_ok=True)
-    gh_out = os.environ.get("GITHUB_OUTPUT")
-    if gh_out:
-        with open(gh_out, "a", encoding="utf-8") as fh:
-            for key, value in layout.github_outputs(plan.result_filename, str(out)).items():
-                fh.write(f"{key}={value}\n")
     (out_abs / layout.JOB_JSON).write_text(json.dumps(plan.job_json(), indent=2) + "\n", encoding="utf-8")
     (out_abs / layout.COMMANDS_TXT).write_text(text, encoding="utf-8")
     limit = client_timeout if client_timeout is not None else (plan.duration_s or 0) + CLIENT_GRACE_S

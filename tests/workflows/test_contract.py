@@ -230,3 +230,15 @@ def test_release_job_exports_every_bucket():
 def test_github_output_file_is_read_like_github_does():
     text = "a=1\nmissing<<EOF_1\nline one\nline=two\nEOF_1\nb=x=y\n"
     assert wc.read_github_output(text) == {"a": "1", "missing": "line one\nline=two", "b": "x=y"}
+
+
+def test_job_artifacts_are_named_by_runner_run(tmp_path):
+    """benchmark.yml uploads under the name `runner run --format github` writes; without the flag
+    nothing is written, and the contract says so."""
+    text = (WORKFLOWS / "benchmark.yml").read_text()
+    assert "name: ${{ steps.run.outputs.artifact-job ||" in text and "job_" not in text.replace(
+        "format('job_{0}_{1}'", "")
+    cli = wc.real_cli(tmp_path)
+    problems = check(tmp_path, cli, text.replace(' --format github', '', 1))
+    assert any("reads steps.run.outputs.artifact-job, which `ci-tools runner run` does not write" in p
+               for p in problems), problems
