@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_tools.cli.results import GITHUB_OUTPUTS
 from ci_tools.errors import InputError
 from ci_tools.github.flows import results_dispatch
 from gh_scenarios import MERGE, SHA1, lazy, merge, pr_with_sweep, push_event, settings
@@ -98,6 +99,7 @@ def test_cli_on_main_writes_outputs(fake, env, shared, tmp_path):
             "--collect-result", "success", "--format", "github"], env)
     assert r.returncode == 0, r.stderr
     assert outputs(env) == {"dispatched": "true", "ingest-run-id": str(RUN)}
+    assert tuple(outputs(env)) == GITHUB_OUTPUTS["results dispatch"]   # the registry the contract test reads
     assert [d["repo"] for d in fake.dispatches] == ["octo/results-app"]
     golden("ingest-payload.json", fake.dispatches[0]["client_payload"])
 

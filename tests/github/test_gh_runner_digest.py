@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_tools.cli.runner import GITHUB_OUTPUTS
 from gh_scenarios import REPO_ROOT
 from test_gh_cli import ci, outputs
 
@@ -71,6 +72,7 @@ def test_cli_writes_the_summary_and_outputs(fake, env, tmp_path):
     assert (tmp_path / "summary.md").read_text() == (GOLDEN / "digest-problems.md").read_text()
     assert outputs(e) == {"offline": "4", "missing": "1", "busy": "1", "total": "6",
                           "down-labels": "cluster:gb300-nv,gb300", "healthy": "false"}
+    assert tuple(outputs(e)) == GITHUB_OUTPUTS["runner digest"]   # the registry the contract test reads
     assert "GitHub API requests: 1" in r.stdout
     assert fake.requests == [f"GET /repos/{fake.repo}/actions/runners?per_page=100"]
 
