@@ -189,8 +189,8 @@ def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date:
     Lists the repository's runners (GitHub API, token RUNNERS_TOKEN, else GITHUB_TOKEN; listing
     runners needs admin scope) and compares them with the runner names under each label of
     runners.yaml. A listed runner GitHub does not know is `missing`. When SLACK_WEBHOOK_URL is set
-    and a runner is offline or missing, the digest is also posted there. Exit 0 either way: the
-    digest informs, it does not gate.
+    and a runner is offline or missing, the digest is also posted there. Exit 0 whatever the
+    runners' state (the digest informs, it does not gate); 1 when GitHub or Slack fails.
 
     \b
     Example:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
 
@@ -77,3 +78,25 @@ def digest_fixture():
 def test_markdown_golden(name, digest, run_url):
     text = render_markdown(digest(), date="2026-11-30", run_url=run_url)
     assert (GOLDEN / name).read_text() == text, text
+
+NAMES = st.sampled_from([f"r{i}" for i in range(8)])
+RUNNER = st.builds(lambda n, s, b: {"name": n, "status": s, "busy": b}, NAMES,
+                   st.sampled_from(["online", "offline"]), st.booleans())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(RUNNER, max_size=10, unique_by=lambda r: r["name"]),
+       st.dictionaries(st.sampled_from(["a", "b", "cluster:c"]), st.lists(NAMES, max_size=6), max_size=3))
+def test_every_listed_runner_has_exactly_one_state(runners, expected):
+    d = build_digest("o/r", runners, expected)
+    known = {r["name"]: r for r in runners}
+    for row in d.labels:
+        states = [row.offline, row.missing, row.busy, row.idle]
+        placed = [n for group in states for n in group]
+        assert sorted(placed) == sorted(set(expected[row.label]))
+        assert all(n not in known for n in row.missing)
+        assert all(known[n]["status"] == "offline" for n in row.offline)
+        assert all(known[n]["status"] == "online" and known[n]["busy"] for n in row.busy)
+    assert set(d.offline) == {n for n, r in known.items() if r["status"] == "offline"}
+    assert d.outputs()["healthy"] == ("true" if not d.offline and not d.missing else "false")
+    render_markdown(d, date="2026-01-01")  # renders whatever the mix
