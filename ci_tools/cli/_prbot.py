@@ -36,3 +36,15 @@ def run_flow(flow, *, event_path, event_name, repo_root: Path, fmt: str, needs_e
         annotate_errors(result.messages[:1])
     if result.exit_code:
         raise SystemExit(result.exit_code)
+
+
+def results_dispatcher(gh):
+    """A lazy client for the results app's repository_dispatch (RESULTS_DISPATCH_TOKEN), or None
+    when no token is set (the flow then fails with a message only if it actually has to dispatch)."""
+    from ci_tools.github.client import DEFAULT_API_URL, GitHub
+    from ci_tools.github.flows import Lazy
+
+    token = os.environ.get("RESULTS_DISPATCH_TOKEN")
+    if not token:
+        return None
+    return Lazy(lambda: GitHub(gh().repo, token, api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL))

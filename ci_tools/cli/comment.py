@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ci_tools.cli._prbot import event_name_option, event_path_option, format_option, repo_root_option, run_flow
+from ci_tools.cli._prbot import (event_name_option, event_path_option, format_option, repo_root_option,
+                                results_dispatcher, run_flow)
 
 
 @click.group("comment")
@@ -27,15 +28,9 @@ def handle(event_path, event_name, repo_root, fmt) -> None:
     Example:
       ci-tools comment handle --event-path "$GITHUB_EVENT_PATH" --format github
     """
-    import os
-
-    from ci_tools.github.client import GitHub
-    from ci_tools.github.flows import Lazy, handle_comment
+    from ci_tools.github.flows import handle_comment
 
     def flow(event, settings, gh):
-        token = os.environ.get("RESULTS_DISPATCH_TOKEN")
-        dispatcher = Lazy(lambda: GitHub(gh().repo, token, api_url=os.environ.get("GITHUB_API_URL")
-                                         or "https://api.github.com")) if token else None
-        return handle_comment(event, settings, gh, dispatcher)
+        return handle_comment(event, settings, gh, results_dispatcher(gh))
 
     run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)

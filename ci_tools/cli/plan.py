@@ -13,6 +13,16 @@ from ci_tools import paths
 from ci_tools.errors import InputError, UsageError
 
 
+def _output_names(params: dict) -> tuple[str, ...]:
+    from ci_tools.render.plan import output_names
+
+    return tuple(output_names(bool(params.get("gate_only"))))
+
+
+# What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test); the names
+# come from the renderer that writes them.
+GITHUB_OUTPUTS = {"plan": _output_names}
+
 def _read_event(path: str, event_name: str | None, run_id: str | None, head_message: str | None):
     from ci_tools.policy.event import event_from_payload
 

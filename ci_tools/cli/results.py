@@ -10,6 +10,9 @@ import click
 
 from ci_tools.errors import InputError
 
+# What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
+GITHUB_OUTPUTS = {"results dispatch": ("dispatched", "ingest-run-id")}
+
 
 @click.group()
 def cli() -> None:
@@ -20,6 +23,7 @@ def cli() -> None:
       ci-tools results process out/tp4-c1
       ci-tools results collect artifacts/ --out results.json
       ci-tools results pareto results.json --format markdown --plot pareto.png
+      ci-tools results dispatch --event-path "$GITHUB_EVENT_PATH" --source-run-id "$ID" --collect-result success
     """
 
 
@@ -155,3 +159,54 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
     if any(not c["holds"] for c in checked):
         click.echo(f"error: {sum(not c['holds'] for c in checked)} claim(s) are false", err=True)
         sys.exit(1)
+
+
+def _run_id(value: str | None, option: str) -> int | None:
+    """An Actions run id, or None for an empty value (a workflow output that was not set)."""
+    value = (value or "").strip()
+    if not value:
+        return None
+    if not value.isdigit() or int(value) == 0:
+        raise click.BadParameter(f"{value!r} is not a workflow run id (a positive number)", param_hint=option)
+    return int(value)
+
+
+@cli.command("dispatch")
+@click.option("--event-path", type=click.Path(dir_okay=False), default=None,
+              help="Event payload file [default: $GITHUB_EVENT_PATH].")
+@click.option("--event-name", default=None, help="Event name [default: $GITHUB_EVENT_NAME].")
+@click.option("--source-run-id", default="", help="The run reuse resolved (`reuse-source-run-id`); empty: none.")
+@click.option("--collect-result", default="", envvar="COLLECT_RESULT", show_envvar=True,
+              help="Result of this run's collection job (success, failure, cancelled, skipped).")
+@click.option("--run-id", default=None, envvar="GITHUB_RUN_ID", show_envvar=True, help="This workflow run.")
+@click.option("--run-attempt", type=click.IntRange(min=1), default=1, envvar="GITHUB_RUN_ATTEMPT", show_envvar=True)
+@click.option("--repo-root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="github: also write step outputs to $GITHUB_OUTPUT.")
+def dispatch_cmd(event_path, event_name, source_run_id, collect_result, run_id, run_attempt, repo_root, fmt) -> None:
+    """Ask the results app to ingest this sweep (push to main only; a no-op with a reason elsewhere).
+
+    Sends `ingest-results` to $CI_TOOLS_RESULTS_REPO (default SemiAnalysisAI/InferenceX-app) with
+    RESULTS_DISPATCH_TOKEN, naming the reused source run or this run (id, attempt, head sha, PR).
+    This run qualifies only when its collection succeeded and it has a `changelog-metadata`
+    artifact (listed with GITHUB_TOKEN, `actions: read`), so cancelled or partial sweeps are
+    never ingested.
+
+    \b
+    Example:
+      ci-tools results dispatch --event-path "$GITHUB_EVENT_PATH" --source-run-id "$SOURCE_RUN_ID" \\
+        --collect-result success --format github
+    """
+    from ci_tools.cli._prbot import results_dispatcher, run_flow
+    from ci_tools.github.flows import results_dispatch
+
+    source = _run_id(source_run_id, "--source-run-id")
+    this_run = _run_id(run_id, "--run-id")
+
+    def flow(event, settings, gh):
+        if this_run is None and event.name == "push":
+            raise InputError("no run id: pass --run-id or set GITHUB_RUN_ID (set by GitHub Actions)", exit_code=2)
+        return results_dispatch(event, settings, gh, results_dispatcher(gh), source_run_id=source,
+                                collect_result=collect_result, run_id=this_run or 0, run_attempt=run_attempt)
+
+    run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)

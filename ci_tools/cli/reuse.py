@@ -7,6 +7,17 @@ import click
 from ci_tools.cli._prbot import event_name_option, event_path_option, format_option, repo_root_option, run_flow
 
 
+def _output_names(params: dict) -> tuple[str, ...]:
+    from ci_tools.policy.reuse import ReuseDecision
+
+    return tuple(ReuseDecision().outputs())
+
+
+# What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test): every
+# decision writes the same keys, so an empty one names them all.
+GITHUB_OUTPUTS = {"reuse resolve": _output_names}
+
+
 @click.group("reuse")
 def cli() -> None:
     """Sweep-run reuse (`/use` pinning)."""

@@ -264,6 +264,10 @@ class GitHub:
     def artifacts(self, run_id: int) -> list[dict]:
         return self._list(self._r(f"/actions/runs/{run_id}/artifacts"), key="artifacts")
 
+    def runners(self) -> list[dict]:
+        """The repository's self-hosted runners (needs an admin-scoped token)."""
+        return self._list(self._r("/actions/runners"), key="runners")
+
     def commit(self, sha: str) -> dict:
         key = f"commit:{sha}"
         if key not in self._cache:

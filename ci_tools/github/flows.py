@@ -550,3 +550,36 @@ def pr_body(event: Event) -> Result:
                  messages=list(check.missing) or ["the PR description is complete"])
     res.exit_code = 0 if check.ok else 1
     return res
+
+
+# ---- results dispatch (ingest on main) ---------------------------------------------------------
+
+def results_dispatch(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy | None = None, *,
+                     source_run_id: int | None, collect_result: str, run_id: int, run_attempt: int) -> Result:
+    """Hand a finished sweep on main to the results app (`ingest-results`), or say why not."""
+    decision = staging.ingest_decision(
+        event_name=event.name, ref=event.ref, main_ref=settings.main_ref, collect_result=collect_result,
+        source_run_id=source_run_id,
+        metadata_present=lambda: reuse.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(run_id)))
+    res = Result(outputs={"dispatched": "false", "ingest-run-id": ""}, messages=[decision.reason])
+    if not decision.dispatch:
+        return res
+    client = gh()
+    if decision.source_run_id is not None:
+        source = client.run(decision.source_run_id)
+        ingest_id, attempt = decision.source_run_id, int(source.get("run_attempt") or 1)
+        head_sha = str(source.get("head_sha") or event.after)
+    else:
+        ingest_id, attempt, head_sha = run_id, run_attempt, event.after
+    merged = sorted(int(p["number"]) for p in client.pulls_for_commit(event.after) if p.get("merged_at"))
+    payload = staging.ingest_payload(source_repo=client.repo, run_id=ingest_id, run_attempt=attempt,
+                                     head_sha=head_sha, pr_number=merged[0] if len(merged) == 1 else None,
+                                     merge_run_id=run_id, merge_run_attempt=run_attempt)
+    if dispatcher is None:
+        raise InputError("ingesting needs a token that may dispatch to the results app: set RESULTS_DISPATCH_TOKEN "
+                         "(in the workflow: `env: RESULTS_DISPATCH_TOKEN: ${{ secrets.RESULTS_DISPATCH_TOKEN }}`)")
+    dispatcher().dispatch(settings.results_repo, staging.INGEST_EVENT, payload)
+    res.outputs.update({"dispatched": "true", "ingest-run-id": str(ingest_id)})
+    res.messages.append(f"dispatched {staging.INGEST_EVENT} to {settings.results_repo} for run {ingest_id}"
+                        + (f" (PR #{payload['pr-number']})" if payload["pr-number"] else ""))
+    return res

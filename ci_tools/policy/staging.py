@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from ci_tools.policy.labels import Policy
-from ci_tools.policy.reuse import WRITE_PERMISSIONS
+from ci_tools.policy.reuse import CHANGELOG_METADATA, WRITE_PERMISSIONS
 
 DISPATCH_EVENT = "stage-results"
 CALLBACK_EVENTS = ("stage-results-started", "stage-results-completed")
@@ -108,3 +108,54 @@ def moves_forward(current: dict, cb: Callback) -> bool:
 
 def view_url(results_site: str, run_date: str, run_id: int) -> str:
     return f"{results_site.rstrip('/')}/inference?i_dates={quote(f'{run_date}~r{run_id}', safe='')}"
+
+
+# ---- ingest on main (`results dispatch`) ------------------------------------------------------
+
+INGEST_EVENT = "ingest-results"
+
+
+@dataclass(frozen=True)
+class IngestDecision:
+    dispatch: bool
+    reason: str
+    source_run_id: int | None = None    # the run whose artifacts the app ingests (None: this run)
+
+
+def ingest_decision(*, event_name: str, ref: str, main_ref: str, collect_result: str,
+                    source_run_id: int | None, metadata_present) -> IngestDecision:
+    """Whether a finished sweep on main is handed to the results app for ingest.
+
+    InferenceX dispatched on `always()` once collection merely ran, so cancelled or failed sweeps
+    sent the app partial data, and it did not wait for the changelog metadata the app cannot
+    ingest without (W11). Here a run qualifies only when its own collection succeeded and its
+    `changelog-metadata` artifact exists, or when reuse resolved a source run (whose artifacts and
+    metadata reuse already checked). `metadata_present` is a callable so the artifact list is
+    fetched only when the answer depends on it.
+    """
+    branch = main_ref.rsplit("/", 1)[-1]
+    if event_name != "push" or ref != main_ref:
+        return IngestDecision(False, f"{event_name} {ref or ''}".rstrip() + f" is not a push to {branch}: "
+                                     "only merged results are ingested")
+    if source_run_id is not None:
+        return IngestDecision(True, f"reuse resolved source run {source_run_id}: the app ingests its artifacts",
+                              source_run_id)
+    if collect_result != "success":
+        return IngestDecision(False, f"result collection did not succeed ({collect_result or 'not run'}): "
+                                     "a cancelled or partial sweep is not ingested")
+    if not metadata_present():
+        return IngestDecision(False, f"this run has no `{CHANGELOG_METADATA}` artifact, which the results app "
+                                     "needs to ingest; nothing was sent")
+    return IngestDecision(True, "collection succeeded and the changelog metadata is present")
+
+
+def ingest_payload(*, source_repo: str, run_id: int, run_attempt: int, head_sha: str, pr_number: int | None,
+                   merge_run_id: int, merge_run_attempt: int) -> dict[str, str]:
+    """The `client_payload` of the `ingest-results` dispatch: all strings, like `dispatch_payload`.
+
+    `source-run-*` name the run whose artifacts hold the results (this run, or the reused one);
+    `merge-run-*` name this run on main, whose changelog metadata describes the merge."""
+    return {"source-repository": source_repo, "source-run-id": str(run_id), "source-run-attempt": str(run_attempt),
+            "head-sha": head_sha, "pr-number": "" if pr_number is None else str(pr_number),
+            "merge-run-id": str(merge_run_id), "merge-run-attempt": str(merge_run_attempt),
+            "reused": "true" if run_id != merge_run_id else "false"}

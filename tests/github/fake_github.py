@@ -1,7 +1,7 @@
 """A local fake of the GitHub REST API: real HTTP on 127.0.0.1, stdlib server in a thread.
 
 It holds just enough state for the calls ci-tools makes (PRs, comments, label and commit timeline,
-workflow runs, artifacts, comparisons, statuses, permissions, teams, dispatches). Object shapes start
+workflow runs, artifacts, comparisons, statuses, permissions, teams, dispatches, runners). Object shapes start
 from the real webhook payloads in ../shared/corpus/github-webhooks and every response body is
 checked against GitHub's published schemas (githubkit's pydantic models): a response that does not
 validate is recorded in `schema_errors`, which the fixture asserts empty, so the fake cannot drift
@@ -81,6 +81,7 @@ class FakeGitHub:
         self.permissions: dict[str, str] = {}
         self.teams: dict[tuple[str, str], set[str]] = {}
         self.faults: list[Fault] = []
+        self.runners: list[dict] = []
         self._flaked: set[str] = set()
         self._ids = itertools.count(1000)
         self._clock = itertools.count(1)
@@ -166,6 +167,15 @@ class FakeGitHub:
                 "url": "https://x", "archive_download_url": "https://x", "created_at": T0, "expires_at": T0,
                 "updated_at": T0, "digest": None, "workflow_run": {"id": run_id}}
 
+    def add_runner(self, name: str, *, status: str = "online", busy: bool = False, labels=("self-hosted",)) -> dict:
+        rid = next(self._ids)
+        runner = {"id": rid, "runner_group_id": 1, "name": name, "os": "Linux", "status": status, "busy": busy,
+                  "ephemeral": False,
+                  "labels": [{"id": i + 1, "name": l, "type": "read-only" if l == "self-hosted" else "custom"}
+                             for i, l in enumerate(labels)]}
+        self.runners.append(runner)
+        return runner
+
     def fail(self, method: str, path: str, status: int, *, times: int = 1, headers: dict | None = None,
              body: dict | None = None) -> None:
         self.faults.append(Fault(method, re.compile(path), status, times, headers or {},
@@ -232,6 +242,8 @@ class FakeGitHub:
             return (200, run, "WorkflowRun") if run else (404, None, None)
         if method == "GET" and (g := m(rf"/repos/{r}/actions/runs/(\d+)/artifacts")):
             return 200, self.artifacts.get(int(g[1]), []), ("wrapped", "artifacts", "Artifact")
+        if method == "GET" and m(rf"/repos/{r}/actions/runners"):
+            return 200, list(self.runners), ("wrapped", "runners", "Runner")
         if method == "GET" and (g := m(rf"/repos/{r}/actions/workflows/([^/]+)/runs")):
             return 200, None, ("runs", g[1])
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-zA-Z]+)")):

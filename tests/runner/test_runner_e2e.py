@@ -126,8 +126,8 @@ def independent(jsonl: Path, gpus: int) -> dict:
 def test_runner_then_results_process_matches_independent_values(job):
     t0 = time.monotonic()
     gh_out = job["dir"] / "github_output"
-    run = subprocess.run(job["argv"](), env={**job["env"], "GITHUB_OUTPUT": str(gh_out)}, capture_output=True,
-                         text=True, timeout=120)
+    run = subprocess.run([*job["argv"](), "--format", "github"], env={**job["env"], "GITHUB_OUTPUT": str(gh_out)},
+                         capture_output=True, text=True, timeout=120)
     elapsed = time.monotonic() - t0
     assert run.returncode == 0, run.stderr + run.stdout
     out = job["out"]

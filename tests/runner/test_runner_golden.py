@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from ci_tools.cli import cli
+from ci_tools.errors import UsageError
 
 from runner_support import REPO, seed_rows
 
@@ -82,3 +83,43 @@ def test_readme_dry_run_block_is_current(tmp_path):
     block = readme[start:readme.index("```", start)]
     row = json.loads((REPO / "docs/examples/row-dep2-c64.json").read_text())
     assert block == dry_run(tmp_path, row, "docker")
+
+
+@pytest.mark.parametrize("backend", ["docker", "slurm"])
+def test_backend_comes_from_the_host_environment(tmp_path, backend):
+    """The workflow passes no --backend: the runner's CI_TOOLS_BACKEND decides, as the option would."""
+    name, row = seed_rows()[0]
+    path = tmp_path / "row.json"
+    path.write_text(json.dumps(row))
+    res = CliRunner().invoke(cli, ["runner", "run", "--row", str(path), "--dry-run", *FIXED],
+                             env={"CI_TOOLS_BACKEND": backend})
+    assert res.exit_code == 0, res.output
+    check_golden(f"{name}.{backend}.txt", res.output)
+
+
+def test_bad_backend_in_the_environment_is_a_usage_error(tmp_path):
+    _, row = seed_rows()[0]
+    path = tmp_path / "row.json"
+    path.write_text(json.dumps(row))
+    res = CliRunner().invoke(cli, ["runner", "run", "--row", str(path), "--dry-run", *FIXED],
+                             env={"CI_TOOLS_BACKEND": "kubernetes"})
+    assert res.exit_code == 2 and "Invalid value for '--backend'" in res.output
+
+
+def test_format_github_names_the_artifacts_from_the_layout(tmp_path):
+    from ci_tools.runner import layout
+
+    _, row = seed_rows()[0]
+    path = tmp_path / "row.json"
+    path.write_text(json.dumps(row))
+    out_file = tmp_path / "github_output"
+    argv = ["runner", "run", "--row", str(path), "--dry-run", "--format", "github", *FIXED]
+    res = CliRunner().invoke(cli, argv, env={"GITHUB_OUTPUT": str(out_file)})
+    assert res.exit_code == 0, res.output
+    outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
+    rf = layout.result_filename(row)
+    assert outputs == layout.github_outputs(rf, "out")
+    assert outputs["artifact-job"] == f"job_{rf}" and outputs["artifact-result"] == f"bmk_{rf}"
+    res = CliRunner().invoke(cli, argv, env={"GITHUB_OUTPUT": None})
+    assert isinstance(res.exception, UsageError) and res.exception.exit_code == 2   # main() exits 2
+    assert "needs $GITHUB_OUTPUT" in str(res.exception)

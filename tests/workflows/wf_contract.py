@@ -251,24 +251,6 @@ def resolve_command(root: click.Group, argv: list[str], prog: str = "ci-tools") 
         command, parent, args, name = sub, ctx, sub_args, sub_name
 
 
-def _plan_outputs(params: dict) -> tuple[str, ...]:
-    from ci_tools.render.plan import output_names
-    return tuple(output_names(bool(params.get("gate_only"))))
-
-
-# Commands that expose their output names through a function of their own rather than the
-# GITHUB_OUTPUTS registry; the names still come from the code that writes them.
-def _reuse_outputs(params: dict) -> tuple[str, ...]:
-    from ci_tools.policy.reuse import ReuseDecision
-    return tuple(ReuseDecision().outputs())
-
-
-OUTPUT_SOURCES: dict[tuple[str, ...], Callable[[dict], tuple[str, ...]]] = {
-    ("plan",): _plan_outputs,
-    ("reuse", "resolve"): _reuse_outputs,
-}
-
-
 def declared_outputs(path: tuple[str, ...], params: dict,
                      commands: dict[str, tuple[str, str]]) -> tuple[str, ...] | None:
     """Output names a command writes to $GITHUB_OUTPUT.
@@ -284,8 +266,6 @@ def declared_outputs(path: tuple[str, ...], params: dict,
     if isinstance(registry, dict) and " ".join(path) in registry:
         names = registry[" ".join(path)]
         return tuple(names(params) if callable(names) else names)
-    if path in OUTPUT_SOURCES:
-        return OUTPUT_SOURCES[path](params)
     return None
 
 
