@@ -147,3 +147,13 @@ def test_approve_goldens(fake, name, body, kw, setup):
     if name == "reply-approve-stale":
         fake.pulls[3]["head"]["sha"] = SHA2
     golden(name, approve(fake, body, **kw)[2])
+
+
+def test_the_output_registry_names_what_the_flows_write(fake):
+    from ci_tools.cli.comment import GITHUB_OUTPUTS
+
+    fork_pr(fake)
+    res, _, _ = approve(fake, f"/sweep approve {SHA1}")
+    assert tuple(res.outputs) == GITHUB_OUTPUTS["comment handle"]
+    assert tuple(check_approval(settings(), lazy(fake), pr=3, sha=SHA1).outputs) == \
+        GITHUB_OUTPUTS["comment check-approval"]

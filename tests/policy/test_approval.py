@@ -104,3 +104,11 @@ def test_plan_labels_keeps_policy_labels_only():
 def test_concurrency_group_and_run_name_name_pr_and_sha():
     assert approval.concurrency_group(12, HEAD) == f"trusted-sweep-12-{HEAD}"
     assert approval.run_name(12, HEAD) == f"trusted sweep of PR #12 at {HEAD}"
+
+
+@given(st.text(st.sampled_from("/sweep approve 0123456789abcdefABCDEFxyz \n>`"), max_size=80))
+@settings(max_examples=200)
+def test_parsed_approvals_always_carry_seven_to_forty_lower_hex_digits(body):
+    for cmd in parse(body):
+        if isinstance(cmd, SweepApprove):
+            assert 7 <= len(cmd.sha) <= 40 and set(cmd.sha) <= set("0123456789abcdef")
