@@ -8,9 +8,16 @@ from ci_tools.cli._prbot import (event_name_option, event_path_option, format_op
                                 results_dispatcher, run_flow)
 
 
+GITHUB_OUTPUTS = {
+    "comment handle": ("handled", "commands", "reuse-authorised", "stage-run-id", "stage-comment-id",
+                       "approve-sha", "approve-pr"),
+    "comment check-approval": ("proceed", "base-sha", "labels"),
+}
+
+
 @click.group("comment")
 def cli() -> None:
-    """Pull-request comment commands (/use, /reuse-sweep-run, /stage-results, /sweep plan)."""
+    """Pull-request comment commands (/use, /reuse-sweep-run, /stage-results, /sweep plan, /sweep approve)."""
 
 
 @cli.command("handle")
@@ -22,7 +29,9 @@ def handle(event_path, event_name, repo_root, fmt) -> None:
     """Parse the comment of an issue_comment event and act on its commands.
 
     Replies once per command comment (edited in place on re-runs); a `/stage-results` also sends the
-    results app a repository_dispatch (token: RESULTS_DISPATCH_TOKEN).
+    results app a repository_dispatch (token: RESULTS_DISPATCH_TOKEN). An accepted
+    `/sweep approve <sha>` writes the outputs `approve-pr` and `approve-sha` (the full head SHA),
+    which the workflow hands to trusted-sweep.yml.
 
     \b
     Example:
@@ -34,3 +43,29 @@ def handle(event_path, event_name, repo_root, fmt) -> None:
         return handle_comment(event, settings, gh, results_dispatcher(gh))
 
     run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)
+
+
+@cli.command("check-approval")
+@click.option("--pr", "pr", type=click.IntRange(min=1), required=True, help="The fork PR's number.")
+@click.option("--sha", required=True, help="The approved head SHA (from `/sweep approve`).")
+@repo_root_option
+@format_option
+def check_approval(pr, sha, repo_root, fmt) -> None:
+    """Refuse a trusted sweep whose PR moved on since the approval; read the labels to plan with.
+
+    Exit 1 (and `proceed=false`) when the PR's head is no longer SHA or the PR is not open. Outputs:
+    `proceed`, `base-sha` (the PR's base commit) and `labels` (its sweep labels, one a line).
+
+    \b
+    Example:
+      ci-tools comment check-approval --pr 1234 --sha "$SHA" --format github
+    """
+    import re
+
+    from ci_tools.errors import UsageError
+    from ci_tools.github.flows import check_approval as flow
+
+    if not re.fullmatch(r"[0-9a-fA-F]{40}", sha):
+        raise UsageError(f"--sha {sha!r}: give the full 40-digit head SHA the approval wrote (`approve-sha`)")
+    run_flow(lambda event, settings, gh: flow(settings, gh, pr=pr, sha=sha.lower()), event_path=None,
+             event_name=None, repo_root=repo_root, fmt=fmt, needs_event=False)

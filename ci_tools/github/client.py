@@ -261,6 +261,12 @@ class GitHub:
         return self._iter(self._r(f"/actions/workflows/{workflow}/runs"),
                           {"branch": branch, "event": event, "status": status}, key="workflow_runs")
 
+    def recent_runs(self, workflow: str, *, branch: str, event: str, limit: int = PER_PAGE) -> list[dict]:
+        """A workflow's newest runs of any status (queued, pending and running ones included): one page."""
+        runs = self._iter(self._r(f"/actions/workflows/{workflow}/runs"), {"branch": branch, "event": event},
+                          key="workflow_runs")
+        return [run for _, run in zip(range(limit), runs)]
+
     def artifacts(self, run_id: int) -> list[dict]:
         return self._list(self._r(f"/actions/runs/{run_id}/artifacts"), key="artifacts")
 

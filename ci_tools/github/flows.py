@@ -19,8 +19,8 @@ from ci_tools.github.client import GitHub, GitHubError
 from ci_tools.github.events import Comment, Event
 from ci_tools.github.timeline import Timeline, timeline_from_api
 from ci_tools.policy import comments as cm
-from ci_tools.policy import reuse, signoff, staging
-from ci_tools.policy.commands import StageResults, SweepPlan, UsageProblem, Use, parse
+from ci_tools.policy import approval, reuse, signoff, staging
+from ci_tools.policy.commands import StageResults, SweepApprove, SweepPlan, UsageProblem, Use, parse
 from ci_tools.policy.labels import Policy, load_policy
 from ci_tools.policy.prbody import check_body
 
@@ -156,7 +156,7 @@ def _who_may_use() -> str:
 
 def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy | None = None) -> Result:
     res = Result(outputs={"handled": "false", "commands": "", "reuse-authorised": "", "stage-run-id": "",
-                          "stage-comment-id": ""})
+                          "stage-comment-id": "", "approve-sha": "", "approve-pr": ""})
     if event.name == "pull_request_review":
         # Reuse is decided from conversation comments only; acting on a review body here would
         # acknowledge a command that the merge-time resolution never sees.
@@ -202,6 +202,12 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy 
             parts.append(_stage(x, c, pr, tl, client, dispatcher, settings, res, event))
         elif isinstance(x, SweepPlan):
             parts.append(cm.template_text("sweep-plan", author=c.author, plan=sweep_plan_text(tl, settings, pr)))
+    approvals = [x for x in commands if isinstance(x, SweepApprove)]
+    if approvals and event.action != "created":
+        # An approval starts a sweep once; editing the comment must not start another.
+        res.messages.append(f"`{approvals[-1].text}` in an edited comment: no new sweep")
+    elif approvals:
+        parts.append(_approve(approvals[-1], c, pr, client, settings, res))
     parts = [p for p in parts if p]
     if parts:
         body = cm.marker("reply", c.id) + "\n" + "\n\n".join(p.rstrip() for p in parts) + "\n"
@@ -244,6 +250,56 @@ def _use(use: Use, c: Comment, pr: int, tl: Timeline, gh: GitHub, settings: Sett
     if label:
         effect += f" Also, {label}."
     return cm.template_text("use-accepted", author=c.author, what=what, effect=effect)
+
+
+def pr_facts(data: dict) -> approval.PrFacts:
+    head_repo = (data.get("head") or {}).get("repo") or {}
+    base_repo = (data.get("base") or {}).get("repo") or {}
+    return approval.PrFacts(number=int(data["number"]), head_sha=data["head"]["sha"], state=data.get("state", ""),
+                            draft=bool(data.get("draft")),
+                            # a deleted fork has no head repository: the safe side is "fork"
+                            fork=not head_repo.get("full_name") or head_repo.get("full_name") != base_repo.get(
+                                "full_name"),
+                            labels=tuple(sorted(l["name"] for l in data.get("labels") or [])))
+
+
+def _approve(cmd: SweepApprove, c: Comment, pr: int, gh: GitHub, settings: Settings, res: Result) -> str:
+    why_not = reuse.may_use(c, gh.permission)
+    if why_not:
+        return cm.template_text("denied", author=c.author, command=cmd.text, why=why_not,
+                                who="Approving a fork's commit for the GPU runners needs a comment by someone who is "
+                                    "OWNER, MEMBER or COLLABORATOR and has write, maintain or admin permission.")
+    facts = pr_facts(gh.pull(pr))
+    running: list[dict] = []
+    if facts.fork and facts.state == "open" and approval.sha_matches(cmd.sha, facts.head_sha):
+        running = gh.recent_runs(approval.TRUSTED_WORKFLOW, branch=settings.main_ref.removeprefix("refs/heads/"),
+                                 event="workflow_dispatch")
+        running = [r for r in running if r.get("status") != "completed"]
+    decision = approval.decide(cmd.sha, facts, settings.policy, running)
+    res.outputs.update(decision.outputs(pr))
+    res.messages.append(decision.reason)
+    if decision.running_url:
+        return cm.template_text("approve-duplicate", author=c.author, command=cmd.text, why=decision.reason,
+                                run_url=decision.running_url)
+    if not decision.approved:
+        return cm.template_text("approve-refused", author=c.author, command=cmd.text, why=decision.reason)
+    return cm.template_text("approve-accepted", author=c.author, sha=decision.sha, pr=pr,
+                            workflow=approval.TRUSTED_WORKFLOW)
+
+
+def check_approval(settings: Settings, gh: Lazy, *, pr: int, sha: str) -> Result:
+    """The trusted sweep's first step: the PR must still point at the approved commit (else fail closed),
+    and its sweep labels are read now, for `ci-tools plan`."""
+    data = gh().pull(pr)
+    facts = pr_facts(data)
+    problem = approval.check_head(sha, facts.head_sha, pr=pr, state=facts.state)
+    labels = approval.plan_labels(facts.labels, settings.policy)
+    res = Result(outputs={"proceed": str(problem is None).lower(), "base-sha": data["base"]["sha"],
+                          "labels": "\n".join(labels)})
+    res.messages.append(problem or f"PR #{pr} is at the approved commit {sha[:12]}; labels: "
+                                   f"{', '.join(labels) or 'none'}")
+    res.exit_code = 1 if problem else 0
+    return res
 
 
 def _stage(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: GitHub, dispatcher: Lazy | None,

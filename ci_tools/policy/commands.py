@@ -5,6 +5,7 @@
     /reuse-sweep-run [id]    legacy spelling of /use, same meaning
     /stage-results [id]      stage a run's results in the results app
     /sweep plan              reply with the sweep plan of this PR
+    /sweep approve <sha>     approve one head commit of a fork PR for a trusted sweep (>= 7 hex digits)
 
 A command is a whole line of its own (surrounding spaces allowed). Lines inside fenced code blocks,
 indented code and quotes (`> ...`) are never commands, so quoting someone's command or showing it in
@@ -47,6 +48,15 @@ class SweepPlan:
 
 
 @dataclass(frozen=True)
+class SweepApprove:
+    sha: str              # lower-case hex, 7 to 40 digits, as given (abbreviated or full)
+
+    @property
+    def text(self) -> str:
+        return f"/sweep approve {self.sha}"
+
+
+@dataclass(frozen=True)
 class UsageProblem:
     command: str          # the command word as the grammar spells it, e.g. "/use"
     line: int             # 1-based line in the comment body
@@ -54,16 +64,17 @@ class UsageProblem:
     forms: tuple[str, ...]
 
 
-Command = Use | StageResults | SweepPlan
+Command = Use | StageResults | SweepPlan | SweepApprove
 
 FORMS: dict[str, tuple[str, ...]] = {
     "/use": ("/use", "/use <run_id>"),
     "/reuse-sweep-run": ("/reuse-sweep-run", "/reuse-sweep-run <run_id>"),
     "/stage-results": ("/stage-results", "/stage-results <run_id>"),
-    "/sweep": ("/sweep plan",),
+    "/sweep": ("/sweep plan", "/sweep approve <sha>"),
 }
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SHA = re.compile(r"[0-9a-fA-F]{7,40}")
 _RUN_ID = re.compile(rf"[1-9][0-9]{{0,{MAX_RUN_ID_DIGITS - 1}}}")
 
 
@@ -110,6 +121,8 @@ def parse(body: str | None) -> list[Command | UsageProblem]:
                          else Use(run_id, legacy=key == "/reuse-sweep-run"))
         elif args == ["plan"]:
             found.append(SweepPlan())
+        elif len(args) == 2 and args[0] == "approve" and _SHA.fullmatch(args[1]):
+            found.append(SweepApprove(args[1].lower()))
         else:
             found.append(problem)
     return found

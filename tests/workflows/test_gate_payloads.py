@@ -162,6 +162,23 @@ def test_concurrency_groups(shared, tmp_path):
     assert push and push != sync
 
 
+@pytest.mark.parametrize("name", ["pull_request/labeled.payload.json", "pull_request/synchronize.payload.json"])
+def test_fork_pr_with_a_sweep_label_reaches_no_job_and_waits_for_approval(shared, tmp_path, name):
+    """From the pull_request path a fork PR never reaches the sweep (so never a self-hosted job); the
+    gate reports the label for `/sweep approve <sha>`, the only path to a trusted sweep."""
+    payload = from_fork(with_labels(corpus(shared, name), PRIMARY))
+    if "labeled" in name:
+        payload = changed_label(payload, PRIMARY)
+    outputs = run_gate("pull_request", payload, tmp_path, "301")
+    assert outputs["sweep"] == "false"
+    assert outputs["fork-approval"] == ("true" if "labeled" in name else "false")
+    running, _ = simulate("pull_request", payload, tmp_path, "302")
+    assert "sweep" not in running
+    for wf in wc.load_workflows(WORKFLOWS):
+        if "pull_request" in wf.on:
+            assert "trusted-sweep.yml" not in wf.text, f"{wf.name} must not reach the trusted sweep"
+
+
 @pytest.mark.parametrize("patch, event, runs", [
     (lambda p: p, "pull_request", True),
     (from_fork, "pull_request", False),

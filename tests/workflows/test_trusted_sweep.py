@@ -1,0 +1,145 @@
+"""The trusted fork-sweep path (`/sweep approve <sha>` → comment-commands.yml → trusted-sweep.yml).
+
+Structure: what starts the sweep, what it checks out where, and that its names match the code that
+finds its runs again. Behaviour: the plan job's steps run as written, with bash, against the fake
+GitHub and the example change in a real git repository; they plan exactly what the same-repo sweep
+plans for the same change and labels, and refuse to plan after a push.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import gh_expr
+import wf_contract as wc
+from ci_tools.policy import approval
+from ci_tools.policy.buckets import BUCKETS
+from test_sweep_end_to_end import PRIMARY, planned as same_repo_planned, event, repo, run_step, step, workflow  # noqa: F401
+from wf_env import REPO, WORKFLOWS
+
+sys.path.insert(0, str(REPO / "tests" / "github"))
+from fake_github import FakeGitHub, Server  # noqa: E402
+
+TRUSTED = workflow(approval.TRUSTED_WORKFLOW)
+SELF_HOSTED_TEMPLATE = "$/.github/workflows/benchmark.yml"
+CHECKOUT = "actions/checkout@"
+PR_SHA = "${{ inputs.sha }}"
+
+
+def test_only_a_dispatch_on_the_default_branch_starts_it():
+    assert set(TRUSTED.on) == {"workflow_dispatch"}, "any other trigger could run the fork's workflow files"
+    for wf in wc.load_workflows(WORKFLOWS):
+        starts = f"workflow run {approval.TRUSTED_WORKFLOW}" in wf.text or f"/{approval.TRUSTED_WORKFLOW}" in wf.text
+        if starts:
+            assert wf.name == "comment-commands.yml" and set(wf.on) == {"issue_comment"}, wf.name
+
+
+def test_run_name_and_group_are_the_ones_the_code_looks_for():
+    assert TRUSTED.data["run-name"] == approval.run_name("${{ inputs.pr }}", "${{ inputs.sha }}")
+    assert TRUSTED.data["concurrency"] == {"group": approval.concurrency_group("${{ inputs.pr }}", "${{ inputs.sha }}"),
+                                           "cancel-in-progress": False}
+
+
+def test_the_fork_commit_is_data_except_on_the_self_hosted_template():
+    """Outside benchmark.yml the approved SHA is only checked out beside the trusted tree (`pr/`), after
+    `check-approval`; every job that touches it depends on the plan job (and so on the check)."""
+    for job_id, job in TRUSTED.jobs.items():
+        if "uses" in job:
+            assert job["uses"] == SELF_HOSTED_TEMPLATE and job["with"]["ref"] == PR_SHA
+            continue
+        seen_check = False
+        for s in job["steps"]:
+            seen_check |= s.get("id") == "check"
+            if s.get("uses", "").startswith(CHECKOUT):
+                ref = (s.get("with") or {}).get("ref")
+                assert ref in (None, PR_SHA), f"{job_id}: checks out {ref}"
+                if ref == PR_SHA:
+                    assert s["with"]["path"] == "pr", f"{job_id}: the fork commit must not replace the trusted tree"
+                    assert job_id != "plan" or seen_check, "plan checks out the fork before checking the approval"
+    for job_id, job in TRUSTED.jobs.items():
+        if job_id != "plan":
+            needs = job["needs"] if isinstance(job["needs"], list) else [job["needs"]]
+            assert "plan" in needs or needs == ["release"], job_id
+
+
+def test_release_exports_every_bucket_like_the_pipeline():
+    outputs = TRUSTED.jobs["release"]["outputs"]
+    spelled = {n for n in outputs if n.startswith(("matrix-", "fail-fast-"))}
+    assert spelled == {f"{k}-{b}" for b in BUCKETS for k in ("matrix", "fail-fast")}
+
+
+def test_comment_commands_start_it_only_on_an_accepted_approval():
+    wf = workflow("comment-commands.yml")
+    job = wf.jobs["start-trusted-sweep"]
+    [s] = job["steps"]
+    assert f"gh workflow run {approval.TRUSTED_WORKFLOW} " in s["run"]
+    assert job["permissions"] == {"actions": "write"}
+    for sha, runs in (("", False), ("a" * 40, True)):
+        context = {"needs": {"handle": {"result": "success", "outputs": {"approve-sha": sha, "approve-pr": "3"}}}}
+        assert gh_expr.job_runs(job["if"], context, gh_expr.Status(needs_results=("success",))) is runs
+
+
+# ---- the plan job, run as written ------------------------------------------------------------------
+
+@pytest.fixture
+def tree(repo, tmp_path):
+    """The trusted checkout (this repository's policy) with the fork's commit at `pr/` (here: the
+    example change's repository)."""
+    (tmp_path / "inferencex-e2e").symlink_to(REPO / "inferencex-e2e")
+    (tmp_path / "pr").symlink_to(repo)
+    return tmp_path
+
+
+@pytest.fixture
+def fake_pr(shared, repo, monkeypatch):
+    rev = lambda ref: __import__("subprocess").run(["git", "rev-parse", ref], cwd=repo, capture_output=True,
+                                                   text=True, check=True).stdout.strip()
+    fake = FakeGitHub(shared / "corpus", repo="Codertocat/Hello-World")
+    with Server(fake) as server:
+        fake.url = server.url
+        pr = fake.add_pr(3, head_sha=rev("head"))
+        pr["head"]["repo"] = {**pr["head"]["repo"], "full_name": "someone/Hello-World"}
+        pr["base"]["sha"] = rev("base")
+        pr["labels"] = []
+        for label in (PRIMARY, "bug"):
+            fake.label(3, label)
+        monkeypatch.setenv("GITHUB_API_URL", server.url)
+        yield fake, rev("head")
+    assert not fake.schema_errors, fake.schema_errors
+
+
+def run_plan_job(tree: Path, event: Path, sha: str) -> tuple[dict, dict]:
+    context = {"github": {"token": "test-token"}, "inputs": {"pr": 3, "sha": sha}, "steps": {}}
+    results = {}
+    for sid in ("check", "plan"):
+        s = step(TRUSTED, "plan", sid)
+        done, outputs = run_step(s, context, tree, tree, event)
+        results[sid] = done
+        if done.returncode:
+            break
+        context["steps"][sid] = {"outputs": outputs}
+    return results, context["steps"]
+
+
+def test_plan_job_plans_what_the_same_repo_sweep_plans(tree, fake_pr, event, same_repo_planned):
+    fake, head = fake_pr
+    results, steps = run_plan_job(tree, event, head)
+    assert all(d.returncode == 0 for d in results.values()), {k: d.stderr for k, d in results.items()}
+    assert steps["check"]["outputs"]["labels"] == PRIMARY                        # `bug` is not a sweep label
+    outputs = {n: gh_expr.interpolate(e, {"steps": steps}) for n, e in TRUSTED.jobs["plan"]["outputs"].items()}
+    assert outputs["sweep"] == "true" and outputs["has-canary"] == same_repo_planned["has-canary"] == "true"
+    assert json.loads(outputs["canary"]) == json.loads(same_repo_planned["canary"])
+    assert fake.requests == ["GET /repos/Codertocat/Hello-World/pulls/3"]
+
+
+def test_plan_job_refuses_after_a_push(tree, fake_pr, event):
+    fake, head = fake_pr
+    fake.pulls[3]["head"]["sha"] = "f" * 40
+    results, _ = run_plan_job(tree, event, head)
+    assert results["check"].returncode == 1 and "plan" not in results
+    assert "moved from the approved commit" in results["check"].stdout
