@@ -146,12 +146,9 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     plan = build_plan(row, point, settings, str(out_abs))
     text = render_dry_run(plan, backend, settings)
     if fmt == "github":
-        gh_out = os.environ.get("GITHUB_OUTPUT")
-        if not gh_out:
-            raise UsageError("--format github needs $GITHUB_OUTPUT (set by GitHub Actions)")
-        with open(gh_out, "a", encoding="utf-8") as fh:
-            for key, value in layout.github_outputs(plan.result_filename, str(out)).items():
-                fh.write(f"{key}={value}\n")
+        from ci_tools.github.actions import append_outputs
+
+        append_outputs(layout.github_outputs(plan.result_filename, str(out)))
     if dry_run:
         click.echo(text, nl=False)
         return

@@ -8,6 +8,8 @@ import uuid
 
 import click
 
+from ci_tools.errors import UsageError
+
 
 def write_outputs(outputs: dict[str, str], fmt: str, messages: list[str] | None = None) -> None:
     """`text`: messages for people; `json`: one JSON object on stdout; `github`: also append the
@@ -20,16 +22,22 @@ def write_outputs(outputs: dict[str, str], fmt: str, messages: list[str] | None 
         for k, v in outputs.items():
             click.echo(f"{k}: {v}")
     if fmt == "github":
-        path = os.environ.get("GITHUB_OUTPUT")
-        if not path:
-            raise click.UsageError("--format github needs $GITHUB_OUTPUT (set by GitHub Actions)")
-        with open(path, "a", encoding="utf-8") as fh:
-            for k, v in outputs.items():
-                if "\n" in v:
-                    delim = f"ghadelim_{uuid.uuid4().hex}"
-                    fh.write(f"{k}<<{delim}\n{v}\n{delim}\n")
-                else:
-                    fh.write(f"{k}={v}\n")
+        append_outputs(outputs)
+
+
+def append_outputs(outputs: dict[str, str]) -> None:
+    """Append step outputs to $GITHUB_OUTPUT; multi-line values get a random heredoc delimiter so a
+    value can never end the block early. The one writer for commands that take `--format github`."""
+    path = os.environ.get("GITHUB_OUTPUT")
+    if not path:
+        raise UsageError("--format github needs $GITHUB_OUTPUT (set by GitHub Actions)")
+    with open(path, "a", encoding="utf-8") as fh:
+        for k, v in outputs.items():
+            if "\n" in v or "\r" in v:
+                delim = f"ghadelim_{uuid.uuid4().hex}"
+                fh.write(f"{k}<<{delim}\n{v}\n{delim}\n")
+            else:
+                fh.write(f"{k}={v}\n")
 
 
 def annotate_errors(messages: list[str]) -> None:
