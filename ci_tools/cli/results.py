@@ -112,6 +112,11 @@ def collect_cmd(roots: tuple[Path, ...], out: Path) -> None:
     if not files:
         raise InputError("no result.json found under " + ", ".join(map(str, roots)))
     data = collect(files)
+    if not data["results"]:
+        # every file was skipped: a collection of nothing must not pass as a successful collect
+        raise InputError(f"no result could be collected from {len(files)} result.json file(s):\n  "
+                         + "\n  ".join(data["notes"])
+                         + "\nhint: these files must be written by `ci-tools results process`")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     for note in data["notes"]:

@@ -63,3 +63,18 @@ def test_process_with_workers_gives_the_same_result(shared, tmp_path):
     assert json.loads((tmp_path / "one.json").read_text()) == json.loads((tmp_path / "three.json").read_text())
     bad = invoke("results", "process", str(d), *point, "--workers", "0")
     assert bad.exit_code == 2 and "--workers" in bad.output
+
+
+def test_collect_of_only_unreadable_results_fails(tmp_path):
+    # a truncated upload: the collect job must fail rather than publish an empty collection
+    (tmp_path / "job").mkdir()
+    (tmp_path / "job/result.json").write_text('{"schema":')
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other/result.json").write_text('{"schema": "something-else"}')
+    out = tmp_path / "results.json"
+    res = invoke("results", "collect", str(tmp_path), "--out", str(out))
+    assert res.exit_code == 1, res.output
+    msg = str(res.exception)
+    assert "no result could be collected from 2 result.json file(s)" in msg
+    assert "job/result.json: skipped, not valid JSON" in msg and "not a ci-tools/result" in msg
+    assert not out.exists()
