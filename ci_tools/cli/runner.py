@@ -49,18 +49,19 @@ def _load_row(path: Path) -> dict:
     return row
 
 
-def _recipe_path(row: dict, root: Path) -> Path:
+def _recipe_path(row: dict, root: Path, row_path: Path) -> Path:
     from ci_tools.config.masters import default_master_paths, read_masters
 
     if row.get("recipe"):
         return root / str(row["recipe"])
     key = row.get("config-key")
     if not key:
-        raise InputError("the row has neither `recipe` nor `config-key`, so its recipe cannot be found")
+        raise InputError(f"{row_path}: the row has neither `recipe` nor `config-key`, so its recipe cannot be "
+                         "found; pass a row printed by `ci-tools plan` or `ci-tools matrix`")
     masters = read_masters(default_master_paths(root), root)
     entry = masters.entries.get(key)
     if entry is None:
-        raise InputError(f"config key {key!r} is not in any master config under {root}")
+        raise InputError(f"{row_path}: config key {key!r} is not in any master config under {root}")
     if not isinstance(entry, dict) or not entry.get("recipe"):
         raise InputError(f"master entry {key!r} has no `recipe:` field; `runner run` serves recipe entries only")
     return root / str(entry["recipe"])
@@ -127,7 +128,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     from ci_tools.runner.plan import AGENTX_DATASET, Settings, build_plan
 
     row = _load_row(row_path)
-    recipe_file = _recipe_path(row, root)
+    recipe_file = _recipe_path(row, root, row_path)
     try:
         display = str(recipe_file.resolve().relative_to(root.resolve()))
     except ValueError:

@@ -66,6 +66,7 @@ def test_agentx_fast_shortens_duration(tmp_path):
     ({"pp": 2}, "`pp: 2`"),
     ({"config-key": "nope"}, "config key 'nope' is not in any master config"),
     ({"config-key": "dsv41flash-fp4-b300-sglang"}, "has no `recipe:` field"),
+    ({"recipe": None, "config-key": None}, "row.json: the row has neither `recipe` nor `config-key`"),
 ])
 def test_bad_rows_are_clear(tmp_path, change, message):
     _, row = seed_rows()[0]
