@@ -19,11 +19,11 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "comments"
 
 def golden(name: str, text: str) -> None:
     path = GOLDEN / f"{name}.md"
-    if os.environ.get("UPDATE_GOLDEN"):
+    if os.environ.get("CI_TOOLS_UPDATE_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"{path} missing: run with UPDATE_GOLDEN=1 and review the file"
-    assert text == path.read_text(encoding="utf-8"), f"{name} differs from {path} (UPDATE_GOLDEN=1 to accept)"
+    assert path.exists(), f"{path} missing: run with CI_TOOLS_UPDATE_GOLDEN=1 and review the file"
+    assert text == path.read_text(encoding="utf-8"), f"{name} differs from {path} (CI_TOOLS_UPDATE_GOLDEN=1 to accept)"
 
 
 def only(fake, pr, prefix):
