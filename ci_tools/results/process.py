@@ -103,6 +103,9 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such directory")
+    if not path.is_dir():
+        raise InputError(f"{path}: not a directory; pass the job directory (`runner run --out`) holding "
+                         "job.json and aiperf_artifacts/")
     job = read_json(path / layout.JOB_JSON)
     if point is None:
         if job is None:

@@ -78,3 +78,11 @@ def test_collect_of_only_unreadable_results_fails(tmp_path):
     assert "no result could be collected from 2 result.json file(s)" in msg
     assert "job/result.json: skipped, not valid JSON" in msg and "not a ci-tools/result" in msg
     assert not out.exists()
+
+
+def test_process_of_a_file_says_it_wants_the_directory(tmp_path):
+    f = tmp_path / "profile_export.jsonl"
+    f.write_text("{}\n")
+    res = invoke("results", "process", str(f))
+    assert res.exit_code == 1
+    assert f"{f}: not a directory; pass the job directory" in str(res.exception)
