@@ -14,3 +14,8 @@ REVIEW_CHECKLIST = "docs/PR_REVIEW_CHECKLIST.md"
 
 # Paths whose change after a sweep's head commit makes that sweep's results stale (reuse must refuse).
 BENCHMARK_INPUT_PREFIXES = (f"{E2E_DIR}/", f"{RECIPES_DIR}/")
+
+# Workflow files, by the file name GitHub's REST API takes as a workflow id.
+WORKFLOWS_DIR = ".github/workflows"
+SWEEP_WORKFLOW = "run-sweep.yml"        # PR and push sweeps; `/use` pins its runs
+TRUSTED_WORKFLOW = "trusted-sweep.yml"  # maintainer-approved sweeps of a fork PR's SHA

@@ -18,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from ci_tools import paths
 from ci_tools.policy.labels import Policy
 
-TRUSTED_WORKFLOW = "trusted-sweep.yml"
+TRUSTED_WORKFLOW = paths.TRUSTED_WORKFLOW
 # The workflow's `run-name:` spells the same text with `${{ inputs.pr }}` and `${{ inputs.sha }}`
 # (a test keeps them equal); it is how a running sweep of a PR and SHA is found again.
 RUN_NAME = "trusted sweep of PR #{pr} at {sha}"
