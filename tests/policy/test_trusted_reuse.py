@@ -197,3 +197,19 @@ def test_listing_other_prs_trusted_runs_is_bounded():
     runs.append(trusted(999, sha=B, at="2026-10-01T00:00:30Z"))   # the oldest, past the bound
     sel = select(Source(runs))
     assert sel.run is None
+
+
+# ---- the run-name parser, fuzzed ------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(pr=st.integers(1, 10**9), sha=st.text("0123456789abcdefABCDEF", min_size=40, max_size=40),
+       junk=st.text(max_size=60))
+def test_run_name_round_trips_and_junk_never_raises(pr, sha, junk):
+    assert approval.parse_run_name(approval.run_name(pr, sha)) == (pr, sha.lower())
+    parsed = approval.parse_run_name(junk)
+    assert parsed is None or approval.run_name(*parsed).lower() == junk.lower()
+    if junk:
+        assert approval.parse_run_name(approval.run_name(pr, sha) + junk) is None   # a whole run name only
