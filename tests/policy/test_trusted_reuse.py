@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from ci_tools.github.events import WorkflowRun
 from ci_tools.github.timeline import LabelEvent, Timeline
@@ -200,9 +201,6 @@ def test_listing_other_prs_trusted_runs_is_bounded():
 
 
 # ---- the run-name parser, fuzzed ------------------------------------------------------------------
-
-from hypothesis import given, settings, strategies as st  # noqa: E402
-
 
 @settings(max_examples=200, deadline=None)
 @given(pr=st.integers(1, 10**9), sha=st.text("0123456789abcdefABCDEF", min_size=40, max_size=40),
