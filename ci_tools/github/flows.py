@@ -9,7 +9,7 @@ GitHub cost zero calls and need no token.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -111,10 +111,19 @@ def upsert(gh: GitHub, pr: int, tl: Timeline, kind: str, key, body: str, setting
     return write.action, int(write.comment_id)
 
 
-def pr_state(data: dict) -> reuse.PrState:
+def is_fork(data: dict) -> bool:
+    """From a PR object: the head repository differs from the base. A deleted fork has no head
+    repository: the safe side is "fork"."""
+    head_repo = (data.get("head") or {}).get("repo") or {}
+    base_repo = (data.get("base") or {}).get("repo") or {}
+    return not head_repo.get("full_name") or head_repo.get("full_name") != base_repo.get("full_name")
+
+
+def pr_state(data: dict, main_ref: str = "refs/heads/main") -> reuse.PrState:
+    branch = main_ref.removeprefix("refs/heads/")
     return reuse.PrState(number=int(data["number"]), head_sha=data["head"]["sha"], head_ref=data["head"]["ref"],
                          labels=tuple(sorted(l["name"] for l in data.get("labels") or [])),
-                         merged_at=data.get("merged_at"))
+                         merged_at=data.get("merged_at"), fork=is_fork(data), trusted_branch=branch)
 
 
 def reuse_text(auth: reuse.Authorisation) -> str:
@@ -222,7 +231,7 @@ def _use(use: Use, c: Comment, pr: int, tl: Timeline, gh: GitHub, settings: Sett
         res.outputs["reuse-authorised"] = "false"
         return cm.template_text("denied", author=c.author, command=use.text, why=why_not, who=_who_may_use())
     level = gh.permission(c.author)
-    prs = pr_state(gh.pull(pr))
+    prs = pr_state(gh.pull(pr), settings.main_ref)
     if prs.merged_at:
         return cm.template_text("denied", author=c.author, command=use.text, why=f"PR #{pr} has already merged",
                                 who="Commands made after the merge do not change which run was reused.")
@@ -253,13 +262,8 @@ def _use(use: Use, c: Comment, pr: int, tl: Timeline, gh: GitHub, settings: Sett
 
 
 def pr_facts(data: dict) -> approval.PrFacts:
-    head_repo = (data.get("head") or {}).get("repo") or {}
-    base_repo = (data.get("base") or {}).get("repo") or {}
     return approval.PrFacts(number=int(data["number"]), head_sha=data["head"]["sha"], state=data.get("state", ""),
-                            draft=bool(data.get("draft")),
-                            # a deleted fork has no head repository: the safe side is "fork"
-                            fork=not head_repo.get("full_name") or head_repo.get("full_name") != base_repo.get(
-                                "full_name"),
+                            draft=bool(data.get("draft")), fork=is_fork(data),
                             labels=tuple(sorted(l["name"] for l in data.get("labels") or [])))
 
 
@@ -308,7 +312,7 @@ def _stage(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: GitHub, dis
     if not staging.may_stage(level):
         return cm.template_text("denied", author=c.author, command=cmd.text,
                                 why=f"@{c.author} has {level} permission", who=staging.who_may_stage())
-    prs = pr_state(gh.pull(pr))
+    prs = pr_state(gh.pull(pr), settings.main_ref)
     problem = staging.label_problem(prs.labels, settings.policy)
     if problem is None:
         sel = reuse.select_run(reuse.staging_rules(cmd.run_id is not None), pinned=cmd.run_id, pr=prs, timeline=tl,
@@ -394,7 +398,7 @@ def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDeci
                                              f"#{', #'.join(map(str, authorised))}; refusing to guess which "
                                              "PR's run to reuse.")
         return reuse.ReuseDecision(reason="several associated pull requests, none authorised reuse")
-    prs = pr_state(pulls[0])
+    prs = pr_state(pulls[0], settings.main_ref)
     tl = load_timeline(client, prs.number)
     auth = reuse.authorise(tl.comments, permission_lookup(client, tl, settings), pr_number=prs.number,
                            merged_at=prs.merged_at)
@@ -463,7 +467,7 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy) -> Result:
     client = gh()
     pr = event.pr_number
     data = client.pull(pr)
-    prs = pr_state(data)
+    prs = pr_state(data, settings.main_ref)
     if data.get("state") != "open":
         res.messages.append(f"PR #{pr} is {data.get('state')}: sign-offs are verified on open PRs only")
         return res
@@ -576,7 +580,14 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
                 plan: str | None) -> Result:
     if event is not None and event.name == "workflow_run":
         wr = event.workflow_run
-        if wr.event != "pull_request" or not wr.pull_requests:
+        if wr.event == "workflow_dispatch" and wr.path.split("@")[0] == reuse.TRUSTED_PATH:
+            # A fork PR's trusted sweep: the run name says which PR and commit (one call to read it).
+            wr = reuse.run_from_api(gh().run(wr.id))
+            if wr.trusted_pr is None:
+                return Result(outputs={"comment": "none"},
+                              messages=[f"run {wr.id} does not name a PR in its run name: no status card"])
+            wr = replace(wr, pull_requests=(wr.trusted_pr,))
+        if wr.event not in ("pull_request", "workflow_dispatch") or not wr.pull_requests:
             return Result(outputs={"comment": "none"}, messages=["not a pull-request sweep run: no status card"])
         pr = pr or wr.pull_requests[0]
         run = run or {"id": wr.id, "url": wr.html_url, "conclusion": wr.conclusion or wr.status,

@@ -15,6 +15,7 @@ the approved head SHA. Differences from InferenceX's `trusted-external-sweep.yml
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -30,6 +31,19 @@ MIN_SHA = 7
 
 def run_name(pr: int, sha: str) -> str:
     return RUN_NAME.format(pr=pr, sha=sha)
+
+
+_RUN_NAME_RE = re.compile(re.escape(RUN_NAME).replace(re.escape("{pr}"), r"([1-9][0-9]{0,9})")
+                          .replace(re.escape("{sha}"), r"([0-9a-fA-F]{40})"))
+
+
+def parse_run_name(title: str) -> tuple[int, str] | None:
+    """(PR, full head SHA) named by a trusted sweep's run name, or None for any other title.
+
+    The REST API does not return workflow_dispatch inputs, so the run name is the only record of what
+    a trusted run swept; `/sweep approve` always dispatches the full 40-digit SHA."""
+    m = _RUN_NAME_RE.fullmatch(title or "")
+    return (int(m[1]), m[2].lower()) if m else None
 
 
 def concurrency_group(pr: int, sha: str) -> str:

@@ -13,17 +13,24 @@ Differences from InferenceX's `find_reusable_sweep_run.py`, each fixing a listed
 - W1: no commit after the run's head may touch benchmark inputs (`inferencex-e2e/`, `recipes/`),
   else reuse is refused naming the files.
 - W13/W25: retries live in the adapter; commits and artifacts are fetched at most once.
+- W18: a fork PR's trusted sweep (`/sweep approve <sha>`, a workflow_dispatch run of
+  `trusted-sweep.yml` named for the PR and SHA) counts like a pull_request run of the sweep, under the
+  same label, commit, staleness and artifact rules. Its swept commit is the SHA in the run name (the
+  run's own `head_sha` is the default-branch commit the workflow ran from). Trusted runs are listed
+  only for fork PRs, so a same-repo PR's merge costs no extra request.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import heapq
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Callable, Iterable, Iterator, Protocol
 
 from ci_tools import paths
 from ci_tools.github.events import Comment, WorkflowRun, workflow_run_from, _Reader
 from ci_tools.github.timeline import LabelEvent, Timeline
+from ci_tools.policy import approval
 from ci_tools.policy.commands import Use, parse
 from ci_tools.policy.labels import Policy
 
@@ -175,15 +182,50 @@ class PrState:
     head_ref: str
     labels: tuple[str, ...]
     merged_at: str | None = None
+    fork: bool = False                 # head repository differs from the base: trusted sweeps are listed
+    trusted_branch: str = "main"       # the branch trusted sweeps are dispatched on (the default branch)
+
+
+@dataclass(frozen=True)
+class SweepRun(WorkflowRun):
+    """A run as reuse sees it. For a trusted sweep `head_sha` is the swept PR commit named in the run
+    name, `trusted_pr` the PR, and `dispatch_sha` the default-branch commit the workflow ran from."""
+
+    display_title: str = ""
+    trusted_pr: int | None = None
+    dispatch_sha: str = ""
+
+
+TRUSTED_PATH = f".github/workflows/{approval.TRUSTED_WORKFLOW}"
+
+
+def trusted_problem(run: SweepRun, pr: PrState) -> str | None:
+    """None if a workflow_dispatch run is a trusted sweep of `pr` from the default branch, else why not."""
+    if run.trusted_pr is None:
+        return (f"its run name {run.display_title!r} does not name a PR and a full commit SHA "
+                f"(expected {approval.RUN_NAME!r}), so it is not a trusted sweep")
+    if run.trusted_pr != pr.number:
+        return (f"it is a trusted sweep of PR #{run.trusted_pr} (commit {run.head_sha[:12]}), not of PR #{pr.number}; "
+                f"pin a run of PR #{pr.number}")
+    if run.head_branch and pr.trusted_branch and run.head_branch != pr.trusted_branch:
+        return (f"it ran from branch {run.head_branch}, not {pr.trusted_branch}; only trusted sweeps dispatched on "
+                "the default branch count")
+    return None
 
 
 def check_run(run: WorkflowRun, rules: Rules, *, pr: PrState, timeline: Timeline, policy: Policy,
               workflow_path: str, source: Source) -> str | None:
     """None if `run` may be used, else the first reason it may not. Cheap checks come first."""
-    if run.event != "pull_request":
-        return "it is not a pull_request run"
-    if run.path and run.path.split("@")[0] != workflow_path:
-        return f"it is a run of {run.path}, not {workflow_path}"
+    trusted = run.event == "workflow_dispatch"
+    if run.event != "pull_request" and not trusted:
+        return f"it is not a pull_request run or a trusted sweep ({run.event or 'unknown'} event)"
+    expected = TRUSTED_PATH if trusted else workflow_path
+    if run.path and run.path.split("@")[0] != expected:
+        return f"it is a run of {run.path}, not {expected}"
+    if trusted:
+        why = trusted_problem(run if isinstance(run, SweepRun) else SweepRun(**run.__dict__), pr)
+        if why:
+            return why
     if run.status != "completed":
         return f"it is not completed (status {run.status})"
     if run.conclusion not in rules.conclusions:
@@ -226,8 +268,32 @@ class Selection:
     rejected: tuple[str, ...] = ()    # "run 123: reason", newest first
 
 
-def run_from_api(data: dict) -> WorkflowRun:
-    return workflow_run_from(data, "run", _Reader("GitHub API"))
+def sweep_run(base: WorkflowRun, display_title: str = "") -> SweepRun:
+    """`base` with the swept commit in place for a trusted sweep named as `approval.run_name` writes it."""
+    named = approval.parse_run_name(display_title) if base.event == "workflow_dispatch" else None
+    run = SweepRun(**base.__dict__, display_title=display_title)
+    if named is None:
+        return run
+    return replace(run, trusted_pr=named[0], head_sha=named[1], dispatch_sha=base.head_sha)
+
+
+def run_from_api(data: dict) -> SweepRun:
+    return sweep_run(workflow_run_from(data, "run", _Reader("GitHub API")), str(data.get("display_title") or ""))
+
+
+def _newest(data: dict) -> float:
+    return -_order(data.get("created_at"))
+
+
+def _trusted_runs_of(runs: Iterable[dict], pr: int, max_listed: int) -> Iterator[dict]:
+    """Trusted sweeps named for `pr` only: other PRs' runs share the default branch and are skipped
+    unexamined (a bounded number of them, so a busy repository cannot page without end)."""
+    for listed, data in enumerate(runs):
+        if listed >= max_listed:
+            return
+        named = approval.parse_run_name(str(data.get("display_title") or ""))
+        if named is not None and named[0] == pr:
+            yield data
 
 
 def select_run(rules: Rules, *, pinned: int | None, pr: PrState, timeline: Timeline, policy: Policy,
@@ -250,6 +316,10 @@ def select_run(rules: Rules, *, pinned: int | None, pr: PrState, timeline: Timel
         return Selection(run)
     rejected: list[str] = []
     candidates: Iterator[dict] = iter(source.workflow_runs(workflow_path.rsplit("/", 1)[-1], branch=pr.head_ref))
+    if pr.fork:
+        trusted = _trusted_runs_of(source.workflow_runs(approval.TRUSTED_WORKFLOW, branch=pr.trusted_branch,
+                                                        event="workflow_dispatch"), pr.number, 10 * max_examined)
+        candidates = heapq.merge(candidates, trusted, key=_newest)
     for examined, data in enumerate(candidates):
         if examined >= max_examined:
             break
@@ -259,7 +329,8 @@ def select_run(rules: Rules, *, pinned: int | None, pr: PrState, timeline: Timel
         if why is None:
             return Selection(run, rejected=tuple(rejected))
         rejected.append(f"run {run.id}: {why}")
-    detail = "; ".join(rejected[:5]) or "no completed pull_request runs on the PR branch"
+    detail = "; ".join(rejected[:5]) or ("no completed pull_request runs on the PR branch" + (
+        f" and no completed trusted sweeps of PR #{pr.number}" if pr.fork else ""))
     return Selection(None, f"PR #{pr.number} has no run usable for {rules.name} ({detail}). "
                            f"Run a full sweep, or pin a run with `/use <run_id>`.", tuple(rejected))
 

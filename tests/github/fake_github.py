@@ -93,7 +93,7 @@ class FakeGitHub:
         return f"2026-10-{1 + n // 1440:02d}T{(n // 60) % 24:02d}:{n % 60:02d}:00Z"
 
     def add_pr(self, number: int, *, head_sha: str, head_ref: str = "feature", labels=(), merged_at=None,
-               state="open", draft=False, body="", author="alice", commits=None) -> dict:
+               state="open", draft=False, body="", author="alice", commits=None, fork: str | None = None) -> dict:
         pr = copy.deepcopy(self._pr_t)
         pr.update(number=number, state=state, draft=draft, body=body, merged_at=merged_at,
                   merged=merged_at is not None, title=f"PR {number}", labels=[_label(l) for l in labels],
@@ -101,7 +101,8 @@ class FakeGitHub:
                   commits=len(commits or [head_sha]))
         pr["head"] = copy.deepcopy(pr["head"])
         pr["head"].update(sha=head_sha, ref=head_ref)
-        pr["head"]["repo"]["full_name"] = self.repo
+        pr["head"]["repo"] = copy.deepcopy(pr["head"]["repo"])
+        pr["head"]["repo"]["full_name"] = fork or self.repo
         pr["base"]["repo"]["full_name"] = self.repo
         self.pulls[number] = pr
         self.events.setdefault(number, [])
@@ -149,8 +150,13 @@ class FakeGitHub:
     def add_run(self, run_id: int, *, head_sha: str, conclusion: str | None = "success", branch: str = "feature",
                 event: str = "pull_request", status: str = "completed", path: str = ".github/workflows/run-sweep.yml",
                 created_at: str | None = None, artifacts=("results_bmk", "changelog-metadata"), expired=(),
-                pull_requests=(), attempt: int = 1) -> dict:
+                pull_requests=(), attempt: int = 1, display_title: str | None = None,
+                name: str | None = None) -> dict:
+        """`display_title` is the run name (a workflow's `run-name:`, else the commit message);
+        `name` the workflow's `name:`, as GitHub returns both."""
         run = copy.deepcopy(self._run_t)
+        run.update(display_title=display_title if display_title is not None else run["display_title"],
+                   name=name if name is not None else run["name"])
         run.update(id=run_id, head_sha=head_sha, conclusion=conclusion, head_branch=branch, event=event,
                    status=status, path=path, created_at=created_at or self.tick(), run_attempt=attempt,
                    html_url=f"https://github.com/{self.repo}/actions/runs/{run_id}",
