@@ -24,7 +24,7 @@ from ci_tools.policy.commands import StageResults, SweepApprove, SweepPlan, Usag
 from ci_tools.policy.labels import Policy, load_policy
 from ci_tools.policy.prbody import check_body
 
-SWEEP_WORKFLOW = "run-sweep.yml"
+SWEEP_WORKFLOW = paths.SWEEP_WORKFLOW
 RESULTS_SITE = "https://inferencex.semianalysis.com"
 STAGING_SITE = "https://inferencemax-app-git-staging-semianalysisai.vercel.app"
 RESULTS_REPO = "SemiAnalysisAI/InferenceX-app"
