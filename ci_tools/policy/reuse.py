@@ -33,10 +33,13 @@ from ci_tools.github.timeline import LabelEvent, Timeline
 from ci_tools.policy import approval
 from ci_tools.policy.commands import Use, parse
 from ci_tools.policy.labels import Policy
+from ci_tools.runner import layout
 
 ALLOWED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
-RESULT_ARTIFACTS = frozenset({"results_bmk", "eval_results_all"})
+# A reusable run has its run-level collection (named once, in ci_tools.runner.layout) or, for runs
+# made by InferenceX's workflows before the switch, their eval collection or an AgentX result.
+RESULT_ARTIFACTS = frozenset({layout.COLLECTION_ARTIFACT, "eval_results_all"})
 RESULT_ARTIFACT_PREFIX = "bmk_agentic_"
 CHANGELOG_METADATA = "changelog-metadata"
 
