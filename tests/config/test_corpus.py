@@ -11,12 +11,12 @@ search-space entries, so that point is benchmarked twice. Nothing else is report
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from clirun import run
 
 from ci_tools.config.validate import validate_files
+from tests.conftest import assert_golden
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "config"
 ARGS = ["config", "validate", "--master", "configs/nvidia-master.yaml", "--master", "configs/amd-master.yaml",
@@ -80,11 +80,7 @@ def test_a_touched_unpinned_corpus_entry_is_an_error(shared):
 
 
 def _golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("CI_TOOLS_UPDATE_GOLDEN"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert text == path.read_text(encoding="utf-8"), f"output differs from {path} (CI_TOOLS_UPDATE_GOLDEN=1 rewrites it)"
+    assert_golden(GOLDEN / name, text)
 
 
 def test_corpus_text_output_golden(shared):

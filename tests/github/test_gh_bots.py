@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -13,17 +12,13 @@ from ci_tools.policy.prbody import check_body
 from gh_scenarios import FULL, SHA1, REPO_ROOT, authorise, comment_event, lazy, pr_event, pr_with_sweep, settings
 from test_gh_commands import callback, dispatcher
 from test_gh_signoff import setup_pr, signoff_body
+from tests.conftest import assert_golden
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "comments"
 
 
 def golden(name: str, text: str) -> None:
-    path = GOLDEN / f"{name}.md"
-    if os.environ.get("CI_TOOLS_UPDATE_GOLDEN"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    assert path.exists(), f"{path} missing: run with CI_TOOLS_UPDATE_GOLDEN=1 and review the file"
-    assert text == path.read_text(encoding="utf-8"), f"{name} differs from {path} (CI_TOOLS_UPDATE_GOLDEN=1 to accept)"
+    assert_golden(GOLDEN / f"{name}.md", text)
 
 
 def only(fake, pr, prefix):

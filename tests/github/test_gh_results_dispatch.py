@@ -12,15 +12,14 @@ from ci_tools.errors import InputError
 from ci_tools.github.flows import results_dispatch
 from gh_scenarios import MERGE, SHA1, lazy, merge, pr_with_sweep, push_event, settings
 from test_gh_cli import ci, outputs, payload
+from tests.conftest import assert_golden
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "results"
 RUN = 500
 
 
 def golden(name: str, data: dict) -> None:
-    path = GOLDEN / name
-    text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-    assert path.read_text() == text, f"{path} differs:\n{text}"
+    assert_golden(GOLDEN / name, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
 def merged_pr(fake, *, artifacts=("results_bmk", "changelog-metadata")):

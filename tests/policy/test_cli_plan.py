@@ -11,6 +11,7 @@ import pytest
 
 from ci_tools.cli import main
 from ci_tools.render.plan import output_names
+from tests.conftest import assert_golden
 
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "plan"
@@ -24,10 +25,7 @@ def run(capsys, *args):
 
 
 def golden(name, text):
-    path = GOLDEN / name
-    if os.environ.get("CI_TOOLS_UPDATE_GOLDEN"):
-        path.write_text(text)
-    assert text == path.read_text(), f"{name} differs; rerun with CI_TOOLS_UPDATE_GOLDEN=1 if intended"
+    assert_golden(GOLDEN / name, text)
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from ci_tools.cli import cli
 from ci_tools.errors import InputError
 from ci_tools.results import pareto
 from ci_tools.results.pareto import Point
+from tests.conftest import assert_golden
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_CSV = REPO / "docs/seed-points.csv"
@@ -110,11 +110,7 @@ def test_cli_markdown_golden_and_png(tmp_path):
     png = tmp_path / "p.png"
     res = run([str(SEED_CSV), "--format", "markdown", "--plot", str(png)])
     assert res.exit_code == 0, res.output
-    golden = GOLDEN / "seed-pareto.md"
-    if os.environ.get("CI_TOOLS_UPDATE_GOLDEN"):
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        golden.write_text(res.output)
-    assert res.output == golden.read_text()
+    assert_golden(GOLDEN / "seed-pareto.md", res.output)
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
+from tests.conftest import assert_golden
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "runner"
 
@@ -77,7 +78,7 @@ def digest_fixture():
 ])
 def test_markdown_golden(name, digest, run_url):
     text = render_markdown(digest(), date="2026-11-30", run_url=run_url)
-    assert (GOLDEN / name).read_text() == text, text
+    assert_golden(GOLDEN / name, text)
 
 NAMES = st.sampled_from([f"r{i}" for i in range(8)])
 RUNNER = st.builds(lambda n, s, b: {"name": n, "status": s, "busy": b}, NAMES,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from ci_tools.cli import cli
 from ci_tools.errors import UsageError
 
 from runner_support import REPO, seed_rows
+from tests.conftest import assert_golden
 
 GOLDEN = REPO / "tests/golden/runner"
 FIXED = ["--aiperf-bin", "aiperf", "--model-store", "/mnt/models", "--hf-cache", "/mnt/hf_hub_cache",
@@ -28,12 +28,7 @@ def dry_run(tmp_path: Path, row: dict, backend: str) -> str:
 
 
 def check_golden(name: str, text: str) -> None:
-    path = GOLDEN / name
-    if os.environ.get("CI_TOOLS_UPDATE_GOLDEN"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"missing golden {path}; run with CI_TOOLS_UPDATE_GOLDEN=1 once and review it"
-    assert text == path.read_text()
+    assert_golden(GOLDEN / name, text)
 
 
 @pytest.mark.parametrize("backend", ["docker", "slurm"])
