@@ -68,6 +68,29 @@ def ensure_aiperf() -> None:
     os.environ["CI_TOOLS_AIPERF"] = str(bin_dir / "aiperf")
 
 
+LMEVAL_VERSION = "0.4.13"
+LMEVAL_VENV = Path(os.environ.get("CI_TOOLS_LMEVAL_VENV", ROOT / ".venv-lmeval"))
+
+
+def ensure_lmeval() -> None:
+    """lm-eval (the eval harness of eval rows, `lm-eval[api]`: OpenAI-compatible clients, no torch)
+    in its own venv, like AIPerf; the eval tests find it through CI_TOOLS_LMEVAL."""
+    if os.environ.get("CI_TOOLS_LMEVAL"):
+        return
+    bin_dir = LMEVAL_VENV / ("Scripts" if os.name == "nt" else "bin")
+    stamp = LMEVAL_VENV / f".installed-lmeval-{LMEVAL_VERSION}"
+    if not stamp.exists():
+        if not (bin_dir / "python").exists():
+            print(f"creating the lm-eval environment in {LMEVAL_VENV} (about a minute)", flush=True)
+            venv.EnvBuilder(with_pip=True).create(LMEVAL_VENV)
+        rc = run([bin_dir / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                  f"lm-eval[api]=={LMEVAL_VERSION}"])
+        if rc != 0:
+            sys.exit(f"installing lm-eval[api]=={LMEVAL_VERSION} failed (exit {rc})")
+        stamp.write_text(LMEVAL_VERSION)
+    os.environ["CI_TOOLS_LMEVAL"] = str(bin_dir / "lm_eval")
+
+
 def demo() -> int:
     ensure_env("")
     return run([PY, ROOT / "examples" / "demo.py"])
@@ -76,6 +99,7 @@ def demo() -> int:
 def test(args: list[str]) -> int:
     ensure_env("test")
     ensure_aiperf()
+    ensure_lmeval()
     rc = run([PY, "-m", "pytest", *args], cwd=ROOT)
     if rc == 5:
         print("pytest collected no tests: that is a failure here, not a pass", file=sys.stderr)

@@ -8,6 +8,7 @@ CONFIGS_DIR = f"{E2E_DIR}/configs"
 MASTER_GLOB = f"{CONFIGS_DIR}/*-master.yaml"
 RUNNERS = f"{CONFIGS_DIR}/runners.yaml"
 POLICY = f"{E2E_DIR}/ci-policy.yaml"
+EVAL_THRESHOLDS = f"{E2E_DIR}/eval-thresholds.yaml"  # minimum eval scores (model prefix -> task)
 RECIPES_DIR = "recipes"
 CODEOWNERS = ".github/CODEOWNERS"
 REVIEW_CHECKLIST = "docs/PR_REVIEW_CHECKLIST.md"

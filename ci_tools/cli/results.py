@@ -63,13 +63,16 @@ def _summary(result: dict) -> str:
 @click.option("--model", help="Served model name the run must echo.")
 @click.option("--workers", type=click.IntRange(min=1),
               help="Processes reading the export (default: one per usable CPU, at most 4, for files over 256 MB).")
+@click.option("--thresholds", "thresholds_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Eval jobs: the thresholds file [default: inferencex-e2e/eval-thresholds.yaml here].")
 def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: float, min_requests: int | None,
-                name, tp, ep, dp_attn, conc, gpus, scenario, duration, model, workers) -> None:
+                name, tp, ep, dp_attn, conc, gpus, scenario, duration, model, workers, thresholds_path) -> None:
     """Compute and judge one job's result from AIPerf's exports (streaming).
 
     DIRECTORY is the runner's --out directory (with job.json) or an AIPerf artifact directory
     plus --tp/--conc. Writes result.json; exits 1 when the result is invalid, listing every rule
-    that failed.
+    that failed. An eval job (job.json with `evals`) is scored instead: every exact_match metric
+    against eval-thresholds.yaml, the batch manifest, the files; writes eval_result.json.
 
     \b
     Example:
@@ -78,6 +81,8 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
     """
     from ci_tools.results.process import PointInfo, process_dir
 
+    if tp is None and _eval_job(directory, out, fmt, thresholds_path):
+        return
     if not 0.0 <= max_error_rate <= 1.0:
         raise click.BadParameter("must be within [0, 1]", param_hint="--max-error-rate")
     point = None
@@ -92,6 +97,29 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
     if not result["valid"]:
         click.echo(f"error: invalid result ({len(result['failures'])} rule(s) failed); written to {target}", err=True)
         sys.exit(1)
+
+
+def _eval_job(directory: Path, out: Path | None, fmt: str, thresholds_path: Path | None) -> bool:
+    """Score an eval job directory; False when DIRECTORY is not one."""
+    from ci_tools import paths
+    from ci_tools.evals import thresholds
+    from ci_tools.evals.process import is_eval_job, process_eval_dir, summary
+    from ci_tools.results.process import read_json
+    from ci_tools.runner import layout
+
+    job = read_json(directory / layout.JOB_JSON) if directory.is_dir() else None
+    if not is_eval_job(job):
+        return False
+    path = thresholds_path or Path(paths.EVAL_THRESHOLDS)
+    result = process_eval_dir(directory, job, thresholds.load(path, str(path)))
+    target = out or (directory / layout.EVAL_RESULT_JSON)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    click.echo(json.dumps(result, indent=2) if fmt == "json" else summary(result))
+    if not result["valid"]:
+        click.echo(f"error: eval failed ({len(result['failures'])} check(s) failed); written to {target}", err=True)
+        sys.exit(1)
+    return True
 
 
 @cli.command("collect")

@@ -79,6 +79,21 @@ def _gpus_per_node(row: dict, root: Path) -> int | None:
     return int(value) if value else None
 
 
+def _eval_policy(row: dict, root: Path):
+    """The policy's `evals:` section, for eval rows only (other rows run without a policy file)."""
+    from ci_tools import paths
+    from ci_tools.evals.policy import is_eval_row, policy_from_doc
+    from ci_tools.yamlio import load_yaml_file
+
+    if not is_eval_row(row):
+        return None
+    path = root / paths.POLICY
+    if not path.is_file():
+        raise InputError(f"{path}: policy file not found; eval rows take their harness and tasks from its "
+                         "`evals:` section (pass --root REPO)")
+    return policy_from_doc(load_yaml_file(path, paths.POLICY))
+
+
 @cli.command("run")
 @click.option("--row", "row_path", type=click.Path(path_type=Path), required=True, help="Matrix row (JSON object).")
 @click.option("--backend", type=click.Choice(["docker", "slurm", "process"]), default="docker", show_default=True,
@@ -90,6 +105,8 @@ def _gpus_per_node(row: dict, root: Path) -> int | None:
 @click.option("--root", type=click.Path(path_type=Path), default=Path("."), show_default=True, help="Repository root.")
 @click.option("--aiperf-bin", envvar="CI_TOOLS_AIPERF", default="aiperf", show_default=True,
               help="AIPerf executable (env CI_TOOLS_AIPERF).")
+@click.option("--lm-eval-bin", envvar="CI_TOOLS_LMEVAL", default="lm_eval", show_default=True,
+              help="lm-eval executable for eval rows (env CI_TOOLS_LMEVAL; its own virtualenv, like AIPerf).")
 @click.option("--model-store", envvar="CI_TOOLS_MODEL_STORE", default="/mnt/models", show_default=True,
               help="Runner folder holding models as <store>/<org>/<name> (env CI_TOOLS_MODEL_STORE).")
 @click.option("--hf-cache", envvar="CI_TOOLS_HF_CACHE", default="/mnt/hf_hub_cache", show_default=True)
@@ -103,7 +120,8 @@ def _gpus_per_node(row: dict, root: Path) -> int | None:
 @click.option("--runner-name", envvar="RUNNER_NAME", default="", help="Concrete runner name (env RUNNER_NAME).")
 @click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
               help="github: write the job's file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
-def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, aiperf_bin: str, model_store: str,
+def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, aiperf_bin: str, lm_eval_bin: str,
+            model_store: str,
             hf_cache: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None, port: int,
             ready_timeout: float, client_timeout: float | None, duration_override: float | None,
             runner_name: str, fmt: str) -> None:
@@ -142,7 +160,8 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     settings = Settings(model_store=model_store, hf_cache=hf_cache, aiperf_bin=aiperf_bin, tokenizer=tokenizer,
                         dataset=dataset or AGENTX_DATASET, server_cmd=server_cmd, port=port,
                         ready_timeout_s=ready_timeout, gpus_per_node=_gpus_per_node(row, root),
-                        runner_name=runner_name, duration_override_s=duration_override)
+                        runner_name=runner_name, duration_override_s=duration_override, lm_eval_bin=lm_eval_bin,
+                        root=str(root.resolve()), evals=_eval_policy(row, root))
     out_abs = out if dry_run else out.resolve()
     plan = build_plan(row, point, settings, str(out_abs))
     text = render_dry_run(plan, backend, settings)
@@ -153,17 +172,19 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     if dry_run:
         click.echo(text, nl=False)
         return
-    if plan.run_eval:
-        raise UsageError("eval rows are not run by `runner run`: the eval workflow starts its own harness "
-                         "(use --dry-run to see the server command without synthetic acceptance)")
     out_abs.mkdir(parents=True, exist_ok=True)
     (out_abs / layout.JOB_JSON).write_text(json.dumps(plan.job_json(), indent=2) + "\n", encoding="utf-8")
     (out_abs / layout.COMMANDS_TXT).write_text(text, encoding="utf-8")
-    limit = client_timeout if client_timeout is not None else (plan.duration_s or 0) + CLIENT_GRACE_S
+    if plan.evals is not None:
+        limit = client_timeout if client_timeout is not None else plan.evals["timeout-s"]
+        outputs, client_name = (f"{layout.EVAL_DIR}/{layout.EVAL_MANIFEST}",), "the eval harness"
+    else:
+        limit = client_timeout if client_timeout is not None else (plan.duration_s or 0) + CLIENT_GRACE_S
+        outputs = (f"{layout.AIPERF_DIR}/{layout.PROFILE_JSONL}", f"{layout.AIPERF_DIR}/{layout.PROFILE_JSON}")
+        client_name = "AIPerf"
     try:
         run_job(launches(plan, backend, settings), out_abs, ready_urls(plan, backend, settings), ready_timeout_s=ready_timeout,
-                client_timeout_s=limit,
-                client_outputs=(f"{layout.AIPERF_DIR}/{layout.PROFILE_JSONL}", f"{layout.AIPERF_DIR}/{layout.PROFILE_JSON}"))
+                client_timeout_s=limit, client_outputs=outputs, client_name=client_name)
     except JobFailed as exc:
         click.echo(f"error: {exc.phase}: {exc.message}", err=True)
         if exc.tail:
@@ -171,6 +192,25 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
         click.echo(f"all processes of this job were stopped; see {out_abs / layout.STATUS_JSON}", err=True)
         sys.exit(exc.exit_code)
     click.echo(f"done: {plan.result_filename}; next: ci-tools results process {out}")
+
+
+@cli.command("evals")
+@click.argument("job_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--base-url", default=None, help="Where the server answers (replaces the planned URL).")
+def evals_cmd(job_dir: Path, base_url: str | None) -> None:
+    """The eval client of an eval job: run job.json's harness commands, once per eval concurrency.
+
+    `runner run` starts it once the server is ready. Writes JOB_DIR/evals/results_conc<N>.json and
+    the batch manifest meta_env.json; a failed harness run fails its concurrency (listed in the
+    manifest) and `results process` then fails the job. Exit 1 only when JOB_DIR is not an eval job.
+
+    \b
+    Example:
+      ci-tools runner evals out/ --base-url http://127.0.0.1:8000
+    """
+    from ci_tools.evals.driver import drive
+
+    sys.exit(drive(job_dir, base_url))
 
 
 @cli.command("digest")

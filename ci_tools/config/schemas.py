@@ -23,6 +23,8 @@ SCHEMA_FILES = {
     "master": "master.schema.json",
     "runners": "runners.schema.json",
     "recipe": "recipe.schema.json",
+    "eval-thresholds": "eval-thresholds.schema.json",
+    "ci-policy": "ci-policy.schema.json",
 }
 
 # Patterns used in the schemas, and what a reviewer says when a value does not match.

@@ -129,7 +129,7 @@ def render_dry_run(plan: JobPlan, backend: str, settings: Settings) -> str:
              f"# recipe {pt.recipe_file} point {pt.name} ({pt.key.describe()}), {plan.gpus} GPU(s), "
              f"backend {backend}",
              f"# scenario {plan.scenario}" + (f", duration {plan.duration_s:g} s" if plan.duration_s else "")
-             + (", eval run: no synthetic acceptance, no throughput client" if plan.run_eval else ""),
+             + (", eval run: no simulated acceptance, the eval harness instead of AIPerf" if plan.run_eval else ""),
              f"# readiness: {' then '.join(ready_urls(plan, backend, settings))} "
              f"(deadline {settings.ready_timeout_s:g} s)"]
     for launch in launches(plan, backend, settings):
@@ -140,4 +140,12 @@ def render_dry_run(plan: JobPlan, backend: str, settings: Settings) -> str:
             lines.append(f"# then: {shlex.join(launch.locate)}  ->  {SERVER_JOBID} {SERVER_NODE}")
         for stop in launch.stop:
             lines.append(f"# stop: {shlex.join(stop)}")
+    if plan.evals is not None:
+        # what the eval client (ci_tools.evals.driver) runs, in order, once the server is ready
+        ev = plan.evals
+        lines += ["", f"# eval harness {ev['harness']['name']} ({ev['harness']['type']}): tasks {', '.join(ev['tasks'])}, "
+                      f"concurrencies {', '.join(map(str, ev['concurrencies']))}"]
+        for run in ev["runs"]:
+            lines.append(f"# conc {run['conc']}, {run['task']}")
+            lines.append(Launch("eval", [_remote(a, settings, backend) for a in run["argv"]], run["env"]).shell())
     return "\n".join(lines) + "\n"

@@ -147,7 +147,7 @@ def _http_status(url: str) -> int | None:
 def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_timeout_s: float,
             client_timeout_s: float, say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
             stop_grace_s: float = STOP_GRACE_S, poll_s: float = 0.2, progress_every_s: float = 60.0,
-            client_outputs: tuple[str, ...] = ()) -> dict:
+            client_outputs: tuple[str, ...] = (), client_name: str = "AIPerf") -> dict:
     """Run the launches (server, [router], client). Returns the status written to status.json.
 
     Raises JobFailed (clean message, log tail) on any failure; the status file is written first."""
@@ -204,11 +204,11 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
                 code = crun.popen.poll()
                 if code is not None:
                     if code != 0:
-                        raise JobFailed("client", f"AIPerf exited with code {code}", tail_file(crun.log_path))
+                        raise JobFailed("client", f"{client_name} exited with code {code}", tail_file(crun.log_path))
                     # AIPerf 0.13 can exit 0 after an internal failure (seen: ZMQ socket paths too long)
                     missing = [name for name in client_outputs if not (out / name).is_file()]
                     if missing:
-                        raise JobFailed("client", f"AIPerf exited 0 but did not write {', '.join(missing)}",
+                        raise JobFailed("client", f"{client_name} exited 0 but did not write {', '.join(missing)}",
                                         tail_file(crun.log_path))
                     break
                 srv = dead()

@@ -9,6 +9,8 @@ Job directory (`runner run --out DIR`):
     DIR/status.json                 how the job ended: {"ok", "phase", "reason", "exit_code"}
     DIR/aiperf_artifacts/           AIPerf's --artifact-dir (profile_export.jsonl, ..._aiperf.json)
     DIR/result.json                 written by `results process DIR`
+    DIR/evals/                      eval jobs: results_conc<N>.json per concurrency, meta_env.json, logs
+    DIR/eval_result.json            eval jobs: written by `results process DIR`
 
 GitHub artifact names per job are `<kind>_<result-filename>`; the run-level collection is
 `results_bmk` holding `results.json`.
@@ -27,6 +29,12 @@ AIPERF_TMP = "aiperf_tmp"  # AIPerf's memory-mapped dataset files; removed when 
 PROFILE_JSONL = "profile_export.jsonl"
 PROFILE_JSON = "profile_export_aiperf.json"
 RESULT_JSON = "result.json"
+# eval jobs (ci_tools.evals): the harness's files under DIR/evals/, the judged result beside job.json
+EVAL_DIR = "evals"
+EVAL_MANIFEST = "meta_env.json"            # eval_concs / completed_eval_concs / failed_eval_concs
+EVAL_RESULTS_PATTERN = "results_conc{conc}.json"
+EVAL_HARNESS_RESULTS = "harness_results.json"   # what a `command` harness writes ({results})
+EVAL_RESULT_JSON = "eval_result.json"
 COLLECTION_JSON = "results.json"
 
 # AIPerf files too large or useless to upload (the per-request export stays: it is the evidence)

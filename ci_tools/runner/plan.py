@@ -14,7 +14,7 @@ Row keys read (everything else in the row is ignored):
   isl, osl        fixed-sequence rows only
   duration        AgentX benchmark duration in seconds (default 3600)
   agentx-fast     true -> duration 1200 s and 1 warmup request per lane
-  run-eval, eval-only   eval run: no synthetic acceptance; the eval client is not run here
+  run-eval, eval-only   eval run: no simulated acceptance; the eval harness (ci_tools.evals) replaces AIPerf
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any
 
 from ci_tools.config.recipe import ResolvedPoint, render_args
 from ci_tools.errors import InputError
+from ci_tools.evals.policy import split_simulated_acceptance
 from ci_tools.runner import layout
 
 AGENTIC = "agentic-coding"
@@ -66,6 +67,10 @@ class Settings:
     gpus_per_node: int | None = None
     runner_name: str = ""
     duration_override_s: float | None = None  # tests only: shorter than any real scenario allows
+    evals: Any = None                     # ci_tools.evals.policy.EvalPolicy: needed by eval rows only
+    lm_eval_bin: str = "lm_eval"
+    ci_tools: str = "ci-tools"            # the eval client is `ci-tools runner evals` on the runner
+    root: str = "."                       # repository root (eval task include paths)
 
 
 @dataclass
@@ -91,6 +96,7 @@ class JobPlan:
     gpus: int
     served_model: str
     image: str
+    evals: dict | None = None             # eval rows: ci_tools.evals.policy.eval_spec (harness runs, tasks)
 
     def proc(self, role: str) -> Proc | None:
         return next((p for p in self.procs if p.role == role), None)
@@ -110,6 +116,7 @@ class JobPlan:
             "commands": {p.role: {"argv": p.argv, "env": p.env, "log": p.log} for p in self.procs},
             "base-url": self.base_url,
             "ready-urls": self.ready_urls,
+            **({"evals": self.evals} if self.evals is not None else {}),
         }
 
 
@@ -228,7 +235,10 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     dep = point.router is not None
     engine_port = DEP_WORKER_PORT if dep else settings.port
     env = dict(point.env)
-    if not run_eval and point.synthetic_acceptance is not None:
+    removed: list[str] = []
+    if run_eval:
+        env, removed = split_simulated_acceptance(env)
+    elif point.synthetic_acceptance is not None:
         env[SIM_ACC_LEN] = f"{point.synthetic_acceptance:g}"
         env.update(SIM_ACC_ENV)
     if settings.server_cmd:
@@ -254,6 +264,23 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
                                                 duration, fast, session_header, out_dir),
                           {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{layout.AIPERF_TMP}"},
                           layout.CLIENT_LOG, in_container=False))
+    evals = None
+    if run_eval:
+        evals = _eval_plan(row, model, base_url, removed, settings, out_dir)
+        procs.append(Proc("client", [settings.ci_tools, "runner", "evals", out_dir, "--base-url", base_url],
+                          {}, layout.CLIENT_LOG, in_container=False))
     return JobPlan(row=row, point=point, scenario=scenario, result_filename=rf, procs=procs, base_url=base_url,
                    ready_urls=ready, duration_s=duration, run_eval=run_eval, gpus=gpus, served_model=model,
-                   image=point.image)
+                   image=point.image, evals=evals)
+
+
+def _eval_plan(row: dict, model: str, base_url: str, removed: list[str], settings: Settings, out_dir: str) -> dict:
+    """The harness runs of an eval row (ci_tools.evals.policy), from the policy's `evals:` section."""
+    from ci_tools.evals.policy import eval_spec, harness_runs
+
+    if settings.evals is None:
+        raise InputError("eval rows need the `evals:` section of the policy file (suites, harnesses) to know "
+                         "which harness and tasks to run")
+    runs = harness_runs(row, settings.evals, model=model, base_url=base_url, lm_eval_bin=settings.lm_eval_bin,
+                        root=settings.root, out_dir=out_dir)
+    return {**eval_spec(row, settings.evals, runs, removed), "base-url": base_url}

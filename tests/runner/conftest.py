@@ -7,12 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import aiperf_bin
+from runner_support import aiperf_bin, lm_eval_bin
 
 
 @pytest.fixture(scope="session")
 def aiperf() -> str:
     return aiperf_bin()
+
+
+@pytest.fixture(scope="session")
+def lm_eval() -> str:
+    return lm_eval_bin()
 
 
 @pytest.fixture(scope="session")

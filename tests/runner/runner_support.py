@@ -45,3 +45,14 @@ def aiperf_bin() -> str:
                 "or set CI_TOOLS_AIPERF to an aiperf executable")
 
 
+
+
+def lm_eval_bin() -> str:
+    env = os.environ.get("CI_TOOLS_LMEVAL")
+    if env:
+        return env
+    local = REPO / ".venv-lmeval" / "bin" / "lm_eval"
+    if local.exists():
+        return str(local)
+    pytest.fail("lm-eval 0.4 is missing: run `python3 dev.py test` (it creates .venv-lmeval) "
+                "or set CI_TOOLS_LMEVAL to an lm_eval executable")

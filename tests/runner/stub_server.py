@@ -1,10 +1,16 @@
 """A tiny OpenAI-compatible streaming server standing in for the GPU engine in tests.
 
     python3 stub_server.py --port N [--tokens 8] [--never-ready] [--die-after K] [--fail-every M]
+                           [--answers table.json]
 
 GET /health and /v1/models answer 200 (503 forever with --never-ready); POST /v1/chat/completions
 streams one chunk per token, then a chunk with finish_reason and usage, then [DONE]. With
 --die-after K the process exits abruptly while serving request K (a crashed engine).
+
+With --answers, the reply text comes from a table {substring: answer}: the first key found in the
+last user message (or the prompt of /v1/completions) picks the answer, so an eval harness gets
+known answers and its score is known exactly; no key found answers "I do not know.". Requests with
+`"stream": false` (what lm-eval's API models send) get one JSON completion instead of a stream.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 ARGS = None
+ANSWERS: dict[str, str] | None = None
 COUNT = 0
 LOCK = threading.Lock()
 
@@ -60,6 +67,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(500, {"error": {"message": "simulated engine error", "type": "InternalError"}})
         prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
         prompt_tokens = max(1, len(prompt.split()))
+        if ANSWERS is not None or body.get("stream") is False:
+            return self._complete(body, n, prompt_tokens)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -87,8 +96,27 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
+    def _complete(self, body: dict, n: int, prompt_tokens: int) -> None:
+        """One non-streamed completion; the text from the answer table when one is loaded."""
+        users = [m for m in body.get("messages", []) if m.get("role") == "user"]
+        asked = str(users[-1].get("content", "")) if users else str(body.get("prompt", ""))
+        text = " ".join(f"tok{i}" for i in range(ARGS.tokens))
+        if ANSWERS is not None:
+            text = next((a for key, a in ANSWERS.items() if key in asked), "I do not know.")
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
+                 "total_tokens": prompt_tokens + len(text.split())}
+        if "messages" in body:
+            choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            obj = "chat.completion"
+        else:
+            choice = {"index": 0, "text": text, "finish_reason": "stop", "logprobs": None}
+            obj = "text_completion"
+        self._json(200, {"id": f"cmpl-{n}", "object": obj, "created": int(time.time()), "model": ARGS.model,
+                         "choices": [choice], "usage": usage})
+
+
 def main() -> None:
-    global ARGS
+    global ARGS, ANSWERS
     p = argparse.ArgumentParser()
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--model", default="stub")
@@ -98,7 +126,11 @@ def main() -> None:
     p.add_argument("--never-ready", action="store_true")
     p.add_argument("--die-after", type=int, default=0)
     p.add_argument("--fail-every", type=int, default=0)
+    p.add_argument("--answers", help="JSON table {substring of the question: answer text}")
     ARGS = p.parse_args()
+    if ARGS.answers:
+        with open(ARGS.answers, encoding="utf-8") as fh:
+            ANSWERS = {k: v for k, v in json.load(fh).items() if not k.startswith("_")}
     server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
     print(f"stub: serving {ARGS.model} on 127.0.0.1:{ARGS.port}", flush=True)

@@ -1,0 +1,56 @@
+"""`results process` on an eval job directory (shell): job.json's eval spec, the harness files under
+evals/, status.json and the thresholds file -> eval_result.json (judged by ci_tools.evals.score)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ci_tools.evals import score
+from ci_tools.evals.thresholds import Thresholds
+from ci_tools.runner import layout
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def is_eval_job(job: dict | None) -> bool:
+    return isinstance(job, dict) and isinstance(job.get("evals"), dict)
+
+
+def process_eval_dir(path: Path, job: dict, thresholds: Thresholds) -> dict:
+    spec = job["evals"]
+    evals = path / layout.EVAL_DIR
+    meta = _read(evals / layout.EVAL_MANIFEST)
+    files = {p.name: _read(p) for p in sorted(evals.glob("results*.json"))} if evals.is_dir() else {}
+    prefix = spec.get("model-prefix")
+    if not prefix and meta and meta.get("infmax_model_prefix") not in (None, "", "unknown"):
+        prefix = meta["infmax_model_prefix"]
+    p = job.get("point") or {}
+    point = {"name": p.get("name"), "tp": p.get("tp"), "ep": p.get("ep"), "dp-attn": p.get("dp-attn"),
+             "conc": p.get("conc"), "gpus": p.get("gpus"), "scenario": p.get("scenario"), "model": p.get("model"),
+             "config-key": p.get("config-key"), "runner": p.get("runner"), "image": p.get("image"),
+             "result-filename": job.get("result-filename"), "model-prefix": prefix}
+    scores, fails = score.judge(meta=meta, files=files, expected_concs=list(spec.get("concurrencies") or []),
+                                tasks=list(spec.get("tasks") or []), lookup=lambda task: thresholds.lookup(prefix, task),
+                                job_status=_read(path / layout.STATUS_JSON))
+    return score.eval_result(point, {**spec, "model-prefix": prefix}, meta, scores, fails, list(files))
+
+
+def summary(result: dict) -> str:
+    """The text `results process` prints for an eval job."""
+    p = result["point"]
+    lines = [f"{p.get('name')}: eval {'PASSED' if result['valid'] else 'FAILED'} "
+             f"({result['harness'].get('name')}, tasks {', '.join(result['tasks'])}, "
+             f"concurrencies {', '.join(map(str, result['concurrencies']['expected']))})"]
+    for s in result["scores"]:
+        lines.append(f"  {'PASS' if s['passed'] else 'FAIL'}: [conc={s['conc']}] {s['task']} {s['metric']} "
+                     f"{s['score']:.4f} (minimum {s['threshold']:.4f}, {s['threshold-source']})")
+    for f in result["failures"]:
+        lines.append(f"  invalid [{f['rule']}]: {f['message']}")
+    return "\n".join(lines)
