@@ -34,6 +34,8 @@ class Sources:
     findings: list[Finding] = field(default_factory=list)  # files that could not be loaded
     notes: list[str] = field(default_factory=list)  # what was not checked, and why
     masters_failed: int = 0  # master files that could not be parsed
+    thresholds: YamlDoc | None = None  # eval-thresholds.yaml (with a root)
+    policy: YamlDoc | None = None      # ci-policy.yaml (with a root): its `evals:` section is checked here
 
 
 @dataclass
@@ -111,7 +113,22 @@ def load_sources(root: Path | None, masters: list[Path] | None = None, runners: 
                 src.recipes[rel] = doc
     else:
         src.notes.append("recipes not checked: no repository root (pass --root DIR to check recipe references)")
+    if root is not None:
+        _load_eval_inputs(root, src)
     return src
+
+
+def _load_eval_inputs(root: Path, src: Sources) -> None:
+    """The thresholds file (required) and the policy's `evals:` section (checked when present)."""
+    path = root / paths.EVAL_THRESHOLDS
+    if path.is_file():
+        src.thresholds = _load(path, paths.EVAL_THRESHOLDS, src)
+    else:
+        src.findings.append(Finding(paths.EVAL_THRESHOLDS, None, None, "eval thresholds file not found",
+                                    "eval rows are scored against it: restore it (thresholds-version: 1, floor:, "
+                                    "default: <task>: <minimum>)"))
+    if (root / paths.POLICY).is_file():
+        src.policy = _load(root / paths.POLICY, paths.POLICY, src)
 
 
 def _merge_masters(docs: list[YamlDoc]) -> tuple[list[tuple[str, dict | object, YamlDoc]], list[Finding]]:
@@ -144,6 +161,18 @@ def _merge_masters(docs: list[YamlDoc]) -> tuple[list[tuple[str, dict | object, 
             first[key] = doc
             out.append((key, entry, doc))
     return out, found
+
+
+def _eval_findings(src: Sources) -> list[Finding]:
+    from ci_tools.evals import policy, thresholds
+
+    found = thresholds.check(src.thresholds) if src.thresholds is not None else []
+    if src.policy is not None and isinstance(src.policy.data, dict) and "evals" in src.policy.data:
+        try:
+            policy.policy_from_doc(src.policy)
+        except InputError as exc:
+            found += exc.findings or [Finding(src.policy.file, None, None, exc.message)]
+    return found
 
 
 def check(src: Sources, change: Change = Change()) -> Report:
@@ -191,6 +220,7 @@ def check(src: Sources, change: Change = Change()) -> Report:
                           for _, ref, _ in crossfile.recipe_refs(data)}
             findings += crossfile.orphan_recipes(recipes, {key for key, _, _ in merged}, referenced)
     findings += crossfile.naming(valid)
+    findings += _eval_findings(src)
 
     findings = sorted(set(findings), key=lambda f: (f.file, f.line or 0, f.col or 0, f.message))
     counts = {"master_files": len(src.masters), "entries": len(merged), "valid_entries": len(valid),

@@ -188,7 +188,7 @@ def _command_run(suite: Suite, conc: int, *, model: str, base_url: str, out_dir:
     work = f"{out_dir}/{layout.EVAL_DIR}/work_conc{conc}"
     results = f"{work}/{layout.EVAL_HARNESS_RESULTS}"
     values = {"base_url": base_url, "model": model, "conc": str(conc), "tasks": tasks,
-              "limit": str(min(limits)) if limits else "", "work_dir": work, "results": results}
+              "limit": str(min(limits)) if limits else "0", "work_dir": work, "results": results}
     argv = [word.format(**values) for word in shlex.split(suite.harness.command)]
     return HarnessRun(conc, tasks, argv, results)
 

@@ -221,7 +221,7 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     run_eval = _truthy(row.get("run-eval")) or _truthy(row.get("eval-only"))
     fast = _truthy(row.get("agentx-fast"))
     duration: float | None = None
-    if scenario == AGENTIC:
+    if scenario == AGENTIC and not run_eval:  # an eval runs its harness to the end, not for a duration
         duration = float(AGENTX_FAST_DURATION_S if fast else row.get("duration", AGENTX_DURATION_S))
         if settings.duration_override_s is not None:
             duration = settings.duration_override_s

@@ -46,6 +46,9 @@ def test_eval_row_has_no_synthetic_acceptance(tmp_path):
     text = dry_run(tmp_path, {**row, "run-eval": True}, "docker")
     check_golden(f"{name}.eval.docker.txt", text)
     assert "SIMULATE_ACC" not in text and "aiperf" not in text
+    # the eval client and the exact harness command of the policy's agentic suite
+    assert "ci-tools runner evals out --base-url http://127.0.0.1:8000" in text
+    assert "python3 -m ci_tools.evals.swebench --base-url http://127.0.0.1:8000" in text
 
 
 def test_agentx_fast_shortens_duration(tmp_path):
