@@ -11,7 +11,8 @@ import click
 from ci_tools.errors import InputError
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
-GITHUB_OUTPUTS = {"results dispatch": ("dispatched", "ingest-run-id")}
+GITHUB_OUTPUTS = {"results dispatch": ("dispatched", "ingest-run-id"),
+                  "results collect": lambda params: ("eval-verdict", "eval-artifact") if params.get("fmt") == "github" else ()}
 
 
 @click.group()
@@ -125,31 +126,69 @@ def _eval_job(directory: Path, out: Path | None, fmt: str, thresholds_path: Path
 @cli.command("collect")
 @click.argument("roots", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Run-level collection file.")
-def collect_cmd(roots: tuple[Path, ...], out: Path) -> None:
-    """Collect every result.json under ROOTS into one run-level file.
+@click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
+              help="github: the eval verdict as step outputs, the eval table to $GITHUB_STEP_SUMMARY.")
+def collect_cmd(roots: tuple[Path, ...], out: Path, fmt: str) -> None:
+    """Collect every result.json and eval_result.json under ROOTS into one run-level file.
 
-    Invalid results are kept and marked `valid: false`; Pareto and tables ignore them.
+    Invalid results are kept and marked `valid: false`; Pareto and tables ignore them. Eval rows are
+    judged against the sweep's plan (changelog-metadata/plan.json under ROOTS): the verdict is
+    `passed` only when every planned eval row has a passing eval result, `failed` when one failed or
+    did not run, `none` without eval rows. Beside --out it writes eval-verdict.json and evals.md (the
+    status card's eval table). The verdict does not change the exit code: collecting succeeded.
 
     \b
     Example:
-      ci-tools results collect downloaded-artifacts/ --out results.json
+      ci-tools results collect downloaded-artifacts/ --out results/results.json --format github
     """
-    from ci_tools.results.collect import collect, find_results
+    from ci_tools.evals.report import markdown
+    from ci_tools.results.collect import collect, collect_evals, find_plan, find_results
+    from ci_tools.runner import layout
 
     files = find_results(list(roots))
-    if not files:
-        raise InputError("no result.json found under " + ", ".join(map(str, roots)))
+    eval_files = find_results(list(roots), layout.EVAL_RESULT_JSON)
+    if not files and not eval_files:
+        raise InputError("no result.json or eval_result.json found under " + ", ".join(map(str, roots)))
     data = collect(files)
-    if not data["results"]:
+    plan_path = find_plan(list(roots))
+    plan = None
+    if plan_path is not None:
+        try:
+            plan = json.loads(plan_path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise InputError(f"{plan_path}: the sweep's plan is not valid JSON ({exc})") from None
+    evals, verdict, eval_notes = collect_evals(eval_files, plan)
+    data["notes"] += eval_notes
+    if not data["results"] and not evals:
         # every file was skipped: a collection of nothing must not pass as a successful collect
-        raise InputError(f"no result could be collected from {len(files)} result.json file(s):\n  "
+        kinds = " or ".join(n for n, fs in ((layout.RESULT_JSON, files), (layout.EVAL_RESULT_JSON, eval_files)) if fs)
+        raise InputError(f"no result could be collected from {len(files) + len(eval_files)} {kinds} file(s):\n  "
                          + "\n  ".join(data["notes"])
                          + "\nhint: these files must be written by `ci-tools results process`")
+    data["notes"] += verdict["notes"]
+    data["evals"] = evals
+    data["eval-verdict"] = verdict
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    (out.parent / layout.EVAL_VERDICT_JSON).write_text(json.dumps(verdict, indent=2) + "\n", encoding="utf-8")
+    table = markdown(verdict, evals)
+    (out.parent / layout.EVAL_TABLE_MD).write_text(table, encoding="utf-8")
     for note in data["notes"]:
         click.echo(f"note: {note}", err=True)
-    click.echo(f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid -> {out}")
+    click.echo(f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid; "
+               f"evals {verdict['verdict']} ({verdict['passed']} of {verdict['expected']} eval rows passed) -> {out}")
+    for line in verdict["failed"] + verdict["missing"]:
+        click.echo(f"  eval: {line}")
+    if fmt == "github":
+        import os
+
+        from ci_tools.github.actions import append_outputs
+
+        append_outputs({"eval-verdict": verdict["verdict"], "eval-artifact": verdict["artifact"]})
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            with open(summary, "a", encoding="utf-8") as fh:
+                fh.write(table)
 
 
 @cli.command("pareto")

@@ -13,6 +13,8 @@ Differences from InferenceX's `find_reusable_sweep_run.py`, each fixing a listed
 - W1: no commit after the run's head may touch benchmark inputs (`inferencex-e2e/`, `recipes/`),
   else reuse is refused naming the files.
 - W13/W25: retries live in the adapter; commits and artifacts are fetched at most once.
+- Evals: a run whose eval rows failed or did not run is refused, read from its eval verdict artifact
+  (`ci_tools.evals.gate.reuse_problem`; the seed PR's "all green with evals passing").
 - W18: a fork PR's trusted sweep (`/sweep approve <sha>`, a workflow_dispatch run of
   `trusted-sweep.yml` named for the PR and SHA) counts like a pull_request run of the sweep, under the
   same label, commit, staleness and artifact rules. Its swept commit is the SHA in the run name (the
@@ -29,6 +31,7 @@ from typing import Callable, Iterable, Iterator, Protocol
 
 from ci_tools import paths
 from ci_tools.github.events import Comment, WorkflowRun, workflow_run_from, _Reader
+from ci_tools.evals import gate as eval_gate
 from ci_tools.github.timeline import LabelEvent, Timeline
 from ci_tools.policy import approval
 from ci_tools.policy.commands import Use, parse
@@ -261,6 +264,8 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrState, timeline: Timeline
         return f"it has no unexpired {CHANGELOG_METADATA} artifact"
     if not has_results(names):
         return "it has no unexpired benchmark, eval or agentic result artifact"
+    if rules.name == "reuse":
+        return eval_gate.reuse_problem(names)   # its eval rows passed (or it had none)
     return None
 
 

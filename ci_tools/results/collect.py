@@ -15,16 +15,51 @@ from ci_tools.results.process import RESULT_SCHEMA
 from ci_tools.runner import layout
 
 
-def find_results(roots: list[Path]) -> list[Path]:
+def find_results(roots: list[Path], name: str = layout.RESULT_JSON) -> list[Path]:
     found: list[Path] = []
     for root in roots:
         if root.is_file():
-            found.append(root)
+            if root.name == name or name == layout.RESULT_JSON and root.name != layout.EVAL_RESULT_JSON:
+                found.append(root)
         elif root.is_dir():
-            found.extend(sorted(root.rglob(layout.RESULT_JSON)))
+            found.extend(sorted(root.rglob(name)))
         else:
             raise InputError(f"{root}: no such file or directory")
     return found
+
+
+def find_plan(roots: list[Path]) -> Path | None:
+    """The sweep's plan: plan.json inside a downloaded changelog-metadata artifact (the first found)."""
+    for root in roots:
+        if root.is_dir():
+            for path in sorted(root.rglob(layout.PLAN_JSON)):
+                if path.parent.name == "changelog-metadata":
+                    return path
+    return None
+
+
+def collect_evals(files: list[Path], plan: dict | None) -> tuple[list[dict], dict, list[str]]:
+    """Eval results (ci-tools/eval-result/v1), the run's eval verdict, notes on skipped files."""
+    from ci_tools.evals.gate import planned_eval_rows, point_key, verdict
+    from ci_tools.evals.score import EVAL_RESULT_SCHEMA
+
+    evals: dict[tuple, dict] = {}
+    notes: list[str] = []
+    for f in files:
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            notes.append(f"{f}: skipped, not valid JSON ({exc})")
+            continue
+        if not isinstance(data, dict) or data.get("schema") != EVAL_RESULT_SCHEMA:
+            notes.append(f"{f}: skipped, not a {EVAL_RESULT_SCHEMA} document")
+            continue
+        key = point_key(data.get("point") or {})
+        if key in evals:
+            notes.append(f"{f}: replaces an earlier eval result for the same point")
+        evals[key] = data
+    ordered = sorted(evals.values(), key=lambda e: str(point_key(e.get("point") or {})))
+    return ordered, verdict(planned_eval_rows(plan) if plan is not None else None, ordered), notes
 
 
 def collect(files: list[Path]) -> dict:

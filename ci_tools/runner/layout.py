@@ -46,6 +46,11 @@ ARTIFACT_KINDS = {
     "server-logs": "server_logs",
 }
 COLLECTION_ARTIFACT = "results_bmk"
+# The run's eval verdict, said by the artifact's name (ci_tools.evals.gate; `/use` reads the names)
+EVAL_VERDICT_ARTIFACTS = {"passed": "evals_passed", "failed": "evals_failed", "none": "evals_none"}
+EVAL_VERDICT_JSON = "eval-verdict.json"
+EVAL_TABLE_MD = "evals.md"
+PLAN_JSON = "plan.json"    # the sweep's plan inside the changelog-metadata artifact
 
 
 def artifact_name(kind: str, result_filename: str) -> str:

@@ -149,7 +149,7 @@ class FakeGitHub:
 
     def add_run(self, run_id: int, *, head_sha: str, conclusion: str | None = "success", branch: str = "feature",
                 event: str = "pull_request", status: str = "completed", path: str = ".github/workflows/run-sweep.yml",
-                created_at: str | None = None, artifacts=("results_bmk", "changelog-metadata"), expired=(),
+                created_at: str | None = None, artifacts=("results_bmk", "evals_passed", "changelog-metadata"), expired=(),
                 pull_requests=(), attempt: int = 1, display_title: str | None = None,
                 name: str | None = None) -> dict:
         """`display_title` is the run name (a workflow's `run-name:`, else the commit message);

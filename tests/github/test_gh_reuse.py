@@ -154,6 +154,17 @@ CASES = [
      (False, None, "pin a run")),
     ("57 head not in PR", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA3)]),
      (False, None, "not one of PR #1321's commits")),
+    # evals: a run whose eval rows failed or did not run is never reused; one without eval rows is
+    ("evals failed, pinned", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA1,
+                                                               artifacts=("results_bmk", "evals_failed"))]),
+     (False, None, "its eval rows failed or did not run (artifact evals_failed)")),
+    ("evals failed, newest skipped", dict(runs=[dict(id=111, head_sha=SHA1),
+                                                dict(id=222, head_sha=SHA1, artifacts=("results_bmk", "evals_failed"))]),
+     (True, 111, None)),
+    ("no eval verdict", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA1, artifacts=("results_bmk",))]),
+     (False, None, "it has no eval verdict")),
+    ("no eval rows", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA1, artifacts=("results_bmk", "evals_none"))]),
+     (True, 9, None)),
 ]
 
 

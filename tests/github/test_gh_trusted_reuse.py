@@ -17,7 +17,7 @@ MAIN_SHA = "9" * 40     # the default-branch commit a trusted sweep's workflow r
 
 
 def trusted_run(fake, run_id, *, pr=1321, sha=SHA1, **kw):
-    kw.setdefault("artifacts", ("results_bmk", "changelog-metadata"))
+    kw.setdefault("artifacts", ("results_bmk", "evals_passed", "changelog-metadata"))
     return fake.add_run(run_id, head_sha=MAIN_SHA, branch="main", event="workflow_dispatch", path=TRUSTED,
                         display_title=approval.run_name(pr, sha), name="trusted-sweep", **kw)
 

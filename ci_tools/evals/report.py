@@ -1,0 +1,27 @@
+"""The eval table of the PR status card and the collect step summary (rendering): per task, each
+point's score, threshold and pass/fail, then every eval row that failed or did not run."""
+
+from __future__ import annotations
+
+from ci_tools.evals.gate import FAILED, NONE, PASSED, describe
+
+HEADLINE = {PASSED: "passed", FAILED: "FAILED", NONE: "no eval rows in this sweep"}
+
+
+def markdown(verdict: dict, evals: list[dict]) -> str:
+    state = verdict["verdict"]
+    lines = [f"**Evals: {HEADLINE[state]}**" + (f" ({verdict['passed']} of {verdict['expected']} eval rows passed)"
+                                                 if state != NONE else "")]
+    by_task: dict[str, list[tuple[dict, dict]]] = {}
+    for e in evals:
+        for s in e.get("scores") or []:
+            by_task.setdefault(s["task"], []).append((e, s))
+    for task in sorted(by_task):
+        lines += ["", f"`{task}`", "", "| point | conc | metric | score | threshold | |", "|---|---:|---|---:|---:|---|"]
+        for e, s in sorted(by_task[task], key=lambda es: (describe(es[0]["point"]), es[1]["conc"], es[1]["metric"])):
+            lines.append(f"| {describe(e['point'])} | {s['conc']} | {s['metric'].split(',', 1)[-1]} | {s['score']:.4f} "
+                         f"| {s['threshold']:.2f} ({s['threshold-source']}) | {'pass' if s['passed'] else '**FAIL**'} |")
+    problems = verdict["failed"] + verdict["missing"]
+    if problems:
+        lines += [""] + [f"- {p}" for p in problems]
+    return "\n".join(lines) + "\n"
