@@ -43,8 +43,11 @@ def welcome(event_path, event_name, repo_root, fmt) -> None:
 @click.option("--head-sha", default="", help="Head commit of --run-id.")
 @click.option("--plan-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Markdown plan summary to show (e.g. written by `ci-tools plan`).")
-def status_card(event_path, event_name, repo_root, fmt, pr, run_id, run_url, conclusion, head_sha, plan_file) -> None:
-    """Update the PR's one status card: latest run links, plan summary, reuse state.
+@click.option("--evals-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The run's eval table (evals.md, written by `results collect`); missing: the card says so.")
+def status_card(event_path, event_name, repo_root, fmt, pr, run_id, run_url, conclusion, head_sha, plan_file,
+                evals_file) -> None:
+    """Update the PR's one status card: latest run links, plan summary, eval table, reuse state.
 
     \b
     Example:
@@ -59,8 +62,13 @@ def status_card(event_path, event_name, repo_root, fmt, pr, run_id, run_url, con
         plan = plan_file.read_text(encoding="utf-8") if plan_file else None
     except OSError as exc:
         raise InputError(f"{plan_file}: cannot read the plan summary ({exc.strerror})") from None
+    evals = None
+    if evals_file is not None:
+        evals = (evals_file.read_text(encoding="utf-8") if evals_file.is_file() else
+                 "**Evals:** no eval results were collected for this run (its collect job did not finish), so "
+                 "`/use` refuses it.")
     run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt, needs_event=False,
-             pr=pr, run=run, plan=plan)
+             pr=pr, run=run, plan=plan, evals=evals)
 
 
 @cli.command("pr-body")

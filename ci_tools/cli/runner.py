@@ -113,6 +113,7 @@ def _eval_policy(row: dict, root: Path):
 @click.option("--tokenizer", help="Tokenizer for AIPerf (default: the row's model).")
 @click.option("--dataset", default=None, help="AIPerf public dataset, or synthetic:ISL:OSL (offline tests).")
 @click.option("--server-cmd", help="Replace the engine command ({port}, {model} filled in); for tests and smoke runs.")
+@click.option("--router-cmd", help="Replace the router command of DEP points ({port}, {worker_port}, {model}); for tests.")
 @click.option("--port", type=int, default=8000, show_default=True, help="Port the client connects to.")
 @click.option("--ready-timeout", type=float, default=4 * 3600.0, show_default=True, help="Seconds to wait for readiness.")
 @click.option("--client-timeout", type=float, default=None, help="Seconds the client may run (default: duration + 600).")
@@ -122,7 +123,8 @@ def _eval_policy(row: dict, root: Path):
               help="github: write the job's file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
 def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, aiperf_bin: str, lm_eval_bin: str,
             model_store: str,
-            hf_cache: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None, port: int,
+            hf_cache: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None,
+            router_cmd: str | None, port: int,
             ready_timeout: float, client_timeout: float | None, duration_override: float | None,
             runner_name: str, fmt: str) -> None:
     """Resolve the row's recipe point, start the server, wait, run AIPerf, clean up.
@@ -158,7 +160,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     except KeyError as exc:
         raise InputError(f"{row_path}: the row has no `{exc.args[0]}`") from None
     settings = Settings(model_store=model_store, hf_cache=hf_cache, aiperf_bin=aiperf_bin, tokenizer=tokenizer,
-                        dataset=dataset or AGENTX_DATASET, server_cmd=server_cmd, port=port,
+                        dataset=dataset or AGENTX_DATASET, server_cmd=server_cmd, router_cmd=router_cmd, port=port,
                         ready_timeout_s=ready_timeout, gpus_per_node=_gpus_per_node(row, root),
                         runner_name=runner_name, duration_override_s=duration_override, lm_eval_bin=lm_eval_bin,
                         root=str(root.resolve()), evals=_eval_policy(row, root))

@@ -147,6 +147,7 @@ def render_card(state: dict, settings: Settings) -> str:
         run_line, links = "no sweep has run on this PR yet.", ""
     return cm.render("status-card", kind="status-card", state=state, run_line=run_line, run_links=links,
                      plan=state.get("plan") or "not computed yet (see `ci-tools plan`).",
+                     evals=state.get("evals") or "**Evals:** not collected yet.",
                      reuse=state.get("reuse") or "not authorised.")
 
 
@@ -577,7 +578,7 @@ def welcome(event: Event, settings: Settings, gh: Lazy) -> Result:
 
 
 def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None, run: dict | None,
-                plan: str | None) -> Result:
+                plan: str | None, evals: str | None = None) -> Result:
     if event is not None and event.name == "workflow_run":
         wr = event.workflow_run
         if wr.event == "workflow_dispatch" and wr.path.split("@")[0] == reuse.TRUSTED_PATH:
@@ -603,6 +604,8 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
             state["run"] = run
         if plan:
             state["plan"] = plan.strip()
+        if evals is not None:  # the run's eval table (ci_tools.evals.report), or why there is none
+            state["evals"] = evals.strip()
         state["reuse"] = reuse_text(auth)
 
     action = update_card(client, pr, tl, settings, change)

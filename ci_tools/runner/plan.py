@@ -61,6 +61,7 @@ class Settings:
     tokenizer: str | None = None          # default: the row's model
     dataset: str = AGENTX_DATASET         # `synthetic:ISL:OSL` for offline tests
     server_cmd: str | None = None         # replaces the engine command ({port}, {model} filled in)
+    router_cmd: str | None = None         # replaces the router command ({port}, {worker_port}, {model})
     host: str = "127.0.0.1"
     port: int = ENGINE_PORT
     ready_timeout_s: float = 4 * 3600.0   # big models load slowly; a hang still ends
@@ -251,7 +252,12 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     base_url = engine_url
     session_header = None
     if dep:
-        procs.append(Proc("router", router_argv(point, settings.port, engine_port), {}, layout.ROUTER_LOG))
+        if settings.router_cmd:
+            rargv = [a.format(port=settings.port, worker_port=engine_port, model=model)
+                     for a in shlex.split(settings.router_cmd)]
+        else:
+            rargv = router_argv(point, settings.port, engine_port)
+        procs.append(Proc("router", rargv, {}, layout.ROUTER_LOG))
         base_url = f"http://{settings.host}:{settings.port}"
         ready += [f"{base_url}/health", f"{base_url}/v1/models"]
         session_header = (point.router or {}).get("routing-key-header")

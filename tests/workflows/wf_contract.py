@@ -213,7 +213,7 @@ def materialise_paths(args: list[str], tmp: Path) -> None:
         path = Path(arg) if Path(arg).is_absolute() else tmp / arg
         if not str(path).startswith(str(tmp)):
             continue
-        if path.suffix in (".json", ".yaml", ".yml", ".csv", ".txt"):
+        if path.suffix in (".json", ".yaml", ".yml", ".csv", ".txt", ".md"):
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.exists():
                 path.write_text("{}")
