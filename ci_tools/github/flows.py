@@ -157,8 +157,7 @@ def update_card(gh: GitHub, pr: int, tl: Timeline, settings: Settings, change: C
 
 
 def _who_may_use() -> str:
-    return ("`/use` needs a comment by someone who is OWNER, MEMBER or COLLABORATOR and has write, "
-            "maintain or admin permission on this repository.")
+    return "`/use` needs a comment by someone with write, maintain or admin permission on this repository."
 
 
 # ---- comment handle ---------------------------------------------------------------------------
@@ -271,8 +270,8 @@ def _approve(cmd: SweepApprove, c: Comment, pr: int, gh: GitHub, settings: Setti
     why_not = reuse.may_use(c, gh.permission)
     if why_not:
         return cm.template_text("denied", author=c.author, command=cmd.text, why=why_not,
-                                who="Approving a fork's commit for the GPU runners needs a comment by someone who is "
-                                    "OWNER, MEMBER or COLLABORATOR and has write, maintain or admin permission.")
+                                who="Approving a fork's commit for the GPU runners needs a comment by someone with "
+                                    "write, maintain or admin permission on this repository.")
     facts = pr_facts(gh.pull(pr))
     running: list[dict] = []
     if facts.fork and facts.state == "open" and approval.sha_matches(cmd.sha, facts.head_sha):

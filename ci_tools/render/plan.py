@@ -19,7 +19,14 @@ def _buckets() -> tuple[str, ...]:
     return BUCKETS
 
 WIDTH = 100
-MAX_OUTPUTS_BYTES = 1_000_000  # GitHub's limit on one job's outputs
+# GitHub keeps at most 1 MB of outputs per job, "approximated based on UTF-16 encoding": two bytes per
+# character of the BMP (four for others), so the size is counted in UTF-16, not UTF-8.
+MAX_OUTPUTS_BYTES = 1_000_000
+
+
+def output_size(text: str) -> int:
+    """The size GitHub counts a job's outputs at: their UTF-16 encoding."""
+    return len(text.encode("utf-16-le"))
 
 
 def _compact(value: Any) -> str:
@@ -89,11 +96,12 @@ def github_output_text(outputs: dict[str, str]) -> str:
             raise ValueError(f"output {name} would span several lines")
         lines.append(f"{name}={value}\n")
     text = "".join(lines)
-    size = len(text.encode())
+    size = output_size(text)
     if size > MAX_OUTPUTS_BYTES:
         from ci_tools.errors import InputError
-        raise InputError(f"the plan's GitHub outputs are {size:,} bytes; GitHub keeps at most {MAX_OUTPUTS_BYTES:,} "
-                         "per job. Split the change into several PRs, or use the sweep-enabled label")
+        raise InputError(f"the plan's GitHub outputs are {size:,} bytes as GitHub counts them (UTF-16); GitHub keeps "
+                         f"at most {MAX_OUTPUTS_BYTES:,} per job. Split the change into several PRs, or use the "
+                         "sweep-enabled label")
     return text
 
 

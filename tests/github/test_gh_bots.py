@@ -108,7 +108,7 @@ def reply(fake, body, **kw):
     ("reply-use-pinned", "/use 9", {}, [dict(id=9, head_sha=SHA1)]),
     ("reply-use-latest", "/use", {}, [dict(id=9, head_sha=SHA1)]),
     ("reply-use-refused-at-merge", "/use 9", {}, [dict(id=9, head_sha=SHA1, conclusion="failure", artifacts=())]),
-    ("reply-use-denied", "/use", {"association": "CONTRIBUTOR"}, []),
+    ("reply-use-denied", "/use", {"permission": "read"}, []),
     ("reply-stage-denied", "/stage-results", {"permission": "read"}, []),
     ("reply-stage-refused", "/stage-results 9", {}, [dict(id=9, head_sha=SHA1, artifacts=("results_bmk",))]),
     ("reply-sweep-plan", "/sweep plan", {}, []),
