@@ -52,3 +52,15 @@ def results_dispatcher(gh):
     if not token:
         return None
     return Lazy(lambda: GitHub(gh().repo, token, api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL))
+
+
+def team_reader(gh):
+    """A lazy client for CODEOWNERS team membership (TEAM_MEMBERSHIP_TOKEN: organization Members: read,
+    e.g. a GitHub App installation token), or None when no such token is set."""
+    from ci_tools.github.client import DEFAULT_API_URL, GitHub
+    from ci_tools.github.flows import Lazy
+
+    token = os.environ.get("TEAM_MEMBERSHIP_TOKEN")
+    if not token:
+        return None
+    return Lazy(lambda: GitHub(gh().repo, token, api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL))

@@ -377,12 +377,19 @@ def label_problems(labels: Iterable[str], policy: Policy) -> str | None:
     return None
 
 
-def decide_pr_event(action: str, *, authorisation: Callable[[], Authorisation] | None,
+def decide_pr_event(action: str, *, label_problem: str | None, authorisation: Callable[[], Authorisation] | None,
                     pushed_inputs: Callable[[], list[str]] | None = None) -> ReuseDecision:
-    """PR side: after an authorised /use, a `synchronize` skips the sweep, unless the push changed
-    benchmark inputs (W1: then the authorised results are stale and the sweep must run)."""
+    """PR side, the one home of the rule "an authorised /use stops synchronize sweeps": a
+    `synchronize` skips the sweep when the PR's labels allow reuse (`label_problem` is None: one full
+    sweep label, no reuse-blocking modifier) and an authorised /use exists, unless the push changed
+    benchmark inputs (W1: then the authorised results are stale and the sweep must run).
+
+    With labels that block reuse the pin would be refused at merge (`decide_merge`), so skipping
+    would leave the PR with nothing usable: it sweeps, and no API call is spent on the question."""
     if action != "synchronize":
         return ReuseDecision(reason=f"pull_request action {action or 'unknown'} is not synchronize")
+    if label_problem:
+        return ReuseDecision(reason=f"an authorised /use cannot stop this sweep: {label_problem}")
     auth = authorisation()
     if not auth.authorised:
         return ReuseDecision(reason=auth.reason, ignored=auth.ignored)

@@ -41,8 +41,8 @@ def _line(text: str | None) -> str:
     return " ".join((text or "").split())
 
 
-GATE_OUTPUTS = ("check", "sweep", "reason", "error", "primary", "mode", "concurrency-group", "needs-use-lookup",
-                "restarts", "fork-approval")
+GATE_OUTPUTS = ("check", "sweep", "reason", "error", "primary", "mode", "concurrency-group", "restarts",
+                "fork-approval")
 
 
 def output_names(gate_only: bool = False) -> list[str]:
@@ -61,7 +61,6 @@ def gate_outputs(gate: dict) -> dict[str, str]:
     return {"check": _bool(gate["check"]), "sweep": _bool(gate["sweep"]), "reason": _line(gate["reason"]),
             "error": _line(gate.get("error")), "primary": mode.get("primary") or "",
             "mode": _compact(gate.get("mode")), "concurrency-group": gate["concurrency-group"],
-            "needs-use-lookup": _bool(gate.get("needs-use-lookup", False)),
             "restarts": _bool(gate.get("restarts", True)), "fork-approval": _bool(gate.get("fork-approval", False))}
 
 

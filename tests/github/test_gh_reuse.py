@@ -378,3 +378,13 @@ def test_authorisation_depends_on_time_not_on_list_order(rows, rnd):
     a = reuse.authorise(comments, perm, pr_number=1)
     b = reuse.authorise(shuffled, perm, pr_number=1)
     assert (a.authorised, a.pinned_run) == (b.authorised, b.pinned_run)
+
+
+def test_g10_an_authorised_use_does_not_stop_sweeps_of_a_pr_whose_labels_block_reuse(fake):
+    """#16.9: full-sweep-enabled + evals-only with an authorised /use: the pin would be refused at
+    merge, so the push sweeps (the gate's table said so; the pipeline used to skip). No API call."""
+    pr_with_sweep(fake, 1321, labels=("full-sweep-enabled", "evals-only"))
+    authorise(fake, 1321, "/use")
+    res, gh = run_resolve(fake, pr_event(fake, 1321, "synchronize"))
+    assert res.outputs["skip-pr-sweep"] == "false" and "evals-only" in res.messages[0]
+    assert gh.calls == 0
