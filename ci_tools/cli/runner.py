@@ -127,7 +127,8 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
             router_cmd: str | None, port: int,
             ready_timeout: float, client_timeout: float | None, duration_override: float | None,
             runner_name: str, fmt: str) -> None:
-    """Resolve the row's recipe point, start the server, wait, run AIPerf, clean up.
+    """Resolve the row's recipe point, start the server, wait, run AIPerf (or, for an eval row, the
+    eval harness: `runner evals`), clean up.
 
     The recipe is the row's `recipe`, or the `recipe:` of its master entry (`config-key`).
     With --format github the step outputs result-filename, out-dir, artifact-result,
