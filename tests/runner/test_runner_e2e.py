@@ -80,7 +80,9 @@ def job(tmp_path, aiperf, hf_home):
         return [sys.executable, "-m", "ci_tools", "runner", "run", "--row", str(tmp_path / "row.json"),
                 "--root", str(tmp_path), "--backend", "process", "--out", str(tmp_path / "out"),
                 "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8",
-                "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
+                # 20 ms between tokens: with the stub's 2 ms default a client slowed by a busy machine read
+                # several token chunks at once, measured ITL 0 and (rightly) made the result invalid
+                "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} --itl 0.02 {server_flags}",
                 "--port", str(port), "--ready-timeout", "20", "--duration-override", str(duration),
                 "--runner-name", "",
                 *(extra or [])]
