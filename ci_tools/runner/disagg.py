@@ -358,10 +358,13 @@ def place(plan: MultiNodePlan, nodes: list[str]) -> dict[str, list[str]]:
     return out
 
 
-def fill(text: str, placement: dict[str, list[str]]) -> str:
+def fill(text: str, placement: dict[str, list[str]], addresses: dict[str, str] | None = None) -> str:
+    """Placeholders -> where to reach a worker's first node: Slurm's NodeAddr (the name by default)."""
+    addr = addresses or {}
     for name, nodes in placement.items():
-        text = text.replace(f"{{{name}_node0}}", nodes[0])
-    return text.replace("{frontend_node}", placement["frontend"][0])
+        text = text.replace(f"{{{name}_node0}}", addr.get(nodes[0], nodes[0]))
+    fe = placement["frontend"][0]
+    return text.replace("{frontend_node}", addr.get(fe, fe))
 
 
 @dataclass
@@ -397,7 +400,8 @@ def _container(plan: MultiNodePlan, env: dict[str, str], out_dir: str) -> list[s
     return argv
 
 
-def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]], out_dir: str) -> list[Step]:
+def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]], out_dir: str,
+                 addresses: dict[str, str] | None = None) -> list[Step]:
     steps = []
     for w in plan.workers:
         nodes = placement[w.name]
@@ -406,7 +410,7 @@ def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]
                 f"--nodes={k}", f"--ntasks={k}", "--ntasks-per-node=1",
                 f"--gpus-per-node={w.group.key.tp // k}", "--kill-on-bad-exit=1", "--label" if k > 1 else ""]
         argv = [a for a in argv if a] + _container(plan, w.env, out_dir)
-        engine = [fill(a, placement) for a in w.argv]
+        engine = [fill(a, placement, addresses) for a in w.argv]
         if k > 1:
             # one task per node; each passes its step-relative node index as SGLang's --node-rank
             engine = ["bash", "-c", 'exec "$@" --node-rank "$SLURM_NODEID"', "bash", *engine]
@@ -414,28 +418,79 @@ def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]
     fe = placement["frontend"]
     argv = ["srun", f"--jobid={jobid}", "--job-name=frontend", "--overlap", f"--nodelist={fe[0]}", "--nodes=1",
             "--ntasks=1"] + _container(plan, plan.frontend_env, out_dir)
-    steps.append(Step("frontend", argv + [fill(a, placement) for a in plan.frontend_argv], dict(plan.frontend_env),
+    steps.append(Step("frontend", argv + [fill(a, placement, addresses) for a in plan.frontend_argv],
+                      dict(plan.frontend_env),
                       layout.ROUTER_LOG))
     return steps
 
 
-def ready_urls(plan: MultiNodePlan, placement: dict[str, list[str]]) -> list[tuple[str, str]]:
-    """(step name, URL) in order: every worker's health, then the frontend's health and model list.
+@dataclass(frozen=True)
+class ReadyCheck:
+    step: str                 # whose process must stay alive meanwhile
+    url: str
+    expect: tuple = ()        # ("model", name) | ("workers", prefill, decode): what the body must say
 
-    The model list counts only when it names the served model: a frontend lists a model once a
-    worker has registered it (Dynamo) or answers for its workers (sglang-router)."""
+
+def ready_checks(plan: MultiNodePlan, placement: dict[str, list[str]],
+                 addresses: dict[str, str] | None = None) -> list[ReadyCheck]:
+    """In order: every worker's health, then the frontend's health, then its registration of the
+    workers: sglang-router's /workers lists every prefill and decode worker healthy; Dynamo's
+    /v1/models names the model once a worker has registered it."""
+    addr = addresses or {}
     out = []
-    dynamo = plan.point.frontend.get("kind") == "dynamo" and not plan.settings.server_cmd
+    dynamo = plan.point.frontend.get("kind") == "dynamo"
     for w in plan.workers:
-        port = w.health_port if dynamo else w.port
-        out.append((w.name, f"http://{placement[w.name][0]}:{port}/health"))
-    fe = f"http://{placement['frontend'][0]}:{plan.frontend_port}"
-    out += [("frontend", f"{fe}/health"), ("frontend", f"{fe}/v1/models")]
+        port = w.health_port if dynamo and not plan.settings.server_cmd else w.port
+        node = placement[w.name][0]
+        out.append(ReadyCheck(w.name, f"http://{addr.get(node, node)}:{port}/health"))
+    node = placement["frontend"][0]
+    fe = f"http://{addr.get(node, node)}:{plan.frontend_port}"
+    out.append(ReadyCheck("frontend", f"{fe}/health"))
+    if dynamo:
+        out.append(ReadyCheck("frontend", f"{fe}/v1/models", ("model", plan.served_model)))
+    else:
+        out.append(ReadyCheck("frontend", f"{fe}/workers", ("workers", plan.point.prefill.key.workers,
+                                                          plan.point.decode.key.workers)))
     return out
 
 
-def client_commands(plan: MultiNodePlan, placement: dict[str, list[str]]) -> list[Client]:
-    return [Client(c.conc, [fill(a, placement) for a in c.argv], dict(c.env), c.subdir, c.result_filename)
+def registered(expect: tuple, body: str) -> bool:
+    """Whether a readiness answer says what `expect` needs (pure; malformed bodies say no)."""
+    if not expect:
+        return True
+    import json
+
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    if not isinstance(data, dict):
+        return False
+    if expect[0] == "model":
+        models = data.get("data")
+        return isinstance(models, list) and any(isinstance(m, dict) and m.get("id") == expect[1] for m in models)
+    if expect[0] == "workers":
+        workers = data.get("workers")
+        if not isinstance(workers, list):
+            return False
+        healthy = [w for w in workers if isinstance(w, dict) and w.get("is_healthy") is True]
+        kinds = [w.get("worker_type") for w in healthy]
+        return kinds.count("prefill") >= expect[1] and kinds.count("decode") >= expect[2]
+    return False
+
+
+def describe_check(c: ReadyCheck) -> str:
+    if not c.expect:
+        return c.url
+    if c.expect[0] == "model":
+        return f"{c.url} (lists {c.expect[1]})"
+    return f"{c.url} ({c.expect[1]} prefill + {c.expect[2]} decode healthy)"
+
+
+def client_commands(plan: MultiNodePlan, placement: dict[str, list[str]],
+                    addresses: dict[str, str] | None = None) -> list[Client]:
+    return [Client(c.conc, [fill(a, placement, addresses) for a in c.argv], dict(c.env), c.subdir,
+                   c.result_filename)
             for c in plan.clients]
 
 
@@ -464,12 +519,13 @@ def render_dry_run(plan: MultiNodePlan, out_dir: str) -> str:
              "",
              "# allocation (exclusive, time bounded; its job id J comes from salloc's `Granted job allocation J`)",
              _shell(alloc_argv(plan)),
-             "# then: squeue --noheader --format=%N --jobs=J  ->  scontrol show hostnames <list>"]
+             "# then: squeue --noheader --format=%N --jobs=J  ->  scontrol show hostnames <list>; "
+             "each node's NodeAddr (scontrol show node) is where it is reached"]
     for step in worker_steps(plan, "J", placement, out_dir):
         lines += ["", f"# {step.name} (log: {step.log})", _shell(step.argv, step.env)]
     lines += ["", "# readiness, in order (deadline "
               f"{plan.settings.ready_timeout_s:g} s): "
-              + " then ".join(u for _, u in ready_urls(plan, placement))]
+              + " then ".join(describe_check(c) for c in ready_checks(plan, placement))]
     for c in client_commands(plan, placement):
         lines += ["", f"# client conc {c.conc} (log: {c.log})", _shell(c.argv, c.env)]
     lines += ["", "# cleanup on success, failure, timeout and cancel: every step ends with the allocation",

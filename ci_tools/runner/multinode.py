@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from ci_tools.runner import layout
-from ci_tools.runner.disagg import (MultiNodePlan, alloc_argv, client_commands, job_name, place, ready_urls,
-                                    worker_steps)
+from ci_tools.runner.disagg import (MultiNodePlan, alloc_argv, client_commands, job_name, place, ready_checks,
+                                    registered, worker_steps)
 from ci_tools.runner.job import JobFailed, tail_file
 from ci_tools.runner.ready import NotReady, Probe, wait_ready
 
@@ -76,15 +76,15 @@ def _stop(proc: _Proc) -> None:
         pass
 
 
-def _http_status(url: str, needle: str | None = None) -> int | None:
-    """The status; with `needle`, 200 only when the body names it (503 "not yet" otherwise)."""
+def _http_status(url: str, expect: tuple = ()) -> int | None:
+    """The status; with `expect`, 200 only when the body says it (503, "not yet", otherwise)."""
     import httpx
 
     try:
         res = httpx.get(url, timeout=5.0)
     except httpx.HTTPError:
         return None
-    if needle is not None and res.status_code == 200 and needle not in res.text:
+    if expect and res.status_code == 200 and not registered(expect, res.text):
         return 503
     return res.status_code
 
@@ -106,6 +106,21 @@ def _allocate(plan: MultiNodePlan, out: Path, say: Callable[[str], None], deadli
         if time.monotonic() - start > deadline_s:
             raise JobFailed("allocate", f"no allocation within {deadline_s:g} s", tail_file(proc.log))
         time.sleep(0.2)
+
+
+def _addresses(nodes: list[str]) -> dict[str, str]:
+    """NodeName -> NodeAddr: where a node is reached (they differ when names are not DNS names)."""
+    out = {}
+    for node in nodes:
+        try:
+            res = subprocess.run(["scontrol", "show", "node", "--oneliner", node], capture_output=True, text=True,
+                                 timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        m = re.search(r"\bNodeAddr=(\S+)", res.stdout)
+        if m:
+            out[node] = m.group(1)
+    return out
 
 
 def _nodes(jobid: str) -> list[str]:
@@ -174,11 +189,12 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *, client_
         status["slurm-job"] = jobid
         nodes = _nodes(jobid)
         placement = place(plan, nodes)
+        addresses = _addresses(nodes)
         status["placement"] = placement
         say("placement: " + ", ".join(f"{k} on {'+'.join(v)}" for k, v in placement.items()))
         write_job_files(plan, out, placement, commands_text)
         status["phase"] = "start"
-        steps = worker_steps(plan, jobid, placement, str(out))
+        steps = worker_steps(plan, jobid, placement, str(out), addresses)
         for step in steps:
             say(f"starting {step.name} (log: {out / step.log})")
             procs.append(_start(step.name, step.argv, step.env, out / step.log))
@@ -193,22 +209,23 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *, client_
 
         status["phase"] = "ready"
         start = time.monotonic()
-        for name, url in ready_urls(plan, placement):
-            owner = next(p for p in services if p.name == name)
+        for check in ready_checks(plan, placement, addresses):
+            owner = next(p for p in services if p.name == check.step)
             left = plan.settings.ready_timeout_s - (time.monotonic() - start)
-            needle = f'"{plan.served_model}"' if url.endswith("/v1/models") else None
-            probe = Probe(clock=time.monotonic, sleep=time.sleep, get=lambda u, n=needle: _http_status(u, n),
+            probe = Probe(clock=time.monotonic, sleep=time.sleep,
+                          get=lambda u, e=check.expect: _http_status(u, e),
                           exit_code=lambda: (dead() or (None, None))[1], tail=lambda o=owner: tail_file(o.log), say=say)
             try:
-                wait_ready([url], max(left, 0.0), probe)
+                wait_ready([check.url], float(max(round(left), 1)), probe)
             except NotReady as exc:
                 who = dead()
-                msg = f"{who[0]} exited with code {who[1]} before {url} answered" if who else f"{name}: {exc.message}"
+                msg = (f"{who[0]} exited with code {who[1]} before {check.url} answered" if who
+                       else f"{check.step}: {exc.message}")
                 tail = tail_file(next(p for p in services if p.name == who[0]).log) if who else exc.tail
                 raise JobFailed("ready", msg, tail) from None
 
         status["phase"] = "client"
-        for c in client_commands(plan, placement):
+        for c in client_commands(plan, placement, addresses):
             limit = client_timeout_s if client_timeout_s is not None else (plan.duration_s or 0) + 600.0
             cdir = out / c.subdir if c.subdir else out
             say(f"running the client at concurrency {c.conc} (log: {out / c.log})")

@@ -9,8 +9,8 @@ import pytest
 from ci_tools.config.disagg import GroupKey, resolve_disagg
 from ci_tools.config.recipe import recipe_from_data
 from ci_tools.errors import InputError
-from ci_tools.runner.disagg import (SlurmSettings, alloc_argv, build_multinode_plan, place, ready_urls,
-                                    worker_steps)
+from ci_tools.runner.disagg import (SlurmSettings, alloc_argv, build_multinode_plan, place, ready_checks,
+                                    registered, worker_steps)
 from ci_tools.runner.plan import Settings
 
 IMAGE = "example.org/sglang:1@sha256:" + "a" * 64
@@ -112,12 +112,42 @@ def test_disaggregation_flags_come_from_the_role_and_kv_transfer():
     assert "--enable-dp-attention" in pre.argv and "--enable-dp-attention" not in dec1.argv
 
 
-def test_readiness_is_every_worker_then_the_frontend():
+def test_readiness_is_every_worker_then_the_frontend_then_registration():
     plan = plan_of()
     placement = place(plan, ["a", "b", "c"])
-    assert [u for _, u in ready_urls(plan, placement)] == [
-        "http://a:30000/health", "http://b:30010/health", "http://c:30020/health",
-        "http://a:8000/health", "http://a:8000/v1/models"]
+    checks = ready_checks(plan, placement, {"a": "10.0.0.1", "b": "10.0.0.2"})
+    assert [(c.step, c.url, c.expect) for c in checks] == [
+        ("prefill-0", "http://10.0.0.1:30000/health", ()), ("decode-0", "http://10.0.0.2:30010/health", ()),
+        ("decode-1", "http://c:30020/health", ()), ("frontend", "http://10.0.0.1:8000/health", ()),
+        ("frontend", "http://10.0.0.1:8000/workers", ("workers", 1, 2))]
+
+
+def test_worker_urls_use_the_node_address_slurm_reports():
+    plan = plan_of()
+    placement = place(plan, ["n1", "n2", "n3"])
+    fe = worker_steps(plan, "5", placement, "/job", {"n1": "127.0.0.1", "n2": "127.0.0.1", "n3": "127.0.0.1"})[-1]
+    assert "--nodelist=n1" in fe.argv                     # placed by name
+    assert "http://127.0.0.1:30010" in fe.argv and "http://127.0.0.1:30020" in fe.argv   # reached by address
+
+
+W = {"worker_type": "prefill", "is_healthy": True}
+D = {"worker_type": "decode", "is_healthy": True}
+
+
+@pytest.mark.parametrize("expect,body,ok", [
+    ((), "anything", True),
+    (("workers", 1, 2), json.dumps({"workers": [W, D, D]}), True),
+    (("workers", 1, 2), json.dumps({"workers": [W, D]}), False),                        # one decode missing
+    (("workers", 1, 2), json.dumps({"workers": [W, D, {**D, "is_healthy": False}]}), False),
+    (("workers", 1, 1), json.dumps({"workers": [D, D]}), False),
+    (("workers", 1, 1), "<html>", False),
+    (("workers", 1, 1), json.dumps([W, D]), False),
+    (("model", "org/m"), json.dumps({"data": [{"id": "org/m"}]}), True),
+    (("model", "org/m"), json.dumps({"data": []}), False),                               # nothing registered
+    (("model", "org/m"), json.dumps({"data": [{"id": "unknown"}]}), False),
+])
+def test_registration_table(expect, body, ok):
+    assert registered(expect, body) is ok
 
 
 def test_dynamo_workers_register_through_the_shared_job_directory():
@@ -127,7 +157,9 @@ def test_dynamo_workers_register_through_the_shared_job_directory():
     assert w.argv[:3] == ["python3", "-m", "dynamo.sglang"]
     assert w.env["DYN_FILE_KV"] == "/job/dynamo_store" and w.env["DYN_SYSTEM_PORT"] == "30003"
     assert plan.frontend_argv[:3] == ["python3", "-m", "dynamo.frontend"]
-    assert ready_urls(plan, place(plan, ["a", "b", "c"]))[0][1] == "http://a:30003/health"
+    checks = ready_checks(plan, place(plan, ["a", "b", "c"]))
+    assert checks[0].url == "http://a:30003/health"
+    assert (checks[-1].url, checks[-1].expect) == ("http://a:8000/v1/models", ("model", "org/model"))
 
 
 def test_one_allocation_exclusive_and_time_bounded():
