@@ -34,6 +34,7 @@ class PointInfo:
     runner: str | None = None
     image: str | None = None
     result_filename: str | None = None
+    topology: dict | None = None   # multi-node: prefill/decode groups, nodes, placement (gpus = all workers)
 
     @property
     def gpu_count(self) -> int:
@@ -92,7 +93,8 @@ def _point_from_job(job: dict) -> PointInfo:
                      dp_attn=bool(p.get("dp-attn")), conc=_typed(p, "conc", (int,)), gpus=_typed(p, "gpus", (int,)),
                      scenario=_typed(p, "scenario", (str,), "agentic-coding"),
                      duration_s=_typed(p, "duration", num), model=_typed(p, "model", (str,)), config_key=p.get("config-key"),
-                     runner=p.get("runner"), image=p.get("image"), result_filename=job.get("result-filename"))
+                     runner=p.get("runner"), image=p.get("image"), result_filename=job.get("result-filename"),
+                     topology=_typed(p, "topology", (dict,)))
 
 
 def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
@@ -116,6 +118,16 @@ def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
         **measured,
         "aiperf": aiperf,
     }
+
+
+def job_dirs(path: Path) -> list[Path]:
+    """The directories holding one result each: DIR, or DIR/conc<N>/ for a multi-node job that ran
+    several concurrencies in one allocation (its job.json lists them)."""
+    job = read_json(Path(path) / layout.JOB_JSON) if Path(path).is_dir() else None
+    subs = [c.get("dir") for c in (job or {}).get("concurrencies") or [] if isinstance(c, dict)]
+    if subs and all(subs):
+        return [Path(path) / str(s) for s in subs]
+    return [Path(path)]
 
 
 def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: float = 0.10,
