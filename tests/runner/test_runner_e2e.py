@@ -80,6 +80,7 @@ def job(tmp_path, aiperf, hf_home):
         return [sys.executable, "-m", "ci_tools", "runner", "run", "--row", str(tmp_path / "row.json"),
                 "--root", str(tmp_path), "--backend", "process", "--out", str(tmp_path / "out"),
                 "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8",
+                "--hf-cache", str(hf_home / "hub"),
                 "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
                 "--port", str(port), "--ready-timeout", "20", "--duration-override", str(duration),
                 "--runner-name", "",
