@@ -107,10 +107,12 @@ def _gpu_list(gpus: str | None) -> list[str] | None:
 @click.option("--tokenizer", help="Tokenizer for AIPerf (default: the row's model).")
 @click.option("--dataset", default=None, help="AIPerf public dataset, or synthetic:ISL:OSL (offline tests).")
 @click.option("--server-cmd", help="Replace the engine command ({port}, {model} filled in); for tests and smoke runs.")
-@click.option("--router-cmd", hidden=True, help="Tests only: replace the router command ({port}, {worker_port}).")
+@click.option("--router-cmd", help="Replace the router command ({port}, {worker_port}; multi-node frontend: {port}, "
+              "{prefill}, {decode} URLs); for tests.")
 @click.option("--port", type=int, default=8000, show_default=True, help="Port the client connects to.")
 @click.option("--worker-port", type=int, default=30000, show_default=True,
-              help="Port of the engine behind the router (DEP points).")
+              help="Port of the engine behind the router (DEP points); multi-node: the first worker's port "
+              "(worker i uses this + 10 i).")
 @click.option("--gpus", envvar="CI_TOOLS_GPUS", default=None,
               help="GPUs this runner may use, e.g. 2,3 (env CI_TOOLS_GPUS; default CUDA_VISIBLE_DEVICES, else all).")
 @click.option("--queue-timeout", type=float, default=3600.0, show_default=True,
@@ -130,6 +132,8 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     """Resolve the row's recipe point, start the server, wait, run AIPerf, clean up.
 
     The recipe is the row's `recipe`, or the `recipe:` of its master entry (`config-key`).
+    A multi-node row (prefill/decode) runs its disaggregated recipe on Slurm only: one
+    allocation, one srun step per worker, the frontend, one AIPerf run per concurrency.
     With --format github the step outputs result-filename, out-dir, artifact-result,
     artifact-job and artifact-server-logs (ci_tools.runner.layout) are written before anything
     starts, so a failed or cancelled job still uploads under its own names.
@@ -158,12 +162,22 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     except ValueError:
         display = str(recipe_file)
     recipe = load_recipe(recipe_file, display)
+    hardware = _hardware(row, root)
+    if "prefill" in row or "decode" in row:
+        from ci_tools.runner.multinode import run_cli
+
+        return run_cli(row, recipe, backend=backend, out=out, dry_run=dry_run, root=root, fmt=fmt,
+                       settings=dict(model_store=model_store, hf_cache=hf_cache, aiperf_bin=aiperf_bin,
+                                     tokenizer=tokenizer, dataset=dataset, server_cmd=server_cmd, port=port,
+                                     ready_timeout_s=ready_timeout, runner_name=runner_name,
+                                     duration_override_s=duration_override),
+                       gpus_per_node=int(hardware["gpus-per-node"]) if hardware.get("gpus-per-node") else None,
+                       router_cmd=router_cmd, worker_port=worker_port, client_timeout=client_timeout)
     try:
         point = resolve_point(recipe, int(row["tp"]), int(row.get("ep", 1)), bool(row.get("dp-attn", False)),
                               int(row["conc"]))
     except KeyError as exc:
         raise InputError(f"{row_path}: the row has no `{exc.args[0]}`") from None
-    hardware = _hardware(row, root)
     settings = Settings(model_store=model_store, hf_cache=hf_cache, aiperf_bin=aiperf_bin, tokenizer=tokenizer,
                         dataset=dataset or AGENTX_DATASET, server_cmd=server_cmd, router_cmd=router_cmd, port=port,
                         worker_port=worker_port, ready_timeout_s=ready_timeout,
