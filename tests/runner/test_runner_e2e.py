@@ -81,9 +81,7 @@ def job(tmp_path, aiperf, hf_home):
                 "--root", str(tmp_path), "--backend", "process", "--out", str(tmp_path / "out"),
                 "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8",
                 "--hf-cache", str(hf_home / "hub"),
-                # 20 ms between tokens: with the stub's 2 ms default a client slowed by a busy machine read
-                # several token chunks at once, measured ITL 0 and (rightly) made the result invalid
-                "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} --itl 0.02 {server_flags}",
+                "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
                 "--port", str(port), "--ready-timeout", "20", "--duration-override", str(duration),
                 "--runner-name", "",
                 *(extra or [])]
