@@ -25,6 +25,7 @@ SCHEMA_FILES = {
     "recipe": "recipe.schema.json",
     "eval-thresholds": "eval-thresholds.schema.json",
     "ci-policy": "ci-policy.schema.json",
+    "disagg-recipe": "disagg-recipe.schema.json",
 }
 
 # Patterns used in the schemas, and what a reviewer says when a value does not match.

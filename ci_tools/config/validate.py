@@ -175,6 +175,10 @@ def _eval_findings(src: Sources) -> list[Finding]:
     return found
 
 
+# Entries failing their schema after which `check` stops (each costs its findings' time and memory).
+MAX_INVALID_ENTRIES = 200
+
+
 def check(src: Sources, change: Change = Change()) -> Report:
     """The functional core: every rule over loaded sources. Pure: no file or process access."""
     findings = list(src.findings)
@@ -182,11 +186,20 @@ def check(src: Sources, change: Change = Change()) -> Report:
     merged, found = _merge_masters(src.masters)
     findings += found
     valid: list[Entry] = []
-    for key, data, doc in merged:
+    invalid = 0
+    for n, (key, data, doc) in enumerate(merged):
+        if invalid >= MAX_INVALID_ENTRIES:
+            # An attacker's 40k-entry master would otherwise cost ~1 ms and ~30 KB per reported entry;
+            # nobody reads past the first screens of errors anyway.
+            notes.append(f"stopped after {invalid} invalid entries: {len(merged) - n} more entries not checked")
+            findings.append(doc.finding((key,), f"{len(merged) - n} more entries not checked: stopped after "
+                                                f"{invalid} invalid entries", "fix the errors above and run again"))
+            break
         ref = "mnEntry" if isinstance(data, dict) and data.get("multinode") is True else "snEntry"
         problems = schemas.check(doc, data, "master", ref, (key,))
         if problems:
             findings += problems
+            invalid += 1
             continue
         for issue in rules.entry_issues(data):
             message = f"{key}: {issue.message}"
@@ -208,13 +221,15 @@ def check(src: Sources, change: Change = Change()) -> Report:
 
     recipes: dict[str, Recipe] = {}
     for rel, doc in src.recipes.items():
-        problems = schemas.check(doc, doc.data, "recipe")
+        kind = "disagg-recipe" if isinstance(doc.data, dict) and doc.data.get("mode") == "disaggregated" else "recipe"
+        problems = schemas.check(doc, doc.data, kind)
         findings += problems
         recipes[rel] = Recipe(rel, doc, valid=not problems)
 
     findings += crossfile.image_pins(valid, change)
     if src.root is not None:
-        findings += crossfile.recipe_links(valid, recipes, src.recipe_paths, change)
+        hardware = (src.runners.data or {}).get("hardware") if runners_ok and isinstance(src.runners.data, dict) else None
+        findings += crossfile.recipe_links(valid, recipes, src.recipe_paths, change, hardware)
         if not src.masters_failed:  # otherwise the references may sit in the file that did not parse
             referenced = {ref for _, data, _ in merged if isinstance(data, dict)
                           for _, ref, _ in crossfile.recipe_refs(data)}

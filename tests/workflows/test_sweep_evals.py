@@ -62,7 +62,7 @@ def eval_job(row: dict, repo: Path, tmp: Path, event: Path) -> tuple[dict, int]:
     serve = step(bench, "run", "run")
     server = f"{sys.executable} {STUB} --port {{port}} --model {{model}} --answers {DATA / 'agentic_answers.json'}"
     # the DEP point's router is a second stub on the client port (it answers like the engine)
-    router = f"{sys.executable} {STUB} --port {{port}} --model {{model}} --answers {DATA / 'agentic_answers.json'}"
+    router = f"{sys.executable} {STUB} --port {{port}} --answers {DATA / 'agentic_answers.json'}"
     local = {**serve, "run": serve["run"] + f" --backend process --port {free_port()} --ready-timeout 30 "
                                             f"--server-cmd {shlex.quote(server)} --router-cmd {shlex.quote(router)}"}
     done, outputs = run_step(local, ctx, repo, tmp, event)
