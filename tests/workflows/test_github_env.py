@@ -255,7 +255,7 @@ def status_card_of_a_pr_sweep(s):
     pr_with_sweep(s.fake, 1)
     run = s.fake.add_run(12, head_sha=SHA1, pull_requests=(1,))
     job = s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run))
-    assert ok(job.run(2)).outputs["comment"] == "create"
+    assert ok(job.run("card")).outputs["comment"] == "create"
     return [job]
 
 
@@ -266,7 +266,7 @@ def status_card_of_a_trusted_sweep(s):
     run = s.fake.add_run(13, head_sha=MERGE, branch="main", event="workflow_dispatch",
                          path=f".github/workflows/{approval.TRUSTED_WORKFLOW}", display_title=approval.run_name(3, SHA1))
     job = s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run))
-    assert ok(job.run(2)).outputs["comment"] == "create"
+    assert ok(job.run("card")).outputs["comment"] == "create"
     return [job]
 
 
