@@ -71,7 +71,7 @@ CASES = [
                                              "                  additional-settings: [\"CONFIG_FILE=recipes/nope.yaml\"] }\n"),
      [], 1, "CONFIG_FILE setting recipes/nope.yaml does not exist"),
     ("recipe-wrong-type", lambda r: _edit(r, RECIPE, "synthetic-acceptance: 3.51", "synthetic-acceptance: high"),
-     [], 1, f"{RECIPE}:28:1: error: 'synthetic-acceptance' must be a number (or left out), got string 'high'"),
+     [], 1, f"{RECIPE}:34:1: error: 'synthetic-acceptance' must be a number (or left out), got string 'high'"),
     ("recipe-unknown-point-field", lambda r: _edit(r, RECIPE, "    conc: 4\n", "    conc: 4\n    concurrency: 4\n"),
      [], 1, "points.tp4-c4: unknown field 'concurrency'"),
     ("recipe-image-unpinned-touched", lambda r: _edit(r, RECIPE, "@sha256:97d98d5b", "@sha256:XYZ", 1),
