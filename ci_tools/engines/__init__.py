@@ -80,6 +80,13 @@ def version_key(version: str) -> tuple[int, ...]:
     return tuple(out)
 
 
+def release_number_problems(versions: tuple[str, ...]) -> list[str]:
+    """`engine-versions` is optional (without it a builder uses the oldest spelling it knows); when
+    given, each entry must be a release number."""
+    return [f"engine-versions entry {v!r} is not a release number (e.g. \"0.5.22\")"
+            for v in versions if not all(part.isdigit() for part in str(v).split("."))]
+
+
 def _registry() -> dict[str, ModuleType]:
     from ci_tools.engines import sglang, trtllm, vllm
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ci_tools.engines import Command, ServeSpec, render_args, version_key
+from ci_tools.engines import Command, ServeSpec, release_number_problems, render_args, version_key
 
 NAME = "sglang"
 LAUNCHER = ("python3", "-m", "sglang.launch_server")
@@ -45,9 +45,4 @@ def topology_problems(spec: ServeSpec) -> list[str]:
     return []
 
 
-def version_problems(versions: tuple[str, ...]) -> list[str]:
-    if not versions:
-        return ["the recipe names no `engine-versions`: list the released SGLang version(s) whose command "
-                "line the image has (for a nightly, the releases before and after it), e.g. "
-                "engine-versions: [\"0.5.21\", \"0.5.22\"]"]
-    return []
+version_problems = release_number_problems

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ci_tools.engines import Command, ServeSpec, render_args
+from ci_tools.engines import Command, ServeSpec, release_number_problems, render_args
 
 NAME = "vllm"
 LAUNCHER = ("vllm", "serve")
@@ -37,8 +37,4 @@ def topology_problems(spec: ServeSpec) -> list[str]:
     return []
 
 
-def version_problems(versions: tuple[str, ...]) -> list[str]:
-    if not versions:
-        return ["the recipe names no `engine-versions`: list the vLLM release the image ships, "
-                "e.g. engine-versions: [\"0.33.0\"]"]
-    return []
+version_problems = release_number_problems

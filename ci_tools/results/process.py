@@ -35,6 +35,8 @@ class PointInfo:
     image: str | None = None
     result_filename: str | None = None
     topology: dict | None = None   # multi-node: prefill/decode groups, nodes, placement (gpus = all workers)
+    profile: str | None = None     # which benchmark profile measured it (agentx, agentx-fast, fixed-seq)
+    canary: str | None = None      # "smoke" (not the point's measurement) or "full-point"; None: not a canary
 
     @property
     def gpu_count(self) -> int:
@@ -74,7 +76,7 @@ def point_from_job(job: dict) -> PointInfo:
                      conc=p.get("conc"), gpus=p.get("gpus"), scenario=p.get("scenario", "agentic-coding"),
                      duration_s=p.get("duration"), model=p.get("model"), config_key=p.get("config-key"),
                      runner=p.get("runner"), image=p.get("image"), result_filename=job.get("result-filename"),
-                     topology=p.get("topology"))
+                     topology=p.get("topology"), profile=p.get("profile"), canary=p.get("canary"))
 
 
 def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,

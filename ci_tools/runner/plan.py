@@ -27,6 +27,7 @@ from ci_tools import engines
 from ci_tools.config.recipe import ResolvedPoint
 from ci_tools.engines import routers
 from ci_tools.errors import InputError
+from ci_tools.policy.buckets import profile_of
 from ci_tools.runner import layout
 
 AGENTIC = "agentic-coding"
@@ -107,7 +108,8 @@ class JobPlan:
                       "conc": pt.key.conc, "gpus": self.gpus, "scenario": self.scenario,
                       "duration": self.duration_s, "model": self.served_model,
                       "config-key": self.row.get("config-key"), "runner": self.row.get("runner"),
-                      "image": self.image, "run-eval": self.run_eval},
+                      "image": self.image, "run-eval": self.run_eval, "profile": profile_of(self.row),
+                      "canary": self.row.get("canary")},
             "recipe": pt.as_dict(),
             "row": self.row,
             "commands": {p.role: {"argv": p.argv, "env": p.env, "log": p.log} for p in self.procs},
@@ -225,6 +227,10 @@ def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, c
     return argv + ["--artifact-dir", f"{out_dir}/{layout.AIPERF_DIR}"]
 
 
+def _router_id(router: dict) -> tuple[str, str]:
+    return str(router.get("name")), str(router.get("version"))
+
+
 def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str) -> JobPlan:
     problems = check_row(row)
     if str(row.get("image")) != point.image:
@@ -240,6 +246,22 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
         duration = float(AGENTX_FAST_DURATION_S if fast else row.get("duration", AGENTX_DURATION_S))
         if settings.duration_override_s is not None:
             duration = settings.duration_override_s
+    plugin = engines.engine(point.engine)
+    if plugin is None:
+        problems.append(f"engine {point.engine!r} of {point.recipe_file} has no ci-tools plug-in "
+                        f"(known: {', '.join(engines.ENGINE_NAMES)})")
+    else:
+        problems += [f"{point.recipe_file}: {p}" for p in plugin.version_problems(point.engine_versions)]
+        problems += [f"{point.recipe_file} point {point.name}: {p}"
+                     for p in plugin.topology_problems(serve_spec(point, str(row.get("model")), 0))]
+    problems += [f"{point.recipe_file} point {point.name}: {p}" for p in routers.problems(point.router)]
+    declared = row.get("router")
+    if isinstance(declared, dict) and point.router and _router_id(declared) != _router_id(point.router):
+        problems.append(f"the master declares router {' '.join(_router_id(declared))} but {point.recipe_file} point "
+                        f"{point.name} starts {' '.join(_router_id(point.router))}; make them name the same release")
+    if isinstance(declared, dict) and not point.router:
+        problems.append(f"the master declares router {' '.join(_router_id(declared))} but {point.recipe_file} point "
+                        f"{point.name} starts no router")
     gpus = point.gpus
     if settings.gpus_per_node is not None and gpus > settings.gpus_per_node:
         problems.append(f"the point needs {gpus} GPUs; runner {row.get('runner')!r} has {settings.gpus_per_node} per node")

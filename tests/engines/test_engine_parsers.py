@@ -30,7 +30,9 @@ GOLDEN = REPO / "tests/golden/runner"
 
 
 def example_recipes() -> list[str]:
-    return sorted(str(p.relative_to(REPO)) for p in (REPO / "recipes").rglob("*.yaml"))
+    """Single-node recipes (disaggregated ones are checked through their goldens below)."""
+    return sorted(str(p.relative_to(REPO)) for p in (REPO / "recipes").rglob("*.yaml")
+                  if "mode: disaggregated" not in p.read_text(encoding="utf-8"))
 
 
 def recipe_commands(path: str) -> tuple[tuple[str, ...], dict[str, list[str]], dict[tuple[str, str], dict[str, list[str]]]]:
@@ -156,6 +158,7 @@ def golden_commands(text: str) -> list[tuple[str, list[str]]]:
 
 
 def golden_files() -> list[Path]:
+    """The single-node dry-run goldens (multi-node ones: `test_every_multinode_worker_command_parses`)."""
     return sorted(p for p in GOLDEN.glob("*.txt") if p.read_text(encoding="utf-8").startswith("# job "))
 
 
@@ -178,6 +181,51 @@ def test_every_golden_command_parses(path):
         else:
             name, version = kind.split("==")
             problems += failures(name, version, {f"{path.name} command {i}": args})
+    assert not problems, "\n".join(problems)
+
+
+# Dynamo's SGLang worker (`python3 -m dynamo.sglang`) takes SGLang's own options plus these of its own
+# (each with one value); the ai-dynamo wheel is not pinned here, so only the SGLang part is parsed.
+DYNAMO_ONLY = ("--namespace", "--discovery-backend", "--request-plane", "--event-plane")
+
+
+def multinode_worker_commands(text: str) -> list[list[str]]:
+    out = []
+    for block in re.split(r"\n(?=# )", text):
+        body = "\n".join(line for line in block.splitlines() if not line.startswith("#"))
+        words = shlex.split(body.replace("\\\n", " ")) if body.strip() else []
+        for module in ("dynamo.sglang", "sglang.launch_server"):
+            if module in words:
+                args = words[words.index(module) + 1:]
+                keep, i = [], 0
+                while i < len(args):
+                    if args[i] in DYNAMO_ONLY and module == "dynamo.sglang":
+                        i += 2
+                        continue
+                    keep.append(args[i])
+                    i += 1
+                out.append(keep)
+    return out
+
+
+MULTINODE = sorted((GOLDEN / "multinode").glob("*.txt"))
+
+
+def test_multinode_goldens_exist():
+    assert len(MULTINODE) >= 4 and all(multinode_worker_commands(p.read_text(encoding="utf-8")) for p in MULTINODE)
+
+
+@pytest.mark.parametrize("path", MULTINODE, ids=lambda p: p.name)
+def test_every_multinode_worker_command_parses_with_sglang(path):
+    """Prefill/decode workers of the disaggregated goldens: the SGLang options parse on both releases
+    bracketing the image (the same 20261012 nightly as the seed recipe)."""
+    text = path.read_text(encoding="utf-8")
+    recipe_file = re.search(r"^# recipe (\S+) point", text, re.M).group(1)
+    seed_image = load_recipe(REPO / SEED_RECIPE, SEED_RECIPE).image
+    recipe = load_recipe(REPO / recipe_file, recipe_file)
+    assert recipe.image == seed_image, "another image: name its engine-versions and check them here"
+    workers = {f"{path.name} worker {i}": argv for i, argv in enumerate(multinode_worker_commands(text))}
+    problems = [p for v in (recipe.engine_versions or SGLANG_BRACKET) for p in failures("sglang", v, workers)]
     assert not problems, "\n".join(problems)
 
 
