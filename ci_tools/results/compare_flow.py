@@ -1,0 +1,68 @@
+"""`results compare`: load both sides, compare, render (the flow behind the command)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ci_tools import paths
+from ci_tools.errors import InputError
+from ci_tools.results import compare, compare_render, pareto, sources
+
+
+@dataclass
+class Report:
+    text: str
+    regressed: int
+    false_claims: int
+
+
+def load_policy(path: Path | None) -> compare.Policy:
+    from ci_tools.policy.labels import load_policy as load_labels
+
+    if path is None:
+        default = Path(paths.POLICY)
+        if not default.is_file():
+            return compare.Policy()
+        path = default
+    if not path.is_file():
+        raise InputError(f"{path}: no such policy file")
+    return compare.Policy.from_mapping(load_labels(Path("."), path).compare)
+
+
+def check_claims(head: list[dict], main: list[dict], claims_path: Path) -> list[dict]:
+    """Claims over both sides: a bare name is the PR's point when the PR has it, else main's;
+    `main:<name>` is always main's."""
+    from ci_tools.yamlio import read_text
+
+    head_pts = compare.points_of(head)
+    main_pts = compare.points_of(compare.latest_per_point(main), prefix="main:")
+    names = {p.name for p in head_pts}
+    extra = [pareto.Point(p.name[len("main:"):], p.tok_s_gpu, p.intvty_p90) for p in main_pts
+             if p.name[len("main:"):] not in names]
+    points = head_pts + main_pts + extra
+    parsed = pareto.parse_claims(read_text(claims_path), str(claims_path))
+    return pareto.check_claims(points, parsed, str(claims_path))
+
+
+def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path | None,
+                policy_path: Path | None, fmt: str) -> Report:
+    if not baseline_paths:
+        raise InputError("nothing to compare with: give --baseline FILE (main's results; repeat for a history)")
+    policy = load_policy(policy_path)
+    head = sources.load_side(head_path)
+    main = sources.load_history(baseline_paths)
+    comparisons = compare.compare_points(head, main, policy)
+    if not comparisons:
+        raise InputError(f"{head_path}: no valid result to compare (invalid results are never compared)")
+    shift = compare.frontier_shift(compare.points_of(head), compare.points_of(compare.latest_per_point(main)))
+    claims = check_claims(head, main, claims_path) if claims_path else []
+    if fmt == "json":
+        text = json.dumps(compare_render.as_json(comparisons, shift, claims), indent=2) + "\n"
+    elif fmt == "markdown":
+        text = compare_render.markdown(comparisons, shift, claims)
+    else:
+        text = compare_render.text(comparisons, shift, claims)
+    regressed = compare.summary(comparisons)[compare.REGRESSED]
+    return Report(text, regressed, sum(1 for c in claims if not c["holds"]))
