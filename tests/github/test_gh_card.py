@@ -1,0 +1,147 @@
+"""The status card's section protocol against the fake GitHub: concurrent writers lose nothing,
+never duplicate the card, and two writers of one section converge on the newest."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from ci_tools.github import GitHub
+from ci_tools.github.card import write_section
+from ci_tools.github.client import GitHubError
+from ci_tools.policy import card
+from ci_tools.policy import comments as cm
+
+BOT = "github-actions[bot]"
+
+
+def client(fake) -> GitHub:
+    return GitHub(fake.repo, "t", api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
+
+
+def cards(fake, pr=1):
+    return [c for c in fake.bot_comments(pr) if c["body"].startswith(cm.marker(card.KIND))]
+
+
+def test_first_write_creates_then_patches_keep_other_sections(fake):
+    fake.add_pr(1, head_sha="a" * 40)
+    gh = client(fake)
+    assert write_section(gh, 1, "sweep", "run 5 passed", bot=BOT, settle=0).action == "create"
+    assert write_section(gh, 1, "reuse", "pinned to run 5", bot=BOT, settle=0).action == "update"
+    assert write_section(gh, 1, "reuse", "pinned to run 5", bot=BOT, settle=0).action == "none"
+    (c,) = cards(fake)
+    assert card.sections_of(c["body"]) == {"sweep": "run 5 passed", "reuse": "pinned to run 5"}
+
+
+def test_someone_elses_lookalike_card_is_not_written_to(fake):
+    fake.add_pr(1, head_sha="a" * 40)
+    fake.add_comment(1, card.render({"sweep": "forged"}), author="mallory")
+    write_section(client(fake), 1, "sweep", "real", bot=BOT, settle=0)
+    (c,) = cards(fake)
+    assert card.sections_of(c["body"]) == {"sweep": "real"}
+
+
+def hold_requests(fake, before):
+    """Run `before(method, path, body)` in the server's handler thread ahead of each request,
+    outside the fake's lock, so a test can make two clients' requests interleave exactly."""
+    orig = fake.handle
+
+    def handle(method, raw_path, body, base_url):
+        before(method, raw_path, body)
+        return orig(method, raw_path, body, base_url)
+
+    fake.handle = handle
+
+
+@pytest.mark.parametrize("rounds", range(3))
+def test_two_concurrent_writers_of_different_sections_lose_nothing(fake, rounds):
+    fake.add_pr(1, head_sha="a" * 40)
+    write_section(client(fake), 1, "plan", "7 points", bot=BOT, settle=0)
+    b_wrote = threading.Event()
+
+    # A's first write waits until B (which read the card before A wrote) has written: A's write
+    # then drops B's section, the update a plain read-modify-write would lose
+    def before(method, path, body):
+        if method == "PATCH" and "table" in body["body"] and not b_wrote.is_set():
+            b_wrote.wait(10)
+
+    hold_requests(fake, before)
+    orig = fake.route
+
+    def route(method, path, body):
+        out = orig(method, path, body)
+        if method == "PATCH" and "pinned" in body["body"]:
+            b_wrote.set()
+        return out
+
+    fake.route = route
+    results: dict[str, object] = {}
+
+    def writer(section, text):
+        try:
+            results[section] = write_section(client(fake), 1, section, text, bot=BOT, settle=0.3)
+        except BaseException as exc:  # surfaced below
+            results[section] = exc
+
+    a = threading.Thread(target=writer, args=("results", "table"))
+    b = threading.Thread(target=writer, args=("reuse", "pinned"))
+    a.start()
+    b.start()
+    a.join(30)
+    b.join(30)
+    assert all(not isinstance(r, BaseException) for r in results.values()), results
+    (c,) = cards(fake)
+    assert card.sections_of(c["body"]) == {"plan": "7 points", "results": "table", "reuse": "pinned"}
+    # the race really happened: B found its section overwritten and wrote again
+    assert results["reuse"].attempts > 1
+
+
+def test_two_writers_creating_the_card_at_once_leave_one(fake):
+    fake.add_pr(1, head_sha="a" * 40)
+    barrier = threading.Barrier(2)
+
+    def before(method, path, body):
+        if method == "POST" and path.endswith("/issues/1/comments"):
+            barrier.wait(10)  # both have seen "no card" and create one now
+
+    hold_requests(fake, before)
+    done: list[object] = []
+    threads = [threading.Thread(target=lambda s=s: done.append(write_section(
+        client(fake), 1, s, f"{s} text", bot=BOT, settle=0.3))) for s in ("sweep", "results")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert len(done) == 2
+    (c,) = cards(fake)
+    assert card.sections_of(c["body"]) == {"sweep": "sweep text", "results": "results text"}
+
+
+def test_the_newest_run_wins_a_section_and_an_older_one_steps_back(fake):
+    fake.add_pr(1, head_sha="a" * 40)
+    gh = client(fake)
+    write_section(gh, 1, "sweep", "run 20", bot=BOT, rank=20, settle=0)
+    assert write_section(gh, 1, "sweep", "run 19", bot=BOT, rank=19, settle=0).action == "superseded"
+    assert write_section(gh, 1, "sweep", "run 21", bot=BOT, rank=21, settle=0).action == "update"
+    (c,) = cards(fake)
+    assert card.sections_of(c["body"])["sweep"] == "run 21"
+    assert cm.state_of_text(c["body"])["ranks"] == {"sweep": 21}
+
+
+def test_a_card_that_keeps_changing_fails_with_a_reason(fake):
+    fake.add_pr(1, head_sha="a" * 40)
+    gh = client(fake)
+    write_section(gh, 1, "sweep", "x", bot=BOT, settle=0)
+    orig = fake.route
+
+    def route(method, path, body):  # every write is immediately undone by "someone else"
+        out = orig(method, path, body)
+        if method == "PATCH":
+            c = fake.comments[int(path.rsplit("/", 1)[1])]
+            c["body"] = card.render({"sweep": "x"})
+        return out
+
+    fake.route = route
+    with pytest.raises(GitHubError, match="kept changing"):
+        write_section(gh, 1, "results", "y", bot=BOT, settle=0, attempts=3)
