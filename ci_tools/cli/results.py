@@ -225,10 +225,13 @@ def dispatch_cmd(event_path, event_name, source_run_id, collect_result, run_id, 
               help="Claims to check against both sides, one `<a> dominates <b>` a line (`main:<name>` for main's point).")
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path),
               help="Policy file with a `compare:` section [default: inferencex-e2e/ci-policy.yaml when present].")
+@click.option("--from-main", is_flag=True,
+              help="Read main's results from its latest successful sweep runs through the GitHub API "
+                   "(GITHUB_TOKEN, GITHUB_REPOSITORY; needs actions: read).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any value regressed.")
-def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, policy_path: Path | None, fmt: str,
-                fail_on_regression: bool) -> None:
+def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, policy_path: Path | None,
+                from_main: bool, fmt: str, fail_on_regression: bool) -> None:
     """Compare a run's points with main's: a verdict per point and metric, and the frontier shift.
 
     HEAD and each --baseline are a `results collect` file, a directory of result.json files, or a
@@ -240,11 +243,14 @@ def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, po
     Example:
       ci-tools results compare my-run/ --baseline main-results.json
       ci-tools results compare local.csv --baseline published.csv --claims claims.txt --format markdown
+      ci-tools results compare results/results.json --from-main --format markdown >> "$GITHUB_STEP_SUMMARY"
     """
     from ci_tools.results.compare_flow import run_compare
 
-    report = run_compare(head, list(baselines), claims, policy_path, fmt)
+    report = run_compare(head, list(baselines), claims, policy_path, fmt, from_main=from_main)
     click.echo(report.text, nl=False)
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)
     if report.false_claims:
         click.echo(f"error: {report.false_claims} claim(s) are false", err=True)
     if report.false_claims or (fail_on_regression and report.regressed):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ci_tools import paths
@@ -16,6 +16,7 @@ class Report:
     text: str
     regressed: int
     false_claims: int
+    notes: list[str] = field(default_factory=list)
 
 
 def load_policy(path: Path | None) -> compare.Policy:
@@ -46,13 +47,30 @@ def check_claims(head: list[dict], main: list[dict], claims_path: Path) -> list[
     return pareto.check_claims(points, parsed, str(claims_path))
 
 
+def main_from_github(head: list[dict], policy: compare.Policy, gh=None) -> tuple[list[dict], list[str]]:
+    from ci_tools.github.baselines import main_results
+    from ci_tools.github.client import GitHub
+
+    wanted = {compare.identity(r["point"]) for r in head if isinstance(r.get("point"), dict)}
+    found = main_results(gh or GitHub.from_env(), wanted=wanted, history=policy.history)
+    notes = found.notes + [f"main's results from run(s) {', '.join(map(str, found.runs)) or 'none'}"]
+    return found.results, notes
+
+
 def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path | None,
-                policy_path: Path | None, fmt: str) -> Report:
-    if not baseline_paths:
-        raise InputError("nothing to compare with: give --baseline FILE (main's results; repeat for a history)")
+                policy_path: Path | None, fmt: str, *, from_main: bool = False, gh=None) -> Report:
+    if not baseline_paths and not from_main:
+        raise InputError("nothing to compare with: give --baseline FILE (main's results; repeat for a history) "
+                         "or --from-main", exit_code=2)
+    if baseline_paths and from_main:
+        raise InputError("give either --baseline or --from-main, not both", exit_code=2)
     policy = load_policy(policy_path)
     head = sources.load_side(head_path)
-    main = sources.load_history(baseline_paths)
+    notes: list[str] = []
+    if from_main:
+        main, notes = main_from_github(head, policy, gh)
+    else:
+        main = sources.load_history(baseline_paths)
     comparisons = compare.compare_points(head, main, policy)
     if not comparisons:
         raise InputError(f"{head_path}: no valid result to compare (invalid results are never compared)")
@@ -65,4 +83,4 @@ def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path |
     else:
         text = compare_render.text(comparisons, shift, claims)
     regressed = compare.summary(comparisons)[compare.REGRESSED]
-    return Report(text, regressed, sum(1 for c in claims if not c["holds"]))
+    return Report(text, regressed, sum(1 for c in claims if not c["holds"]), notes)
