@@ -56,26 +56,44 @@ def _superseded(body: str, name: str, rank: int | None) -> bool:
     return rank is not None and isinstance(have, int) and have > rank
 
 
-def _patched(body: str, name: str, content: str, rank: int | None,
+def _patched(body: str, sections: dict[str, str], ranks: dict[str, int],
              state_change: Callable[[dict], None] | None) -> str:
     state = cm.state_of_text(body)
-    if rank is not None:
-        state.setdefault("ranks", {})[name] = rank
+    for name, rank in ranks.items():
+        if name in sections:
+            state.setdefault("ranks", {})[name] = rank
     if state_change is not None:
         state_change(state)
-    return card.patch(body, name, content, state=state)
+    out = body
+    for name, content in sections.items():
+        out = card.patch(out, name, content, state=state)
+    return out if sections else card.patch(body, "sweep", card.sections_of(body).get("sweep", ""), state=state)
+
+
+def _shown(body: str, sections: dict[str, str], ranks: dict[str, int]) -> bool:
+    return all(card.has(body, n, c) or _superseded(body, n, ranks.get(n)) for n, c in sections.items())
 
 
 def write_section(gh: GitHub, pr: int, name: str, content: str, *, bot: str, rank: int | None = None,
-                  state_change: Callable[[dict], None] | None = None, settle: float = SETTLE_S,
-                  attempts: int = ATTEMPTS, sleep: Callable[[float], None] = time.sleep,
-                  jitter: Callable[[], float] = random.random) -> Written:
+                  **kw) -> Written:
     """Show `content` in section `name` of PR `pr`'s card; see the module docstring."""
+    return write_sections(gh, pr, {name: content}, bot=bot, ranks={name: rank} if rank is not None else None, **kw)
+
+
+def write_sections(gh: GitHub, pr: int, sections: dict[str, str], *, bot: str, ranks: dict[str, int] | None = None,
+                   state_change: Callable[[dict], None] | None = None, settle: float = SETTLE_S,
+                   attempts: int = ATTEMPTS, sleep: Callable[[float], None] = time.sleep,
+                   jitter: Callable[[], float] = random.random) -> Written:
+    """Show each `sections` content in its section of PR `pr`'s card, leaving the others as they are."""
+    ranks = dict(ranks or {})
+    unknown = set(sections) - set(card.NAMES)
+    if unknown:
+        raise ValueError(f"unknown card section(s): {', '.join(sorted(unknown))}")
     created_here: int | None = None
     for attempt in range(1, attempts + 1):
         cards = _cards(gh, pr, bot)
         if not cards:
-            body = _patched("", name, content, rank, state_change)
+            body = _patched("", sections, ranks, state_change)
             created_here = int(gh.create_comment(pr, body)["id"])
             cards = _cards(gh, pr, bot)
             if len(cards) > 1 and int(cards[0]["id"]) != created_here:
@@ -89,18 +107,18 @@ def write_section(gh: GitHub, pr: int, name: str, content: str, *, bot: str, ran
                 if int(extra["id"]) == created_here:
                     gh.delete_comment(created_here)
             current = gh.comment(int(cards[0]["id"]))
-            body_now = str(current.get("body") or "")
-            if _superseded(body_now, name, rank):
+            body_now = str(current.get("body") or "").replace("\r\n", "\n")
+            todo = {n: c for n, c in sections.items() if not _superseded(body_now, n, ranks.get(n))}
+            if sections and not todo:
                 return Written("superseded", int(current["id"]), attempt)
-            body = _patched(body_now, name, content, rank, state_change)
-            if body == body_now.replace("\r\n", "\n"):
+            body = _patched(body_now, todo, ranks, state_change)
+            if body == body_now:
                 return Written("none", int(current["id"]), attempt)
             gh.update_comment(int(current["id"]), body)
             action = "update"
-        cid = int(cards[0]["id"]) if cards else int(created_here)
+        cid = int(cards[0]["id"])
         sleep(settle * (1.0 + jitter()))
-        check = str(gh.comment(cid).get("body") or "")
-        if card.has(check, name, content) or _superseded(check, name, rank):
+        if _shown(str(gh.comment(cid).get("body") or ""), sections, ranks):
             return Written(action if attempt == 1 else "update", cid, attempt)
-    raise GitHubError(f"the status card of PR #{pr} kept changing while its {name!r} section was written "
-                      f"({attempts} attempts); nothing is lost: re-run the job to write it again")
+    raise GitHubError(f"the status card of PR #{pr} kept changing while its {', '.join(sections)} section(s) "
+                      f"were written ({attempts} attempts); nothing is lost: re-run the job to write them again")

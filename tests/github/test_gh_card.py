@@ -58,11 +58,18 @@ def hold_requests(fake, before):
 def test_two_concurrent_writers_of_different_sections_lose_nothing(fake, rounds):
     fake.add_pr(1, head_sha="a" * 40)
     write_section(client(fake), 1, "plan", "7 points", bot=BOT, settle=0)
-    b_wrote = threading.Event()
+    both_read, b_wrote = threading.Event(), threading.Event()
+    reads = []
 
-    # A's first write waits until B (which read the card before A wrote) has written: A's write
-    # then drops B's section, the update a plain read-modify-write would lose
+    # Both writers read the card; B writes first; A's write (from what A read before B wrote) then
+    # drops B's section: the update a plain read-modify-write loses.
     def before(method, path, body):
+        if method == "GET" and "/issues/comments/" in path:
+            reads.append(path)
+            if len(reads) >= 2:
+                both_read.set()
+        if method == "PATCH" and "pinned" in body["body"] and not b_wrote.is_set():
+            both_read.wait(10)
         if method == "PATCH" and "table" in body["body"] and not b_wrote.is_set():
             b_wrote.wait(10)
 
@@ -145,3 +152,39 @@ def test_a_card_that_keeps_changing_fails_with_a_reason(fake):
     fake.route = route
     with pytest.raises(GitHubError, match="kept changing"):
         write_section(gh, 1, "results", "y", bot=BOT, settle=0, attempts=3)
+
+
+def test_the_card_of_a_finished_sweep_shows_progress_and_results_against_main(fake):
+    """The seed PR's sweep finished: its seven points against main's published ones, per family."""
+    import json
+
+    from ci_tools.github.events import Event, WorkflowRun
+    from ci_tools.github.flows import status_card
+    from ci_tools.results.sources import results_from_csv
+    from gh_scenarios import SHA1, lazy, pr_with_sweep, settings
+    from tests.conftest import REPO, assert_golden
+
+    seed = REPO / "docs" / "examples" / "seed-compare"
+    pr_results = results_from_csv((seed / "pr-local-results.csv").read_text(), "pr.csv")
+    main_points = results_from_csv((seed / "main-baseline.csv").read_text(), "main.csv")
+    pr_with_sweep(fake, 1)
+    fake.add_run(40, head_sha="d" * 40, branch="main", event="push", artifacts=())
+    fake.add_artifact_files(40, "results_bmk", {"results/results.json": json.dumps({"results": main_points}).encode()})
+    fake.add_run(50, head_sha=SHA1, pull_requests=(1,), artifacts=("changelog-metadata",))
+    fake.add_artifact_files(50, "results_bmk", {"results/results.json": json.dumps({"results": pr_results}).encode()})
+    fake.add_job(50, "sweep / plan")
+    fake.add_job(50, "sweep / canary / gb300-nv dsv41flash c1")
+    for c in (1, 4, 16, 16, 32, 64):
+        fake.add_job(50, f"sweep / single-node-agentic / gb300-nv dsv41flash c{c}")
+    fake.add_job(50, "sweep / agentic-evals / gb300-nv dsv41flash eval c128", conclusion="failure")
+    wr = Event(name="workflow_run", repo=fake.repo, workflow_run=WorkflowRun(
+        id=50, event="pull_request", status="completed", conclusion="failure", head_sha=SHA1,
+        html_url=f"https://github.com/{fake.repo}/actions/runs/50", pull_requests=(1,)))
+    res = status_card(wr, settings(), lazy(fake), pr=None, run=None, plan=None)
+    assert "results of run 50 compared with main" in res.messages
+    (c,) = cards(fake)
+    sections = card.sections_of(c["body"])
+    assert "| agentic-evals ([first failure](" in sections["sweep"]
+    assert "| dep2-c128 | replaces tp2-c128 (TP2), 1 run |" in sections["results"]
+    assert "main: 1 sweep run(s) (40)" in sections["results"]
+    assert_golden(REPO / "tests" / "golden" / "comments" / "status-card-results.md", c["body"])
