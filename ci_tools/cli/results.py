@@ -228,10 +228,14 @@ def dispatch_cmd(event_path, event_name, source_run_id, collect_result, run_id, 
 @click.option("--from-main", is_flag=True,
               help="Read main's results from its latest successful sweep runs through the GitHub API "
                    "(GITHUB_TOKEN, GITHUB_REPOSITORY; needs actions: read).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--plot", "plot", type=click.Path(path_type=Path),
+              help="Write a PNG of both sides' points and frontiers (needs the `plot` extra).")
+@click.option("--title", default="", help="Plot title.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "github"]), default="text",
+              show_default=True, help="github: the Markdown table into $GITHUB_STEP_SUMMARY, a warning per regression.")
 @click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any value regressed.")
 def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, policy_path: Path | None,
-                from_main: bool, fmt: str, fail_on_regression: bool) -> None:
+                from_main: bool, plot: Path | None, title: str, fmt: str, fail_on_regression: bool) -> None:
     """Compare a run's points with main's: a verdict per point and metric, and the frontier shift.
 
     HEAD and each --baseline are a `results collect` file, a directory of result.json files, or a
@@ -243,12 +247,14 @@ def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, po
     Example:
       ci-tools results compare my-run/ --baseline main-results.json
       ci-tools results compare local.csv --baseline published.csv --claims claims.txt --format markdown
-      ci-tools results compare results/results.json --from-main --format markdown >> "$GITHUB_STEP_SUMMARY"
+      ci-tools results compare results/results.json --from-main --format github --plot results/compare.png
     """
     from ci_tools.results.compare_flow import run_compare
 
-    report = run_compare(head, list(baselines), claims, policy_path, fmt, from_main=from_main)
+    report = run_compare(head, list(baselines), claims, policy_path, fmt, from_main=from_main, plot=plot, title=title)
     click.echo(report.text, nl=False)
+    for line in report.annotations:
+        click.echo(line)
     for note in report.notes:
         click.echo(f"note: {note}", err=True)
     if report.false_claims:

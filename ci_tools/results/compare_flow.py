@@ -17,6 +17,7 @@ class Report:
     regressed: int
     false_claims: int
     notes: list[str] = field(default_factory=list)
+    annotations: list[str] = field(default_factory=list)
 
 
 def load_policy(path: Path | None) -> compare.Policy:
@@ -58,7 +59,8 @@ def main_from_github(head: list[dict], policy: compare.Policy, gh=None) -> tuple
 
 
 def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path | None,
-                policy_path: Path | None, fmt: str, *, from_main: bool = False, gh=None) -> Report:
+                policy_path: Path | None, fmt: str, *, from_main: bool = False, gh=None,
+                plot: Path | None = None, title: str = "") -> Report:
     if not baseline_paths and not from_main:
         raise InputError("nothing to compare with: give --baseline FILE (main's results; repeat for a history) "
                          "or --from-main", exit_code=2)
@@ -76,6 +78,19 @@ def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path |
         raise InputError(f"{head_path}: no valid result to compare (invalid results are never compared)")
     shift = compare.frontier_shift(compare.points_of(head), compare.points_of(compare.latest_per_point(main)))
     claims = check_claims(head, main, claims_path) if claims_path else []
+    if plot is not None:
+        try:
+            compare_render.plot_png(compare.points_of(head), compare.points_of(compare.latest_per_point(main)),
+                                    plot, title)
+        except ImportError:
+            raise InputError("--plot needs matplotlib: pip install 'ci-tools[plot]'", exit_code=2) from None
+    annotations: list[str] = []
+    if fmt == "github":
+        from ci_tools.github.actions import append_summary
+
+        append_summary(compare_render.markdown(comparisons, shift, claims))
+        annotations = compare_render.annotations(comparisons)
+        fmt = "text"
     if fmt == "json":
         text = json.dumps(compare_render.as_json(comparisons, shift, claims), indent=2) + "\n"
     elif fmt == "markdown":
@@ -83,4 +98,4 @@ def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path |
     else:
         text = compare_render.text(comparisons, shift, claims)
     regressed = compare.summary(comparisons)[compare.REGRESSED]
-    return Report(text, regressed, sum(1 for c in claims if not c["holds"]), notes)
+    return Report(text, regressed, sum(1 for c in claims if not c["holds"]), notes, annotations)

@@ -9,8 +9,8 @@ from ci_tools.results.compare import (EQUIVALENT, IMPROVED, INCONCLUSIVE, METRIC
 
 _FORMATS = {"tok_s_gpu": ",.0f", "intvty_p90": ",.1f", "intvty_p50": ",.1f", "ttft_p90_s": ",.2f"}
 _UNITS = {"ttft_p90_s": " s"}
-_MARK = {IMPROVED: "▲ improved", REGRESSED: "▼ regressed", EQUIVALENT: "= equivalent",
-         INCONCLUSIVE: "~ inconclusive", NEW: "new"}
+_MARK = {IMPROVED: "▲ improved / 提升", REGRESSED: "▼ regressed / 下降", EQUIVALENT: "= equivalent / 持平",
+         INCONCLUSIVE: "~ inconclusive / 无定论", NEW: "new / 新增"}
 
 
 def _value(key: str, v: float | None) -> str:
@@ -22,10 +22,10 @@ def _cell_md(pc: PointComparison, key: str) -> str:
     head = _value(key, c.head)
     if c.verdict is None:
         if c.head is not None and c.base is None and pc.baseline.kind != "none":
-            return f"{head}<br><sub>main: not measured</sub>"
+            return f"{head}<br><sub>main: not measured / 未测</sub>"
         return head
     if c.verdict == NEW:
-        return f"{head}<br><sub>new</sub>"
+        return f"{head}<br><sub>{_MARK[NEW]}</sub>"
     if c.change is None:
         return f"{head}<br><sub>main {_value(key, c.base)} · {_MARK[c.verdict]}</sub>"
     verdict = f"**{_MARK[c.verdict]}**" if c.verdict in (IMPROVED, REGRESSED) else _MARK[c.verdict]
@@ -35,7 +35,7 @@ def _cell_md(pc: PointComparison, key: str) -> str:
 def _vs(pc: PointComparison) -> str:
     b = pc.baseline
     if b.kind == "none":
-        return "no main result"
+        return "no main result / main 无结果"
     runs = f"{len(b.results)} run{'s' if len(b.results) != 1 else ''}"
     if b.kind == "replaced":
         return f"replaces {b.name}, {runs}"
@@ -44,7 +44,7 @@ def _vs(pc: PointComparison) -> str:
 
 def markdown(comparisons: list[PointComparison], shift: FrontierShift | None = None,
              claims: list[dict] | None = None) -> str:
-    lines = ["| point | vs main | tok/s/GPU | P90 tok/s/user | median tok/s/user | P90 TTFT |",
+    lines = ["| point / 点位 | vs main / 对比 | tok/s/GPU | P90 tok/s/user | median / 中位 tok/s/user | P90 TTFT |",
              "|---|---|---:|---:|---:|---:|"]
     for pc in comparisons:
         cells = " | ".join(_cell_md(pc, m.key) for m in METRICS)
@@ -120,3 +120,54 @@ def as_json(comparisons: list[PointComparison], shift: FrontierShift | None = No
         "frontier": asdict(shift) if shift is not None else None,
         "claims": claims or [],
     }
+
+
+def annotations(comparisons: list[PointComparison]) -> list[str]:
+    """One `::warning` workflow command per regressed value (GitHub shows the first ten of a step;
+    the step summary has them all)."""
+    out = []
+    for pc in comparisons:
+        for m in METRICS:
+            c = pc.cells[m.key]
+            if c.verdict == REGRESSED and c.change is not None:
+                text = (f"{pc.name}: {m.label} {_value(m.key, c.head)} against main's {_value(m.key, c.base)} "
+                        f"({c.change:+.1%}, p={c.p:.2g} after the false-discovery control)")
+                out.append("::warning title=Regressed against main::" + text.replace("%", "%25"))
+    return out
+
+
+def plot_png(head: list, main: list, path, title: str = "") -> None:
+    """The PR's points and frontier against main's on tok/s/GPU vs P90 tok/s/user."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ci_tools.results.compare import frontier_shift
+
+    shift = frontier_shift(head, main)
+    fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
+    for pts, front_names, colour, marker, name in ((main, shift.main_frontier, "#888888", "s", "main"),
+                                                   (head, shift.head_frontier, "#1f77b4", "o", "PR")):
+        if not pts:
+            continue
+        front = sorted((p for p in pts if p.name in front_names), key=lambda p: p.intvty_p90)
+        ax.plot([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], "-", color=colour, linewidth=1.5,
+                label=f"{name} frontier", zorder=1)
+        ax.scatter([p.intvty_p90 for p in pts], [p.tok_s_gpu for p in pts], color=colour, marker=marker,
+                   label=f"{name} points", zorder=2)
+        for i, p in enumerate(pts):
+            ax.annotate(p.name, (p.intvty_p90, p.tok_s_gpu), textcoords="offset points",
+                        xytext=(6, 4 if i % 2 else -10), fontsize=7, color=colour)
+    ax.set_xlabel("interactivity, P90 (tok/s/user)")
+    ax.set_ylabel("throughput (tok/s/GPU)")
+    if head or main:
+        ax.set_yscale("log")  # sweeps span two orders of magnitude: a linear axis squashes the low end
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(loc="upper right", fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)

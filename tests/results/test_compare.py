@@ -288,3 +288,28 @@ def test_policy_file_section_is_used(tmp_path: Path):
     # with 20 % run noise the 6.8 % throughput drop of TP4 c4 can no longer be told from noise
     assert by["tp4-c4"]["metrics"]["tok_s_gpu"]["verdict"] == INCONCLUSIVE
     assert compare.Policy().assumed_run_noise == 0.015
+
+
+def test_github_format_writes_the_summary_and_a_warning_per_regression(tmp_path: Path, monkeypatch):
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    r = run(SEED / "pr-local-results.csv", "--baseline", SEED / "main-baseline.csv", "--format", "github")
+    assert r.exit_code == 0, r.output
+    assert summary.read_text() == (GOLDEN / "seed-compare.md").read_text().split("\n**Claims**")[0].rstrip() + "\n"
+    warnings = [line for line in r.stdout.splitlines() if line.startswith("::warning")]
+    assert warnings == ["::warning title=Regressed against main::tp4-c4: throughput 9,338 against main's 10,017 "
+                        "(-6.8%25, p=0.0014 after the false-discovery control)"]
+
+
+def test_github_format_without_a_summary_file_is_a_usage_error(monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    r = run(SEED / "pr-local-results.csv", "--baseline", SEED / "main-baseline.csv", "--format", "github")
+    assert r.exit_code == 2 and "GITHUB_STEP_SUMMARY" in r.output
+
+
+def test_plot_of_both_curves(tmp_path: Path):
+    png = tmp_path / "compare.png"
+    r = run(SEED / "pr-local-results.csv", "--baseline", SEED / "main-baseline.csv", "--plot", png,
+            "--title", "seed PR vs main")
+    assert r.exit_code == 0, r.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
