@@ -75,7 +75,14 @@ def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path |
         main = sources.load_history(baseline_paths)
     comparisons = compare.compare_points(head, main, policy)
     if not comparisons:
-        raise InputError(f"{head_path}: no valid result to compare (invalid results are never compared)")
+        message = f"{head_path}: no valid result to compare (invalid results are never compared)"
+        if fmt != "github":
+            raise InputError(message)
+        # in a workflow the comparison only informs: the collect and ingest jobs judge the sweep
+        from ci_tools.github.actions import append_summary
+
+        append_summary(f"**Results against main**: no valid result in this run ({len(head)} collected).\n")
+        return Report(message + "\n", 0, 0, notes)
     shift = compare.frontier_shift(compare.points_of(head), compare.points_of(compare.latest_per_point(main)))
     claims = check_claims(head, main, claims_path) if claims_path else []
     if plot is not None:
