@@ -155,8 +155,6 @@ def _changelog_inputs(git, base: str, head: str, changelog: str, master_paths: l
 @click.option("--event-path", type=click.Path(dir_okay=False), help="GitHub webhook payload ($GITHUB_EVENT_PATH).")
 @click.option("--event-name", envvar="GITHUB_EVENT_NAME", help="Event name (default: $GITHUB_EVENT_NAME, else "
               "inferred from the payload).")
-@click.option("--use-authorized", is_flag=True, help="An authorised /use pin exists on the PR (from `ci-tools "
-              "reuse`): synchronize then starts no sweep.")
 @click.option("--head-message", help="Head commit message (default: read from git).")
 @click.option("--gate-only", is_flag=True, help="Decide from the event alone (no configs): fast, for the "
               "concurrency group and label-change logic.")
@@ -170,7 +168,7 @@ def _changelog_inputs(git, base: str, head: str, changelog: str, master_paths: l
               "canary passed (--passed-family); the others run nothing.")
 @click.option("--passed-family", "passed", multiple=True, help="With --after-canary: a runner label whose canary "
               "passed (repeatable).")
-def cli(base, head, labels, event_path, event_name, use_authorized, head_message, gate_only, fmt, changelog_file,
+def cli(base, head, labels, event_path, event_name, head_message, gate_only, fmt, changelog_file,
         masters, runners, repo, after_canary, passed):
     """Plan the sweep of a change: gate verdict, canaries, points, GPU-hours.
 
@@ -205,7 +203,7 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
         event = Event(name="local", action="synchronize", labels=tuple(labels), head_message=head_message,
                       sha=head, run_id=run_id)
     if gate_only:
-        decision = decide(event, policy, use_authorized=use_authorized)
+        decision = decide(event, policy)
         _emit_gate(decision, fmt)
         if decision.error:
             raise InputError(decision.error)
@@ -225,12 +223,12 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
     if event.name != "push":
         base_ref = git.merge_base(base_ref, head_ref)
         git._commits.setdefault(base_ref, base_ref)   # a commit id names itself: no rev-parse needed
-    decision = decide(event, policy, use_authorized=use_authorized)
+    decision = decide(event, policy)
     entries, head_masters, base_masters = [], None, None
     if decision.sweep and not decision.error:
         entries, head_masters, base_masters = _changelog_inputs(git, base_ref, head_ref, changelog_file,
                                                                 list(masters), runners)
-        decision = decide(event, policy, appends_entry=bool(entries), use_authorized=use_authorized)
+        decision = decide(event, policy, appends_entry=bool(entries))
     plan = build_plan(decision, entries, head_masters, policy, base=base_masters)
     if after_canary:
         from ci_tools.policy.plan import after_canary as release
