@@ -47,9 +47,9 @@ def hold_requests(fake, before):
     outside the fake's lock, so a test can make two clients' requests interleave exactly."""
     orig = fake.handle
 
-    def handle(method, raw_path, body, base_url):
+    def handle(method, raw_path, body, base_url, *rest):
         before(method, raw_path, body)
-        return orig(method, raw_path, body, base_url)
+        return orig(method, raw_path, body, base_url, *rest)
 
     fake.handle = handle
 
