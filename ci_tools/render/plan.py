@@ -186,6 +186,17 @@ def render_json(plan: dict) -> str:
     return json.dumps(plan, ensure_ascii=False) + "\n"
 
 
+def card_summary(plan: dict) -> str:
+    """One line for the PR's status card and `/sweep plan`, from `plan --format json`."""
+    if not plan.get("sweep"):
+        return _line(plan.get("reason")) or "no sweep"
+    t = plan["totals"]
+    families = t.get("families") or []
+    canaries = f", canaries {_hours(t['canary-gpu-hours'])} GPU-h first" if plan.get("canaries") else ""
+    return (f"{t['points']} points on {len(families)} runner label{'s' if len(families) != 1 else ''} "
+            f"({', '.join(f'`{f}`' for f in families)}), {_hours(t['gpu-hours'])} GPU-h{canaries}.")
+
+
 def render_summary(plan: dict) -> str:
     """Markdown for $GITHUB_STEP_SUMMARY."""
     icon = "✅" if plan["sweep"] else ("❌" if plan.get("error") else "⏸️")
