@@ -92,7 +92,7 @@ def job(tmp_path, aiperf, hf_home, shared):
                 "--root", str(tmp_path), "--backend", "process", "--out", str(tmp_path / "out"),
                 "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8",
                 "--hf-cache", str(hf_home / "hub"), "--model-store", str(tmp_path / "models"),
-                "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} --itl 0.01 {server_flags}",
+                "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
                 "--port", str(port), "--ready-timeout", "20", "--duration-override", str(duration),
                 "--runner-name", "",
                 *(extra or [])]
