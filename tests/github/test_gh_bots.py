@@ -60,7 +60,6 @@ def test_status_card_holds_latest_run_plan_and_reuse(fake):
     status_card(None, settings(), lazy(fake), pr=1, run=None, plan="12 points on 3 runners, 6.5 GPU-hours")
     body = only(fake, 1, "<!-- ci-tools:status-card -->")
     assert "unofficialRun=12" in body and "6.5 GPU-hours" in body and "pinned to run 9" in body
-    assert "**Evals:** not collected yet." in body
     golden("status-card", body)
 
 
@@ -74,7 +73,8 @@ def test_status_card_shows_the_runs_eval_table(fake):
                           "threshold": 0.9, "threshold-source": "default.gsm8k", "passed": False}]}]
     verdict = {"verdict": "failed", "passed": 0, "expected": 1, "failed": ["k tp2 ep2 dp-attn conc 128: below"],
                "missing": []}
-    status_card(None, settings(), lazy(fake), pr=1, run=None, plan=None, evals=markdown(verdict, evals))
+    run = {"id": 12, "url": "https://x/12", "conclusion": "failure", "head_sha": SHA1}
+    status_card(None, settings(), lazy(fake), pr=1, run=run, plan=None, evals=markdown(verdict, evals))
     body = only(fake, 1, "<!-- ci-tools:status-card -->")
     assert "**Evals: FAILED** (0 of 1 eval rows passed)" in body
     assert "| k tp2 ep2 dp-attn conc 128 | 128 | strict-match | 0.8000 | 0.90 (default.gsm8k) | **FAIL** |" in body

@@ -85,7 +85,7 @@ def eval_job(tmp_path_factory, lm_eval):
                           "--root", str(root), "--backend", "process", "--out", str(out), "--lm-eval-bin", lm_eval,
                           "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} "
                                           f"--answers {DATA / 'answers.json'}",
-                          "--port", str(port), "--ready-timeout", "20"],
+                          "--port", str(port), "--ready-timeout", "20", "--skip-node-check", "--no-telemetry"],
                          env=env, capture_output=True, text=True, timeout=400, cwd=root)
     assert run.returncode == 0, run.stderr + run.stdout
     return {"root": root, "out": out, "env": env, "run": run}

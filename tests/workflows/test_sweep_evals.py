@@ -64,6 +64,7 @@ def eval_job(row: dict, repo: Path, tmp: Path, event: Path) -> tuple[dict, int]:
     # the DEP point's router is a second stub on the client port (it answers like the engine)
     router = f"{sys.executable} {STUB} --port {{port}} --answers {DATA / 'agentic_answers.json'}"
     local = {**serve, "run": serve["run"] + f" --backend process --port {free_port()} --ready-timeout 30 "
+                                            "--skip-node-check --no-telemetry "
                                             f"--server-cmd {shlex.quote(server)} --router-cmd {shlex.quote(router)}"}
     done, outputs = run_step(local, ctx, repo, tmp, event)
     assert done.returncode == 0, done.stderr + done.stdout
