@@ -89,16 +89,26 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
         raise UsageError("give --base REF and --head REF (or --staged for the pre-commit check)")
     git = Git(".")
     how = None
+    # The missing-entry rule judges a whole change (a PR, a branch); a commit or a pushed range is
+    # only part of one (the entry may come in another commit), so those skip it.
+    whole_change = not staged
     if hook:
         target = shell.hook_target(git, dict(os.environ), file)
         base, head, how = target.base, target.head, target.how
         staged = head is None
+        whole_change = target.kind == "branch"
     local = (staged or hook) and pr is None
     src = shell.read_sources(git, base=base, head=None if staged else head, file=file, masters=masters)
     repo = shell.check_repo(repo) if repo else shell.default_repo(git, None if staged else head)
     mode = Mode(repo=repo, pr=pr, local=local)
     result = lint_change(src.base, src.head, file=file, mode=mode,
                          master_keys=src.master_keys, masters_label=src.masters_label)
+    if whole_change:
+        from ci_tools.changelog.coverage import missing_entry_findings
+
+        covered = {k for keys in result.resolved.values() for k in keys}
+        result.errors += missing_entry_findings(shell.changed_performance_files(git, src, file), covered,
+                                                len(result.added), file)
     fixed_note = None
     if fix and not result.ok:
         fixed_note, result = _fix(git, src, file, mode, result)
@@ -139,7 +149,8 @@ def render(result, file: str, fmt: str) -> str:
              for e in result.added]
     if fmt == "json":
         return json.dumps({"ok": result.ok,
-                           "errors": [{"line": f.line, "message": f.message, "hint": f.hint} for f in result.errors],
+                           "errors": [{"file": f.file, "line": f.line, "message": f.message, "hint": f.hint}
+                                      for f in result.errors],
                            "added": added, "corrections": result.corrections}, indent=2, ensure_ascii=False,
                           default=str)  # YAML dates, sets, bytes in a rejected entry: echoed as text
     if fmt == "github":
