@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import assert_golden
+
 from .helpers import LINK, REPO, commit, entry, git, history, init_repo, write
 
 LOG = "inferencex-e2e/perf-changelog.yaml"
@@ -61,7 +63,7 @@ def test_rejection_in_every_format_matches_the_golden_files(repo):
         out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42", "--format", fmt)
         assert out.returncode == 1, out.stderr
         assert "Traceback" not in out.stderr
-        assert out.stdout == (GOLDEN / f"lint-rejected.{fmt}.{ext}").read_text(), fmt
+        assert_golden(GOLDEN / f"lint-rejected.{fmt}.{ext}", out.stdout)
 
 
 def test_json_lists_added_entries_and_resolved_keys(repo):
