@@ -115,6 +115,12 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
     if how and fmt == "text":
         click.echo(f"{file}: checked {how}")
     click.echo(render(result, file, fmt))
+    if fmt == "github":
+        from ci_tools.github.actions import append_step_summary
+        from ci_tools.render.findings import summary_markdown
+
+        verdict = "accepted, " + _summary(result) if result.ok else f"rejected, {len(result.errors)} error(s)"
+        append_step_summary(summary_markdown(f"changelog lint (`{file}`)", verdict, result.errors))
     if fixed_note:
         click.echo(fixed_note, err=fmt != "text")
         sys.exit(1)
@@ -156,9 +162,9 @@ def render(result, file: str, fmt: str) -> str:
     if fmt == "github":
         from ci_tools.render.findings import github_annotation
 
-        lines = [github_annotation(f) for f in result.errors]
+        lines = [github_annotation(f, "changelog lint") for f in result.errors]
         if result.ok:
-            lines.append(f"::notice file={file}::{_summary(result)}")
+            lines.append(f"::notice file={file},title=changelog lint::{_summary(result)}")
         return "\n".join(lines)
     lines = [f.as_text() for f in result.errors]
     lines.append(f"{file}: {'accepted' if result.ok else 'rejected'}: "

@@ -67,7 +67,15 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
     elif fmt == "github":
         for note in report.notes:
             click.echo(f"::notice::{note}")
-    out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None)
+    out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None,
+                 title="config validate")
+    if fmt == "github":
+        from ci_tools.github.actions import append_step_summary
+        from ci_tools.render.findings import summary_markdown
+
+        errors = sum(f.severity != "warning" for f in report.findings)
+        verdict = (f"{errors} error(s)" if errors else "passed") + f", {len(report.findings) - errors} warning(s)"
+        append_step_summary(summary_markdown("config validate", verdict, report.findings))
     if out:
         click.echo(out)
     if not report.ok:

@@ -70,7 +70,7 @@ def test_a_master_entry_change_is_located_on_its_key(repo):
     write(repo, LOG, history(3) + b"\n" + entry(keys=("cfg-a",)))
     out = lint(repo, "--format", "github")
     assert out.returncode == 1
-    assert out.stdout.startswith("::error file=inferencex-e2e/configs/nvidia-master.yaml,line=7::"
+    assert out.stdout.startswith("::error file=inferencex-e2e/configs/nvidia-master.yaml,line=7,title=changelog lint::"
                                  "inferencex-e2e/configs/nvidia-master.yaml changed and changes config cfg-c")
 
 
