@@ -33,6 +33,9 @@ PER_PAGE = 100
 MAX_PAGES = 50            # 5,000 items: beyond that we refuse rather than decide on a partial list
 MAX_RETRIES = 4
 MAX_WAIT_SECONDS = 120.0  # longest single wait we accept (Retry-After / secondary limit) before failing closed
+# GitHub links a fresh merge commit to its pull request a few seconds late; asking again after these
+# pauses (a push with no PR at all costs ~9 s more) keeps main from running a full sweep for lack of it.
+ASSOCIATION_WAITS = (3.0, 6.0)
 
 
 class GitHubError(InputError):
@@ -69,6 +72,7 @@ ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/actions/runners"): "administration: read",
     ("GET", "/repos/{owner}/{repo}/commits/{ref}"): "contents: read",
     ("GET", "/repos/{owner}/{repo}/compare/{basehead}"): "contents: read",
+    ("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}"): "contents: read",
     ("POST", "/repos/{owner}/{repo}/statuses/{sha}"): "statuses: write",
     ("POST", "/repos/{owner}/{repo}/dispatches"): "contents: write",
 }
@@ -206,6 +210,7 @@ class GitHub:
             raise InputError(f"repository {repo!r} is not of the form owner/name (set GITHUB_REPOSITORY or --repo)")
         self.repo = repo
         self.log = CallLog()
+        self._sleep = sleep
         self._cache: dict[str, Any] = {}
         self._gh = Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), timeout=timeout,
                           retry=_make_retry(self.log, sleep), per_page=PER_PAGE, api_version=API_VERSION,
@@ -281,6 +286,17 @@ class GitHub:
     # ---- the calls ci-tools makes ---------------------------------------------------------------
     def pulls_for_commit(self, sha: str) -> list[dict]:
         return self._list(self._r(f"/commits/{sha}/pulls"))
+
+    def merged_pulls_for_commit(self, sha: str) -> list[dict]:
+        """The merged PRs of a commit, asked again (ASSOCIATION_WAITS) while GitHub reports none."""
+        for wait in (*ASSOCIATION_WAITS, None):
+            merged = [p for p in self.pulls_for_commit(sha) if p.get("merged_at")]
+            if merged or wait is None:
+                return merged
+            self._cache.pop(f"list:{self._r(f'/commits/{sha}/pulls')}?[]", None)   # _iter's key, no params
+            self.log.sleeps.append(wait)
+            self._sleep(wait)
+        return []
 
     def pull(self, number: int) -> dict:
         key = f"pull:{number}"
@@ -382,6 +398,16 @@ class GitHub:
         key = f"compare:{base}...{head}"
         if key not in self._cache:
             self._cache[key] = self._get(self._r(f"/compare/{base}...{head}"))
+        return self._cache[key]
+
+    def top_level_tree(self, sha: str) -> dict[str, str]:
+        """name -> object sha of the top-level entries of commit `sha`'s tree (two calls, cached): equal
+        sha means an unchanged folder, however many files a comparison would have to list."""
+        key = f"toptree:{sha}"
+        if key not in self._cache:
+            tree = self.commit(sha)["commit"]["tree"]["sha"]
+            data = self._get(self._r(f"/git/trees/{tree}"))
+            self._cache[key] = {str(e.get("path")): str(e.get("sha")) for e in data.get("tree") or []}
         return self._cache[key]
 
     def create_status(self, sha: str, *, state: str, context: str, description: str,

@@ -365,7 +365,7 @@ def resolve_reuse(event: Event, settings: Settings, gh: Lazy) -> Result:
             if not event.before or not event.after or set(event.before) == {"0"}:
                 return []
             diff = gh().compare(event.before, event.after)
-            return reuse.benchmark_inputs(f.get("filename", "") for f in diff.get("files") or [])
+            return reuse.changed_inputs(diff, gh(), event.before, event.after)
 
         decision = reuse.decide_pr_event(event.action, label_problem=reuse.label_problems(pr.labels, settings.policy),
                                          authorisation=authorisation, pushed_inputs=pushed_inputs)
@@ -382,7 +382,7 @@ def resolve_reuse(event: Event, settings: Settings, gh: Lazy) -> Result:
 
 def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDecision:
     client = gh()
-    pulls = [p for p in client.pulls_for_commit(event.after) if p.get("merged_at")]
+    pulls = client.merged_pulls_for_commit(event.after)
     if not pulls:
         return reuse.ReuseDecision(reason=f"commit {event.after[:12]} has no associated merged pull request")
     if len(pulls) > 1:
@@ -651,6 +651,7 @@ def welcome(event: Event, settings: Settings, gh: Lazy) -> Result:
 
 def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None, run: dict | None,
                 plan: str | None) -> Result:
+    idle = None
     if event is not None and event.name == "workflow_run":
         wr = event.workflow_run
         if wr.event == "workflow_dispatch" and wr.path.split("@")[0] == reuse.TRUSTED_PATH:
@@ -663,8 +664,12 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         if wr.event not in ("pull_request", "workflow_dispatch") or not wr.pull_requests:
             return Result(outputs={"comment": "none"}, messages=["not a pull-request sweep run: no status card"])
         pr = pr or wr.pull_requests[0]
-        run = run or {"id": wr.id, "url": wr.html_url, "conclusion": wr.conclusion or wr.status,
-                      "head_sha": wr.head_sha}
+        if run is None and reuse.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(wr.id)):
+            run = {"id": wr.id, "url": wr.html_url, "conclusion": wr.conclusion or wr.status, "head_sha": wr.head_sha}
+        elif run is None:
+            # The gate or the reuse step stopped it before planning (a label change that restarts
+            # nothing, a push after /use): it did no GPU work, so the card keeps the last sweep.
+            idle = f"run {wr.id} planned no sweep (no {reuse.CHANGELOG_METADATA} artifact): the latest run is kept"
     if pr is None:
         raise UsageError("give --pr (or a workflow_run event of a pull-request run)")
     client = gh()
@@ -679,7 +684,7 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         state["reuse"] = reuse_text(auth)
 
     action = update_card(client, pr, tl, settings, change)
-    return Result(outputs={"comment": action}, messages=[f"status card: {action}"])
+    return Result(outputs={"comment": action}, messages=[f"status card: {action}"] + ([idle] if idle else []))
 
 
 def pr_body(event: Event) -> Result:
@@ -711,7 +716,7 @@ def results_dispatch(event: Event, settings: Settings, gh: Lazy, dispatcher: Laz
         head_sha = str(source.get("head_sha") or event.after)
     else:
         ingest_id, attempt, head_sha = run_id, run_attempt, event.after
-    merged = sorted(int(p["number"]) for p in client.pulls_for_commit(event.after) if p.get("merged_at"))
+    merged = sorted(int(p["number"]) for p in client.merged_pulls_for_commit(event.after))
     payload = staging.ingest_payload(source_repo=client.repo, run_id=ingest_id, run_attempt=attempt,
                                      head_sha=head_sha, pr_number=merged[0] if len(merged) == 1 else None,
                                      merge_run_id=run_id, merge_run_attempt=run_attempt)

@@ -134,11 +134,13 @@ class FakeGitHub:
         self.comments: dict[int, dict] = {}          # id -> comment (with "_issue")
         self.events: dict[int, list[dict]] = {}      # PR -> labeled/unlabeled/committed timeline items
         self.commit_pulls: dict[str, list[int]] = {}
+        self.association_lag: dict[str, int] = {}    # sha -> how many more asks answer [] (GitHub's lag)
         self.pr_files: dict[int, list[str]] = {}
         self.runs: dict[int, dict] = {}
         self.artifacts: dict[int, list[dict]] = {}
         self.compares: dict[tuple[str, str], tuple[str, list[str]]] = {}
-        self.trees: dict[str, str] = {}
+        self.trees: dict[str, str] = {}              # commit -> tree sha
+        self.tree_entries: dict[str, dict[str, str]] = {}   # tree sha -> top-level name -> object sha
         self.permissions: dict[str, str] = {}
         self.teams: dict[tuple[str, str], set[str]] = {}
         self.reviews: dict[int, dict] = {}           # id -> review (with "_pr")
@@ -297,6 +299,9 @@ class FakeGitHub:
         r = re.escape(self.repo)
         m = lambda pat: re.fullmatch(pat, path)  # noqa: E731
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-f]+)/pulls")):
+            if self.association_lag.get(g[1], 0) > 0:
+                self.association_lag[g[1]] -= 1
+                return 200, [], ("list", "PullRequestSimple")
             return 200, [self.pulls[n] for n in self.commit_pulls.get(g[1], [])], ("list", "PullRequestSimple")
         if method == "GET" and (g := m(rf"/repos/{r}/pulls/(\d+)")):
             return (200, self.pulls[int(g[1])], "PullRequest") if int(g[1]) in self.pulls else (404, None, None)
@@ -346,6 +351,12 @@ class FakeGitHub:
             return 200, None, ("runs", g[1])
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-zA-Z]+)")):
             return 200, self._commit(g[1]), "Commit"
+        if method == "GET" and (g := m(rf"/repos/{r}/git/trees/([0-9a-zA-Z-]+)")):
+            entries = self.tree_entries.get(g[1], {"inferencex-e2e": "t-e2e", "recipes": "t-recipes", "README.md": "b-1"})
+            return 200, {"sha": g[1], "url": "https://x", "truncated": False,
+                         "tree": [{"path": n, "mode": "040000" if "." not in n else "100644",
+                                   "type": "tree" if "." not in n else "blob", "sha": s, "url": "https://x"}
+                                  for n, s in entries.items()]}, "GitTree"
         if method == "GET" and (g := m(rf"/repos/{r}/compare/([0-9a-zA-Z]+)\.\.\.([0-9a-zA-Z]+)")):
             status, files = self.compares.get((g[1], g[2]), ("identical" if g[1] == g[2] else "diverged", []))
             base = self._commit(g[1])
