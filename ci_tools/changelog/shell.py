@@ -64,18 +64,18 @@ def read_sources(git: Git, *, base: str | None, head: str | None, file: str, mas
         git.prefetched[(head, paths.POLICY)] = got[(head, paths.POLICY)]
         blobs = {f: got[(head, f)] for f in [file, *master_files]}
     if not master_files:
-        raise InputError(f"no master configs at {where}: nothing matches {paths.MASTER_GLOB}",
+        raise InputError(exit_code=2, message=f"no master configs at {where}: nothing matches {paths.MASTER_GLOB}",
                          findings=[Finding(paths.MASTER_GLOB, None, None, f"no master config files at {where}",
                                            "pass --master PATH (repeatable) for a repository laid out differently")])
     head_bytes = blobs.pop(file)
     if head_bytes is None:
-        raise InputError(f"{file} does not exist at {where}",
+        raise InputError(exit_code=2, message=f"{file} does not exist at {where}",
                          findings=[Finding(file, None, None, f"the changelog does not exist at {where}",
                                            "pass --changelog-file PATH for a repository laid out differently")])
     keys: list[str] = []
     for path, content in blobs.items():
         if content is None:
-            raise InputError(f"{path}: master config not found at {where}",
+            raise InputError(exit_code=2, message=f"{path}: master config not found at {where}",
                              findings=[Finding(path, None, None, f"master config not found at {where}",
                                                "--master takes a path inside the repository, relative to its root")])
         keys += master_keys_from_bytes(content, path)

@@ -68,7 +68,7 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
 
     Both versions are read from git objects, not from the working tree. With --pr (PR mode) new
     entries may use the placeholder XXX or the PR's own link; without it (main mode) only
-    canonical links pass. Exit 0 accepted, 1 rejected, 2 usage error.
+    canonical links pass. Exit 0 accepted, 1 rejected, 2 usage error or missing input (unknown ref, missing file).
 
     \b
     Examples:
