@@ -320,7 +320,7 @@ def test_canonicalize_without_origin_main_asks_for_base(repo):
 def test_github_format_on_success(repo):
     head_with(repo, history(3) + b"\n" + entry())
     out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42", "--format", "github")
-    assert out.stdout == f"::notice file={LOG}::1 new entry\n"
+    assert out.stdout == f"::notice file={LOG},title=changelog lint::1 new entry\n"
 
 
 def test_resolve_conflict_refuses_during_a_rebase(repo):
