@@ -35,6 +35,8 @@ class PointInfo:
     image: str | None = None
     result_filename: str | None = None
     topology: dict | None = None   # multi-node: prefill/decode groups, nodes, placement (gpus = all workers)
+    profile: str | None = None     # which benchmark profile measured it (agentx, agentx-fast, fixed-seq)
+    canary: str | None = None      # "smoke" (not the point's measurement) or "full-point"; None: not a canary
 
     @property
     def gpu_count(self) -> int:
@@ -94,7 +96,8 @@ def _point_from_job(job: dict) -> PointInfo:
                      scenario=_typed(p, "scenario", (str,), "agentic-coding"),
                      duration_s=_typed(p, "duration", num), model=_typed(p, "model", (str,)), config_key=p.get("config-key"),
                      runner=p.get("runner"), image=p.get("image"), result_filename=job.get("result-filename"),
-                     topology=_typed(p, "topology", (dict,)))
+                     topology=_typed(p, "topology", (dict,)), profile=_typed(p, "profile", (str,)),
+                     canary=_typed(p, "canary", (str,)))
 
 
 def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,

@@ -45,7 +45,7 @@ points:
     ep: 2
     dp-attn: true
     conc: 2
-    router: {{name: sglang-router, args: {{policy: cache_aware}}}}
+    router: {{name: sglang-router, version: "0.3.2", args: {{policy: cache_aware}}}}
 """
 
 
