@@ -163,7 +163,9 @@ def test_fast_and_full_master_readers_agree_at_every_version(history):
         assert list(a.entries) == [k for k in fast.keys if k in set(keys)], t.subject
         full_keys = []
         for m in MASTERS:
-            full = full_cache.setdefault((m, blobs[m]), MasterIndex([(m, blobs[m])], fast=False))
+            if (m, blobs[m]) not in full_cache:
+                full_cache[(m, blobs[m])] = MasterIndex([(m, blobs[m])], fast=False)
+            full = full_cache[(m, blobs[m])]
             full_keys += full.keys
             b = full.select(keys)
             for k in b.entries:
