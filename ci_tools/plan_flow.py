@@ -35,7 +35,6 @@ class PlanRequest:
     labels: tuple[str, ...] = ()
     event_path: str | None = None
     event_name: str | None = None
-    use_authorized: bool = False
     head_message: str | None = None
     changelog: str = paths.CHANGELOG
     masters: tuple[str, ...] = ()
@@ -91,7 +90,7 @@ def gate(req: PlanRequest) -> Outcome:
     policy, note = load_policy_or_default(req.repo)
     event, _ = _event(req, need_head=False)
     policy.require_known(req.labels)
-    return Outcome(decision=decide(event, policy, use_authorized=req.use_authorized), notes=[note] if note else [])
+    return Outcome(decision=decide(event, policy), notes=[note] if note else [])
 
 
 # ---- git ----------------------------------------------------------------------------------------
@@ -279,12 +278,12 @@ def plan(req: PlanRequest, *, after_canary: bool = False, passed: frozenset[str]
     if event.name != "push":
         base_ref = git.merge_base(base_ref, head_ref)
         git._commits.setdefault(base_ref, base_ref)   # a commit id names itself: no rev-parse needed
-    decision = decide(event, policy, use_authorized=req.use_authorized)
+    decision = decide(event, policy)
     entries, head_masters, base_masters = [], None, None
     if decision.sweep and not decision.error:
         entries, head_masters, base_masters = changelog_inputs(git, base_ref, head_ref, req.changelog,
                                                                list(req.masters), req.runners)
-        decision = decide(event, policy, appends_entry=bool(entries), use_authorized=req.use_authorized)
+        decision = decide(event, policy, appends_entry=bool(entries))
     result = build_plan(decision, entries, head_masters, policy, base=base_masters)
     if after_canary:
         from ci_tools.policy.plan import after_canary as release

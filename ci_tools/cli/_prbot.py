@@ -19,14 +19,18 @@ format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), defa
                              help="github: also write step outputs to $GITHUB_OUTPUT.")
 
 
-def run_flow(flow, *, event_path, event_name, repo_root: Path, fmt: str, needs_event: bool = True, **kw) -> None:
+def run_flow(flow, *, event_path, event_name, repo_root: Path, fmt: str, needs_event: bool = True,
+             uses_event: bool = True, **kw) -> None:
+    """`needs_event=False`: the event is read when there is one; `uses_event=False`: never read (the
+    command takes everything from options, so a trigger ci-tools does not parse, such as the trusted
+    sweep's workflow_dispatch, cannot fail it: Actions always sets $GITHUB_EVENT_PATH)."""
     from ci_tools.github.actions import annotate_errors, write_outputs
     from ci_tools.github.client import GitHub
     from ci_tools.github.events import load_event
     from ci_tools.github.flows import Lazy, Settings
 
-    event = load_event(event_path, event_name) if needs_event or event_path or os.environ.get(
-        "GITHUB_EVENT_PATH") else None
+    wanted = uses_event and (needs_event or event_path or os.environ.get("GITHUB_EVENT_PATH"))
+    event = load_event(event_path, event_name) if wanted else None
     settings = Settings.from_env(repo_root)
     gh = Lazy(lambda: GitHub.from_env(event.repo if event and event.repo else None))
     result = flow(event, settings, gh, **kw)
@@ -45,6 +49,18 @@ def results_dispatcher(gh):
     from ci_tools.github.flows import Lazy
 
     token = os.environ.get("RESULTS_DISPATCH_TOKEN")
+    if not token:
+        return None
+    return Lazy(lambda: GitHub(gh().repo, token, api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL))
+
+
+def team_reader(gh):
+    """A lazy client for CODEOWNERS team membership (TEAM_MEMBERSHIP_TOKEN: organization Members: read,
+    e.g. a GitHub App installation token), or None when no such token is set."""
+    from ci_tools.github.client import DEFAULT_API_URL, GitHub
+    from ci_tools.github.flows import Lazy
+
+    token = os.environ.get("TEAM_MEMBERSHIP_TOKEN")
     if not token:
         return None
     return Lazy(lambda: GitHub(gh().repo, token, api_url=os.environ.get("GITHUB_API_URL") or DEFAULT_API_URL))

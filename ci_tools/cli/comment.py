@@ -68,4 +68,4 @@ def check_approval(pr, sha, repo_root, fmt) -> None:
     if not re.fullmatch(r"[0-9a-fA-F]{40}", sha):
         raise UsageError(f"--sha {sha!r}: give the full 40-digit head SHA the approval wrote (`approve-sha`)")
     run_flow(lambda event, settings, gh: flow(settings, gh, pr=pr, sha=sha.lower()), event_path=None,
-             event_name=None, repo_root=repo_root, fmt=fmt, needs_event=False)
+             event_name=None, repo_root=repo_root, fmt=fmt, uses_event=False)

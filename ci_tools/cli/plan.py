@@ -30,8 +30,6 @@ GITHUB_OUTPUTS = {"plan": _output_names}
 @click.option("--event-path", type=click.Path(dir_okay=False), help="GitHub webhook payload ($GITHUB_EVENT_PATH).")
 @click.option("--event-name", envvar="GITHUB_EVENT_NAME", help="Event name (default: $GITHUB_EVENT_NAME, else "
               "inferred from the payload).")
-@click.option("--use-authorized", is_flag=True, help="An authorised /use pin exists on the PR (from `ci-tools "
-              "reuse`): synchronize then starts no sweep.")
 @click.option("--head-message", help="Head commit message (default: read from git).")
 @click.option("--gate-only", is_flag=True, help="Decide from the event alone (no configs): fast, for the "
               "concurrency group and label-change logic.")
@@ -45,7 +43,7 @@ GITHUB_OUTPUTS = {"plan": _output_names}
               "canary passed (--passed-family); the others run nothing.")
 @click.option("--passed-family", "passed", multiple=True, help="With --after-canary: a runner label whose canary "
               "passed (repeatable).")
-def cli(base, head, labels, event_path, event_name, use_authorized, head_message, gate_only, fmt, changelog_file,
+def cli(base, head, labels, event_path, event_name, head_message, gate_only, fmt, changelog_file,
         masters, runners, repo, after_canary, passed):
     """Plan the sweep of a change: gate verdict, canaries, points, GPU-hours.
 
@@ -63,7 +61,7 @@ def cli(base, head, labels, event_path, event_name, use_authorized, head_message
     from ci_tools.plan_flow import PlanRequest, gate, plan
 
     req = PlanRequest(repo=Path(repo), base=base, head=head, labels=tuple(labels), event_path=event_path,
-                      event_name=event_name, use_authorized=use_authorized, head_message=head_message,
+                      event_name=event_name, head_message=head_message,
                       changelog=changelog_file, masters=tuple(masters), runners=runners,
                       run_id=os.environ.get("GITHUB_RUN_ID"))
     if gate_only:

@@ -84,13 +84,24 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
     if tp is not None:
         point = PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc, gpus=gpus,
                           scenario=scenario, duration_s=duration, model=model)
-    result = process_dir(directory, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers)
-    target = out or (directory / "result.json")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    click.echo(json.dumps(result, indent=2) if fmt == "json" else _summary(result))
-    if not result["valid"]:
-        click.echo(f"error: invalid result ({len(result['failures'])} rule(s) failed); written to {target}", err=True)
+    from ci_tools.results.process import job_dirs
+
+    dirs = job_dirs(directory) if point is None else [directory]
+    if out is not None and len(dirs) > 1:
+        raise click.BadParameter(f"{directory} holds {len(dirs)} results (one per concurrency); drop --out",
+                                 param_hint="--out")
+    invalid = 0
+    for d in dirs:
+        result = process_dir(d, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers)
+        target = out or (d / "result.json")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        click.echo(json.dumps(result, indent=2) if fmt == "json" else _summary(result))
+        if not result["valid"]:
+            invalid += 1
+            click.echo(f"error: invalid result ({len(result['failures'])} rule(s) failed); written to {target}",
+                       err=True)
+    if invalid:
         sys.exit(1)
 
 

@@ -97,6 +97,9 @@ def _gpus_per_node(row: dict, root: Path) -> int | None:
 @click.option("--dataset", default=None, help="AIPerf public dataset, or synthetic:ISL:OSL (offline tests).")
 @click.option("--server-cmd", help="Replace the engine command ({port}, {model} filled in); for tests and smoke runs.")
 @click.option("--port", type=int, default=8000, show_default=True, help="Port the client connects to.")
+@click.option("--router-cmd", help="Multi-node: replace the frontend command ({port}, {prefill}, {decode} URLs filled in); for tests.")
+@click.option("--worker-port", type=int, default=30000, show_default=True,
+              help="Multi-node: first worker port (worker i uses this + 10 i).")
 @click.option("--ready-timeout", type=float, default=4 * 3600.0, show_default=True, help="Seconds to wait for readiness.")
 @click.option("--client-timeout", type=float, default=None, help="Seconds the client may run (default: duration + 600).")
 @click.option("--duration-override", type=float, default=None, hidden=True, help="Tests only: benchmark seconds.")
@@ -106,10 +109,12 @@ def _gpus_per_node(row: dict, root: Path) -> int | None:
 def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, aiperf_bin: str, model_store: str,
             hf_cache: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None, port: int,
             ready_timeout: float, client_timeout: float | None, duration_override: float | None,
-            runner_name: str, fmt: str) -> None:
+            runner_name: str, fmt: str, router_cmd: str | None, worker_port: int) -> None:
     """Resolve the row's recipe point, start the server, wait, run AIPerf, clean up.
 
     The recipe is the row's `recipe`, or the `recipe:` of its master entry (`config-key`).
+    A multi-node row (prefill/decode) runs its disaggregated recipe on Slurm only: one
+    allocation, one srun step per worker, the frontend, one AIPerf run per concurrency.
     With --format github the step outputs result-filename, out-dir, artifact-result,
     artifact-job and artifact-server-logs (ci_tools.runner.layout) are written before anything
     starts, so a failed or cancelled job still uploads under its own names.
@@ -134,6 +139,16 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     except ValueError:
         display = str(recipe_file)
     recipe = load_recipe(recipe_file, display)
+    if "prefill" in row or "decode" in row:
+        from ci_tools.runner.multinode import run_cli
+
+        return run_cli(row, recipe, backend=backend, out=out, dry_run=dry_run, root=root, fmt=fmt,
+                       settings=dict(model_store=model_store, hf_cache=hf_cache, aiperf_bin=aiperf_bin,
+                                     tokenizer=tokenizer, dataset=dataset, server_cmd=server_cmd, port=port,
+                                     ready_timeout_s=ready_timeout, runner_name=runner_name,
+                                     duration_override_s=duration_override),
+                       gpus_per_node=_gpus_per_node(row, root), router_cmd=router_cmd,
+                       worker_port=worker_port, client_timeout=client_timeout)
     try:
         point = resolve_point(recipe, int(row["tp"]), int(row.get("ep", 1)), bool(row.get("dp-attn", False)),
                               int(row["conc"]))

@@ -183,7 +183,7 @@ def image_pins(entries: list[Entry], change: Change) -> list[Finding]:
 
 
 def recipe_links(entries: list[Entry], recipes: dict[str, Recipe], recipe_paths: set[str],
-                 change: Change) -> list[Finding]:
+                 change: Change, hardware: dict | None = None) -> list[Finding]:
     """References exist; for `recipe:` links also config-key, image and points agree."""
     out: list[Finding] = []
     for e in entries:
@@ -198,7 +198,7 @@ def recipe_links(entries: list[Entry], recipes: dict[str, Recipe], recipe_paths:
                 continue  # the file exists but did not load; its own finding says why
             rec.referenced_by.append(e.key)
             if how == "recipe" and rec.valid:
-                out.extend(_recipe_agrees(e, rec, change))
+                out.extend(_recipe_agrees(e, rec, change, hardware))
     return out
 
 
@@ -207,7 +207,7 @@ def _digest_of(image: str) -> str:
     return m.group("digest")[:12] if m else ""
 
 
-def _recipe_agrees(e: Entry, rec: Recipe, change: Change) -> list[Finding]:
+def _recipe_agrees(e: Entry, rec: Recipe, change: Change, hardware: dict | None = None) -> list[Finding]:
     out = []
     data = rec.data
     if data["config-key"] != e.key:
@@ -235,7 +235,15 @@ def _recipe_agrees(e: Entry, rec: Recipe, change: Change) -> list[Finding]:
         out.append(rec.doc.finding(("model",),
                                    f"recipe model {data.get('model')!r} differs from master entry {e.key}'s model "
                                    f"{e.data['model']!r} ({e.where('model')})", "make them the same model"))
-    if not e.data.get("multinode"):
+    if e.data.get("multinode"):
+        from ci_tools.config.disaggcheck import disagg_agrees
+
+        out.extend(disagg_agrees(e, rec, hardware))
+    elif data.get("mode") == "disaggregated":
+        out.append(rec.doc.finding(("mode",), f"a disaggregated recipe serves multinode entries, but master entry "
+                                              f"{e.key} is single-node", "point a multinode entry at it, or write "
+                                              "a single-node recipe (serve/points with tp/ep/dp-attn/conc)"))
+    else:
         out.extend(_points_agree(e, rec))
     return out
 

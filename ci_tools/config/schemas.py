@@ -23,6 +23,7 @@ SCHEMA_FILES = {
     "master": "master.schema.json",
     "runners": "runners.schema.json",
     "recipe": "recipe.schema.json",
+    "disagg-recipe": "disagg-recipe.schema.json",
 }
 
 # Patterns used in the schemas, and what a reviewer says when a value does not match.

@@ -217,13 +217,15 @@ def check(src: Sources, change: Change = Change()) -> Report:
 
     recipes: dict[str, Recipe] = {}
     for rel, doc in src.recipes.items():
-        problems = schemas.check(doc, doc.data, "recipe")
+        kind = "disagg-recipe" if isinstance(doc.data, dict) and doc.data.get("mode") == "disaggregated" else "recipe"
+        problems = schemas.check(doc, doc.data, kind)
         findings += problems
         recipes[rel] = Recipe(rel, doc, valid=not problems)
 
     findings += crossfile.image_pins(valid, change)
     if src.root is not None:
-        findings += crossfile.recipe_links(valid, recipes, src.recipe_paths, change)
+        hardware = (src.runners.data or {}).get("hardware") if runners_ok and isinstance(src.runners.data, dict) else None
+        findings += crossfile.recipe_links(valid, recipes, src.recipe_paths, change, hardware)
         if not src.masters_failed:  # otherwise the references may sit in the file that did not parse
             referenced = {ref for _, data, _ in merged if isinstance(data, dict)
                           for _, ref, _ in crossfile.recipe_refs(data)}

@@ -23,6 +23,12 @@ from typing import Any, Callable
 from ci_tools.errors import InputError
 
 DEFAULT_API_URL = "https://api.github.com"
+# Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
+# and tested against rather than whatever becomes the default later.
+API_VERSION = "2022-11-28"
+# `GithubRetry(max_rate_limit_wait=...)` (used below) exists from PyGithub 2.10.0; 2.3.0-2.9.1 raise
+# TypeError when the client is built. pyproject.toml's lower bound is this version (a test checks).
+MIN_PYGITHUB = (2, 10, 0)
 PER_PAGE = 100
 MAX_PAGES = 50            # 5,000 items: beyond that we refuse rather than decide on a partial list
 MAX_RETRIES = 4
@@ -35,6 +41,75 @@ class GitHubError(InputError):
     def __init__(self, message: str, status: int | None = None):
         super().__init__(message, exit_code=1)
         self.status = status
+
+
+class TeamUnreadable(GitHubError):
+    """The token cannot tell whether someone is in a team (GitHub answers 404 both for "not a member"
+    and for "this token may not see the team"); callers must fail closed with this reason."""
+
+
+# Every endpoint ci-tools calls, with the token permission it needs: GitHub's per-endpoint table for
+# installation tokens (a GITHUB_TOKEN is one), `tests/github/data/github-permissions.json`, is checked
+# against this in the tests. Used to say which permission a 403 is missing; the docs list it per job.
+ENDPOINTS: dict[tuple[str, str], str] = {
+    ("GET", "/repos/{owner}/{repo}/commits/{commit_sha}/pulls"): "pull-requests: read",
+    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"): "pull-requests: read",
+    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files"): "pull-requests: read",
+    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}"): "pull-requests: read",
+    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/timeline"): "issues: read",
+    ("GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}"): "issues: read",
+    ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments"): "issues: write",
+    ("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}"): "issues: write",
+    ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission"): "metadata: read",
+    ("GET", "/orgs/{org}/teams/{team_slug}"): "members: read",
+    ("GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}"): "members: read",
+    ("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}"): "actions: read",
+    ("GET", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs"): "actions: read",
+    ("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts"): "actions: read",
+    ("GET", "/repos/{owner}/{repo}/actions/runners"): "administration: read",
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}"): "contents: read",
+    ("GET", "/repos/{owner}/{repo}/compare/{basehead}"): "contents: read",
+    ("POST", "/repos/{owner}/{repo}/statuses/{sha}"): "statuses: write",
+    ("POST", "/repos/{owner}/{repo}/dispatches"): "contents: write",
+}
+
+
+def _template_regex(template: str) -> re.Pattern:
+    return re.compile("^" + re.sub(r"\\{[a-z_]+\\}", "[^/]+", re.escape(template)) + "$")
+
+
+_ENDPOINT_RE = [(verb, _template_regex(t), t, perm) for (verb, t), perm in ENDPOINTS.items()]
+
+
+def endpoint_of(verb: str, url: str) -> tuple[str, str] | None:
+    """(template, permission) of a request path; the most specific template wins."""
+    path = re.sub(r"^https?://[^/]+", "", url).split("?")[0]
+    hits = [(t, perm) for v, rx, t, perm in _ENDPOINT_RE if v == verb and rx.match(path)]
+    return min(hits, key=lambda h: h[0].count("{")) if hits else None
+
+
+def _failure_advice(verb: str, url: str, status: int | None) -> str:
+    """What to do about a failed call: a permission problem is not cured by re-running."""
+    if status in (401, 403):
+        found = endpoint_of(verb, url)
+        need = f"`{found[1]}`" if found else "the permission this endpoint needs"
+        return (f"The token was refused: this call needs {need}. Re-running will not help; grant it in the "
+                "job's `permissions:` (or give the step a token that has it).")
+    return "Nothing was decided from partial data; re-run the job once GitHub recovers."
+
+
+def check_pygithub(version: str | None = None) -> None:
+    from importlib.metadata import PackageNotFoundError, version as installed
+
+    try:
+        found = version or installed("PyGithub")
+    except PackageNotFoundError:
+        raise InputError("PyGithub is not installed; `pip install ci-tools` brings it") from None
+    numbers = tuple(int(x) for x in re.findall(r"\d+", found)[:3])
+    if numbers < MIN_PYGITHUB:
+        need = ".".join(map(str, MIN_PYGITHUB))
+        raise InputError(f"PyGithub {found} is too old: ci-tools needs PyGithub >= {need} (its GithubRetry "
+                         f"takes max_rate_limit_wait from {need} on). Upgrade it: pip install 'PyGithub>={need}'")
 
 
 @dataclass
@@ -126,13 +201,14 @@ class GitHub:
                  seconds_between_writes: float = 1.0):
         from github import Auth, Github
 
+        check_pygithub()
         if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo or ""):
             raise InputError(f"repository {repo!r} is not of the form owner/name (set GITHUB_REPOSITORY or --repo)")
         self.repo = repo
         self.log = CallLog()
         self._cache: dict[str, Any] = {}
         self._gh = Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), timeout=timeout,
-                          retry=_make_retry(self.log, sleep), per_page=PER_PAGE,
+                          retry=_make_retry(self.log, sleep), per_page=PER_PAGE, api_version=API_VERSION,
                           # Reads are not throttled (a command makes a handful); writes keep GitHub's
                           # advice of a pause between content-creating requests.
                           seconds_between_requests=None, seconds_between_writes=seconds_between_writes)
@@ -157,8 +233,7 @@ class GitHub:
         except GithubException as exc:
             message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
             raise GitHubError(f"GitHub API {verb} {shown} failed: HTTP {exc.status}: {message}. "
-                              "Nothing was decided from partial data; re-run the job once GitHub recovers.",
-                              status=exc.status) from None
+                              + _failure_advice(verb, url, exc.status), status=exc.status) from None
         except Exception as exc:  # connection refused, retries exhausted at the transport level, ...
             raise GitHubError(f"GitHub API {verb} {shown} failed: {type(exc).__name__}: {exc}. "
                               "Nothing was decided; re-run the job.") from None
@@ -237,17 +312,40 @@ class GitHub:
         return self._cache[key]
 
     def team_member(self, org: str, team: str, login: str) -> bool:
-        # 404 means "not a member"; any other failure propagates (fail closed).
+        """Is `login` an active member of @org/team? GitHub answers 404 both for "not a member" and for a
+        team this token cannot see (a GITHUB_TOKEN never can: it has no organization permissions), so a
+        404 counts as "not a member" only once the team itself is readable; otherwise `TeamUnreadable`."""
         key = f"team:{org}/{team}:{login.lower()}"
         if key not in self._cache:
             try:
                 data = self._get(f"/orgs/{org}/teams/{team}/memberships/{login}")
                 self._cache[key] = data.get("state") == "active"
             except GitHubError as exc:
-                if exc.status != 404:
+                if exc.status not in (403, 404):
+                    raise
+                if exc.status == 403 or not self._team_visible(org, team):
+                    raise TeamUnreadable(
+                        f"cannot read team membership with this token: GitHub answers {exc.status} for "
+                        f"@{org}/{team}. A GITHUB_TOKEN cannot read organization teams; the workflow needs "
+                        "TEAM_MEMBERSHIP_TOKEN, a token with the organization permission Members: read "
+                        "(see docs/workflows.md, \"Deployment prerequisites\")", status=exc.status) from None
+                self._cache[key] = False
+        return self._cache[key]
+
+    def _team_visible(self, org: str, team: str) -> bool:
+        key = f"team:{org}/{team}"
+        if key not in self._cache:
+            try:
+                self._get(f"/orgs/{org}/teams/{team}")
+                self._cache[key] = True
+            except GitHubError as exc:
+                if exc.status not in (403, 404):
                     raise
                 self._cache[key] = False
         return self._cache[key]
+
+    def review(self, number: int, review_id: int) -> dict:
+        return self._get(self._r(f"/pulls/{number}/reviews/{review_id}"))
 
     def run(self, run_id: int) -> dict:
         key = f"run:{run_id}"

@@ -15,7 +15,7 @@ from typing import Callable
 
 from ci_tools import paths
 from ci_tools.errors import InputError, UsageError
-from ci_tools.github.client import GitHub, GitHubError
+from ci_tools.github.client import GitHub, GitHubError, TeamUnreadable
 from ci_tools.github.events import Comment, Event
 from ci_tools.github.timeline import Timeline, timeline_from_api
 from ci_tools.policy import comments as cm
@@ -157,8 +157,7 @@ def update_card(gh: GitHub, pr: int, tl: Timeline, settings: Settings, change: C
 
 
 def _who_may_use() -> str:
-    return ("`/use` needs a comment by someone who is OWNER, MEMBER or COLLABORATOR and has write, "
-            "maintain or admin permission on this repository.")
+    return "`/use` needs a comment by someone with write, maintain or admin permission on this repository."
 
 
 # ---- comment handle ---------------------------------------------------------------------------
@@ -271,8 +270,8 @@ def _approve(cmd: SweepApprove, c: Comment, pr: int, gh: GitHub, settings: Setti
     why_not = reuse.may_use(c, gh.permission)
     if why_not:
         return cm.template_text("denied", author=c.author, command=cmd.text, why=why_not,
-                                who="Approving a fork's commit for the GPU runners needs a comment by someone who is "
-                                    "OWNER, MEMBER or COLLABORATOR and has write, maintain or admin permission.")
+                                who="Approving a fork's commit for the GPU runners needs a comment by someone with "
+                                    "write, maintain or admin permission on this repository.")
     facts = pr_facts(gh.pull(pr))
     running: list[dict] = []
     if facts.fork and facts.state == "open" and approval.sha_matches(cmd.sha, facts.head_sha):
@@ -367,7 +366,8 @@ def resolve_reuse(event: Event, settings: Settings, gh: Lazy) -> Result:
             diff = gh().compare(event.before, event.after)
             return reuse.benchmark_inputs(f.get("filename", "") for f in diff.get("files") or [])
 
-        decision = reuse.decide_pr_event(event.action, authorisation=authorisation, pushed_inputs=pushed_inputs)
+        decision = reuse.decide_pr_event(event.action, label_problem=reuse.label_problems(pr.labels, settings.policy),
+                                         authorisation=authorisation, pushed_inputs=pushed_inputs)
         decision = reuse.ReuseDecision(**{**decision.__dict__, "pr_number": pr.number})
     elif event.name == "push" and event.ref == settings.main_ref:
         decision = _resolve_push(event, settings, gh)
@@ -446,7 +446,14 @@ def stage_callback(event: Event, settings: Settings, gh: Lazy) -> Result:
 
 # ---- sign-off ---------------------------------------------------------------------------------
 
-def verify_signoff(event: Event, settings: Settings, gh: Lazy) -> Result:
+NO_TEAM_TOKEN = ("cannot read team membership with this token: the workflow's GITHUB_TOKEN cannot read "
+                 "organization teams and no TEAM_MEMBERSHIP_TOKEN is set (a token with the organization "
+                 "permission Members: read; see docs/workflows.md, \"Deployment prerequisites\")")
+
+
+def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None = None) -> Result:
+    """`teams`: a client whose token can read team membership (TEAM_MEMBERSHIP_TOKEN), or None when
+    none is configured; a CODEOWNERS team entry then fails closed with that reason."""
     res = Result(outputs={"proceed": "false", "state": "", "signer": "", "head-sha": ""})
     if event.name == "pull_request":
         if event.action not in ("synchronize", "opened", "reopened"):
@@ -479,8 +486,12 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy) -> Result:
                            workflow=settings.workflow, source=client)
 
     def is_member(org: str, team: str, login: str) -> bool:
+        if teams is None:
+            raise signoff.MembershipUnknown(NO_TEAM_TOKEN)
         try:
-            return client.team_member(org, team, login)
+            return teams().team_member(org, team, login)
+        except TeamUnreadable as exc:
+            raise signoff.MembershipUnknown(exc.message) from None
         except GitHubError as exc:
             raise InputError(f"cannot check whether @{login} is in @{org}/{team} ({exc.message}). Give the "
                              "workflow a token that can read team membership (organization members: read).")
@@ -494,7 +505,8 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy) -> Result:
     rows = "\n".join(f"| {'✅' if x.ok else '❌'} | {x.name} | {x.detail} |" for x in verdict.checks)
     values = dict(signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12], version=checklist.version,
                   rows=rows)
-    if not verdict.passed and not verdict.owns_any and previous.get("passed") and previous.get("sha") == prs.head_sha:
+    if not verdict.passed and not verdict.owns_any and not verdict.unverified and previous.get("passed") \
+            and previous.get("sha") == prs.head_sha:
         # Someone who owns none of the changed files cannot undo an owner's verified sign-off.
         body = cm.render("signoff-verdict", kind="signoff-reply", key=c.id, headline="not counted",
                          footer=f"@{c.author}, you own none of the changed files, so this sign-off is not counted. "
@@ -505,13 +517,19 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy) -> Result:
         return res
     state = {"sha": prs.head_sha, "tree": tree, "signer": c.author, "passed": verdict.passed,
              "url": c.html_url, "version": checklist.version}
-    footer = ("The `" + signoff.STATUS_CONTEXT + "` status is set on this commit. It carries over to later "
-              "commits only while their tree is identical.") if verdict.passed else \
-        f"@{c.author}, please fix the items marked ❌ and post the sign-off again (edit it or add a new comment)."
-    body = cm.render("signoff-verdict", kind="signoff-verdict", state=state,
-                     headline="verified ✅" if verdict.passed else "rejected ❌", footer=footer, **values)
+    if verdict.passed:
+        footer = ("The `" + signoff.STATUS_CONTEXT + "` status is set on this commit. It carries over to later "
+                  "commits only while their tree is identical.")
+    elif verdict.unverified:
+        footer = (f"@{c.author}, this sign-off could not be checked, through no fault of yours: ci-tools "
+                  f"{verdict.unverified}. A repository admin can fix that; then edit the sign-off or post it again.")
+    else:
+        footer = f"@{c.author}, please fix the items marked ❌ and post the sign-off again (edit it or add a new comment)."
+    headline = "verified ✅" if verdict.passed else "not verified ⚠️" if verdict.unverified else "rejected ❌"
+    body = cm.render("signoff-verdict", kind="signoff-verdict", state=state, headline=headline, footer=footer,
+                     **values)
     _, cid = upsert(client, pr, tl, "signoff-verdict", None, body, settings)
-    state_name = "success" if verdict.passed else "failure"
+    state_name = verdict.state
     client.create_status(prs.head_sha, state=state_name, context=signoff.STATUS_CONTEXT,
                          description=verdict.description,
                          target_url=f"https://github.com/{client.repo}/pull/{pr}#issuecomment-{cid}")

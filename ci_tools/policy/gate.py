@@ -1,6 +1,6 @@
 """The sweep gate: one pure function of the event decides whether anything runs, why, and how.
 
-`decide(event, policy, appends_entry=..., use_authorized=...)` replaces InferenceX's seven
+`decide(event, policy, appends_entry=...)` replaces InferenceX's seven
 hand-copied `if:` strings (spec inferencex-pr-policy.md §1.4-1.9). It needs no configs, so the
 workflow's first job can run it in well under a second and compute the concurrency group from it.
 
@@ -13,6 +13,10 @@ Where this deliberately differs from InferenceX (documented in the README, "Swee
 - adding a primary label forces a sweep even when the head commit says `[skip-sweep]` (W16): it is
   the one explicit "run it now" a maintainer has;
 - `opened`/`reopened` behave like `synchronize` (InferenceX ignores them; harmless either way).
+
+What an authorised `/use` does to a `synchronize` is not decided here: the gate sees only the event,
+and the rule ("stops the sweep only when the labels allow reuse and the push leaves benchmark inputs
+alone") has one home, `ci_tools.policy.reuse.decide_pr_event`, run by the pipeline's reuse step.
 """
 
 from __future__ import annotations
@@ -101,7 +105,6 @@ class GateDecision:
     concurrency_group: str
     mode: SweepMode | None = None
     error: str | None = None            # bad label state: the check must fail with this message
-    needs_use_lookup: bool = False      # only then is the /use authorisation worth an API call
     restarts: bool = True               # the event cancels an in-flight sweep of this PR
     fork_approval: bool = False         # fork PR got a primary label: trusted per-SHA approval path
     hints: tuple[str, ...] = field(default=())
@@ -109,8 +112,7 @@ class GateDecision:
     def as_dict(self) -> dict:
         return {"check": self.check, "sweep": self.sweep, "reason": self.reason, "error": self.error,
                 "mode": self.mode.as_dict() if self.mode else None,
-                "concurrency-group": self.concurrency_group, "needs-use-lookup": self.needs_use_lookup,
-                "restarts": self.restarts, "fork-approval": self.fork_approval, "hints": list(self.hints)}
+                "concurrency-group": self.concurrency_group, "restarts": self.restarts, "fork-approval": self.fork_approval, "hints": list(self.hints)}
 
 
 def label_change_matters(event: Event, policy: Policy) -> bool:
@@ -133,8 +135,7 @@ def concurrency_group(event: Event, restarts: bool) -> str:
     return f"sweep-{subject}-{event.run_id or 'noop'}"
 
 
-def decide(event: Event, policy: Policy, *, appends_entry: bool | None = None,
-           use_authorized: bool = False) -> GateDecision:
+def decide(event: Event, policy: Policy, *, appends_entry: bool | None = None) -> GateDecision:
     """The gate verdict. `appends_entry` None = not looked at yet (gate-only mode): the verdict then
     assumes the changelog check will find an appended entry, and says so."""
     pending = " (if the changelog diff appends an entry)" if appends_entry is None else ""
@@ -197,13 +198,7 @@ def decide(event: Event, policy: Policy, *, appends_entry: bool | None = None,
         return GateDecision(True, False, f"the head commit message contains {SKIP_MARKER}; push a commit "
                             "without it, or remove and re-add the primary label to force a sweep", group,
                             mode=mode, restarts=restarts)
-    needs_lookup = event.name == "pull_request" and action == "synchronize" and mode.reusable
-    if needs_lookup and use_authorized:
-        return GateDecision(True, False, "an authorised /use pins a finished run, so new commits no longer "
-                            "start sweeps; remove and re-add the primary label to force one", group, mode=mode,
-                            needs_use_lookup=True, restarts=restarts)
     how = f"{mode.primary}" + (f" + {', '.join(mode.modifiers)}" if mode.modifiers else "")
     why = {"labeled": f"label {event.label} added", "unlabeled": f"label {event.label} removed"}.get(
         action, f"pull_request {action}" if event.name == "pull_request" else "local preview")
-    return GateDecision(True, True, f"{why}: sweep with {how}{pending}", group, mode=mode,
-                        needs_use_lookup=needs_lookup, restarts=restarts)
+    return GateDecision(True, True, f"{why}: sweep with {how}{pending}", group, mode=mode, restarts=restarts)

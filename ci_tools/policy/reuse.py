@@ -6,7 +6,9 @@ lazily and in order of cost, so the common case stays within its REST budget. `c
 is a `Source`; tests also pass in-memory ones.
 
 Differences from InferenceX's `find_reusable_sweep_run.py`, each fixing a listed weakness:
-- W3: the author needs OWNER/MEMBER/COLLABORATOR association *and* write permission on the repo.
+- W3: the author needs write permission on the repository, read from the collaborator-permission
+  endpoint. `author_association` is not used: GitHub reports CONTRIBUTOR for organization members
+  whose membership is private, so it would refuse maintainers, and it grants nothing by itself.
 - W4: comments created after the PR merged are ignored.
 - W2: the run must have been created while a full-sweep label (and no reuse-blocking modifier) was
   applied, read from the label history.
@@ -35,7 +37,6 @@ from ci_tools.policy.commands import Use, parse
 from ci_tools.policy.labels import Policy
 from ci_tools.runner import layout
 
-ALLOWED_ASSOCIATIONS = frozenset({"OWNER", "MEMBER", "COLLABORATOR"})
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 # A reusable run has its run-level collection (named once, in ci_tools.runner.layout) or, for runs
 # made by InferenceX's workflows before the switch, their eval collection or an AgentX result.
@@ -96,11 +97,10 @@ def use_commands(comments: Iterable[Comment], merged_at: str | None = None) -> l
 
 
 def may_use(comment: Comment, permission_of: Callable[[str], str]) -> str | None:
-    """None if the author may authorise reuse, else why not. Checks association before any API call."""
+    """None if the author may authorise reuse, else why not: a person (not a bot) whose repository
+    permission (`permission_of`, the collaborator-permission endpoint) is write, maintain or admin."""
     if comment.author_type == "Bot":
         return f"@{comment.author} is a bot; a person with write access must authorise reuse"
-    if comment.association not in ALLOWED_ASSOCIATIONS:
-        return f"@{comment.author} is {comment.association}, not OWNER, MEMBER or COLLABORATOR"
     permission = permission_of(comment.author)
     if permission not in WRITE_PERMISSIONS:
         return f"@{comment.author} has {permission} permission on the repository; write or higher is needed"
@@ -377,12 +377,19 @@ def label_problems(labels: Iterable[str], policy: Policy) -> str | None:
     return None
 
 
-def decide_pr_event(action: str, *, authorisation: Callable[[], Authorisation] | None,
+def decide_pr_event(action: str, *, label_problem: str | None, authorisation: Callable[[], Authorisation] | None,
                     pushed_inputs: Callable[[], list[str]] | None = None) -> ReuseDecision:
-    """PR side: after an authorised /use, a `synchronize` skips the sweep, unless the push changed
-    benchmark inputs (W1: then the authorised results are stale and the sweep must run)."""
+    """PR side, the one home of the rule "an authorised /use stops synchronize sweeps": a
+    `synchronize` skips the sweep when the PR's labels allow reuse (`label_problem` is None: one full
+    sweep label, no reuse-blocking modifier) and an authorised /use exists, unless the push changed
+    benchmark inputs (W1: then the authorised results are stale and the sweep must run).
+
+    With labels that block reuse the pin would be refused at merge (`decide_merge`), so skipping
+    would leave the PR with nothing usable: it sweeps, and no API call is spent on the question."""
     if action != "synchronize":
         return ReuseDecision(reason=f"pull_request action {action or 'unknown'} is not synchronize")
+    if label_problem:
+        return ReuseDecision(reason=f"an authorised /use cannot stop this sweep: {label_problem}")
     auth = authorisation()
     if not auth.authorised:
         return ReuseDecision(reason=auth.reason, ignored=auth.ignored)

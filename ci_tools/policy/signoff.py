@@ -55,6 +55,11 @@ def parse_checklist(text: str, file: str) -> Checklist:
     return Checklist(int(match.group(1)), items)
 
 
+class MembershipUnknown(Exception):
+    """Whether the signer is in a CODEOWNERS team could not be read (the token cannot see team
+    membership). The owner check then fails closed with this reason, never "you do not own"."""
+
+
 @dataclass(frozen=True)
 class Check:
     name: str
@@ -67,43 +72,63 @@ class Verdict:
     passed: bool
     checks: tuple[Check, ...]
     owns_any: bool = False     # the signer owns at least one changed file
+    unverified: str | None = None  # why ownership could not be decided (team membership unreadable)
+
+    @property
+    def state(self) -> str:
+        """The commit status: `error` when the sign-off could not be checked at all."""
+        return "success" if self.passed else "error" if self.unverified else "failure"
 
     @property
     def description(self) -> str:
         if self.passed:
             return "CODEOWNER sign-off verified"
+        if self.unverified:
+            return "Sign-off not verified: cannot read team membership with this token"
         failed = [c.name for c in self.checks if not c.ok]
         return "Sign-off rejected: " + ", ".join(failed)
 
 
 def owner_check(signer: str, files: Iterable[str], codeowners_text: str,
-                is_member: Callable[[str, str, str], bool]) -> tuple[Check, bool]:
+                is_member: Callable[[str, str, str], bool]) -> tuple[Check, bool, str | None]:
+    """(the check, whether the signer owns any changed file, why ownership is unknown or None).
+    `is_member` may raise `MembershipUnknown`: a file owned only through such a team is then neither
+    owned nor not owned, and the check fails with that reason."""
     from codeowners import CodeOwners
 
     owners = CodeOwners(codeowners_text)
     not_owned: list[str] = []
+    unknown: list[str] = []
+    reason: str | None = None
     owns_any = False
     me = f"@{signer}".lower()
     for path in files:
         entries = owners.of(path)
         if not entries:
             continue  # nobody owns it: no owner's review is required for it
-        ok = False
+        ok = unreadable = False
         for kind, name in entries:
             if kind == "USERNAME" and name.lower() == me:
                 ok = True
             elif kind == "TEAM" and "/" in name:
                 org, team = name.lstrip("@").split("/", 1)
-                ok = is_member(org, team, signer)
+                try:
+                    ok = is_member(org, team, signer)
+                except MembershipUnknown as exc:
+                    unreadable, reason = True, reason or str(exc)
             if ok:
                 break
         owns_any |= ok
         if not ok:
-            not_owned.append(f"`{path}` ({' '.join(n for _, n in entries)})")
+            (unknown if unreadable else not_owned).append(f"`{path}` ({' '.join(n for _, n in entries)})")
+    if unknown:
+        shown = ", ".join(unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
+        return Check("CODEOWNER of every changed file", False,
+                     f"not checked: {reason}; ownership of {shown} is unknown"), owns_any, reason
     if not_owned:
         shown = ", ".join(not_owned[:8]) + (f" and {len(not_owned) - 8} more" if len(not_owned) > 8 else "")
-        return Check("CODEOWNER of every changed file", False, f"@{signer} does not own {shown}"), owns_any
-    return Check("CODEOWNER of every changed file", True, f"@{signer} owns every changed file"), True
+        return Check("CODEOWNER of every changed file", False, f"@{signer} does not own {shown}"), owns_any, None
+    return Check("CODEOWNER of every changed file", True, f"@{signer} owns every changed file"), True, None
 
 
 def checklist_checks(body: str, signer: str, checklist: Checklist) -> list[Check]:
@@ -133,11 +158,11 @@ def checklist_checks(body: str, signer: str, checklist: Checklist) -> list[Check
 
 def verify(*, signer: str, body: str, files: Iterable[str], codeowners_text: str, checklist: Checklist,
            is_member: Callable[[str, str, str], bool], sweep_problem: str | None) -> Verdict:
-    owner, owns_any = owner_check(signer, files, codeowners_text, is_member)
+    owner, owns_any, unverified = owner_check(signer, files, codeowners_text, is_member)
     checks = [owner, *checklist_checks(body, signer, checklist),
               Check("successful full sweep", sweep_problem is None,
                     "a successful full sweep exists" if sweep_problem is None else sweep_problem)]
-    return Verdict(all(c.ok for c in checks), tuple(checks), owns_any)
+    return Verdict(all(c.ok for c in checks), tuple(checks), owns_any, unverified)
 
 
 @dataclass(frozen=True)

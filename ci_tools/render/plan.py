@@ -19,7 +19,14 @@ def _buckets() -> tuple[str, ...]:
     return BUCKETS
 
 WIDTH = 100
-MAX_OUTPUTS_BYTES = 1_000_000  # GitHub's limit on one job's outputs
+# GitHub keeps at most 1 MB of outputs per job, "approximated based on UTF-16 encoding": two bytes per
+# character of the BMP (four for others), so the size is counted in UTF-16, not UTF-8.
+MAX_OUTPUTS_BYTES = 1_000_000
+
+
+def output_size(text: str) -> int:
+    """The size GitHub counts a job's outputs at: their UTF-16 encoding."""
+    return len(text.encode("utf-16-le"))
 
 
 def _compact(value: Any) -> str:
@@ -34,8 +41,8 @@ def _line(text: str | None) -> str:
     return " ".join((text or "").split())
 
 
-GATE_OUTPUTS = ("check", "sweep", "reason", "error", "primary", "mode", "concurrency-group", "needs-use-lookup",
-                "restarts", "fork-approval")
+GATE_OUTPUTS = ("check", "sweep", "reason", "error", "primary", "mode", "concurrency-group", "restarts",
+                "fork-approval")
 
 
 def output_names(gate_only: bool = False) -> list[str]:
@@ -54,7 +61,6 @@ def gate_outputs(gate: dict) -> dict[str, str]:
     return {"check": _bool(gate["check"]), "sweep": _bool(gate["sweep"]), "reason": _line(gate["reason"]),
             "error": _line(gate.get("error")), "primary": mode.get("primary") or "",
             "mode": _compact(gate.get("mode")), "concurrency-group": gate["concurrency-group"],
-            "needs-use-lookup": _bool(gate.get("needs-use-lookup", False)),
             "restarts": _bool(gate.get("restarts", True)), "fork-approval": _bool(gate.get("fork-approval", False))}
 
 
@@ -89,11 +95,12 @@ def github_output_text(outputs: dict[str, str]) -> str:
             raise ValueError(f"output {name} would span several lines")
         lines.append(f"{name}={value}\n")
     text = "".join(lines)
-    size = len(text.encode())
+    size = output_size(text)
     if size > MAX_OUTPUTS_BYTES:
         from ci_tools.errors import InputError
-        raise InputError(f"the plan's GitHub outputs are {size:,} bytes; GitHub keeps at most {MAX_OUTPUTS_BYTES:,} "
-                         "per job. Split the change into several PRs, or use the sweep-enabled label")
+        raise InputError(f"the plan's GitHub outputs are {size:,} bytes as GitHub counts them (UTF-16); GitHub keeps "
+                         f"at most {MAX_OUTPUTS_BYTES:,} per job. Split the change into several PRs, or use the "
+                         "sweep-enabled label")
     return text
 
 

@@ -34,6 +34,7 @@ class PointInfo:
     runner: str | None = None
     image: str | None = None
     result_filename: str | None = None
+    topology: dict | None = None   # multi-node: prefill/decode groups, nodes, placement (gpus = all workers)
 
     @property
     def gpu_count(self) -> int:
@@ -72,7 +73,8 @@ def point_from_job(job: dict) -> PointInfo:
     return PointInfo(name=p["name"], tp=int(p["tp"]), ep=int(p.get("ep", 1)), dp_attn=bool(p.get("dp-attn")),
                      conc=p.get("conc"), gpus=p.get("gpus"), scenario=p.get("scenario", "agentic-coding"),
                      duration_s=p.get("duration"), model=p.get("model"), config_key=p.get("config-key"),
-                     runner=p.get("runner"), image=p.get("image"), result_filename=job.get("result-filename"))
+                     runner=p.get("runner"), image=p.get("image"), result_filename=job.get("result-filename"),
+                     topology=p.get("topology"))
 
 
 def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
@@ -96,6 +98,16 @@ def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
         **measured,
         "aiperf": aiperf,
     }
+
+
+def job_dirs(path: Path) -> list[Path]:
+    """The directories holding one result each: DIR, or DIR/conc<N>/ for a multi-node job that ran
+    several concurrencies in one allocation (its job.json lists them)."""
+    job = read_json(Path(path) / layout.JOB_JSON) if Path(path).is_dir() else None
+    subs = [c.get("dir") for c in (job or {}).get("concurrencies") or [] if isinstance(c, dict)]
+    if subs and all(subs):
+        return [Path(path) / str(s) for s in subs]
+    return [Path(path)]
 
 
 def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: float = 0.10,

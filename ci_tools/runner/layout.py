@@ -20,6 +20,7 @@ JOB_JSON = "job.json"
 COMMANDS_TXT = "commands.txt"
 SERVER_LOG = "server.log"
 ROUTER_LOG = "router.log"
+DYNAMO_STORE = "dynamo_store"  # multi-node Dynamo: file discovery shared by every node (DYN_FILE_KV)
 CLIENT_LOG = "client.log"
 STATUS_JSON = "status.json"
 AIPERF_DIR = "aiperf_artifacts"
@@ -30,7 +31,10 @@ RESULT_JSON = "result.json"
 COLLECTION_JSON = "results.json"
 
 # AIPerf files too large or useless to upload (the per-request export stays: it is the evidence)
-UPLOAD_EXCLUDE = (f"{AIPERF_DIR}/inputs.json", f"{AIPERF_DIR}/profile_export_raw.jsonl", f"{AIPERF_TMP}/")
+UPLOAD_EXCLUDE = (f"{AIPERF_DIR}/inputs.json", f"{AIPERF_DIR}/profile_export_raw.jsonl", f"{AIPERF_TMP}/",
+                  # multi-node jobs with several concurrencies: one AIPerf directory per conc<N>/
+                  f"*/{AIPERF_DIR}/inputs.json", f"*/{AIPERF_DIR}/profile_export_raw.jsonl",
+                  f"{DYNAMO_STORE}/")
 
 ARTIFACT_KINDS = {
     "result": "bmk",            # result.json (valid or not; `results collect` filters)

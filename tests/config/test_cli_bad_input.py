@@ -65,7 +65,7 @@ CASES = [
     ("runners-missing", lambda r: (r / paths.RUNNERS).unlink(), [], 1, f"{paths.RUNNERS}: error: runners file not found"),
     ("runner-label-undeclared", lambda r: _edit(r, MASTER, "  runner: b300\n", "  runner: b300-typo\n"),
      [], 1, "runner label 'b300-typo' is not declared in inferencex-e2e/configs/runners.yaml"),
-    ("recipe-missing", lambda r: (r / RECIPE).unlink(), [], 1, f"{MASTER}:87:3: error: recipe {RECIPE} does not exist"),
+    ("recipe-missing", lambda r: (r / RECIPE).unlink(), [], 1, f"{MASTER}:89:3: error: recipe {RECIPE} does not exist"),
     ("config-file-missing", lambda r: _edit(r, MASTER, "        decode: { num-worker: 2, tp: 4, ep: 4, dp-attn: true }\n",
                                              "        decode: { num-worker: 2, tp: 4, ep: 4, dp-attn: true,\n"
                                              "                  additional-settings: [\"CONFIG_FILE=recipes/nope.yaml\"] }\n"),

@@ -16,7 +16,7 @@ CASES = [
     ("recipe-point-not-in-master",
      lambda r: _edit(r, RECIPE, "  tp4-c4:\n    tp: 4\n    ep: 1            # EP1", "  tp4-c4:\n    tp: 4\n    ep: 4            # EP1"),
      "error", (RECIPE, "  tp4-c4:", "recipe point 'tp4-c4' (tp=4 ep=4 dp-attn=false conc=4) is not in the search space "
-                                    f"of master entry {SEED} ({MASTER}:88)")),
+                                    f"of master entry {SEED} ({MASTER}:90)")),
     ("master-point-not-in-recipe",
      lambda r: _edit(r, RECIPE, "  tp4-c4:\n    tp: 4\n    ep: 1            # EP1", "  tp4-c4:\n    tp: 4\n    ep: 4            # EP1"),
      "error", (MASTER, "{ tp: 4, ep: 1, kv-offloading: none, spec-decoding: mtp, conc-list: [4, 16] }",
@@ -39,7 +39,7 @@ CASES = [
                                        f"{SEED} declares no router for it")),
     ("recipe-config-key",
      lambda r: _edit(r, RECIPE, f"config-key: {SEED}", "config-key: something-else"),
-     "error", (RECIPE, "config-key:", f"recipe says it serves 'something-else', but it is the recipe of master entry '{SEED}' ({MASTER}:87)")),
+     "error", (RECIPE, "config-key:", f"recipe says it serves 'something-else', but it is the recipe of master entry '{SEED}' ({MASTER}:89)")),
     ("recipe-model",
      lambda r: _edit(r, RECIPE, "model: deepseek-ai/DeepSeek-V4.1-Flash", "model: deepseek-ai/DeepSeek-V4-Pro"),
      "error", (RECIPE, "model:", f"recipe model 'deepseek-ai/DeepSeek-V4-Pro' differs from master entry {SEED}'s model")),

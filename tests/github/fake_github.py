@@ -9,6 +9,14 @@ from the real API.
 
 Faults: `fail(method, path_regex, status, times, headers, body)` queues failures (5xx, 429 with
 Retry-After, secondary-rate-limit 403); `page_size` forces short pages (Link headers still point on).
+
+Tokens follow GitHub's rules (`grant(token, kind, permissions)`): every endpoint must be in GitHub's
+per-endpoint permission table (`data/github-permissions.json`, kept with its source version); a token
+without the permission an endpoint needs gets GitHub's 403 "Resource not accessible by integration"
+with `X-Accepted-GitHub-Permissions`; a GITHUB_TOKEN (kind "github_token": repository permissions only,
+metadata read always) gets 404 from every organization endpoint, as on github.com. A token never
+granted is a test token with every permission. Each request must name an API version GitHub serves
+(`X-GitHub-Api-Version`); the fake answers with the version it used (`X-GitHub-Api-Version-Selected`).
 """
 
 from __future__ import annotations
@@ -24,6 +32,51 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
 T0 = "2026-10-01T00:00:00Z"
+API_VERSIONS = ("2022-11-28", "2026-03-10")      # the REST API versions GitHub serves
+LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3}
+PERMISSIONS_FILE = Path(__file__).resolve().parent / "data" / "github-permissions.json"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    verb: str
+    template: str
+    regex: re.Pattern
+    needs: tuple[tuple[str, str], ...]      # any one of (permission, access) suffices
+    org: bool                               # an organization permission (GITHUB_TOKEN: 404)
+
+
+def permission_table(path: Path = PERMISSIONS_FILE) -> list[Endpoint]:
+    """GitHub's table as (endpoint -> the permissions, any one of which grants it)."""
+    data = json.loads(path.read_text())
+    needs: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    org: set[tuple[str, str]] = set()
+    sections = {k: v for k, v in data.items() if not k.startswith("_")}
+    sections.update({k: {"permissions": v} for k, v in data["_not_in_source"].items() if k != "why"})
+    for key, section in sections.items():
+        for e in section["permissions"]:
+            ep = (e["verb"].upper(), e["requestPath"])
+            needs.setdefault(ep, []).append((key.replace("_", "-"), e["access"]))
+            if key == "members" or "Organization permissions" in section.get("displayTitle", ""):
+                org.add(ep)
+    out = []
+    for (verb, template), alternatives in needs.items():
+        rx = re.compile("^" + re.sub(r"\\{[a-z_]+\\}", "[^/]+", re.escape(template)) + "$")
+        out.append(Endpoint(verb, template, rx, tuple(alternatives), (verb, template) in org))
+    return out
+
+
+@dataclass
+class Grant:
+    kind: str                                # "github_token" | "app" | "test"
+    permissions: dict[str, str] | None       # None: every permission ("test" tokens)
+
+    def allows(self, permission: str, access: str) -> bool:
+        if self.permissions is None:
+            return True
+        granted = "read" if permission == "metadata" and self.kind == "github_token" else "none"
+        granted = max(granted, self.permissions.get(permission, "none"), key=LEVELS.__getitem__)
+        return LEVELS[granted] >= LEVELS[access]
 
 
 def _user(template: dict, login: str, type_: str = "User") -> dict:
@@ -60,6 +113,11 @@ class FakeGitHub:
     schema_errors: list[str] = field(default_factory=list)
     statuses: list[dict] = field(default_factory=list)
     dispatches: list[dict] = field(default_factory=list)
+    tokens: dict[str, Grant] = field(default_factory=dict)
+    # one row per answered request: (token, "VERB template", the permissions any one of which it needed)
+    authorised: list[tuple[str, str, tuple]] = field(default_factory=list)
+    refused: list[tuple[str, str, int]] = field(default_factory=list)    # (token, "VERB path", status)
+    api_versions: list[str] = field(default_factory=list)
 
     def __post_init__(self):
         hooks = self.corpus / "github-webhooks"
@@ -67,6 +125,9 @@ class FakeGitHub:
         self._pr_t = sync["pull_request"]
         self._user_t = self._pr_t["user"]
         self._comment_t = json.loads((hooks / "issue_comment/created.payload.json").read_text())["comment"]
+        self._review_t = json.loads((hooks / "pull_request_review/submitted.payload.json").read_text())["review"]
+        self._org_t = json.loads((hooks / "pull_request_review/submitted.with-organization.payload.json").read_text())[
+            "organization"]
         self._run_t = json.loads((hooks / "workflow_run/completed.with-pull-requests.payload.json").read_text())[
             "workflow_run"]
         self.pulls: dict[int, dict] = {}
@@ -80,6 +141,8 @@ class FakeGitHub:
         self.trees: dict[str, str] = {}
         self.permissions: dict[str, str] = {}
         self.teams: dict[tuple[str, str], set[str]] = {}
+        self.reviews: dict[int, dict] = {}           # id -> review (with "_pr")
+        self.endpoints = permission_table()
         self.faults: list[Fault] = []
         self.runners: list[dict] = []
         self._flaked: set[str] = set()
@@ -182,6 +245,24 @@ class FakeGitHub:
         self.runners.append(runner)
         return runner
 
+    def grant(self, token: str, kind: str, permissions: dict[str, str]) -> str:
+        """Register `token`: kind "github_token" (a job's GITHUB_TOKEN with its `permissions:`) or "app"
+        (an installation token with these repository and organization permissions)."""
+        self.tokens[token] = Grant(kind, {k.replace("_", "-"): v for k, v in permissions.items()})
+        return token
+
+    def add_review(self, pr: int, body: str, *, author: str = "alice", state: str = "commented",
+                   association: str = "MEMBER", commit: str | None = None) -> dict:
+        r = copy.deepcopy(self._review_t)
+        rid = next(self._ids)
+        r.update(id=rid, node_id=f"PRR_{rid}", body=body, user=_user(self._user_t, author), state=state.upper(),
+                 author_association=association, commit_id=commit or self.pulls[pr]["head"]["sha"],
+                 submitted_at=self.tick(), html_url=f"https://github.com/{self.repo}/pull/{pr}#pullrequestreview-{rid}",
+                 pull_request_url=f"https://api.github.com/repos/{self.repo}/pulls/{pr}")
+        r["_pr"] = pr
+        self.reviews[rid] = r
+        return r
+
     def fail(self, method: str, path: str, status: int, *, times: int = 1, headers: dict | None = None,
              body: dict | None = None) -> None:
         self.faults.append(Fault(method, re.compile(path), status, times, headers or {},
@@ -243,6 +324,17 @@ class FakeGitHub:
             if g[3] in self.teams.get((g[1], g[2]), set()):
                 return 200, {"url": "https://x", "role": "member", "state": "active"}, "TeamMembership"
             return 404, None, None
+        if method == "GET" and (g := m(r"/orgs/([^/]+)/teams/([^/]+)")):
+            if (g[1], g[2]) not in self.teams:
+                return 404, None, None
+            return 200, self._team(g[1], g[2]), "TeamFull"
+        if method == "GET" and (g := m(rf"/repos/{r}/pulls/(\d+)/reviews/(\d+)")):
+            rv = self.reviews.get(int(g[2]))
+            if rv is None or rv["_pr"] != int(g[1]):
+                return 404, None, None
+            out = {k: v for k, v in rv.items() if k != "_pr"}
+            out["_links"] = {"html": {"href": rv["html_url"]}, "pull_request": {"href": rv["pull_request_url"]}}
+            return 200, out, "PullRequestReview"
         if method == "GET" and (g := m(rf"/repos/{r}/actions/runs/(\d+)")):
             run = self.runs.get(int(g[1]))
             return (200, run, "WorkflowRun") if run else (404, None, None)
@@ -272,6 +364,40 @@ class FakeGitHub:
             self.dispatches.append({"repo": path.split("/")[2] + "/" + path.split("/")[3], **body})
             return 204, None, None
         return 404, None, None
+
+    def _team(self, org: str, slug: str) -> dict:
+        o = {**self._org_t, "login": org, "html_url": f"https://github.com/{org}", "description": None,
+             "has_organization_projects": True, "has_repository_projects": True, "public_repos": 1,
+             "public_gists": 0, "followers": 0, "following": 0, "created_at": T0, "updated_at": T0,
+             "type": "Organization", "archived_at": None}
+        return {"id": abs(hash((org, slug))) % 10**8, "node_id": f"T_{slug}", "url": "https://x", "html_url": "https://x",
+                "name": slug, "slug": slug, "description": None, "privacy": "closed", "notification_setting":
+                "notifications_enabled", "permission": "pull", "members_url": "https://x", "repositories_url": "https://x",
+                "parent": None, "members_count": len(self.teams[(org, slug)]), "repos_count": 1, "created_at": T0,
+                "updated_at": T0, "organization": o, "type": "organization"}
+
+    def endpoint(self, method: str, path: str) -> Endpoint | None:
+        hits = [e for e in self.endpoints if e.verb == method and e.regex.match(path)]
+        return min(hits, key=lambda e: e.template.count("{")) if hits else None
+
+    def check_token(self, method: str, path: str, token: str):
+        """None when the request may proceed, else GitHub's answer to it."""
+        ep = self.endpoint(method, path)
+        if ep is None:
+            self.schema_errors.append(f"{method} {path}: not in GitHub's permission table (data/github-permissions.json);"
+                                      " add the endpoint from the source table before calling it")
+            return 404, {"message": "Not Found"}, {}
+        grant = self.tokens.get(token, Grant("test", None))
+        if ep.org and grant.kind == "github_token":
+            self.refused.append((token, f"{method} {path}", 404))
+            return 404, {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}, {}
+        if not any(grant.allows(p, a) for p, a in ep.needs):
+            accepted = "; ".join(f"{p.replace('-', '_')}={a}" for p, a in ep.needs)
+            self.refused.append((token, f"{method} {path}", 403))
+            return 403, {"message": "Resource not accessible by integration",
+                         "documentation_url": "https://docs.github.com/rest"}, {"X-Accepted-GitHub-Permissions": accepted}
+        self.authorised.append((token, f"{method} {ep.template}", ep.needs))
+        return None
 
     def validate(self, kind, obj) -> None:
         from githubkit_schemas.latest import models as m
@@ -308,11 +434,21 @@ class FakeGitHub:
             headers["Link"] = f'<{base}?{urlencode(q)}>; rel="next"'
         return ({"total_count": len(items), wrap: chunk} if wrap else chunk), headers
 
-    def handle(self, method: str, raw_path: str, body: dict | None, base_url: str):
+    def handle(self, method: str, raw_path: str, body: dict | None, base_url: str, headers: dict | None = None):
         url = urlparse(raw_path)
         query = parse_qs(url.query)
+        headers_in = {k.lower(): v for k, v in (headers or {}).items()}
         with self._lock:
             self.requests.append(f"{method} {url.path}" + (f"?{url.query}" if url.query else ""))
+            version = headers_in.get("x-github-api-version")
+            self.api_versions.append(version or "")
+            if version is not None and version not in API_VERSIONS:
+                return 400, {"message": f"Unsupported 'X-GitHub-Api-Version': {version}",
+                             "documentation_url": "https://docs.github.com/rest/about-the-rest-api/api-versions"}, {}
+            token = (headers_in.get("authorization") or "").split(" ", 1)[-1]
+            refused = self.check_token(method, url.path, token)
+            if refused is not None:
+                return refused
             if self.flaky and method == "GET" and raw_path not in self._flaked:
                 self._flaked.add(raw_path)
                 headers = {"Retry-After": "1"} if self.flaky in (429, 403) else {}
@@ -345,6 +481,7 @@ class FakeGitHub:
                 self.validate(kind, obj)
             if status == 404:
                 obj = {"message": "Not Found", "documentation_url": "https://docs.github.com/rest"}
+            headers["X-GitHub-Api-Version-Selected"] = version or API_VERSIONS[0]
             return status, obj, headers
 
 
@@ -358,7 +495,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, method: str) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length)) if length else None
-        status, obj, headers = self.fake.handle(method, self.path, body, self.base_url)
+        status, obj, headers = self.fake.handle(method, self.path, body, self.base_url, dict(self.headers.items()))
         data = b"" if obj is None else json.dumps(obj).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

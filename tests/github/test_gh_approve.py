@@ -48,7 +48,14 @@ def test_authorised_approval_of_the_head_sets_the_outputs(fake, given):
     assert any(approval.TRUSTED_WORKFLOW in r and "event=workflow_dispatch" in r for r in fake.requests)
 
 
-@pytest.mark.parametrize("association,permission", [("CONTRIBUTOR", "write"), ("MEMBER", "read"),
+def test_a_private_org_member_with_write_permission_may_approve(fake):
+    """#16.3: GitHub reports CONTRIBUTOR for members whose org membership is private."""
+    fork_pr(fake)
+    res, _, _ = approve(fake, f"/sweep approve {SHA1}", association="CONTRIBUTOR", permission="write")
+    assert res.outputs["approve-sha"] == SHA1
+
+
+@pytest.mark.parametrize("association,permission", [("OWNER", "read"), ("MEMBER", "read"),
                                                     ("COLLABORATOR", "triage"), ("NONE", "none")])
 def test_denied_approval_starts_nothing_and_says_who_may(fake, association, permission):
     fork_pr(fake)

@@ -108,7 +108,7 @@ def reply(fake, body, **kw):
     ("reply-use-pinned", "/use 9", {}, [dict(id=9, head_sha=SHA1)]),
     ("reply-use-latest", "/use", {}, [dict(id=9, head_sha=SHA1)]),
     ("reply-use-refused-at-merge", "/use 9", {}, [dict(id=9, head_sha=SHA1, conclusion="failure", artifacts=())]),
-    ("reply-use-denied", "/use", {"association": "CONTRIBUTOR"}, []),
+    ("reply-use-denied", "/use", {"permission": "read"}, []),
     ("reply-stage-denied", "/stage-results", {"permission": "read"}, []),
     ("reply-stage-refused", "/stage-results 9", {}, [dict(id=9, head_sha=SHA1, artifacts=("results_bmk",))]),
     ("reply-sweep-plan", "/sweep plan", {}, []),
@@ -141,13 +141,13 @@ def test_staging_goldens(fake):
 def test_signoff_goldens(fake):
     setup_pr(fake)
     bad = fake.add_comment(1, signoff_body("amd-dev", untick=3), author="amd-dev")
-    verify_signoff(comment_event(fake, 1, bad), settings(), lazy(fake))
+    verify_signoff(comment_event(fake, 1, bad), settings(), lazy(fake), lazy(fake))
     golden("signoff-rejected", only(fake, 1, "<!-- ci-tools:signoff-verdict -->"))
     good = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
-    verify_signoff(comment_event(fake, 1, good), settings(), lazy(fake))
+    verify_signoff(comment_event(fake, 1, good), settings(), lazy(fake), lazy(fake))
     golden("signoff-verified", only(fake, 1, "<!-- ci-tools:signoff-verdict -->"))
     other = fake.add_comment(1, signoff_body("mallory"), author="mallory")
-    verify_signoff(comment_event(fake, 1, other), settings(), lazy(fake))
+    verify_signoff(comment_event(fake, 1, other), settings(), lazy(fake), lazy(fake))
     golden("signoff-not-counted", only(fake, 1, f"<!-- ci-tools:signoff-reply {other['id']} -->"))
 
 

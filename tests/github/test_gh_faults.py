@@ -26,7 +26,7 @@ def run_all(fake, use, sign):
     outputs = [
         welcome(pr_event(fake, 1, "opened"), s, lazy(fake)).outputs["comment"] != "",
         handle_comment(comment_event(fake, 1, use), s, lazy(fake), dispatcher(fake)).outputs,
-        verify_signoff(comment_event(fake, 1, sign), s, lazy(fake)).outputs,
+        verify_signoff(comment_event(fake, 1, sign), s, lazy(fake), lazy(fake)).outputs,
     ]
     merge(fake, 1)
     outputs.append(resolve_reuse(push_event(fake), s, lazy(fake)).outputs)

@@ -47,11 +47,15 @@ def test_authorisation(comments, merged_at, expected):
     assert reuse.reuse_authorised(comments, perm, pr_number=1, merged_at=merged_at) is expected[0]
 
 
-def test_association_is_checked_before_spending_a_permission_call():
+@pytest.mark.parametrize("association", ["CONTRIBUTOR", "NONE", "FIRST_TIME_CONTRIBUTOR", "MEMBER"])
+def test_the_repository_permission_decides_not_the_association(association):
+    """#16.3: GitHub reports CONTRIBUTOR for an org member whose membership is private; the
+    collaborator-permission endpoint is what authorises, whatever the association says."""
     asked = []
-    reuse.authorise([C(1, "/use 3", "CONTRIBUTOR"), C(2, "/use 4", "NONE")], lambda l: asked.append(l) or "write",
-                    pr_number=1)
-    assert asked == []
+    writer = reuse.authorise([C(1, "/use 3", association)], lambda l: asked.append(l) or "write", pr_number=1)
+    reader = reuse.authorise([C(1, "/use 3", association)], lambda l: "read", pr_number=1)
+    assert writer.authorised and writer.pinned_run == 3 and asked == ["u1"]
+    assert not reader.authorised and "has read permission" in reader.ignored[0]
 
 
 # ---- PR side (50-52, W1) ------------------------------------------------------------------------
@@ -70,11 +74,19 @@ def test_50_synchronize_after_authorisation_skips_the_pr_sweep(fake):
     assert res.outputs["reuse-source-pr-number"] == "1321"
 
 
-def test_51_contributor_command_does_not_skip(fake):
+def test_51_command_without_write_permission_does_not_skip(fake):
     pr_with_sweep(fake, 1321)
-    authorise(fake, 1321, "/use", association="CONTRIBUTOR")
+    authorise(fake, 1321, "/use", association="MEMBER", permission="triage")
     res, _ = run_resolve(fake, pr_event(fake, 1321, "synchronize"))
     assert res.outputs["skip-pr-sweep"] == "false"
+
+
+def test_private_member_with_write_permission_skips(fake):
+    """#16.3: a maintainer whose org membership is private comments as CONTRIBUTOR."""
+    pr_with_sweep(fake, 1321)
+    authorise(fake, 1321, "/use", association="CONTRIBUTOR", permission="write")
+    res, _ = run_resolve(fake, pr_event(fake, 1321, "synchronize"))
+    assert res.outputs["skip-pr-sweep"] == "true"
 
 
 @pytest.mark.parametrize("action", ["labeled", "opened", "unlabeled", "ready_for_review"])
@@ -366,3 +378,13 @@ def test_authorisation_depends_on_time_not_on_list_order(rows, rnd):
     a = reuse.authorise(comments, perm, pr_number=1)
     b = reuse.authorise(shuffled, perm, pr_number=1)
     assert (a.authorised, a.pinned_run) == (b.authorised, b.pinned_run)
+
+
+def test_g10_an_authorised_use_does_not_stop_sweeps_of_a_pr_whose_labels_block_reuse(fake):
+    """#16.9: full-sweep-enabled + evals-only with an authorised /use: the pin would be refused at
+    merge, so the push sweeps (the gate's table said so; the pipeline used to skip). No API call."""
+    pr_with_sweep(fake, 1321, labels=("full-sweep-enabled", "evals-only"))
+    authorise(fake, 1321, "/use")
+    res, gh = run_resolve(fake, pr_event(fake, 1321, "synchronize"))
+    assert res.outputs["skip-pr-sweep"] == "false" and "evals-only" in res.messages[0]
+    assert gh.calls == 0

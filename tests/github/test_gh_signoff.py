@@ -10,6 +10,8 @@ import pytest
 from ci_tools import paths
 from ci_tools.github.flows import verify_signoff
 from ci_tools.policy import signoff
+from ci_tools.github import GitHub
+from ci_tools.github.flows import Lazy
 from gh_scenarios import REPO_ROOT, SHA1, SHA2, comment_event, lazy, pr_event, pr_with_sweep, settings
 
 CHECKLIST = signoff.parse_checklist((REPO_ROOT / paths.REVIEW_CHECKLIST).read_text(), paths.REVIEW_CHECKLIST)
@@ -35,7 +37,7 @@ def setup_pr(fake, files=(AMD,), sweep=True):
 
 def verify(fake, comment, kind="issue_comment"):
     gh = lazy(fake)
-    return verify_signoff(comment_event(fake, 1, comment, kind=kind), settings(), gh), gh
+    return verify_signoff(comment_event(fake, 1, comment, kind=kind), settings(), gh, lazy(fake)), gh
 
 
 def verdicts(fake):
@@ -84,7 +86,7 @@ def test_review_bodies_count_and_the_head_comes_from_the_api_not_the_payload(fak
     fake.pulls[1]["head"]["sha"] = SHA2
     fake.add_commit(1, SHA2)
     fake.compares[(SHA1, SHA2)] = ("ahead", [])
-    res = verify_signoff(event, settings(), lazy(fake))
+    res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
     assert res.outputs["head-sha"] == SHA2 and fake.statuses[-1]["_sha"] == SHA2
 
 
@@ -132,9 +134,52 @@ def test_rerunning_verification_twice_keeps_one_verdict_comment(fake):
 def test_team_membership_lookup_failure_fails_closed(fake):
     setup_pr(fake)
     fake.fail("GET", r"/memberships/", 403, times=5, body={"message": "Resource not accessible by integration"})
-    with pytest.raises(Exception, match="team membership"):
-        verify(fake, fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev"))
-    assert fake.statuses == []
+    res, _ = verify(fake, fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev"))
+    (st,) = fake.statuses
+    assert st["state"] == "error" and "cannot read team membership with this token" in st["description"]
+    assert "does not own" not in verdicts(fake)[0]["body"]
+
+
+def team_token_cases(fake):
+    """(name, teams client): no team token at all; the job's GITHUB_TOKEN (org endpoints answer 404)."""
+    job = fake.grant("ghs_job", "github_token", {"contents": "read", "pull-requests": "write", "statuses": "write"})
+    client = Lazy(lambda: GitHub(fake.repo, job, api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0))
+    return [("no TEAM_MEMBERSHIP_TOKEN", None), ("a GITHUB_TOKEN", client)]
+
+
+@pytest.mark.parametrize("case", [0, 1], ids=["no team token", "GITHUB_TOKEN as team token"])
+def test_an_owner_is_never_told_they_do_not_own_the_files_when_teams_cannot_be_read(fake, case):
+    """#16.2: every CODEOWNERS entry is a team and a GITHUB_TOKEN cannot read teams (GitHub: 404). The
+    sign-off is not verified, with the true reason; the status is `error`, not `failure`."""
+    setup_pr(fake)
+    _, teams = team_token_cases(fake)[case]
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), teams)
+    (st,) = fake.statuses
+    assert res.outputs["state"] == st["state"] == "error"
+    assert st["description"] == "Sign-off not verified: cannot read team membership with this token"
+    (v,) = verdicts(fake)
+    assert "not verified ⚠️" in v["body"] and "cannot read team membership with this token" in v["body"]
+    assert "TEAM_MEMBERSHIP_TOKEN" in v["body"] and "does not own" not in v["body"]
+
+
+def test_an_app_token_with_members_read_verifies_team_owners(fake):
+    setup_pr(fake)
+    app = fake.grant("ghs_app", "app", {"members": "read"})
+    teams = Lazy(lambda: GitHub(fake.repo, app, api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0))
+    c = fake.add_comment(1, signoff_body("mallory"), author="mallory")
+    verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), teams)
+    assert fake.statuses[-1]["state"] == "failure" and "does not own" in verdicts(fake)[0]["body"]
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    assert verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), teams).outputs["state"] == "success"
+
+
+def test_a_users_own_entry_needs_no_team_token(fake):
+    """Files owned by a user entry are checked without any team call."""
+    from ci_tools.policy import signoff as so
+
+    check, owns, unknown = so.owner_check("alice", ["a.txt"], "*.txt @alice\n", lambda *a: 1 / 0)
+    assert check.ok and owns and unknown is None
 
 
 def test_checklist_file_is_versioned_and_parsed():

@@ -115,7 +115,7 @@ def test_gate_only_is_fast_enough_to_skip_configs(tmp_path, shared):
                           cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert proc.returncode == 0, proc.stderr
     d = json.loads(proc.stdout)
-    assert d["sweep"] and d["needs-use-lookup"] and d["concurrency-group"] == "sweep-2-active"
+    assert d["sweep"] and d["concurrency-group"] == "sweep-2-active"
 
 
 def test_unknown_label_names_the_known_ones(capsys, demo_repo):

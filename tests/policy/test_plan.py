@@ -2,6 +2,7 @@
 (spec inferencex-config-changelog-matrix.md §2.10, §3.4, §5 cases 96-110; inferencex-pr-policy.md §1.2-2.4)."""
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -377,3 +378,21 @@ def test_after_canary_releases_only_passed_families(policy, example):
     none = after_canary(p, set())
     assert not none["sweep"] and not any(none["buckets"].values())
 
+
+
+def test_output_size_is_counted_the_way_github_counts_it(policy, example):
+    """#16.7: GitHub approximates the 1 MB per-job output limit in UTF-16. A plan whose outputs are
+    well under 1,000,000 UTF-8 bytes but over it in UTF-16 must be refused before GitHub truncates it."""
+    from ci_tools.render.plan import MAX_OUTPUTS_BYTES, github_output_text, output_size, plan_outputs
+
+    p = plan_for(policy, example, [entry([SEED], scenario_type=None)], [FFF])
+    rows = p["buckets"]["single-node-agentic"]
+    row_bytes = len(json.dumps(rows[0], separators=(",", ":")).encode())
+    n = int(0.7 * MAX_OUTPUTS_BYTES / row_bytes)           # ~0.7 MB of UTF-8: over the limit in UTF-16
+    big = {**p, "buckets": {**p["buckets"], "single-node-agentic": [rows[0]] * n}}
+    text = "".join(f"{k}={v}\n" for k, v in plan_outputs(big).items())
+    assert len(text.encode()) < MAX_OUTPUTS_BYTES < output_size(text)
+    with pytest.raises(InputError, match="UTF-16"):
+        github_output_text(plan_outputs(big))
+    small = {**p, "buckets": {**p["buckets"], "single-node-agentic": [rows[0]] * (n // 3)}}
+    assert github_output_text(plan_outputs(small))

@@ -45,3 +45,23 @@ def aiperf_bin() -> str:
                 "or set CI_TOOLS_AIPERF to an aiperf executable")
 
 
+
+
+def multinode_rows() -> list[tuple[str, dict]]:
+    """Every multi-node row the example repository plans (matrix expansion, as `plan` emits them)."""
+    from ci_tools import paths
+    from ci_tools.config.masters import read_runners
+    from ci_tools.policy.matrix import Filters, expand, is_multinode
+
+    entries = read_masters(default_master_paths(REPO), REPO).entries
+    hardware = (read_runners(REPO / paths.RUNNERS, REPO).data or {}).get("hardware") or {}
+    out = []
+    for r in expand(entries, hardware, Filters()):
+        if not is_multinode(r.data) or r.data.get("run-eval"):
+            continue
+        p, d = r.data["prefill"], r.data["decode"]
+        concs = "x".join(str(c) for c in r.data["conc"])
+        scen = "agentic" if r.data.get("scenario-type") == "agentic-coding" else f"{r.data['isl']}-{r.data['osl']}"
+        name = f"{scen}-{p['num-worker']}p{d['num-worker']}d-tp{p['tp']}-tp{d['tp']}-c{concs}"
+        out.append((name, {**r.data, "config-key": r.key}))
+    return out

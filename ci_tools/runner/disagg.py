@@ -1,0 +1,533 @@
+"""One multi-node disaggregated point: from a matrix row to its Slurm launch (pure: no process, no file).
+
+The row (prefill/decode worker groups, conc list, kv-p2p-transfer, router) and its resolved recipe
+point become a `MultiNodePlan`: one worker per prefill/decode worker, the frontend, and one AIPerf
+run per concurrency of the row. `slurm_launch(plan, settings, nodes)` places it on the nodes of one
+allocation (workers in order prefill-0.., decode-0.., each on its own whole nodes; the frontend on
+the first node) and returns the exact commands:
+
+  salloc --no-shell --exclusive --nodes=N --time=M --immediate=Q   one allocation, time bounded
+  srun --jobid=J --nodelist=... --nodes=k --ntasks-per-node=1 ...   one step per worker (pyxis flags)
+  srun --jobid=J --overlap --nodelist=<node 0> ...                  the frontend step
+  scancel J                                                         cleanup, always
+
+Ports are distinct per worker (base + 10 x index), so several workers may share a host (the test
+cluster runs every slurmd on one machine) without a collision; on exclusive nodes that is harmless.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from dataclasses import dataclass, field
+
+from ci_tools.config.disagg import DisaggPoint, Group
+from ci_tools.config.recipe import render_args
+from ci_tools.errors import InputError
+from ci_tools.runner import layout
+from ci_tools.runner.plan import (AGENTIC, AGENTX_DURATION_S, AGENTX_FAST_DURATION_S, MODELS_MOUNT, SIM_ACC_ENV,
+                                  SIM_ACC_LEN, Settings, _truthy, client_argv, image_for_slurm)
+
+WORKER_PORT_BASE = 30000
+PORT_STRIDE = 10            # per worker: http, +1 bootstrap, +2 dist-init, +3 dynamo system (health)
+CLIENT_GRACE_S = 600.0
+ALLOC_MARGIN_S = 600.0      # scheduling, container start and cleanup inside the allocation
+NODE_PLACEHOLDER = "node{}"  # dry-run: the i-th node of the allocation
+
+
+@dataclass
+class SlurmSettings:
+    """Multi-node runner settings beyond the single-node `Settings` (CLI options / environment)."""
+
+    partition: str | None = None
+    account: str | None = None
+    queue_timeout_s: float = 4 * 3600.0   # salloc --immediate: give up when not granted by then
+    router_cmd: str | None = None          # replaces the frontend command (tests): {port} {prefill} {decode}
+    worker_port_base: int = WORKER_PORT_BASE
+
+
+@dataclass
+class Worker:
+    role: str
+    index: int
+    group: Group
+    argv: list[str]          # the engine command; multi-node workers get --node-rank per task
+    env: dict[str, str]
+    port: int
+    health_port: int
+    dist_port: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.role}-{self.index}"
+
+    @property
+    def log(self) -> str:
+        return f"{self.name}.log"
+
+
+@dataclass
+class Client:
+    conc: int
+    argv: list[str]
+    env: dict[str, str]
+    subdir: str              # "" when the row has one concurrency (the single-node layout)
+    result_filename: str
+
+    @property
+    def log(self) -> str:
+        return f"{self.subdir}/{layout.CLIENT_LOG}" if self.subdir else layout.CLIENT_LOG
+
+
+@dataclass
+class MultiNodePlan:
+    row: dict
+    point: DisaggPoint
+    scenario: str
+    result_filename: str
+    workers: list[Worker]
+    frontend_argv: list[str]
+    frontend_env: dict[str, str]
+    clients: list[Client]
+    duration_s: float | None
+    run_eval: bool
+    served_model: str
+    image: str
+    settings: Settings
+    slurm: SlurmSettings
+    gpus_per_node: int
+    alloc_time_min: int
+    frontend_port: int
+
+    @property
+    def gpus(self) -> int:
+        return self.point.gpus
+
+    @property
+    def nodes(self) -> int:
+        return self.point.nodes
+
+    def topology(self, placement: dict[str, list[str]] | None = None) -> dict:
+        """The worker topology as result.json.point and job.json record it."""
+        out = {"nodes": self.nodes, "gpus": self.gpus, "gpus-per-node": self.gpus_per_node,
+               "kv-transfer": self.point.kv_transfer,
+               "frontend": {k: self.point.frontend[k] for k in ("kind", "name", "version")}}
+        for g in self.point.groups:
+            out[g.role] = {"num-worker": g.key.workers, "tp": g.key.tp, "ep": g.key.ep, "dp-attn": g.key.dp_attn,
+                           "nodes-per-worker": g.nodes_per_worker, "gpus": g.gpus}
+        if self.point.kv_offload:
+            out["kv-offload"] = {k: self.point.kv_offload[k] for k in ("backend", "medium")}
+        if placement:
+            out["placement"] = dict(placement)
+        return out
+
+    def job_json(self, placement: dict[str, list[str]] | None = None) -> dict:
+        return {
+            "result-filename": self.result_filename,
+            "multinode": True,
+            "point": self.point_for(None, placement),
+            "recipe": self.point.as_dict(),
+            "row": self.row,
+            "concurrencies": [{"conc": c.conc, "dir": c.subdir, "result-filename": c.result_filename}
+                              for c in self.clients],
+            "commands": {w.name: {"argv": w.argv, "env": w.env, "log": w.log} for w in self.workers}
+            | {"frontend": {"argv": self.frontend_argv, "env": self.frontend_env, "log": layout.ROUTER_LOG}}
+            | {f"client-c{c.conc}": {"argv": c.argv, "env": c.env, "log": c.log} for c in self.clients},
+        }
+
+    def point_for(self, client: Client | None, placement: dict[str, list[str]] | None = None) -> dict:
+        """job.json `point` (for one concurrency's directory when `client` is given)."""
+        p, d = self.point.prefill, self.point.decode
+        return {"name": self.point.name, "tp": p.key.tp, "ep": max(p.key.ep, d.key.ep),
+                "dp-attn": p.key.dp_attn or d.key.dp_attn,
+                "conc": client.conc if client else [c.conc for c in self.clients],
+                "gpus": self.gpus, "scenario": self.scenario, "duration": self.duration_s,
+                "model": self.served_model, "config-key": self.row.get("config-key"),
+                "runner": self.row.get("runner"), "image": self.image, "run-eval": self.run_eval,
+                "topology": self.topology(placement)}
+
+
+def check_row(row: dict) -> list[str]:
+    problems = []
+    for key in ("prefill", "decode", "conc", "image", "model"):
+        if key not in row:
+            problems.append(f"the row has no `{key}`")
+    for role in ("prefill", "decode"):
+        w = row.get(role) or {}
+        for extra in ("pp", "dcp-size", "pcp-size"):
+            if int(w.get(extra, 1)) != 1:
+                problems.append(f"{role} `{extra}: {w[extra]}` is not supported by the disaggregated launcher")
+    if int((row.get("decode") or {}).get("num-worker", 1)) == 0:
+        problems.append("decode num-worker 0 (aggregated multi-node) is not supported by the disaggregated launcher")
+    scenario = row.get("scenario-type", "fixed-seq-len")
+    if scenario != AGENTIC and ("isl" not in row or "osl" not in row):
+        problems.append("fixed-sequence rows need `isl` and `osl`")
+    return problems
+
+
+def _concs(row: dict) -> list[int]:
+    conc = row.get("conc")
+    return [int(c) for c in conc] if isinstance(conc, list) else [int(conc)]
+
+
+def _tag(g: Group) -> str:
+    return f"tp{g.key.tp}-ep{g.key.ep}-dpa{'true' if g.key.dp_attn else 'false'}-nw{g.key.workers}"
+
+
+def result_filename(row: dict, point: DisaggPoint, concs: list[int], runner_name: str = "") -> str:
+    """Like the single-node name, with both sides' topology in place of tp/ep/dpa."""
+    base = (f"{row.get('exp-name', 'run')}_{row.get('precision', '')}_{row.get('framework', '')}"
+            f"_prefill-{_tag(point.prefill)}_decode-{_tag(point.decode)}_spec-{row.get('spec-decoding', 'none')}"
+            f"_conc{'x'.join(str(c) for c in concs)}")
+    if runner_name:
+        base += f"_{runner_name}"
+    return base.replace("/", "-").replace(" ", "-")
+
+
+def _hicache_args(point: DisaggPoint, group: Group, row: dict, gpus_per_node: int) -> dict:
+    """--hicache-size per rank from the row's per-node DRAM budget (total-cpu-dram-gb)."""
+    off = point.kv_offload
+    if not off or group.role not in (off.get("workers") or ["prefill"]):
+        return {}
+    budget = int(row.get("total-cpu-dram-gb") or 0)
+    if budget <= 0:
+        raise InputError("the row offloads KV to DRAM but has no total-cpu-dram-gb budget; plan it with "
+                         "`ci-tools plan` (it sizes the budget from runners.yaml)")
+    ranks_on_node = min(group.key.tp, gpus_per_node)
+    return {"hicache-size": budget // ranks_on_node}
+
+
+def worker_argv(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_per_node: int,
+                namespace: str) -> list[str]:
+    """The engine command of one worker (SGLang disaggregation flags; dynamo.sglang for Dynamo)."""
+    g = worker.group
+    k = g.key
+    kind = point.frontend.get("kind")
+    module = "dynamo.sglang" if kind == "dynamo" else "sglang.launch_server"
+    argv = ["python3", "-m", module]
+    if kind == "dynamo":
+        # file discovery on the job directory (shared by every node), TCP requests, ZMQ events: no etcd/NATS
+        argv += ["--namespace", namespace, "--discovery-backend", "file", "--request-plane", "tcp",
+                 "--event-plane", "zmq"]
+    argv += ["--model-path", f"{MODELS_MOUNT}/{model}", "--served-model-name", model,
+             "--host", "0.0.0.0", "--port", str(worker.port),
+             "--tp-size", str(k.tp), "--ep-size", str(k.ep)]
+    if k.dp_attn:
+        argv += ["--dp-size", str(k.tp), "--enable-dp-attention"]
+    argv += ["--disaggregation-mode", g.role, "--disaggregation-transfer-backend", point.kv_transfer]
+    if g.role == "prefill":
+        argv += ["--disaggregation-bootstrap-port", str(worker.port + 1)]
+    if g.nodes_per_worker > 1:
+        argv += ["--nnodes", str(g.nodes_per_worker), "--dist-init-addr", f"{{{worker.name}_node0}}:{worker.dist_port}"]
+    args = dict(g.args)
+    args.update(_hicache_args(point, g, row, gpus_per_node))
+    return argv + render_args(args)
+
+
+def frontend_argv(plan_point: DisaggPoint, port: int, workers: list[Worker], namespace: str) -> list[str]:
+    fe = plan_point.frontend
+    if fe.get("kind") == "dynamo":
+        argv = ["python3", "-m", "dynamo.frontend", "--http-host", "0.0.0.0", "--http-port", str(port),
+                "--namespace", namespace, "--discovery-backend", "file", "--request-plane", "tcp",
+                "--event-plane", "zmq"]
+    else:
+        argv = ["python3", "-m", "sglang_router.launch_router", "--host", "0.0.0.0", "--port", str(port),
+                "--pd-disaggregation"]
+        for w in workers:
+            url = f"http://{{{w.name}_node0}}:{w.port}"
+            argv += ["--prefill", url, str(w.port + 1)] if w.role == "prefill" else ["--decode", url]
+    return argv + render_args(fe.get("args") or {})
+
+
+def _job_tag(result_filename: str) -> str:
+    import hashlib
+
+    return "cit-" + hashlib.sha256(result_filename.encode()).hexdigest()[:12]
+
+
+def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_dir: str,
+                         gpus_per_node: int | None, slurm: SlurmSettings | None = None) -> MultiNodePlan:
+    slurm = slurm or SlurmSettings()
+    problems = check_row(row)
+    if str(row.get("image")) != point.image:
+        problems.append(f"the row's image {row.get('image')!r} differs from the recipe's {point.image!r}; "
+                        "the master entry and the recipe must pin the same digest")
+    if "@sha256:" not in point.image:
+        problems.append(f"the recipe image {point.image!r} is not pinned by digest (@sha256:...)")
+    if row.get("kv-p2p-transfer") and str(row["kv-p2p-transfer"]) != point.kv_transfer:
+        problems.append(f"the row's kv-p2p-transfer {row['kv-p2p-transfer']!r} differs from the recipe's "
+                        f"kv-transfer {point.kv_transfer!r}")
+    router = row.get("router") or {}
+    if router and (router.get("name"), str(router.get("version"))) != (point.frontend.get("name"),
+                                                                        str(point.frontend.get("version"))):
+        problems.append(f"the row's router {router.get('name')} {router.get('version')} differs from the recipe's "
+                        f"frontend {point.frontend.get('name')} {point.frontend.get('version')}")
+    if not gpus_per_node:
+        problems.append(f"runner {row.get('runner')!r} has no gpus-per-node in runners.yaml: workers cannot be "
+                        "placed on nodes")
+    else:
+        for g in point.groups:
+            if g.nodes_per_worker * gpus_per_node != g.key.tp:
+                problems.append(f"{g.role} workers are tp{g.key.tp} on {g.nodes_per_worker} node(s) of "
+                                f"{gpus_per_node} GPUs: each worker must fill whole nodes")
+    if problems:
+        raise InputError("; ".join(problems))
+
+    scenario = row.get("scenario-type", "fixed-seq-len")
+    run_eval = _truthy(row.get("run-eval")) or _truthy(row.get("eval-only"))
+    fast = _truthy(row.get("agentx-fast"))
+    duration: float | None = None
+    if scenario == AGENTIC:
+        duration = float(AGENTX_FAST_DURATION_S if fast else row.get("duration", AGENTX_DURATION_S))
+        if settings.duration_override_s is not None:
+            duration = settings.duration_override_s
+    model = str(row["model"])
+    concs = _concs(row)
+    rf = result_filename(row, point, concs, settings.runner_name)
+    namespace = _job_tag(rf)
+
+    env_extra: dict[str, str] = {}
+    if not run_eval and point.synthetic_acceptance is not None:
+        env_extra[SIM_ACC_LEN] = f"{point.synthetic_acceptance:g}"
+        env_extra.update(SIM_ACC_ENV)
+    workers: list[Worker] = []
+    index = 0
+    for g in point.groups:
+        for i in range(g.key.workers):
+            port = slurm.worker_port_base + PORT_STRIDE * index
+            w = Worker(g.role, i, g, [], {}, port, port + 3, port + 2)
+            env = dict(g.env) | env_extra
+            if point.frontend.get("kind") == "dynamo":
+                env |= {"DYN_FILE_KV": f"{out_dir}/{layout.DYNAMO_STORE}", "DYN_SYSTEM_PORT": str(w.health_port)}
+            w.env = env
+            if settings.server_cmd:
+                w.argv = [a.format(port=port, model=model, role=g.role, bootstrap=port + 1)
+                          for a in shlex.split(settings.server_cmd)]
+            else:
+                w.argv = worker_argv(point, w, model, row, gpus_per_node or 1, namespace)
+            workers.append(w)
+            index += 1
+    fport = settings.port
+    if slurm.router_cmd:
+        urls = {role: [f"http://{{{w.name}_node0}}:{w.port}" for w in workers if w.role == role]
+                for role in ("prefill", "decode")}
+        fargv = []
+        for word in shlex.split(slurm.router_cmd):
+            if word in ("{prefill}", "{decode}"):
+                fargv += urls[word.strip("{}")]
+            else:
+                fargv.append(word.format(port=fport))
+    else:
+        fargv = frontend_argv(point, fport, workers, namespace)
+    fenv = dict(point.frontend.get("env") or {})
+    if point.frontend.get("kind") == "dynamo":
+        fenv["DYN_FILE_KV"] = f"{out_dir}/{layout.DYNAMO_STORE}"
+    base_url = f"http://{{frontend_node}}:{fport}"
+    header = point.frontend.get("routing-key-header")
+    clients = []
+    if not run_eval:
+        for c in concs:
+            sub = f"conc{c}" if len(concs) > 1 else ""
+            cdir = f"{out_dir}/{sub}" if sub else out_dir
+            crow = {**row, "conc": c}
+            argv = client_argv(crow, model, settings, base_url, c, scenario, duration, fast, header, cdir)
+            clients.append(Client(c, argv, {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{layout.AIPERF_TMP}"},
+                                  sub, result_filename(row, point, [c], settings.runner_name)))
+    per_client = (duration or 0) + CLIENT_GRACE_S
+    alloc_s = settings.ready_timeout_s + per_client * max(1, len(clients)) + ALLOC_MARGIN_S
+    return MultiNodePlan(row=row, point=point, scenario=scenario, result_filename=rf, workers=workers,
+                         frontend_argv=fargv, frontend_env=fenv, clients=clients, duration_s=duration,
+                         run_eval=run_eval, served_model=model, image=point.image, settings=settings, slurm=slurm,
+                         gpus_per_node=gpus_per_node or 0, alloc_time_min=math.ceil(alloc_s / 60),
+                         frontend_port=fport)
+
+
+# ---- placement and the Slurm commands -------------------------------------------------------------
+
+
+def place(plan: MultiNodePlan, nodes: list[str]) -> dict[str, list[str]]:
+    """Worker name -> its nodes, in allocation order; `frontend` -> the first node."""
+    if len(nodes) < plan.nodes:
+        raise InputError(f"the allocation has {len(nodes)} node(s); the point needs {plan.nodes}")
+    out: dict[str, list[str]] = {}
+    i = 0
+    for w in plan.workers:
+        out[w.name] = nodes[i:i + w.group.nodes_per_worker]
+        i += w.group.nodes_per_worker
+    out["frontend"] = [nodes[0]]
+    return out
+
+
+def fill(text: str, placement: dict[str, list[str]], addresses: dict[str, str] | None = None) -> str:
+    """Placeholders -> where to reach a worker's first node: Slurm's NodeAddr (the name by default)."""
+    addr = addresses or {}
+    for name, nodes in placement.items():
+        text = text.replace(f"{{{name}_node0}}", addr.get(nodes[0], nodes[0]))
+    fe = placement["frontend"][0]
+    return text.replace("{frontend_node}", addr.get(fe, fe))
+
+
+@dataclass
+class Step:
+    name: str                      # prefill-0, decode-1, frontend
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    log: str = ""
+
+
+def job_name(plan: MultiNodePlan) -> str:
+    return _job_tag(plan.result_filename)
+
+
+def alloc_argv(plan: MultiNodePlan) -> list[str]:
+    s = plan.slurm
+    argv = ["salloc", "--no-shell", f"--job-name={job_name(plan)}", f"--nodes={plan.nodes}", "--exclusive",
+            f"--time={plan.alloc_time_min}", f"--immediate={math.ceil(s.queue_timeout_s)}"]
+    if s.partition:
+        argv.append(f"--partition={s.partition}")
+    if s.account:
+        argv.append(f"--account={s.account}")
+    return argv
+
+
+def _container(plan: MultiNodePlan, env: dict[str, str], out_dir: str) -> list[str]:
+    s = plan.settings
+    mounts = f"{s.model_store}:{MODELS_MOUNT}:ro,{s.hf_cache}:/root/.cache/huggingface,{out_dir}:{out_dir}"
+    argv = [f"--container-image={image_for_slurm(plan.image)}", f"--container-mounts={mounts}",
+            "--container-remap-root", "--no-container-mount-home"]
+    if env:
+        argv.append(f"--container-env={','.join(env)}")
+    return argv
+
+
+def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]], out_dir: str,
+                 addresses: dict[str, str] | None = None) -> list[Step]:
+    steps = []
+    for w in plan.workers:
+        nodes = placement[w.name]
+        k = len(nodes)
+        argv = ["srun", f"--jobid={jobid}", f"--job-name={w.name}", f"--nodelist={','.join(nodes)}",
+                f"--nodes={k}", f"--ntasks={k}", "--ntasks-per-node=1",
+                f"--gpus-per-node={w.group.key.tp // k}", "--kill-on-bad-exit=1", "--label" if k > 1 else ""]
+        argv = [a for a in argv if a] + _container(plan, w.env, out_dir)
+        engine = [fill(a, placement, addresses) for a in w.argv]
+        if k > 1:
+            # one task per node; each passes its step-relative node index as SGLang's --node-rank
+            engine = ["bash", "-c", 'exec "$@" --node-rank "$SLURM_NODEID"', "bash", *engine]
+        steps.append(Step(w.name, argv + engine, dict(w.env), w.log))
+    fe = placement["frontend"]
+    argv = ["srun", f"--jobid={jobid}", "--job-name=frontend", "--overlap", f"--nodelist={fe[0]}", "--nodes=1",
+            "--ntasks=1"] + _container(plan, plan.frontend_env, out_dir)
+    steps.append(Step("frontend", argv + [fill(a, placement, addresses) for a in plan.frontend_argv],
+                      dict(plan.frontend_env),
+                      layout.ROUTER_LOG))
+    return steps
+
+
+@dataclass(frozen=True)
+class ReadyCheck:
+    step: str                 # whose process must stay alive meanwhile
+    url: str
+    expect: tuple = ()        # ("model", name) | ("workers", prefill, decode): what the body must say
+
+
+def ready_checks(plan: MultiNodePlan, placement: dict[str, list[str]],
+                 addresses: dict[str, str] | None = None) -> list[ReadyCheck]:
+    """In order: every worker's health, then the frontend's health, then its registration of the
+    workers: sglang-router's /workers lists every prefill and decode worker healthy; Dynamo's
+    /v1/models names the model once a worker has registered it."""
+    addr = addresses or {}
+    out = []
+    dynamo = plan.point.frontend.get("kind") == "dynamo"
+    for w in plan.workers:
+        port = w.health_port if dynamo and not plan.settings.server_cmd else w.port
+        node = placement[w.name][0]
+        out.append(ReadyCheck(w.name, f"http://{addr.get(node, node)}:{port}/health"))
+    node = placement["frontend"][0]
+    fe = f"http://{addr.get(node, node)}:{plan.frontend_port}"
+    out.append(ReadyCheck("frontend", f"{fe}/health"))
+    if dynamo:
+        out.append(ReadyCheck("frontend", f"{fe}/v1/models", ("model", plan.served_model)))
+    else:
+        out.append(ReadyCheck("frontend", f"{fe}/workers", ("workers", plan.point.prefill.key.workers,
+                                                          plan.point.decode.key.workers)))
+    return out
+
+
+def registered(expect: tuple, body: str) -> bool:
+    """Whether a readiness answer says what `expect` needs (pure; malformed bodies say no)."""
+    if not expect:
+        return True
+    import json
+
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    if not isinstance(data, dict):
+        return False
+    if expect[0] == "model":
+        models = data.get("data")
+        return isinstance(models, list) and any(isinstance(m, dict) and m.get("id") == expect[1] for m in models)
+    if expect[0] == "workers":
+        workers = data.get("workers")
+        if not isinstance(workers, list):
+            return False
+        healthy = [w for w in workers if isinstance(w, dict) and w.get("is_healthy") is True]
+        kinds = [w.get("worker_type") for w in healthy]
+        return kinds.count("prefill") >= expect[1] and kinds.count("decode") >= expect[2]
+    return False
+
+
+def describe_check(c: ReadyCheck) -> str:
+    if not c.expect:
+        return c.url
+    if c.expect[0] == "model":
+        return f"{c.url} (lists {c.expect[1]})"
+    return f"{c.url} ({c.expect[1]} prefill + {c.expect[2]} decode healthy)"
+
+
+def client_commands(plan: MultiNodePlan, placement: dict[str, list[str]],
+                    addresses: dict[str, str] | None = None) -> list[Client]:
+    return [Client(c.conc, [fill(a, placement, addresses) for a in c.argv], dict(c.env), c.subdir,
+                   c.result_filename)
+            for c in plan.clients]
+
+
+def _shell(argv: list[str], env: dict[str, str] | None = None, width: int = 100) -> str:
+    from ci_tools.runner.backends import Launch
+
+    return Launch("", argv, dict(env or {})).shell(width)
+
+
+def render_dry_run(plan: MultiNodePlan, out_dir: str) -> str:
+    """The complete launch, with node<i> standing for the i-th node of the allocation (golden-tested)."""
+    nodes = [NODE_PLACEHOLDER.format(i) for i in range(plan.nodes)]
+    placement = place(plan, nodes)
+    pt = plan.point
+    p, d = pt.prefill, pt.decode
+    lines = [f"# job {plan.result_filename}",
+             f"# recipe {pt.recipe_file} point {pt.name}: prefill {p.key.describe()}, decode {d.key.describe()}; "
+             f"{plan.gpus} GPUs on {plan.nodes} node(s) of {plan.gpus_per_node}, kv-transfer {pt.kv_transfer}, "
+             f"frontend {pt.frontend.get('kind')} ({pt.frontend.get('name')} {pt.frontend.get('version')}), "
+             f"backend slurm",
+             f"# scenario {plan.scenario}" + (f", duration {plan.duration_s:g} s" if plan.duration_s else "")
+             + f", concurrencies {' '.join(str(c.conc) for c in plan.clients) or '(none: eval run)'}"
+             + (", eval run: no synthetic acceptance, no throughput client" if plan.run_eval else ""),
+             "# node<i> is the i-th node of the allocation (`scontrol show hostnames`); placement: "
+             + ", ".join(f"{k} on {'+'.join(v)}" for k, v in placement.items()),
+             "",
+             "# allocation (exclusive, time bounded; its job id J comes from salloc's `Granted job allocation J`)",
+             _shell(alloc_argv(plan)),
+             "# then: squeue --noheader --format=%N --jobs=J  ->  scontrol show hostnames <list>; "
+             "each node's NodeAddr (scontrol show node) is where it is reached"]
+    for step in worker_steps(plan, "J", placement, out_dir):
+        lines += ["", f"# {step.name} (log: {step.log})", _shell(step.argv, step.env)]
+    lines += ["", "# readiness, in order (deadline "
+              f"{plan.settings.ready_timeout_s:g} s): "
+              + " then ".join(describe_check(c) for c in ready_checks(plan, placement))]
+    for c in client_commands(plan, placement):
+        lines += ["", f"# client conc {c.conc} (log: {c.log})", _shell(c.argv, c.env)]
+    lines += ["", "# cleanup on success, failure, timeout and cancel: every step ends with the allocation",
+              f"# stop: scancel J  (and, if salloc never printed J: scancel --name={job_name(plan)})"]
+    return "\n".join(lines) + "\n"
