@@ -129,7 +129,8 @@ def test_a_cross_field_rule_of_the_selected_config_is_refused(capsys, repo):
          "  runner: cluster:gb300-nvv\n  precision: fp4\n  framework: sglang\n  multinode: false\n  recipe:")
     commit(repo, "undeclared runner label")
     code, _, err = plan(capsys, repo, base="base")
-    assert code == 1 and "runner label 'cluster:gb300-nvv' is not declared" in err and f"{MASTER}:83:" in err
+    line = (repo / MASTER).read_text().splitlines().index("  runner: cluster:gb300-nvv") + 1
+    assert code == 1 and "runner label 'cluster:gb300-nvv' is not declared" in err and f"{MASTER}:{line}:3:" in err
 
 
 def test_an_unrelated_invalid_config_does_not_block_the_plan(capsys, repo):
