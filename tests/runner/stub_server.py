@@ -94,13 +94,17 @@ def main() -> None:
     p.add_argument("--model", default="stub")
     p.add_argument("--tokens", type=int, default=8)
     p.add_argument("--ttft", type=float, default=0.01)
-    p.add_argument("--itl", type=float, default=0.002)
+    # 20 ms between token chunks: at 2 ms a client slowed by a busy test machine read several chunks at
+    # once and measured an ITL of 0, which `results process` (rightly) judges a broken measurement
+    p.add_argument("--itl", type=float, default=0.02)
     p.add_argument("--never-ready", action="store_true")
     p.add_argument("--die-after", type=int, default=0)
     p.add_argument("--fail-every", type=int, default=0)
     ARGS = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
+    # what the scheduler or backend gave the "engine" (the Slurm tests read it from the log)
+    print(f"stub: CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}", flush=True)
     print(f"stub: serving {ARGS.model} on 127.0.0.1:{ARGS.port}", flush=True)
     server.serve_forever()
 
