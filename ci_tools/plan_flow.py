@@ -124,7 +124,7 @@ def _policy_at(git, ref: str):
     from ci_tools.policy.labels import DEFAULT_POLICY_NAME, default_policy, policy_from_text
 
     sha = git.rev_parse(ref)
-    blob = git.show(sha, paths.POLICY)
+    blob = git.show(ref, paths.POLICY)  # by the ref name: resolved once already, no second rev-parse
     if blob is None:
         note = f"no {paths.POLICY} at {ref} ({sha[:12]}): the labels mean what {DEFAULT_POLICY_NAME} says"
         return default_policy(), {"file": None, "ref": sha, "default": True}, note
