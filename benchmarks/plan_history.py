@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import os
 import resource
 import shutil
@@ -70,7 +71,7 @@ def outcome(proc: subprocess.CompletedProcess) -> str:
 
 def stats(values: list[float]) -> dict:
     values = sorted(values)
-    return {"median": round(statistics.median(values), 3), "p90": round(values[int(0.9 * (len(values) - 1))], 3),
+    return {"median": round(statistics.median(values), 3), "p90": round(values[math.ceil(0.9 * (len(values) - 1))], 3),
             "max": round(values[-1], 3), "total": round(sum(values), 1)}
 
 
