@@ -23,6 +23,22 @@ _REPO = click.option("--repo", metavar="OWNER/NAME",
                           " else $GITHUB_REPOSITORY, else the origin remote.")
 
 
+_FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
+                       show_default=True, help="text for people, json for tools, github for a workflow annotation.")
+
+
+def _report(fmt: str, file: str, changed: bool, message: str) -> None:
+    """What a rewriting command did, in the three formats every command speaks."""
+    if fmt == "json":
+        click.echo(json.dumps({"file": file, "changed": changed, "message": message}, ensure_ascii=False))
+    elif fmt == "github":
+        from ci_tools.render.findings import _escape_data, _escape_property
+
+        click.echo(f"::notice file={_escape_property(file)},title=changelog::{_escape_data(message)}")
+    else:
+        click.echo(message)
+
+
 def _pr_option(required: bool):
     return click.option("--pr", type=click.IntRange(min=1), required=required, metavar="N",
                         help="Pull request number.")
@@ -68,7 +84,7 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
 
     Both versions are read from git objects, not from the working tree. With --pr (PR mode) new
     entries may use the placeholder XXX or the PR's own link; without it (main mode) only
-    canonical links pass. Exit 0 accepted, 1 rejected, 2 usage error.
+    canonical links pass. Exit 0 accepted, 1 rejected, 2 usage error or missing input (unknown ref, missing file).
 
     \b
     Examples:
@@ -89,22 +105,38 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
         raise UsageError("give --base REF and --head REF (or --staged for the pre-commit check)")
     git = Git(".")
     how = None
+    # The missing-entry rule judges a whole change (a PR, a branch); a commit or a pushed range is
+    # only part of one (the entry may come in another commit), so those skip it.
+    whole_change = not staged
     if hook:
         target = shell.hook_target(git, dict(os.environ), file)
         base, head, how = target.base, target.head, target.how
         staged = head is None
+        whole_change = target.kind == "branch"
     local = (staged or hook) and pr is None
     src = shell.read_sources(git, base=base, head=None if staged else head, file=file, masters=masters)
     repo = shell.check_repo(repo) if repo else shell.default_repo(git, None if staged else head)
     mode = Mode(repo=repo, pr=pr, local=local)
     result = lint_change(src.base, src.head, file=file, mode=mode,
                          master_keys=src.master_keys, masters_label=src.masters_label)
+    if whole_change:
+        from ci_tools.changelog.coverage import missing_entry_findings
+
+        covered = {k for keys in result.resolved.values() for k in keys}
+        result.errors += missing_entry_findings(shell.changed_performance_files(git, src, file), covered,
+                                                len(result.added), file)
     fixed_note = None
     if fix and not result.ok:
         fixed_note, result = _fix(git, src, file, mode, result)
     if how and fmt == "text":
         click.echo(f"{file}: checked {how}")
     click.echo(render(result, file, fmt))
+    if fmt == "github":
+        from ci_tools.github.actions import append_step_summary
+        from ci_tools.render.findings import summary_markdown
+
+        verdict = "accepted, " + _summary(result) if result.ok else f"rejected, {len(result.errors)} error(s)"
+        append_step_summary(summary_markdown(f"changelog lint (`{file}`)", verdict, result.errors))
     if fixed_note:
         click.echo(fixed_note, err=fmt != "text")
         sys.exit(1)
@@ -139,15 +171,16 @@ def render(result, file: str, fmt: str) -> str:
              for e in result.added]
     if fmt == "json":
         return json.dumps({"ok": result.ok,
-                           "errors": [{"line": f.line, "message": f.message, "hint": f.hint} for f in result.errors],
+                           "errors": [{"file": f.file, "line": f.line, "message": f.message, "hint": f.hint}
+                                      for f in result.errors],
                            "added": added, "corrections": result.corrections}, indent=2, ensure_ascii=False,
                           default=str)  # YAML dates, sets, bytes in a rejected entry: echoed as text
     if fmt == "github":
         from ci_tools.render.findings import github_annotation
 
-        lines = [github_annotation(f) for f in result.errors]
+        lines = [github_annotation(f, "changelog lint") for f in result.errors]
         if result.ok:
-            lines.append(f"::notice file={file}::{_summary(result)}")
+            lines.append(f"::notice file={file},title=changelog lint::{_summary(result)}")
         return "\n".join(lines)
     lines = [f.as_text() for f in result.errors]
     lines.append(f"{file}: {'accepted' if result.ok else 'rejected'}: "
@@ -174,7 +207,8 @@ def _summary(result) -> str:
 @click.option("--base", metavar="REF",
               help="What the PR is compared with; read at the merge base of BASE and HEAD. Default: origin/main.")
 @_FILE
-def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None:
+@_FORMAT
+def canonicalize(pr: int, repo: str | None, base: str | None, file: str, fmt: str) -> None:
     """Rewrite the placeholder pr-links of the entries appended since BASE to the PR's link.
 
     Reads the working-tree file, changes no other byte, and writes it back only when it changed.
@@ -203,17 +237,18 @@ def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None
     head = _read(target, file)
     out = run(git.show(base, file), head, file=file, repo=repo, pr=pr)
     if out == head:
-        click.echo(f"{file} already links PR #{pr}; nothing to do")
+        _report(fmt, file, False, f"{file} already links PR #{pr}; nothing to do")
         return
     target.write_bytes(out)
-    click.echo(f"{file}: pr-links of the new entries now point to PR #{pr}")
+    _report(fmt, file, True, f"{file}: pr-links of the new entries now point to PR #{pr}")
 
 
 @cli.command("resolve-conflict", short_help="Resolve a changelog-only conflict of merging main into a PR.")
 @_pr_option(True)
 @_REPO
 @_FILE
-def resolve_conflict(pr: int, repo: str | None, file: str) -> None:
+@_FORMAT
+def resolve_conflict(pr: int, repo: str | None, file: str, fmt: str) -> None:
     """Resolve a merge of main into the PR that conflicts only on the changelog.
 
     Starts from main's version and re-appends the PR's own entries (each once, linked to the PR),
@@ -246,7 +281,7 @@ def resolve_conflict(pr: int, repo: str | None, file: str) -> None:
     n = len(check.added)
     kept = (f"plus {n} entr{'y' if n == 1 else 'ies'} of PR #{pr}" if n
             else f"with the {check.corrections} pr-link correction(s) of PR #{pr}")
-    click.echo(f"{file}: resolved: main's version {kept}\nnext: git add {file} && git commit --no-edit")
+    _report(fmt, file, True, f"{file}: resolved: main's version {kept}\nnext: git add {file} && git commit --no-edit")
 
 
 def _read(target: Path, file: str) -> bytes:
