@@ -120,3 +120,15 @@ def test_node_check_refuses_before_anything_starts(job):
     assert "model: stub is not in the model store" in run.stderr
     assert not (job["out"] / "server.log").exists()
     assert json.loads((job["out"] / "status.json").read_text())["phase"] == "check"
+
+
+def test_port_zero_picks_free_ports_per_job(tmp_path):
+    import re
+
+    res = _dry(tmp_path, "docker", {}, ["--port", "0", "--worker-port", "0"])
+    assert res.exit_code == 0, res.output
+    [engine] = set(re.findall(r"--port (\d+) --tp-size", res.output))
+    [client] = set(re.findall(r"--url http://127.0.0.1:(\d+)", res.output))
+    assert engine == client and int(engine) not in (0, 8000)
+    res = _dry(tmp_path, "slurm", {}, ["--port", "0"])
+    assert getattr(res.exception, "exit_code", None) == 2 and "the engine runs on a compute node" in str(res.exception)
