@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ci_tools.errors import Finding, InputError
 from ci_tools.results import metrics as m
-from ci_tools.results import records
+from ci_tools.results import intervals, records
 from ci_tools.results.validity import Requirements, check, config_echo
 from ci_tools.runner import layout
 
@@ -119,6 +119,8 @@ def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
         "valid": not failures,
         "failures": [f.as_dict() for f in failures],
         **measured,
+        # how precisely this run pinned its percentiles (results compare weighs changes with it)
+        "headline_ci": intervals.headline_intervals(scan.itl_ms, scan.ttft_ms),
         "aiperf": aiperf,
     }
 
