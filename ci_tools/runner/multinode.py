@@ -29,6 +29,7 @@ from ci_tools.runner.job import JobFailed, tail_file
 from ci_tools.runner.ready import NotReady, Probe, wait_ready
 
 GRANTED = re.compile(r"Granted job allocation (\d+)")
+PENDING = re.compile(r"Pending job allocation (\d+)")   # salloc's id while queued: cancellable by id
 STOP_GRACE_S = 2.0
 ALLOCATION_LOG = "allocation.log"
 
@@ -89,14 +90,23 @@ def _http_status(url: str, expect: tuple = ()) -> int | None:
     return res.status_code
 
 
-def _allocate(plan: MultiNodePlan, out: Path, say: Callable[[str], None], deadline_s: float) -> tuple[str, _Proc]:
-    """salloc blocks until granted (or --immediate expires); returns the job id it printed."""
+def _allocate(plan: MultiNodePlan, out: Path, say: Callable[[str], None], deadline_s: float,
+              seen: dict) -> tuple[str, _Proc]:
+    """salloc blocks until granted (or --immediate expires); returns the job id it printed. While it
+    waits, `seen["jobid"]` is the pending job's id, so a cancel can scancel it by id."""
     proc = _start("allocation", alloc_argv(plan), {}, out / ALLOCATION_LOG)
+    seen["salloc"] = proc
     say(f"requesting {plan.nodes} node(s) for {plan.alloc_time_min} min: {' '.join(alloc_argv(plan)[:4])} ...")
     start = time.monotonic()
     while True:
-        m = GRANTED.search(proc.log.read_text(encoding="utf-8", errors="replace"))
+        text = proc.log.read_text(encoding="utf-8", errors="replace")
+        pending = PENDING.search(text)
+        if pending and "jobid" not in seen:
+            seen["jobid"] = pending.group(1)
+            say(f"allocation {pending.group(1)} is queued")
+        m = GRANTED.search(text)
         if m:
+            seen["jobid"] = m.group(1)
             say(f"allocation {m.group(1)} granted")
             return m.group(1), proc
         code = proc.popen.poll()
@@ -174,7 +184,7 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *, client_
     out.mkdir(parents=True, exist_ok=True)
     status: dict = {"ok": False, "phase": "allocate", "reason": "", "exit_code": 1}
     procs: list[_Proc] = []
-    jobid: str | None = None
+    seen: dict = {}
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
 
     def on_signal(signum, frame):  # noqa: ARG001
@@ -184,8 +194,7 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *, client_
         signal.signal(s, on_signal)
     write_job_files(plan, out, None, commands_text)
     try:
-        jobid, salloc = _allocate(plan, out, say, plan.slurm.queue_timeout_s + 60)
-        procs.append(salloc)
+        jobid, _ = _allocate(plan, out, say, plan.slurm.queue_timeout_s + 60, seen)
         status["slurm-job"] = jobid
         nodes = _nodes(jobid)
         placement = place(plan, nodes)
@@ -198,7 +207,7 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *, client_
         for step in steps:
             say(f"starting {step.name} (log: {out / step.log})")
             procs.append(_start(step.name, step.argv, step.env, out / step.log))
-        services = procs[1:]
+        services = list(procs)
 
         def dead() -> tuple[str, int] | None:
             for p in services:
@@ -269,8 +278,8 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *, client_
         for s in previous:
             signal.signal(s, signal.SIG_IGN)
         try:
-            _cancel(jobid, plan, say)  # ends every step of the allocation, on every node
-            for p in reversed(procs):
+            _cancel(seen.get("jobid"), plan, say)  # ends every step of the allocation, on every node
+            for p in reversed(procs + ([seen["salloc"]] if "salloc" in seen else [])):
                 _stop(p)
             shutil.rmtree(out / layout.AIPERF_TMP, ignore_errors=True)
             (out / layout.STATUS_JSON).write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")

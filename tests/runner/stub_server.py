@@ -102,6 +102,9 @@ def main() -> None:
     server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
     print(f"stub: serving {ARGS.model} on 127.0.0.1:{ARGS.port}", flush=True)
+    if os.environ.get("SLURMD_NODENAME"):  # where Slurm placed this process (multi-node tests)
+        print(f"stub: slurm node {os.environ['SLURMD_NODENAME']} job {os.environ.get('SLURM_JOB_ID')} "
+              f"step {os.environ.get('SLURM_STEP_ID')}", flush=True)
     server.serve_forever()
 
 
