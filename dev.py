@@ -91,6 +91,36 @@ def ensure_router() -> None:
     os.environ["CI_TOOLS_ROUTER_PYTHON"] = str(bin_dir / "python")
 
 
+SLURM_PROGRAMS = ("slurmctld", "slurmd", "srun", "sbatch", "squeue", "scancel", "munged", "munge")
+SLURM_PACKAGES = ("slurm-wlm", "munge")
+
+
+def ensure_slurm() -> None:
+    """The runner tests start a real one-node Slurm (tests/runner/slurm_cluster.py): Debian's
+    slurm-wlm and munge. Installed with apt-get when missing (CI runs as root on a fresh machine);
+    nothing is done when they are there. The daemons are started by the tests, not here."""
+    import shutil
+
+    missing = [p for p in SLURM_PROGRAMS if shutil.which(p) is None]
+    if not missing:
+        return
+    hint = f"install {' and '.join(SLURM_PACKAGES)} (Debian/Ubuntu: apt-get install {' '.join(SLURM_PACKAGES)})"
+    if sys.platform != "linux" or shutil.which("apt-get") is None:
+        sys.exit(f"the Slurm tests need {', '.join(missing)}: {hint}")
+    if os.geteuid() != 0:
+        sys.exit(f"the Slurm tests need {', '.join(missing)}; run as root (CI does) or {hint} yourself")
+    print(f"installing {' '.join(SLURM_PACKAGES)} for the Slurm tests (missing: {', '.join(missing)})", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-q"],
+                ["apt-get", "install", "-y", "-q", "--no-install-recommends", *SLURM_PACKAGES]):
+        rc = run(cmd, env=env, stdout=subprocess.DEVNULL)
+        if rc != 0:
+            sys.exit(f"`{' '.join(cmd)}` failed (exit {rc}); {hint}")
+    still = [p for p in SLURM_PROGRAMS if shutil.which(p) is None]
+    if still:
+        sys.exit(f"after installing {' '.join(SLURM_PACKAGES)}, {', '.join(still)} are still missing")
+
+
 def demo() -> int:
     ensure_env("")
     return run([PY, ROOT / "examples" / "demo.py"])
@@ -100,6 +130,7 @@ def test(args: list[str]) -> int:
     ensure_env("test")
     ensure_aiperf()
     ensure_router()
+    ensure_slurm()
     rc = run([PY, "-m", "pytest", *args], cwd=ROOT)
     if rc == 5:
         print("pytest collected no tests: that is a failure here, not a pass", file=sys.stderr)

@@ -11,6 +11,11 @@ import importlib
 import os
 import sys
 
+if sys.argv[1:3] == ["runner", "run"]:  # before the slow imports: a cancel then is not lost
+    from ci_tools.runner import early
+
+    early.defer()
+
 import click
 
 from ci_tools import __version__

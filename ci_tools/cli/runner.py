@@ -67,16 +67,27 @@ def _recipe_path(row: dict, root: Path, row_path: Path) -> Path:
     return root / str(entry["recipe"])
 
 
-def _gpus_per_node(row: dict, root: Path) -> int | None:
+def _hardware(row: dict, root: Path) -> dict:
+    """runners.yaml `hardware:` facts of the row's runner label ({} when none)."""
     from ci_tools import paths
     from ci_tools.config.masters import read_runners
 
     path = root / paths.RUNNERS
     if not path.is_file() or not row.get("runner"):
-        return None
+        return {}
     hw = (read_runners(path, root).data or {}).get("hardware") or {}
-    value = (hw.get(row["runner"]) or {}).get("gpus-per-node")
-    return int(value) if value else None
+    return hw.get(row["runner"]) or {}
+
+
+def _gpu_list(gpus: str | None) -> list[str] | None:
+    """The GPUs this runner was given: --gpus / CI_TOOLS_GPUS, else CUDA_VISIBLE_DEVICES, else all."""
+    text = gpus if gpus is not None else os.environ.get("CUDA_VISIBLE_DEVICES")
+    if text is None:
+        return None
+    devices = [d.strip() for d in text.split(",") if d.strip()]
+    if not devices:
+        raise UsageError("the runner was given no GPU (--gpus / CUDA_VISIBLE_DEVICES is empty)")
+    return devices
 
 
 @cli.command("run")
@@ -96,20 +107,28 @@ def _gpus_per_node(row: dict, root: Path) -> int | None:
 @click.option("--tokenizer", help="Tokenizer for AIPerf (default: the row's model).")
 @click.option("--dataset", default=None, help="AIPerf public dataset, or synthetic:ISL:OSL (offline tests).")
 @click.option("--server-cmd", help="Replace the engine command ({port}, {model} filled in); for tests and smoke runs.")
+@click.option("--router-cmd", help="Replace the router command ({port}, {worker_port}; multi-node frontend: {port}, "
+              "{prefill}, {decode} URLs); for tests.")
 @click.option("--port", type=int, default=8000, show_default=True, help="Port the client connects to.")
-@click.option("--router-cmd", help="Multi-node: replace the frontend command ({port}, {prefill}, {decode} URLs filled in); for tests.")
 @click.option("--worker-port", type=int, default=30000, show_default=True,
-              help="Multi-node: first worker port (worker i uses this + 10 i).")
+              help="Port of the engine behind the router (DEP points); multi-node: the first worker's port "
+              "(worker i uses this + 10 i).")
+@click.option("--gpus", envvar="CI_TOOLS_GPUS", default=None,
+              help="GPUs this runner may use, e.g. 2,3 (env CI_TOOLS_GPUS; default CUDA_VISIBLE_DEVICES, else all).")
+@click.option("--queue-timeout", type=float, default=3600.0, show_default=True,
+              help="Seconds the Slurm allocation may wait in the queue.")
 @click.option("--ready-timeout", type=float, default=4 * 3600.0, show_default=True, help="Seconds to wait for readiness.")
-@click.option("--client-timeout", type=float, default=None, help="Seconds the client may run (default: duration + 600).")
+@click.option("--client-timeout", type=float, default=None,
+              help="Seconds the client may run (default: duration + 600; 3600 for fixed-sequence rows).")
 @click.option("--duration-override", type=float, default=None, hidden=True, help="Tests only: benchmark seconds.")
 @click.option("--runner-name", envvar="RUNNER_NAME", default="", help="Concrete runner name (env RUNNER_NAME).")
 @click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
               help="github: write the job's file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
 def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, aiperf_bin: str, model_store: str,
-            hf_cache: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None, port: int,
+            hf_cache: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None,
+            router_cmd: str | None, port: int, worker_port: int, gpus: str | None, queue_timeout: float,
             ready_timeout: float, client_timeout: float | None, duration_override: float | None,
-            runner_name: str, fmt: str, router_cmd: str | None, worker_port: int) -> None:
+            runner_name: str, fmt: str) -> None:
     """Resolve the row's recipe point, start the server, wait, run AIPerf, clean up.
 
     The recipe is the row's `recipe`, or the `recipe:` of its master entry (`config-key`).
@@ -118,8 +137,11 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     With --format github the step outputs result-filename, out-dir, artifact-result,
     artifact-job and artifact-server-logs (ci_tools.runner.layout) are written before anything
     starts, so a failed or cancelled job still uploads under its own names.
-    Exit 0 when the client finished; 1 on failure (server never ready, died, client failed),
-    143 when cancelled by SIGTERM. Then run `ci-tools results process OUT`.
+    Exit 0 when the client finished; 1 on failure (not scheduled, server never ready, died,
+    client failed); 130 / 143 when cancelled by SIGINT / SIGTERM (GitHub's cancel sends both):
+    everything the job started is stopped first and status.json says so. Every phase is bounded
+    (--queue-timeout, --ready-timeout, --client-timeout); the Slurm allocation's --time is their
+    sum, and the whole must fit benchmark.yml's timeout-minutes. Then run `ci-tools results process OUT`.
 
     \b
     Example:
@@ -128,8 +150,9 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     """
     from ci_tools.config.recipe import load_recipe, resolve_point
     from ci_tools.runner import layout
-    from ci_tools.runner.backends import launches, ready_urls, render_dry_run
-    from ci_tools.runner.job import CLIENT_GRACE_S, JobFailed, run_job
+    from ci_tools.runner.backends import Host, job_id, launches, ready_urls, render_dry_run, slurm_minutes
+    from ci_tools.runner.budget import job_budget
+    from ci_tools.runner.job import JobFailed, run_job
     from ci_tools.runner.plan import AGENTX_DATASET, Settings, build_plan
 
     row = _load_row(row_path)
@@ -139,6 +162,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     except ValueError:
         display = str(recipe_file)
     recipe = load_recipe(recipe_file, display)
+    hardware = _hardware(row, root)
     if "prefill" in row or "decode" in row:
         from ci_tools.runner.multinode import run_cli
 
@@ -147,20 +171,38 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
                                      tokenizer=tokenizer, dataset=dataset, server_cmd=server_cmd, port=port,
                                      ready_timeout_s=ready_timeout, runner_name=runner_name,
                                      duration_override_s=duration_override),
-                       gpus_per_node=_gpus_per_node(row, root), router_cmd=router_cmd,
-                       worker_port=worker_port, client_timeout=client_timeout)
+                       gpus_per_node=int(hardware["gpus-per-node"]) if hardware.get("gpus-per-node") else None,
+                       router_cmd=router_cmd, worker_port=worker_port, client_timeout=client_timeout)
     try:
         point = resolve_point(recipe, int(row["tp"]), int(row.get("ep", 1)), bool(row.get("dp-attn", False)),
                               int(row["conc"]))
     except KeyError as exc:
         raise InputError(f"{row_path}: the row has no `{exc.args[0]}`") from None
     settings = Settings(model_store=model_store, hf_cache=hf_cache, aiperf_bin=aiperf_bin, tokenizer=tokenizer,
-                        dataset=dataset or AGENTX_DATASET, server_cmd=server_cmd, port=port,
-                        ready_timeout_s=ready_timeout, gpus_per_node=_gpus_per_node(row, root),
+                        dataset=dataset or AGENTX_DATASET, server_cmd=server_cmd, router_cmd=router_cmd, port=port,
+                        worker_port=worker_port, ready_timeout_s=ready_timeout,
+                        gpus_per_node=int(hardware["gpus-per-node"]) if hardware.get("gpus-per-node") else None,
                         runner_name=runner_name, duration_override_s=duration_override)
     out_abs = out if dry_run else out.resolve()
     plan = build_plan(row, point, settings, str(out_abs))
-    text = render_dry_run(plan, backend, settings)
+    budget = job_budget(plan.duration_s, queue_s=queue_timeout, ready_s=ready_timeout, client_s=client_timeout)
+    if budget.problems():
+        raise InputError(f"{row_path}: " + "; ".join(budget.problems()))
+    slurm = hardware.get("slurm") or {}
+    if backend == "slurm" and slurm.get("max-time-minutes") and \
+            slurm_minutes(budget.allocation_s) > int(slurm["max-time-minutes"]):
+        raise InputError(f"the job's Slurm allocation needs --time={slurm_minutes(budget.allocation_s)} min, over "
+                         f"the {slurm['max-time-minutes']} min runners.yaml allows runner {row.get('runner')!r}; "
+                         "lower --ready-timeout or the row's duration, or raise max-time-minutes")
+    devices = _gpu_list(gpus)
+    if devices is not None and backend != "slurm" and len(devices) < plan.gpus:
+        raise InputError(f"the point needs {plan.gpus} GPUs but this runner was given {len(devices)} "
+                         f"({','.join(devices)}); give it more (CI_TOOLS_GPUS / CUDA_VISIBLE_DEVICES) or run the "
+                         "row on a larger runner")
+    host = Host(label=job_id(plan, str(out_abs)), runner=runner_name, gpu_devices=devices, partition=slurm.get("partition"),
+                account=slurm.get("account"), exclusive=bool(slurm.get("exclusive", True)),
+                time_limit_s=budget.allocation_s)
+    text = render_dry_run(plan, backend, settings, host)
     if fmt == "github":
         from ci_tools.github.actions import append_outputs
 
@@ -172,13 +214,14 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
         raise UsageError("eval rows are not run by `runner run`: the eval workflow starts its own harness "
                          "(use --dry-run to see the server command without synthetic acceptance)")
     out_abs.mkdir(parents=True, exist_ok=True)
-    (out_abs / layout.JOB_JSON).write_text(json.dumps(plan.job_json(), indent=2) + "\n", encoding="utf-8")
+    (out_abs / layout.JOB_JSON).write_text(json.dumps({**plan.job_json(), "label": host.label}, indent=2) + "\n",
+                                           encoding="utf-8")
     (out_abs / layout.COMMANDS_TXT).write_text(text, encoding="utf-8")
-    limit = client_timeout if client_timeout is not None else (plan.duration_s or 0) + CLIENT_GRACE_S
     try:
-        run_job(launches(plan, backend, settings), out_abs, ready_urls(plan, backend, settings), ready_timeout_s=ready_timeout,
-                client_timeout_s=limit,
-                client_outputs=(f"{layout.AIPERF_DIR}/{layout.PROFILE_JSONL}", f"{layout.AIPERF_DIR}/{layout.PROFILE_JSON}"))
+        run_job(launches(plan, backend, settings, host), out_abs, ready_urls(plan, backend, settings),
+                ready_timeout_s=ready_timeout, client_timeout_s=budget.client_s, queue_timeout_s=queue_timeout,
+                client_outputs=(f"{layout.AIPERF_DIR}/{layout.PROFILE_JSONL}", f"{layout.AIPERF_DIR}/{layout.PROFILE_JSON}"),
+                label=host.label, runner=runner_name)
     except JobFailed as exc:
         click.echo(f"error: {exc.phase}: {exc.message}", err=True)
         if exc.tail:
@@ -186,6 +229,62 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
         click.echo(f"all processes of this job were stopped; see {out_abs / layout.STATUS_JSON}", err=True)
         sys.exit(exc.exit_code)
     click.echo(f"done: {plan.result_filename}; next: ci-tools results process {out}")
+
+
+@cli.command("cleanup")
+@click.option("--out", "out", type=click.Path(path_type=Path), default=Path("out"), show_default=True,
+              help="The job directory of `runner run` (its job.json names the job's label).")
+@click.option("--label", "labels", multiple=True, help="Also stop what carries this job label (repeatable).")
+@click.option("--runner-name", envvar="RUNNER_NAME", default="",
+              help="Also stop everything this runner started (env RUNNER_NAME): leftovers of a crashed job.")
+def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str) -> None:
+    """Stop every process, container and Slurm job of this job; the workflow's `if: always()` step.
+
+    `runner run` stops what it started itself, also when cancelled; this covers what it cannot: a
+    SIGKILL, a crash, or a cancel before it started. It stops what carries the job's label (from
+    OUT/job.json, or --label) and, with a runner name, everything labelled with that runner (a
+    runner runs one job at a time). When `runner run` left no status.json, one is written saying
+    the run step ended without one. Exit 0 when nothing is left; 1 when something could not be
+    stopped (each named).
+
+    \b
+    Example:
+      ci-tools runner cleanup --out "$RUNNER_TEMP/out"
+    """
+    from ci_tools.runner import layout
+    from ci_tools.runner.cleanup import stop_labelled
+    from ci_tools.runner.job import write_status
+
+    found = list(labels)
+    job_file = out / layout.JOB_JSON
+    if job_file.is_file():
+        try:
+            label = json.loads(job_file.read_text(encoding="utf-8")).get("label")
+        except ValueError:
+            label = None
+        if label and label not in found:
+            found.append(label)
+    if not found and not runner_name:
+        click.echo(f"nothing to clean up: {job_file} does not exist (the job started nothing) and no "
+                   "--label or RUNNER_NAME was given")
+    stopped: list[str] = []
+    problems: list[str] = []
+    for i, label in enumerate(found or [""]):
+        sweep = stop_labelled(label, runner_name if i == 0 else "", budget_s=8.0, grace_s=1.0)
+        stopped += sweep.stopped()
+        problems += sweep.problems
+    if out.is_dir() and not (out / layout.STATUS_JSON).exists():
+        write_status(out, {"ok": False, "phase": "start", "exit_code": 1,
+                           "reason": "the run step ended without a status (killed, or cancelled before it started)"})
+        click.echo(f"wrote {out / layout.STATUS_JSON}: the run step left none")
+    for line in stopped:
+        click.echo(f"stopped {line}")
+    if not stopped:
+        click.echo(f"nothing left running for {', '.join(found + ([f'runner {runner_name}'] if runner_name else [])) or '-'}")
+    for p in problems:
+        click.echo(f"error: {p}", err=True)
+    if problems:
+        sys.exit(1)
 
 
 @cli.command("digest")

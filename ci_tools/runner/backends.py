@@ -1,20 +1,48 @@
 """How a planned process is started and stopped on a runner: docker, slurm (pyxis) or a plain process.
 
 Each backend turns a `Proc` into a `Launch` (pure): the argv to execute on the runner, the extra
-environment of that argv, and the argv that stops what it started. Only containers and jobs this
-job named are stopped, never every container on the host (InferenceX's `docker rm -f $(docker ps
+environment of that argv, and the argv that stops what it started. Everything a job starts carries
+its label (`Host.label`): docker containers as `--label ci-tools.job=<label>`, the Slurm job as its
+name, processes as `CI_TOOLS_JOB=<label>` in their environment; `ci-tools runner cleanup` stops
+exactly what carries it, never every container on the host (InferenceX's `docker rm -f $(docker ps
 -aq)` also kills co-tenants, spec §9.17).
+
+Slurm: the job's allocation is submitted with `sbatch --parsable`, which prints the job id; the
+engine and the router run as steps of that job (`srun --jobid=<id> --overlap`), so the runner finds
+its own job by id, never by name (a stale job of the same name may still be completing).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import shlex
 from dataclasses import dataclass, field
 
 from ci_tools.runner.plan import MODELS_MOUNT, JobPlan, Proc, Settings, image_for_slurm
 
 BACKENDS = ("docker", "slurm", "process")
+LABEL_KEY = "ci-tools.job"             # docker label / Slurm comment key carrying the job's label
+RUNNER_KEY = "ci-tools.runner"         # ... and the runner that started it (crash leftovers)
+LABEL_ENV = "CI_TOOLS_JOB"             # environment of every process the job starts
+RUNNER_ENV = "CI_TOOLS_RUNNER"
+HF_CACHE_MOUNT = "/hf_hub_cache"       # the runner's Hugging Face hub cache inside the container
+SERVER_JOBID = "{server_jobid}"
+SERVER_NODE = "{server_node}"
+
+
+@dataclass
+class Host:
+    """Facts of the runner host and its scheduler (runners.yaml `slurm:`, options, environment)."""
+
+    label: str = "cit-local"
+    runner: str = ""
+    gpu_devices: list[str] | None = None   # the GPUs this runner was given; None: 0..N-1
+    partition: str | None = None
+    account: str | None = None
+    exclusive: bool = True
+    time_limit_s: float | None = None      # Slurm --time of the allocation (from the row's budget)
+    stop_grace_s: float = 10.0             # docker --stop-timeout, SIGTERM grace of every process
 
 
 @dataclass
@@ -24,78 +52,111 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     stop: list[list[str]] = field(default_factory=list)  # run after terminating argv's process group
     log: str = ""
-    # slurm: a command printing "<job id> <node>" once the job runs; its words fill the placeholders
-    # {server_jobid} and {server_node} of later launches and of the readiness URLs
+    # slurm: a command submitting the allocation and printing its job id ({server_jobid}), and one
+    # printing "<state> <node>" for that id ({server_node} once the state is RUNNING)
+    submit: list[str] | None = None
     locate: list[str] | None = None
 
     def shell(self, width: int = 100) -> str:
         """Copy-pasteable shell text, wrapped with `\\` between whole `--flag value` pairs."""
-        words = [f"{k}={shlex.quote(v)}" for k, v in self.env.items()] + [shlex.quote(a) for a in self.argv]
-        groups: list[str] = []
-        for w in words:
-            if groups and not w.startswith("-") and groups[-1].startswith("-") and " " not in groups[-1] \
-                    and "=" not in groups[-1]:
-                groups[-1] += " " + w  # keep a flag with its value
-            else:
-                groups.append(w)
-        lines: list[str] = []
-        for g in groups:
-            if lines and len(lines[-1]) + 1 + len(g) <= width:
-                lines[-1] += " " + g
-            else:
-                lines.append(g)
-        return " \\\n    ".join(lines)
+        return shell_text(self.argv, self.env, width)
 
 
-def job_id(plan: JobPlan) -> str:
-    """Short, stable name for containers/slurm jobs of this job (from the result file name)."""
-    return "cit-" + hashlib.sha256(plan.result_filename.encode()).hexdigest()[:12]
+def shell_text(argv: list[str], env: dict[str, str] | None = None, width: int = 100) -> str:
+    words = [f"{k}={shlex.quote(v)}" for k, v in (env or {}).items()] + [shlex.quote(a) for a in argv]
+    groups: list[str] = []
+    for w in words:
+        if groups and not w.startswith("-") and groups[-1].startswith("-") and " " not in groups[-1] \
+                and "=" not in groups[-1]:
+            groups[-1] += " " + w  # keep a flag with its value
+        else:
+            groups.append(w)
+    lines: list[str] = []
+    for g in groups:
+        if lines and len(lines[-1]) + 1 + len(g) <= width:
+            lines[-1] += " " + g
+        else:
+            lines.append(g)
+    return " \\\n    ".join(lines)
 
 
-def _docker(plan: JobPlan, proc: Proc, settings: Settings) -> Launch:
-    name = f"{job_id(plan)}-{proc.role}"
-    argv = ["docker", "run", "--rm", "--init", "--name", name, "--label", f"ci-tools.job={job_id(plan)}",
-            "--network", "host", "--ipc", "host", "--shm-size", "32g",
-            "--ulimit", "memlock=-1", "--ulimit", "stack=67108864"]
+def job_id(plan: JobPlan, out_dir: str = "") -> str:
+    """Short, stable label of this job's containers, Slurm job and processes: from the result file name
+    (which names the runner) and the job directory, so two jobs of one row on one host never share it."""
+    return "cit-" + hashlib.sha256(f"{plan.result_filename}\0{out_dir}".encode()).hexdigest()[:12]
+
+
+def _devices(plan: JobPlan, host: Host) -> list[str]:
+    if host.gpu_devices is None:
+        return [str(i) for i in range(plan.gpus)]
+    return host.gpu_devices[: plan.gpus]
+
+
+def _docker(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:
+    name = f"{host.label}-{proc.role}"
+    argv = ["docker", "run", "--rm", "--init", "--name", name, "--label", f"{LABEL_KEY}={host.label}"]
+    if host.runner:
+        argv += ["--label", f"{RUNNER_KEY}={host.runner}"]
+    argv += ["--stop-timeout", f"{math.ceil(host.stop_grace_s)}", "--network", "host", "--ipc", "host",
+             "--shm-size", "32g", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864"]
     if proc.role == "server":
-        devices = ",".join(str(i) for i in range(plan.gpus))
-        argv += ["--gpus", f'"device={devices}"',
+        argv += ["--gpus", f'"device={",".join(_devices(plan, host))}"',
                  "-v", f"{settings.model_store}:{MODELS_MOUNT}:ro",
-                 "-v", f"{settings.hf_cache}:/root/.cache/huggingface"]
+                 "-v", f"{settings.hf_cache}:{HF_CACHE_MOUNT}",
+                 "-e", f"HF_HUB_CACHE={HF_CACHE_MOUNT}",
+                 "-e", "HF_TOKEN"]  # by name: docker copies the runner's value, no secret in argv or logs
     for key, value in proc.env.items():
         argv += ["-e", f"{key}={value}"]
     argv += [plan.image, *proc.argv]
+    # the docker CLI forwards SIGTERM to the container; `rm -f` removes it even when the CLI is gone
     return Launch(proc.role, argv, {}, [["docker", "rm", "-f", name]], proc.log)
 
 
-SERVER_JOBID = "{server_jobid}"
-SERVER_NODE = "{server_node}"
+def slurm_minutes(seconds: float) -> int:
+    return max(1, math.ceil(seconds / 60))
 
 
-def _slurm(plan: JobPlan, proc: Proc, settings: Settings) -> Launch:
-    name = f"{job_id(plan)}-{proc.role}"
-    if proc.role == "server":
-        argv = ["srun", f"--job-name={name}", "--nodes=1", "--ntasks=1", "--exclusive",
-                f"--gpus-per-node={plan.gpus}"]
-    else:
-        # the router must share the engine's node (it reaches the engine on 127.0.0.1), and the
-        # engine's job holds that node exclusively: run as another step of the same job
-        argv = ["srun", f"--jobid={SERVER_JOBID}", "--overlap", "--nodes=1", "--ntasks=1"]
+def _sbatch(plan: JobPlan, host: Host) -> list[str]:
+    argv = ["sbatch", "--parsable", f"--job-name={host.label}", "--nodes=1", "--ntasks=1",
+            f"--gpus-per-node={plan.gpus}"]
+    if host.runner:
+        argv.append(f"--comment={RUNNER_KEY}={host.runner}")
+    if host.time_limit_s is not None:
+        argv.append(f"--time={slurm_minutes(host.time_limit_s)}")
+    if host.partition:
+        argv.append(f"--partition={host.partition}")
+    if host.account:
+        argv.append(f"--account={host.account}")
+    if host.exclusive:
+        argv.append("--exclusive")
+    # the allocation only holds the node; the engine and router run as steps of it
+    return argv + ["--output=/dev/null", "--wrap", "exec sleep infinity"]
+
+
+def _slurm(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:
+    argv = ["srun", f"--jobid={SERVER_JOBID}", "--overlap", "--nodes=1", "--ntasks=1"]
+    if proc.role != "server":
+        # the router shares the engine's node (it reaches the engine on 127.0.0.1) but no GPU
+        argv.append("--gres=none")
     argv += [f"--container-image={image_for_slurm(plan.image)}",
-             f"--container-mounts={settings.model_store}:{MODELS_MOUNT}:ro,{settings.hf_cache}:/root/.cache/huggingface",
+             f"--container-mounts={settings.model_store}:{MODELS_MOUNT}:ro,{settings.hf_cache}:{HF_CACHE_MOUNT}",
              "--container-remap-root", "--no-container-mount-home"]
-    if proc.env:
+    env = {**proc.env, "HF_HUB_CACHE": HF_CACHE_MOUNT} if proc.role == "server" else dict(proc.env)
+    if env:
         # values go through srun's own environment: `--export=ALL,K=V` would split values with commas
-        argv.append(f"--container-env={','.join(proc.env)}")
+        argv.append(f"--container-env={','.join(env)}")
     argv += proc.argv
     if proc.role == "server":
-        return Launch(proc.role, argv, dict(proc.env), [["scancel", f"--name={name}"]], proc.log,
-                      locate=["squeue", "--noheader", "--format=%i %N", f"--name={name}"])
-    return Launch(proc.role, argv, dict(proc.env), [], proc.log)  # a step: ends with the job
+        return Launch(proc.role, argv, env, [["scancel", SERVER_JOBID]], proc.log, submit=_sbatch(plan, host),
+                      locate=["squeue", "--noheader", "--format=%T %N", f"--jobs={SERVER_JOBID}"])
+    return Launch(proc.role, argv, env, [], proc.log)  # a step: ends with the job
 
 
-def _process(plan: JobPlan, proc: Proc, settings: Settings) -> Launch:
-    return Launch(proc.role, list(proc.argv), dict(proc.env), [], proc.log)
+def _process(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:
+    env = dict(proc.env)
+    if proc.role == "server":
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(_devices(plan, host))
+    return Launch(proc.role, list(proc.argv), env, [], proc.log)
 
 
 def _remote(text: str, settings: Settings, backend: str) -> str:
@@ -105,13 +166,14 @@ def _remote(text: str, settings: Settings, backend: str) -> str:
     return text.replace(f"http://{settings.host}:", f"http://{SERVER_NODE}:")
 
 
-def launches(plan: JobPlan, backend: str, settings: Settings) -> list[Launch]:
+def launches(plan: JobPlan, backend: str, settings: Settings, host: Host | None = None) -> list[Launch]:
     """Server (and router) through the backend; the client always runs on the runner itself."""
+    host = host or Host(label=job_id(plan), runner=settings.runner_name)
     wrap = {"docker": _docker, "slurm": _slurm, "process": _process}[backend]
     out = []
     for proc in plan.procs:
         if proc.in_container:
-            out.append(wrap(plan, proc, settings))
+            out.append(wrap(plan, proc, settings, host))
         else:
             argv = [_remote(a, settings, backend) for a in proc.argv]
             out.append(Launch(proc.role, argv, dict(proc.env), [], proc.log))
@@ -122,22 +184,24 @@ def ready_urls(plan: JobPlan, backend: str, settings: Settings) -> list[str]:
     return [_remote(u, settings, backend) for u in plan.ready_urls]
 
 
-def render_dry_run(plan: JobPlan, backend: str, settings: Settings) -> str:
+def render_dry_run(plan: JobPlan, backend: str, settings: Settings, host: Host | None = None) -> str:
     """The exact commands and environment, as `runner run --dry-run` prints them (golden-tested)."""
+    host = host or Host(label=job_id(plan), runner=settings.runner_name)
     pt = plan.point
-    lines = [f"# job {plan.result_filename}",
+    lines = [f"# job {plan.result_filename} (label {host.label})",
              f"# recipe {pt.recipe_file} point {pt.name} ({pt.key.describe()}), {plan.gpus} GPU(s), "
              f"backend {backend}",
              f"# scenario {plan.scenario}" + (f", duration {plan.duration_s:g} s" if plan.duration_s else "")
              + (", eval run: no synthetic acceptance, no throughput client" if plan.run_eval else ""),
              f"# readiness: {' then '.join(ready_urls(plan, backend, settings))} "
              f"(deadline {settings.ready_timeout_s:g} s)"]
-    for launch in launches(plan, backend, settings):
+    for launch in launches(plan, backend, settings, host):
         lines.append("")
+        if launch.submit:
+            lines.append(f"# allocation: {shlex.join(launch.submit)}  ->  {SERVER_JOBID}")
+            lines.append(f"# then, until RUNNING: {shlex.join(launch.locate or [])}  ->  RUNNING {SERVER_NODE}")
         lines.append(f"# {launch.role} (log: {launch.log})")
         lines.append(launch.shell())
-        if launch.locate:
-            lines.append(f"# then: {shlex.join(launch.locate)}  ->  {SERVER_JOBID} {SERVER_NODE}")
         for stop in launch.stop:
             lines.append(f"# stop: {shlex.join(stop)}")
     return "\n".join(lines) + "\n"

@@ -1,9 +1,12 @@
 """Running one job: start server (and router), wait, run the client, always clean up.
 
 Every process is started in its own session (process group), so stopping it also stops what it
-spawned (SGLang's scheduler ranks, docker's CLI). Cleanup runs on success, failure, deadline and
-SIGTERM (a cancelled GitHub job): SIGTERM to the group, a grace period, SIGKILL, then the backend's
-stop commands (`docker rm -f <our container>`, `scancel --name=<our job>`).
+spawned (SGLang's scheduler ranks, docker's CLI), and a signal to the runner's own group (GitHub's
+cancel) reaches only ci-tools, which then stops everything itself. Cleanup runs on success, failure,
+deadline, SIGINT and SIGTERM: SIGTERM to every group at once, a grace period, SIGKILL, the backend's
+stop commands (`docker rm -f <our container>`, `scancel <our job id>`), then a sweep of anything
+else carrying the job's label (cleanup.py). A cancel's whole stop sequence fits in GitHub's window
+between SIGINT and SIGTERM (budget.CANCEL_STOP_S); a second signal during cleanup is ignored.
 """
 
 from __future__ import annotations
@@ -19,13 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ci_tools.runner import layout
-from ci_tools.runner.backends import Launch
+from ci_tools.runner import budget as bud
+from ci_tools.runner import early, layout
+from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV, Launch
+from ci_tools.runner.cleanup import run_stops, stop_labelled
 from ci_tools.runner.ready import NotReady, Probe, wait_ready
 
 TAIL_LINES = 40
-CLIENT_GRACE_S = 600.0   # AIPerf's startup, warmup and drain beyond the benchmark duration
-STOP_GRACE_S = 15.0
+CLIENT_GRACE_S = bud.CLIENT_GRACE_S
+STOP_GRACE_S = bud.STOP_GRACE_S
+SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
 class JobFailed(Exception):
@@ -37,8 +43,28 @@ class JobFailed(Exception):
         self.exit_code = exit_code
 
 
-class _Cancelled(BaseException):
-    """Raised from the SIGTERM handler; BaseException so no `except Exception` swallows it."""
+class Cancelled(BaseException):
+    """Raised from the signal handler; BaseException so no `except Exception` swallows it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signum).name
+
+
+def cancelled_status(signum: int, phase: str) -> dict:
+    name = signal.Signals(signum).name
+    return {"ok": False, "phase": phase, "reason": f"cancelled ({name})", "exit_code": SIGNAL_EXIT[signum]}
+
+
+def write_status(out: Path, status: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / (layout.STATUS_JSON + ".tmp")
+    tmp.write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(out / layout.STATUS_JSON)
 
 
 def tail_file(path: Path, lines: int = TAIL_LINES) -> str:
@@ -60,18 +86,10 @@ class Running:
     log_path: Path
 
 
-def _run_stops(launch: Launch, say: Callable[[str], None]) -> None:
-    for stop in launch.stop:
-        try:
-            subprocess.run(stop, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            say(f"cleanup command failed: {' '.join(stop)}: {exc}")
-
-
-def _start(launch: Launch, out: Path) -> Running:
+def _start(launch: Launch, out: Path, marks: dict[str, str]) -> Running:
     log_path = out / launch.log
     fh = log_path.open("ab")
-    env = {**os.environ, **launch.env}
+    env = {**os.environ, **launch.env, **marks}
     try:
         popen = subprocess.Popen(launch.argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                  env=env, start_new_session=True)
@@ -82,27 +100,31 @@ def _start(launch: Launch, out: Path) -> Running:
     return Running(launch, popen, log_path)
 
 
-def _stop(run: Running, grace_s: float, say: Callable[[str], None]) -> None:
-    p = run.popen
-    if p.poll() is None:
+def _signal_groups(runs: list[Running], sig: int) -> None:
+    for r in runs:
         try:
-            os.killpg(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
+            os.killpg(r.popen.pid, sig)
+        except (ProcessLookupError, PermissionError):
             pass
+
+
+def _stop_all(runs: list[Running], grace_s: float, say: Callable[[str], None]) -> None:
+    """SIGTERM every group at once, wait up to grace_s for the leaders, SIGKILL every group."""
+    live = [r for r in runs if r.popen.poll() is None]
+    _signal_groups(live, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    for r in live:
         try:
-            p.wait(timeout=grace_s)
+            r.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            say(f"{run.launch.role} did not stop within {grace_s:g} s: SIGKILL")
+            say(f"{r.launch.role} did not stop within {grace_s:g} s: SIGKILL")
     # children that ignored SIGTERM or outlived the leader are still in the group
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        p.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        pass
-    _run_stops(run.launch, say)
+    _signal_groups(runs, signal.SIGKILL)
+    for r in runs:
+        try:
+            r.popen.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
@@ -111,28 +133,53 @@ def _fill(text: str, values: dict[str, str]) -> str:
     return text
 
 
-def _locate(run: Running, deadline_s: float, say: Callable[[str], None]) -> dict[str, str]:
-    """Wait until the scheduler says where the server job runs: {"server_jobid", "server_node"}."""
+def _filled(lc: Launch, where: dict[str, str]) -> Launch:
+    return Launch(lc.role, [_fill(a, where) for a in lc.argv], lc.env,
+                  [[_fill(a, where) for a in s] for s in lc.stop], lc.log)
+
+
+def _submit(lc: Launch, out: Path, marks: dict[str, str], say: Callable[[str], None]) -> str:
+    """Submit the scheduler allocation; return its job id (sbatch --parsable: `id[;cluster]`)."""
+    try:
+        res = subprocess.run(lc.submit, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+                             env={**os.environ, **marks})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise JobFailed("queue", f"cannot submit the {lc.role}'s allocation: {exc}") from None
+    with (out / lc.log).open("a", encoding="utf-8") as fh:
+        fh.write(f"$ {' '.join(lc.submit)}\n{res.stdout}{res.stderr}")
+    job = res.stdout.strip().split(";")[0]
+    if res.returncode != 0 or not job.isdigit():
+        raise JobFailed("queue", f"the scheduler refused the {lc.role}'s allocation (exit {res.returncode})",
+                        (res.stderr or res.stdout).strip())
+    say(f"{lc.role} allocation submitted as Slurm job {job}")
+    return job
+
+
+def _wait_running(lc: Launch, job: str, deadline_s: float, say: Callable[[str], None]) -> str:
+    """Poll the scheduler for job `job` (by id) until it runs; return its node."""
+    argv = [_fill(a, {"server_jobid": job}) for a in lc.locate or []]
     start = time.monotonic()
     announced = False
     while True:
-        code = run.popen.poll()
-        if code is not None:
-            raise JobFailed("start", f"the {run.launch.role} exited with code {code} before it was scheduled",
-                            tail_file(run.log_path))
         try:
-            out = subprocess.run(run.launch.locate, capture_output=True, text=True, timeout=30).stdout.split()
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise JobFailed("start", f"cannot ask the scheduler where the {run.launch.role} runs: {exc}") from None
-        if len(out) >= 2 and out[1] not in ("", "(null)"):
-            say(f"{run.launch.role} runs as job {out[0]} on {out[1]}")
-            return {"server_jobid": out[0], "server_node": out[1]}
+            raise JobFailed("queue", f"cannot ask the scheduler about job {job}: {exc}") from None
+        words = res.stdout.split()
+        state = words[0] if words else ""
+        if res.returncode == 0 and state == "RUNNING" and len(words) > 1:
+            say(f"{lc.role} job {job} runs on {words[1]}")
+            return words[1]
+        if res.returncode == 0 and state not in ("PENDING", "CONFIGURING", "REQUEUED", "RESIZING", "SUSPENDED"):
+            raise JobFailed("queue", f"Slurm job {job} ended before it ran (state {state or 'gone'}); "
+                            f"see `sacct -j {job}` and the scheduler's reason", res.stderr.strip())
         if time.monotonic() - start > deadline_s:
-            raise JobFailed("start", f"the {run.launch.role} job was not scheduled within {deadline_s:g} s")
+            raise JobFailed("queue", f"Slurm job {job} did not start within {deadline_s:g} s (state {state}); "
+                            "raise --queue-timeout or free the partition")
         if not announced:
-            say(f"waiting for the scheduler to place the {run.launch.role}")
+            say(f"waiting for the scheduler to start job {job} ({state or 'no answer'})")
             announced = True
-        time.sleep(2.0)
+        time.sleep(1.0)
 
 
 def _http_status(url: str) -> int | None:
@@ -144,38 +191,65 @@ def _http_status(url: str) -> int | None:
         return None
 
 
+def install_cancel_handlers() -> dict:
+    """SIGINT/SIGTERM raise Cancelled from now on; returns the previous handlers."""
+    def on_signal(signum, frame):  # noqa: ARG001
+        raise Cancelled(signum)
+
+    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    for s in previous:
+        signal.signal(s, on_signal)
+    return previous
+
+
 def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_timeout_s: float,
-            client_timeout_s: float, say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
+            client_timeout_s: float, queue_timeout_s: float = bud.QUEUE_TIMEOUT_S,
+            say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
             stop_grace_s: float = STOP_GRACE_S, poll_s: float = 0.2, progress_every_s: float = 60.0,
-            client_outputs: tuple[str, ...] = ()) -> dict:
+            client_outputs: tuple[str, ...] = (), label: str = "", runner: str = "") -> dict:
     """Run the launches (server, [router], client). Returns the status written to status.json.
 
-    Raises JobFailed (clean message, log tail) on any failure; the status file is written first."""
+    Raises JobFailed (clean message, log tail) on any failure and on SIGINT/SIGTERM (exit code
+    130/143); the status file is written first."""
     out.mkdir(parents=True, exist_ok=True)
     running: list[Running] = []
-    status = {"ok": False, "phase": "start", "reason": "", "exit_code": 1}
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def on_term(signum, frame):  # noqa: ARG001
-        raise _Cancelled()
-
-    signal.signal(signal.SIGTERM, on_term)
+    stops: list[list[str]] = []          # backend stop commands, as soon as there is something to stop
+    status: dict = {"ok": False, "phase": "start", "reason": "", "exit_code": 1}
+    if label:
+        status["label"] = label
+    marks = {LABEL_ENV: label} if label else {}
+    if label and runner:
+        marks[RUNNER_ENV] = runner
+    previous = install_cancel_handlers()
+    cancelled = False
     try:
+        if early.PENDING:  # cancelled while Python was still importing: start nothing
+            raise Cancelled(early.PENDING[0])
+        if label:
+            # a container, process or allocation of an earlier attempt of this very job (a crashed
+            # runner) would hold GPUs, ports or the container name
+            swept = stop_labelled(label, "", budget_s=30.0, grace_s=2.0)
+            if swept.stopped():
+                say(f"stopped what an earlier attempt of {label} left: {', '.join(swept.stopped())}")
         services = [lc for lc in launches if lc.role != "client"]
         client = next((lc for lc in launches if lc.role == "client"), None)
         where: dict[str, str] = {}
         for lc in services:
-            # a container or job of the same name left by a cancelled earlier attempt would block us
-            _run_stops(lc, say)
-            lc = Launch(lc.role, [_fill(a, where) for a in lc.argv], lc.env, lc.stop, lc.log, lc.locate)
+            if lc.submit:
+                status["phase"] = "queue"
+                job = _submit(lc, out, marks, say)
+                where["server_jobid"] = status["slurm_job_id"] = job
+                stops += [[_fill(a, where) for a in s] for s in lc.stop]
+                where["server_node"] = status["node"] = _wait_running(lc, job, queue_timeout_s, say)
+                status["phase"] = "start"
+            lc = _filled(lc, where)
+            if not lc.submit:
+                stops += [s for s in lc.stop if s not in stops]
             say(f"starting {lc.role}: {lc.argv[0]} ... (log: {out / lc.log})")
-            running.append(_start(lc, out))
-            if lc.locate:
-                where.update(_locate(running[-1], ready_timeout_s, say))
+            running.append(_start(lc, out, marks))
         ready_urls = [_fill(u, where) for u in ready_urls]
         if client is not None:
-            client = Launch(client.role, [_fill(a, where) for a in client.argv], client.env, client.stop,
-                            client.log)
+            client = _filled(client, where)
         server = running[0]
 
         def dead() -> int | None:
@@ -196,7 +270,7 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
         if client is not None:
             status["phase"] = "client"
             say(f"running the client: {' '.join(client.argv[:2])} ... (log: {out / client.log})")
-            crun = _start(client, out)
+            crun = _start(client, out, marks)
             running.append(crun)
             start = time.monotonic()
             last_say = start
@@ -229,17 +303,31 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
     except JobFailed as exc:
         status.update(phase=exc.phase, reason=exc.message, exit_code=exc.exit_code)
         raise
-    except _Cancelled:
-        status.update(reason="cancelled (SIGTERM)", exit_code=143)
-        raise JobFailed(status["phase"], "cancelled by SIGTERM; the server and client were stopped",
-                        exit_code=143) from None
+    except Cancelled as sig:
+        cancelled = True
+        status.update(cancelled_status(sig.signum, status["phase"]))
+        raise JobFailed(status["phase"], f"cancelled by {sig.name}; everything this job started was stopped",
+                        exit_code=status["exit_code"]) from None
     finally:
-        # stop in reverse: client, router, server; ignore a second SIGTERM while cleaning up
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # a second signal (GitHub's SIGTERM after SIGINT) must not interrupt the cleanup
+        for s in previous:
+            signal.signal(s, signal.SIG_IGN)
         try:
-            for r in reversed(running):
-                _stop(r, stop_grace_s, say)
+            t0 = time.monotonic()
+            grace = min(stop_grace_s, bud.CANCEL_GRACE_S) if cancelled else stop_grace_s
+            _stop_all(list(reversed(running)), grace, say)
+            left = bud.CANCEL_STOP_S - (time.monotonic() - t0) if cancelled else 60.0
+            run_stops(stops, max(left, 1.0), say)
+            if label:
+                left = bud.CANCEL_STOP_S - (time.monotonic() - t0) if cancelled else 30.0
+                swept = stop_labelled(label, "", budget_s=max(left, 1.0), grace_s=0.5)
+                if swept.stopped():
+                    say(f"also stopped what carried the label {label}: {', '.join(swept.stopped())}")
+                for p in swept.problems:
+                    say(f"cleanup: {p}")
             shutil.rmtree(out / layout.AIPERF_TMP, ignore_errors=True)
-            (out / layout.STATUS_JSON).write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
+            status["stop_s"] = round(time.monotonic() - t0, 2)
+            write_status(out, status)
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for s, h in previous.items():
+                signal.signal(s, h)

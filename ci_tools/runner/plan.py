@@ -48,6 +48,10 @@ MODELS_MOUNT = "/models"    # the model store inside the container
 SIM_ACC_ENV = {"SGLANG_SIMULATE_ACC_METHOD": "match-expected",
                "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token"}
 SIM_ACC_LEN = "SGLANG_SIMULATE_ACC_LEN"
+# AIPerf's dataset-configuration timeouts (defaults 300 s / 600 s) are too short for the AgentX
+# traces on a loaded runner; InferenceX raises both to 1800 s
+AIPERF_TIMEOUTS_ENV = {"AIPERF_DATASET_CONFIGURATION_TIMEOUT": "1800",
+                       "AIPERF_SERVICE_PROFILE_CONFIGURE_TIMEOUT": "1800"}
 
 
 @dataclass
@@ -62,6 +66,8 @@ class Settings:
     server_cmd: str | None = None         # replaces the engine command ({port}, {model} filled in)
     host: str = "127.0.0.1"
     port: int = ENGINE_PORT
+    worker_port: int = DEP_WORKER_PORT    # the engine behind the router (DEP points)
+    router_cmd: str | None = None         # replaces the router command ({port}, {worker_port}); tests
     ready_timeout_s: float = 4 * 3600.0   # big models load slowly; a hang still ends
     gpus_per_node: int | None = None
     runner_name: str = ""
@@ -226,7 +232,7 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
 
     model = str(row["model"])
     dep = point.router is not None
-    engine_port = DEP_WORKER_PORT if dep else settings.port
+    engine_port = settings.worker_port if dep else settings.port
     env = dict(point.env)
     if not run_eval and point.synthetic_acceptance is not None:
         env[SIM_ACC_LEN] = f"{point.synthetic_acceptance:g}"
@@ -241,7 +247,9 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     base_url = engine_url
     session_header = None
     if dep:
-        procs.append(Proc("router", router_argv(point, settings.port, engine_port), {}, layout.ROUTER_LOG))
+        rargv = ([a.format(port=settings.port, worker_port=engine_port) for a in shlex.split(settings.router_cmd)]
+                 if settings.router_cmd else router_argv(point, settings.port, engine_port))
+        procs.append(Proc("router", rargv, {}, layout.ROUTER_LOG))
         base_url = f"http://{settings.host}:{settings.port}"
         ready += [f"{base_url}/health", f"{base_url}/v1/models"]
         session_header = (point.router or {}).get("routing-key-header")
@@ -252,7 +260,8 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
         # directory instead, where the job removes them (a runner host would fill up otherwise)
         procs.append(Proc("client", client_argv(row, model, settings, base_url, point.key.conc, scenario,
                                                 duration, fast, session_header, out_dir),
-                          {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{layout.AIPERF_TMP}"},
+                          {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{layout.AIPERF_TMP}",
+                           "HF_HUB_CACHE": settings.hf_cache, **AIPERF_TIMEOUTS_ENV},
                           layout.CLIENT_LOG, in_container=False))
     return JobPlan(row=row, point=point, scenario=scenario, result_filename=rf, procs=procs, base_url=base_url,
                    ready_urls=ready, duration_s=duration, run_eval=run_eval, gpus=gpus, served_model=model,

@@ -101,6 +101,8 @@ def main() -> None:
     ARGS = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
+    # what the scheduler or backend gave the "engine" (the Slurm tests read it from the log)
+    print(f"stub: CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}", flush=True)
     print(f"stub: serving {ARGS.model} on 127.0.0.1:{ARGS.port}", flush=True)
     if os.environ.get("SLURMD_NODENAME"):  # where Slurm placed this process (multi-node tests)
         print(f"stub: slurm node {os.environ['SLURMD_NODENAME']} job {os.environ.get('SLURM_JOB_ID')} "

@@ -17,12 +17,14 @@ from tests.conftest import assert_golden
 GOLDEN = REPO / "tests/golden/runner"
 FIXED = ["--aiperf-bin", "aiperf", "--model-store", "/mnt/models", "--hf-cache", "/mnt/hf_hub_cache",
          "--runner-name", "", "--out", "out", "--root", str(REPO)]
+NO_GPU_ENV = {"CUDA_VISIBLE_DEVICES": None, "CI_TOOLS_GPUS": None}  # goldens: the GPUs a bare host gives
 
 
 def dry_run(tmp_path: Path, row: dict, backend: str) -> str:
     path = tmp_path / "row.json"
     path.write_text(json.dumps(row))
-    res = CliRunner().invoke(cli, ["runner", "run", "--row", str(path), "--backend", backend, "--dry-run", *FIXED])
+    res = CliRunner().invoke(cli, ["runner", "run", "--row", str(path), "--backend", backend, "--dry-run", *FIXED],
+                             env=NO_GPU_ENV)
     assert res.exit_code == 0, res.output
     return res.output
 
@@ -88,7 +90,7 @@ def test_backend_comes_from_the_host_environment(tmp_path, backend):
     path = tmp_path / "row.json"
     path.write_text(json.dumps(row))
     res = CliRunner().invoke(cli, ["runner", "run", "--row", str(path), "--dry-run", *FIXED],
-                             env={"CI_TOOLS_BACKEND": backend})
+                             env={"CI_TOOLS_BACKEND": backend, **NO_GPU_ENV})
     assert res.exit_code == 0, res.output
     check_golden(f"{name}.{backend}.txt", res.output)
 

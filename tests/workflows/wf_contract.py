@@ -142,6 +142,8 @@ def ci_tools_commands(script: str) -> list[list[str]]:
             while words and re.fullmatch(r"[A-Za-z_]\w*=.*", words[0]):
                 words = words[1:]  # VAR=value prefixes
             words = _drop_redirections(words)
+            if words[:1] == ["exec"]:
+                words = words[1:]  # `exec ci-tools ...`: the step's signals reach ci-tools itself
             if words and words[0] == "ci-tools":
                 found.append(words[1:])
     return found

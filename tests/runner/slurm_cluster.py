@@ -1,0 +1,248 @@
+"""A real one-node Slurm (Debian's slurm-wlm + munge) on this machine, for the runner tests.
+
+`LocalSlurm.start()` writes a private configuration into its own temporary directory (state, spool,
+logs, pid files, fake GPU device files) with free ports, so several test runs on one machine each
+get their own controller; only munged is shared system-wide (it is started when none answers and
+never stopped). The node has fake GPUs (`gres/gpu` over character devices), so `--gpus-per-node`
+and CUDA_VISIBLE_DEVICES behave as on a GPU node.
+
+Anything that keeps Slurm from starting raises `SlurmUnavailable` with the reason and the daemons'
+log tails; the fixture turns it into a test failure, never a skip (`python3 dev.py test` installs the
+packages, see dev.py `ensure_slurm`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DAEMONS = ("slurmctld", "slurmd", "srun", "sbatch", "squeue", "scancel", "sinfo", "scontrol", "munge", "munged",
+           "unmunge")
+INSTALL_HINT = ("install them with `apt-get install slurm-wlm munge` as root, or run `python3 dev.py test`, "
+                "which does that on Debian/Ubuntu")
+
+
+class SlurmUnavailable(Exception):
+    pass
+
+
+def _free_ports(n: int) -> list[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("0.0.0.0", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def _tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def munge_works() -> bool:
+    try:
+        cred = subprocess.run(["munge", "-n"], capture_output=True, timeout=10)
+        if cred.returncode != 0:
+            return False
+        return subprocess.run(["unmunge"], input=cred.stdout, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def ensure_munge() -> None:
+    """Start the system munged when no daemon answers (shared by every Slurm on this machine)."""
+    if munge_works():
+        return
+    run_dir = Path("/run/munge")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        shutil.chown(run_dir, "munge", "munge")
+        cmd = ["runuser", "-u", "munge", "--", "munged"]
+    except (LookupError, PermissionError):
+        cmd = ["munged", "--force"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if munge_works():
+            return
+        time.sleep(0.2)
+    raise SlurmUnavailable(f"munged does not answer after `{' '.join(cmd)}` (exit {proc.returncode}): "
+                           f"{(proc.stderr or proc.stdout).strip()[:400]}")
+
+
+@dataclass
+class LocalSlurm:
+    gpus: int = 4
+    cpus: int = field(default_factory=lambda: os.cpu_count() or 2)
+    node: str = "localhost"
+    partition: str = "debug"
+    root: Path | None = None
+    conf: Path | None = None
+    ports: list[int] = field(default_factory=list)
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What a client (srun, sbatch, squeue, scancel, ci-tools) needs to reach this cluster."""
+        return {"SLURM_CONF": str(self.conf)}
+
+    def run(self, *argv: str, timeout: float = 30) -> subprocess.CompletedProcess:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, **self.env})
+
+    def _write_config(self) -> None:
+        d = self.root
+        for sub in ("state", "spool", "dev"):
+            (d / sub).mkdir(exist_ok=True)
+        for i in range(self.gpus):
+            dev = d / "dev" / f"gpu{i}"
+            if not dev.exists():
+                os.mknod(dev, 0o666 | 0o020000, os.makedev(1, 3))  # like /dev/null: a character device
+        ctl, slurmd = self.ports
+        (d / "plugstack.conf").write_text("")
+        (d / "gres.conf").write_text(f"NodeName={self.node} Name=gpu File={d}/dev/gpu[0-{self.gpus - 1}]\n")
+        (d / "cgroup.conf").write_text("")
+        self.conf = d / "slurm.conf"
+        self.conf.write_text(f"""ClusterName=cit{ctl}
+SlurmctldHost=localhost
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+GresTypes=gpu
+StateSaveLocation={d}/state
+SlurmdSpoolDir={d}/spool
+SlurmctldPidFile={d}/slurmctld.pid
+SlurmdPidFile={d}/slurmd.pid
+SlurmctldLogFile={d}/slurmctld.log
+SlurmdLogFile={d}/slurmd.log
+SlurmctldPort={ctl}
+SlurmdPort={slurmd}
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+ReturnToService=2
+KillWait=5
+MinJobAge=2
+PlugStackConfig={d}/plugstack.conf
+NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory=1000 Gres=gpu:{self.gpus} State=UNKNOWN
+PartitionName={self.partition} Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
+""")
+
+    def _pid(self, name: str) -> int | None:
+        try:
+            return int((self.root / f"{name}.pid").read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def _logs(self) -> str:
+        return "\n".join(f"---- {name}.log ----\n{_tail(self.root / f'{name}.log')}" for name in ("slurmctld", "slurmd"))
+
+    def _node_state(self) -> str:
+        res = self.run("sinfo", "--noheader", "--nodes", self.node, "--format=%T")
+        return res.stdout.strip() if res.returncode == 0 else ""
+
+    def start(self, timeout_s: float = 45) -> "LocalSlurm":
+        missing = [b for b in DAEMONS if shutil.which(b) is None]
+        if missing:
+            raise SlurmUnavailable(f"Slurm/munge programs are missing: {', '.join(missing)}; {INSTALL_HINT}")
+        if os.geteuid() != 0:
+            raise SlurmUnavailable("the local Slurm runs its daemons as root (SlurmUser=root, fake GPU device "
+                                   "files); run the tests as root, as CI does")
+        ensure_munge()
+        last = ""
+        for _attempt in range(3):  # a free port can be taken between choosing it and binding it
+            self.root = Path(tempfile.mkdtemp(prefix="cit-slurm-"))
+            self.ports = _free_ports(2)
+            self._write_config()
+            try:
+                self._boot(timeout_s)
+                return self
+            except SlurmUnavailable as exc:
+                last = str(exc)
+                self.stop()
+        raise SlurmUnavailable(last)
+
+    def _boot(self, timeout_s: float) -> None:
+        env = {**os.environ, **self.env}
+        for argv in (["slurmctld", "-i"], ["slurmd", "-N", self.node]):
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
+            if res.returncode != 0:
+                raise SlurmUnavailable(f"`{' '.join(argv)}` failed (exit {res.returncode}): "
+                                       f"{(res.stderr or res.stdout).strip()[:400]}\n{self._logs()}")
+        deadline = time.monotonic() + timeout_s
+        resumed = False
+        state = ""
+        while time.monotonic() < deadline:
+            state = self._node_state()
+            if state == "idle":
+                return
+            if any(s in state for s in ("inval", "drain", "down")) and not resumed:
+                self.run("scontrol", "update", f"nodename={self.node}", "state=resume")
+                resumed = True
+            time.sleep(0.3)
+        raise SlurmUnavailable(f"the Slurm node {self.node} did not become idle within {timeout_s:g} s "
+                               f"(state {state or 'unknown'!r})\n{self._logs()}")
+
+    def jobs(self) -> list[str]:
+        """Every job this cluster still knows (pending, running or completing), as `id state name`."""
+        res = self.run("squeue", "--noheader", "--format=%i %T %j")
+        return [line for line in res.stdout.splitlines() if line.strip()]
+
+    def wait_no_jobs(self, timeout_s: float = 20) -> list[str]:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = self.jobs()
+            if not left or time.monotonic() > deadline:
+                return left
+            time.sleep(0.25)
+
+    def stop(self) -> None:
+        if self.root is None:
+            return
+        if self.conf is not None and self.conf.exists():
+            try:
+                self.run("scancel", "--full", "--user=root", timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        for name in ("slurmd", "slurmctld"):
+            pid = self._pid(name)
+            if pid is None:
+                continue
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            for _ in range(50):
+                try:
+                    os.kill(pid, 0)
+                except ProcessLookupError:
+                    break
+                time.sleep(0.1)
+            else:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        shutil.rmtree(self.root, ignore_errors=True)
+        self.root = None

@@ -1,0 +1,295 @@
+"""The slurm backend end to end against a real local Slurm (slurmctld + slurmd, fake GPUs).
+
+`runner run --backend slurm` submits the allocation with sbatch, finds its job by the id sbatch
+printed, runs the stub engine and a stub router as steps of that job (pyxis's options taken and
+checked by the srun stand-in in tests/runner/pyxis/), waits for readiness on the node's name, runs
+the real AIPerf 0.13 and cancels the job. The cancel tests replay GitHub's sequence (SIGINT to the
+step's process group, 7.5 s, SIGTERM, 2.5 s, SIGKILL of the tree) and then require that neither
+`squeue` nor `ps` shows anything of the job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from runner_support import REPO
+from test_runner_e2e import free_port, marked_processes
+
+STUB = Path(__file__).with_name("stub_server.py")
+PYXIS = Path(__file__).with_name("pyxis")
+IMAGE = "example.org/stub:1@sha256:" + "0" * 64
+RECIPE = f"""recipe-version: 1
+config-key: stub-agentic
+engine: sglang
+image: {IMAGE}
+model: stub
+synthetic-acceptance: 3.51
+serve:
+  env: {{STUB_ENV: "a,b"}}
+  args: {{trust-remote-code: true}}
+points:
+  tp2-c2: {{tp: 2, ep: 1, conc: 2}}
+  dep2-c2:
+    tp: 2
+    ep: 2
+    dp-attn: true
+    conc: 2
+    router: {{name: sglang-router, args: {{policy: cache_aware}}}}
+"""
+
+
+def ci_tools_cmd() -> list[str]:
+    return [sys.executable, "-m", "ci_tools"]
+
+
+@pytest.fixture
+def sjob(tmp_path, aiperf, hf_home, slurm):
+    (tmp_path / "recipe.yaml").write_text(RECIPE)
+    base = {"image": IMAGE, "model": "stub", "model-prefix": "stub", "precision": "fp4", "framework": "sglang",
+            "runner": "gb300", "tp": 2, "ep": 1, "dp-attn": False, "spec-decoding": "mtp", "conc": 2,
+            "kv-offloading": "none", "duration": 3600, "exp-name": "stub_tp2_conc2",
+            "scenario-type": "agentic-coding", "run-eval": False, "recipe": "recipe.yaml"}
+    (tmp_path / "row.json").write_text(json.dumps(base))
+    (tmp_path / "row-dep.json").write_text(json.dumps({**base, "ep": 2, "dp-attn": True}))
+    mark = uuid.uuid4().hex
+    systmp = Path(tempfile.mkdtemp(prefix="cit-"))
+    env = {**os.environ, **slurm.env, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "CI_TOOLS_TEST_MARK": mark,
+           "PYTHONUNBUFFERED": "1", "TMPDIR": str(systmp), "PATH": f"{PYXIS}{os.pathsep}{os.environ['PATH']}",
+           "CIT_PYXIS_LOG": str(tmp_path / "pyxis.jsonl"), "PYTHONPATH": str(REPO)}
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    port, worker = free_port(), free_port()
+
+    def argv(row: str = "row.json", server_flags: str = "", duration: float = 2, extra: list[str] | None = None):
+        return [*ci_tools_cmd(), "runner", "run", "--row", str(tmp_path / row), "--root", str(tmp_path),
+                "--backend", "slurm", "--out", str(tmp_path / "out"), "--aiperf-bin", aiperf,
+                "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8", "--hf-cache", str(hf_home / "hub"),
+                "--model-store", str(tmp_path), "--server-cmd",
+                f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
+                "--router-cmd", f"{sys.executable} {STUB} --port {{port}} --model stub",
+                "--port", str(port), "--worker-port", str(worker), "--ready-timeout", "30",
+                "--queue-timeout", "60", "--duration-override", str(duration), "--runner-name", "",
+                *(extra or [])]
+
+    yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "mark": mark, "slurm": slurm,
+           "hf_home": hf_home}
+    shutil.rmtree(systmp, ignore_errors=True)
+    left_jobs = slurm.wait_no_jobs(timeout_s=20)
+    left = marked_processes(mark)
+    for line in left:
+        try:
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
+        except OSError:
+            pass
+    if left_jobs:
+        slurm.run("scancel", "--user=root")
+    assert not left_jobs, f"Slurm jobs left behind: {left_jobs}"
+    assert not left, f"processes left behind: {left}"
+
+
+def pyxis_records(job) -> list[dict]:
+    path = job["dir"] / "pyxis.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_slurm_dep_point_end_to_end(sjob):
+    """Allocation by sbatch, engine and router as steps of that job id, AIPerf, results, nothing left."""
+    # runner settings from runners.yaml: a shared node (not exclusive), a named partition
+    configs = sjob["dir"] / "inferencex-e2e" / "configs"
+    configs.mkdir(parents=True)
+    (configs / "runners.yaml").write_text("labels:\n  gb300: [gb300-nv_0]\nhardware:\n  gb300:\n"
+                                          "    gpus-per-node: 4\n    slurm: {partition: debug, exclusive: false}\n")
+    # another job on the node must not be mistaken for ours (InferenceX located jobs with `squeue --name`)
+    stale = sjob["slurm"].run("sbatch", "--parsable", "--job-name=cit-stale", "--output=/dev/null",
+                              "--wrap", "exec sleep 300").stdout.strip()
+    try:
+        run = subprocess.run(sjob["argv"]("row-dep.json"), env=sjob["env"], capture_output=True, text=True,
+                             timeout=180)
+    finally:
+        jobs = sjob["slurm"].jobs()
+        sjob["slurm"].run("scancel", stale)
+    assert run.returncode == 0, run.stderr + run.stdout
+    out = sjob["out"]
+    status = json.loads((out / "status.json").read_text())
+    job = status["slurm_job_id"]
+    assert status["ok"] is True and job != stale and status["node"] == "localhost"
+    assert f"server allocation submitted as Slurm job {job}" in run.stderr
+    assert "ready: http://localhost:" in run.stderr           # readiness went to the node by its name
+    # the allocation was time-bounded and the engine step saw the 2 GPUs Slurm gave the job
+    commands = (out / "commands.txt").read_text()
+    assert "--time=" in commands and "--partition=debug" in commands and "--exclusive" not in commands
+    server_log = (out / "server.log").read_text()
+    assert "stub: CUDA_VISIBLE_DEVICES=0,1" in server_log
+    assert "stub: CUDA_VISIBLE_DEVICES=(unset)" in (out / "router.log").read_text()   # --gres=none
+    # both steps ran in our job, the router with --overlap; pyxis got the digest-only image and the flags
+    recs = pyxis_records(sjob)
+    assert [r["srun"][:2] for r in recs] == [[f"--jobid={job}", "--overlap"]] * 2
+    server, router = sorted(recs, key=lambda r: "--gres=none" in r["srun"])  # both start at once
+    assert server["image"] == "example.org/stub@sha256:" + "0" * 64
+    assert server["mounts"] == [f"{sjob['dir']}:/models:ro", f"{sjob['hf_home'] / 'hub'}:/hf_hub_cache"]
+    assert server["remap_root"] == 1 and server["mount_home"] == 0
+    assert server["env_values"]["SGLANG_SIMULATE_ACC_LEN"] == "3.51"
+    assert server["env_values"]["STUB_ENV"] == "a,b"          # a value with a comma arrives whole
+    assert "--gres=none" in router["srun"]
+    proc = subprocess.run([*ci_tools_cmd(), "results", "process", str(out)], env=sjob["env"], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads((out / "result.json").read_text())["valid"] is True
+    # when the run ended its job was gone, and the other job, not ours, was still there
+    assert all(not j.startswith(f"{job} ") for j in jobs), jobs
+    assert any(j.startswith(f"{stale} ") for j in jobs), jobs
+
+
+def github_cancel(proc: subprocess.Popen, sigint_wait: float = 7.5, sigterm_wait: float = 2.5) -> list[str]:
+    """The Actions runner's cancel of a step: SIGINT to its process group, SIGTERM, SIGKILL of the tree."""
+    events = []
+    pgid = os.getpgid(proc.pid)
+    for sig, wait in ((signal.SIGINT, sigint_wait), (signal.SIGTERM, sigterm_wait)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        events.append(sig.name)
+        try:
+            proc.wait(timeout=wait)
+            return events
+        except subprocess.TimeoutExpired:
+            continue
+    events.append("SIGKILL")
+    for pid in _tree(proc.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(timeout=10)
+    return events
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def step(job, argv: list[str]) -> subprocess.Popen:
+    """The workflow step: `bash -e` running `exec ci-tools ...`, as the process-group leader."""
+    script = "exec " + " ".join(_q(a) for a in argv)
+    return subprocess.Popen(["bash", "-e", "-c", script], env=job["env"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _q(word: str) -> str:
+    import shlex
+
+    return shlex.quote(word)
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_github_cancel_during_the_benchmark_leaves_nothing(sjob):
+    p = step(sjob, sjob["argv"](duration=120))
+    client_log = sjob["out"] / "client.log"
+    wait_for(lambda: client_log.exists() and client_log.stat().st_size > 0 or p.poll() is not None, 90,
+             "the client to start")
+    assert p.poll() is None, p.communicate()
+    time.sleep(1.0)
+    # the allocation is bounded even if everything else failed: no TimeLimit=UNLIMITED
+    job = sjob["slurm"].run("squeue", "--noheader", "--format=%i %l", "--name=" +
+                            json.loads((sjob["out"] / "job.json").read_text())["label"]).stdout.split()
+    assert len(job) == 2 and job[1] not in ("UNLIMITED", "INVALID"), job
+    t0 = time.monotonic()
+    events = github_cancel(p)
+    elapsed = time.monotonic() - t0
+    _, err = p.communicate()
+    assert events == ["SIGINT"], f"ci-tools was still running after SIGINT + 7.5 s: {events}\n{err}"
+    assert p.returncode == 130, err
+    status = json.loads((sjob["out"] / "status.json").read_text())
+    assert status["reason"] == "cancelled (SIGINT)" and status["exit_code"] == 130 and status["phase"] == "client"
+    assert status["stop_s"] < 7.5 and elapsed < 7.5, (status, elapsed)
+    assert not (sjob["out"] / "aiperf_tmp").exists()
+    assert "cancelled by SIGINT" in err
+    # the fixture then requires an empty squeue and no process carrying the test's mark
+
+
+def test_github_cancel_while_queued_removes_the_pending_job(sjob):
+    # every GPU is taken by another user's job: ours stays PENDING
+    blocker = sjob["slurm"].run("sbatch", "--parsable", "--job-name=other-user", "--gpus-per-node=4",
+                                "--output=/dev/null", "--wrap", "exec sleep 300").stdout.strip()
+    try:
+        p = step(sjob, sjob["argv"]())
+        try:
+            wait_for(lambda: any(" PENDING " in j for j in sjob["slurm"].jobs()), 60, "the job to be queued")
+            time.sleep(1.5)  # polling the queue now
+        finally:
+            events = github_cancel(p)
+        _, err = p.communicate()
+        assert events == ["SIGINT"] and p.returncode == 130, err
+        status = json.loads((sjob["out"] / "status.json").read_text())
+        assert status["phase"] == "queue" and status["exit_code"] == 130
+        assert f"{status['slurm_job_id']} " not in " ".join(sjob["slurm"].jobs())
+    finally:
+        sjob["slurm"].run("scancel", blocker)
+
+
+def test_sigterm_only_cancel(sjob):
+    """A bare SIGTERM (a runner that skips SIGINT, or `timeout`) ends the same way with 143."""
+    p = step(sjob, sjob["argv"]("row.json", "--never-ready"))
+    wait_for(lambda: (sjob["out"] / "server.log").exists() and "serving" in (sjob["out"] / "server.log").read_text(),
+             60, "the server to start")
+    os.killpg(os.getpgid(p.pid), signal.SIGTERM)
+    _, err = p.communicate(timeout=15)
+    assert p.returncode == 143, err
+    status = json.loads((sjob["out"] / "status.json").read_text())
+    assert status["reason"] == "cancelled (SIGTERM)" and status["exit_code"] == 143 and status["phase"] == "ready"
+
+
+def test_runner_killed_outright_then_cleanup_step(sjob):
+    """SIGKILL (a crashed runner) cleans nothing itself: the `if: always()` step does."""
+    p = step(sjob, sjob["argv"](duration=120))
+    client_log = sjob["out"] / "client.log"
+    wait_for(lambda: client_log.exists() and client_log.stat().st_size > 0, 90, "the client to start")
+    p.kill()
+    p.communicate()
+    assert sjob["slurm"].jobs(), "the allocation should still be there after a SIGKILL"
+    res = subprocess.run([*ci_tools_cmd(), "runner", "cleanup", "--out", str(sjob["out"])], env=sjob["env"],
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "stopped slurm job" in res.stdout and "stopped process" in res.stdout
+    status = json.loads((sjob["out"] / "status.json").read_text())
+    assert status["ok"] is False and "without a status" in status["reason"]
+
+
+def test_server_never_ready_on_slurm(sjob):
+    run = subprocess.run(sjob["argv"]("row.json", "--never-ready", extra=["--ready-timeout", "3"]), env=sjob["env"],
+                         capture_output=True, text=True, timeout=90)
+    assert run.returncode == 1, run.stderr
+    assert "error: ready: the server was not ready within 3 s" in run.stderr
+    assert json.loads((sjob["out"] / "status.json").read_text())["phase"] == "ready"
