@@ -104,6 +104,7 @@ def mnjob(tmp_path, aiperf, hf_home, cluster, router_python):
         return [sys.executable, "-m", "ci_tools", "runner", "run", "--row", str(tmp_path / "row.json"),
                 "--root", str(tmp_path), "--backend", "slurm", "--out", str(tmp_path / "out"),
                 "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8",
+                "--hf-cache", str(hf_home / "hub"), "--model-store", str(tmp_path),
                 "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
                 "--port", str(port), "--worker-port", str(worker_port), "--ready-timeout", "60",
                 "--duration-override", str(duration), "--runner-name", "", *(extra or [])]
@@ -251,6 +252,7 @@ def test_github_cancel_while_queued_removes_the_pending_allocation(mnjob):
     """All three nodes busy: the allocation waits in the queue; a cancel then leaves no job behind."""
     cluster = mnjob["cluster"]
     hold = cluster.run("sbatch", "--parsable", "--nodes=3", "--exclusive", "--time=5", "--job-name=hold",
+                       "--output=/dev/null",
                        "--wrap=sleep 300")
     assert hold.returncode == 0, hold.stderr
     holder = hold.stdout.strip().split(";")[0]
@@ -275,3 +277,26 @@ def test_github_cancel_while_queued_removes_the_pending_allocation(mnjob):
         assert status["phase"] == "allocate" and status["reason"] == "cancelled (SIGINT)"
     finally:
         cluster.run("scancel", holder)
+
+
+def test_runner_crash_then_the_workflow_cleanup_step_removes_the_allocation(mnjob):
+    """`runner run` SIGKILLed (no handler runs): `runner cleanup --out` (the `if: always()` step) finds
+    the allocation by the label job.json names and leaves nothing in squeue."""
+    cluster = mnjob["cluster"]
+    proc = subprocess.Popen(mnjob["argv"](ROW, duration=120), env=mnjob["env"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: [lines.append(x) for x in proc.stdout], daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 120
+    while not any("running the client" in line for line in lines):
+        assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    label = json.loads((mnjob["out"] / "job.json").read_text())["label"]
+    assert [j for j in cluster.jobs() if label in j], cluster.jobs()          # the allocation outlived it
+    res = subprocess.run([sys.executable, "-m", "ci_tools", "runner", "cleanup", "--out", str(mnjob["out"])],
+                         env=mnjob["env"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert cluster.wait_no_jobs(timeout_s=15) == []
