@@ -19,3 +19,8 @@ BENCHMARK_INPUT_PREFIXES = (f"{E2E_DIR}/", f"{RECIPES_DIR}/")
 WORKFLOWS_DIR = ".github/workflows"
 SWEEP_WORKFLOW = "run-sweep.yml"        # PR and push sweeps; `/use` pins its runs
 TRUSTED_WORKFLOW = "trusted-sweep.yml"  # maintainer-approved sweeps of a fork PR's SHA
+# Sign-offs posted as reviews, in two phases (a fork's pull_request_review run has a read-only token):
+REVIEW_RECORD_WORKFLOW = "signoff-review.yml"          # untrusted: records which review to check
+REVIEW_VERIFY_WORKFLOW = "signoff-review-verify.yml"   # workflow_run, trusted: verifies it and posts
+REVIEW_ARTIFACT = "signoff-review"                     # the record, one JSON file
+REVIEW_FILE = "review.json"

@@ -117,6 +117,7 @@ def _flow(text: str, memo: dict[str, Any]) -> Any:
 
 
 _NOT_FLAT = object()
+_MAX_FLOW_OPEN = 16  # collections in one flow; configs write two or three
 _CLOSE = {"[": "]", "{": "}"}
 
 
@@ -144,6 +145,8 @@ def _parse_flow(text: str, memo: dict[str, Any]) -> Any:
             flat[key] = _flow_item(m.group(2), memo)
         return flat
     tokens = [t.strip(" ") for t in _FLOW_TOKEN.findall(text)]
+    if tokens.count("[") + tokens.count("{") > _MAX_FLOW_OPEN:
+        raise Unsupported  # deep nesting: PyYAML's loader checks the depth and words the refusal
     tokens.append("")  # sentinel: reading past the end fails the checks below
     n = len(tokens) - 1
 

@@ -6,11 +6,15 @@ that validators can report `file:line:col` without re-parsing. PyYAML's C parser
 platform has it (it is several times faster on the 395 KB changelog); the Python one otherwise.
 
 Rejected with a located message: malformed YAML, duplicate mapping keys (PyYAML silently keeps
-the last one), TAB and NUL characters, a byte-order mark, unhashable keys.
+the last one), TAB and NUL characters, a byte-order mark, unhashable keys, a tag on a list or mapping
+(it would be silently dropped), a scalar PyYAML cannot construct (`0x_`, `2024-13-45`), a recursive
+alias, nesting deeper than MAX_DEPTH, and aliases that expand to more than the budget below: a
+few hundred bytes of nested aliases otherwise expand to millions of values (a "billion laughs").
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +57,16 @@ def _pyyaml() -> None:
 
 Path_ = tuple  # a path into the data: ("key", 0, "sub-key")
 
+# Nesting deeper than this is refused (configs and the changelog nest fewer than 10 levels); it keeps
+# the recursive builders far from Python's recursion limit whatever the input.
+MAX_DEPTH = 64
+# Values that aliases may add beyond the written nodes: at most ALIAS_FACTOR x the written nodes plus
+# ALIAS_SLACK. Bounds the build (and everything that walks the data after it) linearly in the input.
+ALIAS_FACTOR = 4
+ALIAS_SLACK = 10_000
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+
 
 @dataclass
 class YamlDoc:
@@ -86,14 +100,78 @@ class YamlDoc:
         return Finding(self.file, line, col, message, hint, severity)
 
 
+def _graph_problem(root: Any, file: str) -> Finding | None:
+    """The first reason not to build `root`: a recursive alias, nesting deeper than MAX_DEPTH, or an
+    alias expansion above the budget. One iterative pass over the distinct nodes (shared ones are
+    counted once with their expanded size), so a bomb costs as little to refuse as it is long.
+    Only documents with an anchor (`&`) can alias, and only they pay for this pass."""
+    size: dict[int, int] = {}  # id(node) -> number of values it expands to
+    on_path: set[int] = set()  # the current node's ancestors (a node met again here is a cycle)
+    stack: list = [(root, 1, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        nid = id(node)
+        if done:
+            on_path.discard(nid)
+            total = 1
+            for child in _children(node):
+                total += size[id(child)]
+            size[nid] = total
+            continue
+        if nid in size:
+            continue
+        line, col = node.start_mark.line + 1, node.start_mark.column + 1
+        if nid in on_path:
+            return Finding(file, line, col, "a recursive alias: this value contains itself",
+                           "replace the alias (`*name`) by the values it should hold")
+        if depth > MAX_DEPTH:
+            return Finding(file, line, col, f"values nested more than {MAX_DEPTH} levels deep",
+                           "flatten the structure; configs nest only a few levels")
+        on_path.add(nid)
+        stack.append((node, depth, True))
+        stack.extend((child, depth + 1, False) for child in _children(node) if id(child) not in size)
+    written = len(size)
+    if size[id(root)] > ALIAS_FACTOR * written + ALIAS_SLACK:
+        return Finding(file, None, None,
+                       f"aliases expand {written} written values to {size[id(root)]}, more than this tool reads",
+                       "write the values out instead of nesting aliases (`*name`) of aliases")
+    return None
+
+
+def _children(node: Any) -> list:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    return []
+
+
 class _Builder:
     def __init__(self, loader: Any, doc: YamlDoc):
         self.loader = loader
         self.doc = doc
         self.errors: list[Finding] = []
 
+    def construct(self, node: yaml.Node) -> Any:
+        """A scalar (or key) value; a scalar PyYAML resolves but cannot construct becomes a finding."""
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except (ValueError, OverflowError, TypeError) as exc:  # e.g. `0x_`, `2024-13-45`, `._`
+            self.errors.append(Finding(self.doc.file, node.start_mark.line + 1, node.start_mark.column + 1,
+                                       f"cannot read the value {node.value!r} ({exc})" if isinstance(node.value, str)
+                                       else f"cannot read this value ({exc})",
+                                       "quote it if it is text"))
+            return None
+
     def build(self, node: yaml.Node, path: tuple) -> Any:
         self.doc.value_marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if len(path) >= MAX_DEPTH:
+            raise _TooDeep(node)
+        if not isinstance(node, yaml.ScalarNode) and node.tag not in (_MAP_TAG, _SEQ_TAG):
+            self.errors.append(Finding(self.doc.file, node.start_mark.line + 1, node.start_mark.column + 1,
+                                       f"the YAML tag {node.tag.replace('tag:yaml.org,2002:', '!!')} is not supported"
+                                       " on a list or mapping (it would be ignored)",
+                                       "remove the tag; write the value as a plain list or mapping"))
         if isinstance(node, yaml.MappingNode):
             # Keys written in this mapping, as opposed to keys pulled in by a `<<:` merge. A written key
             # may override a merged one (that is what merge keys are for); only two written keys clash.
@@ -103,7 +181,7 @@ class _Builder:
             first_seen: dict = {}
             for key_node, value_node in node.value:
                 if id(key_node) not in own:
-                    key = self.loader.construct_object(key_node, deep=True)
+                    key = self.construct(key_node)
                     try:
                         hash(key)
                     except TypeError:
@@ -111,7 +189,7 @@ class _Builder:
                     self.doc.key_marks[path + (key,)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
                     out[key] = self.build(value_node, path + (key,))
                     continue
-                key = self.loader.construct_object(key_node, deep=True)
+                key = self.construct(key_node)
                 kline = key_node.start_mark.line + 1
                 kcol = key_node.start_mark.column + 1
                 try:
@@ -133,7 +211,7 @@ class _Builder:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
-        return self.loader.construct_object(node, deep=True)
+        return self.construct(node)
 
 
 def _hygiene(file: str, text: str) -> list[Finding]:
@@ -164,6 +242,9 @@ def load_yaml_text(text: str, file: str = "<input>") -> YamlDoc:
         if node is None:
             doc.data = None
             return doc
+        problem = _graph_problem(node, file) if "&" in text else None
+        if problem is not None:
+            raise InputError(problem.message, findings=[problem])
         builder = _Builder(loader, doc)
         doc.data = builder.build(node, ())
     except yaml.MarkedYAMLError as exc:
@@ -178,6 +259,14 @@ def load_yaml_text(text: str, file: str = "<input>") -> YamlDoc:
             "check the indentation and quoting around this line")]) from None
     except yaml.YAMLError as exc:
         raise InputError(f"malformed YAML: {exc}", findings=[Finding(file, None, None, f"malformed YAML: {exc}")]) from None
+    except _TooDeep as exc:
+        mark = exc.args[0].start_mark
+        raise InputError(f"values nested more than {MAX_DEPTH} levels deep", findings=[Finding(
+            file, mark.line + 1, mark.column + 1, f"values nested more than {MAX_DEPTH} levels deep",
+            "flatten the structure; configs nest only a few levels")]) from None
+    except RecursionError:  # the parser's own nesting (MAX_DEPTH guards the builder): still a clean refusal
+        raise InputError("values nested too deeply", findings=[Finding(
+            file, None, None, "values nested too deeply to read", "flatten the structure")]) from None
     finally:
         loader.dispose()
     if builder.errors:
@@ -214,6 +303,7 @@ def load_yaml_file(path: Path | str, display: str | None = None) -> YamlDoc:
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_DEEP_INDENT = re.compile(f"^ {{{MAX_DEPTH - 2},}}", re.M)
 
 
 def load_data_fast(text: str, file: str = "<input>") -> Any:
@@ -227,32 +317,43 @@ def load_data_fast(text: str, file: str = "<input>") -> Any:
         return load_yaml_text(text, file).data
     from ci_tools.plainyaml import Unsupported, load_plain
 
-    try:
-        return load_plain(text)  # the plain block shape configs are written in, without PyYAML's objects
-    except Unsupported:
-        pass
+    # Block nesting is at most about one level per column of indentation: text indented that deep goes
+    # to the loaders below, which check MAX_DEPTH (the plain reader does not).
+    if _DEEP_INDENT.search(text) is None:
+        try:
+            return load_plain(text)  # the plain block shape configs are written in, without PyYAML's objects
+        except Unsupported:
+            pass
     _pyyaml()
     loader = _MemoLoader(text)
     constructors = loader.yaml_constructors
 
-    def build(node: yaml.Node) -> Any:
+    def build(node: yaml.Node, depth: int = 0) -> Any:
         kind = type(node)
         if kind is yaml.ScalarNode:
             if node.tag == _STR_TAG:
                 return node.value
             return constructors[node.tag](loader, node)
+        if node.tag != (_MAP_TAG if kind is yaml.MappingNode else _SEQ_TAG):
+            raise _Defer  # a tag on a collection: the located loader refuses it
         if kind is yaml.MappingNode:
             loader.flatten_mapping(node)
-            out = {build(k): build(v) for k, v in node.value}
+            if depth >= MAX_DEPTH:
+                raise _Defer
+            out = {build(k, depth + 1): build(v, depth + 1) for k, v in node.value}
             if len(out) != len(node.value):
                 raise _Defer
             return out
-        return [build(item) for item in node.value]
+        if depth >= MAX_DEPTH:
+            raise _Defer
+        return [build(item, depth + 1) for item in node.value]
 
     try:
         node = loader.get_single_node()
+        if node is not None and "&" in text and _graph_problem(node, file) is not None:
+            raise _Defer
         return None if node is None else build(node)
-    except (yaml.YAMLError, TypeError, KeyError, _Defer):
+    except (yaml.YAMLError, TypeError, KeyError, ValueError, OverflowError, RecursionError, _Defer):
         return load_yaml_text(text, file).data
     finally:
         loader.dispose()
@@ -260,3 +361,7 @@ def load_data_fast(text: str, file: str = "<input>") -> Any:
 
 class _Defer(Exception):
     """Raised inside `load_data_fast` to hand an unusual document to the located loader."""
+
+
+class _TooDeep(Exception):
+    """Raised by the located builder at the first node nested deeper than MAX_DEPTH."""

@@ -8,7 +8,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_workflow_names_are_workflow_files():
-    for name in (paths.SWEEP_WORKFLOW, paths.TRUSTED_WORKFLOW):
+    for name in (paths.SWEEP_WORKFLOW, paths.TRUSTED_WORKFLOW, paths.REVIEW_RECORD_WORKFLOW,
+                 paths.REVIEW_VERIFY_WORKFLOW):
         assert (REPO / paths.WORKFLOWS_DIR / name).is_file(), name
 
 

@@ -7,6 +7,7 @@ A pattern without `*`/`?` must name an existing key exactly.
 
 from __future__ import annotations
 
+import functools
 import re
 
 _TOP_KEY = re.compile(rb"^([A-Za-z0-9_][A-Za-z0-9_.+-]*):[ ]*(?:#[^\n]*)?$")
@@ -16,8 +17,26 @@ def is_pattern(key: str) -> bool:
     return "*" in key or "?" in key
 
 
-def _regex(pattern: str) -> re.Pattern:
-    return re.compile(re.escape(pattern).replace(r"\*", ".*").replace(r"\?", "."), re.S)
+@functools.lru_cache(maxsize=1024)
+def _compile(pattern: str) -> re.Pattern:
+    """The pattern as a regex that cannot backtrack across a `*`.
+
+    `*` followed by literal text matches up to the *first* place that text occurs, inside an atomic
+    group, so a later failure never retries an earlier `*` (earliest is always a safe choice for a
+    middle segment: it leaves the most key for the rest). Only the last `*` before the end may scan,
+    so matching costs at most about len(pattern) x len(key) steps. A `.*` per `*` backtracks
+    exponentially instead: `*******Z` against a long key took 21 s.
+    """
+    head, *segments = [re.escape(part).replace(r"\?", ".") for part in pattern.split("*")]
+    if not segments:
+        return re.compile(head, re.S)
+    *middle, last = segments
+    return re.compile(head + "".join(f"(?>.*?{seg})" for seg in middle if seg) + ".*" + last, re.S)
+
+
+def matches(pattern: str, key: str) -> bool:
+    """Whether the whole `key` matches `pattern`."""
+    return _compile(pattern).fullmatch(key) is not None
 
 
 def resolve_keys(patterns: list[str], master_keys: list[str]) -> tuple[list[str], list[str]]:
@@ -32,8 +51,8 @@ def resolve_keys(patterns: list[str], master_keys: list[str]) -> tuple[list[str]
     unmatched: list[str] = []
     for pattern in patterns:
         if is_pattern(pattern):
-            rx = _regex(pattern)
-            hits = [k for k in master_keys if rx.fullmatch(k)]
+            rx = _compile(pattern).fullmatch
+            hits = [k for k in master_keys if rx(k)]
         else:
             hits = [pattern] if pattern in known else []
         if not hits:

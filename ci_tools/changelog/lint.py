@@ -21,8 +21,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 
 from ci_tools.changelog import schema
-from ci_tools.changelog.parse import (Entry, byte_findings, entry_starts, line_of, parse_entries,
-                                      parse_tail, structure_ok)
+from ci_tools.changelog.parse import (Entry, ambiguous_findings, byte_findings, entry_starts, line_of,
+                                      parse_entries, parse_tail, structure_ok)
 from ci_tools.errors import Finding, InputError
 
 IMMUTABLE_HINT = "restore the base version of the file byte for byte, then append your entry at the end"
@@ -254,7 +254,8 @@ def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
     `master_keys` None skips key resolution (callers that check keys separately).
     """
     result = LintResult()
-    result.errors = byte_findings(head, file)
+    result.errors = byte_findings(head, file) + ambiguous_findings(
+        head, file, max(0, _common_prefix(base or b"", head) - 2))  # -2: the prefix may end inside a character
     if result.errors:
         return result
     base = base or b""

@@ -104,6 +104,27 @@ def byte_findings(content: bytes, file: str) -> list[Finding]:
     return found
 
 
+# YAML 1.1 (PyYAML, this gate) reads NEL, LINE SEPARATOR and PARAGRAPH SEPARATOR as line breaks and
+# a ZERO WIDTH NO-BREAK SPACE (BOM) inside a file as content; YAML 1.2 readers (the results app, editors)
+# read the first three as ordinary characters. Bytes two parsers read differently are refused in new text.
+_AMBIGUOUS = ((b"\xc2\x85", "NEXT LINE (NEL)"), (b"\xe2\x80\xa8", "LINE SEPARATOR"),
+              (b"\xe2\x80\xa9", "PARAGRAPH SEPARATOR"), (b"\xef\xbb\xbf", "ZERO WIDTH NO-BREAK SPACE (BOM)"))
+
+
+def ambiguous_findings(content: bytes, file: str, start: int = 0) -> list[Finding]:
+    """Characters YAML 1.1 and 1.2 parsers read differently, at or after byte `start` (new text)."""
+    found = []
+    for raw, name in _AMBIGUOUS:
+        pos = content.find(raw, start)
+        if pos >= 0:
+            col = len(content[content.rfind(b"\n", 0, pos) + 1:pos].decode("utf-8", "replace")) + 1
+            found.append(Finding(file, line_of(content, pos), col,
+                                 f"the character U+{ord(raw.decode()):04X} {name} is not allowed in new entries:"
+                                 " YAML 1.1 and 1.2 parsers read it differently",
+                                 "delete it (it is invisible in most editors); use a plain space or a new list item"))
+    return sorted(found, key=lambda f: (f.line, f.col))
+
+
 # -- YAML ---------------------------------------------------------------------------------------
 def _parse(content: bytes, file: str, line_offset: int = 0, index_offset: int = 0) -> list[Entry]:
     """Parse `content` (hygiene already checked or not: checked again here) into entries.

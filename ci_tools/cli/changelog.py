@@ -94,7 +94,8 @@ def render(result, file: str, fmt: str) -> str:
     if fmt == "json":
         return json.dumps({"ok": result.ok,
                            "errors": [{"line": f.line, "message": f.message, "hint": f.hint} for f in result.errors],
-                           "added": added, "corrections": result.corrections}, indent=2, ensure_ascii=False)
+                           "added": added, "corrections": result.corrections}, indent=2, ensure_ascii=False,
+                          default=str)  # YAML dates, sets, bytes in a rejected entry: echoed as text
     if fmt == "github":
         from ci_tools.render.findings import github_annotation
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ci_tools.cli._prbot import (event_name_option, event_path_option, format_option, repo_root_option, run_flow,
@@ -18,7 +20,10 @@ def cli() -> None:
 @event_name_option
 @repo_root_option
 @format_option
-def verify(event_path, event_name, repo_root, fmt) -> None:
+@click.option("--review-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A review record (`signoff record`): verify that review; the event is then the "
+                   "workflow_run of the record run.")
+def verify(event_path, event_name, repo_root, fmt, review_file) -> None:
     """Verify the sign-off in a comment or review, or carry the status over after a push.
 
     Reads .github/CODEOWNERS and docs/PR_REVIEW_CHECKLIST.md from --repo-root (a checkout of the
@@ -30,7 +35,33 @@ def verify(event_path, event_name, repo_root, fmt) -> None:
     Example:
       ci-tools signoff verify --event-path "$GITHUB_EVENT_PATH" --repo-root . --format github
     """
-    from ci_tools.github.flows import verify_signoff
+    from ci_tools.github.flows import verify_review, verify_signoff
 
-    run_flow(lambda event, settings, gh: verify_signoff(event, settings, gh, team_reader(gh)),
-             event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)
+    def flow(event, settings, gh):
+        if review_file is not None:
+            return verify_review(event, settings, gh, team_reader(gh), review_file)
+        return verify_signoff(event, settings, gh, team_reader(gh))
+
+    run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)
+
+
+@cli.command("record")
+@event_path_option
+@event_name_option
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Folder for the record (uploaded as the signoff-review artifact).")
+@format_option
+def record(event_path, event_name, out_dir, fmt) -> None:
+    """Record which review to verify (first phase of review sign-offs; needs no token).
+
+    A fork's pull_request_review run cannot write, so it only records the PR and review id;
+    signoff-review-verify.yml (workflow_run) reads the review from the API and verifies it.
+
+    \b
+    Example:
+      ci-tools signoff record --event-path "$GITHUB_EVENT_PATH" --out "$RUNNER_TEMP/review"
+    """
+    from ci_tools.github.flows import record_review
+
+    run_flow(lambda event, settings, gh: record_review(event, out_dir), event_path=event_path,
+             event_name=event_name, repo_root=Path("."), fmt=fmt)

@@ -8,6 +8,7 @@ GitHub cost zero calls and need no token.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from typing import Callable
 from ci_tools import paths
 from ci_tools.errors import InputError, UsageError
 from ci_tools.github.client import GitHub, GitHubError, TeamUnreadable
-from ci_tools.github.events import Comment, Event
+from ci_tools.github.events import Comment, Event, PullRequest
 from ci_tools.github.timeline import Timeline, timeline_from_api
 from ci_tools.policy import comments as cm
 from ci_tools.policy import approval, reuse, signoff, staging
@@ -536,6 +537,60 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     res.outputs["state"] = state_name
     res.messages.append(f"{signoff.STATUS_CONTEXT}: {state_name}: {verdict.description}")
     return res
+
+
+# ---- sign-offs posted as reviews: two phases ----------------------------------------------------
+# A pull_request_review run of a fork PR gets a read-only token and no secrets, so it cannot post a
+# verdict. `signoff record` (in that run) writes which review to check; `signoff verify --review-file`
+# (a workflow_run run of the default branch, with a write token) reads the review back from the API,
+# never from the record, and verifies it like a comment.
+
+def record_review(event: Event, out_dir: Path) -> Result:
+    if event.name != "pull_request_review":
+        raise UsageError(f"`signoff record` takes pull_request_review events, not {event.name}")
+    if event.pr_number is None or event.comment is None:
+        raise InputError("the pull_request_review payload names no pull request or review")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    record = {"pr": event.pr_number, "review": event.comment.id}
+    (out_dir / paths.REVIEW_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return Result(outputs={"pr": str(record["pr"]), "review": str(record["review"])},
+                  messages=[f"recorded review {record['review']} of PR #{record['pr']} for {paths.REVIEW_VERIFY_WORKFLOW}"])
+
+
+def read_review_record(path: Path) -> tuple[int, int]:
+    """(PR, review id) from a record; it comes from an untrusted run, so only two positive integers
+    are taken from it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a review record ({exc}); is the {paths.REVIEW_ARTIFACT} artifact "
+                         "downloaded there?") from None
+    if not isinstance(data, dict) or sorted(data) != ["pr", "review"] or not all(
+            isinstance(data[k], int) and not isinstance(data[k], bool) and data[k] > 0 for k in data):
+        raise InputError(f"{path}: not a review record: expected {{\"pr\": N, \"review\": N}} and nothing else")
+    return data["pr"], data["review"]
+
+
+def verify_review(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None, record: Path) -> Result:
+    """The trusted phase: the workflow_run of a finished record run; the review is read from the API."""
+    if event.name != "workflow_run" or event.workflow_run is None:
+        raise UsageError(f"`signoff verify --review-file` takes the workflow_run event of "
+                         f"{paths.REVIEW_RECORD_WORKFLOW}, not {event.name}")
+    wr = event.workflow_run
+    expected = f"{paths.WORKFLOWS_DIR}/{paths.REVIEW_RECORD_WORKFLOW}"
+    if wr.path.split("@")[0] != expected or wr.event != "pull_request_review" or wr.conclusion != "success":
+        return Result(outputs={"proceed": "false", "state": "", "signer": "", "head-sha": ""},
+                      messages=[f"run {wr.id} is not a successful {expected} run of a review: nothing to verify"])
+    pr, review_id = read_review_record(record)
+    data = gh().review(pr, review_id)
+    user = data.get("user") or {}
+    comment = Comment(id=int(data["id"]), body=data.get("body") or "", author=str(user.get("login") or ""),
+                      author_type=str(user.get("type") or "User"), association=str(data.get("author_association") or "NONE"),
+                      created_at=str(data.get("submitted_at") or ""), html_url=str(data.get("html_url") or ""),
+                      kind="review")
+    review_event = replace(event, name="pull_request_review", action="submitted", workflow_run=None,
+                           pull_request=PullRequest(number=pr), comment=comment)
+    return verify_signoff(review_event, settings, gh, teams)
 
 
 def _signoff_after_push(event: Event, settings: Settings, gh: Lazy, res: Result) -> Result:

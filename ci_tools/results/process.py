@@ -68,13 +68,33 @@ def read_json(path: Path) -> dict | None:
     return data
 
 
-def point_from_job(job: dict) -> PointInfo:
+def point_from_job(job: dict, where: str = "job.json") -> PointInfo:
+    try:
+        return _point_from_job(job)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{where}: not a job.json written by `ci-tools runner run` ({type(exc).__name__}: {exc})",
+                         findings=[Finding(where, None, None, f"the point is unreadable ({type(exc).__name__}: {exc})",
+                                           "re-run the job, or pass the point with --tp/--conc and no job.json")]) from None
+
+
+def _typed(p: dict, key: str, kinds: tuple, default=None):
+    value = p.get(key, default)
+    if value is not None and (isinstance(value, bool) is not (bool in kinds) or not isinstance(value, kinds)):
+        raise TypeError(f"point.{key} is {value!r}, expected {' or '.join(k.__name__ for k in kinds)}")
+    return value
+
+
+def _point_from_job(job: dict) -> PointInfo:
     p = job["point"]
-    return PointInfo(name=p["name"], tp=int(p["tp"]), ep=int(p.get("ep", 1)), dp_attn=bool(p.get("dp-attn")),
-                     conc=p.get("conc"), gpus=p.get("gpus"), scenario=p.get("scenario", "agentic-coding"),
-                     duration_s=p.get("duration"), model=p.get("model"), config_key=p.get("config-key"),
+    if not isinstance(p, dict):
+        raise TypeError("point is not an object")
+    num = (int, float)
+    return PointInfo(name=str(p["name"]), tp=int(_typed(p, "tp", (int,))), ep=int(_typed(p, "ep", (int,), 1)),
+                     dp_attn=bool(p.get("dp-attn")), conc=_typed(p, "conc", (int,)), gpus=_typed(p, "gpus", (int,)),
+                     scenario=_typed(p, "scenario", (str,), "agentic-coding"),
+                     duration_s=_typed(p, "duration", num), model=_typed(p, "model", (str,)), config_key=p.get("config-key"),
                      runner=p.get("runner"), image=p.get("image"), result_filename=job.get("result-filename"),
-                     topology=p.get("topology"))
+                     topology=_typed(p, "topology", (dict,)))
 
 
 def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
@@ -124,7 +144,7 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
             raise InputError(f"{path}: no {layout.JOB_JSON}, so the point is unknown", findings=[Finding(
                 str(path), None, None, f"no {layout.JOB_JSON} (written by `ci-tools runner run`)",
                 "pass the point: --tp N --conc N [--ep N --dp-attn --gpus N --scenario S --duration S]")])
-        point = point_from_job(job)
+        point = point_from_job(job, str(path / layout.JOB_JSON))
     adir = find_aiperf_dir(path)
     scan = records.scan_file(adir / layout.PROFILE_JSONL, workers=workers)
     agg = read_json(adir / layout.PROFILE_JSON)

@@ -21,8 +21,13 @@ One known difference: msgspec does not validate UTF-8 inside strings it skips, s
 invalid UTF-8 in an unread field is counted where `json.loads` would report the line as bad.
 
 Record filter (spec §2.2): phase = `metadata.benchmark_phase`; a record with a phase other than
-"profiling" is warmup (dropped, counted); a truthy `error` is dropped and categorised; the rest are
-the successful profiling requests S. Latency samples are kept only when finite and > 0.
+"profiling" is warmup (dropped, counted); a truthy `error` is dropped and categorised. Every other
+profiling record is range-checked (`record_problem`); one that fails is excluded from every metric and
+counted under its reason in `excluded` (with `warmup` and `error`, so every record left out is counted
+once by reason). The rest are the successful profiling requests S. Reasons in BROKEN mean the
+measurement itself is wrong (the result is invalid when any occurs); those in DEGRADED invalidate it
+above a small share (validity.py). A one-token response has no inter-token latency: it stays in S
+and is counted in `itl_undefined`.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from array import array
 from dataclasses import dataclass, field
 from functools import reduce
 from itertools import compress, islice, repeat
-from operator import add, and_, attrgetter, eq, not_, truediv
+from operator import add, and_, attrgetter, eq, le, lt, mul, not_, sub, truediv
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -54,6 +59,15 @@ TOKEN_METRICS = {
     "output_sequence_length": "osl",
 }
 
+# Why a profiling record without an error is left out of S. BROKEN: a value no real request can have
+# (a clock or counter is wrong, so no number from the export can be trusted). DEGRADED: a value is
+# missing, which a few requests may legitimately lack.
+BROKEN = ("no-phase", "bad-timestamps", "bad-token-counts", "bad-latency", "bad-ttft", "nonpositive-itl")
+DEGRADED = ("missing-timestamps", "missing-latency", "missing-ttft", "missing-itl", "zero-output")
+# request_end_ns - request_start_ns and AIPerf's request_latency measure the same request (measured:
+# they differ by 2-4 ms at 60 ms); farther apart than this, one of the clocks is wrong.
+SPAN_TOLERANCE = (0.5, 1000.0)  # relative to request_latency, plus milliseconds
+
 # Lines decoded per batch: enough that the per-batch work is noise (measured: 64 to 4096 lines per
 # batch run at the same speed), few enough that the held lines of multi-KB records stay a few MB.
 BATCH_LINES = 1024
@@ -70,6 +84,8 @@ class RecordScan:
     bad_lines: list[int] = field(default_factory=list)  # 1-based line numbers that are not JSON objects
     phases: dict[str, int] = field(default_factory=dict)  # every phase seen, with its count
     error_categories: dict[str, int] = field(default_factory=dict)
+    excluded: dict[str, int] = field(default_factory=dict)  # reason -> records left out of S
+    itl_undefined: int = 0  # one-token responses in S: no ITL sample
     ttft_ms: array = field(default_factory=lambda: array("d"))
     itl_ms: array = field(default_factory=lambda: array("d"))
     e2el_ms: array = field(default_factory=lambda: array("d"))
@@ -96,6 +112,8 @@ class RecordScan:
             "records_error_dropped": self.records_error_dropped,
             "error_categories": dict(sorted(self.error_categories.items())),
             "phases": dict(sorted(self.phases.items())),
+            "excluded": dict(sorted(self.excluded.items())),
+            "itl_undefined": self.itl_undefined,
         }
 
 
@@ -132,7 +150,14 @@ def _slow_fields(rec: dict) -> dict:
     out: dict = {"error": rec.get("error"), "phase": meta.get("benchmark_phase")}
     for name in ("start", "end"):
         value = meta.get(f"request_{name}_ns")
-        out[name] = int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+        if value is None:
+            out[name] = None
+        elif isinstance(value, int) and not isinstance(value, bool):
+            out[name] = value
+        elif isinstance(value, float) and math.isfinite(value):
+            out[name] = int(value)
+        else:
+            out[name] = -1  # present but not a time: a bad timestamp, not a missing one
     for name, col in [*LATENCY_METRICS.items(), *TOKEN_METRICS.items()]:
         out[col] = _metric_value(metrics, name)
     return out
@@ -142,39 +167,78 @@ def _good(x: float | None) -> bool:
     return x is not None and math.isfinite(x) and x > 0
 
 
+def _count(x: float | None) -> bool:
+    return x is not None and math.isfinite(x) and x >= 0 and x.is_integer()
+
+
+def record_problem(f: dict) -> str | None:
+    """Why a successful profiling record cannot be measured (a BROKEN or DEGRADED reason), or None."""
+    start, end = f.get("start"), f.get("end")
+    if start is None or end is None:
+        return "missing-timestamps"
+    if start <= 0 or end <= start:
+        return "bad-timestamps"
+    isl, osl = f.get("isl"), f.get("osl")
+    if not (_count(isl) and _count(osl)):
+        return "bad-token-counts"
+    if osl == 0:
+        return "zero-output"
+    e2el = f.get("e2el_ms")
+    if e2el is None:
+        return "missing-latency"
+    rel, slack = SPAN_TOLERANCE
+    if not _good(e2el) or abs((end - start) / 1e6 - e2el) > rel * e2el + slack:
+        return "bad-latency"
+    ttft = f.get("ttft_ms")
+    if ttft is None:
+        return "missing-ttft"
+    if not _good(ttft) or ttft > e2el:
+        return "bad-ttft"
+    itl = f.get("itl_ms")
+    if itl is None:
+        return "missing-itl" if osl > 1 else None
+    if not _good(itl):
+        return "nonpositive-itl"
+    return None
+
+
 def _add_slow(s: RecordScan, f: dict) -> None:
     phase = f.get("phase")
-    pname = phase if phase is not None else "<none>"
+    pname = phase if isinstance(phase, str) else "<none>" if phase is None else "<not text>"
     s.phases[pname] = s.phases.get(pname, 0) + 1
-    if phase is not None and phase != PROFILING:
+    if isinstance(phase, str) and phase != PROFILING:
         s.records_warmup_dropped += 1
+        s.excluded["warmup"] = s.excluded.get("warmup", 0) + 1
         return
     if f.get("error"):
         s.records_error_dropped += 1
+        s.excluded["error"] = s.excluded.get("error", 0) + 1
         cat = error_category(f["error"])
         s.error_categories[cat] = s.error_categories.get(cat, 0) + 1
         return
+    # AIPerf writes benchmark_phase on every record: without one, the record's origin is unknown
+    reason = "no-phase" if phase is None or not isinstance(phase, str) else record_problem(f)
+    if reason is not None:
+        s.excluded[reason] = s.excluded.get(reason, 0) + 1
+        return
     s.records_profiled += 1
-    ttft, itl, e2el = f.get("ttft_ms"), f.get("itl_ms"), f.get("e2el_ms")
-    isl, osl = f.get("isl"), f.get("osl")
-    if _good(ttft):
-        s.ttft_ms.append(ttft)
-    if _good(itl):
+    ttft, itl, e2el = f["ttft_ms"], f.get("itl_ms"), f["e2el_ms"]
+    isl, osl = f["isl"], f["osl"]
+    s.ttft_ms.append(ttft)
+    if itl is None:
+        s.itl_undefined += 1
+    else:
         s.itl_ms.append(itl)
-    if _good(e2el):
-        s.e2el_ms.append(e2el)
-        if _good(osl):
-            s.e2e_per_token_ms.append(e2el / osl)
-    if isl is not None and math.isfinite(isl):
-        s.isl_sum += isl
-        s.isl_count += 1
-    if osl is not None and math.isfinite(osl):
-        s.osl_sum += osl
-        s.osl_count += 1
-    start, end = f.get("start"), f.get("end")
-    if start is not None and (s.start_ns_min is None or start < s.start_ns_min):
+    s.e2el_ms.append(e2el)
+    s.e2e_per_token_ms.append(e2el / osl)
+    s.isl_sum += isl
+    s.isl_count += 1
+    s.osl_sum += osl
+    s.osl_count += 1
+    start, end = f["start"], f["end"]
+    if s.start_ns_min is None or start < s.start_ns_min:
         s.start_ns_min = start
-    if end is not None and (s.end_ns_max is None or end > s.end_ns_max):
+    if s.end_ns_max is None or end > s.end_ns_max:
         s.end_ns_max = end
 
 
@@ -223,11 +287,21 @@ def _struct_fields(r: Any) -> dict:
     return out
 
 
-def _positive(col: array) -> array | list:
-    """The values with 0 < x < inf (the rule of _good(); NaN fails both comparisons)."""
-    if not col or (min(col) > 0.0 and max(col) < math.inf):
-        return col
-    return [x for x in col if 0.0 < x < math.inf]
+def _plain_batch(start, end, ttft: array, itl: array, e2el: array, isl, osl) -> bool:
+    """Whether record_problem() passes every record of these columns (and each has an ITL), checked
+    with C-level maps: the fast path may then add the columns as they are. TypeError on a None."""
+    finite = math.isfinite
+    if not (all(map(finite, ttft)) and all(map(finite, itl)) and all(map(finite, e2el))
+            and all(map(finite, isl)) and all(map(finite, osl))):
+        return False
+    if not (min(start) > 0 and all(map(lt, start, end)) and min(isl) >= 0 and min(osl) >= 1
+            and min(ttft) > 0 and min(itl) > 0 and min(e2el) > 0 and all(map(le, ttft, e2el))
+            and all(map(float.is_integer, isl)) and all(map(float.is_integer, osl))):
+        return False
+    rel, slack = SPAN_TOLERANCE
+    spans_ms = map(truediv, map(sub, end, start), repeat(1e6))
+    gaps = map(abs, map(sub, spans_ms, e2el))
+    return all(map(le, gaps, map(add, map(mul, e2el, repeat(rel)), repeat(slack))))
 
 
 def _add_structs(s: RecordScan, recs: list) -> None:
@@ -242,8 +316,8 @@ def _add_structs(s: RecordScan, recs: list) -> None:
     dropped: Any = ()
     if phase.count(PROFILING) != n or error.count(None) != n:
         keep = list(map(and_, map(eq, phase, repeat(PROFILING)), map(not_, error)))
-        # a record without a phase and without an error counts as profiling (phase "<none>"):
-        # rare, so its batch goes record by record rather than the columns learning that rule
+        # a record without a phase and without an error is excluded as "no-phase": rare, so its
+        # batch goes record by record rather than the columns learning that rule
         if any(p is None and not e for p, e in compress(zip(phase, error), map(not_, keep))):
             for r in recs:
                 _add_slow(s, _struct_fields(r))
@@ -255,29 +329,26 @@ def _add_structs(s: RecordScan, recs: list) -> None:
         start, end, ttft, itl, e2el, isl, osl = values
         try:
             ttft, itl, e2el = array("d", ttft), array("d", itl), array("d", e2el)
-            smin, emax = min(start), max(end)
-            osl_ok = min(osl) > 0
-            # one addition at a time in file order, as _add_slow does (sum() may round differently)
-            isl_sum = reduce(add, isl, s.isl_sum)
-            osl_sum = reduce(add, osl, s.osl_sum)
+            plain = _plain_batch(start, end, ttft, itl, e2el, isl, osl)
         except TypeError:  # a missing value or timestamp
+            plain = False
+        if not plain:  # some record needs record_problem's verdict: the general rules, one by one
             for r in good:
                 _add_slow(s, _struct_fields(r))
         else:
             k = len(good)
             s.records_profiled += k
             s.phases[PROFILING] = s.phases.get(PROFILING, 0) + k
-            s.ttft_ms.extend(_positive(ttft))
-            s.itl_ms.extend(_positive(itl))
-            e2el_ok = _positive(e2el)
-            s.e2el_ms.extend(e2el_ok)
-            if e2el_ok is e2el and osl_ok:
-                s.e2e_per_token_ms.extend(array("d", map(truediv, e2el, osl)))
-            else:
-                s.e2e_per_token_ms.extend([e / o for e, o in zip(e2el, osl) if 0.0 < e < math.inf and o > 0])
-            s.isl_sum, s.osl_sum = isl_sum, osl_sum
+            s.ttft_ms.extend(ttft)
+            s.itl_ms.extend(itl)
+            s.e2el_ms.extend(e2el)
+            s.e2e_per_token_ms.extend(array("d", map(truediv, e2el, osl)))
+            # one addition at a time in file order, as _add_slow does (sum() may round differently)
+            s.isl_sum = reduce(add, isl, s.isl_sum)
+            s.osl_sum = reduce(add, osl, s.osl_sum)
             s.isl_count += k
             s.osl_count += k
+            smin, emax = min(start), max(end)
             if s.start_ns_min is None or smin < s.start_ns_min:
                 s.start_ns_min = smin
             if s.end_ns_max is None or emax > s.end_ns_max:

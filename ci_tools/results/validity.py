@@ -8,17 +8,31 @@ InferenceX checks the AgentX error rate on some paths only and never on GB300 mu
 - `min-requests`: successful requests ≥ the scenario minimum;
 - `min-duration`: measured duration ≥ the fraction of the requested duration (AgentX);
 - `phases`: only `warmup` and `profiling` records in the export (anything else means mixed runs);
+- `records-broken`: no profiling record has a value no real request can have (records.BROKEN:
+  ITL <= 0, a negative token count, a timestamp before the epoch or after the end, ...);
+- `records-missing`: at most MAX_MISSING_SHARE of the profiling records lack a value (records.DEGRADED);
 - `aiperf-count`: AIPerf's own request count equals the profiling records counted here;
-- `aiperf-complete`: AIPerf did not cancel the run and marked it complete;
+- `aiperf-tokens`, `aiperf-duration`: AIPerf's own totals (`total_isl`, `total_osl`,
+  `benchmark_duration`) agree with the records: a record edited after the run disagrees;
+- `aiperf-complete`: AIPerf marked the run complete (`is_complete: true`) and not cancelled
+  (`was_cancelled: false`), as JSON booleans;
 - `echo-*`: the run's configuration echoes the requested point (concurrency, model, duration,
   server token counts, streaming).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
+from ci_tools.results.records import BROKEN, DEGRADED
+
 KNOWN_PHASES = ("warmup", "profiling")
+# Share of profiling records that may lack a value (a timestamp, TTFT, ITL) before the result is invalid.
+MAX_MISSING_SHARE = 0.01
+# How far the records' duration may be from AIPerf's benchmark_duration: relative, plus seconds (the
+# request span and AIPerf's phase window differ by the ramp and the last in-flight request).
+DURATION_TOLERANCE = (0.10, 2.0)
 
 # Per scenario: the minimum fraction of the requested duration, and successful requests per lane.
 SCENARIO_RULES = {
@@ -51,18 +65,30 @@ def _avg(agg: dict, key: str) -> float | None:
     value = agg.get(key)
     if isinstance(value, dict):
         value = value.get("avg")
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _num(value) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     return float(value)
 
 
 def config_echo(agg: dict) -> dict:
     """What the AIPerf run says it was asked to do (from profile_export_aiperf.json input_config)."""
-    cfg = agg.get("input_config") or {}
-    endpoint = cfg.get("endpoint") or {}
-    phases = [p for p in (cfg.get("phases") or []) if isinstance(p, dict)]
+    def obj(value) -> dict:  # a corrupt summary may hold anything where an object belongs
+        return value if isinstance(value, dict) else {}
+
+    def items(value) -> list:
+        return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+    cfg = obj(agg.get("input_config"))
+    endpoint = obj(cfg.get("endpoint"))
+    phases = items(cfg.get("phases"))
     prof = next((p for p in phases if p.get("kind", p.get("name")) == "profiling"), {})
-    models = [m.get("name") for m in ((cfg.get("models") or {}).get("items") or []) if isinstance(m, dict)]
+    models = [m.get("name") for m in items(obj(cfg.get("models")).get("items"))]
     return {
         "concurrency": prof.get("concurrency"),
         "duration": prof.get("duration"),
@@ -109,6 +135,18 @@ def check(metrics: dict, agg: dict | None, req: Requirements) -> list[Failure]:
                                        "not counted, but the export mixes runs"))
     if r.get("bad_lines"):
         fails.append(Failure("records", f"lines that are not JSON records: {r['bad_lines']}"))
+    excluded = r["accounting"].get("excluded", {})
+    broken = {k: n for k, n in excluded.items() if k in BROKEN}
+    if broken:
+        listing = ", ".join(f"{k}: {n}" for k, n in sorted(broken.items()))
+        fails.append(Failure("records-broken", f"profiling records with impossible values ({listing}); the "
+                                               "export's clocks or counters are wrong, so no metric from it holds"))
+    missing = {k: n for k, n in excluded.items() if k in DEGRADED}
+    measured_or_not = ok + sum(broken.values()) + sum(missing.values())
+    if missing and sum(missing.values()) > MAX_MISSING_SHARE * measured_or_not:
+        listing = ", ".join(f"{k}: {n}" for k, n in sorted(missing.items()))
+        fails.append(Failure("records-missing", f"{sum(missing.values())} of {measured_or_not} profiling records "
+                                                f"lack a value ({listing}), more than {MAX_MISSING_SHARE:.0%}"))
 
     if agg is None:
         fails.append(Failure("aiperf-summary", "profile_export_aiperf.json is missing; the run's "
@@ -117,13 +155,31 @@ def check(metrics: dict, agg: dict | None, req: Requirements) -> list[Failure]:
     count = _avg(agg, "request_count")
     if count is None:
         fails.append(Failure("aiperf-count", "profile_export_aiperf.json has no numeric request_count.avg"))
-    elif int(count) != ok:
-        fails.append(Failure("aiperf-count", f"AIPerf counted {int(count)} successful profiling requests, "
+    elif count != ok:
+        fails.append(Failure("aiperf-count", f"AIPerf counted {count:g} successful profiling requests, "
                                              f"the export has {ok}"))
-    if agg.get("was_cancelled"):
-        fails.append(Failure("aiperf-complete", "AIPerf cancelled the run (was_cancelled: true)"))
-    if agg.get("is_complete") is False:
-        fails.append(Failure("aiperf-complete", "AIPerf did not mark the run complete (is_complete: false)"))
+    tokens = metrics.get("tokens") or {}
+    for key, ours, what in (("total_isl", tokens.get("input_total"), "input"),
+                            ("total_osl", tokens.get("output_total"), "output")):
+        theirs = _avg(agg, key)
+        if theirs is None:
+            fails.append(Failure("aiperf-tokens", f"profile_export_aiperf.json has no numeric {key}.avg"))
+        elif ours is None or abs(ours - theirs) > 1e-6 * max(abs(theirs), 1.0):
+            fails.append(Failure("aiperf-tokens", f"AIPerf counted {theirs:g} {what} tokens ({key}), the records "
+                                                  f"add up to {ours if ours is None else format(ours, 'g')}"))
+    theirs = _avg(agg, "benchmark_duration")
+    rel, slack = DURATION_TOLERANCE
+    if theirs is None:
+        fails.append(Failure("aiperf-duration", "profile_export_aiperf.json has no numeric benchmark_duration.avg"))
+    elif dur is not None and abs(dur - theirs) > rel * theirs + slack:
+        fails.append(Failure("aiperf-duration", f"the records span {dur:.1f} s, AIPerf measured {theirs:.1f} s "
+                                                "(benchmark_duration); a timestamp is wrong"))
+    if agg.get("was_cancelled") is not False:
+        fails.append(Failure("aiperf-complete", "AIPerf cancelled the run or did not say (was_cancelled: "
+                                                f"{agg.get('was_cancelled')!r}, expected false)"))
+    if agg.get("is_complete") is not True:
+        fails.append(Failure("aiperf-complete", "AIPerf did not mark the run complete (is_complete: "
+                                                f"{agg.get('is_complete')!r}, expected true)"))
 
     echo = config_echo(agg)
     if req.conc is not None and echo["concurrency"] != req.conc:
@@ -132,7 +188,7 @@ def check(metrics: dict, agg: dict | None, req: Requirements) -> list[Failure]:
     if req.model and req.model not in echo["models"]:
         fails.append(Failure("echo-model", f"the run benchmarked {echo['models']}, the point serves {req.model!r}"))
     if req.scenario == "agentic-coding" and req.duration_s is not None and echo["duration"] is not None \
-            and float(echo["duration"]) != float(req.duration_s):
+            and _num(echo["duration"]) != float(req.duration_s):
         fails.append(Failure("echo-duration", f"the run's benchmark duration is {echo['duration']} s, "
                                               f"the point asks for {req.duration_s:g} s"))
     if echo["use_server_token_count"] is not True:

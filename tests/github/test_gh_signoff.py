@@ -185,3 +185,60 @@ def test_a_users_own_entry_needs_no_team_token(fake):
 def test_checklist_file_is_versioned_and_parsed():
     assert CHECKLIST.version >= 1 and len(CHECKLIST.items) == 13
     assert re.search(r"checklist version \d+", CHECKLIST.items[0])
+
+
+# ---- review sign-offs in two phases (#16.5) ----------------------------------------------------------
+
+def review_run_event(fake, *, path=".github/workflows/signoff-review.yml", event="pull_request_review",
+                     conclusion="success"):
+    from ci_tools.github.events import Event, WorkflowRun
+
+    return Event(name="workflow_run", repo=fake.repo,
+                 workflow_run=WorkflowRun(id=77, path=path, event=event, conclusion=conclusion, status="completed"))
+
+
+def test_a_recorded_review_is_read_back_from_the_api_and_verified(fake, tmp_path):
+    from ci_tools.github.flows import read_review_record, record_review, verify_review
+
+    setup_pr(fake)
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev")
+    record_review(comment_event(fake, 1, {**review, "created_at": review["submitted_at"]},
+                                kind="pull_request_review"), tmp_path)
+    assert read_review_record(tmp_path / paths.REVIEW_FILE) == (1, review["id"])
+    res = verify_review(review_run_event(fake), settings(), lazy(fake), lazy(fake), tmp_path / paths.REVIEW_FILE)
+    assert res.outputs["state"] == "success" and fake.statuses[-1]["_sha"] == SHA1
+    assert any(r.endswith(f"/pulls/1/reviews/{review['id']}") for r in fake.requests)
+
+
+@pytest.mark.parametrize("text", ['{"pr": 1}', '{"pr": 1, "review": "5"}', '{"pr": 1, "review": 5, "body": "x"}',
+                                  '{"pr": 0, "review": 5}', "[1, 5]", "not json", '{"pr": true, "review": 5}'])
+def test_a_record_is_two_positive_integers_and_nothing_else(tmp_path, text):
+    from ci_tools.errors import InputError
+    from ci_tools.github.flows import read_review_record
+
+    (tmp_path / "r.json").write_text(text)
+    with pytest.raises(InputError, match="not a review record"):
+        read_review_record(tmp_path / "r.json")
+
+
+def test_a_record_naming_a_review_of_another_pr_is_refused(fake, tmp_path):
+    from ci_tools.github.client import GitHubError
+    from ci_tools.github.flows import verify_review
+
+    setup_pr(fake)
+    fake.add_pr(2, head_sha=SHA2)
+    other = fake.add_review(2, signoff_body("amd-dev"), author="amd-dev")
+    (tmp_path / "r.json").write_text(f'{{"pr": 1, "review": {other["id"]}}}')
+    with pytest.raises(GitHubError, match="404"):
+        verify_review(review_run_event(fake), settings(), lazy(fake), lazy(fake), tmp_path / "r.json")
+    assert fake.statuses == []
+
+
+@pytest.mark.parametrize("kw", [{"path": ".github/workflows/other.yml"}, {"event": "pull_request"},
+                                {"conclusion": "failure"}])
+def test_only_a_successful_record_run_is_acted_on(fake, tmp_path, kw):
+    from ci_tools.github.flows import verify_review
+
+    gh = lazy(fake)
+    res = verify_review(review_run_event(fake, **kw), settings(), gh, None, tmp_path / "missing.json")
+    assert res.outputs["proceed"] == "false" and gh.calls == 0

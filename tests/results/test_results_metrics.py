@@ -70,7 +70,8 @@ def test_accounting_case_39():
     scan = records.scan_lines(lines)
     assert scan.accounting() | {"phases": None} == {
         "records_total": 3, "records_profiled": 1, "records_dropped_total": 2, "records_warmup_dropped": 1,
-        "records_error_dropped": 1, "error_categories": {"HTTPStatusError": 1}, "phases": None}
+        "records_error_dropped": 1, "error_categories": {"HTTPStatusError": 1}, "phases": None,
+        "excluded": {"error": 1, "warmup": 1}, "itl_undefined": 0}
     got = m.compute_metrics(scan, 1)
     assert got["tokens"]["input_total"] == 100  # warmup tokens not counted (case 46)
     assert got["e2e_norm_intvty"]["mean"] == pytest.approx(50)

@@ -109,7 +109,7 @@ def _variant(path: str, value) -> bytes:
 
 
 @pytest.mark.parametrize("odd", [
-    _variant("metadata.benchmark_phase", "<del>"),           # no phase: counted as profiling
+    _variant("metadata.benchmark_phase", "<del>"),           # no phase: excluded as no-phase
     _variant("metadata.benchmark_phase", None),
     _variant("error", False),                                # falsy error: a successful request
     _variant("error", ""),
@@ -118,7 +118,7 @@ def _variant(path: str, value) -> bytes:
     _variant("metrics.time_to_first_token", None),           # null metric
     _variant("metrics.time_to_first_token", "<del>"),        # missing metric
     _variant("metrics.inter_token_latency.value", None),
-    _variant("metrics.request_latency.value", -3.0),         # kept as a record, not as a sample
+    _variant("metrics.request_latency.value", -3.0),         # excluded: bad-latency
     _variant("metrics.output_sequence_length.value", 0),
     _variant("metrics.input_sequence_length", 12),           # scalar metric
     _variant("metadata.request_start_ns", None),
@@ -157,7 +157,9 @@ def test_bad_lines_reported_with_numbers(line):
     ok = json.dumps({"metadata": {"benchmark_phase": "profiling"}, "metrics": {}}).encode() + b"\n"
     scan = records.scan_lines([ok, line, b"\n", ok])
     assert scan.bad_lines == [2]
-    assert scan.records_profiled == 2 and scan.records_total == 3
+    assert scan.records_total == 3
+    # records without timestamps or metrics are not measurements: excluded, and counted by reason
+    assert scan.records_profiled == 0 and scan.excluded == {"missing-timestamps": 2}
 
 
 def test_missing_file_is_clean(tmp_path):

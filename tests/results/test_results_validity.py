@@ -7,19 +7,20 @@ import pytest
 from ci_tools.results.validity import Requirements, check
 
 
-def measured(ok=100, errors=0, duration=3600.0, phases=None, bad=None):
+def measured(ok=100, errors=0, duration=3600.0, phases=None, bad=None, excluded=None, isl=1000.0, osl=500.0):
     phases = phases or {"profiling": ok + errors, "warmup": 10}
     return {"requests": {"successful": ok, "errors": errors,
                          "error_rate": errors / (ok + errors) if ok + errors else None,
                          "accounting": {"error_categories": {"HTTPStatusError": errors} if errors else {},
-                                        "phases": phases},
+                                        "phases": phases, "excluded": excluded or {}},
                          "bad_lines": bad or []},
-            "duration_s": duration}
+            "duration_s": duration, "tokens": {"input_total": isl, "output_total": osl}}
 
 
 def agg(count=100, conc=4, duration=3600.0, model="m", token_count=True, streaming=True, cancelled=False,
-        complete=True):
+        complete=True, isl=1000.0, osl=500.0, bench=3600.0):
     return {"request_count": {"avg": count}, "was_cancelled": cancelled, "is_complete": complete,
+            "total_isl": {"avg": isl}, "total_osl": {"avg": osl}, "benchmark_duration": {"avg": bench},
             "input_config": {"models": {"items": [{"name": model}]},
                              "endpoint": {"streaming": streaming, "use_server_token_count": token_count},
                              "phases": [{"name": "warmup", "kind": "warmup", "concurrency": conc},
@@ -43,13 +44,30 @@ def test_good_run_is_valid():
     ({"ok": 89, "errors": 11}, {"count": 89}, {}, ["error-rate"]),
     ({"ok": 0, "errors": 0}, {"count": 0}, {}, ["completed", "min-requests"]),
     ({"ok": 5}, {"count": 5}, {}, ["min-requests"]),                          # 2 per lane at conc 4
-    ({"duration": 3000.0}, {}, {}, ["min-duration"]),
+    ({"duration": 3000.0}, {"bench": 3000.0}, {}, ["min-duration"]),
     ({"duration": None}, {}, {}, ["min-duration"]),
     ({"phases": {"profiling": 100, "replay": 3}}, {}, {}, ["phases"]),
     ({"bad": [7]}, {}, {}, ["records"]),
     ({}, {"count": 99}, {}, ["aiperf-count"]),
     ({}, {"cancelled": True}, {}, ["aiperf-complete"]),
     ({}, {"complete": False}, {}, ["aiperf-complete"]),
+    ({}, {"complete": None}, {}, ["aiperf-complete"]),                      # not said: not complete
+    ({}, {"complete": 1}, {}, ["aiperf-complete"]),
+    ({}, {"complete": "false"}, {}, ["aiperf-complete"]),
+    ({}, {"cancelled": None}, {}, ["aiperf-complete"]),
+    ({}, {"count": float("nan")}, {}, ["aiperf-count"]),
+    ({"excluded": {"nonpositive-itl": 1}}, {}, {}, ["records-broken"]),      # one zero ITL: broken clock
+    ({"excluded": {"bad-token-counts": 1, "warmup": 10}}, {}, {}, ["records-broken"]),
+    ({"excluded": {"no-phase": 1}}, {}, {}, ["records-broken"]),
+    ({"excluded": {"missing-timestamps": 1}}, {}, {}, []),                    # 1 in 101: under 1 %
+    ({"excluded": {"missing-timestamps": 2}}, {}, {}, ["records-missing"]),
+    ({"excluded": {"missing-ttft": 1, "zero-output": 1}}, {}, {}, ["records-missing"]),
+    ({"isl": -1e8}, {}, {}, ["aiperf-tokens"]),                               # the records disagree with AIPerf
+    ({}, {"osl": 0.0}, {}, ["aiperf-tokens"]),
+    ({}, {"isl": None}, {}, ["aiperf-tokens"]),
+    ({"duration": 7200.0}, {}, {}, ["aiperf-duration"]),                     # one end moved by an hour
+    ({"duration": 3300.0}, {}, {}, []),                                      # within 10 % + 2 s
+    ({}, {"bench": None}, {}, ["aiperf-duration"]),
     ({}, {"conc": 8}, {}, ["echo-concurrency"]),
     ({}, {"model": "other"}, {}, ["echo-model"]),
     ({}, {"duration": 1200.0}, {}, ["echo-duration"]),
@@ -67,8 +85,8 @@ def test_rules(m_kw, a_kw, req_kw, expected):
 def test_all_failures_reported_together():
     fails = check(measured(ok=50, errors=50, duration=100.0, phases={"profiling": 100, "x": 1}),
                   agg(count=49, conc=2, model="z", token_count=False, cancelled=True), REQ)
-    assert rules(fails) == ["error-rate", "min-duration", "phases", "aiperf-count", "aiperf-complete",
-                            "echo-concurrency", "echo-model", "echo-token-count"]
+    assert rules(fails) == ["error-rate", "min-duration", "phases", "aiperf-count", "aiperf-duration",
+                            "aiperf-complete", "echo-concurrency", "echo-model", "echo-token-count"]
     assert "error rate 50.0% (50 of 100) is above 10% [HTTPStatusError: 50]" in fails[0].message
 
 

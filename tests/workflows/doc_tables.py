@@ -1,5 +1,6 @@
-"""The generated tables of docs/workflows.md: jobs (trigger, runner, command, permissions, secrets)
-and labels, rendered from the workflow files and the policy so the page cannot drift from them.
+"""The generated tables of docs/workflows.md: jobs (trigger, runner, command, permissions, secrets),
+labels and the deployment prerequisites, rendered from the workflow files and the policy so the page
+cannot drift from them.
 
     python3 tests/workflows/doc_tables.py          # print the tables
     python3 tests/workflows/doc_tables.py --write  # rewrite them in docs/workflows.md
@@ -61,6 +62,53 @@ def jobs_table(workflows: list[wc.Workflow]) -> str:
     return "\n".join(rows)
 
 
+# `$/` self-repository references: on github.com since GitHub's changelog of 2026-07-30, resolved by the
+# runner from version 2.336.0; GitHub Enterprise Server has no such reference.
+SELF_REFERENCE_RUNNER = "2.336.0"
+# What each secret must be able to do. A secret a workflow names and this table does not fails the
+# docs test, so a new one cannot go undocumented.
+SECRETS = {
+    "HF_TOKEN": "a Hugging Face read token (gated model downloads on the GPU runners)",
+    "RESULTS_DISPATCH_TOKEN": ("a token that may send `repository_dispatch` to the results app's repository "
+                               "(fine-grained: Contents read and write on that repository only)"),
+    "RUNNERS_TOKEN": ("a token that can list this repository's self-hosted runners (fine-grained: "
+                      "Administration read); a GITHUB_TOKEN cannot"),
+    "SLACK_WEBHOOK_URL": "optional: a Slack incoming-webhook URL for the digest",
+    "TEAM_MEMBERSHIP_TOKEN": ("a token with the organization permission Members: read, to check CODEOWNERS "
+                              "teams (a GITHUB_TOKEN cannot: GitHub answers 404); without it a team-owned file "
+                              "makes every sign-off \"not verified\", never \"not owned\""),
+}
+
+
+def _self_references(wf: wc.Workflow) -> bool:
+    return "uses: $/" in wf.text
+
+
+def prerequisites_table(workflows: list[wc.Workflow]) -> str:
+    referencing = [wf.name for wf in workflows if _self_references(wf)]
+    self_hosted = [f"{wf.name} `{job_id}`" for wf in workflows for job_id, job in wf.jobs.items()
+                   if "self-hosted" in str(job.get("runs-on"))
+                   and any(str(st.get("uses", "")).startswith("$/") for st in job.get("steps") or [])]
+    lines = [f"- **Actions runner {SELF_REFERENCE_RUNNER} or later.** These workflows use `$/` self-repository "
+             f"references (`uses: $/...`): {', '.join(referencing)}. GitHub-hosted runners have it; the "
+             f"self-hosted GPU runners ({', '.join(self_hosted)}) must be upgraded to {SELF_REFERENCE_RUNNER}+ "
+             "(`./config.sh --version` on the host), or their jobs fail before the first step. GitHub "
+             "Enterprise Server does not support `$/`: these workflows run on github.com only.",
+             "- **Secrets** (Settings → Secrets and variables → Actions), by the jobs that read them:", "",
+             "| secret | read by | what it must be |", "|---|---|---|"]
+    users: dict[str, list[str]] = {}
+    for wf in workflows:
+        for job_id, job in wf.jobs.items():
+            for name in sorted(set(SECRET.findall(str(job)))):
+                users.setdefault(name, []).append(f"{wf.name} `{job_id}`")
+    for name in sorted(users):
+        if name not in SECRETS:
+            raise SystemExit(f"secret {name} is used by {', '.join(users[name])} but not described in "
+                             "tests/workflows/doc_tables.py SECRETS")
+        lines.append(f"| `{name}` | {'<br>'.join(users[name])} | {SECRETS[name]} |")
+    return "\n".join(lines)
+
+
 def labels_table(policy) -> str:
     rows = ["| label | kind | effect |", "|---|---|---|"]
     for name, p in policy.primary.items():
@@ -80,8 +128,9 @@ def labels_table(policy) -> str:
 
 def render_all() -> dict[str, str]:
     from ci_tools.policy.labels import load_policy
-    return {"jobs": jobs_table(wc.load_workflows(REPO / ".github" / "workflows")),
-            "labels": labels_table(load_policy(REPO))}
+    workflows = wc.load_workflows(REPO / ".github" / "workflows")
+    return {"jobs": jobs_table(workflows), "labels": labels_table(load_policy(REPO)),
+            "prerequisites": prerequisites_table(workflows)}
 
 
 def splice(text: str, name: str, table: str) -> str:

@@ -102,6 +102,210 @@ def ok(step: rt.StepRun) -> rt.StepRun:
     return step
 
 
+# ---- payloads: the corpus's real ones, pointed at the fake's PRs -------------------------------------
+
+def comment_payload(fake, pr: int, comment: dict, action: str = "created") -> dict:
+    d = rt.webhook("issue_comment", f"{action}.payload.json")
+    d["issue"] = {**d["issue"], "number": pr, "pull_request": {"url": f"https://api.github.com/repos/{fake.repo}/pulls/{pr}"}}
+    d["comment"] = {k: v for k, v in comment.items() if not k.startswith("_")}
+    return d
+
+
+def pr_payload(fake, pr: int, action: str, **top) -> dict:
+    d = rt.webhook("pull_request", f"{action}.payload.json")
+    d["pull_request"] = copy.deepcopy(fake.pulls[pr])
+    d.update(number=pr, **top)
+    return d
+
+
+def review_payload(fake, pr: int, review: dict) -> dict:
+    d = rt.webhook("pull_request_review", "submitted.payload.json")
+    d["pull_request"] = copy.deepcopy(fake.pulls[pr])
+    d["review"] = {k: v for k, v in review.items() if not k.startswith("_")}
+    return d
+
+
+def run_payload(fake, run: dict) -> dict:
+    d = rt.webhook("workflow_run", "completed.with-pull-requests.payload.json")
+    d["workflow_run"] = copy.deepcopy(run)
+    return d
+
+
+def signoff_body(signer: str) -> str:
+    from ci_tools import paths
+    from ci_tools.policy import signoff
+
+    checklist = signoff.parse_checklist((REPO / paths.REVIEW_CHECKLIST).read_text(), paths.REVIEW_CHECKLIST)
+    return "\n".join([signoff.PHRASE + ":"] + [f"- [x] {i}" for i in checklist.items] + ["", f"Signed: @{signer}"])
+
+
+def signed_off_pr(fake, number=1, fork=None):
+    pr = pr_with_sweep(fake, number, fork=fork)
+    fake.pr_files[number] = ["inferencex-e2e/configs/amd-master.yaml"]
+    fake.add_run(9, head_sha=SHA1, pull_requests=(number,))
+    fake.teams[("SemiAnalysisAI", "amd-reviewers")] = {"amd-dev"}
+    fake.teams[("SemiAnalysisAI", "core")] = {"core-dev"}
+    return pr
+
+
+def writer(fake, login="maint"):
+    fake.permissions[login] = "write"
+    return login
+
+
+# ---- the scenarios: each returns the JobRuns whose token it used --------------------------------
+
+def handle(s, body, *, pr=1, fork=None, secrets=None):
+    c = s.fake.add_comment(pr, body, author=writer(s.fake), association="CONTRIBUTOR")
+    job = s.job("comment-commands.yml", "handle", "issue_comment", comment_payload(s.fake, pr, c), secrets=secrets or {})
+    return job, ok(job.run("handle"))
+
+
+def comment_use_pins_a_run(s):
+    pr_with_sweep(s.fake, 1)
+    s.fake.add_run(9, head_sha=SHA1, pull_requests=(1,))
+    job, step = handle(s, "/use 9")
+    assert step.outputs["reuse-authorised"] == "true"
+    return [job]
+
+
+def comment_stage_results(s):
+    pr_with_sweep(s.fake, 1)
+    s.fake.add_run(9, head_sha=SHA1, pull_requests=(1,))
+    job, step = handle(s, "/stage-results 9",
+                       secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")})
+    assert step.outputs["stage-run-id"] == "9" and s.fake.dispatches
+    return [job]
+
+
+def comment_sweep_approve_on_a_fork(s):
+    pr_with_sweep(s.fake, 3, fork="someone/bench")
+    job, step = handle(s, f"/sweep approve {SHA1}", pr=3)
+    assert step.outputs["approve-sha"] == SHA1
+    return [job]
+
+
+def comment_sweep_plan(s):
+    pr_with_sweep(s.fake, 1)
+    job, _ = handle(s, "/sweep plan")
+    return [job]
+
+
+def signoff_comment(s):
+    signed_off_pr(s.fake)
+    c = s.fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    job = s.job("signoff-verify.yml", "verify", "issue_comment", comment_payload(s.fake, 1, c),
+                secrets={"TEAM_MEMBERSHIP_TOKEN": s.app_token("teams", members="read")})
+    ok(job.run(2))
+    assert s.fake.statuses[-1]["state"] == "success"
+    return [job]
+
+
+def signoff_carried_after_push(s):
+    signoff_comment(s)                     # a verified sign-off, then a push with the same tree
+    job = s.job("signoff-verify.yml", "after-push", "pull_request_target",
+                pr_payload(s.fake, 1, "synchronize", before=SHA2, after=SHA1))
+    ok(job.run(2))
+    assert s.fake.statuses[-1]["state"] == "success"
+    return [job]
+
+
+def review_signoff_two_phases(s, fork="someone/bench"):
+    """#16.5: the review's own run (read-only on a fork) records; the workflow_run run verifies and posts."""
+    signed_off_pr(s.fake, fork=fork)
+    review = s.fake.add_review(1, signoff_body("amd-dev"), author="amd-dev")
+    record = s.job("signoff-review.yml", "record", "pull_request_review", review_payload(s.fake, 1, review),
+                   fork=bool(fork))
+    ok(record.run(2))
+    from ci_tools import paths
+
+    recorded = (record.tmp / "review" / paths.REVIEW_FILE).read_text()
+    run = s.fake.add_run(77, head_sha=SHA1, event="pull_request_review", path=f".github/workflows/{paths.REVIEW_RECORD_WORKFLOW}",
+                         artifacts=(paths.REVIEW_ARTIFACT,), name="signoff-review")
+    verify = s.job("signoff-review-verify.yml", "verify", "workflow_run", run_payload(s.fake, run),
+                   secrets={"TEAM_MEMBERSHIP_TOKEN": s.app_token("teams", members="read")})
+    (verify.tmp / "review").mkdir()
+    (verify.tmp / "review" / paths.REVIEW_FILE).write_text(recorded)      # what download-artifact leaves
+    ok(verify.run(3))
+    assert s.fake.statuses[-1]["state"] == "success" and s.fake.statuses[-1]["_sha"] == SHA1
+    s.record_jobs = [record]
+    return [verify]
+
+
+def review_record_only(s):
+    review_signoff_two_phases(s)
+    return s.record_jobs
+
+
+def staging_callback(s):
+    pr_with_sweep(s.fake, 1)
+    s.fake.add_run(9, head_sha=SHA1, pull_requests=(1,))
+    handle(s, "/stage-results 9", secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")})
+    cid = next(c["id"] for c in s.fake.bot_comments(1) if c["body"].startswith("<!-- ci-tools:stage "))
+    d = dict(rt.webhook("repository_dispatch", "payload.json"), action="stage-results-started",
+             client_payload={"source-repository": "SemiAnalysisAI/InferenceX-app", "pr-number": "1", "run-id": "9",
+                             "app-run-id": "555", "run-date": "2026-10-01", "requested-by": "maint",
+                             "comment-id": str(cid)})
+    job = s.job("staging-callback.yml", "callback", "repository_dispatch", d)
+    assert ok(job.run(2)).outputs["updated"] == "true"
+    return [job]
+
+
+def status_card_of_a_pr_sweep(s):
+    pr_with_sweep(s.fake, 1)
+    run = s.fake.add_run(12, head_sha=SHA1, pull_requests=(1,))
+    job = s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run))
+    assert ok(job.run(2)).outputs["comment"] == "create"
+    return [job]
+
+
+def status_card_of_a_trusted_sweep(s):
+    from ci_tools.policy import approval
+
+    pr_with_sweep(s.fake, 3, fork="someone/bench")
+    run = s.fake.add_run(13, head_sha=MERGE, branch="main", event="workflow_dispatch",
+                         path=f".github/workflows/{approval.TRUSTED_WORKFLOW}", display_title=approval.run_name(3, SHA1))
+    job = s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run))
+    assert ok(job.run(2)).outputs["comment"] == "create"
+    return [job]
+
+
+def reuse_on_a_push_after_use(s):
+    pr_with_sweep(s.fake, 7)
+    s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
+    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    s.fake.compares[(SHA2, SHA1)] = ("ahead", ["README.md"])
+    job = s.job("sweep-pipeline.yml", "plan", "pull_request", pr_payload(s.fake, 7, "synchronize", before=SHA2, after=SHA1))
+    assert ok(job.run("reuse")).outputs["skip-pr-sweep"] == "true"
+    return [job]
+
+
+def reuse_at_merge(s):
+    pr_with_sweep(s.fake, 7)
+    s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
+    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    merged(s.fake)
+    job = s.job("sweep-pipeline.yml", "plan", "push", push_to_main())
+    out = ok(job.run("reuse")).outputs
+    assert out["reuse-enabled"] == "true" and out["reuse-source-run-id"] == "9"
+    return [job]
+
+
+def welcome_on_open(s):
+    pr_with_sweep(s.fake, 1)
+    job = s.job("welcome.yml", "welcome", "pull_request_target", pr_payload(s.fake, 1, "opened"))
+    assert ok(job.run(2)).outputs["comment"] == "create"
+    return [job]
+
+
+def runner_digest(s):
+    s.fake.add_runner("gb300-1", labels=("self-hosted", "cluster:gb300-nv"))
+    job = s.job("runner-digest.yml", "digest", "schedule", {"schedule": "13 14 * * *"},
+                secrets={"RUNNERS_TOKEN": s.app_token("runners", administration="read")})
+    ok(job.run("digest"))
+    return [job]
+
+
 # Each scenario: (workflow, job, function(s: Scenario) -> list of JobRuns it ran). One list per job.
 def results_app_ingests_this_run(s: Scenario):
     """#16.4: `GET commits/{sha}/pulls` needs pull-requests: read, which the job must grant."""
@@ -140,8 +344,19 @@ def trusted_sweep_checks_the_approval(s: Scenario):
 
 
 SCENARIOS = {
+    ("comment-commands.yml", "handle"): [comment_use_pins_a_run, comment_stage_results, comment_sweep_approve_on_a_fork,
+                                         comment_sweep_plan],
+    ("runner-digest.yml", "digest"): [runner_digest],
+    ("signoff-verify.yml", "verify"): [signoff_comment],
+    ("signoff-verify.yml", "after-push"): [signoff_carried_after_push],
+    ("signoff-review.yml", "record"): [review_record_only],
+    ("signoff-review-verify.yml", "verify"): [review_signoff_two_phases, lambda s: review_signoff_two_phases(s, None)],
+    ("staging-callback.yml", "callback"): [staging_callback],
+    ("status-card.yml", "card"): [status_card_of_a_pr_sweep, status_card_of_a_trusted_sweep],
+    ("sweep-pipeline.yml", "plan"): [reuse_on_a_push_after_use, reuse_at_merge],
     ("sweep-pipeline.yml", "results-app"): [results_app_ingests_this_run, results_app_ingests_the_reused_run],
     ("trusted-sweep.yml", "plan"): [trusted_sweep_checks_the_approval],
+    ("welcome.yml", "welcome"): [welcome_on_open],
 }
 
 
@@ -181,3 +396,82 @@ def test_job(shared, tmp_path, wf_name, job_id):
             assert not s.fake.schema_errors, s.fake.schema_errors
     steps_need = set().union(*(action_needs(st) | shell_needs(st) for st in wf.jobs[job_id]["steps"]))
     assert unused_scopes(granted, calls, steps_need) == [], f"{wf_name}: {job_id}: granted and never needed"
+
+
+# ---- jobs without GitHub calls of ci-tools, and callers of reusable workflows ---------------------
+
+# The variables ci-tools reads a GitHub token from (HF_TOKEN, say, is not one).
+GITHUB_TOKEN_VARS = ("GITHUB_TOKEN", "GH_TOKEN", "RESULTS_DISPATCH_TOKEN", "TEAM_MEMBERSHIP_TOKEN", "RUNNERS_TOKEN")
+
+
+def token_env(step: dict) -> list[str]:
+    """The env vars through which a step receives a GitHub token."""
+    return [k for k, v in (step.get("env") or {}).items() if k in GITHUB_TOKEN_VARS or "github.token" in str(v)]
+
+
+def all_jobs():
+    return [(wf, job_id) for wf in wc.load_workflows(WORKFLOWS) for job_id in wf.jobs]
+
+
+def test_every_token_holding_ci_tools_step_is_run_here():
+    """A ci-tools step that is given a token can call GitHub, so its job must have scenarios above;
+    every other job's scopes are checked against its `uses:` and `gh` steps alone (below)."""
+    missing = []
+    for wf, job_id in all_jobs():
+        for i, step in enumerate(wf.jobs[job_id].get("steps") or []):
+            if "ci-tools " in step.get("run", "") and token_env(step) and (wf.name, job_id) not in SCENARIOS:
+                missing.append(f"{wf.name}: {job_id}: step {step.get('id') or i}")
+    assert missing == []
+
+
+@pytest.mark.parametrize("wf_name,job_id", sorted((wf.name, j) for wf, j in all_jobs()
+                                                  if (wf.name, j) not in SCENARIOS
+                                                  and "uses" not in wf.jobs[j]))
+def test_jobs_without_api_steps_grant_only_what_their_actions_need(wf_name, job_id):
+    wf = rt.workflow(wf_name)
+    steps = wf.jobs[job_id].get("steps") or []
+    steps_need = set().union(*(action_needs(st) | shell_needs(st) for st in steps))
+    assert unused_scopes(rt.job_permissions(wf, job_id), [], steps_need) == [], f"{wf_name}: {job_id}"
+    granted = rt.job_permissions(wf, job_id)
+    assert all(satisfied(((p, a),), granted) for p, a in steps_need), f"{wf_name}: {job_id} lacks {steps_need}"
+
+
+@pytest.mark.parametrize("wf_name,job_id", sorted((wf.name, j) for wf, j in all_jobs() if "uses" in wf.jobs[j]))
+def test_a_reusable_workflow_caller_grants_exactly_what_the_called_jobs_ask(wf_name, job_id):
+    """A caller's `permissions:` cap the called workflow's jobs: no less than their union (they would
+    fail), no more (unused scopes, e.g. writes nobody below makes)."""
+    wf = rt.workflow(wf_name)
+    called = rt.workflow(wf.jobs[job_id]["uses"].rsplit("/", 1)[-1])
+    union: dict[str, str] = {}
+    for j in called.jobs:
+        for scope, level in rt.job_permissions(called, j).items():
+            union[scope] = max(union.get(scope, "none"), level, key=LEVELS.__getitem__)
+    assert rt.job_permissions(wf, job_id) == union
+
+
+def test_no_job_a_fork_review_starts_is_expected_to_write():
+    """#16.5: a fork PR's pull_request_review run gets a read-only token and no secrets, so a job it
+    starts may not be the one posting verdicts: it only records (signoff-review.yml), and the
+    workflow_run of the default branch verifies and writes (signoff-review-verify.yml)."""
+    writers = []
+    for wf in wc.load_workflows(WORKFLOWS):
+        if "pull_request_review" not in wf.on:
+            continue
+        for job_id, job in wf.jobs.items():
+            for step in job.get("steps") or []:
+                if "ci-tools " in step.get("run", "") and token_env(step):
+                    writers.append(f"{wf.name}: {job_id}")
+    assert writers == []
+
+
+def test_the_two_review_phases_name_each_other_as_paths_py_says():
+    from ci_tools import paths
+
+    record, verify = rt.workflow(paths.REVIEW_RECORD_WORKFLOW), rt.workflow(paths.REVIEW_VERIFY_WORKFLOW)
+    assert set(record.on) == {"pull_request_review"} and set(verify.on) == {"workflow_run"}
+    assert verify.on["workflow_run"]["workflows"] == [record.data["name"]]
+    [upload] = [s for s in record.jobs["record"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
+    [download] = [s for s in verify.jobs["verify"]["steps"] if s.get("uses", "").startswith("actions/download-artifact@")]
+    assert upload["with"]["name"] == download["with"]["name"] == paths.REVIEW_ARTIFACT
+    assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
+    assert f'/review/{paths.REVIEW_FILE}"' in verify.jobs["verify"]["steps"][-1]["run"]

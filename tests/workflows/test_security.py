@@ -148,6 +148,28 @@ def test_docs_tables_match_the_files():
             f"docs/workflows.md: the {name} table is stale; run python3 tests/workflows/doc_tables.py --write")
 
 
+def test_runner_version_for_self_references_is_documented():
+    """#16.8: `$/` references need Actions runner >= 2.336.0 and do not exist on GHES; the GPU runners
+    are self-hosted, so the requirement must be written where deployers look (docs and README)."""
+    import doc_tables
+
+    prerequisites = doc_tables.render_all()["prerequisites"]
+    for wf in wc.load_workflows(WORKFLOWS):
+        if "uses: $/" in wf.text:
+            assert wf.name in prerequisites
+    assert f"runner {doc_tables.SELF_REFERENCE_RUNNER} or later" in prerequisites and "Enterprise Server" in prerequisites
+    assert "benchmark.yml `run`" in prerequisites                     # the self-hosted job that uses one
+    readme = (REPO / "README.md").read_text()
+    assert doc_tables.SELF_REFERENCE_RUNNER in readme and "TEAM_MEMBERSHIP_TOKEN" in readme
+
+
+def test_every_secret_is_described():
+    import doc_tables
+
+    used = {n for wf in wc.load_workflows(WORKFLOWS) for n in doc_tables.SECRET.findall(wf.text)}
+    assert used == set(doc_tables.SECRETS)
+
+
 def test_docs_table_check_catches_drift(tmp_path):
     import doc_tables
 
@@ -160,6 +182,7 @@ def test_docs_table_check_catches_drift(tmp_path):
 
 def test_artifact_names_match_the_code_that_defines_them():
     """Artifact names are defined once in ci_tools; the workflows spell them (GitHub syntax) only here."""
+    from ci_tools.paths import REVIEW_ARTIFACT
     from ci_tools.policy.reuse import CHANGELOG_METADATA
     from ci_tools.runner.layout import COLLECTION_ARTIFACT
 
@@ -171,7 +194,7 @@ def test_artifact_names_match_the_code_that_defines_them():
                     names.add(step["with"]["name"])
     assert {COLLECTION_ARTIFACT, CHANGELOG_METADATA} <= names
     spelled = {n for n in names if "${{" not in n}
-    assert spelled == {COLLECTION_ARTIFACT, CHANGELOG_METADATA, "reused-run"}
+    assert spelled == {COLLECTION_ARTIFACT, CHANGELOG_METADATA, REVIEW_ARTIFACT, "reused-run"}
 
 
 def test_job_upload_excludes_what_the_runner_layout_excludes():
