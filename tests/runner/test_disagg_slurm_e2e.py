@@ -105,7 +105,7 @@ def mnjob(tmp_path, aiperf, hf_home, cluster, router_python):
                 "--root", str(tmp_path), "--backend", "slurm", "--out", str(tmp_path / "out"),
                 "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8",
                 "--hf-cache", str(hf_home / "hub"), "--model-store", str(tmp_path),
-                "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
+                "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} --role {{role}} {server_flags}",
                 "--port", str(port), "--worker-port", str(worker_port), "--ready-timeout", "60",
                 "--duration-override", str(duration), "--runner-name", "", *(extra or [])]
 
