@@ -99,7 +99,10 @@ def mnjob(tmp_path, aiperf, hf_home, cluster, router_python):
            "PATH": f"{PYXIS}:{bindir}:{os.environ['PATH']}"}
     port, worker_port = free_port(), free_port()
 
-    def argv(row: dict, server_flags: str = "", duration: float = 2, extra: list[str] | None = None) -> list[str]:
+    # 50 ms between tokens: the router streams decode's answer only once prefill's has ended, so on a
+    # loaded machine a fast decode would already be done and reach the client in one burst (ITL 0)
+    def argv(row: dict, server_flags: str = "--itl 0.05", duration: float = 3,
+             extra: list[str] | None = None) -> list[str]:
         (tmp_path / "row.json").write_text(json.dumps(row))
         return [sys.executable, "-m", "ci_tools", "runner", "run", "--row", str(tmp_path / "row.json"),
                 "--root", str(tmp_path), "--backend", "slurm", "--out", str(tmp_path / "out"),
@@ -252,30 +255,36 @@ def test_github_cancel_while_queued_removes_the_pending_allocation(mnjob):
     """All three nodes busy: the allocation waits in the queue; a cancel then leaves no job behind."""
     cluster = mnjob["cluster"]
     hold = cluster.run("sbatch", "--parsable", "--nodes=3", "--exclusive", "--time=5", "--job-name=hold",
-                       "--output=/dev/null",
-                       "--wrap=sleep 300")
+                       "--output=/dev/null", "--wrap=sleep 300")
     assert hold.returncode == 0, hold.stderr
     holder = hold.stdout.strip().split(";")[0]
+    proc = None
     try:
+        deadline = time.monotonic() + 60   # the previous test's allocation may still be completing
+        while f"{holder} RUNNING hold" not in cluster.jobs():
+            assert time.monotonic() < deadline, cluster.jobs()
+            time.sleep(0.3)
         proc = subprocess.Popen(mnjob["argv"](ROW), env=mnjob["env"], stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
         lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+        reader = threading.Thread(target=lambda: [lines.append(x) for x in proc.stdout], daemon=True)
         reader.start()
         deadline = time.monotonic() + 60
         while not any("is queued" in line for line in lines):
             assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
             time.sleep(0.2)
-        queued = [j for j in cluster.jobs() if "PENDING" in j]
-        assert len(queued) == 1, cluster.jobs()
+        assert [j.split()[1] for j in cluster.jobs() if j.split()[0] != holder] == ["PENDING"], cluster.jobs()
         os.killpg(proc.pid, signal.SIGINT)
         code = proc.wait(timeout=7.5)
         reader.join(timeout=5)
         assert code == 130, "".join(lines)
-        assert not [j for j in cluster.jobs() if j.split()[0] != holder], cluster.jobs()
+        assert [j for j in cluster.jobs() if j.split()[0] != holder] == [], cluster.jobs()
         status = json.loads((mnjob["out"] / "status.json").read_text())
         assert status["phase"] == "allocate" and status["reason"] == "cancelled (SIGINT)"
     finally:
+        if proc is not None and proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            proc.wait(timeout=10)
         cluster.run("scancel", holder)
 
 
