@@ -25,6 +25,7 @@ from types import SimpleNamespace
 from ci_tools.config.disagg import DisaggPoint, Group
 from ci_tools.config.recipe import render_args
 from ci_tools.errors import InputError
+from ci_tools.policy.buckets import profile_of
 from ci_tools.runner import layout
 from ci_tools.runner import budget as bud
 from ci_tools.runner.backends import HF_CACHE_MOUNT, RUNNER_KEY, job_id
@@ -167,7 +168,8 @@ class MultiNodePlan:
                 "gpus": self.gpus, "scenario": self.scenario, "duration": self.duration_s,
                 "model": self.served_model, "config-key": self.row.get("config-key"),
                 "runner": self.row.get("runner"), "image": self.image, "run-eval": self.run_eval,
-                "topology": self.topology(placement)}
+                "topology": self.topology(placement), "profile": profile_of(self.row),
+                "canary": self.row.get("canary")}
 
 
 def check_row(row: dict) -> list[str]:
