@@ -27,6 +27,7 @@ from ci_tools.config.recipe import render_args
 from ci_tools.errors import InputError
 from ci_tools.policy.buckets import profile_of
 from ci_tools.runner import layout
+from ci_tools.engines import ServeSpec, routers, sglang
 from ci_tools.runner import budget as bud
 from ci_tools.runner.backends import HF_CACHE_MOUNT, RUNNER_KEY, job_id
 from ci_tools.runner.plan import (AGENTIC, AGENTX_DURATION_S, AGENTX_FAST_DURATION_S, AIPERF_TIMEOUTS_ENV,
@@ -234,11 +235,10 @@ def worker_argv(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_
         # file discovery on the job directory (shared by every node), TCP requests, ZMQ events: no etcd/NATS
         argv += ["--namespace", namespace, "--discovery-backend", "file", "--request-plane", "tcp",
                  "--event-plane", "zmq"]
-    argv += ["--model-path", f"{MODELS_MOUNT}/{model}", "--served-model-name", model,
-             "--host", "0.0.0.0", "--port", str(worker.port),
-             "--tp-size", str(k.tp), "--ep-size", str(k.ep)]
-    if k.dp_attn:
-        argv += ["--dp-size", str(k.tp), "--enable-dp-attention"]
+    spec = ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=worker.port,
+                     tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, versions=point.engine_versions)
+    argv += ["--model-path", spec.model_path, "--served-model-name", model, "--host", spec.host,
+             "--port", str(spec.port), *sglang.topology_args(spec)]   # the engine plug-in's spelling
     argv += ["--disaggregation-mode", g.role, "--disaggregation-transfer-backend", point.kv_transfer]
     if g.role == "prefill":
         argv += ["--disaggregation-bootstrap-port", str(worker.port + 1)]
@@ -256,8 +256,10 @@ def frontend_argv(plan_point: DisaggPoint, port: int, workers: list[Worker], nam
                 "--namespace", namespace, "--discovery-backend", "file", "--request-plane", "tcp",
                 "--event-plane", "zmq"]
     else:
-        argv = ["python3", "-m", "sglang_router.launch_router", "--host", "0.0.0.0", "--port", str(port),
-                "--pd-disaggregation"]
+        rel = routers.release(fe.get("name"), fe.get("version"))
+        # the engine plug-ins' version guard: the router that runs is the release the master declares
+        argv = ["python3", "-c", routers.GUARD, rel.dist, rel.version, rel.module,
+                "--host", "0.0.0.0", "--port", str(port), "--pd-disaggregation"]
         for w in workers:
             url = f"http://{{{w.name}_node0}}:{w.port}"
             argv += ["--prefill", url, str(w.port + 1)] if w.role == "prefill" else ["--decode", url]
@@ -291,6 +293,14 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
                                                                         str(point.frontend.get("version"))):
         problems.append(f"the row's router {router.get('name')} {router.get('version')} differs from the recipe's "
                         f"frontend {point.frontend.get('name')} {point.frontend.get('version')}")
+    problems += sglang.version_problems(point.engine_versions)
+    for g in point.groups:
+        spec = ServeSpec("", "", "", 0, tp=g.key.tp, ep=g.key.ep, dp_attn=g.key.dp_attn)
+        problems += [f"{g.role}: {p}" for p in sglang.topology_problems(spec)]
+    fe = point.frontend
+    if fe.get("kind") == "sglang-router" and routers.release(fe.get("name"), fe.get("version")) is None:
+        problems.append(f"frontend {fe.get('name')} {fe.get('version')} is not a router release ci-tools knows "
+                        f"(known: {routers.known()}); add it to ci_tools/engines/routers.py")
     if not gpus_per_node:
         problems.append(f"runner {row.get('runner')!r} has no gpus-per-node in runners.yaml: workers cannot be "
                         "placed on nodes")
@@ -355,7 +365,10 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
     if point.frontend.get("kind") == "dynamo":
         fenv["DYN_FILE_KV"] = f"{out_dir}/{layout.DYNAMO_STORE}"
     base_url = f"http://{{frontend_node}}:{fport}"
-    header = point.frontend.get("routing-key-header")
+    header = None
+    if point.frontend.get("routing-key") == "session-id":
+        rel = routers.release(point.frontend.get("name"), point.frontend.get("version"))
+        header = rel.routing_key_header if rel else None
     clients = []
     if not run_eval:
         for c in concs:
