@@ -291,6 +291,13 @@ def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
 
     `master_keys` None skips key resolution (callers that check keys separately).
     """
+    result = _lint_change(base, head, file=file, mode=mode, master_keys=master_keys, masters_label=masters_label)
+    result.errors = [explain_yaml(head, f) for f in result.errors]
+    return result
+
+
+def _lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
+                 master_keys: list[str] | None, masters_label: str) -> LintResult:
     result = LintResult()
     result.errors = byte_findings(head, file) + ambiguous_findings(
         head, file, max(0, _common_prefix(base or b"", head) - 2))  # -2: the prefix may end inside a character
@@ -337,3 +344,38 @@ def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
             result.errors += problems
     result.errors.sort(key=lambda f: f.line or 0)
     return result
+
+
+_FIELD_LINE = re.compile(r"([A-Za-z0-9_-]+):(?:\s|$)")
+
+
+def explain_yaml(head: bytes, f: Finding) -> Finding:
+    """A YAML parser error on a changelog line, said in the file's own terms (fields two spaces in,
+    list items four) when the line shows what is wrong; the parser's words stay in the hint."""
+    prefix = "not valid YAML: "
+    if not f.message.startswith(prefix) or f.line is None:
+        return f
+    raw = f.message[len(prefix):]
+    lines = head.split(b"\n")
+    text = lines[f.line - 1].decode("utf-8", "replace") if 0 < f.line <= len(lines) else ""
+    indent, body = len(text) - len(text.lstrip(" ")), text.strip()
+    field = _FIELD_LINE.match(body)
+    if field and not body.startswith("- ") and indent != 2:
+        message = (f"`{field.group(1)}:` is indented by {indent} space{'s' if indent != 1 else ''}; an entry's fields"
+                   " are indented by exactly two, under `- config-keys:`")
+        hint = f"indent `{field.group(1)}:` by two spaces"
+    elif body.startswith("- ") and not body.startswith("- config-keys:") and indent != 4:
+        message = f"a list item is indented by {indent} space{'s' if indent != 1 else ''}; list items go four spaces in"
+        hint = "indent each `- ` item of config-keys, description and scenario-type by four spaces"
+    elif "sequence entries are not allowed" in raw:
+        message = "a list cannot start on the line of its field"
+        hint = "write the field alone (`  description:`), then each item on its own line: `    - \"...\"`"
+    elif "quoted scalar" in raw and ("end of stream" in raw or "document separator" in raw):
+        # the parser stops at the end of the file; the string starts at the last line with an odd quote
+        start = next((n for n in range(min(f.line, len(lines)), 0, -1)
+                      if lines[n - 1].count(b'"') % 2 or lines[n - 1].count(b"'") % 2), f.line)
+        return Finding(f.file, start, None, "a quoted string is not closed",
+                       f"end the string with the quote it starts with (`\"` or `'`) (YAML parser: {raw})", f.severity)
+    else:
+        return f
+    return Finding(f.file, f.line, f.col, message, f"{hint} (YAML parser: {raw})", f.severity)
