@@ -193,7 +193,7 @@ def fix_appended(base: bytes | None, head: bytes) -> bytes | None:
     return base + text
 
 
-def _history_findings(base: bytes, head: bytes, file: str, mode: Mode) -> tuple[list[Finding], int, list[Entry]]:
+def _history_findings(base: bytes, head: bytes, file: str, mode: Mode | None) -> tuple[list[Finding], int, list[Entry]]:
     """History differs byte-wise from base. Returns (errors, corrections, added entries).
 
     Entries before the first differing byte are identical in both versions, so both are parsed
@@ -249,7 +249,7 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode) -> tuple[
                               "do not mix historical pr-link corrections with new changelog entries",
                               "make the pr-link correction in its own pull request"))
         return errors, len(corrections), added
-    for i in corrections:
+    for i in corrections if mode is not None else ():
         link = head_entries[i].data.get("pr-link")
         if not schema.canonical_link(link, mode.repo):
             h = head_entries[i]
@@ -285,18 +285,19 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode) -> tuple[
     return errors, 0, added
 
 
-def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
+def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode | None,
                 master_keys: list[str] | None, masters_label: str = "the master configs") -> LintResult:
     """Judge the change base -> head of the changelog. `base` None: the file is new at head.
 
-    `master_keys` None skips key resolution (callers that check keys separately).
+    `master_keys` None skips key resolution (callers that check keys separately); `mode` None skips
+    the pr-link rules (the planner: which link an entry carries does not change what it selects).
     """
     result = _lint_change(base, head, file=file, mode=mode, master_keys=master_keys, masters_label=masters_label)
     result.errors = [explain_yaml(head, f) for f in result.errors]
     return result
 
 
-def _lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
+def _lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode | None,
                  master_keys: list[str] | None, masters_label: str) -> LintResult:
     result = LintResult()
     result.errors = byte_findings(head, file) + ambiguous_findings(
@@ -337,7 +338,8 @@ def _lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
         result.errors += errors
     for entry in result.added:
         result.errors += schema.entry_findings(entry, file)
-        result.errors += schema.link_findings(entry, file, mode.repo, mode.pr, mode.local)
+        if mode is not None:
+            result.errors += schema.link_findings(entry, file, mode.repo, mode.pr, mode.local)
         if master_keys is not None:
             resolved, problems = schema.key_findings(entry, file, master_keys, masters_label)
             result.resolved[entry.index] = resolved

@@ -358,3 +358,13 @@ def test_unrelated_histories_are_an_input_error(repo, tmp_path):
     out = cli(repo, "changelog", "lint", "--base", "base", "--head", "other")
     assert out.returncode == 2
     assert "'base' and 'other' have no common ancestor" in out.stderr
+
+
+def test_canonicalize_speaks_json_and_github(repo):
+    head_with(repo, history(3) + b"\n" + entry())
+    out = cli(repo, "changelog", "canonicalize", "--pr", "42", "--base", "base", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"file": LOG, "changed": True,
+                                      "message": f"{LOG}: pr-links of the new entries now point to PR #42"}
+    out = cli(repo, "changelog", "canonicalize", "--pr", "42", "--base", "base", "--format", "github")
+    assert out.stdout == f"::notice file={LOG},title=changelog::{LOG} already links PR #42; nothing to do\n"
