@@ -69,10 +69,22 @@ class MultiNodeSlurm(LocalSlurm):
                                f"{self._logs()}")
 
     def stop(self) -> None:
-        if self.root is not None:
+        if self.root is not None and self.conf is not None and self.conf.exists():
+            try:
+                self.run("scancel", "--full", "--user=root", timeout=10)
+                self.wait_no_jobs(timeout_s=15)   # as LocalSlurm: slurmd ends the steps before it stops
+            except (OSError, subprocess.TimeoutExpired):
+                pass
             for pidfile in self.root.glob("slurmd-*.pid"):
                 try:
-                    os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)
+                    pid = int(pidfile.read_text().strip())
+                    os.kill(pid, signal.SIGTERM)
                 except (OSError, ValueError):
-                    pass
+                    continue
+                for _ in range(50):
+                    try:
+                        os.kill(pid, 0)
+                    except ProcessLookupError:
+                        break
+                    time.sleep(0.1)
         super().stop()
