@@ -162,3 +162,49 @@ def staged_master_keys(git: Git) -> tuple[list[str], str]:
         if content is not None:
             keys += master_keys_from_bytes(content, path)
     return keys, ", ".join(files)
+
+
+# -- the pre-commit hook: which comparison pre-commit is asking for ------------------------------
+UPSTREAM_CANDIDATES = ("@{upstream}", "origin/HEAD", "origin/main", "origin/master")
+
+
+@dataclass(frozen=True)
+class HookTarget:
+    """What `lint --hook` judges. head None = the index (staged mode, base HEAD)."""
+
+    base: str | None
+    head: str | None
+    how: str  # one sentence for the report
+
+
+def _try_commit(git: Git, ref: str) -> str | None:
+    try:
+        return git.rev_parse(ref)
+    except InputError:
+        return None
+
+
+def hook_target(git: Git, env: dict[str, str], file: str) -> HookTarget:
+    """Map how pre-commit runs onto a comparison, so the hook is never a silent no-op:
+
+    * `--from-ref/--to-ref` and `pre-push` set PRE_COMMIT_FROM_REF/TO_REF (older releases:
+      PRE_COMMIT_SOURCE/ORIGIN): that range;
+    * `git commit` (or `pre-commit run` with the changelog staged): the index against HEAD;
+    * `--all-files` (pre-commit.ci, CI) with nothing staged: the branch against the merge base with
+      its upstream (`@{upstream}`, origin/HEAD, origin/main or origin/master, the first that exists).
+    """
+    frm = env.get("PRE_COMMIT_FROM_REF") or env.get("PRE_COMMIT_SOURCE")
+    to = env.get("PRE_COMMIT_TO_REF") or env.get("PRE_COMMIT_ORIGIN")
+    if frm and to:
+        return HookTarget(frm, to, f"the range {frm[:12]}..{to[:12]} pre-commit was given")
+    if not git.has_commits():
+        return HookTarget(None, None, "the index (first commit)")
+    if git.show_staged(file) != git.show("HEAD", file):
+        return HookTarget(None, None, "the index against HEAD (what `git commit` records)")
+    head = git.rev_parse("HEAD")
+    for ref in UPSTREAM_CANDIDATES:
+        sha = _try_commit(git, ref)
+        if sha and sha != head:
+            return HookTarget(ref, "HEAD", f"HEAD against its merge base with {ref}")
+    return HookTarget(None, None, "the index against HEAD; no upstream branch (origin/main) to compare the branch"
+                                  " with, so earlier commits of the branch were not checked (pass --base REF)")

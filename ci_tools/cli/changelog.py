@@ -7,6 +7,7 @@ imported inside each command.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -34,7 +35,7 @@ def cli() -> None:
     \b
     Examples:
       ci-tools changelog lint --base origin/main --head HEAD --pr 3801
-      ci-tools changelog lint --staged                  # what pre-commit runs
+      ci-tools changelog lint --hook --fix              # what the pre-commit hook runs
       ci-tools changelog canonicalize --pr 3801
       ci-tools changelog resolve-conflict --pr 3801     # during `git merge origin/main`
     """
@@ -47,6 +48,13 @@ def cli() -> None:
 @click.option("--head", metavar="REF", help="The version to judge (e.g. the PR's head commit).")
 @click.option("--staged", is_flag=True,
               help="Judge what is staged for commit against HEAD (pre-commit mode; placeholders accepted).")
+@click.option("--hook", is_flag=True,
+              help="What the pre-commit hook runs: the range of --from-ref/--to-ref and pre-push"
+                   " ($PRE_COMMIT_FROM_REF/TO_REF), else the index against HEAD when the changelog is staged,"
+                   " else (--all-files) HEAD against its merge base with the upstream branch.")
+@click.option("--fix", is_flag=True,
+              help="Repair the whitespace and empty-line layout of the new lines in the working-tree file"
+                   " (history is never touched), then report what is left; exit 1 when the file was changed.")
 @_FILE
 @_pr_option(False)
 @_REPO
@@ -54,7 +62,7 @@ def cli() -> None:
               help=f"Master config (path inside the repository, read at the head version); repeatable."
                    f" Default: {paths.MASTER_GLOB}.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
-def lint(base: str | None, head: str | None, staged: bool, file: str, pr: int | None,
+def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool, file: str, pr: int | None,
          repo: str | None, masters: tuple[str, ...], fmt: str) -> None:
     """Check that the changelog change from BASE to HEAD is append-only and every new entry is valid.
 
@@ -72,20 +80,58 @@ def lint(base: str | None, head: str | None, staged: bool, file: str, pr: int | 
     from ci_tools.changelog.lint import Mode, lint_change
     from ci_tools.gitio import Git
 
-    if staged and (base or head):
-        raise UsageError("--staged compares HEAD with the index; do not combine it with --base/--head")
-    if not staged and not (base and head):
+    if (staged or hook) and (base or head):
+        raise UsageError("--staged compares HEAD with the index; do not combine it with --base/--head" if staged else
+                         "--hook chooses the comparison from how pre-commit runs; do not combine it with --base/--head")
+    if staged and hook:
+        raise UsageError("--hook already uses the index when the changelog is staged; give one of --staged and --hook")
+    if not (staged or hook) and not (base and head):
         raise UsageError("give --base REF and --head REF (or --staged for the pre-commit check)")
     git = Git(".")
+    how = None
+    if hook:
+        target = shell.hook_target(git, dict(os.environ), file)
+        base, head, how = target.base, target.head, target.how
+        staged = head is None
+    local = (staged or hook) and pr is None
     src = shell.read_sources(git, base=base, head=None if staged else head, file=file, masters=masters)
     repo = shell.check_repo(repo) if repo else shell.default_repo(git, None if staged else head)
-    result = lint_change(src.base, src.head, file=file, mode=Mode(repo=repo, pr=pr, local=staged and pr is None),
+    mode = Mode(repo=repo, pr=pr, local=local)
+    result = lint_change(src.base, src.head, file=file, mode=mode,
                          master_keys=src.master_keys, masters_label=src.masters_label)
+    fixed_note = None
+    if fix and not result.ok:
+        fixed_note, result = _fix(git, src, file, mode, result)
+    if how and fmt == "text":
+        click.echo(f"{file}: checked {how}")
     click.echo(render(result, file, fmt))
+    if fixed_note:
+        click.echo(fixed_note, err=fmt != "text")
+        sys.exit(1)
     if not result.ok:
         # sys.exit, not ctx.exit: the top-level main runs click with standalone_mode=False, where
         # ctx.exit's code is returned and lost.
         sys.exit(1)
+
+
+def _fix(git, src, file: str, mode, result):
+    """Write the repaired file when that is safe; returns (message or None, the result to report: the
+    findings as found, so the user sees what was wrong, with the message saying what is left)."""
+    from ci_tools.changelog.lint import fix_appended, lint_change
+
+    fixed = fix_appended(src.base, src.head)
+    if fixed is None or fixed == src.head:
+        return None, result
+    target = git.toplevel() / file
+    if _read(target, file) != src.head:
+        return (f"{file}: not fixed: the working-tree file differs from the version checked; check out that version"
+                " (or commit your edits) and run --fix again"), result
+    target.write_bytes(fixed)
+    after = lint_change(src.base, fixed, file=file, mode=mode, master_keys=src.master_keys,
+                        masters_label=src.masters_label)
+    rest = "it passes the gate now" if after.ok else f"{len(after.errors)} finding(s) above remain to fix by hand"
+    return (f"{file}: fixed the whitespace and layout of the new lines in the working tree ({rest});"
+            f" review it, then `git add {file}`"), result
 
 
 def render(result, file: str, fmt: str) -> str:

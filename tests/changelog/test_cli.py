@@ -227,9 +227,86 @@ def test_pre_commit_hook_definition(repo_root):
 
     hooks = yaml.safe_load((repo_root / ".pre-commit-hooks.yaml").read_text())
     hook = next(h for h in hooks if h["id"] == "changelog-lint")
-    assert hook["entry"] == "ci-tools changelog lint --staged"
+    assert hook["entry"] == "ci-tools changelog lint --hook --fix"
     assert hook["pass_filenames"] is False and hook["language"] == "python"
     assert "perf-changelog" in hook["files"]
+    assert {"pre-commit", "pre-push", "manual"} <= set(hook["stages"])
+
+
+def test_readme_pre_commit_snippet_names_a_ref_of_this_repository(repo_root):
+    import re
+
+    readme = (repo_root / "README.md").read_text()
+    revs = re.findall(r"repo: https://github.com/SemiAnalysisAI/ci-tools, rev: ([^,\s]+),", readme)
+    assert revs, "the README shows the pre-commit entry"
+    for rev in revs:
+        found = [git(repo_root, "rev-parse", "--verify", "--quiet", f"{r}^{{commit}}", check=False).returncode
+                 for r in (rev, f"origin/{rev}")]
+        assert 0 in found, f"README's pre-commit rev {rev!r} is not a ref of this repository"
+
+
+def test_fix_repairs_only_new_lines_and_says_what_is_left(repo):
+    spaced = entry(keys=("cfg-b",)).replace(b"  description:\n", b"  description: \n")
+    write(repo, LOG, history(3) + b"  \n\n" + spaced + b"\n")
+    git(repo, "add", LOG)
+    out = cli(repo, "changelog", "lint", "--staged", "--fix")
+    assert out.returncode == 1
+    assert f"{LOG}:18: error: trailing whitespace in a new line (also at line 22)" in out.stdout
+    assert "run `ci-tools changelog lint --fix`" in out.stdout
+    assert "(it passes the gate now)" in out.stdout
+    assert (repo / LOG).read_bytes() == history(3) + b"\n" + entry(keys=("cfg-b",))
+    git(repo, "add", LOG)
+    assert cli(repo, "changelog", "lint", "--staged", "--fix").returncode == 0
+
+
+def test_fix_leaves_history_edits_and_other_findings_alone(repo):
+    write(repo, LOG, history(3).replace(b"Change 1.", b"Change one.") + b"\n" + entry())
+    git(repo, "add", LOG)
+    before = (repo / LOG).read_bytes()
+    out = cli(repo, "changelog", "lint", "--staged", "--fix")
+    assert out.returncode == 1 and "historical entries are immutable" in out.stdout
+    assert (repo / LOG).read_bytes() == before
+    write(repo, LOG, history(3) + b"\n" + entry(keys=("nope",)) + b"   \n")
+    git(repo, "add", LOG)
+    out = cli(repo, "changelog", "lint", "--staged", "--fix")
+    assert out.returncode == 1 and "1 finding(s) above remain to fix by hand" in out.stdout
+    assert (repo / LOG).read_bytes() == history(3) + b"\n" + entry(keys=("nope",))
+
+
+def test_fix_refuses_when_the_working_tree_is_not_the_checked_version(repo):
+    head_with(repo, history(3) + b"\n" + entry() + b" \n")
+    write(repo, LOG, b"edited\n")
+    out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42", "--fix")
+    assert out.returncode == 1 and "not fixed: the working-tree file differs" in out.stderr + out.stdout
+    assert (repo / LOG).read_bytes() == b"edited\n"
+
+
+@pytest.mark.parametrize("setup,how", [
+    ("range", "the range"),
+    ("staged", "the index against HEAD"),
+    ("branch", "HEAD against its merge base with origin/main"),
+    ("alone", "the index against HEAD; no upstream branch (origin/main)"),
+])
+def test_hook_mode_picks_the_comparison_pre_commit_asks_for(repo, setup, how):
+    bad = history(3) + b"\n" + entry(keys=("nope",))
+    env = {}
+    if setup == "range":
+        head_with(repo, bad)
+        env = {"PRE_COMMIT_FROM_REF": "base", "PRE_COMMIT_TO_REF": "head"}
+    elif setup == "staged":
+        write(repo, LOG, bad)
+        git(repo, "add", LOG)
+    elif setup == "branch":
+        git(repo, "update-ref", "refs/remotes/origin/main", "base")
+        head_with(repo, bad)
+    else:
+        head_with(repo, bad)
+    out = cli(repo, "changelog", "lint", "--hook", env=env)
+    assert f"{LOG}: checked {how}" in out.stdout
+    if setup == "alone":  # the broken entry is in HEAD and nothing says what the branch started from
+        assert out.returncode == 0 and "accepted: no change" in out.stdout
+    else:
+        assert out.returncode == 1 and "config key 'nope' is not in the master configs" in out.stdout
 
 
 def test_canonicalize_without_origin_main_asks_for_base(repo):

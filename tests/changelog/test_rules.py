@@ -176,7 +176,7 @@ def test_all_problems_are_reported_sorted_by_line():
     head = H + b"  \n" + entry(keys=("nope",), link="TBD", extra="  colour: red\n")
     result = run(H, head)
     assert [(f.line, f.message) for f in result.errors] == [
-        (18, "a new line holds only spaces"),
+        (18, "trailing whitespace in a new line"),
         (19, "a new entry must be appended after exactly one empty line following the last entry"),
         (20, "entry 4: config key 'nope' is not in the master configs"),
         (23, f"entry 4: a new entry in PR #42 must link '{LINK}/42' or use the placeholder XXX; found 'TBD'"),
