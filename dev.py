@@ -68,6 +68,41 @@ def ensure_aiperf() -> None:
     os.environ["CI_TOOLS_AIPERF"] = str(bin_dir / "aiperf")
 
 
+ENGINES_VENV = Path(os.environ.get("CI_TOOLS_ENGINES_VENV", ROOT / ".venv-engines"))
+ENGINE_WHEELS = ROOT / "tests" / "engines" / "wheels.txt"
+
+
+def ensure_engines() -> None:
+    """The engines' own argument parsers (tests/engines/): one light venv, each engine wheel installed
+    --no-deps into its own folder (several SGLang versions side by side). Idempotent: a stamp records
+    the wheels.txt it was built from; only missing folders are installed."""
+    text = ENGINE_WHEELS.read_text(encoding="utf-8")
+    stamp = ENGINES_VENV / ".installed-engines"
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if stamp.exists() and stamp.read_text() == digest:
+        os.environ["CI_TOOLS_ENGINES_VENV"] = str(ENGINES_VENV)
+        return
+    lines = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
+    deps = [w for ln in lines if ln.startswith("deps ") for w in ln.split()[1:]]
+    wheels = [ln for ln in lines if ln and not ln.startswith("deps ")]
+    py = ENGINES_VENV / ("Scripts" if os.name == "nt" else "bin") / "python"
+    if not py.exists():
+        print(f"creating the engine-parser environment in {ENGINES_VENV} (a few minutes, once)", flush=True)
+        venv.EnvBuilder(with_pip=True).create(ENGINES_VENV)
+    pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    if run([*pip, *deps]) != 0:
+        sys.exit(f"installing the engine-parser dependencies failed; see {ENGINE_WHEELS}")
+    for req in wheels:
+        target = ENGINES_VENV / "wheels" / req.replace("==", "-")
+        if (target / ".complete").exists():
+            continue
+        if run([*pip, "--no-deps", "--upgrade", "--target", target, req]) != 0:
+            sys.exit(f"installing {req} (--no-deps) into {target} failed; see {ENGINE_WHEELS}")
+        (target / ".complete").write_text(req)
+    stamp.write_text(digest)
+    os.environ["CI_TOOLS_ENGINES_VENV"] = str(ENGINES_VENV)
+
+
 SLURM_PROGRAMS = ("slurmctld", "slurmd", "srun", "sbatch", "squeue", "scancel", "munged", "munge")
 SLURM_PACKAGES = ("slurm-wlm", "munge")
 
@@ -106,6 +141,7 @@ def demo() -> int:
 def test(args: list[str]) -> int:
     ensure_env("test")
     ensure_aiperf()
+    ensure_engines()
     ensure_slurm()
     rc = run([PY, "-m", "pytest", *args], cwd=ROOT)
     if rc == 5:

@@ -43,22 +43,39 @@ def welcome(event_path, event_name, repo_root, fmt) -> None:
 @click.option("--head-sha", default="", help="Head commit of --run-id.")
 @click.option("--plan-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Markdown plan summary to show (e.g. written by `ci-tools plan`).")
-def status_card(event_path, event_name, repo_root, fmt, pr, run_id, run_url, conclusion, head_sha, plan_file) -> None:
+@click.option("--plan-json", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The run's plan (`ci-tools plan --format json`, the changelog-metadata artifact): its "
+                   "one-line summary is shown.")
+def status_card(event_path, event_name, repo_root, fmt, pr, run_id, run_url, conclusion, head_sha, plan_file,
+                plan_json) -> None:
     """Update the PR's one status card: latest run links, plan summary, reuse state.
 
     \b
     Example:
       ci-tools bot status-card --event-path "$GITHUB_EVENT_PATH"
       ci-tools bot status-card --pr 12 --plan-file plan.md
+      ci-tools bot status-card --event-path "$GITHUB_EVENT_PATH" --plan-json metadata/plan.json
     """
-    from ci_tools.errors import InputError
+    import json
+
+    from ci_tools.errors import InputError, UsageError
     from ci_tools.github.flows import status_card as flow
 
     run = {"id": run_id, "url": run_url, "conclusion": conclusion, "head_sha": head_sha} if run_id else None
+    if plan_file and plan_json:
+        raise UsageError("give --plan-file or --plan-json, not both")
     try:
         plan = plan_file.read_text(encoding="utf-8") if plan_file else None
     except OSError as exc:
         raise InputError(f"{plan_file}: cannot read the plan summary ({exc.strerror})") from None
+    if plan_json:
+        from ci_tools.render.plan import card_summary
+
+        try:
+            data = json.loads(plan_json.read_text(encoding="utf-8"))
+            plan = card_summary(data)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{plan_json}: not a plan from `ci-tools plan --format json` ({exc})") from None
     run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt, needs_event=False,
              pr=pr, run=run, plan=plan)
 

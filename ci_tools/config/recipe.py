@@ -20,9 +20,17 @@ from ci_tools.errors import Finding, InputError
 from ci_tools.yamlio import YamlDoc, load_yaml_file
 
 # Engine-level keys that come from the point itself and must not be repeated in `args`: the
-# runner renders them from tp/ep/dp-attn, so two sources could disagree silently.
+# runner renders them from tp/ep/dp-attn, so two sources could disagree silently. Each engine
+# plug-in names its own (ci_tools/engines/<engine>.py); this is the fallback for unknown engines.
 TOPOLOGY_ARGS = ("tp", "tp-size", "tensor-parallel-size", "ep", "ep-size", "expert-parallel-size",
                  "dp", "dp-size", "data-parallel-size", "enable-dp-attention")
+
+
+def topology_args(engine: str) -> frozenset[str] | tuple[str, ...]:
+    from ci_tools.engines import engine as plugin
+
+    mod = plugin(engine)
+    return mod.TOPOLOGY_ARGS if mod is not None else TOPOLOGY_ARGS
 # Synthetic acceptance is a property of the run (throughput vs eval), never of the recipe env.
 SIMULATED_ACCEPTANCE_PREFIX = "SGLANG_SIMULATE_ACC_"
 
@@ -57,6 +65,14 @@ class Recipe:
         return str(self.data.get("engine", "sglang"))
 
     @property
+    def engine_versions(self) -> tuple[str, ...]:
+        """Released engine versions whose command line the image has (both neighbours of a nightly)."""
+        value = self.data.get("engine-versions") or ()
+        if isinstance(value, (str, int, float)):
+            value = [value]
+        return tuple(str(v) for v in value) if isinstance(value, (list, tuple)) else ()
+
+    @property
     def synthetic_acceptance(self) -> float | None:
         value = self.data.get("synthetic-acceptance")
         return None if value is None else float(value)
@@ -85,6 +101,7 @@ class ResolvedPoint:
     args: dict[str, Any] = field(default_factory=dict)
     router: dict | None = None
     synthetic_acceptance: float | None = None
+    engine_versions: tuple[str, ...] = ()
 
     @property
     def gpus(self) -> int:
@@ -94,7 +111,7 @@ class ResolvedPoint:
     def as_dict(self) -> dict:
         return {"recipe": self.recipe_file, "point": self.name, "tp": self.key.tp, "ep": self.key.ep,
                 "dp-attn": self.key.dp_attn, "conc": self.key.conc, "engine": self.engine,
-                "image": self.image, "model": self.model, "env": dict(self.env),
+                "engine-versions": list(self.engine_versions), "image": self.image, "model": self.model, "env": dict(self.env),
                 "args": dict(self.args), "router": self.router,
                 "synthetic-acceptance": self.synthetic_acceptance}
 
@@ -145,30 +162,18 @@ def _env_str(value: Any) -> str:
 
 def render_args(args: Mapping[str, Any]) -> list[str]:
     """`{"trust-remote-code": True, "tp": 4}` -> `["--trust-remote-code", "--tp", "4"]`."""
-    out: list[str] = []
-    for name, value in args.items():
-        if value is None or value is False:
-            continue
-        out.append(f"--{name}")
-        if value is True:
-            continue
-        if isinstance(value, (list, tuple)):
-            out.extend(_arg_str(v) for v in value)
-        else:
-            out.append(_arg_str(value))
-    return out
+    from ci_tools.engines import render_args as render
 
-
-def _arg_str(value: Any) -> str:
-    return str(value)
+    return render(args)
 
 
 def _check_point(recipe: Recipe, name: str, pt: Mapping, env: Mapping, args: Mapping) -> list[Finding]:
     problems: list[Finding] = []
+    topology = topology_args(recipe.engine)
     for section, where in ((recipe.data.get("serve") or {}).get("args") or {}, ("serve", "args")), \
                           ((pt.get("args") or {}), ("points", name, "args")):
         for arg in section:
-            if arg in TOPOLOGY_ARGS:
+            if arg in topology:
                 problems.append(recipe.finding(where + (arg,),
                                                f"`{arg}` is set in args, but tp/ep/dp-attn come from the point",
                                                "remove it from args; set tp/ep/dp-attn on the point instead"))
@@ -208,4 +213,5 @@ def resolve_point(recipe: Recipe, tp: int, ep: int, dp_attn: bool, conc: int) ->
     return ResolvedPoint(recipe_file=recipe.file, name=name, key=wanted, engine=recipe.engine,
                          image=recipe.image, model=recipe.model, env=env, args=args,
                          router=dict(router) if isinstance(router, dict) else None,
-                         synthetic_acceptance=recipe.synthetic_acceptance)
+                         synthetic_acceptance=recipe.synthetic_acceptance,
+                         engine_versions=recipe.engine_versions)

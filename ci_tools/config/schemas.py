@@ -36,8 +36,10 @@ _PATTERN_MESSAGES = {
                                "e.g. tp4-c16 or dep2-c64"),
     "^[A-Za-z_][A-Za-z0-9_]*$": ("an environment variable name must be letters, digits and '_', not starting with a digit",
                                  "e.g. SGLANG_NUMA_BIND_V2"),
-    "^[a-z0-9][a-z0-9-]*$": ("an engine argument name must be written without the leading '--', in lowercase kebab-case",
-                             "e.g. chunked-prefill-size: 16384"),
+    "^[a-z0-9][a-z0-9_-]*$": ("an engine argument name must be written as the engine spells it, without the leading "
+                              "'--', in lowercase", "e.g. chunked-prefill-size: 16384 (SGLang), max_batch_size: 64 "
+                              "(TensorRT-LLM)"),
+    "^[0-9]+(\\.[0-9]+)*$": ("an engine version must be a release number", "e.g. engine-versions: [\"0.5.21\", \"0.5.22\"]"),
 }
 
 # Unknown fields that people write for a reason: say what to do instead.

@@ -206,11 +206,45 @@ def check(src: Sources, change: Change = Change()) -> Report:
                           for _, ref, _ in crossfile.recipe_refs(data)}
             findings += crossfile.orphan_recipes(recipes, {key for key, _, _ in merged}, referenced)
     findings += crossfile.naming(valid)
+    if src.root is not None and runners_ok and (change.keys or change.files) \
+            and not any(f.severity != "warning" for f in findings):
+        # last gate, once the files are otherwise clean (its reasons would repeat the findings above)
+        findings += servability(valid, recipes, (src.runners.data or {}).get("hardware") or {}, change)
 
     findings = sorted(set(findings), key=lambda f: (f.file, f.line or 0, f.col or 0, f.message))
     counts = {"master_files": len(src.masters), "entries": len(merged), "valid_entries": len(valid),
               "runners_files": int(src.runners is not None), "recipes": len(src.recipes)}
     return Report(findings, notes, counts)
+
+
+def servability(valid: list[Entry], recipes: dict[str, Recipe], hardware: dict, change: Change) -> list[Finding]:
+    """Touched entries: every benchmark row they expand to must be one a runner serves
+    (ci_tools/runner/servable.py, the same decision `plan` makes), else an error at the entry."""
+    from ci_tools.config.recipe import Recipe as LoadedRecipe
+    from ci_tools.policy.matrix import Filters, expand
+    from ci_tools.runner.servable import Context, refusals
+
+    out: list[Finding] = []
+    entries = {e.key: e.data for e in valid}
+    for e in valid:
+        ref = e.data.get("recipe") if isinstance(e.data.get("recipe"), str) else None
+        if not change.touches(e.key, ref):
+            continue
+        rec = recipes.get(ref) if ref else None
+        if ref and (rec is None or not rec.valid):
+            continue          # recipe_links already reports a missing or invalid recipe
+        loaded = LoadedRecipe(rec.doc.file, rec.doc.data, rec.doc) if rec else None
+        gpn = (hardware.get(e.data.get("runner")) or {}).get("gpus-per-node")
+        ctx = Context(e.data, loaded, None, int(gpn) if gpn else None)
+        seen: set[tuple[str, str]] = set()
+        for row in expand(entries, hardware, Filters(config_keys=(e.key,))):
+            for r in refusals(dict(row.data, **{"config-key": e.key}), ctx):
+                # a missing point is crossfile.recipe_links' finding already (located in both files)
+                if r.pending or r.rule == "no-recipe-point" or (r.rule, r.message) in seen:
+                    continue
+                seen.add((r.rule, r.message))
+                out.append(e.doc.finding((e.key,), f"{e.key}: no runner can serve it: {r.message}", r.fix))
+    return out
 
 
 def validate_root(root: Path, change: Change = Change()) -> Report:

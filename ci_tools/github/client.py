@@ -33,6 +33,9 @@ PER_PAGE = 100
 MAX_PAGES = 50            # 5,000 items: beyond that we refuse rather than decide on a partial list
 MAX_RETRIES = 4
 MAX_WAIT_SECONDS = 120.0  # longest single wait we accept (Retry-After / secondary limit) before failing closed
+# GitHub links a fresh merge commit to its pull request a few seconds late; asking again after these
+# pauses (a push with no PR at all costs ~9 s more) keeps main from running a full sweep for lack of it.
+ASSOCIATION_WAITS = (3.0, 6.0)
 
 
 class GitHubError(InputError):
@@ -69,6 +72,7 @@ ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/actions/runners"): "administration: read",
     ("GET", "/repos/{owner}/{repo}/commits/{ref}"): "contents: read",
     ("GET", "/repos/{owner}/{repo}/compare/{basehead}"): "contents: read",
+    ("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}"): "contents: read",
     ("POST", "/repos/{owner}/{repo}/statuses/{sha}"): "statuses: write",
     ("POST", "/repos/{owner}/{repo}/dispatches"): "contents: write",
 }
@@ -210,7 +214,9 @@ class GitHub:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo or ""):
             raise InputError(f"repository {repo!r} is not of the form owner/name (set GITHUB_REPOSITORY or --repo)")
         self.repo = repo
+        self._api_url, self._token = api_url.rstrip("/"), token
         self.log = CallLog()
+        self._sleep = sleep
         self._cache: dict[str, Any] = {}
         self._gh = Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), timeout=timeout,
                           retry=_make_retry(self.log, sleep), per_page=PER_PAGE, api_version=API_VERSION,
@@ -295,6 +301,17 @@ class GitHub:
     # ---- the calls ci-tools makes ---------------------------------------------------------------
     def pulls_for_commit(self, sha: str) -> list[dict]:
         return self._list(self._r(f"/commits/{sha}/pulls"))
+
+    def merged_pulls_for_commit(self, sha: str) -> list[dict]:
+        """The merged PRs of a commit, asked again (ASSOCIATION_WAITS) while GitHub reports none."""
+        for wait in (*ASSOCIATION_WAITS, None):
+            merged = [p for p in self.pulls_for_commit(sha) if p.get("merged_at")]
+            if merged or wait is None:
+                return merged
+            self._cache.pop(f"list:{self._r(f'/commits/{sha}/pulls')}?[]", None)   # _iter's key, no params
+            self.log.sleeps.append(wait)
+            self._sleep(wait)
+        return []
 
     def pull(self, number: int) -> dict:
         key = f"pull:{number}"
@@ -405,6 +422,16 @@ class GitHub:
             self._cache[key] = self._get(self._r(f"/compare/{base}...{head}"))
         return self._cache[key]
 
+    def top_level_tree(self, sha: str) -> dict[str, str]:
+        """name -> object sha of the top-level entries of commit `sha`'s tree (two calls, cached): equal
+        sha means an unchanged folder, however many files a comparison would have to list."""
+        key = f"toptree:{sha}"
+        if key not in self._cache:
+            tree = self.commit(sha)["commit"]["tree"]["sha"]
+            data = self._get(self._r(f"/git/trees/{tree}"))
+            self._cache[key] = {str(e.get("path")): str(e.get("sha")) for e in data.get("tree") or []}
+        return self._cache[key]
+
     def create_status(self, sha: str, *, state: str, context: str, description: str,
                       target_url: str | None = None) -> dict:
         body = {"state": state, "context": context, "description": description[:140]}
@@ -415,3 +442,44 @@ class GitHub:
     def dispatch(self, repo: str, event_type: str, client_payload: dict) -> None:
         self._request("POST", f"/repos/{repo}/dispatches",
                       body={"event_type": event_type, "client_payload": client_payload})
+
+    # ---- the status card, main's results --------------------------------------------------------
+    def issue_comments(self, number: int, *, fresh: bool = False) -> list[dict]:
+        """A PR's conversation comments; `fresh` reads them again instead of from this process's cache
+        (the card writer must see what another job wrote a moment ago)."""
+        path, params = self._r(f"/issues/{number}/comments"), None
+        if fresh:
+            self._cache.pop(f"list:{path}?{sorted((params or {}).items())}", None)
+        return self._list(path, params)
+
+    def delete_comment(self, comment_id: int) -> None:
+        self._request("DELETE", self._r(f"/issues/comments/{comment_id}"))
+
+    def run_jobs(self, run_id: int) -> list[dict]:
+        """The jobs of a run's latest attempt (called workflows' jobs included, named `caller / job`)."""
+        return self._list(self._r(f"/actions/runs/{run_id}/jobs"), {"filter": "latest"}, key="jobs")
+
+    def artifact_zip(self, artifact_id: int, *, max_bytes: int = 256 * 1024 * 1024) -> bytes:
+        """An artifact's zip archive. GitHub answers with a redirect to short-lived storage; httpx
+        follows it and drops the token on the way (another host)."""
+        import httpx
+
+        url = f"{self._api_url}{self._r(f'/actions/artifacts/{artifact_id}/zip')}"
+        self.log.calls.append(f"GET {self._r(f'/actions/artifacts/{artifact_id}/zip')}")
+        try:
+            with httpx.stream("GET", url, headers={"Authorization": f"Bearer {self._token}",
+                                                   "Accept": "application/vnd.github+json",
+                                                   "X-GitHub-Api-Version": API_VERSION},
+                              follow_redirects=True, timeout=120) as resp:
+                if resp.status_code != 200:
+                    raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: HTTP {resp.status_code}",
+                                      status=resp.status_code)
+                chunks, size = [], 0
+                for chunk in resp.iter_bytes():
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise GitHubError(f"artifact {artifact_id} is larger than {max_bytes} bytes; not read")
+                    chunks.append(chunk)
+        except httpx.HTTPError as exc:
+            raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: {type(exc).__name__}: {exc}") from None
+        return b"".join(chunks)

@@ -4,10 +4,16 @@ the canary per hardware family, and releasing the rest once canaries pass. Pure 
 Canary (improving on InferenceX, spec inferencex-pr-policy.md §2.1-2.2, W9, W10): every hardware
 family (runner label) in the sweep gets its own canary, fixed-seq or agentic, single- or multi-node:
 the non-eval point with the lowest concurrency (ties: the first in bucket order, so fixed-seq before
-agentic). An agentic canary runs the short AgentX profile. A family whose only rows are evals
+agentic). A family whose only rows are evals
 (`evals-only`) gets its lowest-concurrency eval row as canary, so no family fans out unguarded. When
 its canary fails, nothing else in that family starts (`release`); when selection itself fails, the
 plan fails (fail closed).
+
+Canary honesty (issue 11): a canary either *is* the full point (same profile: fixed-seq, multi-node
+at its lowest concurrency, or an agentic row that already runs AgentX-fast), and then leaves its
+bucket, or it is a *smoke* run (the short AgentX profile of a full-length agentic point), and then
+the full point still runs in its bucket after the canary passes. Every row and plan point says
+which profile measures it (`profile_of`), so a published curve never mixes profiles unknowingly.
 """
 
 from __future__ import annotations
@@ -44,6 +50,26 @@ def eval_bucket(row: Mapping[str, Any]) -> str:
     mn, ag = is_multinode(row), is_agentic(row)
     return {(False, False): "evals", (False, True): "agentic-evals",
             (True, False): "multi-node-evals", (True, True): "multi-node-agentic-evals"}[(mn, ag)]
+
+
+PROFILES = ("fixed-seq", "agentx", "agentx-fast", "eval")
+CANARY_SMOKE = "smoke"            # a short run that guards the family; the point is measured in its bucket
+CANARY_FULL = "full-point"        # the canary run is the point's measurement
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def profile_of(row: Mapping[str, Any]) -> str:
+    """Which benchmark profile measures this row: one of PROFILES."""
+    if _truthy(row.get("eval-only")):
+        return "eval"
+    if is_agentic(row):
+        return "agentx-fast" if _truthy(row.get("agentx-fast")) else "agentx"
+    return "fixed-seq"
 
 
 def recipe_fingerprint(row: Mapping[str, Any]) -> str:
@@ -100,10 +126,12 @@ class Canary:
 
 
 def select_canaries(buckets: dict[str, list[Row]], *, fast_seconds: int) -> tuple[list[Canary], dict[str, list[Row]]]:
-    """One canary per hardware family; returns (canaries, buckets without the canary points).
+    """One canary per hardware family; returns (canaries, buckets after the canaries).
 
-    A multi-node row runs its whole concurrency list in one job, so its canary is a copy at the lowest
-    concurrency and the row keeps the rest.
+    A canary that is the full point leaves its bucket (a multi-node row runs its whole concurrency
+    list in one job, so its canary is a copy at the lowest concurrency and the row keeps the rest);
+    a smoke canary (short AgentX run of a full-length point) leaves the bucket as it was. Each canary
+    row says which in `canary` (CANARY_FULL / CANARY_SMOKE).
     """
     chosen: dict[str, tuple[int, str, int]] = {}   # family -> (conc, bucket, index)
     for names in (BENCH_BUCKETS, EVAL_BUCKETS):       # eval rows only for families with no benchmark row
@@ -125,19 +153,25 @@ def select_canaries(buckets: dict[str, list[Row]], *, fast_seconds: int) -> tupl
     for family, (c, bucket, i) in chosen.items():
         src = buckets[bucket][i]
         row = copy.deepcopy(src.data)
+        smoke = is_agentic(row) and profile_of(row) == "agentx" and not row.get("eval-only")
         if isinstance(row.get("conc"), list):
             row["conc"] = [c]
-            remaining = list(src.data["conc"])
-            remaining.remove(c)            # one occurrence: a list may repeat a point on purpose
-            if remaining:
-                rest[bucket][i] = Row(src.key, {**src.data, "conc": remaining})
-            else:
-                drop.setdefault(bucket, set()).add(i)
-        else:
-            drop.setdefault(bucket, set()).add(i)
-        if is_agentic(row):
+        if smoke:
+            # the short AgentX profile only guards the family: the point itself still runs in full
             row["duration"] = fast_seconds
             row["agentx-fast"] = True
+            row["canary"] = CANARY_SMOKE
+        else:
+            row["canary"] = CANARY_FULL
+            if isinstance(src.data.get("conc"), list):
+                remaining = list(src.data["conc"])
+                remaining.remove(c)            # one occurrence: a list may repeat a point on purpose
+                if remaining:
+                    rest[bucket][i] = Row(src.key, {**src.data, "conc": remaining})
+                else:
+                    drop.setdefault(bucket, set()).add(i)
+            else:
+                drop.setdefault(bucket, set()).add(i)
         canaries.append(Canary(family, bucket, src.key, row))
     for bucket, idx in drop.items():
         rest[bucket] = [r for i, r in enumerate(rest[bucket]) if i not in idx]
@@ -150,5 +184,5 @@ def release(matrices: Mapping[str, list[dict]], passed_families: set[str] | froz
     return {b: [r for r in rows if r.get("runner") in passed_families] for b, rows in matrices.items()}
 
 
-__all__ = ["AGENTIC", "BENCH_BUCKETS", "EVAL_BUCKETS", "BUCKETS", "MAX_MATRIX_JOBS", "CanarySelectionError",
+__all__ = ["AGENTIC", "CANARY_FULL", "CANARY_SMOKE", "PROFILES", "profile_of", "BENCH_BUCKETS", "EVAL_BUCKETS", "BUCKETS", "MAX_MATRIX_JOBS", "CanarySelectionError",
            "Canary", "bench_bucket", "eval_bucket", "recipe_fingerprint", "trim", "select_canaries", "release"]

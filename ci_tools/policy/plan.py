@@ -11,7 +11,7 @@ generator in-process, once per group, instead of two subprocesses per group.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ci_tools.errors import InputError
 from ci_tools.policy import buckets as bk
@@ -165,17 +165,43 @@ def _point(key: str, bucket: str, row: Mapping[str, Any], policy: Policy, canary
             "tp": None if mn else row.get("tp"), "ep": None if mn else row.get("ep"),
             "dp-attn": None if mn else row.get("dp-attn"), "conc": row.get("conc"), "gpus": n,
             "seconds": s, "gpu-hours": round(n * s / 3600, 2), "canary": canary,
+            "canary-kind": row.get("canary") if canary else None, "profile": bk.profile_of(row),
             "eval": bool(row.get("eval-only")), "exp-name": row.get("exp-name")}
+
+
+# ---- servability (ci_tools/runner/servable.py decides; the CLI passes it in) ---------------------
+
+Screen = Callable[[str, Mapping[str, Any]], list]   # (config key, row) -> [servable.Refusal]
+
+
+def _screen(rows: list[Row], bucket_of: Callable[[Mapping[str, Any]], str], screen: Screen,
+            policy: Policy) -> tuple[list[Row], list[dict]]:
+    kept, refused = [], []
+    for r in rows:
+        found = screen(r.key, dict(r.data, **{"config-key": r.key}))
+        if not found:
+            kept.append(r)
+            continue
+        point = _point(r.key, bucket_of(r.data), r.data, policy, False)
+        for f in found:
+            refused.append({**{k: point[k] for k in ("config-key", "bucket", "runner", "parallelism", "conc",
+                                                      "exp-name", "profile")}, **f.as_dict()})
+    return kept, refused
+
+
+def _refusal_line(r: dict) -> str:
+    conc = r["conc"] if not isinstance(r["conc"], list) else ",".join(str(c) for c in r["conc"])
+    return f"{r['config-key']} ({r['bucket']}, {r['parallelism']}, conc {conc}): {r['message']}. Fix: {r['fix']}"
 
 
 # ---- the plan ------------------------------------------------------------------------------------
 
 def _no_points(decision: GateDecision, *, sweep: bool, reason: str, error: str | None = None,
-               entries: list[PlanEntry] | None = None) -> dict:
+               entries: list[PlanEntry] | None = None, refused: list[dict] | None = None) -> dict:
     mode = decision.mode.as_dict() if decision.mode else None
     return {"sweep": sweep, "reason": reason, "error": error, "mode": mode, "gate": decision.as_dict(),
             "entries": [_entry_meta(e) for e in entries or []], "canaries": [], "buckets": {b: [] for b in bk.BUCKETS},
-            "fail-fast": {b: False for b in bk.BUCKETS}, "points": [],
+            "fail-fast": {b: False for b in bk.BUCKETS}, "points": [], "refused": list(refused or []),
             "totals": {"points": 0, "canaries": 0, "gpus": 0, "gpu-hours": 0.0, "canary-gpu-hours": 0.0,
                        "by-bucket": {}, "families": []},
             "reuse": {"eligible": False, "reason": "no sweep"},
@@ -192,8 +218,14 @@ def _entry_meta(e: PlanEntry) -> dict:
 
 
 def build_plan(decision: GateDecision, entries: list[PlanEntry], head: Masters, policy: Policy, *,
-               base: Masters | None = None) -> dict:
-    """The plan as plain JSON-ready data. Raises InputError for changelog/config problems."""
+               base: Masters | None = None, screen: Screen | None = None) -> dict:
+    """The plan as plain JSON-ready data. Raises InputError for changelog/config problems.
+
+    `screen` (the runner's servability, `ci_tools.runner.servable`) refuses rows no runner can serve
+    before any bucket or canary is chosen: a refusal the author must fix fails the plan, naming every
+    row; a row of a kind not runnable yet (`pending`) is withheld from the matrices and listed in
+    `refused`, and the rest of the sweep goes on.
+    """
     if decision.error:
         return _no_points(decision, sweep=False, reason=decision.reason, error=decision.error, entries=entries)
     if not decision.sweep or decision.mode is None:
@@ -205,6 +237,20 @@ def build_plan(decision: GateDecision, entries: list[PlanEntry], head: Masters, 
     bench, evals = changelog_rows(entries, head, mode, base)
     if mode.trim:
         bench = bk.trim(bench)
+    refused: list[dict] = []
+    if screen is not None:
+        bench, refused_bench = _screen(bench, bk.bench_bucket, screen, policy)
+        evals, refused_evals = _screen(evals, bk.eval_bucket, screen, policy)
+        refused = refused_bench + refused_evals
+        blocking = [r for r in refused if not r["pending"]]
+        if blocking:
+            msg = (f"{len(blocking)} planned row(s) cannot run, so nothing is booked: "
+                   + "; ".join(_refusal_line(r) for r in blocking))
+            return _no_points(decision, sweep=False, reason=msg, error=msg, entries=entries, refused=refused)
+        if refused and not bench and not evals:
+            msg = ("every planned row is of a kind ci-tools does not run yet: "
+                   + "; ".join(_refusal_line(r) for r in refused))
+            return _no_points(decision, sweep=False, reason=msg, error=msg, entries=entries, refused=refused)
     fast = policy.agentx_profiles["fast"]
     buckets: dict[str, list[bk.Row]] = {b: [] for b in bk.BUCKETS}
     for r in bench:
@@ -264,6 +310,7 @@ def build_plan(decision: GateDecision, entries: list[PlanEntry], head: Masters, 
         "buckets": rows_out,
         "fail-fast": {b: mode.fail_fast for b in bk.BUCKETS},
         "points": points,
+        "refused": refused,
         "totals": {"points": len(points), "canaries": len(canaries), "gpus": sum(p["gpus"] for p in points),
                    "gpu-hours": total_hours,
                    "canary-gpu-hours": round(sum(p["gpu-hours"] for p in points if p["canary"]), 2),

@@ -43,7 +43,6 @@ WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 RESULT_ARTIFACTS = frozenset({layout.COLLECTION_ARTIFACT, "eval_results_all"})
 RESULT_ARTIFACT_PREFIX = "bmk_agentic_"
 CHANGELOG_METADATA = "changelog-metadata"
-COMPARE_MAX_FILES = 300  # GitHub's compare endpoint lists at most this many files
 
 
 class Source(Protocol):
@@ -52,6 +51,7 @@ class Source(Protocol):
     def workflow_runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> Iterable[dict]: ...
     def artifacts(self, run_id: int) -> list[dict]: ...
     def compare(self, base: str, head: str) -> dict: ...
+    def top_level_tree(self, sha: str) -> dict[str, str]: ...
 
 
 def _order(value: str | None) -> float:
@@ -281,11 +281,7 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrState, timeline: Timeline
             return (f"its head commit {run.head_sha[:12]} is no longer in PR #{pr.number} "
                     "(force-pushed away); pin a run of a current commit")
         if rules.refuse_stale:
-            if len(diff.get("files") or []) >= COMPARE_MAX_FILES:
-                return (f"at least {COMPARE_MAX_FILES} files changed after its head {run.head_sha[:12]}, and GitHub's "
-                        f"comparison lists no more than {COMPARE_MAX_FILES}: whether benchmark inputs changed cannot "
-                        "be checked; run a new sweep on the current head")
-            stale = benchmark_inputs(f.get("filename", "") for f in diff.get("files") or [])
+            stale = changed_inputs(diff, source, run.head_sha, pr.head_sha)
             if stale:
                 return (f"commits after its head {run.head_sha[:12]} change benchmark inputs: "
                         f"{', '.join(stale)}; run a new sweep on the current head")
@@ -399,6 +395,23 @@ class ReuseDecision:
             "reuse-reason": self.error or self.reason,
             "reuse-error": "true" if self.error else "false",
         }
+
+
+# GitHub's comparison lists at most this many files (the rest are silently left out).
+COMPARE_FILE_LIMIT = 300
+
+
+def changed_inputs(diff: dict, source: Source, base: str, head: str) -> list[str]:
+    """Benchmark inputs changed between `base` and `head`. A comparison listing COMPARE_FILE_LIMIT
+    files may have left changes out, so then the two commits' top-level trees decide: an input
+    folder whose tree object differs has changed (two calls per commit, only in that case)."""
+    files = [f.get("filename", "") for f in diff.get("files") or []]
+    if len(files) < COMPARE_FILE_LIMIT:
+        return benchmark_inputs(files)
+    before, after = source.top_level_tree(base), source.top_level_tree(head)
+    folders = [p.rstrip("/") for p in paths.BENCHMARK_INPUT_PREFIXES]
+    return [f"{name}/ (the comparison lists only its first {COMPARE_FILE_LIMIT} files; the folder's tree differs)"
+            for name in folders if before.get(name) != after.get(name)]
 
 
 def label_problems(labels: Iterable[str], policy: Policy) -> str | None:

@@ -149,7 +149,7 @@ def render_table(plan: dict) -> str:
         where = f"changelog line {e['line']}" if e.get("line") else f"changelog entry {e['index'] + 1}"
         out += _wrap(f"{where}: ", keys + (f" [{', '.join(flags)}]" if flags else ""))
     if not plan["points"]:
-        return "\n".join(out) + "\n"
+        return "\n".join(out + _refused_lines(plan)) + "\n"
     out.append("")
     header = f"  {'scenario':<9} {'parallelism':<34} {'conc':<16} {'GPUs':>4} {'hours':>6} {'GPU-h':>7}  note"
     by_key: dict[str, list[dict]] = {}
@@ -160,7 +160,7 @@ def render_table(plan: dict) -> str:
         out.append(_fit(f"{key}  on {', '.join(runners)}", WIDTH))
         out.append(header)
         for p in points:
-            note = "canary" if p["canary"] else ("eval" if p["eval"] else "")
+            note = _note(p, short=True)
             out.append(f"  {_fit(p['scenario'], 9):<9} {_fit(p['parallelism'], 34):<34} {_fit(_conc(p['conc']), 16):<16} "
                        f"{p['gpus']:>4} {p['seconds'] / 3600:>6.2f} {_hours(p['gpu-hours']):>7}  {note}".rstrip())
         out.append("")
@@ -172,18 +172,56 @@ def render_table(plan: dict) -> str:
         out += _wrap("matrix jobs after canaries: ", jobs)
     if plan["canaries"]:
         out += _wrap("canaries: ", "; ".join(
-            f"{c['family']}: {c['config-key']} conc {_conc(c['conc'])}" for c in plan["canaries"]))
+            f"{c['family']}: {c['config-key']} conc {_conc(c['conc'])}"
+            + (" (AgentX-fast smoke run; the point still runs in full)" if c.get("canary") == "smoke"
+               else " (measures the point itself)" if c.get("canary") else "") for c in plan["canaries"]))
         out += _wrap("", "If a family's canary fails, nothing else in that family starts.")
     ff = [b for b, v in plan["fail-fast"].items() if v and plan["buckets"].get(b)]
     if ff:
         out += _wrap("fail-fast: ", "the first failure cancels the rest of its matrix (" + ", ".join(ff) + ")")
     out += _wrap("reuse: ", plan["reuse"]["reason"])
+    out += _refused_lines(plan)
     return "\n".join(out) + "\n"
+
+
+PROFILE_WORDS = {"agentx": "AgentX", "agentx-fast": "AgentX-fast", "fixed-seq": "fixed-seq", "eval": "eval"}
+
+
+def _note(p: dict, short: bool = False) -> str:
+    """Which profile measures the point, and what a canary is: the point itself or a smoke run."""
+    profile = PROFILE_WORDS.get(p.get("profile") or "", p.get("profile") or "")
+    if p["canary"]:
+        if p.get("canary-kind") == "smoke":
+            return "smoke canary" if short else f"canary: {profile} smoke run (the point is measured below)"
+        return f"canary {profile}" if short else f"canary: measures the point ({profile})"
+    if p["eval"]:
+        return "eval"
+    return profile
+
+
+def _refused_lines(plan: dict) -> list[str]:
+    out = []
+    for r in plan.get("refused") or []:
+        kind = "not runnable yet" if r.get("pending") else "cannot run"
+        out += _wrap(f"refused ({kind}): ", f"{r['config-key']} {r['parallelism']} conc {_conc(r['conc'])} "
+                     f"[{r['bucket']}]: {r['message']}. Fix: {r['fix']}")
+    return out
 
 
 def render_json(plan: dict) -> str:
     # no indent: json's C encoder only runs without it, and large plans are read by tools (use `jq .`)
     return json.dumps(plan, ensure_ascii=False) + "\n"
+
+
+def card_summary(plan: dict) -> str:
+    """One line for the PR's status card and `/sweep plan`, from `plan --format json`."""
+    if not plan.get("sweep"):
+        return _line(plan.get("reason")) or "no sweep"
+    t = plan["totals"]
+    families = t.get("families") or []
+    canaries = f", canaries {_hours(t['canary-gpu-hours'])} GPU-h first" if plan.get("canaries") else ""
+    return (f"{t['points']} points on {len(families)} runner label{'s' if len(families) != 1 else ''} "
+            f"({', '.join(f'`{f}`' for f in families)}), {_hours(t['gpu-hours'])} GPU-h{canaries}.")
 
 
 def render_summary(plan: dict) -> str:
@@ -198,10 +236,16 @@ def render_summary(plan: dict) -> str:
     if plan["points"]:
         lines += ["| config | runner | parallelism | conc | GPUs | GPU-h | |", "|---|---|---|---|--:|--:|---|"]
         for p in plan["points"]:
-            note = "canary" if p["canary"] else ("eval" if p["eval"] else "")
+            note = _note(p)
             lines.append(f"| `{p['config-key']}` | `{p['runner']}` | {p['parallelism']} | {_conc(p['conc'])} | "
                          f"{p['gpus']} | {_hours(p['gpu-hours'])} | {note} |")
         t = plan["totals"]
         lines += ["", f"**{t['points']} points, {_hours(t['gpu-hours'])} GPU-h** "
                       f"(canaries {_hours(t['canary-gpu-hours'])} GPU-h).", "", f"Reuse: {_line(plan['reuse']['reason'])}"]
+    if plan.get("refused"):
+        lines += ["", "Rows not sent to a GPU runner:", ""]
+        for r in plan["refused"]:
+            kind = "not runnable yet" if r.get("pending") else "cannot run"
+            lines.append(f"- `{r['config-key']}` {r['parallelism']} conc {_conc(r['conc'])} ({r['bucket']}, {kind}): "
+                         f"{_line(r['message'])}. Fix: {_line(r['fix'])}")
     return "\n".join(lines) + "\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ci_tools.errors import Finding, InputError
 from ci_tools.results import metrics as m
-from ci_tools.results import records
+from ci_tools.results import intervals, records
 from ci_tools.results.validity import Requirements, check, config_echo
 from ci_tools.runner import layout
 
@@ -35,6 +35,8 @@ class PointInfo:
     image: str | None = None
     result_filename: str | None = None
     topology: dict | None = None   # multi-node: prefill/decode groups, nodes, placement (gpus = all workers)
+    profile: str | None = None     # which benchmark profile measured it (agentx, agentx-fast, fixed-seq)
+    canary: str | None = None      # "smoke" (not the point's measurement) or "full-point"; None: not a canary
 
     @property
     def gpu_count(self) -> int:
@@ -94,7 +96,8 @@ def _point_from_job(job: dict) -> PointInfo:
                      scenario=_typed(p, "scenario", (str,), "agentic-coding"),
                      duration_s=_typed(p, "duration", num), model=_typed(p, "model", (str,)), config_key=p.get("config-key"),
                      runner=p.get("runner"), image=p.get("image"), result_filename=job.get("result-filename"),
-                     topology=_typed(p, "topology", (dict,)))
+                     topology=_typed(p, "topology", (dict,)), profile=_typed(p, "profile", (str,)),
+                     canary=_typed(p, "canary", (str,)))
 
 
 def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
@@ -116,6 +119,8 @@ def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
         "valid": not failures,
         "failures": [f.as_dict() for f in failures],
         **measured,
+        # how precisely this run pinned its percentiles (results compare weighs changes with it)
+        "headline_ci": intervals.headline_intervals(scan.itl_ms, scan.ttft_ms),
         "aiperf": aiperf,
     }
 
@@ -148,4 +153,24 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
     adir = find_aiperf_dir(path)
     scan = records.scan_file(adir / layout.PROFILE_JSONL, workers=workers)
     agg = read_json(adir / layout.PROFILE_JSON)
-    return build_result(scan, agg, point, max_error_rate, min_requests)
+    result = build_result(scan, agg, point, max_error_rate, min_requests)
+    tel = gpu_telemetry(path, scan, result.get("tokens"))
+    if tel is not None:
+        result["gpu_telemetry"] = tel
+    return result
+
+
+def gpu_telemetry(path: Path, scan: records.RecordScan, tokens: dict | None) -> dict | None:
+    """The runner's nvidia-smi samples over the benchmark's window (runner/telemetry.py); None without them."""
+    from ci_tools.runner import telemetry
+
+    csv = path / layout.GPU_TELEMETRY_CSV
+    if not csv.is_file():
+        return None
+    meta = read_json(path / layout.GPU_TELEMETRY_META) or {}
+    samples, problems = telemetry.parse_csv(csv.read_text(encoding="utf-8", errors="replace"),
+                                            float(meta.get("utc_offset_s") or 0))
+    window = None
+    if scan.start_ns_min is not None and scan.end_ns_max is not None:
+        window = (scan.start_ns_min / 1e9, scan.end_ns_max / 1e9)
+    return {**telemetry.summarize(samples, window, tokens), "problems": problems}

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from ci_tools.config.disagg import DisaggPoint, Group
 from ci_tools.config.recipe import render_args
 from ci_tools.errors import InputError
+from ci_tools.policy.buckets import profile_of
 from ci_tools.runner import layout
 from ci_tools.runner.plan import (AGENTIC, AGENTX_DURATION_S, AGENTX_FAST_DURATION_S, MODELS_MOUNT, SIM_ACC_ENV,
                                   SIM_ACC_LEN, Settings, _truthy, client_argv, image_for_slurm)
@@ -144,7 +145,8 @@ class MultiNodePlan:
                 "gpus": self.gpus, "scenario": self.scenario, "duration": self.duration_s,
                 "model": self.served_model, "config-key": self.row.get("config-key"),
                 "runner": self.row.get("runner"), "image": self.image, "run-eval": self.run_eval,
-                "topology": self.topology(placement)}
+                "topology": self.topology(placement), "profile": profile_of(self.row),
+                "canary": self.row.get("canary")}
 
 
 def check_row(row: dict) -> list[str]:

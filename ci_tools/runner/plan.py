@@ -23,8 +23,11 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from ci_tools.config.recipe import ResolvedPoint, render_args
+from ci_tools import engines
+from ci_tools.config.recipe import ResolvedPoint
+from ci_tools.engines import routers
 from ci_tools.errors import InputError
+from ci_tools.policy.buckets import profile_of
 from ci_tools.runner import layout
 
 AGENTIC = "agentic-coding"
@@ -81,6 +84,7 @@ class Proc:
     env: dict[str, str] = field(default_factory=dict)  # in addition to the inherited environment
     log: str = ""
     in_container: bool = True
+    command: engines.Command | None = None   # server/router: launcher + the options the engine's parser sees
 
 
 @dataclass
@@ -110,7 +114,8 @@ class JobPlan:
                       "conc": pt.key.conc, "gpus": self.gpus, "scenario": self.scenario,
                       "duration": self.duration_s, "model": self.served_model,
                       "config-key": self.row.get("config-key"), "runner": self.row.get("runner"),
-                      "image": self.image, "run-eval": self.run_eval},
+                      "image": self.image, "run-eval": self.run_eval, "profile": profile_of(self.row),
+                      "canary": self.row.get("canary")},
             "recipe": pt.as_dict(),
             "row": self.row,
             "commands": {p.role: {"argv": p.argv, "env": p.env, "log": p.log} for p in self.procs},
@@ -157,30 +162,49 @@ def image_for_slurm(image: str) -> str:
     return image
 
 
-def engine_argv(point: ResolvedPoint, model: str, settings: Settings, port: int) -> list[str]:
-    """`python3 -m sglang.launch_server` with the topology from the point and the recipe's args."""
-    if point.engine != "sglang":
-        raise InputError(f"{point.recipe_file}: engine {point.engine!r} is not supported (only sglang)")
+def serve_spec(point: ResolvedPoint, model: str, port: int) -> engines.ServeSpec:
     k = point.key
-    argv = ["python3", "-m", "sglang.launch_server",
-            "--model-path", f"{MODELS_MOUNT}/{model}", "--served-model-name", model,
-            "--host", "0.0.0.0", "--port", str(port),
-            "--tp-size", str(k.tp), "--ep-size", str(k.ep)]
-    if k.dp_attn:
-        # DEP: data-parallel attention over the TP ranks (DEP2 = TP2 / DP2 / EP2)
-        argv += ["--dp-size", str(k.tp), "--enable-dp-attention"]
-    return argv + render_args(point.args)
+    return engines.ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=port,
+                             tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args=dict(point.args),
+                             versions=point.engine_versions)
+
+
+def engine_command(point: ResolvedPoint, model: str, port: int) -> engines.Command:
+    """The engine plug-in's server command for the point (ci_tools/engines/<engine>.py)."""
+    plugin = engines.engine(point.engine)
+    if plugin is None:
+        raise InputError(f"{point.recipe_file}: engine {point.engine!r} has no ci-tools plug-in "
+                         f"(known: {', '.join(engines.ENGINE_NAMES)})")
+    return plugin.server(serve_spec(point, model, port))
+
+
+def engine_argv(point: ResolvedPoint, model: str, settings: Settings, port: int) -> list[str]:
+    return engine_command(point, model, port).argv
+
+
+def router_command(point: ResolvedPoint, port: int, worker_port: int) -> engines.Command:
+    r = point.router or {}
+    rel = routers.release(str(r.get("name")), str(r.get("version")))
+    if rel is None:
+        raise InputError(f"{point.recipe_file}: point {point.name}: " + "; ".join(routers.problems(r)))
+    return routers.command(rel, "0.0.0.0", port, [f"http://127.0.0.1:{worker_port}"], dict(r.get("args") or {}))
 
 
 def router_argv(point: ResolvedPoint, port: int, worker_port: int) -> list[str]:
+    return router_command(point, port, worker_port).argv
+
+
+def session_header(point: ResolvedPoint) -> str | None:
+    """The header the client puts AIPerf's session id in: the routing key of the declared router."""
     r = point.router or {}
-    args = dict(r.get("args") or {})
-    return (["python3", "-m", "sglang_router.launch_router", "--host", "0.0.0.0", "--port", str(port),
-             "--worker-urls", f"http://127.0.0.1:{worker_port}"] + render_args(args))
+    if r.get("routing-key") != "session-id":
+        return None
+    rel = routers.release(str(r.get("name")), str(r.get("version")))
+    return rel.routing_key_header if rel else None
 
 
 def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, conc: int, scenario: str,
-                duration: float | None, fast: bool, session_header: str | None, out_dir: str) -> list[str]:
+                duration: float | None, fast: bool, header: str | None, out_dir: str) -> list[str]:
     tokenizer = settings.tokenizer or plan_model
     argv = [settings.aiperf_bin, "profile", "--model", plan_model, "--tokenizer", tokenizer,
             "--url", base_url, "--endpoint-type", "chat", "--endpoint", "/v1/chat/completions", "--streaming",
@@ -199,14 +223,18 @@ def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, c
                      "--num-dataset-entries", str(AGENTX_DATASET_ENTRIES)]
             if duration is not None and duration < AGENTX_MIN_LOCKED_DURATION_S:
                 argv += ["--unsafe-override"]
-        if session_header:
-            argv += ["--session-header", session_header]
+        if header:
+            argv += ["--session-header", header]
     else:
         isl, osl = int(row["isl"]), int(row["osl"])
         argv += ["--isl", str(isl), "--osl", str(osl), "--extra-inputs", "ignore_eos:true",
                  "--request-count", str(FIXED_SEQ_PROMPTS_PER_LANE * conc),
                  "--warmup-request-count", str(2 * conc)]
     return argv + ["--artifact-dir", f"{out_dir}/{layout.AIPERF_DIR}"]
+
+
+def _router_id(router: dict) -> tuple[str, str]:
+    return str(router.get("name")), str(router.get("version"))
 
 
 def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str) -> JobPlan:
@@ -224,6 +252,22 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
         duration = float(AGENTX_FAST_DURATION_S if fast else row.get("duration", AGENTX_DURATION_S))
         if settings.duration_override_s is not None:
             duration = settings.duration_override_s
+    plugin = engines.engine(point.engine)
+    if plugin is None:
+        problems.append(f"engine {point.engine!r} of {point.recipe_file} has no ci-tools plug-in "
+                        f"(known: {', '.join(engines.ENGINE_NAMES)})")
+    else:
+        problems += [f"{point.recipe_file}: {p}" for p in plugin.version_problems(point.engine_versions)]
+        problems += [f"{point.recipe_file} point {point.name}: {p}"
+                     for p in plugin.topology_problems(serve_spec(point, str(row.get("model")), 0))]
+    problems += [f"{point.recipe_file} point {point.name}: {p}" for p in routers.problems(point.router)]
+    declared = row.get("router")
+    if isinstance(declared, dict) and point.router and _router_id(declared) != _router_id(point.router):
+        problems.append(f"the master declares router {' '.join(_router_id(declared))} but {point.recipe_file} point "
+                        f"{point.name} starts {' '.join(_router_id(point.router))}; make them name the same release")
+    if isinstance(declared, dict) and not point.router:
+        problems.append(f"the master declares router {' '.join(_router_id(declared))} but {point.recipe_file} point "
+                        f"{point.name} starts no router")
     gpus = point.gpus
     if settings.gpus_per_node is not None and gpus > settings.gpus_per_node:
         problems.append(f"the point needs {gpus} GPUs; runner {row.get('runner')!r} has {settings.gpus_per_node} per node")
@@ -237,29 +281,34 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     if not run_eval and point.synthetic_acceptance is not None:
         env[SIM_ACC_LEN] = f"{point.synthetic_acceptance:g}"
         env.update(SIM_ACC_ENV)
+    command = engine_command(point, model, engine_port)
     if settings.server_cmd:
         argv = [a.format(port=engine_port, model=model) for a in shlex.split(settings.server_cmd)]
+        command = None
     else:
-        argv = engine_argv(point, model, settings, engine_port)
-    procs = [Proc("server", argv, env, layout.SERVER_LOG)]
+        argv = command.argv
+    procs = [Proc("server", argv, env, layout.SERVER_LOG, command=command)]
     engine_url = f"http://{settings.host}:{engine_port}"
-    ready = [f"{engine_url}/health", f"{engine_url}/v1/models"]
+    ready = [f"{engine_url}{path}" for path in engines.engine(point.engine).READY_PATHS]
     base_url = engine_url
-    session_header = None
+    header = None
     if dep:
-        rargv = ([a.format(port=settings.port, worker_port=engine_port) for a in shlex.split(settings.router_cmd)]
-                 if settings.router_cmd else router_argv(point, settings.port, engine_port))
-        procs.append(Proc("router", rargv, {}, layout.ROUTER_LOG))
+        rcmd = router_command(point, settings.port, engine_port)
+        if settings.router_cmd:
+            rargv = [a.format(port=settings.port, worker_port=engine_port) for a in shlex.split(settings.router_cmd)]
+            procs.append(Proc("router", rargv, {}, layout.ROUTER_LOG))
+        else:
+            procs.append(Proc("router", rcmd.argv, {}, layout.ROUTER_LOG, command=rcmd))
         base_url = f"http://{settings.host}:{settings.port}"
         ready += [f"{base_url}/health", f"{base_url}/v1/models"]
-        session_header = (point.router or {}).get("routing-key-header")
+        header = session_header(point)
     rf = layout.result_filename({**row, "tp": point.key.tp, "ep": point.key.ep, "dp-attn": point.key.dp_attn,
                                  "conc": point.key.conc}, settings.runner_name)
     if not run_eval:
         # AIPerf leaves its memory-mapped dataset files in the system temp dir; keep them in the job
         # directory instead, where the job removes them (a runner host would fill up otherwise)
         procs.append(Proc("client", client_argv(row, model, settings, base_url, point.key.conc, scenario,
-                                                duration, fast, session_header, out_dir),
+                                                duration, fast, header, out_dir),
                           {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{layout.AIPERF_TMP}",
                            "HF_HUB_CACHE": settings.hf_cache, **AIPERF_TIMEOUTS_ENV},
                           layout.CLIENT_LOG, in_container=False))

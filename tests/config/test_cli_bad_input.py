@@ -18,6 +18,9 @@ RECIPE = paths.RECIPES_DIR + "/gb300-dsv41flash-fp4-sglang/agentic.yaml"
 SEED = "dsv41flash-fp4-gb300-sglang-agentic-dspark"
 
 
+B300_RECIPE = "recipes/b300-dsv41flash-fp4-sglang/fixed-seq.yaml"
+
+
 def _edit(root: Path, rel: str, old: str, new: str, count: int = 1) -> None:
     path = root / rel
     text = path.read_text(encoding="utf-8")
@@ -65,13 +68,13 @@ CASES = [
     ("runners-missing", lambda r: (r / paths.RUNNERS).unlink(), [], 1, f"{paths.RUNNERS}: error: runners file not found"),
     ("runner-label-undeclared", lambda r: _edit(r, MASTER, "  runner: b300\n", "  runner: b300-typo\n"),
      [], 1, "runner label 'b300-typo' is not declared in inferencex-e2e/configs/runners.yaml"),
-    ("recipe-missing", lambda r: (r / RECIPE).unlink(), [], 1, f"{MASTER}:89:3: error: recipe {RECIPE} does not exist"),
+    ("recipe-missing", lambda r: (r / RECIPE).unlink(), [], 1, f"{MASTER}:90:3: error: recipe {RECIPE} does not exist"),
     ("config-file-missing", lambda r: _edit(r, MASTER, "        decode: { num-worker: 2, tp: 4, ep: 4, dp-attn: true }\n",
                                              "        decode: { num-worker: 2, tp: 4, ep: 4, dp-attn: true,\n"
                                              "                  additional-settings: [\"CONFIG_FILE=recipes/nope.yaml\"] }\n"),
      [], 1, "CONFIG_FILE setting recipes/nope.yaml does not exist"),
     ("recipe-wrong-type", lambda r: _edit(r, RECIPE, "synthetic-acceptance: 3.51", "synthetic-acceptance: high"),
-     [], 1, f"{RECIPE}:28:1: error: 'synthetic-acceptance' must be a number (or left out), got string 'high'"),
+     [], 1, f"{RECIPE}:34:1: error: 'synthetic-acceptance' must be a number (or left out), got string 'high'"),
     ("recipe-unknown-point-field", lambda r: _edit(r, RECIPE, "    conc: 4\n", "    conc: 4\n    concurrency: 4\n"),
      [], 1, "points.tp4-c4: unknown field 'concurrency'"),
     ("recipe-image-unpinned-touched", lambda r: _edit(r, RECIPE, "@sha256:97d98d5b", "@sha256:XYZ", 1),
@@ -102,12 +105,15 @@ def test_unpinned_but_untouched_is_only_a_warning(scratch):
     _edit(scratch, MASTER, "e6072935@sha256:97d98d5b93ead33502f22d93fc77edd9074aa523273bceb8cc00c8464bb5c85b\n  model: "
           "deepseek-ai/DeepSeek-V4.1-Flash\n  model-prefix: dsv41flash\n  runner: b300",
           "e6072935\n  model: deepseek-ai/DeepSeek-V4.1-Flash\n  model-prefix: dsv41flash\n  runner: b300")
+    _edit(scratch, B300_RECIPE, "e6072935@sha256:97d98d5b93ead33502f22d93fc77edd9074aa523273bceb8cc00c8464bb5c85b",
+          "e6072935")
     res = run(["config", "validate", "--format", "json"], cwd=scratch)
     assert res.code == 0, res.out
     body = json.loads(res.out)
     assert body["ok"] is True and body["errors"] == []
     assert [w["message"] for w in body["warnings"]] == [
-        "1 entry in this file uses an image without a @sha256 digest: dsv41flash-fp4-b300-sglang (line 12)"]
+        "1 entry in this file uses an image without a @sha256 digest: dsv41flash-fp4-b300-sglang (line 12)",
+        "recipe image: it is not pinned by digest"]
 
 
 def test_json_shape_and_github_annotation(scratch):

@@ -11,16 +11,25 @@ from test_cli_bad_input import MASTER, RECIPE, SEED, _edit, _write
 
 from ci_tools import paths
 
+B300_RECIPE = "recipes/b300-dsv41flash-fp4-sglang/fixed-seq.yaml"
+
+
+def _rename_b300(root, new: str) -> None:
+    """Rename the B300 entry, and its recipe's config-key with it (naming cases test the key alone)."""
+    _edit(root, MASTER, "dsv41flash-fp4-b300-sglang:\n", f"{new}:\n")
+    _edit(root, B300_RECIPE, "config-key: dsv41flash-fp4-b300-sglang\n", f"config-key: {new}\n")
+
+
 CASES = [
     # id, edit, severity, expected (file, text on the line the finding must point at, message fragment)
     ("recipe-point-not-in-master",
      lambda r: _edit(r, RECIPE, "  tp4-c4:\n    tp: 4\n    ep: 1            # EP1", "  tp4-c4:\n    tp: 4\n    ep: 4            # EP1"),
      "error", (RECIPE, "  tp4-c4:", "recipe point 'tp4-c4' (tp=4 ep=4 dp-attn=false conc=4) is not in the search space "
-                                    f"of master entry {SEED} ({MASTER}:90)")),
+                                    f"of master entry {SEED} ({MASTER}:91)")),
     ("master-point-not-in-recipe",
      lambda r: _edit(r, RECIPE, "  tp4-c4:\n    tp: 4\n    ep: 1            # EP1", "  tp4-c4:\n    tp: 4\n    ep: 4            # EP1"),
      "error", (MASTER, "{ tp: 4, ep: 1, kv-offloading: none, spec-decoding: mtp, conc-list: [4, 16] }",
-               f"master point tp=4 ep=1 dp-attn=false conc=4 of {SEED} has no point in its recipe {RECIPE}:43")),
+               f"master point tp=4 ep=1 dp-attn=false conc=4 of {SEED} has no point in its recipe {RECIPE}:51")),
     ("dp-attn-matters",
      lambda r: _edit(r, RECIPE, "    dp-attn: true\n    conc: 128", "    dp-attn: false\n    conc: 128"),
      "error", (RECIPE, "  dep2-c128:", "recipe point 'dep2-c128' (tp=2 ep=2 dp-attn=false conc=128) is not in the search space")),
@@ -39,7 +48,7 @@ CASES = [
                                        f"{SEED} declares no router for it")),
     ("recipe-config-key",
      lambda r: _edit(r, RECIPE, f"config-key: {SEED}", "config-key: something-else"),
-     "error", (RECIPE, "config-key:", f"recipe says it serves 'something-else', but it is the recipe of master entry '{SEED}' ({MASTER}:89)")),
+     "error", (RECIPE, "config-key:", f"recipe says it serves 'something-else', but it is the recipe of master entry '{SEED}' ({MASTER}:90)")),
     ("recipe-model",
      lambda r: _edit(r, RECIPE, "model: deepseek-ai/DeepSeek-V4.1-Flash", "model: deepseek-ai/DeepSeek-V4-Pro"),
      "error", (RECIPE, "model:", f"recipe model 'deepseek-ai/DeepSeek-V4-Pro' differs from master entry {SEED}'s model")),
@@ -52,18 +61,18 @@ CASES = [
      "warning", ("recipes/extra/agentic.yaml", "config-key:", "this recipe is not referenced by any master entry, so it never runs")),
     ("recipe-schema-error-is-not-orphan",
      lambda r: _edit(r, RECIPE, "engine: sglang", "engine: tensorflow"),
-     "error", (RECIPE, "engine:", "'engine' must be one of \"sglang\", \"vllm\", \"trt\", \"atom\", got string 'tensorflow'")),
+     "error", (RECIPE, "engine:", "'engine' must be one of \"sglang\", \"vllm\", \"trtllm\", got string 'tensorflow'")),
     ("dram-needs-runner-hardware",
      lambda r: _edit(r, paths.RUNNERS, "  cluster:gb300-nv:\n    available-cpu-dram-mib: 860_160\n", "  cluster:gb300-nv:\n"),
      "error", (MASTER, "  runner: cluster:gb300-nv", "kv-offloading: dram needs the CPU DRAM of runner 'cluster:gb300-nv'")),
     ("naming-gpu",
-     lambda r: _edit(r, MASTER, "dsv41flash-fp4-b300-sglang:\n", "dsv41flash-fp4-h100-sglang:\n"),
+     lambda r: _rename_b300(r, "dsv41flash-fp4-h100-sglang"),
      "warning", (MASTER, "dsv41flash-fp4-h100-sglang:", "config key 'dsv41flash-fp4-h100-sglang' names GPU 'h100' but runs on runner 'b300' (b300)")),
     ("naming-prefix-and-framework",
-     lambda r: _edit(r, MASTER, "dsv41flash-fp4-b300-sglang:\n", "b300-vllm-dsv41:\n"),
+     lambda r: _rename_b300(r, "b300-vllm-dsv41"),
      "warning", (MASTER, "b300-vllm-dsv41:", "does not start with 'dsv41flash-fp4-' (model-prefix-precision-); does not contain the framework 'sglang'")),
     ("naming-characters",
-     lambda r: _edit(r, MASTER, "dsv41flash-fp4-b300-sglang:\n", "dsv41flash-fp4-b300-sglang_Test:\n"),
+     lambda r: _rename_b300(r, "dsv41flash-fp4-b300-sglang_Test"),
      "warning", (MASTER, "sglang_Test:", "uses characters other than lowercase letters")),
 ]
 

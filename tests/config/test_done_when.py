@@ -30,7 +30,7 @@ def test_the_repository_validates_clean():
     res = run(["config", "validate", "--root", str(REPO)])
     assert res.code == 0, res.out + res.err
     assert res.out.endswith("0 error(s), 0 warning(s)\n")
-    assert "checked 1 master file(s) with 4 entries, 1 runners file, 3 recipe(s)" in res.out
+    assert "checked 1 master file(s) with 4 entries, 1 runners file, 4 recipe(s)" in res.out
 
 
 def test_changing_only_the_recipe_digest_fails_naming_both_files_and_lines(scratch):
@@ -90,6 +90,7 @@ def _pin_findings(repo: Path, *args: str) -> dict[str, list[str]]:
 def test_base_ref_makes_unpinned_images_errors_only_where_the_change_touches(repo):
     _git(repo, "tag", "base")
     _unpin(repo, MASTER, "dsv41flash-fp4-b300-sglang:")  # legacy debt, committed before the change
+    _unpin(repo, paths.RECIPES_DIR + "/b300-dsv41flash-fp4-sglang/fixed-seq.yaml", "config-key: dsv41flash-fp4-b300-sglang")
     _git(repo, "commit", "-qam", "unpin b300")
     _git(repo, "tag", "before-change")
     _unpin(repo, MASTER, "dsv41flash-fp4-gb300-dynamo-sglang-disagg:")  # the change under review
@@ -97,10 +98,10 @@ def test_base_ref_makes_unpinned_images_errors_only_where_the_change_touches(rep
     assert got["errors"] == ["image of dsv41flash-fp4-gb300-dynamo-sglang-disagg (touched by this change): "
                              "it is not pinned by digest"]
     assert got["warnings"] == ["1 entry in this file uses an image without a @sha256 digest: "
-                               "dsv41flash-fp4-b300-sglang (line 12)"]
-    # Against the older base both entries changed, so both are errors.
+                               "dsv41flash-fp4-b300-sglang (line 12)", "recipe image: it is not pinned by digest"]
+    # Against the older base both entries (and the B300 recipe) changed, so all are errors.
     got = _pin_findings(repo, "--base", "base")
-    assert len(got["errors"]) == 2 and got["warnings"] == []
+    assert len(got["errors"]) == 3 and got["warnings"] == []
 
 
 def test_an_entry_whose_recipe_changed_is_touched(repo):

@@ -135,11 +135,13 @@ class FakeGitHub:
         self.comments: dict[int, dict] = {}          # id -> comment (with "_issue")
         self.events: dict[int, list[dict]] = {}      # PR -> labeled/unlabeled/committed timeline items
         self.commit_pulls: dict[str, list[int]] = {}
+        self.association_lag: dict[str, int] = {}    # sha -> how many more asks answer [] (GitHub's lag)
         self.pr_files: dict[int, list[str]] = {}
         self.runs: dict[int, dict] = {}
         self.artifacts: dict[int, list[dict]] = {}
         self.compares: dict[tuple[str, str], tuple[str, list[str]]] = {}
-        self.trees: dict[str, str] = {}
+        self.trees: dict[str, str] = {}              # commit -> tree sha
+        self.tree_entries: dict[str, dict[str, str]] = {}   # tree sha -> top-level name -> object sha
         self.permissions: dict[str, str] = {}
         self.teams: dict[tuple[str, str], set[str]] = {}
         self.reviews: dict[int, dict] = {}           # id -> review (with "_pr")
@@ -147,6 +149,8 @@ class FakeGitHub:
         self.faults: list[Fault] = []
         self.slows: list[list] = []                  # [method, path regex, seconds, times left]
         self.runners: list[dict] = []
+        self.jobs: dict[int, list[dict]] = {}        # run id -> jobs
+        self.blobs: dict[int, bytes] = {}            # artifact id -> zip archive
         self._flaked: set[str] = set()
         self._ids = itertools.count(1000)
         self._clock = itertools.count(1)
@@ -241,6 +245,37 @@ class FakeGitHub:
                 "url": "https://x", "archive_download_url": "https://x", "created_at": T0, "expires_at": T0,
                 "updated_at": T0, "digest": None, "workflow_run": {"id": run_id}}
 
+    def add_artifact_files(self, run_id: int, name: str, files: dict[str, bytes]) -> dict:
+        """Give a run's artifact `name` (added if missing) a zip archive holding `files`."""
+        import io
+        import zipfile
+
+        art = next((a for a in self.artifacts.setdefault(run_id, []) if a["name"] == name), None)
+        if art is None:
+            art = self._artifact(run_id, name, False)
+            self.artifacts[run_id].append(art)
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            for path, data in files.items():
+                z.writestr(path, data)
+        self.blobs[art["id"]] = buf.getvalue()
+        art["size_in_bytes"] = len(self.blobs[art["id"]])
+        return art
+
+    def add_job(self, run_id: int, name: str, *, status: str = "completed", conclusion: str | None = "success") -> dict:
+        jid = next(self._ids)
+        run = self.runs[run_id]
+        job = {"id": jid, "run_id": run_id, "run_url": "https://x", "run_attempt": 1, "node_id": f"J_{jid}",
+               "head_sha": run["head_sha"], "url": "https://x",
+               "html_url": f"https://github.com/{self.repo}/actions/runs/{run_id}/job/{jid}",
+               "status": status, "conclusion": conclusion if status == "completed" else None,
+               "created_at": T0, "started_at": T0, "completed_at": T0 if status == "completed" else None,
+               "name": name, "steps": [], "check_run_url": "https://x", "labels": ["self-hosted"],
+               "runner_id": None, "runner_name": None, "runner_group_id": None, "runner_group_name": None,
+               "workflow_name": run["name"], "head_branch": run["head_branch"]}
+        self.jobs.setdefault(run_id, []).append(job)
+        return job
+
     def add_runner(self, name: str, *, status: str = "online", busy: bool = False, labels=("self-hosted",)) -> dict:
         rid = next(self._ids)
         runner = {"id": rid, "runner_group_id": 1, "name": name, "os": "Linux", "status": status, "busy": busy,
@@ -315,6 +350,9 @@ class FakeGitHub:
         r = re.escape(self.repo)
         m = lambda pat: re.fullmatch(pat, path)  # noqa: E731
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-f]+)/pulls")):
+            if self.association_lag.get(g[1], 0) > 0:
+                self.association_lag[g[1]] -= 1
+                return 200, [], ("list", "PullRequestSimple")
             return 200, [self.pulls[n] for n in self.commit_pulls.get(g[1], [])], ("list", "PullRequestSimple")
         if method == "GET" and (g := m(rf"/repos/{r}/pulls/(\d+)")):
             if int(g[1]) not in self.pulls:
@@ -328,6 +366,16 @@ class FakeGitHub:
             return 200, [self._diff(f) for f in self.pr_files.get(int(g[1]), [])[:3000]], ("list", "DiffEntry")
         if method == "GET" and (g := m(rf"/repos/{r}/issues/(\d+)/timeline")):
             return 200, self._timeline(int(g[1])), ("list", "timeline")
+        if method == "GET" and (g := m(rf"/repos/{r}/issues/(\d+)/comments")):
+            return 200, [{k: v for k, v in c.items() if k != "_issue"} for c in sorted(
+                self.comments.values(), key=lambda c: c["id"]) if c["_issue"] == int(g[1])], ("list", "IssueComment")
+        if method == "DELETE" and (g := m(rf"/repos/{r}/issues/comments/(\d+)")):
+            return (204, None, None) if self.comments.pop(int(g[1]), None) else (404, None, None)
+        if method == "GET" and (g := m(rf"/repos/{r}/actions/runs/(\d+)/jobs")):
+            return 200, list(self.jobs.get(int(g[1]), [])), ("wrapped", "jobs", "Job")
+        if method == "GET" and (g := m(rf"/repos/{r}/actions/artifacts/(\d+)/zip")):
+            # GitHub redirects to short-lived storage on another host; here a path of this server
+            return (302, None, {"Location": f"/_blob/{g[1]}"}) if int(g[1]) in self.blobs else (404, None, None)
         if (g := m(rf"/repos/{r}/issues/comments/(\d+)")) and method in ("GET", "PATCH"):
             c = self.comments.get(int(g[1]))
             if c is None:
@@ -370,6 +418,12 @@ class FakeGitHub:
             return 200, None, ("runs", g[1])
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-zA-Z]+)")):
             return 200, self._commit(g[1]), "Commit"
+        if method == "GET" and (g := m(rf"/repos/{r}/git/trees/([0-9a-zA-Z-]+)")):
+            entries = self.tree_entries.get(g[1], {"inferencex-e2e": "t-e2e", "recipes": "t-recipes", "README.md": "b-1"})
+            return 200, {"sha": g[1], "url": "https://x", "truncated": False,
+                         "tree": [{"path": n, "mode": "040000" if "." not in n else "100644",
+                                   "type": "tree" if "." not in n else "blob", "sha": s, "url": "https://x"}
+                                  for n, s in entries.items()]}, "GitTree"
         if method == "GET" and (g := m(rf"/repos/{r}/compare/([0-9a-zA-Z]+)\.\.\.([0-9a-zA-Z]+)")):
             status, files = self.compares.get((g[1], g[2]), ("identical" if g[1] == g[2] else "diverged", []))
             base = self._commit(g[1])
@@ -471,6 +525,9 @@ class FakeGitHub:
             if version is not None and version not in API_VERSIONS:
                 return 400, {"message": f"Unsupported 'X-GitHub-Api-Version': {version}",
                              "documentation_url": "https://docs.github.com/rest/about-the-rest-api/api-versions"}, {}
+            if method == "GET" and (blob := re.fullmatch(r"/_blob/(\d+)", url.path)):
+                # where an artifact download redirects: storage on another host, not the API
+                return 200, self.blobs[int(blob[1])], {}
             token = (headers_in.get("authorization") or "").split(" ", 1)[-1]
             refused = self.check_token(method, url.path, token)
             if refused is not None:
@@ -486,6 +543,8 @@ class FakeGitHub:
                     return f.status, f.body, f.headers
             status, obj, kind = self.route(method, url.path, body)
             headers: dict = {}
+            if status == 302 or isinstance(obj, bytes):  # a redirect, or an archive: no JSON, no schema
+                return status, obj, kind or {}
             if isinstance(kind, tuple) and kind[0] == "runs":
                 wf = kind[1]
                 runs = [r for r in self.runs.values() if r["path"].endswith("/" + wf)
@@ -525,9 +584,10 @@ class _Handler(BaseHTTPRequestHandler):
         delay = self.fake.delay_for(method, urlparse(self.path).path)
         if delay:
             threading.Event().wait(delay)
-        data = b"" if obj is None else json.dumps(obj).encode()
+        raw = isinstance(obj, bytes)
+        data = obj if raw else b"" if obj is None else json.dumps(obj).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "application/zip" if raw else "application/json")
         self.send_header("Content-Length", str(len(data)))
         for k, v in headers.items():
             self.send_header(k, str(v))
@@ -542,6 +602,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_PATCH(self):
         self._serve("PATCH")
+
+    def do_DELETE(self):
+        self._serve("DELETE")
 
 
 class Server:

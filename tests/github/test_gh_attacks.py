@@ -122,9 +122,10 @@ def test_a_pinned_run_followed_by_301_files_is_not_reused(fake):
     pr_with_sweep(fake, 7, commits=(SHA1, SHA2))
     fake.add_run(66, head_sha=SHA1)
     fake.compares[(SHA1, SHA2)] = ("ahead", [f"docs/f{i}.md" for i in range(300)] + ["recipes/x.yaml"])
+    fake.tree_entries[f"tree-{SHA2}"] = {"inferencex-e2e": "t-e2e", "recipes": "t-recipes-v2"}
     res = reuse_at_merge(fake, 7, "/use 66")
     assert res.outputs["reuse-enabled"] == "false"
-    assert "GitHub's comparison lists no more than 300" in res.outputs["reuse-reason"]
+    assert "recipes/ (the comparison lists only its first 300 files" in res.outputs["reuse-reason"]
 
 
 def test_a_push_of_301_files_sweeps_again(fake):
@@ -133,6 +134,7 @@ def test_a_push_of_301_files_sweeps_again(fake):
     pr_with_sweep(fake, 7, commits=(SHA1, SHA2))
     authorise(fake, 7, "/use")
     fake.compares[(SHA1, SHA2)] = ("ahead", [f"docs/f{i}.md" for i in range(300)] + ["recipes/x.yaml"])
+    fake.tree_entries[f"tree-{SHA2}"] = {"inferencex-e2e": "t-e2e", "recipes": "t-recipes-v2"}
     res = resolve_reuse(pr_event(fake, 7, "synchronize", before=SHA1, after=SHA2), settings(), lazy(fake))
     assert res.outputs["skip-pr-sweep"] == "false", res.messages
 

@@ -51,6 +51,7 @@ def test_status_card_holds_latest_run_plan_and_reuse(fake):
     fake.add_run(9, head_sha=SHA1)
     c = authorise(fake, 1, "/use 9")
     handle_comment(comment_event(fake, 1, c), settings(), lazy(fake), dispatcher(fake))
+    fake.add_run(12, head_sha=SHA1, pull_requests=(1,))      # the finished sweep the card shows
     wr = Event(name="workflow_run", repo=fake.repo, workflow_run=__import__("ci_tools.github.events", fromlist=["x"])
                .WorkflowRun(id=12, event="pull_request", status="completed", conclusion="success", head_sha=SHA1,
                             html_url=f"https://github.com/{fake.repo}/actions/runs/12", pull_requests=(1,)))
@@ -156,3 +157,24 @@ def test_sweep_plan_reply_shows_the_plan_the_sweep_workflow_recorded(fake):
     status_card(None, settings(), lazy(fake), pr=1, run={"id": 12, "url": "https://x/12", "conclusion": "success",
                                                          "head_sha": SHA1}, plan="| family | points |\n|---|---|\n| single-node | 7 |")
     golden("reply-sweep-plan-recorded", reply(fake, "/sweep plan"))
+
+
+def test_a_run_that_did_no_gpu_work_does_not_replace_the_latest_run(fake):
+    """#16.10: every run-sweep completion triggers the card, also runs the gate or /use stopped
+    before planning; those must not become the card's "Latest run"."""
+    from ci_tools.github.events import WorkflowRun
+
+    pr_with_sweep(fake, 1)
+    fake.add_run(12, head_sha=SHA1, pull_requests=(1,))
+    fake.add_run(13, head_sha=SHA1, pull_requests=(1,), artifacts=())          # stopped before planning
+
+    def card(run_id):
+        wr = WorkflowRun(id=run_id, event="pull_request", status="completed", conclusion="success", head_sha=SHA1,
+                         html_url=f"https://github.com/{fake.repo}/actions/runs/{run_id}", pull_requests=(1,))
+        return status_card(Event(name="workflow_run", repo=fake.repo, workflow_run=wr), settings(), lazy(fake),
+                           pr=None, run=None, plan=None)
+
+    card(12)
+    res = card(13)
+    body = only(fake, 1, "<!-- ci-tools:status-card -->")
+    assert "runs/12" in body and "runs/13" not in body and "planned no sweep" in res.messages[-1]

@@ -229,9 +229,11 @@ def test_66_67_commit_in_several_prs(fake):
     assert res.exit_code == 0 and res.outputs["reuse-enabled"] == "false"
 
 
-def test_68_no_associated_pr_costs_one_call_and_other_refs_none(fake):
+def test_68_no_associated_pr_costs_three_bounded_calls_and_other_refs_none(fake):
+    """One call once GitHub links the commit; a push with no PR at all is asked about three times
+    (GitHub's association lag, #16.10: see test_the_commit_to_pr_association_is_asked_again...)."""
     res, gh = run_resolve(fake, push_event(fake))
-    assert res.outputs["reuse-enabled"] == "false" and gh.calls == 1
+    assert res.outputs["reuse-enabled"] == "false" and gh.calls == 3
     res, gh = run_resolve(fake, push_event(fake, ref="refs/heads/dev"))
     assert "not a push to main" in res.outputs["reuse-reason"] and gh.calls == 0
 
@@ -388,3 +390,39 @@ def test_g10_an_authorised_use_does_not_stop_sweeps_of_a_pr_whose_labels_block_r
     res, gh = run_resolve(fake, pr_event(fake, 1321, "synchronize"))
     assert res.outputs["skip-pr-sweep"] == "false" and "evals-only" in res.messages[0]
     assert gh.calls == 0
+
+
+@pytest.mark.parametrize("inputs_changed", [True, False])
+def test_a_comparison_capped_at_300_files_falls_back_to_the_trees(fake, inputs_changed):
+    """#16.10: GitHub lists at most 300 files in a comparison; a recipe change past the 300th must
+    still make the pinned run stale, read from the two commits' top-level trees."""
+    pr_with_sweep(fake, 1321, commits=(SHA1, SHA2))
+    fake.add_run(9, head_sha=SHA1, pull_requests=(1321,))
+    authorise(fake, 1321, "/use 9")
+    merge(fake, 1321)
+    fake.compares[(SHA1, SHA2)] = ("ahead", [f"docs/page-{i}.md" for i in range(300)])
+    fake.tree_entries[f"tree-{SHA2}"] = {"inferencex-e2e": "t-e2e", "recipes": "t-recipes-v2" if inputs_changed
+                                         else "t-recipes", "docs": "t-docs-v2"}
+    res, _ = run_resolve(fake, push_event(fake))
+    if inputs_changed:
+        assert res.outputs["reuse-enabled"] == "false" and "recipes/" in res.messages[0]
+        assert "first 300 files" in res.messages[0]
+    else:
+        assert res.outputs["reuse-enabled"] == "true"
+    assert sum("/git/trees/" in r for r in fake.requests) == 2
+
+
+@pytest.mark.parametrize("lag,reused,sleeps", [(0, True, []), (1, True, [3.0]), (2, True, [3.0, 6.0]),
+                                               (3, False, [3.0, 6.0])])
+def test_the_commit_to_pr_association_is_asked_again_while_github_lags(fake, lag, reused, sleeps):
+    """#16.10: right after a merge GitHub may not yet link the merge commit to its PR; main would then
+    run a full GPU sweep instead of reusing. Asked again twice (3 s, 6 s), then it gives up."""
+    pr_with_sweep(fake, 1321)
+    fake.add_run(9, head_sha=SHA1, pull_requests=(1321,))
+    authorise(fake, 1321, "/use 9")
+    merge(fake, 1321)
+    fake.association_lag[MERGE] = lag
+    slept = []
+    res, gh = run_resolve(fake, push_event(fake), sleep=slept.append)
+    assert (res.outputs["reuse-enabled"] == "true") is reused and slept == sleeps
+    assert sum("/pulls?" in r and "/commits/" in r for r in fake.requests) == min(lag + 1, 3)

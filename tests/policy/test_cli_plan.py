@@ -58,13 +58,16 @@ def test_demo_plan_json(capsys, demo_repo):
                        "--label", "full-sweep-fail-fast", "--format", "json")
     plan = json.loads(out)
     assert plan["sweep"] is True and plan["reason"] and plan["mode"]["primary"] == "full-sweep-fail-fast"
-    bench = [p for p in plan["points"] if not p["eval"]]
+    bench = [p for p in plan["points"] if not p["eval"] and not p["canary"]]
     assert [(p["tp"], p["ep"], p["dp-attn"], p["conc"], p["gpus"]) for p in bench] == [
         (4, 4, False, 1, 4), (4, 1, False, 4, 4), (4, 1, False, 16, 4), (2, 1, False, 16, 2), (2, 1, False, 32, 2),
         (2, 2, True, 64, 2), (2, 2, True, 128, 2)]
+    assert {p["profile"] for p in bench} == {"agentx"}
+    (canary,) = [p for p in plan["points"] if p["canary"]]
+    assert (canary["conc"], canary["profile"], canary["canary-kind"]) == (1, "agentx-fast", "smoke")
     for p in plan["points"]:
-        assert {"config-key", "runner", "tp", "ep", "dp-attn", "conc", "gpus", "gpu-hours", "canary"} <= set(p)
-    assert set(plan["buckets"]) >= {"single-node-agentic", "evals"} and plan["totals"]["points"] == 8
+        assert {"config-key", "runner", "tp", "ep", "dp-attn", "conc", "gpus", "gpu-hours", "canary", "profile"} <= set(p)
+    assert set(plan["buckets"]) >= {"single-node-agentic", "evals"} and plan["totals"]["points"] == 9
 
 
 def test_demo_plan_github_outputs(capsys, demo_repo, tmp_path, monkeypatch):
@@ -79,11 +82,11 @@ def test_demo_plan_github_outputs(capsys, demo_repo, tmp_path, monkeypatch):
     assert list(outputs) == output_names()
     assert outputs["sweep"] == "true" and outputs["fail-fast-single-node-agentic"] == "true"
     assert outputs["run-single-node-agentic"] == "true" and outputs["run-single-node-8k1k"] == "false"
-    assert len(json.loads(outputs["matrix-single-node-agentic"])) == 6
+    assert len(json.loads(outputs["matrix-single-node-agentic"])) == 7    # the smoke canary's point runs too
     assert json.loads(outputs["matrix-single-node-8k1k"]) == []
     canary = json.loads(outputs["canary-single-node-agentic"])
     assert [c["conc"] for c in canary] == [1] and outputs["canary-families"] == '["cluster:gb300-nv"]'
-    assert json.loads(outputs["plan"])["totals"]["points"] == 8
+    assert json.loads(outputs["plan"])["totals"]["points"] == 9
     assert outputs["concurrency-group"] == "sweep-head-active"
     golden("demo-summary.md", summary.read_text())
 
@@ -225,7 +228,7 @@ def test_after_canary_cli(capsys, demo_repo, tmp_path, monkeypatch):
     code, _, err = run(capsys, *args, "--passed-family", "cluster:gb300-nv")
     assert code == 0, err
     outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
-    assert len(json.loads(outputs["matrix-single-node-agentic"])) == 6 and outputs["canary"] == "[]"
+    assert len(json.loads(outputs["matrix-single-node-agentic"])) == 7 and outputs["canary"] == "[]"
     out_file.write_text("")
     code, _, err = run(capsys, *args)
     outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())

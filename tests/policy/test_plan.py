@@ -49,18 +49,40 @@ def plan_for(policy, masters, entries, labels, **kw):
 
 def test_seed_pr_seven_points_on_gb300(policy, example):
     p = plan_for(policy, example, [entry([SEED], scenario_type=None)], [FFF])
-    bench = [pt for pt in p["points"] if not pt["eval"]]
+    bench = [pt for pt in p["points"] if not pt["eval"] and not pt["canary"]]
     assert [(pt["parallelism"], pt["conc"], pt["gpus"]) for pt in bench] == [
         ("TP4 EP4", 1, 4), ("TP4 EP1", 4, 4), ("TP4 EP1", 16, 4), ("TP2 EP1", 16, 2), ("TP2 EP1", 32, 2),
         ("DEP2", 64, 2), ("DEP2", 128, 2)]
     assert {pt["runner"] for pt in p["points"]} == {"cluster:gb300-nv"}
     canary = p["canaries"]
     assert len(canary) == 1 and canary[0]["conc"] == 1 and canary[0]["agentx-fast"] and canary[0]["duration"] == 1200
-    assert bench[0]["canary"] and bench[0]["gpu-hours"] == 1.33
-    assert [pt["gpu-hours"] for pt in bench[1:]] == [4.0, 4.0, 2.0, 2.0, 2.0, 2.0]
-    assert len(p["buckets"]["single-node-agentic"]) == 6
+    # canary honesty: the 20-minute AgentX-fast canary is a smoke run, so TP4 c1 still gets its hour
+    assert canary[0]["canary"] == bk.CANARY_SMOKE
+    smoke = [pt for pt in p["points"] if pt["canary"]]
+    assert [(pt["profile"], pt["canary-kind"], pt["gpu-hours"]) for pt in smoke] == [("agentx-fast", "smoke", 1.33)]
+    assert [pt["gpu-hours"] for pt in bench] == [4.0, 4.0, 4.0, 2.0, 2.0, 2.0, 2.0]
+    assert {pt["profile"] for pt in bench} == {"agentx"}
+    assert len(p["buckets"]["single-node-agentic"]) == 7
     assert all(p["fail-fast"].values()) and p["reuse"]["eligible"]
     assert p["totals"]["canary-gpu-hours"] == 1.33
+
+
+def test_a_fixed_seq_canary_is_the_point_itself(policy, example):
+    p = plan_for(policy, example, [entry([B300])], [FFF])
+    (c,) = p["canaries"]
+    assert c["canary"] == bk.CANARY_FULL and c["conc"] == 4 and "duration" not in c
+    rows = p["buckets"][c["bucket"]]
+    assert not any(r["conc"] == 4 and r["tp"] == 4 and r["isl"] == c["isl"] for r in rows)   # not measured twice
+    (pt,) = [pt for pt in p["points"] if pt["canary"]]
+    assert (pt["profile"], pt["canary-kind"]) == ("fixed-seq", "full-point")
+
+
+def test_with_agentx_fast_everywhere_the_canary_is_the_point(policy, example):
+    p = plan_for(policy, example, [entry([SEED])], [FFF, "agentx-fast"])
+    (c,) = p["canaries"]
+    assert c["canary"] == bk.CANARY_FULL
+    assert len(p["buckets"]["single-node-agentic"]) == 6
+    assert {pt["profile"] for pt in p["points"] if not pt["eval"]} == {"agentx-fast"}
 
 
 def test_no_canary_label_keeps_every_point_in_its_bucket(policy, example):
@@ -98,7 +120,8 @@ def test_canary_per_hardware_family(policy, example):
 def test_multi_node_agentic_only_sweep_gets_a_canary(policy, example):
     p = plan_for(policy, example, [entry([AG_DISAGG])], [FFF])
     assert [(c["bucket"], c["conc"], c["duration"]) for c in p["canaries"]] == [("multi-node-agentic", [32], 1200)]
-    assert [r["conc"] for r in p["buckets"]["multi-node-agentic"]] == [[64]]
+    # a smoke canary: the c32 row stays and is measured with the full profile too
+    assert [r["conc"] for r in p["buckets"]["multi-node-agentic"]] == [[32], [64]]
 
 
 def test_evals_only_family_canary_falls_back_to_an_eval_row(policy, example):

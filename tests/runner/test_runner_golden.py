@@ -62,7 +62,6 @@ def test_agentx_fast_shortens_duration(tmp_path):
     ({"kv-offloading": "dram"}, "kv-offloading: dram"),
     ({"pp": 2}, "`pp: 2`"),
     ({"config-key": "nope"}, "config key 'nope' is not in any master config"),
-    ({"config-key": "dsv41flash-fp4-b300-sglang"}, "has no `recipe:` field"),
     ({"recipe": None, "config-key": None}, "row.json: the row has neither `recipe` nor `config-key`"),
 ])
 def test_bad_rows_are_clear(tmp_path, change, message):
@@ -72,6 +71,21 @@ def test_bad_rows_are_clear(tmp_path, change, message):
     res = CliRunner().invoke(cli, ["runner", "run", "--row", str(path), "--dry-run", *FIXED])
     assert res.exit_code != 0
     assert message in str(res.exception) + res.output
+
+
+def test_master_entry_without_recipe_is_named(tmp_path):
+    import shutil
+
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "inferencex-e2e", root / "inferencex-e2e")
+    master = root / "inferencex-e2e/configs/nvidia-master.yaml"
+    master.write_text(master.read_text().replace("  recipe: recipes/b300-dsv41flash-fp4-sglang/fixed-seq.yaml\n", ""))
+    _, row = seed_rows()[0]
+    path = tmp_path / "row.json"
+    path.write_text(json.dumps({**row, "config-key": "dsv41flash-fp4-b300-sglang"}))
+    res = CliRunner().invoke(cli, ["runner", "run", "--row", str(path), "--dry-run", *FIXED[:-1], str(root)])
+    assert res.exit_code != 0
+    assert "has no `recipe:` field" in str(res.exception) + res.output
 
 
 def test_readme_dry_run_block_is_current(tmp_path):

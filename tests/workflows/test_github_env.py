@@ -258,12 +258,25 @@ def staging_callback(s):
     return [job]
 
 
-def status_card_of_a_pr_sweep(s):
+def status_card_of_a_pr_sweep(s, plan_json: dict | None = None):
     pr_with_sweep(s.fake, 1)
     run = s.fake.add_run(12, head_sha=SHA1, pull_requests=(1,))
     job = s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run))
-    assert ok(job.run(2)).outputs["comment"] == "create"
+    if plan_json is not None:                                      # what download-artifact leaves
+        (job.tmp / "metadata").mkdir()
+        (job.tmp / "metadata" / "plan.json").write_text(json.dumps(plan_json))
+    assert ok(job.run(3)).outputs["comment"] == "create"
     return [job]
+
+
+def status_card_with_the_runs_plan(s):
+    """#16.10: the card's plan line comes from the run's own plan (the changelog-metadata artifact)."""
+    plan = {"sweep": True, "reason": "x", "canaries": [{}], "totals": {"points": 7, "families": ["cluster:gb300-nv"],
+                                                                      "gpu-hours": 17.33, "canary-gpu-hours": 1.33}}
+    jobs = status_card_of_a_pr_sweep(s, plan)
+    [card] = [c for c in s.fake.bot_comments(1) if c["body"].startswith("<!-- ci-tools:status-card")]
+    assert "7 points on 1 runner label (`cluster:gb300-nv`), 17.33 GPU-h" in card["body"]
+    return jobs
 
 
 def status_card_of_a_trusted_sweep(s):
@@ -273,7 +286,7 @@ def status_card_of_a_trusted_sweep(s):
     run = s.fake.add_run(13, head_sha=MERGE, branch="main", event="workflow_dispatch",
                          path=f".github/workflows/{approval.TRUSTED_WORKFLOW}", display_title=approval.run_name(3, SHA1))
     job = s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run))
-    assert ok(job.run(2)).outputs["comment"] == "create"
+    assert ok(job.run(3)).outputs["comment"] == "create"
     return [job]
 
 
@@ -350,6 +363,25 @@ def trusted_sweep_checks_the_approval(s: Scenario):
     return [job]
 
 
+def collect_compares_with_main(s: Scenario):
+    """The collect job's comparison reads main's latest sweeps' results_bmk with the job token."""
+    import json
+
+    point = {"name": "tp2-c64", "config-key": "k", "tp": 2, "ep": 1, "dp-attn": False, "conc": 64}
+    result = lambda tok: {"valid": True, "point": point, "headline": {"tok_s_gpu": tok, "intvty_p90": 100.0}}  # noqa: E731
+    s.fake.add_run(500, head_sha=MERGE, branch="main", event="push", artifacts=())
+    s.fake.add_artifact_files(500, "results_bmk", {"results/results.json": json.dumps({"results": [result(1000.0)]}).encode()})
+    work = s.tmp / "workspace"
+    (work / "results").mkdir(parents=True)
+    (work / "results" / "results.json").write_text(json.dumps({"results": [result(1300.0)]}))
+    pr_with_sweep(s.fake, 1)
+    job = s.job("sweep-pipeline.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work)
+    step = ok(job.run(4))
+    assert "| tp2-c64 |" in step.summary and "improved" in step.summary
+    assert (work / "results" / "compare.png").is_file()
+    return [job]
+
+
 SCENARIOS = {
     ("comment-commands.yml", "handle"): [comment_use_pins_a_run, comment_stage_results, comment_sweep_approve_on_a_fork,
                                          comment_sweep_plan],
@@ -359,8 +391,10 @@ SCENARIOS = {
     ("signoff-review.yml", "record"): [review_record_only],
     ("signoff-review-verify.yml", "verify"): [review_signoff_two_phases, lambda s: review_signoff_two_phases(s, None)],
     ("staging-callback.yml", "callback"): [staging_callback],
-    ("status-card.yml", "card"): [status_card_of_a_pr_sweep, status_card_of_a_trusted_sweep],
+    ("status-card.yml", "card"): [status_card_of_a_pr_sweep, status_card_with_the_runs_plan,
+                                  status_card_of_a_trusted_sweep],
     ("sweep-pipeline.yml", "plan"): [reuse_on_a_push_after_use, reuse_at_merge],
+    ("sweep-pipeline.yml", "collect"): [collect_compares_with_main],
     ("sweep-pipeline.yml", "results-app"): [results_app_ingests_this_run, results_app_ingests_the_reused_run],
     ("trusted-sweep.yml", "plan"): [trusted_sweep_checks_the_approval],
     ("welcome.yml", "welcome"): [welcome_on_open],

@@ -1,0 +1,101 @@
+"""Engine and router plug-ins: how one serving engine is started, probed and versioned.
+
+One module per engine (`sglang`, `vllm`, `trtllm`) and one table of routers (`routers`). Each engine
+module exposes the same small surface, all pure:
+
+  NAME                     the recipe's `engine:` value
+  LAUNCHER                 the words before the engine's own options (`python3 -m sglang.launch_server`)
+  TOPOLOGY_ARGS            option names the runner derives from the point (tp/ep/dp), refused in `args`
+  server(spec) -> Command  the server command for one resolved point
+  topology_problems(spec)  why this engine cannot express the point's tp/ep/dp-attn (empty: it can)
+  version_problems(versions)  why a recipe's `engine-versions` cannot be served (empty: it can)
+  READY_PATHS              readiness probes, in order
+  VERSION_ARGV             a command printing the installed engine version inside the image
+
+The argv is split in two (`Command.launcher` + `Command.args`) so the tests can hand exactly the part
+the engine's own argument parser sees to that parser (tests/engines/).
+
+Adding an engine: a module like `vllm.py`, registered in ENGINES below, and a parser in
+tests/engines/parser_host.py if the engine's parser can be built from its wheel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Mapping
+
+
+@dataclass(frozen=True)
+class ServeSpec:
+    """What every engine needs to start one single-node point (plain data, no recipe objects)."""
+
+    model_path: str
+    served_model: str
+    host: str
+    port: int
+    tp: int
+    ep: int
+    dp_attn: bool
+    args: Mapping[str, Any] = field(default_factory=dict)   # the recipe's merged engine args
+    versions: tuple[str, ...] = ()                          # released CLIs the image must satisfy
+
+
+@dataclass(frozen=True)
+class Command:
+    launcher: tuple[str, ...]
+    args: tuple[str, ...]
+    parser: str               # which parser checks `args` (an engine or router name)
+
+    @property
+    def argv(self) -> list[str]:
+        return [*self.launcher, *self.args]
+
+
+def render_args(args: Mapping[str, Any]) -> list[str]:
+    """`{"trust-remote-code": True, "tp": 4}` -> `["--trust-remote-code", "--tp", "4"]`.
+
+    `true` is a bare flag; `false`/`null` drop the option; a list repeats the values after one flag.
+    """
+    out: list[str] = []
+    for name, value in args.items():
+        if value is None or value is False:
+            continue
+        out.append(f"--{name}")
+        if value is True:
+            continue
+        if isinstance(value, (list, tuple)):
+            out.extend(str(v) for v in value)
+        else:
+            out.append(str(value))
+    return out
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """'0.5.22' -> (0, 5, 22); anything non-numeric sorts as 0 (versions here are release numbers)."""
+    out = []
+    for part in str(version).split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits) if digits else 0)
+    return tuple(out)
+
+
+def release_number_problems(versions: tuple[str, ...]) -> list[str]:
+    """`engine-versions` is optional (without it a builder uses the oldest spelling it knows); when
+    given, each entry must be a release number."""
+    return [f"engine-versions entry {v!r} is not a release number (e.g. \"0.5.22\")"
+            for v in versions if not all(part.isdigit() for part in str(v).split("."))]
+
+
+def _registry() -> dict[str, ModuleType]:
+    from ci_tools.engines import sglang, trtllm, vllm
+
+    return {m.NAME: m for m in (sglang, vllm, trtllm)}
+
+
+ENGINE_NAMES = ("sglang", "vllm", "trtllm")
+
+
+def engine(name: str) -> ModuleType | None:
+    """The plug-in for a recipe's `engine:` value, or None when ci-tools has none."""
+    return _registry().get(name)

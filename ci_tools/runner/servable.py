@@ -1,0 +1,152 @@
+"""Can a runner serve this row? One pure decision for `plan`, `config validate` and `runner run`.
+
+A row the planner emits must either run or be refused here, before any GPU is booked, with the
+entry, the reason and the fix. The decision is the runner's own: a row is servable exactly when
+`runner run --dry-run` would accept it (same recipe resolution, same `build_plan`), plus the rules
+below that `runner run` cannot see from one row (the master entry has no recipe).
+
+Two kinds of refusal:
+- the change is wrong (no recipe, no such point, image differs, engine or router unknown...): the
+  author fixes it; `plan` and `config validate` fail;
+- the row is of a kind ci-tools does not run yet (`pending=True`): eval rows. Each such kind is one
+  named rule in PENDING_RULES, owned by the issue building that runner (evals: issue 13); delete the
+  rule when the runner lands. `plan` withholds such rows from the GPU matrices and lists them, without
+  failing the sweep of the rows that do run.
+
+Multi-node disaggregated rows (prefill/decode) are decided by the multi-node planner
+(`ci_tools.runner.disagg`, issue 14), exactly as `runner run` resolves them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from ci_tools.config.recipe import Recipe, resolve_point
+from ci_tools.engines import engine as engine_plugin
+from ci_tools.errors import InputError
+
+
+@dataclass(frozen=True)
+class Refusal:
+    rule: str
+    config_key: str
+    message: str
+    fix: str
+    pending: bool = False
+
+    def text(self) -> str:
+        return f"{self.config_key}: {self.message}. Fix: {self.fix}"
+
+    def as_dict(self) -> dict:
+        return {"rule": self.rule, "config-key": self.config_key, "message": self.message, "fix": self.fix,
+                "pending": self.pending}
+
+
+@dataclass(frozen=True)
+class Context:
+    """What the decision needs besides the row, read by the caller (plain data)."""
+
+    entry: Mapping[str, Any] | None                  # the row's master entry
+    recipe: Recipe | None = None                      # its loaded recipe (None: no `recipe:` or unreadable)
+    recipe_error: str | None = None                   # why the recipe could not be read
+    gpus_per_node: int | None = None                  # runners.yaml hardware of the row's runner
+
+
+# ---- rows ci-tools does not run yet (one rule each; remove a rule when its runner lands) -----------
+
+def eval_rows_not_runnable_yet(row: Mapping[str, Any]) -> tuple[str, str] | None:
+    """Issue 13 (evals) replaces this rule with the eval runner."""
+    if row.get("eval-only"):
+        return ("eval rows are not runnable yet: `runner run` has no eval harness, so an eval row would fail "
+                "its GPU job", "nothing in this change; eval rows run once the eval runner lands (issue 13). "
+                "The throughput rows of the entry still run")
+    return None
+
+
+PENDING_RULES: tuple[Callable[[Mapping[str, Any]], tuple[str, str] | None], ...] = (eval_rows_not_runnable_yet,)
+
+
+# ---- the decision ---------------------------------------------------------------------------------
+
+def _int(row: Mapping[str, Any], key: str, default: int | None = None) -> int:
+    value = row.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(key)
+    return value
+
+
+def refusals(row: Mapping[str, Any], ctx: Context) -> list[Refusal]:
+    """Everything that stops this row from running (empty: `runner run` serves it)."""
+    key = str(row.get("config-key") or "?")
+    for rule in PENDING_RULES:
+        hit = rule(row)
+        if hit:
+            return [Refusal(rule.__name__.replace("_", "-"), key, hit[0], hit[1], pending=True)]
+    out: list[Refusal] = []
+
+    def refuse(rule: str, message: str, fix: str) -> list[Refusal]:
+        out.append(Refusal(rule, key, message, fix))
+        return out
+
+    if ctx.entry is None:
+        return refuse("unknown-config-key", f"no master entry named {key!r}", "plan rows come from master entries; "
+                      "re-run `ci-tools plan`")
+    recipe_path = ctx.entry.get("recipe") if isinstance(ctx.entry, Mapping) else None
+    if not recipe_path:
+        return refuse("no-recipe", "the master entry has no `recipe:`, so no runner knows how to serve it",
+                      "write a recipe (recipes/<dir>/<name>.yaml, with a point per search-space point) and set "
+                      "`recipe:` on the entry")
+    if ctx.recipe is None:
+        return refuse("recipe-unreadable", f"its recipe {recipe_path} cannot be read: {ctx.recipe_error or 'missing'}",
+                      "fix the recipe file (`ci-tools config validate` shows where)")
+    recipe = ctx.recipe
+    plugin = engine_plugin(recipe.engine)
+    if plugin is None:
+        return refuse("unknown-engine", f"recipe {recipe.file} uses engine {recipe.engine!r}, which has no ci-tools "
+                      "plug-in", "use sglang, vllm or trtllm, or add a plug-in in ci_tools/engines/")
+    if row.get("prefill") is not None or row.get("decode") is not None:
+        _multinode(row, ctx, refuse)
+        return out
+    try:
+        tp, ep, conc = _int(row, "tp"), _int(row, "ep", 1), _int(row, "conc")
+    except ValueError as exc:
+        return refuse("row-shape", f"the row's `{exc.args[0]}` is not one integer", "plan single-node rows only")
+    try:
+        point = resolve_point(recipe, tp, ep, bool(row.get("dp-attn", False)), conc)
+    except InputError as exc:
+        hint = exc.findings[0].hint if exc.findings and exc.findings[0].hint else ""
+        return refuse("no-recipe-point", str(exc), f"add the point to {recipe.file}" + (f" ({hint})" if hint else ""))
+    from ci_tools.runner.plan import Settings, build_plan
+
+    try:
+        build_plan(dict(row), point, Settings(gpus_per_node=ctx.gpus_per_node), "out")
+    except InputError as exc:
+        refuse("runner", f"`runner run` would refuse the row: {exc}", "fix the master entry or its recipe as the "
+               "message says")
+    return out
+
+
+def _multinode(row: Mapping[str, Any], ctx: Context, refuse) -> None:
+    """A prefill/decode row: the multi-node planner decides, as `runner run` would (Slurm only)."""
+    from ci_tools.config.disagg import is_disagg, resolve_disagg
+    from ci_tools.runner.disagg import build_multinode_plan
+    from ci_tools.runner.plan import Settings
+
+    recipe = ctx.recipe
+    if not is_disagg(recipe.data):
+        refuse("not-a-disaggregated-recipe", f"the row is multi-node (prefill/decode) but {recipe.file} is not "
+                      "a disaggregated recipe", "set `mode: disaggregated` in the recipe and describe its "
+                      "prefill/decode groups (README, 'Disaggregated (multi-node) points')")
+        return
+    concs = row.get("conc")
+    concs = [int(c) for c in concs] if isinstance(concs, list) else ([int(concs)] if concs is not None else None)
+    try:
+        point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs)
+        build_multinode_plan(dict(row), point, Settings(), "out", ctx.gpus_per_node)
+    except InputError as exc:
+        refuse("multinode-runner", f"`runner run` would refuse the row: {exc}", "fix the master entry or its "
+               "disaggregated recipe as the message says")
+
+
+__all__ = ["Context", "PENDING_RULES", "Refusal", "eval_rows_not_runnable_yet", "refusals"]

@@ -1,0 +1,247 @@
+"""Builds an engine's own command-line parser from its released wheel and parses argv lists with it.
+
+Runs inside the engines virtualenv (`.venv-engines`, made by dev.py), never inside the ci-tools venv:
+the wheel is on PYTHONPATH (installed --no-deps into its own folder), and the heavy runtime packages
+it imports at module level (torch, triton, CUDA bindings, ...) are replaced by inert stand-ins. Only
+imports made *by the engine's own code* are stood in for; a library's optional `try: import x` keeps
+its normal ImportError, so the light dependencies behave as in a real install.
+
+What this checks: argparse, exactly as the engine's launcher builds it (unknown, ambiguous, malformed
+or out-of-choice options exit 2 here exactly as on the server). What it cannot check: the engine's later
+validation (GPU, model config, cross-option rules in __post_init__).
+
+Protocol (JSON lines, so one process serves a whole test session): argv[1] names the parser; the first
+line out is {"version": V, "options": [...], "stood-in": [...]}; then each line in, {"argvs": [[...], ...]},
+gets one line out, {"results": [{"ok": bool, "error": str, "deprecated": [...]}, ...]}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib.abc
+import importlib.machinery
+import importlib.metadata
+import io
+import json
+import sys
+import types
+import warnings
+
+# Packages whose code may ask for a stand-in (the engines and routers under test).
+OWNERS = ("sglang", "sglang_router", "smg", "vllm", "tensorrt_llm")
+# Versions reported by stand-ins whose version the engine compares at import time.
+STUB_VERSIONS = {"torch": "2.9.1", "triton": "3.5.0", "flashinfer": "0.5.3", "transformers": "4.57.1"}
+# Attributes a stand-in must *not* have: engines probe `hasattr(torch, "npu")` to pick a platform.
+STUB_ABSENT = {"torch": {"npu"}}
+# Packages whose mere presence switches an engine to another platform (MUSA, Ascend): never stood in.
+NEVER_STAND_IN = {"torchada", "torch_npu", "torch_musa"}
+STUBBED: set[str] = set()
+_BASES: dict[str, type] = {}
+
+
+class _Anything:
+    """An inert value: every attribute, call, item and iteration yields something harmless."""
+
+    def __init__(self, name: str = "stub"):
+        object.__setattr__(self, "_name", name)
+
+    def __getattr__(self, name: str):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Anything(f"{self._name}.{name}")
+
+    def __setattr__(self, name, value):
+        pass
+
+    def __call__(self, *args, **kwargs):
+        # used as a bare decorator (`@torch.compile`): keep the decorated function
+        if len(args) == 1 and not kwargs and callable(args[0]) and not isinstance(args[0], _Anything):
+            return args[0]
+        return _Anything(f"{self._name}()")
+
+    def __mro_entries__(self, bases):
+        # `class X(torch.nn.Module, ABC)`: a plain class of that name keeps any MRO consistent
+        cls = _BASES.get(self._name)
+        if cls is None:
+            cls = _BASES[self._name] = type(self._name.rsplit(".", 1)[-1], (), {})
+        return (cls,)
+
+    def __bool__(self):
+        return False
+
+    def __iter__(self):
+        return iter(())
+
+    def __len__(self):
+        return 0
+
+    def __contains__(self, item):
+        return False
+
+    def __getitem__(self, key):
+        return _Anything(f"{self._name}[]")
+
+    def __int__(self):
+        return 0
+
+    __index__ = __int__
+
+    def __float__(self):
+        return 0.0
+
+    def __str__(self):
+        return ""
+
+    def __repr__(self):
+        return f"<stand-in {self._name}>"
+
+    def __or__(self, other):
+        return self
+
+    __ror__ = __or__
+
+    def __eq__(self, other):
+        return other is self
+
+    def __hash__(self):
+        return id(self)
+
+    def __lt__(self, other):
+        return False
+
+    __le__ = __gt__ = __ge__ = __lt__
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class _StubModule(types.ModuleType):
+    def __getattr__(self, name: str):
+        if name == "__version__":
+            return STUB_VERSIONS.get(self.__name__.split(".")[0], "0.0.0")
+        if name.startswith("__") and name.endswith("__") or name in STUB_ABSENT.get(self.__name__, ()):
+            raise AttributeError(name)
+        sub = sys.modules.get(f"{self.__name__}.{name}")
+        return sub if sub is not None else _Anything(f"{self.__name__}.{name}")
+
+
+def _caller() -> str:
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_globals.get("__name__") or ""
+        if not name.startswith(("importlib", "_frozen_importlib")) and name != __name__:
+            return name
+        frame = frame.f_back
+    return ""
+
+
+class _StandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path, target=None):
+        top = name.split(".")[0]
+        if top in OWNERS or top in NEVER_STAND_IN:
+            return None
+        for finder in sys.meta_path:
+            if finder is self:
+                continue
+            try:
+                spec = finder.find_spec(name, path, target)
+            except Exception:
+                spec = None
+            if spec is not None:
+                return None
+        if top not in STUBBED and _caller().split(".")[0] not in OWNERS:
+            return None          # a library's optional import: let it fail as it would
+        STUBBED.add(top)
+        return importlib.machinery.ModuleSpec(name, self, is_package=True)
+
+    def create_module(self, spec):
+        module = _StubModule(spec.name)
+        module.__path__ = []
+        return module
+
+    def exec_module(self, module):
+        module.__file__ = "<stand-in>"
+
+
+# ---- parsers: each returns (argparse parser, distribution name) -----------------------------------
+
+def _sglang():
+    from sglang.srt.server_args import ServerArgs
+
+    parser = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(parser)          # what sglang.launch_server builds (prepare_server_args)
+    return parser, "sglang"
+
+
+def _sglang_router():
+    from sglang_router.router_args import RouterArgs
+
+    parser = argparse.ArgumentParser()
+    RouterArgs.add_cli_args(parser, use_router_prefix=False)   # sglang_router.launch_router
+    return parser, "sglang-router"
+
+
+def _smg():
+    from smg.router_args import RouterArgs
+
+    parser = argparse.ArgumentParser()
+    RouterArgs.add_cli_args(parser, use_router_prefix=False)   # `smg launch`
+    return parser, "smg"
+
+
+def _vllm():
+    from vllm.entrypoints.common.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))   # vllm/entrypoints/cli/serve.py
+    return parser, "vllm"
+
+
+PARSERS = {"sglang": _sglang, "sglang-router": _sglang_router, "smg": _smg, "vllm": _vllm}
+
+
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> dict:
+    err = io.StringIO()
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(err), \
+            contextlib.redirect_stdout(io.StringIO()):
+        warnings.simplefilter("always")
+        try:
+            parser.parse_args(argv)
+        except SystemExit as exc:
+            return {"ok": exc.code in (0, None), "error": err.getvalue().strip().splitlines()[-1:] and
+                    err.getvalue().strip().splitlines()[-1] or f"exit {exc.code}", "deprecated": []}
+    notes = [str(w.message) for w in caught if "deprecat" in str(w.message).lower()]
+    notes += [line for line in err.getvalue().splitlines() if "deprecat" in line.lower()]
+    return {"ok": True, "error": "", "deprecated": notes}
+
+
+def main() -> int:
+    sys.meta_path.append(_StandIns())
+    name = sys.argv[1]
+    sys.argv = ["parser_host"]
+    out = sys.stdout
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+        try:
+            parser, dist = PARSERS[name]()
+        except BaseException:
+            import traceback
+
+            sys.__stderr__.write(err.getvalue() + traceback.format_exc())
+            return 1
+    options = sorted({o for a in parser._actions for o in a.option_strings})
+    out.write(json.dumps({"version": importlib.metadata.version(dist), "options": options,
+                          "stood-in": sorted(STUBBED)}) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        request = json.loads(line)
+        out.write(json.dumps({"results": [_parse(parser, list(a)) for a in request["argvs"]]}) + "\n")
+        out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

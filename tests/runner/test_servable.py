@@ -1,0 +1,113 @@
+"""Servability: every planned row runs or is refused with the entry, the reason and the fix."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from ci_tools.config.masters import default_master_paths, read_masters, read_runners
+from ci_tools.config.recipe import load_recipe, recipe_from_data
+from ci_tools.policy.matrix import Filters, expand, select_evals
+from ci_tools.runner.servable import PENDING_RULES, Context, refusals
+
+from runner_support import REPO, SEED_KEY, seed_rows
+
+B300 = "dsv41flash-fp4-b300-sglang"
+MASTERS = read_masters(default_master_paths(REPO), REPO).entries
+HARDWARE = (read_runners(REPO / "inferencex-e2e/configs/runners.yaml", REPO).data or {})["hardware"]
+
+
+def ctx(key: str, *, recipe=None, entry=None, gpn=None) -> Context:
+    entry = MASTERS[key] if entry is None else entry
+    if recipe is None and entry.get("recipe"):
+        recipe = load_recipe(REPO / entry["recipe"], entry["recipe"])
+    return Context(entry, recipe, None, gpn if gpn is not None else HARDWARE[entry["runner"]]["gpus-per-node"])
+
+
+def example_rows() -> list[dict]:
+    bench = expand(MASTERS, HARDWARE, Filters())
+    evals = select_evals(expand(MASTERS, HARDWARE, Filters()), all_evals=False, evals_only=True)
+    return [dict(r.data, **{"config-key": r.key}) for r in bench + evals]
+
+
+def test_every_example_row_runs_except_the_eval_rows():
+    verdicts = {}
+    for row in example_rows():
+        found = refusals(row, ctx(row["config-key"]))
+        kind = "runs" if not found else ("pending" if found[0].pending else "refused")
+        verdicts.setdefault(kind, []).append((row["config-key"], row.get("exp-name"), [f.text() for f in found]))
+    assert "refused" not in verdicts, verdicts.get("refused")
+    assert len(verdicts["runs"]) == 23                       # 12 B300 + 7 seed + 4 multi-node rows
+    assert {k for k, _, _ in verdicts["runs"]} == set(MASTERS)
+    assert len(verdicts["pending"]) == 7 and all("eval rows are not runnable yet" in t[0] for *_, t in verdicts["pending"])
+
+
+def test_the_pending_rules_are_named_and_removable():
+    assert [r.__name__ for r in PENDING_RULES] == ["eval_rows_not_runnable_yet"]
+    _, row = seed_rows()[0]
+    (r,) = refusals({**row, "eval-only": True, "run-eval": True}, ctx(SEED_KEY))
+    assert r.pending and r.rule == "eval-rows-not-runnable-yet" and "issue 13" in r.fix
+
+
+def _seed_row(**change) -> dict:
+    _, row = seed_rows()[0]
+    return {**row, **change}
+
+
+def _recipe(mutate) -> object:
+    rec = load_recipe(REPO / MASTERS[SEED_KEY]["recipe"], MASTERS[SEED_KEY]["recipe"])
+    data = copy.deepcopy(rec.data)
+    mutate(data)
+    return recipe_from_data(data, rec.file)
+
+
+def _dep2(row):
+    return {**row, "tp": 2, "ep": 2, "dp-attn": True, "conc": 64,
+            "router": {"name": "sglang-router", "version": "0.3.2"}}
+
+
+CASES = [
+    ("no-recipe", _seed_row(), dict(entry={**MASTERS[SEED_KEY], "recipe": None}),
+     "the master entry has no `recipe:`", "write a recipe"),
+    ("unknown-engine", _seed_row(), dict(recipe=_recipe(lambda d: d.update(engine="tensorflow"))),
+     "engine 'tensorflow', which has no ci-tools plug-in", "use sglang, vllm or trtllm"),
+    ("no-recipe-point", _seed_row(conc=8), {}, "no point with tp=4 ep=4 dp-attn=false conc=8", "add the point"),
+    ("runner", _seed_row(image="lmsysorg/sglang:other@sha256:" + "0" * 64), {},
+     "differs from the recipe's", "fix the master entry or its recipe"),
+    ("runner", _seed_row(), dict(gpn=2), "the point needs 4 GPUs; runner 'cluster:gb300-nv' has 2 per node", ""),
+    ("runner", {**_dep2(_seed_row()), "router": {"name": "sglang-router", "version": "0.3.1"}}, {},
+     "the master declares router sglang-router 0.3.1 but", ""),
+    ("runner", _dep2(_seed_row()), dict(recipe=_recipe(lambda d: d["points"]["dep2-c64"]["router"].update(version="9.9"))),
+     "router sglang-router 9.9 is not known to ci-tools", ""),
+    ("runner", _dep2(_seed_row()), dict(recipe=_recipe(lambda d: d.update(engine="trtllm"))),
+     "TensorRT-LLM attention DP needs an --extra_llm_api_options file", ""),
+    ("runner", _seed_row(), dict(recipe=_recipe(lambda d: d.update({"engine-versions": ["nightly"]}))),
+     "engine-versions entry 'nightly' is not a release number", ""),
+    ("runner", _seed_row(**{"kv-offloading": "dram"}), {}, "kv-offloading: dram", ""),
+]
+
+
+@pytest.mark.parametrize("rule,row,kw,message,fix", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_refusal_names_the_entry_the_reason_and_the_fix(rule, row, kw, message, fix):
+    found = refusals(row, ctx(SEED_KEY, **kw))
+    assert found and not found[0].pending
+    assert found[0].rule == rule and found[0].config_key == SEED_KEY
+    assert message in found[0].message, found[0].message
+    assert fix in found[0].fix
+    assert found[0].text().startswith(f"{SEED_KEY}: ")
+
+
+def test_a_multinode_row_needs_a_disaggregated_recipe():
+    key = "dsv41flash-fp4-gb300-dynamo-sglang-disagg"
+    row = next(r for r in example_rows() if r["config-key"] == key and not r.get("eval-only"))
+    assert refusals(row, ctx(key)) == []
+    seed_recipe = load_recipe(REPO / MASTERS[SEED_KEY]["recipe"], MASTERS[SEED_KEY]["recipe"])
+    (r,) = refusals(row, ctx(key, recipe=seed_recipe))
+    assert r.rule == "not-a-disaggregated-recipe" and "mode: disaggregated" in r.fix
+
+
+def test_the_b300_entry_now_has_a_recipe_for_every_row():
+    rows = [r for r in example_rows() if r["config-key"] == B300 and not r.get("eval-only")]
+    assert len(rows) == 12
+    assert all(refusals(r, ctx(B300)) == [] for r in rows)
