@@ -162,4 +162,4 @@ def test_the_self_hosted_template_installs_ci_tools_from_the_trusted_commit():
     assert checkouts["."] == "${{ inputs.ref }}"                     # the benchmark inputs: the approved commit
     assert checkouts[source] == "${{ github.sha }}", "ci-tools must be installed from the workflow's own commit"
     action = (REPO / ".github/actions/setup-ci-tools/action.yml").read_text()
-    assert '"$GITHUB_WORKSPACE/$SOURCE"' in action
+    assert '"$GITHUB_WORKSPACE/$SOURCE' in action
