@@ -36,11 +36,14 @@ def ensure_env(extras: str) -> None:
         print(f"creating virtual environment in {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     stamp = VENV / f".installed-{extras or 'base'}"
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()
+                            + (ROOT / ".github" / "constraints.txt").read_bytes()).hexdigest()
     if stamp.exists() and stamp.read_text() == digest:
         return
     target = f"{ROOT}[{extras}]" if extras else str(ROOT)
-    rc = run([PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target])
+    # The workflows' pins (tests/workflows/test_constraints.py keeps them the runtime closure).
+    constraints = ROOT / ".github" / "constraints.txt"
+    rc = run([PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-c", constraints, "-e", target])
     if rc != 0:
         sys.exit(f"pip install failed (exit {rc})")
     stamp.write_text(digest)
