@@ -381,3 +381,13 @@ def test_github_repository_comes_before_the_policy_file(repo):
     out = cli(repo, "changelog", "lint", "--base", "placeholder", "--head", "head",
               env={"GITHUB_REPOSITORY": "other/repo"})
     assert out.returncode == 1 and "found 'https://github.com/acme/bench/pull/20'" in out.stdout
+
+
+def test_canonicalize_speaks_json_and_github(repo):
+    head_with(repo, history(3) + b"\n" + entry())
+    out = cli(repo, "changelog", "canonicalize", "--pr", "42", "--base", "base", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"file": LOG, "changed": True,
+                                      "message": f"{LOG}: pr-links of the new entries now point to PR #42"}
+    out = cli(repo, "changelog", "canonicalize", "--pr", "42", "--base", "base", "--format", "github")
+    assert out.stdout == f"::notice file={LOG},title=changelog::{LOG} already links PR #42; nothing to do\n"
