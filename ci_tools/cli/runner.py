@@ -201,8 +201,8 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
                                      tokenizer=tokenizer, dataset=dataset, server_cmd=server_cmd, port=port,
                                      ready_timeout_s=ready_timeout, runner_name=runner_name,
                                      duration_override_s=duration_override),
-                       gpus_per_node=int(hardware["gpus-per-node"]) if hardware.get("gpus-per-node") else None,
-                       router_cmd=router_cmd, worker_port=worker_port, client_timeout=client_timeout)
+                       hardware=hardware, router_cmd=router_cmd, worker_port=worker_port,
+                       client_timeout=client_timeout, queue_timeout=queue_timeout)
     try:
         point = resolve_point(recipe, int(row["tp"]), int(row.get("ep", 1)), bool(row.get("dp-attn", False)),
                               int(row["conc"]))
