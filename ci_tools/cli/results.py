@@ -137,9 +137,13 @@ def _eval_job(directory: Path, out: Path | None, fmt: str, thresholds_path: Path
 @cli.command("collect")
 @click.argument("roots", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Run-level collection file.")
+@click.option("--expect", "expect", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Points the sweep planned (eval rows included): with fewer valid results (a canary or a family "
+                   "failed, a job uploaded nothing, an eval failed) the collection is written but incomplete, and "
+                   "the command exits 1, so the run is never ingested. 0: no completeness check (a reused run).")
 @click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
               help="github: the eval verdict as step outputs, the eval table to $GITHUB_STEP_SUMMARY.")
-def collect_cmd(roots: tuple[Path, ...], out: Path, fmt: str) -> None:
+def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> None:
     """Collect every result.json and eval_result.json under ROOTS into one run-level file.
 
     Invalid results are kept and marked `valid: false`; Pareto and tables ignore them. Eval rows are
@@ -153,7 +157,7 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, fmt: str) -> None:
       ci-tools results collect downloaded-artifacts/ --out results/results.json --format github
     """
     from ci_tools.evals.report import markdown
-    from ci_tools.results.collect import collect, collect_evals, find_plan, find_results
+    from ci_tools.results.collect import collect, collect_evals, find_plan, find_results, incomplete
     from ci_tools.runner import layout
 
     files = find_results(list(roots))
@@ -200,6 +204,12 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, fmt: str) -> None:
         if summary:
             with open(summary, "a", encoding="utf-8") as fh:
                 fh.write(table)
+    counted = {"valid": data["valid"] + sum(1 for e in evals if e.get("valid")),
+               "invalid": data["invalid"] + sum(1 for e in evals if not e.get("valid"))}
+    problem = incomplete(counted, expect)
+    if problem:
+        click.echo(f"error: the sweep is incomplete: {problem}; a partial sweep is never ingested", err=True)
+        sys.exit(1)
 
 
 @cli.command("pareto")
