@@ -26,6 +26,11 @@ DATA = REPO / "tests/runner/data/evals"
 STUB = REPO / "tests/runner/stub_server.py"
 
 
+# the collect job's context: only the eval job's artifacts are laid out here, so the completeness check
+# over all planned points (`--expect`, tested with the benchmark rows elsewhere) is left out
+COLLECT_NEEDS = {"needs": {"plan": {"outputs": {"sweep": "false", "points": "0"}}}}
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -82,7 +87,7 @@ def collect(outputs: dict, repo: Path, tmp: Path, event: Path) -> str:  # noqa: 
     arts = tmp / "artifacts"
     shutil.copytree(tmp / "metadata", arts / "changelog-metadata")
     shutil.copytree(tmp / "out", arts / outputs["artifact-job"])
-    done, got = run_step(step(pipeline, "collect", "collect"), {}, tmp, tmp, event)
+    done, got = run_step(step(pipeline, "collect", "collect"), COLLECT_NEEDS, tmp, tmp, event)
     assert done.returncode == 0, done.stderr
     upload = next(s for s in pipeline.jobs["collect"]["steps"] if "eval-verdict.json" in str(s.get("with", {}).get("path")))
     name = gh_expr.interpolate(upload["with"]["name"], {"steps": {"collect": {"outputs": got}}})
@@ -127,11 +132,11 @@ def test_eval_row_that_never_ran_blocks_reuse(eval_rows, repo, event, tmp_path):
     # a benchmark result only: the eval job was cancelled before it uploaded anything
     (tmp_path / "artifacts/job_x").mkdir()
     (tmp_path / "artifacts/job_x/eval_result.json").write_text("{}")
-    done, got = run_step(step(pipeline, "collect", "collect"), {}, tmp_path, tmp_path, event)
+    done, got = run_step(step(pipeline, "collect", "collect"), COLLECT_NEEDS, tmp_path, tmp_path, event)
     assert done.returncode == 1 and "no result could be collected" in done.stderr
     (tmp_path / "artifacts/job_x/eval_result.json").unlink()
     (tmp_path / "artifacts/job_x/result.json").write_text(json.dumps({"schema": "ci-tools/result/v1", "valid": True,
                                                                       "point": {"name": "tp4-c1", "config-key": "k"}}))
-    done, got = run_step(step(pipeline, "collect", "collect"), {}, tmp_path, tmp_path, event)
+    done, got = run_step(step(pipeline, "collect", "collect"), COLLECT_NEEDS, tmp_path, tmp_path, event)
     assert done.returncode == 0, done.stderr
     assert got["eval-artifact"] == "evals_failed" and "did not run (no eval result)" in done.stdout
