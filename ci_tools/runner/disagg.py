@@ -181,9 +181,7 @@ def result_filename(row: dict, point: DisaggPoint, concs: list[int], runner_name
     base = (f"{row.get('exp-name', 'run')}_{row.get('precision', '')}_{row.get('framework', '')}"
             f"_prefill-{_tag(point.prefill)}_decode-{_tag(point.decode)}_spec-{row.get('spec-decoding', 'none')}"
             f"_conc{'x'.join(str(c) for c in concs)}")
-    if runner_name:
-        base += f"_{runner_name}"
-    return base.replace("/", "-").replace(" ", "-")
+    return layout._finish(base, row, runner_name)
 
 
 def _hicache_args(point: DisaggPoint, group: Group, row: dict, gpus_per_node: int) -> dict:
