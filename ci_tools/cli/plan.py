@@ -229,7 +229,12 @@ def cli(base, head, labels, event_path, event_name, head_message, gate_only, fmt
         entries, head_masters, base_masters = _changelog_inputs(git, base_ref, head_ref, changelog_file,
                                                                 list(masters), runners)
         decision = decide(event, policy, appends_entry=bool(entries))
-    plan = build_plan(decision, entries, head_masters, policy, base=base_masters)
+    screen = None
+    if head_masters is not None:
+        from ci_tools.runner.screen_git import screen_at
+
+        screen = screen_at(git, head_ref, head_masters)      # rows no runner serves are refused here
+    plan = build_plan(decision, entries, head_masters, policy, base=base_masters, screen=screen)
     if after_canary:
         from ci_tools.policy.plan import after_canary as release
 

@@ -1,0 +1,46 @@
+"""The plan's servability screen, with the recipes read from git at the planned head (adapter).
+
+`plan` decides from git objects only, never the working tree: the recipes the selected master entries
+name are read at the same head as the masters, then `servable.screen_for` decides (pure).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ci_tools.errors import InputError
+
+
+def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict[str, object]:
+    """recipe path -> loaded `Recipe`, or the reason it cannot be read, for every entry's `recipe:`."""
+    from ci_tools.config.recipe import Recipe
+    from ci_tools.yamlio import load_yaml_text
+
+    wanted = sorted({e["recipe"] for e in entries.values()
+                     if isinstance(e, Mapping) and isinstance(e.get("recipe"), str)})
+    if not wanted:
+        return {}
+    blobs = git.show_many(head, wanted)
+    out: dict[str, object] = {}
+    for path in wanted:
+        blob = blobs.get(path)
+        if blob is None:
+            out[path] = f"no such file at {head}"
+            continue
+        try:
+            doc = load_yaml_text(blob.decode("utf-8"), path)
+        except UnicodeDecodeError:
+            out[path] = "not UTF-8 text"
+            continue
+        except InputError as exc:
+            out[path] = str(exc)
+            continue
+        out[path] = Recipe(doc.file, doc.data, doc) if isinstance(doc.data, dict) else "not a mapping"
+    return out
+
+
+def screen_at(git, head: str, masters) -> object:
+    """`build_plan(screen=...)` for the head's masters (a `policy.plan.Masters`)."""
+    from ci_tools.runner.servable import screen_for
+
+    return screen_for(masters.entries, recipes_at(git, head, masters.entries), masters.hardware)
