@@ -226,3 +226,49 @@ def dispatch_cmd(event_path, event_name, source_run_id, collect_result, run_id, 
                                 collect_result=collect_result, run_id=this_run or 0, run_attempt=run_attempt)
 
     run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)
+
+
+@cli.command("compare")
+@click.argument("head", type=click.Path(path_type=Path))
+@click.option("--baseline", "baselines", multiple=True, type=click.Path(path_type=Path),
+              help="main's results: a collection, a directory of result.json or a CSV; repeat for a history, newest first.")
+@click.option("--claims", "claims", type=click.Path(path_type=Path),
+              help="Claims to check against both sides, one `<a> dominates <b>` a line (`main:<name>` for main's point).")
+@click.option("--policy", "policy_path", type=click.Path(path_type=Path),
+              help="Policy file with a `compare:` section [default: inferencex-e2e/ci-policy.yaml when present].")
+@click.option("--from-main", is_flag=True,
+              help="Read main's results from its latest successful sweep runs through the GitHub API "
+                   "(GITHUB_TOKEN, GITHUB_REPOSITORY; needs actions: read).")
+@click.option("--plot", "plot", type=click.Path(path_type=Path),
+              help="Write a PNG of both sides' points and frontiers (needs the `plot` extra).")
+@click.option("--title", default="", help="Plot title.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "github"]), default="text",
+              show_default=True, help="github: the Markdown table into $GITHUB_STEP_SUMMARY, a warning per regression.")
+@click.option("--fail-on-regression", is_flag=True, help="Exit 1 when any value regressed.")
+def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, policy_path: Path | None,
+                from_main: bool, plot: Path | None, title: str, fmt: str, fail_on_regression: bool) -> None:
+    """Compare a run's points with main's: a verdict per point and metric, and the frontier shift.
+
+    HEAD and each --baseline are a `results collect` file, a directory of result.json files, or a
+    CSV (point,config-key,tp,ep,dp-attn,conc,tok_s_gpu,intvty_p90,intvty_p50,ttft_p90_s). Each
+    point is matched with main's same point, or, where the PR changed its topology, with main's point
+    of the same config and concurrency. Verdicts: improved, regressed, equivalent, inconclusive, new.
+
+    \b
+    Example:
+      ci-tools results compare my-run/ --baseline main-results.json
+      ci-tools results compare local.csv --baseline published.csv --claims claims.txt --format markdown
+      ci-tools results compare results/results.json --from-main --format github --plot results/compare.png
+    """
+    from ci_tools.results.compare_flow import run_compare
+
+    report = run_compare(head, list(baselines), claims, policy_path, fmt, from_main=from_main, plot=plot, title=title)
+    click.echo(report.text, nl=False)
+    for line in report.annotations:
+        click.echo(line)
+    for note in report.notes:
+        click.echo(f"note: {note}", err=True)
+    if report.false_claims:
+        click.echo(f"error: {report.false_claims} claim(s) are false", err=True)
+    if report.false_claims or (fail_on_regression and report.regressed):
+        sys.exit(1)

@@ -120,6 +120,9 @@ def _gpu_list(gpus: str | None) -> list[str] | None:
 @click.option("--ready-timeout", type=float, default=4 * 3600.0, show_default=True, help="Seconds to wait for readiness.")
 @click.option("--client-timeout", type=float, default=None,
               help="Seconds the client may run (default: duration + 600; 3600 for fixed-sequence rows).")
+@click.option("--skip-node-check", is_flag=True,
+              help="Do not check GPUs, model and disk before starting (smoke runs on a host without GPUs).")
+@click.option("--no-telemetry", is_flag=True, help="Do not sample GPU telemetry with nvidia-smi.")
 @click.option("--duration-override", type=float, default=None, hidden=True, help="Tests only: benchmark seconds.")
 @click.option("--runner-name", envvar="RUNNER_NAME", default="", help="Concrete runner name (env RUNNER_NAME).")
 @click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
@@ -127,8 +130,8 @@ def _gpu_list(gpus: str | None) -> list[str] | None:
 def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, aiperf_bin: str, model_store: str,
             hf_cache: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None,
             router_cmd: str | None, port: int, worker_port: int, gpus: str | None, queue_timeout: float,
-            ready_timeout: float, client_timeout: float | None, duration_override: float | None,
-            runner_name: str, fmt: str) -> None:
+            ready_timeout: float, client_timeout: float | None, skip_node_check: bool, no_telemetry: bool,
+            duration_override: float | None, runner_name: str, fmt: str) -> None:
     """Resolve the row's recipe point, start the server, wait, run AIPerf, clean up.
 
     The recipe is the row's `recipe`, or the `recipe:` of its master entry (`config-key`).
@@ -217,8 +220,17 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     (out_abs / layout.JOB_JSON).write_text(json.dumps({**plan.job_json(), "label": host.label}, indent=2) + "\n",
                                            encoding="utf-8")
     (out_abs / layout.COMMANDS_TXT).write_text(text, encoding="utf-8")
+    from functools import partial
+
+    from ci_tools.runner import nodecheck
+    from ci_tools.runner.backends import gpu_sampler, model_path, node_check
+
+    judge = partial(nodecheck.problems, need_gpus=plan.gpus, devices=None if backend == "slurm" else devices,
+                    model=plan.served_model, model_path=model_path(plan, settings), hf_cache=settings.hf_cache)
+    check = None if skip_node_check else (node_check(plan, backend, settings), judge)
     try:
         run_job(launches(plan, backend, settings, host), out_abs, ready_urls(plan, backend, settings),
+                check=check, sampler=None if no_telemetry else gpu_sampler(plan, backend, host),
                 ready_timeout_s=ready_timeout, client_timeout_s=budget.client_s, queue_timeout_s=queue_timeout,
                 client_outputs=(f"{layout.AIPERF_DIR}/{layout.PROFILE_JSONL}", f"{layout.AIPERF_DIR}/{layout.PROFILE_JSON}"),
                 label=host.label, runner=runner_name)

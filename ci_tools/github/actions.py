@@ -40,6 +40,15 @@ def append_outputs(outputs: dict[str, str]) -> None:
                 fh.write(f"{k}={v}\n")
 
 
+def append_summary(markdown: str) -> None:
+    """Append Markdown to the job's step summary ($GITHUB_STEP_SUMMARY, 1 MiB per step)."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        raise UsageError("--format github needs $GITHUB_STEP_SUMMARY (set by GitHub Actions)")
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(markdown if markdown.endswith("\n") else markdown + "\n")
+
+
 def annotate_errors(messages: list[str]) -> None:
     for m in messages:
         click.echo("::error::" + m.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))

@@ -209,6 +209,7 @@ class GitHub:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo or ""):
             raise InputError(f"repository {repo!r} is not of the form owner/name (set GITHUB_REPOSITORY or --repo)")
         self.repo = repo
+        self._api_url, self._token = api_url.rstrip("/"), token
         self.log = CallLog()
         self._sleep = sleep
         self._cache: dict[str, Any] = {}
@@ -420,3 +421,44 @@ class GitHub:
     def dispatch(self, repo: str, event_type: str, client_payload: dict) -> None:
         self._request("POST", f"/repos/{repo}/dispatches",
                       body={"event_type": event_type, "client_payload": client_payload})
+
+    # ---- the status card, main's results --------------------------------------------------------
+    def issue_comments(self, number: int, *, fresh: bool = False) -> list[dict]:
+        """A PR's conversation comments; `fresh` reads them again instead of from this process's cache
+        (the card writer must see what another job wrote a moment ago)."""
+        path, params = self._r(f"/issues/{number}/comments"), None
+        if fresh:
+            self._cache.pop(f"list:{path}?{sorted((params or {}).items())}", None)
+        return self._list(path, params)
+
+    def delete_comment(self, comment_id: int) -> None:
+        self._request("DELETE", self._r(f"/issues/comments/{comment_id}"))
+
+    def run_jobs(self, run_id: int) -> list[dict]:
+        """The jobs of a run's latest attempt (called workflows' jobs included, named `caller / job`)."""
+        return self._list(self._r(f"/actions/runs/{run_id}/jobs"), {"filter": "latest"}, key="jobs")
+
+    def artifact_zip(self, artifact_id: int, *, max_bytes: int = 256 * 1024 * 1024) -> bytes:
+        """An artifact's zip archive. GitHub answers with a redirect to short-lived storage; httpx
+        follows it and drops the token on the way (another host)."""
+        import httpx
+
+        url = f"{self._api_url}{self._r(f'/actions/artifacts/{artifact_id}/zip')}"
+        self.log.calls.append(f"GET {self._r(f'/actions/artifacts/{artifact_id}/zip')}")
+        try:
+            with httpx.stream("GET", url, headers={"Authorization": f"Bearer {self._token}",
+                                                   "Accept": "application/vnd.github+json",
+                                                   "X-GitHub-Api-Version": API_VERSION},
+                              follow_redirects=True, timeout=120) as resp:
+                if resp.status_code != 200:
+                    raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: HTTP {resp.status_code}",
+                                      status=resp.status_code)
+                chunks, size = [], 0
+                for chunk in resp.iter_bytes():
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise GitHubError(f"artifact {artifact_id} is larger than {max_bytes} bytes; not read")
+                    chunks.append(chunk)
+        except httpx.HTTPError as exc:
+            raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: {type(exc).__name__}: {exc}") from None
+        return b"".join(chunks)

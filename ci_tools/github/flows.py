@@ -19,6 +19,8 @@ from ci_tools.errors import InputError, UsageError
 from ci_tools.github.client import GitHub, GitHubError, TeamUnreadable
 from ci_tools.github.events import Comment, Event, PullRequest
 from ci_tools.github.timeline import Timeline, timeline_from_api
+from ci_tools.github import card as card_writer
+from ci_tools.policy import card
 from ci_tools.policy import comments as cm
 from ci_tools.policy import approval, reuse, signoff, staging
 from ci_tools.policy.commands import StageResults, SweepApprove, SweepPlan, UsageProblem, Use, parse
@@ -40,6 +42,7 @@ class Settings:
     results_site: str = RESULTS_SITE
     staging_site: str = STAGING_SITE
     results_repo: str = RESULTS_REPO
+    card_settle: float = card_writer.SETTLE_S  # see github/card.py; tests against the fake use 0
     _policy: Policy | None = None
 
     @classmethod
@@ -50,7 +53,8 @@ class Settings:
                    main_ref=f"refs/heads/{env.get('CI_TOOLS_MAIN_BRANCH') or 'main'}",
                    results_site=env.get("CI_TOOLS_RESULTS_SITE") or RESULTS_SITE,
                    staging_site=env.get("CI_TOOLS_STAGING_SITE") or STAGING_SITE,
-                   results_repo=env.get("CI_TOOLS_RESULTS_REPO") or RESULTS_REPO)
+                   results_repo=env.get("CI_TOOLS_RESULTS_REPO") or RESULTS_REPO,
+                   card_settle=float(env.get("CI_TOOLS_CARD_SETTLE") or card_writer.SETTLE_S))
 
     @property
     def policy(self) -> Policy:
@@ -136,25 +140,89 @@ def reuse_text(auth: reuse.Authorisation) -> str:
     return f"the newest eligible full-sweep run, authorised by @{auth.comment.author}{link}."
 
 
-def render_card(state: dict, settings: Settings) -> str:
-    run = state.get("run") or {}
-    if run:
-        run_line = (f"[run {run['id']}]({run.get('url', '')}), {run.get('conclusion') or 'in progress'}, "
-                    f"commit `{str(run.get('head_sha', ''))[:12]}`")
-        site = settings.results_site.rstrip("/")
-        links = (f"- Performance: {site}/inference?unofficialRun={run['id']}\n"
-                 f"- Accuracy: {site}/evaluation?unofficialRun={run['id']}")
-    else:
-        run_line, links = "no sweep has run on this PR yet.", ""
-    return cm.render("status-card", kind="status-card", state=state, run_line=run_line, run_links=links,
-                     plan=state.get("plan") or "not computed yet (see `ci-tools plan`).",
-                     reuse=state.get("reuse") or "not authorised.")
+def run_line(run: dict, settings: Settings, families: list[dict] | None = None) -> str:
+    """The sweep section: the run, its state and commit, progress per family, the results site."""
+    site = settings.results_site.rstrip("/")
+    head = card.sweep_markdown(run, families or [])
+    return (f"{head}\n\n- Performance: {site}/inference?unofficialRun={run['id']}\n"
+            f"- Accuracy: {site}/evaluation?unofficialRun={run['id']}")
 
 
-def update_card(gh: GitHub, pr: int, tl: Timeline, settings: Settings, change: Callable[[dict], None]) -> str:
-    state = cm.state_of(cm.find_sticky(tl.comments, "status-card", bot_login=settings.bot))
-    change(state)
-    return upsert(gh, pr, tl, "status-card", None, render_card(state, settings), settings)[0]
+def results_section(gh: GitHub, run: dict, settings: Settings) -> str | None:
+    """The run's collected results against main's (None when the run collected nothing)."""
+    from ci_tools.github.baselines import collection_from_zip, main_results
+    from ci_tools.results import compare, compare_render
+    from ci_tools.runner import layout
+
+    art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == layout.COLLECTION_ARTIFACT
+                and not a.get("expired")), None)
+    if art is None:
+        return None
+    try:
+        head = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {layout.COLLECTION_ARTIFACT}")
+    except GitHubError as exc:
+        # the card is information: say what is missing instead of failing the card job
+        return f"The run's `{layout.COLLECTION_ARTIFACT}` artifact could not be downloaded ({exc})."
+    except ValueError as exc:
+        return f"The run's results could not be read: {exc}."
+    policy = compare.Policy.from_mapping(settings.policy.compare)
+    valid = [r for r in head if r.get("valid")]
+    links = f"\n\nPareto plot and per-point results: [run {run['id']} artifacts]({run.get('url', '')}#artifacts)."
+    if not valid:
+        return f"No valid result in this run ({len(head)} collected, all invalid: see the run's jobs).{links}"
+    wanted = {compare.identity(r["point"]) for r in valid}
+    main = main_results(gh, wanted=wanted, history=policy.history, branch=settings.main_ref.removeprefix("refs/heads/"),
+                        workflow=settings.workflow)
+    comparisons = compare.compare_points(valid, main.results, policy)
+    shift = compare.frontier_shift(compare.points_of(valid), compare.points_of(compare.latest_per_point(main.results)))
+    source = (f"main: {len(main.runs)} sweep run(s) ({', '.join(map(str, main.runs))})" if main.runs
+              else "main: no collected sweep run yet")
+    invalid = len(head) - len(valid)
+    told = f" {invalid} invalid result(s) are not compared." if invalid else ""
+    return compare_render.markdown(comparisons, shift).rstrip("\n") + f"\n\n{source}.{told}{links}"
+
+
+def card_sections(state: dict, keys: set[str], settings: Settings) -> dict[str, str]:
+    """The card sections that the state `keys` a writer changed render to."""
+    out: dict[str, str] = {}
+    if "run" in keys and state.get("run"):
+        out["sweep"] = run_line(state["run"], settings)
+    if "plan" in keys and state.get("plan"):
+        out["plan"] = state["plan"]
+    if "reuse" in keys:
+        out["reuse"] = state.get("reuse") or "not authorised."
+    return out
+
+
+class _Recording(dict):
+    """A state dict that remembers which keys a change wrote."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.written: set[str] = set()
+
+    def __setitem__(self, key, value):
+        self.written.add(key)
+        super().__setitem__(key, value)
+
+    def setdefault(self, key, default=None):
+        self.written.add(key)
+        return super().setdefault(key, default)
+
+    def update(self, *a, **kw):
+        self.written.update(dict(*a, **kw))
+        super().update(*a, **kw)
+
+
+def update_card(gh: GitHub, pr: int, tl: Timeline, settings: Settings, change: Callable[[dict], None], *,
+                sections: dict[str, str] | None = None, ranks: dict[str, int] | None = None) -> str:
+    """Apply `change` to the card's state and rewrite only the sections it touched (plus `sections`),
+    re-reading the card so that concurrent writers of other sections lose nothing (github/card.py)."""
+    probe = _Recording(cm.state_of(cm.find_sticky(tl.comments, card.KIND, bot_login=settings.bot)))
+    change(probe)
+    todo = card_sections(probe, probe.written, settings) | (sections or {})
+    return card_writer.write_sections(gh, pr, todo, bot=settings.bot, ranks=ranks, state_change=change,
+                                      settle=settings.card_settle).action
 
 
 def _who_may_use() -> str:
@@ -651,6 +719,7 @@ def welcome(event: Event, settings: Settings, gh: Lazy) -> Result:
 
 def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None, run: dict | None,
                 plan: str | None) -> Result:
+    observed = False  # a workflow_run event of a sweep that planned: its jobs and artifacts can be read
     idle = None
     if event is not None and event.name == "workflow_run":
         wr = event.workflow_run
@@ -666,6 +735,7 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         pr = pr or wr.pull_requests[0]
         if run is None and reuse.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(wr.id)):
             run = {"id": wr.id, "url": wr.html_url, "conclusion": wr.conclusion or wr.status, "head_sha": wr.head_sha}
+            observed = True
         elif run is None:
             # The gate or the reuse step stopped it before planning (a label change that restarts
             # nothing, a push after /use): it did no GPU work, so the card keeps the last sweep.
@@ -675,6 +745,21 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
     client = gh()
     tl = load_timeline(client, pr)
     auth = reuse.authorise(tl.comments, permission_lookup(client, tl, settings), pr_number=pr)
+    sections: dict[str, str] = {}
+    ranks: dict[str, int] = {}
+    messages: list[str] = []
+    if run and run.get("id"):
+        from ci_tools.policy.buckets import BUCKETS
+
+        families = card.progress(client.run_jobs(int(run["id"])), BUCKETS) if observed else []
+        sections["sweep"] = run_line(run, settings, families)
+        ranks["sweep"] = int(run["id"])
+        if observed and event.workflow_run.status == "completed":
+            results = results_section(client, run, settings)
+            if results is not None:
+                sections["results"] = results
+                ranks["results"] = int(run["id"])
+                messages.append(f"results of run {run['id']} compared with main")
 
     def change(state: dict) -> None:
         if run:
@@ -683,8 +768,9 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
             state["plan"] = plan.strip()
         state["reuse"] = reuse_text(auth)
 
-    action = update_card(client, pr, tl, settings, change)
-    return Result(outputs={"comment": action}, messages=[f"status card: {action}"] + ([idle] if idle else []))
+    action = update_card(client, pr, tl, settings, change, sections=sections, ranks=ranks)
+    return Result(outputs={"comment": action},
+                  messages=[f"status card: {action}", *messages] + ([idle] if idle else []))
 
 
 def pr_body(event: Event) -> Result:

@@ -63,9 +63,11 @@ def find_sticky(comments: Iterable[Comment], kind: str, key: str | int | None = 
 
 
 def state_of(comment: Comment | None) -> dict:
-    if comment is None:
-        return {}
-    match = _STATE.search(comment.body)
+    return {} if comment is None else state_of_text(comment.body)
+
+
+def state_of_text(body: str) -> dict:
+    match = _STATE.search(body)
     if not match:
         return {}
     try:

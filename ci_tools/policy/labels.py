@@ -40,6 +40,7 @@ class Policy:
     agentx_profiles: dict[str, int] = field(default_factory=lambda: {"default": 3600, "fast": 1200})
     fixed_seq_seconds: int = 900
     eval_seconds: int = 1800
+    compare: dict = field(default_factory=dict)  # the `compare:` section, read by results/compare.Policy
 
     def recommended(self) -> str | None:
         return next((n for n, p in self.primary.items() if p.recommended), None)
@@ -83,7 +84,7 @@ def policy_from_data(data: dict) -> Policy:
     estimates = data.get("estimates") or {}
     return Policy(repository=data.get("repository", ""), primary=primary, modifiers=modifiers,
                   agentx_profiles=profiles, fixed_seq_seconds=int(estimates.get("fixed-seq-len-seconds", 900)),
-                  eval_seconds=int(estimates.get("eval-seconds", 1800)))
+                  eval_seconds=int(estimates.get("eval-seconds", 1800)), compare=dict(data.get("compare") or {}))
 
 
 def load_policy(root: Path, path: Path | None = None) -> Policy:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ci_tools.errors import Finding, InputError
 from ci_tools.results import metrics as m
-from ci_tools.results import records
+from ci_tools.results import intervals, records
 from ci_tools.results.validity import Requirements, check, config_echo
 from ci_tools.runner import layout
 
@@ -119,6 +119,8 @@ def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
         "valid": not failures,
         "failures": [f.as_dict() for f in failures],
         **measured,
+        # how precisely this run pinned its percentiles (results compare weighs changes with it)
+        "headline_ci": intervals.headline_intervals(scan.itl_ms, scan.ttft_ms),
         "aiperf": aiperf,
     }
 
@@ -151,4 +153,24 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
     adir = find_aiperf_dir(path)
     scan = records.scan_file(adir / layout.PROFILE_JSONL, workers=workers)
     agg = read_json(adir / layout.PROFILE_JSON)
-    return build_result(scan, agg, point, max_error_rate, min_requests)
+    result = build_result(scan, agg, point, max_error_rate, min_requests)
+    tel = gpu_telemetry(path, scan, result.get("tokens"))
+    if tel is not None:
+        result["gpu_telemetry"] = tel
+    return result
+
+
+def gpu_telemetry(path: Path, scan: records.RecordScan, tokens: dict | None) -> dict | None:
+    """The runner's nvidia-smi samples over the benchmark's window (runner/telemetry.py); None without them."""
+    from ci_tools.runner import telemetry
+
+    csv = path / layout.GPU_TELEMETRY_CSV
+    if not csv.is_file():
+        return None
+    meta = read_json(path / layout.GPU_TELEMETRY_META) or {}
+    samples, problems = telemetry.parse_csv(csv.read_text(encoding="utf-8", errors="replace"),
+                                            float(meta.get("utc_offset_s") or 0))
+    window = None
+    if scan.start_ns_min is not None and scan.end_ns_max is not None:
+        window = (scan.start_ns_min / 1e9, scan.end_ns_max / 1e9)
+    return {**telemetry.summarize(samples, window, tokens), "problems": problems}

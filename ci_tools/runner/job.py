@@ -182,6 +182,34 @@ def _wait_running(lc: Launch, job: str, deadline_s: float, say: Callable[[str], 
         time.sleep(1.0)
 
 
+def _node_check(lc: Launch, judge: Callable[[str], list[str]], out: Path, marks: dict[str, str],
+                say: Callable[[str], None]) -> None:
+    try:
+        res = subprocess.run(lc.argv, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+                             env={**os.environ, **lc.env, **marks})
+        text = res.stdout + res.stderr
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        text = f"the node check could not run: {exc}"
+    (out / lc.log).write_text(text, encoding="utf-8")
+    problems = judge(text)
+    if problems:
+        raise JobFailed("check", "the node is not ready for this point: " + "; ".join(problems),
+                        "\n".join(text.splitlines()[-10:]))
+    say("node check passed: GPUs, model and disk")
+
+
+def _start_sampler(lc: Launch, out: Path, marks: dict[str, str], say: Callable[[str], None]) -> Running | None:
+    (out / layout.GPU_TELEMETRY_META).write_text(json.dumps(
+        {"utc_offset_s": time.localtime().tm_gmtoff, "argv": lc.argv}) + "\n", encoding="utf-8")
+    try:
+        run = _start(lc, out, marks)
+    except JobFailed as exc:
+        say(f"GPU telemetry not recorded: {exc.message}")
+        return None
+    say(f"sampling GPU telemetry into {out / lc.log}")
+    return run
+
+
 def _http_status(url: str) -> int | None:
     import httpx
 
@@ -206,13 +234,18 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
             client_timeout_s: float, queue_timeout_s: float = bud.QUEUE_TIMEOUT_S,
             say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
             stop_grace_s: float = STOP_GRACE_S, poll_s: float = 0.2, progress_every_s: float = 60.0,
-            client_outputs: tuple[str, ...] = (), label: str = "", runner: str = "") -> dict:
+            client_outputs: tuple[str, ...] = (), label: str = "", runner: str = "",
+            check: tuple[Launch, Callable[[str], list[str]]] | None = None,
+            sampler: Launch | None = None) -> dict:
     """Run the launches (server, [router], client). Returns the status written to status.json.
 
+    `check` (a command and the pure judge of its output) runs where the engine will run, before
+    it starts; `sampler` (GPU telemetry) runs beside the job and never fails it.
     Raises JobFailed (clean message, log tail) on any failure and on SIGINT/SIGTERM (exit code
     130/143); the status file is written first."""
     out.mkdir(parents=True, exist_ok=True)
     running: list[Running] = []
+    helpers: list[Running] = []          # the telemetry sampler: stopped with the rest, never fatal
     stops: list[list[str]] = []          # backend stop commands, as soon as there is something to stop
     status: dict = {"ok": False, "phase": "start", "reason": "", "exit_code": 1}
     if label:
@@ -234,7 +267,7 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
         services = [lc for lc in launches if lc.role != "client"]
         client = next((lc for lc in launches if lc.role == "client"), None)
         where: dict[str, str] = {}
-        for lc in services:
+        for i, lc in enumerate(services):
             if lc.submit:
                 status["phase"] = "queue"
                 job = _submit(lc, out, marks, say)
@@ -242,6 +275,14 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
                 stops += [[_fill(a, where) for a in s] for s in lc.stop]
                 where["server_node"] = status["node"] = _wait_running(lc, job, queue_timeout_s, say)
                 status["phase"] = "start"
+            if i == 0:
+                if check is not None:
+                    status["phase"] = "check"
+                    _node_check(_filled(check[0], where), check[1], out, marks, say)
+                    status["phase"] = "start"
+                if sampler is not None:
+                    started = _start_sampler(_filled(sampler, where), out, marks, say)
+                    helpers += [started] if started else []
             lc = _filled(lc, where)
             if not lc.submit:
                 stops += [s for s in lc.stop if s not in stops]
@@ -315,7 +356,11 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
         try:
             t0 = time.monotonic()
             grace = min(stop_grace_s, bud.CANCEL_GRACE_S) if cancelled else stop_grace_s
-            _stop_all(list(reversed(running)), grace, say)
+            _stop_all(list(reversed(running)) + helpers, grace, say)
+            for h in helpers:
+                if h.popen.returncode not in (None, 0, -signal.SIGTERM, -signal.SIGKILL):
+                    status["telemetry"] = (f"nvidia-smi exited with code {h.popen.returncode}: "
+                                           + tail_file(h.log_path, 2).strip()[:200])
             left = bud.CANCEL_STOP_S - (time.monotonic() - t0) if cancelled else 60.0
             run_stops(stops, max(left, 1.0), say)
             if label:

@@ -6,7 +6,9 @@ Job directory (`runner run --out DIR`):
     DIR/commands.txt                the exact commands, as `--dry-run` prints them
     DIR/server.log                  engine stdout+stderr (router.log for DEP points)
     DIR/client.log                  AIPerf stdout+stderr
-    DIR/status.json                 how the job ended: {"ok", "phase", "reason", "exit_code"}
+    DIR/status.json                 how the job ended: {"ok", "phase", "reason", "exit_code", ...}
+    DIR/node_check.txt              the pre-run node check's output
+    DIR/gpu_telemetry.csv           nvidia-smi samples (power, clocks, memory, utilisation) of the job
     DIR/aiperf_artifacts/           AIPerf's --artifact-dir (profile_export.jsonl, ..._aiperf.json)
     DIR/result.json                 written by `results process DIR`
 
@@ -23,6 +25,9 @@ ROUTER_LOG = "router.log"
 DYNAMO_STORE = "dynamo_store"  # multi-node Dynamo: file discovery shared by every node (DYN_FILE_KV)
 CLIENT_LOG = "client.log"
 STATUS_JSON = "status.json"
+NODE_CHECK_TXT = "node_check.txt"   # the pre-run node check's output (GPUs, model, disk)
+GPU_TELEMETRY_CSV = "gpu_telemetry.csv"   # nvidia-smi samples for the whole job (runner/telemetry.py)
+GPU_TELEMETRY_META = "gpu_telemetry.meta.json"   # the sampler host's UTC offset (nvidia-smi prints local time)
 AIPERF_DIR = "aiperf_artifacts"
 AIPERF_TMP = "aiperf_tmp"  # AIPerf's memory-mapped dataset files; removed when the job ends
 PROFILE_JSONL = "profile_export.jsonl"

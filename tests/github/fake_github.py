@@ -147,6 +147,8 @@ class FakeGitHub:
         self.endpoints = permission_table()
         self.faults: list[Fault] = []
         self.runners: list[dict] = []
+        self.jobs: dict[int, list[dict]] = {}        # run id -> jobs
+        self.blobs: dict[int, bytes] = {}            # artifact id -> zip archive
         self._flaked: set[str] = set()
         self._ids = itertools.count(1000)
         self._clock = itertools.count(1)
@@ -238,6 +240,37 @@ class FakeGitHub:
                 "url": "https://x", "archive_download_url": "https://x", "created_at": T0, "expires_at": T0,
                 "updated_at": T0, "digest": None, "workflow_run": {"id": run_id}}
 
+    def add_artifact_files(self, run_id: int, name: str, files: dict[str, bytes]) -> dict:
+        """Give a run's artifact `name` (added if missing) a zip archive holding `files`."""
+        import io
+        import zipfile
+
+        art = next((a for a in self.artifacts.setdefault(run_id, []) if a["name"] == name), None)
+        if art is None:
+            art = self._artifact(run_id, name, False)
+            self.artifacts[run_id].append(art)
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            for path, data in files.items():
+                z.writestr(path, data)
+        self.blobs[art["id"]] = buf.getvalue()
+        art["size_in_bytes"] = len(self.blobs[art["id"]])
+        return art
+
+    def add_job(self, run_id: int, name: str, *, status: str = "completed", conclusion: str | None = "success") -> dict:
+        jid = next(self._ids)
+        run = self.runs[run_id]
+        job = {"id": jid, "run_id": run_id, "run_url": "https://x", "run_attempt": 1, "node_id": f"J_{jid}",
+               "head_sha": run["head_sha"], "url": "https://x",
+               "html_url": f"https://github.com/{self.repo}/actions/runs/{run_id}/job/{jid}",
+               "status": status, "conclusion": conclusion if status == "completed" else None,
+               "created_at": T0, "started_at": T0, "completed_at": T0 if status == "completed" else None,
+               "name": name, "steps": [], "check_run_url": "https://x", "labels": ["self-hosted"],
+               "runner_id": None, "runner_name": None, "runner_group_id": None, "runner_group_name": None,
+               "workflow_name": run["name"], "head_branch": run["head_branch"]}
+        self.jobs.setdefault(run_id, []).append(job)
+        return job
+
     def add_runner(self, name: str, *, status: str = "online", busy: bool = False, labels=("self-hosted",)) -> dict:
         rid = next(self._ids)
         runner = {"id": rid, "runner_group_id": 1, "name": name, "os": "Linux", "status": status, "busy": busy,
@@ -309,6 +342,16 @@ class FakeGitHub:
             return 200, [self._diff(f) for f in self.pr_files.get(int(g[1]), [])], ("list", "DiffEntry")
         if method == "GET" and (g := m(rf"/repos/{r}/issues/(\d+)/timeline")):
             return 200, self._timeline(int(g[1])), ("list", "timeline")
+        if method == "GET" and (g := m(rf"/repos/{r}/issues/(\d+)/comments")):
+            return 200, [{k: v for k, v in c.items() if k != "_issue"} for c in sorted(
+                self.comments.values(), key=lambda c: c["id"]) if c["_issue"] == int(g[1])], ("list", "IssueComment")
+        if method == "DELETE" and (g := m(rf"/repos/{r}/issues/comments/(\d+)")):
+            return (204, None, None) if self.comments.pop(int(g[1]), None) else (404, None, None)
+        if method == "GET" and (g := m(rf"/repos/{r}/actions/runs/(\d+)/jobs")):
+            return 200, list(self.jobs.get(int(g[1]), [])), ("wrapped", "jobs", "Job")
+        if method == "GET" and (g := m(rf"/repos/{r}/actions/artifacts/(\d+)/zip")):
+            # GitHub redirects to short-lived storage on another host; here a path of this server
+            return (302, None, {"Location": f"/_blob/{g[1]}"}) if int(g[1]) in self.blobs else (404, None, None)
         if (g := m(rf"/repos/{r}/issues/comments/(\d+)")) and method in ("GET", "PATCH"):
             c = self.comments.get(int(g[1]))
             if c is None:
@@ -456,6 +499,9 @@ class FakeGitHub:
             if version is not None and version not in API_VERSIONS:
                 return 400, {"message": f"Unsupported 'X-GitHub-Api-Version': {version}",
                              "documentation_url": "https://docs.github.com/rest/about-the-rest-api/api-versions"}, {}
+            if method == "GET" and (blob := re.fullmatch(r"/_blob/(\d+)", url.path)):
+                # where an artifact download redirects: storage on another host, not the API
+                return 200, self.blobs[int(blob[1])], {}
             token = (headers_in.get("authorization") or "").split(" ", 1)[-1]
             refused = self.check_token(method, url.path, token)
             if refused is not None:
@@ -471,6 +517,8 @@ class FakeGitHub:
                     return f.status, f.body, f.headers
             status, obj, kind = self.route(method, url.path, body)
             headers: dict = {}
+            if status == 302 or isinstance(obj, bytes):  # a redirect, or an archive: no JSON, no schema
+                return status, obj, kind or {}
             if isinstance(kind, tuple) and kind[0] == "runs":
                 wf = kind[1]
                 runs = [r for r in self.runs.values() if r["path"].endswith("/" + wf)
@@ -507,9 +555,10 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length)) if length else None
         status, obj, headers = self.fake.handle(method, self.path, body, self.base_url, dict(self.headers.items()))
-        data = b"" if obj is None else json.dumps(obj).encode()
+        raw = isinstance(obj, bytes)
+        data = obj if raw else b"" if obj is None else json.dumps(obj).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "application/zip" if raw else "application/json")
         self.send_header("Content-Length", str(len(data)))
         for k, v in headers.items():
             self.send_header(k, str(v))
@@ -524,6 +573,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_PATCH(self):
         self._serve("PATCH")
+
+    def do_DELETE(self):
+        self._serve("DELETE")
 
 
 class Server:

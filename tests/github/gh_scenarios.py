@@ -15,7 +15,7 @@ MERGE = "e" * 40
 
 
 def settings() -> Settings:
-    return Settings(repo_root=REPO_ROOT)
+    return Settings(repo_root=REPO_ROOT, card_settle=0)
 
 
 def lazy(fake, sleep=None) -> Lazy:

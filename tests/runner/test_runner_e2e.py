@@ -61,9 +61,20 @@ def marked_processes(mark: str) -> list[str]:
     return found
 
 
+FAKE_GPU = Path(__file__).with_name("fake_gpu")
+
+
+def gpu_host_env(shared: Path, gpus: int = 4) -> dict:
+    """A GPU host's nvidia-smi for the node check and the telemetry sampler: a real H200's recorded output."""
+    return {"PATH": f"{FAKE_GPU}{os.pathsep}{os.environ['PATH']}", "CIT_FAKE_GPUS": str(gpus),
+            "CIT_NVIDIA_SMI_CORPUS": str(shared / "corpus" / "nvidia-smi-h200")}
+
+
 @pytest.fixture
-def job(tmp_path, aiperf, hf_home):
+def job(tmp_path, aiperf, hf_home, shared):
     (tmp_path / "recipe.yaml").write_text(RECIPE)
+    (tmp_path / "models" / "stub").mkdir(parents=True)
+    (tmp_path / "models" / "stub" / "config.json").write_text("{}")
     row = {"image": IMAGE, "model": "stub", "model-prefix": "stub", "precision": "fp4", "framework": "sglang",
            "runner": "gb300", "tp": 2, "ep": 1, "dp-attn": False, "spec-decoding": "mtp", "conc": 2,
            "kv-offloading": "none", "duration": 3600, "exp-name": "stub_tp2_conc2", "scenario-type": "agentic-coding",
@@ -73,14 +84,14 @@ def job(tmp_path, aiperf, hf_home):
     # a short system temp dir: AIPerf puts its ZMQ sockets there (107-character path limit)
     systmp = Path(tempfile.mkdtemp(prefix="cit-"))
     env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "CI_TOOLS_TEST_MARK": mark,
-           "PYTHONUNBUFFERED": "1", "TMPDIR": str(systmp)}
+           "PYTHONUNBUFFERED": "1", "TMPDIR": str(systmp), **gpu_host_env(shared)}
     port = free_port()
 
     def argv(server_flags: str = "", duration: float = 2, extra: list[str] | None = None) -> list[str]:
         return [sys.executable, "-m", "ci_tools", "runner", "run", "--row", str(tmp_path / "row.json"),
                 "--root", str(tmp_path), "--backend", "process", "--out", str(tmp_path / "out"),
                 "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8",
-                "--hf-cache", str(hf_home / "hub"),
+                "--hf-cache", str(hf_home / "hub"), "--model-store", str(tmp_path / "models"),
                 "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
                 "--port", str(port), "--ready-timeout", "20", "--duration-override", str(duration),
                 "--runner-name", "",
@@ -173,6 +184,12 @@ def test_runner_then_results_process_matches_independent_values(job):
     assert result["latency_s"]["ttft"]["p95"] == approx(want["ttft_p95"])
     assert result["latency_s"]["ttft"]["std"] == approx(want["ttft_std"])
     assert h["intvty_p90"] < h["intvty_p50"]  # the P90 is the slow tail
+    # the node check saw the (recorded) GPUs; the sampler recorded the job's two GPUs over the benchmark
+    assert (out / "node_check.txt").read_text().count("NVIDIA H200") == 4
+    tel = result["gpu_telemetry"]
+    assert [g["index"] for g in tel["gpus"]] == ["0", "1"] and tel["problems"] == []
+    assert tel["window_s"] == pytest.approx(want["duration"], rel=1e-6) and tel["energy_j"] > 0
+    assert tel["energy_per_token"]["j_per_output_token"] == approx(tel["energy_j"] / result["tokens"]["output_total"])
     print(f"e2e runner job took {elapsed:.1f} s")
 
 

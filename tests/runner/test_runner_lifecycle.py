@@ -107,3 +107,16 @@ def test_gpus_from_what_the_runner_was_given(tmp_path):
     # Slurm chooses the GPUs itself (gres); the runner's own list does not apply there
     res = _dry(tmp_path, "slurm", {"CUDA_VISIBLE_DEVICES": "3"})
     assert res.exit_code == 0 and "--gpus-per-node=2" in res.output
+
+
+def test_node_check_refuses_before_anything_starts(job):
+    import shutil
+
+    shutil.rmtree(job["dir"] / "models" / "stub")
+    run = subprocess.run(job["argv"](), env={**job["env"], "CIT_FAKE_GPUS": "1"}, capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 1, run.stderr
+    assert "error: check: the node is not ready for this point: GPUs: the point needs 2, the node shows 1" in run.stderr
+    assert "model: stub is not in the model store" in run.stderr
+    assert not (job["out"] / "server.log").exists()
+    assert json.loads((job["out"] / "status.json").read_text())["phase"] == "check"

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from runner_support import REPO
-from test_runner_e2e import free_port, marked_processes
+from test_runner_e2e import free_port, gpu_host_env, marked_processes
 
 STUB = Path(__file__).with_name("stub_server.py")
 PYXIS = Path(__file__).with_name("pyxis")
@@ -54,8 +54,10 @@ def ci_tools_cmd() -> list[str]:
 
 
 @pytest.fixture
-def sjob(tmp_path, aiperf, hf_home, slurm):
+def sjob(tmp_path, aiperf, hf_home, slurm, shared):
     (tmp_path / "recipe.yaml").write_text(RECIPE)
+    (tmp_path / "stub").mkdir()
+    (tmp_path / "stub" / "config.json").write_text("{}")   # the model store (--model-store) holds the model
     base = {"image": IMAGE, "model": "stub", "model-prefix": "stub", "precision": "fp4", "framework": "sglang",
             "runner": "gb300", "tp": 2, "ep": 1, "dp-attn": False, "spec-decoding": "mtp", "conc": 2,
             "kv-offloading": "none", "duration": 3600, "exp-name": "stub_tp2_conc2",
@@ -65,7 +67,8 @@ def sjob(tmp_path, aiperf, hf_home, slurm):
     mark = uuid.uuid4().hex
     systmp = Path(tempfile.mkdtemp(prefix="cit-"))
     env = {**os.environ, **slurm.env, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "CI_TOOLS_TEST_MARK": mark,
-           "PYTHONUNBUFFERED": "1", "TMPDIR": str(systmp), "PATH": f"{PYXIS}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONUNBUFFERED": "1", "TMPDIR": str(systmp), **gpu_host_env(shared),
+           "PATH": f"{PYXIS}{os.pathsep}{gpu_host_env(shared)['PATH']}",
            "CIT_PYXIS_LOG": str(tmp_path / "pyxis.jsonl"), "PYTHONPATH": str(REPO)}
     env.pop("CUDA_VISIBLE_DEVICES", None)
     port, worker = free_port(), free_port()

@@ -356,6 +356,25 @@ def trusted_sweep_checks_the_approval(s: Scenario):
     return [job]
 
 
+def collect_compares_with_main(s: Scenario):
+    """The collect job's comparison reads main's latest sweeps' results_bmk with the job token."""
+    import json
+
+    point = {"name": "tp2-c64", "config-key": "k", "tp": 2, "ep": 1, "dp-attn": False, "conc": 64}
+    result = lambda tok: {"valid": True, "point": point, "headline": {"tok_s_gpu": tok, "intvty_p90": 100.0}}  # noqa: E731
+    s.fake.add_run(500, head_sha=MERGE, branch="main", event="push", artifacts=())
+    s.fake.add_artifact_files(500, "results_bmk", {"results/results.json": json.dumps({"results": [result(1000.0)]}).encode()})
+    work = s.tmp / "workspace"
+    (work / "results").mkdir(parents=True)
+    (work / "results" / "results.json").write_text(json.dumps({"results": [result(1300.0)]}))
+    pr_with_sweep(s.fake, 1)
+    job = s.job("sweep-pipeline.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work)
+    step = ok(job.run(4))
+    assert "| tp2-c64 |" in step.summary and "improved" in step.summary
+    assert (work / "results" / "compare.png").is_file()
+    return [job]
+
+
 SCENARIOS = {
     ("comment-commands.yml", "handle"): [comment_use_pins_a_run, comment_stage_results, comment_sweep_approve_on_a_fork,
                                          comment_sweep_plan],
@@ -368,6 +387,7 @@ SCENARIOS = {
     ("status-card.yml", "card"): [status_card_of_a_pr_sweep, status_card_with_the_runs_plan,
                                   status_card_of_a_trusted_sweep],
     ("sweep-pipeline.yml", "plan"): [reuse_on_a_push_after_use, reuse_at_merge],
+    ("sweep-pipeline.yml", "collect"): [collect_compares_with_main],
     ("sweep-pipeline.yml", "results-app"): [results_app_ingests_this_run, results_app_ingests_the_reused_run],
     ("trusted-sweep.yml", "plan"): [trusted_sweep_checks_the_approval],
     ("welcome.yml", "welcome"): [welcome_on_open],

@@ -1,0 +1,79 @@
+"""main's results for a comparison, read from main's collected sweep runs (the runs the results app
+is sent), through the GitHub API: no database beyond what Actions already keeps.
+
+Main's sweeps are push runs of the sweep workflow on the default branch. Only successful runs
+count (a failed or cancelled sweep is never ingested, so it is never a baseline either); each has
+a `results_bmk` artifact with `results.json`. Runs are read newest first until every point asked
+for has `history` results or `max_runs` runs were looked at, so the cost stays bounded: one
+listing page, one artifact listing and one download per run read.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ci_tools import paths
+from ci_tools.github.client import GitHub
+from ci_tools.results import compare
+from ci_tools.runner import layout
+
+MAX_RUNS = 20
+
+
+@dataclass
+class MainResults:
+    results: list[dict] = field(default_factory=list)    # newest first
+    runs: list[int] = field(default_factory=list)         # the runs they came from
+    notes: list[str] = field(default_factory=list)
+
+
+def collection_from_zip(data: bytes, where: str) -> list[dict]:
+    """The result documents of a `results_bmk` archive (its `results.json`)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            names = [n for n in z.namelist() if n.rsplit("/", 1)[-1] == layout.COLLECTION_JSON]
+            if not names:
+                raise ValueError(f"no {layout.COLLECTION_JSON} in the archive")
+            doc = json.loads(z.read(sorted(names, key=len)[0]))
+    except (zipfile.BadZipFile, ValueError, KeyError) as exc:
+        raise ValueError(f"{where}: {exc}") from None
+    results = doc.get("results") if isinstance(doc, dict) else None
+    if not isinstance(results, list):
+        raise ValueError(f"{where}: {layout.COLLECTION_JSON} is not a result collection")
+    return [r for r in results if isinstance(r, dict)]
+
+
+def main_results(gh: GitHub, *, wanted: set[tuple] | None = None, history: int = 5, branch: str = "main",
+                 workflow: str = paths.SWEEP_WORKFLOW, max_runs: int = MAX_RUNS) -> MainResults:
+    out = MainResults()
+    have: Counter = Counter()
+    looked = 0
+    for run in gh.workflow_runs(workflow, branch=branch, event="push", status="completed"):
+        if looked >= max_runs:
+            out.notes.append(f"stopped after {max_runs} main runs")
+            break
+        looked += 1
+        if run.get("conclusion") != "success":
+            continue
+        art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == layout.COLLECTION_ARTIFACT
+                    and not a.get("expired")), None)
+        if art is None:
+            continue
+        try:
+            results = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {layout.COLLECTION_ARTIFACT}")
+        except ValueError as exc:
+            out.notes.append(f"skipped: {exc}")
+            continue
+        for r in results:
+            r.setdefault("source", f"main run {run['id']}")
+            if r.get("valid") and isinstance(r.get("point"), dict):
+                have[compare.identity(r["point"])] += 1
+        out.results.extend(results)
+        out.runs.append(int(run["id"]))
+        if wanted is not None and all(have[w] >= history for w in wanted):
+            break
+    return out

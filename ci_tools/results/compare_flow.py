@@ -1,0 +1,108 @@
+"""`results compare`: load both sides, compare, render (the flow behind the command)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ci_tools import paths
+from ci_tools.errors import InputError
+from ci_tools.results import compare, compare_render, pareto, sources
+
+
+@dataclass
+class Report:
+    text: str
+    regressed: int
+    false_claims: int
+    notes: list[str] = field(default_factory=list)
+    annotations: list[str] = field(default_factory=list)
+
+
+def load_policy(path: Path | None) -> compare.Policy:
+    from ci_tools.policy.labels import load_policy as load_labels
+
+    if path is None:
+        default = Path(paths.POLICY)
+        if not default.is_file():
+            return compare.Policy()
+        path = default
+    if not path.is_file():
+        raise InputError(f"{path}: no such policy file")
+    return compare.Policy.from_mapping(load_labels(Path("."), path).compare)
+
+
+def check_claims(head: list[dict], main: list[dict], claims_path: Path) -> list[dict]:
+    """Claims over both sides: a bare name is the PR's point when the PR has it, else main's;
+    `main:<name>` is always main's."""
+    from ci_tools.yamlio import read_text
+
+    head_pts = compare.points_of(head)
+    main_pts = compare.points_of(compare.latest_per_point(main), prefix="main:")
+    names = {p.name for p in head_pts}
+    extra = [pareto.Point(p.name[len("main:"):], p.tok_s_gpu, p.intvty_p90) for p in main_pts
+             if p.name[len("main:"):] not in names]
+    points = head_pts + main_pts + extra
+    parsed = pareto.parse_claims(read_text(claims_path), str(claims_path))
+    return pareto.check_claims(points, parsed, str(claims_path))
+
+
+def main_from_github(head: list[dict], policy: compare.Policy, gh=None) -> tuple[list[dict], list[str]]:
+    from ci_tools.github.baselines import main_results
+    from ci_tools.github.client import GitHub
+
+    wanted = {compare.identity(r["point"]) for r in head if isinstance(r.get("point"), dict)}
+    found = main_results(gh or GitHub.from_env(), wanted=wanted, history=policy.history)
+    notes = found.notes + [f"main's results from run(s) {', '.join(map(str, found.runs)) or 'none'}"]
+    return found.results, notes
+
+
+def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path | None,
+                policy_path: Path | None, fmt: str, *, from_main: bool = False, gh=None,
+                plot: Path | None = None, title: str = "") -> Report:
+    if not baseline_paths and not from_main:
+        raise InputError("nothing to compare with: give --baseline FILE (main's results; repeat for a history) "
+                         "or --from-main", exit_code=2)
+    if baseline_paths and from_main:
+        raise InputError("give either --baseline or --from-main, not both", exit_code=2)
+    policy = load_policy(policy_path)
+    head = sources.load_side(head_path)
+    notes: list[str] = []
+    if from_main:
+        main, notes = main_from_github(head, policy, gh)
+    else:
+        main = sources.load_history(baseline_paths)
+    comparisons = compare.compare_points(head, main, policy)
+    if not comparisons:
+        message = f"{head_path}: no valid result to compare (invalid results are never compared)"
+        if fmt != "github":
+            raise InputError(message)
+        # in a workflow the comparison only informs: the collect and ingest jobs judge the sweep
+        from ci_tools.github.actions import append_summary
+
+        append_summary(f"**Results against main**: no valid result in this run ({len(head)} collected).\n")
+        return Report(message + "\n", 0, 0, notes)
+    shift = compare.frontier_shift(compare.points_of(head), compare.points_of(compare.latest_per_point(main)))
+    claims = check_claims(head, main, claims_path) if claims_path else []
+    if plot is not None:
+        try:
+            compare_render.plot_png(compare.points_of(head), compare.points_of(compare.latest_per_point(main)),
+                                    plot, title)
+        except ImportError:
+            raise InputError("--plot needs matplotlib: pip install 'ci-tools[plot]'", exit_code=2) from None
+    annotations: list[str] = []
+    if fmt == "github":
+        from ci_tools.github.actions import append_summary
+
+        append_summary(compare_render.markdown(comparisons, shift, claims))
+        annotations = compare_render.annotations(comparisons)
+        fmt = "text"
+    if fmt == "json":
+        text = json.dumps(compare_render.as_json(comparisons, shift, claims), indent=2) + "\n"
+    elif fmt == "markdown":
+        text = compare_render.markdown(comparisons, shift, claims)
+    else:
+        text = compare_render.text(comparisons, shift, claims)
+    regressed = compare.summary(comparisons)[compare.REGRESSED]
+    return Report(text, regressed, sum(1 for c in claims if not c["holds"]), notes, annotations)

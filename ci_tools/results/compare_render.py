@@ -1,0 +1,173 @@
+"""Renderings of a comparison: Markdown (status card, step summary), text (terminal) and JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from ci_tools.results.compare import (EQUIVALENT, IMPROVED, INCONCLUSIVE, METRICS, NEW, REGRESSED, FrontierShift,
+                                      PointComparison, summary)
+
+_FORMATS = {"tok_s_gpu": ",.0f", "intvty_p90": ",.1f", "intvty_p50": ",.1f", "ttft_p90_s": ",.2f"}
+_UNITS = {"ttft_p90_s": " s"}
+_MARK = {IMPROVED: "▲ improved / 提升", REGRESSED: "▼ regressed / 下降", EQUIVALENT: "= equivalent / 持平",
+         INCONCLUSIVE: "~ inconclusive / 无定论", NEW: "new / 新增"}
+
+
+def _value(key: str, v: float | None) -> str:
+    return "–" if v is None else format(v, _FORMATS[key]) + _UNITS.get(key, "")
+
+
+def _cell_md(pc: PointComparison, key: str) -> str:
+    c = pc.cells[key]
+    head = _value(key, c.head)
+    if c.verdict is None:
+        if c.head is not None and c.base is None and pc.baseline.kind != "none":
+            return f"{head}<br><sub>main: not measured / 未测</sub>"
+        return head
+    if c.verdict == NEW:
+        return f"{head}<br><sub>{_MARK[NEW]}</sub>"
+    if c.change is None:
+        return f"{head}<br><sub>main {_value(key, c.base)} · {_MARK[c.verdict]}</sub>"
+    verdict = f"**{_MARK[c.verdict]}**" if c.verdict in (IMPROVED, REGRESSED) else _MARK[c.verdict]
+    return f"{head}<br><sub>main {_value(key, c.base)} · {c.change:+.1%} · {verdict}</sub>"
+
+
+def _vs(pc: PointComparison) -> str:
+    b = pc.baseline
+    if b.kind == "none":
+        return "no main result / main 无结果"
+    runs = f"{len(b.results)} run{'s' if len(b.results) != 1 else ''}"
+    if b.kind == "replaced":
+        return f"replaces {b.name}, {runs}"
+    return runs
+
+
+def markdown(comparisons: list[PointComparison], shift: FrontierShift | None = None,
+             claims: list[dict] | None = None) -> str:
+    lines = ["| point / 点位 | vs main / 对比 | tok/s/GPU | P90 tok/s/user | median / 中位 tok/s/user | P90 TTFT |",
+             "|---|---|---:|---:|---:|---:|"]
+    for pc in comparisons:
+        cells = " | ".join(_cell_md(pc, m.key) for m in METRICS)
+        lines.append(f"| {pc.name} | {_vs(pc)} | {cells} |")
+    counts = summary(comparisons)
+    told = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    lines += ["", f"Verdicts over {sum(counts.values())} compared values: {told or 'none'}."]
+    noise = sorted({c.noise for pc in comparisons for c in pc.cells.values() if c.noise})
+    if noise:
+        lines.append("Noise from: " + "; ".join(noise) + ".")
+    if shift is not None:
+        lines += ["", *frontier_markdown(shift)]
+    if claims:
+        lines += ["", "**Claims**", ""]
+        for c in claims:
+            lines.append(f"- {'holds' if c['holds'] else '**false**'}: {c['claim']} ({c['why']})")
+    return "\n".join(lines) + "\n"
+
+
+def frontier_markdown(shift: FrontierShift) -> list[str]:
+    out = ["**Frontier (tok/s/GPU vs P90 tok/s/user)**", "",
+           f"- PR frontier: {', '.join(shift.head_frontier) or '–'}",
+           f"- main frontier: {', '.join(shift.main_frontier) or '–'}"]
+    def where(seg: dict) -> str:
+        if seg["above"] is None:
+            return f"up to {seg['up_to']:,.1f}"
+        return f"{seg['above']:,.1f}–{seg['up_to']:,.1f}"
+
+    for side, words in (("PR", "the PR"), ("main", "main")):
+        ranges = [where(s) for s in shift.segments if s["lead"] == side]
+        if ranges:
+            out.append(f"- {words} offers more throughput at P90 interactivity {', '.join(ranges)} tok/s/user")
+    if shift.crossings:
+        out.append("- the curves cross at " + ", ".join(f"{x:,.1f}" for x in shift.crossings) + " tok/s/user")
+    for d in shift.dominance:
+        if d["dominated_by"]:
+            out.append(f"- {d['point']} is dominated by main's {', '.join(d['dominated_by'])}")
+    return out
+
+
+def text(comparisons: list[PointComparison], shift: FrontierShift | None = None,
+         claims: list[dict] | None = None) -> str:
+    width = max([len(pc.name) for pc in comparisons] + [5])
+    lines = []
+    for pc in comparisons:
+        lines.append(f"{pc.name:<{width}}  vs main: {_vs(pc)}")
+        for m in METRICS:
+            c = pc.cells[m.key]
+            if c.verdict is None and c.head is None:
+                continue
+            detail = ""
+            if c.change is not None:
+                detail = f"  main {_value(m.key, c.base)}  {c.change:+.1%}  p={c.p:.3g}"
+            lines.append(f"  {m.label:<22} {_value(m.key, c.head):>12}{detail}  {c.verdict or 'not compared'}")
+    counts = summary(comparisons)
+    lines.append("verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
+    if shift is not None:
+        lines += [line.replace("**", "") for line in frontier_markdown(shift)]
+    for c in claims or []:
+        lines.append(f"{'holds' if c['holds'] else 'FALSE'}: {c['claim']} ({c['why']})")
+    return "\n".join(lines) + "\n"
+
+
+def as_json(comparisons: list[PointComparison], shift: FrontierShift | None = None,
+            claims: list[dict] | None = None) -> dict:
+    return {
+        "schema": "ci-tools/comparison/v1",
+        "summary": summary(comparisons),
+        "points": [{"name": pc.name, "point": pc.point,
+                    "baseline": {"kind": pc.baseline.kind, "name": pc.baseline.name,
+                                 "runs": len(pc.baseline.results)},
+                    "metrics": {k: asdict(c) for k, c in pc.cells.items()}} for pc in comparisons],
+        "frontier": asdict(shift) if shift is not None else None,
+        "claims": claims or [],
+    }
+
+
+def annotations(comparisons: list[PointComparison]) -> list[str]:
+    """One `::warning` workflow command per regressed value (GitHub shows the first ten of a step;
+    the step summary has them all)."""
+    out = []
+    for pc in comparisons:
+        for m in METRICS:
+            c = pc.cells[m.key]
+            if c.verdict == REGRESSED and c.change is not None:
+                text = (f"{pc.name}: {m.label} {_value(m.key, c.head)} against main's {_value(m.key, c.base)} "
+                        f"({c.change:+.1%}, p={c.p:.2g} after the false-discovery control)")
+                out.append("::warning title=Regressed against main::" + text.replace("%", "%25"))
+    return out
+
+
+def plot_png(head: list, main: list, path, title: str = "") -> None:
+    """The PR's points and frontier against main's on tok/s/GPU vs P90 tok/s/user."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from ci_tools.results.compare import frontier_shift
+
+    shift = frontier_shift(head, main)
+    fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
+    for pts, front_names, colour, marker, name in ((main, shift.main_frontier, "#888888", "s", "main"),
+                                                   (head, shift.head_frontier, "#1f77b4", "o", "PR")):
+        if not pts:
+            continue
+        front = sorted((p for p in pts if p.name in front_names), key=lambda p: p.intvty_p90)
+        ax.plot([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], "-", color=colour, linewidth=1.5,
+                label=f"{name} frontier", zorder=1)
+        ax.scatter([p.intvty_p90 for p in pts], [p.tok_s_gpu for p in pts], color=colour, marker=marker,
+                   label=f"{name} points", zorder=2)
+        for i, p in enumerate(pts):
+            ax.annotate(p.name, (p.intvty_p90, p.tok_s_gpu), textcoords="offset points",
+                        xytext=(6, 4 if i % 2 else -10), fontsize=7, color=colour)
+    ax.set_xlabel("interactivity, P90 (tok/s/user)")
+    ax.set_ylabel("throughput (tok/s/GPU)")
+    if head or main:
+        ax.set_yscale("log")  # sweeps span two orders of magnitude: a linear axis squashes the low end
+    ax.grid(True, alpha=0.3, which="both")
+    ax.legend(loc="upper right", fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, metadata={"Software": None})
+    plt.close(fig)

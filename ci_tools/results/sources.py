@@ -1,0 +1,111 @@
+"""Where the results of a comparison come from (the shell around results/compare.py).
+
+A side of a comparison is a list of result documents (`result.json`), newest first. Accepted:
+- a `results collect` file (`ci-tools/results/v1`);
+- a directory: every `result.json` under it, as `results collect` would gather them;
+- a CSV a person writes from numbers measured elsewhere (a PR's "local results" table, a
+  published sweep): one point a row, columns
+  `point,config-key,tp,ep,dp-attn,conc,tok_s_gpu,intvty_p90,intvty_p50,ttft_p90_s`; only `point`,
+  `tp` and `conc` are required, an empty metric cell means "not measured".
+Several files on one side are a history: the first given is the newest.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+from ci_tools.errors import Finding, InputError
+
+CSV_REQUIRED = ("point", "tp", "conc")
+CSV_METRICS = ("tok_s_gpu", "intvty_p90", "intvty_p50", "ttft_p90_s")
+CSV_POINT = ("config-key", "ep", "dp-attn", "gpus", "scenario")
+_TRUE = {"true", "yes", "1"}
+_FALSE = {"false", "no", "0", ""}
+
+
+def _number(raw: str, file: str, line: int, column: str, kind=float):
+    text = raw.replace(",", "").replace("_", "").strip()
+    try:
+        value = kind(text)
+    except ValueError:
+        raise InputError(f"{file}:{line}: {column} {raw!r} is not a number", findings=[Finding(
+            file, line, None, f"{column} {raw!r} is not a number",
+            "write a plain number (7314, 625.7) or leave the cell empty when it was not measured")]) from None
+    if kind is float and (value != value or value in (float("inf"), float("-inf"))):
+        raise InputError(f"{file}:{line}: {column} must be a finite number")
+    return value
+
+
+def results_from_csv(text: str, file: str) -> list[dict]:
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    header = [h.strip() for h in (reader.fieldnames or [])]
+    missing = [c for c in CSV_REQUIRED if c not in header]
+    if missing:
+        raise InputError(f"{file}:1: missing column(s) {', '.join(missing)}", findings=[Finding(
+            file, 1, None, f"missing column(s) {', '.join(missing)}",
+            "the header needs at least point,tp,conc and one of " + ",".join(CSV_METRICS))])
+    unknown = [h for h in header if h not in CSV_REQUIRED + CSV_METRICS + CSV_POINT]
+    if unknown:
+        raise InputError(f"{file}:1: unknown column(s) {', '.join(unknown)}", findings=[Finding(
+            file, 1, None, f"unknown column(s) {', '.join(unknown)}",
+            "known columns: " + ",".join(CSV_REQUIRED + CSV_POINT + CSV_METRICS))])
+    out: list[dict] = []
+    for n, raw_row in enumerate(reader, 2):
+        row = {(k or "").strip(): (v or "").strip() for k, v in raw_row.items()}
+        if not row.get("point"):
+            raise InputError(f"{file}:{n}: empty point name")
+        dp = row.get("dp-attn", "").lower()
+        if dp not in _TRUE | _FALSE:
+            raise InputError(f"{file}:{n}: dp-attn {row['dp-attn']!r} is not true or false")
+        point = {"name": row["point"], "config-key": row.get("config-key") or None,
+                 "tp": _number(row["tp"], file, n, "tp", int), "ep": _number(row.get("ep") or "1", file, n, "ep", int),
+                 "dp-attn": dp in _TRUE, "conc": _number(row["conc"], file, n, "conc", int)}
+        if row.get("gpus"):
+            point["gpus"] = _number(row["gpus"], file, n, "gpus", int)
+        headline = {m: (_number(row[m], file, n, m) if row.get(m) else None) for m in CSV_METRICS}
+        out.append({"valid": True, "point": point, "headline": headline, "source": f"{file}:{n}"})
+    if not out:
+        raise InputError(f"{file}: no points")
+    return out
+
+
+def _from_collection(data, file: str) -> list[dict]:
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list):
+        raise InputError(f"{file}: not a result collection (expected the output of `ci-tools results collect`)")
+    return [r for r in results if isinstance(r, dict)]
+
+
+def load_side(path: Path) -> list[dict]:
+    """The result documents of one file or directory."""
+    from ci_tools.results.collect import collect, find_results
+    from ci_tools.yamlio import read_text
+
+    if path.is_dir():
+        files = find_results([path])
+        if not files:
+            raise InputError(f"{path}: no result.json under this directory",
+                             findings=[Finding(str(path), None, None, "no result.json under this directory",
+                                               "pass a `results collect` file, a CSV or a directory of job results")])
+        return collect(files)["results"]
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory")
+    text = read_text(path)
+    if path.suffix.lower() == ".csv":
+        return results_from_csv(text, str(path))
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{path}: neither a CSV nor a JSON result collection: {exc}") from None
+    return _from_collection(data, str(path))
+
+
+def load_history(paths: list[Path]) -> list[dict]:
+    """Several sides, newest first, as one list (newest results first)."""
+    out: list[dict] = []
+    for p in paths:
+        out.extend(load_side(p))
+    return out

@@ -1,0 +1,174 @@
+"""GPU telemetry of a job: the nvidia-smi sampler's command line, and its CSV turned into a summary (pure).
+
+The sampler (`sampler_argv`) runs beside the engine for the whole job, one row per GPU per second,
+into the job directory (layout.GPU_TELEMETRY_CSV). `summarize` reads those rows over the benchmark's
+own window (first request start .. last request end) and gives per GPU: power (mean, max, limit),
+energy (trapezoid over the samples), SM clock (mean, min, max), memory, utilisation, temperature, and
+the share of samples with each clock-event reason; for the job: total energy, energy per token where
+power is known, and `power_capped` when the software power cap or the hardware power brake held the
+clocks down for at least POWER_CAPPED_SHARE of the window (an H200 under load sits at its 700 W cap
+with the SM clock down from 1980 to ~1450 MHz and reason 0x4: such a point is power-bound, and its
+numbers say more about the power limit than about the recipe).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+
+# the query recorded on a real H200 (../shared/corpus/nvidia-smi-h200/README.md), in this order
+FIELDS = ("timestamp", "index", "uuid", "name", "pci.bus_id", "driver_version", "pstate", "power.draw",
+          "power.draw.instant", "power.limit", "enforced.power.limit", "clocks.sm", "clocks.mem", "clocks.max.sm",
+          "temperature.gpu", "temperature.memory", "utilization.gpu", "utilization.memory", "memory.used",
+          "memory.total", "clocks_event_reasons.active", "ecc.errors.uncorrected.volatile.total")
+INTERVAL_MS = 1000
+POWER_CAPPED_SHARE = 0.10
+# NVML clocks event reasons (nvml.h nvmlClocksEventReason*)
+REASONS = {"gpu_idle": 0x1, "applications_clocks": 0x2, "sw_power_cap": 0x4, "hw_slowdown": 0x8,
+           "sync_boost": 0x10, "sw_thermal": 0x20, "hw_thermal": 0x40, "hw_power_brake": 0x80}
+POWER_CAP_BITS = REASONS["sw_power_cap"] | REASONS["hw_power_brake"]
+TIMESTAMP_FORMAT = "%Y/%m/%d %H:%M:%S.%f"
+
+
+def sampler_argv(devices: list[str] | None = None, interval_ms: int = INTERVAL_MS) -> list[str]:
+    """nvidia-smi looping over the job's GPUs (all visible ones when devices is None)."""
+    argv = ["nvidia-smi", f"--query-gpu={','.join(FIELDS)}", "--format=csv,nounits", f"--loop-ms={interval_ms}"]
+    if devices:
+        argv.append(f"--id={','.join(devices)}")
+    return argv
+
+
+def _number(text: str) -> float | None:
+    """'80.33', '80.33 W', '345 MHz', '0 %', '[N/A]', '[Not Supported]' -> float or None."""
+    word = text.strip().split(" ")[0]
+    try:
+        return float(word)
+    except ValueError:
+        return None
+
+
+def _reasons(text: str) -> int | None:
+    try:
+        return int(text.strip(), 16)
+    except ValueError:
+        return None
+
+
+def parse_csv(text: str, utc_offset_s: float = 0.0) -> tuple[list[dict], list[str]]:
+    """Rows of `nvidia-smi --query-gpu=FIELDS --format=csv[,noheader][,nounits]` -> (samples, problems).
+
+    Each sample: t (Unix seconds; nvidia-smi prints the host's local time, utc_offset_s converts it),
+    index, uuid, name and the numeric fields (None where nvidia-smi printed [N/A]). Lines that are not
+    a sample (the header, nvidia-smi's own error lines, a line cut by SIGKILL) are skipped and counted."""
+    samples: list[dict] = []
+    problems: list[str] = []
+    skipped = 0
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.startswith("timestamp"):
+            continue
+        cells = [c.strip() for c in line.split(", ")]
+        if len(cells) != len(FIELDS):
+            skipped += 1
+            if len(problems) < 3:
+                problems.append(f"line {n}: {len(cells)} fields, expected {len(FIELDS)}: {line[:120]!r}")
+            continue
+        row = dict(zip(FIELDS, cells))
+        try:
+            t = dt.datetime.strptime(row["timestamp"], TIMESTAMP_FORMAT).replace(tzinfo=dt.timezone.utc)
+        except ValueError:
+            skipped += 1
+            continue
+        samples.append({
+            "t": t.timestamp() - utc_offset_s, "index": row["index"], "uuid": row["uuid"], "name": row["name"],
+            "power_w": _number(row["power.draw"]), "power_limit_w": _number(row["enforced.power.limit"]),
+            "sm_mhz": _number(row["clocks.sm"]), "max_sm_mhz": _number(row["clocks.max.sm"]),
+            "mem_mhz": _number(row["clocks.mem"]), "temp_c": _number(row["temperature.gpu"]),
+            "util_pct": _number(row["utilization.gpu"]), "mem_used_mib": _number(row["memory.used"]),
+            "mem_total_mib": _number(row["memory.total"]), "reasons": _reasons(row["clocks_event_reasons.active"]),
+            "ecc_uncorrected": _number(row["ecc.errors.uncorrected.volatile.total"]),
+        })
+    if skipped:
+        problems.append(f"{skipped} line(s) were not samples")
+    return samples, problems
+
+
+def _at(pts: list[tuple[float, float]], t: float) -> float:
+    """Power at time t: linear between samples, held flat before the first and after the last."""
+    if t <= pts[0][0]:
+        return pts[0][1]
+    if t >= pts[-1][0]:
+        return pts[-1][1]
+    for (t0, p0), (t1, p1) in zip(pts, pts[1:]):
+        if t0 <= t <= t1:
+            return p0 if t1 == t0 else p0 + (p1 - p0) * (t - t0) / (t1 - t0)
+    return pts[-1][1]
+
+
+def _energy_j(points: list[tuple[float, float | None]], start: float, end: float) -> tuple[float | None, float]:
+    """(trapezoid integral of power over [start, end], share of the window the samples cover)."""
+    pts = sorted((t, p) for t, p in points if p is not None)
+    if not pts or end <= start:
+        return None, 0.0
+    ts = [start] + [t for t, _ in pts if start < t < end] + [end]
+    vals = [_at(pts, t) for t in ts]
+    energy = sum((t1 - t0) * (v0 + v1) / 2 for t0, t1, v0, v1 in zip(ts, ts[1:], vals, vals[1:]))
+    covered = max(0.0, min(pts[-1][0], end) - max(pts[0][0], start)) / (end - start)
+    return energy, covered
+
+
+def _stats(values: list[float | None]) -> dict | None:
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return None
+    return {"mean": statistics.fmean(vals), "min": min(vals), "max": max(vals)}
+
+
+def summarize(samples: list[dict], window: tuple[float, float] | None = None,
+              tokens: dict | None = None) -> dict:
+    """Per-GPU and job summary over the window (Unix seconds; None: every sample)."""
+    if window is None and samples:
+        window = (min(s["t"] for s in samples), max(s["t"] for s in samples))
+    inside = [s for s in samples if window and window[0] <= s["t"] <= window[1]]
+    gpus = []
+    for index in sorted({s["index"] for s in samples}, key=lambda i: (len(i), i)):
+        all_rows = [s for s in samples if s["index"] == index]
+        rows = [s for s in inside if s["index"] == index]
+        known = [s for s in rows if s["reasons"] is not None]
+        share = {name: (sum(1 for s in known if s["reasons"] & bit) / len(known) if known else None)
+                 for name, bit in REASONS.items()}
+        capped = sum(1 for s in known if s["reasons"] & POWER_CAP_BITS) / len(known) if known else None
+        power = _stats([s["power_w"] for s in rows])
+        energy, coverage = (_energy_j([(s["t"], s["power_w"]) for s in all_rows], *window)
+                            if window and any(s["power_w"] is not None for s in all_rows) else (None, 0.0))
+        gpus.append({
+            "index": index, "uuid": all_rows[0]["uuid"], "name": all_rows[0]["name"], "samples": len(rows),
+            "power_w": power, "power_limit_w": next((s["power_limit_w"] for s in rows if s["power_limit_w"]), None),
+            "energy_j": energy, "coverage": round(coverage, 4), "sm_clock_mhz": _stats([s["sm_mhz"] for s in rows]),
+            "max_sm_clock_mhz": next((s["max_sm_mhz"] for s in rows if s["max_sm_mhz"]), None),
+            "memory_used_mib_max": (_stats([s["mem_used_mib"] for s in rows]) or {}).get("max"),
+            "memory_total_mib": next((s["mem_total_mib"] for s in rows if s["mem_total_mib"]), None),
+            "utilization_pct": _stats([s["util_pct"] for s in rows]),
+            "temperature_c_max": (_stats([s["temp_c"] for s in rows]) or {}).get("max"),
+            "ecc_uncorrected": max((s["ecc_uncorrected"] or 0 for s in rows), default=None),
+            "clock_event_share": share, "power_capped_share": capped,
+        })
+    energies = [g["energy_j"] for g in gpus]
+    energy = sum(energies) if gpus and all(e is not None for e in energies) else None
+    per_token = None
+    if energy is not None and tokens:
+        out_t = tokens.get("output_total") or 0
+        all_t = out_t + (tokens.get("input_total") or 0)
+        per_token = {"j_per_output_token": energy / out_t if out_t else None,
+                     "j_per_token": energy / all_t if all_t else None}
+    shares = [g["power_capped_share"] for g in gpus if g["power_capped_share"] is not None]
+    return {
+        "source": "nvidia-smi",
+        "window_s": (window[1] - window[0]) if window else None,
+        "samples": len(inside),
+        "gpus": gpus,
+        "energy_j": energy,
+        "power_w_total_mean": (energy / (window[1] - window[0]) if energy is not None and window
+                               and window[1] > window[0] else None),
+        "energy_per_token": per_token,
+        "power_capped": bool(shares) and max(shares) >= POWER_CAPPED_SHARE,
+    }

@@ -1,0 +1,60 @@
+"""Bootstrap intervals stored in result.json: deterministic, cover the estimate, narrow with data."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ci_tools.results import intervals
+from ci_tools.results.metrics import percentile
+
+
+def itl(n, seed=1):
+    rng = random.Random(seed)
+    return [rng.lognormvariate(1.5, 0.3) for _ in range(n)]  # ms
+
+
+def test_intervals_cover_the_headline_and_are_reproducible():
+    xs, ts = itl(3000), itl(3000, seed=2)
+    ci = intervals.headline_intervals(xs, ts)
+    assert ci == intervals.headline_intervals(xs, ts)
+    p90 = 1000.0 / percentile(sorted(xs), 90.0)
+    lo, hi = ci["intvty_p90"]
+    assert lo < p90 < hi
+    lo, hi = ci["ttft_p90_s"]
+    assert lo < percentile(sorted(ts), 90.0) / 1000.0 < hi
+
+
+def test_more_requests_give_a_narrower_interval():
+    small = intervals.headline_intervals(itl(100), itl(100))
+    large = intervals.headline_intervals(itl(4000), itl(4000))
+    width = lambda c: (c[1] - c[0]) / c[0]  # noqa: E731
+    assert width(large["intvty_p90"]) < width(small["intvty_p90"]) / 3
+
+
+@pytest.mark.parametrize("n", [0, 1])
+def test_too_few_requests_give_no_interval(n):
+    assert intervals.headline_intervals([5.0] * n, [5.0] * n) == {}
+
+
+def test_zero_latency_gives_no_interactivity_interval():
+    assert "intvty_p90" not in intervals.headline_intervals([0.0] * 10, [1.0] * 10)
+
+
+def test_the_pure_python_path_agrees(monkeypatch):
+    import builtins
+
+    xs = itl(2000)
+    with_numpy = intervals.percentile_interval(xs, 90.0)
+    real_import = builtins.__import__
+
+    def no_numpy(name, *a, **kw):
+        if name == "numpy":
+            raise ImportError(name)
+        return real_import(name, *a, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_numpy)
+    pure = intervals.percentile_interval(xs, 90.0)
+    assert pure is not None and pure != with_numpy
+    assert pure[0] == pytest.approx(with_numpy[0], rel=0.03) and pure[1] == pytest.approx(with_numpy[1], rel=0.03)

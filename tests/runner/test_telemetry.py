@@ -1,0 +1,139 @@
+"""GPU telemetry parsing and summary on a real H200's recorded nvidia-smi output; the node check's verdicts."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from ci_tools.runner import nodecheck, telemetry
+
+H200 = "corpus/nvidia-smi-h200"
+
+
+def load_csv(shared, name: str):
+    samples, problems = telemetry.parse_csv((shared / H200 / name).read_text())
+    assert problems == []
+    return samples
+
+
+def test_the_recorded_query_is_the_one_the_sampler_sends(shared):
+    readme = " ".join((shared / H200 / "README.md").read_text().split())
+    assert f"--query-gpu={','.join(telemetry.FIELDS)} --format=csv" in readme.replace(", ", ",")
+    argv = telemetry.sampler_argv(["2", "3"])
+    assert argv[:2] == ["nvidia-smi", f"--query-gpu={','.join(telemetry.FIELDS)}"]
+    assert argv[2:] == ["--format=csv,nounits", "--loop-ms=1000", "--id=2,3"]
+
+
+def test_header_with_units_and_noheader_nounits_parse_alike(shared):
+    load = load_csv(shared, "telemetry-load.csv")
+    idle = load_csv(shared, "telemetry-idle-noheader.csv")
+    assert len(load) == 158 and len(idle) == 24
+    first = load[0]
+    assert first["t"] == dt.datetime(2026, 12, 1, 17, 43, 24, 309000, tzinfo=dt.timezone.utc).timestamp()
+    assert (first["power_w"], first["sm_mhz"], first["max_sm_mhz"], first["reasons"]) == (80.33, 345, 1980, 1)
+    assert first["mem_total_mib"] == 143771 and first["power_limit_w"] == 700
+    assert {s["name"] for s in load + idle} == {"NVIDIA H200"}
+
+
+def test_under_load_the_h200_is_power_capped(shared):
+    samples = load_csv(shared, "telemetry-load.csv")
+    busy = [s for s in samples if s["reasons"] == 0x4]
+    window = (busy[0]["t"], busy[-1]["t"])
+    summary = telemetry.summarize(samples, window, {"input_total": 9000, "output_total": 1000})
+    [gpu] = summary["gpus"]
+    assert summary["power_capped"] is True and gpu["power_capped_share"] == 1.0
+    assert gpu["clock_event_share"]["sw_power_cap"] == 1.0 and gpu["clock_event_share"]["sw_thermal"] == 0.0
+    assert 1400 <= gpu["sm_clock_mhz"]["mean"] <= 1520 and gpu["power_w"]["max"] <= 700
+    # energy: an independent trapezoid over the same samples
+    pts = [(s["t"], s["power_w"]) for s in samples if window[0] <= s["t"] <= window[1]]
+    want = sum((t1 - t0) * (p0 + p1) / 2 for (t0, p0), (t1, p1) in zip(pts, pts[1:]))
+    assert gpu["energy_j"] == pytest.approx(want, rel=1e-12) and gpu["coverage"] == 1.0
+    assert summary["energy_per_token"] == {"j_per_output_token": pytest.approx(want / 1000),
+                                           "j_per_token": pytest.approx(want / 10000)}
+    assert summary["power_w_total_mean"] == pytest.approx(want / (window[1] - window[0]))
+    assert 680 < summary["power_w_total_mean"] < 700
+
+
+def test_idle_is_not_power_capped(shared):
+    summary = telemetry.summarize(load_csv(shared, "telemetry-idle-noheader.csv"))
+    [gpu] = summary["gpus"]
+    assert summary["power_capped"] is False and gpu["clock_event_share"]["gpu_idle"] == 1.0
+    assert 80 < gpu["power_w"]["mean"] < 81 and gpu["utilization_pct"]["max"] == 0
+
+
+def test_window_beyond_the_samples_holds_the_edges_and_reports_coverage(shared):
+    samples = load_csv(shared, "telemetry-idle-noheader.csv")
+    t0, t1 = samples[0]["t"], samples[-1]["t"]
+    summary = telemetry.summarize(samples, (t0 - (t1 - t0), t1))
+    gpu = summary["gpus"][0]
+    assert gpu["coverage"] == pytest.approx(0.5)
+    assert gpu["energy_j"] == pytest.approx(2 * (t1 - t0) * gpu["power_w"]["mean"], rel=0.01)
+
+
+def test_unknown_power_gives_no_energy_and_bad_lines_are_counted(shared):
+    text = (shared / H200 / "telemetry-idle-noheader.csv").read_text().splitlines()
+    cells = text[0].split(", ")
+    cells[7] = "[N/A]"
+    na_rows = [", ".join(cells)] * 3 + ["2026/12/01 17:44:05.0, 0, cut by SIGKILL"]
+    samples, problems = telemetry.parse_csv("\n".join(na_rows), utc_offset_s=3600)
+    assert len(samples) == 3 and samples[0]["power_w"] is None
+    assert problems[-1] == "1 line(s) were not samples" and "3 fields" in problems[0]
+    summary = telemetry.summarize(samples, tokens={"output_total": 10})
+    assert summary["energy_j"] is None and summary["energy_per_token"] is None
+    # local time 18:44 at UTC+1 is 17:44 UTC
+    assert samples[0]["t"] == dt.datetime(2026, 12, 1, 16, 44, 4, 444000, tzinfo=dt.timezone.utc).timestamp()
+
+
+def test_several_gpus_add_up(shared):
+    one = load_csv(shared, "telemetry-idle-noheader.csv")
+    two = one + [{**s, "index": "1", "uuid": "GPU-other"} for s in one]
+    s1, s2 = telemetry.summarize(one), telemetry.summarize(two)
+    assert len(s2["gpus"]) == 2 and s2["energy_j"] == pytest.approx(2 * s1["energy_j"])
+
+
+L_LINES = "\n".join(f"GPU {i}: NVIDIA H200 (UUID: GPU-5e1f0c2a-7b3d-4c9e-8a61-2f4d9b0e000{i})" for i in range(4))
+
+
+def check_output(gpus: str = L_LINES, smi: str = "0", model: str = "ok", free_kb: int = 50 * 2**20) -> str:
+    return f"{gpus}\nnvidia_smi={smi}\nmodel={model}\ndisk_free_kb={free_kb}\ndisk_path=/mnt/hf_hub_cache\n"
+
+
+@pytest.mark.parametrize("output,need,devices,expect", [
+    (check_output(), 4, None, []),
+    (check_output(), 2, ["2", "3"], []),
+    (check_output(), 1, ["GPU-5e1f0c2a-7b3d-4c9e-8a61-2f4d9b0e0003"], []),
+    (check_output(), 8, None, ["GPUs: the point needs 8, the node shows 4"]),
+    (check_output(), 2, ["3", "7"], ["GPUs: device(s) 7 given to this runner are not on the node"]),
+    (check_output(gpus="", smi="missing"), 1, None, ["GPUs: nvidia-smi is not on the node's PATH"]),
+    (check_output(gpus="NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", smi="9"),
+     1, None, ["GPUs: `nvidia-smi -L` failed (exit 9)"]),
+    (check_output(model="missing"), 1, None, ["model: org/m is not in the model store (/store/org/m does not exist)"]),
+    (check_output(model="no-config"), 1, None, ["model: /store/org/m exists but has no config.json"]),
+    (check_output(free_kb=5 * 2**20), 1, None, ["disk: 5.0 GiB free on /mnt/hf_hub_cache"]),
+    ("nvidia_smi=0\n", 0, None, ["model: the check printed no model line", "disk: could not read"]),
+])
+def test_node_check_verdicts(output, need, devices, expect):
+    found = nodecheck.problems(output, need_gpus=need, devices=devices, model="org/m", model_path="/store/org/m",
+                               hf_cache="/mnt/hf_hub_cache")
+    assert len(found) == len(expect), found
+    for got, want in zip(found, expect):
+        assert got.startswith(want), (got, want)
+
+
+def test_node_check_script_runs_in_sh(tmp_path):
+    import subprocess
+
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    import shutil
+
+    bin_dir = tmp_path / "bin"  # a PATH with the script's tools and no nvidia-smi, even on a GPU machine
+    bin_dir.mkdir()
+    for tool in ("sh", "df", "awk", "dirname"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    out = subprocess.run([str(bin_dir / "sh"), "-c", nodecheck.script(str(tmp_path / "m"), str(tmp_path / "no" / "x"))],
+                         capture_output=True, text=True, env={"PATH": str(bin_dir)}).stdout
+    facts, gpus = nodecheck.parse(out)
+    assert facts["model"] == "ok" and facts["nvidia_smi"] == "missing" and gpus == []
+    assert int(facts["disk_free_kb"]) > 0 and facts["disk_path"] == str(tmp_path)
