@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -35,11 +36,14 @@ def ensure_env(extras: str) -> None:
         print(f"creating virtual environment in {VENV}", flush=True)
         venv.EnvBuilder(with_pip=True).create(VENV)
     stamp = VENV / f".installed-{extras or 'base'}"
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()
+                            + (ROOT / ".github" / "constraints.txt").read_bytes()).hexdigest()
     if stamp.exists() and stamp.read_text() == digest:
         return
     target = f"{ROOT}[{extras}]" if extras else str(ROOT)
-    rc = run([PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-e", target])
+    # The workflows' pins (tests/workflows/test_constraints.py keeps them the runtime closure).
+    constraints = ROOT / ".github" / "constraints.txt"
+    rc = run([PY, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-c", constraints, "-e", target])
     if rc != 0:
         sys.exit(f"pip install failed (exit {rc})")
     stamp.write_text(digest)
@@ -58,9 +62,11 @@ def ensure_aiperf() -> None:
     stamp = AIPERF_VENV / f".installed-aiperf-{AIPERF_VERSION}"
     if not stamp.exists():
         if not (bin_dir / "python").exists():
-            print(f"creating the AIPerf environment in {AIPERF_VENV} (about a minute)", flush=True)
+            print(f"creating the AIPerf environment in {AIPERF_VENV}: AIPerf {AIPERF_VERSION} and ~1.2 GB of"
+                  " dependencies, about four minutes on a 2-core machine (pip lists each package below)", flush=True)
             venv.EnvBuilder(with_pip=True).create(AIPERF_VENV)
-        rc = run([bin_dir / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        # Not --quiet: four minutes without output looks like a hang.
+        rc = run([bin_dir / "python", "-m", "pip", "install", "--progress-bar", "off", "--disable-pip-version-check",
                   f"aiperf=={AIPERF_VERSION}"])
         if rc != 0:
             sys.exit(f"installing aiperf=={AIPERF_VERSION} failed (exit {rc})")
@@ -138,11 +144,35 @@ def demo() -> int:
     return run([PY, ROOT / "examples" / "demo.py"])
 
 
+YLS_VERSION = "2.0.0"
+YLS_DIR = VENV / "yaml-language-server"
+
+
+def ensure_yaml_language_server() -> None:
+    """The real yaml-language-server (npm), for tests/editors: the shipped files must show no false errors
+    in editors. Installed once into .venv/ (pinned), found by the tests through CI_TOOLS_YLS."""
+    binary = YLS_DIR / "node_modules" / ".bin" / "yaml-language-server"
+    stamp = YLS_DIR / f".installed-{YLS_VERSION}"
+    if not stamp.exists():
+        npm = shutil.which("npm")
+        if not npm or not shutil.which("node"):
+            sys.exit("the editor tests need Node.js and npm to install yaml-language-server "
+                     f"{YLS_VERSION}; install them (Debian: apt-get install nodejs npm) and run again")
+        YLS_DIR.mkdir(parents=True, exist_ok=True)
+        rc = run([npm, "install", "--prefix", YLS_DIR, "--no-audit", "--no-fund", "--no-save",
+                  f"yaml-language-server@{YLS_VERSION}"])
+        if rc != 0 or not binary.exists():
+            sys.exit(f"installing yaml-language-server@{YLS_VERSION} with npm failed (exit {rc})")
+        stamp.write_text(YLS_VERSION)
+    os.environ["CI_TOOLS_YLS"] = str(binary)
+
+
 def test(args: list[str]) -> int:
     ensure_env("test")
     ensure_aiperf()
     ensure_engines()
     ensure_slurm()
+    ensure_yaml_language_server()
     rc = run([PY, "-m", "pytest", *args], cwd=ROOT)
     if rc == 5:
         print("pytest collected no tests: that is a failure here, not a pass", file=sys.stderr)

@@ -54,9 +54,10 @@ class Git:
         if proc.returncode != 0:
             if b"not a git repository" in proc.stderr:
                 raise InputError(self._failure(("rev-parse", ref), proc))
+            # exit 2: a missing input, like a missing file (README, "Conventions")
             raise InputError(f"unknown git ref {ref!r}: no commit by that name in {self.repo.resolve()}"
                              " (fetch it first, e.g. `git fetch origin <branch>`, or check the spelling;"
-                             " shallow CI checkouts need `fetch-depth: 0`)")
+                             " shallow CI checkouts need `fetch-depth: 0`)", exit_code=2)
         sha = proc.stdout.decode().strip()
         self._commits[ref] = sha
         return sha
@@ -81,7 +82,8 @@ class Git:
         ca, cb = self.rev_parse(a), self.rev_parse(b)
         proc = self._run("merge-base", ca, cb, check=False)
         if proc.returncode != 0:
-            raise InputError(f"{a!r} and {b!r} have no common ancestor (is the clone shallow? use fetch-depth: 0)")
+            raise InputError(f"{a!r} and {b!r} have no common ancestor (is the clone shallow? use fetch-depth: 0)",
+                             exit_code=2)
         return proc.stdout.decode().strip()
 
     # -- contents ---------------------------------------------------------------------------------

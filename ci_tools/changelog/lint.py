@@ -193,7 +193,7 @@ def fix_appended(base: bytes | None, head: bytes) -> bytes | None:
     return base + text
 
 
-def _history_findings(base: bytes, head: bytes, file: str, mode: Mode) -> tuple[list[Finding], int, list[Entry]]:
+def _history_findings(base: bytes, head: bytes, file: str, mode: Mode | None) -> tuple[list[Finding], int, list[Entry]]:
     """History differs byte-wise from base. Returns (errors, corrections, added entries).
 
     Entries before the first differing byte are identical in both versions, so both are parsed
@@ -249,7 +249,7 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode) -> tuple[
                               "do not mix historical pr-link corrections with new changelog entries",
                               "make the pr-link correction in its own pull request"))
         return errors, len(corrections), added
-    for i in corrections:
+    for i in corrections if mode is not None else ():
         link = head_entries[i].data.get("pr-link")
         if not schema.canonical_link(link, mode.repo):
             h = head_entries[i]
@@ -285,12 +285,20 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode) -> tuple[
     return errors, 0, added
 
 
-def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
+def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode | None,
                 master_keys: list[str] | None, masters_label: str = "the master configs") -> LintResult:
     """Judge the change base -> head of the changelog. `base` None: the file is new at head.
 
-    `master_keys` None skips key resolution (callers that check keys separately).
+    `master_keys` None skips key resolution (callers that check keys separately); `mode` None skips
+    the pr-link rules (the planner: which link an entry carries does not change what it selects).
     """
+    result = _lint_change(base, head, file=file, mode=mode, master_keys=master_keys, masters_label=masters_label)
+    result.errors = [explain_yaml(head, f) for f in result.errors]
+    return result
+
+
+def _lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode | None,
+                 master_keys: list[str] | None, masters_label: str) -> LintResult:
     result = LintResult()
     result.errors = byte_findings(head, file) + ambiguous_findings(
         head, file, max(0, _common_prefix(base or b"", head) - 2))  # -2: the prefix may end inside a character
@@ -330,10 +338,46 @@ def lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode,
         result.errors += errors
     for entry in result.added:
         result.errors += schema.entry_findings(entry, file)
-        result.errors += schema.link_findings(entry, file, mode.repo, mode.pr, mode.local)
+        if mode is not None:
+            result.errors += schema.link_findings(entry, file, mode.repo, mode.pr, mode.local)
         if master_keys is not None:
             resolved, problems = schema.key_findings(entry, file, master_keys, masters_label)
             result.resolved[entry.index] = resolved
             result.errors += problems
     result.errors.sort(key=lambda f: f.line or 0)
     return result
+
+
+_FIELD_LINE = re.compile(r"([A-Za-z0-9_-]+):(?:\s|$)")
+
+
+def explain_yaml(head: bytes, f: Finding) -> Finding:
+    """A YAML parser error on a changelog line, said in the file's own terms (fields two spaces in,
+    list items four) when the line shows what is wrong; the parser's words stay in the hint."""
+    prefix = "not valid YAML: "
+    if not f.message.startswith(prefix) or f.line is None:
+        return f
+    raw = f.message[len(prefix):]
+    lines = head.split(b"\n")
+    text = lines[f.line - 1].decode("utf-8", "replace") if 0 < f.line <= len(lines) else ""
+    indent, body = len(text) - len(text.lstrip(" ")), text.strip()
+    field = _FIELD_LINE.match(body)
+    if field and not body.startswith("- ") and indent != 2:
+        message = (f"`{field.group(1)}:` is indented by {indent} space{'s' if indent != 1 else ''}; an entry's fields"
+                   " are indented by exactly two, under `- config-keys:`")
+        hint = f"indent `{field.group(1)}:` by two spaces"
+    elif body.startswith("- ") and not body.startswith("- config-keys:") and indent != 4:
+        message = f"a list item is indented by {indent} space{'s' if indent != 1 else ''}; list items go four spaces in"
+        hint = "indent each `- ` item of config-keys, description and scenario-type by four spaces"
+    elif "sequence entries are not allowed" in raw:
+        message = "a list cannot start on the line of its field"
+        hint = "write the field alone (`  description:`), then each item on its own line: `    - \"...\"`"
+    elif "quoted scalar" in raw and ("end of stream" in raw or "document separator" in raw):
+        # the parser stops at the end of the file; the string starts at the last line with an odd quote
+        start = next((n for n in range(min(f.line, len(lines)), 0, -1)
+                      if lines[n - 1].count(b'"') % 2 or lines[n - 1].count(b"'") % 2), f.line)
+        return Finding(f.file, start, None, "a quoted string is not closed",
+                       f"end the string with the quote it starts with (`\"` or `'`) (YAML parser: {raw})", f.severity)
+    else:
+        return f
+    return Finding(f.file, f.line, f.col, message, f"{hint} (YAML parser: {raw})", f.severity)

@@ -46,6 +46,15 @@ def _strings(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value)
 
 
+def did_you_mean(word: str, choices: list[str]) -> str | None:
+    """The one close spelling of `word` among `choices` (difflib ratio >= 0.8), else None. difflib is
+    imported only on this error path: the gate's clean path stays import-light."""
+    import difflib
+
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.8)
+    return close[0] if close else None
+
+
 def entry_findings(entry: Entry, file: str) -> list[Finding]:
     """Schema and combination rules of one entry (not the pr-link mode rule, not key resolution)."""
     n, data, out = entry.index + 1, entry.data, []
@@ -54,11 +63,17 @@ def entry_findings(entry: Entry, file: str) -> list[Finding]:
         line = entry.key_lines.get(key, entry.line) if key else entry.line
         out.append(Finding(file, line, None, f"entry {n}: {message}", hint))
 
+    meant: set[str] = set()  # required fields a misspelt key stands for: one error, not two
     for key in data:
         if key not in FIELDS:
-            at(key, f"unknown field {key!r}", f"the fields are {', '.join(FIELDS)}; check the spelling")
+            close = did_you_mean(str(key), [f for f in FIELDS if f not in data])
+            if close:
+                meant.add(close)
+                at(key, f"unknown field {key!r}; did you mean {close!r}?", f"rename it to `{close}:`")
+            else:
+                at(key, f"unknown field {key!r}", f"the fields are {', '.join(FIELDS)}; check the spelling")
     for key in REQUIRED:
-        if key not in data:
+        if key not in data and key not in meant:
             at(None, f"the required field {key!r} is missing", f"add `  {key}:` to the entry")
     if "config-keys" in data:
         keys = data["config-keys"]
@@ -120,8 +135,11 @@ def key_findings(entry: Entry, file: str, master_keys: list[str], masters_label:
             msg = f"entry {entry.index + 1}: the pattern {key!r} matches no config key in the master configs"
             hint = f"`*` matches any characters and `?` one character; the keys are in {masters_label}"
         else:
-            msg = f"entry {entry.index + 1}: config key {key!r} is not in the master configs"
-            hint = f"check the spelling against {masters_label}, or add the config there in this PR"
+            close = did_you_mean(key, master_keys)
+            msg = (f"entry {entry.index + 1}: config key {key!r} is not in the master configs"
+                   + (f"; did you mean {close!r}?" if close else ""))
+            hint = (f"write `    - {close}`" if close else
+                    f"check the spelling against {masters_label}, or add the config there in this PR")
         out.append(Finding(file, entry.key_lines.get(("config-keys", keys.index(key)), line), None, msg, hint))
     return resolved, out
 

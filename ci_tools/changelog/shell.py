@@ -29,6 +29,10 @@ class Sources:
     head: bytes
     master_keys: list[str]
     masters_label: str
+    # ref mode only: the merge base, the head ref and the masters' bytes there (for the missing-entry rule)
+    fork: str | None = None
+    head_ref: str | None = None
+    master_blobs: dict | None = None
 
 
 def master_paths(git: Git, head: str | None, given: tuple[str, ...]) -> list[str]:
@@ -60,22 +64,25 @@ def read_sources(git: Git, *, base: str | None, head: str | None, file: str, mas
         git.prefetched[(head, paths.POLICY)] = got[(head, paths.POLICY)]
         blobs = {f: got[(head, f)] for f in [file, *master_files]}
     if not master_files:
-        raise InputError(f"no master configs at {where}: nothing matches {paths.MASTER_GLOB}",
+        raise InputError(exit_code=2, message=f"no master configs at {where}: nothing matches {paths.MASTER_GLOB}",
                          findings=[Finding(paths.MASTER_GLOB, None, None, f"no master config files at {where}",
                                            "pass --master PATH (repeatable) for a repository laid out differently")])
     head_bytes = blobs.pop(file)
     if head_bytes is None:
-        raise InputError(f"{file} does not exist at {where}",
+        raise InputError(exit_code=2, message=f"{file} does not exist at {where}",
                          findings=[Finding(file, None, None, f"the changelog does not exist at {where}",
                                            "pass --changelog-file PATH for a repository laid out differently")])
     keys: list[str] = []
     for path, content in blobs.items():
         if content is None:
-            raise InputError(f"{path}: master config not found at {where}",
+            raise InputError(exit_code=2, message=f"{path}: master config not found at {where}",
                              findings=[Finding(path, None, None, f"master config not found at {where}",
                                                "--master takes a path inside the repository, relative to its root")])
         keys += master_keys_from_bytes(content, path)
-    return Sources(base_bytes, head_bytes, keys, ", ".join(master_files))
+    if head is None:
+        return Sources(base_bytes, head_bytes, keys, ", ".join(master_files))
+    return Sources(base_bytes, head_bytes, keys, ", ".join(master_files), fork=fork, head_ref=head,  # type: ignore[arg-type]
+                   master_blobs=blobs)
 
 
 def default_repo(git: Git, head: str | None) -> str:
@@ -165,6 +172,7 @@ class HookTarget:
     base: str | None
     head: str | None
     how: str  # one sentence for the report
+    kind: str = "index"  # "range" (pre-push, --from-ref/--to-ref), "index" (a commit), "branch" (--all-files)
 
 
 def _try_commit(git: Git, ref: str) -> str | None:
@@ -186,7 +194,7 @@ def hook_target(git: Git, env: dict[str, str], file: str) -> HookTarget:
     frm = env.get("PRE_COMMIT_FROM_REF") or env.get("PRE_COMMIT_SOURCE")
     to = env.get("PRE_COMMIT_TO_REF") or env.get("PRE_COMMIT_ORIGIN")
     if frm and to:
-        return HookTarget(frm, to, f"the range {frm[:12]}..{to[:12]} pre-commit was given")
+        return HookTarget(frm, to, f"the range {frm[:12]}..{to[:12]} pre-commit was given", "range")
     if not git.has_commits():
         return HookTarget(None, None, "the index (first commit)")
     if git.show_staged(file) != git.show("HEAD", file):
@@ -195,6 +203,70 @@ def hook_target(git: Git, env: dict[str, str], file: str) -> HookTarget:
     for ref in UPSTREAM_CANDIDATES:
         sha = _try_commit(git, ref)
         if sha and sha != head:
-            return HookTarget(ref, "HEAD", f"HEAD against its merge base with {ref}")
+            return HookTarget(ref, "HEAD", f"HEAD against its merge base with {ref}", "branch")
     return HookTarget(None, None, "the index against HEAD; no upstream branch (origin/main) to compare the branch"
                                   " with, so earlier commits of the branch were not checked (pass --base REF)")
+
+
+# -- the missing-entry rule: which performance-relevant files changed, affecting which configs ----
+def _data(content: bytes | None, file: str) -> object:
+    """Parsed YAML, or None when absent or unreadable (config validate reports those, located)."""
+    if content is None:
+        return None
+    from ci_tools.yamlio import load_data_fast
+
+    try:
+        return load_data_fast(content.decode("utf-8"), file)
+    except (InputError, UnicodeDecodeError):
+        return None
+
+
+def performance_patterns(git: Git, head: str) -> list[str]:
+    policy = git.prefetched.get((head, paths.POLICY)) if (head, paths.POLICY) in git.prefetched \
+        else git.show(head, paths.POLICY)
+    data = _data(policy, paths.POLICY)
+    pats = data.get("performance-relevant") if isinstance(data, dict) else None
+    return [p for p in pats if isinstance(p, str)] if isinstance(pats, list) else []
+
+
+def changed_performance_files(git: Git, src: Sources, file: str) -> list:
+    """The performance-relevant files the change (merge base -> head) changed, with their configs."""
+    from ci_tools.changelog.coverage import ChangedFile, relevant
+    from ci_tools.config.crossfile import recipe_refs
+    from ci_tools.config.touched import touched_keys
+
+    assert src.fork is not None and src.head_ref is not None and src.master_blobs is not None
+    patterns = performance_patterns(git, src.head_ref)
+    if not patterns:
+        return []
+    changed = [p for p in git.changed_files(src.fork, src.head_ref) if p != file and relevant(p, patterns)]
+    if not changed:
+        return []
+    before = git.read([(src.fork, p) for p in changed])
+    after = git.read([(src.head_ref, p) for p in changed if p not in src.master_blobs])
+    heads = {p: src.master_blobs[p] if p in src.master_blobs else after[(src.head_ref, p)] for p in changed}
+    masters = {m: _data(b, m) for m, b in src.master_blobs.items()}
+    out = []
+    for path in changed:
+        old, new = before[(src.fork, path)], heads[path]
+        if new is None:
+            continue  # deleted: nothing left to benchmark under that name
+        if path in src.master_blobs:
+            keys = sorted(touched_keys(_data(old, path), masters[path]))
+            out.append(ChangedFile(path, tuple(keys), 1, _key_lines(new)))
+        elif path.startswith(paths.RECIPES_DIR + "/"):
+            if old is not None and _data(old, path) == _data(new, path) is not None:
+                continue  # comments or layout only
+            users = [key for m in masters.values() if isinstance(m, dict) for key, entry in m.items()
+                     if isinstance(entry, dict) and any(ref == path for _, ref, _ in recipe_refs(entry))]
+            out.append(ChangedFile(path, tuple(users), 1))
+        else:
+            out.append(ChangedFile(path, None, 1))
+    return out
+
+
+_KEY_LINE = re.compile(rb"^([A-Za-z0-9_][A-Za-z0-9_.+-]*):", re.M)
+
+
+def _key_lines(content: bytes) -> dict[str, int]:
+    return {m.group(1).decode(): content.count(b"\n", 0, m.start()) + 1 for m in _KEY_LINE.finditer(content)}

@@ -68,7 +68,7 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
 
     Both versions are read from git objects, not from the working tree. With --pr (PR mode) new
     entries may use the placeholder XXX or the PR's own link; without it (main mode) only
-    canonical links pass. Exit 0 accepted, 1 rejected, 2 usage error.
+    canonical links pass. Exit 0 accepted, 1 rejected, 2 usage error or missing input (unknown ref, missing file).
 
     \b
     Examples:
@@ -89,22 +89,38 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
         raise UsageError("give --base REF and --head REF (or --staged for the pre-commit check)")
     git = Git(".")
     how = None
+    # The missing-entry rule judges a whole change (a PR, a branch); a commit or a pushed range is
+    # only part of one (the entry may come in another commit), so those skip it.
+    whole_change = not staged
     if hook:
         target = shell.hook_target(git, dict(os.environ), file)
         base, head, how = target.base, target.head, target.how
         staged = head is None
+        whole_change = target.kind == "branch"
     local = (staged or hook) and pr is None
     src = shell.read_sources(git, base=base, head=None if staged else head, file=file, masters=masters)
     repo = shell.check_repo(repo) if repo else shell.default_repo(git, None if staged else head)
     mode = Mode(repo=repo, pr=pr, local=local)
     result = lint_change(src.base, src.head, file=file, mode=mode,
                          master_keys=src.master_keys, masters_label=src.masters_label)
+    if whole_change:
+        from ci_tools.changelog.coverage import missing_entry_findings
+
+        covered = {k for keys in result.resolved.values() for k in keys}
+        result.errors += missing_entry_findings(shell.changed_performance_files(git, src, file), covered,
+                                                len(result.added), file)
     fixed_note = None
     if fix and not result.ok:
         fixed_note, result = _fix(git, src, file, mode, result)
     if how and fmt == "text":
         click.echo(f"{file}: checked {how}")
     click.echo(render(result, file, fmt))
+    if fmt == "github":
+        from ci_tools.github.actions import append_step_summary
+        from ci_tools.render.findings import summary_markdown
+
+        verdict = "accepted, " + _summary(result) if result.ok else f"rejected, {len(result.errors)} error(s)"
+        append_step_summary(summary_markdown(f"changelog lint (`{file}`)", verdict, result.errors))
     if fixed_note:
         click.echo(fixed_note, err=fmt != "text")
         sys.exit(1)
@@ -139,15 +155,16 @@ def render(result, file: str, fmt: str) -> str:
              for e in result.added]
     if fmt == "json":
         return json.dumps({"ok": result.ok,
-                           "errors": [{"line": f.line, "message": f.message, "hint": f.hint} for f in result.errors],
+                           "errors": [{"file": f.file, "line": f.line, "message": f.message, "hint": f.hint}
+                                      for f in result.errors],
                            "added": added, "corrections": result.corrections}, indent=2, ensure_ascii=False,
                           default=str)  # YAML dates, sets, bytes in a rejected entry: echoed as text
     if fmt == "github":
         from ci_tools.render.findings import github_annotation
 
-        lines = [github_annotation(f) for f in result.errors]
+        lines = [github_annotation(f, "changelog lint") for f in result.errors]
         if result.ok:
-            lines.append(f"::notice file={file}::{_summary(result)}")
+            lines.append(f"::notice file={file},title=changelog lint::{_summary(result)}")
         return "\n".join(lines)
     lines = [f.as_text() for f in result.errors]
     lines.append(f"{file}: {'accepted' if result.ok else 'rejected'}: "

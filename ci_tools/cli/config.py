@@ -67,8 +67,50 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
     elif fmt == "github":
         for note in report.notes:
             click.echo(f"::notice::{note}")
-    out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None)
+    out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None,
+                 title="config validate")
+    if fmt == "github":
+        from ci_tools.github.actions import append_step_summary
+        from ci_tools.render.findings import summary_markdown
+
+        errors = sum(f.severity != "warning" for f in report.findings)
+        verdict = (f"{errors} error(s)" if errors else "passed") + f", {len(report.findings) - errors} warning(s)"
+        append_step_summary(summary_markdown("config validate", verdict, report.findings))
     if out:
         click.echo(out)
     if not report.ok:
         raise SystemExit(1)  # main() drops the return value of ctx.exit(1) in non-standalone mode
+
+
+@cli.command("bump-image")
+@click.option("--config-key", "key", required=True, metavar="KEY", help="The master entry whose image changes.")
+@click.option("--image", required=True, metavar="REPO:TAG@sha256:DIGEST", help="The new image, pinned by digest.")
+@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Repository root.")
+def bump_image(key: str, image: str, root: Path) -> None:
+    """Point a config's image at a new digest-pinned reference: in the master entry, its recipe and
+    every CONFIG_FILE= recipe, changing nothing but the image lines; then print the changelog entry.
+
+    \b
+    Example:
+      ci-tools config bump-image --config-key dsv41flash-fp4-gb300-sglang-agentic-dspark \\
+        --image lmsysorg/sglang:nightly-dev-cu13-20261101-abcdef12@sha256:<64 hex>
+    """
+    from ci_tools import paths
+    from ci_tools.changelog.coverage import entry_text
+    from ci_tools.config.bumpimage import plan_bump
+
+    masters = {str(p.relative_to(root)): p.read_text(encoding="utf-8")
+               for p in sorted(root.glob(paths.MASTER_GLOB))}
+    recipes = {str(p.relative_to(root)): p.read_text(encoding="utf-8")
+               for p in sorted((root / paths.RECIPES_DIR).rglob("*.yaml"))}
+    edits, texts = plan_bump(masters, recipes, key, image)
+    if not edits:
+        click.echo(f"{key} already uses {image}; nothing to do")
+        return
+    for file in dict.fromkeys(e.file for e in edits):
+        (root / file).write_text(texts[file], encoding="utf-8")
+    for e in edits:
+        click.echo(f"{e.file}:{e.line}: image {e.old} -> {e.new}")
+    click.echo(f"\nappend to {paths.CHANGELOG} (after one empty line):\n"
+               + entry_text([key]).replace("<what changed and why it can move the numbers>", f"Bump image to {image}."))

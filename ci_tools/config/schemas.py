@@ -272,3 +272,129 @@ def check(doc: YamlDoc, data: Any, name: str, ref: str | None = None, base: tupl
             continue
         findings.extend(_error_findings(doc, base, err))
     return findings
+
+
+# ---- a yes/no answer without jsonschema ----------------------------------------------------------
+# `ci-tools plan` validates the few entries it selects and must stay fast; importing jsonschema costs
+# more than the rest of the plan. `is_valid` interprets the same schema file for the keywords the
+# shipped schemas use, and answers only "valid" (True), "invalid" (False) or "cannot tell" (None, a
+# keyword it does not know). Callers run `check` whenever the answer is not True, so every message
+# still comes from jsonschema; a test holds the two to the same verdict.
+
+_ANNOTATIONS = frozenset({"description", "title", "$comment", "default", "examples", "$schema", "$id",
+                          "markdownDescription", "deprecated"})
+
+
+class _CannotTell(Exception):
+    pass
+
+
+def _is_type(value: Any, kind: str) -> bool:
+    if kind == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)  # 2.0 is not an integer (_strict_class)
+    if kind == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "null":
+        return value is None
+    if kind == "array":
+        return isinstance(value, list)
+    if kind == "object":
+        return isinstance(value, dict)
+    raise _CannotTell(kind)
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+@functools.cache
+def _regex(pattern: str):
+    import re
+
+    return re.compile(pattern)
+
+
+def _valid(node: Any, value: Any, defs: dict) -> bool:
+    if node is True or node == {}:
+        return True
+    if node is False:
+        return False
+    for key, arg in node.items():
+        if key in _ANNOTATIONS or key in ("then", "else", "$defs"):
+            continue
+        if key == "$ref":
+            if not arg.startswith("#/$defs/"):
+                raise _CannotTell(arg)
+            ok = _valid(defs[arg.removeprefix("#/$defs/")], value, defs)
+        elif key == "type":
+            ok = any(_is_type(value, t) for t in ([arg] if isinstance(arg, str) else arg))
+        elif key == "enum":
+            ok = any(_json_equal(value, option) for option in arg)
+        elif key == "const":
+            ok = _json_equal(value, arg)
+        elif key == "properties":
+            ok = not isinstance(value, dict) or all(_valid(sub, value[name], defs)
+                                                    for name, sub in arg.items() if name in value)
+        elif key == "additionalProperties":
+            known = node.get("properties") or {}
+            if "patternProperties" in node:
+                raise _CannotTell(key)
+            ok = not isinstance(value, dict) or all(_valid(arg, v, defs) for k, v in value.items() if k not in known)
+        elif key == "required":
+            ok = not isinstance(value, dict) or all(name in value for name in arg)
+        elif key == "items":
+            ok = not isinstance(value, list) or all(_valid(arg, v, defs) for v in value)
+        elif key == "propertyNames":
+            ok = not isinstance(value, dict) or all(_valid(arg, k, defs) for k in value)
+        elif key == "minLength":
+            ok = not isinstance(value, str) or len(value) >= arg
+        elif key == "minItems":
+            ok = not isinstance(value, list) or len(value) >= arg
+        elif key == "minProperties":
+            ok = not isinstance(value, dict) or len(value) >= arg
+        elif key == "pattern":
+            ok = not isinstance(value, str) or _regex(arg).search(value) is not None
+        elif key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            if not (isinstance(value, (int, float)) and not isinstance(value, bool)):
+                ok = True
+            elif key == "minimum":
+                ok = value >= arg
+            elif key == "maximum":
+                ok = value <= arg
+            elif key == "exclusiveMinimum":
+                ok = value > arg
+            else:
+                ok = value < arg
+        elif key == "anyOf":
+            ok = any(_valid(sub, value, defs) for sub in arg)
+        elif key == "allOf":
+            ok = all(_valid(sub, value, defs) for sub in arg)
+        elif key == "if":
+            branch = node.get("then") if _valid(arg, value, defs) else node.get("else")
+            ok = branch is None or _valid(branch, value, defs)
+        else:
+            raise _CannotTell(key)
+        if not ok:
+            return False
+    return True
+
+
+def is_valid(name: str, ref: str | None, data: Any) -> bool | None:
+    """Whether `data` passes a shipped schema (or one of its `$defs`), without jsonschema; None when
+    the schema uses a keyword this interpreter does not know (then ask `check`)."""
+    sch = schema(name)
+    defs = sch.get("$defs", {})
+    try:
+        return _valid(defs[ref] if ref is not None else sch, data, defs)
+    except _CannotTell:
+        return None

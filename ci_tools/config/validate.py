@@ -146,6 +146,51 @@ def _merge_masters(docs: list[YamlDoc]) -> tuple[list[tuple[str, dict | object, 
     return out, found
 
 
+def entry_findings(key: str, data: object, doc: YamlDoc, *, quick: bool = False) -> tuple[list[Finding], bool]:
+    """(findings, passed the schema) for one master entry: the schema, then its cross-field rules.
+
+    `quick`: ask `schemas.is_valid` first and import jsonschema only for an entry it does not pass
+    (same verdict, same messages; the planner cannot afford jsonschema's import on every run).
+    """
+    ref = "mnEntry" if isinstance(data, dict) and data.get("multinode") is True else "snEntry"
+    if quick and schemas.is_valid("master", ref, data) is True:
+        problems = []
+    else:
+        problems = schemas.check(doc, data, "master", ref, (key,))
+    if problems:
+        return problems, False
+    out = []
+    for issue in rules.entry_issues(data):
+        message = f"{key}: {issue.message}"
+        if issue.related is not None:
+            message += f" (see line {doc.mark((key, *issue.related))[0]})"
+        out.append(doc.finding((key, *issue.path), message, issue.hint, issue.severity))
+    return out, True
+
+
+def selected_errors(entries: list[tuple[str, object, YamlDoc]], runners: YamlDoc | None) -> list[Finding]:
+    """The errors of some master entries alone (what a plan selects): schema, cross-field rules and,
+    with a runners file that passes its schema, the runner-label and DRAM rules. Rules about the other
+    entries, recipes and image pins are `config validate`'s; warnings are left to it too."""
+    findings: list[Finding] = []
+    valid: list[Entry] = []
+    for key, data, doc in entries:
+        problems, schema_ok = entry_findings(key, data, doc, quick=True)
+        findings += problems
+        if schema_ok:
+            valid.append(Entry(key, data, doc))
+    if runners is not None and valid and _runners_ok(runners):
+        findings += crossfile.runner_labels(valid, runners)
+        findings += crossfile.dram_hardware(valid, runners)
+    errors = {f for f in findings if f.severity != "warning"}
+    return sorted(errors, key=lambda f: (f.file, f.line or 0, f.col or 0, f.message))
+
+
+def _runners_ok(runners: YamlDoc) -> bool:
+    verdict = schemas.is_valid("runners", None, runners.data)
+    return verdict if verdict is not None else not schemas.check(runners, runners.data, "runners")
+
+
 # Entries failing their schema after which `check` stops (each costs its findings' time and memory).
 MAX_INVALID_ENTRIES = 200
 
@@ -166,17 +211,11 @@ def check(src: Sources, change: Change = Change()) -> Report:
             findings.append(doc.finding((key,), f"{len(merged) - n} more entries not checked: stopped after "
                                                 f"{invalid} invalid entries", "fix the errors above and run again"))
             break
-        ref = "mnEntry" if isinstance(data, dict) and data.get("multinode") is True else "snEntry"
-        problems = schemas.check(doc, data, "master", ref, (key,))
-        if problems:
-            findings += problems
+        problems, schema_ok = entry_findings(key, data, doc)
+        findings += problems
+        if not schema_ok:
             invalid += 1
             continue
-        for issue in rules.entry_issues(data):
-            message = f"{key}: {issue.message}"
-            if issue.related is not None:
-                message += f" (see line {doc.mark((key, *issue.related))[0]})"
-            findings.append(doc.finding((key, *issue.path), message, issue.hint, issue.severity))
         valid.append(Entry(key, data, doc))
 
     runners_ok = False

@@ -52,3 +52,14 @@ def append_summary(markdown: str) -> None:
 def annotate_errors(messages: list[str]) -> None:
     for m in messages:
         click.echo("::error::" + m.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
+
+
+def append_step_summary(markdown: str) -> bool:
+    """Append Markdown to the job summary ($GITHUB_STEP_SUMMARY); False outside Actions (no file named).
+    Gates write every finding there: GitHub shows at most 10 annotations of each kind per step."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return False
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    return True

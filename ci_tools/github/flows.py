@@ -685,23 +685,34 @@ def _read(root: Path, rel: str) -> str:
 
 # ---- bots -------------------------------------------------------------------------------------
 
+def _label_what(r) -> tuple[str, str]:
+    """What a primary label does, in English and Chinese: scope, canary and fail-fast, so the three
+    full-sweep variants read differently (the seed PR's welcome tells them apart too)."""
+    en = ("full sweep" if r.scope == "full" else "each config at its lowest concurrency")
+    zh = ("完整扫描" if r.scope == "full" else "每个配置只跑最低并发")
+    en += ", canary first" if r.canary else ", no canary"
+    zh += "，先跑 canary" if r.canary else "，不跑 canary"
+    if r.fail_fast:
+        en += ", stops a matrix at its first failure"
+        zh += "，矩阵出现首个失败即停止"
+    if r.scope == "full" and not r.reusable:
+        en += ", not reusable at merge"
+        zh += "，合并时不可复用"
+    return en, zh
+
+
 def welcome_values(policy: Policy, repo: str) -> dict:
     primaries = sorted(policy.primary)
     recommended = next((p for p in primaries if policy.primary[p].recommended), primaries[0])
-    r = policy.primary[recommended]
-    what = "full sweep" + (", canary first" if r.canary else "") + (", stops a matrix at its first failure"
-                                                                     if r.fail_fast else "")
-    what_zh = "完整扫描" + ("，先跑 canary" if r.canary else "") + ("，矩阵出现首个失败即停止" if r.fail_fast else "")
-    scope_zh = {"full": "完整", "trimmed": "精简"}
+    what, what_zh = _label_what(policy.primary[recommended])
     others = [p for p in primaries if p != recommended]
     blockers = [m for m in sorted(policy.modifiers) if policy.modifiers[m].blocks_reuse]
     code = lambda names, sep: sep.join(f"`{n}`" for n in names)  # noqa: E731
     return dict(checklist_url=f"https://github.com/{repo}/blob/main/{paths.REVIEW_CHECKLIST}", phrase=signoff.PHRASE,
                 signoff_context=signoff.STATUS_CONTEXT, changelog=paths.CHANGELOG, recommended=recommended,
                 recommended_what=what, recommended_what_zh=what_zh,
-                other_primaries=", ".join(f"`{p}` ({policy.primary[p].scope})" for p in others),
-                other_primaries_zh="、".join(f"`{p}`（{scope_zh.get(policy.primary[p].scope, policy.primary[p].scope)}）"
-                                            for p in others),
+                other_primaries="; ".join(f"`{p}` ({_label_what(policy.primary[p])[0]})" for p in others),
+                other_primaries_zh="；".join(f"`{p}`（{_label_what(policy.primary[p])[1]}）" for p in others),
                 modifiers=code(sorted(policy.modifiers), ", "), modifiers_zh=code(sorted(policy.modifiers), "、"),
                 blockers=code(blockers, ", ") or "none", blockers_zh=code(blockers, "、") or "无")
 

@@ -2,6 +2,10 @@
 
 `plan` decides from git objects only, never the working tree: the recipes the selected master entries
 name are read at the same head as the masters, then `servable.screen_for` decides (pure).
+
+A repository with no recipes/ folder at all (InferenceX's own layout, whose runners serve rows with
+their own launch scripts, not `ci-tools runner run`) is planned without the check: there is no
+ci-tools runner whose verdict would mean anything there.
 """
 
 from __future__ import annotations
@@ -39,8 +43,13 @@ def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict
     return out
 
 
-def screen_at(git, head: str, masters) -> object:
-    """`build_plan(screen=...)` for the head's masters (a `policy.plan.Masters`)."""
+def screen_at(git, head: str, masters) -> object | None:
+    """`build_plan(screen=...)` for the head's masters (a `policy.plan.Masters`); None for a repository
+    that has no recipes/ folder at `head`."""
+    from ci_tools import paths
     from ci_tools.runner.servable import screen_for
+
+    if not git.ls_files(head, paths.RECIPES_DIR):
+        return None
 
     return screen_for(masters.entries, recipes_at(git, head, masters.entries), masters.hardware)

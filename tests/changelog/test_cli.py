@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import assert_golden
+
 from .helpers import LINK, REPO, commit, entry, git, history, init_repo, write
 
 LOG = "inferencex-e2e/perf-changelog.yaml"
@@ -61,7 +63,7 @@ def test_rejection_in_every_format_matches_the_golden_files(repo):
         out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42", "--format", fmt)
         assert out.returncode == 1, out.stderr
         assert "Traceback" not in out.stderr
-        assert out.stdout == (GOLDEN / f"lint-rejected.{fmt}.{ext}").read_text(), fmt
+        assert_golden(GOLDEN / f"lint-rejected.{fmt}.{ext}", out.stdout)
 
 
 def test_json_lists_added_entries_and_resolved_keys(repo):
@@ -97,16 +99,16 @@ def test_correction_only_is_accepted(repo):
 
 
 @pytest.mark.parametrize("args,code,message", [
-    (["--base", "nope", "--head", "HEAD"], 1,
+    (["--base", "nope", "--head", "HEAD"], 2,
      "unknown git ref 'nope': no commit by that name in {repo} (fetch it first, e.g. `git fetch origin <branch>`,"
      " or check the spelling; shallow CI checkouts need `fetch-depth: 0`)"),
     (["--base", "base"], 2, "give --base REF and --head REF (or --staged for the pre-commit check)"),
     (["--staged", "--base", "base"], 2, "--staged compares HEAD with the index; do not combine it with --base/--head"),
     (["--base", "base", "--head", "HEAD", "--repo", "not a repo"], 2,
      "--repo must be OWNER/NAME (e.g. SemiAnalysisAI/InferenceX), not 'not a repo'"),
-    (["--base", "base", "--head", "HEAD", "--changelog-file", "missing.yaml"], 1,
+    (["--base", "base", "--head", "HEAD", "--changelog-file", "missing.yaml"], 2,
      "missing.yaml: error: the changelog does not exist at HEAD"),
-    (["--base", "base", "--head", "HEAD", "--master", "nope.yaml"], 1,
+    (["--base", "base", "--head", "HEAD", "--master", "nope.yaml"], 2,
      "nope.yaml: error: master config not found at HEAD"),
 ])
 def test_usage_and_input_errors(repo, args, code, message):
@@ -318,7 +320,7 @@ def test_canonicalize_without_origin_main_asks_for_base(repo):
 def test_github_format_on_success(repo):
     head_with(repo, history(3) + b"\n" + entry())
     out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42", "--format", "github")
-    assert out.stdout == f"::notice file={LOG}::1 new entry\n"
+    assert out.stdout == f"::notice file={LOG},title=changelog lint::1 new entry\n"
 
 
 def test_resolve_conflict_refuses_during_a_rebase(repo):
@@ -354,5 +356,5 @@ def test_unrelated_histories_are_an_input_error(repo, tmp_path):
     write(repo, LOG, entry())
     commit(repo, "unrelated", tag="other")
     out = cli(repo, "changelog", "lint", "--base", "base", "--head", "other")
-    assert out.returncode == 1
+    assert out.returncode == 2
     assert "'base' and 'other' have no common ancestor" in out.stderr

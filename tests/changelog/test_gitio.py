@@ -36,7 +36,7 @@ def test_unknown_ref_is_an_input_error_naming_it(repo, ref):
     with pytest.raises(InputError) as exc:
         Git(repo).show(ref, "a.txt")
     assert exc.value.message.startswith(f"unknown git ref {ref!r}: no commit by that name in {repo.resolve()}")
-    assert exc.value.exit_code == 1
+    assert exc.value.exit_code == 2  # a missing input, like a missing file
 
 
 def test_option_like_ref_is_refused(repo):

@@ -58,8 +58,8 @@ NUL_ETC = [
     ("not UTF-8", H + b"\n" + E.replace(b"Add", b"\xff"), 22, "the file is not valid UTF-8"),
     ("duplicate key", H + b"\n" + E + b"  description:\n    - again\n", 24,
      "not valid YAML: duplicate key 'description' (first written at line 21)"),
-    ("malformed YAML", H + b"\n" + E.replace(b"  description:", b" description:"), 21,
-     "not valid YAML: while parsing a block collection: did not find expected '-' indicator"),
+    ("malformed YAML", H + b"\n" + E.replace(b"    - cfg-a", b"    - [cfg-a"), 21,
+     "not valid YAML: while parsing a flow sequence: did not find expected ',' or ']'"),
     ("history edited", H.replace(b"Change 2.", b"Change two."), 10,
      "entry 2 (line 7) was changed at line 10; historical entries are immutable except for a pr-link-only correction"),
     ("history reformatted", H.replace(b"  pr-link: " + LINK.encode() + b"/2", b"  pr-link:  " + LINK.encode() + b"/2"), 11,
@@ -93,7 +93,7 @@ NUL_ETC = [
     ("new entry not starting with config-keys", H + b"\n- description:\n    - x\n  config-keys:\n    - cfg-a\n  pr-link: XXX\n", 19,
      "text appended: the new entry at line 19 does not start with `- config-keys:`"),
     ("root not a list", b"foo: bar\n", 1, "the changelog must be a list of entries, each starting with `- config-keys:`"),
-    ("unknown field", H + b"\n" + entry(extra="  evals_only: true\n"), 24, "entry 4: unknown field 'evals_only'"),
+    ("unknown field", H + b"\n" + entry(extra="  evals_only: true\n"), 24, "entry 4: unknown field 'evals_only'; did you mean 'evals-only'?"),
     ("missing description", H + b"\n- config-keys:\n    - cfg-a\n  pr-link: XXX\n", 19,
      "entry 4: the required field 'description' is missing"),
     ("missing pr-link", H + b"\n- config-keys:\n    - cfg-a\n  description:\n    - x\n", 19,
@@ -195,3 +195,38 @@ def test_fast_path_still_checks_the_whole_file():
     keep = H + b"  extra: |+\n    text\n"
     result = run(keep, keep + b"\n" + E)
     assert result.errors and "entry 3 (line 13) was changed" in result.errors[0].message
+
+
+def test_a_misspelt_field_is_one_error_with_the_right_name():
+    typo = entry().replace(b"  description:", b"  descripton:")
+    result = run(H, H + b"\n" + typo)
+    assert [(f.message, f.hint) for f in result.errors] == [
+        ("entry 4: unknown field 'descripton'; did you mean 'description'?", "rename it to `description:`")]
+
+
+def test_a_misspelt_config_key_gets_a_suggestion():
+    result = run(H, H + b"\n" + entry(keys=("dsr1-fp8-h200-sglan",)))
+    [f] = result.errors
+    assert f.message == "entry 4: config key 'dsr1-fp8-h200-sglan' is not in the master configs; did you mean 'dsr1-fp8-h200-sglang'?"
+    assert f.hint == "write `    - dsr1-fp8-h200-sglang`"
+    far = run(H, H + b"\n" + entry(keys=("zzz",))).errors[0]
+    assert "did you mean" not in far.message and "check the spelling" in far.hint
+
+
+YAML_MISTAKES = [
+    ("field indented by 3", b"  pr-link: XXX\n", b"   pr-link: XXX\n", 23,
+     "`pr-link:` is indented by 3 spaces; an entry's fields are indented by exactly two, under `- config-keys:`"),
+    ("field indented by 1", b"  description:\n", b" description:\n", 21,
+     "`description:` is indented by 1 space; an entry's fields are indented by exactly two, under `- config-keys:`"),
+    ("list on the field line", b"  description:\n    - \"Add cfg-a.\"\n", b"  description: - x\n", 21,
+     "a list cannot start on the line of its field"),
+    ("unclosed quote", b"\"Add cfg-a.\"", b"\"Add cfg-a.", 22, "a quoted string is not closed"),
+]
+
+
+@pytest.mark.parametrize("name,old,new,line,message", YAML_MISTAKES, ids=[c[0] for c in YAML_MISTAKES])
+def test_yaml_mistakes_are_said_in_the_files_terms(name, old, new, line, message):
+    result = run(H, H + b"\n" + entry().replace(old, new))
+    first = result.errors[0]
+    assert (first.line, first.message) == (line, message), first.as_text()
+    assert "(YAML parser: " in first.hint

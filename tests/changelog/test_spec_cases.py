@@ -33,7 +33,7 @@ def test_111_safe_dump_round_trip_and_final_newline():
 def test_112_bad_yaml_and_duplicate_keys():
     base = history(1)
     _, msgs = messages(base, base + b"\n" + entry().replace(b"  pr-link", b"   pr-link"))
-    assert msgs[0].startswith("not valid YAML")
+    assert msgs[0].startswith("`pr-link:` is indented by 3 spaces")  # the parser's words are in the hint
     _, msgs = messages(base, base + b"\n" + entry() + b"  description:\n    - y\n")
     assert "duplicate key 'description'" in msgs[0]
 

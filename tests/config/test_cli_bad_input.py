@@ -124,7 +124,7 @@ def test_json_shape_and_github_annotation(scratch):
     (err,) = body["errors"]
     assert {k: err[k] for k in ("file", "line", "col")} == {"file": MASTER, "line": 15, "col": 3}
     gh = run(["config", "validate", "--format", "github"], cwd=scratch).out
-    assert f"::error file={MASTER},line=15,col=3::dsv41flash-fp4-b300-sglang: runner label 'b300-typo'" in gh
+    assert f"::error file={MASTER},line=15,col=3,title=config validate::dsv41flash-fp4-b300-sglang: runner label 'b300-typo'" in gh
 
 
 def test_subprocess_entry_point_exit_codes(scratch):

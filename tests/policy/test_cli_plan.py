@@ -321,4 +321,4 @@ def test_plan_path_imports_stay_light(demo_repo):
 def test_unknown_ref_is_named(capsys, demo_repo):
     code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "nope-branch", "--head", "head",
                        "--label", "full-sweep-fail-fast")
-    assert code == 1 and "unknown git ref 'nope-branch'" in err
+    assert code == 2 and "unknown git ref 'nope-branch'" in err

@@ -74,3 +74,67 @@ def test_matrix_duplicate_key_across_files_is_located(tmp_path, capsys):
         main(["matrix", "full-sweep", "--config-file", str(a), "--config-file", str(b)])
     err = capsys.readouterr().err
     assert exc.value.code == 1 and "b-master.yaml:2" in err and "defined twice" in err
+
+
+# -- the fast reader declines, the whole-file reader answers the same -------------------------------
+COMMENTED = b"""# yaml-language-server: $schema=x
+# images: rocm/sgl-dev:*-DSv4 & friends; <<: *defaults is not used here
+a:
+  image: "lmsysorg/sglang:v0.5 # not a comment"   # trailing *star &amp <<merge "quoted"
+  # a comment line with *alias, &anchor, <<: *x and 'quotes' and "double quotes"
+  model: 'it''s quoted, "twice"'
+  notes: "<< & * inside a string"
+  list: [1, 2]   # see *1 and &2
+b:
+  image: x   #   'half-quoted *
+  search: |
+    # inside a block scalar: *x &y << "q"
+    text
+c:
+  image: plain
+"""
+
+
+def _same_everywhere(blobs, keys):
+    from ci_tools.config.masters import MasterIndex
+
+    fast, full = MasterIndex(blobs), MasterIndex(blobs, fast=False)
+    a, b = fast.select(keys), full.select(keys)
+    assert fast.keys == full.keys and a.entries == b.entries
+    assert a.entries == {k: v for k, v in yaml.safe_load(blobs[0][1]).items() if k in keys}
+    for k in keys:
+        for path in [(k,)] + [(k, f) for f in a.entries[k]]:
+            assert a.origin[k].mark(path) == b.origin[k].mark(path), path
+    return fast
+
+
+def test_comments_with_alias_like_text_give_the_full_parse_result():
+    from ci_tools.config.masters import MasterIndex
+
+    # a trailing comment with `*x` makes the fast reader decline the file: the result is the same
+    fast = _same_everywhere([("m.yaml", COMMENTED)], ["a", "c"])
+    assert fast.split_files == []
+    # comment-only lines alone no longer decline it (the real amd-master.yaml case, `rocm/sgl-dev:*-DSv4`)
+    only_lines = b"".join(line.split(b"   #")[0].rstrip() + b"\n" if not line.lstrip().startswith(b"#") else line
+                          for line in COMMENTED.splitlines(keepends=True))
+    assert b"*-DSv4" in only_lines and b"&anchor" in only_lines and b"<<: *x" in only_lines
+    fast = _same_everywhere([("m.yaml", only_lines)], ["a", "b"])
+    assert fast.split_files == ["m.yaml"]
+    # wanted() is called exactly once on either path, with every key
+    for blob in (COMMENTED, only_lines):
+        calls = []
+        ms = read_selected_blobs([("m.yaml", blob)], lambda keys: calls.append(list(keys)) or ["b"])
+        assert calls == [["a", "b", "c"]] and list(ms.entries) == ["b"]
+    assert MasterIndex([("m.yaml", COMMENTED)]).select(["nope"]).entries == {}
+
+
+def test_a_selected_block_that_does_not_parse_alone_falls_back():
+    # a quoted value continued on a column-1 line that looks like a key: the blocks split wrongly
+    blob = b'a:\n  image: "one\nb: two"\n  model: m\nc:\n  image: i\n'
+    assert yaml.safe_load(blob) == {"a": {"image": "one b: two", "model": "m"}, "c": {"image": "i"}}
+    _same_everywhere([("m.yaml", blob)], ["a"])
+
+
+def test_anchors_across_entries_fall_back():
+    blob = b"a: &base\n  image: i\n  model: m\nb:\n  <<: *base\n  model: n\n"
+    _same_everywhere([("m.yaml", blob)], ["b"])

@@ -70,8 +70,8 @@ def test_partition_time_limit_from_runners_yaml(tmp_path):
     shutil.copytree(REPO / "recipes", root / "recipes")
     runners = root / "inferencex-e2e/configs/runners.yaml"
     runners.write_text(runners.read_text().replace(
-        "  cluster:gb300-nv:\n    available-cpu-dram-mib: 860_160\n    gpus-per-node: 4\n",
-        "  cluster:gb300-nv:\n    available-cpu-dram-mib: 860_160\n    gpus-per-node: 4\n"
+        "  cluster:gb300-nv:\n    available-cpu-dram-mib: 860160\n    gpus-per-node: 4\n",
+        "  cluster:gb300-nv:\n    available-cpu-dram-mib: 860160\n    gpus-per-node: 4\n"
         "    slurm: {partition: gb300, account: bench, max-time-minutes: 240}\n"))
     _, row = seed_rows()[0]
     assert row["runner"] == "cluster:gb300-nv" and "max-time-minutes: 240" in runners.read_text()

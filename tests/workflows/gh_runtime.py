@@ -123,7 +123,12 @@ class JobRun:
         steps = self.job["steps"]
         return steps[key] if isinstance(key, int) else next(s for s in steps if s.get("id") == key)
 
+    def would_run(self) -> bool:
+        """The job's `if:` under this event, as GitHub evaluates it (needs all succeeded)."""
+        return gh_expr.job_runs(self.job.get("if"), self.context(), gh_expr.Status(needs_results=("success",)))
+
     def run(self, key, record_as: str | None = None) -> StepRun:
+        assert self.would_run(), f"{self.wf.name}: {self.job_id}: its if: would skip the job for this event"
         s = self.step(key)
         assert "run" in s, f"{self.wf.name}: {self.job_id}: step {key} is not a run: step"
         out = self.tmp / f"output-{len(list(self.tmp.glob('output-*')))}"

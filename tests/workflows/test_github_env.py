@@ -368,7 +368,8 @@ def collect_compares_with_main(s: Scenario):
     (work / "results").mkdir(parents=True)
     (work / "results" / "results.json").write_text(json.dumps({"results": [result(1300.0)]}))
     pr_with_sweep(s.fake, 1)
-    job = s.job("sweep-pipeline.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work)
+    job = s.job("sweep-pipeline.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
+                needs={"plan": {"result": "success", "outputs": {"sweep": "true", "reuse": "false"}}})
     step = ok(job.run(4))
     assert "| tp2-c64 |" in step.summary and "improved" in step.summary
     assert (work / "results" / "compare.png").is_file()

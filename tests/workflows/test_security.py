@@ -131,11 +131,24 @@ def test_label_check_catches_a_planted_label():
 
 
 def test_changelog_path_filters_match_paths_module():
-    """`paths:` filters must spell the changelog path (GitHub syntax); this keeps them in step."""
+    """`paths:` filters spell the changelog path and the policy's `performance-relevant:` patterns (the
+    missing-entry rule's files) in GitHub syntax, where `*` stops at `/` and `**` does not; the policy's
+    fnmatch `*` crosses `/`, so a trailing `/*` becomes `/**`. This keeps them in step."""
+    import re
+
+    import yaml
+
+    policy = yaml.safe_load((WORKFLOWS.parents[1] / paths.POLICY).read_text())
+    allowed = {paths.CHANGELOG} | {re.sub(r"/\*$", "/**", p) for p in policy["performance-relevant"]}
+    seen = set()
     for wf in wc.load_workflows(WORKFLOWS):
         for trigger, spec in wf.on.items():
             for pattern in (spec or {}).get("paths", []) if isinstance(spec, dict) else []:
-                assert pattern == paths.CHANGELOG, f"{wf.name} {trigger}: paths filter {pattern!r}"
+                assert pattern in allowed, f"{wf.name} {trigger}: paths filter {pattern!r}"
+                seen.add(pattern)
+            if wf.name == "changelog.yml" and isinstance(spec, dict):  # the gate runs on all of them
+                assert set(spec.get("paths", [])) == allowed, f"{wf.name} {trigger}: paths != {sorted(allowed)}"
+    assert seen == allowed
 
 
 def test_docs_tables_match_the_files():

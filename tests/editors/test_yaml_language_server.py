@@ -1,0 +1,81 @@
+"""What editors show: the real yaml-language-server (npm, installed by dev.py) on the shipped files.
+
+Every YAML file that names its schema in a `# yaml-language-server: $schema=` first line must show
+no error at all (a false error teaches people to ignore the squiggles), and a broken copy of each
+kind must show the error a reviewer would point at, on its line.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .yls import Server
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELINE = "# yaml-language-server: $schema="
+
+
+def _binary() -> Path:
+    path = Path(os.environ.get("CI_TOOLS_YLS", ROOT / ".venv" / "yaml-language-server" / "node_modules" / ".bin"
+                                / "yaml-language-server"))
+    if not path.exists():
+        pytest.fail(f"yaml-language-server not found at {path}: `python3 dev.py test` installs it (needs npm)")
+    return path
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = Server(_binary(), ROOT)
+    yield s
+    s.close()
+
+
+def _shipped() -> list[str]:
+    out = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard",
+                          "*.yaml", "*.yml"], capture_output=True, check=True).stdout
+    files = [p.decode() for p in out.split(b"\0") if p]
+    return sorted(f for f in files if (ROOT / f).is_file() and (ROOT / f).read_text().startswith(MODELINE))
+
+
+def test_the_shipped_files_name_their_schema():
+    shipped = _shipped()
+    for must in ("inferencex-e2e/ci-policy.yaml", "inferencex-e2e/configs/runners.yaml",
+                 "inferencex-e2e/configs/nvidia-master.yaml", "recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml"):
+        assert must in shipped
+
+
+@pytest.mark.parametrize("rel", _shipped())
+def test_no_errors_on_a_shipped_file(server, rel):
+    found = server.diagnose(ROOT / rel)
+    assert [(d["range"]["start"]["line"] + 1, d["message"]) for d in found] == []
+
+
+BROKEN = [
+    # (file, old, new, 1-based line of the error, words of the message)
+    ("inferencex-e2e/configs/runners.yaml", "available-cpu-dram-mib: 2964436", "available-cpu-dram-mib: 2_964_436",
+     None, 'Incorrect type. Expected "integer".'),
+    ("recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml", "synthetic-acceptance: 3.51", "synthetic-acceptanse: 3.51",
+     None, "Property synthetic-acceptanse is not allowed."),
+    ("inferencex-e2e/ci-policy.yaml", "scope: trimmed", "scope: partial", None, "Value is not accepted."),
+    ("inferencex-e2e/perf-changelog.yaml", None, "- config-keys: [a]\n  description: one string\n  pr-link: XXX\n",
+     None, 'Incorrect type. Expected "array".'),
+]
+
+
+@pytest.mark.parametrize("rel,old,new,line,words", BROKEN, ids=[b[0] for b in BROKEN])
+def test_expected_errors_on_broken_copies(server, rel, old, new, line, words, tmp_path):
+    text = (ROOT / rel).read_text()
+    if old is None:
+        text = text + ("\n" if text.strip() else "") + new
+        line = text.count("\n", 0, text.index(new)) + 2  # the description line of the appended entry
+    else:
+        assert old in text, f"{rel} no longer contains {old!r}; update this case"
+        line = text.count("\n", 0, text.index(old)) + 1
+        text = text.replace(old, new, 1)
+    # the copy sits where the original is, so the modeline's relative $schema path resolves
+    found = server.diagnose(ROOT / rel, text=text)
+    assert any(d["message"].startswith(words) and d["range"]["start"]["line"] + 1 == line for d in found), found
