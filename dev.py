@@ -74,6 +74,29 @@ def ensure_aiperf() -> None:
     os.environ["CI_TOOLS_AIPERF"] = str(bin_dir / "aiperf")
 
 
+# The real PD router the multi-node end-to-end test runs (the version the example master declares
+# for sglang-router points); its own venv, like AIPerf's. Found through CI_TOOLS_ROUTER_PYTHON.
+ROUTER_VERSION = "0.3.2"
+ROUTER_VENV = Path(os.environ.get("CI_TOOLS_ROUTER_VENV", ROOT / ".venv-router"))
+
+
+def ensure_router() -> None:
+    if os.environ.get("CI_TOOLS_ROUTER_PYTHON"):
+        return
+    bin_dir = ROUTER_VENV / ("Scripts" if os.name == "nt" else "bin")
+    stamp = ROUTER_VENV / f".installed-sglang-router-{ROUTER_VERSION}"
+    if not stamp.exists():
+        if not (bin_dir / "python").exists():
+            print(f"creating the sglang-router environment in {ROUTER_VENV}", flush=True)
+            venv.EnvBuilder(with_pip=True).create(ROUTER_VENV)
+        rc = run([bin_dir / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                  f"sglang-router=={ROUTER_VERSION}"])
+        if rc != 0:
+            sys.exit(f"installing sglang-router=={ROUTER_VERSION} failed (exit {rc})")
+        stamp.write_text(ROUTER_VERSION)
+    os.environ["CI_TOOLS_ROUTER_PYTHON"] = str(bin_dir / "python")
+
+
 ENGINES_VENV = Path(os.environ.get("CI_TOOLS_ENGINES_VENV", ROOT / ".venv-engines"))
 ENGINE_WHEELS = ROOT / "tests" / "engines" / "wheels.txt"
 
@@ -170,6 +193,7 @@ def ensure_yaml_language_server() -> None:
 def test(args: list[str]) -> int:
     ensure_env("test")
     ensure_aiperf()
+    ensure_router()
     ensure_engines()
     ensure_slurm()
     ensure_yaml_language_server()

@@ -15,7 +15,10 @@ The policy file is copied into the clone's working tree (untracked) so that vers
 read it from there (before issue 10) can be measured the same way; today's reads it from git and,
 the bundle having none, uses the shipped default with a note.
 
-    python3 benchmarks/plan_history.py [--json] [--limit N]
+    python3 benchmarks/plan_history.py [--json] [--limit N] [--python EXE]
+
+`--python` runs another interpreter or install (e.g. a wrapper that puts an older checkout first on
+the path), for before/after figures in the same conditions.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import os
 import resource
 import shutil
@@ -67,7 +71,7 @@ def outcome(proc: subprocess.CompletedProcess) -> str:
 
 def stats(values: list[float]) -> dict:
     values = sorted(values)
-    return {"median": round(statistics.median(values), 3), "p90": round(values[int(0.9 * (len(values) - 1))], 3),
+    return {"median": round(statistics.median(values), 3), "p90": round(values[math.ceil(0.9 * (len(values) - 1))], 3),
             "max": round(values[-1], 3), "total": round(sum(values), 1)}
 
 
@@ -75,10 +79,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--limit", type=int, help="only the first N transitions")
+    ap.add_argument("--python", default=sys.executable, help="interpreter for the plan processes and the baseline")
     args = ap.parse_args()
     if not BUNDLE.is_file():
         sys.exit(f"the history bundle is missing: {BUNDLE}")
-    py = sys.executable
+    py = args.python
     with tempfile.TemporaryDirectory(prefix="ci-tools-bench-history-") as tmp:
         repo = Path(tmp) / "ix"
         subprocess.run(["git", "clone", "-q", str(BUNDLE), str(repo)], check=True)

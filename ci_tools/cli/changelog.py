@@ -23,6 +23,22 @@ _REPO = click.option("--repo", metavar="OWNER/NAME",
                           " else $GITHUB_REPOSITORY, else the origin remote.")
 
 
+_FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
+                       show_default=True, help="text for people, json for tools, github for a workflow annotation.")
+
+
+def _report(fmt: str, file: str, changed: bool, message: str) -> None:
+    """What a rewriting command did, in the three formats every command speaks."""
+    if fmt == "json":
+        click.echo(json.dumps({"file": file, "changed": changed, "message": message}, ensure_ascii=False))
+    elif fmt == "github":
+        from ci_tools.render.findings import _escape_data, _escape_property
+
+        click.echo(f"::notice file={_escape_property(file)},title=changelog::{_escape_data(message)}")
+    else:
+        click.echo(message)
+
+
 def _pr_option(required: bool):
     return click.option("--pr", type=click.IntRange(min=1), required=required, metavar="N",
                         help="Pull request number.")
@@ -191,7 +207,8 @@ def _summary(result) -> str:
 @click.option("--base", metavar="REF",
               help="What the PR is compared with; read at the merge base of BASE and HEAD. Default: origin/main.")
 @_FILE
-def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None:
+@_FORMAT
+def canonicalize(pr: int, repo: str | None, base: str | None, file: str, fmt: str) -> None:
     """Rewrite the placeholder pr-links of the entries appended since BASE to the PR's link.
 
     Reads the working-tree file, changes no other byte, and writes it back only when it changed.
@@ -220,17 +237,18 @@ def canonicalize(pr: int, repo: str | None, base: str | None, file: str) -> None
     head = _read(target, file)
     out = run(git.show(base, file), head, file=file, repo=repo, pr=pr)
     if out == head:
-        click.echo(f"{file} already links PR #{pr}; nothing to do")
+        _report(fmt, file, False, f"{file} already links PR #{pr}; nothing to do")
         return
     target.write_bytes(out)
-    click.echo(f"{file}: pr-links of the new entries now point to PR #{pr}")
+    _report(fmt, file, True, f"{file}: pr-links of the new entries now point to PR #{pr}")
 
 
 @cli.command("resolve-conflict", short_help="Resolve a changelog-only conflict of merging main into a PR.")
 @_pr_option(True)
 @_REPO
 @_FILE
-def resolve_conflict(pr: int, repo: str | None, file: str) -> None:
+@_FORMAT
+def resolve_conflict(pr: int, repo: str | None, file: str, fmt: str) -> None:
     """Resolve a merge of main into the PR that conflicts only on the changelog.
 
     Starts from main's version and re-appends the PR's own entries (each once, linked to the PR),
@@ -263,7 +281,7 @@ def resolve_conflict(pr: int, repo: str | None, file: str) -> None:
     n = len(check.added)
     kept = (f"plus {n} entr{'y' if n == 1 else 'ies'} of PR #{pr}" if n
             else f"with the {check.corrections} pr-link correction(s) of PR #{pr}")
-    click.echo(f"{file}: resolved: main's version {kept}\nnext: git add {file} && git commit --no-edit")
+    _report(fmt, file, True, f"{file}: resolved: main's version {kept}\nnext: git add {file} && git commit --no-edit")
 
 
 def _read(target: Path, file: str) -> bytes:

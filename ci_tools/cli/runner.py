@@ -79,6 +79,30 @@ def _hardware(row: dict, root: Path) -> dict:
     return hw.get(row["runner"]) or {}
 
 
+def _free_ports(backend: str, port: int, worker_port: int) -> tuple[int, int]:
+    """Port 0: one the kernel says is free now (another job on a shared host holds its own)."""
+    import socket
+
+    if backend == "slurm":
+        raise UsageError("--port 0 / --worker-port 0 pick free ports on this host, but with slurm the engine runs "
+                         "on a compute node; give the ports explicitly (or hold the node with exclusive: true)")
+    socks = []
+    try:
+        picked = []
+        for value in (port, worker_port):
+            if value:
+                picked.append(value)
+                continue
+            s = socket.socket()
+            s.bind(("0.0.0.0", 0))
+            socks.append(s)
+            picked.append(s.getsockname()[1])
+        return picked[0], picked[1]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def _gpu_list(gpus: str | None) -> list[str] | None:
     """The GPUs this runner was given: --gpus / CI_TOOLS_GPUS, else CUDA_VISIBLE_DEVICES, else all."""
     text = gpus if gpus is not None else os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -109,8 +133,9 @@ def _gpu_list(gpus: str | None) -> list[str] | None:
 @click.option("--server-cmd", help="Replace the engine command ({port}, {model} filled in); for tests and smoke runs.")
 @click.option("--router-cmd", help="Replace the router command ({port}, {worker_port}; multi-node frontend: {port}, "
               "{prefill}, {decode} URLs); for tests.")
-@click.option("--port", type=int, default=8000, show_default=True, help="Port the client connects to.")
-@click.option("--worker-port", type=int, default=30000, show_default=True,
+@click.option("--port", type=int, default=8000, show_default=True, envvar="CI_TOOLS_PORT",
+              help="Port the client connects to; 0: a free one on this host, per job (docker/process; env CI_TOOLS_PORT).")
+@click.option("--worker-port", type=int, default=30000, show_default=True, envvar="CI_TOOLS_WORKER_PORT",
               help="Port of the engine behind the router (DEP points); multi-node: the first worker's port "
               "(worker i uses this + 10 i).")
 @click.option("--gpus", envvar="CI_TOOLS_GPUS", default=None,
@@ -166,6 +191,8 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
         display = str(recipe_file)
     recipe = load_recipe(recipe_file, display)
     hardware = _hardware(row, root)
+    if 0 in (port, worker_port):
+        port, worker_port = _free_ports(backend, port, worker_port)
     if "prefill" in row or "decode" in row:
         from ci_tools.runner.multinode import run_cli
 
@@ -174,8 +201,8 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
                                      tokenizer=tokenizer, dataset=dataset, server_cmd=server_cmd, port=port,
                                      ready_timeout_s=ready_timeout, runner_name=runner_name,
                                      duration_override_s=duration_override),
-                       gpus_per_node=int(hardware["gpus-per-node"]) if hardware.get("gpus-per-node") else None,
-                       router_cmd=router_cmd, worker_port=worker_port, client_timeout=client_timeout)
+                       hardware=hardware, router_cmd=router_cmd, worker_port=worker_port,
+                       client_timeout=client_timeout, queue_timeout=queue_timeout)
     try:
         point = resolve_point(recipe, int(row["tp"]), int(row.get("ep", 1)), bool(row.get("dp-attn", False)),
                               int(row["conc"]))

@@ -99,6 +99,7 @@ class DisaggPoint:
     concs: list[int]
     kv_offload: dict | None = None
     synthetic_acceptance: float | None = None
+    engine_versions: tuple[str, ...] = ()
 
     @property
     def groups(self) -> tuple[Group, Group]:
@@ -118,6 +119,7 @@ class DisaggPoint:
                 "model": self.model, "kv-transfer": self.kv_transfer, "frontend": dict(self.frontend),
                 "prefill": self.prefill.as_dict(), "decode": self.decode.as_dict(), "conc": list(self.concs),
                 "kv-offload": self.kv_offload, "synthetic-acceptance": self.synthetic_acceptance,
+                "engine-versions": list(self.engine_versions),
                 "gpus": self.gpus, "nodes": self.nodes}
 
 
@@ -220,4 +222,5 @@ def resolve_disagg(recipe: Recipe, prefill: Mapping, decode: Mapping, conc: list
                        frontend=dict(recipe.data.get("frontend") or {}), prefill=groups["prefill"],
                        decode=groups["decode"], concs=list(conc) if conc is not None else concs,
                        kv_offload=dict(offload) if isinstance(offload, dict) else None,
-                       synthetic_acceptance=None if synth is None else float(synth))
+                       synthetic_acceptance=None if synth is None else float(synth),
+                       engine_versions=recipe.engine_versions)

@@ -19,20 +19,28 @@ from __future__ import annotations
 
 import math
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 
 from ci_tools.config.disagg import DisaggPoint, Group
 from ci_tools.config.recipe import render_args
 from ci_tools.errors import InputError
 from ci_tools.policy.buckets import profile_of
 from ci_tools.runner import layout
-from ci_tools.runner.plan import (AGENTIC, AGENTX_DURATION_S, AGENTX_FAST_DURATION_S, MODELS_MOUNT, SIM_ACC_ENV,
-                                  SIM_ACC_LEN, Settings, _truthy, client_argv, image_for_slurm)
+from ci_tools.engines import ServeSpec, routers, sglang
+from ci_tools.runner import budget as bud
+from ci_tools.runner.backends import HF_CACHE_MOUNT, RUNNER_KEY, job_id
+from ci_tools.runner.plan import (AGENTIC, AGENTX_DURATION_S, AGENTX_FAST_DURATION_S, AIPERF_TIMEOUTS_ENV,
+                                  MODELS_MOUNT, SIM_ACC_ENV, SIM_ACC_LEN, Settings, _truthy, client_argv,
+                                  image_for_slurm)
 
 WORKER_PORT_BASE = 30000
 PORT_STRIDE = 10            # per worker: http, +1 bootstrap, +2 dist-init, +3 dynamo system (health)
-CLIENT_GRACE_S = 600.0
-ALLOC_MARGIN_S = 600.0      # scheduling, container start and cleanup inside the allocation
+# A fixed-sequence client sends 10 x conc requests; at the GB300 rates of the example entries that is
+# minutes, not the hour a single-node fixed-sequence row is given, and a multi-node row runs several
+# concurrencies in one allocation: 30 min each keeps two of them, 1 h queue and 4 h readiness inside
+# benchmark.yml's timeout (ci_tools/runner/budget.py).
+FIXED_SEQ_CLIENT_S = 1800.0
 NODE_PLACEHOLDER = "node{}"  # dry-run: the i-th node of the allocation
 
 
@@ -42,9 +50,22 @@ class SlurmSettings:
 
     partition: str | None = None
     account: str | None = None
-    queue_timeout_s: float = 4 * 3600.0   # salloc --immediate: give up when not granted by then
+    exclusive: bool = True
+    max_time_minutes: int | None = None    # the partition's limit (runners.yaml slurm.max-time-minutes)
+    queue_timeout_s: float = bud.QUEUE_TIMEOUT_S   # salloc --immediate: give up when not granted by then
+    client_timeout_s: float | None = None  # per concurrency (default: duration + grace, or FIXED_SEQ_CLIENT_S)
     router_cmd: str | None = None          # replaces the frontend command (tests): {port} {prefill} {decode}
     worker_port_base: int = WORKER_PORT_BASE
+    label: str = ""                        # the job's label: allocation name, process marks (cleanup.py)
+    runner: str = ""
+
+    @classmethod
+    def from_hardware(cls, hardware: dict, **kw) -> "SlurmSettings":
+        """runners.yaml `hardware.<label>.slurm` (partition, account, exclusive, max-time-minutes)."""
+        slurm = (hardware or {}).get("slurm") or {}
+        return cls(partition=slurm.get("partition"), account=slurm.get("account"),
+                   exclusive=bool(slurm.get("exclusive", True)), max_time_minutes=slurm.get("max-time-minutes"),
+                   **kw)
 
 
 @dataclass
@@ -99,6 +120,8 @@ class MultiNodePlan:
     gpus_per_node: int
     alloc_time_min: int
     frontend_port: int
+    client_s: float                      # each concurrency's client limit
+    budget: bud.Budget
 
     @property
     def gpus(self) -> int:
@@ -125,6 +148,7 @@ class MultiNodePlan:
     def job_json(self, placement: dict[str, list[str]] | None = None) -> dict:
         return {
             "result-filename": self.result_filename,
+            "label": self.slurm.label,
             "multinode": True,
             "point": self.point_for(None, placement),
             "recipe": self.point.as_dict(),
@@ -209,11 +233,10 @@ def worker_argv(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_
         # file discovery on the job directory (shared by every node), TCP requests, ZMQ events: no etcd/NATS
         argv += ["--namespace", namespace, "--discovery-backend", "file", "--request-plane", "tcp",
                  "--event-plane", "zmq"]
-    argv += ["--model-path", f"{MODELS_MOUNT}/{model}", "--served-model-name", model,
-             "--host", "0.0.0.0", "--port", str(worker.port),
-             "--tp-size", str(k.tp), "--ep-size", str(k.ep)]
-    if k.dp_attn:
-        argv += ["--dp-size", str(k.tp), "--enable-dp-attention"]
+    spec = ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=worker.port,
+                     tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, versions=point.engine_versions)
+    argv += ["--model-path", spec.model_path, "--served-model-name", model, "--host", spec.host,
+             "--port", str(spec.port), *sglang.topology_args(spec)]   # the engine plug-in's spelling
     argv += ["--disaggregation-mode", g.role, "--disaggregation-transfer-backend", point.kv_transfer]
     if g.role == "prefill":
         argv += ["--disaggregation-bootstrap-port", str(worker.port + 1)]
@@ -231,8 +254,10 @@ def frontend_argv(plan_point: DisaggPoint, port: int, workers: list[Worker], nam
                 "--namespace", namespace, "--discovery-backend", "file", "--request-plane", "tcp",
                 "--event-plane", "zmq"]
     else:
-        argv = ["python3", "-m", "sglang_router.launch_router", "--host", "0.0.0.0", "--port", str(port),
-                "--pd-disaggregation"]
+        rel = routers.release(fe.get("name"), fe.get("version"))
+        # the engine plug-ins' version guard: the router that runs is the release the master declares
+        argv = ["python3", "-c", routers.GUARD, rel.dist, rel.version, rel.module,
+                "--host", "0.0.0.0", "--port", str(port), "--pd-disaggregation"]
         for w in workers:
             url = f"http://{{{w.name}_node0}}:{w.port}"
             argv += ["--prefill", url, str(w.port + 1)] if w.role == "prefill" else ["--decode", url]
@@ -243,6 +268,10 @@ def _job_tag(result_filename: str) -> str:
     import hashlib
 
     return "cit-" + hashlib.sha256(result_filename.encode()).hexdigest()[:12]
+
+
+def bud_minutes(seconds: float) -> int:
+    return max(1, math.ceil(seconds / 60))
 
 
 def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_dir: str,
@@ -262,6 +291,14 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
                                                                         str(point.frontend.get("version"))):
         problems.append(f"the row's router {router.get('name')} {router.get('version')} differs from the recipe's "
                         f"frontend {point.frontend.get('name')} {point.frontend.get('version')}")
+    problems += sglang.version_problems(point.engine_versions)
+    for g in point.groups:
+        spec = ServeSpec("", "", "", 0, tp=g.key.tp, ep=g.key.ep, dp_attn=g.key.dp_attn)
+        problems += [f"{g.role}: {p}" for p in sglang.topology_problems(spec)]
+    fe = point.frontend
+    if fe.get("kind") == "sglang-router" and routers.release(fe.get("name"), fe.get("version")) is None:
+        problems.append(f"frontend {fe.get('name')} {fe.get('version')} is not a router release ci-tools knows "
+                        f"(known: {routers.known()}); add it to ci_tools/engines/routers.py")
     if not gpus_per_node:
         problems.append(f"runner {row.get('runner')!r} has no gpus-per-node in runners.yaml: workers cannot be "
                         "placed on nodes")
@@ -285,6 +322,9 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
     concs = _concs(row)
     rf = result_filename(row, point, concs, settings.runner_name)
     namespace = _job_tag(rf)
+    if not slurm.label:
+        # the single-node rule (backends.job_id): from the result file name and the job directory
+        slurm = replace(slurm, label=job_id(SimpleNamespace(result_filename=rf), out_dir))
 
     env_extra: dict[str, str] = {}
     if not run_eval and point.synthetic_acceptance is not None:
@@ -296,7 +336,7 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
         for i in range(g.key.workers):
             port = slurm.worker_port_base + PORT_STRIDE * index
             w = Worker(g.role, i, g, [], {}, port, port + 3, port + 2)
-            env = dict(g.env) | env_extra
+            env = dict(g.env) | env_extra | {"HF_HUB_CACHE": HF_CACHE_MOUNT}
             if point.frontend.get("kind") == "dynamo":
                 env |= {"DYN_FILE_KV": f"{out_dir}/{layout.DYNAMO_STORE}", "DYN_SYSTEM_PORT": str(w.health_port)}
             w.env = env
@@ -323,7 +363,10 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
     if point.frontend.get("kind") == "dynamo":
         fenv["DYN_FILE_KV"] = f"{out_dir}/{layout.DYNAMO_STORE}"
     base_url = f"http://{{frontend_node}}:{fport}"
-    header = point.frontend.get("routing-key-header")
+    header = None
+    if point.frontend.get("routing-key") == "session-id":
+        rel = routers.release(point.frontend.get("name"), point.frontend.get("version"))
+        header = rel.routing_key_header if rel else None
     clients = []
     if not run_eval:
         for c in concs:
@@ -331,15 +374,25 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
             cdir = f"{out_dir}/{sub}" if sub else out_dir
             crow = {**row, "conc": c}
             argv = client_argv(crow, model, settings, base_url, c, scenario, duration, fast, header, cdir)
-            clients.append(Client(c, argv, {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{layout.AIPERF_TMP}"},
+            clients.append(Client(c, argv, {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{layout.AIPERF_TMP}",
+                                            "HF_HUB_CACHE": settings.hf_cache, **AIPERF_TIMEOUTS_ENV},
                                   sub, result_filename(row, point, [c], settings.runner_name)))
-    per_client = (duration or 0) + CLIENT_GRACE_S
-    alloc_s = settings.ready_timeout_s + per_client * max(1, len(clients)) + ALLOC_MARGIN_S
+    client_s = slurm.client_timeout_s or (bud.client_timeout(duration) if duration else FIXED_SEQ_CLIENT_S)
+    budget = bud.job_budget(duration, queue_s=slurm.queue_timeout_s, ready_s=settings.ready_timeout_s,
+                            client_s=client_s * max(1, len(clients)))
+    problems = budget.problems()
+    minutes = bud_minutes(budget.allocation_s)
+    if slurm.max_time_minutes and minutes > int(slurm.max_time_minutes):
+        problems.append(f"the allocation needs --time={minutes} min, over the {slurm.max_time_minutes} min "
+                        f"runners.yaml allows runner {row.get('runner')!r}; lower --ready-timeout or raise "
+                        "max-time-minutes")
+    if problems:
+        raise InputError("; ".join(problems))
     return MultiNodePlan(row=row, point=point, scenario=scenario, result_filename=rf, workers=workers,
                          frontend_argv=fargv, frontend_env=fenv, clients=clients, duration_s=duration,
                          run_eval=run_eval, served_model=model, image=point.image, settings=settings, slurm=slurm,
-                         gpus_per_node=gpus_per_node or 0, alloc_time_min=math.ceil(alloc_s / 60),
-                         frontend_port=fport)
+                         gpus_per_node=gpus_per_node or 0, alloc_time_min=minutes, frontend_port=fport,
+                         client_s=client_s, budget=budget)
 
 
 # ---- placement and the Slurm commands -------------------------------------------------------------
@@ -376,13 +429,18 @@ class Step:
 
 
 def job_name(plan: MultiNodePlan) -> str:
-    return _job_tag(plan.result_filename)
+    """The allocation's name: the job's label, which `runner cleanup` stops by (cleanup.py)."""
+    return plan.slurm.label or _job_tag(plan.result_filename)
 
 
 def alloc_argv(plan: MultiNodePlan) -> list[str]:
     s = plan.slurm
-    argv = ["salloc", "--no-shell", f"--job-name={job_name(plan)}", f"--nodes={plan.nodes}", "--exclusive",
-            f"--time={plan.alloc_time_min}", f"--immediate={math.ceil(s.queue_timeout_s)}"]
+    argv = ["salloc", "--no-shell", f"--job-name={job_name(plan)}", f"--nodes={plan.nodes}"]
+    if s.runner:
+        argv.append(f"--comment={RUNNER_KEY}={s.runner}")
+    if s.exclusive:
+        argv.append("--exclusive")
+    argv += [f"--time={plan.alloc_time_min}", f"--immediate={math.ceil(s.queue_timeout_s)}"]
     if s.partition:
         argv.append(f"--partition={s.partition}")
     if s.account:
@@ -392,7 +450,7 @@ def alloc_argv(plan: MultiNodePlan) -> list[str]:
 
 def _container(plan: MultiNodePlan, env: dict[str, str], out_dir: str) -> list[str]:
     s = plan.settings
-    mounts = f"{s.model_store}:{MODELS_MOUNT}:ro,{s.hf_cache}:/root/.cache/huggingface,{out_dir}:{out_dir}"
+    mounts = f"{s.model_store}:{MODELS_MOUNT}:ro,{s.hf_cache}:{HF_CACHE_MOUNT},{out_dir}:{out_dir}"
     argv = [f"--container-image={image_for_slurm(plan.image)}", f"--container-mounts={mounts}",
             "--container-remap-root", "--no-container-mount-home"]
     if env:
@@ -416,8 +474,9 @@ def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]
             engine = ["bash", "-c", 'exec "$@" --node-rank "$SLURM_NODEID"', "bash", *engine]
         steps.append(Step(w.name, argv + engine, dict(w.env), w.log))
     fe = placement["frontend"]
+    # the frontend shares the first node with prefill-0 (--overlap) and uses no GPU
     argv = ["srun", f"--jobid={jobid}", "--job-name=frontend", "--overlap", f"--nodelist={fe[0]}", "--nodes=1",
-            "--ntasks=1"] + _container(plan, plan.frontend_env, out_dir)
+            "--ntasks=1", "--gres=none"] + _container(plan, plan.frontend_env, out_dir)
     steps.append(Step("frontend", argv + [fill(a, placement, addresses) for a in plan.frontend_argv],
                       dict(plan.frontend_env),
                       layout.ROUTER_LOG))

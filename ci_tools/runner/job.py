@@ -259,11 +259,12 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
         if early.PENDING:  # cancelled while Python was still importing: start nothing
             raise Cancelled(early.PENDING[0])
         if label:
-            # a container, process or allocation of an earlier attempt of this very job (a crashed
-            # runner) would hold GPUs, ports or the container name
-            swept = stop_labelled(label, "", budget_s=30.0, grace_s=2.0)
+            # what an earlier attempt of this job, or any earlier job of this runner, left behind when
+            # the machine or the runner crashed (no cleanup step ran) would hold GPUs, ports, names;
+            # a runner runs one job at a time, so everything carrying its name now is stale
+            swept = stop_labelled(label, runner, budget_s=30.0, grace_s=2.0)
             if swept.stopped():
-                say(f"stopped what an earlier attempt of {label} left: {', '.join(swept.stopped())}")
+                say(f"stopped what an earlier job of this runner left: {', '.join(swept.stopped())}")
         services = [lc for lc in launches if lc.role != "client"]
         client = next((lc for lc in launches if lc.role == "client"), None)
         where: dict[str, str] = {}

@@ -22,13 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ci_tools.runner import layout
+from ci_tools.runner import early, layout
+from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV
 from ci_tools.runner.disagg import (MultiNodePlan, alloc_argv, client_commands, job_name, place, ready_checks,
                                     registered, worker_steps)
 from ci_tools.runner.job import JobFailed, tail_file
 from ci_tools.runner.ready import NotReady, Probe, wait_ready
 
 GRANTED = re.compile(r"Granted job allocation (\d+)")
+PENDING = re.compile(r"Pending job allocation (\d+)")   # salloc's id while queued: cancellable by id
 STOP_GRACE_S = 2.0
 ALLOCATION_LOG = "allocation.log"
 
@@ -46,12 +48,15 @@ class _Proc:
     log: Path
 
 
+MARKS: dict[str, str] = {}   # the job's label in every process it starts (runner cleanup finds them)
+
+
 def _start(name: str, argv: list[str], env: dict[str, str], log: Path) -> _Proc:
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("ab") as fh:
         try:
             popen = subprocess.Popen(argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                     env={**os.environ, **env}, start_new_session=True)
+                                     env={**os.environ, **env, **MARKS}, start_new_session=True)
         except OSError as exc:
             raise JobFailed("start", f"cannot start {name}: {argv[0]}: {exc.strerror}") from None
     return _Proc(name, popen, log)
@@ -89,14 +94,23 @@ def _http_status(url: str, expect: tuple = ()) -> int | None:
     return res.status_code
 
 
-def _allocate(plan: MultiNodePlan, out: Path, say: Callable[[str], None], deadline_s: float) -> tuple[str, _Proc]:
-    """salloc blocks until granted (or --immediate expires); returns the job id it printed."""
+def _allocate(plan: MultiNodePlan, out: Path, say: Callable[[str], None], deadline_s: float,
+              seen: dict) -> tuple[str, _Proc]:
+    """salloc blocks until granted (or --immediate expires); returns the job id it printed. While it
+    waits, `seen["jobid"]` is the pending job's id, so a cancel can scancel it by id."""
     proc = _start("allocation", alloc_argv(plan), {}, out / ALLOCATION_LOG)
+    seen["salloc"] = proc
     say(f"requesting {plan.nodes} node(s) for {plan.alloc_time_min} min: {' '.join(alloc_argv(plan)[:4])} ...")
     start = time.monotonic()
     while True:
-        m = GRANTED.search(proc.log.read_text(encoding="utf-8", errors="replace"))
+        text = proc.log.read_text(encoding="utf-8", errors="replace")
+        pending = PENDING.search(text)
+        if pending and "jobid" not in seen:
+            seen["jobid"] = pending.group(1)
+            say(f"allocation {pending.group(1)} is queued")
+        m = GRANTED.search(text)
         if m:
+            seen["jobid"] = m.group(1)
             say(f"allocation {m.group(1)} granted")
             return m.group(1), proc
         code = proc.popen.poll()
@@ -167,14 +181,14 @@ def write_job_files(plan: MultiNodePlan, out: Path, placement: dict | None, comm
             (sub / layout.JOB_JSON).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
-def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *, client_timeout_s: float | None = None,
+def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
                   say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
                   poll_s: float = 0.2) -> dict:
     """Run the point; returns the status written to status.json, raises JobFailed on any failure."""
     out.mkdir(parents=True, exist_ok=True)
     status: dict = {"ok": False, "phase": "allocate", "reason": "", "exit_code": 1}
     procs: list[_Proc] = []
-    jobid: str | None = None
+    seen: dict = {}
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
 
     def on_signal(signum, frame):  # noqa: ARG001
@@ -182,10 +196,14 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *, client_
 
     for s in previous:
         signal.signal(s, on_signal)
+    MARKS.clear()
+    MARKS.update({LABEL_ENV: plan.slurm.label} if plan.slurm.label else {})
+    MARKS.update({RUNNER_ENV: plan.slurm.runner} if plan.slurm.runner else {})
     write_job_files(plan, out, None, commands_text)
     try:
-        jobid, salloc = _allocate(plan, out, say, plan.slurm.queue_timeout_s + 60)
-        procs.append(salloc)
+        if early.PENDING:  # cancelled while Python was still importing: start nothing
+            raise _Cancelled(early.PENDING[0])
+        jobid, _ = _allocate(plan, out, say, plan.slurm.queue_timeout_s + 60, seen)
         status["slurm-job"] = jobid
         nodes = _nodes(jobid)
         placement = place(plan, nodes)
@@ -198,7 +216,7 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *, client_
         for step in steps:
             say(f"starting {step.name} (log: {out / step.log})")
             procs.append(_start(step.name, step.argv, step.env, out / step.log))
-        services = procs[1:]
+        services = list(procs)
 
         def dead() -> tuple[str, int] | None:
             for p in services:
@@ -226,7 +244,7 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *, client_
 
         status["phase"] = "client"
         for c in client_commands(plan, placement, addresses):
-            limit = client_timeout_s if client_timeout_s is not None else (plan.duration_s or 0) + 600.0
+            limit = plan.client_s
             cdir = out / c.subdir if c.subdir else out
             say(f"running the client at concurrency {c.conc} (log: {out / c.log})")
             crun = _start(f"client-c{c.conc}", c.argv, c.env, out / c.log)
@@ -269,8 +287,8 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *, client_
         for s in previous:
             signal.signal(s, signal.SIG_IGN)
         try:
-            _cancel(jobid, plan, say)  # ends every step of the allocation, on every node
-            for p in reversed(procs):
+            _cancel(seen.get("jobid"), plan, say)  # ends every step of the allocation, on every node
+            for p in reversed(procs + ([seen["salloc"]] if "salloc" in seen else [])):
                 _stop(p)
             shutil.rmtree(out / layout.AIPERF_TMP, ignore_errors=True)
             (out / layout.STATUS_JSON).write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
@@ -280,8 +298,8 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *, client_
 
 
 def run_cli(row: dict, recipe, *, backend: str, out: Path, dry_run: bool, root: Path, fmt: str, settings: dict,
-            gpus_per_node: int | None, router_cmd: str | None, worker_port: int,
-            client_timeout: float | None) -> None:
+            hardware: dict, router_cmd: str | None, worker_port: int, client_timeout: float | None,
+            queue_timeout: float) -> None:
     """`runner run` for a multi-node row: resolve, plan, print (--dry-run) or run."""
     import click
 
@@ -292,7 +310,7 @@ def run_cli(row: dict, recipe, *, backend: str, out: Path, dry_run: bool, root: 
 
     if not is_disagg(recipe.data):
         raise InputError(f"{recipe.file}: the row is multi-node (prefill/decode), but this is not a disaggregated "
-                         "recipe (mode: disaggregated); see README, 'Disaggregated recipes'")
+                         "recipe (mode: disaggregated); see README, 'Disaggregated (multi-node) points'")
     if backend != "slurm":
         raise UsageError(f"multi-node rows run on Slurm only (--backend slurm, or CI_TOOLS_BACKEND=slurm on the "
                          f"runner); got --backend {backend}")
@@ -300,12 +318,12 @@ def run_cli(row: dict, recipe, *, backend: str, out: Path, dry_run: bool, root: 
     concs = [int(c) for c in concs] if isinstance(concs, list) else ([int(concs)] if concs is not None else None)
     point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs)
     s = Settings(**{**settings, "dataset": settings.get("dataset") or AGENTX_DATASET})
-    slurm = SlurmSettings(partition=os.environ.get("CI_TOOLS_SLURM_PARTITION") or None,
-                          account=os.environ.get("CI_TOOLS_SLURM_ACCOUNT") or None,
-                          queue_timeout_s=float(os.environ.get("CI_TOOLS_SLURM_QUEUE_TIMEOUT", 4 * 3600)),
-                          router_cmd=router_cmd, worker_port_base=worker_port)
     out_abs = out if dry_run else out.resolve()
-    plan = build_multinode_plan(row, point, s, str(out_abs), gpus_per_node, slurm)
+    gpn = int(hardware["gpus-per-node"]) if hardware.get("gpus-per-node") else None
+    slurm = SlurmSettings.from_hardware(hardware, queue_timeout_s=queue_timeout, client_timeout_s=client_timeout,
+                                        router_cmd=router_cmd, worker_port_base=worker_port,
+                                        runner=settings.get("runner_name") or "")
+    plan = build_multinode_plan(row, point, s, str(out_abs), gpn, slurm)
     text = render_dry_run(plan, str(out_abs))
     if fmt == "github":
         from ci_tools.github.actions import append_outputs
@@ -320,7 +338,7 @@ def run_cli(row: dict, recipe, *, backend: str, out: Path, dry_run: bool, root: 
     if point.frontend.get("kind") == "dynamo":
         (out_abs / layout.DYNAMO_STORE).mkdir(parents=True, exist_ok=True)
     try:
-        run_multinode(plan, out_abs, text, client_timeout_s=client_timeout)
+        run_multinode(plan, out_abs, text)
     except JobFailed as exc:
         click.echo(f"error: {exc.phase}: {exc.message}", err=True)
         if exc.tail:

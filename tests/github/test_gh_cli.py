@@ -117,3 +117,15 @@ def test_bad_input_is_a_clean_error(shared, tmp_path, args, env_extra, message):
         ev = shared / "corpus" / "github-webhooks" / "pull_request" / "opened.payload.json"
     r = ci([*args, "--event-path", str(ev)], {"GITHUB_OUTPUT": str(tmp_path / "o"), **env_extra})
     assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_failing_gate_leaves_every_message_in_the_job_summary(shared, tmp_path):
+    summary = tmp_path / "summary.md"
+    env = {"GITHUB_OUTPUT": str(tmp_path / "o"), "GITHUB_STEP_SUMMARY": str(summary)}
+    r = ci(["bot", "pr-body", "--event-path",
+            str(shared / "corpus" / "github-webhooks" / "pull_request" / "opened.payload.json"), "--format", "github"],
+           env)
+    assert r.returncode == 1
+    text = summary.read_text()
+    assert text.startswith("### ci-tools bot pr-body: failed (exit 1)\n\n- ")
+    assert "AI model disclosure" in text and "GitHub API requests: 0" in text

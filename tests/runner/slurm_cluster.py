@@ -223,6 +223,8 @@ PartitionName={self.partition} Nodes={self.node} Default=YES MaxTime=INFINITE St
         if self.conf is not None and self.conf.exists():
             try:
                 self.run("scancel", "--full", "--user=root", timeout=10)
+                # let slurmd end the steps: a slurmstepd whose slurmd is gone lingers as an orphan
+                self.wait_no_jobs(timeout_s=15)
             except (OSError, subprocess.TimeoutExpired):
                 pass
         for name in ("slurmd", "slurmctld"):

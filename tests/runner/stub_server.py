@@ -3,7 +3,8 @@
     python3 stub_server.py --port N [--tokens 8] [--never-ready] [--die-after K] [--fail-every M]
 
 GET /health and /v1/models answer 200 (503 forever with --never-ready); POST /v1/chat/completions
-streams one chunk per token, then a chunk with finish_reason and usage, then [DONE]. With
+streams one chunk per token, then a chunk with finish_reason and usage, then [DONE] (with
+--role prefill only the first token: a disaggregated prefill worker). With
 --die-after K the process exits abruptly while serving request K (a crashed engine).
 """
 
@@ -73,15 +74,18 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
 
         time.sleep(ARGS.ttft)
-        for i in range(ARGS.tokens):
+        # a PD prefill worker computes the prompt's KV and the first token, then hands over to decode:
+        # one chunk, at once (the router streams the decode worker's answer to the client)
+        tokens = 1 if ARGS.role == "prefill" else ARGS.tokens
+        for i in range(tokens):
             if i:
                 time.sleep(ARGS.itl)
             send({"id": rid, "object": "chat.completion.chunk", "created": created, "model": ARGS.model,
                   "choices": [{"index": 0, "delta": {"role": "assistant", "content": f" tok{i}"}, "finish_reason": None}]})
         send({"id": rid, "object": "chat.completion.chunk", "created": created, "model": ARGS.model,
               "choices": [{"index": 0, "delta": {}, "finish_reason": "length"}],
-              "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": ARGS.tokens,
-                        "total_tokens": prompt_tokens + ARGS.tokens}})
+              "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": tokens,
+                        "total_tokens": prompt_tokens + tokens}})
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True
@@ -100,12 +104,17 @@ def main() -> None:
     p.add_argument("--never-ready", action="store_true")
     p.add_argument("--die-after", type=int, default=0)
     p.add_argument("--fail-every", type=int, default=0)
+    p.add_argument("--role", choices=("serve", "prefill", "decode"), default="serve",
+                   help="prefill: answer with the first token only, as a disaggregated prefill worker does")
     ARGS = p.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
     # what the scheduler or backend gave the "engine" (the Slurm tests read it from the log)
     print(f"stub: CUDA_VISIBLE_DEVICES={os.environ.get('CUDA_VISIBLE_DEVICES', '(unset)')}", flush=True)
     print(f"stub: serving {ARGS.model} on 127.0.0.1:{ARGS.port}", flush=True)
+    if os.environ.get("SLURMD_NODENAME"):  # where Slurm placed this process (multi-node tests)
+        print(f"stub: slurm node {os.environ['SLURMD_NODENAME']} job {os.environ.get('SLURM_JOB_ID')} "
+              f"step {os.environ.get('SLURM_STEP_ID')}", flush=True)
     server.serve_forever()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -163,11 +164,45 @@ def test_dynamo_workers_register_through_the_shared_job_directory():
 
 
 def test_one_allocation_exclusive_and_time_bounded():
+    from ci_tools.runner import budget as bud
+    from ci_tools.runner.disagg import FIXED_SEQ_CLIENT_S
+
     plan = plan_of()
     argv = alloc_argv(plan)
     assert argv[:2] == ["salloc", "--no-shell"] and "--exclusive" in argv and "--nodes=3" in argv
-    # 4 h readiness + 2 x (0 + 600 s) client budget + 600 s margin
-    assert f"--time={(4 * 3600 + 1200 + 600) // 60}" in argv and "--immediate=600" in argv
+    # readiness + one client budget per concurrency + the stop, plus the allocation margin (budget.py)
+    want = 4 * 3600 + 2 * FIXED_SEQ_CLIENT_S + plan.budget.stop_s + bud.ALLOCATION_MARGIN_S
+    assert f"--time={math.ceil(want / 60)}" in argv and "--immediate=600" in argv
+    assert plan.budget.run_s + bud.OTHER_STEPS_S <= bud.JOB_TIMEOUT_MINUTES * 60      # fits benchmark.yml
+
+
+def test_the_allocation_carries_the_job_label_and_the_runner():
+    r = row()
+    pt = resolve_disagg(recipe_from_data(recipe()), r["prefill"], r["decode"], r["conc"])
+    plan = build_multinode_plan(r, pt, Settings(), "/job", 4, SlurmSettings(runner="gb300-nv_1"))
+    argv = alloc_argv(plan)
+    assert plan.slurm.label.startswith("cit-") and f"--job-name={plan.slurm.label}" in argv
+    assert "--comment=ci-tools.runner=gb300-nv_1" in argv
+    assert plan.job_json()["label"] == plan.slurm.label
+    other = build_multinode_plan(r, pt, Settings(), "/other-job", 4, SlurmSettings())
+    assert other.slurm.label != plan.slurm.label                       # two jobs of one row never share it
+
+
+def test_a_budget_over_the_job_timeout_is_refused_before_anything_starts():
+    with pytest.raises(InputError, match="more than the .* min benchmark.yml leaves it"):
+        plan_of(ready_timeout_s=8 * 3600.0)
+
+
+def test_the_partition_time_limit_is_respected():
+    r = row()
+    pt = resolve_disagg(recipe_from_data(recipe()), r["prefill"], r["decode"], r["conc"])
+    slurm = SlurmSettings.from_hardware({"slurm": {"partition": "gb300", "account": "bench", "exclusive": True,
+                                                   "max-time-minutes": 120}})
+    with pytest.raises(InputError, match="over the 120 min runners.yaml allows"):
+        build_multinode_plan(r, pt, Settings(), "/job", 4, slurm)
+    slurm.max_time_minutes = 600
+    argv = alloc_argv(build_multinode_plan(r, pt, Settings(), "/job", 4, slurm))
+    assert "--partition=gb300" in argv and "--account=bench" in argv
 
 
 def test_one_client_per_concurrency_in_its_own_directory():

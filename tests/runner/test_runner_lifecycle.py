@@ -120,3 +120,30 @@ def test_node_check_refuses_before_anything_starts(job):
     assert "model: stub is not in the model store" in run.stderr
     assert not (job["out"] / "server.log").exists()
     assert json.loads((job["out"] / "status.json").read_text())["phase"] == "check"
+
+
+def test_port_zero_picks_free_ports_per_job(tmp_path):
+    import re
+
+    res = _dry(tmp_path, "docker", {}, ["--port", "0", "--worker-port", "0"])
+    assert res.exit_code == 0, res.output
+    [engine] = set(re.findall(r"--port (\d+) --tp-size", res.output))
+    [client] = set(re.findall(r"--url http://127.0.0.1:(\d+)", res.output))
+    assert engine == client and int(engine) not in (0, 8000)
+    res = _dry(tmp_path, "slurm", {}, ["--port", "0"])
+    assert getattr(res.exception, "exit_code", None) == 2 and "the engine runs on a compute node" in str(res.exception)
+
+
+def test_leftovers_of_a_crashed_job_of_this_runner_are_stopped_first(job):
+    """A runner machine that crashed mid-job ran no cleanup step; the runner's next job clears it first."""
+    runner = f"gb300-test_{job['mark'][:8]}"
+    stale = subprocess.Popen(["sleep", "300"], env={**job["env"], "CI_TOOLS_RUNNER": runner,
+                                                     "CI_TOOLS_JOB": "cit-an-earlier-job"})
+    try:
+        run = subprocess.run(job["argv"](extra=["--runner-name", runner]), env=job["env"], capture_output=True,
+                             text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert f"stopped what an earlier job of this runner left: process {stale.pid}" in run.stderr
+        assert stale.wait(timeout=5) == -signal.SIGTERM
+    finally:
+        stale.kill()

@@ -80,7 +80,7 @@ def sjob(tmp_path, aiperf, hf_home, slurm, shared):
                 "--model-store", str(tmp_path), "--server-cmd",
                 f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
                 "--router-cmd", f"{sys.executable} {STUB} --port {{port}} --model stub",
-                "--port", str(port), "--worker-port", str(worker), "--ready-timeout", "30",
+                "--port", str(port), "--worker-port", str(worker), "--ready-timeout", "120",
                 "--queue-timeout", "60", "--duration-override", str(duration), "--runner-name", "",
                 *(extra or [])]
 
