@@ -251,8 +251,14 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode | None) ->
         return errors, len(corrections), added
     for i in corrections if mode is not None else ():
         link = head_entries[i].data.get("pr-link")
-        if not schema.canonical_link(link, mode.repo):
-            h = head_entries[i]
+        h = head_entries[i]
+        if schema.canonical_link(base_entries[i].data.get("pr-link"), mode.repo):
+            # a correct link is history: re-pointing it would re-attribute the change to another PR
+            errors.append(Finding(file, h.key_lines.get("pr-link", h.line), None,
+                                  f"entry {i + 1} already links {base_entries[i].data.get('pr-link')}; only a "
+                                  "placeholder (XXX) or a non-canonical link may be corrected",
+                                  IMMUTABLE_HINT))
+        elif not schema.canonical_link(link, mode.repo):
             errors.append(Finding(file, h.key_lines.get("pr-link", h.line), None,
                                   f"entry {i + 1}: a pr-link correction must be a canonical link; found {link!r}",
                                   f"use {schema.pr_url(mode.repo, '<number>')}"))

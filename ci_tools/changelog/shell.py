@@ -58,10 +58,10 @@ def read_sources(git: Git, *, base: str | None, head: str | None, file: str, mas
         # judged on its own entries, not on main's newer ones it does not have yet.
         fork = git.merge_base(base, head)  # type: ignore[arg-type]
         master_files = master_paths(git, head, masters)
-        got = git.read([(fork, file), (head, file), (head, paths.POLICY)]  # type: ignore[list-item]
+        got = git.read([(fork, file), (head, file), (fork, paths.POLICY)]  # type: ignore[list-item]
                        + [(head, m) for m in master_files])
         base_bytes = got[(fork, file)]
-        git.prefetched[(head, paths.POLICY)] = got[(head, paths.POLICY)]
+        git.prefetched[BASE_POLICY] = got[(fork, paths.POLICY)]
         blobs = {f: got[(head, f)] for f in [file, *master_files]}
     if not master_files:
         raise InputError(exit_code=2, message=f"no master configs at {where}: nothing matches {paths.MASTER_GLOB}",
@@ -85,13 +85,26 @@ def read_sources(git: Git, *, base: str | None, head: str | None, file: str, mas
                    master_blobs=blobs)
 
 
+# Where read_sources leaves the policy file as it was at the merge base.
+BASE_POLICY = ("<merge-base>", paths.POLICY)
+
+
 def default_repo(git: Git, head: str | None) -> str:
-    """OWNER/NAME canonical links must name: policy file, else $GITHUB_REPOSITORY, else origin's URL."""
+    """OWNER/NAME canonical links must name: $GITHUB_REPOSITORY, else the policy file as the change found
+    it, else origin's URL.
+
+    Never the policy as the change leaves it: a PR that edits `repository:` would otherwise choose the
+    repository its own links are checked against (and re-point history's links to another one). So the
+    policy is read at the merge base for `lint` (read_sources prefetches it), at HEAD for a staged
+    change, and at `head` only for commands that compare nothing (canonicalize's new entries)."""
+    env = os.environ.get("GITHUB_REPOSITORY", "")
+    if env:
+        return env
     try:
-        if head is None:
-            policy = git.show_staged(paths.POLICY)
-        elif (head, paths.POLICY) in git.prefetched:
-            policy = git.prefetched[(head, paths.POLICY)]
+        if BASE_POLICY in git.prefetched:
+            policy = git.prefetched[BASE_POLICY]
+        elif head is None:
+            policy = git.show("HEAD", paths.POLICY) if git.has_commits() else git.show_staged(paths.POLICY)
         else:
             policy = git.show(head, paths.POLICY)
     except InputError:
@@ -100,9 +113,6 @@ def default_repo(git: Git, head: str | None) -> str:
         m = re.search(rb"^repository:[ ]*['\"]?([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)['\"]?[ ]*(?:#.*)?$", policy, re.M)
         if m:
             return m.group(1).decode()
-    env = os.environ.get("GITHUB_REPOSITORY", "")
-    if env:
-        return env
     url = git.remote_url("origin")
     if url:
         m = _REMOTE.search(url)

@@ -108,7 +108,11 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
 @cli.command("collect")
 @click.argument("roots", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(path_type=Path), required=True, help="Run-level collection file.")
-def collect_cmd(roots: tuple[Path, ...], out: Path) -> None:
+@click.option("--expect", "expect", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Points the sweep planned: with fewer valid results (a canary or a family failed, a job "
+                   "uploaded nothing) the collection is written but incomplete, and the command exits 1, so "
+                   "the run is never ingested. 0: no completeness check (a reused run).")
+def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int) -> None:
     """Collect every result.json under ROOTS into one run-level file.
 
     Invalid results are kept and marked `valid: false`; Pareto and tables ignore them.
@@ -117,7 +121,7 @@ def collect_cmd(roots: tuple[Path, ...], out: Path) -> None:
     Example:
       ci-tools results collect downloaded-artifacts/ --out results.json
     """
-    from ci_tools.results.collect import collect, find_results
+    from ci_tools.results.collect import collect, find_results, incomplete
 
     files = find_results(list(roots))
     if not files:
@@ -133,6 +137,10 @@ def collect_cmd(roots: tuple[Path, ...], out: Path) -> None:
     for note in data["notes"]:
         click.echo(f"note: {note}", err=True)
     click.echo(f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid -> {out}")
+    problem = incomplete(data, expect)
+    if problem:
+        click.echo(f"error: the sweep is incomplete: {problem}; a partial sweep is never ingested", err=True)
+        sys.exit(1)
 
 
 @cli.command("pareto")

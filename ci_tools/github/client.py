@@ -166,9 +166,14 @@ def _make_retry(log: CallLog, sleep: Callable[[float], None]):
             n = len(self.history)
             return 0.0 if n == 0 else min(self.backoff_max, self.backoff_factor * 2 ** (n - 1))
 
-        def increment(self, *args: Any, **kwargs: Any):
+        def increment(self, method: str | None = None, url: str | None = None, *args: Any, **kwargs: Any):
+            error = kwargs.get("error", args[1] if len(args) > 1 else None)
+            if error is not None and (method or "").upper() == "POST" and self._is_read_error(error):
+                # The POST reached GitHub and may have been carried out (a comment posted, a dispatch
+                # sent): sending it again could do it twice. Fail; the job's re-run reads state first.
+                raise error
             log.retries += 1
-            return super().increment(*args, **kwargs)
+            return super().increment(method, url, *args, **kwargs)
 
         def sleep_for_retry(self, response: Any) -> bool:
             after = self.get_retry_after(response)
@@ -241,6 +246,10 @@ class GitHub:
             raise GitHubError(f"GitHub API {verb} {shown} failed: HTTP {exc.status}: {message}. "
                               + _failure_advice(verb, url, exc.status), status=exc.status) from None
         except Exception as exc:  # connection refused, retries exhausted at the transport level, ...
+            if verb == "POST" and "timeout" in type(exc).__name__.lower():
+                raise GitHubError(f"GitHub API {verb} {shown} did not answer in time ({type(exc).__name__}); it may "
+                                  "have been carried out, so it was not sent again. Re-run the job: it reads the "
+                                  "current state before writing.") from None
             raise GitHubError(f"GitHub API {verb} {shown} failed: {type(exc).__name__}: {exc}. "
                               "Nothing was decided; re-run the job.") from None
 
@@ -280,6 +289,11 @@ class GitHub:
             state["items"].extend(page)
             match = _NEXT.search(headers.get("link", "") or "")
             state["next"] = (match.group(1), None) if match else None
+            total = data.get("total_count") if key and isinstance(data, dict) else None
+            if state["next"] is None and isinstance(total, int) and len(state["items"]) < total:
+                # the last page came without `Link: next` yet GitHub counts more: never decide on a partial list
+                raise GitHubError(f"GitHub API GET {path}: the list ended after {len(state['items'])} of its "
+                                  f"{total} items; refusing to decide on a partial list. Re-run the job.")
 
     def _r(self, suffix: str) -> str:
         return f"/repos/{self.repo}{suffix}"
@@ -306,7 +320,14 @@ class GitHub:
         return self._cache[key]
 
     def pull_files(self, number: int) -> list[str]:
-        return [f["filename"] for f in self._list(self._r(f"/pulls/{number}/files"))]
+        """Every file the PR changes; GitHubError when GitHub listed fewer than the PR's `changed_files`
+        (the endpoint stops at 3,000): a sign-off is never verified on a partial list."""
+        files = [f["filename"] for f in self._list(self._r(f"/pulls/{number}/files"))]
+        total = self.pull(number).get("changed_files")
+        if isinstance(total, int) and len(files) < total:
+            raise GitHubError(f"GitHub listed {len(files)} of the {total} files PR #{number} changes (it lists at most "
+                              "3,000); refusing to decide on a partial list.")
+        return files
 
     def timeline(self, number: int) -> list[dict]:
         """Comments, label events and commits of a PR in one chronological list."""

@@ -70,6 +70,8 @@ class WorkflowRun:
     html_url: str = ""
     created_at: str = ""
     pull_requests: tuple[int, ...] = ()
+    repository: str = ""               # OWNER/NAME the run ran in
+    head_repository: str = ""          # OWNER/NAME of its head commit (a fork, for a fork PR's own run)
 
 
 @dataclass(frozen=True)
@@ -162,7 +164,12 @@ def workflow_run_from(data: dict, where: str, r: _Reader) -> WorkflowRun:
         event=str(data.get("event") or ""), status=str(data.get("status") or ""), conclusion=data.get("conclusion"),
         head_sha=str(data.get("head_sha") or ""), head_branch=str(data.get("head_branch") or ""),
         run_attempt=data["run_attempt"] if isinstance(data.get("run_attempt"), int) else 1, html_url=str(data.get("html_url") or ""),
-        created_at=str(data.get("created_at") or ""), pull_requests=prs)
+        created_at=str(data.get("created_at") or ""), pull_requests=prs,
+        repository=_full_name(data.get("repository")), head_repository=_full_name(data.get("head_repository")))
+
+
+def _full_name(repo: object) -> str:
+    return str(repo.get("full_name") or "") if isinstance(repo, dict) else ""
 
 
 def guess_event_name(data: dict) -> str:

@@ -94,15 +94,11 @@ def load_timeline(gh: GitHub, pr: int) -> Timeline:
 
 
 def permission_lookup(gh: GitHub, tl: Timeline, settings: Settings) -> Callable[[str], str]:
-    """Permissions, first from the bot's own record on its status card (written when it checked a
-    command's author), else from the API. Only the bot's comment is trusted for the record."""
-    recorded = cm.state_of(cm.find_sticky(tl.comments, "status-card", bot_login=settings.bot)).get("writers", {})
+    """Permissions from the API, at the time of the decision (the client asks once per login per run).
 
-    def lookup(login: str) -> str:
-        level = recorded.get(login.lower())
-        return level if level in reuse.WRITE_PERMISSIONS else gh.permission(login)
-
-    return lookup
+    The status card's `writers` record says what a command's author had when the command was checked;
+    it is not used to decide: a writer demoted since then must not still authorise reuse."""
+    return gh.permission
 
 
 def upsert(gh: GitHub, pr: int, tl: Timeline, kind: str, key, body: str, settings: Settings) -> tuple[str, int]:
@@ -128,7 +124,8 @@ def pr_state(data: dict, main_ref: str = "refs/heads/main") -> reuse.PrState:
     branch = main_ref.removeprefix("refs/heads/")
     return reuse.PrState(number=int(data["number"]), head_sha=data["head"]["sha"], head_ref=data["head"]["ref"],
                          labels=tuple(sorted(l["name"] for l in data.get("labels") or [])),
-                         merged_at=data.get("merged_at"), fork=is_fork(data), trusted_branch=branch)
+                         merged_at=data.get("merged_at"), fork=is_fork(data), trusted_branch=branch,
+                         repository=str(((data.get("base") or {}).get("repo") or {}).get("full_name") or ""))
 
 
 def reuse_text(auth: reuse.Authorisation) -> str:
@@ -540,6 +537,11 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     if c.author == settings.bot or c.author_type == "Bot":
         res.messages.append("a bot cannot sign off")
         return res
+    if event.action == "edited" and event.sender != c.author:
+        # GitHub lets maintainers edit anyone's comment: an edit by someone else is not the author's sign-off
+        res.messages.append(f"the comment by @{c.author} was edited by @{event.sender or '(unknown)'}: a sign-off "
+                            "counts only as its author wrote it, so this edit changes nothing")
+        return res
     client = gh()
     pr = event.pr_number
     data = client.pull(pr)
@@ -575,7 +577,8 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     values = dict(signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12], version=checklist.version,
                   rows=rows)
     if not verdict.passed and not verdict.owns_any and not verdict.unverified and previous.get("passed") \
-            and previous.get("sha") == prs.head_sha:
+            and (previous.get("sha") == prs.head_sha or previous.get("tree") == tree):
+        # (the same tree: the verified status was carried over to this commit by a same-tree push)
         # Someone who owns none of the changed files cannot undo an owner's verified sign-off.
         body = cm.render("signoff-verdict", kind="signoff-reply", key=c.id, headline="not counted",
                          footer=f"@{c.author}, you own none of the changed files, so this sign-off is not counted. "

@@ -9,7 +9,9 @@
 
 A command is a whole line of its own (surrounding spaces allowed). Lines inside fenced code blocks,
 indented code and quotes (`> ...`) are never commands, so quoting someone's command or showing it in
-an example does nothing. A line that starts with a known command word but has the wrong arguments is
+an example does nothing. Neither are lines a reader of the rendered comment cannot see: inside an
+HTML comment (`<!-- ... -->`) or a collapsed `<details>` block. Only ASCII spaces and tabs separate a
+command's words: `/use` followed by a NO-BREAK or EM SPACE looks like a command but is not one. A line that starts with a known command word but has the wrong arguments is
 a `UsageProblem` carrying the right forms, so the bot can reply instead of guessing. Unknown slash
 words (`/foo`) are not ours and are ignored.
 """
@@ -78,10 +80,28 @@ _SHA = re.compile(r"[0-9a-fA-F]{7,40}")
 _RUN_ID = re.compile(rf"[1-9][0-9]{{0,{MAX_RUN_ID_DIGITS - 1}}}")
 
 
+_WORDS = re.compile(r"[ \t]+")  # ASCII separators only (str.split() would also split on NBSP, EM SPACE...)
+_HIDDEN = re.compile(r"<!--|-->|</?details\b", re.I)
+
+
 def _command_lines(body: str):
-    """(line number, stripped text) of lines that may hold a command: not in code, not quoted."""
+    """(line number, stripped text) of lines that may hold a command: not in code, not quoted, not hidden."""
     fence: str | None = None
+    in_comment = False
+    details = 0  # nesting depth of <details> blocks
     for number, raw in enumerate(body.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
+        hidden = in_comment or details > 0
+        for tag in _HIDDEN.findall(raw) if fence is None else ():
+            tag = tag.lower()
+            if tag == "<!--":
+                in_comment = True
+            elif tag == "-->":
+                in_comment = False
+            elif not in_comment:
+                details = details + 1 if tag == "<details" else max(0, details - 1)
+            hidden = True  # a line holding such a tag is markup, not a command line
+        if hidden:
+            continue
         match = _FENCE.match(raw)
         if fence is not None:
             if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
@@ -92,7 +112,7 @@ def _command_lines(body: str):
             continue
         if raw.startswith("    ") or raw.startswith("\t"):
             continue  # indented code block
-        text = raw.strip()
+        text = raw.strip(" \t")
         if text.startswith(">"):
             continue
         yield number, text
@@ -104,7 +124,7 @@ def parse(body: str | None) -> list[Command | UsageProblem]:
     for number, text in _command_lines(body or ""):
         if not text.startswith("/"):
             continue
-        word, *args = text.split()
+        word, *args = _WORDS.split(text)
         key = word.lower()
         if key not in FORMS:
             continue

@@ -84,11 +84,15 @@ class Authorisation:
 
 
 def use_commands(comments: Iterable[Comment], merged_at: str | None = None) -> list[tuple[Comment, Use]]:
-    """Reuse commands, newest first. Comments created after `merged_at` do not count (W4)."""
+    """Reuse commands, newest first. Comments created after `merged_at` do not count (W4), nor do
+    comments edited after it: what they said at the merge is unknown, and an edit to `/use 9` on a
+    re-run of the merge would otherwise choose the run after the fact."""
     cutoff = ts(merged_at)
     found = []
     for c in comments:
         if cutoff is not None and (ts(c.created_at) is None or ts(c.created_at) > cutoff):
+            continue
+        if cutoff is not None and c.updated_at and (ts(c.updated_at) is None or ts(c.updated_at) > cutoff):
             continue
         uses = [cmd for cmd in parse(c.body) if isinstance(cmd, Use)]
         if uses:
@@ -188,6 +192,7 @@ class PrState:
     merged_at: str | None = None
     fork: bool = False                 # head repository differs from the base: trusted sweeps are listed
     trusted_branch: str = "main"       # the branch trusted sweeps are dispatched on (the default branch)
+    repository: str = ""               # OWNER/NAME of the base repository: every source run must be its own
 
 
 @dataclass(frozen=True)
@@ -217,12 +222,35 @@ def trusted_problem(run: SweepRun, pr: PrState) -> str | None:
     return None
 
 
+def origin_problem(run: WorkflowRun, pr: PrState) -> str | None:
+    """None if `run` ran this repository's own workflow files on this repository's commits, else why not.
+
+    A fork PR's `pull_request` run executes the fork's (editable) workflow and can upload anything, so
+    for a fork PR only trusted sweeps count; any run must have run in this repository, and a
+    same-repository PR's run must have its head here too (a fork's run of the same commit does not)."""
+    if not pr.repository:
+        return None  # callers that do not know the repository (pure tests of other rules)
+    if run.repository != pr.repository:
+        return (f"it ran in {run.repository or 'an unnamed repository'}, not {pr.repository}; only this "
+                "repository's own runs can be a source")
+    if run.event == "pull_request" and pr.fork:
+        return ("it is the fork's own pull_request run, which executes the fork's workflow files and can upload "
+                "anything; for a fork PR only a trusted sweep (`/sweep approve <sha>`) can be a source")
+    if run.head_repository != pr.repository:
+        return (f"its head commit is in {run.head_repository or 'an unnamed repository'}, not {pr.repository}: "
+                "another repository's run of the same commit is not this PR's sweep")
+    return None
+
+
 def check_run(run: WorkflowRun, rules: Rules, *, pr: PrState, timeline: Timeline, policy: Policy,
               workflow_path: str, source: Source) -> str | None:
     """None if `run` may be used, else the first reason it may not. Cheap checks come first."""
     trusted = run.event == "workflow_dispatch"
     if run.event != "pull_request" and not trusted:
         return f"it is not a pull_request run or a trusted sweep ({run.event or 'unknown'} event)"
+    why = origin_problem(run, pr)
+    if why:
+        return why
     expected = TRUSTED_PATH if trusted else workflow_path
     if run.path and run.path.split("@")[0] != expected:
         return f"it is a run of {run.path}, not {expected}"
@@ -323,6 +351,7 @@ def select_run(rules: Rules, *, pinned: int | None, pr: PrState, timeline: Timel
     if pr.fork:
         trusted = _trusted_runs_of(source.workflow_runs(approval.TRUSTED_WORKFLOW, branch=pr.trusted_branch,
                                                         event="workflow_dispatch"), pr.number, 10 * max_examined)
+        # the fork's own pull_request runs are listed too, only to say why each was refused
         candidates = heapq.merge(candidates, trusted, key=_newest)
     for examined, data in enumerate(candidates):
         if examined >= max_examined:

@@ -27,6 +27,17 @@ def find_results(roots: list[Path]) -> list[Path]:
     return found
 
 
+def incomplete(collection: dict, expect: int) -> str | None:
+    """Why a sweep that planned `expect` points is not complete, or None (always None for 0)."""
+    if expect <= 0:
+        return None
+    if collection["invalid"]:
+        return f"{collection['invalid']} of its results are invalid"
+    if collection["valid"] < expect:
+        return f"{collection['valid']} valid results for the {expect} points planned"
+    return None
+
+
 def collect(files: list[Path]) -> dict:
     results: dict[str, dict] = {}
     sources: dict[str, str] = {}

@@ -92,8 +92,9 @@ def test_reads_git_objects_not_the_working_tree(repo):
 
 
 def test_correction_only_is_accepted(repo):
+    head_with(repo, history(3).replace(b"pull/2\n", b"pull/XXX\n"), tag="placeholder")
     head_with(repo, history(3).replace(b"pull/2\n", b"pull/20\n"))
-    out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head")
+    out = cli(repo, "changelog", "lint", "--base", "placeholder", "--head", "head")
     assert out.returncode == 0
     assert out.stdout == f"{LOG}: accepted: 1 pr-link correction(s)\n"
 
@@ -358,6 +359,28 @@ def test_unrelated_histories_are_an_input_error(repo, tmp_path):
     out = cli(repo, "changelog", "lint", "--base", "base", "--head", "other")
     assert out.returncode == 2
     assert "'base' and 'other' have no common ancestor" in out.stderr
+
+
+def test_a_pr_cannot_choose_the_repository_its_links_are_checked_against(repo):
+    """Issue 15 item 3: the PR edits `repository:` in the policy and re-points history's placeholder and
+    foreign links at another repository; the links are judged against the base version's repository."""
+    base = history(2) + b"\n" + entry(link=f"{LINK}/XXX")
+    head_with(repo, base, tag="with-placeholder")
+    write(repo, "inferencex-e2e/ci-policy.yaml", b"policy-version: 1\nrepository: evil/elsewhere\nlabels: {}\n")
+    head_with(repo, base.replace(f"{LINK}/XXX".encode(), b"https://github.com/evil/elsewhere/pull/9"))
+    out = cli(repo, "changelog", "lint", "--base", "with-placeholder", "--head", "head")
+    assert out.returncode == 1, out.stdout
+    assert f"a pr-link correction must be a canonical link; found 'https://github.com/evil/elsewhere/pull/9'" \
+        in out.stdout
+    assert f"use {LINK}/<number>" in out.stdout
+
+
+def test_github_repository_comes_before_the_policy_file(repo):
+    head_with(repo, history(3).replace(b"pull/2\n", b"pull/XXX\n"), tag="placeholder")
+    head_with(repo, history(3).replace(b"pull/2\n", b"pull/20\n"))
+    out = cli(repo, "changelog", "lint", "--base", "placeholder", "--head", "head",
+              env={"GITHUB_REPOSITORY": "other/repo"})
+    assert out.returncode == 1 and "found 'https://github.com/acme/bench/pull/20'" in out.stdout
 
 
 def test_canonicalize_speaks_json_and_github(repo):

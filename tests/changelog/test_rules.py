@@ -9,6 +9,8 @@ from ci_tools.changelog.lint import Mode, lint_change
 from .helpers import LINK, MASTER_KEYS, REPO, entry, history
 
 H = history(3)  # entries at lines 1, 7, 13; 17 lines
+HX = H.replace(b"pull/2\n", b"pull/XXX\n")  # entry 2 still has a placeholder
+HO = H.replace(LINK.encode() + b"/2\n", b"https://github.com/other/repo/pull/2\n")  # entry 2 links another repo
 E = entry()     # appended after H + b"\n": lines 19 (config-keys) .. 23 (pr-link)
 SECOND = entry(keys=("cfg-b",), desc=("Add cfg-b.",))
 PR = Mode(REPO, pr=42)
@@ -29,7 +31,8 @@ ACCEPT = [
     ("no change at all", H, H, MAIN, 0, 0),
     ("a new file", None, E, PR, 1, 0),
     ("base ending in an empty line: no extra separator", H + b"\n", H + b"\n" + E, PR, 1, 0),
-    ("pr-link-only correction to a canonical link", H, H.replace(b"pull/2\n", b"pull/22\n"), MAIN, 0, 1),
+    ("pr-link-only correction of a placeholder", HX, HX.replace(b"pull/XXX\n", b"pull/22\n"), MAIN, 0, 1),
+    ("pr-link-only correction of another repository's link", HO, H.replace(b"pull/2\n", b"pull/22\n"), MAIN, 0, 1),
     ("local mode: placeholder", H, H + b"\n" + E, LOCAL, 1, 0),
     ("local mode: any canonical link", H, H + b"\n" + entry(link=f"{LINK}/7"), LOCAL, 1, 0),
     ("wildcard * and ? patterns", H, H + b"\n" + entry(keys=("dsr1-fp?-*-sglang", "cfg-*")), PR, 1, 0),
@@ -74,8 +77,8 @@ NUL_ETC = [
      "a new entry was inserted at line 7, before historical entry 2; new entries go at the end of the file"),
     ("correction mixed with a new entry", H.replace(b"pull/2\n", b"pull/22\n") + b"\n" + E, 7,
      "do not mix historical pr-link corrections with new changelog entries"),
-    ("correction to a non-canonical link", H.replace(b"pull/2\n", b"pull/22/changes\n"), 11,
-     f"entry 2: a pr-link correction must be a canonical link; found '{LINK}/22/changes'"),
+    ("re-pointing a canonical link", H.replace(b"pull/2\n", b"pull/22\n"), 11,
+     f"entry 2 already links {LINK}/2; only a placeholder (XXX) or a non-canonical link may be corrected"),
     ("correction with another byte changed", H.replace(b"pull/2\n", b"pull/22\n").replace(b'"Change 1."', b"'Change 1.'"), 4,
      "historical bytes changed outside a pr-link line at line 4"),
     ("no empty line before the new entry", H + E, 18,
@@ -195,6 +198,12 @@ def test_fast_path_still_checks_the_whole_file():
     keep = H + b"  extra: |+\n    text\n"
     result = run(keep, keep + b"\n" + E)
     assert result.errors and "entry 3 (line 13) was changed" in result.errors[0].message
+
+
+def test_a_correction_must_itself_be_canonical():
+    result = run(HX, HX.replace(b"pull/XXX\n", b"pull/22/changes\n"))
+    assert [(f.line, f.message) for f in result.errors] == [
+        (11, f"entry 2: a pr-link correction must be a canonical link; found '{LINK}/22/changes'")]
 
 
 def test_a_misspelt_field_is_one_error_with_the_right_name():

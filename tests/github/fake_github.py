@@ -108,6 +108,7 @@ class FakeGitHub:
     repo: str = "octo/bench"
     bot: str = "github-actions[bot]"
     page_size: int | None = None           # force short pages
+    drop_next: str | None = None           # a path regex whose pages come without `Link: next` (a broken proxy)
     flaky: int | None = None               # every distinct GET first answers with this status once
     requests: list[str] = field(default_factory=list)
     schema_errors: list[str] = field(default_factory=list)
@@ -146,6 +147,7 @@ class FakeGitHub:
         self.reviews: dict[int, dict] = {}           # id -> review (with "_pr")
         self.endpoints = permission_table()
         self.faults: list[Fault] = []
+        self.slows: list[list] = []                  # [method, path regex, seconds, times left]
         self.runners: list[dict] = []
         self.jobs: dict[int, list[dict]] = {}        # run id -> jobs
         self.blobs: dict[int, bytes] = {}            # artifact id -> zip archive
@@ -218,9 +220,10 @@ class FakeGitHub:
                 event: str = "pull_request", status: str = "completed", path: str = ".github/workflows/run-sweep.yml",
                 created_at: str | None = None, artifacts=("results_bmk", "changelog-metadata"), expired=(),
                 pull_requests=(), attempt: int = 1, display_title: str | None = None,
-                name: str | None = None) -> dict:
+                name: str | None = None, head_repo: str | None = None) -> dict:
         """`display_title` is the run name (a workflow's `run-name:`, else the commit message);
-        `name` the workflow's `name:`, as GitHub returns both."""
+        `name` the workflow's `name:`, as GitHub returns both. `head_repo`: OWNER/NAME of the head
+        commit's repository (a fork's, for a fork PR's own pull_request run); default this one."""
         run = copy.deepcopy(self._run_t)
         run.update(display_title=display_title if display_title is not None else run["display_title"],
                    name=name if name is not None else run["name"])
@@ -230,6 +233,8 @@ class FakeGitHub:
                    pull_requests=[{"id": n, "number": n, "url": "https://x",
                                    "head": {"ref": branch, "sha": head_sha, "repo": run["pull_requests"][0]["head"]["repo"]},
                                    "base": run["pull_requests"][0]["base"]} for n in pull_requests])
+        run["repository"] = {**run["repository"], "full_name": self.repo}
+        run["head_repository"] = {**run["head_repository"], "full_name": head_repo or self.repo}
         self.runs[run_id] = run
         self.artifacts[run_id] = [self._artifact(run_id, n, n in expired) for n in [*artifacts, *expired]]
         return run
@@ -303,6 +308,19 @@ class FakeGitHub:
         self.faults.append(Fault(method, re.compile(path), status, times, headers or {},
                                  body or {"message": "Server Error"}))
 
+    def slow(self, method: str, path: str, seconds: float, *, times: int = 1) -> None:
+        """Carry out the next `times` matching requests, then answer only after `seconds` (a slow
+        GitHub: the client may time out although the write happened)."""
+        self.slows.append([method, re.compile(path), seconds, times])
+
+    def delay_for(self, method: str, path: str) -> float:
+        with self._lock:
+            for rule in self.slows:
+                if rule[3] > 0 and rule[0] == method and rule[1].search(path):
+                    rule[3] -= 1
+                    return rule[2]
+        return 0.0
+
     def bot_comments(self, pr: int) -> list[dict]:
         return [c for c in self.comments.values() if c["_issue"] == pr and c["user"]["login"] == self.bot]
 
@@ -337,9 +355,15 @@ class FakeGitHub:
                 return 200, [], ("list", "PullRequestSimple")
             return 200, [self.pulls[n] for n in self.commit_pulls.get(g[1], [])], ("list", "PullRequestSimple")
         if method == "GET" and (g := m(rf"/repos/{r}/pulls/(\d+)")):
-            return (200, self.pulls[int(g[1])], "PullRequest") if int(g[1]) in self.pulls else (404, None, None)
+            if int(g[1]) not in self.pulls:
+                return 404, None, None
+            pr = self.pulls[int(g[1])]
+            if int(g[1]) in self.pr_files:
+                pr["changed_files"] = len(self.pr_files[int(g[1])])
+            return 200, pr, "PullRequest"
         if method == "GET" and (g := m(rf"/repos/{r}/pulls/(\d+)/files")):
-            return 200, [self._diff(f) for f in self.pr_files.get(int(g[1]), [])], ("list", "DiffEntry")
+            # GitHub lists at most 3,000 files of a pull request
+            return 200, [self._diff(f) for f in self.pr_files.get(int(g[1]), [])[:3000]], ("list", "DiffEntry")
         if method == "GET" and (g := m(rf"/repos/{r}/issues/(\d+)/timeline")):
             return 200, self._timeline(int(g[1])), ("list", "timeline")
         if method == "GET" and (g := m(rf"/repos/{r}/issues/(\d+)/comments")):
@@ -406,7 +430,9 @@ class FakeGitHub:
             return 200, {"url": "https://x", "html_url": "https://x", "permalink_url": "https://x",
                          "diff_url": "https://x", "patch_url": "https://x", "base_commit": base,
                          "merge_base_commit": base, "status": status, "ahead_by": 1, "behind_by": 0,
-                         "total_commits": 1, "commits": [], "files": [self._diff(f) for f in files]}, "CommitComparison"
+                         "total_commits": 1, "commits": [],
+                         # GitHub lists at most 300 files of a comparison
+                         "files": [self._diff(f) for f in files[:300]]}, "CommitComparison"
         if method == "POST" and (g := m(rf"/repos/{r}/statuses/([0-9a-zA-Z]+)")):
             st = {"url": "https://x", "avatar_url": None, "id": next(self._ids), "node_id": "S",
                   "state": body["state"], "description": body.get("description"),
@@ -482,7 +508,7 @@ class FakeGitHub:
         page = int(query.get("page", ["1"])[0])
         chunk = items[(page - 1) * per: page * per]
         headers = {}
-        if page * per < len(items):
+        if page * per < len(items) and not (self.drop_next and re.search(self.drop_next, base)):
             q = {k: v[0] for k, v in query.items()}
             q["page"] = str(page + 1)
             headers["Link"] = f'<{base}?{urlencode(q)}>; rel="next"'
@@ -555,6 +581,9 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length)) if length else None
         status, obj, headers = self.fake.handle(method, self.path, body, self.base_url, dict(self.headers.items()))
+        delay = self.fake.delay_for(method, urlparse(self.path).path)
+        if delay:
+            threading.Event().wait(delay)
         raw = isinstance(obj, bytes)
         data = obj if raw else b"" if obj is None else json.dumps(obj).encode()
         self.send_response(status)

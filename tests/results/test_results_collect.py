@@ -86,3 +86,23 @@ def test_process_of_a_file_says_it_wants_the_directory(tmp_path):
     res = invoke("results", "process", str(f))
     assert res.exit_code == 1
     assert f"{f}: not a directory; pass the job directory" in str(res.exception)
+
+
+def test_an_incomplete_sweep_fails_collect_so_it_is_never_ingested(shared, tmp_path):
+    """Issue 15 item 4: a canary or a family failed, so some points are invalid or missing; collect used to
+    succeed whenever any result.json existed, and the results app was dispatched."""
+    good = export_copy(shared, tmp_path / "runs/good")
+    assert invoke("results", "process", str(good), "--tp", "4", "--conc", "4", "--scenario", "fixed-seq-len",
+                  "--model", "stub", "--name", "tp4-c4").exit_code == 0
+    out = tmp_path / "results.json"
+    missing = invoke("results", "collect", str(tmp_path / "runs"), "--out", str(out), "--expect", "3")
+    assert missing.exit_code == 1 and "1 valid results for the 3 points planned" in missing.output
+    assert out.exists()                                    # still written, for the status card
+    complete = invoke("results", "collect", str(tmp_path / "runs"), "--out", str(out), "--expect", "1")
+    assert complete.exit_code == 0, complete.output
+    bad = export_copy(shared, tmp_path / "runs/bad")
+    assert invoke("results", "process", str(bad), "--tp", "2", "--conc", "32", "--name", "tp2-c32").exit_code == 1
+    invalid = invoke("results", "collect", str(tmp_path / "runs"), "--out", str(out), "--expect", "2")
+    assert invalid.exit_code == 1 and "1 of its results are invalid" in invalid.output
+    reused = invoke("results", "collect", str(tmp_path / "runs"), "--out", str(out))   # --expect 0: a reused run
+    assert reused.exit_code == 0

@@ -67,8 +67,9 @@ def test_constraints_pin_exactly_the_installed_closure():
 
 def test_the_setup_action_installs_with_the_constraints_and_caches_pip():
     action = (ROOT / ".github/actions/setup-ci-tools/action.yml").read_text()
-    assert "cache: pip" in action and "cache-dependency-path: .github/constraints.txt" in action
-    assert '-c "$GITHUB_WORKSPACE/.github/constraints.txt"' in action
+    # from the folder it installs (`source`: the trusted checkout beside a fork's data, issue 15)
+    assert "cache: pip" in action and "cache-dependency-path: ${{ inputs.source }}/.github/constraints.txt" in action
+    assert '-c "$GITHUB_WORKSPACE/$SOURCE/.github/constraints.txt"' in action
 
 
 def test_dev_py_installs_with_the_constraints():

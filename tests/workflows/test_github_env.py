@@ -142,7 +142,14 @@ def signoff_body(signer: str) -> str:
 def signed_off_pr(fake, number=1, fork=None):
     pr = pr_with_sweep(fake, number, fork=fork)
     fake.pr_files[number] = ["inferencex-e2e/configs/amd-master.yaml"]
-    fake.add_run(9, head_sha=SHA1, pull_requests=(number,))
+    if fork:  # a fork PR's sweep is a trusted one: its own pull_request run never counts (#15)
+        from ci_tools.policy import approval
+
+        fake.add_run(9, head_sha="9" * 40, branch="main", event="workflow_dispatch",
+                     path=f".github/workflows/{approval.TRUSTED_WORKFLOW}",
+                     display_title=approval.run_name(number, SHA1), name="trusted-sweep")
+    else:
+        fake.add_run(9, head_sha=SHA1, pull_requests=(number,))
     fake.teams[("SemiAnalysisAI", "amd-reviewers")] = {"amd-dev"}
     fake.teams[("SemiAnalysisAI", "core")] = {"core-dev"}
     return pr

@@ -148,3 +148,18 @@ def test_plan_job_refuses_after_a_push(tree, fake_pr, tmp_path):
     results, _ = run_plan_job(tree, fake, head, tmp_path)
     assert results["check"].returncode == 1 and "plan" not in results
     assert "moved from the approved commit" in results["check"].stdout
+
+
+def test_the_self_hosted_template_installs_ci_tools_from_the_trusted_commit():
+    """Issue 15 item 8: with the approved fork SHA checked out, installing ci-tools from that tree ran the
+    fork's code to compute result.json (and it could write a canary-passed marker)."""
+    wf = workflow("benchmark.yml")
+    steps = wf.jobs["run"]["steps"]
+    checkouts = {(s.get("with") or {}).get("path", "."): (s.get("with") or {}).get("ref")
+                 for s in steps if s.get("uses", "").startswith(CHECKOUT)}
+    [setup] = [s for s in steps if s.get("uses", "").endswith("/setup-ci-tools")]
+    source = (setup.get("with") or {}).get("source", ".")
+    assert checkouts["."] == "${{ inputs.ref }}"                     # the benchmark inputs: the approved commit
+    assert checkouts[source] == "${{ github.sha }}", "ci-tools must be installed from the workflow's own commit"
+    action = (REPO / ".github/actions/setup-ci-tools/action.yml").read_text()
+    assert '"$GITHUB_WORKSPACE/$SOURCE' in action

@@ -1,0 +1,221 @@
+"""The attack table (issue 15): each scenario an adversarial pass used against the fake GitHub, over real
+HTTP, with the decision it must get. One test per row; each failed on the main of 2026-12-01."""
+
+from __future__ import annotations
+
+import pytest
+
+from ci_tools.github import GitHub
+from ci_tools.github.client import GitHubError
+from ci_tools.github.events import Event
+from ci_tools.github.flows import handle_comment, resolve_reuse, verify_signoff
+from ci_tools.policy import approval
+from gh_scenarios import SHA1, SHA2, authorise, comment_event, lazy, merge, pr_with_sweep, push_event, settings
+from test_gh_commands import dispatcher
+from test_gh_signoff import AMD, setup_pr, signoff_body
+
+FORK = "mallory/bench"
+TRUSTED = f".github/workflows/{approval.TRUSTED_WORKFLOW}"
+
+
+def fork_pr(fake, number=1321, commits=(SHA1,)):
+    return pr_with_sweep(fake, number, commits=commits, fork=FORK, head_ref="patch-1")
+
+
+def fork_run(fake, run_id, sha=SHA1):
+    """The fork PR's own pull_request run: it executed the fork's edited workflow and uploaded made-up
+    results under the right artifact names, and it succeeded."""
+    return fake.add_run(run_id, head_sha=sha, branch="patch-1", head_repo=FORK,
+                        artifacts=("results_bmk", "changelog-metadata"))
+
+
+def reuse_at_merge(fake, number, command):
+    authorise(fake, number, command)
+    merge(fake, number)
+    return resolve_reuse(push_event(fake), settings(), lazy(fake))
+
+
+# ---- 1. a fork run as a source -------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["/use", "/use 66"])
+def test_fork_run_is_never_reused(fake, command):
+    fork_pr(fake)
+    fork_run(fake, 66)
+    res = reuse_at_merge(fake, 1321, command)
+    out = res.outputs
+    assert out["reuse-enabled"] == "false" and out["reuse-source-run-id"] == "", out["reuse-reason"]
+    assert "the fork's own pull_request run" in out["reuse-reason"]
+
+
+def test_fork_run_is_never_staged(fake):
+    fork_pr(fake)
+    fork_run(fake, 66)
+    c = authorise(fake, 1321, "/stage-results 66")
+    res = handle_comment(comment_event(fake, 1321, c), settings(), lazy(fake), dispatcher(fake))
+    assert res.outputs.get("stage-run-id", "") == "" and fake.dispatches == []
+
+
+def test_another_repositorys_run_of_the_same_commit_is_not_a_same_repo_prs_sweep(fake):
+    pr_with_sweep(fake, 7)
+    fake.add_run(66, head_sha=SHA1, branch="feature", head_repo=FORK)   # a fork's branch of the same name
+    res = reuse_at_merge(fake, 7, "/use")
+    assert res.outputs["reuse-enabled"] == "false"
+    assert f"its head commit is in {FORK}, not {fake.repo}" in res.outputs["reuse-reason"]
+
+
+def test_the_same_repos_own_run_still_reuses(fake):
+    pr_with_sweep(fake, 7)
+    fake.add_run(67, head_sha=SHA1, branch="feature")
+    assert reuse_at_merge(fake, 7, "/use").outputs["reuse-source-run-id"] == "67"
+
+
+# ---- 2. an edited sign-off -----------------------------------------------------------------------
+
+def test_a_signoff_edited_by_someone_else_is_not_the_authors(fake):
+    """A writer who owns none of the files rewrites an owner's old comment into the checklist."""
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, "LGTM", author="amd-dev")
+    c["body"] = signoff_body("amd-dev")
+    event = comment_event(fake, 1, c, action="edited")
+    event = Event(**{**event.__dict__, "sender": "mallory"})
+    res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and res.outputs["state"] == ""
+    assert fake.statuses == []
+    assert any("edited by @mallory" in m for m in res.messages)
+
+
+def test_the_author_may_edit_their_own_signoff(fake):
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, "LGTM", author="amd-dev")
+    c["body"] = signoff_body("amd-dev")
+    event = comment_event(fake, 1, c, action="edited")
+    event = Event(**{**event.__dict__, "sender": "amd-dev"})
+    res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
+    assert res.outputs["state"] == "success"
+
+
+# ---- 5. a slow POST ------------------------------------------------------------------------------
+
+def test_a_slow_post_is_sent_once(fake):
+    """GitHub creates the comment but answers after the client's read timeout: retrying would post twice."""
+    pr_with_sweep(fake, 1)
+    fake.slow("POST", r"/issues/1/comments$", 2.5)
+    gh = GitHub(fake.repo, "test-token", api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0, timeout=1)
+    with pytest.raises(GitHubError, match="it was not sent again"):
+        gh.create_comment(1, "status")
+    assert [r for r in fake.requests if r.startswith("POST")] == [f"POST /repos/{fake.repo}/issues/1/comments"]
+    assert [c["body"] for c in fake.comments.values() if c["_issue"] == 1] == ["status"]
+
+
+def test_a_slow_get_is_still_retried(fake):
+    pr_with_sweep(fake, 1)
+    fake.slow("GET", r"/pulls/1$", 2.5)
+    gh = GitHub(fake.repo, "test-token", api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0, timeout=1)
+    assert gh.pull(1)["number"] == 1
+    assert fake.requests.count(f"GET /repos/{fake.repo}/pulls/1") == 2
+
+
+# ---- 6. decisions on partial lists ---------------------------------------------------------------
+
+def test_a_pinned_run_followed_by_301_files_is_not_reused(fake):
+    """GitHub's comparison lists 300 files; the 301st, under recipes/, is what changed the benchmark."""
+    pr_with_sweep(fake, 7, commits=(SHA1, SHA2))
+    fake.add_run(66, head_sha=SHA1)
+    fake.compares[(SHA1, SHA2)] = ("ahead", [f"docs/f{i}.md" for i in range(300)] + ["recipes/x.yaml"])
+    fake.tree_entries[f"tree-{SHA2}"] = {"inferencex-e2e": "t-e2e", "recipes": "t-recipes-v2"}
+    res = reuse_at_merge(fake, 7, "/use 66")
+    assert res.outputs["reuse-enabled"] == "false"
+    assert "recipes/ (the comparison lists only its first 300 files" in res.outputs["reuse-reason"]
+
+
+def test_a_push_of_301_files_sweeps_again(fake):
+    from gh_scenarios import pr_event
+
+    pr_with_sweep(fake, 7, commits=(SHA1, SHA2))
+    authorise(fake, 7, "/use")
+    fake.compares[(SHA1, SHA2)] = ("ahead", [f"docs/f{i}.md" for i in range(300)] + ["recipes/x.yaml"])
+    fake.tree_entries[f"tree-{SHA2}"] = {"inferencex-e2e": "t-e2e", "recipes": "t-recipes-v2"}
+    res = resolve_reuse(pr_event(fake, 7, "synchronize", before=SHA1, after=SHA2), settings(), lazy(fake))
+    assert res.outputs["skip-pr-sweep"] == "false", res.messages
+
+
+def test_a_signoff_is_not_verified_on_a_truncated_file_list(fake):
+    """The PR files endpoint stops at 3,000: an owner of the first 3,000 does not sign off the 3,001st."""
+    setup_pr(fake, [AMD] * 3000 + ["ci_tools/evil.py"])
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    with pytest.raises(GitHubError, match="listed 3000 of the 3001 files"):
+        verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert fake.statuses == []
+
+
+# ---- 7. drive-by revoke, demoted writer, edited after merge, hidden commands, truncated lists -------
+
+def test_a_drive_by_comment_cannot_revoke_a_carried_over_signoff(fake):
+    """An owner's verified sign-off carries over a same-tree push; a NONE commenter then posts the phrase."""
+    from gh_scenarios import pr_event
+
+    setup_pr(fake, (AMD,))
+    owner = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    assert verify_signoff(comment_event(fake, 1, owner), settings(), lazy(fake), lazy(fake)).outputs["state"] == "success"
+    fake.add_commit(1, SHA2, tree=fake.trees[SHA1])              # a rebase onto the same tree
+    fake.pulls[1]["head"]["sha"] = SHA2
+    fake.compares[(SHA1, SHA2)] = ("ahead", [])
+    carried = verify_signoff(pr_event(fake, 1, "synchronize", before=SHA1, after=SHA2), settings(), lazy(fake))
+    assert carried.outputs["state"] == "success"
+    drive_by = fake.add_comment(1, signoff_body("randomer"), author="randomer", association="NONE")
+    res = verify_signoff(comment_event(fake, 1, drive_by), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["state"] == "success"
+    assert [s["state"] for s in fake.statuses if s["_sha"] == SHA2] == ["success"]
+
+
+def test_a_demoted_writer_can_no_longer_authorise_reuse(fake):
+    """@maint's /use was checked while they had write (the status card records it); they were demoted."""
+    pr_with_sweep(fake, 7)
+    fake.add_run(67, head_sha=SHA1)
+    authorise(fake, 7, "/use", author="maint", permission="write")
+    fake.add_comment(7, '<!-- ci-tools:status-card -->\n<!-- ci-tools:state {"writers":{"maint":"write"}} -->',
+                     author=fake.bot, association="NONE", type_="Bot")
+    fake.permissions["maint"] = "read"
+    merge(fake, 7)
+    res = resolve_reuse(push_event(fake), settings(), lazy(fake))
+    assert res.outputs["reuse-enabled"] == "false"
+    assert "@maint has read permission" in "\n".join(res.messages)
+
+
+def test_a_command_edited_after_the_merge_does_not_count_on_a_rerun(fake):
+    pr_with_sweep(fake, 7)
+    fake.add_run(9, head_sha=SHA1)
+    fake.add_run(10, head_sha=SHA1)
+    c = authorise(fake, 7, "/use 10")
+    merge(fake, 7)
+    c["body"], c["updated_at"] = "/use 9", fake.tick()            # edited after the merge, then the job re-run
+    res = resolve_reuse(push_event(fake), settings(), lazy(fake))
+    assert res.outputs["reuse-source-run-id"] != "9"
+    assert res.outputs["reuse-enabled"] == "false"
+
+
+@pytest.mark.parametrize("body", [
+    "<!--\n/use 9\n-->", "thanks!\n<details><summary>log</summary>\n\n/use 9\n\n</details>",
+    "/use\u00a09", "/use\u20039", "\u2003/use 9",
+])
+def test_hidden_commands_are_not_commands(fake, body):
+    pr_with_sweep(fake, 7)
+    fake.add_run(9, head_sha=SHA1)
+    authorise(fake, 7, body)
+    merge(fake, 7)
+    res = resolve_reuse(push_event(fake), settings(), lazy(fake))
+    assert res.outputs["reuse-enabled"] == "false" and res.outputs["reuse-authorised"] == "false"
+
+
+def test_a_list_cut_short_without_link_next_is_not_complete(fake):
+    """A proxy drops `Link: next`: the runs listing ends after one page although GitHub counts more."""
+    pr_with_sweep(fake, 7)
+    fake.page_size = 2
+    for run_id in (1, 2):
+        fake.add_run(run_id, head_sha=SHA1, conclusion="failure")
+    fake.add_run(3, head_sha=SHA1, created_at="2026-09-01T00:00:00Z")   # the only success, on page 2
+    fake.drop_next = r"/actions/workflows/"
+    authorise(fake, 7, "/use")
+    merge(fake, 7)
+    with pytest.raises(GitHubError, match="the list ended after 2 of its 3 items"):   # fails closed
+        resolve_reuse(push_event(fake), settings(), lazy(fake))
