@@ -284,7 +284,12 @@ def plan(req: PlanRequest, *, after_canary: bool = False, passed: frozenset[str]
         entries, head_masters, base_masters = changelog_inputs(git, base_ref, head_ref, req.changelog,
                                                                list(req.masters), req.runners)
         decision = decide(event, policy, appends_entry=bool(entries))
-    result = build_plan(decision, entries, head_masters, policy, base=base_masters)
+    screen = None
+    if head_masters is not None:
+        from ci_tools.runner.screen_git import screen_at
+
+        screen = screen_at(git, head_ref, head_masters)      # rows no runner serves are refused here
+    result = build_plan(decision, entries, head_masters, policy, base=base_masters, screen=screen)
     if after_canary:
         from ci_tools.policy.plan import after_canary as release
 

@@ -92,10 +92,16 @@ def collect(files: list[Path]) -> dict:
             notes.append(f"{f}: replaces {sources[key]} for the same point {key}")
         results[key] = data
         sources[key] = str(f)
+    smoke = {k: r for k, r in results.items() if (r.get("point") or {}).get("canary") == "smoke"}
+    for k in smoke:
+        del results[k]
+        notes.append(f"{sources[k]}: a canary smoke run (profile {(smoke[k].get('point') or {}).get('profile')}), "
+                     "kept under `canaries`, not among the results: the point is measured by its own job")
     ordered = sorted(results.values(), key=lambda r: (str(r["point"].get("config-key")), r["point"].get("tp") or 0,
                                                       r["point"].get("conc") or 0, str(r["point"].get("name"))))
     return {"schema": "ci-tools/results/v1",
             "valid": sum(1 for r in ordered if r.get("valid")),
             "invalid": sum(1 for r in ordered if not r.get("valid")),
             "notes": notes,
-            "results": ordered}
+            "results": ordered,
+            "canaries": [smoke[k] for k in sorted(smoke)]}

@@ -30,9 +30,8 @@ from ci_tools.runner import layout
 from ci_tools.engines import ServeSpec, routers, sglang
 from ci_tools.runner import budget as bud
 from ci_tools.runner.backends import HF_CACHE_MOUNT, RUNNER_KEY, job_id
-from ci_tools.runner.plan import (AGENTIC, AGENTX_DURATION_S, AGENTX_FAST_DURATION_S, AIPERF_TIMEOUTS_ENV,
-                                  MODELS_MOUNT, SIM_ACC_ENV, SIM_ACC_LEN, Settings, _truthy, client_argv,
-                                  image_for_slurm)
+from ci_tools.runner.plan import (AGENTIC, AIPERF_TIMEOUTS_ENV, MODELS_MOUNT, SIM_ACC_ENV, SIM_ACC_LEN, Settings,
+                                  client_argv, image_for_slurm, image_problems, run_shape)
 
 WORKER_PORT_BASE = 30000
 PORT_STRIDE = 10            # per worker: http, +1 bootstrap, +2 dist-init, +3 dynamo system (health)
@@ -205,9 +204,7 @@ def result_filename(row: dict, point: DisaggPoint, concs: list[int], runner_name
     base = (f"{row.get('exp-name', 'run')}_{row.get('precision', '')}_{row.get('framework', '')}"
             f"_prefill-{_tag(point.prefill)}_decode-{_tag(point.decode)}_spec-{row.get('spec-decoding', 'none')}"
             f"_conc{'x'.join(str(c) for c in concs)}")
-    if runner_name:
-        base += f"_{runner_name}"
-    return base.replace("/", "-").replace(" ", "-")
+    return layout._finish(base, row, runner_name)
 
 
 def _hicache_args(point: DisaggPoint, group: Group, row: dict, gpus_per_node: int) -> dict:
@@ -279,12 +276,7 @@ def bud_minutes(seconds: float) -> int:
 def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_dir: str,
                          gpus_per_node: int | None, slurm: SlurmSettings | None = None) -> MultiNodePlan:
     slurm = slurm or SlurmSettings()
-    problems = check_row(row)
-    if str(row.get("image")) != point.image:
-        problems.append(f"the row's image {row.get('image')!r} differs from the recipe's {point.image!r}; "
-                        "the master entry and the recipe must pin the same digest")
-    if "@sha256:" not in point.image:
-        problems.append(f"the recipe image {point.image!r} is not pinned by digest (@sha256:...)")
+    problems = check_row(row) + image_problems(row, point.image)
     if row.get("kv-p2p-transfer") and str(row["kv-p2p-transfer"]) != point.kv_transfer:
         problems.append(f"the row's kv-p2p-transfer {row['kv-p2p-transfer']!r} differs from the recipe's "
                         f"kv-transfer {point.kv_transfer!r}")
@@ -312,14 +304,7 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
     if problems:
         raise InputError("; ".join(problems))
 
-    scenario = row.get("scenario-type", "fixed-seq-len")
-    run_eval = _truthy(row.get("run-eval")) or _truthy(row.get("eval-only"))
-    fast = _truthy(row.get("agentx-fast"))
-    duration: float | None = None
-    if scenario == AGENTIC:
-        duration = float(AGENTX_FAST_DURATION_S if fast else row.get("duration", AGENTX_DURATION_S))
-        if settings.duration_override_s is not None:
-            duration = settings.duration_override_s
+    scenario, run_eval, fast, duration = run_shape(row, settings)
     model = str(row["model"])
     concs = _concs(row)
     rf = result_filename(row, point, concs, settings.runner_name)

@@ -72,6 +72,17 @@ def result_filename(row: dict, runner_name: str = "") -> str:
     base = (f"{row.get('exp-name', 'run')}_{row.get('precision', '')}_{row.get('framework', '')}"
             f"_tp{row.get('tp')}-ep{row.get('ep', 1)}-dpa{dpa}_spec-{row.get('spec-decoding', 'none')}"
             f"_conc{row.get('conc')}")
+    return _finish(base, row, runner_name)
+
+
+CANARY_SMOKE_SUFFIX = "_canary-smoke"
+
+
+def _finish(base: str, row: dict, runner_name: str) -> str:
+    # a smoke canary runs the same point as a full job of the same sweep: its files and artifacts
+    # must not collide with (or replace) the point's own
+    if row.get("canary") == "smoke":
+        base += CANARY_SMOKE_SUFFIX
     if runner_name:
         base += f"_{runner_name}"
     return base.replace("/", "-").replace(" ", "-")

@@ -244,13 +244,19 @@ def _router_id(router: dict) -> tuple[str, str]:
     return str(router.get("name")), str(router.get("version"))
 
 
-def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str) -> JobPlan:
-    problems = check_row(row)
-    if str(row.get("image")) != point.image:
-        problems.append(f"the row's image {row.get('image')!r} differs from the recipe's {point.image!r}; "
+def image_problems(row: dict, image: str) -> list[str]:
+    """The row and its recipe must name one digest-pinned image (single- and multi-node)."""
+    problems = []
+    if str(row.get("image")) != image:
+        problems.append(f"the row's image {row.get('image')!r} differs from the recipe's {image!r}; "
                         "the master entry and the recipe must pin the same digest")
-    if "@sha256:" not in point.image:
-        problems.append(f"the recipe image {point.image!r} is not pinned by digest (@sha256:...)")
+    if "@sha256:" not in image:
+        problems.append(f"the recipe image {image!r} is not pinned by digest (@sha256:...)")
+    return problems
+
+
+def run_shape(row: dict, settings: Settings) -> tuple[str, bool, bool, float | None]:
+    """(scenario, eval run, AgentX-fast, benchmark duration in seconds or None) of a row."""
     scenario = row.get("scenario-type", "fixed-seq-len")
     run_eval = _truthy(row.get("run-eval")) or _truthy(row.get("eval-only"))
     fast = _truthy(row.get("agentx-fast"))
@@ -259,6 +265,12 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
         duration = float(AGENTX_FAST_DURATION_S if fast else row.get("duration", AGENTX_DURATION_S))
         if settings.duration_override_s is not None:
             duration = settings.duration_override_s
+    return scenario, run_eval, fast, duration
+
+
+def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str) -> JobPlan:
+    problems = check_row(row) + image_problems(row, point.image)
+    scenario, run_eval, fast, duration = run_shape(row, settings)
     plugin = engines.engine(point.engine)
     if plugin is None:
         problems.append(f"engine {point.engine!r} of {point.recipe_file} has no ci-tools plug-in "

@@ -156,4 +156,22 @@ def _multinode(row: Mapping[str, Any], ctx: Context, refuse) -> None:
                "disaggregated recipe as the message says")
 
 
-__all__ = ["Context", "PENDING_RULES", "Refusal", "multinode_eval_rows_not_runnable_yet", "refusals"]
+
+
+def screen_for(entries: Mapping[str, Mapping[str, Any]], recipes: Mapping[str, Recipe | str],
+               hardware: Mapping[str, Any], evals: Any = None) -> Callable[[str, Mapping[str, Any]], list[Refusal]]:
+    """The plan builder's screen: `recipes` maps each `recipe:` path to its loaded recipe, or to the
+    reason it could not be read (the shell reads them from git at the planned head); `evals` is the
+    policy's `evals:` section (ci_tools.evals.policy.EvalPolicy), None when it has none."""
+    def screen(key: str, row: Mapping[str, Any]) -> list[Refusal]:
+        entry = entries.get(key)
+        path = entry.get("recipe") if isinstance(entry, Mapping) else None
+        found = recipes.get(path) if isinstance(path, str) else None
+        gpn = (hardware.get(row.get("runner")) or {}).get("gpus-per-node") if isinstance(hardware, Mapping) else None
+        return refusals(row, Context(entry, found if isinstance(found, Recipe) else None,
+                                     found if isinstance(found, str) else None, int(gpn) if gpn else None,
+                                     evals))
+    return screen
+
+
+__all__ = ["Context", "PENDING_RULES", "Refusal", "multinode_eval_rows_not_runnable_yet", "refusals", "screen_for"]

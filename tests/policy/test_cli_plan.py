@@ -67,7 +67,10 @@ def test_demo_plan_json(capsys, demo_repo):
     assert (canary["conc"], canary["profile"], canary["canary-kind"]) == (1, "agentx-fast", "smoke")
     for p in plan["points"]:
         assert {"config-key", "runner", "tp", "ep", "dp-attn", "conc", "gpus", "gpu-hours", "canary", "profile"} <= set(p)
-    assert set(plan["buckets"]) >= {"single-node-agentic", "evals"} and plan["totals"]["points"] == 9
+    assert set(plan["buckets"]) >= {"single-node-agentic", "evals"} and plan["totals"]["points"] == 8
+    # the seed's agentic eval row is not sent to a GPU runner (eval rows are not runnable yet): listed
+    (refused,) = plan["refused"]
+    assert (refused["bucket"], refused["pending"], refused["rule"]) == ("agentic-evals", True, "eval-rows-not-runnable-yet")
 
 
 def test_demo_plan_github_outputs(capsys, demo_repo, tmp_path, monkeypatch):
@@ -86,7 +89,8 @@ def test_demo_plan_github_outputs(capsys, demo_repo, tmp_path, monkeypatch):
     assert json.loads(outputs["matrix-single-node-8k1k"]) == []
     canary = json.loads(outputs["canary-single-node-agentic"])
     assert [c["conc"] for c in canary] == [1] and outputs["canary-families"] == '["cluster:gb300-nv"]'
-    assert json.loads(outputs["plan"])["totals"]["points"] == 9
+    assert json.loads(outputs["plan"])["totals"]["points"] == 8
+    assert outputs["run-agentic-evals"] == "false"
     assert outputs["concurrency-group"] == "sweep-head-active"
     golden("demo-summary.md", summary.read_text())
 
@@ -247,6 +251,9 @@ def test_append_only_entry_plans_only_the_added_point(capsys, demo_repo, tmp_pat
     subprocess.run(["git", "-C", str(repo), "config", "user.name", "a"], check=True)
     master = repo / "inferencex-e2e" / "configs" / "nvidia-master.yaml"
     master.write_text(master.read_text().replace("conc-list: [16, 32] }", "conc-list: [16, 32, 48] }"))
+    recipe = repo / "recipes" / "gb300-dsv41flash-fp4-sglang" / "agentic.yaml"
+    text = recipe.read_text()
+    recipe.write_text(text + "\n  tp2-c48:\n    tp: 2\n    ep: 1\n    conc: 48\n")   # points is the last mapping
     log = repo / "inferencex-e2e" / "perf-changelog.yaml"
     log.write_text(log.read_text() + "\n- config-keys:\n    - dsv41flash-fp4-gb300-sglang-agentic-dspark\n"
                    "  scenario-type:\n    - agentic-coding\n  description:\n    - \"Add TP2 c48.\"\n"
@@ -257,6 +264,30 @@ def test_append_only_entry_plans_only_the_added_point(capsys, demo_repo, tmp_pat
     assert code == 0, err
     plan = json.loads(out)
     assert [(p["parallelism"], p["conc"]) for p in plan["points"]] == [("TP2 EP1", 48)]
+
+
+def test_a_point_the_recipe_lacks_is_refused_at_plan_time(capsys, demo_repo, tmp_path):
+    """The master gains c48 but the recipe has no such point: plan fails naming the row and the fix,
+    before any GPU is booked (runner run would have failed on the runner)."""
+    repo = tmp_path / "r"
+    subprocess.run(["git", "clone", "-q", str(demo_repo), str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "checkout", "-q", "-b", "x", "head"], check=True)
+    subprocess.run(["git", "-C", str(repo), "config", "user.email", "a@b"], check=True)
+    subprocess.run(["git", "-C", str(repo), "config", "user.name", "a"], check=True)
+    master = repo / "inferencex-e2e" / "configs" / "nvidia-master.yaml"
+    master.write_text(master.read_text().replace("conc-list: [16, 32] }", "conc-list: [16, 32, 48] }"))
+    log = repo / "inferencex-e2e" / "perf-changelog.yaml"
+    log.write_text(log.read_text() + "\n- config-keys:\n    - dsv41flash-fp4-gb300-sglang-agentic-dspark\n"
+                   "  scenario-type:\n    - agentic-coding\n  description:\n    - \"Add TP2 c48.\"\n"
+                   "  pr-link: https://github.com/SemiAnalysisAI/InferenceX/pull/2\n  append-only: true\n")
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "c48"], check=True)
+    code, out, err = run(capsys, "plan", "--repo", str(repo), "--base", "head", "--head", "HEAD",
+                         "--label", "non-canary-full-sweep-enabled")
+    assert code == 1
+    assert ("1 planned row(s) cannot run, so nothing is booked: dsv41flash-fp4-gb300-sglang-agentic-dspark "
+            "(single-node-agentic, TP2 EP1, conc 48): recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml: no point "
+            "with tp=2 ep=1 dp-attn=false conc=48. Fix: add the point") in err
+    assert "refused (cannot run): " in out
 
 
 def test_push_event_plans_the_full_sweep_without_canary(capsys, demo_repo, tmp_path):
@@ -271,7 +302,8 @@ def test_push_event_plans_the_full_sweep_without_canary(capsys, demo_repo, tmp_p
     assert out.startswith("SWEEP: push to the default branch") and "mode: push" in out
     code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--event-path", str(ev), "--format", "json")
     plan = json.loads(out)
-    assert plan["canaries"] == [] and not any(plan["fail-fast"].values()) and plan["totals"]["points"] == 8
+    assert plan["canaries"] == [] and not any(plan["fail-fast"].values()) and plan["totals"]["points"] == 7
+    assert [r["rule"] for r in plan["refused"]] == ["eval-rows-not-runnable-yet"]     # the seed's eval row
     assert plan["concurrency-group"] == f"sweep-{sha('head')}-active"
 
 

@@ -419,3 +419,41 @@ def test_output_size_is_counted_the_way_github_counts_it(policy, example):
         github_output_text(plan_outputs(big))
     small = {**p, "buckets": {**p["buckets"], "single-node-agentic": [rows[0]] * (n // 3)}}
     assert github_output_text(plan_outputs(small))
+
+
+# ---- servability: rows no runner can serve are refused before any GPU is booked ------------------
+
+def _screen(masters: Masters):
+    from ci_tools.config.recipe import load_recipe
+    from ci_tools.runner.servable import screen_for
+
+    recipes = {e["recipe"]: load_recipe(REPO / e["recipe"], e["recipe"]) for e in masters.entries.values()
+               if e.get("recipe")}
+    return screen_for(masters.entries, recipes, masters.hardware)
+
+
+def test_all_four_configs_plan_only_servable_rows(policy, example):
+    keys = [B300, DISAGG, AG_DISAGG, SEED]
+    p = plan_for(policy, example, [entry(keys)], [FFF], screen=_screen(example))
+    assert p["sweep"] and p["error"] is None
+    refused = p["refused"]
+    assert refused and all(r["pending"] and r["rule"] == "eval-rows-not-runnable-yet" for r in refused)
+    assert not any(p["buckets"][b] for b in bk.EVAL_BUCKETS)          # no eval row reaches a GPU runner
+    assert {r["config-key"] for r in refused} <= set(keys)
+    assert all(not pt["eval"] for pt in p["points"])
+
+
+def test_an_entry_without_recipe_fails_the_plan_naming_it_and_the_fix(policy, example):
+    masters = Masters({**example.entries, B300: {k: v for k, v in example.entries[B300].items() if k != "recipe"}},
+                      example.hardware)
+    p = plan_for(policy, masters, [entry([B300, SEED])], [FFF], screen=_screen(masters))
+    assert not p["sweep"] and p["points"] == [] and all(not rows for rows in p["buckets"].values())
+    assert p["error"].startswith("12 planned row(s) cannot run, so nothing is booked: dsv41flash-fp4-b300-sglang (")
+    assert "has no `recipe:`" in p["error"] and "Fix: write a recipe" in p["error"]
+    assert {r["rule"] for r in p["refused"] if not r["pending"]} == {"no-recipe"}
+
+
+def test_an_evals_only_sweep_of_eval_rows_is_refused_not_planned_as_nothing(policy, example):
+    p = plan_for(policy, example, [entry([SEED])], [FFF, "evals-only"], screen=_screen(example))
+    assert not p["sweep"] and "every planned row is of a kind ci-tools does not run yet" in p["error"]
+    assert "eval rows are not runnable yet" in p["error"]

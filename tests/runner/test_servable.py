@@ -125,3 +125,34 @@ def test_the_b300_entry_now_has_a_recipe_for_every_row():
     rows = [r for r in example_rows() if r["config-key"] == B300 and not r.get("eval-only")]
     assert len(rows) == 12
     assert all(refusals(r, ctx(B300)) == [] for r in rows)
+
+
+def test_every_row_the_plan_emits_for_all_four_configs_is_accepted_by_runner_run_dry_run(tmp_path):
+    """Done-when of issue 11: plan all four example configs; each emitted row (canaries included)
+    goes through `runner run --dry-run` exactly as benchmark.yml hands it over."""
+    import json
+
+    from click.testing import CliRunner
+
+    from ci_tools.cli import cli
+    from ci_tools.policy.gate import Event, decide
+    from ci_tools.policy.labels import load_policy
+    from ci_tools.policy.plan import Masters, PlanEntry, build_plan
+    from ci_tools.runner.servable import screen_for
+
+    policy = load_policy(REPO)
+    keys = list(MASTERS)
+    recipes = {e["recipe"]: load_recipe(REPO / e["recipe"], e["recipe"]) for e in MASTERS.values() if e.get("recipe")}
+    entry = PlanEntry(0, 1, {"config-keys": keys, "description": ["x"], "pr-link": "l"}, keys)
+    decision = decide(Event("local", labels=("full-sweep-fail-fast",)), policy, appends_entry=True)
+    plan = build_plan(decision, [entry], Masters(MASTERS, HARDWARE), policy, screen=screen_for(MASTERS, recipes, HARDWARE))
+    rows = [r for rs in plan["buckets"].values() for r in rs] + plan["canaries"]
+    assert plan["error"] is None and len(rows) == 25
+    assert len(plan["refused"]) == 7 and all(r["pending"] for r in plan["refused"])
+    for i, row in enumerate(rows):
+        path = tmp_path / f"row{i}.json"
+        path.write_text(json.dumps(row))
+        backend = "slurm" if "prefill" in row else "docker"
+        res = CliRunner().invoke(cli, ["runner", "run", "--row", str(path), "--backend", backend, "--dry-run",
+                                       "--root", str(REPO), "--out", str(tmp_path / f"out{i}")])
+        assert res.exit_code == 0, (row.get("config-key"), row.get("exp-name"), res.output)

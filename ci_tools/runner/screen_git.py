@@ -1,0 +1,78 @@
+"""The plan's servability screen, with the recipes read from git at the planned head (adapter).
+
+`plan` decides from git objects only, never the working tree: the recipes the selected master entries
+name are read at the same head as the masters, then `servable.screen_for` decides (pure).
+
+A repository with no recipes/ folder at all (InferenceX's own layout, whose runners serve rows with
+their own launch scripts, not `ci-tools runner run`) is planned without the check: there is no
+ci-tools runner whose verdict would mean anything there.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ci_tools.errors import InputError
+
+
+def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict[str, object]:
+    """recipe path -> loaded `Recipe`, or the reason it cannot be read, for every entry's `recipe:`."""
+    from ci_tools.config.recipe import Recipe
+    from ci_tools.yamlio import load_yaml_text
+
+    wanted = sorted({e["recipe"] for e in entries.values()
+                     if isinstance(e, Mapping) and isinstance(e.get("recipe"), str)})
+    if not wanted:
+        return {}
+    blobs = git.show_many(head, wanted)
+    out: dict[str, object] = {}
+    for path in wanted:
+        blob = blobs.get(path)
+        if blob is None:
+            out[path] = f"no such file at {head}"
+            continue
+        try:
+            doc = load_yaml_text(blob.decode("utf-8"), path)
+        except UnicodeDecodeError:
+            out[path] = "not UTF-8 text"
+            continue
+        except InputError as exc:
+            out[path] = str(exc)
+            continue
+        out[path] = Recipe(doc.file, doc.data, doc) if isinstance(doc.data, dict) else "not a mapping"
+    return out
+
+
+def screen_at(git, head: str, masters) -> object | None:
+    """`build_plan(screen=...)` for the head's masters (a `policy.plan.Masters`); None for a repository
+    that has no recipes/ folder at `head`."""
+    from ci_tools import paths
+    from ci_tools.runner.servable import screen_for
+
+    if not git.ls_files(head, paths.RECIPES_DIR):
+        return None
+
+    return screen_for(masters.entries, recipes_at(git, head, masters.entries), masters.hardware, evals_at(git, head))
+
+
+def evals_at(git, head: str):
+    """The `evals:` section of the policy file at `head` (the shipped default's when the repository has
+    no policy file); None when it has none or it is malformed (eval rows are then refused, named)."""
+    from ci_tools import paths
+    from ci_tools.errors import InputError
+    from ci_tools.evals.policy import policy_from_doc
+    from ci_tools.yamlio import load_yaml_text
+
+    blob = git.show(head, paths.POLICY)
+    if blob is None:
+        from importlib import resources
+
+        from ci_tools.policy.labels import DEFAULT_POLICY_NAME, DEFAULT_POLICY_RESOURCE
+
+        text, name = resources.files("ci_tools.policy").joinpath(DEFAULT_POLICY_RESOURCE).read_text("utf-8"), DEFAULT_POLICY_NAME
+    else:
+        text, name = blob.decode("utf-8", "replace"), paths.POLICY
+    try:
+        return policy_from_doc(load_yaml_text(text, name))
+    except InputError:
+        return None
