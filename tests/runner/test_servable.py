@@ -145,10 +145,16 @@ def test_every_row_the_plan_emits_for_all_four_configs_is_accepted_by_runner_run
     recipes = {e["recipe"]: load_recipe(REPO / e["recipe"], e["recipe"]) for e in MASTERS.values() if e.get("recipe")}
     entry = PlanEntry(0, 1, {"config-keys": keys, "description": ["x"], "pr-link": "l"}, keys)
     decision = decide(Event("local", labels=("full-sweep-fail-fast",)), policy, appends_entry=True)
-    plan = build_plan(decision, [entry], Masters(MASTERS, HARDWARE), policy, screen=screen_for(MASTERS, recipes, HARDWARE))
+    from ci_tools.evals.policy import policy_from_doc
+    from ci_tools.yamlio import load_yaml_file
+
+    evals = policy_from_doc(load_yaml_file(REPO / "inferencex-e2e" / "ci-policy.yaml"))
+    plan = build_plan(decision, [entry], Masters(MASTERS, HARDWARE), policy,
+                      screen=screen_for(MASTERS, recipes, HARDWARE, evals))
     rows = [r for rs in plan["buckets"].values() for r in rs] + plan["canaries"]
-    assert plan["error"] is None and len(rows) == 25
-    assert len(plan["refused"]) == 7 and all(r["pending"] for r in plan["refused"])
+    # the 25 benchmark jobs and the 4 single-node eval rows run; the 3 multi-node eval rows are pending
+    assert plan["error"] is None and len(rows) == 29, (plan["error"], len(rows))
+    assert len(plan["refused"]) == 3 and all(r["pending"] for r in plan["refused"])
     for i, row in enumerate(rows):
         path = tmp_path / f"row{i}.json"
         path.write_text(json.dumps(row))
