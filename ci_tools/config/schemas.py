@@ -364,6 +364,9 @@ def _valid(node: Any, value: Any, defs: dict) -> bool:
             ok = not isinstance(value, list) or len(value) >= arg
         elif key == "minProperties":
             ok = not isinstance(value, dict) or len(value) >= arg
+        elif key == "uniqueItems":
+            ok = not (arg and isinstance(value, list)) or \
+                len({json.dumps(v, sort_keys=True) for v in value}) == len(value)
         elif key == "pattern":
             ok = not isinstance(value, str) or _regex(arg).search(value) is not None
         elif key in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
@@ -381,6 +384,8 @@ def _valid(node: Any, value: Any, defs: dict) -> bool:
             ok = any(_valid(sub, value, defs) for sub in arg)
         elif key == "allOf":
             ok = all(_valid(sub, value, defs) for sub in arg)
+        elif key == "oneOf":
+            ok = sum(1 for sub in arg if _valid(sub, value, defs)) == 1
         elif key == "if":
             branch = node.get("then") if _valid(arg, value, defs) else node.get("else")
             ok = branch is None or _valid(branch, value, defs)

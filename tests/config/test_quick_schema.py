@@ -76,3 +76,28 @@ def test_mutated_entries_get_the_same_verdict(shared, data):
 def test_an_unknown_keyword_means_cannot_tell(monkeypatch):
     monkeypatch.setattr(schemas, "schema", lambda name: {"$defs": {"x": {"type": "object", "dependentRequired": {}}}})
     assert schemas.is_valid("master", "x", {}) is None
+
+
+def test_the_quick_checker_agrees_on_the_policy_files_evals_section():
+    """plan reads `evals:` on its path (issue 13) through the yes/no interpreter: it must agree with
+    jsonschema on the shipped section and on broken copies (oneOf, uniqueItems, minProperties)."""
+    import copy
+
+    from ci_tools.config import schemas
+    from ci_tools.yamlio import load_yaml_file
+
+    from tests.conftest import REPO
+
+    doc = load_yaml_file(REPO / "inferencex-e2e" / "ci-policy.yaml")
+    good = doc.data["evals"]
+    broken = []
+    for mutate in (lambda e: e.update(concurrencies=[1, 1]), lambda e: e.update(harnesses={}),
+                   lambda e: e.update(suites=5), lambda e: e.update(unknown=1)):
+        e = copy.deepcopy(good)
+        mutate(e)
+        broken.append(e)
+    for section in [good, *broken]:
+        quick = schemas.is_valid("ci-policy", "evals", section)
+        full = not schemas.check(doc, section, "ci-policy", "evals", ("evals",))
+        assert quick is None or quick == full, section
+    assert schemas.is_valid("ci-policy", "evals", good) is True

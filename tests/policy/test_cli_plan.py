@@ -67,10 +67,10 @@ def test_demo_plan_json(capsys, demo_repo):
     assert (canary["conc"], canary["profile"], canary["canary-kind"]) == (1, "agentx-fast", "smoke")
     for p in plan["points"]:
         assert {"config-key", "runner", "tp", "ep", "dp-attn", "conc", "gpus", "gpu-hours", "canary", "profile"} <= set(p)
-    assert set(plan["buckets"]) >= {"single-node-agentic", "evals"} and plan["totals"]["points"] == 8
-    # the seed's agentic eval row is not sent to a GPU runner (eval rows are not runnable yet): listed
-    (refused,) = plan["refused"]
-    assert (refused["bucket"], refused["pending"], refused["rule"]) == ("agentic-evals", True, "eval-rows-not-runnable-yet")
+    assert set(plan["buckets"]) >= {"single-node-agentic", "evals"} and plan["totals"]["points"] == 9
+    # the seed's agentic eval row runs the policy's eval harness (issue 13): planned, nothing refused
+    (ev,) = plan["buckets"]["agentic-evals"]
+    assert (ev["conc"], ev["tp"], ev["ep"], ev["dp-attn"]) == (128, 2, 2, True) and plan["refused"] == []
 
 
 def test_demo_plan_github_outputs(capsys, demo_repo, tmp_path, monkeypatch):
@@ -89,8 +89,8 @@ def test_demo_plan_github_outputs(capsys, demo_repo, tmp_path, monkeypatch):
     assert json.loads(outputs["matrix-single-node-8k1k"]) == []
     canary = json.loads(outputs["canary-single-node-agentic"])
     assert [c["conc"] for c in canary] == [1] and outputs["canary-families"] == '["cluster:gb300-nv"]'
-    assert json.loads(outputs["plan"])["totals"]["points"] == 8
-    assert outputs["run-agentic-evals"] == "false"
+    assert json.loads(outputs["plan"])["totals"]["points"] == 9
+    assert outputs["run-agentic-evals"] == "true"
     assert outputs["concurrency-group"] == "sweep-head-active"
     golden("demo-summary.md", summary.read_text())
 
@@ -302,8 +302,8 @@ def test_push_event_plans_the_full_sweep_without_canary(capsys, demo_repo, tmp_p
     assert out.startswith("SWEEP: push to the default branch") and "mode: push" in out
     code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--event-path", str(ev), "--format", "json")
     plan = json.loads(out)
-    assert plan["canaries"] == [] and not any(plan["fail-fast"].values()) and plan["totals"]["points"] == 7
-    assert [r["rule"] for r in plan["refused"]] == ["eval-rows-not-runnable-yet"]     # the seed's eval row
+    assert plan["canaries"] == [] and not any(plan["fail-fast"].values()) and plan["totals"]["points"] == 8
+    assert plan["refused"] == []     # the seed's eval row runs too
     assert plan["concurrency-group"] == f"sweep-{sha('head')}-active"
 
 
