@@ -427,9 +427,13 @@ def _screen(masters: Masters):
     from ci_tools.config.recipe import load_recipe
     from ci_tools.runner.servable import screen_for
 
+    from ci_tools.evals.policy import policy_from_doc
+    from ci_tools.yamlio import load_yaml_file
+
     recipes = {e["recipe"]: load_recipe(REPO / e["recipe"], e["recipe"]) for e in masters.entries.values()
                if e.get("recipe")}
-    return screen_for(masters.entries, recipes, masters.hardware)
+    evals = policy_from_doc(load_yaml_file(REPO / "inferencex-e2e" / "ci-policy.yaml"))
+    return screen_for(masters.entries, recipes, masters.hardware, evals)
 
 
 def test_all_four_configs_plan_only_servable_rows(policy, example):
@@ -437,10 +441,11 @@ def test_all_four_configs_plan_only_servable_rows(policy, example):
     p = plan_for(policy, example, [entry(keys)], [FFF], screen=_screen(example))
     assert p["sweep"] and p["error"] is None
     refused = p["refused"]
-    assert refused and all(r["pending"] and r["rule"] == "eval-rows-not-runnable-yet" for r in refused)
-    assert not any(p["buckets"][b] for b in bk.EVAL_BUCKETS)          # no eval row reaches a GPU runner
-    assert {r["config-key"] for r in refused} <= set(keys)
-    assert all(not pt["eval"] for pt in p["points"])
+    # single-node eval rows run the eval harness (issue 13); multi-node ones wait for its runner
+    assert refused and all(r["pending"] and r["rule"] == "multinode-eval-rows-not-runnable-yet" for r in refused)
+    assert p["buckets"]["evals"] or p["buckets"]["agentic-evals"]
+    assert not p["buckets"]["multi-node-evals"] and not p["buckets"]["multi-node-agentic-evals"]
+    assert {r["config-key"] for r in refused} <= {DISAGG, AG_DISAGG}
 
 
 def test_an_entry_without_recipe_fails_the_plan_naming_it_and_the_fix(policy, example):
@@ -448,12 +453,14 @@ def test_an_entry_without_recipe_fails_the_plan_naming_it_and_the_fix(policy, ex
                       example.hardware)
     p = plan_for(policy, masters, [entry([B300, SEED])], [FFF], screen=_screen(masters))
     assert not p["sweep"] and p["points"] == [] and all(not rows for rows in p["buckets"].values())
-    assert p["error"].startswith("12 planned row(s) cannot run, so nothing is booked: dsv41flash-fp4-b300-sglang (")
+    assert p["error"].startswith("15 planned row(s) cannot run, so nothing is booked: dsv41flash-fp4-b300-sglang (")
     assert "has no `recipe:`" in p["error"] and "Fix: write a recipe" in p["error"]
     assert {r["rule"] for r in p["refused"] if not r["pending"]} == {"no-recipe"}
 
 
-def test_an_evals_only_sweep_of_eval_rows_is_refused_not_planned_as_nothing(policy, example):
+def test_an_evals_only_sweep_of_the_seed_runs_its_eval_row(policy, example):
     p = plan_for(policy, example, [entry([SEED])], [FFF, "evals-only"], screen=_screen(example))
-    assert not p["sweep"] and "every planned row is of a kind ci-tools does not run yet" in p["error"]
-    assert "eval rows are not runnable yet" in p["error"]
+    assert p["sweep"] and p["error"] is None and p["refused"] == []
+    # the only row is the eval point, and with a canary label it is the family's canary
+    (row,) = [r for rows in p["buckets"].values() for r in rows] + p["canaries"]
+    assert row["conc"] == 128 and (row.get("run-eval") or row.get("eval-only"))
