@@ -484,7 +484,9 @@ def merge_scans(parts: Iterable[RecordScan]) -> RecordScan:
         out.records_warmup_dropped += s.records_warmup_dropped
         out.records_error_dropped += s.records_error_dropped
         out.bad_lines.extend(n + offset for n in s.bad_lines)
-        for src, dst in ((s.phases, out.phases), (s.error_categories, out.error_categories)):
+        out.itl_undefined += s.itl_undefined
+        for src, dst in ((s.phases, out.phases), (s.error_categories, out.error_categories),
+                         (s.excluded, out.excluded)):
             for k, v in src.items():
                 dst[k] = dst.get(k, 0) + v
         for col in ("ttft_ms", "itl_ms", "e2el_ms", "e2e_per_token_ms"):

@@ -180,3 +180,27 @@ def test_parallel_scan_equals_sequential(tmp_path, shared, workers, batch, monke
     par = records.scan_file(path, workers=workers)
     same(par, seq)
     assert seq.bad_lines == [11] and seq.records_total == 42
+
+
+def test_merging_scans_combines_every_counter():
+    """The parallel reader merges per-range scans: every count and tally of a range must survive
+    (the `excluded` reasons and `itl_undefined` were once dropped, so a 2-process run reported half
+    the error records a 1-process run did)."""
+    from dataclasses import fields
+
+    from ci_tools.results.records import RecordScan, merge_scans
+
+    def part(n: int) -> RecordScan:
+        s = RecordScan(records_total=n, records_profiled=n, records_warmup_dropped=n, records_error_dropped=n,
+                       itl_undefined=n, isl_sum=n, osl_sum=n, isl_count=n, osl_count=n, fast_lines=n,
+                       lines_read=n)
+        s.phases, s.error_categories, s.excluded = {"profiling": n}, {"HTTP 500": n}, {"error": n, "warmup": n}
+        return s
+
+    merged = merge_scans([part(1), part(2)])
+    for f in fields(RecordScan):
+        value = getattr(merged, f.name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and f.name not in ("start_ns_min", "end_ns_max"):
+            assert value == 3, f.name
+        elif isinstance(value, dict):
+            assert all(v == 3 for v in value.values()) and value, f.name
