@@ -167,8 +167,9 @@ def _eval_policy(row: dict, root: Path):
 @click.option("--no-telemetry", is_flag=True, help="Do not sample GPU telemetry with nvidia-smi.")
 @click.option("--duration-override", type=float, default=None, hidden=True, help="Tests only: benchmark seconds.")
 @click.option("--runner-name", envvar="RUNNER_NAME", default="", help="Concrete runner name (env RUNNER_NAME).")
-@click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
-              help="github: write the job's file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="json: the outcome (or, with --dry-run, the commands) as one object; github: write the job's "
+                   "file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
 def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, aiperf_bin: str, lm_eval_bin: str,
             model_store: str, hf_cache: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None,
             router_cmd: str | None, port: int, worker_port: int, gpus: str | None, queue_timeout: float,
@@ -259,7 +260,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
 
         append_outputs(layout.github_outputs(plan.result_filename, str(out)))
     if dry_run:
-        click.echo(text, nl=False)
+        dry_run_report(fmt, text, layout.github_outputs(plan.result_filename, str(out)))
         return
     out_abs.mkdir(parents=True, exist_ok=True)
     (out_abs / layout.JOB_JSON).write_text(json.dumps({**plan.job_json(), "label": host.label}, indent=2) + "\n",
@@ -288,8 +289,29 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
         if exc.tail:
             click.echo("---- last lines of the log ----\n" + exc.tail.rstrip() + "\n----", err=True)
         click.echo(f"all processes of this job were stopped; see {out_abs / layout.STATUS_JSON}", err=True)
+        outcome_report(fmt, plan.result_filename, out, out_abs / layout.STATUS_JSON, exc)
         sys.exit(exc.exit_code)
-    click.echo(f"done: {plan.result_filename}; next: ci-tools results process {out}")
+    outcome_report(fmt, plan.result_filename, out, out_abs / layout.STATUS_JSON)
+
+
+def dry_run_report(fmt: str, commands: str, outputs: dict[str, str]) -> None:
+    """--dry-run's output: the commands for people, or one object for tools (`--format json`)."""
+    if fmt == "json":
+        click.echo(json.dumps({"dry-run": True, "outputs": outputs, "commands": commands}, indent=2))
+    else:
+        click.echo(commands, nl=False)
+
+
+def outcome_report(fmt: str, result_filename: str, out: Path, status: Path, failed=None) -> None:
+    """How the job ended: the next step for people; with `--format json` one object (the error too)."""
+    if fmt != "json":
+        if failed is None:
+            click.echo(f"done: {result_filename}; next: ci-tools results process {out}")
+        return
+    body = {"ok": failed is None, "result-filename": result_filename, "out-dir": str(out), "status": str(status)}
+    if failed is not None:
+        body.update({"phase": failed.phase, "message": failed.message, "exit-code": failed.exit_code})
+    click.echo(json.dumps(body, indent=2))
 
 
 @cli.command("evals")
