@@ -223,15 +223,16 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
         for line in verdict["failed"] + verdict["missing"]:
             click.echo(f"  eval: {line}")
     if fmt == "github":
-        import os
-
-        from ci_tools.github.actions import append_outputs
+        from ci_tools.github.actions import annotate, append_outputs, append_step_summary
 
         append_outputs({"eval-verdict": verdict["verdict"], "eval-artifact": verdict["artifact"]})
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(table)
+        if problem:
+            annotate("error", f"the sweep is incomplete: {problem}", title="results collect")
+        head = (f"### results collect: {'INCOMPLETE' if problem else 'done'}\n\n"
+                f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid"
+                + (f"; incomplete: {problem}" if problem else "") + "\n\n"
+                + "".join(f"- {note}\n" for note in data["notes"]))
+        append_step_summary(head + "\n" + table)
     if problem:
         click.echo(f"error: the sweep is incomplete: {problem}; a partial sweep is never ingested", err=True)
         sys.exit(1)

@@ -317,20 +317,39 @@ def outcome_report(fmt: str, result_filename: str, out: Path, status: Path, fail
 @cli.command("evals")
 @click.argument("job_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--base-url", default=None, help="Where the server answers (replaces the planned URL).")
-def evals_cmd(job_dir: Path, base_url: str | None) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="json: the batch manifest on stdout; github: each failed concurrency as an annotation and in "
+                   "$GITHUB_STEP_SUMMARY.")
+def evals_cmd(job_dir: Path, base_url: str | None, fmt: str) -> None:
     """The eval client of an eval job: run job.json's harness commands, once per eval concurrency.
 
     `runner run` starts it once the server is ready. Writes JOB_DIR/evals/results_conc<N>.json and
     the batch manifest meta_env.json; a failed harness run fails its concurrency (listed in the
-    manifest) and `results process` then fails the job. Exit 1 only when JOB_DIR is not an eval job.
+    manifest) and `results process` then fails the job. Exit 2 only when JOB_DIR is not an eval job.
 
     \b
     Example:
       ci-tools runner evals out/ --base-url http://127.0.0.1:8000
     """
     from ci_tools.evals.driver import drive
+    from ci_tools.runner import layout
 
-    sys.exit(drive(job_dir, base_url))
+    code = drive(job_dir, base_url)
+    manifest_path = job_dir / layout.EVAL_DIR / layout.EVAL_MANIFEST
+    if code == 0 and fmt != "text" and manifest_path.is_file():
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if fmt == "json":
+            click.echo(json.dumps(manifest, indent=2))
+        else:
+            from ci_tools.github.actions import annotate, append_step_summary
+
+            failures = manifest.get("failures") or {}
+            for conc, why in failures.items():
+                annotate("error", why, title=f"runner evals: conc {conc} failed")
+            append_step_summary(f"### runner evals: {len(manifest.get('completed_eval_concs') or [])} of "
+                                f"{len(manifest.get('eval_concs') or [])} concurrencies completed\n\n"
+                                + "".join(f"- conc {c}: {why}\n" for c, why in failures.items()))
+    sys.exit(code)
 
 
 @cli.command("cleanup")
@@ -339,7 +358,10 @@ def evals_cmd(job_dir: Path, base_url: str | None) -> None:
 @click.option("--label", "labels", multiple=True, help="Also stop what carries this job label (repeatable).")
 @click.option("--runner-name", envvar="RUNNER_NAME", default="",
               help="Also stop everything this runner started (env RUNNER_NAME): leftovers of a crashed job.")
-def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="json: what was stopped and what could not be, as one object; github: also each problem as an "
+                   "annotation and all of it in $GITHUB_STEP_SUMMARY.")
+def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str, fmt: str) -> None:
     """Stop every process, container and Slurm job of this job; the workflow's `if: always()` step.
 
     `runner run` stops what it started itself, also when cancelled; this covers what it cannot: a
@@ -366,25 +388,39 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str) -> None:
             label = None
         if label and label not in found:
             found.append(label)
+    said: list[str] = []
     if not found and not runner_name:
-        click.echo(f"nothing to clean up: {job_file} does not exist (the job started nothing) and no "
-                   "--label or RUNNER_NAME was given")
+        said.append(f"nothing to clean up: {job_file} does not exist (the job started nothing) and no "
+                    "--label or RUNNER_NAME was given")
     stopped: list[str] = []
     problems: list[str] = []
     for i, label in enumerate(found or [""]):
         sweep = stop_labelled(label, runner_name if i == 0 else "", budget_s=8.0, grace_s=1.0)
         stopped += sweep.stopped()
         problems += sweep.problems
-    if out.is_dir() and not (out / layout.STATUS_JSON).exists():
+    wrote_status = out.is_dir() and not (out / layout.STATUS_JSON).exists()
+    if wrote_status:
         write_status(out, {"ok": False, "phase": "start", "exit_code": 1,
                            "reason": "the run step ended without a status (killed, or cancelled before it started)"})
-        click.echo(f"wrote {out / layout.STATUS_JSON}: the run step left none")
-    for line in stopped:
-        click.echo(f"stopped {line}")
+        said.append(f"wrote {out / layout.STATUS_JSON}: the run step left none")
+    said += [f"stopped {line}" for line in stopped]
     if not stopped:
-        click.echo(f"nothing left running for {', '.join(found + ([f'runner {runner_name}'] if runner_name else [])) or '-'}")
-    for p in problems:
-        click.echo(f"error: {p}", err=True)
+        said.append(f"nothing left running for "
+                    f"{', '.join(found + ([f'runner {runner_name}'] if runner_name else [])) or '-'}")
+    if fmt == "json":
+        click.echo(json.dumps({"ok": not problems, "stopped": stopped, "problems": problems,
+                               "wrote-status": wrote_status, "messages": said}, indent=2))
+    else:
+        click.echo("\n".join(said))
+        for p in problems:
+            click.echo(f"error: {p}", err=True)
+    if fmt == "github":
+        from ci_tools.github.actions import annotate, append_step_summary
+
+        for p in problems:
+            annotate("error", p, title="runner cleanup")
+        append_step_summary(f"### runner cleanup: {'could not stop everything' if problems else 'done'}\n\n"
+                            + "".join(f"- {m}\n" for m in said + [f"**error**: {p}" for p in problems]))
     if problems:
         sys.exit(1)
 
