@@ -65,8 +65,10 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
         click.echo(f"checked {c['master_files']} master file(s) with {c['entries']} entries, "
                    f"{c['runners_files']} runners file, {c['recipes']} recipe(s)")
     elif fmt == "github":
+        from ci_tools.github.actions import annotate
+
         for note in report.notes:
-            click.echo(f"::notice::{note}")
+            annotate("notice", note, title="config validate")
     out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None,
                  title="config validate")
     if fmt == "github":

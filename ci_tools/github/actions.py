@@ -56,11 +56,6 @@ def annotate(level: str, message: str, *, title: str | None = None) -> None:
     click.echo(f"::{level}{props}::" + message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
-def annotate_errors(messages: list[str]) -> None:
-    for m in messages:
-        click.echo("::error::" + m.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
-
-
 def append_step_summary(markdown: str) -> bool:
     """Append Markdown to the job summary ($GITHUB_STEP_SUMMARY); False outside Actions (no file named).
     Gates write every finding there: GitHub shows at most 10 annotations of each kind per step."""
