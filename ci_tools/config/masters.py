@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import Finding, InputError
 from ci_tools.yamlio import YamlDoc, load_yaml_file
 
@@ -32,7 +32,7 @@ class MasterSet:
 
 
 def default_master_paths(root: Path) -> list[Path]:
-    return sorted(Path(p) for p in glob.glob(str(root / paths.MASTER_GLOB)))
+    return sorted(Path(p) for p in glob.glob(str(root / names.MASTER_GLOB)))
 
 
 def _display(path: Path, root: Path | None) -> str:
@@ -47,7 +47,7 @@ def _display(path: Path, root: Path | None) -> str:
 def read_masters(files: list[Path], root: Path | None = None) -> MasterSet:
     if not files:
         raise InputError("no master config files found",
-                         findings=[Finding(paths.MASTER_GLOB, None, None, "no master config files found",
+                         findings=[Finding(names.MASTER_GLOB, None, None, "no master config files found",
                                            "run from the repository root, or pass --root / --master")])
     return merge_master_docs([load_yaml_file(path, _display(path, root)) for path in files])
 

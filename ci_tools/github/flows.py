@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import InputError, UsageError
 from ci_tools.github.client import GitHub, GitHubError, TeamUnreadable
 from ci_tools.github.events import Comment, Event, PullRequest
@@ -27,7 +27,7 @@ from ci_tools.policy.commands import StageResults, SweepApprove, SweepPlan, Usag
 from ci_tools.policy.labels import Policy, load_policy
 from ci_tools.policy.prbody import check_body
 
-SWEEP_WORKFLOW = paths.SWEEP_WORKFLOW
+SWEEP_WORKFLOW = names.SWEEP_WORKFLOW
 RESULTS_SITE = "https://inferencex.semianalysis.com"
 STAGING_SITE = "https://inferencemax-app-git-staging-semianalysisai.vercel.app"
 RESULTS_REPO = "SemiAnalysisAI/InferenceX-app"
@@ -149,17 +149,16 @@ def results_section(gh: GitHub, run: dict, settings: Settings) -> str | None:
     """The run's collected results against main's (None when the run collected nothing)."""
     from ci_tools.github.baselines import collection_from_zip, main_results
     from ci_tools.results import compare, compare_render
-    from ci_tools.runner import layout
 
-    art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == layout.COLLECTION_ARTIFACT
+    art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == names.COLLECTION_ARTIFACT
                 and not a.get("expired")), None)
     if art is None:
         return None
     try:
-        head = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {layout.COLLECTION_ARTIFACT}")
+        head = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {names.COLLECTION_ARTIFACT}")
     except GitHubError as exc:
         # the card is information: say what is missing instead of failing the card job
-        return f"The run's `{layout.COLLECTION_ARTIFACT}` artifact could not be downloaded ({exc})."
+        return f"The run's `{names.COLLECTION_ARTIFACT}` artifact could not be downloaded ({exc})."
     except ValueError as exc:
         return f"The run's results could not be read: {exc}."
     policy = compare.Policy.from_mapping(settings.policy.compare)
@@ -549,8 +548,8 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     if data.get("state") != "open":
         res.messages.append(f"PR #{pr} is {data.get('state')}: sign-offs are verified on open PRs only")
         return res
-    checklist = signoff.parse_checklist(_read(settings.repo_root, paths.REVIEW_CHECKLIST), paths.REVIEW_CHECKLIST)
-    codeowners = _read(settings.repo_root, paths.CODEOWNERS)
+    checklist = signoff.parse_checklist(_read(settings.repo_root, names.REVIEW_CHECKLIST), names.REVIEW_CHECKLIST)
+    codeowners = _read(settings.repo_root, names.CODEOWNERS)
     files = client.pull_files(pr)
     tl = load_timeline(client, pr)
     sel = reuse.select_run(reuse.reuse_rules(False), pinned=None, pr=prs, timeline=tl, policy=settings.policy,
@@ -623,9 +622,9 @@ def record_review(event: Event, out_dir: Path) -> Result:
         raise InputError("the pull_request_review payload names no pull request or review")
     out_dir.mkdir(parents=True, exist_ok=True)
     record = {"pr": event.pr_number, "review": event.comment.id}
-    (out_dir / paths.REVIEW_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
+    (out_dir / names.REVIEW_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
     return Result(outputs={"pr": str(record["pr"]), "review": str(record["review"])},
-                  messages=[f"recorded review {record['review']} of PR #{record['pr']} for {paths.REVIEW_VERIFY_WORKFLOW}"])
+                  messages=[f"recorded review {record['review']} of PR #{record['pr']} for {names.REVIEW_VERIFY_WORKFLOW}"])
 
 
 def read_review_record(path: Path) -> tuple[int, int]:
@@ -634,7 +633,7 @@ def read_review_record(path: Path) -> tuple[int, int]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a review record ({exc}); is the {paths.REVIEW_ARTIFACT} artifact "
+        raise InputError(f"{path}: not a review record ({exc}); is the {names.REVIEW_ARTIFACT} artifact "
                          "downloaded there?") from None
     if not isinstance(data, dict) or sorted(data) != ["pr", "review"] or not all(
             isinstance(data[k], int) and not isinstance(data[k], bool) and data[k] > 0 for k in data):
@@ -646,9 +645,9 @@ def verify_review(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None
     """The trusted phase: the workflow_run of a finished record run; the review is read from the API."""
     if event.name != "workflow_run" or event.workflow_run is None:
         raise UsageError(f"`signoff verify --review-file` takes the workflow_run event of "
-                         f"{paths.REVIEW_RECORD_WORKFLOW}, not {event.name}")
+                         f"{names.REVIEW_RECORD_WORKFLOW}, not {event.name}")
     wr = event.workflow_run
-    expected = f"{paths.WORKFLOWS_DIR}/{paths.REVIEW_RECORD_WORKFLOW}"
+    expected = f"{names.WORKFLOWS_DIR}/{names.REVIEW_RECORD_WORKFLOW}"
     if wr.path.split("@")[0] != expected or wr.event != "pull_request_review" or wr.conclusion != "success":
         return Result(outputs={"proceed": "false", "state": "", "signer": "", "head-sha": ""},
                       messages=[f"run {wr.id} is not a successful {expected} run of a review: nothing to verify"])
@@ -711,8 +710,8 @@ def welcome_values(policy: Policy, repo: str) -> dict:
     others = [p for p in primaries if p != recommended]
     blockers = [m for m in sorted(policy.modifiers) if policy.modifiers[m].blocks_reuse]
     code = lambda names, sep: sep.join(f"`{n}`" for n in names)  # noqa: E731
-    return dict(checklist_url=f"https://github.com/{repo}/blob/main/{paths.REVIEW_CHECKLIST}", phrase=signoff.PHRASE,
-                signoff_context=signoff.STATUS_CONTEXT, changelog=paths.CHANGELOG, recommended=recommended,
+    return dict(checklist_url=f"https://github.com/{repo}/blob/main/{names.REVIEW_CHECKLIST}", phrase=signoff.PHRASE,
+                signoff_context=signoff.STATUS_CONTEXT, changelog=names.CHANGELOG, recommended=recommended,
                 recommended_what=what, recommended_what_zh=what_zh,
                 other_primaries="; ".join(f"`{p}` ({_label_what(policy.primary[p])[0]})" for p in others),
                 other_primaries_zh="；".join(f"`{p}`（{_label_what(policy.primary[p])[1]}）" for p in others),
