@@ -9,6 +9,6 @@ command's feature flow). Each feature is a folder with `decide.py` (pure, table-
 `flow.py` (the I/O, through the few client methods it declares).
 
 May import: core modules anywhere in `ci_tools` (`policy.labels`, `evals.gate`, `names`,
-`paths`, `errors`). Only `shell.py`, `flow.py` and the features' `flow.py`/`shell.py` may import
+`errors`). Only `shell.py`, `flow.py` and the features' `flow.py`/`shell.py` may import
 `ci_tools.github`; `tests/test_layers.py` checks it.
 """
