@@ -64,9 +64,7 @@ OS_CALLS = {"environ", "getenv", "putenv", "system", "popen", "listdir", "scandi
 KNOWN: dict[str, set[str]] = {
     "config/touched.py": {'imports subprocess'},
     "evals/thresholds.py": {'imports the file reader load_yaml_file', 'calls .is_file()'},
-    "policy/comments.py": {'imports importlib.resources', 'imports ci_tools.github.events', 'calls .read_text()'},
     "policy/labels.py": {'imports the file reader load_yaml_file', 'imports importlib.resources', 'calls .read_text()', 'calls .exists()'},
-    "policy/reuse.py": {'imports ci_tools.github.events', 'imports ci_tools.github.timeline'},
     "results/compare_render.py": {'calls .mkdir()'},
     "results/metrics.py": {'imports shell module ci_tools.results.records'},
     "results/pareto.py": {'imports the file reader read_text'},
@@ -273,8 +271,7 @@ PACKAGES = sorted(rel for rel in MODULES.values() if rel.endswith("__init__.py")
 KNOWN_UNDOCUMENTED = {
     "changelog/__init__.py", "cli/__init__.py", "engines/__init__.py",
     "evals/__init__.py", "github/__init__.py", "policy/__init__.py", "render/__init__.py",
-    "results/__init__.py", "runner/__init__.py", "schemas/__init__.py", "templates/__init__.py",
-    "templates/comments/__init__.py",
+    "results/__init__.py", "runner/__init__.py", "schemas/__init__.py",
 }
 
 
