@@ -46,7 +46,8 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
       ci-tools config validate --master amd-master.yaml --master nvidia-master.yaml --runners runners.yaml
     """
     from ci_tools.config.crossfile import Change
-    from ci_tools.config.validate import check, load_sources
+    from ci_tools.config.validate import check
+    from ci_tools.config.load import load_sources
 
     explicit = bool(masters or runners)
     if root is None and (not explicit or base):
@@ -103,14 +104,14 @@ def bump_image(key: str, image: str, root: Path, fmt: str) -> None:
     """
     import json
 
-    from ci_tools import paths
+    from ci_tools import names
     from ci_tools.changelog.coverage import entry_text
     from ci_tools.config.bumpimage import plan_bump
 
     masters = {str(p.relative_to(root)): p.read_text(encoding="utf-8")
-               for p in sorted(root.glob(paths.MASTER_GLOB))}
+               for p in sorted(root.glob(names.MASTER_GLOB))}
     recipes = {str(p.relative_to(root)): p.read_text(encoding="utf-8")
-               for p in sorted((root / paths.RECIPES_DIR).rglob("*.yaml"))}
+               for p in sorted((root / names.RECIPES_DIR).rglob("*.yaml"))}
     edits, texts = plan_bump(masters, recipes, key, image)
     for file in dict.fromkeys(e.file for e in edits):
         (root / file).write_text(texts[file], encoding="utf-8")
@@ -130,7 +131,7 @@ def bump_image(key: str, image: str, root: Path, fmt: str) -> None:
             annotate("notice", f"image {e.old} -> {e.new}", title=f"config bump-image {e.file}:{e.line}")
         append_step_summary(f"### config bump-image: {len(edits)} line(s) changed\n\n"
                             + "".join(f"- `{line}`\n" for line in lines)
-                            + f"\nappend to `{paths.CHANGELOG}`:\n\n```yaml\n{entry}\n```\n")
+                            + f"\nappend to `{names.CHANGELOG}`:\n\n```yaml\n{entry}\n```\n")
         return
     click.echo("\n".join(lines))
-    click.echo(f"\nappend to {paths.CHANGELOG} (after one empty line):\n" + entry)
+    click.echo(f"\nappend to {names.CHANGELOG} (after one empty line):\n" + entry)
