@@ -51,7 +51,8 @@ def _summary(result: dict) -> str:
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(path_type=Path), help="Where to write the result (default DIR/result.json).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
-              help="github: also every failed rule as an annotation and in $GITHUB_STEP_SUMMARY.")
+              help="json: the result (a list of them for a job of several concurrencies); github: also every "
+                   "failed rule as an annotation and in $GITHUB_STEP_SUMMARY.")
 @click.option("--max-error-rate", type=float, default=0.10, show_default=True, help="Highest valid error rate (inclusive).")
 @click.option("--min-requests", type=int, help="Minimum successful requests (default: per scenario x concurrency).")
 @click.option("--name", help="Point name, when DIR has no job.json.")
@@ -99,18 +100,23 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
         raise click.BadParameter(f"{directory} holds {len(dirs)} results (one per concurrency); drop --out",
                                  param_hint="--out")
     invalid = 0
+    results = []
     for d in dirs:
         result = process_dir(d, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers)
         target = out or (d / names.RESULT_JSON)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        click.echo(json.dumps(result, indent=2) if fmt == "json" else _summary(result))
+        results.append(result)
+        if fmt != "json":
+            click.echo(_summary(result))
         if fmt == "github":
             _github_verdict(result["point"]["name"], target, result)
         if not result["valid"]:
             invalid += 1
             click.echo(f"error: invalid result ({len(result['failures'])} rule(s) failed); written to {target}",
                        err=True)
+    if fmt == "json":  # one document: the result, or a list of them for a job of several concurrencies
+        click.echo(json.dumps(results[0] if len(results) == 1 else results, indent=2))
     if invalid:
         sys.exit(1)
 

@@ -335,7 +335,18 @@ def evals_cmd(job_dir: Path, base_url: str | None, fmt: str) -> None:
     from ci_tools.evals.driver import drive
     from ci_tools import names
 
-    code = drive(job_dir, base_url)
+    if fmt == "json":  # progress and the harness's own output to stderr: stdout carries one document
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+        try:
+            code = drive(job_dir, base_url)
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+    else:
+        code = drive(job_dir, base_url)
     manifest_path = job_dir / names.EVAL_DIR / names.EVAL_MANIFEST
     if code == 0 and fmt != "text" and manifest_path.is_file():
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
