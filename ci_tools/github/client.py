@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ci_tools.errors import InputError
+from ci_tools.github.events import _Reader, pull_request_from
+from ci_tools.prbot.models import PullRequest
 
 DEFAULT_API_URL = "https://api.github.com"
 # Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
@@ -314,6 +316,14 @@ class GitHub:
         if key not in self._cache:
             self._cache[key] = self._get(self._r(f"/pulls/{number}"))
         return self._cache[key]
+
+    def pull_request(self, number: int) -> PullRequest:
+        """The PR, parsed once into the plain `PullRequest` the decisions take."""
+        return pull_request_from(self.pull(number), f"pulls/{number}", _Reader("GitHub API"))
+
+    def merged_pull_requests(self, sha: str) -> list[PullRequest]:
+        return [pull_request_from(p, f"commits/{sha[:12]}/pulls", _Reader("GitHub API"))
+                for p in self.merged_pulls_for_commit(sha)]
 
     def pull_files(self, number: int) -> list[str]:
         """Every file the PR changes; GitHubError when GitHub listed fewer than the PR's `changed_files`

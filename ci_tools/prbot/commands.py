@@ -75,25 +75,38 @@ WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 
 @dataclass(frozen=True)
 class Help:
-    """One registry row (Prow's plugin help): the usage reply, `--help` and the docs' tables read it."""
+    """One registry row (Prow's plugin help): the usage reply and `ci-tools comment --help` read it."""
 
-    word: str                      # the command word, as written
+    word: str                      # the command as named, e.g. "/use", "/sweep approve"
+    kind: type                     # the typed command it parses to
     forms: tuple[str, ...]         # every accepted spelling, for the usage reply
     what: str                      # what it does, in one line
     requires: str | None = WRITE   # the repository permission its author needs (None: anyone who can comment)
 
 
 REGISTRY: tuple[Help, ...] = (
-    Help("/use", ("/use", "/use <run_id>"), "pin a sweep run (or the newest eligible one) for reuse at merge"),
-    Help("/reuse-sweep-run", ("/reuse-sweep-run", "/reuse-sweep-run <run_id>"), "legacy spelling of `/use`"),
-    Help("/stage-results", ("/stage-results", "/stage-results <run_id>"), "stage a run's results in the results app"),
-    Help("/sweep", ("/sweep plan", "/sweep approve <sha>"),
-         "`plan`: reply with the latest sweep plan; `approve <sha>`: a trusted sweep of a fork PR's head commit"),
+    Help("/use", Use, ("/use", "/use <run_id>"), "pin a sweep run (or the newest eligible one) for reuse at merge"),
+    Help("/reuse-sweep-run", Use, ("/reuse-sweep-run", "/reuse-sweep-run <run_id>"), "legacy spelling of `/use`"),
+    Help("/stage-results", StageResults, ("/stage-results", "/stage-results <run_id>"),
+         "stage a run's results in the results app"),
+    Help("/sweep plan", SweepPlan, ("/sweep plan",), "reply with the plan the sweep workflow last computed", None),
+    Help("/sweep approve", SweepApprove, ("/sweep approve <sha>",),
+         "fork PRs: a trusted sweep of head commit <sha> (full, or 7+ hex digits)"),
 )
-FORMS: dict[str, tuple[str, ...]] = {h.word: h.forms for h in REGISTRY}
+# The forms shown for a command word used wrongly (`/sweep` alone: both of its forms).
+FORMS: dict[str, tuple[str, ...]] = {}
+for _row in REGISTRY:
+    FORMS[_row.word.split()[0]] = FORMS.get(_row.word.split()[0], ()) + _row.forms
 
 # The permission each command needs before it runs (bors-ng's REQUIRED map): `/sweep plan` only reads.
-REQUIRED: dict[type, str | None] = {Use: WRITE, StageResults: WRITE, SweepApprove: WRITE, SweepPlan: None}
+REQUIRED: dict[type, str | None] = {row.kind: row.requires for row in REGISTRY}
+
+
+def word_of(command: Command) -> str:
+    """The registry word of a parsed command."""
+    if isinstance(command, Use):
+        return "/reuse-sweep-run" if command.legacy else "/use"
+    return next(row.word for row in REGISTRY if row.kind is type(command))
 
 
 def required(commands) -> str | None:

@@ -21,13 +21,6 @@ from ci_tools.prbot.staging.flow import stage_command
 OUTPUTS = ("handled", "commands", "reuse-authorised", "stage-run-id", "stage-comment-id", "approve-sha", "approve-pr")
 
 
-def _word(command) -> str:
-    """The command's registry word for its permission wording."""
-    if isinstance(command, Use):
-        return "/reuse-sweep-run" if command.legacy else "/use"
-    return "/stage-results" if isinstance(command, StageResults) else "/sweep approve"
-
-
 def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy | None = None) -> Result:
     res = Result(outputs=dict.fromkeys(OUTPUTS, "") | {"handled": "false"})
     if event.name == "pull_request_review":
@@ -71,7 +64,7 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy 
     needed = cmds.required(runs)
     level = client.permission(c.author) if needed else ""
     if needed and not cmds.allows(level, needed):
-        parts.append(messages.denial(c.author, [(_word(x), x.text) for x in runs if cmds.REQUIRED[type(x)]], level))
+        parts.append(messages.denial(c.author, [(cmds.word_of(x), x.text) for x in runs if cmds.REQUIRED[type(x)]], level))
         if uses:
             res.outputs["reuse-authorised"] = "false"
         runs = []

@@ -161,6 +161,10 @@ def use_accepted(author: str, pinned: int | None, run, refused: str | None, labe
 
 # ---- the status card and `/sweep plan` -------------------------------------------------------------
 
+NO_EVALS_COLLECTED = ("**Evals:** no eval results were collected for this run (its collect job did not finish), so "
+                      "`/use` refuses it.")
+
+
 def sweep_section(head: str, run_id, results_site: str) -> str:
     """The card's sweep section: the run line and progress table, then the results site's links."""
     site = results_site.rstrip("/")

@@ -23,13 +23,16 @@ class PullRequest:
     head_repo: str = ""
     base_ref: str = ""
     base_repo: str = ""
+    base_sha: str = ""
     labels: tuple[str, ...] = ()
     author: str = ""
     html_url: str = ""
 
     @property
-    def same_repo(self) -> bool:
-        return bool(self.head_repo) and self.head_repo == self.base_repo
+    def fork(self) -> bool:
+        """The one answer to "is this PR from a fork?": its head repository differs from the base. A
+        deleted fork has no head repository: the safe side is "fork"."""
+        return not self.head_repo or self.head_repo != self.base_repo
 
 
 @dataclass(frozen=True)

@@ -8,13 +8,15 @@ from ci_tools.prbot import commands
 from ci_tools.prbot.commands import StageResults, SweepApprove, SweepPlan, Use, parse
 
 
-def test_every_command_word_has_one_registry_row_and_its_forms_parse():
+def test_every_command_has_one_registry_row_and_its_forms_parse():
     words = [h.word for h in commands.REGISTRY]
-    assert len(words) == len(set(words)) and set(words) == set(commands.FORMS)
+    assert len(words) == len(set(words)) and {w.split()[0] for w in words} == set(commands.FORMS)
+    assert commands.FORMS["/sweep"] == ("/sweep plan", "/sweep approve <sha>")   # the usage reply's order
     for row in commands.REGISTRY:
         for form in row.forms:
             example = form.replace("<run_id>", "12").replace("<sha>", "abcdef0")
-            assert [type(c).__name__ for c in parse(example)] != ["UsageProblem"], form
+            assert [type(c) for c in parse(example)] == [row.kind], form
+            assert commands.word_of(parse(example)[0]) == row.word
 
 
 def test_every_command_type_says_what_permission_it_needs():

@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 from ci_tools.prbot.models import WorkflowRun
 from ci_tools.prbot.models import LabelEvent, Timeline
 from ci_tools.prbot.approval import decide as approval
+from ci_tools.prbot.context import PrContext
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.policy.labels import load_policy
 
@@ -64,7 +65,7 @@ def pr_run(run_id, *, sha=A, at="2026-10-01T01:00:00Z", conclusion="success"):
             "html_url": f"https://x/runs/{run_id}"}
 
 
-PR = reuse.PrState(number=5, head_sha=B, head_ref="fork-branch", labels=(FULL,), fork=True)
+PR = PrContext(number=5, head_sha=B, head_ref="fork-branch", labels=(FULL,), fork=True)
 TL = Timeline(label_events=(LabelEvent(FULL, True, "2026-10-01T00:00:00Z"),), commits=(A, B))
 
 
@@ -177,14 +178,14 @@ def test_unpinned_fork_picks_the_newest_usable_run_of_either_kind():
 
 def test_same_repo_prs_never_list_trusted_runs():
     source = Source([pr_run(1, sha=B), trusted(2, sha=B, at="2026-10-01T09:00:00Z")])
-    sel = select(source, pr=reuse.PrState(number=5, head_sha=B, head_ref="fork-branch", labels=(FULL,)))
+    sel = select(source, pr=PrContext(number=5, head_sha=B, head_ref="fork-branch", labels=(FULL,)))
     assert sel.run.id == 1
     assert [c for c in source.calls if c.startswith("list")] == ["list run-sweep.yml fork-branch pull_request"]
 
 
 def test_pinned_trusted_run_is_fetched_by_id_for_any_pr():
     source = Source([trusted(7, sha=A)], compares={(A, B): ("ahead", [])})
-    sel = select(source, pr=reuse.PrState(number=5, head_sha=B, head_ref="x", labels=(FULL,)), pinned=7)
+    sel = select(source, pr=PrContext(number=5, head_sha=B, head_ref="x", labels=(FULL,)), pinned=7)
     assert sel.run.id == 7 and source.calls[0] == "run 7" and not any(c.startswith("list") for c in source.calls)
 
 

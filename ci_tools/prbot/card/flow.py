@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Protocol
 
-from ci_tools.github.client import GitHub, GitHubError
+from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Event
-from ci_tools.errors import UsageError
+from ci_tools.errors import InputError, UsageError
 from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.card import decide as card
 from ci_tools.prbot.card import shell as card_writer
 from ci_tools.prbot.models import Timeline
 from ci_tools.prbot.reuse import decide as reuse
-from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
+from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline
+
+
+class Client(card_writer.CardClient, Comments, Protocol):
+    """What the card flow asks of GitHub (and `github/baselines.main_results`, for main's results)."""
+
+    def permission(self, login: str) -> str: ...
+    def run(self, run_id: int) -> dict: ...
+    def artifacts(self, run_id: int) -> list[dict]: ...
+    def run_jobs(self, run_id: int) -> list[dict]: ...
+    def artifact_zip(self, artifact_id: int, *, max_bytes: int = ...) -> bytes: ...
+    def workflow_runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> list[dict]: ...
 
 
 def run_line(run: dict, settings: Settings, families: list[dict] | None = None) -> str:
@@ -21,7 +34,7 @@ def run_line(run: dict, settings: Settings, families: list[dict] | None = None) 
     return messages.sweep_section(card.sweep_markdown(run, families or []), run["id"], settings.results_site)
 
 
-def results_section(gh: GitHub, run: dict, settings: Settings) -> str | None:
+def results_section(gh: Client, run: dict, settings: Settings) -> str | None:
     """The run's collected results against main's (None when the run collected nothing)."""
     from ci_tools.github.baselines import collection_from_zip, main_results
     from ci_tools.results import compare, compare_render
@@ -87,7 +100,7 @@ class _Recording(dict):
         super().update(*a, **kw)
 
 
-def update_card(gh: GitHub, pr: int, tl: Timeline, settings: Settings, change: Callable[[dict], None], *,
+def update_card(gh: card_writer.CardClient, pr: int, tl: Timeline, settings: Settings, change: Callable[[dict], None], *,
                 sections: dict[str, str] | None = None, ranks: dict[str, int] | None = None) -> str:
     """Apply `change` to the card's state and rewrite only the sections it touched (plus `sections`),
     re-reading the card so that concurrent writers of other sections lose nothing (card/shell.py)."""
@@ -98,7 +111,7 @@ def update_card(gh: GitHub, pr: int, tl: Timeline, settings: Settings, change: C
                                       settle=settings.card_settle).action
 
 
-def authorisation(gh: GitHub, tl: Timeline, pr: int) -> reuse.Authorisation:
+def authorisation(gh: Client, tl: Timeline, pr: int) -> reuse.Authorisation:
     """Who authorised reuse, with permissions read from the API now (the client asks once per login per
     run). The card's `writers` record says what a command's author had when the command was checked; it
     is not used to decide: a writer demoted since then must not still authorise reuse."""
@@ -112,6 +125,27 @@ def sweep_plan_text(tl: Timeline, settings: Settings, pr: int) -> str:
     `ci-tools plan` on them, so the reply shows its latest result rather than a second opinion."""
     state = sticky.state_of(sticky.find_sticky(tl.comments, card.KIND, bot_login=settings.bot))
     return messages.sweep_plan(pr, state.get("plan"), state.get("run") or {})
+
+
+def card_inputs(*, plan_file: Path | None, plan_json: Path | None, evals_file: Path | None) -> tuple[str | None, str | None]:
+    """(plan, evals) to show, from the files `bot status-card` was given (None: not given)."""
+    if plan_file and plan_json:
+        raise UsageError("give --plan-file or --plan-json, not both")
+    try:
+        plan = plan_file.read_text(encoding="utf-8") if plan_file else None
+    except OSError as exc:
+        raise InputError(f"{plan_file}: cannot read the plan summary ({exc.strerror})") from None
+    if plan_json:
+        from ci_tools.render.plan import card_summary
+
+        try:
+            plan = card_summary(json.loads(plan_json.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{plan_json}: not a plan from `ci-tools plan --format json` ({exc})") from None
+    evals = None
+    if evals_file is not None:
+        evals = evals_file.read_text(encoding="utf-8") if evals_file.is_file() else messages.NO_EVALS_COLLECTED
+    return plan, evals
 
 
 def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None, run: dict | None,
@@ -139,7 +173,7 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
             idle = f"run {wr.id} planned no sweep (no {reuse.CHANGELOG_METADATA} artifact): the latest run is kept"
     if pr is None:
         raise UsageError("give --pr (or a workflow_run event of a pull-request run)")
-    client = gh()
+    client: Client = gh()
     tl = load_timeline(client, pr)
     auth = authorisation(client, tl, pr)
     sections: dict[str, str] = {}

@@ -37,6 +37,7 @@ from ci_tools.policy.labels import Policy
 from ci_tools.prbot import messages
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, parse
+from ci_tools.prbot.context import PrContext
 from ci_tools.prbot.models import Comment, LabelEvent, Timeline, WorkflowRun, run_from_json
 from ci_tools.runner import layout
 
@@ -180,18 +181,6 @@ def staging_rules(pinned: bool) -> Rules:
 
 
 @dataclass(frozen=True)
-class PrState:
-    number: int
-    head_sha: str
-    head_ref: str
-    labels: tuple[str, ...]
-    merged_at: str | None = None
-    fork: bool = False                 # head repository differs from the base: trusted sweeps are listed
-    trusted_branch: str = "main"       # the branch trusted sweeps are dispatched on (the default branch)
-    repository: str = ""               # OWNER/NAME of the base repository: every source run must be its own
-
-
-@dataclass(frozen=True)
 class SweepRun(WorkflowRun):
     """A run as reuse sees it. For a trusted sweep `head_sha` is the swept PR commit named in the run
     name, `trusted_pr` the PR, and `dispatch_sha` the default-branch commit the workflow ran from."""
@@ -204,7 +193,7 @@ class SweepRun(WorkflowRun):
 TRUSTED_PATH = f".github/workflows/{approval.TRUSTED_WORKFLOW}"
 
 
-def trusted_problem(run: SweepRun, pr: PrState) -> str | None:
+def trusted_problem(run: SweepRun, pr: PrContext) -> str | None:
     """None if a workflow_dispatch run is a trusted sweep of `pr` from the default branch, else why not."""
     if run.trusted_pr is None:
         return (f"its run name {run.display_title!r} does not name a PR and a full commit SHA "
@@ -218,7 +207,7 @@ def trusted_problem(run: SweepRun, pr: PrState) -> str | None:
     return None
 
 
-def origin_problem(run: WorkflowRun, pr: PrState) -> str | None:
+def origin_problem(run: WorkflowRun, pr: PrContext) -> str | None:
     """None if `run` ran this repository's own workflow files on this repository's commits, else why not.
 
     A fork PR's `pull_request` run executes the fork's (editable) workflow and can upload anything, so
@@ -238,7 +227,7 @@ def origin_problem(run: WorkflowRun, pr: PrState) -> str | None:
     return None
 
 
-def check_run(run: WorkflowRun, rules: Rules, *, pr: PrState, timeline: Timeline, policy: Policy,
+def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeline, policy: Policy,
               workflow_path: str, source: Source) -> str | None:
     """None if `run` may be used, else the first reason it may not. Cheap checks come first."""
     trusted = run.event == "workflow_dispatch"
@@ -326,7 +315,7 @@ def _trusted_runs_of(runs: Iterable[dict], pr: int, max_listed: int) -> Iterator
             yield data
 
 
-def select_run(rules: Rules, *, pinned: int | None, pr: PrState, timeline: Timeline, policy: Policy,
+def select_run(rules: Rules, *, pinned: int | None, pr: PrContext, timeline: Timeline, policy: Policy,
                workflow: str, source: Source, max_examined: int = 30) -> Selection:
     """The pinned run if usable, else the newest usable completed run of the sweep on the PR branch."""
     workflow_path = workflow if workflow.startswith(".github/") else f".github/workflows/{workflow}"
@@ -378,21 +367,6 @@ class ReuseDecision:
     run: WorkflowRun | None = None
     error: str | None = None          # set: refuse (fail closed), the job must fail
     ignored: tuple[str, ...] = ()
-
-    def outputs(self) -> dict[str, str]:
-        run = self.run
-        return {
-            "reuse-enabled": str(self.reuse_enabled).lower(),
-            "skip-pr-sweep": str(self.skip_pr_sweep).lower(),
-            "reuse-authorised": str(self.authorised).lower(),
-            "reuse-source-run-id": str(run.id) if run else "",
-            "reuse-source-run-attempt": str(run.run_attempt) if run else "",
-            "reuse-source-run-url": run.html_url if run else "",
-            "reuse-source-head-sha": run.head_sha if run else "",
-            "reuse-source-pr-number": str(self.pr_number or ""),
-            "reuse-reason": self.error or self.reason,
-            "reuse-error": "true" if self.error else "false",
-        }
 
 
 # GitHub's comparison lists at most this many files (the rest are silently left out).
@@ -446,7 +420,7 @@ def decide_pr_event(action: str, *, label_problem: str | None, authorisation: Ca
     return ReuseDecision(authorised=True, skip_pr_sweep=True, reason=auth.reason, ignored=auth.ignored)
 
 
-def decide_merge(pr: PrState, auth: Authorisation, *, timeline: Timeline, policy: Policy, workflow: str,
+def decide_merge(pr: PrContext, auth: Authorisation, *, timeline: Timeline, policy: Policy, workflow: str,
                  source: Source) -> ReuseDecision:
     """Main side, for the single PR a pushed commit belongs to."""
     base = dict(pr_number=pr.number, authorised=auth.authorised, ignored=auth.ignored)
