@@ -41,3 +41,22 @@ def test_required_is_folded_over_the_comment(body, needed):
 ])
 def test_allows(permission, needed, ok):
     assert commands.allows(permission, needed) is ok
+
+
+@pytest.mark.parametrize("doc,heading", [("README.md", "### Commands (one per line"), ("docs/workflows.md", "Handled by `comment-commands.yml`")])
+def test_the_docs_command_tables_follow_the_registry(repo_root, doc, heading):
+    """Each documented command is a registry row, and the docs say "anyone" exactly where it needs no permission."""
+    text = (repo_root / doc).read_text(encoding="utf-8")
+    table = text[text.index(heading):].split("\n\n")[1:3]
+    rows = [line.split("|")[1:3] for line in "\n".join(table).splitlines() if line.startswith("| `/")]
+    assert rows, f"no command table after {heading!r} in {doc}"
+    documented = set()
+    for command, who in rows:
+        example = command.strip().strip("`").replace("<run_id>", "12").replace("[run_id]", "").replace("<sha>", "abcdef0")
+        parsed = parse(example.strip())
+        assert len(parsed) == 1 and not isinstance(parsed[0], commands.UsageProblem), command
+        word = commands.word_of(parsed[0])
+        documented.add(word)
+        needs = commands.REQUIRED[type(parsed[0])]
+        assert ("anyone" in who) == (needs is None), f"{doc}: {command} says {who.strip()!r}"
+    assert documented == {row.word for row in commands.REGISTRY}
