@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from ci_tools.errors import InputError
 from ci_tools.github.events import _Reader, pull_request_from
-from ci_tools.prbot.models import PullRequest
+from ci_tools.prbot.models import Comment, PullRequest
 
 DEFAULT_API_URL = "https://api.github.com"
 # Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
@@ -390,6 +390,16 @@ class GitHub:
 
     def review(self, number: int, review_id: int) -> dict:
         return self._get(self._r(f"/pulls/{number}/reviews/{review_id}"))
+
+    def review_comment(self, number: int, review_id: int) -> Comment:
+        """A review, as the sign-off reads a comment: its body, author and when it was submitted."""
+        data = self.review(number, review_id)
+        user = data.get("user") or {}
+        return Comment(id=int(data["id"]), body=data.get("body") or "", author=str(user.get("login") or ""),
+                       author_type=str(user.get("type") or "User"),
+                       association=str(data.get("author_association") or "NONE"),
+                       created_at=str(data.get("submitted_at") or ""), html_url=str(data.get("html_url") or ""),
+                       kind="review")
 
     def run(self, run_id: int) -> dict:
         key = f"run:{run_id}"

@@ -22,7 +22,7 @@ class Client(reuse.Source, Comments, Protocol):
     def pull_files(self, number: int) -> list[str]: ...
     def commit(self, sha: str) -> dict: ...
     def create_status(self, sha: str, *, state: str, context: str, description: str, target_url: str = ...) -> dict: ...
-    def review(self, number: int, review_id: int) -> dict: ...
+    def review_comment(self, number: int, review_id: int) -> Comment: ...
 
 
 class Teams(Protocol):
@@ -152,12 +152,7 @@ def verify_review(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None
         return Result(outputs={"proceed": "false", "state": "", "signer": "", "head-sha": ""},
                       messages=[f"run {wr.id} is not a successful {expected} run of a review: nothing to verify"])
     pr, review_id = read_review_record(record)
-    data = gh().review(pr, review_id)
-    user = data.get("user") or {}
-    comment = Comment(id=int(data["id"]), body=data.get("body") or "", author=str(user.get("login") or ""),
-                      author_type=str(user.get("type") or "User"), association=str(data.get("author_association") or "NONE"),
-                      created_at=str(data.get("submitted_at") or ""), html_url=str(data.get("html_url") or ""),
-                      kind="review")
+    comment = gh().review_comment(pr, review_id)
     review_event = replace(event, name="pull_request_review", action="submitted", workflow_run=None,
                            pull_request=PullRequest(number=pr), comment=comment)
     return verify_signoff(review_event, settings, gh, teams)
