@@ -189,3 +189,8 @@ def parse(body: str | None) -> list[Command | UsageProblem]:
             found.append(problem)
     return found
 
+
+def effective_use(parsed: list[Command | UsageProblem]) -> Use | None:
+    """The comment's reuse command: within one comment the last `/use` wins (the rule's one home)."""
+    uses = [c for c in parsed if isinstance(c, Use)]
+    return uses[-1] if uses else None

@@ -48,7 +48,7 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy 
     res.outputs.update(handled="true", commands=" ".join(sorted({type(x).__name__ for x in commands})))
     # What runs in this event: the last /use (within one comment the last wins) and the last approval;
     # editing a comment must not stage or start a sweep again.
-    uses = [x for x in commands if isinstance(x, Use)]
+    use = cmds.effective_use(commands)
     approvals = [x for x in commands if isinstance(x, SweepApprove)]
     if event.action != "created":
         for x in commands:
@@ -56,7 +56,7 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy 
                 res.messages.append(f"`{x.text}` in an edited comment: not staged again")
         if approvals:
             res.messages.append(f"`{approvals[-1].text}` in an edited comment: no new sweep")
-    runs = [x for x in commands if (isinstance(x, Use) and x is uses[-1]) or isinstance(x, SweepPlan)
+    runs = [x for x in commands if x is use or isinstance(x, SweepPlan)
             or (event.action == "created" and (isinstance(x, StageResults) or x is (approvals or [None])[-1]))]
     client = gh()
     tl = load_timeline(client, pr)
@@ -65,7 +65,7 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy 
     level = client.permission(c.author) if needed else ""
     if needed and not cmds.allows(level, needed):
         parts.append(messages.denial(c.author, [(cmds.word_of(x), x.text) for x in runs if cmds.REQUIRED[type(x)]], level))
-        if uses:
+        if use is not None:
             res.outputs["reuse-authorised"] = "false"
         runs = []
     for x in runs:

@@ -60,3 +60,13 @@ def test_the_docs_command_tables_follow_the_registry(repo_root, doc, heading):
         needs = commands.REQUIRED[type(parsed[0])]
         assert ("anyone" in who) == (needs is None), f"{doc}: {command} says {who.strip()!r}"
     assert documented == {row.word for row in commands.REGISTRY}
+
+
+@pytest.mark.parametrize("body,expected", [
+    ("/use 1\n/use 2", Use(2)),
+    ("/use 1\n/reuse-sweep-run", Use(None, legacy=True)),   # a bare one after a pin un-pins
+    ("/use 3\n/use abc", Use(3)),                           # a usage problem is not a /use
+    ("/sweep plan", None),
+])
+def test_within_one_comment_the_last_use_wins(body, expected):
+    assert commands.effective_use(parse(body)) == expected

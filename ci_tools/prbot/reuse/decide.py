@@ -36,7 +36,7 @@ from ci_tools.evals import gate as eval_gate
 from ci_tools.policy.labels import Policy
 from ci_tools.prbot import messages
 from ci_tools.prbot.approval import decide as approval
-from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, parse
+from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, effective_use, parse
 from ci_tools.prbot.context import PrContext
 from ci_tools.prbot.models import Comment, LabelEvent, Timeline, WorkflowRun, run_from_json
 from ci_tools.runner import layout
@@ -97,9 +97,9 @@ def use_commands(comments: Iterable[Comment], merged_at: str | None = None) -> l
             continue
         if cutoff is not None and c.updated_at and (ts(c.updated_at) is None or ts(c.updated_at) > cutoff):
             continue
-        uses = [cmd for cmd in parse(c.body) if isinstance(cmd, Use)]
-        if uses:
-            found.append((c, uses[-1]))  # within one comment the last command wins
+        use = effective_use(parse(c.body))
+        if use is not None:
+            found.append((c, use))
     found.sort(key=lambda cu: (_order(cu[0].created_at), cu[0].id), reverse=True)
     return found
 
