@@ -236,7 +236,8 @@ def denial(author: str, denied: list[tuple[str, str]], permission: str) -> str:
         why = f"@{author} has {permission} permission" if word == "/stage-results" else lacks_write(author, permission)
         return denied_text(author, given, why, NEEDS[word])
     shown = ", ".join(f"`{given}`" for _, given in denied)
-    who = " ".join(dict.fromkeys(NEEDS[word] for word, _ in denied))
+    needs = {NEEDS[word] for word, _ in denied}
+    who = needs.pop() if len(needs) == 1 else f"These commands need a comment by someone with {WRITE_ACCESS}."
     return f"@{author} {shown} were not run: {lacks_write(author, permission)}.\n\n{who}\n"
 
 
