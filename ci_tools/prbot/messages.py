@@ -172,6 +172,30 @@ def sweep_section(head: str, run_id, results_site: str) -> str:
             f"- Accuracy: {site}/evaluation?unofficialRun={run_id}")
 
 
+def _artifact_links(run: dict) -> str:
+    return f"\n\nPareto plot and per-point results: [run {run['id']} artifacts]({run.get('url', '')}#artifacts)."
+
+
+def results_not_downloaded(artifact: str, error) -> str:
+    return f"The run's `{artifact}` artifact could not be downloaded ({error})."
+
+
+def results_unreadable(error) -> str:
+    return f"The run's results could not be read: {error}."
+
+
+def no_valid_results(collected: int, run: dict) -> str:
+    return f"No valid result in this run ({collected} collected, all invalid: see the run's jobs).{_artifact_links(run)}"
+
+
+def results_against_main(table: str, main_runs, invalid: int, run: dict) -> str:
+    """The card's results section: the comparison table, which main runs it is against, the artifacts."""
+    source = (f"main: {len(main_runs)} sweep run(s) ({', '.join(map(str, main_runs))})" if main_runs
+              else "main: no collected sweep run yet")
+    told = f" {invalid} invalid result(s) are not compared." if invalid else ""
+    return table.rstrip("\n") + f"\n\n{source}.{told}{_artifact_links(run)}"
+
+
 def sweep_plan(pr: int, plan: str | None, run: dict) -> str:
     if plan:
         source = f" (from [run {run['id']}]({run.get('url', '')}))" if run.get("id") else ""

@@ -48,24 +48,20 @@ def results_section(gh: Client, run: dict, settings: Settings) -> str | None:
         head = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {layout.COLLECTION_ARTIFACT}")
     except GitHubError as exc:
         # the card is information: say what is missing instead of failing the card job
-        return f"The run's `{layout.COLLECTION_ARTIFACT}` artifact could not be downloaded ({exc})."
+        return messages.results_not_downloaded(layout.COLLECTION_ARTIFACT, exc)
     except ValueError as exc:
-        return f"The run's results could not be read: {exc}."
+        return messages.results_unreadable(exc)
     policy = compare.Policy.from_mapping(settings.policy.compare)
     valid = [r for r in head if r.get("valid")]
-    links = f"\n\nPareto plot and per-point results: [run {run['id']} artifacts]({run.get('url', '')}#artifacts)."
     if not valid:
-        return f"No valid result in this run ({len(head)} collected, all invalid: see the run's jobs).{links}"
+        return messages.no_valid_results(len(head), run)
     wanted = {compare.identity(r["point"]) for r in valid}
     main = main_results(gh, wanted=wanted, history=policy.history, branch=settings.main_branch,
                         workflow=settings.workflow)
     comparisons = compare.compare_points(valid, main.results, policy)
     shift = compare.frontier_shift(compare.points_of(valid), compare.points_of(compare.latest_per_point(main.results)))
-    source = (f"main: {len(main.runs)} sweep run(s) ({', '.join(map(str, main.runs))})" if main.runs
-              else "main: no collected sweep run yet")
-    invalid = len(head) - len(valid)
-    told = f" {invalid} invalid result(s) are not compared." if invalid else ""
-    return compare_render.markdown(comparisons, shift).rstrip("\n") + f"\n\n{source}.{told}{links}"
+    return messages.results_against_main(compare_render.markdown(comparisons, shift), main.runs,
+                                         len(head) - len(valid), run)
 
 
 def card_sections(state: dict, keys: set[str], settings: Settings) -> dict[str, str]:
