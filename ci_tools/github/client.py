@@ -17,11 +17,11 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ci_tools.errors import InputError
 from ci_tools.github.events import _Reader, pull_request_from
-from ci_tools.prbot.models import Comment, PullRequest
+from ci_tools.prbot.models import Comment, PullRequest, WorkflowRun, run_from_json
 
 DEFAULT_API_URL = "https://api.github.com"
 # Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
@@ -406,6 +406,15 @@ class GitHub:
         if key not in self._cache:
             self._cache[key] = self._get(self._r(f"/actions/runs/{run_id}"))
         return self._cache[key]
+
+    def workflow_run(self, run_id: int) -> WorkflowRun:
+        """A run, parsed once into the plain `WorkflowRun` the decisions take."""
+        return run_from_json(self.run(run_id))
+
+    def runs(self, workflow: str, *, branch: str, event: str = "pull_request",
+             status: str = "completed") -> Iterator[WorkflowRun]:
+        """`workflow_runs`, each parsed into a `WorkflowRun` (as lazily: a page only when read)."""
+        return (run_from_json(data) for data in self.workflow_runs(workflow, branch=branch, event=event, status=status))
 
     def workflow_runs(self, workflow: str, *, branch: str, event: str = "pull_request",
                       status: str = "completed"):

@@ -66,6 +66,7 @@ class WorkflowRun:
     pull_requests: tuple[int, ...] = ()
     repository: str = ""               # OWNER/NAME the run ran in
     head_repository: str = ""          # OWNER/NAME of its head commit (a fork, for a fork PR's own run)
+    display_title: str = ""            # the run name (a trusted sweep's names its PR and commit)
 
 
 @dataclass(frozen=True)
@@ -96,4 +97,5 @@ def run_from_json(data: dict) -> WorkflowRun:
         head_sha=str(data.get("head_sha") or ""), head_branch=str(data.get("head_branch") or ""),
         run_attempt=data["run_attempt"] if isinstance(data.get("run_attempt"), int) else 1,
         html_url=str(data.get("html_url") or ""), created_at=str(data.get("created_at") or ""), pull_requests=prs,
-        repository=_full_name(data.get("repository")), head_repository=_full_name(data.get("head_repository")))
+        repository=_full_name(data.get("repository")), head_repository=_full_name(data.get("head_repository")),
+        display_title=str(data.get("display_title") or ""))

@@ -13,7 +13,7 @@ from ci_tools.errors import InputError, UsageError
 from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.card import decide as card
 from ci_tools.prbot.card import shell as card_writer
-from ci_tools.prbot.models import Timeline
+from ci_tools.prbot.models import Timeline, WorkflowRun
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline
 
@@ -22,7 +22,7 @@ class Client(card_writer.CardClient, Comments, Protocol):
     """What the card flow asks of GitHub (and `github/baselines.main_results`, for main's results)."""
 
     def permission(self, login: str) -> str: ...
-    def run(self, run_id: int) -> dict: ...
+    def workflow_run(self, run_id: int) -> WorkflowRun: ...
     def artifacts(self, run_id: int) -> list[dict]: ...
     def run_jobs(self, run_id: int) -> list[dict]: ...
     def artifact_zip(self, artifact_id: int, *, max_bytes: int = ...) -> bytes: ...
@@ -152,7 +152,7 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         wr = event.workflow_run
         if wr.event == "workflow_dispatch" and wr.path.split("@")[0] == reuse.TRUSTED_PATH:
             # A fork PR's trusted sweep: the run name says which PR and commit (one call to read it).
-            wr = reuse.run_from_api(gh().run(wr.id))
+            wr = reuse.sweep_run(gh().workflow_run(wr.id))
             if wr.trusted_pr is None:
                 return Result(outputs={"comment": "none"},
                               messages=[f"run {wr.id} does not name a PR in its run name: no status card"])

@@ -1,9 +1,10 @@
 """`/use` run pinning: who may authorise reuse, which run is reused, and whether it still may be.
 
-Pure decisions over plain data. The few look-ups a decision may need (a permission, a run's
-artifacts, the files changed since a run) come through a `Source` with exactly those methods, called
-lazily and in order of cost, so the common case stays within its REST budget. `ci_tools.github.GitHub`
-is a `Source`; tests also pass in-memory ones.
+Pure decisions over plain data. The few look-ups a decision may need (a run, a workflow's runs, a
+run's artifacts, the files changed since a run) come through a `Source` with exactly those methods,
+called lazily and in order of cost, so the common case stays within its REST budget. Runs arrive as
+`models.WorkflowRun` (the adapter parsed them); `ci_tools.github.GitHub` is a `Source`, tests also pass
+in-memory ones.
 
 Differences from InferenceX's `find_reusable_sweep_run.py`, each fixing a listed weakness:
 - W3: the author needs write permission on the repository, read from the collaborator-permission
@@ -38,7 +39,7 @@ from ci_tools.prbot import messages
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, effective_use, parse
 from ci_tools.prbot.context import PrContext
-from ci_tools.prbot.models import Comment, LabelEvent, Timeline, WorkflowRun, run_from_json
+from ci_tools.prbot.models import Comment, LabelEvent, Timeline, WorkflowRun
 from ci_tools.runner import layout
 
 # A reusable run has its run-level collection (named once, in ci_tools.runner.layout) or, for runs
@@ -49,9 +50,8 @@ CHANGELOG_METADATA = "changelog-metadata"
 
 
 class Source(Protocol):
-    def permission(self, login: str) -> str: ...
-    def run(self, run_id: int) -> dict: ...
-    def workflow_runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> Iterable[dict]: ...
+    def workflow_run(self, run_id: int) -> WorkflowRun: ...
+    def runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> Iterable[WorkflowRun]: ...
     def artifacts(self, run_id: int) -> list[dict]: ...
     def compare(self, base: str, head: str) -> dict: ...
     def top_level_tree(self, sha: str) -> dict[str, str]: ...
@@ -185,7 +185,6 @@ class SweepRun(WorkflowRun):
     """A run as reuse sees it. For a trusted sweep `head_sha` is the swept PR commit named in the run
     name, `trusted_pr` the PR, and `dispatch_sha` the default-branch commit the workflow ran from."""
 
-    display_title: str = ""
     trusted_pr: int | None = None
     dispatch_sha: str = ""
 
@@ -287,32 +286,28 @@ class Selection:
     rejected: tuple[str, ...] = ()    # "run 123: reason", newest first
 
 
-def sweep_run(base: WorkflowRun, display_title: str = "") -> SweepRun:
+def sweep_run(base: WorkflowRun) -> SweepRun:
     """`base` with the swept commit in place for a trusted sweep named as `approval.run_name` writes it."""
-    named = approval.parse_run_name(display_title) if base.event == "workflow_dispatch" else None
-    run = SweepRun(**base.__dict__, display_title=display_title)
+    named = approval.parse_run_name(base.display_title) if base.event == "workflow_dispatch" else None
+    run = SweepRun(**base.__dict__)
     if named is None:
         return run
     return replace(run, trusted_pr=named[0], head_sha=named[1], dispatch_sha=base.head_sha)
 
 
-def run_from_api(data: dict) -> SweepRun:
-    return sweep_run(run_from_json(data), str(data.get("display_title") or ""))
+def _newest(run: WorkflowRun) -> float:
+    return -_order(run.created_at)
 
 
-def _newest(data: dict) -> float:
-    return -_order(data.get("created_at"))
-
-
-def _trusted_runs_of(runs: Iterable[dict], pr: int, max_listed: int) -> Iterator[dict]:
+def _trusted_runs_of(runs: Iterable[WorkflowRun], pr: int, max_listed: int) -> Iterator[WorkflowRun]:
     """Trusted sweeps named for `pr` only: other PRs' runs share the default branch and are skipped
     unexamined (a bounded number of them, so a busy repository cannot page without end)."""
-    for listed, data in enumerate(runs):
+    for listed, run in enumerate(runs):
         if listed >= max_listed:
             return
-        named = approval.parse_run_name(str(data.get("display_title") or ""))
+        named = approval.parse_run_name(run.display_title)
         if named is not None and named[0] == pr:
-            yield data
+            yield run
 
 
 def select_run(rules: Rules, *, pinned: int | None, pr: PrContext, timeline: Timeline, policy: Policy,
@@ -321,29 +316,29 @@ def select_run(rules: Rules, *, pinned: int | None, pr: PrContext, timeline: Tim
     workflow_path = workflow if workflow.startswith(".github/") else f".github/workflows/{workflow}"
     if pinned is not None:
         try:
-            data = source.run(pinned)
+            data = source.workflow_run(pinned)
         except Exception as exc:  # the adapter's GitHubError; only "no such run" is an answer, not a failure
             if getattr(exc, "status", None) == 404:
                 return Selection(None, f"run {pinned} cannot be used for {rules.name}, because no such run exists "
                                        "in this repository.")
             raise
-        run = run_from_api(data)
+        run = sweep_run(data)
         why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=workflow_path,
                         source=source)
         if why:
             return Selection(None, f"run {pinned} cannot be used for {rules.name}, because {why}.")
         return Selection(run)
     rejected: list[str] = []
-    candidates: Iterator[dict] = iter(source.workflow_runs(workflow_path.rsplit("/", 1)[-1], branch=pr.head_ref))
+    candidates: Iterator[WorkflowRun] = iter(source.runs(workflow_path.rsplit("/", 1)[-1], branch=pr.head_ref))
     if pr.fork:
-        trusted = _trusted_runs_of(source.workflow_runs(approval.TRUSTED_WORKFLOW, branch=pr.trusted_branch,
+        trusted = _trusted_runs_of(source.runs(approval.TRUSTED_WORKFLOW, branch=pr.trusted_branch,
                                                         event="workflow_dispatch"), pr.number, 10 * max_examined)
         # the fork's own pull_request runs are listed too, only to say why each was refused
         candidates = heapq.merge(candidates, trusted, key=_newest)
     for examined, data in enumerate(candidates):
         if examined >= max_examined:
             break
-        run = run_from_api(data)
+        run = sweep_run(data)
         why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=workflow_path,
                         source=source)
         if why is None:
