@@ -102,9 +102,8 @@ def results_dispatch(event: Event, settings: Settings, gh: Lazy, dispatcher: Laz
         return res
     client = gh()
     if decision.source_run_id is not None:
-        source = client.run(decision.source_run_id)
-        ingest_id, attempt = decision.source_run_id, int(source.get("run_attempt") or 1)
-        head_sha = str(source.get("head_sha") or event.after)
+        source = client.workflow_run(decision.source_run_id)
+        ingest_id, attempt, head_sha = decision.source_run_id, source.run_attempt, source.head_sha or event.after
     else:
         ingest_id, attempt, head_sha = run_id, run_attempt, event.after
     merged = sorted(p.number for p in client.merged_pull_requests(event.after))
