@@ -50,7 +50,7 @@ def _load_row(path: Path) -> dict:
 
 
 def _recipe_path(row: dict, root: Path, row_path: Path) -> Path:
-    from ci_tools.config.masters import default_master_paths, read_masters
+    from ci_tools.config.load import default_master_paths, read_masters
 
     if row.get("recipe"):
         return root / str(row["recipe"])
@@ -70,7 +70,7 @@ def _recipe_path(row: dict, root: Path, row_path: Path) -> Path:
 def _hardware(row: dict, root: Path) -> dict:
     """runners.yaml `hardware:` facts of the row's runner label ({} when none)."""
     from ci_tools import paths
-    from ci_tools.config.masters import read_runners
+    from ci_tools.config.load import read_runners
 
     path = root / paths.RUNNERS
     if not path.is_file() or not row.get("runner"):
@@ -194,7 +194,8 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
       ci-tools runner run --row row.json --backend docker --dry-run
       CI_TOOLS_BACKEND=slurm ci-tools runner run --row row.json --out results/ --format github
     """
-    from ci_tools.config.recipe import load_recipe, resolve_point
+    from ci_tools.config.recipe import resolve_point
+    from ci_tools.config.load import load_recipe
     from ci_tools.runner import layout
     from ci_tools.runner.backends import Host, job_id, launches, ready_urls, render_dry_run, slurm_minutes
     from ci_tools.runner.budget import job_budget
@@ -392,7 +393,7 @@ def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date:
     import datetime
 
     from ci_tools import paths
-    from ci_tools.config.masters import read_runners
+    from ci_tools.config.load import read_runners
     from ci_tools.github.actions import write_outputs
     from ci_tools.github.client import GitHub, token_from_env
     from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
