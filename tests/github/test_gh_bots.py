@@ -116,6 +116,7 @@ def reply(fake, body, **kw):
     ("reply-use-refused-at-merge", "/use 9", {}, [dict(id=9, head_sha=SHA1, conclusion="failure", artifacts=())]),
     ("reply-use-denied", "/use", {"permission": "read"}, []),
     ("reply-stage-denied", "/stage-results", {"permission": "read"}, []),
+    ("reply-denied-several", "/sweep plan\n/use 9\n/stage-results", {"permission": "read"}, []),
     ("reply-stage-refused", "/stage-results 9", {}, [dict(id=9, head_sha=SHA1, artifacts=("results_bmk",))]),
     ("reply-sweep-plan", "/sweep plan", {}, []),
 ])
