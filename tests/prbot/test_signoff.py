@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.prbot.signoff import decide as signoff
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKLIST = signoff.parse_checklist((ROOT / paths.REVIEW_CHECKLIST).read_text(), paths.REVIEW_CHECKLIST)
+CHECKLIST = signoff.parse_checklist((ROOT / names.REVIEW_CHECKLIST).read_text(), names.REVIEW_CHECKLIST)
 
 
 def test_a_users_own_entry_needs_no_team_token():

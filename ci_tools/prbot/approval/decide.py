@@ -19,22 +19,20 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.policy.labels import Policy
 from ci_tools.prbot.context import PrContext
 
-TRUSTED_WORKFLOW = paths.TRUSTED_WORKFLOW
-# The workflow's `run-name:` spells the same text with `${{ inputs.pr }}` and `${{ inputs.sha }}`
+# The workflow's `run-name:` spells names.TRUSTED_RUN_NAME with `${{ inputs.pr }}` and `${{ inputs.sha }}`
 # (a test keeps them equal); it is how a running sweep of a PR and SHA is found again.
-RUN_NAME = "trusted sweep of PR #{pr} at {sha}"
 MIN_SHA = 7
 
 
 def run_name(pr: int, sha: str) -> str:
-    return RUN_NAME.format(pr=pr, sha=sha)
+    return names.TRUSTED_RUN_NAME.format(pr=pr, sha=sha)
 
 
-_RUN_NAME_RE = re.compile(re.escape(RUN_NAME).replace(re.escape("{pr}"), r"([1-9][0-9]{0,9})")
+_RUN_NAME_RE = re.compile(re.escape(names.TRUSTED_RUN_NAME).replace(re.escape("{pr}"), r"([1-9][0-9]{0,9})")
                           .replace(re.escape("{sha}"), r"([0-9a-fA-F]{40})"))
 
 

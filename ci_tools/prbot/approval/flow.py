@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ci_tools.github.events import Comment
+from ci_tools import names
 from ci_tools.prbot import context, messages
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import SweepApprove
@@ -27,7 +28,7 @@ def approve_command(cmd: SweepApprove, c: Comment, pr: int, gh: Client, settings
     facts = context.of(gh.pull_request(pr), settings.main_branch)
     running: list[dict] = []
     if facts.fork and facts.state == "open" and approval.sha_matches(cmd.sha, facts.head_sha):
-        running = gh.recent_runs(approval.TRUSTED_WORKFLOW, branch=settings.main_branch, event="workflow_dispatch")
+        running = gh.recent_runs(names.TRUSTED_WORKFLOW, branch=settings.main_branch, event="workflow_dispatch")
         running = [r for r in running if r.get("status") != "completed"]
     decision = approval.decide(cmd.sha, facts, settings.policy, running)
     res.outputs.update(outputs(decision, pr))
@@ -38,7 +39,7 @@ def approve_command(cmd: SweepApprove, c: Comment, pr: int, gh: Client, settings
     if not decision.approved:
         return messages.text("approve-refused", author=c.author, command=cmd.text, why=decision.reason)
     return messages.text("approve-accepted", author=c.author, sha=decision.sha, pr=pr,
-                         workflow=approval.TRUSTED_WORKFLOW)
+                         workflow=names.TRUSTED_WORKFLOW)
 
 
 def check_approval(settings: Settings, gh: Lazy, *, pr: int, sha: str) -> Result:

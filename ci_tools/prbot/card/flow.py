@@ -9,6 +9,7 @@ from typing import Callable, Protocol
 
 from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Event
+from ci_tools import names
 from ci_tools.errors import InputError, UsageError
 from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.card import decide as card
@@ -38,17 +39,16 @@ def results_section(gh: Client, run: dict, settings: Settings) -> str | None:
     """The run's collected results against main's (None when the run collected nothing)."""
     from ci_tools.github.baselines import collection_from_zip, main_results
     from ci_tools.results import compare, compare_render
-    from ci_tools.runner import layout
 
-    art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == layout.COLLECTION_ARTIFACT
+    art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == names.COLLECTION_ARTIFACT
                 and not a.get("expired")), None)
     if art is None:
         return None
     try:
-        head = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {layout.COLLECTION_ARTIFACT}")
+        head = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {names.COLLECTION_ARTIFACT}")
     except GitHubError as exc:
         # the card is information: say what is missing instead of failing the card job
-        return messages.results_not_downloaded(layout.COLLECTION_ARTIFACT, exc)
+        return messages.results_not_downloaded(names.COLLECTION_ARTIFACT, exc)
     except ValueError as exc:
         return messages.results_unreadable(exc)
     policy = compare.Policy.from_mapping(settings.policy.compare)
@@ -160,13 +160,13 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         if wr.event not in ("pull_request", "workflow_dispatch") or not wr.pull_requests:
             return Result(outputs={"comment": "none"}, messages=["not a pull-request sweep run: no status card"])
         pr = pr or wr.pull_requests[0]
-        if run is None and reuse.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(wr.id)):
+        if run is None and names.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(wr.id)):
             run = {"id": wr.id, "url": wr.html_url, "conclusion": wr.conclusion or wr.status, "head_sha": wr.head_sha}
             observed = True
         elif run is None:
             # The gate or the reuse step stopped it before planning (a label change that restarts
             # nothing, a push after /use): it did no GPU work, so the card keeps the last sweep.
-            idle = f"run {wr.id} planned no sweep (no {reuse.CHANGELOG_METADATA} artifact): the latest run is kept"
+            idle = f"run {wr.id} planned no sweep (no {names.CHANGELOG_METADATA} artifact): the latest run is kept"
     if pr is None:
         raise UsageError("give --pr (or a workflow_run event of a pull-request run)")
     client: Client = gh()

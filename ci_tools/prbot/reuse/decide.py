@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Callable, Iterable, Iterator, Protocol
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.evals import gate as eval_gate
 from ci_tools.policy.labels import Policy
 from ci_tools.prbot import messages
@@ -40,13 +40,11 @@ from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, effective_use, parse
 from ci_tools.prbot.context import PrContext
 from ci_tools.prbot.models import Comment, LabelEvent, Timeline, WorkflowRun
-from ci_tools.runner import layout
 
-# A reusable run has its run-level collection (named once, in ci_tools.runner.layout) or, for runs
+# A reusable run has its run-level collection (named once, in ci_tools.names) or, for runs
 # made by InferenceX's workflows before the switch, their eval collection or an AgentX result.
-RESULT_ARTIFACTS = frozenset({layout.COLLECTION_ARTIFACT, "eval_results_all"})
+RESULT_ARTIFACTS = frozenset({names.COLLECTION_ARTIFACT, "eval_results_all"})
 RESULT_ARTIFACT_PREFIX = "bmk_agentic_"
-CHANGELOG_METADATA = "changelog-metadata"
 
 
 class Source(Protocol):
@@ -157,7 +155,7 @@ def has_results(names: set[str]) -> bool:
 
 
 def benchmark_inputs(files: Iterable[str]) -> list[str]:
-    return sorted(f for f in files if f.startswith(paths.BENCHMARK_INPUT_PREFIXES) or f == paths.CHANGELOG)
+    return sorted(f for f in files if f.startswith(names.BENCHMARK_INPUT_PREFIXES) or f == names.CHANGELOG)
 
 
 @dataclass(frozen=True)
@@ -189,14 +187,14 @@ class SweepRun(WorkflowRun):
     dispatch_sha: str = ""
 
 
-TRUSTED_PATH = f".github/workflows/{approval.TRUSTED_WORKFLOW}"
+TRUSTED_PATH = f"{names.WORKFLOWS_DIR}/{names.TRUSTED_WORKFLOW}"
 
 
 def trusted_problem(run: SweepRun, pr: PrContext) -> str | None:
     """None if a workflow_dispatch run is a trusted sweep of `pr` from the default branch, else why not."""
     if run.trusted_pr is None:
         return (f"its run name {run.display_title!r} does not name a PR and a full commit SHA "
-                f"(expected {approval.RUN_NAME!r}), so it is not a trusted sweep")
+                f"(expected {names.TRUSTED_RUN_NAME!r}), so it is not a trusted sweep")
     if run.trusted_pr != pr.number:
         return (f"it is a trusted sweep of PR #{run.trusted_pr} (commit {run.head_sha[:12]}), not of PR #{pr.number}; "
                 f"pin a run of PR #{pr.number}")
@@ -269,13 +267,13 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeli
             if stale:
                 return (f"commits after its head {run.head_sha[:12]} change benchmark inputs: "
                         f"{', '.join(stale)}; run a new sweep on the current head")
-    names = unexpired_names(source.artifacts(run.id))
-    if rules.need_changelog_metadata and CHANGELOG_METADATA not in names:
-        return f"it has no unexpired {CHANGELOG_METADATA} artifact"
-    if not has_results(names):
+    present = unexpired_names(source.artifacts(run.id))
+    if rules.need_changelog_metadata and names.CHANGELOG_METADATA not in present:
+        return f"it has no unexpired {names.CHANGELOG_METADATA} artifact"
+    if not has_results(present):
         return "it has no unexpired benchmark, eval or agentic result artifact"
     if rules.name == "reuse":
-        return eval_gate.reuse_problem(names)   # its eval rows passed (or it had none)
+        return eval_gate.reuse_problem(present)   # its eval rows passed (or it had none)
     return None
 
 
@@ -331,7 +329,7 @@ def select_run(rules: Rules, *, pinned: int | None, pr: PrContext, timeline: Tim
     rejected: list[str] = []
     candidates: Iterator[WorkflowRun] = iter(source.runs(workflow_path.rsplit("/", 1)[-1], branch=pr.head_ref))
     if pr.fork:
-        trusted = _trusted_runs_of(source.runs(approval.TRUSTED_WORKFLOW, branch=pr.trusted_branch,
+        trusted = _trusted_runs_of(source.runs(names.TRUSTED_WORKFLOW, branch=pr.trusted_branch,
                                                         event="workflow_dispatch"), pr.number, 10 * max_examined)
         # the fork's own pull_request runs are listed too, only to say why each was refused
         candidates = heapq.merge(candidates, trusted, key=_newest)
@@ -376,7 +374,7 @@ def changed_inputs(diff: dict, source: Source, base: str, head: str) -> list[str
     if len(files) < COMPARE_FILE_LIMIT:
         return benchmark_inputs(files)
     before, after = source.top_level_tree(base), source.top_level_tree(head)
-    folders = [p.rstrip("/") for p in paths.BENCHMARK_INPUT_PREFIXES]
+    folders = [p.rstrip("/") for p in names.BENCHMARK_INPUT_PREFIXES]
     return [f"{name}/ (the comparison lists only its first {COMPARE_FILE_LIMIT} files; the folder's tree differs)"
             for name in folders if before.get(name) != after.get(name)]
 

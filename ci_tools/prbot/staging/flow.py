@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ci_tools import names
 from ci_tools.errors import InputError, UsageError
 from typing import Protocol
 
@@ -96,7 +97,7 @@ def results_dispatch(event: Event, settings: Settings, gh: Lazy, dispatcher: Laz
     decision = staging.ingest_decision(
         event_name=event.name, ref=event.ref, main_ref=settings.main_ref, collect_result=collect_result,
         source_run_id=source_run_id,
-        metadata_present=lambda: reuse.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(run_id)))
+        metadata_present=lambda: names.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(run_id)))
     res = Result(outputs={"dispatched": "false", "ingest-run-id": ""}, messages=[decision.reason])
     if not decision.dispatch:
         return res
