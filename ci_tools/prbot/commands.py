@@ -194,3 +194,18 @@ def effective_use(parsed: list[Command | UsageProblem]) -> Use | None:
     """The comment's reuse command: within one comment the last `/use` wins (the rule's one home)."""
     uses = [c for c in parsed if isinstance(c, Use)]
     return uses[-1] if uses else None
+
+
+_ORDER = {Use: 0, StageResults: 1, SweepPlan: 1, SweepApprove: 2}
+
+
+def to_run(parsed: list[Command | UsageProblem], *, created: bool) -> list[Command]:
+    """The commands one comment event runs, in the order they run: the effective `/use` first (its
+    reply says what the card now shows), then each `/stage-results` and `/sweep plan` as written, then
+    the last `/sweep approve`. An edited comment stages nothing and starts no sweep again: both are
+    one-off requests, and fixing a typo elsewhere in the comment must not repeat them."""
+    use = effective_use(parsed)
+    approvals = [c for c in parsed if isinstance(c, SweepApprove)]
+    chosen = [c for c in parsed if c is use or isinstance(c, SweepPlan)
+              or (created and (isinstance(c, StageResults) or (approvals and c is approvals[-1])))]
+    return sorted(chosen, key=lambda c: _ORDER[type(c)])

@@ -70,3 +70,14 @@ def test_the_docs_command_tables_follow_the_registry(repo_root, doc, heading):
 ])
 def test_within_one_comment_the_last_use_wins(body, expected):
     assert commands.effective_use(parse(body)) == expected
+
+
+@pytest.mark.parametrize("body,created,expected", [
+    ("/sweep approve abcdef0\n/use 1\n/sweep plan\n/use 2\n/stage-results",
+     True, ["/use 2", "/sweep plan", "/stage-results", "/sweep approve abcdef0"]),
+    ("/stage-results 5\n/sweep approve abcdef0\n/use", False, ["/use"]),                  # an edit repeats neither
+    ("/sweep approve abcdef0\n/sweep approve 1234567", True, ["/sweep approve 1234567"]),  # the last approval
+    ("/use abc\n/sweep plan", True, ["/sweep plan"]),
+])
+def test_what_one_comment_event_runs_and_in_which_order(body, created, expected):
+    assert [c.text for c in commands.to_run(parse(body), created=created)] == expected
