@@ -114,7 +114,7 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
 def _eval_job(directory: Path, out: Path | None, fmt: str, thresholds_path: Path | None) -> bool:
     """Score an eval job directory; False when DIRECTORY is not one."""
     from ci_tools import paths
-    from ci_tools.evals import thresholds
+    from ci_tools.evals.load import load_thresholds
     from ci_tools.evals.process import is_eval_job, process_eval_dir, summary
     from ci_tools.results.process import read_json
     from ci_tools.runner import layout
@@ -123,7 +123,7 @@ def _eval_job(directory: Path, out: Path | None, fmt: str, thresholds_path: Path
     if not is_eval_job(job):
         return False
     path = thresholds_path or Path(paths.EVAL_THRESHOLDS)
-    result = process_eval_dir(directory, job, thresholds.load(path, str(path)))
+    result = process_eval_dir(directory, job, load_thresholds(path, str(path)))
     target = out or (directory / layout.EVAL_RESULT_JSON)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
@@ -230,9 +230,10 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
       ci-tools results pareto results.json --claims claims.txt --format json
     """
     from ci_tools.results import pareto, render
+    from ci_tools.results.load import load_points
     from ci_tools.yamlio import read_text
 
-    points = pareto.load_points(input_path)
+    points = load_points(input_path)
     analysis = pareto.analyse(points)
     checked: list[dict] = []
     if claims is not None:

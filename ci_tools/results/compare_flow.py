@@ -87,10 +87,12 @@ def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path |
     claims = check_claims(head, main, claims_path) if claims_path else []
     if plot is not None:
         try:
-            compare_render.plot_png(compare.points_of(head), compare.points_of(compare.latest_per_point(main)),
-                                    plot, title)
+            png = compare_render.plot_png(compare.points_of(head),
+                                          compare.points_of(compare.latest_per_point(main)), title)
         except ImportError:
             raise InputError("--plot needs matplotlib: pip install 'ci-tools[plot]'", exit_code=2) from None
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        plot.write_bytes(png)
     annotations: list[str] = []
     if fmt == "github":
         from ci_tools.github.actions import append_summary

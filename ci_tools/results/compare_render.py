@@ -136,8 +136,10 @@ def annotations(comparisons: list[PointComparison]) -> list[str]:
     return out
 
 
-def plot_png(head: list, main: list, path, title: str = "") -> None:
-    """The PR's points and frontier against main's on tok/s/GPU vs P90 tok/s/user."""
+def plot_png(head: list, main: list, title: str = "") -> bytes:
+    """The PR's points and frontier against main's on tok/s/GPU vs P90 tok/s/user, as PNG bytes."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,6 +170,7 @@ def plot_png(head: list, main: list, path, title: str = "") -> None:
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, metadata={"Software": None})
+    png = io.BytesIO()
+    fig.savefig(png, format="png", metadata={"Software": None})
     plt.close(fig)
+    return png.getvalue()
