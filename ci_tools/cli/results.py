@@ -80,58 +80,36 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
       ci-tools results process out/dep2-c64
       ci-tools results process aiperf-out --tp 4 --conc 4 --scenario fixed-seq-len --out r.json
     """
-    from ci_tools.results.process import PointInfo, process_dir
+    from ci_tools.evals.process import summary as eval_summary
+    from ci_tools.results import flow
+    from ci_tools.results.process import PointInfo, job_dirs
 
-    if tp is None and _eval_job(directory, out, fmt, thresholds_path):
-        return
-    if not 0.0 <= max_error_rate <= 1.0:
-        raise click.BadParameter("must be within [0, 1]", param_hint="--max-error-rate")
-    point = None
-    if tp is not None:
-        point = PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc, gpus=gpus,
-                          scenario=scenario, duration_s=duration, model=model)
-    from ci_tools.results.process import job_dirs
-
-    dirs = job_dirs(directory) if point is None else [directory]
-    if out is not None and len(dirs) > 1:
-        raise click.BadParameter(f"{directory} holds {len(dirs)} results (one per concurrency); drop --out",
-                                 param_hint="--out")
+    job = flow.eval_job(directory) if tp is None else None
+    if job is not None:
+        written = iter([flow.process_eval(directory, job, out, thresholds_path)])
+    else:
+        if not 0.0 <= max_error_rate <= 1.0:
+            raise click.BadParameter("must be within [0, 1]", param_hint="--max-error-rate")
+        point = None
+        if tp is not None:
+            point = PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc, gpus=gpus,
+                              scenario=scenario, duration_s=duration, model=model)
+        dirs = job_dirs(directory) if point is None else [directory]
+        if out is not None and len(dirs) > 1:
+            raise click.BadParameter(f"{directory} holds {len(dirs)} results (one per concurrency); drop --out",
+                                     param_hint="--out")
+        written = flow.process(dirs, point, out, max_error_rate=max_error_rate, min_requests=min_requests,
+                               workers=workers)
     invalid = 0
-    for d in dirs:
-        result = process_dir(d, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers)
-        target = out or (d / "result.json")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        click.echo(json.dumps(result, indent=2) if fmt == "json" else _summary(result))
-        if not result["valid"]:
+    for w in written:
+        click.echo(json.dumps(w.result, indent=2) if fmt == "json"
+                   else (eval_summary if w.eval else _summary)(w.result))
+        if not w.result["valid"]:
             invalid += 1
-            click.echo(f"error: invalid result ({len(result['failures'])} rule(s) failed); written to {target}",
-                       err=True)
+            what = "eval failed ({} check(s) failed)" if w.eval else "invalid result ({} rule(s) failed)"
+            click.echo(f"error: {what.format(len(w.result['failures']))}; written to {w.target}", err=True)
     if invalid:
         sys.exit(1)
-
-
-def _eval_job(directory: Path, out: Path | None, fmt: str, thresholds_path: Path | None) -> bool:
-    """Score an eval job directory; False when DIRECTORY is not one."""
-    from ci_tools import paths
-    from ci_tools.evals.load import load_thresholds
-    from ci_tools.evals.process import is_eval_job, process_eval_dir, summary
-    from ci_tools.results.process import read_json
-    from ci_tools.runner import layout
-
-    job = read_json(directory / layout.JOB_JSON) if directory.is_dir() else None
-    if not is_eval_job(job):
-        return False
-    path = thresholds_path or Path(paths.EVAL_THRESHOLDS)
-    result = process_eval_dir(directory, job, load_thresholds(path, str(path)))
-    target = out or (directory / layout.EVAL_RESULT_JSON)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    click.echo(json.dumps(result, indent=2) if fmt == "json" else summary(result))
-    if not result["valid"]:
-        click.echo(f"error: eval failed ({len(result['failures'])} check(s) failed); written to {target}", err=True)
-        sys.exit(1)
-    return True
 
 
 @cli.command("collect")
@@ -156,57 +134,23 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
     Example:
       ci-tools results collect downloaded-artifacts/ --out results/results.json --format github
     """
-    from ci_tools.evals.report import markdown
-    from ci_tools.results.collect import collect, collect_evals, find_plan, find_results, incomplete
-    from ci_tools.runner import layout
+    from ci_tools.results.collect import incomplete
+    from ci_tools.results.flow import collect
 
-    files = find_results(list(roots))
-    eval_files = find_results(list(roots), layout.EVAL_RESULT_JSON)
-    if not files and not eval_files:
-        raise InputError("no result.json or eval_result.json found under " + ", ".join(map(str, roots)))
-    data = collect(files)
-    plan_path = find_plan(list(roots))
-    plan = None
-    if plan_path is not None:
-        try:
-            plan = json.loads(plan_path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise InputError(f"{plan_path}: the sweep's plan is not valid JSON ({exc})") from None
-    evals, verdict, eval_notes = collect_evals(eval_files, plan)
-    data["notes"] += eval_notes
-    if not data["results"] and not evals:
-        # every file was skipped: a collection of nothing must not pass as a successful collect
-        kinds = " or ".join(n for n, fs in ((layout.RESULT_JSON, files), (layout.EVAL_RESULT_JSON, eval_files)) if fs)
-        raise InputError(f"no result could be collected from {len(files) + len(eval_files)} {kinds} file(s):\n  "
-                         + "\n  ".join(data["notes"])
-                         + "\nhint: these files must be written by `ci-tools results process`")
-    data["notes"] += verdict["notes"]
-    data["evals"] = evals
-    data["eval-verdict"] = verdict
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    (out.parent / layout.EVAL_VERDICT_JSON).write_text(json.dumps(verdict, indent=2) + "\n", encoding="utf-8")
-    table = markdown(verdict, evals)
-    (out.parent / layout.EVAL_TABLE_MD).write_text(table, encoding="utf-8")
-    for note in data["notes"]:
+    c = collect(list(roots), out)
+    verdict = c.verdict
+    for note in c.data["notes"]:
         click.echo(f"note: {note}", err=True)
-    click.echo(f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid; "
+    click.echo(f"{len(c.data['results'])} result(s): {c.data['valid']} valid, {c.data['invalid']} invalid; "
                f"evals {verdict['verdict']} ({verdict['passed']} of {verdict['expected']} eval rows passed) -> {out}")
     for line in verdict["failed"] + verdict["missing"]:
         click.echo(f"  eval: {line}")
     if fmt == "github":
-        import os
-
-        from ci_tools.github.actions import append_outputs
+        from ci_tools.github.actions import append_outputs, append_step_summary
 
         append_outputs({"eval-verdict": verdict["verdict"], "eval-artifact": verdict["artifact"]})
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(table)
-    counted = {"valid": data["valid"] + sum(1 for e in evals if e.get("valid")),
-               "invalid": data["invalid"] + sum(1 for e in evals if not e.get("valid"))}
-    problem = incomplete(counted, expect)
+        append_step_summary(c.table)
+    problem = incomplete(c.counted, expect)
     if problem:
         click.echo(f"error: the sweep is incomplete: {problem}; a partial sweep is never ingested", err=True)
         sys.exit(1)
