@@ -63,14 +63,9 @@ KNOWN: dict[str, set[str]] = {
     "config/schemas.py": {'imports importlib.resources', 'calls .read_text()'},
     "config/touched.py": {'imports subprocess'},
     "config/validate.py": {'imports the file reader load_yaml_file', 'calls .glob()', 'calls .is_file()', 'calls .is_dir()', 'calls .rglob()'},
-    "evals/thresholds.py": {'imports the file reader load_yaml_file', 'calls .is_file()'},
     "policy/comments.py": {'imports importlib.resources', 'imports ci_tools.github.events', 'calls .read_text()'},
     "policy/labels.py": {'imports the file reader load_yaml_file', 'imports importlib.resources', 'calls .read_text()', 'calls .exists()'},
     "policy/reuse.py": {'imports ci_tools.github.events', 'imports ci_tools.github.timeline'},
-    "results/compare_render.py": {'calls .mkdir()'},
-    "results/metrics.py": {'imports shell module ci_tools.results.records'},
-    "results/pareto.py": {'imports the file reader read_text'},
-    "results/validity.py": {'imports shell module ci_tools.results.records'},
     "yamlio.py": {'calls .read_bytes()'},
 }
 
@@ -226,10 +221,7 @@ KNOWN_SURFACES: dict[str, set[str]] = {
     "cli/changelog.py": {'Actions workflow commands'},
     "cli/config.py": {'Actions workflow commands'},
     "cli/plan.py": {'the Actions step files'},
-    "cli/results.py": {'the Actions step files'},
-    "cli/runner.py": {'the Actions step files'},
     "config/touched.py": {'git'},
-    "results/compare_render.py": {'Actions workflow commands'},
 }
 
 
