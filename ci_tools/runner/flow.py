@@ -77,7 +77,7 @@ def load_row(path: Path) -> dict:
 
 
 def recipe_path(row: dict, root: Path, row_path: Path) -> Path:
-    from ci_tools.config.masters import default_master_paths, read_masters
+    from ci_tools.config.load import default_master_paths, read_masters
 
     if row.get("recipe"):
         return root / str(row["recipe"])
@@ -96,7 +96,7 @@ def recipe_path(row: dict, root: Path, row_path: Path) -> Path:
 
 def hardware_of(row: dict, root: Path) -> dict:
     """runners.yaml `hardware:` facts of the row's runner label ({} when none)."""
-    from ci_tools.config.masters import read_runners
+    from ci_tools.config.load import read_runners
 
     path = root / paths.RUNNERS
     if not path.is_file() or not row.get("runner"):
@@ -154,7 +154,7 @@ def eval_policy(row: dict, root: Path):
 
 def prepare_run(req: RunRequest) -> PreparedJob:
     """Everything `runner run` decides before it starts anything; every refusal is an InputError/UsageError."""
-    from ci_tools.config.recipe import load_recipe
+    from ci_tools.config.load import load_recipe
 
     row = load_row(req.row_path)
     recipe_file = recipe_path(row, req.root, req.row_path)
@@ -336,7 +336,7 @@ class DigestReport:
 
 def digest(repo: str, runners_path: Path | None, root: Path, date: str | None) -> DigestReport:
     """List the repository's runners, compare them with runners.yaml, post to Slack when one is down."""
-    from ci_tools.config.masters import read_runners
+    from ci_tools.config.load import read_runners
     from ci_tools.github.client import GitHub, token_from_env
     from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
 
