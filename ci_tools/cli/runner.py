@@ -26,9 +26,9 @@ def cli() -> None:
 
 
 def _layout_output_names() -> list[str]:
-    from ci_tools.runner import layout
+    from ci_tools import names
 
-    return list(layout.github_outputs("", ""))
+    return list(names.github_outputs("", ""))
 
 
 @cli.command("run")
@@ -83,7 +83,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     A multi-node row (prefill/decode) runs its disaggregated recipe on Slurm only: one
     allocation, one srun step per worker, the frontend, one AIPerf run per concurrency.
     With --format github the step outputs result-filename, out-dir, artifact-result,
-    artifact-job and artifact-server-logs (ci_tools.runner.layout) are written before anything
+    artifact-job and artifact-server-logs (ci_tools.names) are written before anything
     starts, so a failed or cancelled job still uploads under its own names.
     Exit 0 when the client finished; 1 on failure (not scheduled, server never ready, died,
     client failed); 130 / 143 when cancelled by SIGINT / SIGTERM (GitHub's cancel sends both):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 from pathlib import Path
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.config.masters import MasterSet, merge_master_docs
 from ci_tools.config.recipe import Recipe
 from ci_tools.config.validate import Report, Sources, check
@@ -30,13 +30,13 @@ def display(path: Path, root: Path | None) -> str:
 
 
 def default_master_paths(root: Path) -> list[Path]:
-    return sorted(Path(p) for p in glob.glob(str(root / paths.MASTER_GLOB)))
+    return sorted(Path(p) for p in glob.glob(str(root / names.MASTER_GLOB)))
 
 
 def read_masters(files: list[Path], root: Path | None = None) -> MasterSet:
     if not files:
         raise InputError("no master config files found",
-                         findings=[Finding(paths.MASTER_GLOB, None, None, "no master config files found",
+                         findings=[Finding(names.MASTER_GLOB, None, None, "no master config files found",
                                            "run from the repository root, or pass --root / --master")])
     return merge_master_docs([load_yaml_file(path, display(path, root)) for path in files])
 
@@ -70,8 +70,8 @@ def load_sources(root: Path | None, masters: list[Path] | None = None, runners: 
             raise ValueError("load_sources needs a root or explicit master files")
         masters = default_master_paths(root)
         if not masters:
-            src.findings.append(Finding(paths.CONFIGS_DIR, None, None,
-                                        f"no master configs found ({paths.MASTER_GLOB} under {root})",
+            src.findings.append(Finding(names.CONFIGS_DIR, None, None,
+                                        f"no master configs found ({names.MASTER_GLOB} under {root})",
                                         "run from the repository root, or pass --root DIR or --master FILE"))
     for path in masters:
         doc = _load(path, display(path, root), src)
@@ -80,9 +80,9 @@ def load_sources(root: Path | None, masters: list[Path] | None = None, runners: 
         else:
             src.masters_failed += 1
     if runners is None and root is not None:
-        runners = root / paths.RUNNERS
+        runners = root / names.RUNNERS
         if not runners.is_file():
-            src.findings.append(Finding(paths.RUNNERS, None, None, "runners file not found",
+            src.findings.append(Finding(names.RUNNERS, None, None, "runners file not found",
                                         "every master `runner` label must be declared there; create it or pass --runners"))
             runners = None
     if runners is not None:
@@ -90,7 +90,7 @@ def load_sources(root: Path | None, masters: list[Path] | None = None, runners: 
     else:
         src.notes.append("runner labels not checked: no runners file (pass --runners FILE)")
     if root is not None:
-        rdir = root / paths.RECIPES_DIR
+        rdir = root / names.RECIPES_DIR
         files = sorted(p for p in rdir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()) if rdir.is_dir() else []
         for path in files:
             rel = path.relative_to(root).as_posix()
@@ -107,15 +107,15 @@ def load_sources(root: Path | None, masters: list[Path] | None = None, runners: 
 
 def _load_eval_inputs(root: Path, src: Sources) -> None:
     """The thresholds file (required) and the policy's `evals:` section (checked when present)."""
-    path = root / paths.EVAL_THRESHOLDS
+    path = root / names.EVAL_THRESHOLDS
     if path.is_file():
-        src.thresholds = _load(path, paths.EVAL_THRESHOLDS, src)
+        src.thresholds = _load(path, names.EVAL_THRESHOLDS, src)
     else:
-        src.findings.append(Finding(paths.EVAL_THRESHOLDS, None, None, "eval thresholds file not found",
+        src.findings.append(Finding(names.EVAL_THRESHOLDS, None, None, "eval thresholds file not found",
                                     "eval rows are scored against it: restore it (thresholds-version: 1, floor:, "
                                     "default: <task>: <minimum>)"))
-    if (root / paths.POLICY).is_file():
-        src.policy = _load(root / paths.POLICY, paths.POLICY, src)
+    if (root / names.POLICY).is_file():
+        src.policy = _load(root / names.POLICY, names.POLICY, src)
 
 
 

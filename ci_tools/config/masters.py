@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import Finding, InputError
 from ci_tools.yamlio import YamlDoc
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.config import crossfile, rules, schemas
 from ci_tools.config.crossfile import Change, Entry, Recipe
 from ci_tools.errors import Finding, InputError

@@ -8,7 +8,7 @@ from pathlib import Path
 from ci_tools.evals import score
 from ci_tools.evals.thresholds import Thresholds
 from ci_tools.results.load import json_object_or_none
-from ci_tools.runner import layout
+from ci_tools import names
 
 
 def is_eval_job(job: dict | None) -> bool:
@@ -17,8 +17,8 @@ def is_eval_job(job: dict | None) -> bool:
 
 def process_eval_dir(path: Path, job: dict, thresholds: Thresholds) -> dict:
     spec = job["evals"]
-    evals = path / layout.EVAL_DIR
-    meta = json_object_or_none(evals / layout.EVAL_MANIFEST)
+    evals = path / names.EVAL_DIR
+    meta = json_object_or_none(evals / names.EVAL_MANIFEST)
     files = {p.name: json_object_or_none(p) for p in sorted(evals.glob("results*.json"))} if evals.is_dir() else {}
     prefix = spec.get("model-prefix")
     if not prefix and meta and meta.get("infmax_model_prefix") not in (None, "", "unknown"):
@@ -30,7 +30,7 @@ def process_eval_dir(path: Path, job: dict, thresholds: Thresholds) -> dict:
              "result-filename": job.get("result-filename"), "model-prefix": prefix}
     scores, fails = score.judge(meta=meta, files=files, expected_concs=list(spec.get("concurrencies") or []),
                                 tasks=list(spec.get("tasks") or []), lookup=lambda task: thresholds.lookup(prefix, task),
-                                job_status=json_object_or_none(path / layout.STATUS_JSON))
+                                job_status=json_object_or_none(path / names.STATUS_JSON))
     return score.eval_result(point, {**spec, "model-prefix": prefix}, meta, scores, fails, list(files))
 
 

@@ -14,10 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import InputError
 from ci_tools.results.process import PointInfo, process_dir, read_json
-from ci_tools.runner import layout
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ def eval_job(directory: Path) -> dict | None:
     """DIRECTORY's job.json when it is an eval job, else None."""
     from ci_tools.evals.process import is_eval_job
 
-    job = read_json(directory / layout.JOB_JSON) if directory.is_dir() else None
+    job = read_json(directory / names.JOB_JSON) if directory.is_dir() else None
     return job if is_eval_job(job) else None
 
 
@@ -44,9 +43,9 @@ def process_eval(directory: Path, job: dict, out: Path | None, thresholds_path: 
     from ci_tools.evals.load import load_thresholds
     from ci_tools.evals.process import process_eval_dir
 
-    path = thresholds_path or Path(paths.EVAL_THRESHOLDS)
+    path = thresholds_path or Path(names.EVAL_THRESHOLDS)
     result = process_eval_dir(directory, job, load_thresholds(path, str(path)))
-    target = out or (directory / layout.EVAL_RESULT_JSON)
+    target = out or (directory / names.EVAL_RESULT_JSON)
     _write_json(target, result)
     return Written(result, target, eval=True)
 
@@ -56,7 +55,7 @@ def process(dirs: list[Path], point: PointInfo | None, out: Path | None, *, max_
     """Each directory's result, written as soon as it is computed (DIR/result.json, or OUT)."""
     for d in dirs:
         result = process_dir(d, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers)
-        target = out or (d / layout.RESULT_JSON)
+        target = out or (d / names.RESULT_JSON)
         _write_json(target, result)
         yield Written(result, target)
 
@@ -84,7 +83,7 @@ def collect(roots: list[Path], out: Path) -> Collected:
     from ci_tools.results.collect import collect_evals, find_plan, find_results
 
     files = find_results(roots)
-    eval_files = find_results(roots, layout.EVAL_RESULT_JSON)
+    eval_files = find_results(roots, names.EVAL_RESULT_JSON)
     if not files and not eval_files:
         raise InputError("no result.json or eval_result.json found under " + ", ".join(map(str, roots)))
     data = collect_results(files)
@@ -99,7 +98,7 @@ def collect(roots: list[Path], out: Path) -> Collected:
     data["notes"] += eval_notes
     if not data["results"] and not evals:
         # every file was skipped: a collection of nothing must not pass as a successful collect
-        kinds = " or ".join(n for n, fs in ((layout.RESULT_JSON, files), (layout.EVAL_RESULT_JSON, eval_files)) if fs)
+        kinds = " or ".join(n for n, fs in ((names.RESULT_JSON, files), (names.EVAL_RESULT_JSON, eval_files)) if fs)
         raise InputError(f"no result could be collected from {len(files) + len(eval_files)} {kinds} file(s):\n  "
                          + "\n  ".join(data["notes"])
                          + "\nhint: these files must be written by `ci-tools results process`")
@@ -107,7 +106,7 @@ def collect(roots: list[Path], out: Path) -> Collected:
     data["evals"] = evals
     data["eval-verdict"] = verdict
     _write_json(out, data)
-    (out.parent / layout.EVAL_VERDICT_JSON).write_text(json.dumps(verdict, indent=2) + "\n", encoding="utf-8")
+    (out.parent / names.EVAL_VERDICT_JSON).write_text(json.dumps(verdict, indent=2) + "\n", encoding="utf-8")
     table = markdown(verdict, evals)
-    (out.parent / layout.EVAL_TABLE_MD).write_text(table, encoding="utf-8")
+    (out.parent / names.EVAL_TABLE_MD).write_text(table, encoding="utf-8")
     return Collected(data, table)

@@ -5,7 +5,7 @@ Core (pure; may import `ci_tools.config`, `ci_tools.engines`, `ci_tools.evals` c
 `plan.py` (row + point -> engine/router/client commands, `JobPlan`), `backends.py` (docker /
 slurm / process launches and their stops), `disagg.py` (multi-node plans and placement),
 `budget.py`, `ready.py` (readiness over injected clock and HTTP), `nodecheck.py`, `telemetry.py`,
-`servable.py`, `digest.py`, `layout.py` (every job file and artifact name).
+`servable.py`, `digest.py` (job file and artifact names are in `ci_tools.names`).
 
 Shell (I/O): `flow.py` (the commands' flows: row -> recipe -> job, cleanup, digest; what `cli/runner.py`
 calls), and the adapters `job.py` (processes, Slurm allocation, watch), `multinode.py`, `cleanup.py`,

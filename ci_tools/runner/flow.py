@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import InputError, UsageError
-from ci_tools.runner import layout
 
 
 @dataclass(frozen=True)
@@ -98,7 +97,7 @@ def hardware_of(row: dict, root: Path) -> dict:
     """runners.yaml `hardware:` facts of the row's runner label ({} when none)."""
     from ci_tools.config.load import read_runners
 
-    path = root / paths.RUNNERS
+    path = root / names.RUNNERS
     if not path.is_file() or not row.get("runner"):
         return {}
     hw = (read_runners(path, root).data or {}).get("hardware") or {}
@@ -145,11 +144,11 @@ def eval_policy(row: dict, root: Path):
 
     if not is_eval_row(row):
         return None
-    path = root / paths.POLICY
+    path = root / names.POLICY
     if not path.is_file():
         raise InputError(f"{path}: policy file not found; eval rows take their harness and tasks from its "
                          "`evals:` section (pass --root REPO)")
-    return policy_from_doc(load_yaml_file(path, paths.POLICY))
+    return policy_from_doc(load_yaml_file(path, names.POLICY))
 
 
 def prepare_run(req: RunRequest) -> PreparedJob:
@@ -221,13 +220,13 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
         from ci_tools.runner.job import run_job
 
         out_abs.mkdir(parents=True, exist_ok=True)
-        (out_abs / layout.JOB_JSON).write_text(json.dumps({**plan.job_json(), "label": host.label}, indent=2) + "\n",
+        (out_abs / names.JOB_JSON).write_text(json.dumps({**plan.job_json(), "label": host.label}, indent=2) + "\n",
                                                encoding="utf-8")
-        (out_abs / layout.COMMANDS_TXT).write_text(text, encoding="utf-8")
+        (out_abs / names.COMMANDS_TXT).write_text(text, encoding="utf-8")
         if plan.evals is not None:
-            outputs, client_name = (f"{layout.EVAL_DIR}/{layout.EVAL_MANIFEST}",), "the eval harness"
+            outputs, client_name = (f"{names.EVAL_DIR}/{names.EVAL_MANIFEST}",), "the eval harness"
         else:
-            outputs = (f"{layout.AIPERF_DIR}/{layout.PROFILE_JSONL}", f"{layout.AIPERF_DIR}/{layout.PROFILE_JSON}")
+            outputs = (f"{names.AIPERF_DIR}/{names.PROFILE_JSONL}", f"{names.AIPERF_DIR}/{names.PROFILE_JSON}")
             client_name = "AIPerf"
         judge = partial(nodecheck.problems, need_gpus=plan.gpus, devices=None if backend == "slurm" else devices,
                         model=plan.served_model, model_path=model_path(plan, settings), hf_cache=settings.hf_cache)
@@ -238,8 +237,8 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
                 queue_timeout_s=req.queue_timeout, client_outputs=outputs, client_name=client_name,
                 label=host.label, runner=req.runner_name)
 
-    return PreparedJob(commands=text, outputs=layout.github_outputs(plan.result_filename, str(req.out)),
-                       result_filename=plan.result_filename, status_path=out_abs / layout.STATUS_JSON,
+    return PreparedJob(commands=text, outputs=names.github_outputs(plan.result_filename, str(req.out)),
+                       result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,
                        stopped="all processes of this job were stopped", run=run)
 
 
@@ -278,11 +277,11 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
         if plan.run_eval:
             raise UsageError("eval rows are not run by `runner run` (use --dry-run to see the launch)")
         if point.frontend.get("kind") == "dynamo":
-            (out_abs / layout.DYNAMO_STORE).mkdir(parents=True, exist_ok=True)
+            (out_abs / names.DYNAMO_STORE).mkdir(parents=True, exist_ok=True)
         run_multinode(plan, out_abs, text)
 
-    return PreparedJob(commands=text, outputs=layout.github_outputs(rf, str(req.out)),
-                       result_filename=plan.result_filename, status_path=out_abs / layout.STATUS_JSON,
+    return PreparedJob(commands=text, outputs=names.github_outputs(rf, str(req.out)),
+                       result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,
                        stopped="the allocation and every step of this job were stopped", run=run)
 
 
@@ -300,7 +299,7 @@ def cleanup(out: Path, labels: tuple[str, ...], runner_name: str) -> CleanupRepo
 
     report = CleanupReport()
     found = list(labels)
-    job_file = out / layout.JOB_JSON
+    job_file = out / names.JOB_JSON
     if job_file.is_file():
         try:
             label = json.loads(job_file.read_text(encoding="utf-8")).get("label")
@@ -316,10 +315,10 @@ def cleanup(out: Path, labels: tuple[str, ...], runner_name: str) -> CleanupRepo
         sweep = stop_labelled(label, runner_name if i == 0 else "", budget_s=8.0, grace_s=1.0)
         stopped += sweep.stopped()
         report.problems += sweep.problems
-    if out.is_dir() and not (out / layout.STATUS_JSON).exists():
+    if out.is_dir() and not (out / names.STATUS_JSON).exists():
         write_status(out, {"ok": False, "phase": "start", "exit_code": 1,
                            "reason": "the run step ended without a status (killed, or cancelled before it started)"})
-        report.lines.append(f"wrote {out / layout.STATUS_JSON}: the run step left none")
+        report.lines.append(f"wrote {out / names.STATUS_JSON}: the run step left none")
     report.lines += [f"stopped {line}" for line in stopped]
     if not stopped:
         who = found + ([f"runner {runner_name}"] if runner_name else [])
@@ -340,7 +339,7 @@ def digest(repo: str, runners_path: Path | None, root: Path, date: str | None) -
     from ci_tools.github.client import GitHub, token_from_env
     from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
 
-    path = runners_path or (root / paths.RUNNERS)
+    path = runners_path or (root / names.RUNNERS)
     if not path.is_file():
         raise InputError(f"{path}: runners file not found (pass --runners or --root)", exit_code=2)
     expected = expected_runners(read_runners(path, None if runners_path else root).data)
