@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -69,8 +70,9 @@ def _layout_output_names() -> list[str]:
 @click.option("--no-telemetry", is_flag=True, help="Do not sample GPU telemetry with nvidia-smi.")
 @click.option("--duration-override", type=float, default=None, hidden=True, help="Tests only: benchmark seconds.")
 @click.option("--runner-name", envvar="RUNNER_NAME", default="", help="Concrete runner name (env RUNNER_NAME).")
-@click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
-              help="github: write the job's file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="json: the outcome (or, with --dry-run, the commands) as one object; github: write the job's "
+                   "file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
 def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, aiperf_bin: str, lm_eval_bin: str,
             model_store: str, hf_cache: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None,
             router_cmd: str | None, port: int, worker_port: int, gpus: str | None, queue_timeout: float,
@@ -111,7 +113,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
 
         append_outputs(job.outputs)
     if dry_run:
-        click.echo(job.commands, nl=False)
+        dry_run_report(fmt, job.commands, job.outputs)
         return
     try:
         job.run()
@@ -120,27 +122,65 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
         if exc.tail:
             click.echo("---- last lines of the log ----\n" + exc.tail.rstrip() + "\n----", err=True)
         click.echo(f"{job.stopped}; see {job.status_path}", err=True)
+        outcome_report(fmt, job.result_filename, out, job.status_path, exc)
         sys.exit(exc.exit_code)
-    click.echo(f"done: {job.result_filename}; next: ci-tools results process {out}")
+    outcome_report(fmt, job.result_filename, out, job.status_path)
+
+
+def dry_run_report(fmt: str, commands: str, outputs: dict[str, str]) -> None:
+    """--dry-run's output: the commands for people, or one object for tools (`--format json`)."""
+    if fmt == "json":
+        click.echo(json.dumps({"dry-run": True, "outputs": outputs, "commands": commands}, indent=2))
+    else:
+        click.echo(commands, nl=False)
+
+
+def outcome_report(fmt: str, result_filename: str, out: Path, status: Path, failed=None) -> None:
+    """How the job ended: the next step for people; with `--format json` one object (the error too)."""
+    if fmt != "json":
+        if failed is None:
+            click.echo(f"done: {result_filename}; next: ci-tools results process {out}")
+        return
+    body = {"ok": failed is None, "result-filename": result_filename, "out-dir": str(out), "status": str(status)}
+    if failed is not None:
+        body.update({"phase": failed.phase, "message": failed.message, "exit-code": failed.exit_code})
+    click.echo(json.dumps(body, indent=2))
 
 
 @cli.command("evals")
 @click.argument("job_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--base-url", default=None, help="Where the server answers (replaces the planned URL).")
-def evals_cmd(job_dir: Path, base_url: str | None) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="json: the batch manifest on stdout; github: each failed concurrency as an annotation and in "
+                   "$GITHUB_STEP_SUMMARY.")
+def evals_cmd(job_dir: Path, base_url: str | None, fmt: str) -> None:
     """The eval client of an eval job: run job.json's harness commands, once per eval concurrency.
 
     `runner run` starts it once the server is ready. Writes JOB_DIR/evals/results_conc<N>.json and
     the batch manifest meta_env.json; a failed harness run fails its concurrency (listed in the
-    manifest) and `results process` then fails the job. Exit 1 only when JOB_DIR is not an eval job.
+    manifest) and `results process` then fails the job. Exit 2 only when JOB_DIR is not an eval job.
 
     \b
     Example:
       ci-tools runner evals out/ --base-url http://127.0.0.1:8000
     """
-    from ci_tools.evals.driver import drive
+    from ci_tools.evals.driver import drive, manifest_of
 
-    sys.exit(drive(job_dir, base_url))
+    code = drive(job_dir, base_url)
+    manifest = manifest_of(job_dir) if code == 0 and fmt != "text" else None
+    if manifest is not None:
+        if fmt == "json":
+            click.echo(json.dumps(manifest, indent=2))
+        else:
+            from ci_tools.github.actions import annotate, append_step_summary
+
+            failures = manifest.get("failures") or {}
+            for conc, why in failures.items():
+                annotate("error", why, title=f"runner evals: conc {conc} failed")
+            append_step_summary(f"### runner evals: {len(manifest.get('completed_eval_concs') or [])} of "
+                                f"{len(manifest.get('eval_concs') or [])} concurrencies completed\n\n"
+                                + "".join(f"- conc {c}: {why}\n" for c, why in failures.items()))
+    sys.exit(code)
 
 
 @cli.command("cleanup")
@@ -149,7 +189,10 @@ def evals_cmd(job_dir: Path, base_url: str | None) -> None:
 @click.option("--label", "labels", multiple=True, help="Also stop what carries this job label (repeatable).")
 @click.option("--runner-name", envvar="RUNNER_NAME", default="",
               help="Also stop everything this runner started (env RUNNER_NAME): leftovers of a crashed job.")
-def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="json: what was stopped and what could not be, as one object; github: also each problem as an "
+                   "annotation and all of it in $GITHUB_STEP_SUMMARY.")
+def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str, fmt: str) -> None:
     """Stop every process, container and Slurm job of this job; the workflow's `if: always()` step.
 
     `runner run` stops what it started itself, also when cancelled; this covers what it cannot: a
@@ -166,10 +209,20 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str) -> None:
     from ci_tools.runner.flow import cleanup
 
     report = cleanup(out, labels, runner_name)
-    for line in report.lines:
-        click.echo(line)
-    for p in report.problems:
-        click.echo(f"error: {p}", err=True)
+    if fmt == "json":
+        click.echo(json.dumps({"ok": not report.problems, "stopped": report.stopped, "problems": report.problems,
+                               "wrote-status": report.wrote_status, "messages": report.lines}, indent=2))
+    else:
+        click.echo("\n".join(report.lines))
+        for p in report.problems:
+            click.echo(f"error: {p}", err=True)
+    if fmt == "github":
+        from ci_tools.github.actions import annotate, append_step_summary
+
+        for p in report.problems:
+            annotate("error", p, title="runner cleanup")
+        append_step_summary(f"### runner cleanup: {'could not stop everything' if report.problems else 'done'}\n\n"
+                            + "".join(f"- {m}\n" for m in report.lines + [f"**error**: {p}" for p in report.problems]))
     if report.problems:
         sys.exit(1)
 

@@ -70,7 +70,7 @@ def drive(job_dir: Path, base_url: str | None = None) -> int:
     job = json_object_or_none(job_dir / names.JOB_JSON)
     if job is None or not isinstance(job.get("evals"), dict):
         print(f"error: {job_dir / names.JOB_JSON}: not an eval job (no `evals` section)", file=sys.stderr)
-        return 1
+        return 2  # a missing input, like a usage error
     spec = job["evals"]
     planned = spec.get("base-url")
     if base_url and planned and base_url != planned:
@@ -107,3 +107,8 @@ def drive(job_dir: Path, base_url: str | None = None) -> int:
     _say(f"{len(completed)} of {len(concs)} concurrencies completed"
          + (f"; failed: {', '.join(map(str, sorted(failed)))} (`results process` fails this job)" if failed else ""))
     return 0
+
+
+def manifest_of(job_dir: Path) -> dict | None:
+    """The batch manifest `drive` wrote (None when there is none)."""
+    return json_object_or_none(job_dir / names.EVAL_DIR / names.EVAL_MANIFEST)

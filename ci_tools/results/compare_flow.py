@@ -17,7 +17,7 @@ class Report:
     regressed: int
     false_claims: int
     notes: list[str] = field(default_factory=list)
-    annotations: list[str] = field(default_factory=list)
+    annotations: list[str] = field(default_factory=list)   # `::warning`s to print: one per regressed value
 
 
 def load_policy(path: Path | None) -> compare.Policy:
@@ -95,11 +95,10 @@ def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path |
         plot.write_bytes(png)
     annotations: list[str] = []
     if fmt == "github":
-        from ci_tools.github.actions import annotation, append_summary
+        from ci_tools.github.actions import append_summary
 
         append_summary(compare_render.markdown(comparisons, shift, claims))
-        annotations = [annotation("warning", line, title="Regressed against main")
-                       for line in compare_render.regressions(comparisons)]
+        annotations = compare_render.regressions(comparisons)
         fmt = "text"
     if fmt == "json":
         text = json.dumps(compare_render.as_json(comparisons, shift, claims), indent=2) + "\n"

@@ -91,9 +91,10 @@ def load_side(path: Path) -> list[dict]:
                                                "pass a `results collect` file, a CSV or a directory of job results")])
         return collect(files)["results"]
     if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
+        raise InputError(f"{path}: no such file or directory", exit_code=2)
     return csv_or_json(path, from_csv=results_from_csv, from_json=_from_collection,
                        neither="neither a CSV nor a JSON result collection")
+
 
 def load_history(paths: list[Path]) -> list[dict]:
     """Several sides, newest first, as one list (newest results first)."""

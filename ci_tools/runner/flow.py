@@ -289,6 +289,8 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
 class CleanupReport:
     lines: list[str] = field(default_factory=list)      # for people, in order
     problems: list[str] = field(default_factory=list)   # what could not be stopped (exit 1)
+    stopped: list[str] = field(default_factory=list)
+    wrote_status: bool = False                          # the run step left no status.json: one was written
 
 
 def cleanup(out: Path, labels: tuple[str, ...], runner_name: str) -> CleanupReport:
@@ -310,12 +312,13 @@ def cleanup(out: Path, labels: tuple[str, ...], runner_name: str) -> CleanupRepo
     if not found and not runner_name:
         report.lines.append(f"nothing to clean up: {job_file} does not exist (the job started nothing) and no "
                             "--label or RUNNER_NAME was given")
-    stopped: list[str] = []
+    stopped = report.stopped
     for i, label in enumerate(found or [""]):
         sweep = stop_labelled(label, runner_name if i == 0 else "", budget_s=8.0, grace_s=1.0)
         stopped += sweep.stopped()
         report.problems += sweep.problems
-    if out.is_dir() and not (out / names.STATUS_JSON).exists():
+    report.wrote_status = out.is_dir() and not (out / names.STATUS_JSON).exists()
+    if report.wrote_status:
         write_status(out, {"ok": False, "phase": "start", "exit_code": 1,
                            "reason": "the run step ended without a status (killed, or cancelled before it started)"})
         report.lines.append(f"wrote {out / names.STATUS_JSON}: the run step left none")
