@@ -167,6 +167,8 @@ def evals_cmd(job_dir: Path, base_url: str | None, fmt: str) -> None:
     from ci_tools.evals.driver import drive, manifest_of
 
     if fmt == "json":  # progress and the harness's own output to stderr: stdout carries one document
+        import os
+
         sys.stdout.flush()
         saved = os.dup(1)
         os.dup2(2, 1)
