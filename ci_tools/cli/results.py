@@ -230,7 +230,7 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
       ci-tools results pareto results.json --claims claims.txt --format json
     """
     from ci_tools.results import pareto, render
-    from ci_tools.yamlio import read_text
+    from ci_tools.yaml.load import read_text
 
     points = pareto.load_points(input_path)
     analysis = pareto.analyse(points)

@@ -36,7 +36,7 @@ def _layout_output_names() -> list[str]:
 
 
 def _load_row(path: Path) -> dict:
-    from ci_tools.yamlio import read_text
+    from ci_tools.yaml.load import read_text
 
     try:
         row = json.loads(read_text(path))
@@ -50,7 +50,7 @@ def _load_row(path: Path) -> dict:
 
 
 def _recipe_path(row: dict, root: Path, row_path: Path) -> Path:
-    from ci_tools.config.masters import default_master_paths, read_masters
+    from ci_tools.config.load import default_master_paths, read_masters
 
     if row.get("recipe"):
         return root / str(row["recipe"])
@@ -70,7 +70,7 @@ def _recipe_path(row: dict, root: Path, row_path: Path) -> Path:
 def _hardware(row: dict, root: Path) -> dict:
     """runners.yaml `hardware:` facts of the row's runner label ({} when none)."""
     from ci_tools import names
-    from ci_tools.config.masters import read_runners
+    from ci_tools.config.load import read_runners
 
     path = root / names.RUNNERS
     if not path.is_file() or not row.get("runner"):
@@ -118,7 +118,7 @@ def _eval_policy(row: dict, root: Path):
     """The policy's `evals:` section, for eval rows only (other rows run without a policy file)."""
     from ci_tools import names
     from ci_tools.evals.policy import is_eval_row, policy_from_doc
-    from ci_tools.yamlio import load_yaml_file
+    from ci_tools.yaml.load import load_yaml_file
 
     if not is_eval_row(row):
         return None
@@ -392,7 +392,7 @@ def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date:
     import datetime
 
     from ci_tools import names
-    from ci_tools.config.masters import read_runners
+    from ci_tools.config.load import read_runners
     from ci_tools.github.actions import write_outputs
     from ci_tools.github.client import GitHub, token_from_env
     from ci_tools.runner.digest import build_digest, expected_runners, render_markdown

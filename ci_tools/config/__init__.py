@@ -2,7 +2,8 @@
 
 Entry points for other areas (import the submodule; nothing is re-exported here, so importing
 `ci_tools.config` stays free):
-- `masters.read_masters` / `read_runners`: fast reading without schema validation.
+- `load.read_masters` / `read_runners` (files), `masters.MasterIndex` (bytes, e.g. from git): reading
+  without schema validation.
 - `validate.validate_root(root, change)` / `validate_files(masters, runners, root, change)`: every
   finding of `config validate` as a `Report` (`.findings`, `.errors`, `.warnings`, `.ok`).
 - `crossfile.Change(keys, files)`: which entries a change touches; `touched.change_since` builds it

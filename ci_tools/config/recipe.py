@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc, load_yaml_file
+from ci_tools.yaml.load import load_yaml_file
 
 # Engine-level keys that come from the point itself and must not be repeated in `args`: the
+from ci_tools.yaml.located import YamlDoc
 # runner renders them from tp/ep/dp-attn, so two sources could disagree silently. Each engine
 # plug-in names its own (ci_tools/engines/<engine>.py); this is the fallback for unknown engines.
 TOPOLOGY_ARGS = ("tp", "tp-size", "tensor-parallel-size", "ep", "ep-size", "expert-parallel-size",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ci_tools.config.crossfile import Change
 from ci_tools.errors import InputError, UsageError
-from ci_tools.yamlio import YamlDoc, load_yaml_text
+from ci_tools.yaml.located import YamlDoc, load_yaml_text
 
 
 def touched_keys(base: object, head: object) -> set[str]:

@@ -19,7 +19,8 @@ from ci_tools import names
 from ci_tools.config import crossfile, rules, schemas
 from ci_tools.config.crossfile import Change, Entry, Recipe
 from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc, load_yaml_file
+from ci_tools.yaml.load import load_yaml_file
+from ci_tools.yaml.located import YamlDoc
 
 
 @dataclass

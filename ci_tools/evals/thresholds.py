@@ -8,7 +8,8 @@ from pathlib import Path
 
 from ci_tools import names
 from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc, load_yaml_file
+from ci_tools.yaml.load import load_yaml_file
+from ci_tools.yaml.located import YamlDoc
 
 
 @dataclass(frozen=True)

@@ -158,7 +158,7 @@ def points_from_collection(data: dict, file: str = "<collection>") -> list[Point
 
 
 def load_points(path: Path) -> list[Point]:
-    from ci_tools.yamlio import read_text
+    from ci_tools.yaml.load import read_text
 
     text = read_text(path)
     if path.suffix.lower() == ".csv":

@@ -82,7 +82,7 @@ def _from_collection(data, file: str) -> list[dict]:
 def load_side(path: Path) -> list[dict]:
     """The result documents of one file or directory."""
     from ci_tools.results.collect import collect, find_results
-    from ci_tools.yamlio import read_text
+    from ci_tools.yaml.load import read_text
 
     if path.is_dir():
         files = find_results([path])
