@@ -60,7 +60,6 @@ OS_CALLS = {"environ", "getenv", "putenv", "system", "popen", "listdir", "scandi
 KNOWN: dict[str, set[str]] = {
     "config/recipe.py": {'imports shell module ci_tools.yaml.load'},
     "config/schemas.py": {'imports importlib.resources', 'calls .read_text()'},
-    "config/touched.py": {'imports subprocess'},
     "config/validate.py": {'imports shell module ci_tools.yaml.load', 'calls .glob()', 'calls .is_file()', 'calls .is_dir()', 'calls .rglob()'},
     "evals/thresholds.py": {'imports shell module ci_tools.yaml.load', 'calls .is_file()'},
     "policy/comments.py": {'imports importlib.resources', 'imports ci_tools.github.events', 'calls .read_text()'},
@@ -226,7 +225,6 @@ KNOWN_SURFACES: dict[str, set[str]] = {
     "cli/plan.py": {'the Actions step files'},
     "cli/results.py": {'the Actions step files'},
     "cli/runner.py": {'the Actions step files'},
-    "config/touched.py": {'git'},
     "results/compare_render.py": {'Actions workflow commands'},
 }
 

@@ -54,7 +54,7 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
     src = load_sources(root, list(masters) or None, runners)
     change = Change(frozenset(changed_keys))
     if base:
-        from ci_tools.config.touched import change_since
+        from ci_tools.config.load import change_since
 
         change = change_since(root, base, src.masters, change.keys)
     report = check(src, change)

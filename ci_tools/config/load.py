@@ -1,4 +1,5 @@
-"""Master configs and runners.yaml from files (shell): the reads behind `ci_tools.config.masters`."""
+"""Config inputs from files and git (shell): master configs and runners.yaml for `ci_tools.config.masters`,
+and the change against a base revision for `config validate --base` (`ci_tools.config.touched`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import glob
 from pathlib import Path
 
 from ci_tools import names
+from ci_tools.config.crossfile import Change
 from ci_tools.config.masters import MasterSet, merge_master_docs
-from ci_tools.errors import Finding, InputError
+from ci_tools.config.touched import change_from
+from ci_tools.errors import Finding, InputError, UsageError
 from ci_tools.yaml.load import load_yaml_file
 from ci_tools.yaml.located import YamlDoc
 
@@ -35,3 +38,25 @@ def read_masters(files: list[Path], root: Path | None = None) -> MasterSet:
 
 def read_runners(path: Path, root: Path | None = None) -> YamlDoc:
     return load_yaml_file(path, _display(path, root))
+
+
+def change_since(root: Path, base: str, masters: list[YamlDoc], keys: frozenset[str] = frozenset()) -> Change:
+    """The Change between `base` and the working tree of the repository at `root`.
+
+    `masters` are the loaded master documents with `file` names relative to `root`."""
+    from ci_tools.gitio import Git, GitMissing
+
+    git = Git(root)
+    try:
+        sha = git.rev_parse(base)
+    except GitMissing as exc:
+        raise UsageError(f"--base needs git: {exc.message}") from None
+    except InputError:
+        raise UsageError(f"--base {base}: not a commit in the git repository at {root}") from None
+    try:
+        files = set(git.worktree_changes(sha))
+        shown = git.show_relative_many(sha, [doc.file for doc in masters if doc.file in files])
+    except InputError as exc:
+        raise UsageError(f"--base {base}: {exc.message}") from None
+    texts = {name: (None if data is None else data.decode("utf-8", "replace")) for name, data in shown.items()}
+    return change_from(base, files, masters, texts, keys)
