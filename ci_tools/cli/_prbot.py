@@ -37,12 +37,12 @@ def run_flow(flow, *, event_path, event_name, repo_root: Path, fmt: str, needs_e
     result.messages.append(f"GitHub API requests: {gh.calls}")
     write_outputs(result.outputs, fmt, result.messages)
     if fmt == "github":
-        from ci_tools.github.actions import append_step_summary
+        from ci_tools.github.actions import append_summary
 
         # Every gate leaves its verdict and all its messages in the job summary (annotations are capped).
         command = click.get_current_context().command_path
         verdict = f"failed (exit {result.exit_code})" if result.exit_code else "done"
-        append_step_summary(f"### {command}: {verdict}\n\n" + "".join(f"- {m}\n" for m in result.messages))
+        append_summary(f"### {command}: {verdict}\n\n" + "".join(f"- {m}\n" for m in result.messages), required=False)
     if result.exit_code and fmt == "github":
         annotate_errors(result.messages[:1])
     if result.exit_code:

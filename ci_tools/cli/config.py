@@ -64,18 +64,17 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
         c = report.counts
         click.echo(f"checked {c['master_files']} master file(s) with {c['entries']} entries, "
                    f"{c['runners_files']} runners file, {c['recipes']} recipe(s)")
-    elif fmt == "github":
-        for note in report.notes:
-            click.echo(f"::notice::{note}")
-    out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None,
-                 title="config validate")
     if fmt == "github":
-        from ci_tools.github.actions import append_step_summary
+        from ci_tools.github import actions
         from ci_tools.render.findings import summary_markdown
 
+        actions.annotate("notice", report.notes)
+        out = "\n".join(actions.finding_annotation(f, "config validate") for f in report.findings)
         errors = sum(f.severity != "warning" for f in report.findings)
         verdict = (f"{errors} error(s)" if errors else "passed") + f", {len(report.findings) - errors} warning(s)"
-        append_step_summary(summary_markdown("config validate", verdict, report.findings))
+        actions.append_summary(summary_markdown("config validate", verdict, report.findings), required=False)
+    else:
+        out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None)
     if out:
         click.echo(out)
     if not report.ok:

@@ -195,15 +195,10 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
     for line in verdict["failed"] + verdict["missing"]:
         click.echo(f"  eval: {line}")
     if fmt == "github":
-        import os
-
-        from ci_tools.github.actions import append_outputs
+        from ci_tools.github.actions import append_outputs, append_summary
 
         append_outputs({"eval-verdict": verdict["verdict"], "eval-artifact": verdict["artifact"]})
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(table)
+        append_summary(table, required=False)
     counted = {"valid": data["valid"] + sum(1 for e in evals if e.get("valid")),
                "invalid": data["invalid"] + sum(1 for e in evals if not e.get("valid"))}
     problem = incomplete(counted, expect)

@@ -93,10 +93,11 @@ def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path |
             raise InputError("--plot needs matplotlib: pip install 'ci-tools[plot]'", exit_code=2) from None
     annotations: list[str] = []
     if fmt == "github":
-        from ci_tools.github.actions import append_summary
+        from ci_tools.github.actions import annotation, append_summary
 
         append_summary(compare_render.markdown(comparisons, shift, claims))
-        annotations = compare_render.annotations(comparisons)
+        annotations = [annotation("warning", m, title=compare_render.REGRESSION_TITLE)
+                       for m in compare_render.regressions(comparisons)]
         fmt = "text"
     if fmt == "json":
         text = json.dumps(compare_render.as_json(comparisons, shift, claims), indent=2) + "\n"

@@ -122,9 +122,12 @@ def as_json(comparisons: list[PointComparison], shift: FrontierShift | None = No
     }
 
 
-def annotations(comparisons: list[PointComparison]) -> list[str]:
-    """One `::warning` workflow command per regressed value (GitHub shows the first ten of a step;
-    the step summary has them all)."""
+REGRESSION_TITLE = "Regressed against main"
+
+
+def regressions(comparisons: list[PointComparison]) -> list[str]:
+    """One line per regressed value, for a warning annotation each (`github.actions`; GitHub shows the
+    first ten of a step, the step summary has them all)."""
     out = []
     for pc in comparisons:
         for m in METRICS:
@@ -132,7 +135,7 @@ def annotations(comparisons: list[PointComparison]) -> list[str]:
             if c.verdict == REGRESSED and c.change is not None:
                 text = (f"{pc.name}: {m.label} {_value(m.key, c.head)} against main's {_value(m.key, c.base)} "
                         f"({c.change:+.1%}, p={c.p:.2g} after the false-discovery control)")
-                out.append("::warning title=Regressed against main::" + text.replace("%", "%25"))
+                out.append(text)
     return out
 
 
