@@ -46,7 +46,8 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
       ci-tools config validate --master amd-master.yaml --master nvidia-master.yaml --runners runners.yaml
     """
     from ci_tools.config.crossfile import Change
-    from ci_tools.config.validate import check, load_sources
+    from ci_tools.config.validate import check
+    from ci_tools.config.load import load_sources
 
     explicit = bool(masters or runners)
     if root is None and (not explicit or base):

@@ -194,7 +194,8 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
       ci-tools runner run --row row.json --backend docker --dry-run
       CI_TOOLS_BACKEND=slurm ci-tools runner run --row row.json --out results/ --format github
     """
-    from ci_tools.config.recipe import load_recipe, resolve_point
+    from ci_tools.config.recipe import resolve_point
+    from ci_tools.config.load import load_recipe
     from ci_tools import names
     from ci_tools.runner.backends import Host, job_id, launches, ready_urls, render_dry_run, slurm_minutes
     from ci_tools.runner.budget import job_budget

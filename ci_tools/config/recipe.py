@@ -17,10 +17,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ci_tools.errors import Finding, InputError
-from ci_tools.yaml.load import load_yaml_file
+from ci_tools.yaml.located import YamlDoc
 
 # Engine-level keys that come from the point itself and must not be repeated in `args`: the
-from ci_tools.yaml.located import YamlDoc
 # runner renders them from tp/ep/dp-attn, so two sources could disagree silently. Each engine
 # plug-in names its own (ci_tools/engines/<engine>.py); this is the fallback for unknown engines.
 TOPOLOGY_ARGS = ("tp", "tp-size", "tensor-parallel-size", "ep", "ep-size", "expert-parallel-size",
@@ -115,14 +114,6 @@ class ResolvedPoint:
                 "engine-versions": list(self.engine_versions), "image": self.image, "model": self.model, "env": dict(self.env),
                 "args": dict(self.args), "router": self.router,
                 "synthetic-acceptance": self.synthetic_acceptance}
-
-
-def load_recipe(path: Path | str, display: str | None = None) -> Recipe:
-    doc = load_yaml_file(path, display)
-    if not isinstance(doc.data, dict):
-        raise InputError(f"{doc.file}: a recipe must be a mapping",
-                         findings=[doc.finding((), "a recipe must be a mapping with `serve` and `points`")])
-    return Recipe(doc.file, doc.data, doc)
 
 
 def recipe_from_data(data: dict, file: str = "<recipe>") -> Recipe:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from ci_tools.config.recipe import load_recipe, resolve_point
+from ci_tools.config.recipe import resolve_point
+from ci_tools.config.load import load_recipe
 from ci_tools.results.collect import collect
 from ci_tools.results.process import RESULT_SCHEMA, point_from_job
 from ci_tools import names
