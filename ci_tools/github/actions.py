@@ -88,6 +88,11 @@ def append_summary(markdown: str, *, required: bool = True) -> bool:
     return True
 
 
+def append_step_summary(markdown: str) -> bool:
+    """`append_summary(markdown, required=False)`: False outside Actions."""
+    return append_summary(markdown, required=False)
+
+
 # ---- workflow commands (annotations) ----------------------------------------------------------------
 
 def escape_data(value: str) -> str:
@@ -125,11 +130,12 @@ def finding_annotation(f: Finding, title: str | None = None) -> str:
                       col=f.col, title=title)
 
 
-def annotate(kind: str, messages: list[str], *, title: str | None = None) -> None:
-    """Print one annotation per message (stdout is where the runner reads workflow commands)."""
-    for m in messages:
-        click.echo(annotation(kind, m, title=title))
+def annotate(kind: str, message: str, *, title: str | None = None) -> None:
+    """Print one annotation (stdout is where the runner reads workflow commands); `title` heads it on
+    the PR."""
+    click.echo(annotation(kind, message, title=title))
 
 
 def annotate_errors(messages: list[str]) -> None:
-    annotate("error", messages)
+    for m in messages:
+        annotate("error", m)
