@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ci_tools import names
 from ci_tools.errors import InputError
-from ci_tools.yamlio import YamlDoc, load_yaml_file
+from ci_tools.yaml.load import load_yaml_file
+from ci_tools.yaml.located import YamlDoc
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ def load_policy(root: Path, path: Path | None = None) -> Policy:
 
 def policy_from_text(text: str, file: str) -> Policy:
     """A policy file's contents (e.g. read from a git object), named `file` in messages."""
-    from ci_tools.yamlio import load_yaml_text
+    from ci_tools.yaml.located import load_yaml_text
 
     return _policy_from_doc(load_yaml_text(text, file))
 
