@@ -84,7 +84,17 @@ class Git:
         if proc.returncode != 0:
             raise InputError(f"{a!r} and {b!r} have no common ancestor (is the clone shallow? use fetch-depth: 0)",
                              exit_code=2)
-        return proc.stdout.decode().strip()
+        sha = proc.stdout.decode().strip()
+        self._commits.setdefault(sha, sha)   # a commit id names itself: later lookups need no rev-parse
+        return sha
+
+    def commit_message(self, ref: str) -> str | None:
+        """The full message of the commit `ref` names; None when git cannot show it."""
+        try:
+            proc = self._run("log", "-1", "--format=%B", self.rev_parse(ref), check=False)
+        except InputError:
+            return None
+        return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
 
     # -- contents ---------------------------------------------------------------------------------
     def show(self, ref: str, path: str) -> bytes | None:

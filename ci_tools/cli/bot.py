@@ -71,7 +71,7 @@ def status_card(event_path, event_name, repo_root, fmt, pr, run_id, run_url, con
     except OSError as exc:
         raise InputError(f"{plan_file}: cannot read the plan summary ({exc.strerror})") from None
     if plan_json:
-        from ci_tools.render.plan import card_summary
+        from ci_tools.sweep.render import card_summary
 
         try:
             data = json.loads(plan_json.read_text(encoding="utf-8"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from ci_tools.errors import InputError
 
 
 def _output_names(params: dict) -> tuple[str, ...]:
-    from ci_tools.render.plan import output_names
+    from ci_tools.sweep.render import output_names
 
     return tuple(output_names(bool(params.get("gate_only"))))
 
@@ -58,66 +57,25 @@ def cli(base, head, labels, event_path, event_name, head_message, gate_only, fmt
     $GITHUB_STEP_SUMMARY (see the README, "Sweep planning", for the output names).
     Exit 1 when the labels or the change are invalid (the check must fail), else 0.
     """
-    from ci_tools.plan_flow import PlanRequest, gate, plan
+    from ci_tools.sweep import flow, render
 
-    req = PlanRequest(repo=Path(repo), base=base, head=head, labels=tuple(labels), event_path=event_path,
-                      event_name=event_name, head_message=head_message,
-                      changelog=changelog_file, masters=tuple(masters), runners=runners,
-                      run_id=os.environ.get("GITHUB_RUN_ID"))
-    if gate_only:
-        outcome = gate(req)
-        _notes(outcome.notes)
-        _emit_gate(outcome.decision, fmt)
-        if outcome.decision.error:
-            raise InputError(outcome.decision.error)
-        return
-    outcome = plan(req, after_canary=after_canary, passed=frozenset(passed))
-    _notes(outcome.notes)
-    _emit_plan(outcome.plan, fmt)
-    if outcome.plan.get("error"):
-        raise InputError(outcome.plan["error"])
-
-
-def _notes(notes: list[str]) -> None:
-    for note in notes:
+    req = flow.PlanRequest(repo=Path(repo), base=base, head=head, labels=tuple(labels), event_path=event_path,
+                           event_name=event_name, head_message=head_message, changelog=changelog_file,
+                           masters=tuple(masters), runners=runners, run_id=os.environ.get("GITHUB_RUN_ID"),
+                           after_canary=after_canary, passed=frozenset(passed))
+    outcome = flow.gate(req) if gate_only else flow.plan(req)
+    for note in outcome.notes:
         click.echo(f"note: {note}", err=True)
+    if fmt == "github":
+        from ci_tools.github import actions
 
-
-def _write_env_file(var: str, text: str) -> bool:
-    target = os.environ.get(var)
-    if not target:
-        return False
-    with open(target, "a", encoding="utf-8") as fh:
-        fh.write(text)
-    return True
-
-
-def _emit_gate(decision, fmt: str) -> None:
-    from ci_tools.render.plan import gate_outputs, github_output_text
-
-    data = decision.as_dict()
-    if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
-    elif fmt == "github":
-        text = github_output_text(gate_outputs(data))
-        if not _write_env_file("GITHUB_OUTPUT", text):
-            click.echo(text, nl=False)
+        actions.append_outputs(render.github_outputs(outcome.decision, outcome.plan))
+        if outcome.plan is not None:
+            actions.append_step_summary(render.render_summary(outcome.plan))
+            click.echo(render.render_table(outcome.plan), err=True, nl=False)
+    elif fmt == "json":
+        click.echo(render.render_json(outcome.decision, outcome.plan), nl=False)
     else:
-        click.echo(f"{'SWEEP' if decision.sweep else 'NO SWEEP'}: {decision.reason}")
-        click.echo(f"check: {'run' if decision.check else 'skip'}; concurrency group: {decision.concurrency_group}"
-                   f"{'' if decision.restarts else ' (cancels nothing)'}")
-
-
-def _emit_plan(plan: dict, fmt: str) -> None:
-    from ci_tools.render import plan as render
-
-    if fmt == "json":
-        click.echo(render.render_json(plan), nl=False)
-    elif fmt == "github":
-        text = render.github_output_text(render.plan_outputs(plan))
-        if not _write_env_file("GITHUB_OUTPUT", text):
-            click.echo(text, nl=False)
-        _write_env_file("GITHUB_STEP_SUMMARY", render.render_summary(plan))
-        click.echo(render.render_table(plan), err=True, nl=False)
-    else:
-        click.echo(render.render_table(plan), nl=False)
+        click.echo(render.render_text(outcome.decision, outcome.plan), nl=False)
+    if outcome.error:
+        raise InputError(outcome.error)

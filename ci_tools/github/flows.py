@@ -24,7 +24,8 @@ from ci_tools.policy import card
 from ci_tools.policy import comments as cm
 from ci_tools.policy import approval, reuse, signoff, staging
 from ci_tools.policy.commands import StageResults, SweepApprove, SweepPlan, UsageProblem, Use, parse
-from ci_tools.policy.labels import Policy, load_policy
+from ci_tools.sweep.labels import Policy
+from ci_tools.sweep.load import load_policy
 from ci_tools.policy.prbody import check_body
 
 SWEEP_WORKFLOW = paths.SWEEP_WORKFLOW
@@ -763,7 +764,7 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
     ranks: dict[str, int] = {}
     messages: list[str] = []
     if run and run.get("id"):
-        from ci_tools.policy.buckets import BUCKETS
+        from ci_tools.sweep.buckets import BUCKETS
 
         families = card.progress(client.run_jobs(int(run["id"])), BUCKETS) if observed else []
         sections["sweep"] = run_line(run, settings, families)

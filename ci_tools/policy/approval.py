@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ci_tools import paths
-from ci_tools.policy.labels import Policy
+from ci_tools.sweep.labels import Policy
 
 TRUSTED_WORKFLOW = paths.TRUSTED_WORKFLOW
 # The workflow's `run-name:` spells the same text with `${{ inputs.pr }}` and `${{ inputs.sha }}`

@@ -37,7 +37,7 @@ from ci_tools.evals import gate as eval_gate
 from ci_tools.github.timeline import LabelEvent, Timeline
 from ci_tools.policy import approval
 from ci_tools.policy.commands import Use, parse
-from ci_tools.policy.labels import Policy
+from ci_tools.sweep.labels import Policy
 from ci_tools.runner import layout
 
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})

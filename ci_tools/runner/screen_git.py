@@ -65,11 +65,9 @@ def evals_at(git, head: str):
 
     blob = git.show(head, paths.POLICY)
     if blob is None:
-        from importlib import resources
+        from ci_tools.sweep.load import DEFAULT_POLICY_NAME, default_policy_text
 
-        from ci_tools.policy.labels import DEFAULT_POLICY_NAME, DEFAULT_POLICY_RESOURCE
-
-        text, name = resources.files("ci_tools.policy").joinpath(DEFAULT_POLICY_RESOURCE).read_text("utf-8"), DEFAULT_POLICY_NAME
+        text, name = default_policy_text(), DEFAULT_POLICY_NAME
     else:
         text, name = blob.decode("utf-8", "replace"), paths.POLICY
     try:

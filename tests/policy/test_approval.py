@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from ci_tools.policy import approval
 from ci_tools.policy.commands import SweepApprove, SweepPlan, UsageProblem, parse
-from ci_tools.policy.labels import load_policy
+from ci_tools.sweep.load import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = load_policy(ROOT)

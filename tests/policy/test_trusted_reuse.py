@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from ci_tools.github.events import WorkflowRun
 from ci_tools.github.timeline import LabelEvent, Timeline
 from ci_tools.policy import approval, reuse
-from ci_tools.policy.labels import load_policy
+from ci_tools.sweep.load import load_policy
 
 POLICY = load_policy(Path(__file__).resolve().parents[2])
 FULL = "full-sweep-fail-fast"

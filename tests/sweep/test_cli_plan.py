@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ci_tools.cli import main
-from ci_tools.render.plan import output_names
+from ci_tools.sweep.render import output_names
 from tests.conftest import assert_golden
 
 REPO = Path(__file__).resolve().parents[2]

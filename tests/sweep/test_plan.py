@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from ci_tools.errors import InputError
-from ci_tools.policy import buckets as bk
-from ci_tools.policy.appendonly import append_only_delta, validate_scope
-from ci_tools.policy.gate import Event, decide, mode_for
-from ci_tools.policy.labels import load_policy
-from ci_tools.policy.matrix import Row
-from ci_tools.policy.plan import Masters, PlanEntry, build_plan, changelog_rows, gpus
+from ci_tools.sweep import buckets as bk
+from ci_tools.sweep.appendonly import append_only_delta, validate_scope
+from ci_tools.sweep.gate import GateEvent, decide, mode_for
+from ci_tools.sweep.load import load_policy
+from ci_tools.sweep.matrix import Row
+from ci_tools.sweep.plan import Masters, PlanEntry, build_plan, changelog_rows, gpus
 
 REPO = Path(__file__).resolve().parents[2]
 FFF = "full-sweep-fail-fast"
@@ -43,7 +43,7 @@ def entry(keys, i=0, **flags):
 
 
 def plan_for(policy, masters, entries, labels, **kw):
-    d = decide(Event("local", labels=tuple(labels)), policy, appends_entry=bool(entries))
+    d = decide(GateEvent("local", labels=tuple(labels)), policy, appends_entry=bool(entries))
     return build_plan(d, entries, masters, policy, **kw)
 
 
@@ -238,7 +238,7 @@ def test_no_entries_no_sweep(policy, example):
 
 
 def test_conflicting_labels_plan_carries_the_error(policy, example):
-    d = decide(Event("local", labels=(FFF, NC)), policy, appends_entry=True)
+    d = decide(GateEvent("local", labels=(FFF, NC)), policy, appends_entry=True)
     p = build_plan(d, [entry([SEED])], example, policy)
     assert p["error"] and FFF in p["error"] and NC in p["error"] and not p["points"]
 
@@ -391,7 +391,7 @@ def test_append_only_plan_runs_only_new_points_and_no_evals(policy, example):
 
 
 def test_after_canary_releases_only_passed_families(policy, example):
-    from ci_tools.policy.plan import after_canary
+    from ci_tools.sweep.plan import after_canary
     p = plan_for(policy, example, [entry([B300, DISAGG, SEED])], [FFF])
     out = after_canary(p, {"b300", "cluster:gb300-nv"})
     assert out["canaries"] == [] and out["sweep"]
@@ -406,7 +406,7 @@ def test_after_canary_releases_only_passed_families(policy, example):
 def test_output_size_is_counted_the_way_github_counts_it(policy, example):
     """#16.7: GitHub approximates the 1 MB per-job output limit in UTF-16. A plan whose outputs are
     well under 1,000,000 UTF-8 bytes but over it in UTF-16 must be refused before GitHub truncates it."""
-    from ci_tools.render.plan import MAX_OUTPUTS_BYTES, github_output_text, output_size, plan_outputs
+    from ci_tools.sweep.render import MAX_OUTPUTS_BYTES, check_size, output_size, plan_outputs
 
     p = plan_for(policy, example, [entry([SEED], scenario_type=None)], [FFF])
     rows = p["buckets"]["single-node-agentic"]
@@ -416,9 +416,9 @@ def test_output_size_is_counted_the_way_github_counts_it(policy, example):
     text = "".join(f"{k}={v}\n" for k, v in plan_outputs(big).items())
     assert len(text.encode()) < MAX_OUTPUTS_BYTES < output_size(text)
     with pytest.raises(InputError, match="UTF-16"):
-        github_output_text(plan_outputs(big))
+        check_size(plan_outputs(big))
     small = {**p, "buckets": {**p["buckets"], "single-node-agentic": [rows[0]] * (n // 3)}}
-    assert github_output_text(plan_outputs(small))
+    assert check_size(plan_outputs(small))
 
 
 # ---- servability: rows no runner can serve are refused before any GPU is booked ------------------

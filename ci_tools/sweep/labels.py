@@ -6,11 +6,9 @@ Label names are spelled only in that file. Code asks this module what a label do
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from ci_tools import paths
-from ci_tools.errors import InputError
-from ci_tools.yamlio import YamlDoc, load_yaml_file
+from ci_tools.errors import InputError, UsageError
+from ci_tools.yamlio import YamlDoc
 
 
 @dataclass(frozen=True)
@@ -52,7 +50,6 @@ class Policy:
         """For labels a person typed (e.g. `plan --label`): an unknown one is a usage error naming the known ones."""
         unknown = self.unknown_in(labels)
         if unknown:
-            from ci_tools.errors import UsageError
             raise UsageError(f"unknown sweep label(s): {', '.join(unknown)}. Primary labels (pick one): "
                              f"{', '.join(self.primary)}; modifiers: {', '.join(self.modifiers)}")
 
@@ -87,11 +84,8 @@ def policy_from_data(data: dict) -> Policy:
                   eval_seconds=int(estimates.get("eval-seconds", 1800)), compare=dict(data.get("compare") or {}))
 
 
-DEFAULT_POLICY_RESOURCE = "default-ci-policy.yaml"  # in this package: ci_tools/policy/
-DEFAULT_POLICY_NAME = f"ci-tools' default policy (ci_tools/policy/{DEFAULT_POLICY_RESOURCE})"
-
-
-def _policy_from_doc(doc: YamlDoc) -> Policy:
+def policy_from_doc(doc: YamlDoc) -> Policy:
+    """A parsed policy file; shape errors become InputErrors naming the file (schema: ci-policy.schema.json)."""
     try:
         return policy_from_data(doc.data)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
@@ -99,29 +93,8 @@ def _policy_from_doc(doc: YamlDoc) -> Policy:
                          "see ci_tools/schemas/ci-policy.schema.json") from None
 
 
-def load_policy(root: Path, path: Path | None = None) -> Policy:
-    """Load the policy file. Shape errors become located InputErrors (schema validation: the policy module)."""
-    doc: YamlDoc = load_yaml_file(path or root / paths.POLICY, str(path or paths.POLICY))
-    return _policy_from_doc(doc)
-
-
 def policy_from_text(text: str, file: str) -> Policy:
     """A policy file's contents (e.g. read from a git object), named `file` in messages."""
     from ci_tools.yamlio import load_yaml_text
 
-    return _policy_from_doc(load_yaml_text(text, file))
-
-
-def default_policy() -> Policy:
-    """The policy ci-tools ships, for a repository that has none of its own."""
-    from importlib import resources
-
-    text = resources.files("ci_tools.policy").joinpath(DEFAULT_POLICY_RESOURCE).read_text(encoding="utf-8")
-    return policy_from_text(text, DEFAULT_POLICY_NAME)
-
-
-def load_policy_or_default(root: Path) -> tuple[Policy, str | None]:
-    """(policy, note): the working tree's policy file, else the default with a note saying so."""
-    if not (root / paths.POLICY).exists():
-        return default_policy(), f"no {paths.POLICY} in {root}: using {DEFAULT_POLICY_NAME}"
-    return load_policy(root), None
+    return policy_from_doc(load_yaml_text(text, file))

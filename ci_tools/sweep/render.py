@@ -2,7 +2,7 @@
 
 GitHub outputs (`--format github`, written to $GITHUB_OUTPUT; see the README, "Sweep planning"):
 every value is one line; JSON values are compact. Names are built from the bucket names in
-`ci_tools.policy.buckets.BUCKETS`, so the workflows and this module cannot drift apart silently
+`ci_tools.sweep.buckets.BUCKETS`, so the workflows and this module cannot drift apart silently
 (the workflows' contract test reads `output_names()`).
 """
 
@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ci_tools.errors import InputError
 
 
 def _buckets() -> tuple[str, ...]:
     # imported here so the gate-only path does not load the matrix modules
-    from ci_tools.policy.buckets import BUCKETS
+    from ci_tools.sweep.buckets import BUCKETS
     return BUCKETS
 
 WIDTH = 100
@@ -87,21 +88,19 @@ def plan_outputs(plan: dict) -> dict[str, str]:
     return out
 
 
-def github_output_text(outputs: dict[str, str]) -> str:
-    """`name=value` lines for $GITHUB_OUTPUT. Refuses what GitHub would truncate or misread."""
-    lines = []
-    for name, value in outputs.items():
-        if "\n" in value or "\r" in value:
-            raise ValueError(f"output {name} would span several lines")
-        lines.append(f"{name}={value}\n")
-    text = "".join(lines)
-    size = output_size(text)
+def check_size(outputs: dict[str, str]) -> dict[str, str]:
+    """The outputs, unless GitHub would truncate them (then an InputError saying how to split the sweep)."""
+    size = output_size("".join(f"{name}={value}\n" for name, value in outputs.items()))
     if size > MAX_OUTPUTS_BYTES:
-        from ci_tools.errors import InputError
         raise InputError(f"the plan's GitHub outputs are {size:,} bytes as GitHub counts them (UTF-16); GitHub keeps "
                          f"at most {MAX_OUTPUTS_BYTES:,} per job. Split the change into several PRs, or use the "
                          "sweep-enabled label")
-    return text
+    return outputs
+
+
+def github_outputs(decision, plan: dict | None) -> dict[str, str]:
+    """What `plan --format github` writes to $GITHUB_OUTPUT: the gate's outputs, or the plan's."""
+    return check_size(gate_outputs(decision.as_dict()) if plan is None else plan_outputs(plan))
 
 
 # ---- people ---------------------------------------------------------------------------------------
@@ -208,9 +207,20 @@ def _refused_lines(plan: dict) -> list[str]:
     return out
 
 
-def render_json(plan: dict) -> str:
+def render_json(decision, plan: dict | None) -> str:
+    if plan is None:
+        return json.dumps(decision.as_dict(), indent=2) + "\n"
     # no indent: json's C encoder only runs without it, and large plans are read by tools (use `jq .`)
     return json.dumps(plan, ensure_ascii=False) + "\n"
+
+
+def render_text(decision, plan: dict | None) -> str:
+    """The plan's table, or for `--gate-only` the verdict and the concurrency group."""
+    if plan is not None:
+        return render_table(plan)
+    return (f"{'SWEEP' if decision.sweep else 'NO SWEEP'}: {decision.reason}\n"
+            f"check: {'run' if decision.check else 'skip'}; concurrency group: {decision.concurrency_group}"
+            f"{'' if decision.restarts else ' (cancels nothing)'}\n")
 
 
 def card_summary(plan: dict) -> str:

@@ -182,8 +182,8 @@ def test_gate_only_without_a_policy_file_uses_the_default_with_a_note(capsys, tm
 def test_the_shipped_default_policy_is_this_repositorys_policy():
     import yaml
 
-    from ci_tools.policy.labels import default_policy, load_policy
+    from ci_tools.sweep.load import default_policy, load_policy
 
     assert default_policy() == load_policy(REPO)
-    shipped = REPO / "ci_tools" / "policy" / "default-ci-policy.yaml"
+    shipped = REPO / "ci_tools" / "sweep" / "default-ci-policy.yaml"
     assert yaml.safe_load(shipped.read_text()) == yaml.safe_load((REPO / POLICY).read_text())

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ci_tools.errors import InputError
-from ci_tools.policy import buckets as bk
-from ci_tools.policy.appendonly import append_only_delta, validate_scope
-from ci_tools.policy.gate import GateDecision, SweepMode
-from ci_tools.policy.labels import Policy
-from ci_tools.policy.matrix import SCENARIOS, Filters, Row, expand, is_agentic, is_multinode, select_evals
+from ci_tools.sweep import buckets as bk
+from ci_tools.sweep.appendonly import append_only_delta, validate_scope
+from ci_tools.sweep.gate import GateDecision, SweepMode
+from ci_tools.sweep.labels import Policy
+from ci_tools.sweep.matrix import SCENARIOS, Filters, Row, expand, is_agentic, is_multinode, select_evals
 
 
 @dataclass

@@ -7,9 +7,10 @@ import yaml
 from hypothesis import given, settings, strategies as st
 
 from ci_tools.errors import InputError, UsageError
-from ci_tools.policy.event import event_from_payload
-from ci_tools.policy.gate import Event, decide
-from ci_tools.policy.labels import load_policy, policy_from_data
+from ci_tools.sweep.event import event_from_payload
+from ci_tools.sweep.gate import GateEvent, decide
+from ci_tools.sweep.labels import policy_from_data
+from ci_tools.sweep.load import load_policy
 
 
 def test_shipped_policy_matches_its_schema(repo_root):
@@ -71,13 +72,13 @@ pr_like = st.fixed_dictionaries({
 @settings(max_examples=200, deadline=None)
 @given(payload=st.one_of(json_values, pr_like), name=st.sampled_from([None, "pull_request", "push", "workflow_run"]))
 def test_event_extractor_never_crashes(payload, name):
-    """Any JSON a file could hold becomes an Event or a clean InputError naming the file."""
+    """Any JSON a file could hold becomes a GateEvent or a clean InputError naming the file."""
     policy = POLICY
     try:
         ev, _ = event_from_payload(payload, name, file="e.json")
     except InputError as exc:
         assert exc.message.startswith("e.json")
         return
-    assert isinstance(ev, Event)
+    assert isinstance(ev, GateEvent)
     d = decide(ev, policy)
     assert d.reason and d.concurrency_group.startswith("sweep-")

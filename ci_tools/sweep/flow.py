@@ -1,0 +1,208 @@
+"""The flows of `ci-tools plan` and `ci-tools matrix`: inputs in, decisions, a result for the CLI.
+
+`plan`: the event and refs (from the options or the webhook payload), the policy, changelog and
+masters from git (`inputs.py`), the gate decided once and settled once the changelog diff is known,
+the runner screen, then `plan.build_plan`. `--gate-only` (`gate`) reads no git at all and takes the
+policy from the working tree. `matrix_rows`: master files on disk -> InferenceX rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ci_tools import paths
+from ci_tools.errors import InputError, UsageError
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What the command line asks for (see `ci-tools plan --help`)."""
+
+    repo: Path
+    base: str | None = None
+    head: str | None = None
+    labels: tuple[str, ...] = ()
+    event_path: str | None = None
+    event_name: str | None = None
+    head_message: str | None = None
+    changelog: str = paths.CHANGELOG
+    masters: tuple[str, ...] = ()
+    runners: str | None = None
+    run_id: str | None = None
+    after_canary: bool = False
+    passed: frozenset[str] = frozenset()
+
+
+@dataclass
+class Outcome:
+    """A gate decision (`--gate-only`) or a plan, and notes for the person reading it."""
+
+    decision: object = None
+    plan: object = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def error(self) -> str | None:
+        return self.plan.get("error") if self.plan is not None else self.decision.error
+
+
+def _event(req: PlanRequest, *, need_head: bool):
+    """(event with the requested labels, base sha from the payload or None)."""
+    from ci_tools.sweep.gate import GateEvent
+
+    if req.event_path:
+        from ci_tools.sweep.inputs import read_event
+
+        event, base_sha = read_event(req.event_path, req.event_name, req.run_id, req.head_message)
+        if req.labels:
+            event = dataclasses.replace(event, labels=tuple(req.labels))
+        return event, base_sha
+    if need_head and not req.head:
+        raise UsageError("pass --head REF (and --base REF), or --event-path FILE")
+    return GateEvent(name="local", action="synchronize", labels=tuple(req.labels), head_message=req.head_message,
+                     sha=req.head, run_id=req.run_id), None
+
+
+def gate(req: PlanRequest) -> Outcome:
+    """`--gate-only`: the decision from the event alone (no git, no configs)."""
+    from ci_tools.sweep.gate import decide
+    from ci_tools.sweep.load import load_policy_or_default
+
+    policy, note = load_policy_or_default(req.repo)
+    event, _ = _event(req, need_head=False)
+    policy.require_known(req.labels)
+    return Outcome(decision=decide(event, policy), notes=[note] if note else [])
+
+
+def plan(req: PlanRequest) -> Outcome:
+    """The plan of a change: refs from the options or the event, everything else from git."""
+    from ci_tools.gitio import Git
+    from ci_tools.sweep.gate import decide, settle
+    from ci_tools.sweep.inputs import changelog_inputs, policy_at
+    from ci_tools.sweep.plan import after_canary, build_plan
+
+    if req.passed and not req.after_canary:
+        raise UsageError("--passed-family only makes sense with --after-canary")
+    event, base_sha = _event(req, need_head=True)
+    git = Git(req.repo)
+    head_ref = req.head or event.sha
+    base_ref = req.base or base_sha
+    if not head_ref or not base_ref:
+        raise UsageError("cannot tell which commits to compare: pass --base and --head")
+    git.rev_parse_many([head_ref, base_ref])
+    policy, source, note = policy_at(git, head_ref)
+    policy.require_known(req.labels)
+    if event.name != "push" and event.head_message is None:
+        event = dataclasses.replace(event, head_message=git.commit_message(head_ref))
+    if event.name != "push":
+        base_ref = git.merge_base(base_ref, head_ref)
+    decision = decide(event, policy)
+    entries, head_masters, base_masters, screen = [], None, None, None
+    if decision.sweep and not decision.error:
+        entries, head_masters, base_masters = changelog_inputs(git, base_ref, head_ref, req.changelog,
+                                                               list(req.masters), req.runners)
+        decision = settle(decision, bool(entries))
+    if head_masters is not None:
+        from ci_tools.runner.screen_git import screen_at
+
+        screen = screen_at(git, head_ref, head_masters)      # rows no runner serves are refused here
+    result = build_plan(decision, entries, head_masters, policy, base=base_masters, screen=screen)
+    if req.after_canary:
+        result = after_canary(result, set(req.passed))
+    result["policy"] = source.as_dict()
+    return Outcome(plan=result, notes=[note] if note else [])
+
+
+# ---- matrix -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MatrixRequest:
+    """The options of `ci-tools matrix full-sweep|test-config` (see `--help`)."""
+
+    config_files: tuple[str, ...] = ()
+    runners_file: str | None = None
+    config_keys: tuple[str, ...] | None = None        # test-config's patterns; None = every entry
+    concs: tuple[int, ...] = ()
+    model_prefix: tuple[str, ...] = ()
+    precision: tuple[str, ...] = ()
+    framework: tuple[str, ...] = ()
+    runner_type: tuple[str, ...] = ()
+    seq_lens: tuple[str, ...] = ()
+    scenario_type: tuple[str, ...] = ()
+    min_conc: int | None = None
+    max_conc: int | None = None
+    step_size: int = 2
+    max_tp: int | None = None
+    max_ep: int | None = None
+    single_node: bool = False
+    multi_node: bool = False
+    no_evals: bool = False
+    evals_only: bool = False
+    all_evals: bool = False
+
+
+def _read_masters_fast(files: list[Path]):
+    """Every master entry without line marks (the hot path). Files outside the plain YAML subset go
+    through PyYAML; any problem re-reads everything with marks so the error is located."""
+    from ci_tools.config.masters import merge_master_docs, read_masters
+    from ci_tools.yamlio import YamlDoc, load_data_fast, read_text
+
+    try:
+        return merge_master_docs([YamlDoc(str(f), load_data_fast(read_text(f), str(f))) for f in files])
+    except InputError:
+        return read_masters(files)
+
+
+def _resolve_keys(patterns: tuple[str, ...], keys: list[str], files: list[Path]) -> list[str]:
+    from ci_tools.changelog.keys import resolve_keys
+
+    resolved, unmatched = resolve_keys(list(patterns), keys)
+    if unmatched:
+        import difflib
+
+        parts = []
+        for u in unmatched:
+            close = difflib.get_close_matches(u, keys, n=3, cutoff=0.6)
+            parts.append(f"{u!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        raise UsageError(f"unknown config key(s): {', '.join(parts)}; {len(keys)} keys are defined in "
+                         f"{', '.join(str(f) for f in files)}")
+    return resolved
+
+
+def matrix_rows(req: MatrixRequest) -> list[dict]:
+    """The InferenceX rows of the master files on disk, filtered as the request says."""
+    from ci_tools.config.masters import default_master_paths, read_masters
+    from ci_tools.sweep.matrix import Filters, expand, select_evals
+    from ci_tools.yamlio import load_data_fast, read_text
+
+    if req.no_evals and (req.evals_only or req.all_evals):
+        raise UsageError("--no-evals cannot be combined with --evals-only or --all-evals")
+    files = [Path(p) for p in req.config_files] or default_master_paths(Path("."))
+    masters = _read_masters_fast(files) if files else read_masters(files)
+    runners_path = Path(req.runners_file) if req.runners_file else files[0].parent / "runners.yaml"
+    # mark-free like the masters; a problem is reported by the located loader all the same
+    runners = (load_data_fast(read_text(runners_path), str(runners_path))
+               if runners_path.exists() or req.runners_file else {})
+    if runners is None or not isinstance(runners, dict):
+        raise InputError(f"{runners_path}: expected a mapping with `labels` and `hardware`")
+    labels = runners.get("labels") or {}
+    bad = [r for r in req.runner_type if r not in labels]
+    if bad:
+        raise UsageError(f"invalid runner type(s): {', '.join(bad)}. Runner labels in {runners_path}: "
+                         f"{', '.join(sorted(labels)) or '(none)'}")
+    keys = None if req.config_keys is None else _resolve_keys(req.config_keys, masters.keys(), files)
+    filters = Filters(config_keys=tuple(keys) if keys is not None else None, model_prefix=req.model_prefix,
+                      precision=req.precision, framework=req.framework, runner_type=req.runner_type,
+                      seq_lens=req.seq_lens, scenario_types=req.scenario_type, min_conc=req.min_conc,
+                      max_conc=req.max_conc, concs=req.concs, max_tp=req.max_tp, max_ep=req.max_ep,
+                      step=req.step_size, single_node=req.single_node, multi_node=req.multi_node)
+    try:
+        rows = expand(masters.entries, runners.get("hardware") or {}, filters)
+    except InputError as exc:
+        if exc.message.startswith("--"):
+            raise UsageError(exc.message) from None
+        raise
+    rows = select_evals(rows, all_evals=req.all_evals, evals_only=req.evals_only, no_evals=req.no_evals)
+    return [r.data for r in rows]

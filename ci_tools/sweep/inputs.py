@@ -1,0 +1,195 @@
+"""What a plan is computed from, read from the event file and git (shell).
+
+Everything comes from git objects, never the working tree: the changelog at the merge base and at
+head, the master configs and runners.yaml at head (and at the base for append-only entries), and the
+label policy (`inferencex-e2e/ci-policy.yaml`) at head, the version the PR's own workflow run checks
+out; a repository without that file gets ci-tools' default policy and a note.
+
+A plan is refused, with located findings, rather than planned from bad input:
+  * a changelog change the append-only gate rejects (the same check as `changelog lint`, without
+    its pr-link rules, which do not change what an entry selects);
+  * an appended entry whose config keys match nothing;
+  * a selected master entry that fails its schema, its cross-field rules or the runner rules.
+Master entries the change does not select are not checked here (`config validate` reports them).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from ci_tools import paths
+from ci_tools.errors import Finding, InputError
+
+if TYPE_CHECKING:  # the gate-only path reads no git: keep the adapter's import off it
+    from ci_tools.gitio import Git
+    from ci_tools.sweep.gate import GateEvent
+    from ci_tools.sweep.labels import Policy
+
+
+# ---- the event ----------------------------------------------------------------------------------
+
+def read_event(path: str, event_name: str | None, run_id: str | None,
+               head_message: str | None) -> tuple[GateEvent, str | None]:
+    """(gate event, base commit or None) from a webhook payload file ($GITHUB_EVENT_PATH)."""
+    from ci_tools.sweep.event import event_from_payload
+
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the event file: {exc.strerror}") from None
+    try:
+        payload = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: malformed event file: not JSON ({exc})") from None
+    return event_from_payload(payload, event_name, file=path, run_id=run_id, head_message=head_message)
+
+
+# ---- the policy and the files at head -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PolicySource:
+    """Where a plan's label policy was read: `file` at commit `ref`, or ci-tools' default."""
+
+    file: str | None
+    ref: str
+    default: bool
+
+    def as_dict(self) -> dict:
+        return {"file": self.file, "ref": self.ref, "default": self.default}
+
+
+def policy_at(git: Git, ref: str) -> tuple[Policy, PolicySource, str | None]:
+    """(policy, where it came from, note or None): the head's policy file, else the shipped default."""
+    from ci_tools.sweep.labels import policy_from_text
+    from ci_tools.sweep.load import DEFAULT_POLICY_NAME, default_policy
+
+    sha = git.rev_parse(ref)
+    blob = git.show(ref, paths.POLICY)  # by the ref name: resolved once already, no second rev-parse
+    if blob is None:
+        note = f"no {paths.POLICY} at {ref} ({sha[:12]}): the labels mean what {DEFAULT_POLICY_NAME} says"
+        return default_policy(), PolicySource(None, sha, True), note
+    policy = policy_from_text(blob.decode("utf-8", "replace"), f"{paths.POLICY} at {ref}")
+    return policy, PolicySource(paths.POLICY, sha, False), None
+
+
+def _master_paths(git: Git, ref: str, master_paths: list[str]) -> list[str]:
+    if master_paths:
+        return master_paths
+    found = sorted(p for p in git.ls_files(ref, paths.CONFIGS_DIR)
+                   if p.startswith(paths.CONFIGS_DIR + "/") and p.endswith("-master.yaml")
+                   and "/" not in p[len(paths.CONFIGS_DIR) + 1:])
+    if not found:
+        raise InputError(f"no master configs ({paths.MASTER_GLOB}) at {ref}; pass --master PATH")
+    return found
+
+
+def _runners_doc(blob: bytes | None, name: str):
+    from ci_tools.yamlio import load_yaml_text
+
+    if blob is None:
+        return None
+    doc = load_yaml_text(blob.decode("utf-8", "replace"), name)
+    if doc.data is not None and not isinstance(doc.data, dict):
+        raise InputError(f"{name}: expected a mapping with `labels` and `hardware`")
+    return doc
+
+
+def _hardware(doc) -> dict:
+    return ((doc.data if doc is not None else None) or {}).get("hardware") or {}
+
+
+# ---- the changelog and the masters ----------------------------------------------------------------
+
+def appended_entries(base: bytes | None, head: bytes, changelog: str):
+    """The entries the change appends, once the append-only gate accepts the change; else refuse.
+
+    A change the gate rejects is never planned from its last entries: an entry inserted mid-file or
+    a rewritten history would make those the wrong ones.
+    """
+    from ci_tools.changelog.lint import lint_change
+
+    result = lint_change(base, head, file=changelog, mode=None, master_keys=None)
+    if result.errors:
+        raise InputError(result.errors[0].message, findings=result.errors + [Finding(
+            changelog, None, None, "no sweep planned: the changelog change breaks the append-only rules above",
+            "fix them (`ci-tools changelog lint` reports the same); a sweep is never planned from a broken diff")])
+    return result.added
+
+
+def resolve_entry_keys(entries, changelog: str, master_keys: list[str]) -> list[list[str]]:
+    """Each entry's config-key patterns resolved against the master keys; unknown keys are an error."""
+    from ci_tools.changelog.keys import resolve_keys
+
+    out = []
+    for e in entries:
+        patterns = e.data.get("config-keys") or []
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise InputError(f"{changelog}:{e.line}: config-keys must be a list of strings; "
+                             "run `ci-tools changelog lint` for details")
+        resolved, unmatched = resolve_keys(patterns, master_keys)
+        if unmatched:
+            import difflib
+
+            hints = []
+            for u in unmatched:
+                close = difflib.get_close_matches(u, master_keys, n=3, cutoff=0.6)
+                hints.append(f"{u!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+            raise InputError(f"{changelog}:{e.line}: unknown config key(s) {', '.join(hints)}: no master config "
+                             "has that key; fix the entry or add the config")
+        out.append(resolved)
+    return out
+
+
+def check_selected(masters, keys: list[str], runners_doc) -> None:
+    """Refuse when a selected master entry is invalid (located findings); unselected ones never block."""
+    from ci_tools.config.validate import selected_errors
+
+    errors = selected_errors([(k, masters.entries[k], masters.origin[k]) for k in keys], runners_doc)
+    if errors:
+        raise InputError(errors[0].message, findings=errors + [Finding(
+            errors[0].file, None, None,
+            f"no sweep planned: {len(errors)} error(s) in the master config(s) this change selects",
+            "fix them (`ci-tools config validate` reports the same); configs the change does not select "
+            "do not block a plan")])
+
+
+def changelog_inputs(git: Git, base: str, head: str, changelog: str, master_paths: list[str], runners: str | None):
+    """(plan entries, head Masters, base Masters or None), reading each git object once.
+
+    Only the master entries the changelog selects are parsed (`MasterIndex`); append-only entries
+    need every config at both refs, so then every entry is read.
+    """
+    from ci_tools.config.masters import MasterIndex
+    from ci_tools.sweep.plan import Masters, PlanEntry
+
+    files = _master_paths(git, head, master_paths)
+    runners = runners or str(PurePosixPath(files[0]).parent / "runners.yaml")
+    # one `git cat-file --batch` for every file at head plus the changelog at base
+    got = git.read([(head, p) for p in files + [runners, changelog]] + [(base, changelog)])
+    blobs = {p: got[(head, p)] for p in files + [runners, changelog]}
+    if blobs[changelog] is None:
+        raise InputError(f"{changelog}: no such file at {head}; pass --changelog-file")
+    for p in files:
+        if blobs[p] is None:
+            raise InputError(f"{p}: no such file at {head}")
+    raw = appended_entries(got[(base, changelog)], blobs[changelog], changelog)
+    index = MasterIndex([(p, blobs[p]) for p in files])
+    resolved = resolve_entry_keys(raw, changelog, index.keys)
+    append_only = any(e.data.get("append-only") for e in raw)
+    selected = list(dict.fromkeys(k for keys in resolved for k in keys))
+    head_set = index.select(index.keys if append_only else selected)
+    runners_doc = _runners_doc(blobs[runners], runners)
+    check_selected(head_set, selected, runners_doc)
+    entries = [PlanEntry(e.index, e.line, e.data, keys) for e, keys in zip(raw, resolved)]
+    head_masters = Masters(head_set.entries, _hardware(runners_doc))
+    base_masters = None
+    if append_only:
+        base_blobs = git.show_many(base, files + [runners])
+        present = [(p, base_blobs[p]) for p in files if base_blobs[p] is not None]
+        base_index = MasterIndex(present) if present else None
+        base_masters = Masters(base_index.select(base_index.keys).entries if base_index else {},
+                               _hardware(_runners_doc(base_blobs[runners], runners)))
+    return entries, head_masters, base_masters

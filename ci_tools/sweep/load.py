@@ -1,0 +1,39 @@
+"""Reading the sweep-label policy from the working tree or from ci-tools' own package (shell).
+
+`labels.py` turns a policy file's text into a `Policy`; this module finds the text: the
+repository's `inferencex-e2e/ci-policy.yaml`, else the default shipped beside this module. Plans read
+the policy from git instead (`sweep/inputs.py`), at the head being planned.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+from ci_tools import paths
+from ci_tools.sweep.labels import Policy, policy_from_doc, policy_from_text
+from ci_tools.yamlio import load_yaml_file
+
+DEFAULT_POLICY_RESOURCE = "default-ci-policy.yaml"  # in this package: ci_tools/sweep/
+DEFAULT_POLICY_NAME = f"ci-tools' default policy (ci_tools/sweep/{DEFAULT_POLICY_RESOURCE})"
+
+
+def load_policy(root: Path, path: Path | None = None) -> Policy:
+    """The policy file of the repository at `root` (or `path`). Shape errors are located InputErrors."""
+    return policy_from_doc(load_yaml_file(path or root / paths.POLICY, str(path or paths.POLICY)))
+
+
+def default_policy_text() -> str:
+    """The text of the policy ci-tools ships, for a repository that has none of its own."""
+    return resources.files("ci_tools.sweep").joinpath(DEFAULT_POLICY_RESOURCE).read_text(encoding="utf-8")
+
+
+def default_policy() -> Policy:
+    return policy_from_text(default_policy_text(), DEFAULT_POLICY_NAME)
+
+
+def load_policy_or_default(root: Path) -> tuple[Policy, str | None]:
+    """(policy, note): the working tree's policy file, else the default with a note saying so."""
+    if not (root / paths.POLICY).exists():
+        return default_policy(), f"no {paths.POLICY} in {root}: using {DEFAULT_POLICY_NAME}"
+    return load_policy(root), None
