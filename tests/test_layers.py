@@ -65,7 +65,6 @@ KNOWN: dict[str, set[str]] = {
     "config/validate.py": {'imports the file reader load_yaml_file', 'calls .glob()', 'calls .is_file()', 'calls .is_dir()', 'calls .rglob()'},
     "evals/thresholds.py": {'imports the file reader load_yaml_file', 'calls .is_file()'},
     "policy/comments.py": {'imports importlib.resources', 'imports ci_tools.github.events', 'calls .read_text()'},
-    "policy/labels.py": {'imports the file reader load_yaml_file', 'imports importlib.resources', 'calls .read_text()', 'calls .exists()'},
     "policy/reuse.py": {'imports ci_tools.github.events', 'imports ci_tools.github.timeline'},
     "results/compare_render.py": {'calls .mkdir()'},
     "results/metrics.py": {'imports shell module ci_tools.results.records'},
@@ -225,7 +224,6 @@ SURFACES = {
 KNOWN_SURFACES: dict[str, set[str]] = {
     "cli/changelog.py": {'Actions workflow commands'},
     "cli/config.py": {'Actions workflow commands'},
-    "cli/plan.py": {'the Actions step files'},
     "cli/results.py": {'the Actions step files'},
     "cli/runner.py": {'the Actions step files'},
     "config/touched.py": {'git'},
