@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from ci_tools import paths
-from ci_tools.errors import InputError
 
 
 def _output_names(params: dict) -> tuple[str, ...]:
@@ -72,10 +71,10 @@ def cli(base, head, labels, event_path, event_name, head_message, gate_only, fmt
         actions.append_outputs(render.github_outputs(outcome.decision, outcome.plan))
         if outcome.plan is not None:
             actions.append_step_summary(render.render_summary(outcome.plan))
-            click.echo(render.render_table(outcome.plan), err=True, nl=False)
+        click.echo(render.render_text(outcome.decision, outcome.plan), err=True, nl=False)
     elif fmt == "json":
         click.echo(render.render_json(outcome.decision, outcome.plan), nl=False)
     else:
         click.echo(render.render_text(outcome.decision, outcome.plan), nl=False)
     if outcome.error:
-        raise InputError(outcome.error)
+        raise click.exceptions.Exit(1)      # the verdict above carries the error: say it once

@@ -44,7 +44,7 @@ def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict
 
 
 def screen_at(git, head: str, masters) -> object | None:
-    """`build_plan(screen=...)` for the head's masters (a `policy.plan.Masters`); None for a repository
+    """`plan_sweep(screen=...)` for the head's masters (a `sweep.plan.Masters`); None for a repository
     that has no recipes/ folder at `head`."""
     from ci_tools import paths
     from ci_tools.runner.servable import screen_for

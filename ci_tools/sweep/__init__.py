@@ -13,6 +13,6 @@ system):
   render.py      a plan (or gate decision) as a table, JSON, GitHub outputs and step summary
 Shell (reads files, git, the event):
   load.py        the policy from the working tree or the shipped default (default-ci-policy.yaml)
-  inputs.py      event file + git + masters -> what `plan.build_plan` needs
+  inputs.py      event file + git + masters -> what `plan.plan_sweep` needs
   flow.py        `plan` and `matrix`: inputs -> decisions -> a plan, for the CLI to render
 """

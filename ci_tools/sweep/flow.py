@@ -2,7 +2,7 @@
 
 `plan`: the event and refs (from the options or the webhook payload), the policy, changelog and
 masters from git (`inputs.py`), the gate decided once and settled once the changelog diff is known,
-the runner screen, then `plan.build_plan`. `--gate-only` (`gate`) reads no git at all and takes the
+the runner screen, then `plan.plan_sweep`. `--gate-only` (`gate`) reads no git at all and takes the
 policy from the working tree. `matrix_rows`: master files on disk -> InferenceX rows.
 """
 
@@ -40,12 +40,12 @@ class Outcome:
     """A gate decision (`--gate-only`) or a plan, and notes for the person reading it."""
 
     decision: object = None
-    plan: object = None
+    plan: object = None            # a sweep.plan.Plan
     notes: list[str] = field(default_factory=list)
 
     @property
     def error(self) -> str | None:
-        return self.plan.get("error") if self.plan is not None else self.decision.error
+        return (self.plan or self.decision).error
 
 
 def _event(req: PlanRequest, *, need_head: bool):
@@ -65,6 +65,10 @@ def _event(req: PlanRequest, *, need_head: bool):
                      sha=req.head, run_id=req.run_id), None
 
 
+def _notes(*notes: str | None) -> list[str]:
+    return [n for n in notes if n]
+
+
 def gate(req: PlanRequest) -> Outcome:
     """`--gate-only`: the decision from the event alone (no git, no configs)."""
     from ci_tools.sweep.gate import decide
@@ -72,8 +76,7 @@ def gate(req: PlanRequest) -> Outcome:
 
     policy, note = load_policy_or_default(req.repo)
     event, _ = _event(req, need_head=False)
-    policy.require_known(req.labels)
-    return Outcome(decision=decide(event, policy), notes=[note] if note else [])
+    return Outcome(decision=decide(event, policy), notes=_notes(note, policy.unknown_note(req.labels)))
 
 
 def plan(req: PlanRequest) -> Outcome:
@@ -81,7 +84,7 @@ def plan(req: PlanRequest) -> Outcome:
     from ci_tools.gitio import Git
     from ci_tools.sweep.gate import decide, settle
     from ci_tools.sweep.inputs import changelog_inputs, policy_at
-    from ci_tools.sweep.plan import after_canary, build_plan
+    from ci_tools.sweep.plan import after_canary, plan_sweep
 
     if req.passed and not req.after_canary:
         raise UsageError("--passed-family only makes sense with --after-canary")
@@ -93,7 +96,6 @@ def plan(req: PlanRequest) -> Outcome:
         raise UsageError("cannot tell which commits to compare: pass --base and --head")
     git.rev_parse_many([head_ref, base_ref])
     policy, source, note = policy_at(git, head_ref)
-    policy.require_known(req.labels)
     if event.name != "push" and event.head_message is None:
         event = dataclasses.replace(event, head_message=git.commit_message(head_ref))
     if event.name != "push":
@@ -108,11 +110,11 @@ def plan(req: PlanRequest) -> Outcome:
         from ci_tools.runner.screen_git import screen_at
 
         screen = screen_at(git, head_ref, head_masters)      # rows no runner serves are refused here
-    result = build_plan(decision, entries, head_masters, policy, base=base_masters, screen=screen)
+    result = plan_sweep(decision, entries, head_masters, policy, base=base_masters, screen=screen)
     if req.after_canary:
         result = after_canary(result, set(req.passed))
-    result["policy"] = source.as_dict()
-    return Outcome(plan=result, notes=[note] if note else [])
+    return Outcome(plan=dataclasses.replace(result, policy=source),
+                   notes=_notes(note, policy.unknown_note(req.labels)))
 
 
 # ---- matrix -------------------------------------------------------------------------------------

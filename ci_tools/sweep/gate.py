@@ -129,8 +129,14 @@ def label_change_matters(event: GateEvent, policy: Policy) -> bool:
 
 
 def concurrency_group(event: GateEvent, restarts: bool) -> str:
-    """One active group per PR (per SHA on push): a new relevant event cancels the old sweep."""
-    subject = event.pr_number if event.pr_number is not None else (event.sha or "local")
+    """One active group per PR (per SHA on push): a new relevant event cancels the old sweep. A local
+    preview shows the PR's group: its number with `plan --pr N`, else `<pr>` (never a ref name)."""
+    if event.pr_number is not None:
+        subject: object = event.pr_number
+    elif event.name == "local":
+        subject = "<pr>"
+    else:
+        subject = event.sha or "local"
     if restarts:
         return f"sweep-{subject}-active"
     return f"sweep-{subject}-{event.run_id or 'noop'}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ci_tools.errors import InputError, UsageError
+from ci_tools.errors import InputError
 from ci_tools.yamlio import YamlDoc
 
 
@@ -46,12 +46,21 @@ class Policy:
     def unknown_in(self, labels: list[str] | tuple[str, ...] | set[str]) -> list[str]:
         return sorted(l for l in set(labels) if l not in self.primary and l not in self.modifiers)
 
-    def require_known(self, labels: list[str] | tuple[str, ...]) -> None:
-        """For labels a person typed (e.g. `plan --label`): an unknown one is a usage error naming the known ones."""
+    def unknown_note(self, labels: list[str] | tuple[str, ...]) -> str | None:
+        """For labels a person pasted (`plan --label`): the ones the policy does not name, which CI ignores
+        as well, with a "did you mean" for a near miss; None when every label is a sweep label."""
         unknown = self.unknown_in(labels)
-        if unknown:
-            raise UsageError(f"unknown sweep label(s): {', '.join(unknown)}. Primary labels (pick one): "
-                             f"{', '.join(self.primary)}; modifiers: {', '.join(self.modifiers)}")
+        if not unknown:
+            return None
+        import difflib
+
+        known = sorted(self.relevant())
+        named = []
+        for label in unknown:
+            close = difflib.get_close_matches(label, known, n=1, cutoff=0.75)
+            named.append(label + (f" (did you mean {close[0]}?)" if close else ""))
+        return (f"label(s) {', '.join(named)} are not sweep labels, so the plan ignores them as CI does. "
+                f"Primary labels (pick one): {', '.join(self.primary)}; modifiers: {', '.join(self.modifiers)}")
 
     def primaries_in(self, labels: list[str] | set[str]) -> list[str]:
         return sorted(l for l in set(labels) if l in self.primary)

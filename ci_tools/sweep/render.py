@@ -65,7 +65,8 @@ def gate_outputs(gate: dict) -> dict[str, str]:
             "restarts": _bool(gate.get("restarts", True)), "fork-approval": _bool(gate.get("fork-approval", False))}
 
 
-def plan_outputs(plan: dict) -> dict[str, str]:
+def plan_outputs(typed) -> dict[str, str]:
+    plan = typed.as_dict()
     out = gate_outputs(plan["gate"])
     out["sweep"] = _bool(plan["sweep"])
     out["reason"] = _line(plan["reason"])
@@ -98,7 +99,7 @@ def check_size(outputs: dict[str, str]) -> dict[str, str]:
     return outputs
 
 
-def github_outputs(decision, plan: dict | None) -> dict[str, str]:
+def github_outputs(decision, plan) -> dict[str, str]:
     """What `plan --format github` writes to $GITHUB_OUTPUT: the gate's outputs, or the plan's."""
     return check_size(gate_outputs(decision.as_dict()) if plan is None else plan_outputs(plan))
 
@@ -129,56 +130,86 @@ def _wrap(prefix: str, text: str, width: int = WIDTH) -> list[str]:
     return lines
 
 
-def render_table(plan: dict) -> str:
+def _mode_words(mode) -> list[str]:
+    bits = [f"scope {mode.scope}", "canary" if mode.canary else "no canary",
+            "fail-fast" if mode.fail_fast else "no fail-fast", f"evals {mode.evals}"]
+    return bits + (["AgentX fast profile"] if mode.agentx_fast else [])
+
+
+def _count(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def _kind(job) -> tuple[bool, bool, bool]:
+    """(measures a benchmark point, is a canary, is an eval row) of a plan Job or its JSON."""
+    if not isinstance(job, dict):
+        return job.measures_point, job.canary, job.eval
+    ev = bool(job.get("eval"))
+    return not ev and job.get("canary-kind") != "smoke", bool(job.get("canary")), ev
+
+
+def job_counts(jobs) -> str:
+    """What the jobs are, counted apart: benchmark points, smoke canaries, eval rows (an eval row and a
+    smoke run measure no benchmark point; a canary that is its point counts as that point)."""
+    kinds = [_kind(j) for j in jobs]
+    points = sum(1 for m, _, _ in kinds if m)
+    full_canaries = sum(1 for m, c, _ in kinds if m and c)
+    smoke = sum(1 for m, c, _ in kinds if c and not m)
+    evals = sum(1 for _, _, e in kinds if e)
+    parts = [_count(points, "point") + (f" ({full_canaries} of them {'a canary' if full_canaries == 1 else 'canaries'})"
+                                        if full_canaries else "")]
+    if smoke:
+        parts.append(_count(smoke, "smoke canary", "smoke canaries"))
+    if evals:
+        parts.append(_count(evals, "eval row"))
+    return ", ".join(parts)
+
+
+def render_table(plan) -> str:
     out: list[str] = []
-    verdict = "SWEEP" if plan["sweep"] else ("ERROR" if plan.get("error") else "NO SWEEP")
-    out += _wrap(f"{verdict}: ", plan["reason"])
-    mode = plan.get("mode")
+    verdict = "SWEEP" if plan.sweep else ("ERROR" if plan.error else "NO SWEEP")
+    out += _wrap(f"{verdict}: ", plan.reason)
+    mode = plan.mode
     if mode:
-        bits = [f"scope {mode['scope']}", "canary" if mode["canary"] else "no canary",
-                "fail-fast" if mode["fail-fast"] else "no fail-fast", f"evals {mode['evals']}"]
-        if mode["agentx-fast"]:
-            bits.append("AgentX fast profile")
-        label = (mode["primary"] or "push (no labels)") + (" + " + ", ".join(mode["modifiers"]) if mode["modifiers"] else "")
-        out += _wrap("mode: ", f"{label} ({'; '.join(bits)})")
-    out.append(f"concurrency group: {plan['concurrency-group']}")
-    for e in plan.get("entries", []):
-        keys = ", ".join(e["resolved"]) or ", ".join(e["config-keys"])
-        flags = [f for f in ("evals-only", "all-evals", "append-only") if e.get(f)]
-        where = f"changelog line {e['line']}" if e.get("line") else f"changelog entry {e['index'] + 1}"
+        label = (mode.primary or "push (no labels)") + (" + " + ", ".join(mode.modifiers) if mode.modifiers else "")
+        out += _wrap("mode: ", f"{label} ({'; '.join(_mode_words(mode))})")
+    out.append(f"concurrency group: {plan.concurrency_group}")
+    for e in plan.entries:
+        keys = ", ".join(e.keys) or ", ".join(e.data.get("config-keys") or [])
+        flags = [f for f in ("evals-only", "all-evals", "append-only") if e.data.get(f)]
+        where = f"changelog line {e.line}" if e.line else f"changelog entry {e.index + 1}"
         out += _wrap(f"{where}: ", keys + (f" [{', '.join(flags)}]" if flags else ""))
-    if not plan["points"]:
+    if not plan.jobs:
         return "\n".join(out + _refused_lines(plan)) + "\n"
     out.append("")
     header = f"  {'scenario':<9} {'parallelism':<34} {'conc':<16} {'GPUs':>4} {'hours':>6} {'GPU-h':>7}  note"
-    by_key: dict[str, list[dict]] = {}
-    for p in plan["points"]:
-        by_key.setdefault(p["config-key"], []).append(p)
-    for key, points in by_key.items():
-        runners = sorted({p["runner"] for p in points})
+    by_key: dict[str, list] = {}
+    for j in plan.jobs:
+        by_key.setdefault(j.config_key, []).append(j)
+    for key, jobs in by_key.items():
+        runners = sorted({j.runner for j in jobs})
         out.append(_fit(f"{key}  on {', '.join(runners)}", WIDTH))
         out.append(header)
-        for p in points:
-            note = _note(p, short=True)
-            out.append(f"  {_fit(p['scenario'], 9):<9} {_fit(p['parallelism'], 34):<34} {_fit(_conc(p['conc']), 16):<16} "
-                       f"{p['gpus']:>4} {p['seconds'] / 3600:>6.2f} {_hours(p['gpu-hours']):>7}  {note}".rstrip())
+        for j in jobs:
+            out.append(f"  {_fit(j.scenario, 9):<9} {_fit(j.parallelism, 34):<34} {_fit(_conc(j.conc), 16):<16} "
+                       f"{j.gpus:>4} {j.seconds / 3600:>6.2f} {_hours(j.gpu_hours):>7}  {_note(j, short=True)}".rstrip())
         out.append("")
-    t = plan["totals"]
-    out.append(f"total: {t['points']} points ({t['canaries']} canary), {_hours(t['gpu-hours'])} GPU-h "
-               f"(canaries {_hours(t['canary-gpu-hours'])} GPU-h)")
-    jobs = ", ".join(f"{b} {n}" for b, n in t["by-bucket"].items())
+    t = plan.totals
+    out += _wrap("total: ", f"{_count(t.jobs, 'job')} ({job_counts(plan.jobs)}), {_hours(t.gpu_hours)} GPU-h "
+                 f"(canaries {_hours(t.canary_gpu_hours)} GPU-h)")
+    jobs = ", ".join(f"{b} {n}" for b, n in t.by_bucket.items())
     if jobs:
         out += _wrap("matrix jobs after canaries: ", jobs)
-    if plan["canaries"]:
+    if plan.canaries:
         out += _wrap("canaries: ", "; ".join(
             f"{c['family']}: {c['config-key']} conc {_conc(c['conc'])}"
             + (" (AgentX-fast smoke run; the point still runs in full)" if c.get("canary") == "smoke"
-               else " (measures the point itself)" if c.get("canary") else "") for c in plan["canaries"]))
+               else " (measures the point itself)" if c.get("canary") else "") for c in plan.canaries))
         out += _wrap("", "If a family's canary fails, nothing else in that family starts.")
-    ff = [b for b, v in plan["fail-fast"].items() if v and plan["buckets"].get(b)]
+    ff = [b for b, v in plan.fail_fast.items() if v and plan.buckets.get(b)]
     if ff:
         out += _wrap("fail-fast: ", "the first failure cancels the rest of its matrix (" + ", ".join(ff) + ")")
-    out += _wrap("reuse: ", plan["reuse"]["reason"])
+    out += _wrap("reuse: ", plan.reuse.reason)
     out += _refused_lines(plan)
     return "\n".join(out) + "\n"
 
@@ -186,39 +217,40 @@ def render_table(plan: dict) -> str:
 PROFILE_WORDS = {"agentx": "AgentX", "agentx-fast": "AgentX-fast", "fixed-seq": "fixed-seq", "eval": "eval"}
 
 
-def _note(p: dict, short: bool = False) -> str:
-    """Which profile measures the point, and what a canary is: the point itself or a smoke run."""
-    profile = PROFILE_WORDS.get(p.get("profile") or "", p.get("profile") or "")
-    if p["canary"]:
-        if p.get("canary-kind") == "smoke":
+def _note(j, short: bool = False) -> str:
+    """Which profile measures the job, and what a canary is: the point itself or a smoke run."""
+    profile = PROFILE_WORDS.get(j.profile or "", j.profile or "")
+    if j.canary:
+        if j.canary_kind == "smoke":
             return "smoke canary" if short else f"canary: {profile} smoke run (the point is measured below)"
         return f"canary {profile}" if short else f"canary: measures the point ({profile})"
-    if p["eval"]:
+    if j.eval:
         return "eval"
     return profile
 
 
-def _refused_lines(plan: dict) -> list[str]:
+def _refused_lines(plan) -> list[str]:
     out = []
-    for r in plan.get("refused") or []:
+    for r in plan.refused:
         kind = "not runnable yet" if r.get("pending") else "cannot run"
         out += _wrap(f"refused ({kind}): ", f"{r['config-key']} {r['parallelism']} conc {_conc(r['conc'])} "
                      f"[{r['bucket']}]: {r['message']}. Fix: {r['fix']}")
     return out
 
 
-def render_json(decision, plan: dict | None) -> str:
+def render_json(decision, plan) -> str:
     if plan is None:
         return json.dumps(decision.as_dict(), indent=2) + "\n"
     # no indent: json's C encoder only runs without it, and large plans are read by tools (use `jq .`)
-    return json.dumps(plan, ensure_ascii=False) + "\n"
+    return json.dumps(plan.as_dict(), ensure_ascii=False) + "\n"
 
 
-def render_text(decision, plan: dict | None) -> str:
+def render_text(decision, plan) -> str:
     """The plan's table, or for `--gate-only` the verdict and the concurrency group."""
     if plan is not None:
         return render_table(plan)
-    return (f"{'SWEEP' if decision.sweep else 'NO SWEEP'}: {decision.reason}\n"
+    verdict = "SWEEP" if decision.sweep else ("ERROR" if decision.error else "NO SWEEP")
+    return (f"{verdict}: {decision.reason}\n"
             f"check: {'run' if decision.check else 'skip'}; concurrency group: {decision.concurrency_group}"
             f"{'' if decision.restarts else ' (cancels nothing)'}\n")
 
@@ -230,31 +262,32 @@ def card_summary(plan: dict) -> str:
     t = plan["totals"]
     families = t.get("families") or []
     canaries = f", canaries {_hours(t['canary-gpu-hours'])} GPU-h first" if plan.get("canaries") else ""
-    return (f"{t['points']} points on {len(families)} runner label{'s' if len(families) != 1 else ''} "
+    jobs = plan.get("points")
+    what = job_counts(jobs) if isinstance(jobs, list) else _count(t["points"], "point")
+    return (f"{what} on {len(families)} runner label{'s' if len(families) != 1 else ''} "
             f"({', '.join(f'`{f}`' for f in families)}), {_hours(t['gpu-hours'])} GPU-h{canaries}.")
 
 
-def render_summary(plan: dict) -> str:
+def render_summary(plan) -> str:
     """Markdown for $GITHUB_STEP_SUMMARY."""
-    icon = "✅" if plan["sweep"] else ("❌" if plan.get("error") else "⏸️")
-    lines = [f"### {icon} Sweep plan", "", _line(plan["reason"]), ""]
-    mode = plan.get("mode")
+    icon = "✅" if plan.sweep else ("❌" if plan.error else "⏸️")
+    lines = [f"### {icon} Sweep plan", "", _line(plan.reason), ""]
+    mode = plan.mode
     if mode:
-        lines += [f"Mode: `{mode['primary'] or 'push'}`" + "".join(f" + `{m}`" for m in mode["modifiers"])
-                  + f" (scope {mode['scope']}, {'canary' if mode['canary'] else 'no canary'}, "
-                    f"{'fail-fast' if mode['fail-fast'] else 'no fail-fast'}, evals {mode['evals']})", ""]
-    if plan["points"]:
+        lines += [f"Mode: `{mode.primary or 'push'}`" + "".join(f" + `{m}`" for m in mode.modifiers)
+                  + f" (scope {mode.scope}, {'canary' if mode.canary else 'no canary'}, "
+                    f"{'fail-fast' if mode.fail_fast else 'no fail-fast'}, evals {mode.evals})", ""]
+    if plan.jobs:
         lines += ["| config | runner | parallelism | conc | GPUs | GPU-h | |", "|---|---|---|---|--:|--:|---|"]
-        for p in plan["points"]:
-            note = _note(p)
-            lines.append(f"| `{p['config-key']}` | `{p['runner']}` | {p['parallelism']} | {_conc(p['conc'])} | "
-                         f"{p['gpus']} | {_hours(p['gpu-hours'])} | {note} |")
-        t = plan["totals"]
-        lines += ["", f"**{t['points']} points, {_hours(t['gpu-hours'])} GPU-h** "
-                      f"(canaries {_hours(t['canary-gpu-hours'])} GPU-h).", "", f"Reuse: {_line(plan['reuse']['reason'])}"]
-    if plan.get("refused"):
+        for j in plan.jobs:
+            lines.append(f"| `{j.config_key}` | `{j.runner}` | {j.parallelism} | {_conc(j.conc)} | "
+                         f"{j.gpus} | {_hours(j.gpu_hours)} | {_note(j)} |")
+        t = plan.totals
+        lines += ["", f"**{_count(t.jobs, 'job')} ({job_counts(plan.jobs)}), {_hours(t.gpu_hours)} GPU-h** "
+                      f"(canaries {_hours(t.canary_gpu_hours)} GPU-h).", "", f"Reuse: {_line(plan.reuse.reason)}"]
+    if plan.refused:
         lines += ["", "Rows not sent to a GPU runner:", ""]
-        for r in plan["refused"]:
+        for r in plan.refused:
             kind = "not runnable yet" if r.get("pending") else "cannot run"
             lines.append(f"- `{r['config-key']}` {r['parallelism']} conc {_conc(r['conc'])} ({r['bucket']}, {kind}): "
                          f"{_line(r['message'])}. Fix: {_line(r['fix'])}")

@@ -137,7 +137,7 @@ def test_every_row_the_plan_emits_for_all_four_configs_is_accepted_by_runner_run
     from ci_tools.cli import cli
     from ci_tools.sweep.gate import GateEvent, decide
     from ci_tools.sweep.load import load_policy
-    from ci_tools.sweep.plan import Masters, PlanEntry, build_plan
+    from ci_tools.sweep.plan import Masters, PlanEntry, plan_sweep
     from ci_tools.runner.servable import screen_for
 
     policy = load_policy(REPO)
@@ -149,8 +149,8 @@ def test_every_row_the_plan_emits_for_all_four_configs_is_accepted_by_runner_run
     from ci_tools.yamlio import load_yaml_file
 
     evals = policy_from_doc(load_yaml_file(REPO / "inferencex-e2e" / "ci-policy.yaml"))
-    plan = build_plan(decision, [entry], Masters(MASTERS, HARDWARE), policy,
-                      screen=screen_for(MASTERS, recipes, HARDWARE, evals))
+    plan = plan_sweep(decision, [entry], Masters(MASTERS, HARDWARE), policy,
+                      screen=screen_for(MASTERS, recipes, HARDWARE, evals)).as_dict()
     rows = [r for rs in plan["buckets"].values() for r in rs] + plan["canaries"]
     # the 25 benchmark jobs and the 4 single-node eval rows run; the 3 multi-node eval rows are pending
     assert plan["error"] is None and len(rows) == 29, (plan["error"], len(rows))

@@ -6,7 +6,7 @@ import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
 
-from ci_tools.errors import InputError, UsageError
+from ci_tools.errors import InputError
 from ci_tools.sweep.event import event_from_payload
 from ci_tools.sweep.gate import GateEvent, decide
 from ci_tools.sweep.labels import policy_from_data
@@ -32,13 +32,12 @@ def test_policy_estimates(repo_root):
     assert p.recommended() == "full-sweep-fail-fast"
 
 
-def test_require_known_names_all_labels(repo_root):
+def test_unknown_labels_are_named_with_the_known_ones(repo_root):
     p = load_policy(repo_root)
-    p.require_known(["full-sweep-fail-fast", "all-evals"])
-    with pytest.raises(UsageError) as exc:
-        p.require_known(["full-sweep", "evals"])
-    msg = exc.value.message
-    assert "unknown sweep label(s): evals, full-sweep." in msg and all(name in msg for name in p.relevant())
+    assert p.unknown_note(["full-sweep-fail-fast", "all-evals"]) is None
+    msg = p.unknown_note(["full-sweep-fail-fast", "skip_queue", "evals-onyl"])
+    assert msg.startswith("label(s) evals-onyl (did you mean evals-only?), skip_queue are not sweep labels")
+    assert "ignores them as CI does" in msg and all(name in msg for name in p.relevant())
 
 
 def test_malformed_policy_file_is_a_clean_error(tmp_path):
