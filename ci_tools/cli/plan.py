@@ -24,7 +24,12 @@ GITHUB_OUTPUTS = {"plan": _output_names}
 @click.command("plan")
 @click.option("--base", help="Base ref (default: from --event-path; PRs use the merge base with --head).")
 @click.option("--head", help="Head ref (default: from --event-path).")
-@click.option("--label", "labels", multiple=True, help="A PR label (repeatable). Replaces the event's labels.")
+@click.option("--label", "labels", multiple=True, help="A PR label (repeatable). Replaces the event's (or the "
+              "PR's) labels; labels the policy does not name are ignored, as CI ignores them.")
+@click.option("--pr", type=click.IntRange(min=1), help="Plan this PR as CI would on its next push: labels, head and "
+              "base from GitHub ($GITHUB_TOKEN; the head must be fetched: git fetch origin pull/N/head).")
+@click.option("--github-repo", metavar="OWNER/NAME", help="With --pr: the PR's repository (default: "
+              "$GITHUB_REPOSITORY, else the origin remote).")
 @click.option("--event-path", type=click.Path(dir_okay=False), help="GitHub webhook payload ($GITHUB_EVENT_PATH).")
 @click.option("--event-name", envvar="GITHUB_EVENT_NAME", help="Event name (default: $GITHUB_EVENT_NAME, else "
               "inferred from the payload).")
@@ -41,13 +46,14 @@ GITHUB_OUTPUTS = {"plan": _output_names}
               "canary passed (--passed-family); the others run nothing.")
 @click.option("--passed-family", "passed", multiple=True, help="With --after-canary: a runner label whose canary "
               "passed (repeatable).")
-def cli(base, head, labels, event_path, event_name, head_message, gate_only, fmt, changelog_file,
+def cli(base, head, labels, pr, github_repo, event_path, event_name, head_message, gate_only, fmt, changelog_file,
         masters, runners, repo, after_canary, passed):
     """Plan the sweep of a change: gate verdict, canaries, points, GPU-hours.
 
     \b
     Examples:
       ci-tools plan --base origin/main --head HEAD --label full-sweep-fail-fast
+      ci-tools plan --pr 42
       ci-tools plan --event-path "$GITHUB_EVENT_PATH" --format github
       ci-tools plan --event-path "$GITHUB_EVENT_PATH" --gate-only --format github
       ci-tools plan --event-path "$GITHUB_EVENT_PATH" --after-canary --passed-family b300 --format github
@@ -61,7 +67,8 @@ def cli(base, head, labels, event_path, event_name, head_message, gate_only, fmt
     req = flow.PlanRequest(repo=Path(repo), base=base, head=head, labels=tuple(labels), event_path=event_path,
                            event_name=event_name, head_message=head_message, changelog=changelog_file,
                            masters=tuple(masters), runners=runners, run_id=os.environ.get("GITHUB_RUN_ID"),
-                           after_canary=after_canary, passed=frozenset(passed))
+                           after_canary=after_canary, passed=frozenset(passed), pr=pr, github_repo=github_repo,
+                           env=dict(os.environ))
     outcome = flow.gate(req) if gate_only else flow.plan(req)
     for note in outcome.notes:
         click.echo(f"note: {note}", err=True)
@@ -73,8 +80,8 @@ def cli(base, head, labels, event_path, event_name, head_message, gate_only, fmt
             actions.append_step_summary(render.render_summary(outcome.plan))
         click.echo(render.render_text(outcome.decision, outcome.plan), err=True, nl=False)
     elif fmt == "json":
-        click.echo(render.render_json(outcome.decision, outcome.plan), nl=False)
+        click.echo(render.render_json(outcome.decision, outcome.plan, outcome.use_candidates), nl=False)
     else:
-        click.echo(render.render_text(outcome.decision, outcome.plan), nl=False)
+        click.echo(render.render_text(outcome.decision, outcome.plan, outcome.use_candidates, pr), nl=False)
     if outcome.error:
         raise click.exceptions.Exit(1)      # the verdict above carries the error: say it once

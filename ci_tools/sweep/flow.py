@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping
 
 from ci_tools import paths
 from ci_tools.errors import InputError, UsageError
@@ -33,6 +34,9 @@ class PlanRequest:
     run_id: str | None = None
     after_canary: bool = False
     passed: frozenset[str] = frozenset()
+    pr: int | None = None                    # read labels, head and base of this PR from GitHub
+    github_repo: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)    # GITHUB_TOKEN, GITHUB_API_URL, ... for --pr
 
 
 @dataclass
@@ -41,6 +45,7 @@ class Outcome:
 
     decision: object = None
     plan: object = None            # a sweep.plan.Plan
+    use_candidates: list | None = None   # with --pr: the runs `/use` could pin (UseCandidate)
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -48,19 +53,29 @@ class Outcome:
         return (self.plan or self.decision).error
 
 
-def _event(req: PlanRequest, *, need_head: bool):
+def _event(req: PlanRequest, *, need_head: bool, git=None, gh=None):
     """(event with the requested labels, base sha from the payload or None)."""
     from ci_tools.sweep.gate import GateEvent
 
-    if req.event_path:
-        from ci_tools.sweep.inputs import read_event
+    if req.event_path and req.pr is not None:
+        raise UsageError("pass --event-path FILE or --pr N, not both")
+    if req.event_path or req.pr is not None:
+        from ci_tools.sweep import inputs
 
-        event, base_sha = read_event(req.event_path, req.event_name, req.run_id, req.head_message)
+        if req.event_path:
+            event, base_sha = inputs.read_event(req.event_path, req.event_name, req.run_id, req.head_message)
+        else:
+            if gh is None:
+                raise UsageError("--gate-only decides from an event file; pass --event-path, not --pr")
+            event, base_sha = inputs.pull_request_event(gh, req.pr, run_id=req.run_id, head_message=req.head_message)
+            inputs.require_commit(git, event.sha, f"PR #{req.pr}'s head commit", f"pull/{req.pr}/head")
+            if base_sha and not req.base:
+                inputs.require_commit(git, base_sha, f"PR #{req.pr}'s base commit", "<base branch>")
         if req.labels:
             event = dataclasses.replace(event, labels=tuple(req.labels))
         return event, base_sha
     if need_head and not req.head:
-        raise UsageError("pass --head REF (and --base REF), or --event-path FILE")
+        raise UsageError("pass --head REF (and --base REF), --pr N, or --event-path FILE")
     return GateEvent(name="local", action="synchronize", labels=tuple(req.labels), head_message=req.head_message,
                      sha=req.head, run_id=req.run_id), None
 
@@ -76,7 +91,7 @@ def gate(req: PlanRequest) -> Outcome:
 
     policy, note = load_policy_or_default(req.repo)
     event, _ = _event(req, need_head=False)
-    return Outcome(decision=decide(event, policy), notes=_notes(note, policy.unknown_note(req.labels)))
+    return Outcome(decision=decide(event, policy), notes=_notes(note, policy.unknown_note(event.labels)))
 
 
 def plan(req: PlanRequest) -> Outcome:
@@ -88,8 +103,14 @@ def plan(req: PlanRequest) -> Outcome:
 
     if req.passed and not req.after_canary:
         raise UsageError("--passed-family only makes sense with --after-canary")
-    event, base_sha = _event(req, need_head=True)
     git = Git(req.repo)
+    gh = None
+    if req.pr is not None:
+        from ci_tools.github.client import GitHub
+        from ci_tools.sweep.inputs import repository_of
+
+        gh = GitHub.from_env(repository_of(git, req.github_repo, req.env), req.env)
+    event, base_sha = _event(req, need_head=True, git=git, gh=gh)
     head_ref = req.head or event.sha
     base_ref = req.base or base_sha
     if not head_ref or not base_ref:
@@ -113,8 +134,50 @@ def plan(req: PlanRequest) -> Outcome:
     result = plan_sweep(decision, entries, head_masters, policy, base=base_masters, screen=screen)
     if req.after_canary:
         result = after_canary(result, set(req.passed))
-    return Outcome(plan=dataclasses.replace(result, policy=source),
-                   notes=_notes(note, policy.unknown_note(req.labels)))
+    notes = _notes(note, policy.unknown_note(event.labels))
+    candidates = None
+    if gh is not None:
+        from ci_tools.github.client import GitHubError
+
+        try:
+            candidates = use_candidates(gh, req.pr, policy)
+        except GitHubError as exc:            # the plan stands; only the list of runs is missing
+            notes.append(f"cannot list the runs /use could pin: {exc.message}")
+    return Outcome(plan=dataclasses.replace(result, policy=source), notes=notes, use_candidates=candidates)
+
+
+@dataclass(frozen=True)
+class UseCandidate:
+    """A sweep run of the PR and whether `/use <run_id>` would pin it (`problem` None) or why not."""
+
+    run_id: int
+    created_at: str
+    head_sha: str
+    conclusion: str | None
+    problem: str | None
+
+    def as_dict(self) -> dict:
+        return {"run": self.run_id, "created-at": self.created_at, "head-sha": self.head_sha,
+                "conclusion": self.conclusion, "usable": self.problem is None, "problem": self.problem}
+
+
+def use_candidates(gh, number: int, policy, *, limit: int = 10) -> list[UseCandidate]:
+    """The PR's newest sweep runs (at most `limit`), each checked by the reuse rules a `/use <run_id>`
+    pin is checked by at merge (`reuse.check_run`): which one a maintainer could pin, and why not the others."""
+    from ci_tools import paths
+    from ci_tools.github.flows import pr_state
+    from ci_tools.github.timeline import timeline_from_api
+    from ci_tools.policy import reuse
+
+    pr = pr_state(gh.pull(number))
+    timeline = timeline_from_api(gh.timeline(number))
+    out = []
+    for _, data in zip(range(limit), gh.workflow_runs(paths.SWEEP_WORKFLOW, branch=pr.head_ref)):
+        run = reuse.run_from_api(data)
+        problem = reuse.check_run(run, reuse.reuse_rules(pinned=True), pr=pr, timeline=timeline, policy=policy,
+                                  workflow_path=f".github/workflows/{paths.SWEEP_WORKFLOW}", source=gh)
+        out.append(UseCandidate(run.id, run.created_at or "", run.head_sha, run.conclusion, problem))
+    return out
 
 
 # ---- matrix -------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""What a plan is computed from, read from the event file and git (shell).
+"""What a plan is computed from, read from the event file (or the PR on GitHub) and git (shell).
 
 Everything comes from git objects, never the working tree: the changelog at the merge base and at
 head, the master configs and runners.yaml at head (and at the base for append-only entries), and the
@@ -16,12 +16,13 @@ Master entries the change does not select are not checked here (`config validate
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 from ci_tools import paths
-from ci_tools.errors import Finding, InputError
+from ci_tools.errors import Finding, InputError, UsageError
 
 if TYPE_CHECKING:  # the gate-only path reads no git: keep the adapter's import off it
     from ci_tools.gitio import Git
@@ -45,6 +46,42 @@ def read_event(path: str, event_name: str | None, run_id: str | None,
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: malformed event file: not JSON ({exc})") from None
     return event_from_payload(payload, event_name, file=path, run_id=run_id, head_message=head_message)
+
+
+_GITHUB_REMOTE = re.compile(r"(?:github\.com[:/])([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+
+
+def repository_of(git: "Git", given: str | None, env: Mapping[str, str]) -> str:
+    """OWNER/NAME of the PR's repository: `--github-repo`, else $GITHUB_REPOSITORY, else the origin remote."""
+    if given or env.get("GITHUB_REPOSITORY"):
+        return given or env["GITHUB_REPOSITORY"]
+    match = _GITHUB_REMOTE.search(git.remote_url("origin") or "")
+    if not match:
+        raise UsageError("cannot tell which GitHub repository the PR is in: pass --github-repo OWNER/NAME "
+                         "(or set GITHUB_REPOSITORY)")
+    return match.group(1)
+
+
+def pull_request_event(gh, number: int, *, run_id: str | None,
+                       head_message: str | None) -> tuple["GateEvent", str | None]:
+    """(the event CI's gate would see on the PR's next push, the PR's base commit), from the PR as GitHub
+    has it now: labels, head, base, draft, fork. A PR object has the webhook payload's shape, so the
+    payload's one reader (`event.event_from_payload`) reads it."""
+    from ci_tools.sweep.event import event_from_payload
+
+    data = gh.pull(number)
+    repository = gh.repo
+    return event_from_payload({"action": "synchronize", "number": number, "pull_request": data}, "pull_request",
+                              file=f"PR #{number} of {repository}", run_id=run_id, head_message=head_message)
+
+
+def require_commit(git: "Git", sha: str, what: str, fetch: str) -> None:
+    """`sha` must be in the clone: plans read everything from git objects."""
+    try:
+        git.rev_parse(sha)
+    except InputError:
+        raise InputError(f"{what} {sha[:12]} is not in this clone; fetch it first: `git fetch origin {fetch}`",
+                         exit_code=2) from None
 
 
 # ---- the policy and the files at head -------------------------------------------------------------

@@ -238,17 +238,34 @@ def _refused_lines(plan) -> list[str]:
     return out
 
 
-def render_json(decision, plan) -> str:
+def render_json(decision, plan, use_candidates=None) -> str:
     if plan is None:
         return json.dumps(decision.as_dict(), indent=2) + "\n"
+    doc = plan.as_dict()
+    if use_candidates is not None:
+        doc["use-candidates"] = [c.as_dict() for c in use_candidates]
     # no indent: json's C encoder only runs without it, and large plans are read by tools (use `jq .`)
-    return json.dumps(plan.as_dict(), ensure_ascii=False) + "\n"
+    return json.dumps(doc, ensure_ascii=False) + "\n"
 
 
-def render_text(decision, plan) -> str:
+def use_candidate_lines(candidates, pr: int | None) -> list[str]:
+    """`plan --pr N`: the PR's sweep runs, newest first, and whether `/use <run_id>` could pin each."""
+    out = ["", f"runs /use could pin (PR #{pr}'s newest completed sweep runs):" if pr else "runs /use could pin:"]
+    if not candidates:
+        return out + ["  none yet: a full sweep of this PR has to run first"]
+    for c in candidates:
+        head = f"run {c.run_id} ({c.conclusion or 'no conclusion'}, {c.head_sha[:12]}, {c.created_at})"
+        out += _wrap(f"  {head}: ", f"/use {c.run_id} pins it" if c.problem is None else f"not usable: {c.problem}")
+    return out
+
+
+def render_text(decision, plan, use_candidates=None, pr: int | None = None) -> str:
     """The plan's table, or for `--gate-only` the verdict and the concurrency group."""
     if plan is not None:
-        return render_table(plan)
+        table = render_table(plan)
+        if use_candidates is None:
+            return table
+        return table + "\n".join(use_candidate_lines(use_candidates, pr)) + "\n"
     verdict = "SWEEP" if decision.sweep else ("ERROR" if decision.error else "NO SWEEP")
     return (f"{verdict}: {decision.reason}\n"
             f"check: {'run' if decision.check else 'skip'}; concurrency group: {decision.concurrency_group}"
