@@ -37,19 +37,27 @@ def _common(f):
         click.option("--no-evals", is_flag=True, help="Throughput rows only, no eval marking."),
         click.option("--evals-only", is_flag=True, help="Only the rows selected for evals."),
         click.option("--all-evals", is_flag=True, help="Expand eval selection (alone: eval rows only)."),
+        click.option("--format", "fmt", type=click.Choice(["json", "github"]), default="json", show_default=True,
+                     help="github: also a step summary (rows per runner and matrix family) in "
+                          "$GITHUB_STEP_SUMMARY."),
     ]
     for opt in reversed(options):
         f = opt(f)
     return f
 
 
-def _run(config_keys, concs, **options) -> None:
+def _run(config_keys, concs, fmt, **options) -> None:
     from ci_tools.sweep.flow import MatrixRequest, matrix_rows
 
     rows = matrix_rows(MatrixRequest(config_keys=config_keys, concs=tuple(concs), **options))
     # one write of the whole ~1 MB line: click.echo's per-call processing is measurable here
     sys.stdout.write(json.dumps(rows) + "\n")
     sys.stdout.flush()
+    if fmt == "github":
+        from ci_tools.github import actions
+        from ci_tools.sweep.render import matrix_summary
+
+        actions.append_step_summary(matrix_summary(rows))
 
 
 @click.group("matrix")

@@ -309,3 +309,32 @@ def render_summary(plan) -> str:
             lines.append(f"- `{r['config-key']}` {r['parallelism']} conc {_conc(r['conc'])} ({r['bucket']}, {kind}): "
                          f"{_line(r['message'])}. Fix: {_line(r['fix'])}")
     return "\n".join(lines) + "\n"
+
+
+def matrix_summary(rows: list[dict]) -> str:
+    """Markdown for `matrix --format github`'s step summary: rows per runner label and matrix family,
+    and how many are marked for evals (the JSON itself goes to stdout, as without --format)."""
+    from ci_tools.sweep.buckets import BENCH_BUCKETS, bench_bucket
+
+    counts: dict[str, dict[str, int]] = {}
+    for row in rows:
+        per = counts.setdefault(str(row.get("runner")), {})
+        bucket = bench_bucket(row)
+        per[bucket] = per.get(bucket, 0) + 1
+        per["evals"] = per.get("evals", 0) + bool(row.get("run-eval"))
+    columns = [b for b in BENCH_BUCKETS if any(b in per for per in counts.values())]
+    columns += sorted({b for per in counts.values() for b in per} - set(BENCH_BUCKETS) - {"evals"})
+    lines = [f"### Benchmark matrix: {len(rows):,} row{'' if len(rows) == 1 else 's'}", ""]
+    if not rows:
+        return "\n".join(lines + ["The filters select no row."]) + "\n"
+    lines += ["| runner | " + " | ".join(columns) + " | marked for evals | total |",
+              "|---|" + "--:|" * (len(columns) + 2)]
+    for runner in sorted(counts):
+        per = counts[runner]
+        total = sum(per.get(c, 0) for c in columns)
+        lines.append(f"| `{runner}` | " + " | ".join(str(per.get(c, 0)) for c in columns)
+                     + f" | {per.get('evals', 0)} | {total} |")
+    if len(counts) > 1:
+        lines.append("| **total** | " + " | ".join(str(sum(p.get(c, 0) for p in counts.values())) for c in columns)
+                     + f" | {sum(p.get('evals', 0) for p in counts.values())} | {len(rows)} |")
+    return "\n".join(lines) + "\n"

@@ -238,6 +238,40 @@ def test_matrix_test_config_pattern(capsys, monkeypatch):
     assert code == 0 and [r["conc"] for r in rows] == [1, 4, 16, 16, 32, 64, 128]
 
 
+def test_matrix_github_format_writes_a_step_summary(capsys, monkeypatch, tmp_path):
+    """#17: `--format github` adds a step summary through github/actions; stdout is the same JSON."""
+    monkeypatch.chdir(REPO)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    args = ["matrix", "test-config", "--config-key", "dsv41flash-*-dspark"]
+    code, out, err = run(capsys, *args, "--format", "github")
+    assert code == 0, err
+    _, plain, _ = run(capsys, *args)
+    assert out == plain
+    rows = json.loads(out)
+    evals = sum(1 for r in rows if r.get("run-eval"))
+    assert summary.read_text() == (
+        f"### Benchmark matrix: {len(rows)} rows\n\n"
+        "| runner | single-node-agentic | marked for evals | total |\n|---|--:|--:|--:|\n"
+        f"| `cluster:gb300-nv` | {len(rows)} | {evals} | {len(rows)} |\n")
+
+
+def test_matrix_summary_counts_every_family_per_runner(shared):
+    from ci_tools.sweep.flow import MatrixRequest, matrix_rows
+    from ci_tools.sweep.render import matrix_summary
+
+    cfg = shared / "corpus" / "inferencex" / "configs"
+    rows = matrix_rows(MatrixRequest(config_files=(str(cfg / "nvidia-master.yaml"), str(cfg / "amd-master.yaml"))))
+    text = matrix_summary(rows)
+    assert text.startswith(f"### Benchmark matrix: {len(rows):,} rows\n")
+    total = text.splitlines()[-1]
+    evals = sum(1 for r in rows if r.get("run-eval"))
+    assert evals and total.startswith("| **total** | ") and total.endswith(f" | {evals} | {len(rows)} |")
+    body = [line for line in text.splitlines()[4:-1]]
+    assert sum(int(line.rsplit("|", 2)[-2]) for line in body) == len(rows)
+    assert matrix_summary([]) == "### Benchmark matrix: 0 rows\n\nThe filters select no row.\n"
+
+
 @pytest.mark.parametrize("args, message", [
     (["test-config", "--config-key", "nope"], "unknown config key(s): 'nope'"),
     (["full-sweep", "--runner-type", "h100"], "invalid runner type(s): h100. Runner labels in"),
