@@ -291,7 +291,7 @@ def dispatch_cmd(event_path, event_name, source_run_id, collect_result, run_id, 
         --collect-result success --format github
     """
     from ci_tools.cli._prbot import results_dispatcher, run_flow
-    from ci_tools.github.flows import results_dispatch
+    from ci_tools.prbot.staging.flow import results_dispatch
 
     source = _run_id(source_run_id, "--source-run-id")
     this_run = _run_id(run_id, "--run-id")

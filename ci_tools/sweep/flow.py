@@ -165,12 +165,12 @@ def use_candidates(gh, number: int, policy, *, limit: int = 10) -> list[UseCandi
     """The PR's newest sweep runs (at most `limit`), each checked by the reuse rules a `/use <run_id>`
     pin is checked by at merge (`reuse.check_run`): which one a maintainer could pin, and why not the others."""
     from ci_tools import paths
-    from ci_tools.github.flows import pr_state
-    from ci_tools.github.timeline import timeline_from_api
-    from ci_tools.policy import reuse
+    from ci_tools.prbot.reuse import decide as reuse
+    from ci_tools.prbot.reuse.flow import pr_state
+    from ci_tools.prbot.shell import load_timeline
 
     pr = pr_state(gh.pull(number))
-    timeline = timeline_from_api(gh.timeline(number))
+    timeline = load_timeline(gh, number)
     out = []
     for _, data in zip(range(limit), gh.workflow_runs(paths.SWEEP_WORKFLOW, branch=pr.head_ref)):
         run = reuse.run_from_api(data)

@@ -8,8 +8,10 @@ import pytest
 from ci_tools.github import GitHub
 from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Event
-from ci_tools.github.flows import handle_comment, resolve_reuse, verify_signoff
-from ci_tools.policy import approval
+from ci_tools.prbot.flow import handle_comment
+from ci_tools.prbot.reuse.flow import resolve_reuse
+from ci_tools.prbot.signoff.flow import verify_signoff
+from ci_tools.prbot.approval import decide as approval
 from gh_scenarios import SHA1, SHA2, authorise, comment_event, lazy, merge, pr_with_sweep, push_event, settings
 from test_gh_commands import dispatcher
 from test_gh_signoff import AMD, setup_pr, signoff_body

@@ -133,7 +133,7 @@ def run_payload(fake, run: dict) -> dict:
 
 def signoff_body(signer: str) -> str:
     from ci_tools import paths
-    from ci_tools.policy import signoff
+    from ci_tools.prbot.signoff import decide as signoff
 
     checklist = signoff.parse_checklist((REPO / paths.REVIEW_CHECKLIST).read_text(), paths.REVIEW_CHECKLIST)
     return "\n".join([signoff.PHRASE + ":"] + [f"- [x] {i}" for i in checklist.items] + ["", f"Signed: @{signer}"])
@@ -143,7 +143,7 @@ def signed_off_pr(fake, number=1, fork=None):
     pr = pr_with_sweep(fake, number, fork=fork)
     fake.pr_files[number] = ["inferencex-e2e/configs/amd-master.yaml"]
     if fork:  # a fork PR's sweep is a trusted one: its own pull_request run never counts (#15)
-        from ci_tools.policy import approval
+        from ci_tools.prbot.approval import decide as approval
 
         fake.add_run(9, head_sha="9" * 40, branch="main", event="workflow_dispatch",
                      path=f".github/workflows/{approval.TRUSTED_WORKFLOW}",
@@ -280,7 +280,7 @@ def status_card_with_the_runs_plan(s):
 
 
 def status_card_of_a_trusted_sweep(s):
-    from ci_tools.policy import approval
+    from ci_tools.prbot.approval import decide as approval
 
     pr_with_sweep(s.fake, 3, fork="someone/bench")
     run = s.fake.add_run(13, head_sha=MERGE, branch="main", event="workflow_dispatch",

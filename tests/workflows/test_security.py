@@ -196,7 +196,7 @@ def test_docs_table_check_catches_drift(tmp_path):
 def test_artifact_names_match_the_code_that_defines_them():
     """Artifact names are defined once in ci_tools; the workflows spell them (GitHub syntax) only here."""
     from ci_tools.paths import REVIEW_ARTIFACT
-    from ci_tools.policy.reuse import CHANGELOG_METADATA
+    from ci_tools.prbot.reuse.decide import CHANGELOG_METADATA
     from ci_tools.runner.layout import COLLECTION_ARTIFACT
 
     names = set()
