@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import InputError
 from ci_tools.github.client import GitHub
 from ci_tools.github.timeline import timeline_from_api
@@ -23,7 +23,7 @@ from ci_tools.prbot import sticky
 from ci_tools.prbot.card.shell import SETTLE_S
 from ci_tools.prbot.models import Timeline
 
-SWEEP_WORKFLOW = paths.SWEEP_WORKFLOW
+SWEEP_WORKFLOW = names.SWEEP_WORKFLOW
 RESULTS_SITE = "https://inferencex.semianalysis.com"
 STAGING_SITE = "https://inferencemax-app-git-staging-semianalysisai.vercel.app"
 RESULTS_REPO = "SemiAnalysisAI/InferenceX-app"

@@ -1,6 +1,6 @@
 """Sweep planning: which GPU work a change runs (`ci-tools plan`, `ci-tools matrix`).
 
-Core (pure; may import `ci_tools.errors`, `ci_tools.paths`, `ci_tools.config`, `ci_tools.changelog`
+Core (pure; may import `ci_tools.errors`, `ci_tools.names`, `ci_tools.config`, `ci_tools.changelog`
 core modules, the YAML parsers and each other; never git, GitHub, click, subprocess or the file
 system):
   labels.py      the label policy (`inferencex-e2e/ci-policy.yaml`) as a `Policy`

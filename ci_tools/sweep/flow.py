@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import InputError, UsageError
 
 
@@ -28,7 +28,7 @@ class PlanRequest:
     event_path: str | None = None
     event_name: str | None = None
     head_message: str | None = None
-    changelog: str = paths.CHANGELOG
+    changelog: str = names.CHANGELOG
     masters: tuple[str, ...] = ()
     runners: str | None = None
     run_id: str | None = None
@@ -164,7 +164,7 @@ class UseCandidate:
 def use_candidates(gh, number: int, policy, *, limit: int = 10) -> list[UseCandidate]:
     """The PR's newest sweep runs (at most `limit`), each checked by the reuse rules a `/use <run_id>`
     pin is checked by at merge (`reuse.check_run`): which one a maintainer could pin, and why not the others."""
-    from ci_tools import paths
+    from ci_tools import names
     from ci_tools.prbot.reuse import decide as reuse
     from ci_tools.prbot.reuse.flow import pr_state
     from ci_tools.prbot.shell import load_timeline
@@ -172,10 +172,10 @@ def use_candidates(gh, number: int, policy, *, limit: int = 10) -> list[UseCandi
     pr = pr_state(gh.pull(number))
     timeline = load_timeline(gh, number)
     out = []
-    for _, data in zip(range(limit), gh.workflow_runs(paths.SWEEP_WORKFLOW, branch=pr.head_ref)):
+    for _, data in zip(range(limit), gh.workflow_runs(names.SWEEP_WORKFLOW, branch=pr.head_ref)):
         run = reuse.run_from_api(data)
         problem = reuse.check_run(run, reuse.reuse_rules(pinned=True), pr=pr, timeline=timeline, policy=policy,
-                                  workflow_path=f".github/workflows/{paths.SWEEP_WORKFLOW}", source=gh)
+                                  workflow_path=f"{names.WORKFLOWS_DIR}/{names.SWEEP_WORKFLOW}", source=gh)
         out.append(UseCandidate(run.id, run.created_at or "", run.head_sha, run.conclusion, problem))
     return out
 
@@ -211,7 +211,8 @@ class MatrixRequest:
 def _read_masters_fast(files: list[Path]):
     """Every master entry without line marks (the hot path). Files outside the plain YAML subset go
     through PyYAML; any problem re-reads everything with marks so the error is located."""
-    from ci_tools.config.masters import merge_master_docs, read_masters
+    from ci_tools.config.load import read_masters
+    from ci_tools.config.masters import merge_master_docs
     from ci_tools.yamlio import YamlDoc, load_data_fast, read_text
 
     try:
@@ -238,7 +239,7 @@ def _resolve_keys(patterns: tuple[str, ...], keys: list[str], files: list[Path])
 
 def matrix_rows(req: MatrixRequest) -> list[dict]:
     """The InferenceX rows of the master files on disk, filtered as the request says."""
-    from ci_tools.config.masters import default_master_paths, read_masters
+    from ci_tools.config.load import default_master_paths, read_masters
     from ci_tools.sweep.matrix import Filters, expand, select_evals
     from ci_tools.yamlio import load_data_fast, read_text
 

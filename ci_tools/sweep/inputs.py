@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Mapping
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import Finding, InputError, UsageError
 
 if TYPE_CHECKING:  # the gate-only path reads no git: keep the adapter's import off it
@@ -104,22 +104,22 @@ def policy_at(git: Git, ref: str) -> tuple[Policy, PolicySource, str | None]:
     from ci_tools.sweep.load import DEFAULT_POLICY_NAME, default_policy
 
     sha = git.rev_parse(ref)
-    blob = git.show(ref, paths.POLICY)  # by the ref name: resolved once already, no second rev-parse
+    blob = git.show(ref, names.POLICY)  # by the ref name: resolved once already, no second rev-parse
     if blob is None:
-        note = f"no {paths.POLICY} at {ref} ({sha[:12]}): the labels mean what {DEFAULT_POLICY_NAME} says"
+        note = f"no {names.POLICY} at {ref} ({sha[:12]}): the labels mean what {DEFAULT_POLICY_NAME} says"
         return default_policy(), PolicySource(None, sha, True), note
-    policy = policy_from_text(blob.decode("utf-8", "replace"), f"{paths.POLICY} at {ref}")
-    return policy, PolicySource(paths.POLICY, sha, False), None
+    policy = policy_from_text(blob.decode("utf-8", "replace"), f"{names.POLICY} at {ref}")
+    return policy, PolicySource(names.POLICY, sha, False), None
 
 
 def _master_paths(git: Git, ref: str, master_paths: list[str]) -> list[str]:
     if master_paths:
         return master_paths
-    found = sorted(p for p in git.ls_files(ref, paths.CONFIGS_DIR)
-                   if p.startswith(paths.CONFIGS_DIR + "/") and p.endswith("-master.yaml")
-                   and "/" not in p[len(paths.CONFIGS_DIR) + 1:])
+    found = sorted(p for p in git.ls_files(ref, names.CONFIGS_DIR)
+                   if p.startswith(names.CONFIGS_DIR + "/") and p.endswith("-master.yaml")
+                   and "/" not in p[len(names.CONFIGS_DIR) + 1:])
     if not found:
-        raise InputError(f"no master configs ({paths.MASTER_GLOB}) at {ref}; pass --master PATH")
+        raise InputError(f"no master configs ({names.MASTER_GLOB}) at {ref}; pass --master PATH")
     return found
 
 

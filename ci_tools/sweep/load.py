@@ -7,10 +7,9 @@ the policy from git instead (`sweep/inputs.py`), at the head being planned.
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 
-from ci_tools import paths
+from ci_tools import names, resources
 from ci_tools.sweep.labels import Policy, policy_from_doc, policy_from_text
 from ci_tools.yamlio import load_yaml_file
 
@@ -20,12 +19,12 @@ DEFAULT_POLICY_NAME = f"ci-tools' default policy (ci_tools/sweep/{DEFAULT_POLICY
 
 def load_policy(root: Path, path: Path | None = None) -> Policy:
     """The policy file of the repository at `root` (or `path`). Shape errors are located InputErrors."""
-    return policy_from_doc(load_yaml_file(path or root / paths.POLICY, str(path or paths.POLICY)))
+    return policy_from_doc(load_yaml_file(path or root / names.POLICY, str(path or names.POLICY)))
 
 
 def default_policy_text() -> str:
     """The text of the policy ci-tools ships, for a repository that has none of its own."""
-    return resources.files("ci_tools.sweep").joinpath(DEFAULT_POLICY_RESOURCE).read_text(encoding="utf-8")
+    return resources.text("ci_tools.sweep", DEFAULT_POLICY_RESOURCE)
 
 
 def default_policy() -> Policy:
@@ -34,6 +33,6 @@ def default_policy() -> Policy:
 
 def load_policy_or_default(root: Path) -> tuple[Policy, str | None]:
     """(policy, note): the working tree's policy file, else the default with a note saying so."""
-    if not (root / paths.POLICY).exists():
-        return default_policy(), f"no {paths.POLICY} in {root}: using {DEFAULT_POLICY_NAME}"
+    if not (root / names.POLICY).exists():
+        return default_policy(), f"no {names.POLICY} in {root}: using {DEFAULT_POLICY_NAME}"
     return load_policy(root), None

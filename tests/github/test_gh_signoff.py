@@ -7,14 +7,14 @@ import re
 
 import pytest
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.prbot.signoff.flow import verify_signoff
 from ci_tools.prbot.signoff import decide as signoff
 from ci_tools.github import GitHub
 from ci_tools.prbot.shell import Lazy
 from gh_scenarios import REPO_ROOT, SHA1, SHA2, comment_event, lazy, pr_event, pr_with_sweep, settings
 
-CHECKLIST = signoff.parse_checklist((REPO_ROOT / paths.REVIEW_CHECKLIST).read_text(), paths.REVIEW_CHECKLIST)
+CHECKLIST = signoff.parse_checklist((REPO_ROOT / names.REVIEW_CHECKLIST).read_text(), names.REVIEW_CHECKLIST)
 AMD = "inferencex-e2e/configs/amd-master.yaml"
 
 
@@ -204,8 +204,8 @@ def test_a_recorded_review_is_read_back_from_the_api_and_verified(fake, tmp_path
     review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev")
     record_review(comment_event(fake, 1, {**review, "created_at": review["submitted_at"]},
                                 kind="pull_request_review"), tmp_path)
-    assert read_review_record(tmp_path / paths.REVIEW_FILE) == (1, review["id"])
-    res = verify_review(review_run_event(fake), settings(), lazy(fake), lazy(fake), tmp_path / paths.REVIEW_FILE)
+    assert read_review_record(tmp_path / names.REVIEW_FILE) == (1, review["id"])
+    res = verify_review(review_run_event(fake), settings(), lazy(fake), lazy(fake), tmp_path / names.REVIEW_FILE)
     assert res.outputs["state"] == "success" and fake.statuses[-1]["_sha"] == SHA1
     assert any(r.endswith(f"/pulls/1/reviews/{review['id']}") for r in fake.requests)
 

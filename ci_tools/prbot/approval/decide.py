@@ -19,13 +19,13 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.sweep.labels import Policy
 
-TRUSTED_WORKFLOW = paths.TRUSTED_WORKFLOW
-# The workflow's `run-name:` spells the same text with `${{ inputs.pr }}` and `${{ inputs.sha }}`
+TRUSTED_WORKFLOW = names.TRUSTED_WORKFLOW
+# The workflow's `run-name:` spells names.TRUSTED_RUN_NAME with `${{ inputs.pr }}` and `${{ inputs.sha }}`
 # (a test keeps them equal); it is how a running sweep of a PR and SHA is found again.
-RUN_NAME = "trusted sweep of PR #{pr} at {sha}"
+RUN_NAME = names.TRUSTED_RUN_NAME
 MIN_SHA = 7
 
 

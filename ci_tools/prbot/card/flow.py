@@ -25,17 +25,17 @@ def results_section(gh: GitHub, run: dict, settings: Settings) -> str | None:
     """The run's collected results against main's (None when the run collected nothing)."""
     from ci_tools.github.baselines import collection_from_zip, main_results
     from ci_tools.results import compare, compare_render
-    from ci_tools.runner import layout
+    from ci_tools import names
 
-    art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == layout.COLLECTION_ARTIFACT
+    art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == names.COLLECTION_ARTIFACT
                 and not a.get("expired")), None)
     if art is None:
         return None
     try:
-        head = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {layout.COLLECTION_ARTIFACT}")
+        head = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {names.COLLECTION_ARTIFACT}")
     except GitHubError as exc:
         # the card is information: say what is missing instead of failing the card job
-        return f"The run's `{layout.COLLECTION_ARTIFACT}` artifact could not be downloaded ({exc})."
+        return f"The run's `{names.COLLECTION_ARTIFACT}` artifact could not be downloaded ({exc})."
     except ValueError as exc:
         return f"The run's results could not be read: {exc}."
     policy = compare.Policy.from_mapping(settings.policy.compare)

@@ -31,20 +31,19 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Callable, Iterable, Iterator, Protocol
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.evals import gate as eval_gate
 from ci_tools.sweep.labels import Policy
 from ci_tools.prbot import messages
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, parse
 from ci_tools.prbot.models import Comment, LabelEvent, Timeline, WorkflowRun, run_from_json
-from ci_tools.runner import layout
 
-# A reusable run has its run-level collection (named once, in ci_tools.runner.layout) or, for runs
+# A reusable run has its run-level collection (named once, in ci_tools.names) or, for runs
 # made by InferenceX's workflows before the switch, their eval collection or an AgentX result.
-RESULT_ARTIFACTS = frozenset({layout.COLLECTION_ARTIFACT, "eval_results_all"})
+RESULT_ARTIFACTS = frozenset({names.COLLECTION_ARTIFACT, "eval_results_all"})
 RESULT_ARTIFACT_PREFIX = "bmk_agentic_"
-CHANGELOG_METADATA = "changelog-metadata"
+CHANGELOG_METADATA = names.CHANGELOG_METADATA
 
 
 class Source(Protocol):
@@ -156,7 +155,7 @@ def has_results(names: set[str]) -> bool:
 
 
 def benchmark_inputs(files: Iterable[str]) -> list[str]:
-    return sorted(f for f in files if f.startswith(paths.BENCHMARK_INPUT_PREFIXES) or f == paths.CHANGELOG)
+    return sorted(f for f in files if f.startswith(names.BENCHMARK_INPUT_PREFIXES) or f == names.CHANGELOG)
 
 
 @dataclass(frozen=True)
@@ -407,7 +406,7 @@ def changed_inputs(diff: dict, source: Source, base: str, head: str) -> list[str
     if len(files) < COMPARE_FILE_LIMIT:
         return benchmark_inputs(files)
     before, after = source.top_level_tree(base), source.top_level_tree(head)
-    folders = [p.rstrip("/") for p in paths.BENCHMARK_INPUT_PREFIXES]
+    folders = [p.rstrip("/") for p in names.BENCHMARK_INPUT_PREFIXES]
     return [f"{name}/ (the comparison lists only its first {COMPARE_FILE_LIMIT} files; the folder's tree differs)"
             for name in folders if before.get(name) != after.get(name)]
 

@@ -6,7 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import InputError, UsageError
 from ci_tools.github.client import GitHubError, TeamUnreadable
 from ci_tools.github.events import Comment, Event, PullRequest
@@ -48,9 +48,9 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     if data.get("state") != "open":
         res.messages.append(f"PR #{pr} is {data.get('state')}: sign-offs are verified on open PRs only")
         return res
-    checklist = signoff.parse_checklist(read_repo_file(settings.repo_root, paths.REVIEW_CHECKLIST),
-                                        paths.REVIEW_CHECKLIST)
-    codeowners = read_repo_file(settings.repo_root, paths.CODEOWNERS)
+    checklist = signoff.parse_checklist(read_repo_file(settings.repo_root, names.REVIEW_CHECKLIST),
+                                        names.REVIEW_CHECKLIST)
+    codeowners = read_repo_file(settings.repo_root, names.CODEOWNERS)
     files = client.pull_files(pr)
     tl = load_timeline(client, pr)
     sel = reuse.select_run(reuse.reuse_rules(False), pinned=None, pr=prs, timeline=tl, policy=settings.policy,
@@ -109,9 +109,9 @@ def record_review(event: Event, out_dir: Path) -> Result:
         raise InputError("the pull_request_review payload names no pull request or review")
     out_dir.mkdir(parents=True, exist_ok=True)
     record = {"pr": event.pr_number, "review": event.comment.id}
-    (out_dir / paths.REVIEW_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
+    (out_dir / names.REVIEW_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
     return Result(outputs={"pr": str(record["pr"]), "review": str(record["review"])},
-                  messages=[f"recorded review {record['review']} of PR #{record['pr']} for {paths.REVIEW_VERIFY_WORKFLOW}"])
+                  messages=[f"recorded review {record['review']} of PR #{record['pr']} for {names.REVIEW_VERIFY_WORKFLOW}"])
 
 
 def read_review_record(path: Path) -> tuple[int, int]:
@@ -120,7 +120,7 @@ def read_review_record(path: Path) -> tuple[int, int]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: not a review record ({exc}); is the {paths.REVIEW_ARTIFACT} artifact "
+        raise InputError(f"{path}: not a review record ({exc}); is the {names.REVIEW_ARTIFACT} artifact "
                          "downloaded there?") from None
     if not isinstance(data, dict) or sorted(data) != ["pr", "review"] or not all(
             isinstance(data[k], int) and not isinstance(data[k], bool) and data[k] > 0 for k in data):
@@ -132,9 +132,9 @@ def verify_review(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None
     """The trusted phase: the workflow_run of a finished record run; the review is read from the API."""
     if event.name != "workflow_run" or event.workflow_run is None:
         raise UsageError(f"`signoff verify --review-file` takes the workflow_run event of "
-                         f"{paths.REVIEW_RECORD_WORKFLOW}, not {event.name}")
+                         f"{names.REVIEW_RECORD_WORKFLOW}, not {event.name}")
     wr = event.workflow_run
-    expected = f"{paths.WORKFLOWS_DIR}/{paths.REVIEW_RECORD_WORKFLOW}"
+    expected = f"{names.WORKFLOWS_DIR}/{names.REVIEW_RECORD_WORKFLOW}"
     if wr.path.split("@")[0] != expected or wr.event != "pull_request_review" or wr.conclusion != "success":
         return Result(outputs={"proceed": "false", "state": "", "signer": "", "head-sha": ""},
                       messages=[f"run {wr.id} is not a successful {expected} run of a review: nothing to verify"])

@@ -1,24 +1,66 @@
-"""Names of everything a runner job writes, defined once (the collectors and workflows import these).
+"""Every name the repository, the workflows and the jobs agree on, defined once.
 
-Job directory (`runner run --out DIR`):
-
-    DIR/job.json                    the resolved job: row, recipe point, commands, environment
-    DIR/commands.txt                the exact commands, as `--dry-run` prints them
-    DIR/server.log                  engine stdout+stderr (router.log for DEP points)
-    DIR/client.log                  AIPerf stdout+stderr
-    DIR/status.json                 how the job ended: {"ok", "phase", "reason", "exit_code", ...}
-    DIR/node_check.txt              the pre-run node check's output
-    DIR/gpu_telemetry.csv           nvidia-smi samples (power, clocks, memory, utilisation) of the job
-    DIR/aiperf_artifacts/           AIPerf's --artifact-dir (profile_export.jsonl, ..._aiperf.json)
-    DIR/result.json                 written by `results process DIR`
-    DIR/evals/                      eval jobs: results_conc<N>.json per concurrency, meta_env.json, logs
-    DIR/eval_result.json            eval jobs: written by `results process DIR`
-
-GitHub artifact names per job are `<kind>_<result-filename>`; the run-level collection is
-`results_bmk` holding `results.json`.
+Repository paths, workflow files, run names, artifact names and the files of a runner job. A leaf:
+imports nothing from ci_tools (anything may import it). The workflows spell some of these names in
+GitHub syntax; `tests/workflows/test_security.py` checks each spelling against this module.
 """
 
 from __future__ import annotations
+
+# --- repository paths ------------------------------------------------------------------------------
+E2E_DIR = "inferencex-e2e"
+CHANGELOG = f"{E2E_DIR}/perf-changelog.yaml"
+CONFIGS_DIR = f"{E2E_DIR}/configs"
+MASTER_GLOB = f"{CONFIGS_DIR}/*-master.yaml"
+RUNNERS = f"{CONFIGS_DIR}/runners.yaml"
+POLICY = f"{E2E_DIR}/ci-policy.yaml"
+EVAL_THRESHOLDS = f"{E2E_DIR}/eval-thresholds.yaml"  # minimum eval scores (model prefix -> task)
+RECIPES_DIR = "recipes"
+CODEOWNERS = ".github/CODEOWNERS"
+REVIEW_CHECKLIST = "docs/PR_REVIEW_CHECKLIST.md"
+
+# Paths whose change after a sweep's head commit makes that sweep's results stale (reuse must refuse).
+BENCHMARK_INPUT_PREFIXES = (f"{E2E_DIR}/", f"{RECIPES_DIR}/")
+
+# Workflow files, by the file name GitHub's REST API takes as a workflow id.
+WORKFLOWS_DIR = ".github/workflows"
+SWEEP_WORKFLOW = "run-sweep.yml"        # PR and push sweeps; `/use` pins its runs
+TRUSTED_WORKFLOW = "trusted-sweep.yml"  # maintainer-approved sweeps of a fork PR's SHA
+# Sign-offs posted as reviews, in two phases (a fork's pull_request_review run has a read-only token):
+REVIEW_RECORD_WORKFLOW = "signoff-review.yml"          # untrusted: records which review to check
+REVIEW_VERIFY_WORKFLOW = "signoff-review-verify.yml"   # workflow_run, trusted: verifies it and posts
+REVIEW_ARTIFACT = "signoff-review"                     # the record, one JSON file
+REVIEW_FILE = "review.json"
+
+# --- run names and run-level artifacts ------------------------------------------------------------
+# The trusted sweep's `run-name:` spells the same text with `${{ inputs.pr }}` and `${{ inputs.sha }}`
+# (ci_tools.policy.approval formats and parses it).
+TRUSTED_RUN_NAME = "trusted sweep of PR #{pr} at {sha}"
+CHANGELOG_METADATA = "changelog-metadata"   # the sweep's plan (PLAN_JSON); `/use` and ingest need it
+REUSED_RUN_ARTIFACT = "reused-run"          # a push reusing a pinned `/use` run: that run's artifacts, re-uploaded
+# Canary release: each passed canary job uploads `canary-passed-<job index>` holding one file,
+# CANARY_FAMILY_MARKER, whose line is the hardware family the canary released.
+CANARY_PASSED_PREFIX = "canary-passed-"
+CANARY_PASSED_PATTERN = CANARY_PASSED_PREFIX + "*"
+CANARY_FAMILY_MARKER = "family"
+
+# --- runner jobs ----------------------------------------------------------------------------------
+# Job directory (`runner run --out DIR`):
+#
+#   DIR/job.json                    the resolved job: row, recipe point, commands, environment
+#   DIR/commands.txt                the exact commands, as `--dry-run` prints them
+#   DIR/server.log                  engine stdout+stderr (router.log for DEP points)
+#   DIR/client.log                  AIPerf stdout+stderr
+#   DIR/status.json                 how the job ended: {"ok", "phase", "reason", "exit_code", ...}
+#   DIR/node_check.txt              the pre-run node check's output
+#   DIR/gpu_telemetry.csv           nvidia-smi samples (power, clocks, memory, utilisation) of the job
+#   DIR/aiperf_artifacts/           AIPerf's --artifact-dir (profile_export.jsonl, ..._aiperf.json)
+#   DIR/result.json                 written by `results process DIR`
+#   DIR/evals/                      eval jobs: results_conc<N>.json per concurrency, meta_env.json, logs
+#   DIR/eval_result.json            eval jobs: written by `results process DIR`
+#
+# GitHub artifact names per job are `<kind>_<result-filename>`; the run-level collection is
+# `results_bmk` holding `results.json`.
 
 JOB_JSON = "job.json"
 COMMANDS_TXT = "commands.txt"
