@@ -11,6 +11,9 @@ import sys
 
 import click
 
+# What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
+GITHUB_OUTPUTS = {"matrix full-sweep": ("matrix", "rows"), "matrix test-config": ("matrix", "rows")}
+
 
 def _common(f):
     options = [
@@ -37,9 +40,9 @@ def _common(f):
         click.option("--no-evals", is_flag=True, help="Throughput rows only, no eval marking."),
         click.option("--evals-only", is_flag=True, help="Only the rows selected for evals."),
         click.option("--all-evals", is_flag=True, help="Expand eval selection (alone: eval rows only)."),
-        click.option("--format", "fmt", type=click.Choice(["json", "github"]), default="json", show_default=True,
-                     help="github: also a step summary (rows per runner and matrix family) in "
-                          "$GITHUB_STEP_SUMMARY."),
+        click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
+                     show_default=True, help="text: one line per row; json: InferenceX's JSON array of rows; "
+                                             "github: the array as step output `matrix`, the count in the summary."),
     ]
     for opt in reversed(options):
         f = opt(f)
@@ -50,13 +53,20 @@ def _run(config_keys, concs, fmt, **options) -> None:
     from ci_tools.sweep.flow import MatrixRequest, matrix_rows
 
     rows = matrix_rows(MatrixRequest(config_keys=config_keys, concs=tuple(concs), **options))
+    if fmt == "text":
+        from ci_tools.sweep.render import matrix_text
+
+        click.echo(matrix_text(rows), nl=False)
+        return
     # one write of the whole ~1 MB line: click.echo's per-call processing is measurable here
-    sys.stdout.write(json.dumps(rows) + "\n")
+    text = json.dumps(rows)
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
     if fmt == "github":
         from ci_tools.github import actions
         from ci_tools.sweep.render import matrix_summary
 
+        actions.append_outputs({"matrix": text, "rows": str(len(rows))})
         actions.append_step_summary(matrix_summary(rows))
 
 

@@ -311,6 +311,28 @@ def render_summary(plan) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _row_line(row: dict) -> str:
+    """One row for people: what runs where, at which sizes."""
+    def size(part: dict) -> str:
+        return f"tp{part.get('tp')} ep{part.get('ep')}" + (" dp-attn" if part.get("dp-attn") else "")
+
+    if "prefill" in row or "decode" in row:
+        shape = (f"prefill {row.get('prefill', {}).get('num-worker')}x({size(row.get('prefill') or {})}) "
+                 f"decode {row.get('decode', {}).get('num-worker')}x({size(row.get('decode') or {})})")
+    else:
+        shape = size(row)
+    seq = row.get("scenario-type") or f"{row.get('isl')}/{row.get('osl')}"
+    conc = row.get("conc")
+    conc = ",".join(map(str, conc)) if isinstance(conc, list) else conc
+    return (f"{row.get('exp-name')} {row.get('precision')} {row.get('framework')} on {row.get('runner')}: "
+            f"{seq} {shape} conc {conc}" + (" +eval" if row.get("run-eval") else ""))
+
+
+def matrix_text(rows: list[dict]) -> str:
+    """`matrix --format text`: one line per row, then the count."""
+    return "".join(_row_line(r) + "\n" for r in rows) + f"{len(rows)} row(s)\n"
+
+
 def matrix_summary(rows: list[dict]) -> str:
     """Markdown for `matrix --format github`'s step summary: rows per runner label and matrix family,
     and how many are marked for evals (the JSON itself goes to stdout, as without --format)."""
@@ -324,7 +346,7 @@ def matrix_summary(rows: list[dict]) -> str:
         per["evals"] = per.get("evals", 0) + bool(row.get("run-eval"))
     columns = [b for b in BENCH_BUCKETS if any(b in per for per in counts.values())]
     columns += sorted({b for per in counts.values() for b in per} - set(BENCH_BUCKETS) - {"evals"})
-    lines = [f"### Benchmark matrix: {len(rows):,} row{'' if len(rows) == 1 else 's'}", ""]
+    lines = [f"### matrix: {len(rows)} row(s)", ""]
     if not rows:
         return "\n".join(lines + ["The filters select no row."]) + "\n"
     lines += ["| runner | " + " | ".join(columns) + " | marked for evals | total |",

@@ -184,7 +184,7 @@ def test_malformed_event_file(capsys, demo_repo, tmp_path, content, message):
 
 def test_missing_event_file(capsys, demo_repo, tmp_path):
     code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--event-path", str(tmp_path / "nope.json"))
-    assert code == 1 and "nope.json" in err
+    assert code == 2 and "nope.json" in err  # a missing input
 
 
 def _commit_entry(repo, key):
@@ -226,32 +226,35 @@ def test_skip_sweep_in_head_commit(capsys, demo_repo):
 def test_matrix_full_sweep_corpus_bytes(capsys, shared):
     cfg = shared / "corpus" / "inferencex" / "configs"
     code, out, err = run(capsys, "matrix", "full-sweep", "--no-evals", "--config-file", str(cfg / "nvidia-master.yaml"),
-                         "--config-file", str(cfg / "amd-master.yaml"))
+                         "--config-file", str(cfg / "amd-master.yaml"), "--format", "json")
     assert code == 0, err
     assert len(out.encode()) == 1_030_702 and len(json.loads(out)) == 1820
 
 
 def test_matrix_test_config_pattern(capsys, monkeypatch):
     monkeypatch.chdir(REPO)
-    code, out, _ = run(capsys, "matrix", "test-config", "--config-key", "dsv41flash-*-dspark", "--no-evals")
+    code, out, _ = run(capsys, "matrix", "test-config", "--config-key", "dsv41flash-*-dspark", "--no-evals",
+                         "--format", "json")
     rows = json.loads(out)
     assert code == 0 and [r["conc"] for r in rows] == [1, 4, 16, 16, 32, 64, 128]
 
 
 def test_matrix_github_format_writes_a_step_summary(capsys, monkeypatch, tmp_path):
-    """#17: `--format github` adds a step summary through github/actions; stdout is the same JSON."""
+    """#17: `--format github` adds a step summary (rows per runner and family) through github/actions;
+    stdout is the same JSON as `--format json`."""
     monkeypatch.chdir(REPO)
     summary = tmp_path / "summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
     args = ["matrix", "test-config", "--config-key", "dsv41flash-*-dspark"]
     code, out, err = run(capsys, *args, "--format", "github")
     assert code == 0, err
-    _, plain, _ = run(capsys, *args)
+    _, plain, _ = run(capsys, *args, "--format", "json")
     assert out == plain
     rows = json.loads(out)
     evals = sum(1 for r in rows if r.get("run-eval"))
     assert summary.read_text() == (
-        f"### Benchmark matrix: {len(rows)} rows\n\n"
+        f"### matrix: {len(rows)} row(s)\n\n"
         "| runner | single-node-agentic | marked for evals | total |\n|---|--:|--:|--:|\n"
         f"| `cluster:gb300-nv` | {len(rows)} | {evals} | {len(rows)} |\n")
 
@@ -263,13 +266,13 @@ def test_matrix_summary_counts_every_family_per_runner(shared):
     cfg = shared / "corpus" / "inferencex" / "configs"
     rows = matrix_rows(MatrixRequest(config_files=(str(cfg / "nvidia-master.yaml"), str(cfg / "amd-master.yaml"))))
     text = matrix_summary(rows)
-    assert text.startswith(f"### Benchmark matrix: {len(rows):,} rows\n")
+    assert text.startswith(f"### matrix: {len(rows)} row(s)\n")
     total = text.splitlines()[-1]
     evals = sum(1 for r in rows if r.get("run-eval"))
     assert evals and total.startswith("| **total** | ") and total.endswith(f" | {evals} | {len(rows)} |")
     body = [line for line in text.splitlines()[4:-1]]
     assert sum(int(line.rsplit("|", 2)[-2]) for line in body) == len(rows)
-    assert matrix_summary([]) == "### Benchmark matrix: 0 rows\n\nThe filters select no row.\n"
+    assert matrix_summary([]) == "### matrix: 0 row(s)\n\nThe filters select no row.\n"
 
 
 @pytest.mark.parametrize("args, message", [
