@@ -165,15 +165,15 @@ def use_candidates(gh, number: int, policy, *, limit: int = 10) -> list[UseCandi
     """The PR's newest sweep runs (at most `limit`), each checked by the reuse rules a `/use <run_id>`
     pin is checked by at merge (`reuse.check_run`): which one a maintainer could pin, and why not the others."""
     from ci_tools import names
+    from ci_tools.prbot import context
     from ci_tools.prbot.reuse import decide as reuse
-    from ci_tools.prbot.reuse.flow import pr_state
     from ci_tools.prbot.shell import load_timeline
 
-    pr = pr_state(gh.pull(number))
+    pr = context.of(gh.pull_request(number))
     timeline = load_timeline(gh, number)
     out = []
-    for _, data in zip(range(limit), gh.workflow_runs(names.SWEEP_WORKFLOW, branch=pr.head_ref)):
-        run = reuse.run_from_api(data)
+    for _, listed in zip(range(limit), gh.runs(names.SWEEP_WORKFLOW, branch=pr.head_ref)):
+        run = reuse.sweep_run(listed)
         problem = reuse.check_run(run, reuse.reuse_rules(pinned=True), pr=pr, timeline=timeline, policy=policy,
                                   workflow_path=f"{names.WORKFLOWS_DIR}/{names.SWEEP_WORKFLOW}", source=gh)
         out.append(UseCandidate(run.id, run.created_at or "", run.head_sha, run.conclusion, problem))

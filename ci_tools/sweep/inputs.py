@@ -66,14 +66,13 @@ def repository_of(git: "Git", given: str | None, env: Mapping[str, str]) -> str:
 def pull_request_event(gh, number: int, *, run_id: str | None,
                        head_message: str | None) -> tuple["GateEvent", str | None]:
     """(the event CI's gate would see on the PR's next push, the PR's base commit), from the PR as GitHub
-    has it now: labels, head, base, draft, fork. A PR object has the webhook payload's shape, so the
-    payload's one reader (`event.event_from_payload`) reads it."""
-    from ci_tools.sweep.event import event_from_payload
+    has it now (the client's typed `PullRequest`: labels, head, base, draft, and the one fork rule)."""
+    from ci_tools.sweep.gate import GateEvent
 
-    data = gh.pull(number)
-    repository = gh.repo
-    return event_from_payload({"action": "synchronize", "number": number, "pull_request": data}, "pull_request",
-                              file=f"PR #{number} of {repository}", run_id=run_id, head_message=head_message)
+    pr = gh.pull_request(number)
+    return GateEvent(name="pull_request", action="synchronize", labels=tuple(pr.labels), draft=pr.draft,
+                     fork=pr.fork, head_message=head_message, pr_number=pr.number, sha=pr.head_sha,
+                     run_id=run_id), pr.base_sha or None
 
 
 def require_commit(git: "Git", sha: str, what: str, fetch: str) -> None:
