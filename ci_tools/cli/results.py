@@ -211,7 +211,7 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
     """
     from ci_tools.results import pareto, render
     from ci_tools.results.load import load_points
-    from ci_tools.yamlio import read_text
+    from ci_tools.yaml.load import read_text
 
     points = load_points(input_path)
     analysis = pareto.analyse(points)

@@ -15,7 +15,7 @@ from ci_tools import names
 from ci_tools.config import crossfile, rules, schemas
 from ci_tools.config.crossfile import Change, Entry, Recipe
 from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc
+from ci_tools.yaml.located import YamlDoc
 
 
 @dataclass

@@ -62,7 +62,7 @@ class PreparedJob:
 
 
 def load_row(path: Path) -> dict:
-    from ci_tools.yamlio import read_text
+    from ci_tools.yaml.load import read_text
 
     try:
         row = json.loads(read_text(path))
@@ -140,7 +140,7 @@ def gpu_list(gpus: str | None) -> list[str] | None:
 def eval_policy(row: dict, root: Path):
     """The policy's `evals:` section, for eval rows only (other rows run without a policy file)."""
     from ci_tools.evals.policy import is_eval_row, policy_from_doc
-    from ci_tools.yamlio import load_yaml_file
+    from ci_tools.yaml.load import load_yaml_file
 
     if not is_eval_row(row):
         return None

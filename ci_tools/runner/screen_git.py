@@ -18,7 +18,7 @@ from ci_tools.errors import InputError
 def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict[str, object]:
     """recipe path -> loaded `Recipe`, or the reason it cannot be read, for every entry's `recipe:`."""
     from ci_tools.config.recipe import Recipe
-    from ci_tools.yamlio import load_yaml_text
+    from ci_tools.yaml.located import load_yaml_text
 
     wanted = sorted({e["recipe"] for e in entries.values()
                      if isinstance(e, Mapping) and isinstance(e.get("recipe"), str)})
@@ -61,7 +61,7 @@ def evals_at(git, head: str):
     from ci_tools import names
     from ci_tools.errors import InputError
     from ci_tools.evals.policy import policy_from_doc
-    from ci_tools.yamlio import load_yaml_text
+    from ci_tools.yaml.located import load_yaml_text
 
     blob = git.show(head, names.POLICY)
     if blob is None:

@@ -209,16 +209,14 @@ class MatrixRequest:
 
 
 def _read_masters_fast(files: list[Path]):
-    """Every master entry without line marks (the hot path). Files outside the plain YAML subset go
-    through PyYAML; any problem re-reads everything with marks so the error is located."""
-    from ci_tools.config.load import read_masters
-    from ci_tools.config.masters import merge_master_docs
-    from ci_tools.yamlio import YamlDoc, load_data_fast, read_text
+    """Every master entry without line marks (the hot path), through the same reader as `plan`
+    (`MasterIndex`); a problem is reported with its line all the same."""
+    from ci_tools.config.masters import MasterIndex
+    from ci_tools.yaml.load import read_text
 
-    try:
-        return merge_master_docs([YamlDoc(str(f), load_data_fast(read_text(f), str(f))) for f in files])
-    except InputError:
-        return read_masters(files)
+    # every entry is wanted: each file parsed whole, once (no per-entry split)
+    index = MasterIndex([(str(f), read_text(f).encode("utf-8")) for f in files], fast=False, marks=False)
+    return index.full()
 
 
 def _resolve_keys(patterns: tuple[str, ...], keys: list[str], files: list[Path]) -> list[str]:
@@ -241,7 +239,8 @@ def matrix_rows(req: MatrixRequest) -> list[dict]:
     """The InferenceX rows of the master files on disk, filtered as the request says."""
     from ci_tools.config.load import default_master_paths, read_masters
     from ci_tools.sweep.matrix import Filters, expand, select_evals
-    from ci_tools.yamlio import load_data_fast, read_text
+    from ci_tools.yaml.fast import load_data_fast
+    from ci_tools.yaml.load import read_text
 
     if req.no_evals and (req.evals_only or req.all_evals):
         raise UsageError("--no-evals cannot be combined with --evals-only or --all-evals")

@@ -124,7 +124,7 @@ def _master_paths(git: Git, ref: str, master_paths: list[str]) -> list[str]:
 
 
 def _runners_doc(blob: bytes | None, name: str):
-    from ci_tools.yamlio import load_yaml_text
+    from ci_tools.yaml.located import load_yaml_text
 
     if blob is None:
         return None

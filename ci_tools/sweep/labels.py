@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ci_tools.errors import InputError
-from ci_tools.yamlio import YamlDoc
+from ci_tools.yaml.located import YamlDoc
 
 
 @dataclass(frozen=True)
@@ -104,6 +104,6 @@ def policy_from_doc(doc: YamlDoc) -> Policy:
 
 def policy_from_text(text: str, file: str) -> Policy:
     """A policy file's contents (e.g. read from a git object), named `file` in messages."""
-    from ci_tools.yamlio import load_yaml_text
+    from ci_tools.yaml.located import load_yaml_text
 
     return policy_from_doc(load_yaml_text(text, file))

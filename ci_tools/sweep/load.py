@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ci_tools import names, resources
 from ci_tools.sweep.labels import Policy, policy_from_doc, policy_from_text
-from ci_tools.yamlio import load_yaml_file
+from ci_tools.yaml.load import load_yaml_file
 
 DEFAULT_POLICY_RESOURCE = "default-ci-policy.yaml"  # in this package: ci_tools/sweep/
 DEFAULT_POLICY_NAME = f"ci-tools' default policy (ci_tools/sweep/{DEFAULT_POLICY_RESOURCE})"

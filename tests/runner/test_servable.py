@@ -12,7 +12,7 @@ from ci_tools.config.load import load_recipe
 from ci_tools.sweep.matrix import Filters, expand, select_evals
 from ci_tools.evals.policy import policy_from_doc
 from ci_tools.runner.servable import PENDING_RULES, Context, refusals
-from ci_tools.yamlio import load_yaml_file
+from ci_tools.yaml.load import load_yaml_file
 
 from runner_support import REPO, SEED_KEY, seed_rows
 
@@ -147,7 +147,7 @@ def test_every_row_the_plan_emits_for_all_four_configs_is_accepted_by_runner_run
     entry = PlanEntry(0, 1, {"config-keys": keys, "description": ["x"], "pr-link": "l"}, keys)
     decision = decide(GateEvent("local", labels=("full-sweep-fail-fast",)), policy, appends_entry=True)
     from ci_tools.evals.policy import policy_from_doc
-    from ci_tools.yamlio import load_yaml_file
+    from ci_tools.yaml.load import load_yaml_file
 
     evals = policy_from_doc(load_yaml_file(REPO / "inferencex-e2e" / "ci-policy.yaml"))
     plan = plan_sweep(decision, [entry], Masters(MASTERS, HARDWARE), policy,

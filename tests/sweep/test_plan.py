@@ -448,7 +448,7 @@ def _screen(masters: Masters):
     from ci_tools.runner.servable import screen_for
 
     from ci_tools.evals.policy import policy_from_doc
-    from ci_tools.yamlio import load_yaml_file
+    from ci_tools.yaml.load import load_yaml_file
 
     recipes = {e["recipe"]: load_recipe(REPO / e["recipe"], e["recipe"]) for e in masters.entries.values()
                if e.get("recipe")}
