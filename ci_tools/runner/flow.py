@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ci_tools import names
 from ci_tools.errors import InputError, UsageError
+from ci_tools.runner.digest import Digest
 
 
 @dataclass(frozen=True)
@@ -336,6 +337,13 @@ class DigestReport:
     messages: list[str]          # requests made, whether Slack was posted to
 
 
+def digest_outputs(d: Digest) -> dict[str, str]:
+    """`runner digest`'s step outputs (names in cli/runner.py GITHUB_OUTPUTS)."""
+    return {"offline": str(len(d.offline)), "missing": str(len(d.missing)), "busy": str(len(d.busy)),
+            "total": str(d.registered), "down-labels": ",".join(d.down_labels),
+            "healthy": "true" if not (d.offline or d.missing) else "false"}
+
+
 def digest(repo: str, runners_path: Path | None, root: Path, date: str | None) -> DigestReport:
     """List the repository's runners, compare them with runners.yaml, post to Slack when one is down."""
     from ci_tools.config.load import read_runners
@@ -362,4 +370,4 @@ def digest(repo: str, runners_path: Path | None, root: Path, date: str | None) -
 
         post(webhook, markdown)
         messages.append("posted to Slack")
-    return DigestReport(outputs=d.outputs(), markdown=markdown, messages=messages)
+    return DigestReport(outputs=digest_outputs(d), markdown=markdown, messages=messages)
