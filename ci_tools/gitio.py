@@ -86,18 +86,23 @@ class Git:
         """Record that the commit id `sha` names itself (e.g. a merge base): no rev-parse for it later."""
         self._commits.setdefault(sha, sha)
 
-    def commit_message(self, ref: str) -> str | None:
-        """The full message of the commit `ref` names; None when git cannot show it."""
-        proc = self._run("log", "-1", "--format=%B", self.rev_parse(ref), check=False)
-        return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
-
     def merge_base(self, a: str, b: str) -> str:
         ca, cb = self.rev_parse(a), self.rev_parse(b)
         proc = self._run("merge-base", ca, cb, check=False)
         if proc.returncode != 0:
             raise InputError(f"{a!r} and {b!r} have no common ancestor (is the clone shallow? use fetch-depth: 0)",
                              exit_code=2)
-        return proc.stdout.decode().strip()
+        sha = proc.stdout.decode().strip()
+        self._commits.setdefault(sha, sha)   # a commit id names itself: later lookups need no rev-parse
+        return sha
+
+    def commit_message(self, ref: str) -> str | None:
+        """The full message of the commit `ref` names; None when git cannot show it."""
+        try:
+            proc = self._run("log", "-1", "--format=%B", self.rev_parse(ref), check=False)
+        except InputError:
+            return None
+        return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
 
     # -- contents ---------------------------------------------------------------------------------
     def show(self, ref: str, path: str) -> bytes | None:

@@ -212,7 +212,7 @@ def servability(valid: list[Entry], recipes: dict[str, Recipe], hardware: dict, 
     """Touched entries: every benchmark row they expand to must be one a runner serves
     (ci_tools/runner/servable.py, the same decision `plan` makes), else an error at the entry."""
     from ci_tools.config.recipe import Recipe as LoadedRecipe
-    from ci_tools.policy.matrix import Filters, expand
+    from ci_tools.sweep.matrix import Filters, expand
     from ci_tools.runner.servable import Context, refusals
 
     out: list[Finding] = []

@@ -21,7 +21,7 @@ class Report:
 
 
 def load_policy(path: Path | None) -> compare.Policy:
-    from ci_tools.policy.labels import load_policy as load_labels
+    from ci_tools.sweep.load import load_policy as load_labels
 
     if path is None:
         default = Path(names.POLICY)

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from ci_tools.policy.labels import Policy
+from ci_tools.sweep.labels import Policy
 from ci_tools import names
 
 DISPATCH_EVENT = "stage-results"
