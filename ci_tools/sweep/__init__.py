@@ -12,7 +12,7 @@ system):
   plan.py        the typed `Plan` from the gate decision, the appended entries and the masters
   render.py      a plan (or gate decision) as a table, JSON, GitHub outputs and step summary
 Shell (reads files, git, the event):
-  load.py        the policy from the working tree or the shipped default (default-ci-policy.yaml)
+  load.py        the policy from the working tree or the default (this repository's policy file, built into the package)
   inputs.py      event file + git + masters -> what `plan.plan_sweep` needs
   flow.py        `plan` and `matrix`: inputs -> decisions -> a plan, for the CLI to render
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ci_tools import names, resources
+from ci_tools.errors import Finding, InputError
 from ci_tools.sweep.labels import Policy, policy_from_doc, policy_from_text
 from ci_tools.yaml.load import load_yaml_file
 
@@ -22,9 +23,24 @@ def load_policy(root: Path, path: Path | None = None) -> Policy:
     return policy_from_doc(load_yaml_file(path or root / names.POLICY, str(path or names.POLICY)))
 
 
+# ci-tools' default policy is the ci-tools repository's own inferencex-e2e/ci-policy.yaml: one file, no
+# copy to keep in step. An installed package carries it (setup.py writes it into the wheel); a checkout
+# or an editable install, which has no built copy, reads the repository file itself.
+CHECKOUT_POLICY = Path(__file__).resolve().parents[2] / names.POLICY
+
+
 def default_policy_text() -> str:
     """The text of the policy ci-tools ships, for a repository that has none of its own."""
-    return resources.text("ci_tools.sweep", DEFAULT_POLICY_RESOURCE)
+    try:
+        return resources.text("ci_tools.sweep", DEFAULT_POLICY_RESOURCE)
+    except FileNotFoundError:
+        pass
+    if CHECKOUT_POLICY.is_file():
+        return CHECKOUT_POLICY.read_text(encoding="utf-8")
+    raise InputError(f"{DEFAULT_POLICY_NAME} is missing from this installation of ci-tools",
+                     findings=[Finding(DEFAULT_POLICY_NAME, None, None, "the package has no default policy",
+                                       "reinstall ci-tools from a release or a checkout (pip install ci-tools); "
+                                       f"or give the repository its own {names.POLICY}")])
 
 
 def default_policy() -> Policy:

@@ -178,13 +178,3 @@ def test_gate_only_without_a_policy_file_uses_the_default_with_a_note(capsys, tm
               "--head-message", "x"])
     out, err = capsys.readouterr()
     assert exc.value.code == 0 and json.loads(out)["sweep"] and "note: no inferencex-e2e/ci-policy.yaml" in err
-
-
-def test_the_shipped_default_policy_is_this_repositorys_policy():
-    import yaml
-
-    from ci_tools.sweep.load import default_policy, load_policy
-
-    assert default_policy() == load_policy(REPO)
-    shipped = REPO / "ci_tools" / "sweep" / "default-ci-policy.yaml"
-    assert yaml.safe_load(shipped.read_text()) == yaml.safe_load((REPO / POLICY).read_text())
