@@ -228,9 +228,9 @@ def _who_may_use() -> str:
 
 # ---- comment handle ---------------------------------------------------------------------------
 
-def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy | None = None) -> Result:
+def handle_comment(event: Event, settings: Settings, gh: Lazy) -> Result:
     res = Result(outputs={"handled": "false", "commands": "", "reuse-authorised": "", "stage-run-id": "",
-                          "stage-comment-id": "", "approve-sha": "", "approve-pr": ""})
+                          "stage-comment-id": "", "stage-payload": "", "approve-sha": "", "approve-pr": ""})
     if event.name == "pull_request_review":
         # Reuse is decided from conversation comments only; acting on a review body here would
         # acknowledge a command that the merge-time resolution never sees.
@@ -273,7 +273,7 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy 
             # Staging is a one-off request: editing the comment (say, a typo elsewhere) must not stage again.
             res.messages.append(f"`{x.text}` in an edited comment: not staged again")
         elif isinstance(x, StageResults):
-            parts.append(_stage(x, c, pr, tl, client, dispatcher, settings, res, event))
+            parts.append(_stage(x, c, pr, tl, client, settings, res))
         elif isinstance(x, SweepPlan):
             parts.append(cm.template_text("sweep-plan", author=c.author, plan=sweep_plan_text(tl, settings, pr)))
     approvals = [x for x in commands if isinstance(x, SweepApprove)]
@@ -371,8 +371,7 @@ def check_approval(settings: Settings, gh: Lazy, *, pr: int, sha: str) -> Result
     return res
 
 
-def _stage(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: GitHub, dispatcher: Lazy | None,
-           settings: Settings, res: Result, event: Event) -> str:
+def _stage(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: GitHub, settings: Settings, res: Result) -> str:
     level = gh.permission(c.author)
     if not staging.may_stage(level):
         return cm.template_text("denied", author=c.author, command=cmd.text,
@@ -392,13 +391,39 @@ def _stage(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: GitHub, dis
     payload = staging.dispatch_payload(source_repo=gh.repo, pr_number=pr, run_id=run.id,
                                        run_attempt=run.run_attempt, run_date=run.created_at[:10],
                                        requested_by=c.author, comment_id=comment_id)
+    # Sent by `stage dispatch`, the one job that holds the results app's token (issue #15).
+    res.outputs.update({"stage-run-id": str(run.id), "stage-comment-id": str(comment_id),
+                        "stage-payload": json.dumps(payload, sort_keys=True, separators=(",", ":"))})
+    res.messages.append(f"staging run {run.id} requested (comment {comment_id})")
+    return ""
+
+
+def stage_dispatch(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy | None, payload_text: str) -> Result:
+    """Send the `stage-results` dispatch `comment handle` decided, once it is re-checked against the
+    triggering comment and GitHub's current state (`staging.dispatch_problem`)."""
+    res = Result(outputs={"dispatched": "false"})
+    client = gh()
+    try:
+        payload = staging.parse_dispatch_payload(payload_text, repo=client.repo)
+    except ValueError as exc:
+        raise InputError(f"--payload: {exc}") from None
+    c = event.comment if event.name == "issue_comment" else None
+    commenter = staging.Commenter(c.id, c.author, client.permission(c.author), event.action) if c else None
+    ack = client.comment(int(payload["comment-id"])) if c else None
+    run = client.run(int(payload["run-id"])) if c else {}
+    problem = staging.dispatch_problem(payload, repo=client.repo, pr_number=event.pr_number, commenter=commenter,
+                                       ack=ack, bot=settings.bot, run=run)
+    if problem:
+        res.messages.append(f"not dispatched: {problem}")
+        res.exit_code = 1
+        return res
     if dispatcher is None:
         raise InputError("`/stage-results` needs a token that may dispatch to the results app: set "
                          "RESULTS_DISPATCH_TOKEN")
     dispatcher().dispatch(settings.results_repo, staging.DISPATCH_EVENT, payload)
-    res.outputs.update({"stage-run-id": str(run.id), "stage-comment-id": str(comment_id)})
-    res.messages.append(f"staging run {run.id} requested (comment {comment_id})")
-    return ""
+    res.outputs["dispatched"] = "true"
+    res.messages.append(f"dispatched {staging.DISPATCH_EVENT} to {settings.results_repo} for run {payload['run-id']}")
+    return res
 
 
 def sweep_plan_text(tl: Timeline, settings: Settings, pr: int) -> str:

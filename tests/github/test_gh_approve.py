@@ -12,7 +12,7 @@ from ci_tools.policy import approval
 from gh_scenarios import FULL, SHA1, SHA2, authorise, comment_event, lazy, pr_with_sweep, settings
 from test_gh_bots import golden
 from test_gh_cli import ci, outputs
-from test_gh_commands import dispatcher, reply_of
+from test_gh_commands import reply_of
 
 FORK_REPO = "someone/bench"
 
@@ -26,7 +26,7 @@ def fork_pr(fake, number=3, **kw):
 def approve(fake, body, *, action="created", **kw):
     c = authorise(fake, 3, body, **kw)
     gh = lazy(fake)
-    res = handle_comment(comment_event(fake, 3, c, action=action), settings(), gh, dispatcher(fake))
+    res = handle_comment(comment_event(fake, 3, c, action=action), settings(), gh)
     return res, gh, reply_of(fake, 3, c["id"])
 
 

@@ -3,15 +3,17 @@ HTTP, with the decision it must get. One test per row; each failed on the main o
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ci_tools.github import GitHub
 from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Event
-from ci_tools.github.flows import handle_comment, resolve_reuse, verify_signoff
+from ci_tools.github.flows import handle_comment, resolve_reuse, stage_dispatch, verify_signoff
 from ci_tools.policy import approval
 from gh_scenarios import SHA1, SHA2, authorise, comment_event, lazy, merge, pr_with_sweep, push_event, settings
-from test_gh_commands import dispatcher
+from test_gh_commands import comment_jobs, dispatcher
 from test_gh_signoff import AMD, setup_pr, signoff_body
 
 FORK = "mallory/bench"
@@ -51,8 +53,88 @@ def test_fork_run_is_never_staged(fake):
     fork_pr(fake)
     fork_run(fake, 66)
     c = authorise(fake, 1321, "/stage-results 66")
-    res = handle_comment(comment_event(fake, 1321, c), settings(), lazy(fake), dispatcher(fake))
+    res = comment_jobs(fake, comment_event(fake, 1321, c))
     assert res.outputs.get("stage-run-id", "") == "" and fake.dispatches == []
+
+
+# ---- 8. the dispatch job: only it holds RESULTS_DISPATCH_TOKEN, and it sends only what was decided --
+
+def staged(fake):
+    """`/stage-results 9` accepted by the handler (no token): the payload it decided, and its event."""
+    pr_with_sweep(fake, 1)
+    fake.add_run(9, head_sha=SHA1)
+    fake.add_run(10, head_sha=SHA2, head_repo=FORK)
+    c = authorise(fake, 1, "/stage-results 9")
+    event = comment_event(fake, 1, c)
+    res = handle_comment(event, settings(), lazy(fake))
+    assert fake.dispatches == [] and res.outputs["stage-run-id"] == "9"
+    return json.loads(res.outputs["stage-payload"]), event, c
+
+
+def send(fake, event, payload):
+    return stage_dispatch(event, settings(), lazy(fake), dispatcher(fake), json.dumps(payload))
+
+
+def test_the_decided_payload_is_sent_once_by_the_dispatch_job(fake):
+    payload, event, _ = staged(fake)
+    assert send(fake, event, payload).outputs["dispatched"] == "true"
+    assert [d["client_payload"] for d in fake.dispatches] == [payload]
+
+
+@pytest.mark.parametrize("change,why", [
+    ({"run-id": "10"}, "the acknowledgement is for run 9, the payload names run 10"),
+    ({"pr-number": "2"}, "the payload names PR #2, the comment is on PR #1"),
+    ({"requested-by": "mallory"}, "the payload names @mallory, the comment is by @maint"),
+    ({"run-attempt": "2"}, "run 9 is attempt 1"),
+    ({"comment-id": "the /stage-results comment itself"}, "is not the bot's staging acknowledgement of comment"),
+])
+def test_a_payload_that_does_not_match_what_github_says_is_not_sent(fake, change, why):
+    payload, event, c = staged(fake)
+    if "comment-id" in change:
+        change = {"comment-id": str(c["id"])}
+    res = send(fake, event, {**payload, **change})
+    assert res.exit_code == 1 and res.outputs["dispatched"] == "false" and fake.dispatches == []
+    assert why in res.messages[0]
+
+
+@pytest.mark.parametrize("change,why", [
+    ({"source-repository": "mallory/bench"}, "expected this repository"),
+    ({"extra": "x"}, "expected source-repository, pr-number"),
+    ({"run-id": "9 "}, "run-id must be a decimal number"),
+    ({"requested-by": "a b"}, "requested-by must be a GitHub login"),
+])
+def test_a_malformed_payload_is_a_usage_error_and_not_sent(fake, change, why):
+    from ci_tools.errors import InputError
+
+    payload, event, _ = staged(fake)
+    with pytest.raises(InputError, match=why):
+        send(fake, event, {**payload, **change})
+    assert fake.dispatches == []
+
+
+def test_a_writer_demoted_before_the_dispatch_job_is_not_staged(fake):
+    payload, event, _ = staged(fake)
+    fake.permissions["maint"] = "read"
+    res = send(fake, event, payload)
+    assert res.exit_code == 1 and "@maint has read permission now" in res.messages[0] and fake.dispatches == []
+
+
+def test_a_rerun_of_the_dispatch_job_after_the_app_started_does_not_stage_again(fake):
+    from test_gh_commands import callback
+
+    from ci_tools.github.flows import stage_callback
+
+    payload, event, _ = staged(fake)
+    assert send(fake, event, payload).outputs["dispatched"] == "true"
+    stage_callback(callback(fake, "stage-results-started", 1, int(payload["comment-id"])), settings(), lazy(fake))
+    res = send(fake, event, payload)
+    assert res.exit_code == 1 and "run 9 is already started" in res.messages[0] and len(fake.dispatches) == 1
+
+
+def test_the_dispatch_job_refuses_an_edited_comments_event(fake):
+    payload, _, c = staged(fake)
+    res = send(fake, comment_event(fake, 1, c, action="edited"), payload)
+    assert res.exit_code == 1 and "the comment was edited" in res.messages[0] and fake.dispatches == []
 
 
 def test_another_repositorys_run_of_the_same_commit_is_not_a_same_repo_prs_sweep(fake):

@@ -7,7 +7,6 @@ import pytest
 
 from ci_tools.github.flows import handle_comment, resolve_reuse, verify_signoff, welcome
 from gh_scenarios import SHA1, authorise, comment_event, lazy, merge, pr_event, pr_with_sweep, push_event, settings
-from test_gh_commands import dispatcher
 from test_gh_signoff import setup_pr, signoff_body
 
 
@@ -25,7 +24,7 @@ def run_all(fake, use, sign):
     s = settings()
     outputs = [
         welcome(pr_event(fake, 1, "opened"), s, lazy(fake)).outputs["comment"] != "",
-        handle_comment(comment_event(fake, 1, use), s, lazy(fake), dispatcher(fake)).outputs,
+        handle_comment(comment_event(fake, 1, use), s, lazy(fake)).outputs,
         verify_signoff(comment_event(fake, 1, sign), s, lazy(fake), lazy(fake)).outputs,
     ]
     merge(fake, 1)

@@ -9,7 +9,7 @@ from ci_tools.github.flows import handle_comment, resolve_reuse, status_card
 from ci_tools.policy import approval
 from gh_scenarios import FULL, SHA1, SHA2, SHA3, authorise, comment_event, lazy, merge, pr_with_sweep, push_event, \
     settings
-from test_gh_commands import dispatcher
+from test_gh_commands import comment_jobs
 
 FORK = "contributor/bench"
 TRUSTED = f".github/workflows/{approval.TRUSTED_WORKFLOW}"
@@ -112,7 +112,7 @@ def test_use_on_a_fork_pr_reports_the_trusted_run_it_would_reuse(fake):
     fork_pr(fake)
     trusted_run(fake, 41, sha=SHA1)
     c = authorise(fake, 1321, "/use")
-    handle_comment(comment_event(fake, 1321, c), settings(), lazy(fake), dispatcher(fake))
+    handle_comment(comment_event(fake, 1321, c), settings(), lazy(fake))
     (reply,) = [b["body"] for b in fake.bot_comments(1321) if b["body"].startswith(f"<!-- ci-tools:reply {c['id']}")]
     assert "As of now that is [run 41]" in reply and SHA1[:12] in reply
 
@@ -121,7 +121,7 @@ def test_stage_results_stages_a_fork_prs_trusted_sweep(fake):
     fork_pr(fake)
     trusted_run(fake, 41, sha=SHA1, conclusion="cancelled")
     c = authorise(fake, 1321, "/stage-results")
-    res = handle_comment(comment_event(fake, 1321, c), settings(), lazy(fake), dispatcher(fake))
+    res = comment_jobs(fake, comment_event(fake, 1321, c))
     assert res.outputs["stage-run-id"] == "41"
     (d,) = fake.dispatches
     assert d["client_payload"]["run-id"] == "41" and d["client_payload"]["pr-number"] == "1321"
