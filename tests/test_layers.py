@@ -1,0 +1,254 @@
+"""The wall between decisions and I/O, checked on the source (issue 12).
+
+Every module of `ci_tools` is either *shell* (it may read files, run processes, talk to GitHub, parse
+options) or *core* (decisions over plain data). A core module may not import an adapter, a process or
+network library, or the CLI, may not read the environment and may not touch files; it may not import
+a shell module either, since that would carry the I/O in. Which modules are shell is decided here, by
+name, so that a new module is core unless its name says otherwise:
+
+- the `cli/` and `github/` packages, `gitio.py` and `__main__.py`;
+- any module named `flow.py`, `*_flow.py`, `shell.py`, `load.py` or `inputs.py`, in any package;
+- the few adapters listed in `ADAPTERS`, each with the reason it is one.
+
+The imports are read with `ast` (no module is imported), so the test also sees code that only runs on
+one path.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PKG = Path(__file__).resolve().parents[1] / "ci_tools"
+
+SHELL_PACKAGES = ("cli", "github")
+SHELL_FILES = ("gitio.py", "__main__.py")
+SHELL_NAMES = ("flow.py", "shell.py", "load.py", "inputs.py")
+
+# Adapters by nature: what they are for is the I/O itself.
+ADAPTERS = {
+    "runner/job.py": "starts and stops the engine, router and client processes",
+    "runner/cleanup.py": "finds and stops what a job left behind (processes, containers, Slurm jobs)",
+    "runner/multinode.py": "one Slurm allocation, its steps and readiness polling",
+    "runner/early.py": "installs the signal handlers that remember an early cancel",
+    "runner/slack.py": "posts the digest to Slack",
+    "runner/screen_git.py": "reads recipes from git at the head ref for plan-time screening",
+    "results/records.py": "streams AIPerf's profile_export.jsonl, in parallel for big files",
+    "results/process.py": "one job directory in, result.json out",
+    "results/collect.py": "a run's downloaded artifacts in, results.json out",
+    "results/sources.py": "collections, result directories and CSVs in",
+    "results/render.py": "writes the Pareto PNG with matplotlib",
+    "evals/driver.py": "runs the eval harness per concurrency",
+    "evals/process.py": "one eval job directory in, eval_result.json out",
+    "evals/swebench.py": "the agentic harness command of runner hosts",
+}
+
+FORBIDDEN_MODULES = ("ci_tools.github", "ci_tools.gitio", "ci_tools.cli", "subprocess", "httpx", "click",
+                     "importlib.resources", "requests", "urllib.request", "socket", "github")
+FILE_METHODS = {"read_text", "read_bytes", "write_text", "write_bytes", "open", "iterdir", "glob", "rglob",
+                "mkdir", "unlink", "rmdir", "touch", "exists", "is_file", "is_dir", "stat"}
+# functions whose job is to read a file, imported by name from wherever they live
+IO_HELPERS = {"load_yaml_file", "read_text", "read_bytes", "write_text", "write_bytes"}
+OS_CALLS = {"environ", "getenv", "putenv", "system", "popen", "listdir", "scandir", "walk", "remove"}
+
+# Today's violations, each to be removed by making the module clean. Never add to this list for new
+# code; an entry may follow its module when the module moves unchanged. The test fails on an entry that
+# is no longer a violation, so the list only shrinks; issue 12 is done when it is empty.
+KNOWN: dict[str, set[str]] = {
+    "config/masters.py": {'imports the file reader load_yaml_file', 'calls .glob()'},
+    "config/recipe.py": {'imports the file reader load_yaml_file'},
+    "config/schemas.py": {'imports importlib.resources', 'calls .read_text()'},
+    "config/touched.py": {'imports subprocess'},
+    "config/validate.py": {'imports the file reader load_yaml_file', 'calls .glob()', 'calls .is_file()', 'calls .is_dir()', 'calls .rglob()'},
+    "evals/thresholds.py": {'imports the file reader load_yaml_file', 'calls .is_file()'},
+    "policy/comments.py": {'imports importlib.resources', 'imports ci_tools.github.events', 'calls .read_text()'},
+    "policy/labels.py": {'imports the file reader load_yaml_file', 'imports importlib.resources', 'calls .read_text()', 'calls .exists()'},
+    "policy/reuse.py": {'imports ci_tools.github.events', 'imports ci_tools.github.timeline'},
+    "results/compare_render.py": {'calls .mkdir()'},
+    "results/metrics.py": {'imports shell module ci_tools.results.records'},
+    "results/pareto.py": {'imports the file reader read_text'},
+    "results/validity.py": {'imports shell module ci_tools.results.records'},
+    "yamlio.py": {'calls .read_bytes()'},
+}
+
+
+def _relative(path: Path) -> str:
+    return path.relative_to(PKG).as_posix()
+
+
+def _module_name(rel: str) -> str:
+    parts = rel[:-3].split("/")
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(["ci_tools", *parts])
+
+
+def is_shell(rel: str) -> bool:
+    parts = rel.split("/")
+    name = parts[-1]
+    return (parts[0] in SHELL_PACKAGES or rel in SHELL_FILES or name in SHELL_NAMES
+            or name.endswith("_flow.py") or rel in ADAPTERS)
+
+
+def _all_modules() -> dict[str, str]:
+    return {_module_name(_relative(p)): _relative(p) for p in sorted(PKG.rglob("*.py"))}
+
+
+MODULES = _all_modules()
+SHELL_MODULES = {name for name, rel in MODULES.items() if is_shell(rel)}
+
+
+def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, *([node.module] if node.module else [])])
+
+
+def _under(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+@dataclass(frozen=True)
+class Violation:
+    line: int
+    what: str
+
+
+def violations(rel: str, source: str) -> list[Violation]:
+    module = _module_name(rel)
+    tree = ast.parse(source, filename=rel)
+    found: list[Violation] = []
+
+    def imported(name: str, line: int) -> bool:
+        for bad in FORBIDDEN_MODULES:
+            if _under(name, bad):
+                found.append(Violation(line, f"imports {name}"))
+                return True
+        for shell in SHELL_MODULES:
+            if _under(name, shell) and shell != "ci_tools":
+                found.append(Violation(line, f"imports shell module {shell}"))
+                return True
+        return False
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                imported(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(node, module, rel.endswith("__init__.py"))
+            if not imported(base, node.lineno):
+                for alias in node.names:  # `from ci_tools import gitio` names the module in the alias
+                    if alias.name in IO_HELPERS:
+                        found.append(Violation(node.lineno, f"imports the file reader {alias.name}"))
+                    else:
+                        imported(f"{base}.{alias.name}", node.lineno)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "open":
+                found.append(Violation(node.lineno, "calls open()"))
+            elif isinstance(func, ast.Attribute) and func.attr in FILE_METHODS:
+                found.append(Violation(node.lineno, f"calls .{func.attr}()"))
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "os" \
+                and node.attr in OS_CALLS:
+            found.append(Violation(node.lineno, f"uses os.{node.attr}"))
+    # one entry per kind of reach, at its first line, so a message stays readable
+    first: dict[str, Violation] = {}
+    for v in sorted(found, key=lambda v: v.line):
+        first.setdefault(v.what, v)
+    return sorted(first.values(), key=lambda v: v.line)
+
+
+CORE = sorted(rel for name, rel in MODULES.items() if name not in SHELL_MODULES)
+
+
+def test_the_wall_sees_core_and_shell_modules():
+    # guards the test itself: if the naming rules stopped matching, every module would be "core" or
+    # none would, and the wall would check nothing or everything
+    assert len(CORE) > 40 and len(SHELL_MODULES) > 20
+
+
+@pytest.mark.parametrize("rel", CORE)
+def test_core_module_does_no_io(rel):
+    found = violations(rel, (PKG / rel).read_text(encoding="utf-8"))
+    kinds = {v.what for v in found}
+    allowed = KNOWN.get(rel, set())
+    stale = allowed - kinds
+    assert not stale, (f"ci_tools/{rel} no longer {', '.join(sorted(stale))}: remove that from KNOWN in "
+                       "tests/test_layers.py")
+    new = [v for v in found if v.what not in allowed]
+    assert not new, (f"ci_tools/{rel} is a core module (decisions over plain data) but:\n"
+                     + "\n".join(f"  ci_tools/{rel}:{v.line}: {v.what}" for v in new)
+                     + "\nmove the I/O into the feature's shell module (flow.py, shell.py, load.py or inputs.py) "
+                     "and pass the data in; see the rules at the top of tests/test_layers.py")
+
+
+def test_known_list_names_only_core_modules():
+    assert not [rel for rel in KNOWN if rel not in CORE], "KNOWN lists a module that is not core (or gone)"
+
+
+CASES = [
+    ("import subprocess\n", ["imports subprocess"]),
+    ("from ci_tools import gitio\n", ["imports ci_tools.gitio"]),
+    ("from ..github.client import GitHub\n", ["imports ci_tools.github.client"]),
+    ("from ci_tools.cli import main\n", ["imports ci_tools.cli"]),
+    ("import os\nx = os.environ['A']\n", ["uses os.environ"]),
+    ("from pathlib import Path\nPath('x').read_text()\n", ["calls .read_text()"]),
+    ("with open('x') as f: pass\n", ["calls open()"]),
+    ("from ci_tools.yamlio import load_yaml_file\n", ["imports the file reader load_yaml_file"]),
+    ("from importlib.resources import files\n", ["imports importlib.resources"]),
+    ("from importlib import resources\n", ["imports importlib.resources"]),
+    ("import json\nfrom dataclasses import dataclass\nfrom ..errors import Finding\n", []),
+]
+
+
+@pytest.mark.parametrize("source,expected", CASES)
+def test_the_checker_finds_each_kind_of_reach(source, expected):
+    assert [v.what for v in violations("sweep/example.py", source)] == expected
+
+
+# One writer per surface: GitHub Actions' files and workflow commands are written by
+# `ci_tools/github/actions.py` only, and git runs through `ci_tools/gitio.py` only.
+SURFACES = {
+    "the Actions step files": ("github/actions.py",
+                               lambda s: s in ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV")),
+    "Actions workflow commands": ("github/actions.py",
+                                  lambda s: s.startswith(("::error", "::warning", "::notice", "::group"))),
+    "git": ("gitio.py", lambda s: s == "git"),
+}
+# Today's other writers; the list only shrinks (the test fails on a stale entry).
+KNOWN_SURFACES: dict[str, set[str]] = {
+    "cli/changelog.py": {'Actions workflow commands'},
+    "cli/config.py": {'Actions workflow commands'},
+    "cli/plan.py": {'the Actions step files'},
+    "cli/results.py": {'the Actions step files'},
+    "cli/runner.py": {'the Actions step files'},
+    "config/touched.py": {'git'},
+    "results/compare_render.py": {'Actions workflow commands'},
+}
+
+
+def surface_reaches(rel: str, source: str) -> set[str]:
+    tree = ast.parse(source, filename=rel)
+    reached = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for surface, (owner, matches) in SURFACES.items():
+                if rel != owner and matches(node.value):
+                    reached.add(surface)
+    return reached
+
+
+@pytest.mark.parametrize("rel", sorted(MODULES.values()))
+def test_one_writer_per_surface(rel):
+    reached = surface_reaches(rel, (PKG / rel).read_text(encoding="utf-8"))
+    allowed = KNOWN_SURFACES.get(rel, set())
+    assert not allowed - reached, f"ci_tools/{rel}: remove {sorted(allowed - reached)} from KNOWN_SURFACES"
+    extra = sorted(reached - allowed)
+    assert not extra, (f"ci_tools/{rel} writes {', '.join(extra)} itself; go through "
+                       + ", ".join(f"ci_tools/{SURFACES[s][0]}" for s in extra))
