@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import Finding, InputError, UsageError
 
 
@@ -36,7 +36,7 @@ class PlanRequest:
     event_path: str | None = None
     event_name: str | None = None
     head_message: str | None = None
-    changelog: str = paths.CHANGELOG
+    changelog: str = names.CHANGELOG
     masters: tuple[str, ...] = ()
     runners: str | None = None
     run_id: str | None = None
@@ -124,23 +124,23 @@ def _policy_at(git, ref: str):
     from ci_tools.policy.labels import DEFAULT_POLICY_NAME, default_policy, policy_from_text
 
     sha = git.rev_parse(ref)
-    blob = git.show(ref, paths.POLICY)  # by the ref name: resolved once already, no second rev-parse
+    blob = git.show(ref, names.POLICY)  # by the ref name: resolved once already, no second rev-parse
     if blob is None:
-        note = f"no {paths.POLICY} at {ref} ({sha[:12]}): the labels mean what {DEFAULT_POLICY_NAME} says"
+        note = f"no {names.POLICY} at {ref} ({sha[:12]}): the labels mean what {DEFAULT_POLICY_NAME} says"
         return default_policy(), {"file": None, "ref": sha, "default": True}, note
-    where = f"{paths.POLICY} at {ref}"
-    return policy_from_text(blob.decode("utf-8", "replace"), where), {"file": paths.POLICY, "ref": sha,
+    where = f"{names.POLICY} at {ref}"
+    return policy_from_text(blob.decode("utf-8", "replace"), where), {"file": names.POLICY, "ref": sha,
                                                                       "default": False}, None
 
 
 def _master_paths(git, ref: str, master_paths: list[str]) -> list[str]:
     if master_paths:
         return master_paths
-    found = sorted(p for p in git.ls_files(ref, paths.CONFIGS_DIR)
-                   if p.startswith(paths.CONFIGS_DIR + "/") and p.endswith("-master.yaml")
-                   and "/" not in p[len(paths.CONFIGS_DIR) + 1:])
+    found = sorted(p for p in git.ls_files(ref, names.CONFIGS_DIR)
+                   if p.startswith(names.CONFIGS_DIR + "/") and p.endswith("-master.yaml")
+                   and "/" not in p[len(names.CONFIGS_DIR) + 1:])
     if not found:
-        raise InputError(f"no master configs ({paths.MASTER_GLOB}) at {ref}; pass --master PATH")
+        raise InputError(f"no master configs ({names.MASTER_GLOB}) at {ref}; pass --master PATH")
     return found
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ci_tools import paths  # noqa: E402
+from ci_tools import names  # noqa: E402
 
 SEED_PR = "3801"
 SEED_LABEL = "full-sweep-fail-fast"
@@ -39,7 +39,7 @@ def git(repo: Path, *args: str) -> str:
 def without_last_entry(text: str) -> str:
     cut = text.rstrip("\n").rfind("\n\n- config-keys:")
     if cut < 0:
-        raise SystemExit(f"{paths.CHANGELOG}: cannot find the last entry to build the demo's base")
+        raise SystemExit(f"{names.CHANGELOG}: cannot find the last entry to build the demo's base")
     return text[: cut + 1]
 
 
@@ -47,9 +47,9 @@ def build_scratch_repo(dest: Path) -> None:
     git(dest, "init", "-q", "-b", "main")
     git(dest, "config", "user.email", "demo@example.invalid")
     git(dest, "config", "user.name", "ci-tools demo")
-    for part in (paths.E2E_DIR, paths.RECIPES_DIR):
+    for part in (names.E2E_DIR, names.RECIPES_DIR):
         shutil.copytree(ROOT / part, dest / part)
-    changelog = dest / paths.CHANGELOG
+    changelog = dest / names.CHANGELOG
     head_text = changelog.read_text(encoding="utf-8")
     changelog.write_text(without_last_entry(head_text), encoding="utf-8")
     git(dest, "add", "-A")

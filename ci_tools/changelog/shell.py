@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.changelog.keys import master_keys_from_bytes
 from ci_tools.errors import Finding, InputError, UsageError
 from ci_tools.gitio import Git
@@ -39,10 +39,10 @@ def master_paths(git: Git, head: str | None, given: tuple[str, ...]) -> list[str
     if given:
         return [p.removeprefix("./") for p in given]
     if head is None:
-        listed = git.ls_index(paths.CONFIGS_DIR)
+        listed = git.ls_index(names.CONFIGS_DIR)
     else:
-        listed = git.ls_files(head, paths.CONFIGS_DIR)
-    return sorted(p for p in listed if fnmatch.fnmatchcase(p, paths.MASTER_GLOB))
+        listed = git.ls_files(head, names.CONFIGS_DIR)
+    return sorted(p for p in listed if fnmatch.fnmatchcase(p, names.MASTER_GLOB))
 
 
 def read_sources(git: Git, *, base: str | None, head: str | None, file: str, masters: tuple[str, ...]) -> Sources:
@@ -58,14 +58,14 @@ def read_sources(git: Git, *, base: str | None, head: str | None, file: str, mas
         # judged on its own entries, not on main's newer ones it does not have yet.
         fork = git.merge_base(base, head)  # type: ignore[arg-type]
         master_files = master_paths(git, head, masters)
-        got = git.read([(fork, file), (head, file), (fork, paths.POLICY)]  # type: ignore[list-item]
+        got = git.read([(fork, file), (head, file), (fork, names.POLICY)]  # type: ignore[list-item]
                        + [(head, m) for m in master_files])
         base_bytes = got[(fork, file)]
-        git.prefetched[BASE_POLICY] = got[(fork, paths.POLICY)]
+        git.prefetched[BASE_POLICY] = got[(fork, names.POLICY)]
         blobs = {f: got[(head, f)] for f in [file, *master_files]}
     if not master_files:
-        raise InputError(exit_code=2, message=f"no master configs at {where}: nothing matches {paths.MASTER_GLOB}",
-                         findings=[Finding(paths.MASTER_GLOB, None, None, f"no master config files at {where}",
+        raise InputError(exit_code=2, message=f"no master configs at {where}: nothing matches {names.MASTER_GLOB}",
+                         findings=[Finding(names.MASTER_GLOB, None, None, f"no master config files at {where}",
                                            "pass --master PATH (repeatable) for a repository laid out differently")])
     head_bytes = blobs.pop(file)
     if head_bytes is None:
@@ -86,7 +86,7 @@ def read_sources(git: Git, *, base: str | None, head: str | None, file: str, mas
 
 
 # Where read_sources leaves the policy file as it was at the merge base.
-BASE_POLICY = ("<merge-base>", paths.POLICY)
+BASE_POLICY = ("<merge-base>", names.POLICY)
 
 
 def default_repo(git: Git, head: str | None) -> str:
@@ -104,9 +104,9 @@ def default_repo(git: Git, head: str | None) -> str:
         if BASE_POLICY in git.prefetched:
             policy = git.prefetched[BASE_POLICY]
         elif head is None:
-            policy = git.show("HEAD", paths.POLICY) if git.has_commits() else git.show_staged(paths.POLICY)
+            policy = git.show("HEAD", names.POLICY) if git.has_commits() else git.show_staged(names.POLICY)
         else:
-            policy = git.show(head, paths.POLICY)
+            policy = git.show(head, names.POLICY)
     except InputError:
         policy = None
     if policy:
@@ -119,7 +119,7 @@ def default_repo(git: Git, head: str | None) -> str:
         if m:
             return m.group(1)
     raise UsageError("cannot tell which repository the pr-links must name: no `repository:` in "
-                     f"{paths.POLICY}, no $GITHUB_REPOSITORY, no GitHub `origin` remote; pass --repo OWNER/NAME")
+                     f"{names.POLICY}, no $GITHUB_REPOSITORY, no GitHub `origin` remote; pass --repo OWNER/NAME")
 
 
 def check_repo(repo: str) -> str:
@@ -232,9 +232,9 @@ def _data(content: bytes | None, file: str) -> object:
 
 
 def performance_patterns(git: Git, head: str) -> list[str]:
-    policy = git.prefetched.get((head, paths.POLICY)) if (head, paths.POLICY) in git.prefetched \
-        else git.show(head, paths.POLICY)
-    data = _data(policy, paths.POLICY)
+    policy = git.prefetched.get((head, names.POLICY)) if (head, names.POLICY) in git.prefetched \
+        else git.show(head, names.POLICY)
+    data = _data(policy, names.POLICY)
     pats = data.get("performance-relevant") if isinstance(data, dict) else None
     return [p for p in pats if isinstance(p, str)] if isinstance(pats, list) else []
 
@@ -264,7 +264,7 @@ def changed_performance_files(git: Git, src: Sources, file: str) -> list:
         if path in src.master_blobs:
             keys = sorted(touched_keys(_data(old, path), masters[path]))
             out.append(ChangedFile(path, tuple(keys), 1, _key_lines(new)))
-        elif path.startswith(paths.RECIPES_DIR + "/"):
+        elif path.startswith(names.RECIPES_DIR + "/"):
             if old is not None and _data(old, path) == _data(new, path) is not None:
                 continue  # comments or layout only
             users = [key for m in masters.values() if isinstance(m, dict) for key, entry in m.items()

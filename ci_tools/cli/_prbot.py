@@ -27,7 +27,7 @@ def run_flow(flow, *, event_path, event_name, repo_root: Path, fmt: str, needs_e
     from ci_tools.github.actions import annotate_errors, write_outputs
     from ci_tools.github.client import GitHub
     from ci_tools.github.events import load_event
-    from ci_tools.github.flows import Lazy, Settings
+    from ci_tools.prbot.shell import Lazy, Settings
 
     wanted = uses_event and (needs_event or event_path or os.environ.get("GITHUB_EVENT_PATH"))
     event = load_event(event_path, event_name) if wanted else None
@@ -53,7 +53,7 @@ def results_dispatcher(gh):
     """A lazy client for the results app's repository_dispatch (RESULTS_DISPATCH_TOKEN), or None
     when no token is set (the flow then fails with a message only if it actually has to dispatch)."""
     from ci_tools.github.client import DEFAULT_API_URL, GitHub
-    from ci_tools.github.flows import Lazy
+    from ci_tools.prbot.shell import Lazy
 
     token = os.environ.get("RESULTS_DISPATCH_TOKEN")
     if not token:
@@ -65,7 +65,7 @@ def team_reader(gh):
     """A lazy client for CODEOWNERS team membership (TEAM_MEMBERSHIP_TOKEN: organization Members: read,
     e.g. a GitHub App installation token), or None when no such token is set."""
     from ci_tools.github.client import DEFAULT_API_URL, GitHub
-    from ci_tools.github.flows import Lazy
+    from ci_tools.prbot.shell import Lazy
 
     token = os.environ.get("TEAM_MEMBERSHIP_TOKEN")
     if not token:

@@ -26,7 +26,7 @@ def welcome(event_path, event_name, repo_root, fmt) -> None:
     Example:
       ci-tools bot welcome --event-path "$GITHUB_EVENT_PATH"
     """
-    from ci_tools.github.flows import welcome as flow
+    from ci_tools.prbot.welcome.flow import welcome as flow
 
     run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)
 
@@ -61,7 +61,7 @@ def status_card(event_path, event_name, repo_root, fmt, pr, run_id, run_url, con
     import json
 
     from ci_tools.errors import InputError, UsageError
-    from ci_tools.github.flows import status_card as flow
+    from ci_tools.prbot.card.flow import status_card as flow
 
     run = {"id": run_id, "url": run_url, "conclusion": conclusion, "head_sha": head_sha} if run_id else None
     if plan_file and plan_json:
@@ -99,7 +99,7 @@ def pr_body(event_path, event_name, fmt) -> None:
     Example:
       ci-tools bot pr-body --event-path "$GITHUB_EVENT_PATH" --format github
     """
-    from ci_tools.github.flows import pr_body as flow
+    from ci_tools.prbot.prbody.flow import pr_body as flow
 
     run_flow(lambda event, settings, gh: flow(event), event_path=event_path, event_name=event_name,
              repo_root=Path("."), fmt=fmt)

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import click
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import UsageError
 
-_FILE = click.option("--changelog-file", "file", default=paths.CHANGELOG, show_default=True, metavar="PATH",
+_FILE = click.option("--changelog-file", "file", default=names.CHANGELOG, show_default=True, metavar="PATH",
                      help="The changelog, as a path inside the repository.")
 _REPO = click.option("--repo", metavar="OWNER/NAME",
                      help="Repository that canonical pr-links name. Default: `repository:` in the policy file,"
@@ -76,7 +76,7 @@ def cli() -> None:
 @_REPO
 @click.option("--master", "masters", multiple=True, metavar="PATH",
               help=f"Master config (path inside the repository, read at the head version); repeatable."
-                   f" Default: {paths.MASTER_GLOB}.")
+                   f" Default: {names.MASTER_GLOB}.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
 def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool, file: str, pr: int | None,
          repo: str | None, masters: tuple[str, ...], fmt: str) -> None:

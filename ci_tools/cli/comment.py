@@ -37,7 +37,7 @@ def handle(event_path, event_name, repo_root, fmt) -> None:
     Example:
       ci-tools comment handle --event-path "$GITHUB_EVENT_PATH" --format github
     """
-    from ci_tools.github.flows import handle_comment
+    from ci_tools.prbot.flow import handle_comment
 
     run_flow(handle_comment, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)
 
@@ -60,7 +60,7 @@ def check_approval(pr, sha, repo_root, fmt) -> None:
     import re
 
     from ci_tools.errors import UsageError
-    from ci_tools.github.flows import check_approval as flow
+    from ci_tools.prbot.approval.flow import check_approval as flow
 
     if not re.fullmatch(r"[0-9a-fA-F]{40}", sha):
         raise UsageError(f"--sha {sha!r}: give the full 40-digit head SHA the approval wrote (`approve-sha`)")

@@ -46,7 +46,8 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
       ci-tools config validate --master amd-master.yaml --master nvidia-master.yaml --runners runners.yaml
     """
     from ci_tools.config.crossfile import Change
-    from ci_tools.config.validate import check, load_sources
+    from ci_tools.config.validate import check
+    from ci_tools.config.load import load_sources
 
     explicit = bool(masters or runners)
     if root is None and (not explicit or base):
@@ -96,14 +97,14 @@ def bump_image(key: str, image: str, root: Path) -> None:
       ci-tools config bump-image --config-key dsv41flash-fp4-gb300-sglang-agentic-dspark \\
         --image lmsysorg/sglang:nightly-dev-cu13-20261101-abcdef12@sha256:<64 hex>
     """
-    from ci_tools import paths
+    from ci_tools import names
     from ci_tools.changelog.coverage import entry_text
     from ci_tools.config.bumpimage import plan_bump
 
     masters = {str(p.relative_to(root)): p.read_text(encoding="utf-8")
-               for p in sorted(root.glob(paths.MASTER_GLOB))}
+               for p in sorted(root.glob(names.MASTER_GLOB))}
     recipes = {str(p.relative_to(root)): p.read_text(encoding="utf-8")
-               for p in sorted((root / paths.RECIPES_DIR).rglob("*.yaml"))}
+               for p in sorted((root / names.RECIPES_DIR).rglob("*.yaml"))}
     edits, texts = plan_bump(masters, recipes, key, image)
     if not edits:
         click.echo(f"{key} already uses {image}; nothing to do")
@@ -112,5 +113,5 @@ def bump_image(key: str, image: str, root: Path) -> None:
         (root / file).write_text(texts[file], encoding="utf-8")
     for e in edits:
         click.echo(f"{e.file}:{e.line}: image {e.old} -> {e.new}")
-    click.echo(f"\nappend to {paths.CHANGELOG} (after one empty line):\n"
+    click.echo(f"\nappend to {names.CHANGELOG} (after one empty line):\n"
                + entry_text([key]).replace("<what changed and why it can move the numbers>", f"Bump image to {image}."))

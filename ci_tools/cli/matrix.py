@@ -49,7 +49,8 @@ def _common(f):
 def _read_masters_fast(files: list[Path]):
     """Every master entry without line marks (the hot path). Files outside the plain YAML subset go
     through PyYAML; any problem re-reads everything with marks so the error is located."""
-    from ci_tools.config.masters import merge_master_docs, read_masters
+    from ci_tools.config.masters import merge_master_docs
+    from ci_tools.config.load import read_masters
     from ci_tools.yamlio import YamlDoc, load_data_fast, read_text
 
     try:
@@ -61,7 +62,7 @@ def _read_masters_fast(files: list[Path]):
 def _run(config_files, runners_file, config_keys, concs, model_prefix, precision, framework, runner_type, seq_lens,
          scenario_type, min_conc, max_conc, step_size, max_tp, max_ep, single_node, multi_node, no_evals, evals_only,
          all_evals) -> None:
-    from ci_tools.config.masters import default_master_paths, read_masters
+    from ci_tools.config.load import default_master_paths, read_masters
     from ci_tools.policy.matrix import Filters, expand, select_evals
     from ci_tools.yamlio import load_data_fast, read_text
 

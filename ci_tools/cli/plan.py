@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import InputError
 
 
@@ -34,9 +34,9 @@ GITHUB_OUTPUTS = {"plan": _output_names}
 @click.option("--gate-only", is_flag=True, help="Decide from the event alone (no configs): fast, for the "
               "concurrency group and label-change logic.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "github"]), default="table", show_default=True)
-@click.option("--changelog-file", default=paths.CHANGELOG, show_default=True)
+@click.option("--changelog-file", default=names.CHANGELOG, show_default=True)
 @click.option("--master", "masters", multiple=True, help="Master config path in the repo (repeatable; default "
-              f"{paths.MASTER_GLOB} at the head ref).")
+              f"{names.MASTER_GLOB} at the head ref).")
 @click.option("--runners", help="runners.yaml path in the repo (default: beside the first master).")
 @click.option("--repo", default=".", show_default=True, type=click.Path(file_okay=False), help="The git repository.")
 @click.option("--after-canary", is_flag=True, help="The canaries have run: emit only the rows of families whose "

@@ -80,6 +80,7 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
       ci-tools results process out/dep2-c64
       ci-tools results process aiperf-out --tp 4 --conc 4 --scenario fixed-seq-len --out r.json
     """
+    from ci_tools import names
     from ci_tools.results.process import PointInfo, process_dir
 
     if tp is None and _eval_job(directory, out, fmt, thresholds_path):
@@ -99,7 +100,7 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
     invalid = 0
     for d in dirs:
         result = process_dir(d, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers)
-        target = out or (d / "result.json")
+        target = out or (d / names.RESULT_JSON)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         click.echo(json.dumps(result, indent=2) if fmt == "json" else _summary(result))
@@ -113,18 +114,17 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
 
 def _eval_job(directory: Path, out: Path | None, fmt: str, thresholds_path: Path | None) -> bool:
     """Score an eval job directory; False when DIRECTORY is not one."""
-    from ci_tools import paths
+    from ci_tools import names
     from ci_tools.evals import thresholds
     from ci_tools.evals.process import is_eval_job, process_eval_dir, summary
     from ci_tools.results.process import read_json
-    from ci_tools.runner import layout
 
-    job = read_json(directory / layout.JOB_JSON) if directory.is_dir() else None
+    job = read_json(directory / names.JOB_JSON) if directory.is_dir() else None
     if not is_eval_job(job):
         return False
-    path = thresholds_path or Path(paths.EVAL_THRESHOLDS)
+    path = thresholds_path or Path(names.EVAL_THRESHOLDS)
     result = process_eval_dir(directory, job, thresholds.load(path, str(path)))
-    target = out or (directory / layout.EVAL_RESULT_JSON)
+    target = out or (directory / names.EVAL_RESULT_JSON)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     click.echo(json.dumps(result, indent=2) if fmt == "json" else summary(result))
@@ -158,10 +158,10 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
     """
     from ci_tools.evals.report import markdown
     from ci_tools.results.collect import collect, collect_evals, find_plan, find_results, incomplete
-    from ci_tools.runner import layout
+    from ci_tools import names
 
     files = find_results(list(roots))
-    eval_files = find_results(list(roots), layout.EVAL_RESULT_JSON)
+    eval_files = find_results(list(roots), names.EVAL_RESULT_JSON)
     if not files and not eval_files:
         raise InputError("no result.json or eval_result.json found under " + ", ".join(map(str, roots)))
     data = collect(files)
@@ -176,7 +176,7 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
     data["notes"] += eval_notes
     if not data["results"] and not evals:
         # every file was skipped: a collection of nothing must not pass as a successful collect
-        kinds = " or ".join(n for n, fs in ((layout.RESULT_JSON, files), (layout.EVAL_RESULT_JSON, eval_files)) if fs)
+        kinds = " or ".join(n for n, fs in ((names.RESULT_JSON, files), (names.EVAL_RESULT_JSON, eval_files)) if fs)
         raise InputError(f"no result could be collected from {len(files) + len(eval_files)} {kinds} file(s):\n  "
                          + "\n  ".join(data["notes"])
                          + "\nhint: these files must be written by `ci-tools results process`")
@@ -185,9 +185,9 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
     data["eval-verdict"] = verdict
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    (out.parent / layout.EVAL_VERDICT_JSON).write_text(json.dumps(verdict, indent=2) + "\n", encoding="utf-8")
+    (out.parent / names.EVAL_VERDICT_JSON).write_text(json.dumps(verdict, indent=2) + "\n", encoding="utf-8")
     table = markdown(verdict, evals)
-    (out.parent / layout.EVAL_TABLE_MD).write_text(table, encoding="utf-8")
+    (out.parent / names.EVAL_TABLE_MD).write_text(table, encoding="utf-8")
     for note in data["notes"]:
         click.echo(f"note: {note}", err=True)
     click.echo(f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid; "
@@ -291,7 +291,7 @@ def dispatch_cmd(event_path, event_name, source_run_id, collect_result, run_id, 
         --collect-result success --format github
     """
     from ci_tools.cli._prbot import results_dispatcher, run_flow
-    from ci_tools.github.flows import results_dispatch
+    from ci_tools.prbot.staging.flow import results_dispatch
 
     source = _run_id(source_run_id, "--source-run-id")
     this_run = _run_id(run_id, "--run-id")

@@ -8,7 +8,7 @@ from ci_tools.cli._prbot import event_name_option, event_path_option, format_opt
 
 
 def _output_names(params: dict) -> tuple[str, ...]:
-    from ci_tools.policy.reuse import ReuseDecision
+    from ci_tools.prbot.reuse.decide import ReuseDecision
 
     return tuple(ReuseDecision().outputs())
 
@@ -37,6 +37,6 @@ def resolve(event_path, event_name, repo_root, fmt) -> None:
     Example:
       ci-tools reuse resolve --event-path "$GITHUB_EVENT_PATH" --format github
     """
-    from ci_tools.github.flows import resolve_reuse
+    from ci_tools.prbot.reuse.flow import resolve_reuse
 
     run_flow(resolve_reuse, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)

@@ -30,9 +30,9 @@ def cli() -> None:
 
 
 def _layout_output_names() -> list[str]:
-    from ci_tools.runner import layout
+    from ci_tools import names
 
-    return list(layout.github_outputs("", ""))
+    return list(names.github_outputs("", ""))
 
 
 def _load_row(path: Path) -> dict:
@@ -50,7 +50,7 @@ def _load_row(path: Path) -> dict:
 
 
 def _recipe_path(row: dict, root: Path, row_path: Path) -> Path:
-    from ci_tools.config.masters import default_master_paths, read_masters
+    from ci_tools.config.load import default_master_paths, read_masters
 
     if row.get("recipe"):
         return root / str(row["recipe"])
@@ -69,10 +69,10 @@ def _recipe_path(row: dict, root: Path, row_path: Path) -> Path:
 
 def _hardware(row: dict, root: Path) -> dict:
     """runners.yaml `hardware:` facts of the row's runner label ({} when none)."""
-    from ci_tools import paths
-    from ci_tools.config.masters import read_runners
+    from ci_tools import names
+    from ci_tools.config.load import read_runners
 
-    path = root / paths.RUNNERS
+    path = root / names.RUNNERS
     if not path.is_file() or not row.get("runner"):
         return {}
     hw = (read_runners(path, root).data or {}).get("hardware") or {}
@@ -116,17 +116,17 @@ def _gpu_list(gpus: str | None) -> list[str] | None:
 
 def _eval_policy(row: dict, root: Path):
     """The policy's `evals:` section, for eval rows only (other rows run without a policy file)."""
-    from ci_tools import paths
+    from ci_tools import names
     from ci_tools.evals.policy import is_eval_row, policy_from_doc
     from ci_tools.yamlio import load_yaml_file
 
     if not is_eval_row(row):
         return None
-    path = root / paths.POLICY
+    path = root / names.POLICY
     if not path.is_file():
         raise InputError(f"{path}: policy file not found; eval rows take their harness and tasks from its "
                          "`evals:` section (pass --root REPO)")
-    return policy_from_doc(load_yaml_file(path, paths.POLICY))
+    return policy_from_doc(load_yaml_file(path, names.POLICY))
 
 
 @cli.command("run")
@@ -181,7 +181,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     A multi-node row (prefill/decode) runs its disaggregated recipe on Slurm only: one
     allocation, one srun step per worker, the frontend, one AIPerf run per concurrency.
     With --format github the step outputs result-filename, out-dir, artifact-result,
-    artifact-job and artifact-server-logs (ci_tools.runner.layout) are written before anything
+    artifact-job and artifact-server-logs (ci_tools.names) are written before anything
     starts, so a failed or cancelled job still uploads under its own names.
     Exit 0 when the client finished; 1 on failure (not scheduled, server never ready, died,
     client failed); 130 / 143 when cancelled by SIGINT / SIGTERM (GitHub's cancel sends both):
@@ -194,8 +194,9 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
       ci-tools runner run --row row.json --backend docker --dry-run
       CI_TOOLS_BACKEND=slurm ci-tools runner run --row row.json --out results/ --format github
     """
-    from ci_tools.config.recipe import load_recipe, resolve_point
-    from ci_tools.runner import layout
+    from ci_tools.config.recipe import resolve_point
+    from ci_tools.config.load import load_recipe
+    from ci_tools import names
     from ci_tools.runner.backends import Host, job_id, launches, ready_urls, render_dry_run, slurm_minutes
     from ci_tools.runner.budget import job_budget
     from ci_tools.runner.job import JobFailed, run_job
@@ -257,18 +258,18 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
     if fmt == "github":
         from ci_tools.github.actions import append_outputs
 
-        append_outputs(layout.github_outputs(plan.result_filename, str(out)))
+        append_outputs(names.github_outputs(plan.result_filename, str(out)))
     if dry_run:
         click.echo(text, nl=False)
         return
     out_abs.mkdir(parents=True, exist_ok=True)
-    (out_abs / layout.JOB_JSON).write_text(json.dumps({**plan.job_json(), "label": host.label}, indent=2) + "\n",
+    (out_abs / names.JOB_JSON).write_text(json.dumps({**plan.job_json(), "label": host.label}, indent=2) + "\n",
                                            encoding="utf-8")
-    (out_abs / layout.COMMANDS_TXT).write_text(text, encoding="utf-8")
+    (out_abs / names.COMMANDS_TXT).write_text(text, encoding="utf-8")
     if plan.evals is not None:
-        outputs, client_name = (f"{layout.EVAL_DIR}/{layout.EVAL_MANIFEST}",), "the eval harness"
+        outputs, client_name = (f"{names.EVAL_DIR}/{names.EVAL_MANIFEST}",), "the eval harness"
     else:
-        outputs = (f"{layout.AIPERF_DIR}/{layout.PROFILE_JSONL}", f"{layout.AIPERF_DIR}/{layout.PROFILE_JSON}")
+        outputs = (f"{names.AIPERF_DIR}/{names.PROFILE_JSONL}", f"{names.AIPERF_DIR}/{names.PROFILE_JSON}")
         client_name = "AIPerf"
     from functools import partial
 
@@ -287,7 +288,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
         click.echo(f"error: {exc.phase}: {exc.message}", err=True)
         if exc.tail:
             click.echo("---- last lines of the log ----\n" + exc.tail.rstrip() + "\n----", err=True)
-        click.echo(f"all processes of this job were stopped; see {out_abs / layout.STATUS_JSON}", err=True)
+        click.echo(f"all processes of this job were stopped; see {out_abs / names.STATUS_JSON}", err=True)
         sys.exit(exc.exit_code)
     click.echo(f"done: {plan.result_filename}; next: ci-tools results process {out}")
 
@@ -331,12 +332,12 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str) -> None:
     Example:
       ci-tools runner cleanup --out "$RUNNER_TEMP/out"
     """
-    from ci_tools.runner import layout
+    from ci_tools import names
     from ci_tools.runner.cleanup import stop_labelled
     from ci_tools.runner.job import write_status
 
     found = list(labels)
-    job_file = out / layout.JOB_JSON
+    job_file = out / names.JOB_JSON
     if job_file.is_file():
         try:
             label = json.loads(job_file.read_text(encoding="utf-8")).get("label")
@@ -353,10 +354,10 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str) -> None:
         sweep = stop_labelled(label, runner_name if i == 0 else "", budget_s=8.0, grace_s=1.0)
         stopped += sweep.stopped()
         problems += sweep.problems
-    if out.is_dir() and not (out / layout.STATUS_JSON).exists():
+    if out.is_dir() and not (out / names.STATUS_JSON).exists():
         write_status(out, {"ok": False, "phase": "start", "exit_code": 1,
                            "reason": "the run step ended without a status (killed, or cancelled before it started)"})
-        click.echo(f"wrote {out / layout.STATUS_JSON}: the run step left none")
+        click.echo(f"wrote {out / names.STATUS_JSON}: the run step left none")
     for line in stopped:
         click.echo(f"stopped {line}")
     if not stopped:
@@ -391,13 +392,13 @@ def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date:
     """
     import datetime
 
-    from ci_tools import paths
-    from ci_tools.config.masters import read_runners
+    from ci_tools import names
+    from ci_tools.config.load import read_runners
     from ci_tools.github.actions import write_outputs
     from ci_tools.github.client import GitHub, token_from_env
     from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
 
-    path = runners_path or (root / paths.RUNNERS)
+    path = runners_path or (root / names.RUNNERS)
     if not path.is_file():
         raise InputError(f"{path}: runners file not found (pass --runners or --root)", exit_code=2)
     expected = expected_runners(read_runners(path, None if runners_path else root).data)

@@ -35,7 +35,7 @@ def verify(event_path, event_name, repo_root, fmt, review_file) -> None:
     Example:
       ci-tools signoff verify --event-path "$GITHUB_EVENT_PATH" --repo-root . --format github
     """
-    from ci_tools.github.flows import verify_review, verify_signoff
+    from ci_tools.prbot.signoff.flow import verify_review, verify_signoff
 
     def flow(event, settings, gh):
         if review_file is not None:
@@ -61,7 +61,7 @@ def record(event_path, event_name, out_dir, fmt) -> None:
     Example:
       ci-tools signoff record --event-path "$GITHUB_EVENT_PATH" --out "$RUNNER_TEMP/review"
     """
-    from ci_tools.github.flows import record_review
+    from ci_tools.prbot.signoff.flow import record_review
 
     run_flow(lambda event, settings, gh: record_review(event, out_dir), event_path=event_path,
              event_name=event_name, repo_root=Path("."), fmt=fmt)

@@ -33,7 +33,7 @@ def dispatch(payload, event_path, event_name, repo_root, fmt) -> None:
     Example:
       ci-tools stage dispatch --payload "$PAYLOAD" --event-path "$GITHUB_EVENT_PATH" --format github
     """
-    from ci_tools.github.flows import stage_dispatch
+    from ci_tools.prbot.staging.flow import stage_dispatch
 
     def flow(event, settings, gh):
         return stage_dispatch(event, settings, gh, results_dispatcher(gh), payload)
@@ -56,6 +56,6 @@ def callback(event_path, event_name, repo_root, fmt) -> None:
     Example:
       ci-tools stage callback --event-path "$GITHUB_EVENT_PATH" --format github
     """
-    from ci_tools.github.flows import stage_callback
+    from ci_tools.prbot.staging.flow import stage_callback
 
     run_flow(stage_callback, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)

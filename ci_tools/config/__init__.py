@@ -2,11 +2,16 @@
 
 Entry points for other areas (import the submodule; nothing is re-exported here, so importing
 `ci_tools.config` stays free):
-- `masters.read_masters` / `read_runners`: fast reading without schema validation.
-- `validate.validate_root(root, change)` / `validate_files(masters, runners, root, change)`: every
-  finding of `config validate` as a `Report` (`.findings`, `.errors`, `.warnings`, `.ok`).
+- `load`: the shell. `read_masters` / `read_runners` / `load_recipe` read files without schema
+  validation; `load_sources` + `validate.check` (or `validate_root` / `validate_files`, which do both)
+  give every finding of `config validate` as a `Report` (`.findings`, `.errors`, `.warnings`, `.ok`).
+- `masters.merge_master_docs`, `masters.MasterIndex`: master data from already-read documents or blobs.
 - `crossfile.Change(keys, files)`: which entries a change touches; `touched.change_since` builds it
   from a git base revision.
 - `rules.search_spaces`, `rules.entry_points`, `points.search_space_concs`: walking search spaces.
 - `schemas.check(doc, data, "master"|"runners"|"recipe", ref)`: schema findings for one document.
+
+May import: `ci_tools.errors`, `ci_tools.paths`, `ci_tools.yamlio` (documents with line marks),
+`ci_tools.engines` and `ci_tools.evals` core modules. Only `load.py` touches files, `touched.py` git
+and `schemas.py` the packaged JSON Schemas; every other module is pure.
 """

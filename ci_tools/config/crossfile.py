@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.config.rules import entry_points, fmt_point, point_key
 from ci_tools.errors import Finding
 from ci_tools.yamlio import YamlDoc
@@ -83,7 +83,7 @@ def recipe_refs(entry: dict) -> Iterator[tuple[tuple, str, str]]:
         yield ("recipe",), entry["recipe"], "recipe"
     # Also used on entries that failed the schema (to know which recipes are referenced at all):
     # every level is type-checked.
-    prefix = paths.RECIPES_DIR + "/"
+    prefix = names.RECIPES_DIR + "/"
     scenarios = entry.get("scenarios")
     if not isinstance(scenarios, dict):
         return

@@ -1,21 +1,20 @@
 """Reading master configs and runners.yaml into plain data (no schema validation here).
 
-`read_masters` is the fast path used by every command that needs the entries (plan, matrix, lint):
-it parses each file once and merges them in the order given. Structural validation lives in the
+`merge_master_docs` merges parsed files in the order given (`config.load.read_masters` reads them:
+the fast path of every command that needs the entries, each file parsed once). Structural validation lives in the
 config validator; here only what would make the merged data ambiguous is rejected.
 """
 
 from __future__ import annotations
 
-import glob
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc, load_yaml_file
+from ci_tools.yamlio import YamlDoc
 
 
 @dataclass
@@ -29,27 +28,6 @@ class MasterSet:
 
     def keys(self) -> list[str]:
         return list(self.all_keys if self.all_keys is not None else self.entries)
-
-
-def default_master_paths(root: Path) -> list[Path]:
-    return sorted(Path(p) for p in glob.glob(str(root / paths.MASTER_GLOB)))
-
-
-def _display(path: Path, root: Path | None) -> str:
-    if root is not None:
-        try:
-            return str(path.resolve().relative_to(root.resolve()))
-        except ValueError:
-            pass
-    return str(path)
-
-
-def read_masters(files: list[Path], root: Path | None = None) -> MasterSet:
-    if not files:
-        raise InputError("no master config files found",
-                         findings=[Finding(paths.MASTER_GLOB, None, None, "no master config files found",
-                                           "run from the repository root, or pass --root / --master")])
-    return merge_master_docs([load_yaml_file(path, _display(path, root)) for path in files])
 
 
 def merge_master_docs(docs: list[YamlDoc]) -> MasterSet:
@@ -79,10 +57,6 @@ def merge_master_docs(docs: list[YamlDoc]) -> MasterSet:
     if problems:
         raise InputError(problems[0].message, findings=problems)
     return out
-
-
-def read_runners(path: Path, root: Path | None = None) -> YamlDoc:
-    return load_yaml_file(path, _display(path, root))
 
 
 _TOP_KEY_LINE = re.compile(rb"([A-Za-z0-9_][A-Za-z0-9_.+-]*):[ ]*(?:#[^\n]*)?")

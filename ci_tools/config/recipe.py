@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc, load_yaml_file
+from ci_tools.yamlio import YamlDoc
 
 # Engine-level keys that come from the point itself and must not be repeated in `args`: the
 # runner renders them from tp/ep/dp-attn, so two sources could disagree silently. Each engine
@@ -114,14 +114,6 @@ class ResolvedPoint:
                 "engine-versions": list(self.engine_versions), "image": self.image, "model": self.model, "env": dict(self.env),
                 "args": dict(self.args), "router": self.router,
                 "synthetic-acceptance": self.synthetic_acceptance}
-
-
-def load_recipe(path: Path | str, display: str | None = None) -> Recipe:
-    doc = load_yaml_file(path, display)
-    if not isinstance(doc.data, dict):
-        raise InputError(f"{doc.file}: a recipe must be a mapping",
-                         findings=[doc.finding((), "a recipe must be a mapping with `serve` and `points`")])
-    return Recipe(doc.file, doc.data, doc)
 
 
 def recipe_from_data(data: dict, file: str = "<recipe>") -> Recipe:

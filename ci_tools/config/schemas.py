@@ -13,9 +13,9 @@ from __future__ import annotations
 import difflib
 import functools
 import json
-from importlib import resources
 from typing import Any, Iterable
 
+from ci_tools import resources
 from ci_tools.errors import Finding
 from ci_tools.yamlio import YamlDoc
 
@@ -64,8 +64,7 @@ _UNKNOWN_FIELD_HINTS = {
 
 @functools.cache
 def schema(name: str) -> dict:
-    text = resources.files("ci_tools.schemas").joinpath(SCHEMA_FILES[name]).read_text(encoding="utf-8")
-    return json.loads(text)
+    return json.loads(resources.text("ci_tools.schemas", SCHEMA_FILES[name]))
 
 
 @functools.cache

@@ -1,25 +1,21 @@
 """`config validate`: every master config, runners.yaml and recipe, then the rules across them.
 
-Two halves:
-- `load_sources` (the imperative shell): find and parse the files; a file that cannot be read or
-  parsed becomes a finding, never an exception.
-- `check` (the functional core): schema validation, cross-field rules, cross-file rules over the
-  loaded documents; returns findings sorted by file and line.
-
-`validate_root` / `validate_files` do both and are what other commands call.
+`check` is the functional core: schema validation, cross-field rules, cross-file rules over the
+documents `config.load.load_sources` read (a file that cannot be read or parsed is already a finding
+there); it returns findings sorted by file and line. `config.load.validate_root` / `validate_files`
+do both and are what other commands call.
 """
 
 from __future__ import annotations
 
-import glob
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.config import crossfile, rules, schemas
 from ci_tools.config.crossfile import Change, Entry, Recipe
 from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc, load_yaml_file
+from ci_tools.yamlio import YamlDoc
 
 
 @dataclass
@@ -55,80 +51,6 @@ class Report:
     @property
     def ok(self) -> bool:
         return not self.errors
-
-
-def _display(path: Path, root: Path | None) -> str:
-    if root is not None:
-        try:
-            return path.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            pass
-    return str(path)
-
-
-def _load(path: Path, display: str, src: Sources) -> YamlDoc | None:
-    try:
-        return load_yaml_file(path, display)
-    except InputError as exc:
-        src.findings.extend(exc.findings or [Finding(display, None, None, exc.message)])
-        return None
-
-
-def load_sources(root: Path | None, masters: list[Path] | None = None, runners: Path | None = None) -> Sources:
-    """Find and parse the inputs. With `root`, missing --master/--runners default to the repo layout,
-    and recipes under root/recipes are loaded; without it, only the given files are read."""
-    src = Sources(root)
-    if masters is None:
-        if root is None:
-            raise ValueError("load_sources needs a root or explicit master files")
-        masters = sorted(Path(p) for p in glob.glob(str(root / paths.MASTER_GLOB)))
-        if not masters:
-            src.findings.append(Finding(paths.CONFIGS_DIR, None, None,
-                                        f"no master configs found ({paths.MASTER_GLOB} under {root})",
-                                        "run from the repository root, or pass --root DIR or --master FILE"))
-    for path in masters:
-        doc = _load(path, _display(path, root), src)
-        if doc is not None:
-            src.masters.append(doc)
-        else:
-            src.masters_failed += 1
-    if runners is None and root is not None:
-        runners = root / paths.RUNNERS
-        if not runners.is_file():
-            src.findings.append(Finding(paths.RUNNERS, None, None, "runners file not found",
-                                        "every master `runner` label must be declared there; create it or pass --runners"))
-            runners = None
-    if runners is not None:
-        src.runners = _load(runners, _display(runners, root), src)
-    else:
-        src.notes.append("runner labels not checked: no runners file (pass --runners FILE)")
-    if root is not None:
-        rdir = root / paths.RECIPES_DIR
-        files = sorted(p for p in rdir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()) if rdir.is_dir() else []
-        for path in files:
-            rel = path.relative_to(root).as_posix()
-            src.recipe_paths.add(rel)
-            doc = _load(path, rel, src)
-            if doc is not None:
-                src.recipes[rel] = doc
-    else:
-        src.notes.append("recipes not checked: no repository root (pass --root DIR to check recipe references)")
-    if root is not None:
-        _load_eval_inputs(root, src)
-    return src
-
-
-def _load_eval_inputs(root: Path, src: Sources) -> None:
-    """The thresholds file (required) and the policy's `evals:` section (checked when present)."""
-    path = root / paths.EVAL_THRESHOLDS
-    if path.is_file():
-        src.thresholds = _load(path, paths.EVAL_THRESHOLDS, src)
-    else:
-        src.findings.append(Finding(paths.EVAL_THRESHOLDS, None, None, "eval thresholds file not found",
-                                    "eval rows are scored against it: restore it (thresholds-version: 1, floor:, "
-                                    "default: <task>: <minimum>)"))
-    if (root / paths.POLICY).is_file():
-        src.policy = _load(root / paths.POLICY, paths.POLICY, src)
 
 
 def _merge_masters(docs: list[YamlDoc]) -> tuple[list[tuple[str, dict | object, YamlDoc]], list[Finding]]:
@@ -314,14 +236,3 @@ def servability(valid: list[Entry], recipes: dict[str, Recipe], hardware: dict, 
                 seen.add((r.rule, r.message))
                 out.append(e.doc.finding((e.key,), f"{e.key}: no runner can serve it: {r.message}", r.fix))
     return out
-
-
-def validate_root(root: Path, change: Change = Change()) -> Report:
-    """Validate a repository checkout: its masters, runners.yaml and recipes/."""
-    return check(load_sources(root), change)
-
-
-def validate_files(masters: list[Path], runners: Path | None = None, root: Path | None = None,
-                   change: Change = Change()) -> Report:
-    """Validate files outside the repository layout (e.g. the InferenceX corpus)."""
-    return check(load_sources(root, masters, runners), change)

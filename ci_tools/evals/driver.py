@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ci_tools.runner import layout
+from ci_tools import names
 
 
 def _say(message: str) -> None:
@@ -74,16 +74,16 @@ def merge(docs: list[dict], harness: dict) -> dict:
 def drive(job_dir: Path, base_url: str | None = None) -> int:
     """Run every harness run of the job; `base_url` replaces the planned one (with slurm the server's
     node is known only once its job runs)."""
-    job = _read(job_dir / layout.JOB_JSON)
+    job = _read(job_dir / names.JOB_JSON)
     if job is None or not isinstance(job.get("evals"), dict):
-        print(f"error: {job_dir / layout.JOB_JSON}: not an eval job (no `evals` section)", file=sys.stderr)
+        print(f"error: {job_dir / names.JOB_JSON}: not an eval job (no `evals` section)", file=sys.stderr)
         return 1
     spec = job["evals"]
     planned = spec.get("base-url")
     if base_url and planned and base_url != planned:
         for run in spec["runs"]:
             run["argv"] = [a.replace(planned, base_url) for a in run["argv"]]
-    evals = job_dir / layout.EVAL_DIR
+    evals = job_dir / names.EVAL_DIR
     evals.mkdir(parents=True, exist_ok=True)
     concs: list[int] = list(spec["concurrencies"])
     completed: list[int] = []
@@ -102,7 +102,7 @@ def drive(job_dir: Path, base_url: str | None = None) -> int:
             continue
         merged = merge(docs, spec["harness"])
         version = merged.get("harness_version", version)
-        (evals / layout.EVAL_RESULTS_PATTERN.format(conc=conc)).write_text(json.dumps(merged, indent=2) + "\n",
+        (evals / names.EVAL_RESULTS_PATTERN.format(conc=conc)).write_text(json.dumps(merged, indent=2) + "\n",
                                                                           encoding="utf-8")
         completed.append(conc)
         _say(f"conc {conc} done")
@@ -110,7 +110,7 @@ def drive(job_dir: Path, base_url: str | None = None) -> int:
                 "failures": {str(c): why for c, why in sorted(failed.items())}, "conc": concs[0] if concs else None,
                 "infmax_model_prefix": spec.get("model-prefix") or "unknown", "harness": spec["harness"]["name"],
                 "harness_version": version or spec["harness"].get("version") or None}
-    (evals / layout.EVAL_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    (evals / names.EVAL_MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     _say(f"{len(completed)} of {len(concs)} concurrencies completed"
          + (f"; failed: {', '.join(map(str, sorted(failed)))} (`results process` fails this job)" if failed else ""))
     return 0

@@ -11,7 +11,7 @@ uploaded as an artifact whose *name* says it (`evals_passed`, `evals_failed`, `e
 from __future__ import annotations
 
 from ci_tools.policy.buckets import EVAL_BUCKETS
-from ci_tools.runner import layout
+from ci_tools import names
 
 PASSED, FAILED, NONE = "passed", "failed", "none"
 
@@ -61,7 +61,7 @@ def verdict(planned: list[dict] | None, evals: list[dict]) -> dict:
         state = NONE
     else:
         state = FAILED if failed or missing else PASSED
-    return {"verdict": state, "artifact": layout.EVAL_VERDICT_ARTIFACTS[state], "expected": expected,
+    return {"verdict": state, "artifact": names.EVAL_VERDICT_ARTIFACTS[state], "expected": expected,
             "passed": sum(1 for e in evals if e.get("valid")), "failed": failed, "missing": missing, "notes": notes}
 
 
@@ -71,11 +71,11 @@ def reuse_problem(artifact_names: set[str]) -> str | None:
     A ci-tools run (it has the run-level collection) must carry a passing or empty eval verdict.
     Runs made by InferenceX's own workflows before the switch have no verdict: their eval jobs
     failed the run themselves (validate_scores), so they are judged by the run's other rules."""
-    a = layout.EVAL_VERDICT_ARTIFACTS
+    a = names.EVAL_VERDICT_ARTIFACTS
     if a[FAILED] in artifact_names:
         return ("its eval rows failed or did not run (artifact " + a[FAILED] + "); see the eval table on the "
                 "PR status card, fix them and run a new full sweep")
-    if layout.COLLECTION_ARTIFACT in artifact_names and not {a[PASSED], a[NONE]} & artifact_names:
+    if names.COLLECTION_ARTIFACT in artifact_names and not {a[PASSED], a[NONE]} & artifact_names:
         return (f"it has no eval verdict ({a[PASSED]} or {a[NONE]}): its collect job did not finish, so "
                 "whether its eval rows passed is unknown; run a new full sweep")
     return None

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ci_tools.errors import Finding, InputError
-from ci_tools.runner import layout
+from ci_tools import names
 
 AGENTIC = "agentic-coding"
 FIXED = "fixed-seq-len"
@@ -170,7 +170,7 @@ class HarnessRun:
 def _lm_eval_run(suite: Suite, task: Task, conc: int, *, model: str, base_url: str, lm_eval_bin: str,
                  root: str, out_dir: str) -> HarnessRun:
     h = suite.harness
-    output = f"{out_dir}/{layout.EVAL_DIR}/lm_eval_{task.name}_conc{conc}"
+    output = f"{out_dir}/{names.EVAL_DIR}/lm_eval_{task.name}_conc{conc}"
     args = ",".join([f"model={model}", f"base_url={base_url}/v1/chat/completions", f"num_concurrent={conc}",
                      "max_retries=3", "tokenized_requests=False"])
     argv = [lm_eval_bin, "run", "--model", h.api, "--model_args", args, "--tasks", task.name,
@@ -187,8 +187,8 @@ def _lm_eval_run(suite: Suite, task: Task, conc: int, *, model: str, base_url: s
 def _command_run(suite: Suite, conc: int, *, model: str, base_url: str, out_dir: str) -> HarnessRun:
     limits = {t.limit for t in suite.tasks if t.limit is not None}
     tasks = ",".join(t.name for t in suite.tasks)
-    work = f"{out_dir}/{layout.EVAL_DIR}/work_conc{conc}"
-    results = f"{work}/{layout.EVAL_HARNESS_RESULTS}"
+    work = f"{out_dir}/{names.EVAL_DIR}/work_conc{conc}"
+    results = f"{work}/{names.EVAL_HARNESS_RESULTS}"
     values = {"base_url": base_url, "model": model, "conc": str(conc), "tasks": tasks,
               "limit": str(min(limits)) if limits else "0", "work_dir": work, "results": results}
     argv = [word.format(**values) for word in shlex.split(suite.harness.command)]

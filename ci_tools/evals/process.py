@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ci_tools.evals import score
 from ci_tools.evals.thresholds import Thresholds
-from ci_tools.runner import layout
+from ci_tools import names
 
 
 def _read(path: Path) -> dict | None:
@@ -25,8 +25,8 @@ def is_eval_job(job: dict | None) -> bool:
 
 def process_eval_dir(path: Path, job: dict, thresholds: Thresholds) -> dict:
     spec = job["evals"]
-    evals = path / layout.EVAL_DIR
-    meta = _read(evals / layout.EVAL_MANIFEST)
+    evals = path / names.EVAL_DIR
+    meta = _read(evals / names.EVAL_MANIFEST)
     files = {p.name: _read(p) for p in sorted(evals.glob("results*.json"))} if evals.is_dir() else {}
     prefix = spec.get("model-prefix")
     if not prefix and meta and meta.get("infmax_model_prefix") not in (None, "", "unknown"):
@@ -38,7 +38,7 @@ def process_eval_dir(path: Path, job: dict, thresholds: Thresholds) -> dict:
              "result-filename": job.get("result-filename"), "model-prefix": prefix}
     scores, fails = score.judge(meta=meta, files=files, expected_concs=list(spec.get("concurrencies") or []),
                                 tasks=list(spec.get("tasks") or []), lookup=lambda task: thresholds.lookup(prefix, task),
-                                job_status=_read(path / layout.STATUS_JSON))
+                                job_status=_read(path / names.STATUS_JSON))
     return score.eval_result(point, {**spec, "model-prefix": prefix}, meta, scores, fails, list(files))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import Finding, InputError
 from ci_tools.yamlio import YamlDoc, load_yaml_file
 
@@ -57,7 +57,7 @@ def load(path: Path, display: str | None = None) -> Thresholds:
     if not path.is_file():
         raise InputError(f"{display or path}: eval thresholds file not found", findings=[Finding(
             display or str(path), None, None, "eval thresholds file not found",
-            f"pass --thresholds FILE, or run from the repository root (it holds {paths.EVAL_THRESHOLDS})")])
+            f"pass --thresholds FILE, or run from the repository root (it holds {names.EVAL_THRESHOLDS})")])
     doc = load_yaml_file(path, display or str(path))
     problems = check(doc)
     if problems:

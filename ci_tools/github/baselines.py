@@ -16,10 +16,9 @@ import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.github.client import GitHub
 from ci_tools.results import compare
-from ci_tools.runner import layout
 
 MAX_RUNS = 20
 
@@ -35,20 +34,20 @@ def collection_from_zip(data: bytes, where: str) -> list[dict]:
     """The result documents of a `results_bmk` archive (its `results.json`)."""
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
-            names = [n for n in z.namelist() if n.rsplit("/", 1)[-1] == layout.COLLECTION_JSON]
-            if not names:
-                raise ValueError(f"no {layout.COLLECTION_JSON} in the archive")
-            doc = json.loads(z.read(sorted(names, key=len)[0]))
+            members = [n for n in z.namelist() if n.rsplit("/", 1)[-1] == names.COLLECTION_JSON]
+            if not members:
+                raise ValueError(f"no {names.COLLECTION_JSON} in the archive")
+            doc = json.loads(z.read(sorted(members, key=len)[0]))
     except (zipfile.BadZipFile, ValueError, KeyError) as exc:
         raise ValueError(f"{where}: {exc}") from None
     results = doc.get("results") if isinstance(doc, dict) else None
     if not isinstance(results, list):
-        raise ValueError(f"{where}: {layout.COLLECTION_JSON} is not a result collection")
+        raise ValueError(f"{where}: {names.COLLECTION_JSON} is not a result collection")
     return [r for r in results if isinstance(r, dict)]
 
 
 def main_results(gh: GitHub, *, wanted: set[tuple] | None = None, history: int = 5, branch: str = "main",
-                 workflow: str = paths.SWEEP_WORKFLOW, max_runs: int = MAX_RUNS) -> MainResults:
+                 workflow: str = names.SWEEP_WORKFLOW, max_runs: int = MAX_RUNS) -> MainResults:
     out = MainResults()
     have: Counter = Counter()
     looked = 0
@@ -59,12 +58,12 @@ def main_results(gh: GitHub, *, wanted: set[tuple] | None = None, history: int =
         looked += 1
         if run.get("conclusion") != "success":
             continue
-        art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == layout.COLLECTION_ARTIFACT
+        art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == names.COLLECTION_ARTIFACT
                     and not a.get("expired")), None)
         if art is None:
             continue
         try:
-            results = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {layout.COLLECTION_ARTIFACT}")
+            results = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {names.COLLECTION_ARTIFACT}")
         except ValueError as exc:
             out.notes.append(f"skipped: {exc}")
             continue

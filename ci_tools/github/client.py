@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -127,9 +126,6 @@ class CallLog:
     @property
     def count(self) -> int:
         return len(self.calls)
-
-    def by_endpoint(self) -> Counter:
-        return Counter(c.split("?")[0] for c in self.calls)
 
 
 def token_from_env(env: dict[str, str] | None = None) -> str:

@@ -7,23 +7,7 @@ three separate lists (comments, issue events, PR commits) and keeps the call bud
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from ci_tools.github.events import Comment
-
-
-@dataclass(frozen=True)
-class LabelEvent:
-    label: str
-    added: bool
-    created_at: str
-
-
-@dataclass(frozen=True)
-class Timeline:
-    comments: tuple[Comment, ...] = ()
-    label_events: tuple[LabelEvent, ...] = ()
-    commits: tuple[str, ...] = ()
+from ci_tools.prbot.models import Comment, LabelEvent, Timeline
 
 
 def timeline_from_api(items: list[dict]) -> Timeline:

@@ -16,7 +16,7 @@ Where this deliberately differs from InferenceX (documented in the README, "Swee
 
 What an authorised `/use` does to a `synchronize` is not decided here: the gate sees only the event,
 and the rule ("stops the sweep only when the labels allow reuse and the push leaves benchmark inputs
-alone") has one home, `ci_tools.policy.reuse.decide_pr_event`, run by the pipeline's reuse step.
+alone") has one home, `ci_tools.prbot.reuse.decide.decide_pr_event`, run by the pipeline's reuse step.
 """
 
 from __future__ import annotations

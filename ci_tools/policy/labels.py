@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import InputError
 from ci_tools.yamlio import YamlDoc, load_yaml_file
 
@@ -101,7 +101,7 @@ def _policy_from_doc(doc: YamlDoc) -> Policy:
 
 def load_policy(root: Path, path: Path | None = None) -> Policy:
     """Load the policy file. Shape errors become located InputErrors (schema validation: the policy module)."""
-    doc: YamlDoc = load_yaml_file(path or root / paths.POLICY, str(path or paths.POLICY))
+    doc: YamlDoc = load_yaml_file(path or root / names.POLICY, str(path or names.POLICY))
     return _policy_from_doc(doc)
 
 
@@ -122,6 +122,6 @@ def default_policy() -> Policy:
 
 def load_policy_or_default(root: Path) -> tuple[Policy, str | None]:
     """(policy, note): the working tree's policy file, else the default with a note saying so."""
-    if not (root / paths.POLICY).exists():
-        return default_policy(), f"no {paths.POLICY} in {root}: using {DEFAULT_POLICY_NAME}"
+    if not (root / names.POLICY).exists():
+        return default_policy(), f"no {names.POLICY} in {root}: using {DEFAULT_POLICY_NAME}"
     return load_policy(root), None

@@ -12,14 +12,14 @@ from pathlib import Path
 
 from ci_tools.errors import InputError
 from ci_tools.results.process import RESULT_SCHEMA
-from ci_tools.runner import layout
+from ci_tools import names
 
 
-def find_results(roots: list[Path], name: str = layout.RESULT_JSON) -> list[Path]:
+def find_results(roots: list[Path], name: str = names.RESULT_JSON) -> list[Path]:
     found: list[Path] = []
     for root in roots:
         if root.is_file():
-            if root.name == name or name == layout.RESULT_JSON and root.name != layout.EVAL_RESULT_JSON:
+            if root.name == name or name == names.RESULT_JSON and root.name != names.EVAL_RESULT_JSON:
                 found.append(root)
         elif root.is_dir():
             found.extend(sorted(root.rglob(name)))
@@ -32,8 +32,8 @@ def find_plan(roots: list[Path]) -> Path | None:
     """The sweep's plan: plan.json inside a downloaded changelog-metadata artifact (the first found)."""
     for root in roots:
         if root.is_dir():
-            for path in sorted(root.rglob(layout.PLAN_JSON)):
-                if path.parent.name == "changelog-metadata":
+            for path in sorted(root.rglob(names.PLAN_JSON)):
+                if path.parent.name == names.CHANGELOG_METADATA:
                     return path
     return None
 

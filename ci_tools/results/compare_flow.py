@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.errors import InputError
 from ci_tools.results import compare, compare_render, pareto, sources
 
@@ -24,7 +24,7 @@ def load_policy(path: Path | None) -> compare.Policy:
     from ci_tools.policy.labels import load_policy as load_labels
 
     if path is None:
-        default = Path(paths.POLICY)
+        default = Path(names.POLICY)
         if not default.is_file():
             return compare.Policy()
         path = default

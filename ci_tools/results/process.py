@@ -14,7 +14,7 @@ from ci_tools.errors import Finding, InputError
 from ci_tools.results import metrics as m
 from ci_tools.results import intervals, records
 from ci_tools.results.validity import Requirements, check, config_echo
-from ci_tools.runner import layout
+from ci_tools import names
 
 RESULT_SCHEMA = "ci-tools/result/v1"
 
@@ -45,17 +45,17 @@ class PointInfo:
 
 def find_aiperf_dir(path: Path) -> Path:
     """The folder holding profile_export.jsonl: DIR, DIR/aiperf_artifacts, or its first run_* child."""
-    for cand in (path, path / layout.AIPERF_DIR):
-        if (cand / layout.PROFILE_JSONL).is_file():
+    for cand in (path, path / names.AIPERF_DIR):
+        if (cand / names.PROFILE_JSONL).is_file():
             return cand
         if cand.is_dir():
             for child in sorted(cand.iterdir()):
-                if child.is_dir() and (child / layout.PROFILE_JSONL).is_file():
+                if child.is_dir() and (child / names.PROFILE_JSONL).is_file():
                     return child
-    raise InputError(f"{path}: no {layout.PROFILE_JSONL} found", findings=[Finding(
-        str(path), None, None, f"no {layout.PROFILE_JSONL} in this directory or in {layout.AIPERF_DIR}/",
+    raise InputError(f"{path}: no {names.PROFILE_JSONL} found", findings=[Finding(
+        str(path), None, None, f"no {names.PROFILE_JSONL} in this directory or in {names.AIPERF_DIR}/",
         "pass the runner's --out directory or AIPerf's --artifact-dir; if the client failed, "
-        f"see {layout.CLIENT_LOG} and {layout.STATUS_JSON} there")])
+        f"see {names.CLIENT_LOG} and {names.STATUS_JSON} there")])
 
 
 def read_json(path: Path) -> dict | None:
@@ -70,7 +70,7 @@ def read_json(path: Path) -> dict | None:
     return data
 
 
-def point_from_job(job: dict, where: str = "job.json") -> PointInfo:
+def point_from_job(job: dict, where: str = names.JOB_JSON) -> PointInfo:
     try:
         return _point_from_job(job)
     except (KeyError, TypeError, ValueError) as exc:
@@ -128,7 +128,7 @@ def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
 def job_dirs(path: Path) -> list[Path]:
     """The directories holding one result each: DIR, or DIR/conc<N>/ for a multi-node job that ran
     several concurrencies in one allocation (its job.json lists them)."""
-    job = read_json(Path(path) / layout.JOB_JSON) if Path(path).is_dir() else None
+    job = read_json(Path(path) / names.JOB_JSON) if Path(path).is_dir() else None
     subs = [c.get("dir") for c in (job or {}).get("concurrencies") or [] if isinstance(c, dict)]
     if subs and all(subs):
         return [Path(path) / str(s) for s in subs]
@@ -143,16 +143,16 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
     if not path.is_dir():
         raise InputError(f"{path}: not a directory; pass the job directory (`runner run --out`) holding "
                          "job.json and aiperf_artifacts/")
-    job = read_json(path / layout.JOB_JSON)
+    job = read_json(path / names.JOB_JSON)
     if point is None:
         if job is None:
-            raise InputError(f"{path}: no {layout.JOB_JSON}, so the point is unknown", findings=[Finding(
-                str(path), None, None, f"no {layout.JOB_JSON} (written by `ci-tools runner run`)",
+            raise InputError(f"{path}: no {names.JOB_JSON}, so the point is unknown", findings=[Finding(
+                str(path), None, None, f"no {names.JOB_JSON} (written by `ci-tools runner run`)",
                 "pass the point: --tp N --conc N [--ep N --dp-attn --gpus N --scenario S --duration S]")])
-        point = point_from_job(job, str(path / layout.JOB_JSON))
+        point = point_from_job(job, str(path / names.JOB_JSON))
     adir = find_aiperf_dir(path)
-    scan = records.scan_file(adir / layout.PROFILE_JSONL, workers=workers)
-    agg = read_json(adir / layout.PROFILE_JSON)
+    scan = records.scan_file(adir / names.PROFILE_JSONL, workers=workers)
+    agg = read_json(adir / names.PROFILE_JSON)
     result = build_result(scan, agg, point, max_error_rate, min_requests)
     tel = gpu_telemetry(path, scan, result.get("tokens"))
     if tel is not None:
@@ -164,10 +164,10 @@ def gpu_telemetry(path: Path, scan: records.RecordScan, tokens: dict | None) -> 
     """The runner's nvidia-smi samples over the benchmark's window (runner/telemetry.py); None without them."""
     from ci_tools.runner import telemetry
 
-    csv = path / layout.GPU_TELEMETRY_CSV
+    csv = path / names.GPU_TELEMETRY_CSV
     if not csv.is_file():
         return None
-    meta = read_json(path / layout.GPU_TELEMETRY_META) or {}
+    meta = read_json(path / names.GPU_TELEMETRY_META) or {}
     samples, problems = telemetry.parse_csv(csv.read_text(encoding="utf-8", errors="replace"),
                                             float(meta.get("utc_offset_s") or 0))
     window = None

@@ -19,7 +19,9 @@ import math
 import shlex
 from dataclasses import dataclass, field
 
-from ci_tools.runner import layout, nodecheck, telemetry
+from ci_tools import names
+
+from ci_tools.runner import nodecheck, telemetry
 from ci_tools.runner.plan import MODELS_MOUNT, JobPlan, Proc, Settings, image_for_slurm
 
 BACKENDS = ("docker", "slurm", "process")
@@ -193,14 +195,14 @@ def model_path(plan: JobPlan, settings: Settings) -> str:
 def node_check(plan: JobPlan, backend: str, settings: Settings) -> Launch:
     """The pre-run check of GPUs, model and disk (nodecheck.py), where the engine will run."""
     argv = _on_node(backend) + ["sh", "-c", nodecheck.script(model_path(plan, settings), settings.hf_cache)]
-    return Launch("check", argv, {}, [], layout.NODE_CHECK_TXT)
+    return Launch("check", argv, {}, [], names.NODE_CHECK_TXT)
 
 
 def gpu_sampler(plan: JobPlan, backend: str, host: Host) -> Launch:
     """nvidia-smi sampling the job's GPUs for the whole job (Slurm: a step that sees the job's GPUs)."""
     devices = None if backend == "slurm" else _devices(plan, host)
     return Launch("telemetry", _on_node(backend) + telemetry.sampler_argv(devices), {}, [],
-                  layout.GPU_TELEMETRY_CSV)
+                  names.GPU_TELEMETRY_CSV)
 
 
 def ready_urls(plan: JobPlan, backend: str, settings: Settings) -> list[str]:
@@ -227,7 +229,7 @@ def render_dry_run(plan: JobPlan, backend: str, settings: Settings, host: Host |
             check = node_check(plan, backend, settings)
             lines.append(f"# node check (GPUs, model {model_path(plan, settings)}, disk of {settings.hf_cache}): "
                          f"{shlex.join(check.argv[:-1])} '...'")
-            lines.append(f"# GPU telemetry (log: {layout.GPU_TELEMETRY_CSV}): "
+            lines.append(f"# GPU telemetry (log: {names.GPU_TELEMETRY_CSV}): "
                          f"{shlex.join(gpu_sampler(plan, backend, host).argv)}")
         lines.append(f"# {launch.role} (log: {launch.log})")
         lines.append(launch.shell())

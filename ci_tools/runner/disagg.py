@@ -26,7 +26,7 @@ from ci_tools.config.disagg import DisaggPoint, Group
 from ci_tools.config.recipe import render_args
 from ci_tools.errors import InputError
 from ci_tools.policy.buckets import profile_of
-from ci_tools.runner import layout
+from ci_tools import names
 from ci_tools.engines import ServeSpec, routers, sglang
 from ci_tools.runner import budget as bud
 from ci_tools.runner.backends import HF_CACHE_MOUNT, RUNNER_KEY, job_id
@@ -97,7 +97,7 @@ class Client:
 
     @property
     def log(self) -> str:
-        return f"{self.subdir}/{layout.CLIENT_LOG}" if self.subdir else layout.CLIENT_LOG
+        return f"{self.subdir}/{names.CLIENT_LOG}" if self.subdir else names.CLIENT_LOG
 
 
 @dataclass
@@ -155,7 +155,7 @@ class MultiNodePlan:
             "concurrencies": [{"conc": c.conc, "dir": c.subdir, "result-filename": c.result_filename}
                               for c in self.clients],
             "commands": {w.name: {"argv": w.argv, "env": w.env, "log": w.log} for w in self.workers}
-            | {"frontend": {"argv": self.frontend_argv, "env": self.frontend_env, "log": layout.ROUTER_LOG}}
+            | {"frontend": {"argv": self.frontend_argv, "env": self.frontend_env, "log": names.ROUTER_LOG}}
             | {f"client-c{c.conc}": {"argv": c.argv, "env": c.env, "log": c.log} for c in self.clients},
         }
 
@@ -204,7 +204,7 @@ def result_filename(row: dict, point: DisaggPoint, concs: list[int], runner_name
     base = (f"{row.get('exp-name', 'run')}_{row.get('precision', '')}_{row.get('framework', '')}"
             f"_prefill-{_tag(point.prefill)}_decode-{_tag(point.decode)}_spec-{row.get('spec-decoding', 'none')}"
             f"_conc{'x'.join(str(c) for c in concs)}")
-    return layout._finish(base, row, runner_name)
+    return names._finish(base, row, runner_name)
 
 
 def _hicache_args(point: DisaggPoint, group: Group, row: dict, gpus_per_node: int) -> dict:
@@ -325,7 +325,7 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
             w = Worker(g.role, i, g, [], {}, port, port + 3, port + 2)
             env = dict(g.env) | env_extra | {"HF_HUB_CACHE": HF_CACHE_MOUNT}
             if point.frontend.get("kind") == "dynamo":
-                env |= {"DYN_FILE_KV": f"{out_dir}/{layout.DYNAMO_STORE}", "DYN_SYSTEM_PORT": str(w.health_port)}
+                env |= {"DYN_FILE_KV": f"{out_dir}/{names.DYNAMO_STORE}", "DYN_SYSTEM_PORT": str(w.health_port)}
             w.env = env
             if settings.server_cmd:
                 w.argv = [a.format(port=port, model=model, role=g.role, bootstrap=port + 1)
@@ -348,7 +348,7 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
         fargv = frontend_argv(point, fport, workers, namespace)
     fenv = dict(point.frontend.get("env") or {})
     if point.frontend.get("kind") == "dynamo":
-        fenv["DYN_FILE_KV"] = f"{out_dir}/{layout.DYNAMO_STORE}"
+        fenv["DYN_FILE_KV"] = f"{out_dir}/{names.DYNAMO_STORE}"
     base_url = f"http://{{frontend_node}}:{fport}"
     header = None
     if point.frontend.get("routing-key") == "session-id":
@@ -361,7 +361,7 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
             cdir = f"{out_dir}/{sub}" if sub else out_dir
             crow = {**row, "conc": c}
             argv = client_argv(crow, model, settings, base_url, c, scenario, duration, fast, header, cdir)
-            clients.append(Client(c, argv, {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{layout.AIPERF_TMP}",
+            clients.append(Client(c, argv, {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{names.AIPERF_TMP}",
                                             "HF_HUB_CACHE": settings.hf_cache, **AIPERF_TIMEOUTS_ENV},
                                   sub, result_filename(row, point, [c], settings.runner_name)))
     client_s = slurm.client_timeout_s or (bud.client_timeout(duration) if duration else FIXED_SEQ_CLIENT_S)
@@ -466,7 +466,7 @@ def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]
             "--ntasks=1", "--gres=none"] + _container(plan, plan.frontend_env, out_dir)
     steps.append(Step("frontend", argv + [fill(a, placement, addresses) for a in plan.frontend_argv],
                       dict(plan.frontend_env),
-                      layout.ROUTER_LOG))
+                      names.ROUTER_LOG))
     return steps
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from ci_tools.runner import budget as bud
-from ci_tools.runner import early, layout
+from ci_tools import names
+from ci_tools.runner import early
 from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV, Launch
 from ci_tools.runner.cleanup import run_stops, stop_labelled
 from ci_tools.runner.ready import NotReady, Probe, wait_ready
@@ -62,9 +63,9 @@ def cancelled_status(signum: int, phase: str) -> dict:
 
 def write_status(out: Path, status: dict) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    tmp = out / (layout.STATUS_JSON + ".tmp")
+    tmp = out / (names.STATUS_JSON + ".tmp")
     tmp.write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
-    tmp.replace(out / layout.STATUS_JSON)
+    tmp.replace(out / names.STATUS_JSON)
 
 
 def tail_file(path: Path, lines: int = TAIL_LINES) -> str:
@@ -199,7 +200,7 @@ def _node_check(lc: Launch, judge: Callable[[str], list[str]], out: Path, marks:
 
 
 def _start_sampler(lc: Launch, out: Path, marks: dict[str, str], say: Callable[[str], None]) -> Running | None:
-    (out / layout.GPU_TELEMETRY_META).write_text(json.dumps(
+    (out / names.GPU_TELEMETRY_META).write_text(json.dumps(
         {"utc_offset_s": time.localtime().tm_gmtoff, "argv": lc.argv}) + "\n", encoding="utf-8")
     try:
         run = _start(lc, out, marks)
@@ -372,7 +373,7 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
                     say(f"also stopped what carried the label {label}: {', '.join(swept.stopped())}")
                 for p in swept.problems:
                     say(f"cleanup: {p}")
-            shutil.rmtree(out / layout.AIPERF_TMP, ignore_errors=True)
+            shutil.rmtree(out / names.AIPERF_TMP, ignore_errors=True)
             status["stop_s"] = round(time.monotonic() - t0, 2)
             write_status(out, status)
         finally:

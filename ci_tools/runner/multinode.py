@@ -22,7 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ci_tools.runner import early, layout
+from ci_tools import names
+
+from ci_tools.runner import early
 from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV
 from ci_tools.runner.disagg import (MultiNodePlan, alloc_argv, client_commands, job_name, place, ready_checks,
                                     registered, worker_steps)
@@ -170,15 +172,15 @@ def write_job_files(plan: MultiNodePlan, out: Path, placement: dict | None, comm
     if len(plan.clients) == 1:
         job["point"] = plan.point_for(plan.clients[0], placement)
         job["result-filename"] = plan.clients[0].result_filename
-    (out / layout.JOB_JSON).write_text(json.dumps(job, indent=2) + "\n", encoding="utf-8")
-    (out / layout.COMMANDS_TXT).write_text(commands_text, encoding="utf-8")
+    (out / names.JOB_JSON).write_text(json.dumps(job, indent=2) + "\n", encoding="utf-8")
+    (out / names.COMMANDS_TXT).write_text(commands_text, encoding="utf-8")
     for c in plan.clients:
         if c.subdir:
             sub = out / c.subdir
             sub.mkdir(parents=True, exist_ok=True)
             data = {"result-filename": c.result_filename, "multinode": True,
                     "point": plan.point_for(c, placement), "parent": "..", "command": c.argv}
-            (sub / layout.JOB_JSON).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+            (sub / names.JOB_JSON).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
 
 
 def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
@@ -256,8 +258,8 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
                     if code != 0:
                         raise JobFailed("client", f"AIPerf (conc {c.conc}) exited with code {code}",
                                         tail_file(crun.log))
-                    missing = [n for n in (layout.PROFILE_JSONL, layout.PROFILE_JSON)
-                               if not (cdir / layout.AIPERF_DIR / n).is_file()]
+                    missing = [n for n in (names.PROFILE_JSONL, names.PROFILE_JSON)
+                               if not (cdir / names.AIPERF_DIR / n).is_file()]
                     if missing:
                         raise JobFailed("client", f"AIPerf (conc {c.conc}) exited 0 but did not write "
                                         f"{', '.join(missing)}", tail_file(crun.log))
@@ -290,8 +292,8 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
             _cancel(seen.get("jobid"), plan, say)  # ends every step of the allocation, on every node
             for p in reversed(procs + ([seen["salloc"]] if "salloc" in seen else [])):
                 _stop(p)
-            shutil.rmtree(out / layout.AIPERF_TMP, ignore_errors=True)
-            (out / layout.STATUS_JSON).write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
+            shutil.rmtree(out / names.AIPERF_TMP, ignore_errors=True)
+            (out / names.STATUS_JSON).write_text(json.dumps(status, indent=2) + "\n", encoding="utf-8")
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)
@@ -329,21 +331,21 @@ def run_cli(row: dict, recipe, *, backend: str, out: Path, dry_run: bool, root: 
         from ci_tools.github.actions import append_outputs
 
         rf = plan.clients[0].result_filename if len(plan.clients) == 1 else plan.result_filename
-        append_outputs(layout.github_outputs(rf, str(out)))
+        append_outputs(names.github_outputs(rf, str(out)))
     if dry_run:
         click.echo(text, nl=False)
         return
     if plan.run_eval:
         raise UsageError("eval rows are not run by `runner run` (use --dry-run to see the launch)")
     if point.frontend.get("kind") == "dynamo":
-        (out_abs / layout.DYNAMO_STORE).mkdir(parents=True, exist_ok=True)
+        (out_abs / names.DYNAMO_STORE).mkdir(parents=True, exist_ok=True)
     try:
         run_multinode(plan, out_abs, text)
     except JobFailed as exc:
         click.echo(f"error: {exc.phase}: {exc.message}", err=True)
         if exc.tail:
             click.echo("---- last lines of the log ----\n" + exc.tail.rstrip() + "\n----", err=True)
-        click.echo(f"the allocation and every step of this job were stopped; see {out_abs / layout.STATUS_JSON}",
+        click.echo(f"the allocation and every step of this job were stopped; see {out_abs / names.STATUS_JSON}",
                    err=True)
         sys.exit(exc.exit_code)
     click.echo(f"done: {plan.result_filename}; next: ci-tools results process {out}")

@@ -29,7 +29,7 @@ from ci_tools.engines import routers
 from ci_tools.errors import InputError
 from ci_tools.evals.policy import split_simulated_acceptance
 from ci_tools.policy.buckets import profile_of
-from ci_tools.runner import layout
+from ci_tools import names
 
 AGENTIC = "agentic-coding"
 AGENTX_DURATION_S = 3600
@@ -237,7 +237,7 @@ def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, c
         argv += ["--isl", str(isl), "--osl", str(osl), "--extra-inputs", "ignore_eos:true",
                  "--request-count", str(FIXED_SEQ_PROMPTS_PER_LANE * conc),
                  "--warmup-request-count", str(2 * conc)]
-    return argv + ["--artifact-dir", f"{out_dir}/{layout.AIPERF_DIR}"]
+    return argv + ["--artifact-dir", f"{out_dir}/{names.AIPERF_DIR}"]
 
 
 def _router_id(router: dict) -> tuple[str, str]:
@@ -309,7 +309,7 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
         command = None
     else:
         argv = command.argv
-    procs = [Proc("server", argv, env, layout.SERVER_LOG, command=command)]
+    procs = [Proc("server", argv, env, names.SERVER_LOG, command=command)]
     engine_url = f"http://{settings.host}:{engine_port}"
     ready = [f"{engine_url}{path}" for path in engines.engine(point.engine).READY_PATHS]
     base_url = engine_url
@@ -318,27 +318,27 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
         rcmd = router_command(point, settings.port, engine_port)
         if settings.router_cmd:
             rargv = [a.format(port=settings.port, worker_port=engine_port) for a in shlex.split(settings.router_cmd)]
-            procs.append(Proc("router", rargv, {}, layout.ROUTER_LOG))
+            procs.append(Proc("router", rargv, {}, names.ROUTER_LOG))
         else:
-            procs.append(Proc("router", rcmd.argv, {}, layout.ROUTER_LOG, command=rcmd))
+            procs.append(Proc("router", rcmd.argv, {}, names.ROUTER_LOG, command=rcmd))
         base_url = f"http://{settings.host}:{settings.port}"
         ready += [f"{base_url}/health", f"{base_url}/v1/models"]
         header = session_header(point)
-    rf = layout.result_filename({**row, "tp": point.key.tp, "ep": point.key.ep, "dp-attn": point.key.dp_attn,
+    rf = names.result_filename({**row, "tp": point.key.tp, "ep": point.key.ep, "dp-attn": point.key.dp_attn,
                                  "conc": point.key.conc}, settings.runner_name)
     if not run_eval:
         # AIPerf leaves its memory-mapped dataset files in the system temp dir; keep them in the job
         # directory instead, where the job removes them (a runner host would fill up otherwise)
         procs.append(Proc("client", client_argv(row, model, settings, base_url, point.key.conc, scenario,
                                                 duration, fast, header, out_dir),
-                          {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{layout.AIPERF_TMP}",
+                          {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{names.AIPERF_TMP}",
                            "HF_HUB_CACHE": settings.hf_cache, **AIPERF_TIMEOUTS_ENV},
-                          layout.CLIENT_LOG, in_container=False))
+                          names.CLIENT_LOG, in_container=False))
     evals = None
     if run_eval:
         evals = _eval_plan(row, model, base_url, removed, settings, out_dir)
         procs.append(Proc("client", [settings.ci_tools, "runner", "evals", out_dir, "--base-url", base_url],
-                          {}, layout.CLIENT_LOG, in_container=False))
+                          {}, names.CLIENT_LOG, in_container=False))
     return JobPlan(row=row, point=point, scenario=scenario, result_filename=rf, procs=procs, base_url=base_url,
                    ready_urls=ready, duration_s=duration, run_eval=run_eval, gpus=gpus, served_model=model,
                    image=point.image, evals=evals)

@@ -46,10 +46,10 @@ def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict
 def screen_at(git, head: str, masters) -> object | None:
     """`build_plan(screen=...)` for the head's masters (a `policy.plan.Masters`); None for a repository
     that has no recipes/ folder at `head`."""
-    from ci_tools import paths
+    from ci_tools import names
     from ci_tools.runner.servable import screen_for
 
-    if not git.ls_files(head, paths.RECIPES_DIR):
+    if not git.ls_files(head, names.RECIPES_DIR):
         return None
 
     return screen_for(masters.entries, recipes_at(git, head, masters.entries), masters.hardware, evals_at(git, head))
@@ -58,12 +58,12 @@ def screen_at(git, head: str, masters) -> object | None:
 def evals_at(git, head: str):
     """The `evals:` section of the policy file at `head` (the shipped default's when the repository has
     no policy file); None when it has none or it is malformed (eval rows are then refused, named)."""
-    from ci_tools import paths
+    from ci_tools import names
     from ci_tools.errors import InputError
     from ci_tools.evals.policy import policy_from_doc
     from ci_tools.yamlio import load_yaml_text
 
-    blob = git.show(head, paths.POLICY)
+    blob = git.show(head, names.POLICY)
     if blob is None:
         from importlib import resources
 
@@ -71,7 +71,7 @@ def evals_at(git, head: str):
 
         text, name = resources.files("ci_tools.policy").joinpath(DEFAULT_POLICY_RESOURCE).read_text("utf-8"), DEFAULT_POLICY_NAME
     else:
-        text, name = blob.decode("utf-8", "replace"), paths.POLICY
+        text, name = blob.decode("utf-8", "replace"), names.POLICY
     try:
         return policy_from_doc(load_yaml_text(text, name))
     except InputError:

@@ -1,7 +1,7 @@
 """GPU telemetry of a job: the nvidia-smi sampler's command line, and its CSV turned into a summary (pure).
 
 The sampler (`sampler_argv`) runs beside the engine for the whole job, one row per GPU per second,
-into the job directory (layout.GPU_TELEMETRY_CSV). `summarize` reads those rows over the benchmark's
+into the job directory (names.GPU_TELEMETRY_CSV). `summarize` reads those rows over the benchmark's
 own window (first request start .. last request end) and gives per GPU: power (mean, max, limit),
 energy (trapezoid over the samples), SM clock (mean, min, max), memory, utilisation, temperature, and
 the share of samples with each clock-event reason; for the job: total energy, energy per token where

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from cfgdata import REPO
-from ci_tools import paths
+from ci_tools import names
 
 
 @pytest.fixture
 def scratch(tmp_path: Path) -> Path:
     """A copy of the repository's benchmark data (configs, runners, changelog, recipes)."""
-    for part in (paths.E2E_DIR, paths.RECIPES_DIR):
+    for part in (names.E2E_DIR, names.RECIPES_DIR):
         shutil.copytree(REPO / part, tmp_path / part)
     return tmp_path

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from clirun import run
 
-from ci_tools import paths
+from ci_tools import names
 
-MASTER = paths.CONFIGS_DIR + "/nvidia-master.yaml"
-RECIPE = paths.RECIPES_DIR + "/gb300-dsv41flash-fp4-sglang/agentic.yaml"
+MASTER = names.CONFIGS_DIR + "/nvidia-master.yaml"
+RECIPE = names.RECIPES_DIR + "/gb300-dsv41flash-fp4-sglang/agentic.yaml"
 SEED = "dsv41flash-fp4-gb300-sglang-agentic-dspark"
 
 
@@ -55,17 +55,17 @@ CASES = [
      [], 1, "'tp' must be an integer, got string '4'\n  hint: write 4 without quotes"),
     ("unknown-field", lambda r: _edit(r, MASTER, "  precision: fp4\n", "  precison: fp4\n  precision: fp4\n"),
      [], 1, "dsv41flash-fp4-b300-sglang: unknown field 'precison'\n  hint: did you mean 'precision'?"),
-    ("root-not-mapping", lambda r: _write(r, paths.CONFIGS_DIR + "/amd-master.yaml", "- just\n- a list\n"),
+    ("root-not-mapping", lambda r: _write(r, names.CONFIGS_DIR + "/amd-master.yaml", "- just\n- a list\n"),
      [], 1, "a master config must be a mapping of config key -> entry, got a list"),
-    ("empty-master", lambda r: _write(r, paths.CONFIGS_DIR + "/amd-master.yaml", "# nothing yet\n"),
+    ("empty-master", lambda r: _write(r, names.CONFIGS_DIR + "/amd-master.yaml", "# nothing yet\n"),
      [], 1, "the master config is empty"),
-    ("no-masters-dir", lambda r: [p.unlink() for p in (r / paths.CONFIGS_DIR).glob("*-master.yaml")],
+    ("no-masters-dir", lambda r: [p.unlink() for p in (r / names.CONFIGS_DIR).glob("*-master.yaml")],
      [], 1, "no master configs found"),
-    ("runners-empty", lambda r: _write(r, paths.RUNNERS, "# nothing\n"), [], 1,
-     f"{paths.RUNNERS}: error: the file must contain a mapping, got null (empty)"),
+    ("runners-empty", lambda r: _write(r, names.RUNNERS, "# nothing\n"), [], 1,
+     f"{names.RUNNERS}: error: the file must contain a mapping, got null (empty)"),
     ("recipe-a-list", lambda r: _write(r, RECIPE, "- tp: 4\n"), [], 1,
      f"{RECIPE}:1:1: error: the file must contain a mapping, got a list"),
-    ("runners-missing", lambda r: (r / paths.RUNNERS).unlink(), [], 1, f"{paths.RUNNERS}: error: runners file not found"),
+    ("runners-missing", lambda r: (r / names.RUNNERS).unlink(), [], 1, f"{names.RUNNERS}: error: runners file not found"),
     ("runner-label-undeclared", lambda r: _edit(r, MASTER, "  runner: b300\n", "  runner: b300-typo\n"),
      [], 1, "runner label 'b300-typo' is not declared in inferencex-e2e/configs/runners.yaml"),
     ("recipe-missing", lambda r: (r / RECIPE).unlink(), [], 1, f"{MASTER}:90:3: error: recipe {RECIPE} does not exist"),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from clirun import run
 
-from ci_tools.config.validate import validate_files
+from ci_tools.config.load import validate_files
 from tests.conftest import assert_golden
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "config"

@@ -9,7 +9,7 @@ import pytest
 from clirun import run
 from test_cli_bad_input import MASTER, RECIPE, SEED, _edit, _write
 
-from ci_tools import paths
+from ci_tools import names
 
 B300_RECIPE = "recipes/b300-dsv41flash-fp4-sglang/fixed-seq.yaml"
 
@@ -63,7 +63,7 @@ CASES = [
      lambda r: _edit(r, RECIPE, "engine: sglang", "engine: tensorflow"),
      "error", (RECIPE, "engine:", "'engine' must be one of \"sglang\", \"vllm\", \"trtllm\", got string 'tensorflow'")),
     ("dram-needs-runner-hardware",
-     lambda r: _edit(r, paths.RUNNERS, "  cluster:gb300-nv:\n    available-cpu-dram-mib: 860160\n", "  cluster:gb300-nv:\n"),
+     lambda r: _edit(r, names.RUNNERS, "  cluster:gb300-nv:\n    available-cpu-dram-mib: 860160\n", "  cluster:gb300-nv:\n"),
      "error", (MASTER, "  runner: cluster:gb300-nv", "kv-offloading: dram needs the CPU DRAM of runner 'cluster:gb300-nv'")),
     ("naming-gpu",
      lambda r: _rename_b300(r, "dsv41flash-fp4-h100-sglang"),

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from ci_tools import paths
+from ci_tools import names
 
 from clirun import run
 from test_cli_bad_input import MASTER, _edit
 
-FIXED = paths.RECIPES_DIR + "/gb300-dsv41flash-fp4-dynamo-sglang/disagg-8k1k.yaml"
-AGENTIC = paths.RECIPES_DIR + "/gb300-dsv41flash-fp4-dynamo-sglang/agentic-disagg.yaml"
+FIXED = names.RECIPES_DIR + "/gb300-dsv41flash-fp4-dynamo-sglang/disagg-8k1k.yaml"
+AGENTIC = names.RECIPES_DIR + "/gb300-dsv41flash-fp4-dynamo-sglang/agentic-disagg.yaml"
 KEY = "dsv41flash-fp4-gb300-dynamo-sglang-disagg"
 DEP8 = "    decode:\n      num-worker: 1\n      tp: 8\n      ep: 8\n      dp-attn: true\n      nodes: 2\n"
 
@@ -23,7 +23,7 @@ CASES = [
      (FIXED, "      nodes: 1", "point '2p1d-dep8' decode: a tp8 worker on 1 node(s) of 4 GPUs (runner gb300) does not "
                                 "fill its nodes")),
     ("point-needs-more-nodes-than-the-runner",
-     lambda r: _edit(r, paths.RUNNERS, "    nodes: 18          # one NVL72", "    nodes: 3          # one NVL72"),
+     lambda r: _edit(r, names.RUNNERS, "    nodes: 18          # one NVL72", "    nodes: 3          # one NVL72"),
      (FIXED, "  2p1d-dep8:", "point '2p1d-dep8' needs 4 nodes; runner gb300 has 3")),
     ("kv-transfer-differs",
      lambda r: _edit(r, FIXED, "kv-transfer: nixl", "kv-transfer: mooncake"),
@@ -63,7 +63,7 @@ CASES = [
     ("single-node-recipe-for-a-multinode-entry",
      lambda r: _edit(r, MASTER, "  recipe: recipes/gb300-dsv41flash-fp4-dynamo-sglang/disagg-8k1k.yaml",
                      "  recipe: recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml"),
-     (paths.RECIPES_DIR + "/gb300-dsv41flash-fp4-sglang/agentic.yaml", "config-key:",
+     (names.RECIPES_DIR + "/gb300-dsv41flash-fp4-sglang/agentic.yaml", "config-key:",
       f"master entry {KEY} is multinode, but this recipe is a single-node recipe")),
 ]
 

@@ -12,11 +12,11 @@ import pytest
 from cfgdata import REPO
 from clirun import run
 
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.config.touched import touched_keys
 
-MASTER = paths.CONFIGS_DIR + "/nvidia-master.yaml"
-RECIPE = paths.RECIPES_DIR + "/gb300-dsv41flash-fp4-sglang/agentic.yaml"
+MASTER = names.CONFIGS_DIR + "/nvidia-master.yaml"
+RECIPE = names.RECIPES_DIR + "/gb300-dsv41flash-fp4-sglang/agentic.yaml"
 SEED = "dsv41flash-fp4-gb300-sglang-agentic-dspark"
 
 
@@ -90,7 +90,7 @@ def _pin_findings(repo: Path, *args: str) -> dict[str, list[str]]:
 def test_base_ref_makes_unpinned_images_errors_only_where_the_change_touches(repo):
     _git(repo, "tag", "base")
     _unpin(repo, MASTER, "dsv41flash-fp4-b300-sglang:")  # legacy debt, committed before the change
-    _unpin(repo, paths.RECIPES_DIR + "/b300-dsv41flash-fp4-sglang/fixed-seq.yaml", "config-key: dsv41flash-fp4-b300-sglang")
+    _unpin(repo, names.RECIPES_DIR + "/b300-dsv41flash-fp4-sglang/fixed-seq.yaml", "config-key: dsv41flash-fp4-b300-sglang")
     _git(repo, "commit", "-qam", "unpin b300")
     _git(repo, "tag", "before-change")
     _unpin(repo, MASTER, "dsv41flash-fp4-gb300-dynamo-sglang-disagg:")  # the change under review

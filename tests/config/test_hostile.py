@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tools.config import validate
+from ci_tools.config import load, validate
 
 from clirun import run
 
@@ -40,7 +40,7 @@ def test_many_invalid_entries_stop_after_a_bound(tmp_path: Path):
     MAX_INVALID_ENTRIES invalid entries and says how many were not checked."""
     master = tmp_path / "m-master.yaml"
     master.write_text("".join(f"cfg-{i:05d}: {{}}\n" for i in range(40_000)))
-    src = validate.load_sources(None, [master])
+    src = load.load_sources(None, [master])
     report = validate.check(src)
     limit = validate.MAX_INVALID_ENTRIES
     assert len({f.line for f in report.errors}) == limit + 1

@@ -25,8 +25,9 @@ from pathlib import Path
 import pytest
 
 from ci_tools.config.disagg import resolve_disagg
-from ci_tools.config.masters import default_master_paths, read_masters
-from ci_tools.config.recipe import load_recipe, recipe_from_data
+from ci_tools.config.load import default_master_paths, read_masters
+from ci_tools.config.recipe import recipe_from_data
+from ci_tools.config.load import load_recipe
 from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan, fill, place
 from ci_tools.runner.plan import Settings
 from tests.engines.harness import failures, pinned, venv

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_tools.config.recipe import load_recipe, resolve_point
+from ci_tools.config.recipe import resolve_point
+from ci_tools.config.load import load_recipe
 from ci_tools.engines import ServeSpec, routers, sglang
 from ci_tools.runner.plan import Settings, build_plan
 from tests.engines.harness import failures, parse, parse_many, pinned, venv, wheel_dir

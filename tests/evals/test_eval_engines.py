@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ci_tools.config.recipe import load_recipe, resolve_point
+from ci_tools.config.recipe import resolve_point
+from ci_tools.config.load import load_recipe
 from ci_tools.engines import ENGINE_NAMES
 from ci_tools.evals import policy as ep
 from ci_tools.runner.backends import Host, launches

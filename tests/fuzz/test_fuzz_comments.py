@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
-from ci_tools.policy import commands
+from ci_tools.prbot import commands
 
 from .harness import check_case, fuzz_settings
 from .hostile import UNICODE

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ci_tools.github import GitHub
 from ci_tools.github.events import Comment, Event, PullRequest
-from ci_tools.github.flows import Lazy, Settings
+from ci_tools.prbot.shell import Lazy, Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FULL = "full-sweep-fail-fast"

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from ci_tools.github.flows import check_approval, handle_comment
-from ci_tools.policy import approval
+from ci_tools.prbot.approval.flow import check_approval
+from ci_tools.prbot.flow import handle_comment
+from ci_tools.prbot.approval import decide as approval
 from gh_scenarios import FULL, SHA1, SHA2, authorise, comment_event, lazy, pr_with_sweep, settings
 from test_gh_bots import golden
 from test_gh_cli import ci, outputs

@@ -10,8 +10,11 @@ import pytest
 from ci_tools.github import GitHub
 from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Event
-from ci_tools.github.flows import handle_comment, resolve_reuse, stage_dispatch, verify_signoff
-from ci_tools.policy import approval
+from ci_tools.prbot.flow import handle_comment
+from ci_tools.prbot.reuse.flow import resolve_reuse
+from ci_tools.prbot.signoff.flow import verify_signoff
+from ci_tools.prbot.staging.flow import stage_callback, stage_dispatch
+from ci_tools.prbot.approval import decide as approval
 from gh_scenarios import SHA1, SHA2, authorise, comment_event, lazy, merge, pr_with_sweep, push_event, settings
 from test_gh_commands import comment_jobs, dispatcher
 from test_gh_signoff import AMD, setup_pr, signoff_body
@@ -121,8 +124,6 @@ def test_a_writer_demoted_before_the_dispatch_job_is_not_staged(fake):
 
 def test_a_rerun_of_the_dispatch_job_after_the_app_started_does_not_stage_again(fake):
     from test_gh_commands import callback
-
-    from ci_tools.github.flows import stage_callback
 
     payload, event, _ = staged(fake)
     assert send(fake, event, payload).outputs["dispatched"] == "true"

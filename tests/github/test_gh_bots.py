@@ -7,8 +7,13 @@ from pathlib import Path
 import pytest
 
 from ci_tools.github.events import Event
-from ci_tools.github.flows import handle_comment, stage_callback, status_card, verify_signoff, welcome, pr_body
-from ci_tools.policy.prbody import check_body
+from ci_tools.prbot.flow import handle_comment
+from ci_tools.prbot.staging.flow import stage_callback
+from ci_tools.prbot.card.flow import status_card
+from ci_tools.prbot.signoff.flow import verify_signoff
+from ci_tools.prbot.welcome.flow import welcome
+from ci_tools.prbot.prbody.flow import pr_body
+from ci_tools.prbot.prbody.decide import check_body
 from gh_scenarios import FULL, SHA1, REPO_ROOT, authorise, comment_event, lazy, pr_event, pr_with_sweep, settings
 from test_gh_commands import callback, comment_jobs
 from test_gh_signoff import setup_pr, signoff_body

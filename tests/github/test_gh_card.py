@@ -8,10 +8,10 @@ import threading
 import pytest
 
 from ci_tools.github import GitHub
-from ci_tools.github.card import write_section
+from ci_tools.prbot.card.shell import write_section
 from ci_tools.github.client import GitHubError
-from ci_tools.policy import card
-from ci_tools.policy import comments as cm
+from ci_tools.prbot.card import decide as card
+from ci_tools.prbot import sticky as cm
 
 BOT = "github-actions[bot]"
 
@@ -159,7 +159,7 @@ def test_the_card_of_a_finished_sweep_shows_progress_and_results_against_main(fa
     import json
 
     from ci_tools.github.events import Event, WorkflowRun
-    from ci_tools.github.flows import status_card
+    from ci_tools.prbot.card.flow import status_card
     from ci_tools.results.sources import results_from_csv
     from gh_scenarios import SHA1, lazy, pr_with_sweep, settings
     from tests.conftest import REPO, assert_golden

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from ci_tools.github.client import GitHubError
-from ci_tools.github.flows import Lazy, handle_comment, stage_callback, stage_dispatch
+from ci_tools.prbot.shell import Lazy
+from ci_tools.prbot.flow import handle_comment
+from ci_tools.prbot.staging.flow import stage_callback, stage_dispatch
 from ci_tools.github.events import Event
 from ci_tools.github import GitHub
 from gh_scenarios import FULL, SHA1, authorise, comment_event, lazy, pr_with_sweep, settings
@@ -96,6 +98,31 @@ def test_use_denied_says_who_may_and_never_acts(fake, association, permission):
     assert "was not run" in body and f"has {permission} permission" in body and "write, maintain or admin" in body
     assert res.outputs["reuse-authorised"] == "false"
     assert not [b for b in fake.bot_comments(1) if "status-card" in b["body"]]
+
+
+def test_permission_is_checked_once_for_the_whole_comment_and_nothing_runs(fake):
+    """bors-ng's rule: the permission the comment's commands need is folded over all of them first; an
+    author without it gets one denial naming them, and none runs (no plan reply, no card, no dispatch)."""
+    pr_with_sweep(fake, 1)
+    fake.add_run(9, head_sha=SHA1)
+    c = authorise(fake, 1, "/sweep plan\n/use 9\n/stage-results\n/use abc", permission="read")
+    res, gh = handle(fake, comment_event(fake, 1, c))
+    body = reply_of(fake, 1, c["id"])
+    assert body.count("was not run") == 0 and body.count("were not run") == 1
+    assert "`/use 9`, `/stage-results` were not run: @maint has read permission" in body
+    assert "`/use abc` is not a command I understand" in body            # usage help still comes
+    assert "sweep plan" not in body.split("were not run")[1]
+    assert res.outputs["reuse-authorised"] == "false" and fake.dispatches == []
+    assert not [b for b in fake.bot_comments(1) if "status-card" in b["body"]]
+    assert sum("/collaborators/maint/permission" in call for call in gh.client.log.calls) == 1
+
+
+def test_a_comment_that_needs_no_permission_asks_for_none(fake):
+    pr_with_sweep(fake, 1)
+    c = fake.add_comment(1, "/sweep plan", author="viewer", association="NONE")
+    _, gh = handle(fake, comment_event(fake, 1, c))
+    assert "ci-tools plan" in reply_of(fake, 1, c["id"])
+    assert not [call for call in gh.client.log.calls if "/permission" in call]
 
 
 def test_sweep_plan_replies(fake):

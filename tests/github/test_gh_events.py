@@ -10,7 +10,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from ci_tools.errors import InputError
 from ci_tools.github.events import load_event, parse_event
-from ci_tools.policy.commands import SweepPlan, StageResults, UsageProblem, Use, parse
+from ci_tools.prbot.commands import SweepPlan, StageResults, UsageProblem, Use, parse
 
 
 @pytest.mark.parametrize("kind", ["pull_request", "issue_comment", "pull_request_review", "workflow_run", "push"])

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ci_tools.github.flows import handle_comment, resolve_reuse, verify_signoff, welcome
+from ci_tools.prbot.flow import handle_comment
+from ci_tools.prbot.reuse.flow import resolve_reuse
+from ci_tools.prbot.signoff.flow import verify_signoff
+from ci_tools.prbot.welcome.flow import welcome
 from gh_scenarios import SHA1, authorise, comment_event, lazy, merge, pr_event, pr_with_sweep, push_event, settings
 from test_gh_signoff import setup_pr, signoff_body
 

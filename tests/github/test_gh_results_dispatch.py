@@ -9,7 +9,7 @@ import pytest
 
 from ci_tools.cli.results import GITHUB_OUTPUTS
 from ci_tools.errors import InputError
-from ci_tools.github.flows import results_dispatch
+from ci_tools.prbot.staging.flow import results_dispatch
 from gh_scenarios import MERGE, SHA1, lazy, merge, pr_with_sweep, push_event, settings
 from test_gh_cli import ci, outputs, payload
 from tests.conftest import assert_golden

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from ci_tools.github.events import Comment
-from ci_tools.github.flows import resolve_reuse
-from ci_tools.policy import reuse
+from ci_tools.prbot.reuse.flow import resolve_reuse
+from ci_tools.prbot.reuse import decide as reuse
 from gh_scenarios import FULL, MERGE, SHA1, SHA2, SHA3, authorise, lazy, merge, pr_with_sweep, pr_event, push_event, \
     settings
 
@@ -44,7 +44,6 @@ def test_authorisation(comments, merged_at, expected):
 
     auth = reuse.authorise(comments, perm, pr_number=1, merged_at=merged_at)
     assert (auth.authorised, auth.pinned_run) == expected
-    assert reuse.reuse_authorised(comments, perm, pr_number=1, merged_at=merged_at) is expected[0]
 
 
 @pytest.mark.parametrize("association", ["CONTRIBUTOR", "NONE", "FIRST_TIME_CONTRIBUTOR", "MEMBER"])

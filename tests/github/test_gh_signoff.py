@@ -7,14 +7,14 @@ import re
 
 import pytest
 
-from ci_tools import paths
-from ci_tools.github.flows import verify_signoff
-from ci_tools.policy import signoff
+from ci_tools import names
+from ci_tools.prbot.signoff.flow import verify_signoff
+from ci_tools.prbot.signoff import decide as signoff
 from ci_tools.github import GitHub
-from ci_tools.github.flows import Lazy
+from ci_tools.prbot.shell import Lazy
 from gh_scenarios import REPO_ROOT, SHA1, SHA2, comment_event, lazy, pr_event, pr_with_sweep, settings
 
-CHECKLIST = signoff.parse_checklist((REPO_ROOT / paths.REVIEW_CHECKLIST).read_text(), paths.REVIEW_CHECKLIST)
+CHECKLIST = signoff.parse_checklist((REPO_ROOT / names.REVIEW_CHECKLIST).read_text(), names.REVIEW_CHECKLIST)
 AMD = "inferencex-e2e/configs/amd-master.yaml"
 
 
@@ -176,7 +176,7 @@ def test_an_app_token_with_members_read_verifies_team_owners(fake):
 
 def test_a_users_own_entry_needs_no_team_token(fake):
     """Files owned by a user entry are checked without any team call."""
-    from ci_tools.policy import signoff as so
+    from ci_tools.prbot.signoff import decide as so
 
     check, owns, unknown = so.owner_check("alice", ["a.txt"], "*.txt @alice\n", lambda *a: 1 / 0)
     assert check.ok and owns and unknown is None
@@ -198,14 +198,14 @@ def review_run_event(fake, *, path=".github/workflows/signoff-review.yml", event
 
 
 def test_a_recorded_review_is_read_back_from_the_api_and_verified(fake, tmp_path):
-    from ci_tools.github.flows import read_review_record, record_review, verify_review
+    from ci_tools.prbot.signoff.flow import read_review_record, record_review, verify_review
 
     setup_pr(fake)
     review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev")
     record_review(comment_event(fake, 1, {**review, "created_at": review["submitted_at"]},
                                 kind="pull_request_review"), tmp_path)
-    assert read_review_record(tmp_path / paths.REVIEW_FILE) == (1, review["id"])
-    res = verify_review(review_run_event(fake), settings(), lazy(fake), lazy(fake), tmp_path / paths.REVIEW_FILE)
+    assert read_review_record(tmp_path / names.REVIEW_FILE) == (1, review["id"])
+    res = verify_review(review_run_event(fake), settings(), lazy(fake), lazy(fake), tmp_path / names.REVIEW_FILE)
     assert res.outputs["state"] == "success" and fake.statuses[-1]["_sha"] == SHA1
     assert any(r.endswith(f"/pulls/1/reviews/{review['id']}") for r in fake.requests)
 
@@ -214,7 +214,7 @@ def test_a_recorded_review_is_read_back_from_the_api_and_verified(fake, tmp_path
                                   '{"pr": 0, "review": 5}', "[1, 5]", "not json", '{"pr": true, "review": 5}'])
 def test_a_record_is_two_positive_integers_and_nothing_else(tmp_path, text):
     from ci_tools.errors import InputError
-    from ci_tools.github.flows import read_review_record
+    from ci_tools.prbot.signoff.flow import read_review_record
 
     (tmp_path / "r.json").write_text(text)
     with pytest.raises(InputError, match="not a review record"):
@@ -223,7 +223,7 @@ def test_a_record_is_two_positive_integers_and_nothing_else(tmp_path, text):
 
 def test_a_record_naming_a_review_of_another_pr_is_refused(fake, tmp_path):
     from ci_tools.github.client import GitHubError
-    from ci_tools.github.flows import verify_review
+    from ci_tools.prbot.signoff.flow import verify_review
 
     setup_pr(fake)
     fake.add_pr(2, head_sha=SHA2)
@@ -237,7 +237,7 @@ def test_a_record_naming_a_review_of_another_pr_is_refused(fake, tmp_path):
 @pytest.mark.parametrize("kw", [{"path": ".github/workflows/other.yml"}, {"event": "pull_request"},
                                 {"conclusion": "failure"}])
 def test_only_a_successful_record_run_is_acted_on(fake, tmp_path, kw):
-    from ci_tools.github.flows import verify_review
+    from ci_tools.prbot.signoff.flow import verify_review
 
     gh = lazy(fake)
     res = verify_review(review_run_event(fake, **kw), settings(), gh, None, tmp_path / "missing.json")

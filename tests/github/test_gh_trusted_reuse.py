@@ -5,8 +5,10 @@ status card; same-repo PRs pay nothing for it."""
 from __future__ import annotations
 
 from ci_tools.github.events import Event, WorkflowRun
-from ci_tools.github.flows import handle_comment, resolve_reuse, status_card
-from ci_tools.policy import approval
+from ci_tools.prbot.flow import handle_comment
+from ci_tools.prbot.reuse.flow import resolve_reuse
+from ci_tools.prbot.card.flow import status_card
+from ci_tools.prbot.approval import decide as approval
 from gh_scenarios import FULL, SHA1, SHA2, SHA3, authorise, comment_event, lazy, merge, pr_with_sweep, push_event, \
     settings
 from test_gh_commands import comment_jobs

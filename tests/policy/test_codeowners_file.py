@@ -7,7 +7,7 @@ import subprocess
 
 from codeowners import CodeOwners
 
-from ci_tools import paths
+from ci_tools import names
 
 
 def _tracked(root) -> list[str]:
@@ -17,14 +17,14 @@ def _tracked(root) -> list[str]:
 
 def test_every_pattern_owns_a_file_of_this_repository(repo_root):
     """A pattern naming nothing silently leaves its files to the catch-all. The one exception: a vendor
-    master config of the layout (`paths.MASTER_GLOB`; this repository ships only NVIDIA's), so a
+    master config of the layout (`names.MASTER_GLOB`; this repository ships only NVIDIA's), so a
     benchmark repository adding amd-master.yaml gets its reviewers from the first commit."""
     files = _tracked(repo_root)
     for n, line in enumerate((repo_root / ".github/CODEOWNERS").read_text().splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         pattern = line.split()[0]
-        if fnmatch.fnmatchcase(pattern.lstrip("/"), paths.MASTER_GLOB):
+        if fnmatch.fnmatchcase(pattern.lstrip("/"), names.MASTER_GLOB):
             continue
         single = CodeOwners(line)
         assert any(single.of(f) for f in files), f".github/CODEOWNERS:{n}: {pattern} matches no file"

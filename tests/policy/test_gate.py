@@ -144,7 +144,7 @@ USE_CASES = [
 
 @pytest.mark.parametrize("case", USE_CASES, ids=[c[0] for c in USE_CASES])
 def test_authorised_use_on_synchronize(policy, case):
-    from ci_tools.policy import reuse
+    from ci_tools.prbot.reuse import decide as reuse
 
     _, labels, authorised, lookup, skip = case
     asked = []

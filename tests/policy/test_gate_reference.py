@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tools.policy import reuse
+from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.policy.gate import Event, decide
 from ci_tools.policy.labels import load_policy
 

@@ -424,7 +424,7 @@ def test_output_size_is_counted_the_way_github_counts_it(policy, example):
 # ---- servability: rows no runner can serve are refused before any GPU is booked ------------------
 
 def _screen(masters: Masters):
-    from ci_tools.config.recipe import load_recipe
+    from ci_tools.config.load import load_recipe
     from ci_tools.runner.servable import screen_for
 
     from ci_tools.evals.policy import policy_from_doc

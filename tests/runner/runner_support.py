@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tools.config.masters import default_master_paths, read_masters
+from ci_tools.config.load import default_master_paths, read_masters
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_KEY = "dsv41flash-fp4-gb300-sglang-agentic-dspark"
@@ -60,12 +60,12 @@ def lm_eval_bin() -> str:
 
 def multinode_rows() -> list[tuple[str, dict]]:
     """Every multi-node row the example repository plans (matrix expansion, as `plan` emits them)."""
-    from ci_tools import paths
-    from ci_tools.config.masters import read_runners
+    from ci_tools import names
+    from ci_tools.config.load import read_runners
     from ci_tools.policy.matrix import Filters, expand, is_multinode
 
     entries = read_masters(default_master_paths(REPO), REPO).entries
-    hardware = (read_runners(REPO / paths.RUNNERS, REPO).data or {}).get("hardware") or {}
+    hardware = (read_runners(REPO / names.RUNNERS, REPO).data or {}).get("hardware") or {}
     out = []
     for r in expand(entries, hardware, Filters()):
         if not is_multinode(r.data) or r.data.get("run-eval"):

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from ci_tools.config.recipe import load_recipe, resolve_point
+from ci_tools.config.recipe import resolve_point
+from ci_tools.config.load import load_recipe
 from ci_tools.results.collect import collect
 from ci_tools.results.process import RESULT_SCHEMA, point_from_job
-from ci_tools.runner import layout
+from ci_tools import names
 from ci_tools.runner.plan import Settings, build_plan
 
 from runner_support import REPO, seed_rows
@@ -30,15 +31,15 @@ def test_job_json_names_the_profile_and_the_canary_kind():
     assert (full["point"]["profile"], full["point"]["canary"]) == ("agentx", None)
     assert (smoke["point"]["profile"], smoke["point"]["canary"]) == ("agentx-fast", "smoke")
     # the two jobs of one sweep upload under different names
-    assert smoke["result-filename"] == full["result-filename"] + layout.CANARY_SMOKE_SUFFIX
-    assert layout.github_outputs(smoke["result-filename"], "o") != layout.github_outputs(full["result-filename"], "o")
+    assert smoke["result-filename"] == full["result-filename"] + names.CANARY_SMOKE_SUFFIX
+    assert names.github_outputs(smoke["result-filename"], "o") != names.github_outputs(full["result-filename"], "o")
     info = point_from_job(smoke)
     assert (info.profile, info.canary) == ("agentx-fast", "smoke")
     assert {"profile", "canary"} <= set(asdict(info))        # result.json's `point` is asdict(point)
 
 
 def _result(tmp, name: str, canary: str | None, profile: str) -> object:
-    path = tmp / name / layout.RESULT_JSON
+    path = tmp / name / names.RESULT_JSON
     path.parent.mkdir()
     path.write_text(json.dumps({"schema": RESULT_SCHEMA, "valid": True, "point": {
         "name": "tp4-c1", "config-key": "k", "tp": 4, "conc": 1, "result-filename": name,

@@ -71,7 +71,7 @@ def test_a_single_node_recipe_for_a_multinode_row_is_refused(tmp_path):
 
 
 def test_format_github_names_the_artifacts_of_the_job(tmp_path):
-    from ci_tools.runner import layout
+    from ci_tools import names
 
     out_file = tmp_path / "github_output"
     name, row = ROWS[2]
@@ -79,4 +79,4 @@ def test_format_github_names_the_artifacts_of_the_job(tmp_path):
     assert res.exit_code == 0, res.output
     outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
     assert outputs["artifact-job"].startswith("job_dsv41flash_p1x4ep4dpa_d1x4ep4dpa_conc32")
-    assert outputs == layout.github_outputs(outputs["result-filename"], "/runner/_work/out")
+    assert outputs == names.github_outputs(outputs["result-filename"], "/runner/_work/out")

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ci_tools import paths
+from ci_tools import names
 
 from runner_support import REPO
 
@@ -35,7 +35,7 @@ def test_plan_emits_the_multinode_rows_and_each_dry_runs_on_slurm(tmp_path):
     demo = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(demo)
     demo.build_scratch_repo(tmp_path)
-    changelog = tmp_path / paths.CHANGELOG
+    changelog = tmp_path / names.CHANGELOG
     changelog.write_text(changelog.read_text(encoding="utf-8") + ENTRY, encoding="utf-8")
     subprocess.run(["git", "commit", "-q", "-am", "multi-node PR"], cwd=tmp_path, check=True)
 

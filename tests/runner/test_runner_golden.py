@@ -122,7 +122,7 @@ def test_bad_backend_in_the_environment_is_a_usage_error(tmp_path):
 
 
 def test_format_github_names_the_artifacts_from_the_layout(tmp_path):
-    from ci_tools.runner import layout
+    from ci_tools import names
 
     _, row = seed_rows()[0]
     path = tmp_path / "row.json"
@@ -132,8 +132,8 @@ def test_format_github_names_the_artifacts_from_the_layout(tmp_path):
     res = CliRunner().invoke(cli, argv, env={"GITHUB_OUTPUT": str(out_file)})
     assert res.exit_code == 0, res.output
     outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
-    rf = layout.result_filename(row)
-    assert outputs == layout.github_outputs(rf, "out")
+    rf = names.result_filename(row)
+    assert outputs == names.github_outputs(rf, "out")
     assert outputs["artifact-job"] == f"job_{rf}" and outputs["artifact-result"] == f"bmk_{rf}"
     res = CliRunner().invoke(cli, argv, env={"GITHUB_OUTPUT": None})
     assert isinstance(res.exception, UsageError) and res.exception.exit_code == 2   # main() exits 2

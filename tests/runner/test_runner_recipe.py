@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ci_tools.config.recipe import load_recipe, merge_args, merge_env, recipe_from_data, render_args, resolve_point
+from ci_tools.config.recipe import merge_args, merge_env, recipe_from_data, render_args, resolve_point
+from ci_tools.config.load import load_recipe
 from ci_tools.errors import InputError
 
 from runner_support import REPO, seed_rows

@@ -6,8 +6,9 @@ import copy
 
 import pytest
 
-from ci_tools.config.masters import default_master_paths, read_masters, read_runners
-from ci_tools.config.recipe import load_recipe, recipe_from_data
+from ci_tools.config.load import default_master_paths, read_masters, read_runners
+from ci_tools.config.recipe import recipe_from_data
+from ci_tools.config.load import load_recipe
 from ci_tools.policy.matrix import Filters, expand, select_evals
 from ci_tools.evals.policy import policy_from_doc
 from ci_tools.runner.servable import PENDING_RULES, Context, refusals

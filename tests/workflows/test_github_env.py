@@ -132,10 +132,10 @@ def run_payload(fake, run: dict) -> dict:
 
 
 def signoff_body(signer: str) -> str:
-    from ci_tools import paths
-    from ci_tools.policy import signoff
+    from ci_tools import names
+    from ci_tools.prbot.signoff import decide as signoff
 
-    checklist = signoff.parse_checklist((REPO / paths.REVIEW_CHECKLIST).read_text(), paths.REVIEW_CHECKLIST)
+    checklist = signoff.parse_checklist((REPO / names.REVIEW_CHECKLIST).read_text(), names.REVIEW_CHECKLIST)
     return "\n".join([signoff.PHRASE + ":"] + [f"- [x] {i}" for i in checklist.items] + ["", f"Signed: @{signer}"])
 
 
@@ -143,7 +143,7 @@ def signed_off_pr(fake, number=1, fork=None):
     pr = pr_with_sweep(fake, number, fork=fork)
     fake.pr_files[number] = ["inferencex-e2e/configs/amd-master.yaml"]
     if fork:  # a fork PR's sweep is a trusted one: its own pull_request run never counts (#15)
-        from ci_tools.policy import approval
+        from ci_tools.prbot.approval import decide as approval
 
         fake.add_run(9, head_sha="9" * 40, branch="main", event="workflow_dispatch",
                      path=f".github/workflows/{approval.TRUSTED_WORKFLOW}",
@@ -238,15 +238,15 @@ def review_signoff_two_phases(s, fork="someone/bench"):
     record = s.job("signoff-review.yml", "record", "pull_request_review", review_payload(s.fake, 1, review),
                    fork=bool(fork))
     ok(record.run(2))
-    from ci_tools import paths
+    from ci_tools import names
 
-    recorded = (record.tmp / "review" / paths.REVIEW_FILE).read_text()
-    run = s.fake.add_run(77, head_sha=SHA1, event="pull_request_review", path=f".github/workflows/{paths.REVIEW_RECORD_WORKFLOW}",
-                         artifacts=(paths.REVIEW_ARTIFACT,), name="signoff-review")
+    recorded = (record.tmp / "review" / names.REVIEW_FILE).read_text()
+    run = s.fake.add_run(77, head_sha=SHA1, event="pull_request_review", path=f".github/workflows/{names.REVIEW_RECORD_WORKFLOW}",
+                         artifacts=(names.REVIEW_ARTIFACT,), name="signoff-review")
     verify = s.job("signoff-review-verify.yml", "verify", "workflow_run", run_payload(s.fake, run),
                    secrets={"TEAM_MEMBERSHIP_TOKEN": s.app_token("teams", members="read")})
     (verify.tmp / "review").mkdir()
-    (verify.tmp / "review" / paths.REVIEW_FILE).write_text(recorded)      # what download-artifact leaves
+    (verify.tmp / "review" / names.REVIEW_FILE).write_text(recorded)      # what download-artifact leaves
     ok(verify.run(3))
     assert s.fake.statuses[-1]["state"] == "success" and s.fake.statuses[-1]["_sha"] == SHA1
     s.record_jobs = [record]
@@ -294,7 +294,7 @@ def status_card_with_the_runs_plan(s):
 
 
 def status_card_of_a_trusted_sweep(s):
-    from ci_tools.policy import approval
+    from ci_tools.prbot.approval import decide as approval
 
     pr_with_sweep(s.fake, 3, fork="someone/bench")
     run = s.fake.add_run(13, head_sha=MERGE, branch="main", event="workflow_dispatch",
@@ -522,16 +522,16 @@ def test_no_job_a_fork_review_starts_is_expected_to_write():
 
 
 def test_the_two_review_phases_name_each_other_as_paths_py_says():
-    from ci_tools import paths
+    from ci_tools import names
 
-    record, verify = rt.workflow(paths.REVIEW_RECORD_WORKFLOW), rt.workflow(paths.REVIEW_VERIFY_WORKFLOW)
+    record, verify = rt.workflow(names.REVIEW_RECORD_WORKFLOW), rt.workflow(names.REVIEW_VERIFY_WORKFLOW)
     assert set(record.on) == {"pull_request_review"} and set(verify.on) == {"workflow_run"}
     assert verify.on["workflow_run"]["workflows"] == [record.data["name"]]
     [upload] = [s for s in record.jobs["record"]["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
     [download] = [s for s in verify.jobs["verify"]["steps"] if s.get("uses", "").startswith("actions/download-artifact@")]
-    assert upload["with"]["name"] == download["with"]["name"] == paths.REVIEW_ARTIFACT
+    assert upload["with"]["name"] == download["with"]["name"] == names.REVIEW_ARTIFACT
     assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
-    assert f'/review/{paths.REVIEW_FILE}"' in verify.jobs["verify"]["steps"][-1]["run"]
+    assert f'/review/{names.REVIEW_FILE}"' in verify.jobs["verify"]["steps"][-1]["run"]
 
 
 def test_the_results_dispatch_token_reaches_only_the_steps_that_dispatch():

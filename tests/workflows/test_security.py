@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 import wf_contract as wc
-from ci_tools import paths
+from ci_tools import names
 from ci_tools.policy.labels import load_policy
 from wf_env import REPO, WORKFLOWS
 
@@ -138,8 +138,8 @@ def test_changelog_path_filters_match_paths_module():
 
     import yaml
 
-    policy = yaml.safe_load((WORKFLOWS.parents[1] / paths.POLICY).read_text())
-    allowed = {paths.CHANGELOG} | {re.sub(r"/\*$", "/**", p) for p in policy["performance-relevant"]}
+    policy = yaml.safe_load((WORKFLOWS.parents[1] / names.POLICY).read_text())
+    allowed = {names.CHANGELOG} | {re.sub(r"/\*$", "/**", p) for p in policy["performance-relevant"]}
     seen = set()
     for wf in wc.load_workflows(WORKFLOWS):
         for trigger, spec in wf.on.items():
@@ -194,28 +194,28 @@ def test_docs_table_check_catches_drift(tmp_path):
 
 
 def test_artifact_names_match_the_code_that_defines_them():
-    """Artifact names are defined once in ci_tools; the workflows spell them (GitHub syntax) only here."""
-    from ci_tools.paths import REVIEW_ARTIFACT
-    from ci_tools.policy.reuse import CHANGELOG_METADATA
-    from ci_tools.runner.layout import COLLECTION_ARTIFACT
-
-    names = set()
+    """Artifact names are defined once in ci_tools.names; the workflows spell them (GitHub syntax) only here."""
+    uploaded, patterns = set(), set()
     for wf in wc.load_workflows(WORKFLOWS):
         for job in wf.jobs.values():
             for step in job.get("steps") or []:
                 if step.get("uses", "").startswith("actions/upload-artifact@"):
-                    names.add(step["with"]["name"])
-    assert {COLLECTION_ARTIFACT, CHANGELOG_METADATA} <= names
-    spelled = {n for n in names if "${{" not in n}
-    assert spelled == {COLLECTION_ARTIFACT, CHANGELOG_METADATA, REVIEW_ARTIFACT, "reused-run"}
+                    uploaded.add(step["with"]["name"])
+                if step.get("uses", "").startswith("actions/download-artifact@") and "pattern" in step.get("with", {}):
+                    patterns.add(step["with"]["pattern"])
+    assert {names.COLLECTION_ARTIFACT, names.CHANGELOG_METADATA} <= uploaded
+    spelled = {n for n in uploaded if "${{" not in n}
+    assert spelled == {names.COLLECTION_ARTIFACT, names.CHANGELOG_METADATA, names.REVIEW_ARTIFACT,
+                       names.REUSED_RUN_ARTIFACT}
+    canary = {n for n in uploaded if n.startswith("canary")}
+    assert canary and all(n.startswith(names.CANARY_PASSED_PREFIX) for n in canary), canary
+    assert {p for p in patterns if p.startswith("canary")} == {names.CANARY_PASSED_PATTERN}
 
 
 def test_job_upload_excludes_what_the_runner_layout_excludes():
-    from ci_tools.runner.layout import UPLOAD_EXCLUDE
-
     job = next(wf for wf in wc.load_workflows(WORKFLOWS) if wf.name == "benchmark.yml").jobs["run"]
     [upload] = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")
                 and "job_" in s["with"]["name"]]
     lines = [line.strip() for line in upload["with"]["path"].splitlines() if line.strip()]
     excluded = {line[1:].split("/out/", 1)[1] for line in lines if line.startswith("!")}
-    assert excluded == set(UPLOAD_EXCLUDE)
+    assert excluded == set(names.UPLOAD_EXCLUDE)

@@ -18,7 +18,7 @@ import pytest
 
 import gh_expr
 from ci_tools.evals import gate
-from ci_tools.runner import layout
+from ci_tools import names
 from test_sweep_end_to_end import event, planned, release, repo, run_step, step, workflow  # noqa: F401
 from wf_env import REPO
 
@@ -98,13 +98,13 @@ def collect(outputs: dict, repo: Path, tmp: Path, event: Path) -> str:  # noqa: 
 def test_eval_row_passes_and_its_run_is_reusable(eval_rows, repo, event, tmp_path):  # noqa: F811
     outputs, rc = eval_job(eval_rows[0], repo, tmp_path, event)
     assert rc == 0
-    result = json.loads((tmp_path / "out" / layout.EVAL_RESULT_JSON).read_text())
+    result = json.loads((tmp_path / "out" / names.EVAL_RESULT_JSON).read_text())
     assert result["valid"] and [(s["task"], s["score"], s["threshold-source"]) for s in result["scores"]] == [
         ("swebench_lite", 0.6, "default.swebench_lite")]
     name = collect(outputs, repo, tmp_path, event)
     assert name == "evals_passed"
     assert "| 0.6000 | 0.50 (default.swebench_lite) | pass |" in (tmp_path / "results/evals.md").read_text()
-    assert gate.reuse_problem({layout.COLLECTION_ARTIFACT, name}) is None
+    assert gate.reuse_problem({names.COLLECTION_ARTIFACT, name}) is None
 
 
 def test_eval_row_below_threshold_blocks_reuse(eval_rows, repo, event, tmp_path):  # noqa: F811
@@ -116,12 +116,12 @@ def test_eval_row_below_threshold_blocks_reuse(eval_rows, repo, event, tmp_path)
     finally:
         th.write_text(original)
     assert rc == 1
-    result = json.loads((tmp_path / "out" / layout.EVAL_RESULT_JSON).read_text())
+    result = json.loads((tmp_path / "out" / names.EVAL_RESULT_JSON).read_text())
     assert [f["message"] for f in result["failures"]] == [
         "[conc=128] swebench_lite exact_match,resolved = 0.6000 is below 0.7000 (models.dsv41flash.swebench_lite)"]
     name = collect(outputs, repo, tmp_path, event)
     assert name == "evals_failed"
-    assert "its eval rows failed" in gate.reuse_problem({layout.COLLECTION_ARTIFACT, name})
+    assert "its eval rows failed" in gate.reuse_problem({names.COLLECTION_ARTIFACT, name})
 
 
 def test_eval_row_that_never_ran_blocks_reuse(eval_rows, repo, event, tmp_path):  # noqa: F811

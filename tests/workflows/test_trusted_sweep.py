@@ -18,7 +18,7 @@ import pytest
 import gh_expr
 import gh_runtime
 import wf_contract as wc
-from ci_tools.policy import approval
+from ci_tools.prbot.approval import decide as approval
 from ci_tools.policy.buckets import BUCKETS
 from test_sweep_end_to_end import PRIMARY, planned as same_repo_planned, event, repo, run_step, step, workflow  # noqa: F401
 from wf_env import REPO, WORKFLOWS

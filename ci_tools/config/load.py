@@ -1,0 +1,130 @@
+"""The config area's shell: finds and reads the files that `masters`, `recipe` and `validate` decide on.
+
+Everything that touches the file system for config data lives here; the modules it feeds take parsed
+documents. `load_sources` never raises for a file it cannot read or parse: that file becomes a finding,
+so `config validate` reports every broken file at once.
+"""
+
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+
+from ci_tools import names
+from ci_tools.config.masters import MasterSet, merge_master_docs
+from ci_tools.config.recipe import Recipe
+from ci_tools.config.validate import Report, Sources, check
+from ci_tools.config.crossfile import Change
+from ci_tools.errors import Finding, InputError
+from ci_tools.yamlio import YamlDoc, load_yaml_file
+
+
+def display(path: Path, root: Path | None) -> str:
+    """The name a finding shows: repository-relative under `root`, else the path as given."""
+    if root is not None:
+        try:
+            return path.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            pass
+    return str(path)
+
+
+def default_master_paths(root: Path) -> list[Path]:
+    return sorted(Path(p) for p in glob.glob(str(root / names.MASTER_GLOB)))
+
+
+def read_masters(files: list[Path], root: Path | None = None) -> MasterSet:
+    if not files:
+        raise InputError("no master config files found",
+                         findings=[Finding(names.MASTER_GLOB, None, None, "no master config files found",
+                                           "run from the repository root, or pass --root / --master")])
+    return merge_master_docs([load_yaml_file(path, display(path, root)) for path in files])
+
+
+def read_runners(path: Path, root: Path | None = None) -> YamlDoc:
+    return load_yaml_file(path, display(path, root))
+
+
+def load_recipe(path: Path | str, shown: str | None = None) -> Recipe:
+    doc = load_yaml_file(path, shown)
+    if not isinstance(doc.data, dict):
+        raise InputError(f"{doc.file}: a recipe must be a mapping",
+                         findings=[doc.finding((), "a recipe must be a mapping with `serve` and `points`")])
+    return Recipe(doc.file, doc.data, doc)
+
+
+def _load(path: Path, shown: str, src: Sources) -> YamlDoc | None:
+    try:
+        return load_yaml_file(path, shown)
+    except InputError as exc:
+        src.findings.extend(exc.findings or [Finding(shown, None, None, exc.message)])
+        return None
+
+
+def load_sources(root: Path | None, masters: list[Path] | None = None, runners: Path | None = None) -> Sources:
+    """Find and parse the inputs. With `root`, missing --master/--runners default to the repo layout,
+    and recipes under root/recipes are loaded; without it, only the given files are read."""
+    src = Sources(root)
+    if masters is None:
+        if root is None:
+            raise ValueError("load_sources needs a root or explicit master files")
+        masters = default_master_paths(root)
+        if not masters:
+            src.findings.append(Finding(names.CONFIGS_DIR, None, None,
+                                        f"no master configs found ({names.MASTER_GLOB} under {root})",
+                                        "run from the repository root, or pass --root DIR or --master FILE"))
+    for path in masters:
+        doc = _load(path, display(path, root), src)
+        if doc is not None:
+            src.masters.append(doc)
+        else:
+            src.masters_failed += 1
+    if runners is None and root is not None:
+        runners = root / names.RUNNERS
+        if not runners.is_file():
+            src.findings.append(Finding(names.RUNNERS, None, None, "runners file not found",
+                                        "every master `runner` label must be declared there; create it or pass --runners"))
+            runners = None
+    if runners is not None:
+        src.runners = _load(runners, display(runners, root), src)
+    else:
+        src.notes.append("runner labels not checked: no runners file (pass --runners FILE)")
+    if root is not None:
+        rdir = root / names.RECIPES_DIR
+        files = sorted(p for p in rdir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()) if rdir.is_dir() else []
+        for path in files:
+            rel = path.relative_to(root).as_posix()
+            src.recipe_paths.add(rel)
+            doc = _load(path, rel, src)
+            if doc is not None:
+                src.recipes[rel] = doc
+    else:
+        src.notes.append("recipes not checked: no repository root (pass --root DIR to check recipe references)")
+    if root is not None:
+        _load_eval_inputs(root, src)
+    return src
+
+
+def _load_eval_inputs(root: Path, src: Sources) -> None:
+    """The thresholds file (required) and the policy's `evals:` section (checked when present)."""
+    path = root / names.EVAL_THRESHOLDS
+    if path.is_file():
+        src.thresholds = _load(path, names.EVAL_THRESHOLDS, src)
+    else:
+        src.findings.append(Finding(names.EVAL_THRESHOLDS, None, None, "eval thresholds file not found",
+                                    "eval rows are scored against it: restore it (thresholds-version: 1, floor:, "
+                                    "default: <task>: <minimum>)"))
+    if (root / names.POLICY).is_file():
+        src.policy = _load(root / names.POLICY, names.POLICY, src)
+
+
+
+def validate_root(root: Path, change: Change = Change()) -> Report:
+    """Validate a repository checkout: its masters, runners.yaml and recipes/."""
+    return check(load_sources(root), change)
+
+
+def validate_files(masters: list[Path], runners: Path | None = None, root: Path | None = None,
+                   change: Change = Change()) -> Report:
+    """Validate files outside the repository layout (e.g. the InferenceX corpus)."""
+    return check(load_sources(root, masters, runners), change)

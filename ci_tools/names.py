@@ -1,0 +1,142 @@
+"""Every name the repository, the workflows and the jobs agree on, defined once.
+
+Repository paths, workflow files, run names, artifact names and the files of a runner job. A leaf:
+imports nothing from ci_tools (anything may import it). The workflows spell some of these names in
+GitHub syntax; `tests/workflows/test_security.py` checks each spelling against this module.
+"""
+
+from __future__ import annotations
+
+# --- repository paths ------------------------------------------------------------------------------
+E2E_DIR = "inferencex-e2e"
+CHANGELOG = f"{E2E_DIR}/perf-changelog.yaml"
+CONFIGS_DIR = f"{E2E_DIR}/configs"
+MASTER_GLOB = f"{CONFIGS_DIR}/*-master.yaml"
+RUNNERS = f"{CONFIGS_DIR}/runners.yaml"
+POLICY = f"{E2E_DIR}/ci-policy.yaml"
+EVAL_THRESHOLDS = f"{E2E_DIR}/eval-thresholds.yaml"  # minimum eval scores (model prefix -> task)
+RECIPES_DIR = "recipes"
+CODEOWNERS = ".github/CODEOWNERS"
+REVIEW_CHECKLIST = "docs/PR_REVIEW_CHECKLIST.md"
+
+# Paths whose change after a sweep's head commit makes that sweep's results stale (reuse must refuse).
+BENCHMARK_INPUT_PREFIXES = (f"{E2E_DIR}/", f"{RECIPES_DIR}/")
+
+# Workflow files, by the file name GitHub's REST API takes as a workflow id.
+WORKFLOWS_DIR = ".github/workflows"
+SWEEP_WORKFLOW = "run-sweep.yml"        # PR and push sweeps; `/use` pins its runs
+TRUSTED_WORKFLOW = "trusted-sweep.yml"  # maintainer-approved sweeps of a fork PR's SHA
+# Sign-offs posted as reviews, in two phases (a fork's pull_request_review run has a read-only token):
+REVIEW_RECORD_WORKFLOW = "signoff-review.yml"          # untrusted: records which review to check
+REVIEW_VERIFY_WORKFLOW = "signoff-review-verify.yml"   # workflow_run, trusted: verifies it and posts
+REVIEW_ARTIFACT = "signoff-review"                     # the record, one JSON file
+REVIEW_FILE = "review.json"
+
+# --- run names and run-level artifacts ------------------------------------------------------------
+# The trusted sweep's `run-name:` spells the same text with `${{ inputs.pr }}` and `${{ inputs.sha }}`
+# (ci_tools.policy.approval formats and parses it).
+TRUSTED_RUN_NAME = "trusted sweep of PR #{pr} at {sha}"
+CHANGELOG_METADATA = "changelog-metadata"   # the sweep's plan (PLAN_JSON); `/use` and ingest need it
+REUSED_RUN_ARTIFACT = "reused-run"          # a push reusing a pinned `/use` run: that run's artifacts, re-uploaded
+# Canary release: each passed canary job uploads `canary-passed-<job index>` holding one file,
+# CANARY_FAMILY_MARKER, whose line is the hardware family the canary released.
+CANARY_PASSED_PREFIX = "canary-passed-"
+CANARY_PASSED_PATTERN = CANARY_PASSED_PREFIX + "*"
+CANARY_FAMILY_MARKER = "family"
+
+# --- runner jobs ----------------------------------------------------------------------------------
+# Job directory (`runner run --out DIR`):
+#
+#   DIR/job.json                    the resolved job: row, recipe point, commands, environment
+#   DIR/commands.txt                the exact commands, as `--dry-run` prints them
+#   DIR/server.log                  engine stdout+stderr (router.log for DEP points)
+#   DIR/client.log                  AIPerf stdout+stderr
+#   DIR/status.json                 how the job ended: {"ok", "phase", "reason", "exit_code", ...}
+#   DIR/node_check.txt              the pre-run node check's output
+#   DIR/gpu_telemetry.csv           nvidia-smi samples (power, clocks, memory, utilisation) of the job
+#   DIR/aiperf_artifacts/           AIPerf's --artifact-dir (profile_export.jsonl, ..._aiperf.json)
+#   DIR/result.json                 written by `results process DIR`
+#   DIR/evals/                      eval jobs: results_conc<N>.json per concurrency, meta_env.json, logs
+#   DIR/eval_result.json            eval jobs: written by `results process DIR`
+#
+# GitHub artifact names per job are `<kind>_<result-filename>`; the run-level collection is
+# `results_bmk` holding `results.json`.
+
+JOB_JSON = "job.json"
+COMMANDS_TXT = "commands.txt"
+SERVER_LOG = "server.log"
+ROUTER_LOG = "router.log"
+DYNAMO_STORE = "dynamo_store"  # multi-node Dynamo: file discovery shared by every node (DYN_FILE_KV)
+CLIENT_LOG = "client.log"
+STATUS_JSON = "status.json"
+NODE_CHECK_TXT = "node_check.txt"   # the pre-run node check's output (GPUs, model, disk)
+GPU_TELEMETRY_CSV = "gpu_telemetry.csv"   # nvidia-smi samples for the whole job (runner/telemetry.py)
+GPU_TELEMETRY_META = "gpu_telemetry.meta.json"   # the sampler host's UTC offset (nvidia-smi prints local time)
+AIPERF_DIR = "aiperf_artifacts"
+AIPERF_TMP = "aiperf_tmp"  # AIPerf's memory-mapped dataset files; removed when the job ends
+PROFILE_JSONL = "profile_export.jsonl"
+PROFILE_JSON = "profile_export_aiperf.json"
+RESULT_JSON = "result.json"
+# eval jobs (ci_tools.evals): the harness's files under DIR/evals/, the judged result beside job.json
+EVAL_DIR = "evals"
+EVAL_MANIFEST = "meta_env.json"            # eval_concs / completed_eval_concs / failed_eval_concs
+EVAL_RESULTS_PATTERN = "results_conc{conc}.json"
+EVAL_HARNESS_RESULTS = "harness_results.json"   # what a `command` harness writes ({results})
+EVAL_RESULT_JSON = "eval_result.json"
+COLLECTION_JSON = "results.json"
+
+# AIPerf files too large or useless to upload (the per-request export stays: it is the evidence)
+UPLOAD_EXCLUDE = (f"{AIPERF_DIR}/inputs.json", f"{AIPERF_DIR}/profile_export_raw.jsonl", f"{AIPERF_TMP}/",
+                  # multi-node jobs with several concurrencies: one AIPerf directory per conc<N>/
+                  f"*/{AIPERF_DIR}/inputs.json", f"*/{AIPERF_DIR}/profile_export_raw.jsonl",
+                  f"{DYNAMO_STORE}/")
+
+ARTIFACT_KINDS = {
+    "result": "bmk",            # result.json (valid or not; `results collect` filters)
+    "job": "job",               # the whole job directory minus UPLOAD_EXCLUDE
+    "server-logs": "server_logs",
+}
+COLLECTION_ARTIFACT = "results_bmk"
+# The run's eval verdict, said by the artifact's name (ci_tools.evals.gate; `/use` reads the names)
+EVAL_VERDICT_ARTIFACTS = {"passed": "evals_passed", "failed": "evals_failed", "none": "evals_none"}
+EVAL_VERDICT_JSON = "eval-verdict.json"
+EVAL_TABLE_MD = "evals.md"
+PLAN_JSON = "plan.json"    # the sweep's plan inside the changelog-metadata artifact
+
+
+def artifact_name(kind: str, result_filename: str) -> str:
+    return f"{ARTIFACT_KINDS[kind]}_{result_filename}"
+
+
+def result_filename(row: dict, runner_name: str = "") -> str:
+    """Unique, readable name of one job's results (InferenceX's RESULT_FILENAME, single node)."""
+    dpa = "true" if row.get("dp-attn") else "false"
+    base = (f"{row.get('exp-name', 'run')}_{row.get('precision', '')}_{row.get('framework', '')}"
+            f"_tp{row.get('tp')}-ep{row.get('ep', 1)}-dpa{dpa}_spec-{row.get('spec-decoding', 'none')}"
+            f"_conc{row.get('conc')}")
+    return _finish(base, row, runner_name)
+
+
+CANARY_SMOKE_SUFFIX = "_canary-smoke"
+
+
+def _finish(base: str, row: dict, runner_name: str) -> str:
+    # a smoke canary runs the same point as a full job of the same sweep: its files and artifacts
+    # must not collide with (or replace) the point's own
+    if row.get("canary") == "smoke":
+        base += CANARY_SMOKE_SUFFIX
+    if runner_name:
+        base += f"_{runner_name}"
+    return base.replace("/", "-").replace(" ", "-")
+
+
+def github_outputs(result_filename: str, out_dir: str) -> dict[str, str]:
+    """Step outputs of `runner run` (written to $GITHUB_OUTPUT before anything starts, so that a
+    cancelled or failed job can still upload under the right names)."""
+    return {
+        "result-filename": result_filename,
+        "out-dir": out_dir,
+        "artifact-result": artifact_name("result", result_filename),
+        "artifact-job": artifact_name("job", result_filename),
+        "artifact-server-logs": artifact_name("server-logs", result_filename),
+    }

@@ -1,0 +1,123 @@
+"""`/sweep approve <sha>`: a maintainer approves one head commit of a fork PR for a trusted sweep. Pure.
+
+Fork PRs never reach self-hosted runners from `run-sweep.yml`. The trusted path is a comment
+command, handled on default-branch code, that dispatches `trusted-sweep.yml` with the PR number and
+the approved head SHA. Differences from InferenceX's `trusted-external-sweep.yml` (spec §1.10, W18):
+- the sweep checks out the approved head SHA itself, never `merge_commit_sha` (which GitHub computes
+  asynchronously and nobody checked to contain the approved head);
+- the SHA is named in the command and must be the PR's head when approved *and* when the sweep
+  starts, so a push after the approval needs a new approval;
+- a second approval of a SHA whose sweep is queued or running starts nothing (the run is found by
+  its run name; the workflow's concurrency group, keyed on PR and SHA, covers races);
+- the sweep is planned by the same `ci-tools plan` from the PR's labels, so canaries and fail-fast
+  behave as on same-repo PRs.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from ci_tools import names
+from ci_tools.policy.labels import Policy
+
+TRUSTED_WORKFLOW = names.TRUSTED_WORKFLOW
+# The workflow's `run-name:` spells names.TRUSTED_RUN_NAME with `${{ inputs.pr }}` and `${{ inputs.sha }}`
+# (a test keeps them equal); it is how a running sweep of a PR and SHA is found again.
+RUN_NAME = names.TRUSTED_RUN_NAME
+MIN_SHA = 7
+
+
+def run_name(pr: int, sha: str) -> str:
+    return RUN_NAME.format(pr=pr, sha=sha)
+
+
+_RUN_NAME_RE = re.compile(re.escape(RUN_NAME).replace(re.escape("{pr}"), r"([1-9][0-9]{0,9})")
+                          .replace(re.escape("{sha}"), r"([0-9a-fA-F]{40})"))
+
+
+def parse_run_name(title: str) -> tuple[int, str] | None:
+    """(PR, full head SHA) named by a trusted sweep's run name, or None for any other title.
+
+    The REST API does not return workflow_dispatch inputs, so the run name is the only record of what
+    a trusted run swept; `/sweep approve` always dispatches the full 40-digit SHA."""
+    m = _RUN_NAME_RE.fullmatch(title or "")
+    return (int(m[1]), m[2].lower()) if m else None
+
+
+def concurrency_group(pr: int, sha: str) -> str:
+    return f"trusted-sweep-{pr}-{sha}"
+
+
+def sha_matches(given: str, head: str) -> bool:
+    """An abbreviated (>= 7 hex digits) or full SHA names `head`; case does not matter."""
+    given, head = given.lower(), head.lower()
+    return len(given) >= MIN_SHA and len(given) <= len(head) and head.startswith(given)
+
+
+@dataclass(frozen=True)
+class PrFacts:
+    number: int
+    head_sha: str
+    state: str                  # "open" | "closed"
+    draft: bool
+    fork: bool                  # head repository differs from the base (or was deleted)
+    labels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Approval:
+    approved: bool
+    reason: str                 # why not, or what was approved, in reviewer words
+    sha: str = ""               # the full head SHA when approved
+    running_url: str = ""       # a sweep of this SHA already queued or running
+
+    def outputs(self, pr: int) -> dict[str, str]:
+        return {"approve-sha": self.sha if self.approved else "",
+                "approve-pr": str(pr) if self.approved else ""}
+
+
+def plan_labels(labels: Iterable[str], policy: Policy) -> list[str]:
+    """The PR labels `ci-tools plan` takes (`--label`): policy labels only, sorted."""
+    return sorted(l for l in set(labels) if l in policy.primary or l in policy.modifiers)
+
+
+def decide(given_sha: str, pr: PrFacts, policy: Policy, running: Iterable[dict] = ()) -> Approval:
+    """May a sweep of `given_sha` start now? The author's permission is checked before, for the whole comment (`commands.REQUIRED`).
+
+    `running` are the trusted-sweep workflow's queued or in-progress runs (`display_title`, `html_url`)."""
+    n = pr.number
+    if pr.state != "open":
+        return Approval(False, f"PR #{n} is {pr.state}; only open PRs are swept")
+    if pr.draft:
+        return Approval(False, f"PR #{n} is a draft; mark it ready for review first")
+    if not pr.fork:
+        return Approval(False, f"PR #{n} comes from a branch of this repository; it sweeps from its labels "
+                               "without approval")
+    if not sha_matches(given_sha, pr.head_sha):
+        return Approval(False, f"`{given_sha}` is not the head of PR #{n}, which is `{pr.head_sha[:12]}`; "
+                               "review that commit and approve it by its SHA")
+    primaries = policy.primaries_in(set(pr.labels))
+    if len(primaries) != 1:
+        found = ", ".join(f"`{p}`" for p in primaries) or "none"
+        return Approval(False, f"PR #{n} needs exactly one sweep label to plan the sweep (found {found}); "
+                               f"one of {', '.join(f'`{p}`' for p in sorted(policy.primary))}")
+    title = run_name(n, pr.head_sha)
+    for run in running:
+        if run.get("display_title") == title:
+            return Approval(False, f"a trusted sweep of `{pr.head_sha[:12]}` is already queued or running",
+                            running_url=str(run.get("html_url") or ""))
+    return Approval(True, f"commit `{pr.head_sha[:12]}` of PR #{n} approved with `{primaries[0]}`",
+                    sha=pr.head_sha)
+
+
+def check_head(approved_sha: str, head_sha: str, *, pr: int, state: str = "open") -> str | None:
+    """At the start of the trusted sweep: None when the PR still points at the approved commit, else why
+    the sweep must not run (a push after the approval needs a new approval)."""
+    if state != "open":
+        return f"PR #{pr} is {state}; the approved sweep does not run"
+    if head_sha.lower() != approved_sha.lower():
+        return (f"PR #{pr} moved from the approved commit {approved_sha[:12]} to {head_sha[:12]}; "
+                f"review the new commit and comment `/sweep approve <sha>` again")
+    return None

@@ -1,0 +1,156 @@
+"""The PR status card as sections, each owned by one writer (pure).
+
+One sticky comment per PR carries the sweep as it runs, its results against main, the eval table,
+the plan and the reuse state. Different jobs write different parts at different times (the sweep
+workflow's card job, `/use` comments, `/sweep plan`), and GitHub has no conditional write for
+comments: a writer that rendered the whole card from its own view would overwrite what another
+wrote in the meantime. So each writer patches only its own section, delimited by hidden markers,
+and leaves every other byte as it found it; `card/shell.py` re-reads and retries around that.
+
+A card is: the sticky marker line, an optional state line (JSON the bot keeps for itself), the
+heading, then the sections in SECTIONS order. Sections never written are omitted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ci_tools.prbot import sticky
+
+KIND = "status-card"
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    title: str
+    title_zh: str
+
+
+SECTIONS = (
+    Section("sweep", "Sweep", "扫描"),
+    Section("results", "Results against main", "与 main 对比"),
+    Section("evals", "Evals", "评测"),
+    Section("plan", "Plan", "计划"),
+    Section("reuse", "Reuse at merge", "合并时复用"),
+)
+NAMES = tuple(s.name for s in SECTIONS)
+HEADING = "### Sweep status / 扫描状态"
+FOOTER = ("<sub>Maintained by ci-tools: each part is updated by the job that owns it "
+          "(sweep runs, `/use`, `/sweep plan`); this comment is edited in place.</sub>")
+
+_OPEN = "<!-- ci-tools:section {} -->"
+_CLOSE = "<!-- /ci-tools:section {} -->"
+_SECTION = re.compile(r"<!-- ci-tools:section ([a-z-]+) -->\n(.*?)\n<!-- /ci-tools:section \1 -->", re.S)
+_STATE = re.compile(r"^<!-- ci-tools:state \{.*\} -->$", re.M)
+
+
+def sections_of(body: str | None) -> dict[str, str]:
+    """The sections a card body holds (name -> content, markers and title stripped)."""
+    out: dict[str, str] = {}
+    for m in _SECTION.finditer((body or "").replace("\r\n", "\n")):
+        if m.group(1) in NAMES:
+            content = m.group(2)
+            title = _title_line(m.group(1))
+            out[m.group(1)] = content[len(title) + 2:] if content.startswith(title + "\n\n") else content
+    return out
+
+
+def _title_line(name: str) -> str:
+    s = next(s for s in SECTIONS if s.name == name)
+    return f"**{s.title} / {s.title_zh}**"
+
+
+def render(sections: dict[str, str], state: dict | None = None) -> str:
+    """A whole card from its sections (unknown names are refused: a typo would hide a section)."""
+    unknown = set(sections) - set(NAMES)
+    if unknown:
+        raise ValueError(f"unknown card section(s): {', '.join(sorted(unknown))}")
+    parts = [sticky.head(KIND, None, state) + HEADING]
+    for s in SECTIONS:
+        if s.name in sections and sections[s.name].strip():
+            body = sections[s.name].strip("\n")
+            parts.append(f"{_OPEN.format(s.name)}\n{_title_line(s.name)}\n\n{body}\n{_CLOSE.format(s.name)}")
+    parts.append(FOOTER)
+    return "\n\n".join(parts) + "\n"
+
+
+def patch(body: str | None, name: str, content: str, state: dict | None = None) -> str:
+    """`body` with section `name` replaced by `content` and every other section kept as it was.
+
+    `state`, when given, replaces the bot's state line; otherwise the one in `body` is kept."""
+    if name not in NAMES:
+        raise ValueError(f"unknown card section {name!r}")
+    current = sections_of(body)
+    current[name] = content
+    if state is None:
+        state = sticky.state_of_text(body or "")
+    return render(current, state or None)
+
+
+def has(body: str | None, name: str, content: str) -> bool:
+    """Whether `body` shows `content` in section `name` (what a writer checks after writing)."""
+    return sections_of(body).get(name, "").strip("\n") == content.strip("\n")
+
+
+# ---- the sweep section: progress per family from the run's jobs --------------------------------
+
+CANARY = "canary"
+_STATES = ("queued", "running", "passed", "failed", "cancelled", "skipped")
+_STATES_ZH = {"queued": "排队", "running": "运行中", "passed": "通过", "failed": "失败", "cancelled": "取消",
+              "skipped": "跳过"}
+
+
+def job_state(job: dict) -> str:
+    status, conclusion = job.get("status"), job.get("conclusion")
+    if status in ("queued", "waiting", "pending", "requested"):
+        return "queued"
+    if status != "completed":
+        return "running"
+    return {"success": "passed", "failure": "failed", "timed_out": "failed", "startup_failure": "failed",
+            "cancelled": "cancelled", "skipped": "skipped", "neutral": "passed"}.get(conclusion or "", "failed")
+
+
+def family_of(job_name: str, families: tuple[str, ...]) -> str | None:
+    """The bucket (or `canary`) a job belongs to, from its name: jobs of a called workflow are named
+    `<caller job> / <called job>`, and the sweep names each leg after its bucket."""
+    for part in (p.strip() for p in job_name.split(" / ")):
+        if part == CANARY or part in families:
+            return part
+    return None
+
+
+def progress(jobs: list[dict], families: tuple[str, ...]) -> list[dict]:
+    """Per family (canary first, then bucket order): counts per state and the first failed job."""
+    rows: dict[str, dict] = {}
+    for job in jobs:
+        fam = family_of(str(job.get("name", "")), families)
+        if fam is None:
+            continue
+        row = rows.setdefault(fam, {"family": fam, **{s: 0 for s in _STATES}, "failed_job": None})
+        state = job_state(job)
+        row[state] += 1
+        if state == "failed" and row["failed_job"] is None:
+            row["failed_job"] = {"name": job.get("name"), "url": job.get("html_url")}
+    order = (CANARY,) + families
+    return [rows[f] for f in order if f in rows]
+
+
+def sweep_markdown(run: dict | None, rows: list[dict]) -> str:
+    """The sweep section: the run line, then one table row per family."""
+    if not run:
+        return "No sweep has run on this PR yet. / 此 PR 尚未运行扫描。"
+    sha = str(run.get("head_sha") or "")[:12]
+    state = run.get("conclusion") or run.get("status") or "in progress"
+    lines = [f"[Run {run['id']}]({run.get('url', '')}) on `{sha}`: **{state}**"]
+    if rows:
+        lines += ["", "| family | jobs | " + " | ".join(f"{s} / {_STATES_ZH[s]}" for s in _STATES) + " |",
+                  "|---|---:|" + "---:|" * len(_STATES)]
+        for r in rows:
+            total = sum(r[s] for s in _STATES)
+            name = r["family"]
+            if r["failed_job"] and r["failed_job"].get("url"):
+                name += f" ([first failure]({r['failed_job']['url']}))"
+            lines.append(f"| {name} | {total} | " + " | ".join(str(r[s]) for s in _STATES) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,173 @@
+"""`bot status-card`: the PR's one status card, and the section writes other flows make to it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from ci_tools.github.client import GitHub, GitHubError
+from ci_tools.github.events import Event
+from ci_tools.errors import UsageError
+from ci_tools.prbot import messages, sticky
+from ci_tools.prbot.card import decide as card
+from ci_tools.prbot.card import shell as card_writer
+from ci_tools.prbot.models import Timeline
+from ci_tools.prbot.reuse import decide as reuse
+from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
+
+
+def run_line(run: dict, settings: Settings, families: list[dict] | None = None) -> str:
+    """The sweep section: the run, its state and commit, progress per family, the results site."""
+    return messages.sweep_section(card.sweep_markdown(run, families or []), run["id"], settings.results_site)
+
+
+def results_section(gh: GitHub, run: dict, settings: Settings) -> str | None:
+    """The run's collected results against main's (None when the run collected nothing)."""
+    from ci_tools.github.baselines import collection_from_zip, main_results
+    from ci_tools.results import compare, compare_render
+    from ci_tools import names
+
+    art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == names.COLLECTION_ARTIFACT
+                and not a.get("expired")), None)
+    if art is None:
+        return None
+    try:
+        head = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {names.COLLECTION_ARTIFACT}")
+    except GitHubError as exc:
+        # the card is information: say what is missing instead of failing the card job
+        return f"The run's `{names.COLLECTION_ARTIFACT}` artifact could not be downloaded ({exc})."
+    except ValueError as exc:
+        return f"The run's results could not be read: {exc}."
+    policy = compare.Policy.from_mapping(settings.policy.compare)
+    valid = [r for r in head if r.get("valid")]
+    links = f"\n\nPareto plot and per-point results: [run {run['id']} artifacts]({run.get('url', '')}#artifacts)."
+    if not valid:
+        return f"No valid result in this run ({len(head)} collected, all invalid: see the run's jobs).{links}"
+    wanted = {compare.identity(r["point"]) for r in valid}
+    main = main_results(gh, wanted=wanted, history=policy.history, branch=settings.main_branch,
+                        workflow=settings.workflow)
+    comparisons = compare.compare_points(valid, main.results, policy)
+    shift = compare.frontier_shift(compare.points_of(valid), compare.points_of(compare.latest_per_point(main.results)))
+    source = (f"main: {len(main.runs)} sweep run(s) ({', '.join(map(str, main.runs))})" if main.runs
+              else "main: no collected sweep run yet")
+    invalid = len(head) - len(valid)
+    told = f" {invalid} invalid result(s) are not compared." if invalid else ""
+    return compare_render.markdown(comparisons, shift).rstrip("\n") + f"\n\n{source}.{told}{links}"
+
+
+def card_sections(state: dict, keys: set[str], settings: Settings) -> dict[str, str]:
+    """The card sections that the state `keys` a writer changed render to."""
+    out: dict[str, str] = {}
+    if "run" in keys and state.get("run"):
+        out["sweep"] = run_line(state["run"], settings)
+    if "plan" in keys and state.get("plan"):
+        out["plan"] = state["plan"]
+    if "reuse" in keys:
+        out["reuse"] = state.get("reuse") or messages.NOT_AUTHORISED
+    return out
+
+
+class _Recording(dict):
+    """A state dict that remembers which keys a change wrote."""
+
+    def __init__(self, *a):
+        super().__init__(*a)
+        self.written: set[str] = set()
+
+    def __setitem__(self, key, value):
+        self.written.add(key)
+        super().__setitem__(key, value)
+
+    def setdefault(self, key, default=None):
+        self.written.add(key)
+        return super().setdefault(key, default)
+
+    def update(self, *a, **kw):
+        self.written.update(dict(*a, **kw))
+        super().update(*a, **kw)
+
+
+def update_card(gh: GitHub, pr: int, tl: Timeline, settings: Settings, change: Callable[[dict], None], *,
+                sections: dict[str, str] | None = None, ranks: dict[str, int] | None = None) -> str:
+    """Apply `change` to the card's state and rewrite only the sections it touched (plus `sections`),
+    re-reading the card so that concurrent writers of other sections lose nothing (card/shell.py)."""
+    probe = _Recording(sticky.state_of(sticky.find_sticky(tl.comments, card.KIND, bot_login=settings.bot)))
+    change(probe)
+    todo = card_sections(probe, probe.written, settings) | (sections or {})
+    return card_writer.write_sections(gh, pr, todo, bot=settings.bot, ranks=ranks, state_change=change,
+                                      settle=settings.card_settle).action
+
+
+def authorisation(gh: GitHub, tl: Timeline, pr: int) -> reuse.Authorisation:
+    """Who authorised reuse, with permissions read from the API now (the client asks once per login per
+    run). The card's `writers` record says what a command's author had when the command was checked; it
+    is not used to decide: a writer demoted since then must not still authorise reuse."""
+    return reuse.authorise(tl.comments, gh.permission, pr_number=pr)
+
+
+def sweep_plan_text(tl: Timeline, settings: Settings, pr: int) -> str:
+    """The plan summary the sweep workflow last put on the status card (`bot status-card --plan-file`).
+
+    Computing a plan here would need the PR's files checked out; the sweep workflow already runs
+    `ci-tools plan` on them, so the reply shows its latest result rather than a second opinion."""
+    state = sticky.state_of(sticky.find_sticky(tl.comments, card.KIND, bot_login=settings.bot))
+    return messages.sweep_plan(pr, state.get("plan"), state.get("run") or {})
+
+
+def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None, run: dict | None,
+                plan: str | None, evals: str | None = None) -> Result:
+    observed = False  # a workflow_run event of a sweep that planned: its jobs and artifacts can be read
+    idle = None
+    if event is not None and event.name == "workflow_run":
+        wr = event.workflow_run
+        if wr.event == "workflow_dispatch" and wr.path.split("@")[0] == reuse.TRUSTED_PATH:
+            # A fork PR's trusted sweep: the run name says which PR and commit (one call to read it).
+            wr = reuse.run_from_api(gh().run(wr.id))
+            if wr.trusted_pr is None:
+                return Result(outputs={"comment": "none"},
+                              messages=[f"run {wr.id} does not name a PR in its run name: no status card"])
+            wr = replace(wr, pull_requests=(wr.trusted_pr,))
+        if wr.event not in ("pull_request", "workflow_dispatch") or not wr.pull_requests:
+            return Result(outputs={"comment": "none"}, messages=["not a pull-request sweep run: no status card"])
+        pr = pr or wr.pull_requests[0]
+        if run is None and reuse.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(wr.id)):
+            run = {"id": wr.id, "url": wr.html_url, "conclusion": wr.conclusion or wr.status, "head_sha": wr.head_sha}
+            observed = True
+        elif run is None:
+            # The gate or the reuse step stopped it before planning (a label change that restarts
+            # nothing, a push after /use): it did no GPU work, so the card keeps the last sweep.
+            idle = f"run {wr.id} planned no sweep (no {reuse.CHANGELOG_METADATA} artifact): the latest run is kept"
+    if pr is None:
+        raise UsageError("give --pr (or a workflow_run event of a pull-request run)")
+    client = gh()
+    tl = load_timeline(client, pr)
+    auth = authorisation(client, tl, pr)
+    sections: dict[str, str] = {}
+    ranks: dict[str, int] = {}
+    notes: list[str] = []
+    if run and run.get("id"):
+        from ci_tools.policy.buckets import BUCKETS
+
+        families = card.progress(client.run_jobs(int(run["id"])), BUCKETS) if observed else []
+        sections["sweep"] = run_line(run, settings, families)
+        ranks["sweep"] = int(run["id"])
+        if observed and event.workflow_run.status == "completed":
+            results = results_section(client, run, settings)
+            if results is not None:
+                sections["results"] = results
+                ranks["results"] = int(run["id"])
+                notes.append(f"results of run {run['id']} compared with main")
+    if evals is not None and run and run.get("id"):  # the run's eval table (ci_tools.evals.report), or why none
+        sections["evals"] = evals.strip()
+        ranks["evals"] = int(run["id"])
+
+    def change(state: dict) -> None:
+        if run:
+            state["run"] = run
+        if plan:
+            state["plan"] = plan.strip()
+        state["reuse"] = messages.reuse_text(auth)
+
+    action = update_card(client, pr, tl, settings, change, sections=sections, ranks=ranks)
+    return Result(outputs={"comment": action},
+                  messages=[f"status card: {action}", *notes] + ([idle] if idle else []))

@@ -1,0 +1,178 @@
+"""The one grammar for pull-request comment commands: a pure parser returning typed commands, and
+the registry saying, per command word, its forms, the permission it needs and what it does.
+
+    /use                     pin nothing: reuse the newest eligible sweep run (un-pins an earlier /use N)
+    /use <run_id>            pin the sweep run <run_id> for reuse at merge
+    /reuse-sweep-run [id]    legacy spelling of /use, same meaning
+    /stage-results [id]      stage a run's results in the results app
+    /sweep plan              reply with the sweep plan of this PR
+    /sweep approve <sha>     approve one head commit of a fork PR for a trusted sweep (>= 7 hex digits)
+
+A command is a whole line of its own (surrounding spaces allowed). Lines inside fenced code blocks,
+indented code and quotes (`> ...`) are never commands, so quoting someone's command or showing it in
+an example does nothing. Neither are lines a reader of the rendered comment cannot see: inside an
+HTML comment (`<!-- ... -->`) or a collapsed `<details>` block. Only ASCII spaces and tabs separate a
+command's words: `/use` followed by a NO-BREAK or EM SPACE looks like a command but is not one. A line that starts with a known command word but has the wrong arguments is
+a `UsageProblem` carrying the right forms, so the bot can reply instead of guessing. Unknown slash
+words (`/foo`) are not ours and are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_RUN_ID_DIGITS = 20
+
+
+@dataclass(frozen=True)
+class Use:
+    run_id: int | None = None
+    legacy: bool = False          # spelled /reuse-sweep-run
+
+    @property
+    def text(self) -> str:
+        word = "/reuse-sweep-run" if self.legacy else "/use"
+        return f"{word} {self.run_id}" if self.run_id is not None else word
+
+
+@dataclass(frozen=True)
+class StageResults:
+    run_id: int | None = None
+
+    @property
+    def text(self) -> str:
+        return f"/stage-results {self.run_id}" if self.run_id is not None else "/stage-results"
+
+
+@dataclass(frozen=True)
+class SweepPlan:
+    text: str = "/sweep plan"
+
+
+@dataclass(frozen=True)
+class SweepApprove:
+    sha: str              # lower-case hex, 7 to 40 digits, as given (abbreviated or full)
+
+    @property
+    def text(self) -> str:
+        return f"/sweep approve {self.sha}"
+
+
+@dataclass(frozen=True)
+class UsageProblem:
+    command: str          # the command word as the grammar spells it, e.g. "/use"
+    line: int             # 1-based line in the comment body
+    given: str            # the offending line, stripped
+    forms: tuple[str, ...]
+
+
+Command = Use | StageResults | SweepPlan | SweepApprove
+
+WRITE = "write"   # the collaborator permission write, maintain or admin (`WRITE_PERMISSIONS`)
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+
+
+@dataclass(frozen=True)
+class Help:
+    """One registry row (Prow's plugin help): the usage reply, `--help` and the docs' tables read it."""
+
+    word: str                      # the command word, as written
+    forms: tuple[str, ...]         # every accepted spelling, for the usage reply
+    what: str                      # what it does, in one line
+    requires: str | None = WRITE   # the repository permission its author needs (None: anyone who can comment)
+
+
+REGISTRY: tuple[Help, ...] = (
+    Help("/use", ("/use", "/use <run_id>"), "pin a sweep run (or the newest eligible one) for reuse at merge"),
+    Help("/reuse-sweep-run", ("/reuse-sweep-run", "/reuse-sweep-run <run_id>"), "legacy spelling of `/use`"),
+    Help("/stage-results", ("/stage-results", "/stage-results <run_id>"), "stage a run's results in the results app"),
+    Help("/sweep", ("/sweep plan", "/sweep approve <sha>"),
+         "`plan`: reply with the latest sweep plan; `approve <sha>`: a trusted sweep of a fork PR's head commit"),
+)
+FORMS: dict[str, tuple[str, ...]] = {h.word: h.forms for h in REGISTRY}
+
+# The permission each command needs before it runs (bors-ng's REQUIRED map): `/sweep plan` only reads.
+REQUIRED: dict[type, str | None] = {Use: WRITE, StageResults: WRITE, SweepApprove: WRITE, SweepPlan: None}
+
+
+def required(commands) -> str | None:
+    """The permission a comment's commands need, folded over all of them (checked once, before any runs)."""
+    return WRITE if any(REQUIRED.get(type(c)) == WRITE for c in commands) else None
+
+
+def allows(permission: str, needed: str | None) -> bool:
+    return needed is None or permission in WRITE_PERMISSIONS
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_SHA = re.compile(r"[0-9a-fA-F]{7,40}")
+_RUN_ID = re.compile(rf"[1-9][0-9]{{0,{MAX_RUN_ID_DIGITS - 1}}}")
+
+
+_WORDS = re.compile(r"[ \t]+")  # ASCII separators only (str.split() would also split on NBSP, EM SPACE...)
+_HIDDEN = re.compile(r"<!--|-->|</?details\b", re.I)
+
+
+def _command_lines(body: str):
+    """(line number, stripped text) of lines that may hold a command: not in code, not quoted, not hidden."""
+    fence: str | None = None
+    in_comment = False
+    details = 0  # nesting depth of <details> blocks
+    for number, raw in enumerate(body.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
+        hidden = in_comment or details > 0
+        for tag in _HIDDEN.findall(raw) if fence is None else ():
+            tag = tag.lower()
+            if tag == "<!--":
+                in_comment = True
+            elif tag == "-->":
+                in_comment = False
+            elif not in_comment:
+                details = details + 1 if tag == "<details" else max(0, details - 1)
+            hidden = True  # a line holding such a tag is markup, not a command line
+        if hidden:
+            continue
+        match = _FENCE.match(raw)
+        if fence is not None:
+            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
+                fence = None
+            continue
+        if match:
+            fence = match.group(1)
+            continue
+        if raw.startswith("    ") or raw.startswith("\t"):
+            continue  # indented code block
+        text = raw.strip(" \t")
+        if text.startswith(">"):
+            continue
+        yield number, text
+
+
+def parse(body: str | None) -> list[Command | UsageProblem]:
+    """Every command and usage problem in a comment body, in order."""
+    found: list[Command | UsageProblem] = []
+    for number, text in _command_lines(body or ""):
+        if not text.startswith("/"):
+            continue
+        word, *args = _WORDS.split(text)
+        key = word.lower()
+        if key not in FORMS:
+            continue
+        problem = UsageProblem(command=key, line=number, given=text, forms=FORMS[key])
+        if word != key:
+            found.append(problem)  # commands are lower case; say so rather than silently ignore
+            continue
+        if key in ("/use", "/reuse-sweep-run", "/stage-results"):
+            if len(args) > 1 or (args and not _RUN_ID.fullmatch(args[0])):
+                found.append(problem)
+                continue
+            run_id = int(args[0]) if args else None
+            found.append(StageResults(run_id) if key == "/stage-results"
+                         else Use(run_id, legacy=key == "/reuse-sweep-run"))
+        elif args == ["plan"]:
+            found.append(SweepPlan())
+        elif len(args) == 2 and args[0] == "approve" and _SHA.fullmatch(args[1]):
+            found.append(SweepApprove(args[1].lower()))
+        else:
+            found.append(problem)
+    return found
+

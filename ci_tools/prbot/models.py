@@ -1,0 +1,96 @@
+"""The plain facts the PR bot decides over: a pull request, its comments, runs and timeline.
+
+`ci_tools.github` parses GitHub's JSON into these once (events, the client, the timeline); the
+decisions in `ci_tools/prbot/` take them as plain data. They live here, in the core, because the
+core may not import `ci_tools.github`: the adapter depends on the core's data, never the reverse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    number: int
+    title: str = ""
+    body: str = ""
+    state: str = "open"
+    draft: bool = False
+    merged_at: str | None = None
+    head_sha: str = ""
+    head_ref: str = ""
+    head_repo: str = ""
+    base_ref: str = ""
+    base_repo: str = ""
+    labels: tuple[str, ...] = ()
+    author: str = ""
+    html_url: str = ""
+
+    @property
+    def same_repo(self) -> bool:
+        return bool(self.head_repo) and self.head_repo == self.base_repo
+
+
+@dataclass(frozen=True)
+class Comment:
+    """An issue comment or a review body: both can carry commands and sign-offs."""
+
+    id: int
+    body: str
+    author: str
+    author_type: str = "User"          # "User" | "Bot"
+    association: str = "NONE"
+    created_at: str = ""
+    updated_at: str = ""
+    html_url: str = ""
+    kind: str = "comment"              # "comment" | "review"
+
+
+@dataclass(frozen=True)
+class WorkflowRun:
+    id: int
+    name: str = ""
+    path: str = ""
+    event: str = ""
+    status: str = ""
+    conclusion: str | None = None
+    head_sha: str = ""
+    head_branch: str = ""
+    run_attempt: int = 1
+    html_url: str = ""
+    created_at: str = ""
+    pull_requests: tuple[int, ...] = ()
+    repository: str = ""               # OWNER/NAME the run ran in
+    head_repository: str = ""          # OWNER/NAME of its head commit (a fork, for a fork PR's own run)
+
+
+@dataclass(frozen=True)
+class LabelEvent:
+    label: str
+    added: bool
+    created_at: str
+
+
+@dataclass(frozen=True)
+class Timeline:
+    comments: tuple[Comment, ...] = ()
+    label_events: tuple[LabelEvent, ...] = ()
+    commits: tuple[str, ...] = ()
+
+
+def _full_name(repo: object) -> str:
+    return str(repo.get("full_name") or "") if isinstance(repo, dict) else ""
+
+
+def run_from_json(data: dict) -> WorkflowRun:
+    """A workflow run object of GitHub's REST API or webhook payload (its `id` already checked)."""
+    prs = tuple(p["number"] for p in data.get("pull_requests") or [] if isinstance(p, dict)
+                and isinstance(p.get("number"), int))
+    return WorkflowRun(
+        id=int(data["id"]), name=str(data.get("name") or ""), path=str(data.get("path") or ""),
+        event=str(data.get("event") or ""), status=str(data.get("status") or ""), conclusion=data.get("conclusion"),
+        head_sha=str(data.get("head_sha") or ""), head_branch=str(data.get("head_branch") or ""),
+        run_attempt=data["run_attempt"] if isinstance(data.get("run_attempt"), int) else 1,
+        html_url=str(data.get("html_url") or ""), created_at=str(data.get("created_at") or ""), pull_requests=prs,
+        repository=_full_name(data.get("repository")), head_repository=_full_name(data.get("head_repository")))

@@ -1,0 +1,465 @@
+"""`/use` run pinning: who may authorise reuse, which run is reused, and whether it still may be.
+
+Pure decisions over plain data. The few look-ups a decision may need (a permission, a run's
+artifacts, the files changed since a run) come through a `Source` with exactly those methods, called
+lazily and in order of cost, so the common case stays within its REST budget. `ci_tools.github.GitHub`
+is a `Source`; tests also pass in-memory ones.
+
+Differences from InferenceX's `find_reusable_sweep_run.py`, each fixing a listed weakness:
+- W3: the author needs write permission on the repository, read from the collaborator-permission
+  endpoint. `author_association` is not used: GitHub reports CONTRIBUTOR for organization members
+  whose membership is private, so it would refuse maintainers, and it grants nothing by itself.
+- W4: comments created after the PR merged are ignored.
+- W2: the run must have been created while a full-sweep label (and no reuse-blocking modifier) was
+  applied, read from the label history.
+- W1: no commit after the run's head may touch benchmark inputs (`inferencex-e2e/`, `recipes/`),
+  else reuse is refused naming the files.
+- W13/W25: retries live in the adapter; commits and artifacts are fetched at most once.
+- Evals: a run whose eval rows failed or did not run is refused, read from its eval verdict artifact
+  (`ci_tools.evals.gate.reuse_problem`; the seed PR's "all green with evals passing").
+- W18: a fork PR's trusted sweep (`/sweep approve <sha>`, a workflow_dispatch run of
+  `trusted-sweep.yml` named for the PR and SHA) counts like a pull_request run of the sweep, under the
+  same label, commit, staleness and artifact rules. Its swept commit is the SHA in the run name (the
+  run's own `head_sha` is the default-branch commit the workflow ran from). Trusted runs are listed
+  only for fork PRs, so a same-repo PR's merge costs no extra request.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Callable, Iterable, Iterator, Protocol
+
+from ci_tools import names
+from ci_tools.evals import gate as eval_gate
+from ci_tools.policy.labels import Policy
+from ci_tools.prbot import messages
+from ci_tools.prbot.approval import decide as approval
+from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, parse
+from ci_tools.prbot.models import Comment, LabelEvent, Timeline, WorkflowRun, run_from_json
+
+# A reusable run has its run-level collection (named once, in ci_tools.names) or, for runs
+# made by InferenceX's workflows before the switch, their eval collection or an AgentX result.
+RESULT_ARTIFACTS = frozenset({names.COLLECTION_ARTIFACT, "eval_results_all"})
+RESULT_ARTIFACT_PREFIX = "bmk_agentic_"
+CHANGELOG_METADATA = names.CHANGELOG_METADATA
+
+
+class Source(Protocol):
+    def permission(self, login: str) -> str: ...
+    def run(self, run_id: int) -> dict: ...
+    def workflow_runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> Iterable[dict]: ...
+    def artifacts(self, run_id: int) -> list[dict]: ...
+    def compare(self, base: str, head: str) -> dict: ...
+    def top_level_tree(self, sha: str) -> dict[str, str]: ...
+
+
+def _order(value: str | None) -> float:
+    t = ts(value)
+    return t.timestamp() if t else float("-inf")
+
+
+def ts(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+# ---- authorisation ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Authorisation:
+    authorised: bool
+    reason: str
+    command: Use | None = None
+    comment: Comment | None = None
+    ignored: tuple[str, ...] = ()     # commands that did not count, and why (newest first)
+
+    @property
+    def pinned_run(self) -> int | None:
+        return self.command.run_id if self.command else None
+
+
+def use_commands(comments: Iterable[Comment], merged_at: str | None = None) -> list[tuple[Comment, Use]]:
+    """Reuse commands, newest first. Comments created after `merged_at` do not count (W4), nor do
+    comments edited after it: what they said at the merge is unknown, and an edit to `/use 9` on a
+    re-run of the merge would otherwise choose the run after the fact."""
+    cutoff = ts(merged_at)
+    found = []
+    for c in comments:
+        if cutoff is not None and (ts(c.created_at) is None or ts(c.created_at) > cutoff):
+            continue
+        if cutoff is not None and c.updated_at and (ts(c.updated_at) is None or ts(c.updated_at) > cutoff):
+            continue
+        uses = [cmd for cmd in parse(c.body) if isinstance(cmd, Use)]
+        if uses:
+            found.append((c, uses[-1]))  # within one comment the last command wins
+    found.sort(key=lambda cu: (_order(cu[0].created_at), cu[0].id), reverse=True)
+    return found
+
+
+def may_use(comment: Comment, permission_of: Callable[[str], str]) -> str | None:
+    """None if the author may authorise reuse, else why not: a person (not a bot) whose repository
+    permission (`permission_of`, the collaborator-permission endpoint) is write, maintain or admin."""
+    if comment.author_type == "Bot":
+        return messages.is_a_bot(comment.author)
+    permission = permission_of(comment.author)
+    if permission not in WRITE_PERMISSIONS:
+        return messages.lacks_write(comment.author, permission)
+    return None
+
+
+def authorise(comments: Iterable[Comment], permission_of: Callable[[str], str], *, pr_number: int,
+              merged_at: str | None = None) -> Authorisation:
+    """The newest command by an authorised person decides; a bare one un-pins an earlier pin."""
+    ignored: list[str] = []
+    for comment, use in use_commands(comments, merged_at):
+        why_not = may_use(comment, permission_of)
+        if why_not:
+            ignored.append(f"`{use.text}` ({comment.html_url or comment.id}): {why_not}")
+            continue
+        what = f"pinned run {use.run_id}" if use.run_id is not None else "the newest eligible run"
+        return Authorisation(True, f"PR #{pr_number} has `{use.text}` from @{comment.author} ({what})",
+                             use, comment, tuple(ignored))
+    return Authorisation(False, f"PR #{pr_number} has no authorised /use command", ignored=tuple(ignored))
+
+
+# ---- label history ----------------------------------------------------------------------------
+
+def labels_at(events: Iterable[LabelEvent], when: str) -> set[str]:
+    """Labels applied at time `when`, replaying the label history (events at `when` count)."""
+    moment = ts(when)
+    applied: set[str] = set()
+    if moment is None:
+        return applied
+    for e in sorted(events, key=lambda e: _order(e.created_at)):
+        t = ts(e.created_at)
+        if t is None or t > moment:
+            break
+        (applied.add if e.added else applied.discard)(e.label)
+    return applied
+
+
+# ---- run eligibility --------------------------------------------------------------------------
+
+def unexpired_names(artifacts: list[dict]) -> set[str]:
+    return {str(a.get("name")) for a in artifacts if not a.get("expired")}
+
+
+def has_results(names: set[str]) -> bool:
+    return bool(names & RESULT_ARTIFACTS) or any(n.startswith(RESULT_ARTIFACT_PREFIX) for n in names)
+
+
+def benchmark_inputs(files: Iterable[str]) -> list[str]:
+    return sorted(f for f in files if f.startswith(names.BENCHMARK_INPUT_PREFIXES) or f == names.CHANGELOG)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What makes a run usable. Reuse and staging differ only in these."""
+
+    name: str                                   # "reuse" | "staging"
+    conclusions: frozenset[str]
+    need_changelog_metadata: bool = False
+    allow_historical_association: bool = False  # pinned runs associated via run.pull_requests
+    refuse_stale: bool = True                   # W1: refuse if later commits touch benchmark inputs
+
+
+def reuse_rules(pinned: bool) -> Rules:
+    return Rules("reuse", frozenset({"success", "failure", "cancelled"} if pinned else {"success"}))
+
+
+def staging_rules(pinned: bool) -> Rules:
+    return Rules("staging", frozenset({"success", "failure", "cancelled"}), need_changelog_metadata=True,
+                 allow_historical_association=pinned, refuse_stale=False)
+
+
+@dataclass(frozen=True)
+class PrState:
+    number: int
+    head_sha: str
+    head_ref: str
+    labels: tuple[str, ...]
+    merged_at: str | None = None
+    fork: bool = False                 # head repository differs from the base: trusted sweeps are listed
+    trusted_branch: str = "main"       # the branch trusted sweeps are dispatched on (the default branch)
+    repository: str = ""               # OWNER/NAME of the base repository: every source run must be its own
+
+
+@dataclass(frozen=True)
+class SweepRun(WorkflowRun):
+    """A run as reuse sees it. For a trusted sweep `head_sha` is the swept PR commit named in the run
+    name, `trusted_pr` the PR, and `dispatch_sha` the default-branch commit the workflow ran from."""
+
+    display_title: str = ""
+    trusted_pr: int | None = None
+    dispatch_sha: str = ""
+
+
+TRUSTED_PATH = f".github/workflows/{approval.TRUSTED_WORKFLOW}"
+
+
+def trusted_problem(run: SweepRun, pr: PrState) -> str | None:
+    """None if a workflow_dispatch run is a trusted sweep of `pr` from the default branch, else why not."""
+    if run.trusted_pr is None:
+        return (f"its run name {run.display_title!r} does not name a PR and a full commit SHA "
+                f"(expected {approval.RUN_NAME!r}), so it is not a trusted sweep")
+    if run.trusted_pr != pr.number:
+        return (f"it is a trusted sweep of PR #{run.trusted_pr} (commit {run.head_sha[:12]}), not of PR #{pr.number}; "
+                f"pin a run of PR #{pr.number}")
+    if run.head_branch and pr.trusted_branch and run.head_branch != pr.trusted_branch:
+        return (f"it ran from branch {run.head_branch}, not {pr.trusted_branch}; only trusted sweeps dispatched on "
+                "the default branch count")
+    return None
+
+
+def origin_problem(run: WorkflowRun, pr: PrState) -> str | None:
+    """None if `run` ran this repository's own workflow files on this repository's commits, else why not.
+
+    A fork PR's `pull_request` run executes the fork's (editable) workflow and can upload anything, so
+    for a fork PR only trusted sweeps count; any run must have run in this repository, and a
+    same-repository PR's run must have its head here too (a fork's run of the same commit does not)."""
+    if not pr.repository:
+        return None  # callers that do not know the repository (pure tests of other rules)
+    if run.repository != pr.repository:
+        return (f"it ran in {run.repository or 'an unnamed repository'}, not {pr.repository}; only this "
+                "repository's own runs can be a source")
+    if run.event == "pull_request" and pr.fork:
+        return ("it is the fork's own pull_request run, which executes the fork's workflow files and can upload "
+                "anything; for a fork PR only a trusted sweep (`/sweep approve <sha>`) can be a source")
+    if run.head_repository != pr.repository:
+        return (f"its head commit is in {run.head_repository or 'an unnamed repository'}, not {pr.repository}: "
+                "another repository's run of the same commit is not this PR's sweep")
+    return None
+
+
+def check_run(run: WorkflowRun, rules: Rules, *, pr: PrState, timeline: Timeline, policy: Policy,
+              workflow_path: str, source: Source) -> str | None:
+    """None if `run` may be used, else the first reason it may not. Cheap checks come first."""
+    trusted = run.event == "workflow_dispatch"
+    if run.event != "pull_request" and not trusted:
+        return f"it is not a pull_request run or a trusted sweep ({run.event or 'unknown'} event)"
+    why = origin_problem(run, pr)
+    if why:
+        return why
+    expected = TRUSTED_PATH if trusted else workflow_path
+    if run.path and run.path.split("@")[0] != expected:
+        return f"it is a run of {run.path}, not {expected}"
+    if trusted:
+        why = trusted_problem(run if isinstance(run, SweepRun) else SweepRun(**run.__dict__), pr)
+        if why:
+            return why
+    if run.status != "completed":
+        return f"it is not completed (status {run.status})"
+    if run.conclusion not in rules.conclusions:
+        return f"it concluded {run.conclusion!r}; {rules.name} needs {' or '.join(sorted(rules.conclusions))}"
+    if not run.head_sha:
+        return "it has no head commit"
+    at_creation = labels_at(timeline.label_events, run.created_at)
+    full = set(policy.reusable_primaries())
+    if not at_creation & full:
+        return ("it was not created while a full-sweep label was applied "
+                f"({', '.join(sorted(full))})")
+    blockers = policy.reuse_blockers_in(at_creation)
+    if blockers:
+        return f"it ran with {', '.join(blockers)} applied, which is not a full sweep"
+    historical = rules.allow_historical_association and pr.number in run.pull_requests
+    if run.head_sha != pr.head_sha and not historical:
+        if run.head_sha not in timeline.commits:
+            return f"its head commit {run.head_sha[:12]} is not one of PR #{pr.number}'s commits"
+        diff = source.compare(run.head_sha, pr.head_sha)
+        if diff.get("status") not in ("ahead", "identical"):
+            return (f"its head commit {run.head_sha[:12]} is no longer in PR #{pr.number} "
+                    "(force-pushed away); pin a run of a current commit")
+        if rules.refuse_stale:
+            stale = changed_inputs(diff, source, run.head_sha, pr.head_sha)
+            if stale:
+                return (f"commits after its head {run.head_sha[:12]} change benchmark inputs: "
+                        f"{', '.join(stale)}; run a new sweep on the current head")
+    names = unexpired_names(source.artifacts(run.id))
+    if rules.need_changelog_metadata and CHANGELOG_METADATA not in names:
+        return f"it has no unexpired {CHANGELOG_METADATA} artifact"
+    if not has_results(names):
+        return "it has no unexpired benchmark, eval or agentic result artifact"
+    if rules.name == "reuse":
+        return eval_gate.reuse_problem(names)   # its eval rows passed (or it had none)
+    return None
+
+
+@dataclass(frozen=True)
+class Selection:
+    run: WorkflowRun | None
+    error: str | None = None
+    rejected: tuple[str, ...] = ()    # "run 123: reason", newest first
+
+
+def sweep_run(base: WorkflowRun, display_title: str = "") -> SweepRun:
+    """`base` with the swept commit in place for a trusted sweep named as `approval.run_name` writes it."""
+    named = approval.parse_run_name(display_title) if base.event == "workflow_dispatch" else None
+    run = SweepRun(**base.__dict__, display_title=display_title)
+    if named is None:
+        return run
+    return replace(run, trusted_pr=named[0], head_sha=named[1], dispatch_sha=base.head_sha)
+
+
+def run_from_api(data: dict) -> SweepRun:
+    return sweep_run(run_from_json(data), str(data.get("display_title") or ""))
+
+
+def _newest(data: dict) -> float:
+    return -_order(data.get("created_at"))
+
+
+def _trusted_runs_of(runs: Iterable[dict], pr: int, max_listed: int) -> Iterator[dict]:
+    """Trusted sweeps named for `pr` only: other PRs' runs share the default branch and are skipped
+    unexamined (a bounded number of them, so a busy repository cannot page without end)."""
+    for listed, data in enumerate(runs):
+        if listed >= max_listed:
+            return
+        named = approval.parse_run_name(str(data.get("display_title") or ""))
+        if named is not None and named[0] == pr:
+            yield data
+
+
+def select_run(rules: Rules, *, pinned: int | None, pr: PrState, timeline: Timeline, policy: Policy,
+               workflow: str, source: Source, max_examined: int = 30) -> Selection:
+    """The pinned run if usable, else the newest usable completed run of the sweep on the PR branch."""
+    workflow_path = workflow if workflow.startswith(".github/") else f".github/workflows/{workflow}"
+    if pinned is not None:
+        try:
+            data = source.run(pinned)
+        except Exception as exc:  # the adapter's GitHubError; only "no such run" is an answer, not a failure
+            if getattr(exc, "status", None) == 404:
+                return Selection(None, f"run {pinned} cannot be used for {rules.name}, because no such run exists "
+                                       "in this repository.")
+            raise
+        run = run_from_api(data)
+        why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=workflow_path,
+                        source=source)
+        if why:
+            return Selection(None, f"run {pinned} cannot be used for {rules.name}, because {why}.")
+        return Selection(run)
+    rejected: list[str] = []
+    candidates: Iterator[dict] = iter(source.workflow_runs(workflow_path.rsplit("/", 1)[-1], branch=pr.head_ref))
+    if pr.fork:
+        trusted = _trusted_runs_of(source.workflow_runs(approval.TRUSTED_WORKFLOW, branch=pr.trusted_branch,
+                                                        event="workflow_dispatch"), pr.number, 10 * max_examined)
+        # the fork's own pull_request runs are listed too, only to say why each was refused
+        candidates = heapq.merge(candidates, trusted, key=_newest)
+    for examined, data in enumerate(candidates):
+        if examined >= max_examined:
+            break
+        run = run_from_api(data)
+        why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=workflow_path,
+                        source=source)
+        if why is None:
+            return Selection(run, rejected=tuple(rejected))
+        rejected.append(f"run {run.id}: {why}")
+    detail = "; ".join(rejected[:5]) or ("no completed pull_request runs on the PR branch" + (
+        f" and no completed trusted sweeps of PR #{pr.number}" if pr.fork else ""))
+    return Selection(None, f"PR #{pr.number} has no run usable for {rules.name} ({detail}). "
+                           f"Run a full sweep, or pin a run with `/use <run_id>`.", tuple(rejected))
+
+
+# ---- the two places reuse is decided ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReuseDecision:
+    reuse_enabled: bool = False
+    skip_pr_sweep: bool = False
+    authorised: bool = False
+    reason: str = ""
+    pr_number: int | None = None
+    run: WorkflowRun | None = None
+    error: str | None = None          # set: refuse (fail closed), the job must fail
+    ignored: tuple[str, ...] = ()
+
+    def outputs(self) -> dict[str, str]:
+        run = self.run
+        return {
+            "reuse-enabled": str(self.reuse_enabled).lower(),
+            "skip-pr-sweep": str(self.skip_pr_sweep).lower(),
+            "reuse-authorised": str(self.authorised).lower(),
+            "reuse-source-run-id": str(run.id) if run else "",
+            "reuse-source-run-attempt": str(run.run_attempt) if run else "",
+            "reuse-source-run-url": run.html_url if run else "",
+            "reuse-source-head-sha": run.head_sha if run else "",
+            "reuse-source-pr-number": str(self.pr_number or ""),
+            "reuse-reason": self.error or self.reason,
+            "reuse-error": "true" if self.error else "false",
+        }
+
+
+# GitHub's comparison lists at most this many files (the rest are silently left out).
+COMPARE_FILE_LIMIT = 300
+
+
+def changed_inputs(diff: dict, source: Source, base: str, head: str) -> list[str]:
+    """Benchmark inputs changed between `base` and `head`. A comparison listing COMPARE_FILE_LIMIT
+    files may have left changes out, so then the two commits' top-level trees decide: an input
+    folder whose tree object differs has changed (two calls per commit, only in that case)."""
+    files = [f.get("filename", "") for f in diff.get("files") or []]
+    if len(files) < COMPARE_FILE_LIMIT:
+        return benchmark_inputs(files)
+    before, after = source.top_level_tree(base), source.top_level_tree(head)
+    folders = [p.rstrip("/") for p in names.BENCHMARK_INPUT_PREFIXES]
+    return [f"{name}/ (the comparison lists only its first {COMPARE_FILE_LIMIT} files; the folder's tree differs)"
+            for name in folders if before.get(name) != after.get(name)]
+
+
+def label_problems(labels: Iterable[str], policy: Policy) -> str | None:
+    labels = set(labels)
+    blockers = policy.reuse_blockers_in(labels)
+    if blockers:
+        return f"the PR carries {', '.join(blockers)}, which block reuse; remove it or run a new sweep"
+    if not set(policy.primaries_in(labels)) & set(policy.reusable_primaries()):
+        return f"the PR has no full-sweep label; reuse needs one of {', '.join(policy.reusable_primaries())}"
+    return None
+
+
+def decide_pr_event(action: str, *, label_problem: str | None, authorisation: Callable[[], Authorisation] | None,
+                    pushed_inputs: Callable[[], list[str]] | None = None) -> ReuseDecision:
+    """PR side, the one home of the rule "an authorised /use stops synchronize sweeps": a
+    `synchronize` skips the sweep when the PR's labels allow reuse (`label_problem` is None: one full
+    sweep label, no reuse-blocking modifier) and an authorised /use exists, unless the push changed
+    benchmark inputs (W1: then the authorised results are stale and the sweep must run).
+
+    With labels that block reuse the pin would be refused at merge (`decide_merge`), so skipping
+    would leave the PR with nothing usable: it sweeps, and no API call is spent on the question."""
+    if action != "synchronize":
+        return ReuseDecision(reason=f"pull_request action {action or 'unknown'} is not synchronize")
+    if label_problem:
+        return ReuseDecision(reason=f"an authorised /use cannot stop this sweep: {label_problem}")
+    auth = authorisation()
+    if not auth.authorised:
+        return ReuseDecision(reason=auth.reason, ignored=auth.ignored)
+    changed = pushed_inputs() if pushed_inputs else []
+    if changed:
+        return ReuseDecision(authorised=True, ignored=auth.ignored,
+                             reason=f"{auth.reason}, but this push changes benchmark inputs "
+                                    f"({', '.join(changed)}): sweeping again")
+    return ReuseDecision(authorised=True, skip_pr_sweep=True, reason=auth.reason, ignored=auth.ignored)
+
+
+def decide_merge(pr: PrState, auth: Authorisation, *, timeline: Timeline, policy: Policy, workflow: str,
+                 source: Source) -> ReuseDecision:
+    """Main side, for the single PR a pushed commit belongs to."""
+    base = dict(pr_number=pr.number, authorised=auth.authorised, ignored=auth.ignored)
+    if not auth.authorised:
+        return ReuseDecision(reason=auth.reason, **base)
+    problem = label_problems(pr.labels, policy)
+    if problem:
+        return ReuseDecision(error=f"PR #{pr.number} authorised reuse, but {problem}.", **base)
+    if not pr.merged_at:
+        return ReuseDecision(error=f"PR #{pr.number} is not merged; reuse is decided for merged PRs only.", **base)
+    sel = select_run(reuse_rules(auth.pinned_run is not None), pinned=auth.pinned_run, pr=pr, timeline=timeline,
+                     policy=policy, workflow=workflow, source=source)
+    if sel.run is None:
+        return ReuseDecision(error=sel.error, **base)
+    how = f"pinned run {sel.run.id}" if auth.pinned_run is not None else f"newest eligible run {sel.run.id}"
+    return ReuseDecision(reuse_enabled=True, run=sel.run,
+                         reason=f"PR #{pr.number} reuses {how} (head {sel.run.head_sha[:12]}): {auth.reason}", **base)

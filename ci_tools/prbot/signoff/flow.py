@@ -1,0 +1,164 @@
+"""`signoff verify` and `signoff record`: CODEOWNER sign-offs in comments and reviews, and the status."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from ci_tools import names
+from ci_tools.errors import InputError, UsageError
+from ci_tools.github.client import GitHubError, TeamUnreadable
+from ci_tools.github.events import Comment, Event, PullRequest
+from ci_tools.prbot import messages, sticky
+from ci_tools.prbot.reuse import decide as reuse
+from ci_tools.prbot.reuse.flow import pr_state
+from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline, read_repo_file, upsert
+from ci_tools.prbot.signoff import decide as signoff
+
+def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None = None) -> Result:
+    """`teams`: a client whose token can read team membership (TEAM_MEMBERSHIP_TOKEN), or None when
+    none is configured; a CODEOWNERS team entry then fails closed with that reason."""
+    res = Result(outputs={"proceed": "false", "state": "", "signer": "", "head-sha": ""})
+    if event.name == "pull_request":
+        if event.action not in ("synchronize", "opened", "reopened"):
+            res.messages.append(f"pull_request {event.action}: the sign-off status is unaffected")
+            return res
+        return _signoff_after_push(event, settings, gh, res)
+    if event.name not in ("issue_comment", "pull_request_review"):
+        raise UsageError(f"`signoff verify` takes issue_comment, pull_request_review or pull_request events, "
+                         f"not {event.name}")
+    c = event.comment
+    if event.action not in ("created", "edited", "submitted") or event.pr_number is None or c is None \
+            or not signoff.has_phrase(c.body):
+        res.messages.append("no sign-off in this event: nothing to do")
+        return res
+    if c.author == settings.bot or c.author_type == "Bot":
+        res.messages.append("a bot cannot sign off")
+        return res
+    if event.action == "edited" and event.sender != c.author:
+        # GitHub lets maintainers edit anyone's comment: an edit by someone else is not the author's sign-off
+        res.messages.append(f"the comment by @{c.author} was edited by @{event.sender or '(unknown)'}: a sign-off "
+                            "counts only as its author wrote it, so this edit changes nothing")
+        return res
+    client = gh()
+    pr = event.pr_number
+    data = client.pull(pr)
+    prs = pr_state(data, settings.main_ref)
+    if data.get("state") != "open":
+        res.messages.append(f"PR #{pr} is {data.get('state')}: sign-offs are verified on open PRs only")
+        return res
+    checklist = signoff.parse_checklist(read_repo_file(settings.repo_root, names.REVIEW_CHECKLIST),
+                                        names.REVIEW_CHECKLIST)
+    codeowners = read_repo_file(settings.repo_root, names.CODEOWNERS)
+    files = client.pull_files(pr)
+    tl = load_timeline(client, pr)
+    sel = reuse.select_run(reuse.reuse_rules(False), pinned=None, pr=prs, timeline=tl, policy=settings.policy,
+                           workflow=settings.workflow, source=client)
+
+    def is_member(org: str, team: str, login: str) -> bool:
+        if teams is None:
+            raise signoff.MembershipUnknown(messages.NO_TEAM_TOKEN)
+        try:
+            return teams().team_member(org, team, login)
+        except TeamUnreadable as exc:
+            raise signoff.MembershipUnknown(exc.message) from None
+        except GitHubError as exc:
+            raise InputError(f"cannot check whether @{login} is in @{org}/{team} ({exc.message}). Give the "
+                             "workflow a token that can read team membership (organization members: read).")
+
+    verdict = signoff.verify(signer=c.author, body=c.body, files=files, codeowners_text=codeowners,
+                             checklist=checklist, is_member=is_member,
+                             sweep_problem=None if sel.run else sel.error)
+    tree = client.commit(prs.head_sha)["commit"]["tree"]["sha"]
+    previous = sticky.state_of(sticky.find_sticky(tl.comments, "signoff-verdict", bot_login=settings.bot))
+    res.outputs.update(proceed="true", signer=c.author, **{"head-sha": prs.head_sha})
+    values = dict(signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12], version=checklist.version,
+                  rows=messages.signoff_rows(verdict.checks))
+    if signoff.stands(verdict, previous, prs.head_sha, tree):
+        body = messages.render("signoff-verdict", kind="signoff-reply", key=c.id, headline="not counted",
+                               footer=messages.signoff_not_counted(c.author, previous.get("signer")), **values)
+        upsert(client, pr, tl, "signoff-reply", c.id, body, settings)
+        res.outputs["state"] = "success"
+        res.messages.append("sign-off by a non-owner ignored; the earlier verified sign-off stands")
+        return res
+    state = {"sha": prs.head_sha, "tree": tree, "signer": c.author, "passed": verdict.passed,
+             "url": c.html_url, "version": checklist.version}
+    headline, footer = messages.signoff_footer(verdict, c.author, signoff.STATUS_CONTEXT)
+    body = messages.render("signoff-verdict", kind="signoff-verdict", state=state, headline=headline, footer=footer,
+                           **values)
+    _, cid = upsert(client, pr, tl, "signoff-verdict", None, body, settings)
+    client.create_status(prs.head_sha, state=verdict.state, context=signoff.STATUS_CONTEXT,
+                         description=verdict.description,
+                         target_url=f"https://github.com/{client.repo}/pull/{pr}#issuecomment-{cid}")
+    res.outputs["state"] = verdict.state
+    res.messages.append(f"{signoff.STATUS_CONTEXT}: {verdict.state}: {verdict.description}")
+    return res
+
+
+# ---- sign-offs posted as reviews: two phases ----------------------------------------------------
+# A pull_request_review run of a fork PR gets a read-only token and no secrets, so it cannot post a
+# verdict. `signoff record` (in that run) writes which review to check; `signoff verify --review-file`
+# (a workflow_run run of the default branch, with a write token) reads the review back from the API,
+# never from the record, and verifies it like a comment.
+
+def record_review(event: Event, out_dir: Path) -> Result:
+    if event.name != "pull_request_review":
+        raise UsageError(f"`signoff record` takes pull_request_review events, not {event.name}")
+    if event.pr_number is None or event.comment is None:
+        raise InputError("the pull_request_review payload names no pull request or review")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    record = {"pr": event.pr_number, "review": event.comment.id}
+    (out_dir / names.REVIEW_FILE).write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return Result(outputs={"pr": str(record["pr"]), "review": str(record["review"])},
+                  messages=[f"recorded review {record['review']} of PR #{record['pr']} for {names.REVIEW_VERIFY_WORKFLOW}"])
+
+
+def read_review_record(path: Path) -> tuple[int, int]:
+    """(PR, review id) from a record; it comes from an untrusted run, so only two positive integers
+    are taken from it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a review record ({exc}); is the {names.REVIEW_ARTIFACT} artifact "
+                         "downloaded there?") from None
+    if not isinstance(data, dict) or sorted(data) != ["pr", "review"] or not all(
+            isinstance(data[k], int) and not isinstance(data[k], bool) and data[k] > 0 for k in data):
+        raise InputError(f"{path}: not a review record: expected {{\"pr\": N, \"review\": N}} and nothing else")
+    return data["pr"], data["review"]
+
+
+def verify_review(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None, record: Path) -> Result:
+    """The trusted phase: the workflow_run of a finished record run; the review is read from the API."""
+    if event.name != "workflow_run" or event.workflow_run is None:
+        raise UsageError(f"`signoff verify --review-file` takes the workflow_run event of "
+                         f"{names.REVIEW_RECORD_WORKFLOW}, not {event.name}")
+    wr = event.workflow_run
+    expected = f"{names.WORKFLOWS_DIR}/{names.REVIEW_RECORD_WORKFLOW}"
+    if wr.path.split("@")[0] != expected or wr.event != "pull_request_review" or wr.conclusion != "success":
+        return Result(outputs={"proceed": "false", "state": "", "signer": "", "head-sha": ""},
+                      messages=[f"run {wr.id} is not a successful {expected} run of a review: nothing to verify"])
+    pr, review_id = read_review_record(record)
+    data = gh().review(pr, review_id)
+    user = data.get("user") or {}
+    comment = Comment(id=int(data["id"]), body=data.get("body") or "", author=str(user.get("login") or ""),
+                      author_type=str(user.get("type") or "User"), association=str(data.get("author_association") or "NONE"),
+                      created_at=str(data.get("submitted_at") or ""), html_url=str(data.get("html_url") or ""),
+                      kind="review")
+    review_event = replace(event, name="pull_request_review", action="submitted", workflow_run=None,
+                           pull_request=PullRequest(number=pr), comment=comment)
+    return verify_signoff(review_event, settings, gh, teams)
+
+
+def _signoff_after_push(event: Event, settings: Settings, gh: Lazy, res: Result) -> Result:
+    client = gh()
+    pr = event.pull_request
+    tl = load_timeline(client, pr.number)
+    previous = sticky.state_of(sticky.find_sticky(tl.comments, "signoff-verdict", bot_login=settings.bot))
+    tree = client.commit(pr.head_sha)["commit"]["tree"]["sha"] if previous.get("passed") else ""
+    update = signoff.after_push(previous, tree)
+    client.create_status(pr.head_sha, state=update.state, context=signoff.STATUS_CONTEXT,
+                         description=update.description)
+    res.outputs.update(proceed="true", state=update.state, **{"head-sha": pr.head_sha})
+    res.messages.append(f"{signoff.STATUS_CONTEXT}: {update.state}: {update.description}")
+    return res

@@ -1,0 +1,214 @@
+"""A fork PR's trusted sweep (workflow_dispatch of trusted-sweep.yml) as a reuse/staging source (W18):
+pure tables over `reuse.check_run` / `reuse.select_run` with an in-memory source that records its calls."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ci_tools.prbot.models import WorkflowRun
+from ci_tools.prbot.models import LabelEvent, Timeline
+from ci_tools.prbot.approval import decide as approval
+from ci_tools.prbot.reuse import decide as reuse
+from ci_tools.policy.labels import load_policy
+
+POLICY = load_policy(Path(__file__).resolve().parents[2])
+FULL = "full-sweep-fail-fast"
+A, B, C, OTHER = "a" * 40, "b" * 40, "c" * 40, "d" * 40
+SWEEP = ".github/workflows/run-sweep.yml"
+
+
+class Source:
+    def __init__(self, runs=(), artifacts=None, compares=None):
+        self.runs = {r["id"]: r for r in runs}
+        self.artifacts_of = artifacts or {}
+        self.compares = compares or {}
+        self.calls: list[str] = []
+
+    def permission(self, login):
+        raise AssertionError("not needed")
+
+    def run(self, run_id):
+        self.calls.append(f"run {run_id}")
+        return self.runs[run_id]
+
+    def workflow_runs(self, workflow, *, branch, event="pull_request", status="completed"):
+        self.calls.append(f"list {workflow} {branch} {event}")
+        found = [r for r in self.runs.values() if r["path"].endswith("/" + workflow) and r["event"] == event
+                 and r["head_branch"] == branch and r["status"] == status]
+        return iter(sorted(found, key=lambda r: r["created_at"], reverse=True))
+
+    def artifacts(self, run_id):
+        self.calls.append(f"artifacts {run_id}")
+        return [{"name": n, "expired": False} for n in self.artifacts_of.get(run_id, ("results_bmk", "evals_passed"))]
+
+    def compare(self, base, head):
+        self.calls.append(f"compare {base[:1]} {head[:1]}")
+        status, files = self.compares.get((base, head), ("diverged", []))
+        return {"status": status, "files": [{"filename": f} for f in files]}
+
+
+def trusted(run_id, *, pr=5, sha=A, at="2026-10-01T02:00:00Z", conclusion="success", branch="main",
+            title=None, path=reuse.TRUSTED_PATH, status="completed"):
+    return {"id": run_id, "event": "workflow_dispatch", "path": path, "status": status, "conclusion": conclusion,
+            "head_sha": "f" * 40, "head_branch": branch, "created_at": at, "name": "trusted-sweep",
+            "display_title": approval.run_name(pr, sha) if title is None else title,
+            "html_url": f"https://x/runs/{run_id}"}
+
+
+def pr_run(run_id, *, sha=A, at="2026-10-01T01:00:00Z", conclusion="success"):
+    return {"id": run_id, "event": "pull_request", "path": SWEEP, "status": "completed", "conclusion": conclusion,
+            "head_sha": sha, "head_branch": "fork-branch", "created_at": at, "display_title": "my change",
+            "html_url": f"https://x/runs/{run_id}"}
+
+
+PR = reuse.PrState(number=5, head_sha=B, head_ref="fork-branch", labels=(FULL,), fork=True)
+TL = Timeline(label_events=(LabelEvent(FULL, True, "2026-10-01T00:00:00Z"),), commits=(A, B))
+
+
+# ---- the run name is the record of what a trusted sweep swept --------------------------------------
+
+@pytest.mark.parametrize("title,expected", [
+    (approval.run_name(12, A), (12, A)),
+    (approval.run_name(12, A.upper()), (12, A)),
+    (approval.run_name(12, A[:12]), None),                 # abbreviated: `/sweep approve` writes full SHAs
+    (approval.run_name(0, A), None),
+    ("trusted sweep of PR #12 at " + A + " (retry)", None),
+    ("Trusted sweep of PR #12 at " + A, None),
+    ("my change", None),
+    ("", None),
+])
+def test_parse_run_name(title, expected):
+    assert approval.parse_run_name(title) == expected
+
+
+def test_a_trusted_run_reads_its_swept_commit_from_the_run_name():
+    run = reuse.run_from_api(trusted(9, sha=A))
+    assert (run.head_sha, run.trusted_pr, run.dispatch_sha) == (A, 5, "f" * 40)
+    same_title_on_a_pr_run = reuse.run_from_api({**pr_run(9, sha=C), "display_title": approval.run_name(5, A)})
+    assert (same_title_on_a_pr_run.head_sha, same_title_on_a_pr_run.trusted_pr) == (C, None)
+
+
+# ---- check_run: the same rules as pull_request runs, adapted ---------------------------------------
+
+BLOCKER = next(m for m in sorted(POLICY.modifiers) if POLICY.modifiers[m].blocks_reuse)
+
+CHECKS = [
+    # name, run, rules, timeline/compare/artifacts overrides, expected reason substring (None: usable)
+    ("head commit, success", trusted(1, sha=B), reuse.reuse_rules(False), {}, None),
+    ("older commit, later commits leave inputs alone", trusted(1, sha=A), reuse.reuse_rules(False),
+     dict(compares={(A, B): ("ahead", ["docs/x.md"])}), None),
+    ("older commit, later commit changes benchmark inputs", trusted(1, sha=A), reuse.reuse_rules(False),
+     dict(compares={(A, B): ("ahead", ["recipes/x.yaml"])}), "change benchmark inputs: recipes/x.yaml"),
+    ("another PR's sweep", trusted(1, pr=6, sha=B), reuse.reuse_rules(True), {},
+     "trusted sweep of PR #6 (commit bbbbbbbbbbbb), not of PR #5"),
+    ("a SHA that is not in the PR", trusted(1, sha=C), reuse.reuse_rules(True), {},
+     "cccccccccccc is not one of PR #5's commits"),
+    ("run name names nothing", trusted(1, title="manual run"), reuse.reuse_rules(True), {},
+     "does not name a PR and a full commit SHA"),
+    ("dispatched from another branch", trusted(1, sha=B, branch="experiment"), reuse.reuse_rules(True), {},
+     "ran from branch experiment, not main"),
+    ("another workflow dispatched", trusted(1, sha=B, path=".github/workflows/runner-digest.yml"),
+     reuse.reuse_rules(True), {}, "not .github/workflows/trusted-sweep.yml"),
+    ("unpinned failure", trusted(1, sha=B, conclusion="failure"), reuse.reuse_rules(False), {},
+     "concluded 'failure'; reuse needs success"),
+    ("pinned failure", trusted(1, sha=B, conclusion="failure"), reuse.reuse_rules(True), {}, None),
+    ("pinned cancelled", trusted(1, sha=B, conclusion="cancelled"), reuse.reuse_rules(True), {}, None),
+    ("pinned skipped", trusted(1, sha=B, conclusion="skipped"), reuse.reuse_rules(True), {}, "concluded 'skipped'"),
+    ("still running", trusted(1, sha=B, status="in_progress", conclusion=None), reuse.reuse_rules(True), {},
+     "not completed"),
+    ("before the full-sweep label", trusted(1, sha=B, at="2026-09-30T00:00:00Z"), reuse.reuse_rules(True), {},
+     "not created while a full-sweep label"),
+    ("with a reuse blocker applied", trusted(1, sha=B), reuse.reuse_rules(True),
+     dict(events=(LabelEvent(BLOCKER, True, "2026-10-01T01:00:00Z"),)), f"ran with {BLOCKER} applied"),
+    ("expired results", trusted(1, sha=B), reuse.reuse_rules(True), dict(artifacts={1: ("run-stats",)}),
+     "no unexpired benchmark"),
+    ("staging needs changelog metadata", trusted(1, sha=B), reuse.staging_rules(True), {},
+     "no unexpired changelog-metadata"),
+    ("staging with metadata", trusted(1, sha=B), reuse.staging_rules(True),
+     dict(artifacts={1: ("results_bmk", "changelog-metadata")}), None),
+    ("a push run is still refused", {**pr_run(1, sha=B), "event": "push"}, reuse.reuse_rules(True), {},
+     "not a pull_request run or a trusted sweep (push event)"),
+]
+
+
+@pytest.mark.parametrize("name,data,rules,over,expected", CHECKS, ids=[c[0] for c in CHECKS])
+def test_check_trusted_run(name, data, rules, over, expected):
+    source = Source(artifacts=over.get("artifacts"), compares=over.get("compares"))
+    tl = Timeline(label_events=TL.label_events + over.get("events", ()), commits=TL.commits)
+    why = reuse.check_run(reuse.run_from_api(data), rules, pr=PR, timeline=tl, policy=POLICY,
+                          workflow_path=SWEEP, source=source)
+    if expected is None:
+        assert why is None
+    else:
+        assert why is not None and expected in why, why
+
+
+def test_a_plain_workflow_run_of_a_dispatch_is_checked_by_its_name_too():
+    # check_run is also handed events.WorkflowRun (no run name): it is then not a trusted sweep of anything
+    bare = WorkflowRun(id=1, event="workflow_dispatch", path=reuse.TRUSTED_PATH, status="completed",
+                       conclusion="success", head_sha=B, created_at="2026-10-01T02:00:00Z")
+    why = reuse.check_run(bare, reuse.reuse_rules(True), pr=PR, timeline=TL, policy=POLICY, workflow_path=SWEEP,
+                          source=Source())
+    assert "does not name a PR" in why
+
+
+# ---- select_run: where trusted runs are looked for ---------------------------------------------
+
+def select(source, pr=PR, pinned=None, rules=None):
+    return reuse.select_run(rules or reuse.reuse_rules(pinned is not None), pinned=pinned, pr=pr, timeline=TL,
+                            policy=POLICY, workflow="run-sweep.yml", source=source)
+
+
+def test_unpinned_fork_picks_the_newest_usable_run_of_either_kind():
+    runs = [pr_run(1, sha=B, at="2026-10-01T01:00:00Z"),                       # no GPU results on a fork's PR run
+            trusted(2, sha=A, at="2026-10-01T02:00:00Z"),
+            trusted(3, sha=B, at="2026-10-01T04:00:00Z", conclusion="failure"),
+            trusted(4, pr=6, sha=B, at="2026-10-01T05:00:00Z"),                # another PR's: skipped unexamined
+            trusted(5, sha=B, at="2026-10-01T03:00:00Z")]
+    source = Source(runs, artifacts={1: ("run-stats",)})
+    sel = select(source)
+    assert sel.run.id == 5 and sel.run.head_sha == B and sel.run.trusted_pr == 5
+    assert sel.rejected == ("run 3: it concluded 'failure'; reuse needs success",)
+    assert "artifacts 4" not in source.calls and "artifacts 2" not in source.calls
+
+
+def test_same_repo_prs_never_list_trusted_runs():
+    source = Source([pr_run(1, sha=B), trusted(2, sha=B, at="2026-10-01T09:00:00Z")])
+    sel = select(source, pr=reuse.PrState(number=5, head_sha=B, head_ref="fork-branch", labels=(FULL,)))
+    assert sel.run.id == 1
+    assert [c for c in source.calls if c.startswith("list")] == ["list run-sweep.yml fork-branch pull_request"]
+
+
+def test_pinned_trusted_run_is_fetched_by_id_for_any_pr():
+    source = Source([trusted(7, sha=A)], compares={(A, B): ("ahead", [])})
+    sel = select(source, pr=reuse.PrState(number=5, head_sha=B, head_ref="x", labels=(FULL,)), pinned=7)
+    assert sel.run.id == 7 and source.calls[0] == "run 7" and not any(c.startswith("list") for c in source.calls)
+
+
+def test_fork_without_usable_runs_says_where_it_looked():
+    sel = select(Source([trusted(4, pr=6, sha=B)]))
+    assert sel.run is None
+    assert "no completed pull_request runs on the PR branch and no completed trusted sweeps of PR #5" in sel.error
+
+
+def test_listing_other_prs_trusted_runs_is_bounded():
+    runs = [trusted(i, pr=6, sha=B, at=f"2026-10-01T{i // 60:02d}:{i % 60:02d}:00Z") for i in range(1, 400)]
+    runs.append(trusted(999, sha=B, at="2026-10-01T00:00:30Z"))   # the oldest, past the bound
+    sel = select(Source(runs))
+    assert sel.run is None
+
+
+# ---- the run-name parser, fuzzed ------------------------------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(pr=st.integers(1, 10**9), sha=st.text("0123456789abcdefABCDEF", min_size=40, max_size=40),
+       junk=st.text(max_size=60))
+def test_run_name_round_trips_and_junk_never_raises(pr, sha, junk):
+    assert approval.parse_run_name(approval.run_name(pr, sha)) == (pr, sha.lower())
+    parsed = approval.parse_run_name(junk)
+    assert parsed is None or approval.run_name(*parsed).lower() == junk.lower()
+    if junk:
+        assert approval.parse_run_name(approval.run_name(pr, sha) + junk) is None   # a whole run name only
