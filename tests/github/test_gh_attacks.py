@@ -302,3 +302,41 @@ def test_a_list_cut_short_without_link_next_is_not_complete(fake):
     merge(fake, 7)
     with pytest.raises(GitHubError, match="the list ended after 2 of its 3 items"):   # fails closed
         resolve_reuse(push_event(fake), settings(), lazy(fake))
+
+
+# The timeline and the comment list carry no total_count: the PR's `comments` count is what proves
+# them complete (read before the list, so comments posted meanwhile only lengthen it).
+
+def test_a_timeline_cut_short_does_not_hide_a_later_use(fake):
+    """`/use 9`, then `/use 10` (the last one wins); a proxy drops `Link: next` after the first page."""
+    pr_with_sweep(fake, 7)
+    fake.add_run(9, head_sha=SHA1)
+    fake.add_run(10, head_sha=SHA1)
+    authorise(fake, 7, "/use 9")
+    authorise(fake, 7, "/use 10")
+    merge(fake, 7)
+    fake.page_size, fake.drop_next = 3, r"/timeline"          # committed, labeled, `/use 9`: then nothing
+    with pytest.raises(GitHubError, match="the list holds 1 of the 2 comments PR #7 counts"):
+        resolve_reuse(push_event(fake), settings(), lazy(fake))
+
+
+def test_a_comment_list_cut_short_does_not_duplicate_the_status_card(fake):
+    from ci_tools.prbot import sticky
+    from ci_tools.prbot.card import decide as card
+    from ci_tools.prbot.card.shell import write_section
+
+    pr_with_sweep(fake, 1, filler=2)
+    fake.add_comment(1, sticky.marker(card.KIND) + "\n", author=fake.bot, association="NONE", type_="Bot")
+    fake.page_size, fake.drop_next = 2, r"/issues/1/comments"  # the card is on the page never reached
+    gh = GitHub(fake.repo, "test-token", api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
+    with pytest.raises(GitHubError, match="the list holds 2 of the 3 comments PR #1 counts"):
+        write_section(gh, 1, "sweep", "run 5 passed", bot=fake.bot, settle=0)
+    assert [c for c in fake.bot_comments(1)] and len(fake.bot_comments(1)) == 1   # no second card
+
+
+def test_a_comment_list_may_lose_only_what_this_client_deleted(fake):
+    pr_with_sweep(fake, 1, filler=3)
+    gh = GitHub(fake.repo, "test-token", api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
+    assert gh.pull(1)["comments"] == 3
+    gh.delete_comment(min(fake.comments))
+    assert len(gh.issue_comments(1, fresh=True)) == 2

@@ -96,7 +96,8 @@ def test_same_repo_budget_is_unchanged_by_trusted_runs(fake):
                      author=fake.bot, association="NONE", type_="Bot")
     res, gh = merged(fake)
     assert res.outputs["reuse-source-run-id"] == "1"
-    assert len(fake.requests) == gh.calls == 6, fake.requests  # incl. the permission, re-checked (#15)
+    # incl. the permission, re-checked, and the PR's comment count the timeline is checked against (#15)
+    assert len(fake.requests) == gh.calls == 7, fake.requests
     assert not any(approval.TRUSTED_WORKFLOW in r for r in fake.requests)
 
 
@@ -107,7 +108,7 @@ def test_fork_budget_is_one_listing_more(fake):
                      author=fake.bot, association="NONE", type_="Bot")
     res, gh = merged(fake)
     assert res.outputs["reuse-source-run-id"] == "2"
-    assert len(fake.requests) == gh.calls == 7, fake.requests
+    assert len(fake.requests) == gh.calls == 8, fake.requests
 
 
 def test_use_on_a_fork_pr_reports_the_trusted_run_it_would_reuse(fake):
