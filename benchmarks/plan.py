@@ -9,7 +9,7 @@ and the policy file): commit `base` = the 772-entry changelog without its last f
   baseline   python -c pass
   plan       ci-tools plan --base base --head head --label full-sweep-fail-fast --format json
   gate       ci-tools plan --event-path <synchronize payload> --gate-only --format json
-  matrix     ci-tools matrix full-sweep --no-evals --config-file nvidia-master.yaml --config-file amd-master.yaml
+  matrix     ci-tools matrix full-sweep --no-evals --config-file nvidia-master.yaml --config-file amd-master.yaml --format json
 
 and prints the median wall time of each with its ratio to the baseline. Each run's output is checked
 (the plan sweeps its five entries' points; the matrix has 1,820 rows), so the figures are for real work.
@@ -102,7 +102,8 @@ def main() -> int:
             "gate": [py, "-m", "ci_tools", "plan", "--event-path", str(event), "--gate-only", "--format", "json",
                      "--head-message", "bench"],
             "matrix": [py, "-m", "ci_tools", "matrix", "full-sweep", "--no-evals",
-                       "--config-file", str(cfg / "nvidia-master.yaml"), "--config-file", str(cfg / "amd-master.yaml")],
+                       "--config-file", str(cfg / "nvidia-master.yaml"), "--config-file", str(cfg / "amd-master.yaml"),
+                       "--format", "json"],
         }
         times: dict[str, list[float]] = {k: [] for k in cmds}
         cpu: dict[str, list[float]] = {k: [] for k in cmds}

@@ -59,7 +59,8 @@ def _read_event(path: str, event_name: str | None, run_id: str | None, head_mess
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
-        raise InputError(f"{path}: cannot read the event file: {exc.strerror}") from None
+        raise InputError(f"{path}: cannot read the event file: {exc.strerror}",
+                         exit_code=2 if isinstance(exc, FileNotFoundError) else 1) from None
     try:
         payload = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:

@@ -282,7 +282,8 @@ def read_text(path: Path | str, display: str | None = None) -> str:
         raw = p.read_bytes()
     except FileNotFoundError:
         raise InputError(f"{name}: file not found", findings=[Finding(name, None, None, "file not found",
-                                                                       "check the path (and the directory it is run from)")]) from None
+                                                                       "check the path (and the directory it is run from)")],
+                         exit_code=2) from None
     except IsADirectoryError:
         raise InputError(f"{name}: is a directory, expected a YAML file",
                          findings=[Finding(name, None, None, "is a directory, expected a YAML file")]) from None

@@ -144,7 +144,7 @@ def conflict_stages(git: Git, file: str) -> tuple[bytes, bytes, bytes]:
                              " branch (in a rebase the two sides swap); abort it and merge instead")
     if not (gdir / "MERGE_HEAD").exists():
         raise InputError("no merge is in progress; run `git merge origin/main` on the PR branch first and call this"
-                         " when it stops on the changelog conflict")
+                         " when it stops on the changelog conflict", exit_code=2)
     unmerged = git.unmerged_paths()
     if file not in unmerged:
         raise InputError(f"{file} has no unresolved conflict (conflicted: {', '.join(unmerged) or 'nothing'})")

@@ -13,7 +13,8 @@ event_path_option = click.option("--event-path", type=click.Path(dir_okay=False)
                                  help="Event payload file [default: $GITHUB_EVENT_PATH].")
 event_name_option = click.option("--event-name", default=None,
                                  help="Event name [default: $GITHUB_EVENT_NAME, else guessed from the payload].")
-repo_root_option = click.option("--repo-root", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+repo_root_option = click.option("--repo-root", type=click.Path(exists=True, file_okay=False, path_type=Path),
+                                default=Path("."),
                                 show_default=True, help="Checkout of the default branch (policy, CODEOWNERS, checklist).")
 format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
                              help="github: also write step outputs to $GITHUB_OUTPUT.")
@@ -24,7 +25,7 @@ def run_flow(flow, *, event_path, event_name, repo_root: Path, fmt: str, needs_e
     """`needs_event=False`: the event is read when there is one; `uses_event=False`: never read (the
     command takes everything from options, so a trigger ci-tools does not parse, such as the trusted
     sweep's workflow_dispatch, cannot fail it: Actions always sets $GITHUB_EVENT_PATH)."""
-    from ci_tools.github.actions import annotate_errors, write_outputs
+    from ci_tools.github.actions import annotate, write_outputs
     from ci_tools.github.client import GitHub
     from ci_tools.github.events import load_event
     from ci_tools.prbot.shell import Lazy, Settings
@@ -43,8 +44,8 @@ def run_flow(flow, *, event_path, event_name, repo_root: Path, fmt: str, needs_e
         command = click.get_current_context().command_path
         verdict = f"failed (exit {result.exit_code})" if result.exit_code else "done"
         append_step_summary(f"### {command}: {verdict}\n\n" + "".join(f"- {m}\n" for m in result.messages))
-    if result.exit_code and fmt == "github":
-        annotate_errors(result.messages[:1])
+    if result.exit_code and fmt == "github" and result.messages:
+        annotate("error", result.messages[0], title=click.get_current_context().command_path)
     if result.exit_code:
         raise SystemExit(result.exit_code)
 

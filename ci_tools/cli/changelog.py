@@ -290,4 +290,5 @@ def _read(target: Path, file: str) -> bytes:
     try:
         return target.read_bytes()
     except OSError as exc:
-        raise InputError(f"{file}: cannot read: {exc.strerror}") from None
+        raise InputError(f"{file}: cannot read: {exc.strerror}",
+                         exit_code=2 if isinstance(exc, FileNotFoundError) else 1) from None

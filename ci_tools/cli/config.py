@@ -66,8 +66,10 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
         click.echo(f"checked {c['master_files']} master file(s) with {c['entries']} entries, "
                    f"{c['runners_files']} runners file, {c['recipes']} recipe(s)")
     elif fmt == "github":
+        from ci_tools.github.actions import annotate
+
         for note in report.notes:
-            click.echo(f"::notice::{note}")
+            annotate("notice", note, title="config validate")
     out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None,
                  title="config validate")
     if fmt == "github":
@@ -88,7 +90,10 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
 @click.option("--image", required=True, metavar="REPO:TAG@sha256:DIGEST", help="The new image, pinned by digest.")
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Repository root.")
-def bump_image(key: str, image: str, root: Path) -> None:
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="json: the edits and the entry as one object; github: a notice per edited line and the entry "
+                   "in $GITHUB_STEP_SUMMARY.")
+def bump_image(key: str, image: str, root: Path, fmt: str) -> None:
     """Point a config's image at a new digest-pinned reference: in the master entry, its recipe and
     every CONFIG_FILE= recipe, changing nothing but the image lines; then print the changelog entry.
 
@@ -97,6 +102,8 @@ def bump_image(key: str, image: str, root: Path) -> None:
       ci-tools config bump-image --config-key dsv41flash-fp4-gb300-sglang-agentic-dspark \\
         --image lmsysorg/sglang:nightly-dev-cu13-20261101-abcdef12@sha256:<64 hex>
     """
+    import json
+
     from ci_tools import names
     from ci_tools.changelog.coverage import entry_text
     from ci_tools.config.bumpimage import plan_bump
@@ -106,12 +113,25 @@ def bump_image(key: str, image: str, root: Path) -> None:
     recipes = {str(p.relative_to(root)): p.read_text(encoding="utf-8")
                for p in sorted((root / names.RECIPES_DIR).rglob("*.yaml"))}
     edits, texts = plan_bump(masters, recipes, key, image)
+    for file in dict.fromkeys(e.file for e in edits):
+        (root / file).write_text(texts[file], encoding="utf-8")
+    entry = entry_text([key]).replace("<what changed and why it can move the numbers>", f"Bump image to {image}.")
+    lines = [f"{e.file}:{e.line}: image {e.old} -> {e.new}" for e in edits]
+    if fmt == "json":
+        click.echo(json.dumps({"edits": [{"file": e.file, "line": e.line, "old": e.old, "new": e.new} for e in edits],
+                               "changelog-entry": entry if edits else None}, indent=2))
+        return
     if not edits:
         click.echo(f"{key} already uses {image}; nothing to do")
         return
-    for file in dict.fromkeys(e.file for e in edits):
-        (root / file).write_text(texts[file], encoding="utf-8")
-    for e in edits:
-        click.echo(f"{e.file}:{e.line}: image {e.old} -> {e.new}")
-    click.echo(f"\nappend to {names.CHANGELOG} (after one empty line):\n"
-               + entry_text([key]).replace("<what changed and why it can move the numbers>", f"Bump image to {image}."))
+    if fmt == "github":
+        from ci_tools.github.actions import annotate, append_step_summary
+
+        for e in edits:
+            annotate("notice", f"image {e.old} -> {e.new}", title=f"config bump-image {e.file}:{e.line}")
+        append_step_summary(f"### config bump-image: {len(edits)} line(s) changed\n\n"
+                            + "".join(f"- `{line}`\n" for line in lines)
+                            + f"\nappend to `{names.CHANGELOG}`:\n\n```yaml\n{entry}\n```\n")
+        return
+    click.echo("\n".join(lines))
+    click.echo(f"\nappend to {names.CHANGELOG} (after one empty line):\n" + entry)

@@ -14,6 +14,9 @@ import click
 
 from ci_tools.errors import InputError, UsageError
 
+# What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
+GITHUB_OUTPUTS = {"matrix full-sweep": ("matrix", "rows"), "matrix test-config": ("matrix", "rows")}
+
 
 def _common(f):
     options = [
@@ -40,6 +43,9 @@ def _common(f):
         click.option("--no-evals", is_flag=True, help="Throughput rows only, no eval marking."),
         click.option("--evals-only", is_flag=True, help="Only the rows selected for evals."),
         click.option("--all-evals", is_flag=True, help="Expand eval selection (alone: eval rows only)."),
+        click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
+                     show_default=True, help="text: one line per row; json: InferenceX's JSON array of rows; "
+                                             "github: the array as step output `matrix`, the count in the summary."),
     ]
     for opt in reversed(options):
         f = opt(f)
@@ -61,7 +67,7 @@ def _read_masters_fast(files: list[Path]):
 
 def _run(config_files, runners_file, config_keys, concs, model_prefix, precision, framework, runner_type, seq_lens,
          scenario_type, min_conc, max_conc, step_size, max_tp, max_ep, single_node, multi_node, no_evals, evals_only,
-         all_evals) -> None:
+         all_evals, fmt="text") -> None:
     from ci_tools.config.load import default_master_paths, read_masters
     from ci_tools.policy.matrix import Filters, expand, select_evals
     from ci_tools.yamlio import load_data_fast, read_text
@@ -105,9 +111,35 @@ def _run(config_files, runners_file, config_keys, concs, model_prefix, precision
             raise UsageError(exc.message) from None
         raise
     rows = select_evals(rows, all_evals=all_evals, evals_only=evals_only, no_evals=no_evals)
+    if fmt == "text":
+        click.echo("".join(_row_line(r.data) + "\n" for r in rows) + f"{len(rows)} row(s)", nl=True)
+        return
     # one write of the whole ~1 MB line: click.echo's per-call processing is measurable here
-    sys.stdout.write(json.dumps([r.data for r in rows]) + "\n")
+    text = json.dumps([r.data for r in rows])
+    sys.stdout.write(text + "\n")
     sys.stdout.flush()
+    if fmt == "github":
+        from ci_tools.github.actions import append_outputs, append_step_summary
+
+        append_outputs({"matrix": text, "rows": str(len(rows))})
+        append_step_summary(f"### matrix: {len(rows)} row(s)\n")
+
+
+def _row_line(row: dict) -> str:
+    """One row for people: what runs where, at which sizes."""
+    def size(part: dict) -> str:
+        return f"tp{part.get('tp')} ep{part.get('ep')}" + (" dp-attn" if part.get("dp-attn") else "")
+
+    if "prefill" in row or "decode" in row:
+        shape = (f"prefill {row.get('prefill', {}).get('num-worker')}x({size(row.get('prefill') or {})}) "
+                 f"decode {row.get('decode', {}).get('num-worker')}x({size(row.get('decode') or {})})")
+    else:
+        shape = size(row)
+    seq = row.get("scenario-type") or f"{row.get('isl')}/{row.get('osl')}"
+    conc = row.get("conc")
+    conc = ",".join(map(str, conc)) if isinstance(conc, list) else conc
+    return (f"{row.get('exp-name')} {row.get('precision')} {row.get('framework')} on {row.get('runner')}: "
+            f"{seq} {shape} conc {conc}" + (" +eval" if row.get("run-eval") else ""))
 
 
 @click.group("matrix")

@@ -33,7 +33,7 @@ GITHUB_OUTPUTS = {"plan": _output_names}
 @click.option("--head-message", help="Head commit message (default: read from git).")
 @click.option("--gate-only", is_flag=True, help="Decide from the event alone (no configs): fast, for the "
               "concurrency group and label-change logic.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "github"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
 @click.option("--changelog-file", default=names.CHANGELOG, show_default=True)
 @click.option("--master", "masters", multiple=True, help="Master config path in the repo (repeatable; default "
               f"{names.MASTER_GLOB} at the head ref).")

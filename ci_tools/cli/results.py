@@ -50,7 +50,8 @@ def _summary(result: dict) -> str:
 @cli.command("process")
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(path_type=Path), help="Where to write the result (default DIR/result.json).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="github: also every failed rule as an annotation and in $GITHUB_STEP_SUMMARY.")
 @click.option("--max-error-rate", type=float, default=0.10, show_default=True, help="Highest valid error rate (inclusive).")
 @click.option("--min-requests", type=int, help="Minimum successful requests (default: per scenario x concurrency).")
 @click.option("--name", help="Point name, when DIR has no job.json.")
@@ -104,6 +105,8 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
         click.echo(json.dumps(result, indent=2) if fmt == "json" else _summary(result))
+        if fmt == "github":
+            _github_verdict(result["point"]["name"], target, result)
         if not result["valid"]:
             invalid += 1
             click.echo(f"error: invalid result ({len(result['failures'])} rule(s) failed); written to {target}",
@@ -128,10 +131,25 @@ def _eval_job(directory: Path, out: Path | None, fmt: str, thresholds_path: Path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     click.echo(json.dumps(result, indent=2) if fmt == "json" else summary(result))
+    if fmt == "github":
+        _github_verdict(str(directory), target, result)
     if not result["valid"]:
         click.echo(f"error: eval failed ({len(result['failures'])} check(s) failed); written to {target}", err=True)
         sys.exit(1)
     return True
+
+
+def _github_verdict(name: str, target: Path, result: dict) -> None:
+    """A result's verdict in the job summary with every failed rule (annotations stop at 10 a step)."""
+    from ci_tools.github.actions import annotate, append_step_summary
+
+    failures = result.get("failures") or []
+    for fail in failures:
+        annotate("error", f"{name}: {fail.get('message')}", title=f"results process: {fail.get('rule')}")
+    lines = [f"### results process: {name}: {'valid' if result['valid'] else 'INVALID'}", "",
+             f"written to `{target}`", ""]
+    lines += [f"- `{fail.get('rule')}`: {fail.get('message')}" for fail in failures]
+    append_step_summary("\n".join(lines) + "\n")
 
 
 @cli.command("collect")
@@ -141,8 +159,9 @@ def _eval_job(directory: Path, out: Path | None, fmt: str, thresholds_path: Path
               help="Points the sweep planned (eval rows included): with fewer valid results (a canary or a family "
                    "failed, a job uploaded nothing, an eval failed) the collection is written but incomplete, and "
                    "the command exits 1, so the run is never ingested. 0: no completeness check (a reused run).")
-@click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
-              help="github: the eval verdict as step outputs, the eval table to $GITHUB_STEP_SUMMARY.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="json: the counts, verdict and notes as one object; github: the eval verdict as step outputs, "
+                   "the eval table to $GITHUB_STEP_SUMMARY.")
 def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> None:
     """Collect every result.json and eval_result.json under ROOTS into one run-level file.
 
@@ -188,25 +207,32 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
     (out.parent / names.EVAL_VERDICT_JSON).write_text(json.dumps(verdict, indent=2) + "\n", encoding="utf-8")
     table = markdown(verdict, evals)
     (out.parent / names.EVAL_TABLE_MD).write_text(table, encoding="utf-8")
-    for note in data["notes"]:
-        click.echo(f"note: {note}", err=True)
-    click.echo(f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid; "
-               f"evals {verdict['verdict']} ({verdict['passed']} of {verdict['expected']} eval rows passed) -> {out}")
-    for line in verdict["failed"] + verdict["missing"]:
-        click.echo(f"  eval: {line}")
-    if fmt == "github":
-        import os
-
-        from ci_tools.github.actions import append_outputs
-
-        append_outputs({"eval-verdict": verdict["verdict"], "eval-artifact": verdict["artifact"]})
-        summary = os.environ.get("GITHUB_STEP_SUMMARY")
-        if summary:
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(table)
     counted = {"valid": data["valid"] + sum(1 for e in evals if e.get("valid")),
                "invalid": data["invalid"] + sum(1 for e in evals if not e.get("valid"))}
     problem = incomplete(counted, expect)
+    if fmt == "json":
+        click.echo(json.dumps({"out": str(out), "results": len(data["results"]), "valid": data["valid"],
+                               "invalid": data["invalid"], "eval-verdict": verdict, "notes": data["notes"],
+                               "incomplete": problem or None}, indent=2))
+    else:
+        for note in data["notes"]:
+            click.echo(f"note: {note}", err=True)
+        click.echo(f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid; "
+                   f"evals {verdict['verdict']} ({verdict['passed']} of {verdict['expected']} eval rows passed) "
+                   f"-> {out}")
+        for line in verdict["failed"] + verdict["missing"]:
+            click.echo(f"  eval: {line}")
+    if fmt == "github":
+        from ci_tools.github.actions import annotate, append_outputs, append_step_summary
+
+        append_outputs({"eval-verdict": verdict["verdict"], "eval-artifact": verdict["artifact"]})
+        if problem:
+            annotate("error", f"the sweep is incomplete: {problem}", title="results collect")
+        head = (f"### results collect: {'INCOMPLETE' if problem else 'done'}\n\n"
+                f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid"
+                + (f"; incomplete: {problem}" if problem else "") + "\n\n"
+                + "".join(f"- {note}\n" for note in data["notes"]))
+        append_step_summary(head + "\n" + table)
     if problem:
         click.echo(f"error: the sweep is incomplete: {problem}; a partial sweep is never ingested", err=True)
         sys.exit(1)
@@ -214,7 +240,9 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
 
 @cli.command("pareto")
 @click.argument("input_path", metavar="INPUT", type=click.Path(path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown", "github"]), default="text",
+              show_default=True, help="github: the text table, the Markdown table in $GITHUB_STEP_SUMMARY, an "
+                                      "annotation per false claim.")
 @click.option("--plot", "plot", type=click.Path(path_type=Path), help="Write a PNG plot (needs the `plot` extra).")
 @click.option("--claims", "claims", type=click.Path(path_type=Path), help="Claims to check, one `<a> dominates <b>` a line.")
 @click.option("--title", default="", help="Plot title.")
@@ -249,6 +277,15 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
                    nl=False)
         for c in checked:
             click.echo(f"{'holds' if c['holds'] else 'FALSE'}: {c['claim']} ({c['why']})")
+    if fmt == "github":
+        from ci_tools.github.actions import annotate, append_step_summary
+
+        claims_md = "".join(f"- {'holds' if c['holds'] else '**FALSE**'}: {c['claim']} ({c['why']})\n" for c in checked)
+        append_step_summary(f"### results pareto: {input_path}\n\n" + render.markdown_table(points, analysis)
+                            + ("\n" + claims_md if claims_md else ""))
+        for c in checked:
+            if not c["holds"]:
+                annotate("error", f"{c['claim']} ({c['why']})", title="results pareto: false claim")
     if any(not c["holds"] for c in checked):
         click.echo(f"error: {sum(not c['holds'] for c in checked)} claim(s) are false", err=True)
         sys.exit(1)

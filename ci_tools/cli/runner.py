@@ -167,8 +167,9 @@ def _eval_policy(row: dict, root: Path):
 @click.option("--no-telemetry", is_flag=True, help="Do not sample GPU telemetry with nvidia-smi.")
 @click.option("--duration-override", type=float, default=None, hidden=True, help="Tests only: benchmark seconds.")
 @click.option("--runner-name", envvar="RUNNER_NAME", default="", help="Concrete runner name (env RUNNER_NAME).")
-@click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text", show_default=True,
-              help="github: write the job's file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="json: the outcome (or, with --dry-run, the commands) as one object; github: write the job's "
+                   "file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
 def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, aiperf_bin: str, lm_eval_bin: str,
             model_store: str, hf_cache: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None,
             router_cmd: str | None, port: int, worker_port: int, gpus: str | None, queue_timeout: float,
@@ -260,7 +261,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
 
         append_outputs(names.github_outputs(plan.result_filename, str(out)))
     if dry_run:
-        click.echo(text, nl=False)
+        dry_run_report(fmt, text, names.github_outputs(plan.result_filename, str(out)))
         return
     out_abs.mkdir(parents=True, exist_ok=True)
     (out_abs / names.JOB_JSON).write_text(json.dumps({**plan.job_json(), "label": host.label}, indent=2) + "\n",
@@ -289,27 +290,67 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
         if exc.tail:
             click.echo("---- last lines of the log ----\n" + exc.tail.rstrip() + "\n----", err=True)
         click.echo(f"all processes of this job were stopped; see {out_abs / names.STATUS_JSON}", err=True)
+        outcome_report(fmt, plan.result_filename, out, out_abs / names.STATUS_JSON, exc)
         sys.exit(exc.exit_code)
-    click.echo(f"done: {plan.result_filename}; next: ci-tools results process {out}")
+    outcome_report(fmt, plan.result_filename, out, out_abs / names.STATUS_JSON)
+
+
+def dry_run_report(fmt: str, commands: str, outputs: dict[str, str]) -> None:
+    """--dry-run's output: the commands for people, or one object for tools (`--format json`)."""
+    if fmt == "json":
+        click.echo(json.dumps({"dry-run": True, "outputs": outputs, "commands": commands}, indent=2))
+    else:
+        click.echo(commands, nl=False)
+
+
+def outcome_report(fmt: str, result_filename: str, out: Path, status: Path, failed=None) -> None:
+    """How the job ended: the next step for people; with `--format json` one object (the error too)."""
+    if fmt != "json":
+        if failed is None:
+            click.echo(f"done: {result_filename}; next: ci-tools results process {out}")
+        return
+    body = {"ok": failed is None, "result-filename": result_filename, "out-dir": str(out), "status": str(status)}
+    if failed is not None:
+        body.update({"phase": failed.phase, "message": failed.message, "exit-code": failed.exit_code})
+    click.echo(json.dumps(body, indent=2))
 
 
 @cli.command("evals")
 @click.argument("job_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--base-url", default=None, help="Where the server answers (replaces the planned URL).")
-def evals_cmd(job_dir: Path, base_url: str | None) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="json: the batch manifest on stdout; github: each failed concurrency as an annotation and in "
+                   "$GITHUB_STEP_SUMMARY.")
+def evals_cmd(job_dir: Path, base_url: str | None, fmt: str) -> None:
     """The eval client of an eval job: run job.json's harness commands, once per eval concurrency.
 
     `runner run` starts it once the server is ready. Writes JOB_DIR/evals/results_conc<N>.json and
     the batch manifest meta_env.json; a failed harness run fails its concurrency (listed in the
-    manifest) and `results process` then fails the job. Exit 1 only when JOB_DIR is not an eval job.
+    manifest) and `results process` then fails the job. Exit 2 only when JOB_DIR is not an eval job.
 
     \b
     Example:
       ci-tools runner evals out/ --base-url http://127.0.0.1:8000
     """
     from ci_tools.evals.driver import drive
+    from ci_tools import names
 
-    sys.exit(drive(job_dir, base_url))
+    code = drive(job_dir, base_url)
+    manifest_path = job_dir / names.EVAL_DIR / names.EVAL_MANIFEST
+    if code == 0 and fmt != "text" and manifest_path.is_file():
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        if fmt == "json":
+            click.echo(json.dumps(manifest, indent=2))
+        else:
+            from ci_tools.github.actions import annotate, append_step_summary
+
+            failures = manifest.get("failures") or {}
+            for conc, why in failures.items():
+                annotate("error", why, title=f"runner evals: conc {conc} failed")
+            append_step_summary(f"### runner evals: {len(manifest.get('completed_eval_concs') or [])} of "
+                                f"{len(manifest.get('eval_concs') or [])} concurrencies completed\n\n"
+                                + "".join(f"- conc {c}: {why}\n" for c, why in failures.items()))
+    sys.exit(code)
 
 
 @cli.command("cleanup")
@@ -318,7 +359,10 @@ def evals_cmd(job_dir: Path, base_url: str | None) -> None:
 @click.option("--label", "labels", multiple=True, help="Also stop what carries this job label (repeatable).")
 @click.option("--runner-name", envvar="RUNNER_NAME", default="",
               help="Also stop everything this runner started (env RUNNER_NAME): leftovers of a crashed job.")
-def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="json: what was stopped and what could not be, as one object; github: also each problem as an "
+                   "annotation and all of it in $GITHUB_STEP_SUMMARY.")
+def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str, fmt: str) -> None:
     """Stop every process, container and Slurm job of this job; the workflow's `if: always()` step.
 
     `runner run` stops what it started itself, also when cancelled; this covers what it cannot: a
@@ -345,25 +389,39 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str) -> None:
             label = None
         if label and label not in found:
             found.append(label)
+    said: list[str] = []
     if not found and not runner_name:
-        click.echo(f"nothing to clean up: {job_file} does not exist (the job started nothing) and no "
-                   "--label or RUNNER_NAME was given")
+        said.append(f"nothing to clean up: {job_file} does not exist (the job started nothing) and no "
+                    "--label or RUNNER_NAME was given")
     stopped: list[str] = []
     problems: list[str] = []
     for i, label in enumerate(found or [""]):
         sweep = stop_labelled(label, runner_name if i == 0 else "", budget_s=8.0, grace_s=1.0)
         stopped += sweep.stopped()
         problems += sweep.problems
-    if out.is_dir() and not (out / names.STATUS_JSON).exists():
+    wrote_status = out.is_dir() and not (out / names.STATUS_JSON).exists()
+    if wrote_status:
         write_status(out, {"ok": False, "phase": "start", "exit_code": 1,
                            "reason": "the run step ended without a status (killed, or cancelled before it started)"})
-        click.echo(f"wrote {out / names.STATUS_JSON}: the run step left none")
-    for line in stopped:
-        click.echo(f"stopped {line}")
+        said.append(f"wrote {out / names.STATUS_JSON}: the run step left none")
+    said += [f"stopped {line}" for line in stopped]
     if not stopped:
-        click.echo(f"nothing left running for {', '.join(found + ([f'runner {runner_name}'] if runner_name else [])) or '-'}")
-    for p in problems:
-        click.echo(f"error: {p}", err=True)
+        said.append(f"nothing left running for "
+                    f"{', '.join(found + ([f'runner {runner_name}'] if runner_name else [])) or '-'}")
+    if fmt == "json":
+        click.echo(json.dumps({"ok": not problems, "stopped": stopped, "problems": problems,
+                               "wrote-status": wrote_status, "messages": said}, indent=2))
+    else:
+        click.echo("\n".join(said))
+        for p in problems:
+            click.echo(f"error: {p}", err=True)
+    if fmt == "github":
+        from ci_tools.github.actions import annotate, append_step_summary
+
+        for p in problems:
+            annotate("error", p, title="runner cleanup")
+        append_step_summary(f"### runner cleanup: {'could not stop everything' if problems else 'done'}\n\n"
+                            + "".join(f"- {m}\n" for m in said + [f"**error**: {p}" for p in problems]))
     if problems:
         sys.exit(1)
 

@@ -77,7 +77,7 @@ def drive(job_dir: Path, base_url: str | None = None) -> int:
     job = _read(job_dir / names.JOB_JSON)
     if job is None or not isinstance(job.get("evals"), dict):
         print(f"error: {job_dir / names.JOB_JSON}: not an eval job (no `evals` section)", file=sys.stderr)
-        return 1
+        return 2  # a missing input, like a usage error
     spec = job["evals"]
     planned = spec.get("base-url")
     if base_url and planned and base_url != planned:

@@ -49,9 +49,11 @@ def append_summary(markdown: str) -> None:
         fh.write(markdown if markdown.endswith("\n") else markdown + "\n")
 
 
-def annotate_errors(messages: list[str]) -> None:
-    for m in messages:
-        click.echo("::error::" + m.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
+def annotate(level: str, message: str, *, title: str | None = None) -> None:
+    """One workflow annotation (`error`, `warning` or `notice`); `title` heads it on the PR."""
+    props = " title=" + title.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A") \
+        .replace(":", "%3A").replace(",", "%2C") if title else ""
+    click.echo(f"::{level}{props}::" + message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def append_step_summary(markdown: str) -> bool:

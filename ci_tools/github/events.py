@@ -170,7 +170,7 @@ def load_event(path: str | os.PathLike | None = None, name: str | None = None) -
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise InputError(f"{file}: event file not found") from None
+        raise InputError(f"{file}: event file not found", exit_code=2) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{file}: cannot read the event file: {exc}") from None
     try:

@@ -24,7 +24,7 @@ def find_results(roots: list[Path], name: str = names.RESULT_JSON) -> list[Path]
         elif root.is_dir():
             found.extend(sorted(root.rglob(name)))
         else:
-            raise InputError(f"{root}: no such file or directory")
+            raise InputError(f"{root}: no such file or directory", exit_code=2)
     return found
 
 

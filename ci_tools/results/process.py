@@ -139,7 +139,7 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
                 min_requests: int | None = None, workers: int | None = None) -> dict:
     path = Path(path)
     if not path.exists():
-        raise InputError(f"{path}: no such directory")
+        raise InputError(f"{path}: no such directory", exit_code=2)
     if not path.is_dir():
         raise InputError(f"{path}: not a directory; pass the job directory (`runner run --out`) holding "
                          "job.json and aiperf_artifacts/")

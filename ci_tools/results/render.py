@@ -92,7 +92,7 @@ def figure(points: list[Point], analysis: list[dict], title: str = ""):
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    boxes = _place_labels(fig, ax, points)
+    boxes = _place_labels(fig, ax, points, front)
     return fig, ax, boxes
 
 
@@ -101,26 +101,37 @@ _OFFSETS = [(6, 4), (6, -11), (-6, 4), (-6, -11), (0, 9), (0, -15), (14, 12), (1
             (24, 0), (-24, 0), (0, 20), (0, -26)]
 
 
-def _place_labels(fig, ax, points: list[Point]) -> list:
+_GAP_PX = 4      # half the clear space between two labels, in pixels
+_MARKER_PX = 5   # a marker's radius, in pixels
+
+
+def _place_labels(fig, ax, points: list[Point], frontier: list[Point]) -> list:
     """Label every point where its text overlaps no other label or marker and stays inside the axes:
     greedy over candidate offsets, in display coordinates (a crowded cluster, e.g. the seed's
     dropped c1-c8 points around 400 tok/s/user, otherwise prints one label over another)."""
+    from matplotlib.path import Path as LinePath
+
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     markers = [ax.transData.transform((p.intvty_p90, p.tok_s_gpu)) for p in points]
+    # the frontier line: a label across it reads as naming the point on the other side
+    line = LinePath(ax.transData.transform([(p.intvty_p90, p.tok_s_gpu) for p in sorted(
+        frontier, key=lambda q: q.intvty_p90)])) if len(frontier) > 1 else None
     placed: list = []
     # crowded points first would be nicer; left to right keeps the result stable and predictable
     for p in sorted(points, key=lambda q: (q.intvty_p90, q.tok_s_gpu)):
         best = None
-        for dx, dy in _OFFSETS:
+        for dx, dy, avoid_line in [(dx, dy, True) for dx, dy in _OFFSETS] + [(dx, dy, False) for dx, dy in _OFFSETS]:
             ha = "left" if dx > 0 else "right" if dx < 0 else "center"
             text = ax.annotate(p.name, (p.intvty_p90, p.tok_s_gpu), textcoords="offset points", xytext=(dx, dy),
                                fontsize=8, ha=ha)
-            box = text.get_window_extent(renderer).expanded(1.05, 1.15)
+            # a gap around each label (two labels that touch read as one) and around each marker
+            box = text.get_window_extent(renderer).padded(_GAP_PX)
             inside = (box.x0 >= frame.x0 and box.x1 <= frame.x1 and box.y0 >= frame.y0 and box.y1 <= frame.y1)
             clear = not any(box.overlaps(b) for b in placed) and not any(
-                box.contains(mx, my) for mx, my in markers)
+                box.padded(_MARKER_PX).contains(mx, my) for mx, my in markers) and not (
+                avoid_line and line is not None and line.intersects_bbox(box, filled=False))
             if inside and clear:
                 best = (text, box)
                 break

@@ -92,7 +92,7 @@ def load_side(path: Path) -> list[dict]:
                                                "pass a `results collect` file, a CSV or a directory of job results")])
         return collect(files)["results"]
     if not path.exists():
-        raise InputError(f"{path}: no such file or directory")
+        raise InputError(f"{path}: no such file or directory", exit_code=2)
     text = read_text(path)
     if path.suffix.lower() == ".csv":
         return results_from_csv(text, str(path))

@@ -332,8 +332,10 @@ def run_cli(row: dict, recipe, *, backend: str, out: Path, dry_run: bool, root: 
 
         rf = plan.clients[0].result_filename if len(plan.clients) == 1 else plan.result_filename
         append_outputs(names.github_outputs(rf, str(out)))
+    from ci_tools.cli.runner import dry_run_report, outcome_report
+
     if dry_run:
-        click.echo(text, nl=False)
+        dry_run_report(fmt, text, names.github_outputs(rf if fmt == "github" else plan.result_filename, str(out)))
         return
     if plan.run_eval:
         raise UsageError("eval rows are not run by `runner run` (use --dry-run to see the launch)")
@@ -347,5 +349,6 @@ def run_cli(row: dict, recipe, *, backend: str, out: Path, dry_run: bool, root: 
             click.echo("---- last lines of the log ----\n" + exc.tail.rstrip() + "\n----", err=True)
         click.echo(f"the allocation and every step of this job were stopped; see {out_abs / names.STATUS_JSON}",
                    err=True)
+        outcome_report(fmt, plan.result_filename, out, out_abs / names.STATUS_JSON, exc)
         sys.exit(exc.exit_code)
-    click.echo(f"done: {plan.result_filename}; next: ci-tools results process {out}")
+    outcome_report(fmt, plan.result_filename, out, out_abs / names.STATUS_JSON)

@@ -220,7 +220,7 @@ def test_resolve_conflict_refuses_other_conflicts(repo):
 
 def test_resolve_conflict_outside_a_merge(repo):
     out = cli(repo, "changelog", "resolve-conflict", "--pr", "42")
-    assert out.returncode == 1
+    assert out.returncode == 2  # used at the wrong time: a usage error
     assert "no merge is in progress" in out.stderr
 
 

@@ -69,3 +69,15 @@ def test_quoting_comments_and_config_file_recipes_are_kept():
     assert [e.file for e in edits] == ["m-master.yaml", "recipes/r.yaml"]
     assert texts["m-master.yaml"] == master.replace("old:1@sha256:" + "b" * 64, NEW)
     assert texts["recipes/r.yaml"] == recipe.replace("old:1@sha256:" + "b" * 64, NEW)
+
+
+def test_json_lists_the_edits_and_the_entry(copy, tmp_path):
+    import json
+
+    out = cli(copy, "config", "bump-image", "--config-key", KEY, "--image", NEW, "--format", "json")
+    assert out.returncode == 0, out.stderr
+    body = json.loads(out.stdout)
+    assert body["edits"] and all(e["new"] == NEW for e in body["edits"])
+    assert f"    - {KEY}" in body["changelog-entry"] and NEW in body["changelog-entry"]
+    again = json.loads(cli(copy, "config", "bump-image", "--config-key", KEY, "--image", NEW, "--format", "json").stdout)
+    assert again == {"edits": [], "changelog-entry": None}

@@ -136,7 +136,7 @@ def test_check_approval_refuses_after_a_push(fake):
 def test_check_approval_cli_fails_closed_with_an_annotation(fake, env, tmp_path):
     fork_pr(fake, commits=(SHA1, SHA2))
     result = ci(["comment", "check-approval", "--pr", "3", "--sha", SHA1, "--format", "github"], env)
-    assert result.returncode == 1 and "::error::PR #3 moved" in result.stdout, result.stderr
+    assert result.returncode == 1 and "::error title=ci-tools comment check-approval::PR #3 moved" in result.stdout, result.stderr
     assert outputs(env)["proceed"] == "false"
     short = ci(["comment", "check-approval", "--pr", "3", "--sha", SHA1[:7]], env)
     assert short.returncode == 2 and "full 40-digit head SHA" in short.stderr and "Traceback" not in short.stderr

@@ -81,7 +81,7 @@ def test_refused_reuse_exits_1_with_an_annotation(fake, env, shared, tmp_path):
 
     path = payload(shared, tmp_path, "push", "payload.json", change)
     r = ci(["reuse", "resolve", "--event-path", path, "--event-name", "push", "--format", "github"], env)
-    assert r.returncode == 1 and "::error::PR #7 authorised reuse, but the PR carries evals-only" in r.stdout
+    assert r.returncode == 1 and "::error title=ci-tools reuse resolve::PR #7 authorised reuse, but the PR carries evals-only" in r.stdout
     assert outputs(env)["reuse-error"] == "true"
 
 
@@ -101,7 +101,7 @@ def test_pr_body_check_fails_as_a_check(shared, tmp_path):
     r = ci(["bot", "pr-body", "--event-path",
             str(shared / "corpus" / "github-webhooks" / "pull_request" / "opened.payload.json"), "--format", "github"],
            env)
-    assert r.returncode == 1 and "::error::" in r.stdout and "AI model disclosure" in r.stdout
+    assert r.returncode == 1 and "::error title=ci-tools bot pr-body::" in r.stdout and "AI model disclosure" in r.stdout
 
 
 @pytest.mark.parametrize("args,env_extra,message", [

@@ -157,7 +157,7 @@ def test_malformed_event_file(capsys, demo_repo, tmp_path, content, message):
 
 def test_missing_event_file(capsys, demo_repo, tmp_path):
     code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--event-path", str(tmp_path / "nope.json"))
-    assert code == 1 and "nope.json" in err
+    assert code == 2 and "nope.json" in err  # a missing input
 
 
 def _commit_entry(repo, key):
@@ -199,14 +199,15 @@ def test_skip_sweep_in_head_commit(capsys, demo_repo):
 def test_matrix_full_sweep_corpus_bytes(capsys, shared):
     cfg = shared / "corpus" / "inferencex" / "configs"
     code, out, err = run(capsys, "matrix", "full-sweep", "--no-evals", "--config-file", str(cfg / "nvidia-master.yaml"),
-                         "--config-file", str(cfg / "amd-master.yaml"))
+                         "--config-file", str(cfg / "amd-master.yaml"), "--format", "json")
     assert code == 0, err
     assert len(out.encode()) == 1_030_702 and len(json.loads(out)) == 1820
 
 
 def test_matrix_test_config_pattern(capsys, monkeypatch):
     monkeypatch.chdir(REPO)
-    code, out, _ = run(capsys, "matrix", "test-config", "--config-key", "dsv41flash-*-dspark", "--no-evals")
+    code, out, _ = run(capsys, "matrix", "test-config", "--config-key", "dsv41flash-*-dspark", "--no-evals",
+                         "--format", "json")
     rows = json.loads(out)
     assert code == 0 and [r["conc"] for r in rows] == [1, 4, 16, 16, 32, 64, 128]
 

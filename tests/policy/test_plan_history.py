@@ -183,7 +183,7 @@ def _strip(row: dict) -> str:
 def _matrix(args: list[str]) -> list[dict]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit) as exc:
-        main(["matrix", "test-config", *args])
+        main(["matrix", "test-config", "--format", "json", *args])
     assert exc.value.code == 0
     return json.loads(out.getvalue())
 
