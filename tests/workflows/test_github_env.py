@@ -348,7 +348,7 @@ def results_app_ingests_this_run(s: Scenario):
     s.fake.add_run(4242, head_sha=MERGE, branch="main", event="push", artifacts=("results_bmk", "changelog-metadata"))
     job = s.job("sweep-pipeline.yml", "results-app", "push", push_to_main(),
                 secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")},
-                needs={"plan": {"outputs": {"reuse-source-run-id": ""}}, "collect": {"result": "success"}})
+                needs={"plan": {"outputs": {"reuse-source-run-id": ""}}, "stages": {"result": "success", "outputs": {"collect-result": "success"}}})
     step = ok(job.run("dispatch"))
     assert step.outputs["dispatched"] == "true" and s.fake.dispatches[0]["client_payload"]["pr-number"] == "7"
     return [job]
@@ -360,7 +360,7 @@ def results_app_ingests_the_reused_run(s: Scenario):
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
     job = s.job("sweep-pipeline.yml", "results-app", "push", push_to_main(),
                 secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")},
-                needs={"plan": {"outputs": {"reuse-source-run-id": "9"}}, "collect": {"result": "success"}})
+                needs={"plan": {"outputs": {"reuse-source-run-id": "9"}}, "stages": {"result": "success", "outputs": {"collect-result": "success"}}})
     assert ok(job.run("dispatch")).outputs["ingest-run-id"] == "9"
     return [job]
 
@@ -389,8 +389,8 @@ def collect_compares_with_main(s: Scenario):
     (work / "results").mkdir(parents=True)
     (work / "results" / "results.json").write_text(json.dumps({"results": [result(1300.0)]}))
     pr_with_sweep(s.fake, 1)
-    job = s.job("sweep-pipeline.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
-                needs={"plan": {"result": "success", "outputs": {"sweep": "true", "reuse": "false"}}})
+    job = s.job("sweep-stages.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
+                inputs={"sweep": True, "points": "0"})
     step = ok(job.run(4))
     assert "| tp2-c64 |" in step.summary and "improved" in step.summary
     assert (work / "results" / "compare.png").is_file()
@@ -410,7 +410,7 @@ SCENARIOS = {
     ("status-card.yml", "card"): [status_card_of_a_pr_sweep, status_card_with_the_runs_plan,
                                   status_card_of_a_trusted_sweep],
     ("sweep-pipeline.yml", "plan"): [reuse_on_a_push_after_use, reuse_at_merge],
-    ("sweep-pipeline.yml", "collect"): [collect_compares_with_main],
+    ("sweep-stages.yml", "collect"): [collect_compares_with_main],
     ("sweep-pipeline.yml", "results-app"): [results_app_ingests_this_run, results_app_ingests_the_reused_run],
     ("trusted-sweep.yml", "plan"): [trusted_sweep_checks_the_approval],
     ("welcome.yml", "welcome"): [welcome_on_open],
