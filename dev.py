@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import venv
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -32,9 +33,7 @@ def run(cmd: list[str], **kw) -> int:
 def ensure_env(extras: str) -> None:
     if sys.version_info < (3, 11):
         sys.exit(f"ci-tools needs Python >= 3.11; this is {sys.version.split()[0]}")
-    if not PY.exists():
-        print(f"creating virtual environment in {VENV}", flush=True)
-        venv.EnvBuilder(with_pip=True).create(VENV)
+    _venv_python(VENV, "virtual environment")
     stamp = VENV / f".installed-{extras or 'base'}"
     digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()
                             + (ROOT / ".github" / "constraints.txt").read_bytes()).hexdigest()
@@ -49,75 +48,64 @@ def ensure_env(extras: str) -> None:
     stamp.write_text(digest)
 
 
+def _bin(env_dir: Path) -> Path:
+    return env_dir / ("Scripts" if os.name == "nt" else "bin")
+
+
+def _venv_python(env_dir: Path, what: str, note: str = "") -> Path:
+    """The python of the virtual environment ENV_DIR, created (with a line saying so) when missing."""
+    py = _bin(env_dir) / "python"
+    if not py.exists():
+        print(f"creating {what} in {env_dir}{note}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(env_dir)
+    return py
+
+
+@dataclass(frozen=True)
+class ToolEnv:
+    """A client the tests run from its own venv, so its pins never meet ours. Skipped when `found_by`
+    is already set (a shared venv, CI's cache); a stamp file makes a second run a no-op."""
+    found_by: str        # the variable the tests read: the tool's executable (or python) in that venv
+    env_dir: Path
+    requirement: str     # the pinned requirement pip installs
+    stamp: str           # .installed-<stamp> in env_dir, written once the install succeeded
+    executable: str      # what found_by names, in the venv's bin/
+    what: str            # for the line printed when the venv is created
+    note: str = ""
+    pip_flags: tuple[str, ...] = ("--quiet",)
+
+    def ensure(self) -> None:
+        if os.environ.get(self.found_by):
+            return
+        stamp = self.env_dir / f".installed-{self.stamp}"
+        if not stamp.exists():
+            py = _venv_python(self.env_dir, self.what, self.note)
+            rc = run([py, "-m", "pip", "install", *self.pip_flags, "--disable-pip-version-check", self.requirement])
+            if rc != 0:
+                sys.exit(f"installing {self.requirement} failed (exit {rc})")
+            stamp.write_text(self.requirement.rsplit("==", 1)[1])
+        os.environ[self.found_by] = str(_bin(self.env_dir) / self.executable)
+
+
 AIPERF_VERSION = "0.13.0"
-AIPERF_VENV = Path(os.environ.get("CI_TOOLS_AIPERF_VENV", ROOT / ".venv-aiperf"))
-
-
-def ensure_aiperf() -> None:
-    """AIPerf (~1.2 GB with its dependencies) lives in its own venv so its pins never meet ours;
-    the runner tests find it through CI_TOOLS_AIPERF."""
-    if os.environ.get("CI_TOOLS_AIPERF"):
-        return
-    bin_dir = AIPERF_VENV / ("Scripts" if os.name == "nt" else "bin")
-    stamp = AIPERF_VENV / f".installed-aiperf-{AIPERF_VERSION}"
-    if not stamp.exists():
-        if not (bin_dir / "python").exists():
-            print(f"creating the AIPerf environment in {AIPERF_VENV}: AIPerf {AIPERF_VERSION} and ~1.2 GB of"
-                  " dependencies, about four minutes on a 2-core machine (pip lists each package below)", flush=True)
-            venv.EnvBuilder(with_pip=True).create(AIPERF_VENV)
-        # Not --quiet: four minutes without output looks like a hang.
-        rc = run([bin_dir / "python", "-m", "pip", "install", "--progress-bar", "off", "--disable-pip-version-check",
-                  f"aiperf=={AIPERF_VERSION}"])
-        if rc != 0:
-            sys.exit(f"installing aiperf=={AIPERF_VERSION} failed (exit {rc})")
-        stamp.write_text(AIPERF_VERSION)
-    os.environ["CI_TOOLS_AIPERF"] = str(bin_dir / "aiperf")
-
-
 LMEVAL_VERSION = "0.4.13"
-LMEVAL_VENV = Path(os.environ.get("CI_TOOLS_LMEVAL_VENV", ROOT / ".venv-lmeval"))
-
-
-def ensure_lmeval() -> None:
-    """lm-eval (the eval harness of eval rows, `lm-eval[api]`: OpenAI-compatible clients, no torch)
-    in its own venv, like AIPerf; the eval tests find it through CI_TOOLS_LMEVAL."""
-    if os.environ.get("CI_TOOLS_LMEVAL"):
-        return
-    bin_dir = LMEVAL_VENV / ("Scripts" if os.name == "nt" else "bin")
-    stamp = LMEVAL_VENV / f".installed-lmeval-{LMEVAL_VERSION}"
-    if not stamp.exists():
-        if not (bin_dir / "python").exists():
-            print(f"creating the lm-eval environment in {LMEVAL_VENV} (a few minutes, about 760 MB)", flush=True)
-            venv.EnvBuilder(with_pip=True).create(LMEVAL_VENV)
-        rc = run([bin_dir / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                  f"lm-eval[api]=={LMEVAL_VERSION}"])
-        if rc != 0:
-            sys.exit(f"installing lm-eval[api]=={LMEVAL_VERSION} failed (exit {rc})")
-        stamp.write_text(LMEVAL_VERSION)
-    os.environ["CI_TOOLS_LMEVAL"] = str(bin_dir / "lm_eval")
-
-
 # The real PD router the multi-node end-to-end test runs (the version the example master declares
-# for sglang-router points); its own venv, like AIPerf's. Found through CI_TOOLS_ROUTER_PYTHON.
+# for sglang-router points).
 ROUTER_VERSION = "0.3.2"
-ROUTER_VENV = Path(os.environ.get("CI_TOOLS_ROUTER_VENV", ROOT / ".venv-router"))
-
-
-def ensure_router() -> None:
-    if os.environ.get("CI_TOOLS_ROUTER_PYTHON"):
-        return
-    bin_dir = ROUTER_VENV / ("Scripts" if os.name == "nt" else "bin")
-    stamp = ROUTER_VENV / f".installed-sglang-router-{ROUTER_VERSION}"
-    if not stamp.exists():
-        if not (bin_dir / "python").exists():
-            print(f"creating the sglang-router environment in {ROUTER_VENV}", flush=True)
-            venv.EnvBuilder(with_pip=True).create(ROUTER_VENV)
-        rc = run([bin_dir / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                  f"sglang-router=={ROUTER_VERSION}"])
-        if rc != 0:
-            sys.exit(f"installing sglang-router=={ROUTER_VERSION} failed (exit {rc})")
-        stamp.write_text(ROUTER_VERSION)
-    os.environ["CI_TOOLS_ROUTER_PYTHON"] = str(bin_dir / "python")
+TOOL_ENVS = (
+    # AIPerf: ~1.2 GB with its dependencies; not --quiet, since four minutes without output looks like a hang
+    ToolEnv("CI_TOOLS_AIPERF", Path(os.environ.get("CI_TOOLS_AIPERF_VENV", ROOT / ".venv-aiperf")),
+            f"aiperf=={AIPERF_VERSION}", f"aiperf-{AIPERF_VERSION}", "aiperf",
+            "the AIPerf environment", f": AIPerf {AIPERF_VERSION} and ~1.2 GB of dependencies, about four minutes "
+            "on a 2-core machine (pip lists each package below)", ("--progress-bar", "off")),
+    # lm-eval, the eval harness of eval rows: `lm-eval[api]` (OpenAI-compatible clients, no torch)
+    ToolEnv("CI_TOOLS_LMEVAL", Path(os.environ.get("CI_TOOLS_LMEVAL_VENV", ROOT / ".venv-lmeval")),
+            f"lm-eval[api]=={LMEVAL_VERSION}", f"lmeval-{LMEVAL_VERSION}", "lm_eval",
+            "the lm-eval environment", " (a few minutes, about 760 MB)"),
+    ToolEnv("CI_TOOLS_ROUTER_PYTHON", Path(os.environ.get("CI_TOOLS_ROUTER_VENV", ROOT / ".venv-router")),
+            f"sglang-router=={ROUTER_VERSION}", f"sglang-router-{ROUTER_VERSION}", "python",
+            "the sglang-router environment"),
+)
 
 
 ENGINES_VENV = Path(os.environ.get("CI_TOOLS_ENGINES_VENV", ROOT / ".venv-engines"))
@@ -137,10 +125,7 @@ def ensure_engines() -> None:
     lines = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
     deps = [w for ln in lines if ln.startswith("deps ") for w in ln.split()[1:]]
     wheels = [ln for ln in lines if ln and not ln.startswith("deps ")]
-    py = ENGINES_VENV / ("Scripts" if os.name == "nt" else "bin") / "python"
-    if not py.exists():
-        print(f"creating the engine-parser environment in {ENGINES_VENV} (a few minutes, once)", flush=True)
-        venv.EnvBuilder(with_pip=True).create(ENGINES_VENV)
+    py = _venv_python(ENGINES_VENV, "the engine-parser environment", " (a few minutes, once)")
     pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     if run([*pip, *deps]) != 0:
         sys.exit(f"installing the engine-parser dependencies failed; see {ENGINE_WHEELS}")
@@ -215,9 +200,8 @@ def ensure_yaml_language_server() -> None:
 
 def test(args: list[str]) -> int:
     ensure_env("test")
-    ensure_aiperf()
-    ensure_lmeval()
-    ensure_router()
+    for tool in TOOL_ENVS:
+        tool.ensure()
     ensure_engines()
     ensure_slurm()
     ensure_yaml_language_server()

@@ -3,6 +3,9 @@
 Sub-command groups are imported lazily (only the one being run is loaded), so that `ci-tools --help`
 and the changelog gate start fast. To add a group: write `ci_tools/cli/<name>.py` exposing a Click
 object named `cli`, and add one line to `COMMANDS`.
+
+Each command parses its options, calls one flow and renders the result. May import anything: this is
+the outermost shell. Nothing imports `ci_tools.cli` but `ci_tools.__main__` and the tests.
 """
 
 from __future__ import annotations

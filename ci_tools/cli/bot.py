@@ -58,31 +58,10 @@ def status_card(event_path, event_name, repo_root, fmt, pr, run_id, run_url, con
       ci-tools bot status-card --pr 12 --plan-file plan.md
       ci-tools bot status-card --event-path "$GITHUB_EVENT_PATH" --plan-json metadata/plan.json
     """
-    import json
-
-    from ci_tools.errors import InputError, UsageError
-    from ci_tools.prbot.card.flow import status_card as flow
+    from ci_tools.prbot.card.flow import card_inputs, status_card as flow
 
     run = {"id": run_id, "url": run_url, "conclusion": conclusion, "head_sha": head_sha} if run_id else None
-    if plan_file and plan_json:
-        raise UsageError("give --plan-file or --plan-json, not both")
-    try:
-        plan = plan_file.read_text(encoding="utf-8") if plan_file else None
-    except OSError as exc:
-        raise InputError(f"{plan_file}: cannot read the plan summary ({exc.strerror})") from None
-    if plan_json:
-        from ci_tools.render.plan import card_summary
-
-        try:
-            data = json.loads(plan_json.read_text(encoding="utf-8"))
-            plan = card_summary(data)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise InputError(f"{plan_json}: not a plan from `ci-tools plan --format json` ({exc})") from None
-    evals = None
-    if evals_file is not None:
-        evals = (evals_file.read_text(encoding="utf-8") if evals_file.is_file() else
-                 "**Evals:** no eval results were collected for this run (its collect job did not finish), so "
-                 "`/use` refuses it.")
+    plan, evals = card_inputs(plan_file=plan_file, plan_json=plan_json, evals_file=evals_file)
     run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt, needs_event=False,
              pr=pr, run=run, plan=plan, evals=evals)
 

@@ -14,9 +14,19 @@ GITHUB_OUTPUTS = {
 }
 
 
-@click.group("comment")
+def _commands_help() -> str:
+    """The group's help, from the command registry (the same rows give the usage reply)."""
+    from ci_tools.prbot.commands import REGISTRY
+    from ci_tools.prbot.messages import WRITE_ACCESS
+
+    rows = [f"  {' | '.join(h.forms)}\n      {h.what}; by {'someone with ' + WRITE_ACCESS if h.requires else 'anyone who can comment'}"
+            for h in REGISTRY]
+    return "Pull-request comment commands, each on a line of its own:\n\n\b\n" + "\n".join(rows)
+
+
+@click.group("comment", help=_commands_help())
 def cli() -> None:
-    """Pull-request comment commands (/use, /reuse-sweep-run, /stage-results, /sweep plan, /sweep approve)."""
+    pass
 
 
 @cli.command("handle")

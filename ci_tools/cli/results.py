@@ -81,62 +81,38 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
       ci-tools results process out/dep2-c64
       ci-tools results process aiperf-out --tp 4 --conc 4 --scenario fixed-seq-len --out r.json
     """
-    from ci_tools import names
-    from ci_tools.results.process import PointInfo, process_dir
+    from ci_tools.evals.process import summary as eval_summary
+    from ci_tools.results import flow
+    from ci_tools.results.process import PointInfo, job_dirs
 
-    if tp is None and _eval_job(directory, out, fmt, thresholds_path):
-        return
-    if not 0.0 <= max_error_rate <= 1.0:
-        raise click.BadParameter("must be within [0, 1]", param_hint="--max-error-rate")
-    point = None
-    if tp is not None:
-        point = PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc, gpus=gpus,
-                          scenario=scenario, duration_s=duration, model=model)
-    from ci_tools.results.process import job_dirs
-
-    dirs = job_dirs(directory) if point is None else [directory]
-    if out is not None and len(dirs) > 1:
-        raise click.BadParameter(f"{directory} holds {len(dirs)} results (one per concurrency); drop --out",
-                                 param_hint="--out")
+    job = flow.eval_job(directory) if tp is None else None
+    if job is not None:
+        written = iter([flow.process_eval(directory, job, out, thresholds_path)])
+    else:
+        if not 0.0 <= max_error_rate <= 1.0:
+            raise click.BadParameter("must be within [0, 1]", param_hint="--max-error-rate")
+        point = None
+        if tp is not None:
+            point = PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc, gpus=gpus,
+                              scenario=scenario, duration_s=duration, model=model)
+        dirs = job_dirs(directory) if point is None else [directory]
+        if out is not None and len(dirs) > 1:
+            raise click.BadParameter(f"{directory} holds {len(dirs)} results (one per concurrency); drop --out",
+                                     param_hint="--out")
+        written = flow.process(dirs, point, out, max_error_rate=max_error_rate, min_requests=min_requests,
+                               workers=workers)
     invalid = 0
-    for d in dirs:
-        result = process_dir(d, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers)
-        target = out or (d / names.RESULT_JSON)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-        click.echo(json.dumps(result, indent=2) if fmt == "json" else _summary(result))
+    for w in written:
+        click.echo(json.dumps(w.result, indent=2) if fmt == "json"
+                   else (eval_summary if w.eval else _summary)(w.result))
         if fmt == "github":
-            _github_verdict(result["point"]["name"], target, result)
-        if not result["valid"]:
+            _github_verdict(str(directory) if w.eval else w.result["point"]["name"], w.target, w.result)
+        if not w.result["valid"]:
             invalid += 1
-            click.echo(f"error: invalid result ({len(result['failures'])} rule(s) failed); written to {target}",
-                       err=True)
+            what = "eval failed ({} check(s) failed)" if w.eval else "invalid result ({} rule(s) failed)"
+            click.echo(f"error: {what.format(len(w.result['failures']))}; written to {w.target}", err=True)
     if invalid:
         sys.exit(1)
-
-
-def _eval_job(directory: Path, out: Path | None, fmt: str, thresholds_path: Path | None) -> bool:
-    """Score an eval job directory; False when DIRECTORY is not one."""
-    from ci_tools import names
-    from ci_tools.evals import thresholds
-    from ci_tools.evals.process import is_eval_job, process_eval_dir, summary
-    from ci_tools.results.process import read_json
-
-    job = read_json(directory / names.JOB_JSON) if directory.is_dir() else None
-    if not is_eval_job(job):
-        return False
-    path = thresholds_path or Path(names.EVAL_THRESHOLDS)
-    result = process_eval_dir(directory, job, thresholds.load(path, str(path)))
-    target = out or (directory / names.EVAL_RESULT_JSON)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    click.echo(json.dumps(result, indent=2) if fmt == "json" else summary(result))
-    if fmt == "github":
-        _github_verdict(str(directory), target, result)
-    if not result["valid"]:
-        click.echo(f"error: eval failed ({len(result['failures'])} check(s) failed); written to {target}", err=True)
-        sys.exit(1)
-    return True
 
 
 def _github_verdict(name: str, target: Path, result: dict) -> None:
@@ -175,41 +151,12 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
     Example:
       ci-tools results collect downloaded-artifacts/ --out results/results.json --format github
     """
-    from ci_tools.evals.report import markdown
-    from ci_tools.results.collect import collect, collect_evals, find_plan, find_results, incomplete
-    from ci_tools import names
+    from ci_tools.results.collect import incomplete
+    from ci_tools.results.flow import collect
 
-    files = find_results(list(roots))
-    eval_files = find_results(list(roots), names.EVAL_RESULT_JSON)
-    if not files and not eval_files:
-        raise InputError("no result.json or eval_result.json found under " + ", ".join(map(str, roots)))
-    data = collect(files)
-    plan_path = find_plan(list(roots))
-    plan = None
-    if plan_path is not None:
-        try:
-            plan = json.loads(plan_path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise InputError(f"{plan_path}: the sweep's plan is not valid JSON ({exc})") from None
-    evals, verdict, eval_notes = collect_evals(eval_files, plan)
-    data["notes"] += eval_notes
-    if not data["results"] and not evals:
-        # every file was skipped: a collection of nothing must not pass as a successful collect
-        kinds = " or ".join(n for n, fs in ((names.RESULT_JSON, files), (names.EVAL_RESULT_JSON, eval_files)) if fs)
-        raise InputError(f"no result could be collected from {len(files) + len(eval_files)} {kinds} file(s):\n  "
-                         + "\n  ".join(data["notes"])
-                         + "\nhint: these files must be written by `ci-tools results process`")
-    data["notes"] += verdict["notes"]
-    data["evals"] = evals
-    data["eval-verdict"] = verdict
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    (out.parent / names.EVAL_VERDICT_JSON).write_text(json.dumps(verdict, indent=2) + "\n", encoding="utf-8")
-    table = markdown(verdict, evals)
-    (out.parent / names.EVAL_TABLE_MD).write_text(table, encoding="utf-8")
-    counted = {"valid": data["valid"] + sum(1 for e in evals if e.get("valid")),
-               "invalid": data["invalid"] + sum(1 for e in evals if not e.get("valid"))}
-    problem = incomplete(counted, expect)
+    c = collect(list(roots), out)
+    data, verdict = c.data, c.verdict
+    problem = incomplete(c.counted, expect)
     if fmt == "json":
         click.echo(json.dumps({"out": str(out), "results": len(data["results"]), "valid": data["valid"],
                                "invalid": data["invalid"], "eval-verdict": verdict, "notes": data["notes"],
@@ -232,7 +179,7 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
                 f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid"
                 + (f"; incomplete: {problem}" if problem else "") + "\n\n"
                 + "".join(f"- {note}\n" for note in data["notes"]))
-        append_step_summary(head + "\n" + table)
+        append_step_summary(head + "\n" + c.table)
     if problem:
         click.echo(f"error: the sweep is incomplete: {problem}; a partial sweep is never ingested", err=True)
         sys.exit(1)
@@ -258,9 +205,10 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
       ci-tools results pareto results.json --claims claims.txt --format json
     """
     from ci_tools.results import pareto, render
+    from ci_tools.results.load import load_points
     from ci_tools.yamlio import read_text
 
-    points = pareto.load_points(input_path)
+    points = load_points(input_path)
     analysis = pareto.analyse(points)
     checked: list[dict] = []
     if claims is not None:
@@ -378,8 +326,11 @@ def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, po
 
     report = run_compare(head, list(baselines), claims, policy_path, fmt, from_main=from_main, plot=plot, title=title)
     click.echo(report.text, nl=False)
-    for line in report.annotations:
-        click.echo(line)
+    if report.annotations:
+        from ci_tools.github.actions import annotate
+
+        for line in report.annotations:
+            annotate("warning", line, title="Regressed against main")
     for note in report.notes:
         click.echo(f"note: {note}", err=True)
     if report.false_claims:

@@ -9,8 +9,9 @@ from ci_tools.cli._prbot import event_name_option, event_path_option, format_opt
 
 def _output_names(params: dict) -> tuple[str, ...]:
     from ci_tools.prbot.reuse.decide import ReuseDecision
+    from ci_tools.prbot.reuse.flow import outputs
 
-    return tuple(ReuseDecision().outputs())
+    return tuple(outputs(ReuseDecision()))
 
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test): every

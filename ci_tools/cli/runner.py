@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
 import click
-
-from ci_tools.errors import InputError, UsageError
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
 GITHUB_OUTPUTS = {
@@ -33,100 +30,6 @@ def _layout_output_names() -> list[str]:
     from ci_tools import names
 
     return list(names.github_outputs("", ""))
-
-
-def _load_row(path: Path) -> dict:
-    from ci_tools.yamlio import read_text
-
-    try:
-        row = json.loads(read_text(path))
-    except ValueError as exc:
-        raise InputError(f"{path}: not valid JSON: {exc}") from None
-    if isinstance(row, list) and len(row) == 1:
-        row = row[0]
-    if not isinstance(row, dict):
-        raise InputError(f"{path}: expected one matrix row (a JSON object)")
-    return row
-
-
-def _recipe_path(row: dict, root: Path, row_path: Path) -> Path:
-    from ci_tools.config.load import default_master_paths, read_masters
-
-    if row.get("recipe"):
-        return root / str(row["recipe"])
-    key = row.get("config-key")
-    if not key:
-        raise InputError(f"{row_path}: the row has neither `recipe` nor `config-key`, so its recipe cannot be "
-                         "found; pass a row printed by `ci-tools plan` or `ci-tools matrix`")
-    masters = read_masters(default_master_paths(root), root)
-    entry = masters.entries.get(key)
-    if entry is None:
-        raise InputError(f"{row_path}: config key {key!r} is not in any master config under {root}")
-    if not isinstance(entry, dict) or not entry.get("recipe"):
-        raise InputError(f"master entry {key!r} has no `recipe:` field; `runner run` serves recipe entries only")
-    return root / str(entry["recipe"])
-
-
-def _hardware(row: dict, root: Path) -> dict:
-    """runners.yaml `hardware:` facts of the row's runner label ({} when none)."""
-    from ci_tools import names
-    from ci_tools.config.load import read_runners
-
-    path = root / names.RUNNERS
-    if not path.is_file() or not row.get("runner"):
-        return {}
-    hw = (read_runners(path, root).data or {}).get("hardware") or {}
-    return hw.get(row["runner"]) or {}
-
-
-def _free_ports(backend: str, port: int, worker_port: int) -> tuple[int, int]:
-    """Port 0: one the kernel says is free now (another job on a shared host holds its own)."""
-    import socket
-
-    if backend == "slurm":
-        raise UsageError("--port 0 / --worker-port 0 pick free ports on this host, but with slurm the engine runs "
-                         "on a compute node; give the ports explicitly (or hold the node with exclusive: true)")
-    socks = []
-    try:
-        picked = []
-        for value in (port, worker_port):
-            if value:
-                picked.append(value)
-                continue
-            s = socket.socket()
-            s.bind(("0.0.0.0", 0))
-            socks.append(s)
-            picked.append(s.getsockname()[1])
-        return picked[0], picked[1]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def _gpu_list(gpus: str | None) -> list[str] | None:
-    """The GPUs this runner was given: --gpus / CI_TOOLS_GPUS, else CUDA_VISIBLE_DEVICES, else all."""
-    text = gpus if gpus is not None else os.environ.get("CUDA_VISIBLE_DEVICES")
-    if text is None:
-        return None
-    devices = [d.strip() for d in text.split(",") if d.strip()]
-    if not devices:
-        raise UsageError("the runner was given no GPU (--gpus / CUDA_VISIBLE_DEVICES is empty)")
-    return devices
-
-
-def _eval_policy(row: dict, root: Path):
-    """The policy's `evals:` section, for eval rows only (other rows run without a policy file)."""
-    from ci_tools import names
-    from ci_tools.evals.policy import is_eval_row, policy_from_doc
-    from ci_tools.yamlio import load_yaml_file
-
-    if not is_eval_row(row):
-        return None
-    path = root / names.POLICY
-    if not path.is_file():
-        raise InputError(f"{path}: policy file not found; eval rows take their harness and tasks from its "
-                         "`evals:` section (pass --root REPO)")
-    return policy_from_doc(load_yaml_file(path, names.POLICY))
 
 
 @cli.command("run")
@@ -195,104 +98,33 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
       ci-tools runner run --row row.json --backend docker --dry-run
       CI_TOOLS_BACKEND=slurm ci-tools runner run --row row.json --out results/ --format github
     """
-    from ci_tools.config.recipe import resolve_point
-    from ci_tools.config.load import load_recipe
-    from ci_tools import names
-    from ci_tools.runner.backends import Host, job_id, launches, ready_urls, render_dry_run, slurm_minutes
-    from ci_tools.runner.budget import job_budget
-    from ci_tools.runner.job import JobFailed, run_job
-    from ci_tools.runner.plan import AGENTX_DATASET, Settings, build_plan
+    from ci_tools.runner.flow import RunRequest, prepare_run
+    from ci_tools.runner.job import JobFailed
 
-    row = _load_row(row_path)
-    recipe_file = _recipe_path(row, root, row_path)
-    try:
-        display = str(recipe_file.resolve().relative_to(root.resolve()))
-    except ValueError:
-        display = str(recipe_file)
-    recipe = load_recipe(recipe_file, display)
-    hardware = _hardware(row, root)
-    if 0 in (port, worker_port):
-        port, worker_port = _free_ports(backend, port, worker_port)
-    if "prefill" in row or "decode" in row:
-        from ci_tools.runner.multinode import run_cli
-
-        return run_cli(row, recipe, backend=backend, out=out, dry_run=dry_run, root=root, fmt=fmt,
-                       settings=dict(model_store=model_store, hf_cache=hf_cache, aiperf_bin=aiperf_bin,
-                                     tokenizer=tokenizer, dataset=dataset, server_cmd=server_cmd, port=port,
-                                     ready_timeout_s=ready_timeout, runner_name=runner_name,
-                                     duration_override_s=duration_override),
-                       hardware=hardware, router_cmd=router_cmd, worker_port=worker_port,
-                       client_timeout=client_timeout, queue_timeout=queue_timeout)
-    try:
-        point = resolve_point(recipe, int(row["tp"]), int(row.get("ep", 1)), bool(row.get("dp-attn", False)),
-                              int(row["conc"]))
-    except KeyError as exc:
-        raise InputError(f"{row_path}: the row has no `{exc.args[0]}`") from None
-    settings = Settings(model_store=model_store, hf_cache=hf_cache, aiperf_bin=aiperf_bin, tokenizer=tokenizer,
-                        dataset=dataset or AGENTX_DATASET, server_cmd=server_cmd, router_cmd=router_cmd, port=port,
-                        worker_port=worker_port, ready_timeout_s=ready_timeout,
-                        gpus_per_node=int(hardware["gpus-per-node"]) if hardware.get("gpus-per-node") else None,
-                        runner_name=runner_name, duration_override_s=duration_override, lm_eval_bin=lm_eval_bin,
-                        root=str(root.resolve()), evals=_eval_policy(row, root))
-    out_abs = out if dry_run else out.resolve()
-    plan = build_plan(row, point, settings, str(out_abs))
-    if client_timeout is None and plan.evals is not None:
-        client_timeout = plan.evals["timeout-s"]   # the policy's limit for the whole harness batch
-    budget = job_budget(plan.duration_s, queue_s=queue_timeout, ready_s=ready_timeout, client_s=client_timeout)
-    if budget.problems():
-        raise InputError(f"{row_path}: " + "; ".join(budget.problems()))
-    slurm = hardware.get("slurm") or {}
-    if backend == "slurm" and slurm.get("max-time-minutes") and \
-            slurm_minutes(budget.allocation_s) > int(slurm["max-time-minutes"]):
-        raise InputError(f"the job's Slurm allocation needs --time={slurm_minutes(budget.allocation_s)} min, over "
-                         f"the {slurm['max-time-minutes']} min runners.yaml allows runner {row.get('runner')!r}; "
-                         "lower --ready-timeout or the row's duration, or raise max-time-minutes")
-    devices = _gpu_list(gpus)
-    if devices is not None and backend != "slurm" and len(devices) < plan.gpus:
-        raise InputError(f"the point needs {plan.gpus} GPUs but this runner was given {len(devices)} "
-                         f"({','.join(devices)}); give it more (CI_TOOLS_GPUS / CUDA_VISIBLE_DEVICES) or run the "
-                         "row on a larger runner")
-    host = Host(label=job_id(plan, str(out_abs)), runner=runner_name, gpu_devices=devices, partition=slurm.get("partition"),
-                account=slurm.get("account"), exclusive=bool(slurm.get("exclusive", True)),
-                time_limit_s=budget.allocation_s)
-    text = render_dry_run(plan, backend, settings, host)
+    job = prepare_run(RunRequest(
+        row_path=row_path, backend=backend, out=out, dry_run=dry_run, root=root, aiperf_bin=aiperf_bin,
+        lm_eval_bin=lm_eval_bin, model_store=model_store, hf_cache=hf_cache, tokenizer=tokenizer, dataset=dataset,
+        server_cmd=server_cmd, router_cmd=router_cmd, port=port, worker_port=worker_port, gpus=gpus,
+        queue_timeout=queue_timeout, ready_timeout=ready_timeout, client_timeout=client_timeout,
+        skip_node_check=skip_node_check, no_telemetry=no_telemetry, duration_override=duration_override,
+        runner_name=runner_name))
     if fmt == "github":
         from ci_tools.github.actions import append_outputs
 
-        append_outputs(names.github_outputs(plan.result_filename, str(out)))
+        append_outputs(job.outputs)
     if dry_run:
-        dry_run_report(fmt, text, names.github_outputs(plan.result_filename, str(out)))
+        dry_run_report(fmt, job.commands, job.outputs)
         return
-    out_abs.mkdir(parents=True, exist_ok=True)
-    (out_abs / names.JOB_JSON).write_text(json.dumps({**plan.job_json(), "label": host.label}, indent=2) + "\n",
-                                           encoding="utf-8")
-    (out_abs / names.COMMANDS_TXT).write_text(text, encoding="utf-8")
-    if plan.evals is not None:
-        outputs, client_name = (f"{names.EVAL_DIR}/{names.EVAL_MANIFEST}",), "the eval harness"
-    else:
-        outputs = (f"{names.AIPERF_DIR}/{names.PROFILE_JSONL}", f"{names.AIPERF_DIR}/{names.PROFILE_JSON}")
-        client_name = "AIPerf"
-    from functools import partial
-
-    from ci_tools.runner import nodecheck
-    from ci_tools.runner.backends import gpu_sampler, model_path, node_check
-
-    judge = partial(nodecheck.problems, need_gpus=plan.gpus, devices=None if backend == "slurm" else devices,
-                    model=plan.served_model, model_path=model_path(plan, settings), hf_cache=settings.hf_cache)
-    check = None if skip_node_check else (node_check(plan, backend, settings), judge)
     try:
-        run_job(launches(plan, backend, settings, host), out_abs, ready_urls(plan, backend, settings),
-                check=check, sampler=None if no_telemetry else gpu_sampler(plan, backend, host),
-                ready_timeout_s=ready_timeout, client_timeout_s=budget.client_s, queue_timeout_s=queue_timeout,
-                client_outputs=outputs, client_name=client_name, label=host.label, runner=runner_name)
+        job.run()
     except JobFailed as exc:
         click.echo(f"error: {exc.phase}: {exc.message}", err=True)
         if exc.tail:
             click.echo("---- last lines of the log ----\n" + exc.tail.rstrip() + "\n----", err=True)
-        click.echo(f"all processes of this job were stopped; see {out_abs / names.STATUS_JSON}", err=True)
-        outcome_report(fmt, plan.result_filename, out, out_abs / names.STATUS_JSON, exc)
+        click.echo(f"{job.stopped}; see {job.status_path}", err=True)
+        outcome_report(fmt, job.result_filename, out, job.status_path, exc)
         sys.exit(exc.exit_code)
-    outcome_report(fmt, plan.result_filename, out, out_abs / names.STATUS_JSON)
+    outcome_report(fmt, job.result_filename, out, job.status_path)
 
 
 def dry_run_report(fmt: str, commands: str, outputs: dict[str, str]) -> None:
@@ -332,13 +164,11 @@ def evals_cmd(job_dir: Path, base_url: str | None, fmt: str) -> None:
     Example:
       ci-tools runner evals out/ --base-url http://127.0.0.1:8000
     """
-    from ci_tools.evals.driver import drive
-    from ci_tools import names
+    from ci_tools.evals.driver import drive, manifest_of
 
     code = drive(job_dir, base_url)
-    manifest_path = job_dir / names.EVAL_DIR / names.EVAL_MANIFEST
-    if code == 0 and fmt != "text" and manifest_path.is_file():
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    manifest = manifest_of(job_dir) if code == 0 and fmt != "text" else None
+    if manifest is not None:
         if fmt == "json":
             click.echo(json.dumps(manifest, indent=2))
         else:
@@ -376,53 +206,24 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str, fmt: str) 
     Example:
       ci-tools runner cleanup --out "$RUNNER_TEMP/out"
     """
-    from ci_tools import names
-    from ci_tools.runner.cleanup import stop_labelled
-    from ci_tools.runner.job import write_status
+    from ci_tools.runner.flow import cleanup
 
-    found = list(labels)
-    job_file = out / names.JOB_JSON
-    if job_file.is_file():
-        try:
-            label = json.loads(job_file.read_text(encoding="utf-8")).get("label")
-        except ValueError:
-            label = None
-        if label and label not in found:
-            found.append(label)
-    said: list[str] = []
-    if not found and not runner_name:
-        said.append(f"nothing to clean up: {job_file} does not exist (the job started nothing) and no "
-                    "--label or RUNNER_NAME was given")
-    stopped: list[str] = []
-    problems: list[str] = []
-    for i, label in enumerate(found or [""]):
-        sweep = stop_labelled(label, runner_name if i == 0 else "", budget_s=8.0, grace_s=1.0)
-        stopped += sweep.stopped()
-        problems += sweep.problems
-    wrote_status = out.is_dir() and not (out / names.STATUS_JSON).exists()
-    if wrote_status:
-        write_status(out, {"ok": False, "phase": "start", "exit_code": 1,
-                           "reason": "the run step ended without a status (killed, or cancelled before it started)"})
-        said.append(f"wrote {out / names.STATUS_JSON}: the run step left none")
-    said += [f"stopped {line}" for line in stopped]
-    if not stopped:
-        said.append(f"nothing left running for "
-                    f"{', '.join(found + ([f'runner {runner_name}'] if runner_name else [])) or '-'}")
+    report = cleanup(out, labels, runner_name)
     if fmt == "json":
-        click.echo(json.dumps({"ok": not problems, "stopped": stopped, "problems": problems,
-                               "wrote-status": wrote_status, "messages": said}, indent=2))
+        click.echo(json.dumps({"ok": not report.problems, "stopped": report.stopped, "problems": report.problems,
+                               "wrote-status": report.wrote_status, "messages": report.lines}, indent=2))
     else:
-        click.echo("\n".join(said))
-        for p in problems:
+        click.echo("\n".join(report.lines))
+        for p in report.problems:
             click.echo(f"error: {p}", err=True)
     if fmt == "github":
         from ci_tools.github.actions import annotate, append_step_summary
 
-        for p in problems:
+        for p in report.problems:
             annotate("error", p, title="runner cleanup")
-        append_step_summary(f"### runner cleanup: {'could not stop everything' if problems else 'done'}\n\n"
-                            + "".join(f"- {m}\n" for m in said + [f"**error**: {p}" for p in problems]))
-    if problems:
+        append_step_summary(f"### runner cleanup: {'could not stop everything' if report.problems else 'done'}\n\n"
+                            + "".join(f"- {m}\n" for m in report.lines + [f"**error**: {p}" for p in report.problems]))
+    if report.problems:
         sys.exit(1)
 
 
@@ -448,44 +249,15 @@ def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date:
       ci-tools runner digest --repo "$GITHUB_REPOSITORY" --format github
       RUNNERS_TOKEN=... ci-tools runner digest --repo owner/name --format markdown
     """
-    import datetime
+    from ci_tools.github.actions import append_summary, write_outputs
+    from ci_tools.runner.flow import digest
 
-    from ci_tools import names
-    from ci_tools.config.load import read_runners
-    from ci_tools.github.actions import write_outputs
-    from ci_tools.github.client import GitHub, token_from_env
-    from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
-
-    path = runners_path or (root / names.RUNNERS)
-    if not path.is_file():
-        raise InputError(f"{path}: runners file not found (pass --runners or --root)", exit_code=2)
-    expected = expected_runners(read_runners(path, None if runners_path else root).data)
-    token = os.environ.get("RUNNERS_TOKEN") or token_from_env()
-    gh = GitHub(repo, token, api_url=os.environ.get("GITHUB_API_URL") or "https://api.github.com")
-    d = build_digest(repo, gh.runners(), expected)
-    date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
-    run_url = ""
-    if os.environ.get("GITHUB_RUN_ID"):
-        run_url = (f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{repo}/actions/runs/"
-                   f"{os.environ['GITHUB_RUN_ID']}")
-    markdown = render_markdown(d, date=date, run_url=run_url)
-    messages = [f"GitHub API requests: {gh.log.count}"]
-    webhook = os.environ.get("SLACK_WEBHOOK_URL")
-    if webhook and (d.offline or d.missing):
-        from ci_tools.runner.slack import post
-
-        post(webhook, markdown)
-        messages.append("posted to Slack")
-    if fmt == "markdown":
-        click.echo(markdown, nl=False)
-    elif fmt == "text":
-        click.echo(markdown, nl=False)
-        click.echo("\n".join(messages))
-    else:
-        if fmt == "github":
-            summary = os.environ.get("GITHUB_STEP_SUMMARY")
-            if not summary:
-                raise UsageError("--format github needs $GITHUB_STEP_SUMMARY (set by GitHub Actions)")
-            with open(summary, "a", encoding="utf-8") as fh:
-                fh.write(markdown)
-        write_outputs(d.outputs(), fmt, [markdown.splitlines()[2], *messages])
+    report = digest(repo, runners_path, root, date)
+    if fmt in ("markdown", "text"):
+        click.echo(report.markdown, nl=False)
+        if fmt == "text":
+            click.echo("\n".join(report.messages))
+        return
+    if fmt == "github":
+        append_summary(report.markdown)
+    write_outputs(report.outputs, fmt, [report.markdown.splitlines()[2], *report.messages])

@@ -11,7 +11,7 @@ Entry points for other areas (import the submodule; nothing is re-exported here,
 - `rules.search_spaces`, `rules.entry_points`, `points.search_space_concs`: walking search spaces.
 - `schemas.check(doc, data, "master"|"runners"|"recipe", ref)`: schema findings for one document.
 
-May import: `ci_tools.errors`, `ci_tools.paths`, `ci_tools.yamlio` (documents with line marks),
-`ci_tools.engines` and `ci_tools.evals` core modules. Only `load.py` touches files, `touched.py` git
-and `schemas.py` the packaged JSON Schemas; every other module is pure.
+May import: `ci_tools.errors`, `ci_tools.names`, the YAML readers (documents with line marks),
+`ci_tools.resources` (the packaged JSON Schemas), `ci_tools.engines` and `ci_tools.evals` core
+modules. Only `load.py` touches files and `touched.py` git; every other module is pure.
 """

@@ -17,6 +17,8 @@ the engine's own argument parser sees to that parser (tests/engines/).
 
 Adding an engine: a module like `vllm.py`, registered in ENGINES below, and a parser in
 tests/engines/parser_host.py if the engine's parser can be built from its wheel.
+
+May import: the standard library and `ci_tools.errors`; nothing here runs a process or reads a file.
 """
 
 from __future__ import annotations

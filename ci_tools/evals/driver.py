@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ci_tools.results.load import json_object_or_none
 from ci_tools import names
 
 
@@ -28,14 +29,6 @@ def _lm_eval_output(output: Path) -> Path | None:
     """lm-eval writes <output_path>/<model name>/results_<timestamp>.json; the newest one."""
     found = sorted(output.rglob("results_*.json"), key=lambda p: p.stat().st_mtime) if output.is_dir() else []
     return found[-1] if found else None
-
-
-def _read(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def run_harness(run: dict, htype: str) -> tuple[dict | None, str]:
@@ -52,7 +45,7 @@ def run_harness(run: dict, htype: str) -> tuple[dict | None, str]:
     path = _lm_eval_output(output) if htype == "lm-eval" else output
     if path is None or not path.is_file():
         return None, f"{Path(argv[0]).name} exited 0 but wrote no results ({output})"
-    doc = _read(path)
+    doc = json_object_or_none(path)
     if doc is None or not isinstance(doc.get("results"), dict):
         return None, f"{path} is not a harness result (a JSON object with a `results` mapping)"
     return doc, ""
@@ -74,7 +67,7 @@ def merge(docs: list[dict], harness: dict) -> dict:
 def drive(job_dir: Path, base_url: str | None = None) -> int:
     """Run every harness run of the job; `base_url` replaces the planned one (with slurm the server's
     node is known only once its job runs)."""
-    job = _read(job_dir / names.JOB_JSON)
+    job = json_object_or_none(job_dir / names.JOB_JSON)
     if job is None or not isinstance(job.get("evals"), dict):
         print(f"error: {job_dir / names.JOB_JSON}: not an eval job (no `evals` section)", file=sys.stderr)
         return 2  # a missing input, like a usage error
@@ -114,3 +107,8 @@ def drive(job_dir: Path, base_url: str | None = None) -> int:
     _say(f"{len(completed)} of {len(concs)} concurrencies completed"
          + (f"; failed: {', '.join(map(str, sorted(failed)))} (`results process` fails this job)" if failed else ""))
     return 0
+
+
+def manifest_of(job_dir: Path) -> dict | None:
+    """The batch manifest `drive` wrote (None when there is none)."""
+    return json_object_or_none(job_dir / names.EVAL_DIR / names.EVAL_MANIFEST)

@@ -3,20 +3,12 @@ evals/, status.json and the thresholds file -> eval_result.json (judged by ci_to
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ci_tools.evals import score
 from ci_tools.evals.thresholds import Thresholds
+from ci_tools.results.load import json_object_or_none
 from ci_tools import names
-
-
-def _read(path: Path) -> dict | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def is_eval_job(job: dict | None) -> bool:
@@ -26,8 +18,8 @@ def is_eval_job(job: dict | None) -> bool:
 def process_eval_dir(path: Path, job: dict, thresholds: Thresholds) -> dict:
     spec = job["evals"]
     evals = path / names.EVAL_DIR
-    meta = _read(evals / names.EVAL_MANIFEST)
-    files = {p.name: _read(p) for p in sorted(evals.glob("results*.json"))} if evals.is_dir() else {}
+    meta = json_object_or_none(evals / names.EVAL_MANIFEST)
+    files = {p.name: json_object_or_none(p) for p in sorted(evals.glob("results*.json"))} if evals.is_dir() else {}
     prefix = spec.get("model-prefix")
     if not prefix and meta and meta.get("infmax_model_prefix") not in (None, "", "unknown"):
         prefix = meta["infmax_model_prefix"]
@@ -38,7 +30,7 @@ def process_eval_dir(path: Path, job: dict, thresholds: Thresholds) -> dict:
              "result-filename": job.get("result-filename"), "model-prefix": prefix}
     scores, fails = score.judge(meta=meta, files=files, expected_concs=list(spec.get("concurrencies") or []),
                                 tasks=list(spec.get("tasks") or []), lookup=lambda task: thresholds.lookup(prefix, task),
-                                job_status=_read(path / names.STATUS_JSON))
+                                job_status=json_object_or_none(path / names.STATUS_JSON))
     return score.eval_result(point, {**spec, "model-prefix": prefix}, meta, scores, fails, list(files))
 
 

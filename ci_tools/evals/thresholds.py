@@ -4,11 +4,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from ci_tools import names
 from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc, load_yaml_file
+from ci_tools.yamlio import YamlDoc
 
 
 @dataclass(frozen=True)
@@ -52,13 +50,9 @@ def check(doc: YamlDoc) -> list[Finding]:
     return schemas.check(doc, doc.data, "eval-thresholds")
 
 
-def load(path: Path, display: str | None = None) -> Thresholds:
-    """The thresholds file, schema-checked; an invalid one is an InputError listing every finding."""
-    if not path.is_file():
-        raise InputError(f"{display or path}: eval thresholds file not found", findings=[Finding(
-            display or str(path), None, None, "eval thresholds file not found",
-            f"pass --thresholds FILE, or run from the repository root (it holds {names.EVAL_THRESHOLDS})")])
-    doc = load_yaml_file(path, display or str(path))
+def from_doc(doc: YamlDoc) -> Thresholds:
+    """The thresholds of a loaded document, schema-checked; an invalid one is an InputError listing
+    every finding (`evals/load.py` reads the file)."""
     problems = check(doc)
     if problems:
         raise InputError(f"{doc.file}: invalid eval thresholds ({len(problems)} problem(s))", findings=problems)

@@ -19,9 +19,11 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ci_tools.errors import InputError
+from ci_tools.github.events import _Reader, pull_request_from
+from ci_tools.prbot.models import Comment, PullRequest, WorkflowRun, run_from_json
 
 DEFAULT_API_URL = "https://api.github.com"
 # Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
@@ -318,6 +320,14 @@ class GitHub:
             self._cache[key] = self._get(self._r(f"/pulls/{number}"))
         return self._cache[key]
 
+    def pull_request(self, number: int) -> PullRequest:
+        """The PR, parsed once into the plain `PullRequest` the decisions take."""
+        return pull_request_from(self.pull(number), f"pulls/{number}", _Reader("GitHub API"))
+
+    def merged_pull_requests(self, sha: str) -> list[PullRequest]:
+        return [pull_request_from(p, f"commits/{sha[:12]}/pulls", _Reader("GitHub API"))
+                for p in self.merged_pulls_for_commit(sha)]
+
     def pull_files(self, number: int) -> list[str]:
         """Every file the PR changes; GitHubError when GitHub listed fewer than the PR's `changed_files`
         (the endpoint stops at 3,000): a sign-off is never verified on a partial list."""
@@ -404,11 +414,30 @@ class GitHub:
     def review(self, number: int, review_id: int) -> dict:
         return self._get(self._r(f"/pulls/{number}/reviews/{review_id}"))
 
+    def review_comment(self, number: int, review_id: int) -> Comment:
+        """A review, as the sign-off reads a comment: its body, author and when it was submitted."""
+        data = self.review(number, review_id)
+        user = data.get("user") or {}
+        return Comment(id=int(data["id"]), body=data.get("body") or "", author=str(user.get("login") or ""),
+                       author_type=str(user.get("type") or "User"),
+                       association=str(data.get("author_association") or "NONE"),
+                       created_at=str(data.get("submitted_at") or ""), html_url=str(data.get("html_url") or ""),
+                       kind="review")
+
     def run(self, run_id: int) -> dict:
         key = f"run:{run_id}"
         if key not in self._cache:
             self._cache[key] = self._get(self._r(f"/actions/runs/{run_id}"))
         return self._cache[key]
+
+    def workflow_run(self, run_id: int) -> WorkflowRun:
+        """A run, parsed once into the plain `WorkflowRun` the decisions take."""
+        return run_from_json(self.run(run_id))
+
+    def runs(self, workflow: str, *, branch: str, event: str = "pull_request",
+             status: str = "completed") -> Iterator[WorkflowRun]:
+        """`workflow_runs`, each parsed into a `WorkflowRun` (as lazily: a page only when read)."""
+        return (run_from_json(data) for data in self.workflow_runs(workflow, branch=branch, event=event, status=status))
 
     def workflow_runs(self, workflow: str, *, branch: str, event: str = "pull_request",
                       status: str = "completed"):

@@ -90,6 +90,7 @@ def pull_request_from(data: dict, where: str, r: _Reader) -> PullRequest:
         merged_at=data.get("merged_at"), head_sha=r.req(head, "sha", f"{where}.head"),
         head_ref=str(head.get("ref") or ""), head_repo=str(head_repo.get("full_name") or ""),
         base_ref=str(base.get("ref") or ""), base_repo=str(base_repo.get("full_name") or ""),
+        base_sha=str(base.get("sha") or ""),
         labels=_labels(data.get("labels")), author=author, html_url=str(data.get("html_url") or ""))
 
 

@@ -75,25 +75,38 @@ WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 
 @dataclass(frozen=True)
 class Help:
-    """One registry row (Prow's plugin help): the usage reply, `--help` and the docs' tables read it."""
+    """One registry row (Prow's plugin help): the usage reply and `ci-tools comment --help` read it."""
 
-    word: str                      # the command word, as written
+    word: str                      # the command as named, e.g. "/use", "/sweep approve"
+    kind: type                     # the typed command it parses to
     forms: tuple[str, ...]         # every accepted spelling, for the usage reply
     what: str                      # what it does, in one line
     requires: str | None = WRITE   # the repository permission its author needs (None: anyone who can comment)
 
 
 REGISTRY: tuple[Help, ...] = (
-    Help("/use", ("/use", "/use <run_id>"), "pin a sweep run (or the newest eligible one) for reuse at merge"),
-    Help("/reuse-sweep-run", ("/reuse-sweep-run", "/reuse-sweep-run <run_id>"), "legacy spelling of `/use`"),
-    Help("/stage-results", ("/stage-results", "/stage-results <run_id>"), "stage a run's results in the results app"),
-    Help("/sweep", ("/sweep plan", "/sweep approve <sha>"),
-         "`plan`: reply with the latest sweep plan; `approve <sha>`: a trusted sweep of a fork PR's head commit"),
+    Help("/use", Use, ("/use", "/use <run_id>"), "pin a sweep run (or the newest eligible one) for reuse at merge"),
+    Help("/reuse-sweep-run", Use, ("/reuse-sweep-run", "/reuse-sweep-run <run_id>"), "legacy spelling of `/use`"),
+    Help("/stage-results", StageResults, ("/stage-results", "/stage-results <run_id>"),
+         "stage a run's results in the results app"),
+    Help("/sweep plan", SweepPlan, ("/sweep plan",), "reply with the plan the sweep workflow last computed", None),
+    Help("/sweep approve", SweepApprove, ("/sweep approve <sha>",),
+         "fork PRs: a trusted sweep of head commit <sha> (full, or 7+ hex digits)"),
 )
-FORMS: dict[str, tuple[str, ...]] = {h.word: h.forms for h in REGISTRY}
+# The forms shown for a command word used wrongly (`/sweep` alone: both of its forms).
+FORMS: dict[str, tuple[str, ...]] = {}
+for _row in REGISTRY:
+    FORMS[_row.word.split()[0]] = FORMS.get(_row.word.split()[0], ()) + _row.forms
 
 # The permission each command needs before it runs (bors-ng's REQUIRED map): `/sweep plan` only reads.
-REQUIRED: dict[type, str | None] = {Use: WRITE, StageResults: WRITE, SweepApprove: WRITE, SweepPlan: None}
+REQUIRED: dict[type, str | None] = {row.kind: row.requires for row in REGISTRY}
+
+
+def word_of(command: Command) -> str:
+    """The registry word of a parsed command."""
+    if isinstance(command, Use):
+        return "/reuse-sweep-run" if command.legacy else "/use"
+    return next(row.word for row in REGISTRY if row.kind is type(command))
 
 
 def required(commands) -> str | None:
@@ -176,3 +189,23 @@ def parse(body: str | None) -> list[Command | UsageProblem]:
             found.append(problem)
     return found
 
+
+def effective_use(parsed: list[Command | UsageProblem]) -> Use | None:
+    """The comment's reuse command: within one comment the last `/use` wins (the rule's one home)."""
+    uses = [c for c in parsed if isinstance(c, Use)]
+    return uses[-1] if uses else None
+
+
+_ORDER = {Use: 0, StageResults: 1, SweepPlan: 1, SweepApprove: 2}
+
+
+def to_run(parsed: list[Command | UsageProblem], *, created: bool) -> list[Command]:
+    """The commands one comment event runs, in the order they run: the effective `/use` first (its
+    reply says what the card now shows), then each `/stage-results` and `/sweep plan` as written, then
+    the last `/sweep approve`. An edited comment stages nothing and starts no sweep again: both are
+    one-off requests, and fixing a typo elsewhere in the comment must not repeat them."""
+    use = effective_use(parsed)
+    approvals = [c for c in parsed if isinstance(c, SweepApprove)]
+    chosen = [c for c in parsed if c is use or isinstance(c, SweepPlan)
+              or (created and (isinstance(c, StageResults) or (approvals and c is approvals[-1])))]
+    return sorted(chosen, key=lambda c: _ORDER[type(c)])

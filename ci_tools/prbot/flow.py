@@ -22,13 +22,6 @@ OUTPUTS = ("handled", "commands", "reuse-authorised", "stage-run-id", "stage-com
            "approve-pr")
 
 
-def _word(command) -> str:
-    """The command's registry word for its permission wording."""
-    if isinstance(command, Use):
-        return "/reuse-sweep-run" if command.legacy else "/use"
-    return "/stage-results" if isinstance(command, StageResults) else "/sweep approve"
-
-
 def handle_comment(event: Event, settings: Settings, gh: Lazy) -> Result:
     res = Result(outputs=dict.fromkeys(OUTPUTS, "") | {"handled": "false"})
     if event.name == "pull_request_review":
@@ -54,38 +47,32 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy) -> Result:
         res.messages.append("no commands in the comment")
         return res
     res.outputs.update(handled="true", commands=" ".join(sorted({type(x).__name__ for x in commands})))
-    # What runs in this event: the last /use (within one comment the last wins) and the last approval;
-    # editing a comment must not stage or start a sweep again.
-    uses = [x for x in commands if isinstance(x, Use)]
-    approvals = [x for x in commands if isinstance(x, SweepApprove)]
+    runs = cmds.to_run(commands, created=event.action == "created")
     if event.action != "created":
         for x in commands:
             if isinstance(x, StageResults):
                 res.messages.append(f"`{x.text}` in an edited comment: not staged again")
+        approvals = [x for x in commands if isinstance(x, SweepApprove)]
         if approvals:
             res.messages.append(f"`{approvals[-1].text}` in an edited comment: no new sweep")
-    runs = [x for x in commands if (isinstance(x, Use) and x is uses[-1]) or isinstance(x, SweepPlan)
-            or (event.action == "created" and (isinstance(x, StageResults) or x is (approvals or [None])[-1]))]
     client = gh()
     tl = load_timeline(client, pr)
     parts = [messages.usage(c.author, x, c.html_url) for x in commands if isinstance(x, UsageProblem)]
     needed = cmds.required(runs)
     level = client.permission(c.author) if needed else ""
     if needed and not cmds.allows(level, needed):
-        parts.append(messages.denial(c.author, [(_word(x), x.text) for x in runs if cmds.REQUIRED[type(x)]], level))
-        if uses:
+        parts.append(messages.denial(c.author, [(cmds.word_of(x), x.text) for x in runs if cmds.REQUIRED[type(x)]], level))
+        if any(isinstance(x, Use) for x in runs):
             res.outputs["reuse-authorised"] = "false"
         runs = []
     for x in runs:
         if isinstance(x, Use):
             parts.append(use_command(x, c, pr, tl, client, settings, res))
-    for x in runs:
-        if isinstance(x, StageResults):
+        elif isinstance(x, StageResults):
             parts.append(stage_command(x, c, pr, tl, client, settings, res))
         elif isinstance(x, SweepPlan):
             parts.append(messages.text("sweep-plan", author=c.author, plan=sweep_plan_text(tl, settings, pr)))
-    for x in runs:
-        if isinstance(x, SweepApprove):
+        else:
             parts.append(approve_command(x, c, pr, client, settings, res))
     parts = [p for p in parts if p]
     if parts:

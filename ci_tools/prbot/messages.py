@@ -161,11 +161,39 @@ def use_accepted(author: str, pinned: int | None, run, refused: str | None, labe
 
 # ---- the status card and `/sweep plan` -------------------------------------------------------------
 
+NO_EVALS_COLLECTED = ("**Evals:** no eval results were collected for this run (its collect job did not finish), so "
+                      "`/use` refuses it.")
+
+
 def sweep_section(head: str, run_id, results_site: str) -> str:
     """The card's sweep section: the run line and progress table, then the results site's links."""
     site = results_site.rstrip("/")
     return (f"{head}\n\n- Performance: {site}/inference?unofficialRun={run_id}\n"
             f"- Accuracy: {site}/evaluation?unofficialRun={run_id}")
+
+
+def _artifact_links(run: dict) -> str:
+    return f"\n\nPareto plot and per-point results: [run {run['id']} artifacts]({run.get('url', '')}#artifacts)."
+
+
+def results_not_downloaded(artifact: str, error) -> str:
+    return f"The run's `{artifact}` artifact could not be downloaded ({error})."
+
+
+def results_unreadable(error) -> str:
+    return f"The run's results could not be read: {error}."
+
+
+def no_valid_results(collected: int, run: dict) -> str:
+    return f"No valid result in this run ({collected} collected, all invalid: see the run's jobs).{_artifact_links(run)}"
+
+
+def results_against_main(table: str, main_runs, invalid: int, run: dict) -> str:
+    """The card's results section: the comparison table, which main runs it is against, the artifacts."""
+    source = (f"main: {len(main_runs)} sweep run(s) ({', '.join(map(str, main_runs))})" if main_runs
+              else "main: no collected sweep run yet")
+    told = f" {invalid} invalid result(s) are not compared." if invalid else ""
+    return table.rstrip("\n") + f"\n\n{source}.{told}{_artifact_links(run)}"
 
 
 def sweep_plan(pr: int, plan: str | None, run: dict) -> str:
@@ -232,7 +260,8 @@ def denial(author: str, denied: list[tuple[str, str]], permission: str) -> str:
         why = f"@{author} has {permission} permission" if word == "/stage-results" else lacks_write(author, permission)
         return denied_text(author, given, why, NEEDS[word])
     shown = ", ".join(f"`{given}`" for _, given in denied)
-    who = " ".join(dict.fromkeys(NEEDS[word] for word, _ in denied))
+    needs = {NEEDS[word] for word, _ in denied}
+    who = needs.pop() if len(needs) == 1 else f"These commands need a comment by someone with {WRITE_ACCESS}."
     return f"@{author} {shown} were not run: {lacks_write(author, permission)}.\n\n{who}\n"
 
 

@@ -23,13 +23,16 @@ class PullRequest:
     head_repo: str = ""
     base_ref: str = ""
     base_repo: str = ""
+    base_sha: str = ""
     labels: tuple[str, ...] = ()
     author: str = ""
     html_url: str = ""
 
     @property
-    def same_repo(self) -> bool:
-        return bool(self.head_repo) and self.head_repo == self.base_repo
+    def fork(self) -> bool:
+        """The one answer to "is this PR from a fork?": its head repository differs from the base. A
+        deleted fork has no head repository: the safe side is "fork"."""
+        return not self.head_repo or self.head_repo != self.base_repo
 
 
 @dataclass(frozen=True)
@@ -63,6 +66,7 @@ class WorkflowRun:
     pull_requests: tuple[int, ...] = ()
     repository: str = ""               # OWNER/NAME the run ran in
     head_repository: str = ""          # OWNER/NAME of its head commit (a fork, for a fork PR's own run)
+    display_title: str = ""            # the run name (a trusted sweep's names its PR and commit)
 
 
 @dataclass(frozen=True)
@@ -93,4 +97,5 @@ def run_from_json(data: dict) -> WorkflowRun:
         head_sha=str(data.get("head_sha") or ""), head_branch=str(data.get("head_branch") or ""),
         run_attempt=data["run_attempt"] if isinstance(data.get("run_attempt"), int) else 1,
         html_url=str(data.get("html_url") or ""), created_at=str(data.get("created_at") or ""), pull_requests=prs,
-        repository=_full_name(data.get("repository")), head_repository=_full_name(data.get("head_repository")))
+        repository=_full_name(data.get("repository")), head_repository=_full_name(data.get("head_repository")),
+        display_title=str(data.get("display_title") or ""))

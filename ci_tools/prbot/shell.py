@@ -86,22 +86,22 @@ class Lazy:
         return self.client.log.count if self.client else 0
 
 
-class CommentWriter(Protocol):
-    """What a sticky write needs of the client."""
+class Comments(Protocol):
+    """What reading a PR's timeline and writing a sticky comment need of the client (every flow's
+    `Client` protocol extends it with the few calls of its own)."""
 
+    repo: str
+
+    def timeline(self, number: int) -> list[dict]: ...
     def create_comment(self, number: int, body: str) -> dict: ...
     def update_comment(self, comment_id: int, body: str) -> dict: ...
 
 
-class TimelineReader(Protocol):
-    def timeline(self, number: int) -> list[dict]: ...
-
-
-def load_timeline(gh: TimelineReader, pr: int) -> Timeline:
+def load_timeline(gh: Comments, pr: int) -> Timeline:
     return timeline_from_api(gh.timeline(pr))
 
 
-def upsert(gh: CommentWriter, pr: int, tl: Timeline, kind: str, key, body: str, settings: Settings) -> tuple[str, int]:
+def upsert(gh: Comments, pr: int, tl: Timeline, kind: str, key, body: str, settings: Settings) -> tuple[str, int]:
     """Create or edit the bot's sticky comment `kind`/`key`; returns (action, comment id)."""
     write = sticky.plan_write(sticky.find_sticky(tl.comments, kind, key, settings.bot), body)
     if write.action == "create":

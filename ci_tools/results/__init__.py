@@ -1,0 +1,12 @@
+"""Judged results: AIPerf's exports -> result.json -> a run's collection -> Pareto, comparisons, tables.
+
+Core (pure; may import `ci_tools.errors`, `ci_tools.names` and each other, never a file,
+process, network or CLI module): `scan.py` (`RecordScan`, the excluded-record reasons), `metrics.py`,
+`validity.py`, `intervals.py`, `stats.py`, `pareto.py` (frontier, claims; CSV and collection
+parsers over text and data), `compare.py`, `compare_render.py` (Markdown, text, JSON, PNG bytes).
+
+Shell (I/O): `flow.py` (`results process` / `collect` flows), `compare_flow.py`, `load.py` (the one
+CSV-or-JSON file rule, Pareto points from a file, lenient JSON), and the adapters `records.py` (the
+streaming export reader), `process.py` (one job directory), `collect.py` (result files -> collection),
+`sources.py` (a comparison's sides) and `render.py` (the Pareto PNG file).
+"""

@@ -8,6 +8,7 @@ re-run job uploading again) keep the last by file order and are reported.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 from ci_tools.errors import InputError
@@ -38,6 +39,20 @@ def find_plan(roots: list[Path]) -> Path | None:
     return None
 
 
+def _documents(files: list[Path], schema: str, notes: list[str]) -> Iterator[tuple[Path, dict]]:
+    """The files that hold a `schema` document, each with its data; a note for every other one."""
+    for f in files:
+        try:
+            data = json.loads(f.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            notes.append(f"{f}: skipped, not valid JSON ({exc})")
+            continue
+        if not isinstance(data, dict) or data.get("schema") != schema:
+            notes.append(f"{f}: skipped, not a {schema} document")
+            continue
+        yield f, data
+
+
 def collect_evals(files: list[Path], plan: dict | None) -> tuple[list[dict], dict, list[str]]:
     """Eval results (ci-tools/eval-result/v1), the run's eval verdict, notes on skipped files."""
     from ci_tools.evals.gate import planned_eval_rows, point_key, verdict
@@ -45,15 +60,7 @@ def collect_evals(files: list[Path], plan: dict | None) -> tuple[list[dict], dic
 
     evals: dict[tuple, dict] = {}
     notes: list[str] = []
-    for f in files:
-        try:
-            data = json.loads(f.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            notes.append(f"{f}: skipped, not valid JSON ({exc})")
-            continue
-        if not isinstance(data, dict) or data.get("schema") != EVAL_RESULT_SCHEMA:
-            notes.append(f"{f}: skipped, not a {EVAL_RESULT_SCHEMA} document")
-            continue
+    for f, data in _documents(files, EVAL_RESULT_SCHEMA, notes):
         key = point_key(data.get("point") or {})
         if key in evals:
             notes.append(f"{f}: replaces an earlier eval result for the same point")
@@ -77,15 +84,7 @@ def collect(files: list[Path]) -> dict:
     results: dict[str, dict] = {}
     sources: dict[str, str] = {}
     notes: list[str] = []
-    for f in files:
-        try:
-            data = json.loads(f.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            notes.append(f"{f}: skipped, not valid JSON ({exc})")
-            continue
-        if not isinstance(data, dict) or data.get("schema") != RESULT_SCHEMA:
-            notes.append(f"{f}: skipped, not a {RESULT_SCHEMA} document")
-            continue
+    for f, data in _documents(files, RESULT_SCHEMA, notes):
         p = data.get("point") or {}
         key = p.get("result-filename") or f"{p.get('config-key')}/{p.get('name')}"
         if key in results:

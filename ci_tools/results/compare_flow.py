@@ -17,7 +17,7 @@ class Report:
     regressed: int
     false_claims: int
     notes: list[str] = field(default_factory=list)
-    annotations: list[str] = field(default_factory=list)
+    annotations: list[str] = field(default_factory=list)   # `::warning`s to print: one per regressed value
 
 
 def load_policy(path: Path | None) -> compare.Policy:
@@ -87,16 +87,18 @@ def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path |
     claims = check_claims(head, main, claims_path) if claims_path else []
     if plot is not None:
         try:
-            compare_render.plot_png(compare.points_of(head), compare.points_of(compare.latest_per_point(main)),
-                                    plot, title)
+            png = compare_render.plot_png(compare.points_of(head),
+                                          compare.points_of(compare.latest_per_point(main)), title)
         except ImportError:
             raise InputError("--plot needs matplotlib: pip install 'ci-tools[plot]'", exit_code=2) from None
+        plot.parent.mkdir(parents=True, exist_ok=True)
+        plot.write_bytes(png)
     annotations: list[str] = []
     if fmt == "github":
         from ci_tools.github.actions import append_summary
 
         append_summary(compare_render.markdown(comparisons, shift, claims))
-        annotations = compare_render.annotations(comparisons)
+        annotations = compare_render.regressions(comparisons)
         fmt = "text"
     if fmt == "json":
         text = json.dumps(compare_render.as_json(comparisons, shift, claims), indent=2) + "\n"

@@ -122,22 +122,23 @@ def as_json(comparisons: list[PointComparison], shift: FrontierShift | None = No
     }
 
 
-def annotations(comparisons: list[PointComparison]) -> list[str]:
-    """One `::warning` workflow command per regressed value (GitHub shows the first ten of a step;
-    the step summary has them all)."""
+def regressions(comparisons: list[PointComparison]) -> list[str]:
+    """One line per regressed value (the flow turns each into a `::warning`: GitHub shows the first
+    ten of a step; the step summary has them all)."""
     out = []
     for pc in comparisons:
         for m in METRICS:
             c = pc.cells[m.key]
             if c.verdict == REGRESSED and c.change is not None:
-                text = (f"{pc.name}: {m.label} {_value(m.key, c.head)} against main's {_value(m.key, c.base)} "
-                        f"({c.change:+.1%}, p={c.p:.2g} after the false-discovery control)")
-                out.append("::warning title=Regressed against main::" + text.replace("%", "%25"))
+                out.append(f"{pc.name}: {m.label} {_value(m.key, c.head)} against main's {_value(m.key, c.base)} "
+                           f"({c.change:+.1%}, p={c.p:.2g} after the false-discovery control)")
     return out
 
 
-def plot_png(head: list, main: list, path, title: str = "") -> None:
-    """The PR's points and frontier against main's on tok/s/GPU vs P90 tok/s/user."""
+def plot_png(head: list, main: list, title: str = "") -> bytes:
+    """The PR's points and frontier against main's on tok/s/GPU vs P90 tok/s/user, as PNG bytes."""
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,6 +169,7 @@ def plot_png(head: list, main: list, path, title: str = "") -> None:
     if title:
         ax.set_title(title, fontsize=10)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, metadata={"Software": None})
+    png = io.BytesIO()
+    fig.savefig(png, format="png", metadata={"Software": None})
     plt.close(fig)
+    return png.getvalue()

@@ -19,7 +19,7 @@ from array import array
 from itertools import repeat
 from typing import Sequence
 
-from ci_tools.results.records import RecordScan
+from ci_tools.results.scan import RecordScan
 
 STAT_KEYS = ("mean", "p50", "p75", "p90", "p95", "std")
 PERCENTILES = (("p50", 50.0), ("p75", 75.0), ("p90", 90.0), ("p95", 95.0))

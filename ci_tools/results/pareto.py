@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ci_tools.errors import Finding, InputError
 
@@ -156,15 +154,3 @@ def points_from_collection(data: dict, file: str = "<collection>") -> list[Point
         raise InputError(f"{file}: no valid results with throughput and interactivity")
     return points
 
-
-def load_points(path: Path) -> list[Point]:
-    from ci_tools.yamlio import read_text
-
-    text = read_text(path)
-    if path.suffix.lower() == ".csv":
-        return points_from_csv(text, str(path))
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"{path}: neither a CSV ({','.join(CSV_COLUMNS)}) nor JSON: {exc}") from None
-    return points_from_collection(data, str(path))

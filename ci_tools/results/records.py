@@ -37,7 +37,6 @@ import math
 import itertools
 import os
 from array import array
-from dataclasses import dataclass, field
 from functools import reduce
 from itertools import compress, islice, repeat
 from operator import add, and_, attrgetter, eq, le, lt, mul, not_, sub, truediv
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ci_tools.errors import Finding, InputError
+from ci_tools.results.scan import RecordScan
 
 PROFILING = "profiling"
 
@@ -59,11 +59,6 @@ TOKEN_METRICS = {
     "output_sequence_length": "osl",
 }
 
-# Why a profiling record without an error is left out of S. BROKEN: a value no real request can have
-# (a clock or counter is wrong, so no number from the export can be trusted). DEGRADED: a value is
-# missing, which a few requests may legitimately lack.
-BROKEN = ("no-phase", "bad-timestamps", "bad-token-counts", "bad-latency", "bad-ttft", "nonpositive-itl")
-DEGRADED = ("missing-timestamps", "missing-latency", "missing-ttft", "missing-itl", "zero-output")
 # request_end_ns - request_start_ns and AIPerf's request_latency measure the same request (measured:
 # they differ by 2-4 ms at 60 ms); farther apart than this, one of the clocks is wrong.
 SPAN_TOLERANCE = (0.5, 1000.0)  # relative to request_latency, plus milliseconds
@@ -71,50 +66,6 @@ SPAN_TOLERANCE = (0.5, 1000.0)  # relative to request_latency, plus milliseconds
 # Lines decoded per batch: enough that the per-batch work is noise (measured: 64 to 4096 lines per
 # batch run at the same speed), few enough that the held lines of multi-KB records stay a few MB.
 BATCH_LINES = 1024
-
-
-@dataclass
-class RecordScan:
-    """What one pass over profile_export.jsonl yields (columns are per successful record)."""
-
-    records_total: int = 0
-    records_profiled: int = 0
-    records_warmup_dropped: int = 0
-    records_error_dropped: int = 0
-    bad_lines: list[int] = field(default_factory=list)  # 1-based line numbers that are not JSON objects
-    phases: dict[str, int] = field(default_factory=dict)  # every phase seen, with its count
-    error_categories: dict[str, int] = field(default_factory=dict)
-    excluded: dict[str, int] = field(default_factory=dict)  # reason -> records left out of S
-    itl_undefined: int = 0  # one-token responses in S: no ITL sample
-    ttft_ms: array = field(default_factory=lambda: array("d"))
-    itl_ms: array = field(default_factory=lambda: array("d"))
-    e2el_ms: array = field(default_factory=lambda: array("d"))
-    e2e_per_token_ms: array = field(default_factory=lambda: array("d"))  # E2EL_i / OSL_i, same record
-    isl_sum: float = 0.0
-    osl_sum: float = 0.0
-    isl_count: int = 0
-    osl_count: int = 0
-    start_ns_min: int | None = None
-    end_ns_max: int | None = None
-    fast_lines: int = 0  # how many lines the fast path handled (for the benchmark and tests)
-    lines_read: int = 0  # blank lines included: the line-number offset of the next range
-
-    @property
-    def records_dropped_total(self) -> int:
-        return self.records_warmup_dropped + self.records_error_dropped
-
-    def accounting(self) -> dict:
-        return {
-            "records_total": self.records_total,
-            "records_profiled": self.records_profiled,
-            "records_dropped_total": self.records_dropped_total,
-            "records_warmup_dropped": self.records_warmup_dropped,
-            "records_error_dropped": self.records_error_dropped,
-            "error_categories": dict(sorted(self.error_categories.items())),
-            "phases": dict(sorted(self.phases.items())),
-            "excluded": dict(sorted(self.excluded.items())),
-            "itl_undefined": self.itl_undefined,
-        }
 
 
 def error_category(err: Any) -> str:

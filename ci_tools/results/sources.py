@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 
 from ci_tools.errors import Finding, InputError
@@ -82,7 +81,7 @@ def _from_collection(data, file: str) -> list[dict]:
 def load_side(path: Path) -> list[dict]:
     """The result documents of one file or directory."""
     from ci_tools.results.collect import collect, find_results
-    from ci_tools.yamlio import read_text
+    from ci_tools.results.load import csv_or_json
 
     if path.is_dir():
         files = find_results([path])
@@ -93,14 +92,8 @@ def load_side(path: Path) -> list[dict]:
         return collect(files)["results"]
     if not path.exists():
         raise InputError(f"{path}: no such file or directory", exit_code=2)
-    text = read_text(path)
-    if path.suffix.lower() == ".csv":
-        return results_from_csv(text, str(path))
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InputError(f"{path}: neither a CSV nor a JSON result collection: {exc}") from None
-    return _from_collection(data, str(path))
+    return csv_or_json(path, from_csv=results_from_csv, from_json=_from_collection,
+                       neither="neither a CSV nor a JSON result collection")
 
 
 def load_history(paths: list[Path]) -> list[dict]:

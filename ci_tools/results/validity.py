@@ -8,9 +8,9 @@ InferenceX checks the AgentX error rate on some paths only and never on GB300 mu
 - `min-requests`: successful requests ≥ the scenario minimum;
 - `min-duration`: measured duration ≥ the fraction of the requested duration (AgentX);
 - `phases`: only `warmup` and `profiling` records in the export (anything else means mixed runs);
-- `records-broken`: no profiling record has a value no real request can have (records.BROKEN:
+- `records-broken`: no profiling record has a value no real request can have (scan.BROKEN:
   ITL <= 0, a negative token count, a timestamp before the epoch or after the end, ...);
-- `records-missing`: at most MAX_MISSING_SHARE of the profiling records lack a value (records.DEGRADED);
+- `records-missing`: at most MAX_MISSING_SHARE of the profiling records lack a value (scan.DEGRADED);
 - `aiperf-count`: AIPerf's own request count equals the profiling records counted here;
 - `aiperf-tokens`, `aiperf-duration`: AIPerf's own totals (`total_isl`, `total_osl`,
   `benchmark_duration`) agree with the records: a record edited after the run disagrees;
@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ci_tools.results.records import BROKEN, DEGRADED
+from ci_tools.results.scan import BROKEN, DEGRADED
 
 KNOWN_PHASES = ("warmup", "profiling")
 # Share of profiling records that may lack a value (a timestamp, TTFT, ITL) before the result is invalid.

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Callable
 
 from ci_tools import names
-
 from ci_tools.runner import early
 from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV
 from ci_tools.runner.disagg import (MultiNodePlan, alloc_argv, client_commands, job_name, place, ready_checks,
@@ -298,57 +297,3 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
             for s, h in previous.items():
                 signal.signal(s, h)
 
-
-def run_cli(row: dict, recipe, *, backend: str, out: Path, dry_run: bool, root: Path, fmt: str, settings: dict,
-            hardware: dict, router_cmd: str | None, worker_port: int, client_timeout: float | None,
-            queue_timeout: float) -> None:
-    """`runner run` for a multi-node row: resolve, plan, print (--dry-run) or run."""
-    import click
-
-    from ci_tools.config.disagg import is_disagg, resolve_disagg
-    from ci_tools.errors import InputError, UsageError
-    from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan, render_dry_run
-    from ci_tools.runner.plan import AGENTX_DATASET, Settings
-
-    if not is_disagg(recipe.data):
-        raise InputError(f"{recipe.file}: the row is multi-node (prefill/decode), but this is not a disaggregated "
-                         "recipe (mode: disaggregated); see README, 'Disaggregated (multi-node) points'")
-    if backend != "slurm":
-        raise UsageError(f"multi-node rows run on Slurm only (--backend slurm, or CI_TOOLS_BACKEND=slurm on the "
-                         f"runner); got --backend {backend}")
-    concs = row.get("conc")
-    concs = [int(c) for c in concs] if isinstance(concs, list) else ([int(concs)] if concs is not None else None)
-    point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs)
-    s = Settings(**{**settings, "dataset": settings.get("dataset") or AGENTX_DATASET})
-    out_abs = out if dry_run else out.resolve()
-    gpn = int(hardware["gpus-per-node"]) if hardware.get("gpus-per-node") else None
-    slurm = SlurmSettings.from_hardware(hardware, queue_timeout_s=queue_timeout, client_timeout_s=client_timeout,
-                                        router_cmd=router_cmd, worker_port_base=worker_port,
-                                        runner=settings.get("runner_name") or "")
-    plan = build_multinode_plan(row, point, s, str(out_abs), gpn, slurm)
-    text = render_dry_run(plan, str(out_abs))
-    if fmt == "github":
-        from ci_tools.github.actions import append_outputs
-
-        rf = plan.clients[0].result_filename if len(plan.clients) == 1 else plan.result_filename
-        append_outputs(names.github_outputs(rf, str(out)))
-    from ci_tools.cli.runner import dry_run_report, outcome_report
-
-    if dry_run:
-        dry_run_report(fmt, text, names.github_outputs(rf if fmt == "github" else plan.result_filename, str(out)))
-        return
-    if plan.run_eval:
-        raise UsageError("eval rows are not run by `runner run` (use --dry-run to see the launch)")
-    if point.frontend.get("kind") == "dynamo":
-        (out_abs / names.DYNAMO_STORE).mkdir(parents=True, exist_ok=True)
-    try:
-        run_multinode(plan, out_abs, text)
-    except JobFailed as exc:
-        click.echo(f"error: {exc.phase}: {exc.message}", err=True)
-        if exc.tail:
-            click.echo("---- last lines of the log ----\n" + exc.tail.rstrip() + "\n----", err=True)
-        click.echo(f"the allocation and every step of this job were stopped; see {out_abs / names.STATUS_JSON}",
-                   err=True)
-        outcome_report(fmt, plan.result_filename, out, out_abs / names.STATUS_JSON, exc)
-        sys.exit(exc.exit_code)
-    outcome_report(fmt, plan.result_filename, out, out_abs / names.STATUS_JSON)

@@ -127,10 +127,10 @@ def test_threshold_lookup_order(prefix, task, want):
 
 
 def test_the_shipped_thresholds_are_inferencex_values():
-    from ci_tools.evals import thresholds
+    from ci_tools.evals.load import load_thresholds
     from tests.conftest import REPO
 
-    t = thresholds.load(REPO / "inferencex-e2e/eval-thresholds.yaml")
+    t = load_thresholds(REPO / "inferencex-e2e/eval-thresholds.yaml")
     assert [t.lookup(p, "gsm8k").minimum for p in ("dsr1", "glm5", "glm5.1", "qwen3.5", "dsv41flash")] == [
         0.91, 0.94, 0.93, 0.94, 0.90]
     assert t.lookup("dsv41flash", "gpqa_diamond_cot_n_shot").minimum == 0.30

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from ci_tools import names
 from ci_tools.prbot.approval.flow import check_approval
 from ci_tools.prbot.flow import handle_comment
 from ci_tools.prbot.approval import decide as approval
@@ -34,7 +35,7 @@ def approve(fake, body, *, action="created", **kw):
 def running_sweep(fake, run_id, pr, sha, status="in_progress"):
     run = fake.add_run(run_id, head_sha=sha, branch="main", event="workflow_dispatch", status=status,
                        conclusion=None if status != "completed" else "success",
-                       path=f".github/workflows/{approval.TRUSTED_WORKFLOW}", artifacts=())
+                       path=f".github/workflows/{names.TRUSTED_WORKFLOW}", artifacts=())
     run["display_title"] = approval.run_name(pr, sha)
     return run
 
@@ -46,7 +47,7 @@ def test_authorised_approval_of_the_head_sets_the_outputs(fake, given):
     assert res.outputs["approve-sha"] == SHA1 and res.outputs["approve-pr"] == "3"
     assert f"approved commit `{SHA1}`" in body and "never the merge commit" in body
     assert gh.calls <= 5, fake.requests          # timeline, permission, PR, runs page, reply
-    assert any(approval.TRUSTED_WORKFLOW in r and "event=workflow_dispatch" in r for r in fake.requests)
+    assert any(names.TRUSTED_WORKFLOW in r and "event=workflow_dispatch" in r for r in fake.requests)
 
 
 def test_a_private_org_member_with_write_permission_may_approve(fake):

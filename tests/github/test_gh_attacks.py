@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from ci_tools import names
 from ci_tools.github import GitHub
 from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Event
@@ -20,7 +21,7 @@ from test_gh_commands import comment_jobs, dispatcher
 from test_gh_signoff import AMD, setup_pr, signoff_body
 
 FORK = "mallory/bench"
-TRUSTED = f".github/workflows/{approval.TRUSTED_WORKFLOW}"
+TRUSTED = f".github/workflows/{names.TRUSTED_WORKFLOW}"
 
 
 def fork_pr(fake, number=1321, commits=(SHA1,)):

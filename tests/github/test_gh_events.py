@@ -1,5 +1,5 @@
 """Event payloads: every real webhook payload in the shared corpus reads cleanly; malformed files get
-located messages, never tracebacks. Plus the command grammar, fuzzed."""
+located messages, never tracebacks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from hypothesis import given, settings as hsettings, strategies as st
 
 from ci_tools.errors import InputError
 from ci_tools.github.events import load_event, parse_event
-from ci_tools.prbot.commands import SweepPlan, StageResults, UsageProblem, Use, parse
 
 
 @pytest.mark.parametrize("kind", ["pull_request", "issue_comment", "pull_request_review", "workflow_run", "push"])
@@ -73,39 +72,6 @@ def test_missing_file_and_no_path(tmp_path, monkeypatch):
     monkeypatch.delenv("GITHUB_EVENT_PATH", raising=False)
     with pytest.raises(InputError, match="GITHUB_EVENT_PATH"):
         load_event(None)
-
-
-@pytest.mark.parametrize("body,expected", [
-    ("/use", [Use()]),
-    ("  /use 123  ", [Use(123)]),
-    ("/use\t42", [Use(42)]),
-    ("/reuse-sweep-run 7", [Use(7, legacy=True)]),
-    ("/stage-results", [StageResults()]),
-    ("/stage-results 9", [StageResults(9)]),
-    ("/sweep plan", [SweepPlan()]),
-    ("text /use 5", []),
-    ("> /use 5", []),
-    ("    /use 5", []),
-    ("```\n/use 5\n```", []),
-    ("~~~~\n/use 5\n~~~\n/use 6\n~~~~\n/use 7", [Use(7)]),
-    ("/use 0", [UsageProblem("/use", 1, "/use 0", ("/use", "/use <run_id>"))]),
-    ("/use 1 2", [UsageProblem("/use", 1, "/use 1 2", ("/use", "/use <run_id>"))]),
-    ("/use #12", [UsageProblem("/use", 1, "/use #12", ("/use", "/use <run_id>"))]),
-    ("/users are great", []),
-    ("hi\r\n/use 3\r\n", [Use(3)]),
-])
-def test_grammar(body, expected):
-    assert parse(body) == expected
-
-
-@hsettings(max_examples=300, deadline=None)
-@given(st.text(alphabet=st.sampled_from(list("/use reuswpplan-tagr0123456789\n\t >`~x")), max_size=80))
-def test_parser_never_crashes_and_commands_are_whole_lines(body):
-    for cmd in parse(body):
-        assert isinstance(cmd, (Use, StageResults, SweepPlan, UsageProblem))
-        if isinstance(cmd, (Use, StageResults)):
-            assert any(line.strip().split() and line.strip().split()[0] == cmd.text.split()[0]
-                       for line in body.replace("\r", "\n").split("\n"))
 
 
 @hsettings(max_examples=200, deadline=None)

@@ -4,6 +4,7 @@ status card; same-repo PRs pay nothing for it."""
 
 from __future__ import annotations
 
+from ci_tools import names
 from ci_tools.github.events import Event, WorkflowRun
 from ci_tools.prbot.flow import handle_comment
 from ci_tools.prbot.reuse.flow import resolve_reuse
@@ -14,7 +15,7 @@ from gh_scenarios import FULL, SHA1, SHA2, SHA3, authorise, comment_event, lazy,
 from test_gh_commands import comment_jobs
 
 FORK = "contributor/bench"
-TRUSTED = f".github/workflows/{approval.TRUSTED_WORKFLOW}"
+TRUSTED = f".github/workflows/{names.TRUSTED_WORKFLOW}"
 MAIN_SHA = "9" * 40     # the default-branch commit a trusted sweep's workflow runs from
 
 
@@ -58,7 +59,7 @@ def test_unpinned_fork_merge_reuses_the_newest_successful_trusted_sweep(fake):
     assert res.exit_code == 0, res.outputs["reuse-reason"]
     assert (res.outputs["reuse-source-run-id"], res.outputs["reuse-source-head-sha"]) == ("32", SHA2)
     listed = [r for r in fake.requests if "/actions/workflows/" in r]
-    assert any(approval.TRUSTED_WORKFLOW in r and "branch=main" in r and "event=workflow_dispatch" in r
+    assert any(names.TRUSTED_WORKFLOW in r and "branch=main" in r and "event=workflow_dispatch" in r
                for r in listed), listed
     assert not any("/runs/34/" in r or "/runs/33/" in r for r in fake.requests)   # 33 fails cheaply, 34 unexamined
 
@@ -98,7 +99,7 @@ def test_same_repo_budget_is_unchanged_by_trusted_runs(fake):
     assert res.outputs["reuse-source-run-id"] == "1"
     # incl. the permission, re-checked, and the PR's comment count the timeline is checked against (#15)
     assert len(fake.requests) == gh.calls == 7, fake.requests
-    assert not any(approval.TRUSTED_WORKFLOW in r for r in fake.requests)
+    assert not any(names.TRUSTED_WORKFLOW in r for r in fake.requests)
 
 
 def test_fork_budget_is_one_listing_more(fake):

@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ci_tools.prbot.approval import decide as approval
+from ci_tools.prbot.approval.flow import outputs
+from ci_tools.prbot.context import PrContext
 from ci_tools.prbot.commands import SweepApprove, SweepPlan, UsageProblem, parse
 from ci_tools.policy.labels import load_policy
 
@@ -16,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 POLICY = load_policy(ROOT)
 HEAD = "0123456789abcdef0123456789abcdef01234567"
 PRIMARY = "full-sweep-fail-fast"
-FORK = approval.PrFacts(number=12, head_sha=HEAD, state="open", draft=False, fork=True, labels=(PRIMARY,))
+FORK = PrContext(number=12, head_sha=HEAD, state="open", draft=False, fork=True, labels=(PRIMARY,))
 
 
 @pytest.mark.parametrize("body,expected", [
@@ -81,7 +83,7 @@ RUNNING = {"display_title": approval.run_name(12, HEAD), "html_url": "https://gi
 def test_decide(given_sha, facts, running, approved, words):
     d = approval.decide(given_sha, facts, POLICY, running)
     assert d.approved is approved and words in d.reason
-    assert d.outputs(12) == ({"approve-sha": HEAD, "approve-pr": "12"} if approved
+    assert outputs(d, 12) == ({"approve-sha": HEAD, "approve-pr": "12"} if approved
                              else {"approve-sha": "", "approve-pr": ""})
     assert bool(d.running_url) == bool(running and "already" in words)
 

@@ -8,21 +8,27 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ci_tools.prbot.models import WorkflowRun
+from ci_tools.prbot.models import WorkflowRun, run_from_json
 from ci_tools.prbot.models import LabelEvent, Timeline
 from ci_tools.prbot.approval import decide as approval
+from ci_tools.prbot.context import PrContext
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.policy.labels import load_policy
 
 POLICY = load_policy(Path(__file__).resolve().parents[2])
 FULL = "full-sweep-fail-fast"
+def api_run(data):
+    """A run as the adapter hands it to reuse: parsed from the API's JSON."""
+    return reuse.sweep_run(run_from_json(data))
+
+
 A, B, C, OTHER = "a" * 40, "b" * 40, "c" * 40, "d" * 40
 SWEEP = ".github/workflows/run-sweep.yml"
 
 
 class Source:
     def __init__(self, runs=(), artifacts=None, compares=None):
-        self.runs = {r["id"]: r for r in runs}
+        self.by_id = {r["id"]: r for r in runs}
         self.artifacts_of = artifacts or {}
         self.compares = compares or {}
         self.calls: list[str] = []
@@ -30,15 +36,15 @@ class Source:
     def permission(self, login):
         raise AssertionError("not needed")
 
-    def run(self, run_id):
+    def workflow_run(self, run_id):
         self.calls.append(f"run {run_id}")
-        return self.runs[run_id]
+        return run_from_json(self.by_id[run_id])
 
-    def workflow_runs(self, workflow, *, branch, event="pull_request", status="completed"):
+    def runs(self, workflow, *, branch, event="pull_request", status="completed"):
         self.calls.append(f"list {workflow} {branch} {event}")
-        found = [r for r in self.runs.values() if r["path"].endswith("/" + workflow) and r["event"] == event
+        found = [r for r in self.by_id.values() if r["path"].endswith("/" + workflow) and r["event"] == event
                  and r["head_branch"] == branch and r["status"] == status]
-        return iter(sorted(found, key=lambda r: r["created_at"], reverse=True))
+        return iter(run_from_json(r) for r in sorted(found, key=lambda r: r["created_at"], reverse=True))
 
     def artifacts(self, run_id):
         self.calls.append(f"artifacts {run_id}")
@@ -64,7 +70,7 @@ def pr_run(run_id, *, sha=A, at="2026-10-01T01:00:00Z", conclusion="success"):
             "html_url": f"https://x/runs/{run_id}"}
 
 
-PR = reuse.PrState(number=5, head_sha=B, head_ref="fork-branch", labels=(FULL,), fork=True)
+PR = PrContext(number=5, head_sha=B, head_ref="fork-branch", labels=(FULL,), fork=True)
 TL = Timeline(label_events=(LabelEvent(FULL, True, "2026-10-01T00:00:00Z"),), commits=(A, B))
 
 
@@ -85,9 +91,9 @@ def test_parse_run_name(title, expected):
 
 
 def test_a_trusted_run_reads_its_swept_commit_from_the_run_name():
-    run = reuse.run_from_api(trusted(9, sha=A))
+    run = api_run(trusted(9, sha=A))
     assert (run.head_sha, run.trusted_pr, run.dispatch_sha) == (A, 5, "f" * 40)
-    same_title_on_a_pr_run = reuse.run_from_api({**pr_run(9, sha=C), "display_title": approval.run_name(5, A)})
+    same_title_on_a_pr_run = api_run({**pr_run(9, sha=C), "display_title": approval.run_name(5, A)})
     assert (same_title_on_a_pr_run.head_sha, same_title_on_a_pr_run.trusted_pr) == (C, None)
 
 
@@ -138,7 +144,7 @@ CHECKS = [
 def test_check_trusted_run(name, data, rules, over, expected):
     source = Source(artifacts=over.get("artifacts"), compares=over.get("compares"))
     tl = Timeline(label_events=TL.label_events + over.get("events", ()), commits=TL.commits)
-    why = reuse.check_run(reuse.run_from_api(data), rules, pr=PR, timeline=tl, policy=POLICY,
+    why = reuse.check_run(api_run(data), rules, pr=PR, timeline=tl, policy=POLICY,
                           workflow_path=SWEEP, source=source)
     if expected is None:
         assert why is None
@@ -177,14 +183,14 @@ def test_unpinned_fork_picks_the_newest_usable_run_of_either_kind():
 
 def test_same_repo_prs_never_list_trusted_runs():
     source = Source([pr_run(1, sha=B), trusted(2, sha=B, at="2026-10-01T09:00:00Z")])
-    sel = select(source, pr=reuse.PrState(number=5, head_sha=B, head_ref="fork-branch", labels=(FULL,)))
+    sel = select(source, pr=PrContext(number=5, head_sha=B, head_ref="fork-branch", labels=(FULL,)))
     assert sel.run.id == 1
     assert [c for c in source.calls if c.startswith("list")] == ["list run-sweep.yml fork-branch pull_request"]
 
 
 def test_pinned_trusted_run_is_fetched_by_id_for_any_pr():
     source = Source([trusted(7, sha=A)], compares={(A, B): ("ahead", [])})
-    sel = select(source, pr=reuse.PrState(number=5, head_sha=B, head_ref="x", labels=(FULL,)), pinned=7)
+    sel = select(source, pr=PrContext(number=5, head_sha=B, head_ref="x", labels=(FULL,)), pinned=7)
     assert sel.run.id == 7 and source.calls[0] == "run 7" and not any(c.startswith("list") for c in source.calls)
 
 

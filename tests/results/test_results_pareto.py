@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from ci_tools.cli import cli
 from ci_tools.errors import InputError
 from ci_tools.results import pareto
+from ci_tools.results.load import load_points
 from ci_tools.results.pareto import Point
 from tests.conftest import assert_golden
 
@@ -39,13 +40,13 @@ def test_equal_points_are_both_on_the_frontier():
 
 
 def test_seed_seven_points_all_on_frontier():
-    points = pareto.load_points(SEED_CSV)
+    points = load_points(SEED_CSV)
     assert len(points) == 7
     assert all(o["frontier"] for o in pareto.analyse(points))
 
 
 def test_seed_pr_claims_about_dropped_points():
-    points = pareto.load_points(SEED_CSV) + [Point(n, t, i) for n, t, i in DROPPED]
+    points = load_points(SEED_CSV) + [Point(n, t, i) for n, t, i in DROPPED]
     text = "\n".join(["# claims from the seed PR", "TP4 c16 (EP1) dominates TP4 c8", "TP4 c16 (EP1) dominates TP2 c4",
                       "TP4 c16 (EP1) dominates TP2 c1", "TP4 c16 (EP1) dominates TP2 c2", "TP4 c1 dominates TP4 c2",
                       "", "DEP2 c128 dominates DEP2 c64"])

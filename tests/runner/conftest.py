@@ -1,13 +1,17 @@
-"""Fixtures for the runner tests: the AIPerf executable, the offline stub tokenizer, a real local Slurm."""
+"""Fixtures for the runner tests: the AIPerf executable, the offline stub tokenizer, a real local
+Slurm, and `job`: the stub recipe's row on the process backend (nothing may be left running)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from runner_support import aiperf_bin, lm_eval_bin
+from runner_support import (STUB, aiperf_bin, free_port, gpu_host_env, lm_eval_bin, nothing_left_behind,
+                            runner_run, start_slurm, stub_recipe, stub_row)
 
 
 @pytest.fixture(scope="session")
@@ -32,15 +36,25 @@ def hf_home(tmp_path_factory, aiperf) -> Path:
 
 @pytest.fixture(scope="session")
 def slurm():
-    """A one-node Slurm of this test session (own directory and ports; see slurm_cluster.py).
-
-    Fails, never skips, when it cannot start: the Slurm tests are part of the suite's promise."""
-    from slurm_cluster import LocalSlurm, SlurmUnavailable
-
-    cluster = LocalSlurm(gpus=4)
-    try:
-        cluster.start()
-    except SlurmUnavailable as exc:
-        pytest.fail(f"the local Slurm for the runner tests did not start: {exc}", pytrace=False)
+    """A one-node Slurm of this test session."""
+    cluster = start_slurm(nodes=1)
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture
+def job(tmp_path, aiperf, hf_home, shared):
+    (tmp_path / "recipe.yaml").write_text(stub_recipe())
+    (tmp_path / "models" / "stub").mkdir(parents=True)
+    (tmp_path / "models" / "stub" / "config.json").write_text("{}")
+    (tmp_path / "row.json").write_text(json.dumps(stub_row()))
+    port = free_port()
+    with nothing_left_behind() as box:
+        def argv(server_flags: str = "", duration: float = 2, extra: list[str] | None = None) -> list[str]:
+            return runner_run(tmp_path, "row.json", backend="process", aiperf=aiperf, hf_home=hf_home,
+                              model_store=tmp_path / "models", port=port, ready_timeout=20, duration=duration,
+                              server_cmd=f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
+                              extra=extra)
+
+        yield {"dir": tmp_path, "out": tmp_path / "out", "env": box.env(hf_home, gpu_host_env(shared)),
+               "argv": argv, "mark": box.mark, "systmp": box.systmp}

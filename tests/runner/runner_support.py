@@ -1,8 +1,19 @@
-"""Helpers shared by the runner tests: seed rows, the AIPerf executable (fixtures in conftest.py)."""
+"""Helpers shared by the runner tests (fixtures in conftest.py): seed rows, the AIPerf and lm-eval
+executables, and the stub job every end-to-end test serves: its recipe, row, `runner run` command
+line, environment and the check that nothing of it is left running."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -10,6 +21,11 @@ import pytest
 from ci_tools.config.load import default_master_paths, read_masters
 
 REPO = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+STUB = HERE / "stub_server.py"
+PYXIS = HERE / "pyxis"          # the pyxis stand-in srun/sbatch use on the local Slurm
+FAKE_GPU = HERE / "fake_gpu"    # nvidia-smi answering with a real H200's recorded output
+IMAGE = "example.org/stub:1@sha256:" + "0" * 64
 SEED_KEY = "dsv41flash-fp4-gb300-sglang-agentic-dspark"
 
 
@@ -34,28 +50,24 @@ def seed_rows() -> list[tuple[str, dict]]:
     return rows
 
 
-def aiperf_bin() -> str:
-    env = os.environ.get("CI_TOOLS_AIPERF")
+def _client(variable: str, venv: str, executable: str, what: str) -> str:
+    """A client's executable: $VARIABLE, else the venv `python3 dev.py test` creates in the checkout."""
+    env = os.environ.get(variable)
     if env:
         return env
-    local = REPO / ".venv-aiperf" / "bin" / "aiperf"
+    local = REPO / venv / "bin" / executable
     if local.exists():
         return str(local)
-    pytest.fail("AIPerf 0.13 is missing: run `python3 dev.py test` (it creates .venv-aiperf) "
-                "or set CI_TOOLS_AIPERF to an aiperf executable")
+    pytest.fail(f"{what} is missing: run `python3 dev.py test` (it creates {venv}) "
+                f"or set {variable} to an {executable} executable")
 
 
+def aiperf_bin() -> str:
+    return _client("CI_TOOLS_AIPERF", ".venv-aiperf", "aiperf", "AIPerf 0.13")
 
 
 def lm_eval_bin() -> str:
-    env = os.environ.get("CI_TOOLS_LMEVAL")
-    if env:
-        return env
-    local = REPO / ".venv-lmeval" / "bin" / "lm_eval"
-    if local.exists():
-        return str(local)
-    pytest.fail("lm-eval 0.4 is missing: run `python3 dev.py test` (it creates .venv-lmeval) "
-                "or set CI_TOOLS_LMEVAL to an lm_eval executable")
+    return _client("CI_TOOLS_LMEVAL", ".venv-lmeval", "lm_eval", "lm-eval 0.4")
 
 
 def multinode_rows() -> list[tuple[str, dict]]:
@@ -76,3 +88,114 @@ def multinode_rows() -> list[tuple[str, dict]]:
         name = f"{scen}-{p['num-worker']}p{d['num-worker']}d-tp{p['tp']}-tp{d['tp']}-c{concs}"
         out.append((name, {**r.data, "config-key": r.key}))
     return out
+
+
+def stub_recipe(config_key: str = "stub-agentic", env: str = "1",
+                points: str = "  tp2-c2: {tp: 2, ep: 1, conc: 2}\n") -> str:
+    """A single-node recipe for the stub server (`points` as YAML lines under `points:`)."""
+    return f"""recipe-version: 1
+config-key: {config_key}
+engine: sglang
+image: {IMAGE}
+model: stub
+synthetic-acceptance: 3.51
+serve:
+  env: {{STUB_ENV: "{env}"}}
+  args: {{trust-remote-code: true}}
+points:
+{points}"""
+
+
+def stub_row(**fields) -> dict:
+    """The stub recipe's agentic tp2-c2 row, as `plan` prints one, with `fields` replaced."""
+    return {"image": IMAGE, "model": "stub", "model-prefix": "stub", "precision": "fp4", "framework": "sglang",
+            "runner": "gb300", "tp": 2, "ep": 1, "dp-attn": False, "spec-decoding": "mtp", "conc": 2,
+            "kv-offloading": "none", "duration": 3600, "exp-name": "stub_tp2_conc2",
+            "scenario-type": "agentic-coding", "run-eval": False, "recipe": "recipe.yaml", **fields}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def marked_processes(mark: str) -> list[str]:
+    """Processes (other than this one) whose environment carries the test's mark."""
+    found = []
+    needle = f"CI_TOOLS_TEST_MARK={mark}".encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            env = Path(f"/proc/{pid}/environ").read_bytes()
+            if needle in env.split(b"\0"):
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                found.append(f"{pid}: {cmd[:120]}")
+        except OSError:
+            continue
+    return found
+
+
+def gpu_host_env(shared: Path, gpus: int = 4) -> dict:
+    """A GPU host's nvidia-smi for the node check and the telemetry sampler: a real H200's recorded output."""
+    return {"PATH": f"{FAKE_GPU}{os.pathsep}{os.environ['PATH']}", "CIT_FAKE_GPUS": str(gpus),
+            "CIT_NVIDIA_SMI_CORPUS": str(shared / "corpus" / "nvidia-smi-h200")}
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    mark: str      # CI_TOOLS_TEST_MARK: every process the job starts inherits it
+    systmp: Path   # a short TMPDIR: AIPerf puts its ZMQ sockets there (107-character path limit)
+
+    def env(self, hf_home: Path, *extra: dict) -> dict:
+        """The job's environment: this one, offline Hugging Face, the mark, the temp dir, then `extra` in order."""
+        env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "CI_TOOLS_TEST_MARK": self.mark,
+               "PYTHONUNBUFFERED": "1", "TMPDIR": str(self.systmp)}
+        for more in extra:
+            env.update(more)
+        return env
+
+
+@contextmanager
+def nothing_left_behind(cluster=None) -> Iterator[Sandbox]:
+    """A job's mark and temp dir; afterwards, no process with the mark and (with a cluster) no Slurm
+    job may be left. What is left is killed or cancelled first, then the test fails naming it."""
+    box = Sandbox(uuid.uuid4().hex, Path(tempfile.mkdtemp(prefix="cit-")))
+    yield box
+    shutil.rmtree(box.systmp, ignore_errors=True)
+    jobs = cluster.wait_no_jobs(timeout_s=20) if cluster is not None else []
+    left = marked_processes(box.mark)
+    for line in left:  # never leave anything behind, even when the assertion below fails
+        try:
+            os.kill(int(line.split(":")[0]), signal.SIGKILL)
+        except OSError:
+            pass
+    if jobs:
+        cluster.run("scancel", "--user=root")
+    assert not jobs, f"Slurm jobs left behind: {jobs}"
+    assert not left, f"processes left behind: {left}"
+
+
+def runner_run(root: Path, row: str, *, backend: str, aiperf: str, hf_home: Path, model_store: Path,
+               server_cmd: str, port: int, ready_timeout: float, duration: float, extra: list[str] | None = None,
+               ) -> list[str]:
+    """`ci-tools runner run` of ROOT/ROW into ROOT/out, with the stub tokenizer and a synthetic dataset."""
+    return [sys.executable, "-m", "ci_tools", "runner", "run", "--row", str(root / row), "--root", str(root),
+            "--backend", backend, "--out", str(root / "out"), "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok",
+            "--dataset", "synthetic:40:8", "--hf-cache", str(hf_home / "hub"), "--model-store", str(model_store),
+            "--server-cmd", server_cmd, "--port", str(port), "--ready-timeout", f"{ready_timeout:g}",
+            "--duration-override", str(duration), "--runner-name", "", *(extra or [])]
+
+
+def start_slurm(nodes: int = 1, gpus: int = 4):
+    """A local Slurm of its own directory and ports (slurm_cluster.py); fails, never skips, when it cannot
+    start: the Slurm tests are part of the suite's promise."""
+    from slurm_cluster import LocalSlurm, SlurmUnavailable
+
+    cluster = LocalSlurm(gpus=gpus, nodes=nodes)
+    try:
+        cluster.start()
+    except SlurmUnavailable as exc:
+        pytest.fail(f"the local {nodes}-node Slurm for the runner tests did not start: {exc}", pytrace=False)
+    return cluster

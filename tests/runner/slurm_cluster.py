@@ -1,6 +1,12 @@
-"""A real one-node Slurm (Debian's slurm-wlm + munge) on this machine, for the runner tests.
+"""A real local Slurm (Debian's slurm-wlm + munge) on this machine, for the runner tests.
 
-`LocalSlurm.start()` writes a private configuration into its own temporary directory (state, spool,
+`LocalSlurm(nodes=1)` is one node named `localhost`; `LocalSlurm(nodes=3)` is one slurmctld and one
+slurmd per NodeName cit-n1..N (`slurmd -N`), each with its own port, spool, pid and log file and its
+own fake GPUs, all at NodeAddr 127.0.0.1 (Debian's slurmd runs several instances on one host when each
+has a distinct NodeName and port). Slurm then allocates, places and cancels steps per node exactly as
+on a cluster; only the network is shared, so what runs on the nodes must use distinct ports.
+
+`start()` writes a private configuration into its own temporary directory (state, spool,
 logs, pid files, fake GPU device files) with free ports, so several test runs on one machine each
 get their own controller; only munged is shared system-wide (it is started when none answers and
 never stopped). The node has fake GPUs (`gres/gpu` over character devices), so `--gpus-per-node`
@@ -84,15 +90,38 @@ def ensure_munge() -> None:
                            f"{(proc.stderr or proc.stdout).strip()[:400]}")
 
 
+def _terminate(pid: int) -> None:
+    """SIGTERM, up to 5 s for it to go, then SIGKILL."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    for _ in range(50):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 @dataclass
 class LocalSlurm:
     gpus: int = 4
+    nodes: int = 1
     cpus: int = field(default_factory=lambda: os.cpu_count() or 2)
-    node: str = "localhost"
+    node: str = "localhost"          # the one node's name when nodes == 1
     partition: str = "debug"
     root: Path | None = None
     conf: Path | None = None
-    ports: list[int] = field(default_factory=list)
+    ports: list[int] = field(default_factory=list)   # slurmctld's, then one per node
+
+    @property
+    def names(self) -> list[str]:
+        return [self.node] if self.nodes == 1 else [f"cit-n{i}" for i in range(1, self.nodes + 1)]
 
     @property
     def env(self) -> dict[str, str]:
@@ -105,16 +134,19 @@ class LocalSlurm:
 
     def _write_config(self) -> None:
         d = self.root
-        for sub in ("state", "spool", "dev"):
+        for sub in ("state", "dev", *(f"spool-{n}" for n in self.names)):
             (d / sub).mkdir(exist_ok=True)
         for i in range(self.gpus):
             dev = d / "dev" / f"gpu{i}"
             if not dev.exists():
                 os.mknod(dev, 0o666 | 0o020000, os.makedev(1, 3))  # like /dev/null: a character device
-        ctl, slurmd = self.ports
+        ctl, *node_ports = self.ports
         (d / "plugstack.conf").write_text("")
-        (d / "gres.conf").write_text(f"NodeName={self.node} Name=gpu File={d}/dev/gpu[0-{self.gpus - 1}]\n")
+        (d / "gres.conf").write_text("".join(f"NodeName={n} Name=gpu File={d}/dev/gpu[0-{self.gpus - 1}]\n"
+                                             for n in self.names))
         (d / "cgroup.conf").write_text("")
+        nodes = "".join(f"NodeName={n} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory=1000 Gres=gpu:{self.gpus} "
+                        f"State=UNKNOWN Port={port}\n" for n, port in zip(self.names, node_ports))
         self.conf = d / "slurm.conf"
         self.conf.write_text(f"""ClusterName=cit{ctl}
 SlurmctldHost=localhost
@@ -131,13 +163,12 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 GresTypes=gpu
 StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool
+SlurmdSpoolDir={d}/spool-%n
 SlurmctldPidFile={d}/slurmctld.pid
-SlurmdPidFile={d}/slurmd.pid
+SlurmdPidFile={d}/slurmd-%n.pid
 SlurmctldLogFile={d}/slurmctld.log
-SlurmdLogFile={d}/slurmd.log
+SlurmdLogFile={d}/slurmd-%n.log
 SlurmctldPort={ctl}
-SlurmdPort={slurmd}
 JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
@@ -145,22 +176,22 @@ ReturnToService=2
 KillWait=5
 MinJobAge=2
 PlugStackConfig={d}/plugstack.conf
-NodeName={self.node} NodeAddr=127.0.0.1 CPUs={self.cpus} RealMemory=1000 Gres=gpu:{self.gpus} State=UNKNOWN
-PartitionName={self.partition} Nodes={self.node} Default=YES MaxTime=INFINITE State=UP
+{nodes}PartitionName={self.partition} Nodes={",".join(self.names)} Default=YES MaxTime=INFINITE State=UP
 """)
 
-    def _pid(self, name: str) -> int | None:
-        try:
-            return int((self.root / f"{name}.pid").read_text().strip())
-        except (OSError, ValueError):
-            return None
+    def _pids(self) -> list[int]:
+        """slurmd's of every node, then slurmctld's (the order they are stopped in)."""
+        pids = []
+        for name in [*(f"slurmd-{n}" for n in self.names), "slurmctld"]:
+            try:
+                pids.append(int((self.root / f"{name}.pid").read_text().strip()))
+            except (OSError, ValueError):
+                continue
+        return pids
 
     def _logs(self) -> str:
-        return "\n".join(f"---- {name}.log ----\n{_tail(self.root / f'{name}.log')}" for name in ("slurmctld", "slurmd"))
-
-    def _node_state(self) -> str:
-        res = self.run("sinfo", "--noheader", "--nodes", self.node, "--format=%T")
-        return res.stdout.strip() if res.returncode == 0 else ""
+        return "\n".join(f"---- {name}.log ----\n{_tail(self.root / f'{name}.log')}"
+                         for name in ("slurmctld", *(f"slurmd-{n}" for n in self.names)))
 
     def start(self, timeout_s: float = 45) -> "LocalSlurm":
         missing = [b for b in DAEMONS if shutil.which(b) is None]
@@ -173,7 +204,7 @@ PartitionName={self.partition} Nodes={self.node} Default=YES MaxTime=INFINITE St
         last = ""
         for _attempt in range(3):  # a free port can be taken between choosing it and binding it
             self.root = Path(tempfile.mkdtemp(prefix="cit-slurm-"))
-            self.ports = _free_ports(2)
+            self.ports = _free_ports(1 + self.nodes)
             self._write_config()
             try:
                 self._boot(timeout_s)
@@ -185,24 +216,24 @@ PartitionName={self.partition} Nodes={self.node} Default=YES MaxTime=INFINITE St
 
     def _boot(self, timeout_s: float) -> None:
         env = {**os.environ, **self.env}
-        for argv in (["slurmctld", "-i"], ["slurmd", "-N", self.node]):
+        for argv in (["slurmctld", "-i"], *(["slurmd", "-N", n] for n in self.names)):
             res = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=env)
             if res.returncode != 0:
                 raise SlurmUnavailable(f"`{' '.join(argv)}` failed (exit {res.returncode}): "
                                        f"{(res.stderr or res.stdout).strip()[:400]}\n{self._logs()}")
         deadline = time.monotonic() + timeout_s
-        resumed = False
-        state = ""
+        states: list[str] = []
         while time.monotonic() < deadline:
-            state = self._node_state()
-            if state == "idle":
+            res = self.run("sinfo", "--noheader", "--Node", "--format=%N %T")
+            states = [line for line in res.stdout.splitlines() if line.strip()] if res.returncode == 0 else []
+            if {line.split()[0] for line in states if line.endswith(" idle")} == set(self.names):
                 return
-            if any(s in state for s in ("inval", "drain", "down")) and not resumed:
-                self.run("scontrol", "update", f"nodename={self.node}", "state=resume")
-                resumed = True
+            for line in states:
+                if any(s in line for s in ("inval", "drain", "down")):
+                    self.run("scontrol", "update", f"nodename={line.split()[0]}", "state=resume")
             time.sleep(0.3)
-        raise SlurmUnavailable(f"the Slurm node {self.node} did not become idle within {timeout_s:g} s "
-                               f"(state {state or 'unknown'!r})\n{self._logs()}")
+        raise SlurmUnavailable(f"the Slurm node(s) {', '.join(self.names)} did not all become idle within "
+                               f"{timeout_s:g} s ({states or 'state unknown'})\n{self._logs()}")
 
     def jobs(self) -> list[str]:
         """Every job this cluster still knows (pending, running or completing), as `id state name`."""
@@ -227,24 +258,7 @@ PartitionName={self.partition} Nodes={self.node} Default=YES MaxTime=INFINITE St
                 self.wait_no_jobs(timeout_s=15)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        for name in ("slurmd", "slurmctld"):
-            pid = self._pid(name)
-            if pid is None:
-                continue
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
-            for _ in range(50):
-                try:
-                    os.kill(pid, 0)
-                except ProcessLookupError:
-                    break
-                time.sleep(0.1)
-            else:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        for pid in self._pids():
+            _terminate(pid)
         shutil.rmtree(self.root, ignore_errors=True)
         self.root = None

@@ -13,24 +13,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
-from runner_support import REPO
-from test_runner_e2e import free_port, marked_processes
-
-STUB = Path(__file__).with_name("stub_server.py")
-PYXIS = Path(__file__).with_name("pyxis")
-IMAGE = "example.org/stub:1@sha256:" + "0" * 64
+from runner_support import IMAGE, PYXIS, REPO, STUB, free_port, nothing_left_behind, runner_run, start_slurm
 ROUTER_VERSION = "0.3.2"
 RECIPE = f"""recipe-version: 1
 config-key: stub-disagg
@@ -57,14 +49,7 @@ RUNNERS = "labels:\n  gb300: [stub-0]\nhardware:\n  gb300: {gpus-per-node: 4, no
 
 @pytest.fixture(scope="module")
 def cluster():
-    from slurm_cluster import SlurmUnavailable
-    from slurm_multinode import MultiNodeSlurm
-
-    slurm = MultiNodeSlurm(nodes=3, gpus=4)
-    try:
-        slurm.start()
-    except SlurmUnavailable as exc:
-        pytest.fail(f"the local multi-node Slurm did not start: {exc}")
+    slurm = start_slurm(nodes=3, gpus=4)
     yield slurm
     slurm.stop()
 
@@ -92,37 +77,48 @@ def mnjob(tmp_path, aiperf, hf_home, cluster, router_python):
     bindir.mkdir()
     (bindir / "python3").write_text(f'#!/bin/sh\nexec {router_python} "$@"\n')
     (bindir / "python3").chmod(0o755)
-    mark = uuid.uuid4().hex
-    systmp = Path(tempfile.mkdtemp(prefix="cit-"))
-    env = {**os.environ, **cluster.env, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "CI_TOOLS_TEST_MARK": mark,
-           "PYTHONUNBUFFERED": "1", "TMPDIR": str(systmp), "CIT_PYXIS_LOG": str(tmp_path / "pyxis.jsonl"),
-           "PATH": f"{PYXIS}:{bindir}:{os.environ['PATH']}"}
     port, worker_port = free_port(), free_port()
+    with nothing_left_behind(cluster) as box:
+        env = box.env(hf_home, cluster.env, {"CIT_PYXIS_LOG": str(tmp_path / "pyxis.jsonl"),
+                                             "PATH": f"{PYXIS}:{bindir}:{os.environ['PATH']}"})
 
-    # 50 ms between tokens: the router streams decode's answer only once prefill's has ended, so on a
-    # loaded machine a fast decode would already be done and reach the client in one burst (ITL 0)
-    def argv(row: dict, server_flags: str = "--itl 0.05", duration: float = 3,
-             extra: list[str] | None = None) -> list[str]:
-        (tmp_path / "row.json").write_text(json.dumps(row))
-        return [sys.executable, "-m", "ci_tools", "runner", "run", "--row", str(tmp_path / "row.json"),
-                "--root", str(tmp_path), "--backend", "slurm", "--out", str(tmp_path / "out"),
-                "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8",
-                "--hf-cache", str(hf_home / "hub"), "--model-store", str(tmp_path),
-                "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} --role {{role}} {server_flags}",
-                "--port", str(port), "--worker-port", str(worker_port), "--ready-timeout", "60",
-                "--duration-override", str(duration), "--runner-name", "", *(extra or [])]
+        # 50 ms between tokens: the router streams decode's answer only once prefill's has ended, so on a
+        # loaded machine a fast decode would already be done and reach the client in one burst (ITL 0)
+        def argv(row: dict, server_flags: str = "--itl 0.05", duration: float = 3,
+                 extra: list[str] | None = None) -> list[str]:
+            (tmp_path / "row.json").write_text(json.dumps(row))
+            return runner_run(tmp_path, "row.json", backend="slurm", aiperf=aiperf, hf_home=hf_home,
+                              model_store=tmp_path, port=port, ready_timeout=60, duration=duration,
+                              server_cmd=f"{sys.executable} {STUB} --port {{port}} --model {{model}} --role {{role}} "
+                                         f"{server_flags}",
+                              extra=["--worker-port", str(worker_port), *(extra or [])])
 
-    yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "cluster": cluster}
-    shutil.rmtree(systmp, ignore_errors=True)
-    jobs = cluster.wait_no_jobs()
-    left = marked_processes(mark)
-    for line in left:
-        try:
-            os.kill(int(line.split(":")[0]), signal.SIGKILL)
-        except OSError:
-            pass
-    assert not jobs, f"Slurm jobs left behind: {jobs}"
-    assert not left, f"processes left behind: {left}"
+        yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "cluster": cluster}
+
+
+class Watched:
+    """`runner run` in its own session, its output collected line by line while it runs."""
+
+    def __init__(self, argv: list[str], env: dict):
+        self.proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     start_new_session=True)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    def wait_for(self, text: str, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not any(text in line for line in self.lines):
+            assert self.proc.poll() is None and time.monotonic() < deadline, self.output
+            time.sleep(0.2)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
 
 
 class StepWatch(threading.Thread):
@@ -217,20 +213,9 @@ def test_a_dying_worker_fails_the_job_and_cancels_the_allocation(mnjob):
 def test_github_cancel_in_the_middle_leaves_no_step(mnjob):
     """The Actions runner's cancel: SIGINT, 7.5 s, SIGTERM, 2.5 s, SIGKILL of the tree."""
     cluster = mnjob["cluster"]
-    proc = subprocess.Popen(mnjob["argv"](ROW, duration=120), env=mnjob["env"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    lines: list[str] = []
-
-    def read():
-        for line in proc.stdout:
-            lines.append(line)
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 120
-    while not any("running the client" in line for line in lines):
-        assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
-        time.sleep(0.2)
+    run = Watched(mnjob["argv"](ROW, duration=120), mnjob["env"])
+    proc = run.proc
+    run.wait_for("running the client", 120)
     time.sleep(2)
     assert len([j for j in cluster.jobs() if "RUNNING" in j]) == 1
     t0 = time.monotonic()
@@ -242,9 +227,9 @@ def test_github_cancel_in_the_middle_leaves_no_step(mnjob):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, sig)
     code = proc.wait(timeout=10)
-    reader.join(timeout=5)
+    run.reader.join(timeout=5)
     took = time.monotonic() - t0
-    assert code == 130, "".join(lines)                 # handled on SIGINT, before GitHub's SIGTERM
+    assert code == 130, run.output                 # handled on SIGINT, before GitHub's SIGTERM
     assert took < 7.5, took
     status = json.loads((mnjob["out"] / "status.json").read_text())
     assert status["reason"] == "cancelled (SIGINT)" and status["exit_code"] == 130
@@ -264,20 +249,14 @@ def test_github_cancel_while_queued_removes_the_pending_allocation(mnjob):
         while f"{holder} RUNNING hold" not in cluster.jobs():
             assert time.monotonic() < deadline, cluster.jobs()
             time.sleep(0.3)
-        proc = subprocess.Popen(mnjob["argv"](ROW), env=mnjob["env"], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
-        lines: list[str] = []
-        reader = threading.Thread(target=lambda: [lines.append(x) for x in proc.stdout], daemon=True)
-        reader.start()
-        deadline = time.monotonic() + 60
-        while not any("is queued" in line for line in lines):
-            assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
-            time.sleep(0.2)
+        run = Watched(mnjob["argv"](ROW), mnjob["env"])
+        proc = run.proc
+        run.wait_for("is queued", 60)
         assert [j.split()[1] for j in cluster.jobs() if j.split()[0] != holder] == ["PENDING"], cluster.jobs()
         os.killpg(proc.pid, signal.SIGINT)
         code = proc.wait(timeout=7.5)
-        reader.join(timeout=5)
-        assert code == 130, "".join(lines)
+        run.reader.join(timeout=5)
+        assert code == 130, run.output
         assert [j for j in cluster.jobs() if j.split()[0] != holder] == [], cluster.jobs()
         status = json.loads((mnjob["out"] / "status.json").read_text())
         assert status["phase"] == "allocate" and status["reason"] == "cancelled (SIGINT)"
@@ -292,15 +271,9 @@ def test_runner_crash_then_the_workflow_cleanup_step_removes_the_allocation(mnjo
     """`runner run` SIGKILLed (no handler runs): `runner cleanup --out` (the `if: always()` step) finds
     the allocation by the label job.json names and leaves nothing in squeue."""
     cluster = mnjob["cluster"]
-    proc = subprocess.Popen(mnjob["argv"](ROW, duration=120), env=mnjob["env"], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: [lines.append(x) for x in proc.stdout], daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 120
-    while not any("running the client" in line for line in lines):
-        assert proc.poll() is None and time.monotonic() < deadline, "".join(lines)
-        time.sleep(0.2)
+    run = Watched(mnjob["argv"](ROW, duration=120), mnjob["env"])
+    proc = run.proc
+    run.wait_for("running the client", 120)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
     label = json.loads((mnjob["out"] / "job.json").read_text())["label"]

@@ -8,29 +8,16 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from runner_support import REPO
-from test_runner_e2e import IMAGE, STUB, free_port
+from runner_support import IMAGE, REPO, STUB, free_port, stub_recipe
 
 DATA = Path(__file__).with_name("data") / "evals"
-RECIPE = f"""recipe-version: 1
-config-key: stub-fixed
-engine: sglang
-image: {IMAGE}
-model: stub
-synthetic-acceptance: 3.51
-serve:
-  env: {{STUB_ENV: "1"}}
-  args: {{trust-remote-code: true}}
-points:
-  tp2-c4: {{tp: 2, ep: 1, conc: 4}}
-"""
+RECIPE = stub_recipe(config_key="stub-fixed", points="  tp2-c4: {tp: 2, ep: 1, conc: 4}\n")
 EVALS = """
 evals:
   timeout-seconds: 600

@@ -6,106 +6,14 @@ independently, from the per-request records. Fault tests check that nothing is l
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import pytest
-
-from runner_support import REPO
-
-STUB = Path(__file__).with_name("stub_server.py")
-IMAGE = "example.org/stub:1@sha256:" + "0" * 64
-RECIPE = f"""recipe-version: 1
-config-key: stub-agentic
-engine: sglang
-image: {IMAGE}
-model: stub
-synthetic-acceptance: 3.51
-serve:
-  env: {{STUB_ENV: "1"}}
-  args: {{trust-remote-code: true}}
-points:
-  tp2-c2: {{tp: 2, ep: 1, conc: 2}}
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def marked_processes(mark: str) -> list[str]:
-    """Processes (other than this one) whose environment carries the test's mark."""
-    found = []
-    needle = f"CI_TOOLS_TEST_MARK={mark}".encode()
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            env = Path(f"/proc/{pid}/environ").read_bytes()
-            if needle in env.split(b"\0"):
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-                found.append(f"{pid}: {cmd[:120]}")
-        except OSError:
-            continue
-    return found
-
-
-FAKE_GPU = Path(__file__).with_name("fake_gpu")
-
-
-def gpu_host_env(shared: Path, gpus: int = 4) -> dict:
-    """A GPU host's nvidia-smi for the node check and the telemetry sampler: a real H200's recorded output."""
-    return {"PATH": f"{FAKE_GPU}{os.pathsep}{os.environ['PATH']}", "CIT_FAKE_GPUS": str(gpus),
-            "CIT_NVIDIA_SMI_CORPUS": str(shared / "corpus" / "nvidia-smi-h200")}
-
-
-@pytest.fixture
-def job(tmp_path, aiperf, hf_home, shared):
-    (tmp_path / "recipe.yaml").write_text(RECIPE)
-    (tmp_path / "models" / "stub").mkdir(parents=True)
-    (tmp_path / "models" / "stub" / "config.json").write_text("{}")
-    row = {"image": IMAGE, "model": "stub", "model-prefix": "stub", "precision": "fp4", "framework": "sglang",
-           "runner": "gb300", "tp": 2, "ep": 1, "dp-attn": False, "spec-decoding": "mtp", "conc": 2,
-           "kv-offloading": "none", "duration": 3600, "exp-name": "stub_tp2_conc2", "scenario-type": "agentic-coding",
-           "run-eval": False, "recipe": "recipe.yaml"}
-    (tmp_path / "row.json").write_text(json.dumps(row))
-    mark = uuid.uuid4().hex
-    # a short system temp dir: AIPerf puts its ZMQ sockets there (107-character path limit)
-    systmp = Path(tempfile.mkdtemp(prefix="cit-"))
-    env = {**os.environ, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "CI_TOOLS_TEST_MARK": mark,
-           "PYTHONUNBUFFERED": "1", "TMPDIR": str(systmp), **gpu_host_env(shared)}
-    port = free_port()
-
-    def argv(server_flags: str = "", duration: float = 2, extra: list[str] | None = None) -> list[str]:
-        return [sys.executable, "-m", "ci_tools", "runner", "run", "--row", str(tmp_path / "row.json"),
-                "--root", str(tmp_path), "--backend", "process", "--out", str(tmp_path / "out"),
-                "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8",
-                "--hf-cache", str(hf_home / "hub"), "--model-store", str(tmp_path / "models"),
-                "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
-                "--port", str(port), "--ready-timeout", "20", "--duration-override", str(duration),
-                "--runner-name", "",
-                *(extra or [])]
-
-    yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "mark": mark, "systmp": systmp}
-    shutil.rmtree(systmp, ignore_errors=True)
-    left = marked_processes(mark)
-    for line in left:  # never leave anything behind, even when the assertion below fails
-        try:
-            os.kill(int(line.split(":")[0]), signal.SIGKILL)
-        except OSError:
-            pass
-    assert not left, f"processes left behind: {left}"
 
 
 def independent(jsonl: Path, gpus: int) -> dict:
@@ -253,16 +161,3 @@ def test_aiperf_exit_zero_without_exports_is_a_failure(job):
     assert run.returncode == 1, run.stderr
     assert "AIPerf exited 0 but did not write aiperf_artifacts/profile_export.jsonl" in run.stderr
     assert "longer than 107 characters" in run.stderr  # the client log tail says why
-
-
-def test_sigterm_while_waiting_for_readiness(job):
-    p = subprocess.Popen(job["argv"]("--never-ready", extra=["--ready-timeout", "60"]), env=job["env"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    server_log = job["out"] / "server.log"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and "serving" not in (server_log.read_text() if server_log.exists() else ""):
-        time.sleep(0.1)
-    p.send_signal(signal.SIGTERM)
-    _, err = p.communicate(timeout=30)
-    assert p.returncode == 143, err
-    assert "error: ready: cancelled by SIGTERM" in err

@@ -4,19 +4,18 @@ process group, GPU selection, and the cleanup step (the Slurm ones are in test_s
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ci_tools.cli import cli
 
-from runner_support import seed_rows
-from test_runner_e2e import STUB, job  # noqa: F401  (the `job` fixture: no process may be left behind)
+from runner_support import STUB, seed_rows
 
 
 def handler_installed(pid: int, sig: int) -> bool:
@@ -43,19 +42,21 @@ def test_sigterm_as_soon_as_the_process_can_take_it(job):
     assert status["reason"] == "cancelled (SIGTERM)" and status["exit_code"] == 143
 
 
-def test_sigint_while_waiting_for_readiness(job):
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_cancel_while_waiting_for_readiness(job, sig, code):
     p = subprocess.Popen(job["argv"]("--never-ready", extra=["--ready-timeout", "60"]), env=job["env"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     server_log = job["out"] / "server.log"
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and "serving" not in (server_log.read_text() if server_log.exists() else ""):
         time.sleep(0.1)
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     _, err = p.communicate(timeout=30)
-    assert p.returncode == 130, err
-    assert "error: ready: cancelled by SIGINT" in err
+    name = signal.Signals(sig).name
+    assert p.returncode == code, err
+    assert f"error: ready: cancelled by {name}" in err
     status = json.loads((job["out"] / "status.json").read_text())
-    assert status["exit_code"] == 130 and status["reason"] == "cancelled (SIGINT)" and status["stop_s"] < 7.5
+    assert status["exit_code"] == code and status["reason"] == f"cancelled ({name})" and status["stop_s"] < 7.5
 
 
 def test_a_helper_that_left_the_process_group_is_stopped_too(job, tmp_path):

@@ -12,41 +12,25 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
-from runner_support import REPO
-from test_runner_e2e import free_port, gpu_host_env, marked_processes
+from runner_support import (PYXIS, REPO, STUB, free_port, gpu_host_env, nothing_left_behind, runner_run,
+                            stub_recipe, stub_row)
 
-STUB = Path(__file__).with_name("stub_server.py")
-PYXIS = Path(__file__).with_name("pyxis")
-IMAGE = "example.org/stub:1@sha256:" + "0" * 64
-RECIPE = f"""recipe-version: 1
-config-key: stub-agentic
-engine: sglang
-image: {IMAGE}
-model: stub
-synthetic-acceptance: 3.51
-serve:
-  env: {{STUB_ENV: "a,b"}}
-  args: {{trust-remote-code: true}}
-points:
-  tp2-c2: {{tp: 2, ep: 1, conc: 2}}
+RECIPE = stub_recipe(env="a,b", points="""  tp2-c2: {tp: 2, ep: 1, conc: 2}
   dep2-c2:
     tp: 2
     ep: 2
     dp-attn: true
     conc: 2
-    router: {{name: sglang-router, version: "0.3.2", args: {{policy: cache_aware}}}}
-"""
+    router: {name: sglang-router, version: "0.3.2", args: {policy: cache_aware}}
+""")
 
 
 def ci_tools_cmd() -> list[str]:
@@ -58,46 +42,24 @@ def sjob(tmp_path, aiperf, hf_home, slurm, shared):
     (tmp_path / "recipe.yaml").write_text(RECIPE)
     (tmp_path / "stub").mkdir()
     (tmp_path / "stub" / "config.json").write_text("{}")   # the model store (--model-store) holds the model
-    base = {"image": IMAGE, "model": "stub", "model-prefix": "stub", "precision": "fp4", "framework": "sglang",
-            "runner": "gb300", "tp": 2, "ep": 1, "dp-attn": False, "spec-decoding": "mtp", "conc": 2,
-            "kv-offloading": "none", "duration": 3600, "exp-name": "stub_tp2_conc2",
-            "scenario-type": "agentic-coding", "run-eval": False, "recipe": "recipe.yaml"}
-    (tmp_path / "row.json").write_text(json.dumps(base))
-    (tmp_path / "row-dep.json").write_text(json.dumps({**base, "ep": 2, "dp-attn": True}))
-    mark = uuid.uuid4().hex
-    systmp = Path(tempfile.mkdtemp(prefix="cit-"))
-    env = {**os.environ, **slurm.env, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "CI_TOOLS_TEST_MARK": mark,
-           "PYTHONUNBUFFERED": "1", "TMPDIR": str(systmp), **gpu_host_env(shared),
-           "PATH": f"{PYXIS}{os.pathsep}{gpu_host_env(shared)['PATH']}",
-           "CIT_PYXIS_LOG": str(tmp_path / "pyxis.jsonl"), "PYTHONPATH": str(REPO)}
-    env.pop("CUDA_VISIBLE_DEVICES", None)
+    (tmp_path / "row.json").write_text(json.dumps(stub_row()))
+    (tmp_path / "row-dep.json").write_text(json.dumps(stub_row(ep=2, **{"dp-attn": True})))
     port, worker = free_port(), free_port()
+    with nothing_left_behind(slurm) as box:
+        env = box.env(hf_home, slurm.env, gpu_host_env(shared),
+                      {"PATH": f"{PYXIS}{os.pathsep}{gpu_host_env(shared)['PATH']}",
+                       "CIT_PYXIS_LOG": str(tmp_path / "pyxis.jsonl"), "PYTHONPATH": str(REPO)})
+        env.pop("CUDA_VISIBLE_DEVICES", None)
 
-    def argv(row: str = "row.json", server_flags: str = "", duration: float = 2, extra: list[str] | None = None):
-        return [*ci_tools_cmd(), "runner", "run", "--row", str(tmp_path / row), "--root", str(tmp_path),
-                "--backend", "slurm", "--out", str(tmp_path / "out"), "--aiperf-bin", aiperf,
-                "--tokenizer", "local/stubtok", "--dataset", "synthetic:40:8", "--hf-cache", str(hf_home / "hub"),
-                "--model-store", str(tmp_path), "--server-cmd",
-                f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
-                "--router-cmd", f"{sys.executable} {STUB} --port {{port}} --model stub",
-                "--port", str(port), "--worker-port", str(worker), "--ready-timeout", "120",
-                "--queue-timeout", "60", "--duration-override", str(duration), "--runner-name", "",
-                *(extra or [])]
+        def argv(row: str = "row.json", server_flags: str = "", duration: float = 2, extra: list[str] | None = None):
+            return runner_run(tmp_path, row, backend="slurm", aiperf=aiperf, hf_home=hf_home, model_store=tmp_path,
+                              port=port, ready_timeout=120, duration=duration,
+                              server_cmd=f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
+                              extra=["--router-cmd", f"{sys.executable} {STUB} --port {{port}} --model stub",
+                                     "--worker-port", str(worker), "--queue-timeout", "60", *(extra or [])])
 
-    yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "mark": mark, "slurm": slurm,
-           "hf_home": hf_home}
-    shutil.rmtree(systmp, ignore_errors=True)
-    left_jobs = slurm.wait_no_jobs(timeout_s=20)
-    left = marked_processes(mark)
-    for line in left:
-        try:
-            os.kill(int(line.split(":")[0]), signal.SIGKILL)
-        except OSError:
-            pass
-    if left_jobs:
-        slurm.run("scancel", "--user=root")
-    assert not left_jobs, f"Slurm jobs left behind: {left_jobs}"
-    assert not left, f"processes left behind: {left}"
+        yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "mark": box.mark, "slurm": slurm,
+               "hf_home": hf_home}
 
 
 def pyxis_records(job) -> list[dict]:

@@ -143,10 +143,11 @@ def signed_off_pr(fake, number=1, fork=None):
     pr = pr_with_sweep(fake, number, fork=fork)
     fake.pr_files[number] = ["inferencex-e2e/configs/amd-master.yaml"]
     if fork:  # a fork PR's sweep is a trusted one: its own pull_request run never counts (#15)
+        from ci_tools import names
         from ci_tools.prbot.approval import decide as approval
 
         fake.add_run(9, head_sha="9" * 40, branch="main", event="workflow_dispatch",
-                     path=f".github/workflows/{approval.TRUSTED_WORKFLOW}",
+                     path=f".github/workflows/{names.TRUSTED_WORKFLOW}",
                      display_title=approval.run_name(number, SHA1), name="trusted-sweep")
     else:
         fake.add_run(9, head_sha=SHA1, pull_requests=(number,))
@@ -294,11 +295,12 @@ def status_card_with_the_runs_plan(s):
 
 
 def status_card_of_a_trusted_sweep(s):
+    from ci_tools import names
     from ci_tools.prbot.approval import decide as approval
 
     pr_with_sweep(s.fake, 3, fork="someone/bench")
     run = s.fake.add_run(13, head_sha=MERGE, branch="main", event="workflow_dispatch",
-                         path=f".github/workflows/{approval.TRUSTED_WORKFLOW}", display_title=approval.run_name(3, SHA1))
+                         path=f".github/workflows/{names.TRUSTED_WORKFLOW}", display_title=approval.run_name(3, SHA1))
     job = s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run))
     assert ok(job.run("card")).outputs["comment"] == "create"
     return [job]

@@ -18,6 +18,7 @@ import pytest
 import gh_expr
 import gh_runtime
 import wf_contract as wc
+from ci_tools import names
 from ci_tools.prbot.approval import decide as approval
 from test_sweep_end_to_end import PRIMARY, planned as same_repo_planned, event, repo, run_step, step, workflow  # noqa: F401
 from wf_env import REPO, WORKFLOWS
@@ -25,7 +26,7 @@ from wf_env import REPO, WORKFLOWS
 sys.path.insert(0, str(REPO / "tests" / "github"))
 from fake_github import FakeGitHub, Server  # noqa: E402
 
-TRUSTED = workflow(approval.TRUSTED_WORKFLOW)
+TRUSTED = workflow(names.TRUSTED_WORKFLOW)
 STAGES = workflow("sweep-stages.yml")
 SELF_HOSTED_TEMPLATE = "$/.github/workflows/benchmark.yml"
 STAGES_CALL = "$/.github/workflows/sweep-stages.yml"
@@ -36,7 +37,7 @@ PR_SHA = "${{ inputs.sha }}"
 def test_only_a_dispatch_on_the_default_branch_starts_it():
     assert set(TRUSTED.on) == {"workflow_dispatch"}, "any other trigger could run the fork's workflow files"
     for wf in wc.load_workflows(WORKFLOWS):
-        starts = f"workflow run {approval.TRUSTED_WORKFLOW}" in wf.text or f"/{approval.TRUSTED_WORKFLOW}" in wf.text
+        starts = f"workflow run {names.TRUSTED_WORKFLOW}" in wf.text or f"/{names.TRUSTED_WORKFLOW}" in wf.text
         if starts:
             assert wf.name == "comment-commands.yml" and set(wf.on) == {"issue_comment"}, wf.name
 
@@ -94,7 +95,7 @@ def test_comment_commands_start_it_only_on_an_accepted_approval():
     wf = workflow("comment-commands.yml")
     job = wf.jobs["start-trusted-sweep"]
     [s] = job["steps"]
-    assert f"gh workflow run {approval.TRUSTED_WORKFLOW} " in s["run"]
+    assert f"gh workflow run {names.TRUSTED_WORKFLOW} " in s["run"]
     assert job["permissions"] == {"actions": "write"}
     for sha, runs in (("", False), ("a" * 40, True)):
         context = {"needs": {"handle": {"result": "success", "outputs": {"approve-sha": sha, "approve-pr": "3"}}}}

@@ -21,19 +21,18 @@ from typing import Iterable
 
 from ci_tools import names
 from ci_tools.policy.labels import Policy
+from ci_tools.prbot.context import PrContext
 
-TRUSTED_WORKFLOW = names.TRUSTED_WORKFLOW
 # The workflow's `run-name:` spells names.TRUSTED_RUN_NAME with `${{ inputs.pr }}` and `${{ inputs.sha }}`
 # (a test keeps them equal); it is how a running sweep of a PR and SHA is found again.
-RUN_NAME = names.TRUSTED_RUN_NAME
 MIN_SHA = 7
 
 
 def run_name(pr: int, sha: str) -> str:
-    return RUN_NAME.format(pr=pr, sha=sha)
+    return names.TRUSTED_RUN_NAME.format(pr=pr, sha=sha)
 
 
-_RUN_NAME_RE = re.compile(re.escape(RUN_NAME).replace(re.escape("{pr}"), r"([1-9][0-9]{0,9})")
+_RUN_NAME_RE = re.compile(re.escape(names.TRUSTED_RUN_NAME).replace(re.escape("{pr}"), r"([1-9][0-9]{0,9})")
                           .replace(re.escape("{sha}"), r"([0-9a-fA-F]{40})"))
 
 
@@ -57,25 +56,11 @@ def sha_matches(given: str, head: str) -> bool:
 
 
 @dataclass(frozen=True)
-class PrFacts:
-    number: int
-    head_sha: str
-    state: str                  # "open" | "closed"
-    draft: bool
-    fork: bool                  # head repository differs from the base (or was deleted)
-    labels: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class Approval:
     approved: bool
     reason: str                 # why not, or what was approved, in reviewer words
     sha: str = ""               # the full head SHA when approved
     running_url: str = ""       # a sweep of this SHA already queued or running
-
-    def outputs(self, pr: int) -> dict[str, str]:
-        return {"approve-sha": self.sha if self.approved else "",
-                "approve-pr": str(pr) if self.approved else ""}
 
 
 def plan_labels(labels: Iterable[str], policy: Policy) -> list[str]:
@@ -83,7 +68,7 @@ def plan_labels(labels: Iterable[str], policy: Policy) -> list[str]:
     return sorted(l for l in set(labels) if l in policy.primary or l in policy.modifiers)
 
 
-def decide(given_sha: str, pr: PrFacts, policy: Policy, running: Iterable[dict] = ()) -> Approval:
+def decide(given_sha: str, pr: PrContext, policy: Policy, running: Iterable[dict] = ()) -> Approval:
     """May a sweep of `given_sha` start now? The author's permission is checked before, for the whole comment (`commands.REQUIRED`).
 
     `running` are the trusted-sweep workflow's queued or in-progress runs (`display_title`, `html_url`)."""

@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
-from ci_tools.github.client import GitHub
+from typing import Protocol
+
 from ci_tools.github.events import Comment
-from ci_tools.prbot import messages
+from ci_tools import names
+from ci_tools.prbot import context, messages
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import SweepApprove
-from ci_tools.prbot.reuse.flow import is_fork
+from ci_tools.prbot.models import PullRequest
 from ci_tools.prbot.shell import Lazy, Result, Settings
 
 
-def pr_facts(data: dict) -> approval.PrFacts:
-    return approval.PrFacts(number=int(data["number"]), head_sha=data["head"]["sha"], state=data.get("state", ""),
-                            draft=bool(data.get("draft")), fork=is_fork(data),
-                            labels=tuple(sorted(l["name"] for l in data.get("labels") or [])))
+class Client(Protocol):
+    def pull_request(self, number: int) -> PullRequest: ...
+    def recent_runs(self, workflow: str, *, branch: str, event: str, limit: int = ...) -> list[dict]: ...
 
 
-def approve_command(cmd: SweepApprove, c: Comment, pr: int, gh: GitHub, settings: Settings, res: Result) -> str:
+def outputs(decision: approval.Approval, pr: int) -> dict[str, str]:
+    """`comment handle`'s approval outputs, which the workflow hands to trusted-sweep.yml."""
+    return {"approve-sha": decision.sha if decision.approved else "", "approve-pr": str(pr) if decision.approved else ""}
+
+
+def approve_command(cmd: SweepApprove, c: Comment, pr: int, gh: Client, settings: Settings, res: Result) -> str:
     """The reply to an authorised author's approval (the permission was checked for the whole comment)."""
-    facts = pr_facts(gh.pull(pr))
+    facts = context.of(gh.pull_request(pr), settings.main_branch)
     running: list[dict] = []
     if facts.fork and facts.state == "open" and approval.sha_matches(cmd.sha, facts.head_sha):
-        running = gh.recent_runs(approval.TRUSTED_WORKFLOW, branch=settings.main_branch, event="workflow_dispatch")
+        running = gh.recent_runs(names.TRUSTED_WORKFLOW, branch=settings.main_branch, event="workflow_dispatch")
         running = [r for r in running if r.get("status") != "completed"]
     decision = approval.decide(cmd.sha, facts, settings.policy, running)
-    res.outputs.update(decision.outputs(pr))
+    res.outputs.update(outputs(decision, pr))
     res.messages.append(decision.reason)
     if decision.running_url:
         return messages.text("approve-duplicate", author=c.author, command=cmd.text, why=decision.reason,
@@ -33,17 +39,16 @@ def approve_command(cmd: SweepApprove, c: Comment, pr: int, gh: GitHub, settings
     if not decision.approved:
         return messages.text("approve-refused", author=c.author, command=cmd.text, why=decision.reason)
     return messages.text("approve-accepted", author=c.author, sha=decision.sha, pr=pr,
-                         workflow=approval.TRUSTED_WORKFLOW)
+                         workflow=names.TRUSTED_WORKFLOW)
 
 
 def check_approval(settings: Settings, gh: Lazy, *, pr: int, sha: str) -> Result:
     """The trusted sweep's first step: the PR must still point at the approved commit (else fail closed),
     and its sweep labels are read now, for `ci-tools plan`."""
-    data = gh().pull(pr)
-    facts = pr_facts(data)
+    facts = context.of(gh().pull_request(pr), settings.main_branch)
     problem = approval.check_head(sha, facts.head_sha, pr=pr, state=facts.state)
     labels = approval.plan_labels(facts.labels, settings.policy)
-    res = Result(outputs={"proceed": str(problem is None).lower(), "base-sha": data["base"]["sha"],
+    res = Result(outputs={"proceed": str(problem is None).lower(), "base-sha": facts.base_sha,
                           "labels": "\n".join(labels)})
     res.messages.append(problem or f"PR #{pr} is at the approved commit {sha[:12]}; labels: "
                                    f"{', '.join(labels) or 'none'}")

@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
-from typing import Callable
+from pathlib import Path
+from typing import Callable, Protocol
 
-from ci_tools.github.client import GitHub, GitHubError
+from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Event
-from ci_tools.errors import UsageError
+from ci_tools import names
+from ci_tools.errors import InputError, UsageError
 from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.card import decide as card
 from ci_tools.prbot.card import shell as card_writer
-from ci_tools.prbot.models import Timeline
+from ci_tools.prbot.models import Timeline, WorkflowRun
 from ci_tools.prbot.reuse import decide as reuse
-from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
+from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline
+
+
+class Client(card_writer.CardClient, Comments, Protocol):
+    """What the card flow asks of GitHub (and `github/baselines.main_results`, for main's results)."""
+
+    def permission(self, login: str) -> str: ...
+    def workflow_run(self, run_id: int) -> WorkflowRun: ...
+    def artifacts(self, run_id: int) -> list[dict]: ...
+    def run_jobs(self, run_id: int) -> list[dict]: ...
+    def artifact_zip(self, artifact_id: int, *, max_bytes: int = ...) -> bytes: ...
+    def workflow_runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> list[dict]: ...
 
 
 def run_line(run: dict, settings: Settings, families: list[dict] | None = None) -> str:
@@ -21,11 +35,10 @@ def run_line(run: dict, settings: Settings, families: list[dict] | None = None) 
     return messages.sweep_section(card.sweep_markdown(run, families or []), run["id"], settings.results_site)
 
 
-def results_section(gh: GitHub, run: dict, settings: Settings) -> str | None:
+def results_section(gh: Client, run: dict, settings: Settings) -> str | None:
     """The run's collected results against main's (None when the run collected nothing)."""
     from ci_tools.github.baselines import collection_from_zip, main_results
     from ci_tools.results import compare, compare_render
-    from ci_tools import names
 
     art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == names.COLLECTION_ARTIFACT
                 and not a.get("expired")), None)
@@ -35,24 +48,20 @@ def results_section(gh: GitHub, run: dict, settings: Settings) -> str | None:
         head = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {names.COLLECTION_ARTIFACT}")
     except GitHubError as exc:
         # the card is information: say what is missing instead of failing the card job
-        return f"The run's `{names.COLLECTION_ARTIFACT}` artifact could not be downloaded ({exc})."
+        return messages.results_not_downloaded(names.COLLECTION_ARTIFACT, exc)
     except ValueError as exc:
-        return f"The run's results could not be read: {exc}."
+        return messages.results_unreadable(exc)
     policy = compare.Policy.from_mapping(settings.policy.compare)
     valid = [r for r in head if r.get("valid")]
-    links = f"\n\nPareto plot and per-point results: [run {run['id']} artifacts]({run.get('url', '')}#artifacts)."
     if not valid:
-        return f"No valid result in this run ({len(head)} collected, all invalid: see the run's jobs).{links}"
+        return messages.no_valid_results(len(head), run)
     wanted = {compare.identity(r["point"]) for r in valid}
     main = main_results(gh, wanted=wanted, history=policy.history, branch=settings.main_branch,
                         workflow=settings.workflow)
     comparisons = compare.compare_points(valid, main.results, policy)
     shift = compare.frontier_shift(compare.points_of(valid), compare.points_of(compare.latest_per_point(main.results)))
-    source = (f"main: {len(main.runs)} sweep run(s) ({', '.join(map(str, main.runs))})" if main.runs
-              else "main: no collected sweep run yet")
-    invalid = len(head) - len(valid)
-    told = f" {invalid} invalid result(s) are not compared." if invalid else ""
-    return compare_render.markdown(comparisons, shift).rstrip("\n") + f"\n\n{source}.{told}{links}"
+    return messages.results_against_main(compare_render.markdown(comparisons, shift), main.runs,
+                                         len(head) - len(valid), run)
 
 
 def card_sections(state: dict, keys: set[str], settings: Settings) -> dict[str, str]:
@@ -87,7 +96,7 @@ class _Recording(dict):
         super().update(*a, **kw)
 
 
-def update_card(gh: GitHub, pr: int, tl: Timeline, settings: Settings, change: Callable[[dict], None], *,
+def update_card(gh: card_writer.CardClient, pr: int, tl: Timeline, settings: Settings, change: Callable[[dict], None], *,
                 sections: dict[str, str] | None = None, ranks: dict[str, int] | None = None) -> str:
     """Apply `change` to the card's state and rewrite only the sections it touched (plus `sections`),
     re-reading the card so that concurrent writers of other sections lose nothing (card/shell.py)."""
@@ -98,7 +107,7 @@ def update_card(gh: GitHub, pr: int, tl: Timeline, settings: Settings, change: C
                                       settle=settings.card_settle).action
 
 
-def authorisation(gh: GitHub, tl: Timeline, pr: int) -> reuse.Authorisation:
+def authorisation(gh: Client, tl: Timeline, pr: int) -> reuse.Authorisation:
     """Who authorised reuse, with permissions read from the API now (the client asks once per login per
     run). The card's `writers` record says what a command's author had when the command was checked; it
     is not used to decide: a writer demoted since then must not still authorise reuse."""
@@ -114,6 +123,27 @@ def sweep_plan_text(tl: Timeline, settings: Settings, pr: int) -> str:
     return messages.sweep_plan(pr, state.get("plan"), state.get("run") or {})
 
 
+def card_inputs(*, plan_file: Path | None, plan_json: Path | None, evals_file: Path | None) -> tuple[str | None, str | None]:
+    """(plan, evals) to show, from the files `bot status-card` was given (None: not given)."""
+    if plan_file and plan_json:
+        raise UsageError("give --plan-file or --plan-json, not both")
+    try:
+        plan = plan_file.read_text(encoding="utf-8") if plan_file else None
+    except OSError as exc:
+        raise InputError(f"{plan_file}: cannot read the plan summary ({exc.strerror})") from None
+    if plan_json:
+        from ci_tools.render.plan import card_summary
+
+        try:
+            plan = card_summary(json.loads(plan_json.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise InputError(f"{plan_json}: not a plan from `ci-tools plan --format json` ({exc})") from None
+    evals = None
+    if evals_file is not None:
+        evals = evals_file.read_text(encoding="utf-8") if evals_file.is_file() else messages.NO_EVALS_COLLECTED
+    return plan, evals
+
+
 def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None, run: dict | None,
                 plan: str | None, evals: str | None = None) -> Result:
     observed = False  # a workflow_run event of a sweep that planned: its jobs and artifacts can be read
@@ -122,7 +152,7 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         wr = event.workflow_run
         if wr.event == "workflow_dispatch" and wr.path.split("@")[0] == reuse.TRUSTED_PATH:
             # A fork PR's trusted sweep: the run name says which PR and commit (one call to read it).
-            wr = reuse.run_from_api(gh().run(wr.id))
+            wr = reuse.sweep_run(gh().workflow_run(wr.id))
             if wr.trusted_pr is None:
                 return Result(outputs={"comment": "none"},
                               messages=[f"run {wr.id} does not name a PR in its run name: no status card"])
@@ -130,16 +160,16 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         if wr.event not in ("pull_request", "workflow_dispatch") or not wr.pull_requests:
             return Result(outputs={"comment": "none"}, messages=["not a pull-request sweep run: no status card"])
         pr = pr or wr.pull_requests[0]
-        if run is None and reuse.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(wr.id)):
+        if run is None and names.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(wr.id)):
             run = {"id": wr.id, "url": wr.html_url, "conclusion": wr.conclusion or wr.status, "head_sha": wr.head_sha}
             observed = True
         elif run is None:
             # The gate or the reuse step stopped it before planning (a label change that restarts
             # nothing, a push after /use): it did no GPU work, so the card keeps the last sweep.
-            idle = f"run {wr.id} planned no sweep (no {reuse.CHANGELOG_METADATA} artifact): the latest run is kept"
+            idle = f"run {wr.id} planned no sweep (no {names.CHANGELOG_METADATA} artifact): the latest run is kept"
     if pr is None:
         raise UsageError("give --pr (or a workflow_run event of a pull-request run)")
-    client = gh()
+    client: Client = gh()
     tl = load_timeline(client, pr)
     auth = authorisation(client, tl, pr)
     sections: dict[str, str] = {}

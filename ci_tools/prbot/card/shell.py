@@ -22,11 +22,21 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
 
-from ci_tools.github.client import GitHub, GitHubError
+from ci_tools.github.client import GitHubError
 from ci_tools.prbot import sticky
 from ci_tools.prbot.card import decide as card
+
+class CardClient(Protocol):
+    """The calls of the re-reading writer: fresh comment lists and single comments, create, edit, delete."""
+
+    def issue_comments(self, number: int, *, fresh: bool = False) -> list[dict]: ...
+    def comment(self, comment_id: int) -> dict: ...
+    def create_comment(self, number: int, body: str) -> dict: ...
+    def update_comment(self, comment_id: int, body: str) -> dict: ...
+    def delete_comment(self, comment_id: int) -> None: ...
+
 
 SETTLE_S = 2.0
 ATTEMPTS = 6
@@ -39,7 +49,7 @@ class Written:
     attempts: int
 
 
-def _cards(gh: GitHub, pr: int, bot: str) -> list[dict]:
+def _cards(gh: CardClient, pr: int, bot: str) -> list[dict]:
     marker = sticky.marker(card.KIND)
     return sorted((c for c in gh.issue_comments(pr, fresh=True)
                    if (c.get("user") or {}).get("login") == bot
@@ -74,13 +84,13 @@ def _shown(body: str, sections: dict[str, str], ranks: dict[str, int]) -> bool:
     return all(card.has(body, n, c) or _superseded(body, n, ranks.get(n)) for n, c in sections.items())
 
 
-def write_section(gh: GitHub, pr: int, name: str, content: str, *, bot: str, rank: int | None = None,
+def write_section(gh: CardClient, pr: int, name: str, content: str, *, bot: str, rank: int | None = None,
                   **kw) -> Written:
     """Show `content` in section `name` of PR `pr`'s card; see the module docstring."""
     return write_sections(gh, pr, {name: content}, bot=bot, ranks={name: rank} if rank is not None else None, **kw)
 
 
-def write_sections(gh: GitHub, pr: int, sections: dict[str, str], *, bot: str, ranks: dict[str, int] | None = None,
+def write_sections(gh: CardClient, pr: int, sections: dict[str, str], *, bot: str, ranks: dict[str, int] | None = None,
                    state_change: Callable[[dict], None] | None = None, settle: float = SETTLE_S,
                    attempts: int = ATTEMPTS, sleep: Callable[[float], None] = time.sleep,
                    jitter: Callable[[], float] = random.random) -> Written:

@@ -1,9 +1,10 @@
 """`/use` run pinning: who may authorise reuse, which run is reused, and whether it still may be.
 
-Pure decisions over plain data. The few look-ups a decision may need (a permission, a run's
-artifacts, the files changed since a run) come through a `Source` with exactly those methods, called
-lazily and in order of cost, so the common case stays within its REST budget. `ci_tools.github.GitHub`
-is a `Source`; tests also pass in-memory ones.
+Pure decisions over plain data. The few look-ups a decision may need (a run, a workflow's runs, a
+run's artifacts, the files changed since a run) come through a `Source` with exactly those methods,
+called lazily and in order of cost, so the common case stays within its REST budget. Runs arrive as
+`models.WorkflowRun` (the adapter parsed them); `ci_tools.github.GitHub` is a `Source`, tests also pass
+in-memory ones.
 
 Differences from InferenceX's `find_reusable_sweep_run.py`, each fixing a listed weakness:
 - W3: the author needs write permission on the repository, read from the collaborator-permission
@@ -36,20 +37,19 @@ from ci_tools.evals import gate as eval_gate
 from ci_tools.policy.labels import Policy
 from ci_tools.prbot import messages
 from ci_tools.prbot.approval import decide as approval
-from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, parse
-from ci_tools.prbot.models import Comment, LabelEvent, Timeline, WorkflowRun, run_from_json
+from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, effective_use, parse
+from ci_tools.prbot.context import PrContext
+from ci_tools.prbot.models import Comment, LabelEvent, Timeline, WorkflowRun
 
 # A reusable run has its run-level collection (named once, in ci_tools.names) or, for runs
 # made by InferenceX's workflows before the switch, their eval collection or an AgentX result.
 RESULT_ARTIFACTS = frozenset({names.COLLECTION_ARTIFACT, "eval_results_all"})
 RESULT_ARTIFACT_PREFIX = "bmk_agentic_"
-CHANGELOG_METADATA = names.CHANGELOG_METADATA
 
 
 class Source(Protocol):
-    def permission(self, login: str) -> str: ...
-    def run(self, run_id: int) -> dict: ...
-    def workflow_runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> Iterable[dict]: ...
+    def workflow_run(self, run_id: int) -> WorkflowRun: ...
+    def runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> Iterable[WorkflowRun]: ...
     def artifacts(self, run_id: int) -> list[dict]: ...
     def compare(self, base: str, head: str) -> dict: ...
     def top_level_tree(self, sha: str) -> dict[str, str]: ...
@@ -95,9 +95,9 @@ def use_commands(comments: Iterable[Comment], merged_at: str | None = None) -> l
             continue
         if cutoff is not None and c.updated_at and (ts(c.updated_at) is None or ts(c.updated_at) > cutoff):
             continue
-        uses = [cmd for cmd in parse(c.body) if isinstance(cmd, Use)]
-        if uses:
-            found.append((c, uses[-1]))  # within one comment the last command wins
+        use = effective_use(parse(c.body))
+        if use is not None:
+            found.append((c, use))
     found.sort(key=lambda cu: (_order(cu[0].created_at), cu[0].id), reverse=True)
     return found
 
@@ -179,35 +179,22 @@ def staging_rules(pinned: bool) -> Rules:
 
 
 @dataclass(frozen=True)
-class PrState:
-    number: int
-    head_sha: str
-    head_ref: str
-    labels: tuple[str, ...]
-    merged_at: str | None = None
-    fork: bool = False                 # head repository differs from the base: trusted sweeps are listed
-    trusted_branch: str = "main"       # the branch trusted sweeps are dispatched on (the default branch)
-    repository: str = ""               # OWNER/NAME of the base repository: every source run must be its own
-
-
-@dataclass(frozen=True)
 class SweepRun(WorkflowRun):
     """A run as reuse sees it. For a trusted sweep `head_sha` is the swept PR commit named in the run
     name, `trusted_pr` the PR, and `dispatch_sha` the default-branch commit the workflow ran from."""
 
-    display_title: str = ""
     trusted_pr: int | None = None
     dispatch_sha: str = ""
 
 
-TRUSTED_PATH = f".github/workflows/{approval.TRUSTED_WORKFLOW}"
+TRUSTED_PATH = f"{names.WORKFLOWS_DIR}/{names.TRUSTED_WORKFLOW}"
 
 
-def trusted_problem(run: SweepRun, pr: PrState) -> str | None:
+def trusted_problem(run: SweepRun, pr: PrContext) -> str | None:
     """None if a workflow_dispatch run is a trusted sweep of `pr` from the default branch, else why not."""
     if run.trusted_pr is None:
         return (f"its run name {run.display_title!r} does not name a PR and a full commit SHA "
-                f"(expected {approval.RUN_NAME!r}), so it is not a trusted sweep")
+                f"(expected {names.TRUSTED_RUN_NAME!r}), so it is not a trusted sweep")
     if run.trusted_pr != pr.number:
         return (f"it is a trusted sweep of PR #{run.trusted_pr} (commit {run.head_sha[:12]}), not of PR #{pr.number}; "
                 f"pin a run of PR #{pr.number}")
@@ -217,7 +204,7 @@ def trusted_problem(run: SweepRun, pr: PrState) -> str | None:
     return None
 
 
-def origin_problem(run: WorkflowRun, pr: PrState) -> str | None:
+def origin_problem(run: WorkflowRun, pr: PrContext) -> str | None:
     """None if `run` ran this repository's own workflow files on this repository's commits, else why not.
 
     A fork PR's `pull_request` run executes the fork's (editable) workflow and can upload anything, so
@@ -237,7 +224,7 @@ def origin_problem(run: WorkflowRun, pr: PrState) -> str | None:
     return None
 
 
-def check_run(run: WorkflowRun, rules: Rules, *, pr: PrState, timeline: Timeline, policy: Policy,
+def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeline, policy: Policy,
               workflow_path: str, source: Source) -> str | None:
     """None if `run` may be used, else the first reason it may not. Cheap checks come first."""
     trusted = run.event == "workflow_dispatch"
@@ -280,13 +267,13 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrState, timeline: Timeline
             if stale:
                 return (f"commits after its head {run.head_sha[:12]} change benchmark inputs: "
                         f"{', '.join(stale)}; run a new sweep on the current head")
-    names = unexpired_names(source.artifacts(run.id))
-    if rules.need_changelog_metadata and CHANGELOG_METADATA not in names:
-        return f"it has no unexpired {CHANGELOG_METADATA} artifact"
-    if not has_results(names):
+    present = unexpired_names(source.artifacts(run.id))
+    if rules.need_changelog_metadata and names.CHANGELOG_METADATA not in present:
+        return f"it has no unexpired {names.CHANGELOG_METADATA} artifact"
+    if not has_results(present):
         return "it has no unexpired benchmark, eval or agentic result artifact"
     if rules.name == "reuse":
-        return eval_gate.reuse_problem(names)   # its eval rows passed (or it had none)
+        return eval_gate.reuse_problem(present)   # its eval rows passed (or it had none)
     return None
 
 
@@ -297,63 +284,59 @@ class Selection:
     rejected: tuple[str, ...] = ()    # "run 123: reason", newest first
 
 
-def sweep_run(base: WorkflowRun, display_title: str = "") -> SweepRun:
+def sweep_run(base: WorkflowRun) -> SweepRun:
     """`base` with the swept commit in place for a trusted sweep named as `approval.run_name` writes it."""
-    named = approval.parse_run_name(display_title) if base.event == "workflow_dispatch" else None
-    run = SweepRun(**base.__dict__, display_title=display_title)
+    named = approval.parse_run_name(base.display_title) if base.event == "workflow_dispatch" else None
+    run = SweepRun(**base.__dict__)
     if named is None:
         return run
     return replace(run, trusted_pr=named[0], head_sha=named[1], dispatch_sha=base.head_sha)
 
 
-def run_from_api(data: dict) -> SweepRun:
-    return sweep_run(run_from_json(data), str(data.get("display_title") or ""))
+def _newest(run: WorkflowRun) -> float:
+    return -_order(run.created_at)
 
 
-def _newest(data: dict) -> float:
-    return -_order(data.get("created_at"))
-
-
-def _trusted_runs_of(runs: Iterable[dict], pr: int, max_listed: int) -> Iterator[dict]:
+def _trusted_runs_of(runs: Iterable[WorkflowRun], pr: int, max_listed: int) -> Iterator[WorkflowRun]:
     """Trusted sweeps named for `pr` only: other PRs' runs share the default branch and are skipped
     unexamined (a bounded number of them, so a busy repository cannot page without end)."""
-    for listed, data in enumerate(runs):
+    for listed, run in enumerate(runs):
         if listed >= max_listed:
             return
-        named = approval.parse_run_name(str(data.get("display_title") or ""))
+        named = approval.parse_run_name(run.display_title)
         if named is not None and named[0] == pr:
-            yield data
+            yield run
 
 
-def select_run(rules: Rules, *, pinned: int | None, pr: PrState, timeline: Timeline, policy: Policy,
+def select_run(rules: Rules, *, pinned: int | None, pr: PrContext, timeline: Timeline, policy: Policy,
                workflow: str, source: Source, max_examined: int = 30) -> Selection:
     """The pinned run if usable, else the newest usable completed run of the sweep on the PR branch."""
     workflow_path = workflow if workflow.startswith(".github/") else f".github/workflows/{workflow}"
     if pinned is not None:
         try:
-            data = source.run(pinned)
+            data = source.workflow_run(pinned)
         except Exception as exc:  # the adapter's GitHubError; only "no such run" is an answer, not a failure
             if getattr(exc, "status", None) == 404:
                 return Selection(None, f"run {pinned} cannot be used for {rules.name}, because no such run exists "
                                        "in this repository.")
             raise
-        run = run_from_api(data)
+        run = sweep_run(data)
         why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=workflow_path,
                         source=source)
         if why:
             return Selection(None, f"run {pinned} cannot be used for {rules.name}, because {why}.")
         return Selection(run)
     rejected: list[str] = []
-    candidates: Iterator[dict] = iter(source.workflow_runs(workflow_path.rsplit("/", 1)[-1], branch=pr.head_ref))
+    candidates: Iterator[WorkflowRun] = iter(source.runs(workflow_path.rsplit("/", 1)[-1], branch=pr.head_ref))
     if pr.fork:
-        trusted = _trusted_runs_of(source.workflow_runs(approval.TRUSTED_WORKFLOW, branch=pr.trusted_branch,
+        trusted = _trusted_runs_of(source.runs(names.TRUSTED_WORKFLOW, branch=pr.trusted_branch,
                                                         event="workflow_dispatch"), pr.number, 10 * max_examined)
         # the fork's own pull_request runs are listed too, only to say why each was refused
         candidates = heapq.merge(candidates, trusted, key=_newest)
     for examined, data in enumerate(candidates):
         if examined >= max_examined:
             break
-        run = run_from_api(data)
+        run = sweep_run(data)
         why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=workflow_path,
                         source=source)
         if why is None:
@@ -377,21 +360,6 @@ class ReuseDecision:
     run: WorkflowRun | None = None
     error: str | None = None          # set: refuse (fail closed), the job must fail
     ignored: tuple[str, ...] = ()
-
-    def outputs(self) -> dict[str, str]:
-        run = self.run
-        return {
-            "reuse-enabled": str(self.reuse_enabled).lower(),
-            "skip-pr-sweep": str(self.skip_pr_sweep).lower(),
-            "reuse-authorised": str(self.authorised).lower(),
-            "reuse-source-run-id": str(run.id) if run else "",
-            "reuse-source-run-attempt": str(run.run_attempt) if run else "",
-            "reuse-source-run-url": run.html_url if run else "",
-            "reuse-source-head-sha": run.head_sha if run else "",
-            "reuse-source-pr-number": str(self.pr_number or ""),
-            "reuse-reason": self.error or self.reason,
-            "reuse-error": "true" if self.error else "false",
-        }
 
 
 # GitHub's comparison lists at most this many files (the rest are silently left out).
@@ -445,7 +413,7 @@ def decide_pr_event(action: str, *, label_problem: str | None, authorisation: Ca
     return ReuseDecision(authorised=True, skip_pr_sweep=True, reason=auth.reason, ignored=auth.ignored)
 
 
-def decide_merge(pr: PrState, auth: Authorisation, *, timeline: Timeline, policy: Policy, workflow: str,
+def decide_merge(pr: PrContext, auth: Authorisation, *, timeline: Timeline, policy: Policy, workflow: str,
                  source: Source) -> ReuseDecision:
     """Main side, for the single PR a pushed commit belongs to."""
     base = dict(pr_number=pr.number, authorised=auth.authorised, ignored=auth.ignored)

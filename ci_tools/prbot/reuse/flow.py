@@ -2,36 +2,27 @@
 
 from __future__ import annotations
 
-from ci_tools.github.client import GitHub
+from typing import Protocol
+
 from ci_tools.github.events import Comment, Event
-from ci_tools.prbot import messages
+from ci_tools.prbot import context, messages
+from ci_tools.prbot.card.flow import Client as CardClient
 from ci_tools.prbot.card.flow import authorisation, update_card
 from ci_tools.prbot.commands import Use
-from ci_tools.prbot.models import Timeline
+from ci_tools.prbot.models import PullRequest, Timeline
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
 
 
-def is_fork(data: dict) -> bool:
-    """From a PR object: the head repository differs from the base. A deleted fork has no head
-    repository: the safe side is "fork"."""
-    head_repo = (data.get("head") or {}).get("repo") or {}
-    base_repo = (data.get("base") or {}).get("repo") or {}
-    return not head_repo.get("full_name") or head_repo.get("full_name") != base_repo.get("full_name")
+class Client(reuse.Source, CardClient, Protocol):
+    def pull_request(self, number: int) -> PullRequest: ...
+    def merged_pull_requests(self, sha: str) -> list[PullRequest]: ...
 
 
-def pr_state(data: dict, main_ref: str = "refs/heads/main") -> reuse.PrState:
-    branch = main_ref.removeprefix("refs/heads/")
-    return reuse.PrState(number=int(data["number"]), head_sha=data["head"]["sha"], head_ref=data["head"]["ref"],
-                         labels=tuple(sorted(l["name"] for l in data.get("labels") or [])),
-                         merged_at=data.get("merged_at"), fork=is_fork(data), trusted_branch=branch,
-                         repository=str(((data.get("base") or {}).get("repo") or {}).get("full_name") or ""))
-
-
-def use_command(use: Use, c: Comment, pr: int, tl: Timeline, gh: GitHub, settings: Settings, res: Result) -> str:
+def use_command(use: Use, c: Comment, pr: int, tl: Timeline, gh: Client, settings: Settings, res: Result) -> str:
     """The reply to an authorised author's `/use` (the permission was checked for the whole comment)."""
     level = gh.permission(c.author)
-    prs = pr_state(gh.pull(pr), settings.main_ref)
+    prs = context.of(gh.pull_request(pr), settings.main_branch)
     if prs.merged_at:
         return messages.denied_text(c.author, use.text, f"PR #{pr} has already merged", messages.AFTER_MERGE)
     auth = authorisation(gh, tl, pr)
@@ -47,12 +38,29 @@ def use_command(use: Use, c: Comment, pr: int, tl: Timeline, gh: GitHub, setting
     return messages.use_accepted(c.author, use.run_id, sel.run, sel.error, reuse.label_problems(prs.labels, settings.policy))
 
 
-def use_deleted(pr: int, gh: GitHub, settings: Settings, res: Result) -> None:
+def use_deleted(pr: int, gh: Client, settings: Settings, res: Result) -> None:
     """A deleted `/use` comment: the card says what reuse is now."""
     tl = load_timeline(gh, pr)
     auth = authorisation(gh, tl, pr)
     update_card(gh, pr, tl, settings, lambda s: s.update(reuse=messages.reuse_text(auth)))
     res.messages.append(f"a /use comment was deleted; reuse is now: {messages.reuse_text(auth)}")
+
+
+def outputs(decision: reuse.ReuseDecision) -> dict[str, str]:
+    """The step outputs of `reuse resolve` (every decision writes the same keys)."""
+    run = decision.run
+    return {
+        "reuse-enabled": str(decision.reuse_enabled).lower(),
+        "skip-pr-sweep": str(decision.skip_pr_sweep).lower(),
+        "reuse-authorised": str(decision.authorised).lower(),
+        "reuse-source-run-id": str(run.id) if run else "",
+        "reuse-source-run-attempt": str(run.run_attempt) if run else "",
+        "reuse-source-run-url": run.html_url if run else "",
+        "reuse-source-head-sha": run.head_sha if run else "",
+        "reuse-source-pr-number": str(decision.pr_number or ""),
+        "reuse-reason": decision.error or decision.reason,
+        "reuse-error": "true" if decision.error else "false",
+    }
 
 
 def resolve_reuse(event: Event, settings: Settings, gh: Lazy) -> Result:
@@ -77,31 +85,30 @@ def resolve_reuse(event: Event, settings: Settings, gh: Lazy) -> Result:
     else:
         decision = reuse.ReuseDecision(reason=f"{event.name} {event.ref or event.action} is not a push to "
                                               f"{settings.main_ref.rsplit('/', 1)[-1]}")
-    res = Result(outputs=decision.outputs(), messages=[decision.error or decision.reason, *decision.ignored])
+    res = Result(outputs=outputs(decision), messages=[decision.error or decision.reason, *decision.ignored])
     res.exit_code = 1 if decision.error else 0
     return res
 
 
 def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDecision:
-    client = gh()
-    pulls = client.merged_pulls_for_commit(event.after)
+    client: Client = gh()
+    pulls = client.merged_pull_requests(event.after)
     if not pulls:
         return reuse.ReuseDecision(reason=f"commit {event.after[:12]} has no associated merged pull request")
     if len(pulls) > 1:
-        numbers = sorted(int(p["number"]) for p in pulls)
+        numbers = sorted(p.number for p in pulls)
         authorised = []
         for p in pulls:
-            tl = load_timeline(client, int(p["number"]))
-            if reuse.authorise(tl.comments, client.permission, pr_number=int(p["number"]),
-                               merged_at=p.get("merged_at")).authorised:
-                authorised.append(int(p["number"]))
+            tl = load_timeline(client, p.number)
+            if reuse.authorise(tl.comments, client.permission, pr_number=p.number, merged_at=p.merged_at).authorised:
+                authorised.append(p.number)
         if authorised:
             return reuse.ReuseDecision(error=f"commit {event.after[:12]} maps to several PRs "
                                              f"({', '.join(map(str, numbers))}) and reuse is authorised on "
                                              f"#{', #'.join(map(str, authorised))}; refusing to guess which "
                                              "PR's run to reuse.")
         return reuse.ReuseDecision(reason="several associated pull requests, none authorised reuse")
-    prs = pr_state(pulls[0], settings.main_ref)
+    prs = context.of(pulls[0], settings.main_branch)
     tl = load_timeline(client, prs.number)
     auth = reuse.authorise(tl.comments, client.permission, pr_number=prs.number, merged_at=prs.merged_at)
     return reuse.decide_merge(prs, auth, timeline=tl, policy=settings.policy, workflow=settings.workflow,

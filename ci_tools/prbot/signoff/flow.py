@@ -5,16 +5,30 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
+from typing import Protocol
 
 from ci_tools import names
 from ci_tools.errors import InputError, UsageError
 from ci_tools.github.client import GitHubError, TeamUnreadable
 from ci_tools.github.events import Comment, Event, PullRequest
-from ci_tools.prbot import messages, sticky
+from ci_tools.prbot import context, messages, sticky
 from ci_tools.prbot.reuse import decide as reuse
-from ci_tools.prbot.reuse.flow import pr_state
-from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline, read_repo_file, upsert
+from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline, read_repo_file, upsert
 from ci_tools.prbot.signoff import decide as signoff
+
+
+class Client(reuse.Source, Comments, Protocol):
+    def pull_request(self, number: int) -> PullRequest: ...
+    def pull_files(self, number: int) -> list[str]: ...
+    def commit(self, sha: str) -> dict: ...
+    def create_status(self, sha: str, *, state: str, context: str, description: str, target_url: str = ...) -> dict: ...
+    def review_comment(self, number: int, review_id: int) -> Comment: ...
+
+
+class Teams(Protocol):
+    """Team membership, with a token that can read it (TEAM_MEMBERSHIP_TOKEN)."""
+
+    def team_member(self, org: str, team: str, login: str) -> bool: ...
 
 def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None = None) -> Result:
     """`teams`: a client whose token can read team membership (TEAM_MEMBERSHIP_TOKEN), or None when
@@ -41,12 +55,11 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
         res.messages.append(f"the comment by @{c.author} was edited by @{event.sender or '(unknown)'}: a sign-off "
                             "counts only as its author wrote it, so this edit changes nothing")
         return res
-    client = gh()
+    client: Client = gh()
     pr = event.pr_number
-    data = client.pull(pr)
-    prs = pr_state(data, settings.main_ref)
-    if data.get("state") != "open":
-        res.messages.append(f"PR #{pr} is {data.get('state')}: sign-offs are verified on open PRs only")
+    prs = context.of(client.pull_request(pr), settings.main_branch)
+    if prs.state != "open":
+        res.messages.append(f"PR #{pr} is {prs.state}: sign-offs are verified on open PRs only")
         return res
     checklist = signoff.parse_checklist(read_repo_file(settings.repo_root, names.REVIEW_CHECKLIST),
                                         names.REVIEW_CHECKLIST)
@@ -139,12 +152,7 @@ def verify_review(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None
         return Result(outputs={"proceed": "false", "state": "", "signer": "", "head-sha": ""},
                       messages=[f"run {wr.id} is not a successful {expected} run of a review: nothing to verify"])
     pr, review_id = read_review_record(record)
-    data = gh().review(pr, review_id)
-    user = data.get("user") or {}
-    comment = Comment(id=int(data["id"]), body=data.get("body") or "", author=str(user.get("login") or ""),
-                      author_type=str(user.get("type") or "User"), association=str(data.get("author_association") or "NONE"),
-                      created_at=str(data.get("submitted_at") or ""), html_url=str(data.get("html_url") or ""),
-                      kind="review")
+    comment = gh().review_comment(pr, review_id)
     review_event = replace(event, name="pull_request_review", action="submitted", workflow_run=None,
                            pull_request=PullRequest(number=pr), comment=comment)
     return verify_signoff(review_event, settings, gh, teams)

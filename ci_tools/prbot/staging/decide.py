@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from urllib.parse import quote
 
 from ci_tools.policy.labels import Policy
+from ci_tools import names
 from ci_tools.prbot import sticky
 from ci_tools.prbot.commands import REQUIRED, StageResults, allows
-from ci_tools.prbot.reuse.decide import CHANGELOG_METADATA
 
 DISPATCH_EVENT = "stage-results"
 CALLBACK_EVENTS = ("stage-results-started", "stage-results-completed")
@@ -221,7 +221,7 @@ def ingest_decision(*, event_name: str, ref: str, main_ref: str, collect_result:
         return IngestDecision(False, f"result collection did not succeed ({collect_result or 'not run'}): "
                                      "a cancelled or partial sweep is not ingested")
     if not metadata_present():
-        return IngestDecision(False, f"this run has no `{CHANGELOG_METADATA}` artifact, which the results app "
+        return IngestDecision(False, f"this run has no `{names.CHANGELOG_METADATA}` artifact, which the results app "
                                      "needs to ingest; nothing was sent")
     return IngestDecision(True, "collection succeeded and the changelog metadata is present")
 

@@ -5,22 +5,34 @@ from __future__ import annotations
 
 import json
 
+from ci_tools import names
 from ci_tools.errors import InputError, UsageError
-from ci_tools.github.client import GitHub
+from typing import Protocol
+
 from ci_tools.github.events import Comment, Event
-from ci_tools.prbot import messages, sticky
+from ci_tools.prbot import context, messages, sticky
 from ci_tools.prbot.commands import StageResults
-from ci_tools.prbot.models import Timeline
+from ci_tools.prbot.models import PullRequest, Timeline
 from ci_tools.prbot.reuse import decide as reuse
-from ci_tools.prbot.reuse.flow import pr_state
-from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline, upsert
+from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline, upsert
+
+
+class Client(reuse.Source, Comments, Protocol):
+    def pull_request(self, number: int) -> PullRequest: ...
+    def merged_pull_requests(self, sha: str) -> list[PullRequest]: ...
+
+
+class Dispatcher(Protocol):
+    """The results app's repository_dispatch (RESULTS_DISPATCH_TOKEN), the only call that token makes."""
+
+    def dispatch(self, repo: str, event_type: str, client_payload: dict) -> None: ...
 from ci_tools.prbot.staging import decide as staging
 
 
-def stage_command(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: GitHub, settings: Settings,
+def stage_command(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: Client, settings: Settings,
                   res: Result) -> str:
     """An authorised author's `/stage-results` (the permission was checked for the whole comment)."""
-    prs = pr_state(gh.pull(pr), settings.main_ref)
+    prs = context.of(gh.pull_request(pr), settings.main_branch)
     problem = staging.label_problem(prs.labels, settings.policy)
     if problem is None:
         sel = reuse.select_run(reuse.staging_rules(cmd.run_id is not None), pinned=cmd.run_id, pr=prs, timeline=tl,
@@ -114,18 +126,17 @@ def results_dispatch(event: Event, settings: Settings, gh: Lazy, dispatcher: Laz
     decision = staging.ingest_decision(
         event_name=event.name, ref=event.ref, main_ref=settings.main_ref, collect_result=collect_result,
         source_run_id=source_run_id,
-        metadata_present=lambda: reuse.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(run_id)))
+        metadata_present=lambda: names.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(run_id)))
     res = Result(outputs={"dispatched": "false", "ingest-run-id": ""}, messages=[decision.reason])
     if not decision.dispatch:
         return res
     client = gh()
     if decision.source_run_id is not None:
-        source = client.run(decision.source_run_id)
-        ingest_id, attempt = decision.source_run_id, int(source.get("run_attempt") or 1)
-        head_sha = str(source.get("head_sha") or event.after)
+        source = client.workflow_run(decision.source_run_id)
+        ingest_id, attempt, head_sha = decision.source_run_id, source.run_attempt, source.head_sha or event.after
     else:
         ingest_id, attempt, head_sha = run_id, run_attempt, event.after
-    merged = sorted(int(p["number"]) for p in client.merged_pulls_for_commit(event.after))
+    merged = sorted(p.number for p in client.merged_pull_requests(event.after))
     payload = staging.ingest_payload(source_repo=client.repo, run_id=ingest_id, run_attempt=attempt,
                                      head_sha=head_sha, pr_number=merged[0] if len(merged) == 1 else None,
                                      merge_run_id=run_id, merge_run_attempt=run_attempt)

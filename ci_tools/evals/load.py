@@ -1,0 +1,19 @@
+"""Reading the eval files (shell): the thresholds file, located and schema-checked by `thresholds.from_doc`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ci_tools import names
+from ci_tools.errors import Finding, InputError
+from ci_tools.evals.thresholds import Thresholds, from_doc
+from ci_tools.yamlio import load_yaml_file
+
+
+def load_thresholds(path: Path, display: str | None = None) -> Thresholds:
+    """The thresholds file; a missing or invalid one is an InputError saying where and how to fix it."""
+    if not path.is_file():
+        raise InputError(f"{display or path}: eval thresholds file not found", findings=[Finding(
+            display or str(path), None, None, "eval thresholds file not found",
+            f"pass --thresholds FILE, or run from the repository root (it holds {names.EVAL_THRESHOLDS})")])
+    return from_doc(load_yaml_file(path, display or str(path)))

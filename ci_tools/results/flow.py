@@ -1,0 +1,112 @@
+"""The `results process` and `results collect` flows (shell): job directories and downloaded
+artifacts in, result files out; the CLI prints what they hand back.
+
+- `process`: one `result.json` per job directory (a multi-node job: one per concurrency), or, for an
+  eval job, `eval_result.json` scored against the thresholds file.
+- `collect`: every result.json and eval_result.json under the roots, the sweep's plan beside them,
+  into results.json, eval-verdict.json and evals.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ci_tools import names
+from ci_tools.errors import InputError
+from ci_tools.results.process import PointInfo, process_dir, read_json
+
+
+@dataclass(frozen=True)
+class Written:
+    result: dict
+    target: Path
+    eval: bool = False   # an eval_result.json (scored), not a benchmark result.json
+
+
+def _write_json(target: Path, doc: dict) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+
+def eval_job(directory: Path) -> dict | None:
+    """DIRECTORY's job.json when it is an eval job, else None."""
+    from ci_tools.evals.process import is_eval_job
+
+    job = read_json(directory / names.JOB_JSON) if directory.is_dir() else None
+    return job if is_eval_job(job) else None
+
+
+def process_eval(directory: Path, job: dict, out: Path | None, thresholds_path: Path | None) -> Written:
+    from ci_tools.evals.load import load_thresholds
+    from ci_tools.evals.process import process_eval_dir
+
+    path = thresholds_path or Path(names.EVAL_THRESHOLDS)
+    result = process_eval_dir(directory, job, load_thresholds(path, str(path)))
+    target = out or (directory / names.EVAL_RESULT_JSON)
+    _write_json(target, result)
+    return Written(result, target, eval=True)
+
+
+def process(dirs: list[Path], point: PointInfo | None, out: Path | None, *, max_error_rate: float,
+            min_requests: int | None, workers: int | None) -> Iterator[Written]:
+    """Each directory's result, written as soon as it is computed (DIR/result.json, or OUT)."""
+    for d in dirs:
+        result = process_dir(d, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers)
+        target = out or (d / names.RESULT_JSON)
+        _write_json(target, result)
+        yield Written(result, target)
+
+
+@dataclass(frozen=True)
+class Collected:
+    data: dict           # the run-level collection written to --out (`evals` and `eval-verdict` included)
+    table: str           # the eval table (evals.md; the step summary)
+
+    @property
+    def verdict(self) -> dict:
+        return self.data["eval-verdict"]
+
+    @property
+    def counted(self) -> dict:
+        """Valid and invalid results, eval results included (what the completeness check counts)."""
+        evals = self.data["evals"]
+        return {"valid": self.data["valid"] + sum(1 for e in evals if e.get("valid")),
+                "invalid": self.data["invalid"] + sum(1 for e in evals if not e.get("valid"))}
+
+
+def collect(roots: list[Path], out: Path) -> Collected:
+    from ci_tools.evals.report import markdown
+    from ci_tools.results.collect import collect as collect_results
+    from ci_tools.results.collect import collect_evals, find_plan, find_results
+
+    files = find_results(roots)
+    eval_files = find_results(roots, names.EVAL_RESULT_JSON)
+    if not files and not eval_files:
+        raise InputError("no result.json or eval_result.json found under " + ", ".join(map(str, roots)))
+    data = collect_results(files)
+    plan_path = find_plan(roots)
+    plan = None
+    if plan_path is not None:
+        try:
+            plan = json.loads(plan_path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise InputError(f"{plan_path}: the sweep's plan is not valid JSON ({exc})") from None
+    evals, verdict, eval_notes = collect_evals(eval_files, plan)
+    data["notes"] += eval_notes
+    if not data["results"] and not evals:
+        # every file was skipped: a collection of nothing must not pass as a successful collect
+        kinds = " or ".join(n for n, fs in ((names.RESULT_JSON, files), (names.EVAL_RESULT_JSON, eval_files)) if fs)
+        raise InputError(f"no result could be collected from {len(files) + len(eval_files)} {kinds} file(s):\n  "
+                         + "\n  ".join(data["notes"])
+                         + "\nhint: these files must be written by `ci-tools results process`")
+    data["notes"] += verdict["notes"]
+    data["evals"] = evals
+    data["eval-verdict"] = verdict
+    _write_json(out, data)
+    (out.parent / names.EVAL_VERDICT_JSON).write_text(json.dumps(verdict, indent=2) + "\n", encoding="utf-8")
+    table = markdown(verdict, evals)
+    (out.parent / names.EVAL_TABLE_MD).write_text(table, encoding="utf-8")
+    return Collected(data, table)

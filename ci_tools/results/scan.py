@@ -1,0 +1,62 @@
+"""What one pass over AIPerf's `profile_export.jsonl` yields (pure data; `records.py` fills it).
+
+`RecordScan` holds the per-record columns and counters the metrics and validity rules read, and
+the two lists of reasons a profiling record is left out of the successful set S. It lives apart
+from the reader so that `metrics.py` and `validity.py` (core) depend on the data, not on the file
+reader.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+
+# Why a profiling record without an error is left out of S. BROKEN: a value no real request can have
+# (a clock or counter is wrong, so no number from the export can be trusted). DEGRADED: a value is
+# missing, which a few requests may legitimately lack.
+BROKEN = ("no-phase", "bad-timestamps", "bad-token-counts", "bad-latency", "bad-ttft", "nonpositive-itl")
+DEGRADED = ("missing-timestamps", "missing-latency", "missing-ttft", "missing-itl", "zero-output")
+
+
+@dataclass
+class RecordScan:
+    """What one pass over profile_export.jsonl yields (columns are per successful record)."""
+
+    records_total: int = 0
+    records_profiled: int = 0
+    records_warmup_dropped: int = 0
+    records_error_dropped: int = 0
+    bad_lines: list[int] = field(default_factory=list)  # 1-based line numbers that are not JSON objects
+    phases: dict[str, int] = field(default_factory=dict)  # every phase seen, with its count
+    error_categories: dict[str, int] = field(default_factory=dict)
+    excluded: dict[str, int] = field(default_factory=dict)  # reason -> records left out of S
+    itl_undefined: int = 0  # one-token responses in S: no ITL sample
+    ttft_ms: array = field(default_factory=lambda: array("d"))
+    itl_ms: array = field(default_factory=lambda: array("d"))
+    e2el_ms: array = field(default_factory=lambda: array("d"))
+    e2e_per_token_ms: array = field(default_factory=lambda: array("d"))  # E2EL_i / OSL_i, same record
+    isl_sum: float = 0.0
+    osl_sum: float = 0.0
+    isl_count: int = 0
+    osl_count: int = 0
+    start_ns_min: int | None = None
+    end_ns_max: int | None = None
+    fast_lines: int = 0  # how many lines the fast path handled (for the benchmark and tests)
+    lines_read: int = 0  # blank lines included: the line-number offset of the next range
+
+    @property
+    def records_dropped_total(self) -> int:
+        return self.records_warmup_dropped + self.records_error_dropped
+
+    def accounting(self) -> dict:
+        return {
+            "records_total": self.records_total,
+            "records_profiled": self.records_profiled,
+            "records_dropped_total": self.records_dropped_total,
+            "records_warmup_dropped": self.records_warmup_dropped,
+            "records_error_dropped": self.records_error_dropped,
+            "error_categories": dict(sorted(self.error_categories.items())),
+            "phases": dict(sorted(self.phases.items())),
+            "excluded": dict(sorted(self.excluded.items())),
+            "itl_undefined": self.itl_undefined,
+        }

@@ -1,0 +1,365 @@
+"""The runner commands' flows (shell): row -> recipe -> job, cleanup, digest.
+
+`runner run`: read the row, find its recipe (the row's `recipe`, or its master entry's), read the
+runner's `hardware:` facts and, for eval rows, the policy's `evals:`; plan the job with the pure
+modules (`plan`, `disagg`, `backends`, `budget`); hand back a `PreparedJob` whose `commands` is the
+`--dry-run` text and whose `run()` starts it (`job.run_job`, or `multinode.run_multinode` for a
+prefill/decode row). The CLI writes the step outputs, prints, and turns `JobFailed` into an exit code.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+
+from ci_tools import names
+from ci_tools.errors import InputError, UsageError
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """`runner run`'s options, as the command parsed them."""
+    row_path: Path
+    backend: str = "docker"
+    out: Path = Path("out")
+    dry_run: bool = False
+    root: Path = Path(".")
+    aiperf_bin: str = "aiperf"
+    lm_eval_bin: str = "lm_eval"
+    model_store: str = "/mnt/models"
+    hf_cache: str = "/mnt/hf_hub_cache"
+    tokenizer: str | None = None
+    dataset: str | None = None
+    server_cmd: str | None = None
+    router_cmd: str | None = None
+    port: int = 8000
+    worker_port: int = 30000
+    gpus: str | None = None
+    queue_timeout: float = 3600.0
+    ready_timeout: float = 4 * 3600.0
+    client_timeout: float | None = None
+    skip_node_check: bool = False
+    no_telemetry: bool = False
+    duration_override: float | None = None
+    runner_name: str = ""
+
+
+@dataclass(frozen=True)
+class PreparedJob:
+    """A planned job: what `--dry-run` prints, the step outputs, and how to start it."""
+    commands: str
+    outputs: dict[str, str]
+    result_filename: str
+    status_path: Path
+    stopped: str                  # what the failure message says was stopped
+    run: Callable[[], None]       # raises runner.job.JobFailed
+
+
+def load_row(path: Path) -> dict:
+    from ci_tools.yamlio import read_text
+
+    try:
+        row = json.loads(read_text(path))
+    except ValueError as exc:
+        raise InputError(f"{path}: not valid JSON: {exc}") from None
+    if isinstance(row, list) and len(row) == 1:
+        row = row[0]
+    if not isinstance(row, dict):
+        raise InputError(f"{path}: expected one matrix row (a JSON object)")
+    return row
+
+
+def recipe_path(row: dict, root: Path, row_path: Path) -> Path:
+    from ci_tools.config.load import default_master_paths, read_masters
+
+    if row.get("recipe"):
+        return root / str(row["recipe"])
+    key = row.get("config-key")
+    if not key:
+        raise InputError(f"{row_path}: the row has neither `recipe` nor `config-key`, so its recipe cannot be "
+                         "found; pass a row printed by `ci-tools plan` or `ci-tools matrix`")
+    masters = read_masters(default_master_paths(root), root)
+    entry = masters.entries.get(key)
+    if entry is None:
+        raise InputError(f"{row_path}: config key {key!r} is not in any master config under {root}")
+    if not isinstance(entry, dict) or not entry.get("recipe"):
+        raise InputError(f"master entry {key!r} has no `recipe:` field; `runner run` serves recipe entries only")
+    return root / str(entry["recipe"])
+
+
+def hardware_of(row: dict, root: Path) -> dict:
+    """runners.yaml `hardware:` facts of the row's runner label ({} when none)."""
+    from ci_tools.config.load import read_runners
+
+    path = root / names.RUNNERS
+    if not path.is_file() or not row.get("runner"):
+        return {}
+    hw = (read_runners(path, root).data or {}).get("hardware") or {}
+    return hw.get(row["runner"]) or {}
+
+
+def free_ports(backend: str, port: int, worker_port: int) -> tuple[int, int]:
+    """Port 0: one the kernel says is free now (another job on a shared host holds its own)."""
+    if backend == "slurm":
+        raise UsageError("--port 0 / --worker-port 0 pick free ports on this host, but with slurm the engine runs "
+                         "on a compute node; give the ports explicitly (or hold the node with exclusive: true)")
+    socks = []
+    try:
+        picked = []
+        for value in (port, worker_port):
+            if value:
+                picked.append(value)
+                continue
+            s = socket.socket()
+            s.bind(("0.0.0.0", 0))
+            socks.append(s)
+            picked.append(s.getsockname()[1])
+        return picked[0], picked[1]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def gpu_list(gpus: str | None) -> list[str] | None:
+    """The GPUs this runner was given: --gpus / CI_TOOLS_GPUS, else CUDA_VISIBLE_DEVICES, else all."""
+    text = gpus if gpus is not None else os.environ.get("CUDA_VISIBLE_DEVICES")
+    if text is None:
+        return None
+    devices = [d.strip() for d in text.split(",") if d.strip()]
+    if not devices:
+        raise UsageError("the runner was given no GPU (--gpus / CUDA_VISIBLE_DEVICES is empty)")
+    return devices
+
+
+def eval_policy(row: dict, root: Path):
+    """The policy's `evals:` section, for eval rows only (other rows run without a policy file)."""
+    from ci_tools.evals.policy import is_eval_row, policy_from_doc
+    from ci_tools.yamlio import load_yaml_file
+
+    if not is_eval_row(row):
+        return None
+    path = root / names.POLICY
+    if not path.is_file():
+        raise InputError(f"{path}: policy file not found; eval rows take their harness and tasks from its "
+                         "`evals:` section (pass --root REPO)")
+    return policy_from_doc(load_yaml_file(path, names.POLICY))
+
+
+def prepare_run(req: RunRequest) -> PreparedJob:
+    """Everything `runner run` decides before it starts anything; every refusal is an InputError/UsageError."""
+    from ci_tools.config.load import load_recipe
+
+    row = load_row(req.row_path)
+    recipe_file = recipe_path(row, req.root, req.row_path)
+    try:
+        display = str(recipe_file.resolve().relative_to(req.root.resolve()))
+    except ValueError:
+        display = str(recipe_file)
+    recipe = load_recipe(recipe_file, display)
+    hardware = hardware_of(row, req.root)
+    port, worker_port = req.port, req.worker_port
+    if 0 in (port, worker_port):
+        port, worker_port = free_ports(req.backend, port, worker_port)
+    if "prefill" in row or "decode" in row:
+        return _prepare_multinode(req, row, recipe, hardware, port, worker_port)
+    return _prepare_single(req, row, recipe, hardware, port, worker_port)
+
+
+def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: int, worker_port: int) -> PreparedJob:
+    from ci_tools.config.recipe import resolve_point
+    from ci_tools.runner import nodecheck
+    from ci_tools.runner.backends import (Host, gpu_sampler, job_id, launches, model_path, node_check, ready_urls,
+                                          render_dry_run, slurm_minutes)
+    from ci_tools.runner.budget import job_budget
+    from ci_tools.runner.plan import AGENTX_DATASET, Settings, build_plan
+
+    try:
+        point = resolve_point(recipe, int(row["tp"]), int(row.get("ep", 1)), bool(row.get("dp-attn", False)),
+                              int(row["conc"]))
+    except KeyError as exc:
+        raise InputError(f"{req.row_path}: the row has no `{exc.args[0]}`") from None
+    settings = Settings(model_store=req.model_store, hf_cache=req.hf_cache, aiperf_bin=req.aiperf_bin,
+                        tokenizer=req.tokenizer, dataset=req.dataset or AGENTX_DATASET, server_cmd=req.server_cmd,
+                        router_cmd=req.router_cmd, port=port, worker_port=worker_port,
+                        ready_timeout_s=req.ready_timeout,
+                        gpus_per_node=int(hardware["gpus-per-node"]) if hardware.get("gpus-per-node") else None,
+                        runner_name=req.runner_name, duration_override_s=req.duration_override,
+                        lm_eval_bin=req.lm_eval_bin, root=str(req.root.resolve()), evals=eval_policy(row, req.root))
+    backend = req.backend
+    out_abs = req.out if req.dry_run else req.out.resolve()
+    plan = build_plan(row, point, settings, str(out_abs))
+    client_timeout = req.client_timeout
+    if client_timeout is None and plan.evals is not None:
+        client_timeout = plan.evals["timeout-s"]   # the policy's limit for the whole harness batch
+    budget = job_budget(plan.duration_s, queue_s=req.queue_timeout, ready_s=req.ready_timeout, client_s=client_timeout)
+    if budget.problems():
+        raise InputError(f"{req.row_path}: " + "; ".join(budget.problems()))
+    slurm = hardware.get("slurm") or {}
+    if backend == "slurm" and slurm.get("max-time-minutes") and \
+            slurm_minutes(budget.allocation_s) > int(slurm["max-time-minutes"]):
+        raise InputError(f"the job's Slurm allocation needs --time={slurm_minutes(budget.allocation_s)} min, over "
+                         f"the {slurm['max-time-minutes']} min runners.yaml allows runner {row.get('runner')!r}; "
+                         "lower --ready-timeout or the row's duration, or raise max-time-minutes")
+    devices = gpu_list(req.gpus)
+    if devices is not None and backend != "slurm" and len(devices) < plan.gpus:
+        raise InputError(f"the point needs {plan.gpus} GPUs but this runner was given {len(devices)} "
+                         f"({','.join(devices)}); give it more (CI_TOOLS_GPUS / CUDA_VISIBLE_DEVICES) or run the "
+                         "row on a larger runner")
+    host = Host(label=job_id(plan, str(out_abs)), runner=req.runner_name, gpu_devices=devices,
+                partition=slurm.get("partition"), account=slurm.get("account"),
+                exclusive=bool(slurm.get("exclusive", True)), time_limit_s=budget.allocation_s)
+    text = render_dry_run(plan, backend, settings, host)
+
+    def run() -> None:
+        from ci_tools.runner.job import run_job
+
+        out_abs.mkdir(parents=True, exist_ok=True)
+        (out_abs / names.JOB_JSON).write_text(json.dumps({**plan.job_json(), "label": host.label}, indent=2) + "\n",
+                                               encoding="utf-8")
+        (out_abs / names.COMMANDS_TXT).write_text(text, encoding="utf-8")
+        if plan.evals is not None:
+            outputs, client_name = (f"{names.EVAL_DIR}/{names.EVAL_MANIFEST}",), "the eval harness"
+        else:
+            outputs = (f"{names.AIPERF_DIR}/{names.PROFILE_JSONL}", f"{names.AIPERF_DIR}/{names.PROFILE_JSON}")
+            client_name = "AIPerf"
+        judge = partial(nodecheck.problems, need_gpus=plan.gpus, devices=None if backend == "slurm" else devices,
+                        model=plan.served_model, model_path=model_path(plan, settings), hf_cache=settings.hf_cache)
+        check = None if req.skip_node_check else (node_check(plan, backend, settings), judge)
+        run_job(launches(plan, backend, settings, host), out_abs, ready_urls(plan, backend, settings),
+                check=check, sampler=None if req.no_telemetry else gpu_sampler(plan, backend, host),
+                ready_timeout_s=req.ready_timeout, client_timeout_s=budget.client_s,
+                queue_timeout_s=req.queue_timeout, client_outputs=outputs, client_name=client_name,
+                label=host.label, runner=req.runner_name)
+
+    return PreparedJob(commands=text, outputs=names.github_outputs(plan.result_filename, str(req.out)),
+                       result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,
+                       stopped="all processes of this job were stopped", run=run)
+
+
+def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port: int,
+                       worker_port: int) -> PreparedJob:
+    """A prefill/decode row: one allocation, one srun step per worker, the frontend, a client per concurrency."""
+    from ci_tools.config.disagg import is_disagg, resolve_disagg
+    from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan, render_dry_run
+    from ci_tools.runner.plan import AGENTX_DATASET, Settings
+
+    if not is_disagg(recipe.data):
+        raise InputError(f"{recipe.file}: the row is multi-node (prefill/decode), but this is not a disaggregated "
+                         "recipe (mode: disaggregated); see README, 'Disaggregated (multi-node) points'")
+    if req.backend != "slurm":
+        raise UsageError(f"multi-node rows run on Slurm only (--backend slurm, or CI_TOOLS_BACKEND=slurm on the "
+                         f"runner); got --backend {req.backend}")
+    concs = row.get("conc")
+    concs = [int(c) for c in concs] if isinstance(concs, list) else ([int(concs)] if concs is not None else None)
+    point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs)
+    settings = Settings(model_store=req.model_store, hf_cache=req.hf_cache, aiperf_bin=req.aiperf_bin,
+                        tokenizer=req.tokenizer, dataset=req.dataset or AGENTX_DATASET, server_cmd=req.server_cmd,
+                        port=port, ready_timeout_s=req.ready_timeout, runner_name=req.runner_name,
+                        duration_override_s=req.duration_override)
+    out_abs = req.out if req.dry_run else req.out.resolve()
+    gpn = int(hardware["gpus-per-node"]) if hardware.get("gpus-per-node") else None
+    slurm = SlurmSettings.from_hardware(hardware, queue_timeout_s=req.queue_timeout,
+                                        client_timeout_s=req.client_timeout, router_cmd=req.router_cmd,
+                                        worker_port_base=worker_port, runner=req.runner_name or "")
+    plan = build_multinode_plan(row, point, settings, str(out_abs), gpn, slurm)
+    text = render_dry_run(plan, str(out_abs))
+    rf = plan.clients[0].result_filename if len(plan.clients) == 1 else plan.result_filename
+
+    def run() -> None:
+        from ci_tools.runner.multinode import run_multinode
+
+        if plan.run_eval:
+            raise UsageError("eval rows are not run by `runner run` (use --dry-run to see the launch)")
+        if point.frontend.get("kind") == "dynamo":
+            (out_abs / names.DYNAMO_STORE).mkdir(parents=True, exist_ok=True)
+        run_multinode(plan, out_abs, text)
+
+    return PreparedJob(commands=text, outputs=names.github_outputs(rf, str(req.out)),
+                       result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,
+                       stopped="the allocation and every step of this job were stopped", run=run)
+
+
+@dataclass
+class CleanupReport:
+    lines: list[str] = field(default_factory=list)      # for people, in order
+    problems: list[str] = field(default_factory=list)   # what could not be stopped (exit 1)
+    stopped: list[str] = field(default_factory=list)
+    wrote_status: bool = False                          # the run step left no status.json: one was written
+
+
+def cleanup(out: Path, labels: tuple[str, ...], runner_name: str) -> CleanupReport:
+    """Stop what carries the job's label (OUT/job.json, --label) and, with a runner name, the runner's;
+    write a status.json when the run step left none."""
+    from ci_tools.runner.cleanup import stop_labelled
+    from ci_tools.runner.job import write_status
+
+    report = CleanupReport()
+    found = list(labels)
+    job_file = out / names.JOB_JSON
+    if job_file.is_file():
+        try:
+            label = json.loads(job_file.read_text(encoding="utf-8")).get("label")
+        except ValueError:
+            label = None
+        if label and label not in found:
+            found.append(label)
+    if not found and not runner_name:
+        report.lines.append(f"nothing to clean up: {job_file} does not exist (the job started nothing) and no "
+                            "--label or RUNNER_NAME was given")
+    stopped = report.stopped
+    for i, label in enumerate(found or [""]):
+        sweep = stop_labelled(label, runner_name if i == 0 else "", budget_s=8.0, grace_s=1.0)
+        stopped += sweep.stopped()
+        report.problems += sweep.problems
+    report.wrote_status = out.is_dir() and not (out / names.STATUS_JSON).exists()
+    if report.wrote_status:
+        write_status(out, {"ok": False, "phase": "start", "exit_code": 1,
+                           "reason": "the run step ended without a status (killed, or cancelled before it started)"})
+        report.lines.append(f"wrote {out / names.STATUS_JSON}: the run step left none")
+    report.lines += [f"stopped {line}" for line in stopped]
+    if not stopped:
+        who = found + ([f"runner {runner_name}"] if runner_name else [])
+        report.lines.append(f"nothing left running for {', '.join(who) or '-'}")
+    return report
+
+
+@dataclass(frozen=True)
+class DigestReport:
+    outputs: dict[str, str]
+    markdown: str
+    messages: list[str]          # requests made, whether Slack was posted to
+
+
+def digest(repo: str, runners_path: Path | None, root: Path, date: str | None) -> DigestReport:
+    """List the repository's runners, compare them with runners.yaml, post to Slack when one is down."""
+    from ci_tools.config.load import read_runners
+    from ci_tools.github.client import GitHub, token_from_env
+    from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
+
+    path = runners_path or (root / names.RUNNERS)
+    if not path.is_file():
+        raise InputError(f"{path}: runners file not found (pass --runners or --root)", exit_code=2)
+    expected = expected_runners(read_runners(path, None if runners_path else root).data)
+    token = os.environ.get("RUNNERS_TOKEN") or token_from_env()
+    gh = GitHub(repo, token, api_url=os.environ.get("GITHUB_API_URL") or "https://api.github.com")
+    d = build_digest(repo, gh.runners(), expected)
+    date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    run_url = ""
+    if os.environ.get("GITHUB_RUN_ID"):
+        run_url = (f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{repo}/actions/runs/"
+                   f"{os.environ['GITHUB_RUN_ID']}")
+    markdown = render_markdown(d, date=date, run_url=run_url)
+    messages = [f"GitHub API requests: {gh.log.count}"]
+    webhook = os.environ.get("SLACK_WEBHOOK_URL")
+    if webhook and (d.offline or d.missing):
+        from ci_tools.runner.slack import post
+
+        post(webhook, markdown)
+        messages.append("posted to Slack")
+    return DigestReport(outputs=d.outputs(), markdown=markdown, messages=messages)
