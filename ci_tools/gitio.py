@@ -14,6 +14,10 @@ from pathlib import Path
 
 from ci_tools.errors import InputError
 
+class GitMissing(InputError):
+    """git itself cannot be run (not installed, or not on PATH)."""
+
+
 # Keep git's output stable (no pager, no colour, no localised messages) and never prompt.
 _ENV = {"GIT_PAGER": "cat", "LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0"}
 
@@ -32,7 +36,7 @@ class Git:
             proc = subprocess.run(["git", "-C", str(self.repo), *args], input=input, capture_output=True,
                                   env=self._env)
         except FileNotFoundError:
-            raise InputError("git is not installed (or not on PATH); ci-tools needs it to read the history") from None
+            raise GitMissing("git is not installed (or not on PATH); ci-tools needs it to read the history") from None
         if check and proc.returncode != 0:
             raise InputError(self._failure(args, proc))
         return proc
@@ -78,13 +82,27 @@ class Git:
         got = self._batch([f"{sha}:{path}" for sha, (_, path) in zip(shas, items)], [str(i) for i in range(len(items))])
         return {item: got[str(i)] for i, item in enumerate(items)}
 
+    def known_commit(self, sha: str) -> None:
+        """Record that the commit id `sha` names itself (e.g. a merge base): no rev-parse for it later."""
+        self._commits.setdefault(sha, sha)
+
     def merge_base(self, a: str, b: str) -> str:
         ca, cb = self.rev_parse(a), self.rev_parse(b)
         proc = self._run("merge-base", ca, cb, check=False)
         if proc.returncode != 0:
             raise InputError(f"{a!r} and {b!r} have no common ancestor (is the clone shallow? use fetch-depth: 0)",
                              exit_code=2)
-        return proc.stdout.decode().strip()
+        sha = proc.stdout.decode().strip()
+        self._commits.setdefault(sha, sha)   # a commit id names itself: later lookups need no rev-parse
+        return sha
+
+    def commit_message(self, ref: str) -> str | None:
+        """The full message of the commit `ref` names; None when git cannot show it."""
+        try:
+            proc = self._run("log", "-1", "--format=%B", self.rev_parse(ref), check=False)
+        except InputError:
+            return None
+        return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
 
     # -- contents ---------------------------------------------------------------------------------
     def show(self, ref: str, path: str) -> bytes | None:
@@ -108,6 +126,11 @@ class Git:
         if n not in (1, 2, 3):
             raise ValueError(f"index stage must be 1, 2 or 3, not {n}")
         return self._batch([f":{n}:{path}"], [path])[path]
+
+    def cat_files(self, specs: list[str], names: list[str]) -> dict[str, bytes | None]:
+        """The blobs `specs` name (`<commit>:<path>`, `:<stage>:<path>`), keyed by `names`, with one git
+        process; None where a spec names no file."""
+        return self._batch(specs, names)
 
     def _batch(self, specs: list[str], names: list[str]) -> dict[str, bytes | None]:
         if any("\n" in s for s in specs):
@@ -148,6 +171,20 @@ class Git:
         return sorted(p.decode("utf-8", "surrogateescape") for p in proc.stdout.split(b"\0") if p)
 
     # -- work tree and index --------------------------------------------------------------------
+    def worktree_changes(self, ref: str) -> list[str]:
+        """Paths whose working-tree content differs from `ref`, and untracked files (ignored ones left
+        out), relative to the directory this adapter runs in; sorted."""
+        sha = self.rev_parse(ref)
+        diff = self._run("diff", "--name-only", "-z", "--relative", sha, "--")
+        untracked = self._run("ls-files", "-z", "--others", "--exclude-standard")
+        paths = {p for out in (diff.stdout, untracked.stdout) for p in out.split(b"\0") if p}
+        return sorted(p.decode("utf-8", "surrogateescape") for p in paths)
+
+    def show_relative_many(self, ref: str, files: list[str]) -> dict[str, bytes | None]:
+        """Like `show_many`, with paths relative to the directory this adapter runs in (`./path`)."""
+        sha = self.rev_parse(ref)
+        return self._batch([f"{sha}:./{p}" for p in files], files)
+
     def toplevel(self) -> Path:
         return Path(self._run("rev-parse", "--show-toplevel").stdout.decode().strip())
 

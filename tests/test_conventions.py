@@ -157,3 +157,16 @@ def test_a_missing_input_exits_2_naming_it(clone, name):
     assert out.returncode == 2, (name, out.returncode, out.stdout, out.stderr)
     assert "Traceback" not in out.stderr and "internal error" not in out.stderr, out.stderr
     assert said in out.stderr, (name, out.stderr)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, a in MISSING.items() if not isinstance(a, str)))
+def test_json_stdout_stays_parseable_when_the_input_is_missing(clone, name):
+    # a tool reading `--format json` gets a JSON document or nothing on stdout, never prose
+    import json
+
+    case = MISSING[name]
+    args = case[0] if isinstance(case, tuple) else case
+    out = _run([*name.split(), *args, "--format", "json"], clone)
+    assert out.returncode == 2, (name, out.stderr)
+    if out.stdout.strip():
+        json.loads(out.stdout)

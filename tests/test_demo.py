@@ -22,7 +22,7 @@ def test_demo_runs_every_step_and_passes():
     assert "demo: all steps passed" in text
     assert "accepted: 1 new entry" in text
     # The plan shows the seed PR's seven points, and the AgentX-fast smoke canary on TP4 c1 besides them.
-    assert "total: 9 points (1 canary)" in text    # seven AgentX points, the smoke canary, the eval row
+    assert "total: 9 jobs (7 points, 1 smoke canary, 1 eval row)" in text    # the eval row is not a point (#17)
     # The runner step renders the router in front of the DEP2 point, from the plan's own row.
     assert "sglang_router.launch_router" in text and "--dp-size 2" in text
     assert "Traceback" not in out.stderr

@@ -132,3 +132,57 @@ def test_runner_evals_refuses_a_job_that_is_not_an_eval_job(tmp_path):
     (tmp_path / "job.json").write_text("{}")
     res = CliRunner().invoke(cli, ["runner", "evals", str(tmp_path), "--format", "json"])
     assert res.exit_code == 2 and res.stdout == ""
+
+
+def test_runner_run_outcome_in_json_and_text(capsys, tmp_path):
+    from ci_tools.cli.runner import outcome_report
+    from ci_tools.runner.job import JobFailed
+
+    outcome_report("json", "r.json", Path("out"), tmp_path / "status.json")
+    assert json.loads(capsys.readouterr().out) == {"ok": True, "result-filename": "r.json", "out-dir": "out",
+                                                   "status": str(tmp_path / "status.json")}
+    outcome_report("json", "r.json", Path("out"), tmp_path / "status.json", JobFailed("ready", "never ready", "", 1))
+    body = json.loads(capsys.readouterr().out)
+    assert (body["ok"], body["phase"], body["message"], body["exit-code"]) == (False, "ready", "never ready", 1)
+    outcome_report("text", "r.json", Path("out"), tmp_path / "status.json", JobFailed("ready", "never ready"))
+    assert capsys.readouterr().out == ""  # the error itself went to stderr before
+    outcome_report("text", "r.json", Path("out"), tmp_path / "status.json")
+    assert capsys.readouterr().out == "done: r.json; next: ci-tools results process out\n"
+
+
+def _eval_job(tmp_path: Path) -> Path:
+    import sys
+
+    job = tmp_path / "job"
+    (job / "evals").mkdir(parents=True)
+    ok = ("import json, sys; print('harness noise'); "
+          f"json.dump({{'results': {{'gsm8k': {{'exact_match': 0.9}}}}}}, open({str(job / 'out.json')!r}, 'w'))")
+    runs = [{"conc": 4, "task": "gsm8k", "argv": [sys.executable, "-c", ok], "output": str(job / "out.json")},
+            {"conc": 8, "task": "gsm8k", "argv": [sys.executable, "-c", "raise SystemExit(3)"],
+             "output": str(job / "none.json")}]
+    spec = {"concurrencies": [4, 8], "runs": runs, "harness": {"type": "custom", "name": "stub"}}
+    (job / "job.json").write_text(json.dumps({"evals": spec}))
+    return job
+
+
+def test_runner_evals_json_is_the_manifest_alone_on_stdout(tmp_path):
+    import subprocess
+    import sys
+
+    job = _eval_job(tmp_path)
+    out = subprocess.run([sys.executable, "-m", "ci_tools", "runner", "evals", str(job), "--format", "json"],
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    manifest = json.loads(out.stdout)  # the harness's own output went to stderr
+    assert manifest == json.loads((job / "evals" / "meta_env.json").read_text())
+    assert (manifest["completed_eval_concs"], manifest["failed_eval_concs"]) == ([4], [8])
+    assert "harness noise" in out.stderr and "eval: conc 8 failed" in out.stderr
+
+
+def test_runner_evals_github_annotates_each_failed_concurrency(tmp_path, actions):
+    job = _eval_job(tmp_path)
+    res = invoke("runner", "evals", str(job), "--format", "github")
+    assert res.exit_code == 0
+    assert "::error title=runner evals%3A conc 8 failed::" in res.output
+    summary = actions["summary"].read_text()
+    assert "### runner evals: 1 of 2 concurrencies completed" in summary and "- conc 8: " in summary

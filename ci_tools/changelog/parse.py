@@ -134,7 +134,7 @@ def _parse(content: bytes, file: str, line_offset: int = 0, index_offset: int = 
     problems = byte_findings(content, file)
     if problems:
         raise InputError(problems[0].message, findings=problems)
-    from ci_tools.yamlio import load_yaml_text  # lazy: keeps `ci-tools --help` from importing yaml
+    from ci_tools.yaml.located import load_yaml_text  # lazy: keeps `ci-tools --help` from importing yaml
 
     text = content.decode("utf-8")
     try:

@@ -223,7 +223,7 @@ def _data(content: bytes | None, file: str) -> object:
     """Parsed YAML, or None when absent or unreadable (config validate reports those, located)."""
     if content is None:
         return None
-    from ci_tools.yamlio import load_data_fast
+    from ci_tools.yaml.fast import load_data_fast
 
     try:
         return load_data_fast(content.decode("utf-8"), file)

@@ -32,9 +32,9 @@ def _report(fmt: str, file: str, changed: bool, message: str) -> None:
     if fmt == "json":
         click.echo(json.dumps({"file": file, "changed": changed, "message": message}, ensure_ascii=False))
     elif fmt == "github":
-        from ci_tools.render.findings import _escape_data, _escape_property
+        from ci_tools.github.actions import annotation
 
-        click.echo(f"::notice file={_escape_property(file)},title=changelog::{_escape_data(message)}")
+        click.echo(annotation("notice", message, file=file, title="changelog"))
     else:
         click.echo(message)
 
@@ -132,11 +132,11 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
         click.echo(f"{file}: checked {how}")
     click.echo(render(result, file, fmt))
     if fmt == "github":
-        from ci_tools.github.actions import append_step_summary
+        from ci_tools.github.actions import append_summary
         from ci_tools.render.findings import summary_markdown
 
         verdict = "accepted, " + _summary(result) if result.ok else f"rejected, {len(result.errors)} error(s)"
-        append_step_summary(summary_markdown(f"changelog lint (`{file}`)", verdict, result.errors))
+        append_summary(summary_markdown(f"changelog lint (`{file}`)", verdict, result.errors), required=False)
     if fixed_note:
         click.echo(fixed_note, err=fmt != "text")
         sys.exit(1)
@@ -176,11 +176,11 @@ def render(result, file: str, fmt: str) -> str:
                            "added": added, "corrections": result.corrections}, indent=2, ensure_ascii=False,
                           default=str)  # YAML dates, sets, bytes in a rejected entry: echoed as text
     if fmt == "github":
-        from ci_tools.render.findings import github_annotation
+        from ci_tools.github.actions import annotation, finding_annotation
 
-        lines = [github_annotation(f, "changelog lint") for f in result.errors]
+        lines = [finding_annotation(f, "changelog lint") for f in result.errors]
         if result.ok:
-            lines.append(f"::notice file={file},title=changelog lint::{_summary(result)}")
+            lines.append(annotation("notice", _summary(result), file=file, title="changelog lint"))
         return "\n".join(lines)
     lines = [f.as_text() for f in result.errors]
     lines.append(f"{file}: {'accepted' if result.ok else 'rejected'}: "

@@ -55,7 +55,7 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
     src = load_sources(root, list(masters) or None, runners)
     change = Change(frozenset(changed_keys))
     if base:
-        from ci_tools.config.touched import change_since
+        from ci_tools.config.load import change_since
 
         change = change_since(root, base, src.masters, change.keys)
     report = check(src, change)
@@ -65,20 +65,18 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
         c = report.counts
         click.echo(f"checked {c['master_files']} master file(s) with {c['entries']} entries, "
                    f"{c['runners_files']} runners file, {c['recipes']} recipe(s)")
-    elif fmt == "github":
-        from ci_tools.github.actions import annotate
-
-        for note in report.notes:
-            annotate("notice", note, title="config validate")
-    out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None,
-                 title="config validate")
     if fmt == "github":
-        from ci_tools.github.actions import append_step_summary
+        from ci_tools.github import actions
         from ci_tools.render.findings import summary_markdown
 
+        for note in report.notes:
+            actions.annotate("notice", note, title="config validate")
+        out = "\n".join(actions.finding_annotation(f, "config validate") for f in report.findings)
         errors = sum(f.severity != "warning" for f in report.findings)
         verdict = (f"{errors} error(s)" if errors else "passed") + f", {len(report.findings) - errors} warning(s)"
-        append_step_summary(summary_markdown("config validate", verdict, report.findings))
+        actions.append_summary(summary_markdown("config validate", verdict, report.findings), required=False)
+    else:
+        out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None)
     if out:
         click.echo(out)
     if not report.ok:

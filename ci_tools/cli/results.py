@@ -51,7 +51,8 @@ def _summary(result: dict) -> str:
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(path_type=Path), help="Where to write the result (default DIR/result.json).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
-              help="github: also every failed rule as an annotation and in $GITHUB_STEP_SUMMARY.")
+              help="json: the result (a list of them for a job of several concurrencies); github: also every "
+                   "failed rule as an annotation and in $GITHUB_STEP_SUMMARY.")
 @click.option("--max-error-rate", type=float, default=0.10, show_default=True, help="Highest valid error rate (inclusive).")
 @click.option("--min-requests", type=int, help="Minimum successful requests (default: per scenario x concurrency).")
 @click.option("--name", help="Point name, when DIR has no job.json.")
@@ -102,15 +103,19 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
         written = flow.process(dirs, point, out, max_error_rate=max_error_rate, min_requests=min_requests,
                                workers=workers)
     invalid = 0
+    results = []
     for w in written:
-        click.echo(json.dumps(w.result, indent=2) if fmt == "json"
-                   else (eval_summary if w.eval else _summary)(w.result))
+        results.append(w.result)
+        if fmt != "json":
+            click.echo((eval_summary if w.eval else _summary)(w.result))
         if fmt == "github":
             _github_verdict(str(directory) if w.eval else w.result["point"]["name"], w.target, w.result)
         if not w.result["valid"]:
             invalid += 1
             what = "eval failed ({} check(s) failed)" if w.eval else "invalid result ({} rule(s) failed)"
             click.echo(f"error: {what.format(len(w.result['failures']))}; written to {w.target}", err=True)
+    if fmt == "json":  # one document: the result, or a list of them for a job of several concurrencies
+        click.echo(json.dumps(results[0] if len(results) == 1 else results, indent=2))
     if invalid:
         sys.exit(1)
 
@@ -206,7 +211,7 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
     """
     from ci_tools.results import pareto, render
     from ci_tools.results.load import load_points
-    from ci_tools.yamlio import read_text
+    from ci_tools.yaml.load import read_text
 
     points = load_points(input_path)
     analysis = pareto.analyse(points)

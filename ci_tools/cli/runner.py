@@ -166,7 +166,20 @@ def evals_cmd(job_dir: Path, base_url: str | None, fmt: str) -> None:
     """
     from ci_tools.evals.driver import drive, manifest_of
 
-    code = drive(job_dir, base_url)
+    if fmt == "json":  # progress and the harness's own output to stderr: stdout carries one document
+        import os
+
+        sys.stdout.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+        try:
+            code = drive(job_dir, base_url)
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+    else:
+        code = drive(job_dir, base_url)
     manifest = manifest_of(job_dir) if code == 0 and fmt != "text" else None
     if manifest is not None:
         if fmt == "json":

@@ -65,7 +65,7 @@ def plan_bump(master_texts: dict[str, str], recipe_texts: dict[str, str | None],
     if not pinned(image):
         raise UsageError(f"--image {image!r} is not pinned by digest: give repo:tag@sha256:<64 hex> (the tag says what"
                          " it is, the digest what runs; e.g. `docker buildx imagetools inspect repo:tag` prints it)")
-    from ci_tools.yamlio import load_data_fast
+    from ci_tools.yaml.fast import load_data_fast
 
     found = [(f, t) for f, t in master_texts.items() if isinstance(d := load_data_fast(t, f), dict) and key in d]
     if not found:

@@ -23,7 +23,7 @@ from typing import Iterator
 from ci_tools import names
 from ci_tools.config.rules import entry_points, fmt_point, point_key
 from ci_tools.errors import Finding
-from ci_tools.yamlio import YamlDoc
+from ci_tools.yaml.located import YamlDoc
 
 PINNED = re.compile(r"^(?P<name>[^@\s]+)@sha256:(?P<digest>[0-9a-f]{64})$")
 CONFIG_FILE_RE = re.compile(r"^CONFIG_FILE=(?P<path>\S+)$")

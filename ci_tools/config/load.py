@@ -15,8 +15,10 @@ from ci_tools.config.masters import MasterSet, merge_master_docs
 from ci_tools.config.recipe import Recipe
 from ci_tools.config.validate import Report, Sources, check
 from ci_tools.config.crossfile import Change
-from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc, load_yaml_file
+from ci_tools.config.touched import change_from
+from ci_tools.errors import Finding, InputError, UsageError
+from ci_tools.yaml.load import load_yaml_file
+from ci_tools.yaml.located import YamlDoc
 
 
 def display(path: Path, root: Path | None) -> str:
@@ -128,3 +130,25 @@ def validate_files(masters: list[Path], runners: Path | None = None, root: Path 
                    change: Change = Change()) -> Report:
     """Validate files outside the repository layout (e.g. the InferenceX corpus)."""
     return check(load_sources(root, masters, runners), change)
+
+
+def change_since(root: Path, base: str, masters: list[YamlDoc], keys: frozenset[str] = frozenset()) -> Change:
+    """The Change between `base` and the working tree of the repository at `root` (`--base REF`).
+
+    `masters` are the loaded master documents with `file` names relative to `root`."""
+    from ci_tools.gitio import Git, GitMissing
+
+    git = Git(root)
+    try:
+        sha = git.rev_parse(base)
+    except GitMissing as exc:
+        raise UsageError(f"--base needs git: {exc.message}") from None
+    except InputError:
+        raise UsageError(f"--base {base}: not a commit in the git repository at {root}") from None
+    try:
+        files = set(git.worktree_changes(sha))
+        shown = git.show_relative_many(sha, [doc.file for doc in masters if doc.file in files])
+    except InputError as exc:
+        raise UsageError(f"--base {base}: {exc.message}") from None
+    texts = {name: (None if data is None else data.decode("utf-8", "replace")) for name, data in shown.items()}
+    return change_from(base, files, masters, texts, keys)

@@ -1,20 +1,19 @@
-"""Reading master configs and runners.yaml into plain data (no schema validation here).
+"""Master configs into plain data (no schema validation here; pure: the files are read by
+`ci_tools.config.load`, or from git by the callers).
 
-`merge_master_docs` merges parsed files in the order given (`config.load.read_masters` reads them:
-the fast path of every command that needs the entries, each file parsed once). Structural validation lives in the
-config validator; here only what would make the merged data ambiguous is rejected.
+`MasterIndex` is the one reader of master configs from bytes (plan: selected entries with line marks;
+matrix: every entry without), `merge_master_docs` merges parsed files in order. Structural validation
+lives in the config validator; here only what would make the merged data ambiguous is rejected.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
-from ci_tools import names
 from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc
+from ci_tools.yaml.located import YamlDoc, load_yaml_text
+from ci_tools.yaml.scan import split_entries
 
 
 @dataclass
@@ -59,73 +58,24 @@ def merge_master_docs(docs: list[YamlDoc]) -> MasterSet:
     return out
 
 
-_TOP_KEY_LINE = re.compile(rb"([A-Za-z0-9_][A-Za-z0-9_.+-]*):[ ]*(?:#[^\n]*)?")
-_COLUMN_ONE = re.compile(rb"^[^ #\n][^\n]*", re.M)
-
-
-_COMMENT_LINE = re.compile(rb"^[ ]*#[^\n]*", re.M)
-
-
-def _has_alias_syntax(content: bytes) -> bool:
-    """Whether anything outside comment-only lines looks like an anchor or alias.
-
-    A line whose first non-blank character is `#` is never YAML structure (a comment, or text inside a
-    block or quoted scalar), so its `*`/`&` cannot be an alias: real master files say things like
-    `# rocm/sgl-dev:*-DSv4` and must stay on the fast path. Trailing comments are not stripped (a `#`
-    may sit inside a quoted value): their `*` only costs the whole-file parse, never a wrong result.
-    """
-    content = _COMMENT_LINE.sub(b"", content)
-    for ch in (b"&", b"*"):
-        pos = content.find(ch)
-        while pos >= 0:
-            before = content[pos - 1:pos] if pos else b"\n"
-            after = content[pos + 1:pos + 2]
-            if before in (b" ", b"\n", b"[", b"{", b",", b":", b"-") and after and (after.isalnum() or after in b"_-"):
-                return True
-            pos = content.find(ch, pos + 1)
-    return False
-
-
-def split_entries(content: bytes) -> list[tuple[str, int, bytes]] | None:
-    """(key, first line, bytes of its block) per top-level entry, by a line scan; None when the file is
-    not in the plain block shape every master config has (then parse it whole).
-
-    Lets a planner parse only the few entries a change selects: the blocks are independent YAML
-    documents as long as no line at column 1 is anything but a comment, a blank or `<key>:`, and no
-    anchor/alias crosses entries (any `&`/`*` alias syntax outside comment lines sends the caller to the
-    whole-file parse).
-    """
-    out: list[tuple[str, int, bytes]] = []
-    prev_pos, line = 0, 1
-    starts: list[tuple[str, int, int]] = []
-    for m in _COLUMN_ONE.finditer(content):
-        key = _TOP_KEY_LINE.fullmatch(m.group(0))
-        if key is None:
-            return None
-        line += content.count(b"\n", prev_pos, m.start())
-        prev_pos = m.start()
-        starts.append((key.group(1).decode("ascii"), line, m.start()))
-    for i, (key, line, pos) in enumerate(starts):
-        end = starts[i + 1][2] if i + 1 < len(starts) else len(content)
-        out.append((key, line, content[pos:end]))
-    if len({k for k, _, _ in out}) != len(out) or _has_alias_syntax(content):
-        return None
-    return out
-
-
 class MasterIndex:
-    """Every key of some master files at once; entries parsed only when asked for (`select`).
+    """Every key of some master files at once; entries parsed only when asked for (`select`). The one
+    reader of master configs from bytes: `plan` (selected entries, with line marks) and `matrix` (every
+    entry, `marks=False`) both read through it.
 
-    Two readers behind one result: the fast one splits each plain file into per-entry blocks by a line
-    scan and parses only the selected blocks; a file the scan declines (see `split_entries`), or whose
-    selected block does not parse on its own, is parsed whole instead. Both give the same entries,
-    line marks included; `fast=False` forces the whole-file reader (the tests compare the two).
+    The fast path splits each plain file into per-entry blocks with the one line scanner
+    (`ci_tools.yaml.scan.split_entries`) and parses only the selected blocks; a file the scan declines,
+    or whose selected block does not parse on its own, is parsed whole instead, and so is a file whose
+    every entry is selected. Both give the same entries, line marks included; `fast=False` forces the
+    whole-file reader (the tests compare the two). With `marks=False` the entries are parsed by
+    `ci_tools.yaml.fast` (no line marks; a problem is still reported by the located loader).
     A YAML error in an entry nobody selected is not seen by the fast reader: unrelated problems are
     `config validate`'s to report and do not block a plan.
     """
 
-    def __init__(self, blobs: list[tuple[str, bytes]], *, fast: bool = True):
+    def __init__(self, blobs: list[tuple[str, bytes]], *, fast: bool = True, marks: bool = True):
         self._blobs = blobs
+        self._marks = marks
         self._split = {name: (split_entries(data) if fast else None) for name, data in blobs}
         self._whole: dict[str, YamlDoc] = {}
         self.keys: list[str] = []
@@ -133,19 +83,25 @@ class MasterIndex:
             parts = self._split[name]
             self.keys += [k for k, _, _ in parts] if parts is not None else self._doc_keys(name)
         if len(set(self.keys)) != len(self.keys):
-            self.full()  # the merge reports the duplicate with both places
+            # the merge reports the duplicate with both places (which takes the line marks)
+            (self if marks else MasterIndex(blobs, fast=False)).full()
 
     @property
     def split_files(self) -> list[str]:
         """The files read by the per-entry fast path (the others were parsed whole)."""
         return [name for name, parts in self._split.items() if parts is not None]
 
-    def _doc(self, name: str) -> YamlDoc:
-        from ci_tools.yamlio import load_yaml_text
+    def _parse(self, text: str, name: str) -> YamlDoc:
+        if self._marks:
+            return load_yaml_text(text, name)
+        from ci_tools.yaml.fast import load_data_fast
 
+        return YamlDoc(name, load_data_fast(text, name))
+
+    def _doc(self, name: str) -> YamlDoc:
         if name not in self._whole:
             data = dict(self._blobs)[name]
-            self._whole[name] = load_yaml_text(data.decode("utf-8", "replace"), name)
+            self._whole[name] = self._parse(data.decode("utf-8", "replace"), name)
         return self._whole[name]
 
     def _doc_keys(self, name: str) -> list[str]:
@@ -154,20 +110,30 @@ class MasterIndex:
 
     def full(self) -> MasterSet:
         """Every entry of every file, each file parsed whole."""
-        return merge_master_docs([self._doc(name) for name, _ in self._blobs])
+        return self._located(lambda index: merge_master_docs([index._doc(name) for name, _ in index._blobs]))
+
+    def _located(self, read: Callable[[MasterIndex], MasterSet]) -> MasterSet:
+        try:
+            return read(self)
+        except InputError:
+            if self._marks:
+                raise
+            # a problem the merge finds (a key that is not a string, a file that is not a mapping) is
+            # reported at its line, which takes the marks: read again with them
+            return read(MasterIndex(self._blobs, fast=False))
 
     def select(self, keys: list[str] | set[str]) -> MasterSet:
         """The entries named by `keys` (unknown keys are ignored), with `all_keys` set to every key."""
-        from ci_tools.yamlio import load_yaml_text
+        return self._located(lambda index: index._select(set(keys)))
 
-        keep = set(keys)
+    def _select(self, keep: set[str]) -> MasterSet:
         docs: list[YamlDoc] = []
         for name, _ in self._blobs:
             parts = self._split[name]
-            if parts is not None:
+            if parts is not None and not keep.issuperset(k for k, _, _ in parts):
                 try:
                     # pad with newlines so every reported line number is the file's
-                    docs += [load_yaml_text("\n" * (line - 1) + chunk.decode("utf-8", "replace"), name)
+                    docs += [self._parse("\n" * (line - 1) + chunk.decode("utf-8", "replace"), name)
                              for key, line, chunk in parts if key in keep]
                     continue
                 except InputError:

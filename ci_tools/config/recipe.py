@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc
+from ci_tools.yaml.located import YamlDoc
 
 # Engine-level keys that come from the point itself and must not be repeated in `args`: the
 # runner renders them from tp/ep/dp-attn, so two sources could disagree silently. Each engine

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from ci_tools import resources
 from ci_tools.errors import Finding
-from ci_tools.yamlio import YamlDoc
+from ci_tools.yaml.located import YamlDoc
 
 SCHEMA_FILES = {
     "master": "master.schema.json",

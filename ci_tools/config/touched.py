@@ -1,18 +1,15 @@
 """Which master entries a change touches, from a git base revision (`config validate --base REF`).
 
-`touched_keys` is the pure part (compare entries at base and now); `change_since` is the small git
-adapter around it. An entry is touched when it is new, when any of its fields differ from the base
-revision, or when a recipe file it references changed (`Change.files`).
+Pure: `touched_keys` compares entries at base and now, `change_from` builds the Change; the git reads
+are `ci_tools.config.load.change_since`'s. An entry is touched when it is new, when any of its fields
+differ from the base revision, or when a recipe file it references changed (`Change.files`).
 """
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path
-
 from ci_tools.config.crossfile import Change
-from ci_tools.errors import InputError, UsageError
-from ci_tools.yamlio import YamlDoc, load_yaml_text
+from ci_tools.errors import InputError
+from ci_tools.yaml.located import YamlDoc, load_yaml_text
 
 
 def touched_keys(base: object, head: object) -> set[str]:
@@ -24,34 +21,18 @@ def touched_keys(base: object, head: object) -> set[str]:
     return {k for k, v in head.items() if isinstance(k, str) and (k not in base or base[k] != v)}
 
 
-def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=False)
-    except FileNotFoundError:
-        raise UsageError("--base needs git, which is not installed") from None
-
-
-def change_since(root: Path, base: str, masters: list[YamlDoc], keys: frozenset[str] = frozenset()) -> Change:
-    """The Change between `base` and the working tree of the repository at `root`.
-
-    `masters` are the loaded master documents with repo-relative `file` names."""
-    if _git(root, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}").returncode != 0:
-        raise UsageError(f"--base {base}: not a commit in the git repository at {root}")
-    diff = _git(root, "diff", "--name-only", "--relative", base, "--")
-    untracked = _git(root, "ls-files", "--others", "--exclude-standard")
-    if diff.returncode != 0:
-        raise UsageError(f"--base {base}: git diff failed: {diff.stderr.strip()}")
-    files = set(diff.stdout.split("\n")) | set(untracked.stdout.split("\n"))
-    files.discard("")
+def change_from(base: str, files: set[str], masters: list[YamlDoc], base_texts: dict[str, str | None],
+                keys: frozenset[str] = frozenset()) -> Change:
+    """The Change of a working tree against `base`: `files` it changed (untracked included), the master
+    documents as they are now and their text at `base` (None: absent there) for those it changed."""
     touched = set(keys)
     for doc in masters:
         if doc.file not in files:
             continue
-        shown = _git(root, "show", f"{base}:./{doc.file}")
-        old = None
-        if shown.returncode == 0:
+        text, old = base_texts.get(doc.file), None
+        if text is not None:
             try:
-                old = load_yaml_text(shown.stdout, f"{base}:{doc.file}").data
+                old = load_yaml_text(text, f"{base}:{doc.file}").data
             except InputError:
                 old = None  # unreadable at base: everything in it counts as touched
         touched |= touched_keys(old, doc.data)

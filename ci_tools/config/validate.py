@@ -15,7 +15,7 @@ from ci_tools import names
 from ci_tools.config import crossfile, rules, schemas
 from ci_tools.config.crossfile import Change, Entry, Recipe
 from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc
+from ci_tools.yaml.located import YamlDoc
 
 
 @dataclass
@@ -212,7 +212,7 @@ def servability(valid: list[Entry], recipes: dict[str, Recipe], hardware: dict, 
     """Touched entries: every benchmark row they expand to must be one a runner serves
     (ci_tools/runner/servable.py, the same decision `plan` makes), else an error at the entry."""
     from ci_tools.config.recipe import Recipe as LoadedRecipe
-    from ci_tools.policy.matrix import Filters, expand
+    from ci_tools.sweep.matrix import Filters, expand
     from ci_tools.runner.servable import Context, refusals
 
     out: list[Finding] = []

@@ -10,7 +10,7 @@ uploaded as an artifact whose *name* says it (`evals_passed`, `evals_failed`, `e
 
 from __future__ import annotations
 
-from ci_tools.policy.buckets import EVAL_BUCKETS
+from ci_tools.sweep.buckets import EVAL_BUCKETS
 from ci_tools import names
 
 PASSED, FAILED, NONE = "passed", "failed", "none"

@@ -7,7 +7,7 @@ from pathlib import Path
 from ci_tools import names
 from ci_tools.errors import Finding, InputError
 from ci_tools.evals.thresholds import Thresholds, from_doc
-from ci_tools.yamlio import load_yaml_file
+from ci_tools.yaml.load import load_yaml_file
 
 
 def load_thresholds(path: Path, display: str | None = None) -> Thresholds:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ci_tools.errors import Finding, InputError
-from ci_tools.yamlio import YamlDoc
+from ci_tools.yaml.located import YamlDoc
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """GitHub adapters: the REST client (`client.GitHub`) and event payload readers (`events`).
 
-Only this package talks to GitHub. Decisions live in the core (`ci_tools/prbot/`, `ci_tools/policy/`) and take
+Only this package talks to GitHub. Decisions live in the core (`ci_tools/prbot/`, `ci_tools/sweep/`) and take
 plain data (`ci_tools/prbot/models.py`, which the parsers here fill). `actions` is the one writer
 of what a GitHub Actions step hands back (outputs, step summary, annotations).
 

@@ -8,7 +8,7 @@ computes once), `shell.py` (settings, the lazy client, the sticky write) and `fl
 handle`: one permission check per comment, then each command's feature flow). Each feature is a folder with `decide.py` (pure, table-tested) and
 `flow.py` (the I/O, through the few client methods it declares).
 
-May import: core modules anywhere in `ci_tools` (`policy.labels`, `evals.gate`, `names`,
+May import: core modules anywhere in `ci_tools` (`sweep.labels`, `evals.gate`, `names`,
 `errors`). Only `shell.py`, `flow.py` and the features' `flow.py`/`shell.py` may import
 `ci_tools.github`; `tests/test_layers.py` checks it.
 """

@@ -76,7 +76,7 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy) -> Result:
             parts.append(approve_command(x, c, pr, client, settings, res))
     parts = [p for p in parts if p]
     if parts:
-        body = sticky.marker("reply", c.id) + "\n" + "\n\n".join(p.rstrip() for p in parts) + "\n"
-        action, _ = upsert(client, pr, tl, "reply", c.id, body, settings)
+        body = sticky.marker(sticky.REPLY, c.id) + "\n" + "\n\n".join(p.rstrip() for p in parts) + "\n"
+        action, _ = upsert(client, pr, tl, sticky.REPLY, c.id, body, settings)
         res.messages.append(f"reply: {action}")
     return res

@@ -17,7 +17,8 @@ from ci_tools import names
 from ci_tools.errors import InputError
 from ci_tools.github.client import GitHub
 from ci_tools.github.timeline import timeline_from_api
-from ci_tools.policy.labels import Policy, load_policy
+from ci_tools.sweep.labels import Policy
+from ci_tools.sweep.load import load_policy
 from ci_tools.prbot import sticky
 from ci_tools.prbot.card.shell import SETTLE_S
 from ci_tools.prbot.models import Timeline

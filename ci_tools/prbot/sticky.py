@@ -20,6 +20,14 @@ from typing import Iterable
 from ci_tools.prbot.models import Comment
 
 DEFAULT_BOT = "github-actions[bot]"
+
+# The kinds of sticky comment the bot keeps, each spelled once (the marker's `<kind>`).
+REPLY = "reply"                      # the reply to a command comment (key: that comment's id)
+STAGE = "stage"                      # a staging request's progress (key: the command comment's id)
+WELCOME = "welcome"
+SIGNOFF_VERDICT = "signoff-verdict"  # the PR's one sign-off verdict (keeps its state)
+SIGNOFF_REPLY = "signoff-reply"      # why a sign-off did not count (key: the sign-off comment's id)
+STATUS_CARD = "status-card"
 _STATE = re.compile(r"^<!-- ci-tools:state (\{.*\}) -->$", re.M)
 
 
@@ -29,6 +37,11 @@ def marker(kind: str, key: str | int | None = None) -> str:
 
 def state_line(state: dict) -> str:
     return f"<!-- ci-tools:state {json.dumps(state, sort_keys=True, separators=(',', ':'))} -->"
+
+
+def is_marked(body: str, kind: str) -> bool:
+    """Whether `body` starts with a marker of `kind`, with any key or none."""
+    return body.startswith(marker(kind).removesuffix(" -->") + " ")
 
 
 def head(kind: str, key: str | int | None = None, state: dict | None = None) -> str:

@@ -1,4 +1,4 @@
-"""Findings rendered as text, JSON or GitHub workflow annotations."""
+"""Findings rendered as text, JSON or the job-summary table (annotations: `ci_tools.github.actions`)."""
 
 from __future__ import annotations
 
@@ -7,29 +7,6 @@ import json
 from ci_tools.errors import Finding
 
 FORMATS = ("text", "json", "github")
-
-
-def _escape_property(value: str) -> str:
-    # GitHub workflow-command property escaping.
-    return (value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-            .replace(":", "%3A").replace(",", "%2C"))
-
-
-def _escape_data(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def github_annotation(f: Finding, title: str | None = None) -> str:
-    """A workflow command; `title` (e.g. the command, "changelog lint") heads the annotation on the PR."""
-    props = [f"file={_escape_property(f.file)}"]
-    if f.line is not None:
-        props.append(f"line={f.line}")
-    if f.col is not None:
-        props.append(f"col={f.col}")
-    if title:
-        props.append(f"title={_escape_property(title)}")
-    text = f.message + (f" (hint: {f.hint})" if f.hint else "")
-    return f"::{'warning' if f.severity == 'warning' else 'error'} {','.join(props)}::{_escape_data(text)}"
 
 
 def _cell(text: str) -> str:
@@ -46,7 +23,8 @@ def summary_markdown(title: str, verdict: str, findings: list[Finding]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(findings: list[Finding], fmt: str, extra: dict | None = None, title: str | None = None) -> str:
+def render(findings: list[Finding], fmt: str, extra: dict | None = None) -> str:
+    """`json` or `text` (the `github` format's annotations are `github.actions.finding_annotation`'s)."""
     errors = [f for f in findings if f.severity != "warning"]
     warnings = [f for f in findings if f.severity == "warning"]
     if fmt == "json":
@@ -54,8 +32,6 @@ def render(findings: list[Finding], fmt: str, extra: dict | None = None, title: 
                 "warnings": [f.as_dict() for f in warnings]}
         body.update(extra or {})
         return json.dumps(body, indent=2, ensure_ascii=False)
-    if fmt == "github":
-        return "\n".join(github_annotation(f, title) for f in findings)
     lines = [f.as_text() for f in findings]
     lines.append(f"{len(errors)} error(s), {len(warnings)} warning(s)")
     return "\n".join(lines)

@@ -21,7 +21,7 @@ class Report:
 
 
 def load_policy(path: Path | None) -> compare.Policy:
-    from ci_tools.policy.labels import load_policy as load_labels
+    from ci_tools.sweep.load import load_policy as load_labels
 
     if path is None:
         default = Path(names.POLICY)
@@ -36,7 +36,7 @@ def load_policy(path: Path | None) -> compare.Policy:
 def check_claims(head: list[dict], main: list[dict], claims_path: Path) -> list[dict]:
     """Claims over both sides: a bare name is the PR's point when the PR has it, else main's;
     `main:<name>` is always main's."""
-    from ci_tools.yamlio import read_text
+    from ci_tools.yaml.load import read_text
 
     head_pts = compare.points_of(head)
     main_pts = compare.points_of(compare.latest_per_point(main), prefix="main:")

@@ -22,7 +22,7 @@ def csv_or_json(path: Path, *, from_csv: Callable[[str, str], T], from_json: Cal
                 neither: str) -> T:
     """A file named *.csv is a CSV (text to `from_csv`); any other is JSON (data to `from_json`).
     `neither` says what the file should have been, for the error when it is not JSON."""
-    from ci_tools.yamlio import read_text
+    from ci_tools.yaml.load import read_text
 
     text = read_text(path)
     if path.suffix.lower() == ".csv":

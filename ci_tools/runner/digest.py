@@ -53,11 +53,6 @@ class Digest:
         """Labels with no online runner: their rows cannot start at all."""
         return tuple(row.label for row in self.labels if row.total and not row.available)
 
-    def outputs(self) -> dict[str, str]:
-        return {"offline": str(len(self.offline)), "missing": str(len(self.missing)), "busy": str(len(self.busy)),
-                "total": str(self.registered), "down-labels": ",".join(self.down_labels),
-                "healthy": "true" if not (self.offline or self.missing) else "false"}
-
 
 def _state(runner: dict) -> str:
     if runner.get("status") != "online":

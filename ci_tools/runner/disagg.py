@@ -25,7 +25,7 @@ from types import SimpleNamespace
 from ci_tools.config.disagg import DisaggPoint, Group
 from ci_tools.config.recipe import render_args
 from ci_tools.errors import InputError
-from ci_tools.policy.buckets import profile_of
+from ci_tools.sweep.buckets import profile_of
 from ci_tools import names
 from ci_tools.engines import ServeSpec, routers, sglang
 from ci_tools.runner import budget as bud

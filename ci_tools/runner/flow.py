@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ci_tools import names
 from ci_tools.errors import InputError, UsageError
+from ci_tools.runner.digest import Digest
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,7 @@ class PreparedJob:
 
 
 def load_row(path: Path) -> dict:
-    from ci_tools.yamlio import read_text
+    from ci_tools.yaml.load import read_text
 
     try:
         row = json.loads(read_text(path))
@@ -140,7 +141,7 @@ def gpu_list(gpus: str | None) -> list[str] | None:
 def eval_policy(row: dict, root: Path):
     """The policy's `evals:` section, for eval rows only (other rows run without a policy file)."""
     from ci_tools.evals.policy import is_eval_row, policy_from_doc
-    from ci_tools.yamlio import load_yaml_file
+    from ci_tools.yaml.load import load_yaml_file
 
     if not is_eval_row(row):
         return None
@@ -336,6 +337,13 @@ class DigestReport:
     messages: list[str]          # requests made, whether Slack was posted to
 
 
+def digest_outputs(d: Digest) -> dict[str, str]:
+    """`runner digest`'s step outputs (names in cli/runner.py GITHUB_OUTPUTS)."""
+    return {"offline": str(len(d.offline)), "missing": str(len(d.missing)), "busy": str(len(d.busy)),
+            "total": str(d.registered), "down-labels": ",".join(d.down_labels),
+            "healthy": "true" if not (d.offline or d.missing) else "false"}
+
+
 def digest(repo: str, runners_path: Path | None, root: Path, date: str | None) -> DigestReport:
     """List the repository's runners, compare them with runners.yaml, post to Slack when one is down."""
     from ci_tools.config.load import read_runners
@@ -362,4 +370,4 @@ def digest(repo: str, runners_path: Path | None, root: Path, date: str | None) -
 
         post(webhook, markdown)
         messages.append("posted to Slack")
-    return DigestReport(outputs=d.outputs(), markdown=markdown, messages=messages)
+    return DigestReport(outputs=digest_outputs(d), markdown=markdown, messages=messages)

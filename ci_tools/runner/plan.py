@@ -28,7 +28,7 @@ from ci_tools.config.recipe import ResolvedPoint
 from ci_tools.engines import routers
 from ci_tools.errors import InputError
 from ci_tools.evals.policy import split_simulated_acceptance
-from ci_tools.policy.buckets import profile_of
+from ci_tools.sweep.buckets import profile_of
 from ci_tools import names
 
 AGENTIC = "agentic-coding"

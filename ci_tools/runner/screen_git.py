@@ -18,7 +18,7 @@ from ci_tools.errors import InputError
 def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict[str, object]:
     """recipe path -> loaded `Recipe`, or the reason it cannot be read, for every entry's `recipe:`."""
     from ci_tools.config.recipe import Recipe
-    from ci_tools.yamlio import load_yaml_text
+    from ci_tools.yaml.located import load_yaml_text
 
     wanted = sorted({e["recipe"] for e in entries.values()
                      if isinstance(e, Mapping) and isinstance(e.get("recipe"), str)})
@@ -44,7 +44,7 @@ def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict
 
 
 def screen_at(git, head: str, masters) -> object | None:
-    """`build_plan(screen=...)` for the head's masters (a `policy.plan.Masters`); None for a repository
+    """`plan_sweep(screen=...)` for the head's masters (a `sweep.plan.Masters`); None for a repository
     that has no recipes/ folder at `head`."""
     from ci_tools import names
     from ci_tools.runner.servable import screen_for
@@ -61,15 +61,13 @@ def evals_at(git, head: str):
     from ci_tools import names
     from ci_tools.errors import InputError
     from ci_tools.evals.policy import policy_from_doc
-    from ci_tools.yamlio import load_yaml_text
+    from ci_tools.yaml.located import load_yaml_text
 
     blob = git.show(head, names.POLICY)
     if blob is None:
-        from importlib import resources
+        from ci_tools.sweep.load import DEFAULT_POLICY_NAME, default_policy_text
 
-        from ci_tools.policy.labels import DEFAULT_POLICY_NAME, DEFAULT_POLICY_RESOURCE
-
-        text, name = resources.files("ci_tools.policy").joinpath(DEFAULT_POLICY_RESOURCE).read_text("utf-8"), DEFAULT_POLICY_NAME
+        text, name = default_policy_text(), DEFAULT_POLICY_NAME
     else:
         text, name = blob.decode("utf-8", "replace"), names.POLICY
     try:

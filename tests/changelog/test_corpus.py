@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ci_tools.changelog.keys import master_keys_from_bytes, scan_master_keys
+from ci_tools.changelog.keys import master_keys_from_bytes
+from ci_tools.yaml.scan import top_level_keys
 from ci_tools.changelog.lint import Mode, fix_appended, lint_change
 from ci_tools.changelog.merge import canonicalize
 from ci_tools.changelog.parse import entry_starts, line_of, parse_entries
@@ -59,7 +60,7 @@ def test_file_facts(corpus):
 def test_master_key_scan_agrees_with_yaml(corpus, shared):
     for name in ("amd-master.yaml", "nvidia-master.yaml"):
         raw = (shared / "corpus" / "inferencex" / "configs" / name).read_bytes()
-        assert scan_master_keys(raw) == list(yaml.load(raw, Loader=yaml.CSafeLoader))
+        assert top_level_keys(raw) == list(yaml.load(raw, Loader=yaml.CSafeLoader))
 
 
 def test_appending_a_valid_entry_passes(corpus):

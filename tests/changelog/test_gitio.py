@@ -86,3 +86,33 @@ def test_batched_reads(repo):
     with pytest.raises(InputError) as exc:
         g.read([("v1", "a.txt"), ("bad-ref", "a.txt")])
     assert exc.value.message.startswith("unknown git ref 'bad-ref'")
+
+
+def test_worktree_changes_and_relative_reads_from_a_subdirectory(repo):
+    """What `config validate --base` asks, run from a subdirectory: paths relative to it, untracked
+    files included, ignored ones not."""
+    write(repo, "dir/b.yaml", b"changed\n")
+    write(repo, "dir/new.yaml", b"new\n")
+    write(repo, ".gitignore", b"*.log\n")
+    write(repo, "dir/x.log", b"ignored\n")
+    write(repo, "a.txt", b"outside dir\n")
+    g = Git(repo / "dir")
+    assert g.worktree_changes("v1") == ["b.yaml", "c-master.yaml", "new.yaml"]
+    assert g.show_relative_many("v1", ["b.yaml", "c-master.yaml"]) == {"b.yaml": b"b\n", "c-master.yaml": None}
+
+
+def test_commit_message_and_named_blobs(repo):
+    g = Git(repo)
+    assert g.commit_message("v2") == "second\n\n"
+    sha = g.rev_parse("v1")
+    assert g.cat_files([f"{sha}:a.txt", f"{sha}:nope"], ["a", "b"]) == {"a": b"one\n", "b": None}
+    g.known_commit("f" * 40)
+    assert g.rev_parse("f" * 40) == "f" * 40  # remembered, not asked
+
+
+def test_git_missing_is_its_own_error(repo, monkeypatch):
+    from ci_tools.gitio import GitMissing
+
+    monkeypatch.setenv("PATH", str(repo / "no-bin"))
+    with pytest.raises(GitMissing):
+        Git(repo).rev_parse("HEAD")

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import yaml
 
-from ci_tools.changelog.keys import master_keys_from_bytes, resolve_keys, scan_master_keys
+from ci_tools.changelog.keys import master_keys_from_bytes, resolve_keys
 from ci_tools.changelog.parse import parse_entries
 from ci_tools.changelog.schema import canonical_link, entry_findings
 from ci_tools.errors import InputError
@@ -30,19 +30,6 @@ KEYS = ["config-b", "config-a", "other", "qwen3.5-a", "qwen3x5-b", "dsr1-fp4-b20
 ])
 def test_resolve_keys(patterns, resolved, unmatched):
     assert resolve_keys(patterns, KEYS) == (resolved, unmatched)
-
-
-@pytest.mark.parametrize("content,keys", [
-    (b"# c\na:\n  x: 1\n\nb-1.2:   # note\n  - y\n", ["a", "b-1.2"]),
-    (b"", []),
-    (b"a: {x: 1}\n", None),        # value on the key line: not the plain shape
-    (b"'a':\n  x: 1\n", None),     # quoted key
-    (b"---\na:\n  x: 1\n", None),  # document marker
-    (b"a:\n  x: 1\na:\n  y: 2\n", None),  # duplicate: the full parser reports it
-    (b"- a\n", None),
-])
-def test_scan_master_keys(content, keys):
-    assert scan_master_keys(content) == keys
 
 
 def test_master_keys_fallback_parses_properly():

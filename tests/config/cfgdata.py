@@ -10,7 +10,7 @@ import yaml
 
 from ci_tools.config.crossfile import Change
 from ci_tools.config.validate import Sources, check
-from ci_tools.yamlio import load_yaml_text
+from ci_tools.yaml.located import load_yaml_text
 
 REPO = Path(__file__).resolve().parents[2]
 PIN = "@sha256:" + "ab" * 32

@@ -127,3 +127,18 @@ def test_an_entry_whose_recipe_changed_is_touched(repo):
 ])
 def test_touched_keys(base, head, expected):
     assert touched_keys(base, head) == expected
+
+
+@pytest.mark.parametrize("files,base_text,expected", [
+    ({"m.yaml"}, "a: 1\nb: 2\n", {"b"}),            # b changed
+    ({"m.yaml"}, None, {"a", "b"}),                 # the file is new at head
+    ({"m.yaml"}, "a: [1\n", {"a", "b"}),            # unreadable at base: all of it counts
+    ({"other.yaml"}, "a: 1\nb: 2\n", {"k"}),        # the master is unchanged: only the given keys
+])
+def test_change_from(files, base_text, expected):
+    from ci_tools.config.touched import change_from
+    from ci_tools.yaml.located import load_yaml_text
+
+    head = load_yaml_text("a: 1\nb: 3\n", "m.yaml")
+    change = change_from("base", files, [head], {"m.yaml": base_text}, frozenset({"k"}) if "other.yaml" in files else frozenset())
+    assert change.keys == frozenset(expected) and change.files == frozenset(files)

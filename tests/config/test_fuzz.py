@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from ci_tools.config.crossfile import Change
 from ci_tools.config.validate import Sources, check
 from ci_tools.errors import InputError
-from ci_tools.yamlio import load_yaml_text
+from ci_tools.yaml.located import load_yaml_text
 
 RECIPE_TEXT = (REPO / "recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml").read_text(encoding="utf-8")
 RECIPE = yaml.safe_load(RECIPE_TEXT)

@@ -86,7 +86,7 @@ def test_the_quick_checker_agrees_on_the_policy_files_evals_section():
     import copy
 
     from ci_tools.config import schemas
-    from ci_tools.yamlio import load_yaml_file
+    from ci_tools.yaml.load import load_yaml_file
 
     from tests.conftest import REPO
 

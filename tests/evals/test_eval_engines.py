@@ -14,7 +14,7 @@ from ci_tools.engines import ENGINE_NAMES
 from ci_tools.evals import policy as ep
 from ci_tools.runner.backends import Host, launches
 from ci_tools.runner.plan import Settings, build_plan
-from ci_tools.yamlio import load_yaml_file
+from ci_tools.yaml.load import load_yaml_file
 from tests.conftest import REPO
 
 POLICY = ep.policy_from_doc(load_yaml_file(REPO / "inferencex-e2e/ci-policy.yaml", "ci-policy.yaml"))

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from ci_tools.cli import cli
 from ci_tools.evals import policy as ep
-from ci_tools.yamlio import load_yaml_file
+from ci_tools.yaml.load import load_yaml_file
 from tests.conftest import REPO
 
 import sys

@@ -7,7 +7,7 @@ import pytest
 
 from ci_tools.evals import score
 from ci_tools.evals.thresholds import Threshold, Thresholds
-from ci_tools.yamlio import load_yaml_text
+from ci_tools.yaml.located import load_yaml_text
 
 M = lambda ev, done, failed, **kw: {"eval_concs": ev, "completed_eval_concs": done,  # noqa: E731
                                     "failed_eval_concs": failed, **kw}

@@ -12,7 +12,7 @@ from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.approval.flow import outputs
 from ci_tools.prbot.context import PrContext
 from ci_tools.prbot.commands import SweepApprove, SweepPlan, UsageProblem, parse
-from ci_tools.policy.labels import load_policy
+from ci_tools.sweep.load import load_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = load_policy(ROOT)

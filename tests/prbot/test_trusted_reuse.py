@@ -13,7 +13,7 @@ from ci_tools.prbot.models import LabelEvent, Timeline
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.context import PrContext
 from ci_tools.prbot.reuse import decide as reuse
-from ci_tools.policy.labels import load_policy
+from ci_tools.sweep.load import load_policy
 
 POLICY = load_policy(Path(__file__).resolve().parents[2])
 FULL = "full-sweep-fail-fast"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ci_tools.prbot.messages import label_what as _label_what
-from ci_tools.policy.labels import load_policy
+from ci_tools.sweep.load import load_policy
 
 
 def test_every_primary_label_reads_differently(repo_root):

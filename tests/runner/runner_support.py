@@ -74,7 +74,7 @@ def multinode_rows() -> list[tuple[str, dict]]:
     """Every multi-node row the example repository plans (matrix expansion, as `plan` emits them)."""
     from ci_tools import names
     from ci_tools.config.load import read_runners
-    from ci_tools.policy.matrix import Filters, expand, is_multinode
+    from ci_tools.sweep.matrix import Filters, expand, is_multinode
 
     entries = read_masters(default_master_paths(REPO), REPO).entries
     hardware = (read_runners(REPO / names.RUNNERS, REPO).data or {}).get("hardware") or {}

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
+from ci_tools.runner.flow import digest_outputs
 from tests.conftest import assert_golden
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "runner"
@@ -46,7 +47,7 @@ def test_one_label(runners, expected, row):
 ])
 def test_outputs(runners, healthy, down):
     d = build_digest("o/r", runners, {"x": ["a", "b"], "y": ["c"]})
-    out = d.outputs()
+    out = digest_outputs(d)
     assert out["healthy"] == healthy and out["down-labels"] == down
     assert out["total"] == str(len(runners))
     assert int(out["offline"]) == sum(x["status"] == "offline" for x in runners)
@@ -54,7 +55,7 @@ def test_outputs(runners, healthy, down):
 
 def test_a_runner_under_two_labels_is_counted_once():
     d = build_digest("o/r", [r("g0", "offline")], {"gb300": ["g0", "g1"], "cluster:gb300": ["g0", "g1"]})
-    assert d.outputs()["offline"] == "1" and d.outputs()["missing"] == "1"
+    assert digest_outputs(d)["offline"] == "1" and digest_outputs(d)["missing"] == "1"
     assert d.down_labels == ("cluster:gb300", "gb300")
 
 
@@ -99,5 +100,5 @@ def test_every_listed_runner_has_exactly_one_state(runners, expected):
         assert all(known[n]["status"] == "offline" for n in row.offline)
         assert all(known[n]["status"] == "online" and known[n]["busy"] for n in row.busy)
     assert set(d.offline) == {n for n, r in known.items() if r["status"] == "offline"}
-    assert d.outputs()["healthy"] == ("true" if not d.offline and not d.missing else "false")
+    assert digest_outputs(d)["healthy"] == ("true" if not d.offline and not d.missing else "false")
     render_markdown(d, date="2026-01-01")  # renders whatever the mix

@@ -9,10 +9,10 @@ import pytest
 from ci_tools.config.load import default_master_paths, read_masters, read_runners
 from ci_tools.config.recipe import recipe_from_data
 from ci_tools.config.load import load_recipe
-from ci_tools.policy.matrix import Filters, expand, select_evals
+from ci_tools.sweep.matrix import Filters, expand, select_evals
 from ci_tools.evals.policy import policy_from_doc
 from ci_tools.runner.servable import PENDING_RULES, Context, refusals
-from ci_tools.yamlio import load_yaml_file
+from ci_tools.yaml.load import load_yaml_file
 
 from runner_support import REPO, SEED_KEY, seed_rows
 
@@ -136,22 +136,22 @@ def test_every_row_the_plan_emits_for_all_four_configs_is_accepted_by_runner_run
     from click.testing import CliRunner
 
     from ci_tools.cli import cli
-    from ci_tools.policy.gate import Event, decide
-    from ci_tools.policy.labels import load_policy
-    from ci_tools.policy.plan import Masters, PlanEntry, build_plan
+    from ci_tools.sweep.gate import GateEvent, decide
+    from ci_tools.sweep.load import load_policy
+    from ci_tools.sweep.plan import Masters, PlanEntry, plan_sweep
     from ci_tools.runner.servable import screen_for
 
     policy = load_policy(REPO)
     keys = list(MASTERS)
     recipes = {e["recipe"]: load_recipe(REPO / e["recipe"], e["recipe"]) for e in MASTERS.values() if e.get("recipe")}
     entry = PlanEntry(0, 1, {"config-keys": keys, "description": ["x"], "pr-link": "l"}, keys)
-    decision = decide(Event("local", labels=("full-sweep-fail-fast",)), policy, appends_entry=True)
+    decision = decide(GateEvent("local", labels=("full-sweep-fail-fast",)), policy, appends_entry=True)
     from ci_tools.evals.policy import policy_from_doc
-    from ci_tools.yamlio import load_yaml_file
+    from ci_tools.yaml.load import load_yaml_file
 
     evals = policy_from_doc(load_yaml_file(REPO / "inferencex-e2e" / "ci-policy.yaml"))
-    plan = build_plan(decision, [entry], Masters(MASTERS, HARDWARE), policy,
-                      screen=screen_for(MASTERS, recipes, HARDWARE, evals))
+    plan = plan_sweep(decision, [entry], Masters(MASTERS, HARDWARE), policy,
+                      screen=screen_for(MASTERS, recipes, HARDWARE, evals)).as_dict()
     rows = [r for rs in plan["buckets"].values() for r in rs] + plan["canaries"]
     # the 25 benchmark jobs and the 4 single-node eval rows run; the 3 multi-node eval rows are pending
     assert plan["error"] is None and len(rows) == 29, (plan["error"], len(rows))

@@ -127,7 +127,7 @@ def labels_table(policy) -> str:
 
 
 def render_all() -> dict[str, str]:
-    from ci_tools.policy.labels import load_policy
+    from ci_tools.sweep.load import load_policy
     workflows = wc.load_workflows(REPO / ".github" / "workflows")
     return {"jobs": jobs_table(workflows), "labels": labels_table(load_policy(REPO)),
             "prerequisites": prerequisites_table(workflows)}

@@ -216,7 +216,7 @@ def test_reusable_workflow_outputs_are_followed(tmp_path, fake_cli):
 
 def test_release_job_exports_every_bucket():
     """The stages spell one job output per bucket (GitHub needs them listed); keep them in step."""
-    from ci_tools.policy.buckets import BUCKETS
+    from ci_tools.sweep.buckets import BUCKETS
 
     stages = next(wf for wf in wc.load_workflows(WORKFLOWS) if wf.name == "sweep-stages.yml")
     outputs = stages.jobs["release"]["outputs"]

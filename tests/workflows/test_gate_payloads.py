@@ -21,7 +21,7 @@ import pytest
 import gh_expr
 import wf_contract as wc
 from wf_contract import read_github_output
-from ci_tools.policy.labels import load_policy
+from ci_tools.sweep.load import load_policy
 from wf_env import REPO, WORKFLOWS
 
 POLICY = load_policy(REPO)

@@ -9,7 +9,7 @@ import yaml
 
 import wf_contract as wc
 from ci_tools import names
-from ci_tools.policy.labels import load_policy
+from ci_tools.sweep.load import load_policy
 from wf_env import REPO, WORKFLOWS
 
 # Triggers whose jobs hold a write token or secrets while the event comes from anyone: their jobs

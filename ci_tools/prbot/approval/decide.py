@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ci_tools import names
-from ci_tools.policy.labels import Policy
+from ci_tools.sweep.labels import Policy
 from ci_tools.prbot.context import PrContext
 
 # The workflow's `run-name:` spells names.TRUSTED_RUN_NAME with `${{ inputs.pr }}` and `${{ inputs.sha }}`

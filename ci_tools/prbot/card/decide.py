@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ci_tools.prbot import sticky
 
-KIND = "status-card"
+KIND = sticky.STATUS_CARD
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,6 @@ FOOTER = ("<sub>Maintained by ci-tools: each part is updated by the job that own
 _OPEN = "<!-- ci-tools:section {} -->"
 _CLOSE = "<!-- /ci-tools:section {} -->"
 _SECTION = re.compile(r"<!-- ci-tools:section ([a-z-]+) -->\n(.*?)\n<!-- /ci-tools:section \1 -->", re.S)
-_STATE = re.compile(r"^<!-- ci-tools:state \{.*\} -->$", re.M)
 
 
 def sections_of(body: str | None) -> dict[str, str]:

@@ -132,7 +132,7 @@ def card_inputs(*, plan_file: Path | None, plan_json: Path | None, evals_file: P
     except OSError as exc:
         raise InputError(f"{plan_file}: cannot read the plan summary ({exc.strerror})") from None
     if plan_json:
-        from ci_tools.render.plan import card_summary
+        from ci_tools.sweep.render import card_summary
 
         try:
             plan = card_summary(json.loads(plan_json.read_text(encoding="utf-8")))
@@ -176,7 +176,7 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
     ranks: dict[str, int] = {}
     notes: list[str] = []
     if run and run.get("id"):
-        from ci_tools.policy.buckets import BUCKETS
+        from ci_tools.sweep.buckets import BUCKETS
 
         families = card.progress(client.run_jobs(int(run["id"])), BUCKETS) if observed else []
         sections["sweep"] = run_line(run, settings, families)

@@ -34,7 +34,7 @@ from typing import Callable, Iterable, Iterator, Protocol
 
 from ci_tools import names
 from ci_tools.evals import gate as eval_gate
-from ci_tools.policy.labels import Policy
+from ci_tools.sweep.labels import Policy
 from ci_tools.prbot import messages
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, effective_use, parse

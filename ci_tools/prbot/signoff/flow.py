@@ -84,23 +84,23 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
                              checklist=checklist, is_member=is_member,
                              sweep_problem=None if sel.run else sel.error)
     tree = client.commit(prs.head_sha)["commit"]["tree"]["sha"]
-    previous = sticky.state_of(sticky.find_sticky(tl.comments, "signoff-verdict", bot_login=settings.bot))
+    previous = sticky.state_of(sticky.find_sticky(tl.comments, sticky.SIGNOFF_VERDICT, bot_login=settings.bot))
     res.outputs.update(proceed="true", signer=c.author, **{"head-sha": prs.head_sha})
     values = dict(signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12], version=checklist.version,
                   rows=messages.signoff_rows(verdict.checks))
     if signoff.stands(verdict, previous, prs.head_sha, tree):
-        body = messages.render("signoff-verdict", kind="signoff-reply", key=c.id, headline="not counted",
+        body = messages.render("signoff-verdict", kind=sticky.SIGNOFF_REPLY, key=c.id, headline="not counted",
                                footer=messages.signoff_not_counted(c.author, previous.get("signer")), **values)
-        upsert(client, pr, tl, "signoff-reply", c.id, body, settings)
+        upsert(client, pr, tl, sticky.SIGNOFF_REPLY, c.id, body, settings)
         res.outputs["state"] = "success"
         res.messages.append("sign-off by a non-owner ignored; the earlier verified sign-off stands")
         return res
     state = {"sha": prs.head_sha, "tree": tree, "signer": c.author, "passed": verdict.passed,
              "url": c.html_url, "version": checklist.version}
     headline, footer = messages.signoff_footer(verdict, c.author, signoff.STATUS_CONTEXT)
-    body = messages.render("signoff-verdict", kind="signoff-verdict", state=state, headline=headline, footer=footer,
+    body = messages.render("signoff-verdict", kind=sticky.SIGNOFF_VERDICT, state=state, headline=headline, footer=footer,
                            **values)
-    _, cid = upsert(client, pr, tl, "signoff-verdict", None, body, settings)
+    _, cid = upsert(client, pr, tl, sticky.SIGNOFF_VERDICT, None, body, settings)
     client.create_status(prs.head_sha, state=verdict.state, context=signoff.STATUS_CONTEXT,
                          description=verdict.description,
                          target_url=f"https://github.com/{client.repo}/pull/{pr}#issuecomment-{cid}")
@@ -162,7 +162,7 @@ def _signoff_after_push(event: Event, settings: Settings, gh: Lazy, res: Result)
     client = gh()
     pr = event.pull_request
     tl = load_timeline(client, pr.number)
-    previous = sticky.state_of(sticky.find_sticky(tl.comments, "signoff-verdict", bot_login=settings.bot))
+    previous = sticky.state_of(sticky.find_sticky(tl.comments, sticky.SIGNOFF_VERDICT, bot_login=settings.bot))
     tree = client.commit(pr.head_sha)["commit"]["tree"]["sha"] if previous.get("passed") else ""
     update = signoff.after_push(previous, tree)
     client.create_status(pr.head_sha, state=update.state, context=signoff.STATUS_CONTEXT,

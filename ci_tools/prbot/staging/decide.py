@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from ci_tools.policy.labels import Policy
+from ci_tools.sweep.labels import Policy
 from ci_tools import names
 from ci_tools.prbot import sticky
 from ci_tools.prbot.commands import REQUIRED, StageResults, allows

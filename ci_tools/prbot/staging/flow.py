@@ -94,7 +94,7 @@ def stage_callback(event: Event, settings: Settings, gh: Lazy) -> Result:
     existing = None
     if cb.comment_id is not None:
         existing = next((c for c in tl.comments if c.id == cb.comment_id), None)
-        if existing is None or existing.author != settings.bot or not existing.body.startswith("<!-- ci-tools:stage "):
+        if existing is None or existing.author != settings.bot or not sticky.is_marked(existing.body, sticky.STAGE):
             raise InputError(f"comment {cb.comment_id} is not the bot's staging comment on PR #{cb.pr_number}; "
                              "refusing to edit it")
     current = sticky.state_of(existing)
@@ -107,13 +107,13 @@ def stage_callback(event: Event, settings: Settings, gh: Lazy) -> Result:
     key = existing.body.split("\n", 1)[0].split()[2] if existing else f"run-{cb.run_id}"
     values = dict(author=cb.requested_by, run_id=cb.run_id, app_run_url=app_url, run_url=run_url)
     if cb.phase == "started":
-        body = messages.render("stage-started", kind="stage", key=key, state=state, **values)
+        body = messages.render("stage-started", kind=sticky.STAGE, key=key, state=state, **values)
     elif cb.succeeded:
-        body = messages.render("stage-succeeded", kind="stage", key=key, state=state,
+        body = messages.render("stage-succeeded", kind=sticky.STAGE, key=key, state=state,
                                view_url=staging.view_url(settings.staging_site, cb.run_date, cb.run_id), **values)
     else:
-        body = messages.render("stage-failed", kind="stage", key=key, state=state, **values)
-    action, cid = upsert(client, cb.pr_number, tl, "stage", key, body, settings)
+        body = messages.render("stage-failed", kind=sticky.STAGE, key=key, state=state, **values)
+    action, cid = upsert(client, cb.pr_number, tl, sticky.STAGE, key, body, settings)
     return Result(outputs={"updated": str(action != "none").lower(), "comment-id": str(cid)},
                   messages=[f"staging comment {cid}: {action}"])
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ci_tools import names
-from ci_tools.policy.labels import Policy
+from ci_tools.sweep.labels import Policy
 from ci_tools.prbot.messages import label_what
 from ci_tools.prbot.signoff.decide import PHRASE, STATUS_CONTEXT
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ci_tools.github.events import Event
-from ci_tools.prbot import messages
+from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline, upsert
 from ci_tools.prbot.welcome.decide import welcome_values
 
@@ -24,6 +24,6 @@ def welcome(event: Event, settings: Settings, gh: Lazy) -> Result:
     client: Client = gh()
     pr = event.pull_request.number
     tl = load_timeline(client, pr)
-    body = messages.render("welcome", kind="welcome", **welcome_values(settings.policy, client.repo))
-    action, cid = upsert(client, pr, tl, "welcome", None, body, settings)
+    body = messages.render("welcome", kind=sticky.WELCOME, **welcome_values(settings.policy, client.repo))
+    action, cid = upsert(client, pr, tl, sticky.WELCOME, None, body, settings)
     return Result(outputs={"comment": action, "comment-id": str(cid)}, messages=[f"welcome comment: {action}"])

@@ -1,6 +1,6 @@
-"""YAML loading with line marks and strict input hygiene.
+"""YAML text -> data with line marks, under strict input hygiene (pure: no file is read here).
 
-Every config file goes through `load_yaml_text`/`load_yaml_file`. The result keeps, for every path
+Every config file goes through `load_yaml_text` (files: `ci_tools.yaml.load.load_yaml_file`). The result keeps, for every path
 into the data (a tuple of keys and indexes), the 1-based line and column where it was written, so
 that validators can report `file:line:col` without re-parsing. PyYAML's C parser is used when the
 platform has it (it is several times faster on the 395 KB changelog); the Python one otherwise.
@@ -14,22 +14,20 @@ few hundred bytes of nested aliases otherwise expand to millions of values (a "b
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ci_tools.errors import Finding, InputError
 
 # PyYAML is imported by the first parse that needs it, not with this module: importing it costs more
-# than `matrix full-sweep` spends reading both masters through `ci_tools.plainyaml`.
+# than `matrix full-sweep` spends reading both masters through `ci_tools.yaml.fast`.
 yaml: Any = None
 _Loader: Any = None
 _MemoLoader: Any = None
 
 
-def _pyyaml() -> None:
-    """Import PyYAML and define the loaders built on it (once)."""
+def ensure_pyyaml() -> None:
+    """Import PyYAML (as this module's `yaml`) and define the loaders built on it (once)."""
     global yaml, _Loader, _MemoLoader
     if _MemoLoader is not None:
         return
@@ -55,6 +53,12 @@ def _pyyaml() -> None:
 
     yaml, _Loader, _MemoLoader = module, loader, MemoLoader
 
+
+def memo_loader(text: str) -> Any:
+    """PyYAML's safe loader (C when built) over `text`, plain-scalar tags memoised (data-only reads)."""
+    ensure_pyyaml()
+    return _MemoLoader(text)
+
 Path_ = tuple  # a path into the data: ("key", 0, "sub-key")
 
 # Nesting deeper than this is refused (configs and the changelog nest fewer than 10 levels); it keeps
@@ -64,8 +68,8 @@ MAX_DEPTH = 64
 # ALIAS_SLACK. Bounds the build (and everything that walks the data after it) linearly in the input.
 ALIAS_FACTOR = 4
 ALIAS_SLACK = 10_000
-_MAP_TAG = "tag:yaml.org,2002:map"
-_SEQ_TAG = "tag:yaml.org,2002:seq"
+MAP_TAG = "tag:yaml.org,2002:map"
+SEQ_TAG = "tag:yaml.org,2002:seq"
 
 
 @dataclass
@@ -100,7 +104,7 @@ class YamlDoc:
         return Finding(self.file, line, col, message, hint, severity)
 
 
-def _graph_problem(root: Any, file: str) -> Finding | None:
+def graph_problem(root: Any, file: str) -> Finding | None:
     """The first reason not to build `root`: a recursive alias, nesting deeper than MAX_DEPTH, or an
     alias expansion above the budget. One iterative pass over the distinct nodes (shared ones are
     counted once with their expanded size), so a bomb costs as little to refuse as it is long.
@@ -167,7 +171,7 @@ class _Builder:
         self.doc.value_marks[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
         if len(path) >= MAX_DEPTH:
             raise _TooDeep(node)
-        if not isinstance(node, yaml.ScalarNode) and node.tag not in (_MAP_TAG, _SEQ_TAG):
+        if not isinstance(node, yaml.ScalarNode) and node.tag not in (MAP_TAG, SEQ_TAG):
             self.errors.append(Finding(self.doc.file, node.start_mark.line + 1, node.start_mark.column + 1,
                                        f"the YAML tag {node.tag.replace('tag:yaml.org,2002:', '!!')} is not supported"
                                        " on a list or mapping (it would be ignored)",
@@ -235,14 +239,14 @@ def load_yaml_text(text: str, file: str = "<input>") -> YamlDoc:
     if problems:
         raise InputError(problems[0].message, findings=problems)
     doc = YamlDoc(file, None)
-    _pyyaml()
+    ensure_pyyaml()
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
         if node is None:
             doc.data = None
             return doc
-        problem = _graph_problem(node, file) if "&" in text else None
+        problem = graph_problem(node, file) if "&" in text else None
         if problem is not None:
             raise InputError(problem.message, findings=[problem])
         builder = _Builder(loader, doc)
@@ -272,96 +276,6 @@ def load_yaml_text(text: str, file: str = "<input>") -> YamlDoc:
     if builder.errors:
         raise InputError(builder.errors[0].message, findings=builder.errors)
     return doc
-
-
-def read_text(path: Path | str, display: str | None = None) -> str:
-    """Read a UTF-8 text file, turning I/O and decoding problems into InputError."""
-    p = Path(path)
-    name = display or str(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{name}: file not found", findings=[Finding(name, None, None, "file not found",
-                                                                       "check the path (and the directory it is run from)")],
-                         exit_code=2) from None
-    except IsADirectoryError:
-        raise InputError(f"{name}: is a directory, expected a YAML file",
-                         findings=[Finding(name, None, None, "is a directory, expected a YAML file")]) from None
-    except OSError as exc:
-        raise InputError(f"{name}: cannot read: {exc.strerror}",
-                         findings=[Finding(name, None, None, f"cannot read: {exc.strerror}")]) from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise InputError(f"{name}:{line}: not valid UTF-8",
-                         findings=[Finding(name, line, None, "not valid UTF-8 text", "save the file as UTF-8")]) from None
-
-
-def load_yaml_file(path: Path | str, display: str | None = None) -> YamlDoc:
-    name = display or str(path)
-    return load_yaml_text(read_text(path, name), name)
-
-
-_STR_TAG = "tag:yaml.org,2002:str"
-_DEEP_INDENT = re.compile(f"^ {{{MAX_DEPTH - 2},}}", re.M)
-
-
-def load_data_fast(text: str, file: str = "<input>") -> Any:
-    """The parsed data of `text` without line marks, about twice as fast as `load_yaml_text` on large
-    files (for whole-file reads on hot paths, e.g. `matrix full-sweep` over every master config).
-
-    Anything unusual (hygiene problems, malformed YAML, duplicate or unhashable keys) is handed to
-    `load_yaml_text`, so the caller gets the same located error either way.
-    """
-    if "\t" in text or "\x00" in text or text.startswith("\ufeff"):
-        return load_yaml_text(text, file).data
-    from ci_tools.plainyaml import Unsupported, load_plain
-
-    # Block nesting is at most about one level per column of indentation: text indented that deep goes
-    # to the loaders below, which check MAX_DEPTH (the plain reader does not).
-    if _DEEP_INDENT.search(text) is None:
-        try:
-            return load_plain(text)  # the plain block shape configs are written in, without PyYAML's objects
-        except Unsupported:
-            pass
-    _pyyaml()
-    loader = _MemoLoader(text)
-    constructors = loader.yaml_constructors
-
-    def build(node: yaml.Node, depth: int = 0) -> Any:
-        kind = type(node)
-        if kind is yaml.ScalarNode:
-            if node.tag == _STR_TAG:
-                return node.value
-            return constructors[node.tag](loader, node)
-        if node.tag != (_MAP_TAG if kind is yaml.MappingNode else _SEQ_TAG):
-            raise _Defer  # a tag on a collection: the located loader refuses it
-        if kind is yaml.MappingNode:
-            loader.flatten_mapping(node)
-            if depth >= MAX_DEPTH:
-                raise _Defer
-            out = {build(k, depth + 1): build(v, depth + 1) for k, v in node.value}
-            if len(out) != len(node.value):
-                raise _Defer
-            return out
-        if depth >= MAX_DEPTH:
-            raise _Defer
-        return [build(item, depth + 1) for item in node.value]
-
-    try:
-        node = loader.get_single_node()
-        if node is not None and "&" in text and _graph_problem(node, file) is not None:
-            raise _Defer
-        return None if node is None else build(node)
-    except (yaml.YAMLError, TypeError, KeyError, ValueError, OverflowError, RecursionError, _Defer):
-        return load_yaml_text(text, file).data
-    finally:
-        loader.dispose()
-
-
-class _Defer(Exception):
-    """Raised inside `load_data_fast` to hand an unusual document to the located loader."""
 
 
 class _TooDeep(Exception):

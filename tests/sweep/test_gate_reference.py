@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ci_tools.prbot.reuse import decide as reuse
-from ci_tools.policy.gate import Event, decide
-from ci_tools.policy.labels import load_policy
+from ci_tools.sweep.gate import GateEvent, decide
+from ci_tools.sweep.load import load_policy
 
 POLICY = load_policy(Path(__file__).resolve().parents[2])
 PRIMARY = ["sweep-enabled", "full-sweep-enabled", "non-canary-full-sweep-enabled", "full-sweep-fail-fast",
@@ -73,7 +73,7 @@ def test_gate_agrees_with_the_reference_except_documented_deviations():
         label_arg = label if action in ("labeled", "unlabeled") else None
         ref_check, ref_gate, ref_run = reference(True, action, label_arg, labels, draft, same_repo, msg, check_ok,
                                                  auth)
-        ev = Event("pull_request", action=action, label=label_arg, labels=labels, draft=draft, fork=not same_repo,
+        ev = GateEvent("pull_request", action=action, label=label_arg, labels=labels, draft=draft, fork=not same_repo,
                    head_message=msg, pr_number=1, run_id="9")
         d = decide(ev, POLICY, appends_entry=check_ok)
         # The pipeline: the gate, then (when it sweeps) the reuse step, the /use rule's one copy.
@@ -101,4 +101,4 @@ def test_gate_agrees_with_the_reference_except_documented_deviations():
 @pytest.mark.parametrize("msg", ["feat: add model", "fix: x [skip-sweep]"])
 def test_push_always_runs_like_the_reference(msg):
     assert reference(False, None, None, (), False, True, msg, True, False)[2]
-    assert decide(Event("push", sha="s", head_message=msg), POLICY, appends_entry=True).sweep
+    assert decide(GateEvent("push", sha="s", head_message=msg), POLICY, appends_entry=True).sweep

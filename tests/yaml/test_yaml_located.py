@@ -1,7 +1,7 @@
 import pytest
 
 from ci_tools.errors import InputError
-from ci_tools.yamlio import load_yaml_text
+from ci_tools.yaml.located import load_yaml_text
 
 
 def test_marks_point_at_keys_and_values():

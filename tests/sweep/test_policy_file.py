@@ -6,10 +6,11 @@ import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
 
-from ci_tools.errors import InputError, UsageError
-from ci_tools.policy.event import event_from_payload
-from ci_tools.policy.gate import Event, decide
-from ci_tools.policy.labels import load_policy, policy_from_data
+from ci_tools.errors import InputError
+from ci_tools.sweep.event import event_from_payload
+from ci_tools.sweep.gate import GateEvent, decide
+from ci_tools.sweep.labels import policy_from_data
+from ci_tools.sweep.load import load_policy
 
 
 def test_shipped_policy_matches_its_schema(repo_root):
@@ -31,13 +32,12 @@ def test_policy_estimates(repo_root):
     assert p.recommended() == "full-sweep-fail-fast"
 
 
-def test_require_known_names_all_labels(repo_root):
+def test_unknown_labels_are_named_with_the_known_ones(repo_root):
     p = load_policy(repo_root)
-    p.require_known(["full-sweep-fail-fast", "all-evals"])
-    with pytest.raises(UsageError) as exc:
-        p.require_known(["full-sweep", "evals"])
-    msg = exc.value.message
-    assert "unknown sweep label(s): evals, full-sweep." in msg and all(name in msg for name in p.relevant())
+    assert p.unknown_note(["full-sweep-fail-fast", "all-evals"]) is None
+    msg = p.unknown_note(["full-sweep-fail-fast", "skip_queue", "evals-onyl"])
+    assert msg.startswith("label(s) evals-onyl (did you mean evals-only?), skip_queue are not sweep labels")
+    assert "ignores them as CI does" in msg and all(name in msg for name in p.relevant())
 
 
 def test_malformed_policy_file_is_a_clean_error(tmp_path):
@@ -71,13 +71,13 @@ pr_like = st.fixed_dictionaries({
 @settings(max_examples=200, deadline=None)
 @given(payload=st.one_of(json_values, pr_like), name=st.sampled_from([None, "pull_request", "push", "workflow_run"]))
 def test_event_extractor_never_crashes(payload, name):
-    """Any JSON a file could hold becomes an Event or a clean InputError naming the file."""
+    """Any JSON a file could hold becomes a GateEvent or a clean InputError naming the file."""
     policy = POLICY
     try:
         ev, _ = event_from_payload(payload, name, file="e.json")
     except InputError as exc:
         assert exc.message.startswith("e.json")
         return
-    assert isinstance(ev, Event)
+    assert isinstance(ev, GateEvent)
     d = decide(ev, policy)
     assert d.reason and d.concurrency_group.startswith("sweep-")

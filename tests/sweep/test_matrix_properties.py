@@ -2,8 +2,8 @@
 
 from hypothesis import given, settings, strategies as st
 
-from ci_tools.policy import buckets as bk
-from ci_tools.policy.matrix import Filters, expand
+from ci_tools.sweep import buckets as bk
+from ci_tools.sweep.matrix import Filters, expand
 
 conc_range = st.tuples(st.integers(1, 300), st.integers(1, 300)).map(lambda t: {"conc-start": min(t), "conc-end": max(t)})
 conc_list = st.lists(st.integers(1, 500), min_size=1, max_size=6).map(lambda l: {"conc-list": l})

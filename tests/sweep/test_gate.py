@@ -7,8 +7,8 @@ differ on purpose; the README lists why.
 
 import pytest
 
-from ci_tools.policy.gate import Event, decide, mode_for
-from ci_tools.policy.labels import load_policy
+from ci_tools.sweep.gate import GateEvent, decide, mode_for
+from ci_tools.sweep.load import load_policy
 
 FSE = "full-sweep-enabled"
 FFF = "full-sweep-fail-fast"
@@ -26,7 +26,7 @@ def repo_root():
 
 
 def pr(action="synchronize", labels=(), label=None, **kw):
-    return Event(name="pull_request", action=action, labels=tuple(labels), label=label, pr_number=7,
+    return GateEvent(name="pull_request", action=action, labels=tuple(labels), label=label, pr_number=7,
                  sha="abc", run_id="99", **kw)
 
 
@@ -63,8 +63,8 @@ CASES = [
     ("G28 draft", pr(labels=[FSE], draft=True), True, False, False, True),
     ("G29 ready_for_review", pr("ready_for_review", [FSE]), True, True, True, True),
     ("G30 [skip-sweep] in head commit", pr(labels=[FSE], head_message="fix: docs [skip-sweep]"), True, True, False, True),
-    ("G31 push", Event("push", sha="s1", head_message="feat: add model"), True, False, True, True),
-    ("G32 push ignores [skip-sweep]", Event("push", sha="s1", head_message="fix: x [skip-sweep]"), True, False, True, True),
+    ("G31 push", GateEvent("push", sha="s1", head_message="feat: add model"), True, False, True, True),
+    ("G32 push ignores [skip-sweep]", GateEvent("push", sha="s1", head_message="fix: x [skip-sweep]"), True, False, True, True),
     # ours
     ("ready_for_review sweeps", pr("ready_for_review", [FSE]), True, True, True, True),
     ("labeled primary forces", pr("labeled", [FSE], FSE), True, True, True, True),
@@ -82,10 +82,10 @@ CASES = [
     ("draft labeled primary", pr("labeled", [FSE], FSE, draft=True), True, False, False, False),
     ("sweep-enabled on sync sweeps", pr(labels=["sweep-enabled"]), True, True, True, True),
     ("pending changelog (gate-only)", pr(labels=[FFF]), None, True, True, True),
-    ("push appending nothing", Event("push", sha="s2"), False, False, False, True),
-    ("pull_request_target never sweeps here", Event("pull_request_target", action="labeled", label=FSE,
+    ("push appending nothing", GateEvent("push", sha="s2"), False, False, False, True),
+    ("pull_request_target never sweeps here", GateEvent("pull_request_target", action="labeled", label=FSE,
                                                    labels=(FSE,), pr_number=7), True, False, False, False),
-    ("local preview with a primary", Event("local", labels=(FFF,)), True, True, True, True),
+    ("local preview with a primary", GateEvent("local", labels=(FFF,)), True, True, True, True),
     ("labeled second primary -> conflict", pr("labeled", [FSE, "sweep-enabled"], "sweep-enabled"), True, True, False, True),
 ]
 
@@ -115,8 +115,8 @@ def test_modifier_without_primary_names_the_primaries(policy):
     (pr("labeled", [FSE, "all-evals"], "all-evals"), "sweep-7-active"),
     (pr("synchronize", [FSE]), "sweep-7-active"),
     (pr("closed", [FSE]), "sweep-7-active"),
-    (Event("push", sha="deadbeef"), "sweep-deadbeef-active"),
-    (Event("pull_request", action="labeled", label="bug", pr_number=3), "sweep-3-noop"),
+    (GateEvent("push", sha="deadbeef"), "sweep-deadbeef-active"),
+    (GateEvent("pull_request", action="labeled", label="bug", pr_number=3), "sweep-3-noop"),
 ])
 def test_concurrency_group(policy, event, group):
     assert decide(event, policy, appends_entry=True).concurrency_group == group
@@ -191,5 +191,5 @@ def test_mode_needs_exactly_one_primary(policy, labels):
 
 
 def test_push_mode_has_no_canary_or_fail_fast(policy):
-    d = decide(Event("push", sha="x"), policy, appends_entry=True)
+    d = decide(GateEvent("push", sha="x"), policy, appends_entry=True)
     assert d.mode and not d.mode.canary and not d.mode.fail_fast and d.mode.scope == "full"

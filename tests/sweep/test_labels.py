@@ -1,4 +1,4 @@
-from ci_tools.policy.labels import load_policy
+from ci_tools.sweep.load import load_policy
 
 
 def test_shipped_policy_loads(repo_root):

@@ -21,9 +21,10 @@ alone") has one home, `ci_tools.prbot.reuse.decide.decide_pr_event`, run by the 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
-from ci_tools.policy.labels import Policy
+from ci_tools.sweep.labels import Policy
 
 SKIP_MARKER = "[skip-sweep]"
 CODE_ACTIONS = frozenset({"synchronize", "opened", "reopened", "ready_for_review"})
@@ -32,7 +33,7 @@ STOP_ACTIONS = frozenset({"closed", "converted_to_draft"})
 
 
 @dataclass(frozen=True)
-class Event:
+class GateEvent:
     """What the gate needs from a webhook payload (or from `plan --label` run locally)."""
 
     name: str                           # "pull_request" | "push" | "local" | anything else
@@ -115,7 +116,7 @@ class GateDecision:
                 "concurrency-group": self.concurrency_group, "restarts": self.restarts, "fork-approval": self.fork_approval, "hints": list(self.hints)}
 
 
-def label_change_matters(event: Event, policy: Policy) -> bool:
+def label_change_matters(event: GateEvent, policy: Policy) -> bool:
     """Can adding/removing `event.label` change what runs for this PR?"""
     label = event.label
     if label is None or label not in policy.relevant():
@@ -127,24 +128,49 @@ def label_change_matters(event: Event, policy: Policy) -> bool:
     return bool(policy.primaries_in(event.labels))
 
 
-def concurrency_group(event: Event, restarts: bool) -> str:
-    """One active group per PR (per SHA on push): a new relevant event cancels the old sweep."""
-    subject = event.pr_number if event.pr_number is not None else (event.sha or "local")
+def concurrency_group(event: GateEvent, restarts: bool) -> str:
+    """One active group per PR (per SHA on push): a new relevant event cancels the old sweep. A local
+    preview shows the PR's group: its number with `plan --pr N`, else `<pr>` (never a ref name)."""
+    if event.pr_number is not None:
+        subject: object = event.pr_number
+    elif event.name == "local":
+        subject = "<pr>"
+    else:
+        subject = event.sha or "local"
     if restarts:
         return f"sweep-{subject}-active"
     return f"sweep-{subject}-{event.run_id or 'noop'}"
 
 
-def decide(event: Event, policy: Policy, *, appends_entry: bool | None = None) -> GateDecision:
-    """The gate verdict. `appends_entry` None = not looked at yet (gate-only mode): the verdict then
-    assumes the changelog check will find an appended entry, and says so."""
-    pending = " (if the changelog diff appends an entry)" if appends_entry is None else ""
+PENDING = " (if the changelog diff appends an entry)"
+
+
+def decide(event: GateEvent, policy: Policy, *, appends_entry: bool | None = None) -> GateDecision:
+    """The gate verdict. `appends_entry` None = not looked at yet (gate-only mode, or before the plan
+    reads the changelog): a sweep verdict then assumes the changelog check will find an appended entry,
+    and says so; `settle` turns it into the final verdict once the diff is known."""
+    verdict = _decide(event, policy)
+    return verdict if appends_entry is None else settle(verdict, appends_entry)
+
+
+def settle(verdict: GateDecision, appends_entry: bool) -> GateDecision:
+    """The final verdict of a `decide(..., appends_entry=None)` once the changelog diff is known."""
+    if not verdict.sweep or verdict.error:
+        return verdict
+    if appends_entry:
+        return dataclasses.replace(verdict, reason=verdict.reason.removesuffix(PENDING))
+    if verdict.mode == PUSH_MODE:
+        return GateDecision(False, False, "the push appends no changelog entry: nothing to sweep",
+                            verdict.concurrency_group)
+    return GateDecision(True, False, "the PR's changelog diff appends no entry, so there is nothing to "
+                        "sweep; append an entry to the end of the changelog", verdict.concurrency_group,
+                        mode=verdict.mode, restarts=verdict.restarts)
+
+
+def _decide(event: GateEvent, policy: Policy) -> GateDecision:
     if event.name == "push":
-        group = concurrency_group(event, True)
-        if appends_entry is False:
-            return GateDecision(False, False, "the push appends no changelog entry: nothing to sweep", group)
-        return GateDecision(False, True, f"push to the default branch: full sweep of the appended entries{pending}",
-                            group, mode=PUSH_MODE)
+        return GateDecision(False, True, f"push to the default branch: full sweep of the appended entries{PENDING}",
+                            concurrency_group(event, True), mode=PUSH_MODE)
     if event.name not in ("pull_request", "local"):
         return GateDecision(False, False, f"{event.name} events do not run sweeps",
                             concurrency_group(event, False), restarts=False)
@@ -190,9 +216,6 @@ def decide(event: Event, policy: Policy, *, appends_entry: bool | None = None) -
         return GateDecision(True, False, "fork PRs never run on self-hosted runners from this workflow; a "
                             "maintainer approves each head SHA through the trusted sweep path", group, mode=mode,
                             restarts=restarts, fork_approval=fork_approval)
-    if appends_entry is False:
-        return GateDecision(True, False, "the PR's changelog diff appends no entry, so there is nothing to "
-                            "sweep; append an entry to the end of the changelog", group, mode=mode, restarts=restarts)
     forced = action == "labeled" and event.label in policy.primary
     if event.head_message and SKIP_MARKER in event.head_message and not forced:
         return GateDecision(True, False, f"the head commit message contains {SKIP_MARKER}; push a commit "
@@ -201,4 +224,4 @@ def decide(event: Event, policy: Policy, *, appends_entry: bool | None = None) -
     how = f"{mode.primary}" + (f" + {', '.join(mode.modifiers)}" if mode.modifiers else "")
     why = {"labeled": f"label {event.label} added", "unlabeled": f"label {event.label} removed"}.get(
         action, f"pull_request {action}" if event.name == "pull_request" else "local preview")
-    return GateDecision(True, True, f"{why}: sweep with {how}{pending}", group, mode=mode, restarts=restarts)
+    return GateDecision(True, True, f"{why}: sweep with {how}{PENDING}", group, mode=mode, restarts=restarts)

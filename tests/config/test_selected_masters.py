@@ -2,7 +2,8 @@
 
 import yaml
 
-from ci_tools.config.masters import read_selected_blobs, split_entries
+from ci_tools.config.masters import read_selected_blobs
+from ci_tools.yaml.scan import split_entries
 
 
 def test_split_matches_full_parse_on_the_corpus(shared):
@@ -44,7 +45,8 @@ def test_unusual_shapes_fall_back_to_a_full_parse():
 
 
 def test_fast_loader_equals_located_loader(shared):
-    from ci_tools.yamlio import load_data_fast, load_yaml_text
+    from ci_tools.yaml.located import load_yaml_text
+    from ci_tools.yaml.fast import load_data_fast
     for name in ("nvidia-master.yaml", "amd-master.yaml", "runners.yaml"):
         text = (shared / "corpus" / "inferencex" / "configs" / name).read_text()
         assert load_data_fast(text, name) == load_yaml_text(text, name).data
@@ -58,7 +60,7 @@ from ci_tools.errors import InputError  # noqa: E402
 @pytest.mark.parametrize("text, message", [("a: 1\na: 2\n", "duplicate key"), ("a: [1\n", "malformed YAML"),
                                            ("a:\n\tb: 1\n", "TAB"), ("? [1]\n: 2\n", "plain value")])
 def test_fast_loader_defers_problems_to_the_located_loader(text, message):
-    from ci_tools.yamlio import load_data_fast
+    from ci_tools.yaml.fast import load_data_fast
     with pytest.raises(InputError) as exc:
         load_data_fast(text, "m.yaml")
     assert message in exc.value.findings[0].message and exc.value.findings[0].line

@@ -10,15 +10,16 @@ generator in-process, once per group, instead of two subprocesses per group.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ci_tools.errors import InputError
-from ci_tools.policy import buckets as bk
-from ci_tools.policy.appendonly import append_only_delta, validate_scope
-from ci_tools.policy.gate import GateDecision, SweepMode
-from ci_tools.policy.labels import Policy
-from ci_tools.policy.matrix import SCENARIOS, Filters, Row, expand, is_agentic, is_multinode, select_evals
+from ci_tools.sweep import buckets as bk
+from ci_tools.sweep.appendonly import append_only_delta, validate_scope
+from ci_tools.sweep.gate import GateDecision, SweepMode
+from ci_tools.sweep.labels import Policy
+from ci_tools.sweep.matrix import SCENARIOS, Filters, Row, expand, is_agentic, is_multinode, select_evals
 
 
 @dataclass
@@ -29,6 +30,15 @@ class PlanEntry:
     line: int | None
     data: dict
     keys: list[str]
+
+    def meta(self) -> dict:
+        """The entry as the plan's JSON lists it."""
+        meta = {"index": self.index, "line": self.line, "config-keys": list(self.data.get("config-keys") or []),
+                "resolved": list(self.keys), "pr-link": self.data.get("pr-link")}
+        for flag in ("evals-only", "all-evals", "append-only", "eval-min-prefill-ep", "scenario-type"):
+            if flag in self.data:
+                meta[flag] = self.data[flag]
+        return meta
 
 
 @dataclass
@@ -157,16 +167,52 @@ def _parallelism(row: Mapping[str, Any]) -> str:
     return one(row.get("tp"), row.get("ep"), row.get("dp-attn"))
 
 
-def _point(key: str, bucket: str, row: Mapping[str, Any], policy: Policy, canary: bool) -> dict:
+@dataclass(frozen=True)
+class Job:
+    """One GPU job of a plan: a benchmark point, a canary (the point itself or a smoke run) or an eval
+    row. `--format json` lists them under `points` (the name tools already read)."""
+
+    config_key: str
+    bucket: str
+    scenario: str
+    runner: str | None
+    parallelism: str
+    tp: Any
+    ep: Any
+    dp_attn: Any
+    conc: Any
+    gpus: int
+    seconds: int
+    gpu_hours: float
+    canary: bool
+    canary_kind: str | None
+    profile: str
+    eval: bool
+    exp_name: str | None
+
+    @property
+    def measures_point(self) -> bool:
+        """A benchmark point is measured by this job (not an eval row, not a smoke canary)."""
+        return not self.eval and self.canary_kind != bk.CANARY_SMOKE
+
+    def as_dict(self) -> dict:
+        return {"config-key": self.config_key, "bucket": self.bucket, "scenario": self.scenario,
+                "runner": self.runner, "parallelism": self.parallelism, "tp": self.tp, "ep": self.ep,
+                "dp-attn": self.dp_attn, "conc": self.conc, "gpus": self.gpus, "seconds": self.seconds,
+                "gpu-hours": self.gpu_hours, "canary": self.canary, "canary-kind": self.canary_kind,
+                "profile": self.profile, "eval": self.eval, "exp-name": self.exp_name}
+
+
+def _job(key: str, bucket: str, row: Mapping[str, Any], policy: Policy, canary: bool) -> Job:
     n, s = gpus(row), seconds(row, policy)
     mn = is_multinode(row)
-    return {"config-key": key, "bucket": bucket, "scenario": bucket.split("-")[-1] if not row.get("eval-only") else "eval",
-            "runner": row.get("runner"), "parallelism": _parallelism(row),
-            "tp": None if mn else row.get("tp"), "ep": None if mn else row.get("ep"),
-            "dp-attn": None if mn else row.get("dp-attn"), "conc": row.get("conc"), "gpus": n,
-            "seconds": s, "gpu-hours": round(n * s / 3600, 2), "canary": canary,
-            "canary-kind": row.get("canary") if canary else None, "profile": bk.profile_of(row),
-            "eval": bool(row.get("eval-only")), "exp-name": row.get("exp-name")}
+    return Job(config_key=key, bucket=bucket, scenario=bucket.split("-")[-1] if not row.get("eval-only") else "eval",
+               runner=row.get("runner"), parallelism=_parallelism(row),
+               tp=None if mn else row.get("tp"), ep=None if mn else row.get("ep"),
+               dp_attn=None if mn else row.get("dp-attn"), conc=row.get("conc"), gpus=n,
+               seconds=s, gpu_hours=round(n * s / 3600, 2), canary=canary,
+               canary_kind=row.get("canary") if canary else None, profile=bk.profile_of(row),
+               eval=bool(row.get("eval-only")), exp_name=row.get("exp-name"))
 
 
 # ---- servability (ci_tools/runner/servable.py decides; the CLI passes it in) ---------------------
@@ -182,10 +228,10 @@ def _screen(rows: list[Row], bucket_of: Callable[[Mapping[str, Any]], str], scre
         if not found:
             kept.append(r)
             continue
-        point = _point(r.key, bucket_of(r.data), r.data, policy, False)
+        job = _job(r.key, bucket_of(r.data), r.data, policy, False).as_dict()
         for f in found:
-            refused.append({**{k: point[k] for k in ("config-key", "bucket", "runner", "parallelism", "conc",
-                                                      "exp-name", "profile")}, **f.as_dict()})
+            refused.append({**{k: job[k] for k in ("config-key", "bucket", "runner", "parallelism", "conc",
+                                                    "exp-name", "profile")}, **f.as_dict()})
     return kept, refused
 
 
@@ -196,30 +242,90 @@ def _refusal_line(r: dict) -> str:
 
 # ---- the plan ------------------------------------------------------------------------------------
 
-def _no_points(decision: GateDecision, *, sweep: bool, reason: str, error: str | None = None,
-               entries: list[PlanEntry] | None = None, refused: list[dict] | None = None) -> dict:
-    mode = decision.mode.as_dict() if decision.mode else None
-    return {"sweep": sweep, "reason": reason, "error": error, "mode": mode, "gate": decision.as_dict(),
-            "entries": [_entry_meta(e) for e in entries or []], "canaries": [], "buckets": {b: [] for b in bk.BUCKETS},
-            "fail-fast": {b: False for b in bk.BUCKETS}, "points": [], "refused": list(refused or []),
-            "totals": {"points": 0, "canaries": 0, "gpus": 0, "gpu-hours": 0.0, "canary-gpu-hours": 0.0,
-                       "by-bucket": {}, "families": []},
-            "reuse": {"eligible": False, "reason": "no sweep"},
-            "concurrency-group": decision.concurrency_group}
+@dataclass(frozen=True)
+class Totals:
+    jobs: int = 0
+    canaries: int = 0
+    gpus: int = 0
+    gpu_hours: float = 0.0
+    canary_gpu_hours: float = 0.0
+    by_bucket: dict[str, int] = field(default_factory=dict)
+    families: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, jobs: list[Job], buckets: Mapping[str, list]) -> "Totals":
+        return cls(jobs=len(jobs), canaries=sum(1 for j in jobs if j.canary), gpus=sum(j.gpus for j in jobs),
+                   gpu_hours=round(sum(j.gpu_hours for j in jobs), 2),
+                   canary_gpu_hours=round(sum(j.gpu_hours for j in jobs if j.canary), 2),
+                   by_bucket={b: len(rows) for b, rows in buckets.items() if rows},
+                   families=sorted({j.runner for j in jobs}))
+
+    def as_dict(self) -> dict:
+        return {"points": self.jobs, "canaries": self.canaries, "gpus": self.gpus, "gpu-hours": self.gpu_hours,
+                "canary-gpu-hours": self.canary_gpu_hours, "by-bucket": dict(self.by_bucket),
+                "families": list(self.families)}
 
 
-def _entry_meta(e: PlanEntry) -> dict:
-    meta = {"index": e.index, "line": e.line, "config-keys": list(e.data.get("config-keys") or []),
-            "resolved": list(e.keys), "pr-link": e.data.get("pr-link")}
-    for flag in ("evals-only", "all-evals", "append-only", "eval-min-prefill-ep", "scenario-type"):
-        if flag in e.data:
-            meta[flag] = e.data[flag]
-    return meta
+@dataclass(frozen=True)
+class Reuse:
+    """Whether a maintainer's `/use <run_id>` of this sweep would be honoured at merge, and why."""
+
+    eligible: bool
+    reason: str
+
+    def as_dict(self) -> dict:
+        return {"eligible": self.eligible, "reason": self.reason}
 
 
-def build_plan(decision: GateDecision, entries: list[PlanEntry], head: Masters, policy: Policy, *,
-               base: Masters | None = None, screen: Screen | None = None) -> dict:
-    """The plan as plain JSON-ready data. Raises InputError for changelog/config problems.
+@dataclass(frozen=True)
+class Plan:
+    """A sweep plan. `as_dict()` is `plan --format json` (README, "Sweep planning"); `policy` is where
+    the label policy came from (set by the flow, which read it)."""
+
+    sweep: bool
+    reason: str
+    gate: GateDecision
+    error: str | None = None
+    entries: tuple[PlanEntry, ...] = ()
+    canaries: tuple[dict, ...] = ()                   # canary rows, each with config-key, family, bucket
+    buckets: dict[str, list[dict]] = field(default_factory=lambda: {b: [] for b in bk.BUCKETS})
+    fail_fast: dict[str, bool] = field(default_factory=lambda: {b: False for b in bk.BUCKETS})
+    jobs: tuple[Job, ...] = ()
+    refused: tuple[dict, ...] = ()
+    totals: Totals = field(default_factory=Totals)
+    reuse: Reuse = Reuse(False, "no sweep")
+    policy: Any = None                                 # sweep.inputs.PolicySource, or None
+
+    @property
+    def mode(self) -> SweepMode | None:
+        return self.gate.mode
+
+    @property
+    def concurrency_group(self) -> str:
+        return self.gate.concurrency_group
+
+    def as_dict(self) -> dict:
+        out = {"sweep": self.sweep, "reason": self.reason, "error": self.error,
+               "mode": self.mode.as_dict() if self.mode else None, "gate": self.gate.as_dict(),
+               "entries": [e.meta() for e in self.entries], "canaries": [dict(c) for c in self.canaries],
+               "buckets": {b: list(rows) for b, rows in self.buckets.items()}, "fail-fast": dict(self.fail_fast),
+               "points": [j.as_dict() for j in self.jobs], "refused": [dict(r) for r in self.refused],
+               "totals": self.totals.as_dict(), "reuse": self.reuse.as_dict(),
+               "concurrency-group": self.concurrency_group}
+        if self.policy is not None:
+            out["policy"] = self.policy.as_dict()
+        return out
+
+
+def _no_sweep(decision: GateDecision, *, reason: str, error: str | None = None,
+              entries: list[PlanEntry] | None = None, refused: list[dict] | None = None) -> Plan:
+    return Plan(sweep=False, reason=reason, error=error, gate=decision, entries=tuple(entries or ()),
+                refused=tuple(refused or ()))
+
+
+def plan_sweep(decision: GateDecision, entries: list[PlanEntry], head: Masters | None, policy: Policy, *,
+               base: Masters | None = None, screen: Screen | None = None) -> Plan:
+    """The plan of a gate decision and the appended entries. Raises InputError for changelog/config problems.
 
     `screen` (the runner's servability, `ci_tools.runner.servable`) refuses rows no runner can serve
     before any bucket or canary is chosen: a refusal the author must fix fails the plan, naming every
@@ -227,12 +333,12 @@ def build_plan(decision: GateDecision, entries: list[PlanEntry], head: Masters, 
     `refused`, and the rest of the sweep goes on.
     """
     if decision.error:
-        return _no_points(decision, sweep=False, reason=decision.reason, error=decision.error, entries=entries)
+        return _no_sweep(decision, reason=decision.reason, error=decision.error, entries=entries)
     if not decision.sweep or decision.mode is None:
-        return _no_points(decision, sweep=False, reason=decision.reason, entries=entries)
+        return _no_sweep(decision, reason=decision.reason, entries=entries)
     if not entries:
-        return _no_points(decision, sweep=False, entries=entries,
-                          reason="the changelog diff appends no entry, so there is nothing to sweep")
+        return _no_sweep(decision, entries=entries,
+                         reason="the changelog diff appends no entry, so there is nothing to sweep")
     mode = decision.mode
     bench, evals = changelog_rows(entries, head, mode, base)
     if mode.trim:
@@ -246,11 +352,11 @@ def build_plan(decision: GateDecision, entries: list[PlanEntry], head: Masters, 
         if blocking:
             msg = (f"{len(blocking)} planned row(s) cannot run, so nothing is booked: "
                    + "; ".join(_refusal_line(r) for r in blocking))
-            return _no_points(decision, sweep=False, reason=msg, error=msg, entries=entries, refused=refused)
+            return _no_sweep(decision, reason=msg, error=msg, entries=entries, refused=refused)
         if refused and not bench and not evals:
             msg = ("every planned row is of a kind ci-tools does not run yet: "
                    + "; ".join(_refusal_line(r) for r in refused))
-            return _no_points(decision, sweep=False, reason=msg, error=msg, entries=entries, refused=refused)
+            return _no_sweep(decision, reason=msg, error=msg, entries=entries, refused=refused)
     fast = policy.agentx_profiles["fast"]
     buckets: dict[str, list[bk.Row]] = {b: [] for b in bk.BUCKETS}
     for r in bench:
@@ -266,81 +372,65 @@ def build_plan(decision: GateDecision, entries: list[PlanEntry], head: Masters, 
     if stray:
         msg = (f"no workflow family runs sequence lengths {', '.join(stray)}; only 1k1k and 8k1k fixed-seq "
                "buckets exist. Change the config's isl/osl or add a family")
-        return _no_points(decision, sweep=False, reason=msg, error=msg, entries=entries)
+        return _no_sweep(decision, reason=msg, error=msg, entries=entries)
     canaries: list[bk.Canary] = []
     if mode.canary:
         try:
             canaries, buckets = bk.select_canaries(buckets, fast_seconds=fast)
         except bk.CanarySelectionError as exc:
             msg = f"canary selection failed, so the sweep fails closed: {exc}"
-            return _no_points(decision, sweep=False, reason=msg, error=msg, entries=entries)
+            return _no_sweep(decision, reason=msg, error=msg, entries=entries)
     too_big = [f"{b} ({len(rows)} jobs)" for b, rows in buckets.items() if len(rows) > bk.MAX_MATRIX_JOBS]
     if too_big:
         msg = (f"GitHub runs at most {bk.MAX_MATRIX_JOBS} jobs per matrix; too many in {', '.join(too_big)}. "
                "Split the change into several PRs or use sweep-enabled")
-        return _no_points(decision, sweep=False, reason=msg, error=msg, entries=entries)
+        return _no_sweep(decision, reason=msg, error=msg, entries=entries)
 
-    points = [_point(c.key, c.bucket, c.row, policy, True) for c in canaries]
+    jobs = [_job(c.key, c.bucket, c.row, policy, True) for c in canaries]
     for b in bk.BUCKETS:
-        points.extend(_point(r.key, b, r.data, policy, False) for r in buckets[b])
-    total_hours = round(sum(p["gpu-hours"] for p in points), 2)
-    families = sorted({p["runner"] for p in points})
-    if not points:
-        return _no_points(decision, sweep=False, entries=entries,
-                          reason="the appended entries select no benchmark points (check scenario-type and the "
-                                 "configs' search spaces)")
-    if mode.primary is None:
-        reuse = {"eligible": False, "reason": "push to the default branch: a /use pin on the merged PR, if any, "
-                 "replaces this sweep with the pinned run's results"}
-    elif mode.reusable:
-        reuse = {"eligible": True, "reason": (
-            f"once this sweep is green, a maintainer's /use <run_id> lets main reuse its results instead of "
-            f"re-running {len(points)} points ({total_hours} GPU-h)")}
-    elif mode.reuse_blockers:
-        reuse = {"eligible": False, "reason": f"a /use pin is refused while {', '.join(mode.reuse_blockers)} "
-                 "is applied; main re-runs the sweep after merge"}
-    else:
-        reuse = {"eligible": False, "reason": f"{mode.primary} sweeps are not reusable; main re-runs the sweep "
-                 "after merge (use a full-sweep label to make it reusable)"}
+        jobs.extend(_job(r.key, b, r.data, policy, False) for r in buckets[b])
+    if not jobs:
+        return _no_sweep(decision, entries=entries,
+                         reason="the appended entries select no benchmark points (check scenario-type and the "
+                                "configs' search spaces)")
     rows_out = {b: [dict(r.data, **{"config-key": r.key}) for r in buckets[b]] for b in bk.BUCKETS}
-    return {
-        "sweep": True, "reason": decision.reason, "error": None, "mode": mode.as_dict(), "gate": decision.as_dict(),
-        "entries": [_entry_meta(e) for e in entries],
-        "canaries": [dict(c.row, **{"config-key": c.key, "family": c.family, "bucket": c.bucket}) for c in canaries],
-        "buckets": rows_out,
-        "fail-fast": {b: mode.fail_fast for b in bk.BUCKETS},
-        "points": points,
-        "refused": refused,
-        "totals": {"points": len(points), "canaries": len(canaries), "gpus": sum(p["gpus"] for p in points),
-                   "gpu-hours": total_hours,
-                   "canary-gpu-hours": round(sum(p["gpu-hours"] for p in points if p["canary"]), 2),
-                   "by-bucket": {b: len(buckets[b]) for b in bk.BUCKETS if buckets[b]}, "families": families},
-        "reuse": reuse,
-        "concurrency-group": decision.concurrency_group,
-    }
+    totals = Totals.of(jobs, rows_out)
+    return Plan(sweep=True, reason=decision.reason, gate=decision, entries=tuple(entries),
+                canaries=tuple(dict(c.row, **{"config-key": c.key, "family": c.family, "bucket": c.bucket})
+                               for c in canaries),
+                buckets=rows_out, fail_fast={b: mode.fail_fast for b in bk.BUCKETS}, jobs=tuple(jobs),
+                refused=tuple(refused), totals=totals, reuse=_reuse(mode, totals))
 
 
-def after_canary(plan: dict, passed_families: set[str] | frozenset[str]) -> dict:
+def _reuse(mode: SweepMode, totals: Totals) -> Reuse:
+    if mode.primary is None:
+        return Reuse(False, "push to the default branch: a /use pin on the merged PR, if any, replaces this "
+                     "sweep with the pinned run's results")
+    if mode.reusable:
+        return Reuse(True, f"once this sweep is green, a maintainer's /use <run_id> lets main reuse its results "
+                     f"instead of re-running its {totals.jobs} job{'' if totals.jobs == 1 else 's'} ({totals.gpu_hours} GPU-h)")
+    if mode.reuse_blockers:
+        return Reuse(False, f"a /use pin is refused while {', '.join(mode.reuse_blockers)} is applied; main "
+                     "re-runs the sweep after merge")
+    return Reuse(False, f"{mode.primary} sweeps are not reusable; main re-runs the sweep after merge (use a "
+                 "full-sweep label to make it reusable)")
+
+
+def after_canary(plan: Plan, passed_families: set[str] | frozenset[str]) -> Plan:
     """The plan once the canaries have run: only families whose canary passed keep their rows.
 
     Fail closed: a family missing from `passed_families` (canary failed, cancelled or never reported)
-    runs nothing. Canary outputs are emptied, since those points already ran.
+    runs nothing. Canary outputs are emptied, since those jobs already ran.
     """
-    if not plan.get("sweep"):
+    if not plan.sweep:
         return plan
-    blocked = sorted({c["family"] for c in plan["canaries"]} - set(passed_families))
-    buckets = bk.release(plan["buckets"], set(passed_families))
-    points = [p for p in plan["points"] if not p["canary"] and p["runner"] in passed_families]
-    out = dict(plan)
-    out["buckets"] = buckets
-    out["canaries"] = []
-    out["points"] = points
-    out["totals"] = dict(plan["totals"], points=len(points), canaries=0, **{
-        "gpu-hours": round(sum(p["gpu-hours"] for p in points), 2), "canary-gpu-hours": 0.0,
-        "by-bucket": {b: len(r) for b, r in buckets.items() if r},
-        "families": sorted({p["runner"] for p in points})})
+    blocked = sorted({c["family"] for c in plan.canaries} - set(passed_families))
+    buckets = bk.release(plan.buckets, set(passed_families))
+    jobs = tuple(j for j in plan.jobs if not j.canary and j.runner in passed_families)
+    reason = plan.reason
     if blocked:
-        out["reason"] = (f"{plan['reason']}; canary failed or missing for {', '.join(blocked)}: nothing else in "
-                         f"{'that family' if len(blocked) == 1 else 'those families'} starts")
-    out["sweep"] = bool(points)
-    return out
+        reason = (f"{plan.reason}; canary failed or missing for {', '.join(blocked)}: nothing else in "
+                  f"{'that family' if len(blocked) == 1 else 'those families'} starts")
+    return dataclasses.replace(plan, sweep=bool(jobs), reason=reason, buckets=buckets, canaries=(), jobs=jobs,
+                               totals=dataclasses.replace(Totals.of(list(jobs), buckets), gpus=plan.totals.gpus,
+                                                         canary_gpu_hours=0.0))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ci_tools.cli import main
-from ci_tools.render.plan import output_names
+from ci_tools.sweep.render import output_names
 from tests.conftest import assert_golden
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,7 +91,7 @@ def test_demo_plan_github_outputs(capsys, demo_repo, tmp_path, monkeypatch):
     assert [c["conc"] for c in canary] == [1] and outputs["canary-families"] == '["cluster:gb300-nv"]'
     assert json.loads(outputs["plan"])["totals"]["points"] == 9
     assert outputs["run-agentic-evals"] == "true"
-    assert outputs["concurrency-group"] == "sweep-head-active"
+    assert outputs["concurrency-group"] == "sweep-<pr>-active"      # #17: a PR number belongs there, not a ref
     golden("demo-summary.md", summary.read_text())
 
 
@@ -125,22 +125,49 @@ def test_gate_only_is_fast_enough_to_skip_configs(tmp_path, shared):
     assert d["sweep"] and d["concurrency-group"] == "sweep-2-active"
 
 
-def test_unknown_label_names_the_known_ones(capsys, demo_repo):
-    code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
-                       "--label", "full-sweep")
-    assert code == 2
-    assert "unknown sweep label(s): full-sweep" in err and "full-sweep-fail-fast" in err and "agentx-fast" in err
+def test_a_pasted_label_list_plans_like_ci(capsys, demo_repo):
+    """#17: labels the policy does not name are ignored, as CI ignores them, with a note naming them and
+    the known ones, so a PR's real label list can be pasted; the plan is the one CI makes."""
+    code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                         "--label", "full-sweep-fail-fast", "--label", "skip_queue", "--label", "bug")
+    assert code == 0, err
+    assert out.startswith("SWEEP: local preview: sweep with full-sweep-fail-fast\n")
+    assert err.count("note: label(s) bug, skip_queue are not sweep labels, so the plan ignores them as CI does") == 1
+    assert "full-sweep-fail-fast" in err and "agentx-fast" in err
+    _, clean, _ = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                      "--label", "full-sweep-fail-fast")
+    assert out == clean
+
+
+def test_a_mistyped_label_gets_a_did_you_mean(capsys, demo_repo):
+    code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                         "--label", "full-sweep-fail-fats")
+    assert code == 0 and out.startswith("NO SWEEP: no primary sweep label")
+    assert "full-sweep-fail-fats (did you mean full-sweep-fail-fast?)" in err
 
 
 def test_conflicting_primaries_fail_naming_them(capsys, demo_repo, tmp_path, monkeypatch):
     out_file = tmp_path / "out"
     monkeypatch.setenv("GITHUB_OUTPUT", str(out_file))
-    code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
-                       "--label", "full-sweep-fail-fast", "--label", "sweep-enabled", "--format", "github")
+    code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                         "--label", "full-sweep-fail-fast", "--label", "sweep-enabled", "--format", "github")
     assert code == 1
-    assert "conflicting primary sweep labels: full-sweep-fail-fast, sweep-enabled" in err
+    # #17: said once in the log (the verdict on stderr), and in the `error` output for the workflow
+    assert (out + err).count("conflicting primary sweep labels: full-sweep-fail-fast, sweep-enabled") == 1
     outputs = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
     assert outputs["sweep"] == "false" and "conflicting" in outputs["error"]
+
+
+@pytest.mark.parametrize("extra", [[], ["--gate-only"], ["--format", "json"], ["--gate-only", "--format", "json"]])
+def test_conflicting_primaries_are_said_once_in_every_format(capsys, demo_repo, extra):
+    code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
+                         "--label", "full-sweep-fail-fast", "--label", "sweep-enabled", *extra)
+    assert code == 1
+    said = "conflicting primary sweep labels: full-sweep-fail-fast, sweep-enabled"
+    if "json" in extra:                  # the document says it (`error`); stderr does not repeat it
+        assert said in json.loads(out)["error"] and said not in err
+    else:
+        assert (out + err).count(said) == 1 and (out + err).startswith("ERROR: " + said)
 
 
 @pytest.mark.parametrize("content, message", [
@@ -210,6 +237,42 @@ def test_matrix_test_config_pattern(capsys, monkeypatch):
                          "--format", "json")
     rows = json.loads(out)
     assert code == 0 and [r["conc"] for r in rows] == [1, 4, 16, 16, 32, 64, 128]
+
+
+def test_matrix_github_format_writes_a_step_summary(capsys, monkeypatch, tmp_path):
+    """#17: `--format github` adds a step summary (rows per runner and family) through github/actions;
+    stdout is the same JSON as `--format json`."""
+    monkeypatch.chdir(REPO)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_OUTPUT", str(tmp_path / "out"))
+    args = ["matrix", "test-config", "--config-key", "dsv41flash-*-dspark"]
+    code, out, err = run(capsys, *args, "--format", "github")
+    assert code == 0, err
+    _, plain, _ = run(capsys, *args, "--format", "json")
+    assert out == plain
+    rows = json.loads(out)
+    evals = sum(1 for r in rows if r.get("run-eval"))
+    assert summary.read_text() == (
+        f"### matrix: {len(rows)} row(s)\n\n"
+        "| runner | single-node-agentic | marked for evals | total |\n|---|--:|--:|--:|\n"
+        f"| `cluster:gb300-nv` | {len(rows)} | {evals} | {len(rows)} |\n")
+
+
+def test_matrix_summary_counts_every_family_per_runner(shared):
+    from ci_tools.sweep.flow import MatrixRequest, matrix_rows
+    from ci_tools.sweep.render import matrix_summary
+
+    cfg = shared / "corpus" / "inferencex" / "configs"
+    rows = matrix_rows(MatrixRequest(config_files=(str(cfg / "nvidia-master.yaml"), str(cfg / "amd-master.yaml"))))
+    text = matrix_summary(rows)
+    assert text.startswith(f"### matrix: {len(rows)} row(s)\n")
+    total = text.splitlines()[-1]
+    evals = sum(1 for r in rows if r.get("run-eval"))
+    assert evals and total.startswith("| **total** | ") and total.endswith(f" | {evals} | {len(rows)} |")
+    body = [line for line in text.splitlines()[4:-1]]
+    assert sum(int(line.rsplit("|", 2)[-2]) for line in body) == len(rows)
+    assert matrix_summary([]) == "### matrix: 0 row(s)\n\nThe filters select no row.\n"
 
 
 @pytest.mark.parametrize("args, message", [
@@ -285,9 +348,10 @@ def test_a_point_the_recipe_lacks_is_refused_at_plan_time(capsys, demo_repo, tmp
     code, out, err = run(capsys, "plan", "--repo", str(repo), "--base", "head", "--head", "HEAD",
                          "--label", "non-canary-full-sweep-enabled")
     assert code == 1
-    assert ("1 planned row(s) cannot run, so nothing is booked: dsv41flash-fp4-gb300-sglang-agentic-dspark "
+    said = ("1 planned row(s) cannot run, so nothing is booked: dsv41flash-fp4-gb300-sglang-agentic-dspark "
             "(single-node-agentic, TP2 EP1, conc 48): recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml: no point "
-            "with tp=2 ep=1 dp-attn=false conc=48. Fix: add the point") in err
+            "with tp=2 ep=1 dp-attn=false conc=48. Fix: add the point")
+    assert out.startswith("ERROR: ") and said in " ".join(out.split()) and said not in err   # said once
     assert "refused (cannot run): " in out
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ci_tools.errors import InputError
-from ci_tools.policy.matrix import (Filters, expand, mark_all_evals, mark_evals, select_evals, seq_len_name)
+from ci_tools.sweep.matrix import (Filters, expand, mark_all_evals, mark_evals, select_evals, seq_len_name)
 
 S_KEY = "dsr1-fp8-mi300x-sglang"
 S = {S_KEY: {"image": "img", "model": "m", "model-prefix": "dsr1", "precision": "fp8", "framework": "sglang",

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from ci_tools import yamlio
+from ci_tools.yaml import located
 from ci_tools.errors import InputError
-from ci_tools.yamlio import load_data_fast, load_yaml_text
+from ci_tools.yaml.located import load_yaml_text
+from ci_tools.yaml.fast import load_data_fast
 
 
 def bomb(levels: int, width: int = 9) -> str:
@@ -53,7 +54,7 @@ def test_the_fast_loader_refuses_the_same(text, line, fragment):
 
 def test_the_alias_budget_is_checked_before_anything_is_built(monkeypatch):
     built = []
-    monkeypatch.setattr(yamlio._Builder, "build", lambda self, node, path: built.append(node))
+    monkeypatch.setattr(located._Builder, "build", lambda self, node, path: built.append(node))
     with pytest.raises(InputError, match="aliases expand"):
         load_yaml_text(bomb(7), "f.yaml")
     assert built == []

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ci_tools.errors import InputError
-from ci_tools.policy.gate import Event
+from ci_tools.sweep.gate import GateEvent
 
 
 def _get(payload: Any, path: str, file: str, kind: type | tuple[type, ...], required: bool = True) -> Any:
@@ -40,8 +40,8 @@ def infer_event_name(payload: dict) -> str | None:
 
 
 def event_from_payload(payload: Any, event_name: str | None = None, *, file: str = "<event>",
-                       run_id: str | None = None, head_message: str | None = None) -> tuple[Event, str | None]:
-    """(gate Event, base commit) from a webhook payload. Raises InputError naming `file` when malformed."""
+                       run_id: str | None = None, head_message: str | None = None) -> tuple[GateEvent, str | None]:
+    """(GateEvent, base commit) from a webhook payload. Raises InputError naming `file` when malformed."""
     if not isinstance(payload, dict):
         raise InputError(f"{file}: malformed event payload: expected a JSON object, got {type(payload).__name__}")
     name = event_name or infer_event_name(payload)
@@ -62,7 +62,7 @@ def event_from_payload(payload: Any, event_name: str | None = None, *, file: str
         number = _get(payload, "pull_request.number", file, int, required=False)
         if number is None:
             number = _get(payload, "number", file, int, required=False)
-        event = Event(
+        event = GateEvent(
             name=name,
             action=_get(payload, "action", file, str),
             label=_get(payload, "label.name", file, str, required=False),
@@ -80,6 +80,6 @@ def event_from_payload(payload: Any, event_name: str | None = None, *, file: str
         message = head_message
         if message is None:
             message = _get(payload, "head_commit.message", file, str, required=False)
-        event = Event(name="push", sha=_get(payload, "after", file, str), head_message=message, run_id=run_id)
+        event = GateEvent(name="push", sha=_get(payload, "after", file, str), head_message=message, run_id=run_id)
         return event, _get(payload, "before", file, str, required=False)
-    return Event(name=name, run_id=run_id, head_message=head_message), None
+    return GateEvent(name=name, run_id=run_id, head_message=head_message), None

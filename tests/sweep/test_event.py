@@ -6,9 +6,9 @@ import json
 import pytest
 
 from ci_tools.errors import InputError
-from ci_tools.policy.event import event_from_payload
-from ci_tools.policy.gate import decide
-from ci_tools.policy.labels import load_policy
+from ci_tools.sweep.event import event_from_payload
+from ci_tools.sweep.gate import decide
+from ci_tools.sweep.load import load_policy
 
 
 def load(shared, name):

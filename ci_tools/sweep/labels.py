@@ -6,11 +6,9 @@ Label names are spelled only in that file. Code asks this module what a label do
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from ci_tools import names
 from ci_tools.errors import InputError
-from ci_tools.yamlio import YamlDoc, load_yaml_file
+from ci_tools.yaml.located import YamlDoc
 
 
 @dataclass(frozen=True)
@@ -48,13 +46,21 @@ class Policy:
     def unknown_in(self, labels: list[str] | tuple[str, ...] | set[str]) -> list[str]:
         return sorted(l for l in set(labels) if l not in self.primary and l not in self.modifiers)
 
-    def require_known(self, labels: list[str] | tuple[str, ...]) -> None:
-        """For labels a person typed (e.g. `plan --label`): an unknown one is a usage error naming the known ones."""
+    def unknown_note(self, labels: list[str] | tuple[str, ...]) -> str | None:
+        """For labels a person pasted (`plan --label`): the ones the policy does not name, which CI ignores
+        as well, with a "did you mean" for a near miss; None when every label is a sweep label."""
         unknown = self.unknown_in(labels)
-        if unknown:
-            from ci_tools.errors import UsageError
-            raise UsageError(f"unknown sweep label(s): {', '.join(unknown)}. Primary labels (pick one): "
-                             f"{', '.join(self.primary)}; modifiers: {', '.join(self.modifiers)}")
+        if not unknown:
+            return None
+        import difflib
+
+        known = sorted(self.relevant())
+        named = []
+        for label in unknown:
+            close = difflib.get_close_matches(label, known, n=1, cutoff=0.75)
+            named.append(label + (f" (did you mean {close[0]}?)" if close else ""))
+        return (f"label(s) {', '.join(named)} are not sweep labels, so the plan ignores them as CI does. "
+                f"Primary labels (pick one): {', '.join(self.primary)}; modifiers: {', '.join(self.modifiers)}")
 
     def primaries_in(self, labels: list[str] | set[str]) -> list[str]:
         return sorted(l for l in set(labels) if l in self.primary)
@@ -87,11 +93,8 @@ def policy_from_data(data: dict) -> Policy:
                   eval_seconds=int(estimates.get("eval-seconds", 1800)), compare=dict(data.get("compare") or {}))
 
 
-DEFAULT_POLICY_RESOURCE = "default-ci-policy.yaml"  # in this package: ci_tools/policy/
-DEFAULT_POLICY_NAME = f"ci-tools' default policy (ci_tools/policy/{DEFAULT_POLICY_RESOURCE})"
-
-
-def _policy_from_doc(doc: YamlDoc) -> Policy:
+def policy_from_doc(doc: YamlDoc) -> Policy:
+    """A parsed policy file; shape errors become InputErrors naming the file (schema: ci-policy.schema.json)."""
     try:
         return policy_from_data(doc.data)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
@@ -99,29 +102,8 @@ def _policy_from_doc(doc: YamlDoc) -> Policy:
                          "see ci_tools/schemas/ci-policy.schema.json") from None
 
 
-def load_policy(root: Path, path: Path | None = None) -> Policy:
-    """Load the policy file. Shape errors become located InputErrors (schema validation: the policy module)."""
-    doc: YamlDoc = load_yaml_file(path or root / names.POLICY, str(path or names.POLICY))
-    return _policy_from_doc(doc)
-
-
 def policy_from_text(text: str, file: str) -> Policy:
     """A policy file's contents (e.g. read from a git object), named `file` in messages."""
-    from ci_tools.yamlio import load_yaml_text
+    from ci_tools.yaml.located import load_yaml_text
 
-    return _policy_from_doc(load_yaml_text(text, file))
-
-
-def default_policy() -> Policy:
-    """The policy ci-tools ships, for a repository that has none of its own."""
-    from importlib import resources
-
-    text = resources.files("ci_tools.policy").joinpath(DEFAULT_POLICY_RESOURCE).read_text(encoding="utf-8")
-    return policy_from_text(text, DEFAULT_POLICY_NAME)
-
-
-def load_policy_or_default(root: Path) -> tuple[Policy, str | None]:
-    """(policy, note): the working tree's policy file, else the default with a note saying so."""
-    if not (root / names.POLICY).exists():
-        return default_policy(), f"no {names.POLICY} in {root}: using {DEFAULT_POLICY_NAME}"
-    return load_policy(root), None
+    return policy_from_doc(load_yaml_text(text, file))

@@ -10,7 +10,7 @@ import copy
 from typing import Any, Mapping
 
 from ci_tools.errors import InputError
-from ci_tools.policy.matrix import Row, is_agentic, row_key
+from ci_tools.sweep.matrix import Row, is_agentic, row_key
 
 _CURVE_EXCLUDED = frozenset({"conc", "exp-name", "recipe-fingerprint"})
 

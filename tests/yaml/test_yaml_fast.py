@@ -1,4 +1,4 @@
-"""`ci_tools.plainyaml`: within its subset the data equals PyYAML's; outside it, it declines.
+"""`ci_tools.yaml.fast`: within its subset the data equals PyYAML's; outside it, it declines.
 
 The safety property (checked on the corpus, on a table of tricky snippets and by hypothesis over
 random line soups): `load_plain` either raises `Unsupported` or returns exactly what PyYAML's safe
@@ -15,7 +15,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_tools.plainyaml import Unsupported, load_plain
+from ci_tools.yaml.fast import Unsupported, load_plain
 
 
 def same(a, b) -> bool:
@@ -59,7 +59,7 @@ def test_corpus_masters_and_runners_are_in_the_subset(shared):
 def test_every_corpus_and_repo_yaml_file_agrees_or_declines(shared):
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     files = sorted(shared.rglob("*.yaml")) + sorted(shared.rglob("*.yml")) + sorted((root / "inferencex-e2e").rglob("*.yaml"))
     assert len(files) > 5
     for path in files:

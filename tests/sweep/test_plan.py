@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from ci_tools.errors import InputError
-from ci_tools.policy import buckets as bk
-from ci_tools.policy.appendonly import append_only_delta, validate_scope
-from ci_tools.policy.gate import Event, decide, mode_for
-from ci_tools.policy.labels import load_policy
-from ci_tools.policy.matrix import Row
-from ci_tools.policy.plan import Masters, PlanEntry, build_plan, changelog_rows, gpus
+from ci_tools.sweep import buckets as bk
+from ci_tools.sweep.appendonly import append_only_delta, validate_scope
+from ci_tools.sweep.gate import GateEvent, decide, mode_for
+from ci_tools.sweep.load import load_policy
+from ci_tools.sweep.matrix import Row
+from ci_tools.sweep.plan import Masters, PlanEntry, changelog_rows, gpus, plan_sweep
 
 REPO = Path(__file__).resolve().parents[2]
 FFF = "full-sweep-fail-fast"
@@ -42,9 +42,14 @@ def entry(keys, i=0, **flags):
     return PlanEntry(i, 10 + i, {"config-keys": list(keys), "description": ["x"], "pr-link": "l", **flags}, list(keys))
 
 
+def typed_plan_for(policy, masters, entries, labels, **kw):
+    d = decide(GateEvent("local", labels=tuple(labels)), policy, appends_entry=bool(entries))
+    return plan_sweep(d, entries, masters, policy, **kw)
+
+
 def plan_for(policy, masters, entries, labels, **kw):
-    d = decide(Event("local", labels=tuple(labels)), policy, appends_entry=bool(entries))
-    return build_plan(d, entries, masters, policy, **kw)
+    """The plan as `plan --format json` prints it (the contract tools read)."""
+    return typed_plan_for(policy, masters, entries, labels, **kw).as_dict()
 
 
 def test_seed_pr_seven_points_on_gb300(policy, example):
@@ -238,8 +243,8 @@ def test_no_entries_no_sweep(policy, example):
 
 
 def test_conflicting_labels_plan_carries_the_error(policy, example):
-    d = decide(Event("local", labels=(FFF, NC)), policy, appends_entry=True)
-    p = build_plan(d, [entry([SEED])], example, policy)
+    d = decide(GateEvent("local", labels=(FFF, NC)), policy, appends_entry=True)
+    p = plan_sweep(d, [entry([SEED])], example, policy).as_dict()
     assert p["error"] and FFF in p["error"] and NC in p["error"] and not p["points"]
 
 
@@ -391,34 +396,49 @@ def test_append_only_plan_runs_only_new_points_and_no_evals(policy, example):
 
 
 def test_after_canary_releases_only_passed_families(policy, example):
-    from ci_tools.policy.plan import after_canary
-    p = plan_for(policy, example, [entry([B300, DISAGG, SEED])], [FFF])
+    from ci_tools.sweep.plan import after_canary
+    p = typed_plan_for(policy, example, [entry([B300, DISAGG, SEED])], [FFF])
     out = after_canary(p, {"b300", "cluster:gb300-nv"})
-    assert out["canaries"] == [] and out["sweep"]
-    assert {r["runner"] for rows in out["buckets"].values() for r in rows} == {"b300", "cluster:gb300-nv"}
-    assert out["buckets"]["multi-node-8k1k"] == [] and "gb300" in out["reason"] and "nothing else" in out["reason"]
-    assert out["totals"]["points"] == len(out["points"]) and not any(pt["canary"] for pt in out["points"])
+    assert out.canaries == () and out.sweep
+    assert {r["runner"] for rows in out.buckets.values() for r in rows} == {"b300", "cluster:gb300-nv"}
+    assert out.buckets["multi-node-8k1k"] == [] and "gb300" in out.reason and "nothing else" in out.reason
+    assert out.totals.jobs == len(out.jobs) and not any(j.canary for j in out.jobs)
+    assert out.totals.canary_gpu_hours == 0.0 and out.totals.gpus == p.totals.gpus
+    assert out.as_dict()["totals"]["points"] == len(out.as_dict()["points"])
     none = after_canary(p, set())
-    assert not none["sweep"] and not any(none["buckets"].values())
+    assert not none.sweep and not any(none.buckets.values())
 
+
+def test_the_typed_plan_is_the_json_plan(policy, example):
+    """`as_dict()` is what `--format json` prints: every job, total and reason comes from the typed fields."""
+    p = typed_plan_for(policy, example, [entry([B300, SEED])], [FFF])
+    d = p.as_dict()
+    assert list(d) == ["sweep", "reason", "error", "mode", "gate", "entries", "canaries", "buckets", "fail-fast",
+                       "points", "refused", "totals", "reuse", "concurrency-group"]
+    assert [j.as_dict() for j in p.jobs] == d["points"] and d["totals"]["points"] == len(p.jobs)
+    assert d["mode"] == p.gate.mode.as_dict() and d["concurrency-group"] == p.gate.concurrency_group
+    assert p.totals.canaries == sum(j.canary for j in p.jobs) == len(p.canaries)
+    assert json.loads(json.dumps(d)) == d
 
 
 def test_output_size_is_counted_the_way_github_counts_it(policy, example):
     """#16.7: GitHub approximates the 1 MB per-job output limit in UTF-16. A plan whose outputs are
     well under 1,000,000 UTF-8 bytes but over it in UTF-16 must be refused before GitHub truncates it."""
-    from ci_tools.render.plan import MAX_OUTPUTS_BYTES, github_output_text, output_size, plan_outputs
+    import dataclasses
 
-    p = plan_for(policy, example, [entry([SEED], scenario_type=None)], [FFF])
-    rows = p["buckets"]["single-node-agentic"]
+    from ci_tools.sweep.render import MAX_OUTPUTS_BYTES, check_size, output_size, plan_outputs
+
+    p = typed_plan_for(policy, example, [entry([SEED], scenario_type=None)], [FFF])
+    rows = p.buckets["single-node-agentic"]
     row_bytes = len(json.dumps(rows[0], separators=(",", ":")).encode())
     n = int(0.7 * MAX_OUTPUTS_BYTES / row_bytes)           # ~0.7 MB of UTF-8: over the limit in UTF-16
-    big = {**p, "buckets": {**p["buckets"], "single-node-agentic": [rows[0]] * n}}
+    big = dataclasses.replace(p, buckets={**p.buckets, "single-node-agentic": [rows[0]] * n})
     text = "".join(f"{k}={v}\n" for k, v in plan_outputs(big).items())
     assert len(text.encode()) < MAX_OUTPUTS_BYTES < output_size(text)
     with pytest.raises(InputError, match="UTF-16"):
-        github_output_text(plan_outputs(big))
-    small = {**p, "buckets": {**p["buckets"], "single-node-agentic": [rows[0]] * (n // 3)}}
-    assert github_output_text(plan_outputs(small))
+        check_size(plan_outputs(big))
+    small = dataclasses.replace(p, buckets={**p.buckets, "single-node-agentic": [rows[0]] * (n // 3)})
+    assert check_size(plan_outputs(small))
 
 
 # ---- servability: rows no runner can serve are refused before any GPU is booked ------------------
@@ -428,7 +448,7 @@ def _screen(masters: Masters):
     from ci_tools.runner.servable import screen_for
 
     from ci_tools.evals.policy import policy_from_doc
-    from ci_tools.yamlio import load_yaml_file
+    from ci_tools.yaml.load import load_yaml_file
 
     recipes = {e["recipe"]: load_recipe(REPO / e["recipe"], e["recipe"]) for e in masters.entries.values()
                if e.get("recipe")}

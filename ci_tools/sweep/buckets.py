@@ -24,7 +24,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ci_tools.policy.matrix import AGENTIC, Row, is_agentic, is_multinode, row_key, seq_len_name
+from ci_tools.sweep.matrix import AGENTIC, Row, is_agentic, is_multinode, row_key, seq_len_name
 
 # Matrix families the workflows run, in the order canary ties are broken. Output names derive from these.
 BENCH_BUCKETS = ("single-node-1k1k", "single-node-8k1k", "single-node-agentic",

@@ -1,10 +1,9 @@
-"""The imperative shell of `ci-tools plan`: read the event and git, call the pure planner.
+"""What a plan is computed from, read from the event file (or the PR on GitHub) and git (shell).
 
-Everything a plan depends on comes from git objects, never the working tree: the changelog at the
-merge base and at head, the master configs and runners.yaml at head (and at the base for
-append-only entries), and the label policy (`inferencex-e2e/ci-policy.yaml`) at head, the version
-the PR's own workflow run checks out; a repository without that file gets ci-tools' default policy
-and a note. Only `--gate-only`, which reads no git at all, takes the policy from the working tree.
+Everything comes from git objects, never the working tree: the changelog at the merge base and at
+head, the master configs and runners.yaml at head (and at the base for append-only entries), and the
+label policy (`inferencex-e2e/ci-policy.yaml`) at head, the version the PR's own workflow run checks
+out; a repository without that file gets ci-tools' default policy and a note.
 
 A plan is refused, with located findings, rather than planned from bad input:
   * a changelog change the append-only gate rejects (the same check as `changelog lint`, without
@@ -16,45 +15,27 @@ Master entries the change does not select are not checked here (`config validate
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from dataclasses import dataclass, field
+import re
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Mapping
 
 from ci_tools import names
 from ci_tools.errors import Finding, InputError, UsageError
 
-
-@dataclass(frozen=True)
-class PlanRequest:
-    """What the command line asks for (see `ci-tools plan --help`)."""
-
-    repo: Path
-    base: str | None = None
-    head: str | None = None
-    labels: tuple[str, ...] = ()
-    event_path: str | None = None
-    event_name: str | None = None
-    head_message: str | None = None
-    changelog: str = names.CHANGELOG
-    masters: tuple[str, ...] = ()
-    runners: str | None = None
-    run_id: str | None = None
-
-
-@dataclass
-class Outcome:
-    """A gate decision (`--gate-only`) or a plan dict, and notes for the person reading it."""
-
-    decision: object = None
-    plan: dict | None = None
-    notes: list[str] = field(default_factory=list)
+if TYPE_CHECKING:  # the gate-only path reads no git: keep the adapter's import off it
+    from ci_tools.gitio import Git
+    from ci_tools.sweep.gate import GateEvent
+    from ci_tools.sweep.labels import Policy
 
 
 # ---- the event ----------------------------------------------------------------------------------
 
-def _read_event(path: str, event_name: str | None, run_id: str | None, head_message: str | None):
-    from ci_tools.policy.event import event_from_payload
+def read_event(path: str, event_name: str | None, run_id: str | None,
+               head_message: str | None) -> tuple[GateEvent, str | None]:
+    """(gate event, base commit or None) from a webhook payload file ($GITHUB_EVENT_PATH)."""
+    from ci_tools.sweep.event import event_from_payload
 
     try:
         raw = Path(path).read_bytes()
@@ -68,73 +49,70 @@ def _read_event(path: str, event_name: str | None, run_id: str | None, head_mess
     return event_from_payload(payload, event_name, file=path, run_id=run_id, head_message=head_message)
 
 
-def _event(req: PlanRequest, *, need_head: bool):
-    """(event with the requested labels, base sha from the payload or None)."""
-    from ci_tools.policy.gate import Event
-
-    if req.event_path:
-        event, base_sha = _read_event(req.event_path, req.event_name, req.run_id, req.head_message)
-        if req.labels:
-            event = dataclasses.replace(event, labels=tuple(req.labels))
-        return event, base_sha
-    if need_head and not req.head:
-        raise UsageError("pass --head REF (and --base REF), or --event-path FILE")
-    return Event(name="local", action="synchronize", labels=tuple(req.labels), head_message=req.head_message,
-                 sha=req.head, run_id=req.run_id), None
+_GITHUB_REMOTE = re.compile(r"(?:github\.com[:/])([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
 
 
-def gate(req: PlanRequest) -> Outcome:
-    """`--gate-only`: the decision from the event alone (no git, no configs)."""
-    from ci_tools.policy.gate import decide
-    from ci_tools.policy.labels import load_policy_or_default
-
-    policy, note = load_policy_or_default(req.repo)
-    event, _ = _event(req, need_head=False)
-    policy.require_known(req.labels)
-    return Outcome(decision=decide(event, policy), notes=[note] if note else [])
-
-
-# ---- git ----------------------------------------------------------------------------------------
-
-def _rev_parse_all(git, refs: list[str]) -> None:
-    """Resolve several refs with one git process (each later lookup hits the adapter's cache); on any
-    failure fall back to one-by-one resolution, which names the bad ref."""
-    refs = [r for r in dict.fromkeys(refs) if r and not r.startswith("-")]
-    # refs starting with "-" were dropped above, so no option terminator is needed (and git 2.39's
-    # rev-parse would echo one back)
-    proc = git._run("rev-parse", *[f"{r}^{{commit}}" for r in refs], check=False)
-    shas = proc.stdout.decode().split()
-    if proc.returncode == 0 and len(shas) == len(refs):
-        git._commits.update(zip(refs, shas))
-    for r in refs:
-        git.rev_parse(r)
+def repository_of(git: "Git", given: str | None, env: Mapping[str, str]) -> str:
+    """OWNER/NAME of the PR's repository: `--github-repo`, else $GITHUB_REPOSITORY, else the origin remote."""
+    if given or env.get("GITHUB_REPOSITORY"):
+        return given or env["GITHUB_REPOSITORY"]
+    match = _GITHUB_REMOTE.search(git.remote_url("origin") or "")
+    if not match:
+        raise UsageError("cannot tell which GitHub repository the PR is in: pass --github-repo OWNER/NAME "
+                         "(or set GITHUB_REPOSITORY)")
+    return match.group(1)
 
 
-def _head_message(git, sha: str | None) -> str | None:
-    if not sha:
-        return None
+def pull_request_event(gh, number: int, *, run_id: str | None,
+                       head_message: str | None) -> tuple["GateEvent", str | None]:
+    """(the event CI's gate would see on the PR's next push, the PR's base commit), from the PR as GitHub
+    has it now (the client's typed `PullRequest`: labels, head, base, draft, and the one fork rule)."""
+    from ci_tools.sweep.gate import GateEvent
+
+    pr = gh.pull_request(number)
+    return GateEvent(name="pull_request", action="synchronize", labels=tuple(pr.labels), draft=pr.draft,
+                     fork=pr.fork, head_message=head_message, pr_number=pr.number, sha=pr.head_sha,
+                     run_id=run_id), pr.base_sha or None
+
+
+def require_commit(git: "Git", sha: str, what: str, fetch: str) -> None:
+    """`sha` must be in the clone: plans read everything from git objects."""
     try:
-        proc = git._run("log", "-1", "--format=%B", git.rev_parse(sha), check=False)
+        git.rev_parse(sha)
     except InputError:
-        return None
-    return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
+        raise InputError(f"{what} {sha[:12]} is not in this clone; fetch it first: `git fetch origin {fetch}`",
+                         exit_code=2) from None
 
 
-def _policy_at(git, ref: str):
-    """(policy, JSON-ready description of where it came from, note or None)."""
-    from ci_tools.policy.labels import DEFAULT_POLICY_NAME, default_policy, policy_from_text
+# ---- the policy and the files at head -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PolicySource:
+    """Where a plan's label policy was read: `file` at commit `ref`, or ci-tools' default."""
+
+    file: str | None
+    ref: str
+    default: bool
+
+    def as_dict(self) -> dict:
+        return {"file": self.file, "ref": self.ref, "default": self.default}
+
+
+def policy_at(git: Git, ref: str) -> tuple[Policy, PolicySource, str | None]:
+    """(policy, where it came from, note or None): the head's policy file, else the shipped default."""
+    from ci_tools.sweep.labels import policy_from_text
+    from ci_tools.sweep.load import DEFAULT_POLICY_NAME, default_policy
 
     sha = git.rev_parse(ref)
     blob = git.show(ref, names.POLICY)  # by the ref name: resolved once already, no second rev-parse
     if blob is None:
         note = f"no {names.POLICY} at {ref} ({sha[:12]}): the labels mean what {DEFAULT_POLICY_NAME} says"
-        return default_policy(), {"file": None, "ref": sha, "default": True}, note
-    where = f"{names.POLICY} at {ref}"
-    return policy_from_text(blob.decode("utf-8", "replace"), where), {"file": names.POLICY, "ref": sha,
-                                                                      "default": False}, None
+        return default_policy(), PolicySource(None, sha, True), note
+    policy = policy_from_text(blob.decode("utf-8", "replace"), f"{names.POLICY} at {ref}")
+    return policy, PolicySource(names.POLICY, sha, False), None
 
 
-def _master_paths(git, ref: str, master_paths: list[str]) -> list[str]:
+def _master_paths(git: Git, ref: str, master_paths: list[str]) -> list[str]:
     if master_paths:
         return master_paths
     found = sorted(p for p in git.ls_files(ref, names.CONFIGS_DIR)
@@ -146,7 +124,7 @@ def _master_paths(git, ref: str, master_paths: list[str]) -> list[str]:
 
 
 def _runners_doc(blob: bytes | None, name: str):
-    from ci_tools.yamlio import load_yaml_text
+    from ci_tools.yaml.located import load_yaml_text
 
     if blob is None:
         return None
@@ -215,27 +193,26 @@ def check_selected(masters, keys: list[str], runners_doc) -> None:
             "do not block a plan")])
 
 
-def changelog_inputs(git, base: str, head: str, changelog: str, master_paths: list[str], runners: str | None):
+def changelog_inputs(git: Git, base: str, head: str, changelog: str, master_paths: list[str], runners: str | None):
     """(plan entries, head Masters, base Masters or None), reading each git object once.
 
     Only the master entries the changelog selects are parsed (`MasterIndex`); append-only entries
     need every config at both refs, so then every entry is read.
     """
     from ci_tools.config.masters import MasterIndex
-    from ci_tools.policy.plan import Masters, PlanEntry
+    from ci_tools.sweep.plan import Masters, PlanEntry
 
     files = _master_paths(git, head, master_paths)
     runners = runners or str(PurePosixPath(files[0]).parent / "runners.yaml")
     # one `git cat-file --batch` for every file at head plus the changelog at base
-    wanted_files = files + [runners, changelog]
-    specs = [f"{git.rev_parse(head)}:{p}" for p in wanted_files] + [f"{git.rev_parse(base)}:{changelog}"]
-    blobs = git._batch(specs, wanted_files + ["\0base-changelog"])
+    got = git.read([(head, p) for p in files + [runners, changelog]] + [(base, changelog)])
+    blobs = {p: got[(head, p)] for p in files + [runners, changelog]}
     if blobs[changelog] is None:
         raise InputError(f"{changelog}: no such file at {head}; pass --changelog-file")
     for p in files:
         if blobs[p] is None:
             raise InputError(f"{p}: no such file at {head}")
-    raw = appended_entries(blobs["\0base-changelog"], blobs[changelog], changelog)
+    raw = appended_entries(got[(base, changelog)], blobs[changelog], changelog)
     index = MasterIndex([(p, blobs[p]) for p in files])
     resolved = resolve_entry_keys(raw, changelog, index.keys)
     append_only = any(e.data.get("append-only") for e in raw)
@@ -253,47 +230,3 @@ def changelog_inputs(git, base: str, head: str, changelog: str, master_paths: li
         base_masters = Masters(base_index.select(base_index.keys).entries if base_index else {},
                                _hardware(_runners_doc(base_blobs[runners], runners)))
     return entries, head_masters, base_masters
-
-
-# ---- the plan -----------------------------------------------------------------------------------
-
-def plan(req: PlanRequest, *, after_canary: bool = False, passed: frozenset[str] = frozenset()) -> Outcome:
-    """The plan of a change: refs from the options or the event, everything else from git."""
-    from ci_tools.gitio import Git
-    from ci_tools.policy.gate import decide
-    from ci_tools.policy.plan import build_plan
-
-    if passed and not after_canary:
-        raise UsageError("--passed-family only makes sense with --after-canary")
-    event, base_sha = _event(req, need_head=True)
-    git = Git(req.repo)
-    head_ref = req.head or event.sha
-    base_ref = req.base or base_sha
-    if not head_ref or not base_ref:
-        raise UsageError("cannot tell which commits to compare: pass --base and --head")
-    _rev_parse_all(git, [head_ref, base_ref])
-    policy, policy_meta, note = _policy_at(git, head_ref)
-    policy.require_known(req.labels)
-    if event.name != "push" and event.head_message is None:
-        event = dataclasses.replace(event, head_message=_head_message(git, head_ref))
-    if event.name != "push":
-        base_ref = git.merge_base(base_ref, head_ref)
-        git._commits.setdefault(base_ref, base_ref)   # a commit id names itself: no rev-parse needed
-    decision = decide(event, policy)
-    entries, head_masters, base_masters = [], None, None
-    if decision.sweep and not decision.error:
-        entries, head_masters, base_masters = changelog_inputs(git, base_ref, head_ref, req.changelog,
-                                                               list(req.masters), req.runners)
-        decision = decide(event, policy, appends_entry=bool(entries))
-    screen = None
-    if head_masters is not None:
-        from ci_tools.runner.screen_git import screen_at
-
-        screen = screen_at(git, head_ref, head_masters)      # rows no runner serves are refused here
-    result = build_plan(decision, entries, head_masters, policy, base=base_masters, screen=screen)
-    if after_canary:
-        from ci_tools.policy.plan import after_canary as release
-
-        result = release(result, set(passed))
-    result["policy"] = policy_meta
-    return Outcome(plan=result, notes=[note] if note else [])

@@ -1,0 +1,273 @@
+"""The flows of `ci-tools plan` and `ci-tools matrix`: inputs in, decisions, a result for the CLI.
+
+`plan`: the event and refs (from the options or the webhook payload), the policy, changelog and
+masters from git (`inputs.py`), the gate decided once and settled once the changelog diff is known,
+the runner screen, then `plan.plan_sweep`. `--gate-only` (`gate`) reads no git at all and takes the
+policy from the working tree. `matrix_rows`: master files on disk -> InferenceX rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from ci_tools import names
+from ci_tools.errors import InputError, UsageError
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What the command line asks for (see `ci-tools plan --help`)."""
+
+    repo: Path
+    base: str | None = None
+    head: str | None = None
+    labels: tuple[str, ...] = ()
+    event_path: str | None = None
+    event_name: str | None = None
+    head_message: str | None = None
+    changelog: str = names.CHANGELOG
+    masters: tuple[str, ...] = ()
+    runners: str | None = None
+    run_id: str | None = None
+    after_canary: bool = False
+    passed: frozenset[str] = frozenset()
+    pr: int | None = None                    # read labels, head and base of this PR from GitHub
+    github_repo: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)    # GITHUB_TOKEN, GITHUB_API_URL, ... for --pr
+
+
+@dataclass
+class Outcome:
+    """A gate decision (`--gate-only`) or a plan, and notes for the person reading it."""
+
+    decision: object = None
+    plan: object = None            # a sweep.plan.Plan
+    use_candidates: list | None = None   # with --pr: the runs `/use` could pin (UseCandidate)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def error(self) -> str | None:
+        return (self.plan or self.decision).error
+
+
+def _event(req: PlanRequest, *, need_head: bool, git=None, gh=None):
+    """(event with the requested labels, base sha from the payload or None)."""
+    from ci_tools.sweep.gate import GateEvent
+
+    if req.event_path and req.pr is not None:
+        raise UsageError("pass --event-path FILE or --pr N, not both")
+    if req.event_path or req.pr is not None:
+        from ci_tools.sweep import inputs
+
+        if req.event_path:
+            event, base_sha = inputs.read_event(req.event_path, req.event_name, req.run_id, req.head_message)
+        else:
+            if gh is None:
+                raise UsageError("--gate-only decides from an event file; pass --event-path, not --pr")
+            event, base_sha = inputs.pull_request_event(gh, req.pr, run_id=req.run_id, head_message=req.head_message)
+            inputs.require_commit(git, event.sha, f"PR #{req.pr}'s head commit", f"pull/{req.pr}/head")
+            if base_sha and not req.base:
+                inputs.require_commit(git, base_sha, f"PR #{req.pr}'s base commit", "<base branch>")
+        if req.labels:
+            event = dataclasses.replace(event, labels=tuple(req.labels))
+        return event, base_sha
+    if need_head and not req.head:
+        raise UsageError("pass --head REF (and --base REF), --pr N, or --event-path FILE")
+    return GateEvent(name="local", action="synchronize", labels=tuple(req.labels), head_message=req.head_message,
+                     sha=req.head, run_id=req.run_id), None
+
+
+def _notes(*notes: str | None) -> list[str]:
+    return [n for n in notes if n]
+
+
+def gate(req: PlanRequest) -> Outcome:
+    """`--gate-only`: the decision from the event alone (no git, no configs)."""
+    from ci_tools.sweep.gate import decide
+    from ci_tools.sweep.load import load_policy_or_default
+
+    policy, note = load_policy_or_default(req.repo)
+    event, _ = _event(req, need_head=False)
+    return Outcome(decision=decide(event, policy), notes=_notes(note, policy.unknown_note(event.labels)))
+
+
+def plan(req: PlanRequest) -> Outcome:
+    """The plan of a change: refs from the options or the event, everything else from git."""
+    from ci_tools.gitio import Git
+    from ci_tools.sweep.gate import decide, settle
+    from ci_tools.sweep.inputs import changelog_inputs, policy_at
+    from ci_tools.sweep.plan import after_canary, plan_sweep
+
+    if req.passed and not req.after_canary:
+        raise UsageError("--passed-family only makes sense with --after-canary")
+    git = Git(req.repo)
+    gh = None
+    if req.pr is not None:
+        from ci_tools.github.client import GitHub
+        from ci_tools.sweep.inputs import repository_of
+
+        gh = GitHub.from_env(repository_of(git, req.github_repo, req.env), req.env)
+    event, base_sha = _event(req, need_head=True, git=git, gh=gh)
+    head_ref = req.head or event.sha
+    base_ref = req.base or base_sha
+    if not head_ref or not base_ref:
+        raise UsageError("cannot tell which commits to compare: pass --base and --head")
+    git.rev_parse_many([head_ref, base_ref])
+    policy, source, note = policy_at(git, head_ref)
+    if event.name != "push" and event.head_message is None:
+        event = dataclasses.replace(event, head_message=git.commit_message(head_ref))
+    if event.name != "push":
+        base_ref = git.merge_base(base_ref, head_ref)
+    decision = decide(event, policy)
+    entries, head_masters, base_masters, screen = [], None, None, None
+    if decision.sweep and not decision.error:
+        entries, head_masters, base_masters = changelog_inputs(git, base_ref, head_ref, req.changelog,
+                                                               list(req.masters), req.runners)
+        decision = settle(decision, bool(entries))
+    if head_masters is not None:
+        from ci_tools.runner.screen_git import screen_at
+
+        screen = screen_at(git, head_ref, head_masters)      # rows no runner serves are refused here
+    result = plan_sweep(decision, entries, head_masters, policy, base=base_masters, screen=screen)
+    if req.after_canary:
+        result = after_canary(result, set(req.passed))
+    notes = _notes(note, policy.unknown_note(event.labels))
+    candidates = None
+    if gh is not None:
+        from ci_tools.github.client import GitHubError
+
+        try:
+            candidates = use_candidates(gh, req.pr, policy)
+        except GitHubError as exc:            # the plan stands; only the list of runs is missing
+            notes.append(f"cannot list the runs /use could pin: {exc.message}")
+    return Outcome(plan=dataclasses.replace(result, policy=source), notes=notes, use_candidates=candidates)
+
+
+@dataclass(frozen=True)
+class UseCandidate:
+    """A sweep run of the PR and whether `/use <run_id>` would pin it (`problem` None) or why not."""
+
+    run_id: int
+    created_at: str
+    head_sha: str
+    conclusion: str | None
+    problem: str | None
+
+    def as_dict(self) -> dict:
+        return {"run": self.run_id, "created-at": self.created_at, "head-sha": self.head_sha,
+                "conclusion": self.conclusion, "usable": self.problem is None, "problem": self.problem}
+
+
+def use_candidates(gh, number: int, policy, *, limit: int = 10) -> list[UseCandidate]:
+    """The PR's newest sweep runs (at most `limit`), each checked by the reuse rules a `/use <run_id>`
+    pin is checked by at merge (`reuse.check_run`): which one a maintainer could pin, and why not the others."""
+    from ci_tools import names
+    from ci_tools.prbot import context
+    from ci_tools.prbot.reuse import decide as reuse
+    from ci_tools.prbot.shell import load_timeline
+
+    pr = context.of(gh.pull_request(number))
+    timeline = load_timeline(gh, number)
+    out = []
+    for _, listed in zip(range(limit), gh.runs(names.SWEEP_WORKFLOW, branch=pr.head_ref)):
+        run = reuse.sweep_run(listed)
+        problem = reuse.check_run(run, reuse.reuse_rules(pinned=True), pr=pr, timeline=timeline, policy=policy,
+                                  workflow_path=f"{names.WORKFLOWS_DIR}/{names.SWEEP_WORKFLOW}", source=gh)
+        out.append(UseCandidate(run.id, run.created_at or "", run.head_sha, run.conclusion, problem))
+    return out
+
+
+# ---- matrix -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class MatrixRequest:
+    """The options of `ci-tools matrix full-sweep|test-config` (see `--help`)."""
+
+    config_files: tuple[str, ...] = ()
+    runners_file: str | None = None
+    config_keys: tuple[str, ...] | None = None        # test-config's patterns; None = every entry
+    concs: tuple[int, ...] = ()
+    model_prefix: tuple[str, ...] = ()
+    precision: tuple[str, ...] = ()
+    framework: tuple[str, ...] = ()
+    runner_type: tuple[str, ...] = ()
+    seq_lens: tuple[str, ...] = ()
+    scenario_type: tuple[str, ...] = ()
+    min_conc: int | None = None
+    max_conc: int | None = None
+    step_size: int = 2
+    max_tp: int | None = None
+    max_ep: int | None = None
+    single_node: bool = False
+    multi_node: bool = False
+    no_evals: bool = False
+    evals_only: bool = False
+    all_evals: bool = False
+
+
+def _read_masters_fast(files: list[Path]):
+    """Every master entry without line marks (the hot path), through the same reader as `plan`
+    (`MasterIndex`); a problem is reported with its line all the same."""
+    from ci_tools.config.masters import MasterIndex
+    from ci_tools.yaml.load import read_text
+
+    # every entry is wanted: each file parsed whole, once (no per-entry split)
+    index = MasterIndex([(str(f), read_text(f).encode("utf-8")) for f in files], fast=False, marks=False)
+    return index.full()
+
+
+def _resolve_keys(patterns: tuple[str, ...], keys: list[str], files: list[Path]) -> list[str]:
+    from ci_tools.changelog.keys import resolve_keys
+
+    resolved, unmatched = resolve_keys(list(patterns), keys)
+    if unmatched:
+        import difflib
+
+        parts = []
+        for u in unmatched:
+            close = difflib.get_close_matches(u, keys, n=3, cutoff=0.6)
+            parts.append(f"{u!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        raise UsageError(f"unknown config key(s): {', '.join(parts)}; {len(keys)} keys are defined in "
+                         f"{', '.join(str(f) for f in files)}")
+    return resolved
+
+
+def matrix_rows(req: MatrixRequest) -> list[dict]:
+    """The InferenceX rows of the master files on disk, filtered as the request says."""
+    from ci_tools.config.load import default_master_paths, read_masters
+    from ci_tools.sweep.matrix import Filters, expand, select_evals
+    from ci_tools.yaml.fast import load_data_fast
+    from ci_tools.yaml.load import read_text
+
+    if req.no_evals and (req.evals_only or req.all_evals):
+        raise UsageError("--no-evals cannot be combined with --evals-only or --all-evals")
+    files = [Path(p) for p in req.config_files] or default_master_paths(Path("."))
+    masters = _read_masters_fast(files) if files else read_masters(files)
+    runners_path = Path(req.runners_file) if req.runners_file else files[0].parent / "runners.yaml"
+    # mark-free like the masters; a problem is reported by the located loader all the same
+    runners = (load_data_fast(read_text(runners_path), str(runners_path))
+               if runners_path.exists() or req.runners_file else {})
+    if runners is None or not isinstance(runners, dict):
+        raise InputError(f"{runners_path}: expected a mapping with `labels` and `hardware`")
+    labels = runners.get("labels") or {}
+    bad = [r for r in req.runner_type if r not in labels]
+    if bad:
+        raise UsageError(f"invalid runner type(s): {', '.join(bad)}. Runner labels in {runners_path}: "
+                         f"{', '.join(sorted(labels)) or '(none)'}")
+    keys = None if req.config_keys is None else _resolve_keys(req.config_keys, masters.keys(), files)
+    filters = Filters(config_keys=tuple(keys) if keys is not None else None, model_prefix=req.model_prefix,
+                      precision=req.precision, framework=req.framework, runner_type=req.runner_type,
+                      seq_lens=req.seq_lens, scenario_types=req.scenario_type, min_conc=req.min_conc,
+                      max_conc=req.max_conc, concs=req.concs, max_tp=req.max_tp, max_ep=req.max_ep,
+                      step=req.step_size, single_node=req.single_node, multi_node=req.multi_node)
+    try:
+        rows = expand(masters.entries, runners.get("hardware") or {}, filters)
+    except InputError as exc:
+        if exc.message.startswith("--"):
+            raise UsageError(exc.message) from None
+        raise
+    rows = select_evals(rows, all_evals=req.all_evals, evals_only=req.evals_only, no_evals=req.no_evals)
+    return [r.data for r in rows]
