@@ -139,6 +139,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "signoff record": ["--event-path", "nope.json", "--out", "record"],
     "signoff verify": ["--event-path", "nope.json"],
     "stage callback": ["--event-path", "nope.json"],
+    "stage dispatch": ["--payload", "{}", "--event-path", "nope.json"],
 }
 
 

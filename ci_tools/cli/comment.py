@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import click
 
-from ci_tools.cli._prbot import (event_name_option, event_path_option, format_option, repo_root_option,
-                                results_dispatcher, run_flow)
+from ci_tools.cli._prbot import event_name_option, event_path_option, format_option, repo_root_option, run_flow
 
 
 GITHUB_OUTPUTS = {
     "comment handle": ("handled", "commands", "reuse-authorised", "stage-run-id", "stage-comment-id",
-                       "approve-sha", "approve-pr"),
+                       "stage-payload", "approve-sha", "approve-pr"),
     "comment check-approval": ("proceed", "base-sha", "labels"),
 }
 
@@ -38,8 +37,9 @@ def cli() -> None:
 def handle(event_path, event_name, repo_root, fmt) -> None:
     """Parse the comment of an issue_comment event and act on its commands.
 
-    Replies once per command comment (edited in place on re-runs); a `/stage-results` also sends the
-    results app a repository_dispatch (token: RESULTS_DISPATCH_TOKEN). An accepted
+    Replies once per command comment (edited in place on re-runs). An accepted `/stage-results`
+    writes `stage-payload`, which `ci-tools stage dispatch` sends in a job of its own (the only one
+    that holds RESULTS_DISPATCH_TOKEN). An accepted
     `/sweep approve <sha>` writes the outputs `approve-pr` and `approve-sha` (the full head SHA),
     which the workflow hands to trusted-sweep.yml.
 
@@ -49,10 +49,7 @@ def handle(event_path, event_name, repo_root, fmt) -> None:
     """
     from ci_tools.prbot.flow import handle_comment
 
-    def flow(event, settings, gh):
-        return handle_comment(event, settings, gh, results_dispatcher(gh))
-
-    run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)
+    run_flow(handle_comment, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)
 
 
 @cli.command("check-approval")

@@ -6,7 +6,9 @@ what the decisions need from it:
 - bounded retries with backoff on 5xx, 429 and secondary rate limits, honouring `Retry-After`, with
   the sleep injectable so tests stay fast; a non-idempotent POST is never retried after a 5xx
   (GitHub may have acted on it: a retry could post a second comment);
-- pagination by following `Link: rel="next"` (never by guessing from a short page);
+- pagination by following `Link: rel="next"` (never by guessing from a short page), and a list that
+  ended early refused: against `total_count` where GitHub gives one, against the PR's `comments`
+  count for the timeline and the comment list, which have none;
 - a per-process cache so no list is fetched twice, and a request counter tests assert budgets on;
 - fail closed: every failure becomes a `GitHubError` naming the call, never a partial answer.
 """
@@ -216,6 +218,7 @@ class GitHub:
         self.log = CallLog()
         self._sleep = sleep
         self._cache: dict[str, Any] = {}
+        self._deleted = 0   # comments this client deleted (see _check_comments)
         self._gh = Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), timeout=timeout,
                           retry=_make_retry(self.log, sleep), per_page=PER_PAGE, api_version=API_VERSION,
                           # Reads are not throttled (a command makes a handful); writes keep GitHub's
@@ -336,8 +339,28 @@ class GitHub:
         return files
 
     def timeline(self, number: int) -> list[dict]:
-        """Comments, label events and commits of a PR in one chronological list."""
-        return self._list(self._r(f"/issues/{number}/timeline"))
+        """Comments, label events and commits of a PR in one chronological list; GitHubError when it
+        holds fewer comments than the PR counts (`_check_comments`)."""
+        expected = self._comment_count(number)
+        items = self._list(self._r(f"/issues/{number}/timeline"))
+        self._check_comments(number, sum(1 for i in items if i.get("event") == "commented"), expected, "timeline")
+        return items
+
+    def _comment_count(self, number: int) -> int | None:
+        """The PR's own count of its conversation comments, read BEFORE a list is: comments posted
+        meanwhile only make the list longer, so a list shorter than the count is cut short."""
+        count = self.pull(number).get("comments")
+        return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+    def _check_comments(self, number: int, listed: int, expected: int | None, what: str) -> None:
+        # The timeline and comment lists carry no total_count: the only proof that no page is missing
+        # (a proxy that drops `Link: next`, a short page taken as the last) is the PR's comment count.
+        # Comments this client deleted since are allowed for; one deleted by someone else between the
+        # two reads fails the job (re-run), which is the safe side.
+        if expected is not None and listed < expected - self._deleted:
+            raise GitHubError(f"GitHub API GET {self._r(f'/issues/{number}/{what}')}: the list holds {listed} of the "
+                              f"{expected} comments PR #{number} counts, so a page is missing; refusing to decide "
+                              "on a partial list. Re-run the job.")
 
     def comment(self, comment_id: int) -> dict:
         return self._get(self._r(f"/issues/comments/{comment_id}"))
@@ -475,10 +498,14 @@ class GitHub:
         path, params = self._r(f"/issues/{number}/comments"), None
         if fresh:
             self._cache.pop(f"list:{path}?{sorted((params or {}).items())}", None)
-        return self._list(path, params)
+        expected = self._comment_count(number)
+        items = self._list(path, params)
+        self._check_comments(number, len(items), expected, "comments")
+        return items
 
     def delete_comment(self, comment_id: int) -> None:
         self._request("DELETE", self._r(f"/issues/comments/{comment_id}"))
+        self._deleted += 1
 
     def run_jobs(self, run_id: int) -> list[dict]:
         """The jobs of a run's latest attempt (called workflows' jobs included, named `caller / job`)."""

@@ -18,10 +18,11 @@ from ci_tools.prbot.reuse.flow import use_command, use_deleted
 from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline, upsert
 from ci_tools.prbot.staging.flow import stage_command
 
-OUTPUTS = ("handled", "commands", "reuse-authorised", "stage-run-id", "stage-comment-id", "approve-sha", "approve-pr")
+OUTPUTS = ("handled", "commands", "reuse-authorised", "stage-run-id", "stage-comment-id", "stage-payload", "approve-sha",
+           "approve-pr")
 
 
-def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy | None = None) -> Result:
+def handle_comment(event: Event, settings: Settings, gh: Lazy) -> Result:
     res = Result(outputs=dict.fromkeys(OUTPUTS, "") | {"handled": "false"})
     if event.name == "pull_request_review":
         # Reuse is decided from conversation comments only; acting on a review body here would
@@ -68,7 +69,7 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy 
         if isinstance(x, Use):
             parts.append(use_command(x, c, pr, tl, client, settings, res))
         elif isinstance(x, StageResults):
-            parts.append(stage_command(x, c, pr, tl, client, dispatcher, settings, res))
+            parts.append(stage_command(x, c, pr, tl, client, settings, res))
         elif isinstance(x, SweepPlan):
             parts.append(messages.text("sweep-plan", author=c.author, plan=sweep_plan_text(tl, settings, pr)))
         else:

@@ -358,6 +358,8 @@ class FakeGitHub:
             if int(g[1]) not in self.pulls:
                 return 404, None, None
             pr = self.pulls[int(g[1])]
+            # GitHub counts the conversation's comments on the PR object (`comments`)
+            pr["comments"] = sum(1 for c in self.comments.values() if c["_issue"] == int(g[1]))
             if int(g[1]) in self.pr_files:
                 pr["changed_files"] = len(self.pr_files[int(g[1])])
             return 200, pr, "PullRequest"

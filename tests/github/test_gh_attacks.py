@@ -3,6 +3,8 @@ HTTP, with the decision it must get. One test per row; each failed on the main o
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ci_tools import names
@@ -12,9 +14,10 @@ from ci_tools.github.events import Event
 from ci_tools.prbot.flow import handle_comment
 from ci_tools.prbot.reuse.flow import resolve_reuse
 from ci_tools.prbot.signoff.flow import verify_signoff
+from ci_tools.prbot.staging.flow import stage_callback, stage_dispatch
 from ci_tools.prbot.approval import decide as approval
 from gh_scenarios import SHA1, SHA2, authorise, comment_event, lazy, merge, pr_with_sweep, push_event, settings
-from test_gh_commands import dispatcher
+from test_gh_commands import comment_jobs, dispatcher
 from test_gh_signoff import AMD, setup_pr, signoff_body
 
 FORK = "mallory/bench"
@@ -54,8 +57,86 @@ def test_fork_run_is_never_staged(fake):
     fork_pr(fake)
     fork_run(fake, 66)
     c = authorise(fake, 1321, "/stage-results 66")
-    res = handle_comment(comment_event(fake, 1321, c), settings(), lazy(fake), dispatcher(fake))
+    res = comment_jobs(fake, comment_event(fake, 1321, c))
     assert res.outputs.get("stage-run-id", "") == "" and fake.dispatches == []
+
+
+# ---- 8. the dispatch job: only it holds RESULTS_DISPATCH_TOKEN, and it sends only what was decided --
+
+def staged(fake):
+    """`/stage-results 9` accepted by the handler (no token): the payload it decided, and its event."""
+    pr_with_sweep(fake, 1)
+    fake.add_run(9, head_sha=SHA1)
+    fake.add_run(10, head_sha=SHA2, head_repo=FORK)
+    c = authorise(fake, 1, "/stage-results 9")
+    event = comment_event(fake, 1, c)
+    res = handle_comment(event, settings(), lazy(fake))
+    assert fake.dispatches == [] and res.outputs["stage-run-id"] == "9"
+    return json.loads(res.outputs["stage-payload"]), event, c
+
+
+def send(fake, event, payload):
+    return stage_dispatch(event, settings(), lazy(fake), dispatcher(fake), json.dumps(payload))
+
+
+def test_the_decided_payload_is_sent_once_by_the_dispatch_job(fake):
+    payload, event, _ = staged(fake)
+    assert send(fake, event, payload).outputs["dispatched"] == "true"
+    assert [d["client_payload"] for d in fake.dispatches] == [payload]
+
+
+@pytest.mark.parametrize("change,why", [
+    ({"run-id": "10"}, "the acknowledgement is for run 9, the payload names run 10"),
+    ({"pr-number": "2"}, "the payload names PR #2, the comment is on PR #1"),
+    ({"requested-by": "mallory"}, "the payload names @mallory, the comment is by @maint"),
+    ({"run-attempt": "2"}, "run 9 is attempt 1"),
+    ({"comment-id": "the /stage-results comment itself"}, "is not the bot's staging acknowledgement of comment"),
+])
+def test_a_payload_that_does_not_match_what_github_says_is_not_sent(fake, change, why):
+    payload, event, c = staged(fake)
+    if "comment-id" in change:
+        change = {"comment-id": str(c["id"])}
+    res = send(fake, event, {**payload, **change})
+    assert res.exit_code == 1 and res.outputs["dispatched"] == "false" and fake.dispatches == []
+    assert why in res.messages[0]
+
+
+@pytest.mark.parametrize("change,why", [
+    ({"source-repository": "mallory/bench"}, "expected this repository"),
+    ({"extra": "x"}, "expected source-repository, pr-number"),
+    ({"run-id": "9 "}, "run-id must be a decimal number"),
+    ({"requested-by": "a b"}, "requested-by must be a GitHub login"),
+])
+def test_a_malformed_payload_is_a_usage_error_and_not_sent(fake, change, why):
+    from ci_tools.errors import InputError
+
+    payload, event, _ = staged(fake)
+    with pytest.raises(InputError, match=why):
+        send(fake, event, {**payload, **change})
+    assert fake.dispatches == []
+
+
+def test_a_writer_demoted_before_the_dispatch_job_is_not_staged(fake):
+    payload, event, _ = staged(fake)
+    fake.permissions["maint"] = "read"
+    res = send(fake, event, payload)
+    assert res.exit_code == 1 and "@maint has read permission now" in res.messages[0] and fake.dispatches == []
+
+
+def test_a_rerun_of_the_dispatch_job_after_the_app_started_does_not_stage_again(fake):
+    from test_gh_commands import callback
+
+    payload, event, _ = staged(fake)
+    assert send(fake, event, payload).outputs["dispatched"] == "true"
+    stage_callback(callback(fake, "stage-results-started", 1, int(payload["comment-id"])), settings(), lazy(fake))
+    res = send(fake, event, payload)
+    assert res.exit_code == 1 and "run 9 is already started" in res.messages[0] and len(fake.dispatches) == 1
+
+
+def test_the_dispatch_job_refuses_an_edited_comments_event(fake):
+    payload, _, c = staged(fake)
+    res = send(fake, comment_event(fake, 1, c, action="edited"), payload)
+    assert res.exit_code == 1 and "the comment was edited" in res.messages[0] and fake.dispatches == []
 
 
 def test_another_repositorys_run_of_the_same_commit_is_not_a_same_repo_prs_sweep(fake):
@@ -222,3 +303,41 @@ def test_a_list_cut_short_without_link_next_is_not_complete(fake):
     merge(fake, 7)
     with pytest.raises(GitHubError, match="the list ended after 2 of its 3 items"):   # fails closed
         resolve_reuse(push_event(fake), settings(), lazy(fake))
+
+
+# The timeline and the comment list carry no total_count: the PR's `comments` count is what proves
+# them complete (read before the list, so comments posted meanwhile only lengthen it).
+
+def test_a_timeline_cut_short_does_not_hide_a_later_use(fake):
+    """`/use 9`, then `/use 10` (the last one wins); a proxy drops `Link: next` after the first page."""
+    pr_with_sweep(fake, 7)
+    fake.add_run(9, head_sha=SHA1)
+    fake.add_run(10, head_sha=SHA1)
+    authorise(fake, 7, "/use 9")
+    authorise(fake, 7, "/use 10")
+    merge(fake, 7)
+    fake.page_size, fake.drop_next = 3, r"/timeline"          # committed, labeled, `/use 9`: then nothing
+    with pytest.raises(GitHubError, match="the list holds 1 of the 2 comments PR #7 counts"):
+        resolve_reuse(push_event(fake), settings(), lazy(fake))
+
+
+def test_a_comment_list_cut_short_does_not_duplicate_the_status_card(fake):
+    from ci_tools.prbot import sticky
+    from ci_tools.prbot.card import decide as card
+    from ci_tools.prbot.card.shell import write_section
+
+    pr_with_sweep(fake, 1, filler=2)
+    fake.add_comment(1, sticky.marker(card.KIND) + "\n", author=fake.bot, association="NONE", type_="Bot")
+    fake.page_size, fake.drop_next = 2, r"/issues/1/comments"  # the card is on the page never reached
+    gh = GitHub(fake.repo, "test-token", api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
+    with pytest.raises(GitHubError, match="the list holds 2 of the 3 comments PR #1 counts"):
+        write_section(gh, 1, "sweep", "run 5 passed", bot=fake.bot, settle=0)
+    assert [c for c in fake.bot_comments(1)] and len(fake.bot_comments(1)) == 1   # no second card
+
+
+def test_a_comment_list_may_lose_only_what_this_client_deleted(fake):
+    pr_with_sweep(fake, 1, filler=3)
+    gh = GitHub(fake.repo, "test-token", api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
+    assert gh.pull(1)["comments"] == 3
+    gh.delete_comment(min(fake.comments))
+    assert len(gh.issue_comments(1, fresh=True)) == 2

@@ -14,7 +14,7 @@ from ci_tools.prbot.signoff.flow import verify_signoff
 from ci_tools.prbot.welcome.flow import welcome
 from ci_tools.prbot.prbody.flow import pr_body
 from gh_scenarios import FULL, SHA1, REPO_ROOT, authorise, comment_event, lazy, pr_event, pr_with_sweep, settings
-from test_gh_commands import callback, dispatcher
+from test_gh_commands import callback, comment_jobs
 from test_gh_signoff import setup_pr, signoff_body
 from tests.conftest import assert_golden
 
@@ -54,7 +54,7 @@ def test_status_card_holds_latest_run_plan_and_reuse(fake):
     pr_with_sweep(fake, 1)
     fake.add_run(9, head_sha=SHA1)
     c = authorise(fake, 1, "/use 9")
-    handle_comment(comment_event(fake, 1, c), settings(), lazy(fake), dispatcher(fake))
+    handle_comment(comment_event(fake, 1, c), settings(), lazy(fake))
     fake.add_run(12, head_sha=SHA1, pull_requests=(1,))      # the finished sweep the card shows
     wr = Event(name="workflow_run", repo=fake.repo, workflow_run=__import__("ci_tools.github.events", fromlist=["x"])
                .WorkflowRun(id=12, event="pull_request", status="completed", conclusion="success", head_sha=SHA1,
@@ -105,7 +105,7 @@ def test_pr_body_check_is_a_failing_check_with_zero_calls(fake):
 
 def reply(fake, body, **kw):
     c = authorise(fake, 1, body, **kw)
-    handle_comment(comment_event(fake, 1, c), settings(), lazy(fake), dispatcher(fake))
+    comment_jobs(fake, comment_event(fake, 1, c))
     return only(fake, 1, f"<!-- ci-tools:reply {c['id']} -->")
 
 
@@ -132,7 +132,7 @@ def test_staging_goldens(fake):
     pr_with_sweep(fake, 1)
     fake.add_run(9, head_sha=SHA1)
     c = authorise(fake, 1, "/stage-results 9")
-    res = handle_comment(comment_event(fake, 1, c), settings(), lazy(fake), dispatcher(fake))
+    res = comment_jobs(fake, comment_event(fake, 1, c))
     cid = int(res.outputs["stage-comment-id"])
     golden("stage-ack", fake.comments[cid]["body"])
     stage_callback(callback(fake, "stage-results-started", 1, cid), settings(), lazy(fake))

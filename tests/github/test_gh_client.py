@@ -17,8 +17,9 @@ def test_timeline_pages_follow_link_headers_and_are_fetched_once(fake, gh):
     _prs_with_comments(fake, 151)
     items = gh.timeline(1)
     assert len([i for i in items if i["event"] == "commented"]) == 151
-    assert gh.timeline(1) is not None and gh.log.count == 2   # cached: no third request
-    assert fake.requests == [f"GET /repos/{fake.repo}/issues/1/timeline?per_page=100",
+    assert gh.timeline(1) is not None and gh.log.count == 3   # cached: nothing fetched twice
+    assert fake.requests == [f"GET /repos/{fake.repo}/pulls/1",    # its comment count, read first
+                             f"GET /repos/{fake.repo}/issues/1/timeline?per_page=100",
                              f"GET /repos/{fake.repo}/issues/1/timeline?page=2&per_page=100"]
 
 
@@ -26,7 +27,7 @@ def test_short_pages_are_followed_not_taken_as_the_end(fake, gh):
     _prs_with_comments(fake, 25)
     fake.page_size = 10    # the server returns fewer than asked, with a next link
     assert len([i for i in gh.timeline(1) if i["event"] == "commented"]) == 25
-    assert gh.log.count == 3
+    assert gh.log.count == 4    # the PR, then three pages
 
 
 @pytest.mark.parametrize("status,headers,body,expected_sleep", [

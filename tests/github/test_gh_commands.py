@@ -8,7 +8,7 @@ import pytest
 from ci_tools.github.client import GitHubError
 from ci_tools.prbot.shell import Lazy
 from ci_tools.prbot.flow import handle_comment
-from ci_tools.prbot.staging.flow import stage_callback
+from ci_tools.prbot.staging.flow import stage_callback, stage_dispatch
 from ci_tools.github.events import Event
 from ci_tools.github import GitHub
 from gh_scenarios import FULL, SHA1, authorise, comment_event, lazy, pr_with_sweep, settings
@@ -18,9 +18,19 @@ def dispatcher(fake):
     return Lazy(lambda: GitHub(fake.repo, "dispatch-token", api_url=fake.url, seconds_between_writes=0))
 
 
+def comment_jobs(fake, event, gh=None):
+    """comment-commands.yml's two jobs: `comment handle`, then `stage dispatch` (with the results app's
+    token, which only that job holds) when the handler decided a staging payload."""
+    res = handle_comment(event, settings(), gh or lazy(fake))
+    if res.outputs["stage-payload"]:
+        sent = stage_dispatch(event, settings(), lazy(fake), dispatcher(fake), res.outputs["stage-payload"])
+        assert sent.exit_code == 0 and sent.outputs["dispatched"] == "true", sent.messages
+    return res
+
+
 def handle(fake, event, **kw):
     gh = lazy(fake, **kw)
-    return handle_comment(event, settings(), gh, dispatcher(fake)), gh
+    return comment_jobs(fake, event, gh), gh
 
 
 def reply_of(fake, pr, comment_id):

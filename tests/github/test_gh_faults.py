@@ -10,7 +10,6 @@ from ci_tools.prbot.reuse.flow import resolve_reuse
 from ci_tools.prbot.signoff.flow import verify_signoff
 from ci_tools.prbot.welcome.flow import welcome
 from gh_scenarios import SHA1, authorise, comment_event, lazy, merge, pr_event, pr_with_sweep, push_event, settings
-from test_gh_commands import dispatcher
 from test_gh_signoff import setup_pr, signoff_body
 
 
@@ -28,7 +27,7 @@ def run_all(fake, use, sign):
     s = settings()
     outputs = [
         welcome(pr_event(fake, 1, "opened"), s, lazy(fake)).outputs["comment"] != "",
-        handle_comment(comment_event(fake, 1, use), s, lazy(fake), dispatcher(fake)).outputs,
+        handle_comment(comment_event(fake, 1, use), s, lazy(fake)).outputs,
         verify_signoff(comment_event(fake, 1, sign), s, lazy(fake), lazy(fake)).outputs,
     ]
     merge(fake, 1)

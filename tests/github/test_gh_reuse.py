@@ -289,15 +289,17 @@ def test_w25_budget_common_unpinned_case(fake):
         dict(id=1, head_sha=SHA1), dict(id=2, head_sha=SHA3), dict(id=3, head_sha=SHA1, conclusion="failure")])
     res, gh = run_resolve(fake, event)
     assert res.outputs["reuse-source-run-id"] == "1"
-    assert gh.calls <= 6, gh.client.log.calls
-    assert len(fake.requests) == gh.calls == 6  # the recorded writer is re-checked: demotions count (#15)
+    assert gh.calls <= 7, gh.client.log.calls
+    # the recorded writer is re-checked (demotions count) and the timeline checked against the PR's
+    # comment count (a page cut short is refused), both #15
+    assert len(fake.requests) == gh.calls == 7
     assert len(set(r for r in fake.requests)) == len(fake.requests)       # nothing fetched twice
 
 
 def test_w25_budget_without_a_recorded_writer_is_one_permission_call_more(fake):
     event = merged_case(fake, filler=150, runs=[dict(id=1, head_sha=SHA1)])
     res, gh = run_resolve(fake, event)
-    assert res.outputs["reuse-source-run-id"] == "1" and gh.calls == 6
+    assert res.outputs["reuse-source-run-id"] == "1" and gh.calls == 7
     assert sum("/permission" in r for r in fake.requests) == 1
 
 

@@ -215,16 +215,16 @@ def test_reusable_workflow_outputs_are_followed(tmp_path, fake_cli):
 
 
 def test_release_job_exports_every_bucket():
-    """The pipeline spells one job output per bucket (GitHub needs them listed); keep them in step."""
+    """The stages spell one job output per bucket (GitHub needs them listed); keep them in step."""
     from ci_tools.sweep.buckets import BUCKETS
 
-    pipeline = next(wf for wf in wc.load_workflows(WORKFLOWS) if wf.name == "sweep-pipeline.yml")
-    outputs = pipeline.jobs["release"]["outputs"]
+    stages = next(wf for wf in wc.load_workflows(WORKFLOWS) if wf.name == "sweep-stages.yml")
+    outputs = stages.jobs["release"]["outputs"]
     expected = {f"{kind}-{b}" for b in BUCKETS for kind in ("matrix", "fail-fast")}
     spelled = {name for name in outputs if name.startswith(("matrix-", "fail-fast-"))}
     assert spelled == expected
     for name in expected:
-        assert outputs[name] == "${{ steps.after-canary.outputs.%s || steps.no-canary.outputs.%s }}" % (name, name)
+        assert outputs[name] == "${{ steps.release.outputs.%s }}" % name
 
 
 def test_github_output_file_is_read_like_github_does():

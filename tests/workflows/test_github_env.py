@@ -178,11 +178,25 @@ def comment_use_pins_a_run(s):
 
 
 def comment_stage_results(s):
+    """The handler decides and acknowledges, holding no dispatch token; it sends nothing."""
     pr_with_sweep(s.fake, 1)
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(1,))
-    job, step = handle(s, "/stage-results 9",
-                       secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")})
-    assert step.outputs["stage-run-id"] == "9" and s.fake.dispatches
+    job, step = handle(s, "/stage-results 9", secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")})
+    assert step.outputs["stage-run-id"] == "9" and step.outputs["stage-payload"] and s.fake.dispatches == []
+    s.handled = job
+    return [job]
+
+
+def stage_dispatch_sends_the_decided_payload(s):
+    """Issue #15: only this job holds RESULTS_DISPATCH_TOKEN; it re-reads the acknowledgement and the run."""
+    comment_stage_results(s)
+    handled = s.handled
+    job = s.job("comment-commands.yml", "stage-dispatch", "issue_comment", handled.payload,
+                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")},
+                needs={"handle": {"result": "success", "outputs": {"stage-payload": handled.steps["handle"].outputs["stage-payload"]}}})
+    assert ok(job.run("dispatch")).outputs["dispatched"] == "true"
+    [sent] = s.fake.dispatches
+    assert sent["event_type"] == "stage-results" and sent["client_payload"]["run-id"] == "9"
     return [job]
 
 
@@ -248,7 +262,7 @@ def review_record_only(s):
 def staging_callback(s):
     pr_with_sweep(s.fake, 1)
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(1,))
-    handle(s, "/stage-results 9", secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")})
+    handle(s, "/stage-results 9")
     cid = next(c["id"] for c in s.fake.bot_comments(1) if c["body"].startswith("<!-- ci-tools:stage "))
     d = dict(rt.webhook("repository_dispatch", "payload.json"), action="stage-results-started",
              client_payload={"source-repository": "SemiAnalysisAI/InferenceX-app", "pr-number": "1", "run-id": "9",
@@ -336,7 +350,7 @@ def results_app_ingests_this_run(s: Scenario):
     s.fake.add_run(4242, head_sha=MERGE, branch="main", event="push", artifacts=("results_bmk", "changelog-metadata"))
     job = s.job("sweep-pipeline.yml", "results-app", "push", push_to_main(),
                 secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")},
-                needs={"plan": {"outputs": {"reuse-source-run-id": ""}}, "collect": {"result": "success"}})
+                needs={"plan": {"outputs": {"reuse-source-run-id": ""}}, "stages": {"result": "success", "outputs": {"collect-result": "success"}}})
     step = ok(job.run("dispatch"))
     assert step.outputs["dispatched"] == "true" and s.fake.dispatches[0]["client_payload"]["pr-number"] == "7"
     return [job]
@@ -348,7 +362,7 @@ def results_app_ingests_the_reused_run(s: Scenario):
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
     job = s.job("sweep-pipeline.yml", "results-app", "push", push_to_main(),
                 secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")},
-                needs={"plan": {"outputs": {"reuse-source-run-id": "9"}}, "collect": {"result": "success"}})
+                needs={"plan": {"outputs": {"reuse-source-run-id": "9"}}, "stages": {"result": "success", "outputs": {"collect-result": "success"}}})
     assert ok(job.run("dispatch")).outputs["ingest-run-id"] == "9"
     return [job]
 
@@ -377,8 +391,8 @@ def collect_compares_with_main(s: Scenario):
     (work / "results").mkdir(parents=True)
     (work / "results" / "results.json").write_text(json.dumps({"results": [result(1300.0)]}))
     pr_with_sweep(s.fake, 1)
-    job = s.job("sweep-pipeline.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
-                needs={"plan": {"result": "success", "outputs": {"sweep": "true", "reuse": "false"}}})
+    job = s.job("sweep-stages.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
+                inputs={"sweep": True, "points": "0"})
     step = ok(job.run(4))
     assert "| tp2-c64 |" in step.summary and "improved" in step.summary
     assert (work / "results" / "compare.png").is_file()
@@ -388,6 +402,7 @@ def collect_compares_with_main(s: Scenario):
 SCENARIOS = {
     ("comment-commands.yml", "handle"): [comment_use_pins_a_run, comment_stage_results, comment_sweep_approve_on_a_fork,
                                          comment_sweep_plan],
+    ("comment-commands.yml", "stage-dispatch"): [stage_dispatch_sends_the_decided_payload],
     ("runner-digest.yml", "digest"): [runner_digest],
     ("signoff-verify.yml", "verify"): [signoff_comment],
     ("signoff-verify.yml", "after-push"): [signoff_carried_after_push],
@@ -397,7 +412,7 @@ SCENARIOS = {
     ("status-card.yml", "card"): [status_card_of_a_pr_sweep, status_card_with_the_runs_plan,
                                   status_card_of_a_trusted_sweep],
     ("sweep-pipeline.yml", "plan"): [reuse_on_a_push_after_use, reuse_at_merge],
-    ("sweep-pipeline.yml", "collect"): [collect_compares_with_main],
+    ("sweep-stages.yml", "collect"): [collect_compares_with_main],
     ("sweep-pipeline.yml", "results-app"): [results_app_ingests_this_run, results_app_ingests_the_reused_run],
     ("trusted-sweep.yml", "plan"): [trusted_sweep_checks_the_approval],
     ("welcome.yml", "welcome"): [welcome_on_open],
@@ -519,3 +534,23 @@ def test_the_two_review_phases_name_each_other_as_paths_py_says():
     assert upload["with"]["name"] == download["with"]["name"] == names.REVIEW_ARTIFACT
     assert download["with"]["run-id"] == "${{ github.event.workflow_run.id }}"
     assert f'/review/{names.REVIEW_FILE}"' in verify.jobs["verify"]["steps"][-1]["run"]
+
+
+def test_the_results_dispatch_token_reaches_only_the_steps_that_dispatch():
+    """Issue #15: every comment used to run with RESULTS_DISPATCH_TOKEN in its environment. Now only the
+    two steps that send a repository_dispatch receive it (a workflow or job `env:` would hand it to
+    every step, so neither may name it), and each runs in a job of its own."""
+    holders, wide = [], []
+    for wf in wc.load_workflows(WORKFLOWS):
+        if "RESULTS_DISPATCH_TOKEN" in str(wf.data.get("env") or {}):
+            wide.append(f"{wf.name}: env")
+        for job_id, job in wf.jobs.items():
+            if "RESULTS_DISPATCH_TOKEN" in str(job.get("env") or {}):
+                wide.append(f"{wf.name}: {job_id}: env")
+            for step in job.get("steps") or []:
+                if "RESULTS_DISPATCH_TOKEN" in str(step.get("env") or {}) or "RESULTS_DISPATCH_TOKEN" in str(step.get("with") or {}):
+                    holders.append((wf.name, job_id, step.get("id")))
+                    assert len(job["steps"]) <= 3, f"{wf.name}: {job_id}: a dispatch job is checkout, setup, dispatch"
+    assert wide == []
+    assert sorted(holders) == [("comment-commands.yml", "stage-dispatch", "dispatch"),
+                               ("sweep-pipeline.yml", "results-app", "dispatch")]

@@ -1,6 +1,6 @@
 """The sweep's steps run as the workflow files write them, on a real repository, outputs passed on
-the way GitHub passes them: plan → canary rows → the runner's dry run → canary markers → release →
-family matrices.
+the way GitHub passes them: plan → the inputs of sweep-stages.yml → canary rows → the runner's dry
+run → canary markers → release → family matrices.
 
 The repository is the example change (the seed PR: examples/demo.py builds it with real git), the
 event a real `labeled` payload from the webhook corpus pointed at its commits. Each `run:` script is
@@ -83,6 +83,19 @@ def run_step(s: dict, context: dict, cwd: Path, tmp: Path, event: Path) -> tuple
     return done, read_github_output(out.read_text())
 
 
+def stage_inputs(caller: wc.Workflow, job_id: str, context: dict) -> dict:
+    """The inputs a caller's job hands the workflow it calls (sweep-stages.yml), expanded from the
+    caller's context and typed as the called workflow declares them (defaults for the rest)."""
+    job = caller.jobs[job_id]
+    declared = workflow(job["uses"].rsplit("/", 1)[-1]).on["workflow_call"]["inputs"]
+    out = {}
+    for name, spec in declared.items():
+        raw = (job.get("with") or {}).get(name, spec.get("default"))
+        value = gh_expr.interpolate(raw, context) if isinstance(raw, str) else raw
+        out[name] = value in (True, "true") if spec["type"] == "boolean" else value
+    return out
+
+
 def job_outputs(job: dict, steps: dict[str, dict]) -> dict[str, str]:
     context = {"steps": {sid: {"outputs": outs} for sid, outs in steps.items()}}
     return {name: gh_expr.interpolate(expr, context) for name, expr in job["outputs"].items()}
@@ -107,12 +120,21 @@ def planned(repo, event, tmp_path_factory):
     return job_outputs(pipeline.jobs["plan"], steps)
 
 
+def pipeline_inputs(planned) -> dict:
+    """What sweep-pipeline.yml's `stages` job hands sweep-stages.yml after this plan job."""
+    needs = {"needs": {"plan": {"result": "success", "outputs": planned}, "import-reused": {"result": "skipped"}}}
+    assert gh_expr.job_runs(workflow("sweep-pipeline.yml").jobs["stages"]["if"], needs,
+                            gh_expr.Status(needs_results=("success", "skipped")))
+    return stage_inputs(workflow("sweep-pipeline.yml"), "stages", needs)
+
+
 def test_plan_job_plans_a_canaried_sweep(planned):
-    pipeline = workflow("sweep-pipeline.yml")
     assert planned["sweep"] == "true" and planned["has-canary"] == "true" and planned["reuse"] == "false"
-    needs = {"needs": {"plan": {"result": "success", "outputs": planned}}}
-    assert runs(pipeline.jobs["canary"], needs)
-    assert json.loads(planned["canary"]), "a canaried sweep with no canary rows"
+    inputs = pipeline_inputs(planned)
+    assert inputs["sweep"] is True and inputs["has-canary"] is True and inputs["ref"] == ""
+    assert inputs["points"] == planned["points"] != "0"
+    assert runs(workflow("sweep-stages.yml").jobs["canary"], {"inputs": inputs})
+    assert json.loads(inputs["canary"]) == json.loads(planned["canary"]), "a canaried sweep with no canary rows"
 
 
 def test_canary_and_family_rows_are_accepted_by_the_runner(planned, repo, tmp_path, event):
@@ -129,39 +151,38 @@ def test_canary_and_family_rows_are_accepted_by_the_runner(planned, repo, tmp_pa
         assert "sglang" in done.stdout
 
 
-def release(planned, passed_rows: list[dict], repo: Path, tmp: Path, event: Path) -> dict[str, str]:
-    """Markers written by benchmark.yml's own step for each passed canary, then the release job."""
-    bench, pipeline = workflow("benchmark.yml"), workflow("sweep-pipeline.yml")
+def release(planned, passed: list[int], repo: Path, tmp: Path, event: Path, inputs: dict | None = None) -> dict[str, str]:
+    """Markers written by benchmark.yml's own step for each passed canary (by its index in the canary
+    matrix), then the release job of sweep-stages.yml."""
+    bench, stages = workflow("benchmark.yml"), workflow("sweep-stages.yml")
+    inputs = inputs or pipeline_inputs(planned)
+    rows = json.loads(inputs["canary"])
     mark = step(bench, "run", name="Mark the canary passed")
     downloads = tmp / "canaries"
     downloads.mkdir()
-    for index, row in enumerate(passed_rows):
+    for index in passed:
         leg = tmp / f"leg-{index}"
         leg.mkdir()
-        context = {"inputs": {"canary": True}, "matrix": {"row": row}}
+        context = {"inputs": {"canary": True}, "matrix": {"row": rows[index]}}
         assert runs(mark, context)
         done, _ = run_step(mark, context, repo, leg, event)
         assert done.returncode == 0, done.stderr
         # upload-artifact `canary-passed-<index>` then download-artifact into canaries/<name>/
         shutil.copytree(leg / "canary", downloads / f"canary-passed-{index}")
-    job = pipeline.jobs["release"]
-    needs = {"needs": {"plan": {"result": "success", "outputs": planned}}}
-    steps = {}
-    for sid in ("after-canary", "no-canary"):
-        s = step(pipeline, "release", sid)
-        if runs(s, needs):
-            done, outputs = run_step(s, needs, repo, tmp, event)
-            assert done.returncode == 0, f"{sid}: {done.stderr}"
-            steps[sid] = outputs
-    assert list(steps) == ["after-canary"]
-    return job_outputs(job, steps)
+    job = stages.jobs["release"]
+    context = {"inputs": inputs, "needs": {"canary": {"result": "success" if passed else "failure"}}}
+    assert gh_expr.job_runs(job["if"], context, gh_expr.Status(needs_results=("success",)))
+    ran = [s.get("id") or s["uses"].split("@")[0] for s in job["steps"] if runs(s, context)]
+    assert "actions/download-artifact" in ran and ran[-1] == "release"
+    done, outputs = run_step(step(stages, "release", "release"), context, repo, tmp, event)
+    assert done.returncode == 0, f"release: {done.stderr}"
+    return job_outputs(job, {"release": outputs})
 
 
 def test_passed_canary_releases_its_family(planned, repo, tmp_path, event):
     canaries = json.loads(planned["canary"])
-    released = release(planned, canaries, repo, tmp_path, event)
-    pipeline = workflow("sweep-pipeline.yml")
-    family = pipeline.jobs["family"]
+    released = release(planned, list(range(len(canaries))), repo, tmp_path, event)
+    family = workflow("sweep-stages.yml").jobs["family"]
     assert runs(family, {"needs": {"release": {"result": "success", "outputs": released}}})
     buckets = json.loads(released["buckets"])
     assert buckets
@@ -179,5 +200,5 @@ def test_passed_canary_releases_its_family(planned, repo, tmp_path, event):
 def test_failed_canary_holds_its_family_back(planned, repo, tmp_path, event):
     released = release(planned, [], repo, tmp_path, event)
     assert released["sweep"] == "false" and json.loads(released["buckets"]) == []
-    family = workflow("sweep-pipeline.yml").jobs["family"]
+    family = workflow("sweep-stages.yml").jobs["family"]
     assert not runs(family, {"needs": {"release": {"result": "success", "outputs": released}}})

@@ -28,7 +28,7 @@ STUB = REPO / "tests/runner/stub_server.py"
 
 # the collect job's context: only the eval job's artifacts are laid out here, so the completeness check
 # over all planned points (`--expect`, tested with the benchmark rows elsewhere) is left out
-COLLECT_NEEDS = {"needs": {"plan": {"outputs": {"sweep": "false", "points": "0"}}}}
+COLLECT_NEEDS = {"inputs": {"sweep": False, "points": "0"}}
 
 
 def free_port() -> int:
@@ -40,10 +40,11 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def eval_rows(planned, repo, event, tmp_path_factory):  # noqa: F811
     """The family matrix of the eval bucket, after the canaries passed."""
-    released = release(planned, json.loads(planned["canary"]), repo, tmp_path_factory.mktemp("rel"), event)
+    released = release(planned, list(range(len(json.loads(planned["canary"])))), repo,
+                       tmp_path_factory.mktemp("rel"), event)
     buckets = json.loads(released["buckets"])
     assert "agentic-evals" in buckets, buckets
-    family = workflow("sweep-pipeline.yml").jobs["family"]
+    family = workflow("sweep-stages.yml").jobs["family"]
     assert family["uses"].endswith("/.github/workflows/benchmark.yml")
     context = {"needs": {"release": {"outputs": released}}, "matrix": {"bucket": "agentic-evals"}}
     rows = json.loads(gh_expr.interpolate(family["with"]["rows"], context))
@@ -81,15 +82,15 @@ def eval_job(row: dict, repo: Path, tmp: Path, event: Path) -> tuple[dict, int]:
 def collect(outputs: dict, repo: Path, tmp: Path, event: Path) -> str:  # noqa: F811
     """The downloaded artifacts as download-artifact lays them out, then the collect job's step; the
     name the verdict artifact is uploaded under."""
-    pipeline = workflow("sweep-pipeline.yml")
+    pipeline, stages = workflow("sweep-pipeline.yml"), workflow("sweep-stages.yml")
     done, _ = run_step(step(pipeline, "plan", "metadata"), {"steps": {"plan": {"outcome": "success"}}}, repo, tmp, event)
     assert done.returncode == 0, done.stderr
     arts = tmp / "artifacts"
     shutil.copytree(tmp / "metadata", arts / "changelog-metadata")
     shutil.copytree(tmp / "out", arts / outputs["artifact-job"])
-    done, got = run_step(step(pipeline, "collect", "collect"), COLLECT_NEEDS, tmp, tmp, event)
+    done, got = run_step(step(stages, "collect", "collect"), COLLECT_NEEDS, tmp, tmp, event)
     assert done.returncode == 0, done.stderr
-    upload = next(s for s in pipeline.jobs["collect"]["steps"] if "eval-verdict.json" in str(s.get("with", {}).get("path")))
+    upload = next(s for s in stages.jobs["collect"]["steps"] if "eval-verdict.json" in str(s.get("with", {}).get("path")))
     name = gh_expr.interpolate(upload["with"]["name"], {"steps": {"collect": {"outputs": got}}})
     assert (tmp / "results/eval-verdict.json").is_file() and (tmp / "results/evals.md").is_file()
     return name
@@ -125,18 +126,18 @@ def test_eval_row_below_threshold_blocks_reuse(eval_rows, repo, event, tmp_path)
 
 
 def test_eval_row_that_never_ran_blocks_reuse(eval_rows, repo, event, tmp_path):  # noqa: F811
-    pipeline = workflow("sweep-pipeline.yml")
+    pipeline, stages = workflow("sweep-pipeline.yml"), workflow("sweep-stages.yml")
     done, _ = run_step(step(pipeline, "plan", "metadata"), {}, repo, tmp_path, event)
     assert done.returncode == 0, done.stderr
     shutil.copytree(tmp_path / "metadata", tmp_path / "artifacts/changelog-metadata")
     # a benchmark result only: the eval job was cancelled before it uploaded anything
     (tmp_path / "artifacts/job_x").mkdir()
     (tmp_path / "artifacts/job_x/eval_result.json").write_text("{}")
-    done, got = run_step(step(pipeline, "collect", "collect"), COLLECT_NEEDS, tmp_path, tmp_path, event)
+    done, got = run_step(step(stages, "collect", "collect"), COLLECT_NEEDS, tmp_path, tmp_path, event)
     assert done.returncode == 1 and "no result could be collected" in done.stderr
     (tmp_path / "artifacts/job_x/eval_result.json").unlink()
     (tmp_path / "artifacts/job_x/result.json").write_text(json.dumps({"schema": "ci-tools/result/v1", "valid": True,
                                                                       "point": {"name": "tp4-c1", "config-key": "k"}}))
-    done, got = run_step(step(pipeline, "collect", "collect"), COLLECT_NEEDS, tmp_path, tmp_path, event)
+    done, got = run_step(step(stages, "collect", "collect"), COLLECT_NEEDS, tmp_path, tmp_path, event)
     assert done.returncode == 0, done.stderr
     assert got["eval-artifact"] == "evals_failed" and "did not run (no eval result)" in done.stdout

@@ -20,7 +20,6 @@ import gh_runtime
 import wf_contract as wc
 from ci_tools import names
 from ci_tools.prbot.approval import decide as approval
-from ci_tools.sweep.buckets import BUCKETS
 from test_sweep_end_to_end import PRIMARY, planned as same_repo_planned, event, repo, run_step, step, workflow  # noqa: F401
 from wf_env import REPO, WORKFLOWS
 
@@ -28,7 +27,9 @@ sys.path.insert(0, str(REPO / "tests" / "github"))
 from fake_github import FakeGitHub, Server  # noqa: E402
 
 TRUSTED = workflow(names.TRUSTED_WORKFLOW)
+STAGES = workflow("sweep-stages.yml")
 SELF_HOSTED_TEMPLATE = "$/.github/workflows/benchmark.yml"
+STAGES_CALL = "$/.github/workflows/sweep-stages.yml"
 CHECKOUT = "actions/checkout@"
 PR_SHA = "${{ inputs.sha }}"
 
@@ -47,32 +48,47 @@ def test_run_name_and_group_are_the_ones_the_code_looks_for():
                                            "cancel-in-progress": False}
 
 
-def test_the_fork_commit_is_data_except_on_the_self_hosted_template():
-    """Outside benchmark.yml the approved SHA is only checked out beside the trusted tree (`pr/`), after
-    `check-approval`; every job that touches it depends on the plan job (and so on the check)."""
-    for job_id, job in TRUSTED.jobs.items():
+def _checkouts_of_the_fork_commit(wf, ref_expr: str):
+    """Every checkout of `ref_expr` in wf's step jobs must be beside the trusted tree (`pr/`); the
+    calls of reusable workflows, with the ref they are handed."""
+    calls = []
+    for job_id, job in wf.jobs.items():
         if "uses" in job:
-            assert job["uses"] == SELF_HOSTED_TEMPLATE and job["with"]["ref"] == PR_SHA
+            calls.append((job_id, job["uses"], (job.get("with") or {}).get("ref")))
             continue
         seen_check = False
         for s in job["steps"]:
             seen_check |= s.get("id") == "check"
             if s.get("uses", "").startswith(CHECKOUT):
                 ref = (s.get("with") or {}).get("ref")
-                assert ref in (None, PR_SHA), f"{job_id}: checks out {ref}"
-                if ref == PR_SHA:
+                assert ref in (None, ref_expr, "${{ github.event.repository.default_branch }}"), f"{job_id}: checks out {ref}"
+                if ref == ref_expr:
                     assert s["with"]["path"] == "pr", f"{job_id}: the fork commit must not replace the trusted tree"
                     assert job_id != "plan" or seen_check, "plan checks out the fork before checking the approval"
-    for job_id, job in TRUSTED.jobs.items():
-        if job_id != "plan":
-            needs = job["needs"] if isinstance(job["needs"], list) else [job["needs"]]
-            assert "plan" in needs or needs == ["release"], job_id
+    return calls
 
 
-def test_release_exports_every_bucket_like_the_pipeline():
-    outputs = TRUSTED.jobs["release"]["outputs"]
-    spelled = {n for n in outputs if n.startswith(("matrix-", "fail-fast-"))}
-    assert spelled == {f"{k}-{b}" for b in BUCKETS for k in ("matrix", "fail-fast")}
+def test_the_fork_commit_is_data_except_on_the_self_hosted_template():
+    """Outside benchmark.yml the approved SHA is only checked out beside the trusted tree (`pr/`), after
+    `check-approval`; the stages (sweep-stages.yml) get it as `ref` and hand it on to benchmark.yml
+    alone, and depend on the plan job (and so on the check)."""
+    calls = _checkouts_of_the_fork_commit(TRUSTED, PR_SHA)
+    assert calls == [("stages", STAGES_CALL, PR_SHA)]
+    assert TRUSTED.jobs["stages"]["needs"] == "plan"
+    inner = _checkouts_of_the_fork_commit(STAGES, "${{ inputs.ref }}")
+    assert sorted(inner) == [("canary", SELF_HOSTED_TEMPLATE, "${{ inputs.ref }}"),
+                             ("family", SELF_HOSTED_TEMPLATE, "${{ inputs.ref }}")]
+
+
+def test_both_sweeps_run_the_same_stages():
+    """Issue 12: one sweep-stages.yml after each sweep's own plan job."""
+    pipeline = workflow("sweep-pipeline.yml")
+    assert pipeline.jobs["stages"]["uses"] == TRUSTED.jobs["stages"]["uses"] == STAGES_CALL
+    assert set(STAGES.jobs) == {"canary", "release", "family", "collect"}
+    assert not {"canary", "release", "family", "collect"} & (set(TRUSTED.jobs) | set(pipeline.jobs))
+    with_ = TRUSTED.jobs["stages"]["with"]
+    assert with_["ref"] == PR_SHA and with_["points"] == "${{ needs.plan.outputs.points }}"
+    assert "--expect" in next(s for s in STAGES.jobs["collect"]["steps"] if s.get("id") == "collect")["run"]
 
 
 def test_comment_commands_start_it_only_on_an_accepted_approval():
@@ -164,3 +180,25 @@ def test_the_self_hosted_template_installs_ci_tools_from_the_trusted_commit():
     assert checkouts[source] == "${{ github.sha }}", "ci-tools must be installed from the workflow's own commit"
     action = (REPO / ".github/actions/setup-ci-tools/action.yml").read_text()
     assert '"$GITHUB_WORKSPACE/$SOURCE' in action
+
+
+def test_the_stages_release_the_approved_commit_as_the_same_repo_sweep_does(tree, fake_pr, same_repo_planned,
+                                                                            repo, event, tmp_path):
+    """The trusted plan job's outputs through sweep-stages.yml's inputs: the release re-plans the
+    approved commit at pr/ with the labels read at approval, and with every canary's marker releases
+    exactly what the same-repo sweep releases."""
+    from test_sweep_end_to_end import release, stage_inputs
+
+    fake, head = fake_pr
+    results, steps = run_plan_job(tree, fake, head, tmp_path)
+    assert all(d.returncode == 0 for d in results.values())
+    planned = {n: gh_expr.interpolate(e, {"steps": steps}) for n, e in TRUSTED.jobs["plan"]["outputs"].items()}
+    needs = {"needs": {"plan": {"result": "success", "outputs": planned}}, "inputs": {"sha": head}}
+    inputs = stage_inputs(TRUSTED, "stages", needs)
+    assert inputs["ref"] == head and inputs["labels"] == PRIMARY and inputs["points"] == same_repo_planned["points"]
+    every = list(range(len(json.loads(inputs["canary"]))))
+    (tmp_path / "trusted").mkdir()
+    (tmp_path / "same").mkdir()
+    trusted = release(planned, every, tree, tmp_path / "trusted", event, inputs)
+    same = release(same_repo_planned, every, repo, tmp_path / "same", event)
+    assert trusted == same and trusted["sweep"] == "true"

@@ -9,12 +9,15 @@ completion (W23).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from urllib.parse import quote
 
 from ci_tools.sweep.labels import Policy
 from ci_tools import names
+from ci_tools.prbot import sticky
+from ci_tools.prbot.commands import REQUIRED, StageResults, allows
 
 DISPATCH_EVENT = "stage-results"
 CALLBACK_EVENTS = ("stage-results-started", "stage-results-completed")
@@ -37,6 +40,91 @@ def dispatch_payload(*, source_repo: str, pr_number: int, run_id: int, run_attem
             "comment-id": str(comment_id)}
 
 
+PAYLOAD_KEYS = ("source-repository", "pr-number", "run-id", "run-attempt", "run-date", "requested-by", "comment-id")
+_DIGITS = re.compile(r"[1-9][0-9]{0,19}")
+_LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
+
+
+def parse_dispatch_payload(text: str, *, repo: str) -> dict[str, str]:
+    """The payload `comment handle` decided (its `stage-payload` output), checked again before the
+    job that holds the dispatch token sends it: exactly `dispatch_payload`'s keys, each of its form,
+    naming this repository. Raises ValueError with every problem found."""
+    try:
+        payload = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"the payload is not JSON ({exc})") from None
+    if not isinstance(payload, dict):
+        raise ValueError(f"the payload must be a JSON object, got {type(payload).__name__}")
+    problems = []
+    if sorted(payload) != sorted(PAYLOAD_KEYS):
+        problems.append(f"keys are {', '.join(sorted(map(str, payload))) or 'none'}; expected {', '.join(PAYLOAD_KEYS)}")
+    if payload.get("source-repository") != repo:
+        problems.append(f"source-repository is {payload.get('source-repository')!r}, expected this repository {repo!r}")
+    for key in ("pr-number", "run-id", "run-attempt", "comment-id"):
+        value = payload.get(key)
+        if not isinstance(value, str) or not _DIGITS.fullmatch(value):
+            problems.append(f"{key} must be a decimal number, got {value!r}")
+    date = payload.get("run-date")
+    if not isinstance(date, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+        problems.append(f"run-date must be YYYY-MM-DD, got {date!r}")
+    who = payload.get("requested-by")
+    if not isinstance(who, str) or not _LOGIN.fullmatch(who):
+        problems.append(f"requested-by must be a GitHub login, got {who!r}")
+    if problems:
+        raise ValueError("; ".join(problems))
+    return payload
+
+
+@dataclass(frozen=True)
+class Commenter:
+    """The comment that triggered the run: its id, its author, their permission now, the event's action."""
+
+    comment_id: int
+    login: str
+    permission: str
+    action: str = "created"
+
+
+def dispatch_problem(payload: dict[str, str], *, repo: str, pr_number: int | None, commenter: Commenter | None,
+                     ack: dict | None, bot: str, run: dict) -> str | None:
+    """Why the decided payload must not be sent, or None. Every field is matched against what GitHub
+    says now: the comment that triggered this run asked for it (same PR, same author, who still has
+    write permission); `comment-id` is the bot's acknowledgement of that comment (`ack`, the API's
+    issue comment), still `requested`, for this run; the run is this repository's own (never a
+    fork's: issue #15), with the payload's attempt and date."""
+    if commenter is None or pr_number is None:
+        return "the event is not a pull-request comment; only `comment handle`'s job may ask for staging"
+    if commenter.action != "created":
+        return f"the comment was {commenter.action}: staging is asked for by a new comment only"
+    if payload["pr-number"] != str(pr_number):
+        return f"the payload names PR #{payload['pr-number']}, the comment is on PR #{pr_number}"
+    if payload["requested-by"].lower() != commenter.login.lower():
+        return f"the payload names @{payload['requested-by']}, the comment is by @{commenter.login}"
+    if not allows(commenter.permission, REQUIRED[StageResults]):
+        return (f"@{commenter.login} has {commenter.permission} permission now; `/stage-results` needs write, "
+                "maintain or admin")
+    ack = ack or {}
+    body = str(ack.get("body") or "").replace("\r\n", "\n")
+    if ((ack.get("user") or {}).get("login") != bot or str(ack.get("id")) != payload["comment-id"]
+            or not str(ack.get("issue_url", "")).endswith(f"/repos/{repo}/issues/{pr_number}")
+            or body.split("\n", 1)[0].strip() != sticky.marker("stage", commenter.comment_id)):
+        return (f"comment {payload['comment-id']} is not the bot's staging acknowledgement of comment "
+                f"{commenter.comment_id} on PR #{pr_number}")
+    state = sticky.state_of_text(body)
+    if str(state.get("run")) != payload["run-id"]:
+        return f"the acknowledgement is for run {state.get('run')}, the payload names run {payload['run-id']}"
+    if state.get("phase") != "requested":
+        return f"run {payload['run-id']} is already {state.get('phase')} (a re-run does not stage it again)"
+    head_repo = (run.get("head_repository") or {}).get("full_name")
+    if (run.get("repository") or {}).get("full_name") != repo or head_repo != repo:
+        return f"run {payload['run-id']} is not this repository's own (its head is in {head_repo})"
+    created = str(run.get("created_at") or "")[:10]
+    if str(run.get("run_attempt")) != payload["run-attempt"] or created != payload["run-date"]:
+        return (f"run {payload['run-id']} is attempt {run.get('run_attempt')} of {created}, the payload says "
+                f"attempt {payload['run-attempt']} of {payload['run-date']}")
+    return None
+
+
 @dataclass(frozen=True)
 class Callback:
     phase: str                 # "started" | "completed"
@@ -47,9 +135,6 @@ class Callback:
     requested_by: str
     comment_id: int | None
     succeeded: bool | None     # completed only
-
-
-_DIGITS = re.compile(r"[1-9][0-9]{0,19}")
 
 
 def parse_callback(event_type: str, payload: dict, *, app_repo: str) -> Callback:
@@ -75,7 +160,7 @@ def parse_callback(event_type: str, payload: dict, *, app_repo: str) -> Callback
     if not isinstance(date, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
         problems.append(f"run-date must be YYYY-MM-DD, got {date!r}")
     who = payload.get("requested-by")
-    if not isinstance(who, str) or not re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})", who):
+    if not isinstance(who, str) or not _LOGIN.fullmatch(who):
         problems.append(f"requested-by must be a GitHub login, got {who!r}")
     succeeded = None
     if event_type == "stage-results-completed":

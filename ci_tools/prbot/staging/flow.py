@@ -1,6 +1,9 @@
-"""`/stage-results` in a comment, `stage callback` from the results app, and `results dispatch` (ingest on main)."""
+"""`/stage-results` in a comment, its `stage dispatch`, `stage callback` from the results app, and
+`results dispatch` (ingest on main)."""
 
 from __future__ import annotations
+
+import json
 
 from ci_tools import names
 from ci_tools.errors import InputError, UsageError
@@ -26,8 +29,8 @@ class Dispatcher(Protocol):
 from ci_tools.prbot.staging import decide as staging
 
 
-def stage_command(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: Client, dispatcher: Lazy | None,
-                  settings: Settings, res: Result) -> str:
+def stage_command(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: Client, settings: Settings,
+                  res: Result) -> str:
     """An authorised author's `/stage-results` (the permission was checked for the whole comment)."""
     prs = context.of(gh.pull_request(pr), settings.main_branch)
     problem = staging.label_problem(prs.labels, settings.policy)
@@ -44,13 +47,39 @@ def stage_command(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: Clie
     payload = staging.dispatch_payload(source_repo=gh.repo, pr_number=pr, run_id=run.id,
                                        run_attempt=run.run_attempt, run_date=run.created_at[:10],
                                        requested_by=c.author, comment_id=comment_id)
+    # Sent by `stage dispatch`, the one job that holds the results app's token (issue #15).
+    res.outputs.update({"stage-run-id": str(run.id), "stage-comment-id": str(comment_id),
+                        "stage-payload": json.dumps(payload, sort_keys=True, separators=(",", ":"))})
+    res.messages.append(f"staging run {run.id} requested (comment {comment_id})")
+    return ""
+
+
+def stage_dispatch(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy | None, payload_text: str) -> Result:
+    """Send the `stage-results` dispatch `comment handle` decided, once it is re-checked against the
+    triggering comment and GitHub's current state (`staging.dispatch_problem`)."""
+    res = Result(outputs={"dispatched": "false"})
+    client = gh()
+    try:
+        payload = staging.parse_dispatch_payload(payload_text, repo=client.repo)
+    except ValueError as exc:
+        raise InputError(f"--payload: {exc}") from None
+    c = event.comment if event.name == "issue_comment" else None
+    commenter = staging.Commenter(c.id, c.author, client.permission(c.author), event.action) if c else None
+    ack = client.comment(int(payload["comment-id"])) if c else None
+    run = client.run(int(payload["run-id"])) if c else {}
+    problem = staging.dispatch_problem(payload, repo=client.repo, pr_number=event.pr_number, commenter=commenter,
+                                       ack=ack, bot=settings.bot, run=run)
+    if problem:
+        res.messages.append(f"not dispatched: {problem}")
+        res.exit_code = 1
+        return res
     if dispatcher is None:
         raise InputError("`/stage-results` needs a token that may dispatch to the results app: set "
                          "RESULTS_DISPATCH_TOKEN")
     dispatcher().dispatch(settings.results_repo, staging.DISPATCH_EVENT, payload)
-    res.outputs.update({"stage-run-id": str(run.id), "stage-comment-id": str(comment_id)})
-    res.messages.append(f"staging run {run.id} requested (comment {comment_id})")
-    return ""
+    res.outputs["dispatched"] = "true"
+    res.messages.append(f"dispatched {staging.DISPATCH_EVENT} to {settings.results_repo} for run {payload['run-id']}")
+    return res
 
 
 def stage_callback(event: Event, settings: Settings, gh: Lazy) -> Result:
