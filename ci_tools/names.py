@@ -34,7 +34,7 @@ REVIEW_FILE = "review.json"
 
 # --- run names and run-level artifacts ------------------------------------------------------------
 # The trusted sweep's `run-name:` spells the same text with `${{ inputs.pr }}` and `${{ inputs.sha }}`
-# (ci_tools.policy.approval formats and parses it).
+# (ci_tools.prbot.approval.decide formats and parses it).
 TRUSTED_RUN_NAME = "trusted sweep of PR #{pr} at {sha}"
 CHANGELOG_METADATA = "changelog-metadata"   # the sweep's plan (PLAN_JSON); `/use` and ingest need it
 REUSED_RUN_ARTIFACT = "reused-run"          # a push reusing a pinned `/use` run: that run's artifacts, re-uploaded

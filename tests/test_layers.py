@@ -203,7 +203,7 @@ CASES = [
     ("import os\nx = os.environ['A']\n", ["uses os.environ"]),
     ("from pathlib import Path\nPath('x').read_text()\n", ["calls .read_text()"]),
     ("with open('x') as f: pass\n", ["calls open()"]),
-    ("from ci_tools.yamlio import load_yaml_file\n", ["imports the file reader load_yaml_file"]),
+    ("from ci_tools.somewhere import load_yaml_file\n", ["imports the file reader load_yaml_file"]),
     ("from importlib.resources import files\n", ["imports importlib.resources"]),
     ("from importlib import resources\n", ["imports importlib.resources"]),
     ("import json\nfrom dataclasses import dataclass\nfrom ..errors import Finding\n", []),

@@ -12,6 +12,6 @@
 | `process.py` | shell | an eval job directory -> `eval_result.json` |
 | `swebench.py` | adapter | the agentic harness command of runner hosts |
 
-Core modules may import `ci_tools.errors`, `ci_tools.yamlio`'s data types, `ci_tools.names`, the
+Core modules may import `ci_tools.errors`, `ci_tools.yaml.located`'s data types, `ci_tools.names`, the
 sweep and results core modules and each other; the shell ones anything (tests/test_layers.py checks it).
 """
