@@ -46,8 +46,11 @@ GITHUB_OUTPUTS = {"plan": _output_names}
               "canary passed (--passed-family); the others run nothing.")
 @click.option("--passed-family", "passed", multiple=True, help="With --after-canary: a runner label whose canary "
               "passed (repeatable).")
+@click.option("--canary-dir", type=click.Path(file_okay=False, path_type=Path), help="The canaries have run: the "
+              "folder the canary-passed-* artifacts were downloaded to; each releases its own canary's family "
+              "(implies --after-canary).")
 def cli(base, head, labels, pr, github_repo, event_path, event_name, head_message, gate_only, fmt, changelog_file,
-        masters, runners, repo, after_canary, passed):
+        masters, runners, repo, after_canary, passed, canary_dir):
     """Plan the sweep of a change: gate verdict, canaries, points, GPU-hours.
 
     \b
@@ -56,7 +59,8 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
       ci-tools plan --pr 42
       ci-tools plan --event-path "$GITHUB_EVENT_PATH" --format github
       ci-tools plan --event-path "$GITHUB_EVENT_PATH" --gate-only --format github
-      ci-tools plan --event-path "$GITHUB_EVENT_PATH" --after-canary --passed-family b300 --format github
+      ci-tools plan --event-path "$GITHUB_EVENT_PATH" --canary-dir "$RUNNER_TEMP/canaries" --format github
+      ci-tools plan --base origin/main --head HEAD --after-canary --passed-family b300
     \b
     With --format github the outputs go to $GITHUB_OUTPUT and a summary to
     $GITHUB_STEP_SUMMARY (see the README, "Sweep planning", for the output names).
@@ -67,7 +71,8 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
     req = flow.PlanRequest(repo=Path(repo), base=base, head=head, labels=tuple(labels), event_path=event_path,
                            event_name=event_name, head_message=head_message, changelog=changelog_file,
                            masters=tuple(masters), runners=runners, run_id=os.environ.get("GITHUB_RUN_ID"),
-                           after_canary=after_canary, passed=frozenset(passed), pr=pr, github_repo=github_repo,
+                           after_canary=after_canary or canary_dir is not None, passed=frozenset(passed),
+                           canary_dir=canary_dir, pr=pr, github_repo=github_repo,
                            env=dict(os.environ))
     outcome = flow.gate(req) if gate_only else flow.plan(req)
     for note in outcome.notes:

@@ -34,6 +34,7 @@ class PlanRequest:
     run_id: str | None = None
     after_canary: bool = False
     passed: frozenset[str] = frozenset()
+    canary_dir: Path | None = None           # the downloaded canary-passed-* artifacts (sweep/canary.py)
     pr: int | None = None                    # read labels, head and base of this PR from GitHub
     github_repo: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)    # GITHUB_TOKEN, GITHUB_API_URL, ... for --pr
@@ -103,6 +104,8 @@ def plan(req: PlanRequest) -> Outcome:
 
     if req.passed and not req.after_canary:
         raise UsageError("--passed-family only makes sense with --after-canary")
+    if req.passed and req.canary_dir is not None:
+        raise UsageError("--passed-family and --canary-dir both name the passed families: give one")
     git = Git(req.repo)
     gh = None
     if req.pr is not None:
@@ -132,9 +135,16 @@ def plan(req: PlanRequest) -> Outcome:
 
         screen = screen_at(git, head_ref, head_masters)      # rows no runner serves are refused here
     result = plan_sweep(decision, entries, head_masters, policy, base=base_masters, screen=screen)
-    if req.after_canary:
+    released = ()
+    if req.canary_dir is not None:
+        from ci_tools.sweep.canary import released_families
+        from ci_tools.sweep.load import canary_markers
+
+        release = released_families(canary_markers(req.canary_dir), result.canaries)
+        result, released = after_canary(result, release.passed), release.notes
+    elif req.after_canary:
         result = after_canary(result, set(req.passed))
-    notes = _notes(note, policy.unknown_note(event.labels))
+    notes = _notes(note, policy.unknown_note(event.labels)) + list(released)
     candidates = None
     if gh is not None:
         from ci_tools.github.client import GitHubError

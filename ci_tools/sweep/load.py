@@ -1,4 +1,5 @@
-"""Reading the sweep-label policy from the working tree or from ci-tools' own package (shell).
+"""Reading the sweep-label policy from the working tree or from ci-tools' own package, and the
+canary markers the release job downloaded (shell).
 
 `labels.py` turns a policy file's text into a `Policy`; this module finds the text: the
 repository's `inferencex-e2e/ci-policy.yaml`, else the default shipped beside this module. Plans read
@@ -52,3 +53,16 @@ def load_policy_or_default(root: Path) -> tuple[Policy, str | None]:
     if not (root / names.POLICY).exists():
         return default_policy(), f"no {names.POLICY} in {root}: using {DEFAULT_POLICY_NAME}"
     return load_policy(root), None
+
+
+def canary_markers(folder: Path) -> dict[str, str | None]:
+    """Artifact folder name -> the text of its canary marker, for each `canary-passed-*` folder that
+    download-artifact left in `folder` (none when no canary passed: the folder may not exist)."""
+    if not folder.is_dir():
+        return {}
+    out: dict[str, str | None] = {}
+    for sub in sorted(folder.glob(names.CANARY_PASSED_PATTERN)):
+        marker = sub / names.CANARY_FAMILY_MARKER
+        # a marker is one short line; a larger file is not one (read only its start)
+        out[sub.name] = marker.read_bytes()[:1024].decode("utf-8", "replace") if marker.is_file() else None
+    return out

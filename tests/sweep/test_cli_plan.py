@@ -387,3 +387,34 @@ def test_unknown_ref_is_named(capsys, demo_repo):
     code, _, err = run(capsys, "plan", "--repo", str(demo_repo), "--base", "nope-branch", "--head", "head",
                        "--label", "full-sweep-fail-fast")
     assert code == 2 and "unknown git ref 'nope-branch'" in err
+
+
+def test_canary_dir_releases_by_the_markers_the_canaries_left(capsys, demo_repo, tmp_path, monkeypatch):
+    """`--canary-dir`: the release job's one command reads the downloaded canary-passed-* markers."""
+    out_file = tmp_path / "out"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out_file))
+    canaries = tmp_path / "canaries"
+    args = ["plan", "--repo", str(demo_repo), "--base", "base", "--head", "head", "--label", "full-sweep-fail-fast",
+            "--format", "github", "--canary-dir", str(canaries)]
+
+    def outputs():
+        got = dict(line.split("=", 1) for line in out_file.read_text().splitlines())
+        out_file.write_text("")
+        return got
+
+    code, _, err = run(capsys, *args)                        # no canary passed: download left no folder
+    got = outputs()
+    assert code == 0 and got["sweep"] == "false" and "canary failed or missing for cluster:gb300-nv" in got["reason"]
+    (canaries / "canary-passed-0").mkdir(parents=True)
+    (canaries / "canary-passed-0" / "family").write_text("cluster:gb300-nv\n")
+    code, _, err = run(capsys, *args)
+    got = outputs()
+    assert code == 0, err
+    assert len(json.loads(got["matrix-single-node-agentic"])) == 7 and got["canary"] == "[]"
+    (canaries / "canary-passed-0" / "family").write_text("cluster:b300\n")  # not what canary 0 ran on
+    code, _, err = run(capsys, *args)
+    got = outputs()
+    assert code == 0 and got["sweep"] == "false"
+    assert "canary-passed-0: names 'cluster:b300', but canary 0 ran on cluster:gb300-nv" in err
+    code, _, err = run(capsys, *args, "--passed-family", "cluster:gb300-nv")
+    assert code == 2 and "give one" in err

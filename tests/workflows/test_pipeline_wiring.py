@@ -133,4 +133,4 @@ def test_release_downloads_markers_only_after_canaries_and_reads_the_approved_co
     uses = [s.get("uses", "").split("@")[0] for s in steps]
     assert ("actions/download-artifact" in uses) is downloads
     assert any((s.get("with") or {}).get("path") == "pr" for s in steps) is trusted_tree
-    assert steps[-1]["id"] == "release" and "--after-canary" in steps[-1]["run"]
+    assert steps[-1]["id"] == "release" and "--canary-dir" in steps[-1]["run"]

@@ -151,9 +151,11 @@ def test_canary_and_family_rows_are_accepted_by_the_runner(planned, repo, tmp_pa
         assert "sglang" in done.stdout
 
 
-def release(planned, passed: list[int], repo: Path, tmp: Path, event: Path, inputs: dict | None = None) -> dict[str, str]:
+def release(planned, passed: list[int], repo: Path, tmp: Path, event: Path, inputs: dict | None = None,
+            marker=None, plant: dict[str, str] | None = None) -> dict[str, str]:
     """Markers written by benchmark.yml's own step for each passed canary (by its index in the canary
-    matrix), then the release job of sweep-stages.yml."""
+    matrix), then the release job of sweep-stages.yml. `marker(index, text)` may rewrite a marker;
+    `plant` adds artifact folders no canary wrote."""
     bench, stages = workflow("benchmark.yml"), workflow("sweep-stages.yml")
     inputs = inputs or pipeline_inputs(planned)
     rows = json.loads(inputs["canary"])
@@ -167,8 +169,13 @@ def release(planned, passed: list[int], repo: Path, tmp: Path, event: Path, inpu
         assert runs(mark, context)
         done, _ = run_step(mark, context, repo, leg, event)
         assert done.returncode == 0, done.stderr
+        if marker:
+            (leg / "canary" / "family").write_text(marker(index, (leg / "canary" / "family").read_text()))
         # upload-artifact `canary-passed-<index>` then download-artifact into canaries/<name>/
         shutil.copytree(leg / "canary", downloads / f"canary-passed-{index}")
+    for name, text in (plant or {}).items():
+        (downloads / name).mkdir()
+        (downloads / name / "family").write_text(text)
     job = stages.jobs["release"]
     context = {"inputs": inputs, "needs": {"canary": {"result": "success" if passed else "failure"}}}
     assert gh_expr.job_runs(job["if"], context, gh_expr.Status(needs_results=("success",)))
@@ -176,6 +183,7 @@ def release(planned, passed: list[int], repo: Path, tmp: Path, event: Path, inpu
     assert "actions/download-artifact" in ran and ran[-1] == "release"
     done, outputs = run_step(step(stages, "release", "release"), context, repo, tmp, event)
     assert done.returncode == 0, f"release: {done.stderr}"
+    release.stderr = done.stderr
     return job_outputs(job, {"release": outputs})
 
 
@@ -202,3 +210,21 @@ def test_failed_canary_holds_its_family_back(planned, repo, tmp_path, event):
     assert released["sweep"] == "false" and json.loads(released["buckets"]) == []
     family = workflow("sweep-stages.yml").jobs["family"]
     assert not runs(family, {"needs": {"release": {"result": "success", "outputs": released}}})
+
+
+@pytest.mark.parametrize("forge", [
+    lambda index, text: "cluster:some-other-family\n",     # a marker naming another family
+    lambda index, text: text + "cluster:gb300-nv\n",       # two lines
+])
+def test_a_marker_that_is_not_its_canarys_releases_nothing(planned, repo, tmp_path, event, forge):
+    """The release reads each marker against the canary that wrote it (ci_tools/sweep/canary.py)."""
+    released = release(planned, [0], repo, tmp_path, event, marker=forge)
+    assert released["sweep"] == "false" and json.loads(released["buckets"]) == []
+    assert "canary-passed-0: names" in release.stderr and "ignored" in release.stderr
+
+
+def test_a_marker_of_no_planned_canary_is_ignored(planned, repo, tmp_path, event):
+    family = json.loads(planned["canary"])[0]["runner"]
+    released = release(planned, [], repo, tmp_path, event, plant={"canary-passed-7": family + "\n"})
+    assert released["sweep"] == "false"
+    assert "canary-passed-7: not the marker of a planned canary" in release.stderr

@@ -107,7 +107,7 @@ def dispatch_problem(payload: dict[str, str], *, repo: str, pr_number: int | Non
     body = str(ack.get("body") or "").replace("\r\n", "\n")
     if ((ack.get("user") or {}).get("login") != bot or str(ack.get("id")) != payload["comment-id"]
             or not str(ack.get("issue_url", "")).endswith(f"/repos/{repo}/issues/{pr_number}")
-            or body.split("\n", 1)[0].strip() != sticky.marker("stage", commenter.comment_id)):
+            or body.split("\n", 1)[0].strip() != sticky.marker(sticky.STAGE, commenter.comment_id)):
         return (f"comment {payload['comment-id']} is not the bot's staging acknowledgement of comment "
                 f"{commenter.comment_id} on PR #{pr_number}")
     state = sticky.state_of_text(body)

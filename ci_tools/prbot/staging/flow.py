@@ -41,9 +41,9 @@ def stage_command(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: Clie
     if problem:
         return messages.text("stage-refused", author=c.author, command=cmd.text, why=problem)
     run = sel.run
-    body = messages.render("stage-ack", kind="stage", key=c.id, author=c.author, run_id=run.id, run_url=run.html_url,
+    body = messages.render("stage-ack", kind=sticky.STAGE, key=c.id, author=c.author, run_id=run.id, run_url=run.html_url,
                            state={"run": run.id, "phase": "requested", "url": run.html_url})
-    _, comment_id = upsert(gh, pr, tl, "stage", c.id, body, settings)
+    _, comment_id = upsert(gh, pr, tl, sticky.STAGE, c.id, body, settings)
     payload = staging.dispatch_payload(source_repo=gh.repo, pr_number=pr, run_id=run.id,
                                        run_attempt=run.run_attempt, run_date=run.created_at[:10],
                                        requested_by=c.author, comment_id=comment_id)
