@@ -1,6 +1,5 @@
 """`ci-tools plan` and `ci-tools matrix` end to end: a real git repository, the real CLI entry point."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -26,16 +25,6 @@ def run(capsys, *args):
 
 def golden(name, text):
     assert_golden(GOLDEN / name, text)
-
-
-@pytest.fixture(scope="module")
-def demo_repo(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("demo", REPO / "examples" / "demo.py")
-    demo = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(demo)
-    dest = tmp_path_factory.mktemp("demo")
-    demo.build_scratch_repo(dest)
-    return dest
 
 
 @pytest.fixture(autouse=True)

@@ -4,7 +4,6 @@ labels, head and base read from GitHub, and sees which of its sweep runs `/use <
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -16,16 +15,6 @@ from ci_tools.cli import main
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "github"))
 from fake_github import FakeGitHub, Server  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def demo_repo(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("demo", REPO / "examples" / "demo.py")
-    demo = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(demo)
-    dest = tmp_path_factory.mktemp("demo")
-    demo.build_scratch_repo(dest)
-    return dest
 
 
 def sha(repo: Path, ref: str) -> str:

@@ -7,7 +7,6 @@ an unrelated invalid config, a repository without a policy file.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 from pathlib import Path
@@ -16,21 +15,10 @@ import pytest
 
 from ci_tools.cli import main
 
-REPO = Path(__file__).resolve().parents[2]
 MASTER = "inferencex-e2e/configs/nvidia-master.yaml"
 LOG = "inferencex-e2e/perf-changelog.yaml"
 POLICY = "inferencex-e2e/ci-policy.yaml"
 KEY = "dsv41flash-fp4-gb300-sglang-agentic-dspark"
-
-
-@pytest.fixture(scope="module")
-def demo_repo(tmp_path_factory):
-    spec = importlib.util.spec_from_file_location("demo", REPO / "examples" / "demo.py")
-    demo = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(demo)
-    dest = tmp_path_factory.mktemp("demo")
-    demo.build_scratch_repo(dest)
-    return dest
 
 
 @pytest.fixture
