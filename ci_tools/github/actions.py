@@ -134,8 +134,3 @@ def annotate(kind: str, message: str, *, title: str | None = None) -> None:
     """Print one annotation (stdout is where the runner reads workflow commands); `title` heads it on
     the PR."""
     click.echo(annotation(kind, message, title=title))
-
-
-def annotate_errors(messages: list[str]) -> None:
-    for m in messages:
-        annotate("error", m)
