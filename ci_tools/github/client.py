@@ -295,6 +295,20 @@ class GitHub:
                 # the last page came without `Link: next` yet GitHub counts more: never decide on a partial list
                 raise GitHubError(f"GitHub API GET {path}: the list ended after {len(state['items'])} of its "
                                   f"{total} items; refusing to decide on a partial list. Re-run the job.")
+            if state["next"] is None and total is None and len(page) >= PER_PAGE:
+                self._probe_after_full_page(path, params, key, state["pages"])
+
+    def _probe_after_full_page(self, path: str, params: dict | None, key: str | None, pages: int) -> None:
+        """A list without a total ended on a full page and no `Link: next`. GitHub fills every page but
+        the last, so that is either a list of an exact multiple of PER_PAGE items or a page whose link
+        a proxy dropped; the timeline's label events after the last comment are covered by no count,
+        so ask for the next page by number (these REST lists are page-numbered) and refuse if it holds
+        anything."""
+        _, data = self._request("GET", path, {**(params or {}), "per_page": PER_PAGE, "page": pages + 1})
+        more = data.get(key) if key and isinstance(data, dict) else data
+        if more:
+            raise GitHubError(f"GitHub API GET {path}: page {pages} came full without `Link: next`, yet page "
+                              f"{pages + 1} has items; refusing to decide on a partial list. Re-run the job.")
 
     def _r(self, suffix: str) -> str:
         return f"/repos/{self.repo}{suffix}"

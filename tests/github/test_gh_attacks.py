@@ -321,6 +321,27 @@ def test_a_timeline_cut_short_does_not_hide_a_later_use(fake):
         resolve_reuse(push_event(fake), settings(), lazy(fake))
 
 
+def test_a_timeline_cut_after_the_last_comment_does_not_hide_a_label(fake):
+    """No count covers the timeline after its last comment: `evals-only` is applied after `/use 9`, run 9
+    starts under it, the label is removed again, and a proxy drops `Link: next` after the first full
+    page, so neither label event is listed. Replayed, the history said "a full sweep only" and main
+    reused an evals-only run; a full last page without `Link: next` is now checked for a next page."""
+    from ci_tools.github.client import PER_PAGE
+
+    pr_with_sweep(fake, 7, filler=PER_PAGE - 3)              # committed, labeled, fillers: then `/use 9`
+    authorise(fake, 7, "/use 9")
+    fake.label(7, "evals-only")
+    fake.add_run(9, head_sha=SHA1)
+    fake.label(7, "evals-only", added=False)
+    merge(fake, 7)
+    fake.drop_next = r"/timeline"
+    with pytest.raises(GitHubError, match="page 1 came full without `Link: next`, yet page 2 has items"):
+        resolve_reuse(push_event(fake), settings(), lazy(fake))
+    fake.drop_next = None                                     # the same PR, read whole: run 9 is refused
+    res = resolve_reuse(push_event(fake), settings(), lazy(fake))
+    assert res.outputs["reuse-enabled"] == "false" and "evals-only" in " ".join(res.messages)
+
+
 def test_a_comment_list_cut_short_does_not_duplicate_the_status_card(fake):
     from ci_tools.prbot import sticky
     from ci_tools.prbot.card import decide as card

@@ -3,6 +3,8 @@ pure tables over `reuse.check_run` / `reuse.select_run` with an in-memory source
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pathlib import Path
 
 import pytest
@@ -127,8 +129,13 @@ CHECKS = [
      "not completed"),
     ("before the full-sweep label", trusted(1, sha=B, at="2026-09-30T00:00:00Z"), reuse.reuse_rules(True), {},
      "not created while a full-sweep label"),
-    ("with a reuse blocker applied", trusted(1, sha=B), reuse.reuse_rules(True),
-     dict(events=(LabelEvent(BLOCKER, True, "2026-10-01T01:00:00Z"),)), f"ran with {BLOCKER} applied"),
+    ("with a reuse blocker applied", trusted(1, sha=B), reuse.reuse_rules(True),       # removed after the run
+     dict(events=(LabelEvent(BLOCKER, True, "2026-10-01T01:00:00Z"), LabelEvent(BLOCKER, False, "2026-10-02T00:00:00Z"))),
+     f"ran with {BLOCKER} applied"),
+    ("label history cut short", trusted(1, sha=B), reuse.reuse_rules(True),  # the removal above never listed
+     dict(events=(LabelEvent(BLOCKER, True, "2026-10-01T01:00:00Z"),)), "label history cannot be trusted"),
+    ("a label added and never listed", trusted(1, sha=B), reuse.reuse_rules(True),
+     dict(pr_labels=(FULL, BLOCKER)), f"end with {FULL} applied, but the PR has {', '.join(sorted((FULL, BLOCKER)))}"),
     ("expired results", trusted(1, sha=B), reuse.reuse_rules(True), dict(artifacts={1: ("run-stats",)}),
      "no unexpired benchmark"),
     ("staging needs changelog metadata", trusted(1, sha=B), reuse.staging_rules(True), {},
@@ -144,7 +151,8 @@ CHECKS = [
 def test_check_trusted_run(name, data, rules, over, expected):
     source = Source(artifacts=over.get("artifacts"), compares=over.get("compares"))
     tl = Timeline(label_events=TL.label_events + over.get("events", ()), commits=TL.commits)
-    why = reuse.check_run(api_run(data), rules, pr=PR, timeline=tl, policy=POLICY,
+    pr = replace(PR, labels=over["pr_labels"]) if "pr_labels" in over else PR
+    why = reuse.check_run(api_run(data), rules, pr=pr, timeline=tl, policy=POLICY,
                           workflow_path=SWEEP, source=source)
     if expected is None:
         assert why is None

@@ -130,6 +130,27 @@ def authorise(comments: Iterable[Comment], permission_of: Callable[[str], str], 
 
 # ---- label history ----------------------------------------------------------------------------
 
+def label_history_problem(events: Iterable[LabelEvent], current: Iterable[str], policy: Policy) -> str | None:
+    """None when the timeline's label events, replayed to the end, give the PR's current sweep labels.
+
+    The timeline carries no total and its comment count proves nothing about events after the last
+    comment: a page cut short there hides exactly the label events that decide whether a run was a
+    full sweep (an `evals-only` added later, a primary removed). The PR's own label list is the check.
+    Only the policy's labels are compared: a repository label deleted since leaves no `unlabeled` event.
+    """
+    applied: set[str] = set()
+    for e in sorted(events, key=lambda e: _order(e.created_at)):
+        (applied.add if e.added else applied.discard)(e.label)
+    relevant = policy.relevant()
+    replayed, now = applied & relevant, set(current) & relevant
+    if replayed == now:
+        return None
+    return ("its label history cannot be trusted: the timeline's label events end with "
+            f"{', '.join(sorted(replayed)) or 'no sweep label'} applied, but the PR has "
+            f"{', '.join(sorted(now)) or 'no sweep label'} (a page of the timeline is missing, or a label "
+            "changed while it was read); re-run the job")
+
+
 def labels_at(events: Iterable[LabelEvent], when: str) -> set[str]:
     """Labels applied at time `when`, replaying the label history (events at `when` count)."""
     moment = ts(when)
@@ -246,6 +267,9 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeli
         return f"it concluded {run.conclusion!r}; {rules.name} needs {' or '.join(sorted(rules.conclusions))}"
     if not run.head_sha:
         return "it has no head commit"
+    why = label_history_problem(timeline.label_events, pr.labels, policy)
+    if why:
+        return why
     at_creation = labels_at(timeline.label_events, run.created_at)
     full = set(policy.reusable_primaries())
     if not at_creation & full:
