@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import glob
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ci_tools import names
 from ci_tools.config.masters import MasterSet, merge_master_docs
 from ci_tools.config.recipe import Recipe
-from ci_tools.config.validate import Report, Sources, check
-from ci_tools.config.crossfile import Change
-from ci_tools.config.touched import change_from
 from ci_tools.errors import Finding, InputError, UsageError
 from ci_tools.yaml.load import load_yaml_file
 from ci_tools.yaml.located import YamlDoc
+
+if TYPE_CHECKING:  # `matrix` and the runner read masters through here: keep validate's imports off that path
+    from ci_tools.config.crossfile import Change
+    from ci_tools.config.validate import Report, Sources
 
 
 def display(path: Path, root: Path | None) -> str:
@@ -66,6 +68,8 @@ def _load(path: Path, shown: str, src: Sources) -> YamlDoc | None:
 def load_sources(root: Path | None, masters: list[Path] | None = None, runners: Path | None = None) -> Sources:
     """Find and parse the inputs. With `root`, missing --master/--runners default to the repo layout,
     and recipes under root/recipes are loaded; without it, only the given files are read."""
+    from ci_tools.config.validate import Sources
+
     src = Sources(root)
     if masters is None:
         if root is None:
@@ -121,21 +125,28 @@ def _load_eval_inputs(root: Path, src: Sources) -> None:
 
 
 
-def validate_root(root: Path, change: Change = Change()) -> Report:
+def validate_root(root: Path, change: Change | None = None) -> Report:
     """Validate a repository checkout: its masters, runners.yaml and recipes/."""
-    return check(load_sources(root), change)
+    from ci_tools.config.crossfile import Change
+    from ci_tools.config.validate import check
+
+    return check(load_sources(root), change or Change())
 
 
 def validate_files(masters: list[Path], runners: Path | None = None, root: Path | None = None,
-                   change: Change = Change()) -> Report:
+                   change: Change | None = None) -> Report:
     """Validate files outside the repository layout (e.g. the InferenceX corpus)."""
-    return check(load_sources(root, masters, runners), change)
+    from ci_tools.config.crossfile import Change
+    from ci_tools.config.validate import check
+
+    return check(load_sources(root, masters, runners), change or Change())
 
 
 def change_since(root: Path, base: str, masters: list[YamlDoc], keys: frozenset[str] = frozenset()) -> Change:
     """The Change between `base` and the working tree of the repository at `root` (`--base REF`).
 
     `masters` are the loaded master documents with `file` names relative to `root`."""
+    from ci_tools.config.touched import change_from
     from ci_tools.gitio import Git, GitMissing
 
     git = Git(root)
