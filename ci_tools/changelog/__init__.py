@@ -3,7 +3,9 @@
 `parse` (byte rules, entries), `keys` (config-key patterns), `schema` (entry and pr-link rules), `lint`
 (one change judged as a whole), `coverage` (the missing-entry rule), `merge` (canonical links,
 conflict resolution) are pure: bytes and plain data in, findings out. `shell` reads both versions
-from git or the index and is the only module here that does I/O.
+from git or the index and `flow` runs `changelog lint` (and writes what `--fix` repaired): the only
+modules here that do I/O.
 
-May import: `ci_tools.errors`, `ci_tools.names`, the YAML readers; `shell.py` also `ci_tools.gitio`.
+May import: `ci_tools.errors`, `ci_tools.names`, the YAML readers; `shell.py` and `flow.py` also
+`ci_tools.gitio`.
 """

@@ -92,9 +92,7 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
       ci-tools changelog lint --base HEAD~1 --head HEAD        # main mode, after a merge
       ci-tools changelog lint --staged                         # before `git commit`
     """
-    from ci_tools.changelog import shell
-    from ci_tools.changelog.lint import Mode, lint_change
-    from ci_tools.gitio import Git
+    from ci_tools.changelog import flow
 
     if (staged or hook) and (base or head):
         raise UsageError("--staged compares HEAD with the index; do not combine it with --base/--head" if staged else
@@ -103,31 +101,9 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
         raise UsageError("--hook already uses the index when the changelog is staged; give one of --staged and --hook")
     if not (staged or hook) and not (base and head):
         raise UsageError("give --base REF and --head REF (or --staged for the pre-commit check)")
-    git = Git(".")
-    how = None
-    # The missing-entry rule judges a whole change (a PR, a branch); a commit or a pushed range is
-    # only part of one (the entry may come in another commit), so those skip it.
-    whole_change = not staged
-    if hook:
-        target = shell.hook_target(git, dict(os.environ), file)
-        base, head, how = target.base, target.head, target.how
-        staged = head is None
-        whole_change = target.kind == "branch"
-    local = (staged or hook) and pr is None
-    src = shell.read_sources(git, base=base, head=None if staged else head, file=file, masters=masters)
-    repo = shell.check_repo(repo) if repo else shell.default_repo(git, None if staged else head)
-    mode = Mode(repo=repo, pr=pr, local=local)
-    result = lint_change(src.base, src.head, file=file, mode=mode,
-                         master_keys=src.master_keys, masters_label=src.masters_label)
-    if whole_change:
-        from ci_tools.changelog.coverage import missing_entry_findings
-
-        covered = {k for keys in result.resolved.values() for k in keys}
-        result.errors += missing_entry_findings(shell.changed_performance_files(git, src, file), covered,
-                                                len(result.added), file)
-    fixed_note = None
-    if fix and not result.ok:
-        fixed_note, result = _fix(git, src, file, mode, result)
+    out = flow.lint(flow.LintRequest(base=base, head=head, staged=staged, hook=hook, fix=fix, file=file, pr=pr,
+                                     repo=repo, masters=masters, env=dict(os.environ)))
+    result, how, fixed_note = out.result, out.how, out.fixed_note
     if how and fmt == "text":
         click.echo(f"{file}: checked {how}")
     click.echo(render(result, file, fmt))
@@ -144,26 +120,6 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
         # sys.exit, not ctx.exit: the top-level main runs click with standalone_mode=False, where
         # ctx.exit's code is returned and lost.
         sys.exit(1)
-
-
-def _fix(git, src, file: str, mode, result):
-    """Write the repaired file when that is safe; returns (message or None, the result to report: the
-    findings as found, so the user sees what was wrong, with the message saying what is left)."""
-    from ci_tools.changelog.lint import fix_appended, lint_change
-
-    fixed = fix_appended(src.base, src.head)
-    if fixed is None or fixed == src.head:
-        return None, result
-    target = git.toplevel() / file
-    if _read(target, file) != src.head:
-        return (f"{file}: not fixed: the working-tree file differs from the version checked; check out that version"
-                " (or commit your edits) and run --fix again"), result
-    target.write_bytes(fixed)
-    after = lint_change(src.base, fixed, file=file, mode=mode, master_keys=src.master_keys,
-                        masters_label=src.masters_label)
-    rest = "it passes the gate now" if after.ok else f"{len(after.errors)} finding(s) above remain to fix by hand"
-    return (f"{file}: fixed the whitespace and layout of the new lines in the working tree ({rest});"
-            f" review it, then `git add {file}`"), result
 
 
 def render(result, file: str, fmt: str) -> str:
@@ -221,6 +177,7 @@ def canonicalize(pr: int, repo: str | None, base: str | None, file: str, fmt: st
     from ci_tools.changelog.merge import canonicalize as run
     from ci_tools.gitio import Git
 
+    from ci_tools.changelog.flow import read_worktree
     from ci_tools.errors import InputError
 
     git = Git(".")
@@ -234,7 +191,7 @@ def canonicalize(pr: int, repo: str | None, base: str | None, file: str, fmt: st
         base = git.merge_base(base, "HEAD")  # the same reading of --base as `lint`
     repo = shell.check_repo(repo) if repo else shell.default_repo(git, "HEAD")
     target = git.toplevel() / file
-    head = _read(target, file)
+    head = read_worktree(target, file)
     out = run(git.show(base, file), head, file=file, repo=repo, pr=pr)
     if out == head:
         _report(fmt, file, False, f"{file} already links PR #{pr}; nothing to do")
@@ -282,13 +239,3 @@ def resolve_conflict(pr: int, repo: str | None, file: str, fmt: str) -> None:
     kept = (f"plus {n} entr{'y' if n == 1 else 'ies'} of PR #{pr}" if n
             else f"with the {check.corrections} pr-link correction(s) of PR #{pr}")
     _report(fmt, file, True, f"{file}: resolved: main's version {kept}\nnext: git add {file} && git commit --no-edit")
-
-
-def _read(target: Path, file: str) -> bytes:
-    from ci_tools.errors import InputError
-
-    try:
-        return target.read_bytes()
-    except OSError as exc:
-        raise InputError(f"{file}: cannot read: {exc.strerror}",
-                         exit_code=2 if isinstance(exc, FileNotFoundError) else 1) from None

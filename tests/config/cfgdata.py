@@ -88,3 +88,14 @@ def findings_for(masters: dict, runners: dict | None = None, change: Change = Ch
     src.runners = load_yaml_text(yaml.safe_dump(RUNNERS if runners is None else runners, sort_keys=False),
                                  "runners.yaml")
     return check(src, change).findings
+
+
+def value_paths(node, prefix=()):
+    """Every path into a parsed document (keys and list indexes), the root first: where to mutate."""
+    yield prefix
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from value_paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from value_paths(v, prefix + (i,))

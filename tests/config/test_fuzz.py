@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 import yaml
-from cfgdata import BASES, REPO, RUNNERS
+from cfgdata import BASES, REPO, RUNNERS, value_paths as _paths
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,16 +26,6 @@ scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 300), st.floats(al
 values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=3),
                                                        st.dictionaries(st.text(max_size=8), inner, max_size=3)),
                       max_leaves=8)
-
-
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, prefix + (i,))
 
 
 def _mutated(base, data):

@@ -6,6 +6,7 @@ import copy
 import functools
 
 import yaml
+from cfgdata import value_paths as _paths
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ci_tools.config import schemas
@@ -40,16 +41,6 @@ def test_every_corpus_entry_and_runners_file(shared):
 
 ODD_VALUES = st.sampled_from([None, True, False, 0, -1, 2.0, 2.5, "", "x", "8", "image:foo", [], [1], {},
                               {"name": "hicache"}, "recipes/a.yaml", 1 << 40])
-
-
-def _paths(node, prefix=()):
-    yield prefix
-    if isinstance(node, dict):
-        for k, v in node.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(node, list):
-        for i, v in enumerate(node):
-            yield from _paths(v, prefix + (i,))
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # read-only

@@ -45,6 +45,18 @@ _DIGITS = re.compile(r"[1-9][0-9]{0,19}")
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 
 
+def _date_and_login_problems(payload: dict) -> list[str]:
+    """The two fields the dispatch payload and the app's callbacks share: the run's date and who asked."""
+    problems = []
+    date = payload.get("run-date")
+    if not isinstance(date, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
+        problems.append(f"run-date must be YYYY-MM-DD, got {date!r}")
+    who = payload.get("requested-by")
+    if not isinstance(who, str) or not _LOGIN.fullmatch(who):
+        problems.append(f"requested-by must be a GitHub login, got {who!r}")
+    return problems
+
+
 def parse_dispatch_payload(text: str, *, repo: str) -> dict[str, str]:
     """The payload `comment handle` decided (its `stage-payload` output), checked again before the
     job that holds the dispatch token sends it: exactly `dispatch_payload`'s keys, each of its form,
@@ -64,12 +76,7 @@ def parse_dispatch_payload(text: str, *, repo: str) -> dict[str, str]:
         value = payload.get(key)
         if not isinstance(value, str) or not _DIGITS.fullmatch(value):
             problems.append(f"{key} must be a decimal number, got {value!r}")
-    date = payload.get("run-date")
-    if not isinstance(date, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
-        problems.append(f"run-date must be YYYY-MM-DD, got {date!r}")
-    who = payload.get("requested-by")
-    if not isinstance(who, str) or not _LOGIN.fullmatch(who):
-        problems.append(f"requested-by must be a GitHub login, got {who!r}")
+    problems += _date_and_login_problems(payload)
     if problems:
         raise ValueError("; ".join(problems))
     return payload
@@ -156,12 +163,7 @@ def parse_callback(event_type: str, payload: dict, *, app_repo: str) -> Callback
 
     pr, run, app_run, comment = digits("pr-number"), digits("run-id"), digits("app-run-id"), \
         digits("comment-id", optional=True)
-    date = payload.get("run-date")
-    if not isinstance(date, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", date):
-        problems.append(f"run-date must be YYYY-MM-DD, got {date!r}")
-    who = payload.get("requested-by")
-    if not isinstance(who, str) or not _LOGIN.fullmatch(who):
-        problems.append(f"requested-by must be a GitHub login, got {who!r}")
+    problems += _date_and_login_problems(payload)
     succeeded = None
     if event_type == "stage-results-completed":
         flag = payload.get("stage-succeeded")
@@ -171,7 +173,8 @@ def parse_callback(event_type: str, payload: dict, *, app_repo: str) -> Callback
     if problems:
         raise ValueError("; ".join(problems))
     return Callback(phase=event_type.rsplit("-", 1)[-1], pr_number=pr, run_id=run, app_run_id=app_run,
-                    run_date=date, requested_by=who, comment_id=comment, succeeded=succeeded)
+                    run_date=payload["run-date"], requested_by=payload["requested-by"], comment_id=comment,
+                    succeeded=succeeded)
 
 
 def moves_forward(current: dict, cb: Callback) -> bool:
