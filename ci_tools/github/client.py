@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator
 
 from ci_tools.errors import InputError
 from ci_tools.github.events import _Reader, pull_request_from
-from ci_tools.prbot.models import Comment, PullRequest, WorkflowRun, run_from_json
+from ci_tools.prbot.models import Comment, EditHistory, PullRequest, WorkflowRun, run_from_json
 
 DEFAULT_API_URL = "https://api.github.com"
 # Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
@@ -77,6 +77,7 @@ ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/compare/{basehead}"): "contents: read",
     ("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}"): "contents: read",
     ("POST", "/repos/{owner}/{repo}/statuses/{sha}"): "statuses: write",
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}/statuses"): "statuses: read",
     ("POST", "/repos/{owner}/{repo}/dispatches"): "contents: write",
 }
 
@@ -200,6 +201,23 @@ def _make_retry(log: CallLog, sleep: Callable[[float], None]):
 
 
 _NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
+
+# GitHub's edit history of a comment or review (the Comment interface of its GraphQL schema).
+_EDITS_QUERY = """
+query($id: ID!, $after: String) {
+  node(id: $id) {
+    ... on Comment {
+      author { login }
+      lastEditedAt
+      userContentEdits(first: 100, after: $after) {
+        totalCount
+        pageInfo { hasNextPage endCursor }
+        nodes { editor { login } editedAt }
+      }
+    }
+  }
+}
+"""
 
 
 class GitHub:
@@ -436,7 +454,46 @@ class GitHub:
                        author_type=str(user.get("type") or "User"),
                        association=str(data.get("author_association") or "NONE"),
                        created_at=str(data.get("submitted_at") or ""), html_url=str(data.get("html_url") or ""),
-                       kind="review")
+                       kind="review", node_id=str(data.get("node_id") or ""), commit_id=str(data.get("commit_id") or ""))
+
+    def edit_history(self, node_id: str) -> EditHistory:
+        """Who edited a comment or review body and when, from the edit history GitHub keeps (GraphQL
+        `userContentEdits`; REST has none). Every page is read: a sign-off is judged on all its edits."""
+        editors: list[str | None] = []
+        after, last_edited, author = None, None, ""
+        for _ in range(MAX_PAGES):
+            data = self.graphql(_EDITS_QUERY, {"id": node_id, "after": after})
+            node = data.get("node")
+            if not isinstance(node, dict):
+                raise GitHubError(f"GitHub GraphQL: no comment or review with id {node_id!r}; its edit history "
+                                  "cannot be read, so nothing was decided.")
+            author = str((node.get("author") or {}).get("login") or "")
+            last_edited = node.get("lastEditedAt")
+            edits = node.get("userContentEdits") or {}
+            for e in edits.get("nodes") or []:
+                editors.append((e.get("editor") or {}).get("login") if isinstance(e, dict) else None)
+            info = edits.get("pageInfo") or {}
+            if not info.get("hasNextPage"):
+                if len(editors) < int(edits.get("totalCount") or 0):
+                    raise GitHubError(f"GitHub GraphQL: the edit history of {node_id} lists {len(editors)} of its "
+                                      f"{edits.get('totalCount')} edits; refusing to decide on a partial list.")
+                return EditHistory(author=author, last_edited_at=last_edited, editors=tuple(editors))
+            after = info.get("endCursor")
+        raise GitHubError(f"GitHub GraphQL: the edit history of {node_id} has more than {MAX_PAGES} pages; refusing "
+                          "to decide on a partial list.")
+
+    def graphql(self, query: str, variables: dict) -> dict:
+        """One GraphQL query. GitHub answers errors with HTTP 200 and an `errors` list: those fail too."""
+        _, data = self._request("POST", self._requester.graphql_url, body={"query": query, "variables": variables})
+        if not isinstance(data, dict) or data.get("errors") or not isinstance(data.get("data"), dict):
+            errors = data.get("errors") if isinstance(data, dict) else data
+            raise GitHubError(f"GitHub GraphQL query failed: {errors!r:.300}. Nothing was decided; a FORBIDDEN "
+                              "error means the token cannot read the comment (it needs `pull-requests: read`).")
+        return data["data"]
+
+    def statuses(self, sha: str) -> list[dict]:
+        """Every commit status of `sha`, newest first (GitHub keeps each one ever set)."""
+        return self._list(self._r(f"/commits/{sha}/statuses"))
 
     def run(self, run_id: int) -> dict:
         key = f"run:{run_id}"

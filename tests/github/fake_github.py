@@ -22,8 +22,10 @@ granted is a test token with every permission. Each request must name an API ver
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import json
+import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -35,6 +37,31 @@ T0 = "2026-10-01T00:00:00Z"
 API_VERSIONS = ("2022-11-28", "2026-03-10")      # the REST API versions GitHub serves
 LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3}
 PERMISSIONS_FILE = Path(__file__).resolve().parent / "data" / "github-permissions.json"
+
+
+def graphql_schema_file() -> Path:
+    """GitHub's GraphQL schema as @octokit/graphql-schema publishes it (introspection JSON; dev.py installs
+    it next to yaml-language-server, CI_TOOLS_GITHUB_GRAPHQL_SCHEMA points at it)."""
+    default = Path(__file__).resolve().parents[2] / ".venv" / "github-graphql-schema" / "node_modules" / \
+        "@octokit" / "graphql-schema" / "schema.json"
+    return Path(os.environ.get("CI_TOOLS_GITHUB_GRAPHQL_SCHEMA") or default)
+
+
+@functools.lru_cache(maxsize=1)
+def github_graphql_schema():
+    from graphql import build_client_schema
+
+    path = graphql_schema_file()
+    if not path.exists():
+        raise RuntimeError(f"GitHub's GraphQL schema is not at {path}: run `python3 dev.py test` once (it installs "
+                           "@octokit/graphql-schema), or set CI_TOOLS_GITHUB_GRAPHQL_SCHEMA")
+    data = json.loads(path.read_text())
+    schema = build_client_schema(data.get("data", data))
+    # GitHub's published schema itself breaks a few of the spec's interface rules (a field deprecated on
+    # PullRequest but not on the interface Reactable): graphql-core would refuse every query for that,
+    # so those schema errors are set aside; each query is still validated against the schema in full.
+    schema._validation_errors = []
+    return schema
 
 
 @dataclass(frozen=True)
@@ -303,6 +330,30 @@ class FakeGitHub:
         self.reviews[rid] = r
         return r
 
+    def edit(self, obj: dict, body: str, *, editor: str) -> dict:
+        """`editor` edits a comment or review body, as GitHub keeps it: the first edit also records the
+        original as an edit by its author at creation (`includesCreatedEdit`); history is newest first."""
+        at = self.tick()
+        edits = obj.setdefault("_edits", [])
+        if not edits:
+            edits.append({"editor": obj["user"]["login"], "at": obj.get("created_at") or obj.get("submitted_at"),
+                          "diff": obj["body"]})
+        edits.append({"editor": editor, "at": at, "diff": body})
+        obj["body"] = body
+        if "updated_at" in obj:
+            obj["updated_at"] = at
+        return obj
+
+    def force_push(self, pr: int, sha: str, tree: str | None = None, *, actor: str = "alice") -> None:
+        """The head branch force-pushed to `sha`: GitHub's `head_ref_force_pushed` timeline event, on its clock."""
+        at = self.tick()
+        self.events[pr].append({"id": next(self._ids), "node_id": "HRFPE", "url": "https://x",
+                                "actor": _user(self._user_t, actor), "event": "head_ref_force_pushed",
+                                "commit_id": sha, "commit_url": "https://x", "created_at": at,
+                                "performed_via_github_app": None, "state_reason": None, "_at": at})
+        self.add_commit(pr, sha, tree)
+        self.pulls[pr]["head"]["sha"] = sha
+
     def fail(self, method: str, path: str, status: int, *, times: int = 1, headers: dict | None = None,
              body: dict | None = None) -> None:
         self.faults.append(Fault(method, re.compile(path), status, times, headers or {},
@@ -329,7 +380,7 @@ class FakeGitHub:
         items = [dict(e) for e in self.events.get(pr, [])]
         for c in self.comments.values():
             if c["_issue"] == pr:
-                e = {k: v for k, v in c.items() if k != "_issue"}
+                e = {k: v for k, v in c.items() if k not in ("_issue", "_edits")}
                 e.update(event="commented", actor=c["user"], _at=c["created_at"])
                 items.append(e)
         items.sort(key=lambda e: e["_at"])
@@ -349,6 +400,9 @@ class FakeGitHub:
     def route(self, method: str, path: str, body: dict | None):
         r = re.escape(self.repo)
         m = lambda pat: re.fullmatch(pat, path)  # noqa: E731
+        if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-zA-Z]+)/statuses")):
+            found = [{k: v for k, v in st.items() if k != "_sha"} for st in reversed(self.statuses) if st["_sha"] == g[1]]
+            return 200, found, ("list", "Status")
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-f]+)/pulls")):
             if self.association_lag.get(g[1], 0) > 0:
                 self.association_lag[g[1]] -= 1
@@ -369,7 +423,7 @@ class FakeGitHub:
         if method == "GET" and (g := m(rf"/repos/{r}/issues/(\d+)/timeline")):
             return 200, self._timeline(int(g[1])), ("list", "timeline")
         if method == "GET" and (g := m(rf"/repos/{r}/issues/(\d+)/comments")):
-            return 200, [{k: v for k, v in c.items() if k != "_issue"} for c in sorted(
+            return 200, [{k: v for k, v in c.items() if k not in ("_issue", "_edits")} for c in sorted(
                 self.comments.values(), key=lambda c: c["id"]) if c["_issue"] == int(g[1])], ("list", "IssueComment")
         if method == "DELETE" and (g := m(rf"/repos/{r}/issues/comments/(\d+)")):
             return (204, None, None) if self.comments.pop(int(g[1]), None) else (404, None, None)
@@ -385,7 +439,7 @@ class FakeGitHub:
             if method == "PATCH":
                 c["body"] = body["body"]
                 c["updated_at"] = self.tick()
-            return 200, {k: v for k, v in c.items() if k != "_issue"}, "IssueComment"
+            return 200, {k: v for k, v in c.items() if k not in ("_issue", "_edits")}, "IssueComment"
         if method == "POST" and (g := m(rf"/repos/{r}/issues/(\d+)/comments")):
             c = self.add_comment(int(g[1]), body["body"], author=self.bot, association="NONE", type_="Bot")
             return 201, {k: v for k, v in c.items() if k != "_issue"}, "IssueComment"
@@ -406,7 +460,7 @@ class FakeGitHub:
             rv = self.reviews.get(int(g[2]))
             if rv is None or rv["_pr"] != int(g[1]):
                 return 404, None, None
-            out = {k: v for k, v in rv.items() if k != "_pr"}
+            out = {k: v for k, v in rv.items() if k not in ("_pr", "_edits")}
             out["_links"] = {"html": {"href": rv["html_url"]}, "pull_request": {"href": rv["pull_request_url"]}}
             return 200, out, "PullRequestReview"
         if method == "GET" and (g := m(rf"/repos/{r}/actions/runs/(\d+)")):
@@ -438,14 +492,75 @@ class FakeGitHub:
         if method == "POST" and (g := m(rf"/repos/{r}/statuses/([0-9a-zA-Z]+)")):
             st = {"url": "https://x", "avatar_url": None, "id": next(self._ids), "node_id": "S",
                   "state": body["state"], "description": body.get("description"),
-                  "target_url": body.get("target_url"), "context": body["context"], "created_at": T0,
-                  "updated_at": T0, "creator": _user(self._user_t, self.bot, "Bot"), "_sha": g[1]}
+                  "target_url": body.get("target_url"), "context": body["context"], "created_at": (at := self.tick()),
+                  "updated_at": at, "creator": _user(self._user_t, self.bot, "Bot"), "_sha": g[1]}
             self.statuses.append(st)
             return 201, {k: v for k, v in st.items() if k != "_sha"}, "Status"
         if method == "POST" and m(r"/repos/[^/]+/[^/]+/dispatches"):
             self.dispatches.append({"repo": path.split("/")[2] + "/" + path.split("/")[3], **body})
             return 204, None, None
         return 404, None, None
+
+    # ---- GraphQL: queries run by graphql-core against GitHub's published schema --------------------
+    def graphql(self, body: dict, grant: Grant) -> dict:
+        """POST /graphql. The query is validated and executed against GitHub's own schema
+        (@octokit/graphql-schema), so a field or argument GitHub does not have fails here as there.
+        Errors come back as GitHub sends them: HTTP 200 with an `errors` list."""
+        from graphql import graphql_sync
+
+        def node(info, id):
+            obj, kind = self._node(id)
+            if obj is None:
+                raise LookupError(f"Could not resolve to a node with the global id of '{id}'")
+            # reading a PR's comment needs issues or pull-requests read; a review pull-requests read
+            needs = (("pull-requests", "read"),) if kind == "PullRequestReview" else \
+                (("issues", "read"), ("pull-requests", "read"))
+            if not any(grant.allows(p, a) for p, a in needs):
+                raise PermissionError("Resource not accessible by integration")
+            return self._graphql_comment(obj, kind)
+
+        result = graphql_sync(github_graphql_schema(), body.get("query") or "", root_value={"node": node},
+                              variable_values=body.get("variables") or {})
+        out: dict = {"data": result.data}
+        if result.errors:
+            out["errors"] = [{"type": "NOT_FOUND" if isinstance(e.original_error, LookupError) else
+                              "FORBIDDEN" if isinstance(e.original_error, PermissionError) else None,
+                              "message": e.message, "path": e.path,
+                              "locations": [{"line": l.line, "column": l.column} for l in e.locations or []]}
+                             for e in result.errors]
+            if result.data is None:
+                out.pop("data")
+        return out
+
+    def _node(self, node_id: str):
+        for c in self.comments.values():
+            if c["node_id"] == node_id:
+                return c, "IssueComment"
+        for rv in self.reviews.values():
+            if rv["node_id"] == node_id:
+                return rv, "PullRequestReview"
+        return None, None
+
+    def _graphql_comment(self, obj: dict, kind: str) -> dict:
+        actor = lambda login: {"__typename": "Bot" if login.endswith("[bot]") else "User", "login": login}  # noqa: E731
+        edits = list(reversed(obj.get("_edits", [])))          # newest first, as GitHub lists them
+
+        def user_content_edits(info, first=None, after=None, **_):
+            start = int(after) + 1 if after is not None else 0
+            per = min(first or 100, 100, self.page_size or 100)
+            page = edits[start:start + per]
+            return {"totalCount": len(edits),
+                    "pageInfo": {"hasNextPage": start + per < len(edits), "hasPreviousPage": start > 0,
+                                 "startCursor": str(start) if page else None,
+                                 "endCursor": str(start + len(page) - 1) if page else None},
+                    "nodes": [{"__typename": "UserContentEdit", "id": f"UCE_{obj['id']}_{i}",
+                               "editor": actor(e["editor"]) if e["editor"] else None, "editedAt": e["at"],
+                               "createdAt": e["at"], "updatedAt": e["at"], "diff": e["diff"], "deletedAt": None}
+                              for i, e in enumerate(page, start)]}
+
+        return {"__typename": kind, "id": obj["node_id"], "body": obj["body"], "author": actor(obj["user"]["login"]),
+                "lastEditedAt": edits[0]["at"] if edits else None, "includesCreatedEdit": bool(edits),
+                "createdAt": obj.get("created_at") or obj.get("submitted_at"), "userContentEdits": user_content_edits}
 
     def _team(self, org: str, slug: str) -> dict:
         o = {**self._org_t, "login": org, "html_url": f"https://github.com/{org}", "description": None,
@@ -496,7 +611,8 @@ class FakeGitHub:
             one(kind, obj)
         elif kind[0] == "list" and kind[1] == "timeline":
             names = {"commented": "TimelineCommentEvent", "labeled": "LabeledIssueEvent",
-                     "unlabeled": "UnlabeledIssueEvent", "committed": "TimelineCommittedEvent"}
+                     "unlabeled": "UnlabeledIssueEvent", "committed": "TimelineCommittedEvent",
+                     "head_ref_force_pushed": "StateChangeIssueEvent"}
             for item in obj:
                 one(names[item["event"]], item)
         elif kind[0] == "list":
@@ -531,6 +647,8 @@ class FakeGitHub:
                 # where an artifact download redirects: storage on another host, not the API
                 return 200, self.blobs[int(blob[1])], {}
             token = (headers_in.get("authorization") or "").split(" ", 1)[-1]
+            if method == "POST" and url.path == "/graphql":
+                return 200, self.graphql(body or {}, self.tokens.get(token, Grant("test", None))), {}
             refused = self.check_token(method, url.path, token)
             if refused is not None:
                 return refused

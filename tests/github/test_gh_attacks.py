@@ -18,7 +18,7 @@ from ci_tools.prbot.staging.flow import stage_callback, stage_dispatch
 from ci_tools.prbot.approval import decide as approval
 from gh_scenarios import SHA1, SHA2, authorise, comment_event, lazy, merge, pr_with_sweep, push_event, settings
 from test_gh_commands import comment_jobs, dispatcher
-from test_gh_signoff import AMD, setup_pr, signoff_body
+from test_gh_signoff import AMD, setup_pr, signoff_body, verdict_statuses
 
 FORK = "mallory/bench"
 TRUSTED = f".github/workflows/{names.TRUSTED_WORKFLOW}"
@@ -164,7 +164,7 @@ def test_a_signoff_edited_by_someone_else_is_not_the_authors(fake):
     event = Event(**{**event.__dict__, "sender": "mallory"})
     res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
     assert res.outputs["proceed"] == "false" and res.outputs["state"] == ""
-    assert fake.statuses == []
+    assert verdict_statuses(fake) == []
     assert any("edited by @mallory" in m for m in res.messages)
 
 
@@ -229,7 +229,7 @@ def test_a_signoff_is_not_verified_on_a_truncated_file_list(fake):
     c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     with pytest.raises(GitHubError, match="listed 3000 of the 3001 files"):
         verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
-    assert fake.statuses == []
+    assert verdict_statuses(fake) == []
 
 
 # ---- 7. drive-by revoke, demoted writer, edited after merge, hidden commands, truncated lists -------
@@ -362,3 +362,191 @@ def test_a_comment_list_may_lose_only_what_this_client_deleted(fake):
     assert gh.pull(1)["comments"] == 3
     gh.delete_comment(min(fake.comments))
     assert len(gh.issue_comments(1, fresh=True)) == 2
+
+
+# ---- issue 25, 1: a sign-off counts only as its author wrote it (GitHub's edit history) ----------
+
+def recorded_review(fake, tmp_path, review, run_head=SHA1):
+    """The two review phases: the record run (its head: the PR head when the review event came) names
+    `review`; the trusted workflow_run verifies it."""
+    from test_gh_signoff import review_run_event
+    from ci_tools.prbot.signoff.flow import verify_review
+
+    (tmp_path / "r.json").write_text(json.dumps({"pr": 1, "review": review["id"]}))
+    event = review_run_event(fake)
+    event = Event(**{**event.__dict__, "workflow_run": type(event.workflow_run)(
+        **{**event.workflow_run.__dict__, "head_sha": run_head})})
+    return verify_review(event, settings(), lazy(fake), lazy(fake), tmp_path / "r.json")
+
+
+def test_an_edited_review_does_not_forge_an_owners_signoff(fake, tmp_path):
+    """The owner's review said "LGTM"; a writer who owns no files rewrote its body into the checklist.
+    The review path read the body back and called the event "submitted": main verified it as the
+    owner's sign-off. The edit history GitHub keeps names the editor."""
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, "LGTM", author="amd-dev")
+    fake.edit(review, signoff_body("amd-dev"), editor="mallory")
+    res = recorded_review(fake, tmp_path, review)
+    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+    assert "its body was edited by @mallory" in res.messages[-1]
+    assert "not counted" in fake.bot_comments(1)[-1]["body"]
+
+
+def test_a_signoff_edited_by_someone_else_stays_void_after_its_authors_own_edit(fake):
+    """@mallory ticks the owner's missing items (that edit event is dropped: its sender is not the author);
+    the owner then fixes a typo, and that edit event's sender is the author."""
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev", untick=3), author="amd-dev")
+    fake.edit(c, signoff_body("amd-dev"), editor="mallory")
+    fake.edit(c, signoff_body("amd-dev") + "\n(typo)", editor="amd-dev")
+    event = Event(**{**comment_event(fake, 1, c, action="edited").__dict__, "sender": "amd-dev"})
+    res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+    assert "edited by @mallory" in res.messages[-1]
+
+
+def test_a_re_run_of_a_created_event_reads_the_edit_history_too(fake):
+    """A re-run carries the first run's payload ("created"), whatever happened to the comment since."""
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    event = comment_event(fake, 1, c)
+    fake.edit(c, signoff_body("amd-dev"), editor="maint")
+    res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and "edited by @maint" in res.messages[-1]
+
+
+def test_edits_by_the_author_alone_count_over_several_pages(fake):
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev", untick=1), author="amd-dev")
+    for n in range(4):
+        fake.edit(c, signoff_body("amd-dev") + "\n" * n, editor="amd-dev")
+    fake.page_size = 2                           # six history entries on three GraphQL pages
+    event = Event(**{**comment_event(fake, 1, c, action="edited").__dict__, "sender": "amd-dev"})
+    res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
+    assert res.outputs["state"] == "success", res.messages
+    assert fake.requests.count("POST /graphql") == 3
+
+
+def test_an_edit_history_the_token_cannot_read_fails_closed(fake):
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    token = fake.grant("ghs_no_pr", "github_token", {"contents": "read", "statuses": "write", "actions": "read"})
+    gh = GitHub(fake.repo, token, api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
+    with pytest.raises(GitHubError, match="FORBIDDEN"):
+        gh.edit_history(c["node_id"])
+
+
+def test_the_fake_graphql_endpoint_refuses_what_githubs_schema_does_not_have(fake):
+    """The fake runs each query against GitHub's published schema, so a made-up field fails as on GitHub."""
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, "x", author="amd-dev")
+    gh = GitHub(fake.repo, "test-token", api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
+    with pytest.raises(GitHubError, match="Cannot query field 'editors'"):
+        gh.graphql("query($id: ID!) { node(id: $id) { ... on Comment { editors { login } } } }", {"id": c["node_id"]})
+
+
+# ---- issue 25, 2: a sign-off is bound to the tree its author reviewed -------------------------------
+
+def push(fake, sha, tree=None, *, force=False, after_push=True):
+    """A push to PR #1, and (unless it has not run yet) signoff-verify.yml's after-push job for it."""
+    from gh_scenarios import pr_event
+
+    before = fake.pulls[1]["head"]["sha"]
+    if force:
+        fake.force_push(1, sha, tree)
+    else:
+        fake.add_commit(1, sha, tree)
+        fake.pulls[1]["head"]["sha"] = sha
+    if after_push:
+        verify_signoff(pr_event(fake, 1, "synchronize", before=before, after=sha), settings(), lazy(fake))
+
+
+def test_a_review_of_one_commit_does_not_sign_off_another(fake, tmp_path):
+    """The owner reviewed SHA1; SHA2 changes an owned file. The record run came after the push (its head
+    is SHA2), so only the review's `commit_id` tells: main set `success` on SHA2."""
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", commit=SHA1)
+    push(fake, SHA2)
+    fake.compares[(SHA1, SHA2)] = ("ahead", [AMD])
+    res = recorded_review(fake, tmp_path, review, run_head=SHA2)
+    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+    assert f"it reviewed commit {SHA1[:12]}; later commits change owned files (`{AMD}`)" in res.messages[-1]
+    assert fake.statuses[-1]["_sha"] == SHA2 and fake.statuses[-1]["state"] == "pending"
+
+
+def test_a_review_of_a_commit_with_the_heads_tree_counts(fake, tmp_path):
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", commit=SHA1)
+    push(fake, SHA2, tree=fake.trees[SHA1])                          # a rebase onto the same tree
+    fake.compares[(SHA1, SHA2)] = ("ahead", [])
+    res = recorded_review(fake, tmp_path, review, run_head=SHA2)
+    assert res.outputs["state"] == "success" and verdict_statuses(fake)[-1]["_sha"] == SHA2
+
+
+def test_a_review_of_a_force_pushed_away_commit_does_not_count(fake, tmp_path):
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", commit=SHA1)
+    push(fake, SHA2, force=True)
+    res = recorded_review(fake, tmp_path, review, run_head=SHA2)
+    assert res.outputs["proceed"] == "false" and "no longer in the PR's history" in res.messages[-1]
+
+
+def test_a_stale_record_run_is_not_counted(fake, tmp_path):
+    """The record run's head (the PR's head when the review event came) is not the PR's head now."""
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", commit=SHA1)
+    push(fake, SHA2, tree=fake.trees[SHA1])
+    res = recorded_review(fake, tmp_path, review, run_head=SHA1)
+    assert res.outputs["proceed"] == "false" and "the event is for head" in res.messages[-1]
+
+
+def test_a_rerun_for_an_owners_old_comment_after_a_push_does_not_sign_off_the_new_head(fake):
+    """Finding 7 of the pass: the owner's comment was verified on SHA1; after a push (new tree) the
+    sign-off job is re-run for that comment, and main set `success` on SHA2."""
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    assert verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake)).outputs["state"] == "success"
+    push(fake, SHA2)
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false"
+    assert f"the head {SHA2[:12]} became this PR's head after it was written" in res.messages[-1]
+    assert [s["state"] for s in fake.statuses if s["_sha"] == SHA2] == ["pending"]
+
+
+def test_a_push_racing_a_signoff_comment_is_not_signed_off(fake):
+    """A writer pushes SHA2 between the owner's comment and its verification (the after-push job for SHA2
+    has not run yet): the comment signed off SHA1, not SHA2."""
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    push(fake, SHA2, after_push=False)
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and fake.statuses[-1]["_sha"] == SHA1
+
+
+def test_a_force_push_back_to_an_old_head_after_a_signoff_does_not_inherit_it(fake):
+    """SHA1, force-pushed to SHA2, the owner signs SHA2, force-pushed back to SHA1 (whose after-push
+    status predates the comment): the comment signed SHA2's tree."""
+    from gh_scenarios import SHA3
+
+    setup_pr(fake, (AMD,))
+    push(fake, SHA2, force=True)
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    push(fake, SHA3, force=True, after_push=False)
+    fake.trees[SHA3] = fake.trees[SHA1]
+    fake.add_run(10, head_sha=SHA3)
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and "force-pushed after it was written" in res.messages[-1]
+
+
+def test_a_signoff_status_of_another_pr_does_not_vouch_for_the_head(fake):
+    """SHA2 was another PR's head first (its after-push status names PR #2); pushed to PR #1 after the
+    owner's comment, it was not PR #1's head when the comment was written."""
+    from gh_scenarios import pr_event
+
+    setup_pr(fake, (AMD,))
+    fake.add_pr(2, head_sha=SHA2, head_ref="other")
+    verify_signoff(pr_event(fake, 2, "opened"), settings(), lazy(fake))
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    push(fake, SHA2, tree=fake.trees[SHA2], after_push=False)
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and "became this PR's head after it was written" in res.messages[-1]

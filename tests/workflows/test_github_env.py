@@ -213,8 +213,15 @@ def comment_sweep_plan(s):
     return [job]
 
 
+def opened(s, number=1):
+    """signoff-verify.yml's after-push job for the PR's opening: its status is the bot's record that
+    SHA1 was the PR's head before any sign-off comment (issue 25)."""
+    ok(s.job("signoff-verify.yml", "after-push", "pull_request_target", pr_payload(s.fake, number, "opened")).run(2))
+
+
 def signoff_comment(s):
     signed_off_pr(s.fake)
+    opened(s)
     c = s.fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     job = s.job("signoff-verify.yml", "verify", "issue_comment", comment_payload(s.fake, 1, c),
                 secrets={"TEAM_MEMBERSHIP_TOKEN": s.app_token("teams", members="read")})
