@@ -4,11 +4,25 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ci_tools.results.compare import (EQUIVALENT, IMPROVED, INCONCLUSIVE, METRICS, NEW, REGRESSED, FrontierShift,
+from ci_tools.results.compare import (ENERGY_KEYS, EQUIVALENT, IMPROVED, INCONCLUSIVE, METRICS, NEW, REGRESSED,
+                                      FrontierShift,
                                       PointComparison, summary)
 
-_FORMATS = {"tok_s_gpu": ",.0f", "intvty_p90": ",.1f", "intvty_p50": ",.1f", "ttft_p90_s": ",.2f"}
-_UNITS = {"ttft_p90_s": " s"}
+_FORMATS = {"tok_s_gpu": ",.0f", "intvty_p90": ",.1f", "intvty_p50": ",.1f", "ttft_p90_s": ",.2f",
+            "j_per_output_token": ",.3g", "j_per_input_token": ",.3g", "j_per_total_token": ",.3g",
+            "j_per_request": ",.4g"}
+_UNITS = {"ttft_p90_s": " s", "j_per_output_token": " J", "j_per_input_token": " J", "j_per_total_token": " J",
+          "j_per_request": " J"}
+_HEADERS = {"tok_s_gpu": "tok/s/GPU", "intvty_p90": "P90 tok/s/user", "intvty_p50": "median / 中位 tok/s/user",
+            "ttft_p90_s": "P90 TTFT", "j_per_output_token": "J/output token", "j_per_input_token": "J/input token",
+            "j_per_total_token": "J/token", "j_per_request": "J/request"}
+
+
+def shown_metrics(comparisons: list[PointComparison]) -> list:
+    """The metrics a table shows: the four headline ones always, an energy one only where a side
+    measured it (most sweeps have no valid power measurement, and an empty column says nothing)."""
+    return [m for m in METRICS if m.key not in ENERGY_KEYS
+            or any(pc.cells[m.key].head is not None or pc.cells[m.key].base is not None for pc in comparisons)]
 _MARK = {IMPROVED: "▲ improved / 提升", REGRESSED: "▼ regressed / 下降", EQUIVALENT: "= equivalent / 持平",
          INCONCLUSIVE: "~ inconclusive / 无定论", NEW: "new / 新增"}
 
@@ -44,10 +58,11 @@ def _vs(pc: PointComparison) -> str:
 
 def markdown(comparisons: list[PointComparison], shift: FrontierShift | None = None,
              claims: list[dict] | None = None) -> str:
-    lines = ["| point / 点位 | vs main / 对比 | tok/s/GPU | P90 tok/s/user | median / 中位 tok/s/user | P90 TTFT |",
-             "|---|---|---:|---:|---:|---:|"]
+    shown = shown_metrics(comparisons)
+    lines = ["| point / 点位 | vs main / 对比 | " + " | ".join(_HEADERS[m.key] for m in shown) + " |",
+             "|---|---|" + "---:|" * len(shown)]
     for pc in comparisons:
-        cells = " | ".join(_cell_md(pc, m.key) for m in METRICS)
+        cells = " | ".join(_cell_md(pc, m.key) for m in shown)
         lines.append(f"| {pc.name} | {_vs(pc)} | {cells} |")
     counts = summary(comparisons)
     told = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
