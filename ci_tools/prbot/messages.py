@@ -141,6 +141,8 @@ def reuse_text(auth) -> str:
 
 
 AFTER_MERGE = "Commands made after the merge do not change which run was reused."
+PIN_A_SWEEP = ("Nothing is pinned. Pin a sweep run of this PR: its id is the number in the run's address "
+               "(`.../actions/runs/<run_id>`); or comment `/use` to reuse the newest eligible one.")
 
 
 def use_accepted(author: str, pinned: int | None, run, refused: str | None, label_problem: str | None) -> str:
