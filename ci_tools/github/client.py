@@ -86,6 +86,10 @@ ENDPOINTS: dict[tuple[str, str], str] = {
     ("POST", "/repos/{owner}/{repo}/dispatches"): "contents: write",
 }
 
+# GraphQL has one endpoint; a query may read what the token's repository permissions allow (a PR's
+# comments and reviews: `pull-requests: read`), so it is not in the REST table above.
+GRAPHQL = ("POST", "/graphql")
+
 
 def _template_regex(template: str) -> re.Pattern:
     return re.compile("^" + re.sub(r"\\{[a-z_]+\\}", "[^/]+", re.escape(template)) + "$")
