@@ -50,6 +50,14 @@ class GitHubError(InputError):
         self.status = status
 
 
+class _Transient(Exception):
+    """An answer worth asking again for (5xx, secondary rate limit), after `wait` seconds (0: backoff)."""
+
+    def __init__(self, status: int, wait: float):
+        super().__init__(status)
+        self.status, self.wait = status, wait
+
+
 class TeamUnreadable(GitHubError):
     """The token cannot tell whether someone is in a team (GitHub answers 404 both for "not a member"
     and for "this token may not see the team"); callers must fail closed with this reason."""
@@ -583,6 +591,33 @@ class GitHub:
     def artifacts(self, run_id: int) -> list[dict]:
         return self._list(self._r(f"/actions/runs/{run_id}/artifacts"), key="artifacts")
 
+    def run_plan(self, run_id: int, *, max_bytes: int = 16 * 1024 * 1024) -> dict | None:
+        """The plan a run recorded when it started (`plan.json` in its changelog-metadata artifact), or
+        None when it has none; cached. Only a missing file is None: a failed download fails closed."""
+        import io
+        import json
+        import zipfile
+
+        from ci_tools import names
+
+        key = f"plan:{run_id}"
+        if key not in self._cache:
+            art = next((a for a in self.artifacts(run_id)
+                        if a.get("name") == names.CHANGELOG_METADATA and not a.get("expired")), None)
+            plan = None
+            if art is not None:
+                data = self.artifact_zip(int(art["id"]), max_bytes=max_bytes)
+                try:
+                    with zipfile.ZipFile(io.BytesIO(data)) as z:
+                        member = next((n for n in z.namelist() if n.rsplit("/", 1)[-1] == names.PLAN_JSON), None)
+                        if member is not None and z.getinfo(member).file_size <= max_bytes:
+                            plan = json.loads(z.read(member))
+                except (zipfile.BadZipFile, ValueError, RecursionError) as exc:
+                    raise GitHubError(f"run {run_id}'s {names.CHANGELOG_METADATA} artifact is not a readable zip with "
+                                      f"a JSON {names.PLAN_JSON} ({type(exc).__name__}); nothing was decided") from None
+            self._cache[key] = plan if isinstance(plan, dict) else None
+        return self._cache[key]
+
     def runners(self) -> list[dict]:
         """The repository's self-hosted runners (needs an admin-scoped token)."""
         return self._list(self._r("/actions/runners"), key="runners")
@@ -646,6 +681,22 @@ class GitHub:
         import httpx
 
         url = f"{self._api_url}{self._r(f'/actions/artifacts/{artifact_id}/zip')}"
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                return self._artifact_zip_once(url, artifact_id, max_bytes)
+            except _Transient as exc:
+                if attempt == MAX_RETRIES or exc.wait > MAX_WAIT_SECONDS:
+                    raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: HTTP {exc.status} "
+                                      f"({attempt + 1} tries); nothing was decided, re-run the job",
+                                      status=exc.status) from None
+                self._sleep(exc.wait or min(2.0 ** attempt, 30.0))
+        raise AssertionError("unreachable")
+
+    def _artifact_zip_once(self, url: str, artifact_id: int, max_bytes: int) -> bytes:
+        """One download; a 5xx or a secondary rate limit (Retry-After) is `_Transient`, as for the API
+        calls PyGithub retries (a download is a GET: asking again changes nothing)."""
+        import httpx
+
         self.log.calls.append(f"GET {self._r(f'/actions/artifacts/{artifact_id}/zip')}")
         try:
             with httpx.stream("GET", url, headers={"Authorization": f"Bearer {self._token}",
@@ -660,6 +711,9 @@ class GitHub:
                 if reset is not None:
                     raise GitHubError(rate_limit_message("GET", f"artifact {artifact_id}", resp.status_code, reset,
                                                          self._now()), status=resp.status_code)
+                after = str(resp.headers.get("retry-after") or "")
+                if resp.status_code >= 500 or (resp.status_code in (403, 429) and after.isdigit()):
+                    raise _Transient(resp.status_code, float(after) if after.isdigit() else 0.0)
                 if resp.status_code != 200:
                     raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: HTTP {resp.status_code}",
                                       status=resp.status_code)

@@ -80,6 +80,15 @@ def github_graphql_schema():
     return schema
 
 
+def recorded_plan(labels: tuple[str, ...]) -> dict:
+    """The part of a sweep's plan.json that says what it swept, as `ci-tools plan` writes it for these labels."""
+    from ci_tools.sweep.gate import mode_for
+    from ci_tools.sweep.load import load_policy
+
+    mode = mode_for(tuple(labels), load_policy(Path(__file__).resolve().parents[2]))
+    return {"sweep": mode is not None, "reason": "recorded by the fake", "mode": mode.as_dict() if mode else None}
+
+
 @dataclass(frozen=True)
 class Endpoint:
     verb: str
@@ -264,12 +273,15 @@ class FakeGitHub:
                 event: str = "pull_request", status: str = "completed", path: str = ".github/workflows/run-sweep.yml",
                 created_at: str | None = None, artifacts=("results_bmk", "evals_passed", "changelog-metadata"), expired=(),
                 pull_requests=(), attempt: int = 1, display_title: str | None = None,
-                name: str | None = None, head_repo: str | None = None, expires_at: str = T0) -> dict:
+                name: str | None = None, head_repo: str | None = None, expires_at: str = T0,
+                plan_labels: tuple[str, ...] | None = ("full-sweep-fail-fast",)) -> dict:
         """`display_title` is the run name (a workflow's `run-name:`, else the commit message);
         `name` the workflow's `name:`, as GitHub returns both. `head_repo`: OWNER/NAME of the head
         commit's repository (a fork's, for a fork PR's own pull_request run); default this one.
         `expires_at`: when the run's artifacts expire (GitHub: 90 days after upload by default);
-        the names in `expired` are listed already expired, and their zips answer 410."""
+        the names in `expired` are listed already expired, and their zips answer 410.
+        `plan_labels`: the labels the run was planned under; its changelog-metadata artifact then holds
+        the plan.json `ci-tools plan` writes for them (None: an artifact without one)."""
         run = copy.deepcopy(self._run_t)
         run.update(display_title=display_title if display_title is not None else run["display_title"],
                    name=name if name is not None else run["name"])
@@ -283,6 +295,9 @@ class FakeGitHub:
         run["head_repository"] = {**run["head_repository"], "full_name": head_repo or self.repo}
         self.runs[run_id] = run
         self.artifacts[run_id] = [self._artifact(run_id, n, n in expired, expires_at) for n in [*artifacts, *expired]]
+        if "changelog-metadata" in artifacts:
+            self.add_artifact_files(run_id, "changelog-metadata", {} if plan_labels is None else {
+                "plan.json": json.dumps(recorded_plan(plan_labels)).encode()})
         return run
 
     def _artifact(self, run_id: int, name: str, expired: bool, expires_at: str = T0) -> dict:

@@ -550,3 +550,57 @@ def test_a_signoff_status_of_another_pr_does_not_vouch_for_the_head(fake):
     push(fake, SHA2, tree=fake.trees[SHA2], after_push=False)
     res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
     assert res.outputs["proceed"] == "false" and "became this PR's head after it was written" in res.messages[-1]
+
+
+# ---- issue 25, 3: a run is bound to its PR, and judged by the plan it recorded -------------------------
+
+def other_prs_run(fake, run_id=66, *, sha=SHA1, labels=("full-sweep-fail-fast", "evals-only")):
+    """PR #8 on its own branch has the same head commit (or one PR #7 also has); its run swept evals only."""
+    fake.add_pr(8, head_sha=sha, head_ref="other-pr", commits=[sha])
+    return fake.add_run(run_id, head_sha=sha, branch="other-pr", pull_requests=(8,), plan_labels=labels)
+
+
+def test_another_prs_run_of_the_same_head_is_not_reused(fake):
+    """`/use 66` on PR #7 pinned PR #8's evals-only run of the same commit; judged by PR #7's label history
+    (full sweep the whole time), main reused it as a full sweep."""
+    pr_with_sweep(fake, 7)
+    other_prs_run(fake)
+    res = reuse_at_merge(fake, 7, "/use 66")
+    assert res.outputs["reuse-enabled"] == "false"
+    assert "ran on branch other-pr, not this PR's branch feature" in res.outputs["reuse-reason"]
+
+
+def test_another_prs_run_of_an_earlier_commit_is_not_reused(fake):
+    from gh_scenarios import SHA3
+
+    pr_with_sweep(fake, 7, commits=(SHA3, SHA1))               # PR #7 was branched from PR #8's commit SHA3
+    other_prs_run(fake, sha=SHA3)
+    fake.compares[(SHA3, SHA1)] = ("ahead", ["docs/x.md"])
+    res = reuse_at_merge(fake, 7, "/use 66")
+    assert res.outputs["reuse-enabled"] == "false" and "not this PR's branch" in res.outputs["reuse-reason"]
+
+
+def test_another_prs_run_is_not_staged(fake):
+    pr_with_sweep(fake, 7)
+    other_prs_run(fake)
+    c = authorise(fake, 7, "/stage-results 66")
+    res = comment_jobs(fake, comment_event(fake, 7, c))
+    assert res.outputs.get("stage-run-id", "") == "" and fake.dispatches == []
+    assert "not this PR's branch" in fake.bot_comments(7)[-1]["body"]
+
+
+def test_a_run_is_judged_by_the_plan_it_recorded_not_the_prs_label_history(fake):
+    """PR #7's own run on its branch, but it swept with evals-only; the label event that says so is gone
+    from the history (a label deleted from the repository leaves no `unlabeled` event to replay)."""
+    pr_with_sweep(fake, 7)
+    fake.add_run(67, head_sha=SHA1, plan_labels=("full-sweep-fail-fast", "evals-only"))
+    res = reuse_at_merge(fake, 7, "/use 67")
+    assert res.outputs["reuse-enabled"] == "false"
+    assert "its recorded plan ran with evals-only, which is not a full sweep" in res.outputs["reuse-reason"]
+
+
+def test_a_run_without_a_recorded_plan_is_not_reused(fake):
+    pr_with_sweep(fake, 7)
+    fake.add_run(67, head_sha=SHA1, plan_labels=None)
+    res = reuse_at_merge(fake, 7, "/use 67")
+    assert res.outputs["reuse-enabled"] == "false" and "has no recorded plan" in res.outputs["reuse-reason"]
