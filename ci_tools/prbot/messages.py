@@ -281,5 +281,9 @@ def denied_text(author: str, command: str, why: str, who: str) -> str:
 
 
 def usage(author: str, problem, comment_url: str) -> str:
-    return text("usage", author=author, given=problem.given, line=problem.line, comment_url=comment_url,
+    body = text("usage", author=author, given=problem.given, line=problem.line, comment_url=comment_url,
                 forms=bullet_list(f"`{f}`" for f in problem.forms))
+    if problem.suggestion:
+        first, rest = body.split("\n", 1)
+        body = f"{first} Did you mean `{problem.suggestion}`?\n{rest}"
+    return body
