@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import venv
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,6 +171,68 @@ def ensure_slurm() -> None:
         sys.exit(f"after installing {' '.join(SLURM_PACKAGES)}, {', '.join(still)} are still missing")
 
 
+DOCKER_PROGRAMS = ("dockerd", "docker", "docker-registry")
+DOCKER_PACKAGES = ("docker.io", "docker-registry")   # the daemon, and a registry the tests push their image to
+DOCKERD_LOG = VENV / "dockerd.log"
+
+
+def _docker_answers() -> bool:
+    try:
+        return subprocess.run(["docker", "info"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def ensure_docker() -> subprocess.Popen | None:
+    """The docker backend's end-to-end tests (tests/runner/test_docker_e2e.py) need a daemon: Debian's
+    docker.io (and docker-registry, for an image pinned by digest without reaching any registry outside),
+    installed with apt-get when missing, like ensure_slurm. A daemon that already answers `docker info` is
+    used and left alone; otherwise dockerd is started here and returned, and test() stops it by its PID."""
+    missing = [p for p in DOCKER_PROGRAMS if shutil.which(p) is None]
+    if missing:
+        hint = f"install {' and '.join(DOCKER_PACKAGES)} (apt-get install {' '.join(DOCKER_PACKAGES)})"
+        if sys.platform != "linux" or shutil.which("apt-get") is None or os.geteuid() != 0:
+            sys.exit(f"the docker tests need {', '.join(missing)}: {hint}, as root")
+        print(f"installing {' '.join(DOCKER_PACKAGES)} for the docker tests (missing: {', '.join(missing)})",
+              flush=True)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for cmd in (["apt-get", "update", "-q"],
+                    ["apt-get", "install", "-y", "-q", "--no-install-recommends", *DOCKER_PACKAGES]):
+            rc = run(cmd, env=env, stdout=subprocess.DEVNULL)
+            if rc != 0:
+                sys.exit(f"`{' '.join(cmd)}` failed (exit {rc}); {hint}")
+    if _docker_answers():
+        return None
+    if os.geteuid() != 0:
+        sys.exit("no Docker daemon answers `docker info` and only root can start one: start dockerd, or run as root")
+    print(f"starting dockerd for the docker tests (log: {DOCKERD_LOG})", flush=True)
+    DOCKERD_LOG.parent.mkdir(parents=True, exist_ok=True)
+    with DOCKERD_LOG.open("ab") as log:
+        daemon = subprocess.Popen(["dockerd"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                  start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not _docker_answers():
+        if daemon.poll() is not None or time.monotonic() > deadline:
+            stop_docker(daemon)
+            tail = DOCKERD_LOG.read_text(errors="replace").splitlines()[-15:]
+            sys.exit("dockerd did not answer `docker info` within 60 s:\n" + "\n".join(tail))
+        time.sleep(0.5)
+    return daemon
+
+
+def stop_docker(daemon: subprocess.Popen | None) -> None:
+    """Stop the dockerd this run started (by its PID: SIGTERM, then SIGKILL after 20 s)."""
+    if daemon is None or daemon.poll() is not None:
+        return
+    daemon.terminate()
+    try:
+        daemon.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait(timeout=10)
+
+
 def demo() -> int:
     ensure_env("")
     return run([PY, ROOT / "examples" / "demo.py"])
@@ -205,7 +268,11 @@ def test(args: list[str]) -> int:
     ensure_engines()
     ensure_slurm()
     ensure_yaml_language_server()
-    rc = run([PY, "-m", "pytest", *args], cwd=ROOT)
+    daemon = ensure_docker()
+    try:
+        rc = run([PY, "-m", "pytest", *args], cwd=ROOT)
+    finally:
+        stop_docker(daemon)
     if rc == 5:
         print("pytest collected no tests: that is a failure here, not a pass", file=sys.stderr)
         return 1
