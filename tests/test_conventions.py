@@ -85,7 +85,7 @@ def test_every_command_speaks_text_json_github_defaulting_to_text(name):
     import click
 
     options = [p for p in COMMANDS[name].params if "--format" in getattr(p, "opts", ())]
-    assert len(options) == 1, f"`ci-tools {name}` has no --format option (README: 'Output, everywhere')"
+    assert len(options) == 1, f"`ci-tools {name}` has no --format option (docs/reference.md: 'Output, everywhere')"
     fmt = options[0]
     assert isinstance(fmt.type, click.Choice), name
     choices = set(fmt.type.choices)

@@ -63,7 +63,7 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
       ci-tools plan --base origin/main --head HEAD --after-canary --passed-family b300
     \b
     With --format github the outputs go to $GITHUB_OUTPUT and a summary to
-    $GITHUB_STEP_SUMMARY (see the README, "Sweep planning", for the output names).
+    $GITHUB_STEP_SUMMARY (see docs/reference.md, "`plan` output", for the output names).
     Exit 1 when the labels or the change are invalid (the check must fail), else 0.
     """
     from ci_tools.sweep import flow, render

@@ -220,7 +220,9 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
         checked = pareto.check_claims(points, pareto.parse_claims(read_text(claims), str(claims)), str(claims))
     if plot is not None:
         try:
-            render.plot_png(points, analysis, plot, title)
+            from ci_tools.results.chart import from_points
+
+            render.plot_png(from_points(points, title), plot)
         except ImportError:
             raise InputError("--plot needs matplotlib: pip install 'ci-tools[plot]'") from None
     if fmt == "json":

@@ -12,6 +12,7 @@ from string import Template
 from typing import Iterable
 
 from ci_tools.prbot import sticky
+from ci_tools.prbot.commands import PERMISSION_NOT_FOUND
 
 TEMPLATES: dict[str, str] = {
     "approve-accepted": """\
@@ -117,8 +118,16 @@ NEEDS = {
 }
 
 
+def permission_of(login: str, permission: str) -> str:
+    """"@login has P permission", or, for a 404 from GitHub's permission lookup, that it counts as none."""
+    if permission == PERMISSION_NOT_FOUND:
+        return (f"@{login} has no permission GitHub reports (its collaborator-permission lookup answered 404, as "
+                "it does for some users who are not collaborators), so it counts as none")
+    return f"@{login} has {permission} permission"
+
+
 def lacks_write(login: str, permission: str) -> str:
-    return f"@{login} has {permission} permission on the repository; write or higher is needed"
+    return f"{permission_of(login, permission)} on the repository; write or higher is needed"
 
 
 def is_a_bot(login: str) -> str:
@@ -257,7 +266,7 @@ def denial(author: str, denied: list[tuple[str, str]], permission: str) -> str:
     `denied`: (command word, command as written) of each command that needs it, in comment order."""
     if len(denied) == 1:
         word, given = denied[0]
-        why = f"@{author} has {permission} permission" if word == "/stage-results" else lacks_write(author, permission)
+        why = permission_of(author, permission) if word == "/stage-results" else lacks_write(author, permission)
         return denied_text(author, given, why, NEEDS[word])
     shown = ", ".join(f"`{given}`" for _, given in denied)
     needs = {NEEDS[word] for word, _ in denied}

@@ -87,8 +87,9 @@ def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path |
     claims = check_claims(head, main, claims_path) if claims_path else []
     if plot is not None:
         try:
-            png = compare_render.plot_png(compare.points_of(head),
-                                          compare.points_of(compare.latest_per_point(main)), title)
+            from ci_tools.results import chart, render
+
+            png = render.png_bytes(chart.from_sides(head, compare.latest_per_point(main), title))
         except ImportError:
             raise InputError("--plot needs matplotlib: pip install 'ci-tools[plot]'", exit_code=2) from None
         plot.parent.mkdir(parents=True, exist_ok=True)

@@ -4,7 +4,7 @@
 hand-copied `if:` strings (spec inferencex-pr-policy.md §1.4-1.9). It needs no configs, so the
 workflow's first job can run it in well under a second and compute the concurrency group from it.
 
-Where this deliberately differs from InferenceX (documented in the README, "Sweep planning"):
+Where this deliberately differs from InferenceX (documented in docs/reference.md, "`plan` output"):
 - only labels named in the policy file are relevant; queue/priority labels (`skip_queue`, ...)
   neither restart nor cancel a sweep (InferenceX W14 restarts the whole sweep for them);
 - a label change that cannot matter (a modifier on a PR with no primary label, any label on a draft

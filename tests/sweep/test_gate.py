@@ -2,7 +2,7 @@
 
 InferenceX's reference answers are (check-changelog, reuse-sweep-gate, setup). Ours are
 (check, sweep) plus `restarts` (whether the event takes the PR's active concurrency group). Rows marked DEVIATION
-differ on purpose; the README lists why.
+differ on purpose; docs/reference.md lists why.
 """
 
 import pytest
