@@ -128,6 +128,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "plan": ["--event-path", "nope.json"],
     "results collect": ["nope", "--out", "out.json"],
     "results compare": ["nope.json", "--baseline", "nope-base.json"],
+    "results report": ["nope.json", "--baseline", "nope-base.json", "--out", "nope.html"],
     "results dispatch": ["--event-path", "nope.json"],
     "results pareto": ["nope.csv"],
     "results process": ["nope"],

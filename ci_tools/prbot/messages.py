@@ -150,6 +150,8 @@ def reuse_text(auth) -> str:
 
 
 AFTER_MERGE = "Commands made after the merge do not change which run was reused."
+PIN_A_SWEEP = ("Nothing is pinned. Pin a sweep run of this PR: its id is the number in the run's address "
+               "(`.../actions/runs/<run_id>`); or comment `/use` to reuse the newest eligible one.")
 
 
 def use_accepted(author: str, pinned: int | None, run, refused: str | None, label_problem: str | None) -> str:
@@ -279,5 +281,9 @@ def denied_text(author: str, command: str, why: str, who: str) -> str:
 
 
 def usage(author: str, problem, comment_url: str) -> str:
-    return text("usage", author=author, given=problem.given, line=problem.line, comment_url=comment_url,
+    body = text("usage", author=author, given=problem.given, line=problem.line, comment_url=comment_url,
                 forms=bullet_list(f"`{f}`" for f in problem.forms))
+    if problem.suggestion:
+        first, rest = body.split("\n", 1)
+        body = f"{first} Did you mean `{problem.suggestion}`?\n{rest}"
+    return body
