@@ -113,6 +113,7 @@ def test_an_unknown_option_exits_2(name):
 # A missing input for each command: the path named here does not exist. A command without one says
 # why (a string instead of arguments). The walk below fails for a command missing from this table.
 MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
+    "bot card-pr": ["--event-path", "nope.json"],
     "bot pr-body": ["--event-path", "nope.json"],
     "bot status-card": ["--event-path", "nope.json"],
     "bot welcome": ["--event-path", "nope.json"],

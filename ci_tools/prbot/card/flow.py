@@ -151,6 +151,16 @@ def card_inputs(*, plan_file: Path | None, plan_json: Path | None, evals_file: P
     return plan, evals
 
 
+def which_pr(event: Event, settings: Settings, gh: Lazy) -> Result:
+    """`bot card-pr`: the PR (and concurrency group) of a workflow_run event's card; no API call."""
+    from ci_tools.prbot.card.decide import card_group, card_pr
+
+    if event.name != "workflow_run" or event.workflow_run is None:
+        return Result(outputs={"pr": "", "group": ""}, messages=[f"a {event.name} event has no status card run"])
+    pr, why = card_pr(event.workflow_run)
+    return Result(outputs={"pr": str(pr or ""), "group": card_group(pr) if pr else ""}, messages=[why])
+
+
 def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None, run: dict | None,
                 plan: str | None, evals: str | None = None) -> Result:
     observed = False  # a workflow_run event of a sweep that planned: its jobs and artifacts can be read
