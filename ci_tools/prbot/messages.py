@@ -184,7 +184,8 @@ def sweep_section(head: str, run_id, results_site: str) -> str:
 
 
 def _artifact_links(run: dict) -> str:
-    return f"\n\nPareto plot and per-point results: [run {run['id']} artifacts]({run.get('url', '')}#artifacts)."
+    return (f"\n\nThe sweep report, the Pareto plot and per-point results: "
+            f"[run {run['id']} artifacts]({run.get('url', '')}#artifacts).")
 
 
 def results_not_downloaded(artifact: str, error) -> str:
@@ -286,5 +287,9 @@ def denied_text(author: str, command: str, why: str, who: str) -> str:
 
 
 def usage(author: str, problem, comment_url: str) -> str:
-    return text("usage", author=author, given=problem.given, line=problem.line, comment_url=comment_url,
+    body = text("usage", author=author, given=problem.given, line=problem.line, comment_url=comment_url,
                 forms=bullet_list(f"`{f}`" for f in problem.forms))
+    if problem.suggestion:
+        first, rest = body.split("\n", 1)
+        body = f"{first} Did you mean `{problem.suggestion}`?\n{rest}"
+    return body

@@ -61,6 +61,8 @@ def test_plain_issue_comments_and_bot_comments_cost_nothing(fake):
     ("/stage-results 123 please", "`/stage-results <run_id>`"),      # 89
     ("/sweep", "`/sweep plan`"),
     ("/USE 5", "`/use`"),
+    ("/usee 9", "Did you mean `/use`?"),                 # issue 24: near misses got no reply at all
+    ("/stage-result 9", "Did you mean `/stage-results`?"),
 ])
 def test_usage_errors_get_the_right_form(fake, body, expected):
     pr_with_sweep(fake, 1)
