@@ -92,6 +92,7 @@ ENDPOINTS: dict[tuple[str, str], str] = {
     ("POST", "/repos/{owner}/{repo}/statuses/{sha}"): "statuses: write",
     ("GET", "/repos/{owner}/{repo}/commits/{ref}/statuses"): "statuses: read",
     ("POST", "/repos/{owner}/{repo}/dispatches"): "contents: write",
+    ("GET", "/repos/{owner}/{repo}/actions/runs"): "actions: read",
 }
 
 # GraphQL has one endpoint; a query may read what the token's repository permissions allow (a PR's
@@ -650,6 +651,17 @@ class GitHub:
         if target_url:
             body["target_url"] = target_url
         return self._request("POST", self._r(f"/statuses/{sha}"), body=body)[1]
+
+    def dispatch_run_names(self, repo: str) -> list[str]:
+        """The run names of `repo`'s newest repository_dispatch runs (one page, fresh: a re-run asks
+        whether its dispatch arrived). The results app names each run for the dispatch it received."""
+        _, data = self._request("GET", f"/repos/{repo}/actions/runs",
+                                {"event": "repository_dispatch", "per_page": PER_PAGE})
+        runs = data.get("workflow_runs") if isinstance(data, dict) else None
+        if not isinstance(runs, list):
+            raise GitHubError(f"GitHub API GET /repos/{repo}/actions/runs: expected workflow_runs, got "
+                              f"{type(runs).__name__}; nothing was sent")
+        return [str(r.get("display_title") or "") for r in runs if isinstance(r, dict)]
 
     def dispatch(self, repo: str, event_type: str, client_payload: dict) -> None:
         self._request("POST", f"/repos/{repo}/dispatches",

@@ -200,6 +200,9 @@ class FakeGitHub:
         self.reviews: dict[int, dict] = {}           # id -> review (with "_pr")
         self.endpoints = permission_table()
         self.faults: list[Fault] = []
+        self.after_write: list[list] = []            # [method, path regex, status, times left, raw, body]
+        self.app_runs: dict[str, list[dict]] = {}    # another repository (the results app) -> its runs
+        self.app_acknowledges = True                 # a received dispatch starts the app's named run
         self.slows: list[list] = []                  # [method, path regex, seconds, times left]
         self.runners: list[dict] = []
         self.jobs: dict[int, list[dict]] = {}        # run id -> jobs
@@ -409,6 +412,24 @@ class FakeGitHub:
         self.add_commit(pr, sha, tree)
         self.pulls[pr]["head"]["sha"] = sha
 
+    def add_app_run(self, repo: str, display_title: str) -> dict:
+        """A repository_dispatch run in another repository (the results app), named `display_title`."""
+        run = copy.deepcopy(self._run_t)
+        rid = next(self._ids)
+        run.update(id=rid, display_title=display_title, event="repository_dispatch", head_branch="main",
+                   status="queued", conclusion=None, created_at=self.tick(), pull_requests=[],
+                   html_url=f"https://github.com/{repo}/actions/runs/{rid}")
+        run["repository"] = {**run["repository"], "full_name": repo}
+        run["head_repository"] = {**run["head_repository"], "full_name": repo}
+        self.app_runs.setdefault(repo, []).append(run)
+        return run
+
+    def fail_after_write(self, method: str, path: str, status: int, *, times: int = 1, raw: bytes | None = None,
+                         body: dict | None = None) -> None:
+        """Carry out the next `times` matching requests, then answer `status` with `body` (or the bytes
+        `raw`: a garbled answer): a write that happened although the client was told it failed."""
+        self.after_write.append([method, re.compile(path), status, times, raw, body or {"message": "Bad Gateway"}])
+
     def fail(self, method: str, path: str, status: int, *, times: int = 1, headers: dict | None = None,
              body: dict | None = None) -> None:
         self.faults.append(Fault(method, re.compile(path), status, times, headers or {},
@@ -565,8 +586,17 @@ class FakeGitHub:
                              "Invalid request.\n\nclient_payload must be less than 64KB.",
                              "documentation_url": "https://docs.github.com/rest/repos/repos#create-a-repository-dispatch-event",
                              "status": "422"}, None
-            self.dispatches.append({"repo": path.split("/")[2] + "/" + path.split("/")[3], **body})
+            target = path.split("/")[2] + "/" + path.split("/")[3]
+            self.dispatches.append({"repo": target, **body})
+            if self.app_acknowledges:
+                # the results app's contract: its receiving workflow's run is named for the dispatch
+                key = payload.get("dispatch-key")
+                self.add_app_run(target, f"{body['event_type']} {key}" if key else body["event_type"])
             return 204, None, None
+        if method == "GET" and (g := m(r"/repos/([^/]+/[^/]+)/actions/runs")):
+            runs = list(self.runs.values()) if g[1] == self.repo else list(self.app_runs.get(g[1], []))
+            return 200, sorted(runs, key=lambda r: (r["created_at"], r["id"]), reverse=True), \
+                ("wrapped", "workflow_runs", "WorkflowRun")
         return 404, None, None
 
     # ---- GraphQL: queries run by graphql-core against GitHub's published schema --------------------
@@ -744,6 +774,11 @@ class FakeGitHub:
                     f.times -= 1
                     return f.status, f.body, f.headers
             status, obj, kind = self.route(method, url.path, body)
+            for rule in self.after_write:
+                if rule[3] > 0 and rule[0] == method and rule[1].search(url.path):
+                    rule[3] -= 1
+                    return rule[2], rule[4] if rule[4] is not None else rule[5], \
+                        {"Content-Type": "application/json"} if rule[4] is not None else {}
             headers: dict = {}
             if status == 302 or isinstance(obj, bytes):  # a redirect, or an archive: no JSON, no schema
                 return status, obj, kind or {}
@@ -790,8 +825,9 @@ class _Handler(BaseHTTPRequestHandler):
             threading.Event().wait(delay)
         raw = isinstance(obj, bytes)
         data = obj if raw else b"" if obj is None else json.dumps(obj).encode()
+        headers = dict(headers)
         self.send_response(status)
-        self.send_header("Content-Type", "application/zip" if raw else "application/json")
+        self.send_header("Content-Type", headers.pop("Content-Type", "application/zip" if raw else "application/json"))
         self.send_header("Content-Length", str(len(data)))
         for k, v in headers.items():
             self.send_header(k, str(v))

@@ -604,3 +604,73 @@ def test_a_run_without_a_recorded_plan_is_not_reused(fake):
     fake.add_run(67, head_sha=SHA1, plan_labels=None)
     res = reuse_at_merge(fake, 7, "/use 67")
     assert res.outputs["reuse-enabled"] == "false" and "has no recorded plan" in res.outputs["reuse-reason"]
+
+
+# ---- issue 25, 6: a dispatch whose answer was lost is not sent twice by a re-run -------------------------
+
+def app_client(fake, timeout=1):
+    return lambda: GitHub(fake.repo, "dispatch-token", api_url=fake.url, sleep=lambda s: None,
+                          seconds_between_writes=0, timeout=timeout)
+
+
+LOST_ANSWERS = {
+    "timeout after the write": lambda fake: fake.slow("POST", r"/dispatches$", 2.5),
+    "502 after the write": lambda fake: fake.fail_after_write("POST", r"/dispatches$", 502),
+    "garbled 200 after the write": lambda fake: fake.fail_after_write("POST", r"/dispatches$", 200, raw=b"<html>oops"),
+    "502 before the write": lambda fake: fake.fail("POST", r"/dispatches$", 502),
+}
+
+
+def stage_job(fake, event, payload):
+    from ci_tools.prbot.shell import Lazy
+
+    return stage_dispatch(event, settings(), lazy(fake), Lazy(app_client(fake)), json.dumps(payload))
+
+
+def ingest_job(fake, attempt):
+    from ci_tools.prbot.shell import Lazy
+    from ci_tools.prbot.staging.flow import results_dispatch
+    from test_gh_results_dispatch import RUN
+
+    return results_dispatch(push_event(fake), settings(), lazy(fake), Lazy(app_client(fake)), source_run_id=None,
+                            collect_result="success", run_id=RUN, run_attempt=attempt)
+
+
+@pytest.mark.parametrize("fault", sorted(LOST_ANSWERS))
+def test_a_rerun_of_the_stage_dispatch_job_after_a_lost_answer_sends_nothing_twice(fake, fault):
+    payload, event, _ = staged(fake)
+    LOST_ANSWERS[fault](fake)
+    try:
+        first = stage_job(fake, event, payload).outputs["dispatched"]
+    except GitHubError as exc:
+        first = "error"
+        assert "a re-run of this job first looks for the app's run" in exc.message
+    rerun = stage_job(fake, event, payload)                     # the job re-run: same event, same payload
+    assert rerun.outputs["dispatched"] == "true" and len(fake.dispatches) == 1, (first, rerun.messages)
+    assert fake.dispatches[0]["client_payload"]["dispatch-key"] == payload["dispatch-key"]
+
+
+@pytest.mark.parametrize("fault", sorted(LOST_ANSWERS))
+def test_a_rerun_of_the_ingest_job_after_a_lost_answer_sends_nothing_twice(fake, fault):
+    from test_gh_results_dispatch import merged_pr
+
+    merged_pr(fake)
+    LOST_ANSWERS[fault](fake)
+    try:
+        ingest_job(fake, 2)
+    except GitHubError as exc:
+        assert "dispatch-key" in exc.message
+    rerun = ingest_job(fake, 3)                                 # a re-run is the run's next attempt
+    assert rerun.outputs["dispatched"] == "true" and len(fake.dispatches) == 1, rerun.messages
+
+
+def test_an_app_that_has_not_listed_its_run_yet_gets_the_same_key_twice(fake):
+    """The one case a re-run cannot see: the app's run is not listed yet. It is sent again with the
+    same key, which the app's contract de-duplicates on (what this repository can check is the key)."""
+    payload, event, _ = staged(fake)
+    fake.app_acknowledges = False
+    fake.fail_after_write("POST", r"/dispatches$", 502)
+    with pytest.raises(GitHubError):
+        stage_job(fake, event, payload)
+    stage_job(fake, event, payload)
+    assert [d["client_payload"]["dispatch-key"] for d in fake.dispatches] == [payload["dispatch-key"]] * 2
