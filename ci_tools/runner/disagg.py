@@ -239,6 +239,10 @@ def worker_argv(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_
     argv += ["--disaggregation-mode", g.role, "--disaggregation-transfer-backend", point.kv_transfer]
     if g.role == "prefill":
         argv += ["--disaggregation-bootstrap-port", str(worker.port + 1)]
+    if kind == "sglang-router":
+        # as srt-slurm does: a PD worker's own warmup (fake-bootstrap requests to every DP rank, up to
+        # 1800 s in SGLang 0.5.2x) only delays readiness; AIPerf's warmup requests go through the router
+        argv.append("--skip-server-warmup")
     if g.nodes_per_worker > 1:
         argv += ["--nnodes", str(g.nodes_per_worker), "--dist-init-addr", f"{{{worker.name}_node0}}:{worker.dist_port}"]
     args = dict(g.args)
@@ -422,7 +426,10 @@ def job_name(plan: MultiNodePlan) -> str:
 
 def alloc_argv(plan: MultiNodePlan) -> list[str]:
     s = plan.slurm
-    argv = ["salloc", "--no-shell", f"--job-name={job_name(plan)}", f"--nodes={plan.nodes}"]
+    # the GPUs are asked for even when --exclusive grants the whole node: without them a step's
+    # --gpus-per-node fails ("Step requested GRES but job doesn't have GRES") on a shared node
+    argv = ["salloc", "--no-shell", f"--job-name={job_name(plan)}", f"--nodes={plan.nodes}",
+            f"--gpus-per-node={plan.gpus_per_node}"]
     if s.runner:
         argv.append(f"--comment={RUNNER_KEY}={s.runner}")
     if s.exclusive:
