@@ -93,10 +93,16 @@ def test_the_decided_payload_is_sent_once_by_the_dispatch_job(fake):
     ({"comment-id": "the /stage-results comment itself"}, "is not the bot's staging acknowledgement of comment"),
 ])
 def test_a_payload_that_does_not_match_what_github_says_is_not_sent(fake, change, why):
+    from ci_tools.prbot.staging import decide as staging
+
     payload, event, c = staged(fake)
     if "comment-id" in change:
         change = {"comment-id": str(c["id"])}
-    res = send(fake, event, {**payload, **change})
+    forged = {**payload, **change}
+    # whoever forges the payload computes its key too: the checks below are GitHub's, not the key's
+    forged["dispatch-key"] = staging.dispatch_key(staging.DISPATCH_EVENT, fake.repo, forged["run-id"],
+                                                  forged["run-attempt"], forged["comment-id"])
+    res = send(fake, event, forged)
     assert res.exit_code == 1 and res.outputs["dispatched"] == "false" and fake.dispatches == []
     assert why in res.messages[0]
 

@@ -235,6 +235,7 @@ def signoff_with_a_minted_app_token(s):
     """#23.6: the App token minted by the job's create-github-app-token step (what it leaves: the
     `token` output) reads the teams; no TEAM_MEMBERSHIP_TOKEN secret is set."""
     signed_off_pr(s.fake)
+    opened(s)
     c = s.fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     job = s.job("signoff-verify.yml", "verify", "issue_comment", comment_payload(s.fake, 1, c), secrets={})
     minted = s.app_token("minted", members="read")
