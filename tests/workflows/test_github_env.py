@@ -424,12 +424,23 @@ def collect_compares_with_main(s: Scenario):
     work = s.tmp / "workspace"
     (work / "results").mkdir(parents=True)
     (work / "results" / "results.json").write_text(json.dumps({"results": [result(1300.0)]}))
+    # what download-artifact put there: a job's directory with its nvidia-smi samples (a real H200's)
+    from tests.conftest import shared_dir
+
+    job_dir = work / "artifacts" / "job_tp2-c64"
+    job_dir.mkdir(parents=True)
+    (job_dir / "job.json").write_text(json.dumps({"point": point}))
+    (job_dir / "gpu_telemetry.csv").write_text((shared_dir() / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text())
     pr_with_sweep(s.fake, 1)
     job = s.job("sweep-stages.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
                 inputs={"sweep": True, "points": "0"})
     step = ok(job.run(4))
     assert "| tp2-c64 |" in step.summary and "improved" in step.summary
     assert (work / "results" / "compare.png").is_file()
+    step = ok(job.run("report"))
+    page = (work / "report" / "report.html").read_text()
+    assert "1 improved, 0 regressed" in step.summary and "<script src" not in page
+    assert 'data-job="tp2-c64"' in page and "sw power cap" in page
     return [job]
 
 
