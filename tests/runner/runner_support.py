@@ -4,6 +4,7 @@ line, environment and the check that nothing of it is left running."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -23,9 +24,10 @@ from ci_tools.config.load import default_master_paths, read_masters
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 STUB = HERE / "stub_server.py"
-PYXIS = HERE / "pyxis"          # the pyxis stand-in srun/sbatch use on the local Slurm
+PYXIS = HERE / "pyxis"          # the pyxis (srun) and enroot stand-ins the local Slurm's jobs use
 FAKE_GPU = HERE / "fake_gpu"    # nvidia-smi answering with a real H200's recorded output
 IMAGE = "example.org/stub:1@sha256:" + "0" * 64
+SOLO_NODE = "cit-solo"          # the one-node test Slurm's NodeName: not resolvable, NodeAddr 127.0.0.1
 SEED_KEY = "dsv41flash-fp4-gb300-sglang-agentic-dspark"
 
 
@@ -180,20 +182,28 @@ def nothing_left_behind(cluster=None) -> Iterator[Sandbox]:
 def runner_run(root: Path, row: str, *, backend: str, aiperf: str, hf_home: Path, model_store: Path,
                server_cmd: str, port: int, ready_timeout: float, duration: float, extra: list[str] | None = None,
                ) -> list[str]:
-    """`ci-tools runner run` of ROOT/ROW into ROOT/out, with the stub tokenizer and a synthetic dataset."""
+    """`ci-tools runner run` of ROOT/ROW into ROOT/out, with the stub tokenizer and a synthetic dataset
+    (Slurm: enroot images in ROOT/squash)."""
     return [sys.executable, "-m", "ci_tools", "runner", "run", "--row", str(root / row), "--root", str(root),
             "--backend", backend, "--out", str(root / "out"), "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok",
             "--dataset", "synthetic:40:8", "--hf-cache", str(hf_home / "hub"), "--model-store", str(model_store),
+            "--squash-dir", str(root / "squash"),
             "--server-cmd", server_cmd, "--port", str(port), "--ready-timeout", f"{ready_timeout:g}",
             "--duration-override", str(duration), "--runner-name", "", *(extra or [])]
 
 
-def start_slurm(nodes: int = 1, gpus: int = 4):
+def pyxis_log(path: Path) -> tuple[list[dict], list[dict]]:
+    """The stand-ins' records: (srun steps with container options, enroot imports)."""
+    records = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [r for r in records if "srun" in r], [r for r in records if r.get("enroot") == "import"]
+
+
+def start_slurm(nodes: int = 1, gpus: int = 4, node: str = "localhost"):
     """A local Slurm of its own directory and ports (slurm_cluster.py); fails, never skips, when it cannot
-    start: the Slurm tests are part of the suite's promise."""
+    start: the Slurm tests are part of the suite's promise. `node` names the one node of a 1-node cluster."""
     from slurm_cluster import LocalSlurm, SlurmUnavailable
 
-    cluster = LocalSlurm(gpus=gpus, nodes=nodes)
+    cluster = LocalSlurm(gpus=gpus, nodes=nodes, node=node)
     try:
         cluster.start()
     except SlurmUnavailable as exc:

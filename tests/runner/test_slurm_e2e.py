@@ -2,7 +2,8 @@
 
 `runner run --backend slurm` submits the allocation with sbatch, finds its job by the id sbatch
 printed, runs the stub engine and a stub router as steps of that job (pyxis's options taken and
-checked by the srun stand-in in tests/runner/pyxis/), waits for readiness on the node's name, runs
+checked by the srun stand-in in tests/runner/pyxis/), waits for readiness at the node's NodeAddr (its
+name, cit-solo, is in no DNS), runs
 the real AIPerf 0.13 and cancels the job. The cancel tests replay GitHub's sequence (SIGINT to the
 step's process group, 7.5 s, SIGTERM, 2.5 s, SIGKILL of the tree) and then require that neither
 `squeue` nor `ps` shows anything of the job.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import (PYXIS, REPO, STUB, free_port, gpu_host_env, nothing_left_behind, runner_run,
+from runner_support import (PYXIS, REPO, SOLO_NODE, STUB, pyxis_log, free_port, gpu_host_env, nothing_left_behind, runner_run,
                             stub_recipe, stub_row)
 
 RECIPE = stub_recipe(env="a,b", points="""  tp2-c2: {tp: 2, ep: 1, conc: 2}
@@ -63,8 +65,11 @@ def sjob(tmp_path, aiperf, hf_home, slurm, shared):
 
 
 def pyxis_records(job) -> list[dict]:
-    path = job["dir"] / "pyxis.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return pyxis_log(job["dir"] / "pyxis.jsonl")[0]
+
+
+def enroot_imports(job) -> list[dict]:
+    return pyxis_log(job["dir"] / "pyxis.jsonl")[1]
 
 
 def test_slurm_dep_point_end_to_end(sjob):
@@ -87,9 +92,11 @@ def test_slurm_dep_point_end_to_end(sjob):
     out = sjob["out"]
     status = json.loads((out / "status.json").read_text())
     job = status["slurm_job_id"]
-    assert status["ok"] is True and job != stale and status["node"] == "localhost"
+    assert status["ok"] is True and job != stale and status["node"] == SOLO_NODE
     assert f"server allocation submitted as Slurm job {job}" in run.stderr
-    assert "ready: http://localhost:" in run.stderr           # readiness went to the node by its name
+    # the node's name resolves nowhere: readiness and the client (a valid result below) went to its NodeAddr
+    assert status["node_addr"] == "127.0.0.1" and f"node {SOLO_NODE} is reached at its NodeAddr 127.0.0.1" in run.stderr
+    assert "ready: http://127.0.0.1:" in run.stderr
     # the allocation was time-bounded and the engine step saw the 2 GPUs Slurm gave the job
     commands = (out / "commands.txt").read_text()
     assert "--time=" in commands and "--partition=debug" in commands and "--exclusive" not in commands
@@ -100,7 +107,13 @@ def test_slurm_dep_point_end_to_end(sjob):
     recs = pyxis_records(sjob)
     assert [r["srun"][:2] for r in recs] == [[f"--jobid={job}", "--overlap"]] * 2
     server, router = sorted(recs, key=lambda r: "--gres=none" in r["srun"])  # both start at once
-    assert server["image"] == "example.org/stub@sha256:" + "0" * 64
+    # the image was imported once for the job, before the steps, and both steps ran that file
+    sqsh = f"{sjob['dir']}/squash/example.org+stub+sha256+{'0' * 64}.sqsh"
+    assert [(i["uri"], i["output"]) for i in enroot_imports(sjob)] == [
+        ("docker://example.org/stub@sha256:" + "0" * 64, sqsh + ".part")]
+    assert server["image"] == router["image"] == sqsh and Path(sqsh).is_file()
+    assert not Path(sqsh + ".part").exists() and status["image_import_s"] >= 1
+    assert f"importing example.org/stub@sha256:{'0' * 64} into {sqsh}" in (out / "image_import.log").read_text()
     assert server["mounts"] == [f"{sjob['dir']}:/models:ro", f"{sjob['hf_home'] / 'hub'}:/hf_hub_cache"]
     assert server["remap_root"] == 1 and server["mount_home"] == 0
     assert server["env_values"]["SGLANG_SIMULATE_ACC_LEN"] == "3.51"
@@ -113,6 +126,11 @@ def test_slurm_dep_point_end_to_end(sjob):
     # when the run ended its job was gone, and the other job, not ours, was still there
     assert all(not j.startswith(f"{job} ") for j in jobs), jobs
     assert any(j.startswith(f"{stale} ") for j in jobs), jobs
+    # a later job of the same image imports nothing: it finds the file
+    again = subprocess.run(sjob["argv"](), env=sjob["env"], capture_output=True, text=True, timeout=180)
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert len(enroot_imports(sjob)) == 1
+    assert f"{sqsh} is already imported" in (out / "image_import.log").read_text()
 
 
 def github_cancel(proc: subprocess.Popen, sigint_wait: float = 7.5, sigterm_wait: float = 2.5) -> list[str]:
@@ -256,5 +274,7 @@ def test_server_never_ready_on_slurm(sjob):
     run = subprocess.run(sjob["argv"]("row.json", "--never-ready", extra=["--ready-timeout", "3"]), env=sjob["env"],
                          capture_output=True, text=True, timeout=90)
     assert run.returncode == 1, run.stderr
-    assert "error: ready: the server was not ready within 3 s" in run.stderr
+    # the image import's time counts against readiness (the stand-in's import takes about 1 s)
+    assert re.search(r"error: ready: the server was not ready within [\d.]+ s .*\(3 s less the image import's "
+                     r"[\d.]+ s\)", run.stderr), run.stderr
     assert json.loads((sjob["out"] / "status.json").read_text())["phase"] == "ready"

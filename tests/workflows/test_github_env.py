@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -218,8 +219,22 @@ def signoff_comment(s):
     c = s.fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     job = s.job("signoff-verify.yml", "verify", "issue_comment", comment_payload(s.fake, 1, c),
                 secrets={"TEAM_MEMBERSHIP_TOKEN": s.app_token("teams", members="read")})
-    ok(job.run(2))
+    ok(job.run("verify"))
     assert s.fake.statuses[-1]["state"] == "success"
+    return [job]
+
+
+def signoff_with_a_minted_app_token(s):
+    """#23.6: the App token minted by the job's create-github-app-token step (what it leaves: the
+    `token` output) reads the teams; no TEAM_MEMBERSHIP_TOKEN secret is set."""
+    signed_off_pr(s.fake)
+    c = s.fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    job = s.job("signoff-verify.yml", "verify", "issue_comment", comment_payload(s.fake, 1, c), secrets={})
+    minted = s.app_token("minted", members="read")
+    job.steps["team-token"] = rt.StepRun(subprocess.CompletedProcess([], 0), {"token": minted}, "")
+    ok(job.run("verify"))
+    assert s.fake.statuses[-1]["state"] == "success"
+    assert any(token == minted and "memberships" in call for token, call, _ in s.fake.authorised)
     return [job]
 
 
@@ -248,7 +263,7 @@ def review_signoff_two_phases(s, fork="someone/bench"):
                    secrets={"TEAM_MEMBERSHIP_TOKEN": s.app_token("teams", members="read")})
     (verify.tmp / "review").mkdir()
     (verify.tmp / "review" / names.REVIEW_FILE).write_text(recorded)      # what download-artifact leaves
-    ok(verify.run(3))
+    ok(verify.run("verify"))
     assert s.fake.statuses[-1]["state"] == "success" and s.fake.statuses[-1]["_sha"] == SHA1
     s.record_jobs = [record]
     return [verify]
@@ -273,10 +288,18 @@ def staging_callback(s):
     return [job]
 
 
+def card_job(s, run: dict) -> rt.JobRun:
+    """status-card.yml's card job, after its `pr` job resolved the PR (its outputs are the card's needs)."""
+    which = s.job("status-card.yml", "pr", "workflow_run", run_payload(s.fake, run))
+    outputs = ok(which.run("pr")).outputs
+    return s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run),
+                 needs={"pr": {"outputs": outputs, "result": "success"}})
+
+
 def status_card_of_a_pr_sweep(s, plan_json: dict | None = None):
     pr_with_sweep(s.fake, 1)
     run = s.fake.add_run(12, head_sha=SHA1, pull_requests=(1,))
-    job = s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run))
+    job = card_job(s, run)
     if plan_json is not None:                                      # what download-artifact leaves
         (job.tmp / "metadata").mkdir()
         (job.tmp / "metadata" / "plan.json").write_text(json.dumps(plan_json))
@@ -301,8 +324,19 @@ def status_card_of_a_trusted_sweep(s):
     pr_with_sweep(s.fake, 3, fork="someone/bench")
     run = s.fake.add_run(13, head_sha=MERGE, branch="main", event="workflow_dispatch",
                          path=f".github/workflows/{names.TRUSTED_WORKFLOW}", display_title=approval.run_name(3, SHA1))
-    job = s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run))
+    job = card_job(s, run)
     assert ok(job.run("card")).outputs["comment"] == "create"
+    return [job]
+
+
+def gate_refuses_a_superseded_rerun(s):
+    """#23.4: a re-run reads the PR once (its head moved on since the run's payload)."""
+    pr_with_sweep(s.fake, 7, head=SHA2)
+    d = pr_payload(s.fake, 7, "synchronize")
+    d["pull_request"]["head"] = {**d["pull_request"]["head"], "sha": SHA1}
+    job = s.job("run-sweep.yml", "gate", "pull_request", d, run_attempt=2)
+    step = job.run("gate")
+    assert step.done.returncode == 1 and "superseded" in step.outputs["reason"]
     return [job]
 
 
@@ -390,12 +424,23 @@ def collect_compares_with_main(s: Scenario):
     work = s.tmp / "workspace"
     (work / "results").mkdir(parents=True)
     (work / "results" / "results.json").write_text(json.dumps({"results": [result(1300.0)]}))
+    # what download-artifact put there: a job's directory with its nvidia-smi samples (a real H200's)
+    from tests.conftest import shared_dir
+
+    job_dir = work / "artifacts" / "job_tp2-c64"
+    job_dir.mkdir(parents=True)
+    (job_dir / "job.json").write_text(json.dumps({"point": point}))
+    (job_dir / "gpu_telemetry.csv").write_text((shared_dir() / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text())
     pr_with_sweep(s.fake, 1)
     job = s.job("sweep-stages.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
                 inputs={"sweep": True, "points": "0"})
     step = ok(job.run(4))
     assert "| tp2-c64 |" in step.summary and "improved" in step.summary
     assert (work / "results" / "compare.png").is_file()
+    step = ok(job.run("report"))
+    page = (work / "report" / "report.html").read_text()
+    assert "1 improved, 0 regressed" in step.summary and "<script src" not in page
+    assert 'data-job="tp2-c64"' in page and "sw power cap" in page
     return [job]
 
 
@@ -403,8 +448,9 @@ SCENARIOS = {
     ("comment-commands.yml", "handle"): [comment_use_pins_a_run, comment_stage_results, comment_sweep_approve_on_a_fork,
                                          comment_sweep_plan],
     ("comment-commands.yml", "stage-dispatch"): [stage_dispatch_sends_the_decided_payload],
+    ("run-sweep.yml", "gate"): [gate_refuses_a_superseded_rerun],
     ("runner-digest.yml", "digest"): [runner_digest],
-    ("signoff-verify.yml", "verify"): [signoff_comment],
+    ("signoff-verify.yml", "verify"): [signoff_comment, signoff_with_a_minted_app_token],
     ("signoff-verify.yml", "after-push"): [signoff_carried_after_push],
     ("signoff-review.yml", "record"): [review_record_only],
     ("signoff-review-verify.yml", "verify"): [review_signoff_two_phases, lambda s: review_signoff_two_phases(s, None)],

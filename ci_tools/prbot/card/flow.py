@@ -35,10 +35,20 @@ def run_line(run: dict, settings: Settings, families: list[dict] | None = None) 
     return messages.sweep_section(card.sweep_markdown(run, families or []), run["id"], settings.results_site)
 
 
-def results_section(gh: Client, run: dict, settings: Settings) -> str | None:
+def report_url(settings: Settings, pr: int | None, run: dict) -> str:
+    """Where the run's sweep report is: its Pages page when the repository publishes them, else the
+    run's artifacts (the report is its own artifact, one HTML file)."""
+    from ci_tools.results import pages
+
+    if settings.report_site and pr:
+        return pages.url(settings.report_site, pr, int(run["id"]))
+    return f"{run.get('url', '')}#artifacts"
+
+
+def results_section(gh: Client, run: dict, settings: Settings, pr: int | None = None) -> str | None:
     """The run's collected results against main's (None when the run collected nothing)."""
     from ci_tools.github.baselines import collection_from_zip, main_results
-    from ci_tools.results import compare, compare_render
+    from ci_tools.results import compare, compare_render, report
 
     art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == names.COLLECTION_ARTIFACT
                 and not a.get("expired")), None)
@@ -60,8 +70,9 @@ def results_section(gh: Client, run: dict, settings: Settings) -> str | None:
                         workflow=settings.workflow)
     comparisons = compare.compare_points(valid, main.results, policy)
     shift = compare.frontier_shift(compare.points_of(valid), compare.points_of(compare.latest_per_point(main.results)))
-    return messages.results_against_main(compare_render.markdown(comparisons, shift), main.runs,
-                                         len(head) - len(valid), run)
+    body = compare_render.card_markdown(comparisons, shift, report_url=report_url(settings, pr, run),
+                                        method=report.method_line(comparisons, policy))
+    return messages.results_against_main(body, main.runs, len(head) - len(valid), run)
 
 
 def card_sections(state: dict, keys: set[str], settings: Settings) -> dict[str, str]:
@@ -107,11 +118,18 @@ def update_card(gh: card_writer.CardClient, pr: int, tl: Timeline, settings: Set
                                       settle=settings.card_settle).action
 
 
-def authorisation(gh: Client, tl: Timeline, pr: int) -> reuse.Authorisation:
+def pin_checker(gh: reuse.Source, repo: str, settings: Settings) -> Callable[[int], str | None]:
+    """Why a run id cannot be pinned at all (no such run, another repository's, not a sweep), from GitHub
+    now; the client fetches each run once per process."""
+    return lambda run_id: reuse.pin_problem_of(reuse.fetch_run(gh, run_id), run_id, repository=repo,
+                                               workflow=settings.workflow)
+
+
+def authorisation(gh: Client, tl: Timeline, pr: int, settings: Settings) -> reuse.Authorisation:
     """Who authorised reuse, with permissions read from the API now (the client asks once per login per
     run). The card's `writers` record says what a command's author had when the command was checked; it
     is not used to decide: a writer demoted since then must not still authorise reuse."""
-    return reuse.authorise(tl.comments, gh.permission, pr_number=pr)
+    return reuse.authorise(tl.comments, gh.permission, pr_number=pr, pin_problem=pin_checker(gh, gh.repo, settings))
 
 
 def sweep_plan_text(tl: Timeline, settings: Settings, pr: int) -> str:
@@ -144,6 +162,16 @@ def card_inputs(*, plan_file: Path | None, plan_json: Path | None, evals_file: P
     return plan, evals
 
 
+def which_pr(event: Event, settings: Settings, gh: Lazy) -> Result:
+    """`bot card-pr`: the PR (and concurrency group) of a workflow_run event's card; no API call."""
+    from ci_tools.prbot.card.decide import card_group, card_pr
+
+    if event.name != "workflow_run" or event.workflow_run is None:
+        return Result(outputs={"pr": "", "group": ""}, messages=[f"a {event.name} event has no status card run"])
+    pr, why = card_pr(event.workflow_run)
+    return Result(outputs={"pr": str(pr or ""), "group": card_group(pr) if pr else ""}, messages=[why])
+
+
 def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None, run: dict | None,
                 plan: str | None, evals: str | None = None) -> Result:
     observed = False  # a workflow_run event of a sweep that planned: its jobs and artifacts can be read
@@ -171,7 +199,7 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         raise UsageError("give --pr (or a workflow_run event of a pull-request run)")
     client: Client = gh()
     tl = load_timeline(client, pr)
-    auth = authorisation(client, tl, pr)
+    auth = authorisation(client, tl, pr, settings)
     sections: dict[str, str] = {}
     ranks: dict[str, int] = {}
     notes: list[str] = []
@@ -182,7 +210,7 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         sections["sweep"] = run_line(run, settings, families)
         ranks["sweep"] = int(run["id"])
         if observed and event.workflow_run.status == "completed":
-            results = results_section(client, run, settings)
+            results = results_section(client, run, settings, pr)
             if results is not None:
                 sections["results"] = results
                 ranks["results"] = int(run["id"])
