@@ -225,7 +225,8 @@ def changelog_inputs(git: Git, base: str, head: str, changelog: str, master_path
     runners_doc = _runners_doc(blobs[runners], runners)
     check_selected(head_set, selected, runners_doc)
     entries = [PlanEntry(e.index, e.line, e.data, keys) for e, keys in zip(raw, resolved)]
-    head_masters = Masters(head_set.entries, _hardware(runners_doc))
+    head_masters = Masters(head_set.entries, _hardware(runners_doc),
+                           {k: doc.file for k, doc in head_set.origin.items()})
     base_masters = None
     if append_only:
         base_blobs = git.show_many(base, files + [runners])

@@ -46,6 +46,7 @@ class PlanEntry:
 class Masters:
     entries: Mapping[str, Mapping[str, Any]]
     hardware: Mapping[str, Any] = field(default_factory=dict)
+    files: Mapping[str, str] = field(default_factory=dict)     # config key -> the master file it is in
 
 
 def _flag(entry: PlanEntry, name: str) -> bool:
