@@ -278,6 +278,8 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
     finally:
         for s in previous:
             signal.signal(s, signal.SIG_IGN)
+        if seen.get("jobid"):   # granted, or still queued when the job ended (salloc's "Pending job allocation")
+            status["slurm_job_id"] = seen["jobid"]
         try:
             _cancel(seen.get("jobid"), plan, say)  # ends every step of the allocation, on every node
             procs += [_Proc("image", r.popen, r.log_path) for r in imports]

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ci_tools.github.events import parse_event
+from ci_tools.prbot.flow import handle_comment
 from ci_tools.prbot.reuse import ready as readiness
 from ci_tools.prbot.reuse.flow import resolve_reuse
 from ci_tools.prbot.reuse.ready_flow import ready, recover
@@ -189,6 +190,10 @@ def test_rebase_with_unchanged_inputs_keeps_the_pin(fake, shared, history):
     pr_at(fake, c["R2"])                       # force-pushed: the timeline lists only the rebased commit
     fake.add_run(9, head_sha=c["R1"])
     use = authorise(fake, 7, "/use 9")
+    handle_comment(comment_event(shared, fake, 7, use), s, lazy(fake))      # the reply to `/use 9`
+    reply = next(c["body"] for c in fake.bot_comments(7) if "is usable as things stand" in c["body"])
+    assert f"Measured commit `{c['R1'][:12]}`; its selected master entries and recipes are unchanged at " \
+           f"`{c['R2'][:12]}`" in reply
     ready(comment_event(shared, fake, 7, use), s, lazy(fake), now=NOW)
     st = status(fake, c["R2"])
     assert st["state"] == "success", st["description"]

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -209,3 +212,61 @@ def start_slurm(nodes: int = 1, gpus: int = 4, node: str = "localhost"):
     except SlurmUnavailable as exc:
         pytest.fail(f"the local {nodes}-node Slurm for the runner tests did not start: {exc}", pytrace=False)
     return cluster
+
+
+def github_cancel(proc: subprocess.Popen, sigint_wait: float = 7.5, sigterm_wait: float = 2.5) -> list[str]:
+    """The Actions runner's cancel of a step: SIGINT to its process group, SIGTERM, SIGKILL of the tree."""
+    events = []
+    pgid = os.getpgid(proc.pid)
+    for sig, wait in ((signal.SIGINT, sigint_wait), (signal.SIGTERM, sigterm_wait)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        events.append(sig.name)
+        try:
+            proc.wait(timeout=wait)
+            return events
+        except subprocess.TimeoutExpired:
+            continue
+    events.append("SIGKILL")
+    for pid in _tree(proc.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(timeout=10)
+    return events
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def step(job, argv: list[str]) -> subprocess.Popen:
+    """The workflow step: `bash -e` running `exec ci-tools ...`, as the process-group leader."""
+    script = "exec " + shlex.join(argv)
+    return subprocess.Popen(["bash", "-e", "-c", script], env=job["env"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")

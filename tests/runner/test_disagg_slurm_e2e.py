@@ -270,6 +270,7 @@ def test_github_cancel_while_queued_removes_the_pending_allocation(mnjob):
         assert [j for j in cluster.jobs() if j.split()[0] != holder] == [], cluster.jobs()
         status = json.loads((mnjob["out"] / "status.json").read_text())
         assert status["phase"] == "allocate" and status["reason"] == "cancelled (SIGINT)"
+        assert f"allocation {status['slurm_job_id']} is queued" in run.output    # the pending job's id
     finally:
         if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)

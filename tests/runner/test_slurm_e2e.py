@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import (PYXIS, REPO, SOLO_NODE, STUB, pyxis_log, free_port, gpu_host_env, nothing_left_behind, runner_run,
-                            stub_recipe, stub_row)
+from runner_support import (PYXIS, REPO, SOLO_NODE, STUB, free_port, github_cancel, gpu_host_env, nothing_left_behind,
+                            pyxis_log, runner_run, step, stub_recipe, stub_row, wait_for)
 
 RECIPE = stub_recipe(env="a,b", points="""  tp2-c2: {tp: 2, ep: 1, conc: 2}
   dep2-c2:
@@ -131,70 +131,6 @@ def test_slurm_dep_point_end_to_end(sjob):
     assert again.returncode == 0, again.stderr + again.stdout
     assert len(enroot_imports(sjob)) == 1
     assert f"{sqsh} is already imported" in (out / "image_import.log").read_text()
-
-
-def github_cancel(proc: subprocess.Popen, sigint_wait: float = 7.5, sigterm_wait: float = 2.5) -> list[str]:
-    """The Actions runner's cancel of a step: SIGINT to its process group, SIGTERM, SIGKILL of the tree."""
-    events = []
-    pgid = os.getpgid(proc.pid)
-    for sig, wait in ((signal.SIGINT, sigint_wait), (signal.SIGTERM, sigterm_wait)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
-        events.append(sig.name)
-        try:
-            proc.wait(timeout=wait)
-            return events
-        except subprocess.TimeoutExpired:
-            continue
-    events.append("SIGKILL")
-    for pid in _tree(proc.pid):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait(timeout=10)
-    return events
-
-
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out
-
-
-def step(job, argv: list[str]) -> subprocess.Popen:
-    """The workflow step: `bash -e` running `exec ci-tools ...`, as the process-group leader."""
-    script = "exec " + " ".join(_q(a) for a in argv)
-    return subprocess.Popen(["bash", "-e", "-c", script], env=job["env"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
-def _q(word: str) -> str:
-    import shlex
-
-    return shlex.quote(word)
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_github_cancel_during_the_benchmark_leaves_nothing(sjob):

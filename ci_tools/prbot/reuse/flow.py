@@ -37,9 +37,12 @@ def use_command(use: Use, c: Comment, pr: int, tl: Timeline, gh: Client, setting
         state["reuse"] = messages.reuse_text(auth)
 
     update_card(gh, pr, tl, settings, change)
-    sel = reuse.select_run(reuse.reuse_rules(use.run_id is not None), pinned=use.run_id, pr=prs, timeline=tl,
-                           policy=settings.policy, workflow=settings.workflow, source=gh)
-    return messages.use_accepted(c.author, use.run_id, sel.run, sel.error, reuse.label_problems(prs.labels, settings.policy))
+    policy = settings.policy
+    sel = reuse.select_run(reuse.reuse_rules(use.run_id is not None, policy.reuse.optional_jobs), pinned=use.run_id,
+                           pr=prs, timeline=tl, policy=policy, workflow=settings.workflow, source=gh,
+                           inputs=pr_inputs(settings, prs.head_sha))
+    return messages.use_accepted(c.author, use.run_id, sel.run, sel.error, reuse.label_problems(prs.labels, policy),
+                                 notes=sel.notes)
 
 
 def use_deleted(pr: int, gh: Client, settings: Settings, res: Result) -> None:
@@ -129,3 +132,12 @@ def measured_inputs(settings: Settings, *, base: str, target: str):
     from ci_tools.prbot.reuse.shell import inputs_against
 
     return inputs_against(settings.repo_root, base, target, fetch=settings.fetch_commits)
+
+
+def pr_inputs(settings: Settings, head: str):
+    """The comparison against a PR head, from the default branch's checkout (its branch ref when the
+    checkout has one, else HEAD: the workflows check out the default branch)."""
+    from ci_tools.gitio import Git
+
+    base = settings.main_branch if Git(settings.repo_root).has_commit(settings.main_branch) else "HEAD"
+    return measured_inputs(settings, base=base, target=head)

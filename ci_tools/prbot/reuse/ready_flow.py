@@ -18,7 +18,7 @@ from ci_tools.prbot import context, messages
 from ci_tools.prbot.card.flow import authorisation, update_card
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.reuse import ready as readiness
-from ci_tools.prbot.reuse.flow import Client, _resolve_push, measured_inputs
+from ci_tools.prbot.reuse.flow import Client, _resolve_push, measured_inputs, pr_inputs
 from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
 
 OUTPUTS = ("pr", "ready", "state", "summary")
@@ -58,8 +58,7 @@ def facts_of(number: int, client: Client, settings: Settings, tl=None) -> tuple[
     if not relevant_files:
         return readiness.Facts(**base), prs
     rules = reuse.reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs)
-    inputs = measured_inputs(settings, base=settings.main_branch if _is_ref(settings) else "HEAD",
-                             target=prs.head_sha)
+    inputs = pr_inputs(settings, prs.head_sha)
     if not auth.authorised:
         if label_problem:
             return readiness.Facts(**base), prs
@@ -76,13 +75,6 @@ def facts_of(number: int, client: Client, settings: Settings, tl=None) -> tuple[
     expiry = readiness.earliest_expiry(client.artifacts(sel.run.id), lambda name: True)
     return readiness.Facts(**base, pin_text=pin, run_id=sel.run.id, run_sha=sel.run.head_sha, expires_at=expiry,
                            notes=sel.notes), prs
-
-
-def _is_ref(settings: Settings) -> bool:
-    """Whether the checkout has the default branch by name (a plain `actions/checkout` has only HEAD)."""
-    from ci_tools.gitio import Git
-
-    return Git(settings.repo_root).has_commit(settings.main_branch)
 
 
 def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None = None,
