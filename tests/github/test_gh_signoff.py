@@ -248,7 +248,7 @@ def test_an_unticked_box_reads_rejected_on_the_status_and_in_the_job_summary(fak
 
     setup_pr(fake)
     res, _ = verify(fake, fake.add_comment(1, signoff_body("amd-dev", untick=3), author="amd-dev"))
-    (st,) = fake.statuses
+    (st,) = verdict_statuses(fake)
     assert st["state"] == "failure" and st["description"] == "Sign-off rejected: 1 of 13 items not ticked"
     section = summary_section("ci-tools signoff verify", res)
     assert section.startswith("### ci-tools signoff verify: Sign-off rejected: 1 of 13 items not ticked\n")
