@@ -170,6 +170,30 @@ def ensure_slurm() -> None:
         sys.exit(f"after installing {' '.join(SLURM_PACKAGES)}, {', '.join(still)} are still missing")
 
 
+CHROMIUM = "/usr/bin/chromium"
+
+
+def ensure_chromium() -> None:
+    """The report's browser test (tests/results/test_report_browser.py) opens the page in Debian's
+    chromium through Playwright (whose own browser download is not reachable here). Installed with
+    apt-get when missing, like Slurm; nothing is done when it is there."""
+    if Path(CHROMIUM).exists() or os.environ.get("CI_TOOLS_CHROMIUM"):
+        return
+    hint = "install chromium (Debian: apt-get install chromium) or set CI_TOOLS_CHROMIUM to a Chromium binary"
+    if sys.platform != "linux" or shutil.which("apt-get") is None:
+        sys.exit(f"the browser tests need {CHROMIUM}: {hint}")
+    if os.geteuid() != 0:
+        sys.exit(f"the browser tests need {CHROMIUM}; run as root (CI does) or {hint}")
+    print("installing chromium for the browser tests", flush=True)
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]):
+        rc = run(cmd, env=env, stdout=subprocess.DEVNULL)
+        if rc != 0:
+            sys.exit(f"`{' '.join(cmd)}` failed (exit {rc}); {hint}")
+    if not Path(CHROMIUM).exists():
+        sys.exit(f"after installing chromium, {CHROMIUM} is still missing")
+
+
 def demo() -> int:
     ensure_env("")
     return run([PY, ROOT / "examples" / "demo.py"])
@@ -204,6 +228,7 @@ def test(args: list[str]) -> int:
         tool.ensure()
     ensure_engines()
     ensure_slurm()
+    ensure_chromium()
     ensure_yaml_language_server()
     rc = run([PY, "-m", "pytest", *args], cwd=ROOT)
     if rc == 5:

@@ -58,7 +58,7 @@ class Git:
         if proc.returncode != 0:
             if b"not a git repository" in proc.stderr:
                 raise InputError(self._failure(("rev-parse", ref), proc))
-            # exit 2: a missing input, like a missing file (README, "Conventions")
+            # exit 2: a missing input, like a missing file (docs/reference.md, "Using the CLI")
             raise InputError(f"unknown git ref {ref!r}: no commit by that name in {self.repo.resolve()}"
                              " (fetch it first, e.g. `git fetch origin <branch>`, or check the spelling;"
                              " shallow CI checkouts need `fetch-depth: 0`)", exit_code=2)

@@ -36,6 +36,8 @@ REVIEW_FILE = "review.json"
 # The trusted sweep's `run-name:` spells the same text with `${{ inputs.pr }}` and `${{ inputs.sha }}`
 # (ci_tools.prbot.approval.decide formats and parses it).
 TRUSTED_RUN_NAME = "trusted sweep of PR #{pr} at {sha}"
+# status-card.yml's card job: one concurrency group per PR (`ci-tools bot card-pr` resolves the PR).
+CARD_GROUP = "status-card-pr-{pr}"
 CHANGELOG_METADATA = "changelog-metadata"   # the sweep's plan (PLAN_JSON); `/use` and ingest need it
 REUSED_RUN_ARTIFACT = "reused-run"          # a push reusing a pinned `/use` run: that run's artifacts, re-uploaded
 # Canary release: each passed canary job uploads `canary-passed-<job index>` holding one file,

@@ -85,7 +85,7 @@ def test_every_command_speaks_text_json_github_defaulting_to_text(name):
     import click
 
     options = [p for p in COMMANDS[name].params if "--format" in getattr(p, "opts", ())]
-    assert len(options) == 1, f"`ci-tools {name}` has no --format option (README: 'Output, everywhere')"
+    assert len(options) == 1, f"`ci-tools {name}` has no --format option (docs/reference.md: 'Output, everywhere')"
     fmt = options[0]
     assert isinstance(fmt.type, click.Choice), name
     choices = set(fmt.type.choices)
@@ -113,6 +113,7 @@ def test_an_unknown_option_exits_2(name):
 # A missing input for each command: the path named here does not exist. A command without one says
 # why (a string instead of arguments). The walk below fails for a command missing from this table.
 MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
+    "bot card-pr": ["--event-path", "nope.json"],
     "bot pr-body": ["--event-path", "nope.json"],
     "bot status-card": ["--event-path", "nope.json"],
     "bot welcome": ["--event-path", "nope.json"],
@@ -128,6 +129,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "plan": ["--event-path", "nope.json"],
     "results collect": ["nope", "--out", "out.json"],
     "results compare": ["nope.json", "--baseline", "nope-base.json"],
+    "results report": ["nope.json", "--baseline", "nope-base.json", "--out", "nope.html"],
     "results dispatch": ["--event-path", "nope.json"],
     "results pareto": ["nope.csv"],
     "results process": ["nope"],

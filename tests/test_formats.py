@@ -1,5 +1,5 @@
 """What `--format json` and `--format github` give, on the commands that gained them for the one
-vocabulary (README, "Output, everywhere"): json is one document on stdout, github puts every finding in
+vocabulary (docs/reference.md, "Output, everywhere"): json is one document on stdout, github puts every finding in
 the step summary and annotates with a title. The vocabulary itself is checked on every command by
 tests/test_conventions.py."""
 

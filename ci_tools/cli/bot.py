@@ -8,6 +8,8 @@ import click
 
 from ci_tools.cli._prbot import event_name_option, event_path_option, format_option, repo_root_option, run_flow
 
+GITHUB_OUTPUTS = {"bot card-pr": ("pr", "group")}
+
 
 @click.group("bot")
 def cli() -> None:
@@ -64,6 +66,24 @@ def status_card(event_path, event_name, repo_root, fmt, pr, run_id, run_url, con
     plan, evals = card_inputs(plan_file=plan_file, plan_json=plan_json, evals_file=evals_file)
     run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt, needs_event=False,
              pr=pr, run=run, plan=plan, evals=evals)
+
+
+@cli.command("card-pr")
+@event_path_option
+@event_name_option
+@format_option
+def card_pr(event_path, event_name, fmt) -> None:
+    """Which PR a finished sweep run's status card belongs to (outputs `pr` and `group`, both empty
+    when none), from the workflow_run event alone: status-card.yml's card job takes `group` as its
+    concurrency group, one per PR. No API calls.
+
+    \b
+    Example:
+      ci-tools bot card-pr --event-path "$GITHUB_EVENT_PATH" --format github
+    """
+    from ci_tools.prbot.card.flow import which_pr
+
+    run_flow(which_pr, event_path=event_path, event_name=event_name, repo_root=Path("."), fmt=fmt)
 
 
 @cli.command("pr-body")

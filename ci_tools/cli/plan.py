@@ -10,6 +10,11 @@ import click
 from ci_tools import names
 
 
+def _attempt(value: str | None) -> int:
+    """GITHUB_RUN_ATTEMPT (1 outside Actions or when unreadable: a first attempt is never refused)."""
+    return int(value) if value and value.isdigit() else 1
+
+
 def _output_names(params: dict) -> tuple[str, ...]:
     from ci_tools.sweep.render import output_names
 
@@ -63,7 +68,7 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
       ci-tools plan --base origin/main --head HEAD --after-canary --passed-family b300
     \b
     With --format github the outputs go to $GITHUB_OUTPUT and a summary to
-    $GITHUB_STEP_SUMMARY (see the README, "Sweep planning", for the output names).
+    $GITHUB_STEP_SUMMARY (see docs/reference.md, "`plan` output", for the output names).
     Exit 1 when the labels or the change are invalid (the check must fail), else 0.
     """
     from ci_tools.sweep import flow, render
@@ -71,6 +76,7 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
     req = flow.PlanRequest(repo=Path(repo), base=base, head=head, labels=tuple(labels), event_path=event_path,
                            event_name=event_name, head_message=head_message, changelog=changelog_file,
                            masters=tuple(masters), runners=runners, run_id=os.environ.get("GITHUB_RUN_ID"),
+                           run_attempt=_attempt(os.environ.get("GITHUB_RUN_ATTEMPT")),
                            after_canary=after_canary or canary_dir is not None, passed=frozenset(passed),
                            canary_dir=canary_dir, pr=pr, github_repo=github_repo,
                            env=dict(os.environ))

@@ -220,7 +220,9 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
         checked = pareto.check_claims(points, pareto.parse_claims(read_text(claims), str(claims)), str(claims))
     if plot is not None:
         try:
-            render.plot_png(points, analysis, plot, title)
+            from ci_tools.results.chart import from_points
+
+            render.plot_png(from_points(points, title), plot)
         except ImportError:
             raise InputError("--plot needs matplotlib: pip install 'ci-tools[plot]'") from None
     if fmt == "json":
@@ -342,3 +344,56 @@ def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, po
         click.echo(f"error: {report.false_claims} claim(s) are false", err=True)
     if report.false_claims or (fail_on_regression and report.regressed):
         sys.exit(1)
+
+
+@cli.command("report")
+@click.argument("head", type=click.Path(path_type=Path))
+@click.option("--baseline", "baselines", multiple=True, type=click.Path(path_type=Path),
+              help="main's results, as for `results compare`; repeat for a history, newest first.")
+@click.option("--from-main", is_flag=True, help="Read main's results from its latest sweeps (as `results compare`).")
+@click.option("--evals", "evals_path", type=click.Path(path_type=Path),
+              help="Eval results: a `results collect` file, an eval_result.json or a directory of them "
+                   "[default: HEAD's evals when HEAD is a collection].")
+@click.option("--telemetry", "telemetry_dir", type=click.Path(path_type=Path),
+              help="Folder of the jobs' nvidia-smi CSVs (gpu_telemetry.csv per job) [default: HEAD when it is a folder].")
+@click.option("--policy", "policy_path", type=click.Path(path_type=Path),
+              help="Policy file with a `compare:` section [default: inferencex-e2e/ci-policy.yaml when present].")
+@click.option("--title", default="", help="The page's title [default: Sweep report].")
+@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The HTML file to write.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="github: the headline and the page's name into $GITHUB_STEP_SUMMARY.")
+def report_cmd(head: Path, baselines: tuple[Path, ...], from_main: bool, evals_path: Path | None,
+               telemetry_dir: Path | None, policy_path: Path | None, title: str, out: Path, fmt: str) -> None:
+    """Write the sweep's report: one self-contained HTML page, verdict first.
+
+    The headline (verdict counts, the frontier shift), an interactive chart of tok/s/GPU against
+    P90 tok/s/user with both sides' points and frontiers, the sortable verdict table, the eval
+    scores against their thresholds and, where GPU telemetry was collected, power and SM clock over
+    time per job with energy per token and clock event reasons. HEAD and --baseline are read as by
+    `results compare`. The page draws offline: plotly's JavaScript is inlined, nothing is fetched.
+
+    \b
+    Example:
+      ci-tools results report docs/examples/seed-compare/pr-local-results.csv \\
+        --baseline docs/examples/seed-compare/main-baseline.csv --out report.html
+      ci-tools results report results/results.json --from-main --telemetry artifacts --out results/report.html
+    """
+    from ci_tools.results.report_flow import run_report
+
+    w = run_report(head, list(baselines), out, from_main=from_main, evals_path=evals_path,
+                   telemetry_dir=telemetry_dir, policy_path=policy_path, title=title)
+    if fmt == "json":
+        click.echo(json.dumps({"out": str(w.out), "bytes": w.size, "points": w.points,
+                               "verdicts": w.headline.counts, "frontier": w.headline.frontier,
+                               "telemetry-jobs": w.telemetry_jobs, "notes": w.notes}, indent=2))
+        return
+    for note in w.notes:
+        click.echo(f"note: {note}", err=True)
+    click.echo(f"{w.headline.verdicts}. {w.headline.frontier}")
+    click.echo(f"report: {w.out} ({w.size:,} bytes, {w.points} points, "
+               f"{len(w.telemetry_jobs)} job(s) with GPU telemetry)")
+    if fmt == "github":
+        from ci_tools.github.actions import append_step_summary
+
+        append_step_summary(f"### Sweep report\n\n**{w.headline.verdicts}.** {w.headline.frontier}\n\n"
+                            f"The page (`{w.out.name}`, {w.size:,} bytes) is in this run's report artifact.\n")

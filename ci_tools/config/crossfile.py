@@ -3,7 +3,7 @@
 Pure functions over already-loaded documents (`YamlDoc`: data plus line marks); they return
 findings located in whichever file must change.
 
-Policy decisions (documented in README "Validating configs"):
+Policy decisions (documented in docs/contributor.md, "Validating configs"):
 - A master `runner` label missing from runners.yaml is an **error**: the planner cannot place the
   entry on any machine, node filters cannot expand it, and the fix is one line in runners.yaml.
 - An image without `@sha256:<64 hex>` is an **error** in entries the change touches, and a

@@ -42,7 +42,7 @@ def disagg_agrees(e, rec, hardware: Mapping | None) -> list[Finding]:
     if not is_disagg(data):
         return [rec.doc.finding(("config-key",), f"master entry {e.key} is multinode, but this recipe is a single-node recipe",
                                 "write a disaggregated recipe (mode: disaggregated, prefill/decode worker groups); "
-                                "see README, 'Disaggregated recipes'")]
+                                "see docs/runner-operator.md, 'Disaggregated (multi-node) points'")]
     from ci_tools.config.disagg import recipe_problems
     from ci_tools.config.recipe import Recipe as RecipeDoc
 

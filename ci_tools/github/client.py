@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterator
 
 from ci_tools.errors import InputError
 from ci_tools.github.events import _Reader, pull_request_from
+from ci_tools.prbot.commands import PERMISSION_NOT_FOUND
 from ci_tools.prbot.models import Comment, PullRequest, WorkflowRun, run_from_json
 
 DEFAULT_API_URL = "https://api.github.com"
@@ -64,6 +65,8 @@ ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}"): "pull-requests: read",
     ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/timeline"): "issues: read",
     ("GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}"): "issues: read",
+    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments"): "issues: read",
+    ("DELETE", "/repos/{owner}/{repo}/issues/comments/{comment_id}"): "issues: write",
     ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments"): "issues: write",
     ("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}"): "issues: write",
     ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission"): "metadata: read",
@@ -72,6 +75,8 @@ ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}"): "actions: read",
     ("GET", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs"): "actions: read",
     ("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts"): "actions: read",
+    ("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"): "actions: read",
+    ("GET", "/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}"): "actions: read",
     ("GET", "/repos/{owner}/{repo}/actions/runners"): "administration: read",
     ("GET", "/repos/{owner}/{repo}/commits/{ref}"): "contents: read",
     ("GET", "/repos/{owner}/{repo}/compare/{basehead}"): "contents: read",
@@ -93,6 +98,27 @@ def endpoint_of(verb: str, url: str) -> tuple[str, str] | None:
     path = re.sub(r"^https?://[^/]+", "", url).split("?")[0]
     hits = [(t, perm) for v, rx, t, perm in _ENDPOINT_RE if v == verb and rx.match(path)]
     return min(hits, key=lambda h: h[0].count("{")) if hits else None
+
+
+def rate_limit_reset(status: int | None, headers: Any) -> int | None:
+    """The reset time (epoch seconds) when an answer is GitHub's primary rate limit: 403 or 429 with
+    `x-ratelimit-remaining: 0` (a secondary limit comes with Retry-After or its own message instead)."""
+    get = (lambda k: headers.get(k) or headers.get(k.title())) if headers else (lambda k: None)
+    if status not in (403, 429) or str(get("x-ratelimit-remaining")) != "0":
+        return None
+    reset = str(get("x-ratelimit-reset") or "")
+    return int(reset) if reset.isdigit() else 0
+
+
+def rate_limit_message(verb: str, shown: str, status: int | None, reset: int, now: float) -> str:
+    """A used-up rate limit is not a missing permission: it says when the limit resets."""
+    if reset:
+        at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(reset))
+        when = f"it resets at {at} (in {max(0, round((reset - now) / 60))} min)"
+    else:
+        when = "GitHub gave no reset time"
+    return (f"GitHub API {verb} {shown} failed: HTTP {status}: the token's API rate limit is used up; {when}. "
+            "Nothing was decided; re-run the job after the reset (the permission is not the problem).")
 
 
 def _failure_advice(verb: str, url: str, status: int | None) -> str:
@@ -141,8 +167,9 @@ def token_from_env(env: dict[str, str] | None = None) -> str:
     return token
 
 
-def _make_retry(log: CallLog, sleep: Callable[[float], None]):
+def _make_retry(log: CallLog, sleep: Callable[[float], None], now: Callable[[], float] = time.time):
     from github.GithubRetry import GithubRetry
+    from urllib3.util.retry import Retry
 
     class _Retry(GithubRetry):
         """GithubRetry with an injectable sleep, 429 handling and no POST retry after a 5xx."""
@@ -167,6 +194,20 @@ def _make_retry(log: CallLog, sleep: Callable[[float], None]):
             return 0.0 if n == 0 else min(self.backoff_max, self.backoff_factor * 2 ** (n - 1))
 
         def increment(self, method: str | None = None, url: str | None = None, *args: Any, **kwargs: Any):
+            response = kwargs.get("response", args[0] if args else None)
+            reset = rate_limit_reset(getattr(response, "status", None), getattr(response, "headers", None))
+            if reset is not None:
+                # Primary limit: nothing helps before the reset. Wait for it when that is short, else
+                # fail now, saying when it resets (GithubRetry would call a 429 a plain retry and a far
+                # 403 an exception that reads like a refused permission).
+                wait = max(0.0, reset - now()) + 1 if reset else MAX_WAIT_SECONDS + 1
+                if wait > MAX_WAIT_SECONDS:
+                    raise GitHubError(rate_limit_message(str(method), str(url), response.status, reset, now()),
+                                      status=response.status)
+                retry = Retry.increment(self, method, url, *args, **kwargs)
+                retry.get_backoff_time = lambda: wait  # type: ignore[method-assign]
+                log.retries += 1
+                return retry
             error = kwargs.get("error", args[1] if len(args) > 1 else None)
             if error is not None and (method or "").upper() == "POST" and self._is_read_error(error):
                 # The POST reached GitHub and may have been carried out (a comment posted, a dispatch
@@ -207,7 +248,7 @@ class GitHub:
 
     def __init__(self, repo: str, token: str, *, api_url: str = DEFAULT_API_URL,
                  sleep: Callable[[float], None] = time.sleep, timeout: int = 30,
-                 seconds_between_writes: float = 1.0):
+                 seconds_between_writes: float = 1.0, now: Callable[[], float] = time.time):
         from github import Auth, Github
 
         check_pygithub()
@@ -217,10 +258,11 @@ class GitHub:
         self._api_url, self._token = api_url.rstrip("/"), token
         self.log = CallLog()
         self._sleep = sleep
+        self._now = now
         self._cache: dict[str, Any] = {}
         self._deleted = 0   # comments this client deleted (see _check_comments)
         self._gh = Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), timeout=timeout,
-                          retry=_make_retry(self.log, sleep), per_page=PER_PAGE, api_version=API_VERSION,
+                          retry=_make_retry(self.log, sleep, now), per_page=PER_PAGE, api_version=API_VERSION,
                           # Reads are not throttled (a command makes a handful); writes keep GitHub's
                           # advice of a pause between content-creating requests.
                           seconds_between_requests=None, seconds_between_writes=seconds_between_writes)
@@ -243,6 +285,10 @@ class GitHub:
         except GitHubError:
             raise
         except GithubException as exc:
+            reset = rate_limit_reset(exc.status, exc.headers)
+            if reset is not None:
+                raise GitHubError(rate_limit_message(verb, shown, exc.status, reset, self._now()),
+                                  status=exc.status) from None
             message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
             raise GitHubError(f"GitHub API {verb} {shown} failed: HTTP {exc.status}: {message}. "
                               + _failure_advice(verb, url, exc.status), status=exc.status) from None
@@ -386,10 +432,18 @@ class GitHub:
         return self._request("PATCH", self._r(f"/issues/comments/{comment_id}"), body={"body": body})[1]
 
     def permission(self, login: str) -> str:
+        """The user's repository permission; `PERMISSION_NOT_FOUND` where GitHub answers 404 (it does
+        for some users who are not collaborators): one commenter's missing record is their lack of
+        permission, never a failure of the whole decision (issue 23)."""
         key = f"perm:{login.lower()}"
         if key not in self._cache:
-            data = self._get(self._r(f"/collaborators/{login}/permission"))
-            self._cache[key] = str(data.get("permission", "none"))
+            try:
+                data = self._get(self._r(f"/collaborators/{login}/permission"))
+                self._cache[key] = str(data.get("permission", "none"))
+            except GitHubError as exc:
+                if exc.status != 404:
+                    raise
+                self._cache[key] = PERMISSION_NOT_FOUND
         return self._cache[key]
 
     def team_member(self, org: str, team: str, login: str) -> bool:
@@ -537,6 +591,14 @@ class GitHub:
                                                    "Accept": "application/vnd.github+json",
                                                    "X-GitHub-Api-Version": API_VERSION},
                               follow_redirects=True, timeout=120) as resp:
+                if resp.status_code == 410:
+                    raise GitHubError(f"artifact {artifact_id} has expired (GitHub answers 410 once an artifact's "
+                                      "retention, 90 days by default, is over); it cannot be downloaded any more",
+                                      status=410)
+                reset = rate_limit_reset(resp.status_code, resp.headers)
+                if reset is not None:
+                    raise GitHubError(rate_limit_message("GET", f"artifact {artifact_id}", resp.status_code, reset,
+                                                         self._now()), status=resp.status_code)
                 if resp.status_code != 200:
                     raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: HTTP {resp.status_code}",
                                       status=resp.status_code)

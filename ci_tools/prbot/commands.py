@@ -13,8 +13,9 @@ indented code and quotes (`> ...`) are never commands, so quoting someone's comm
 an example does nothing. Neither are lines a reader of the rendered comment cannot see: inside an
 HTML comment (`<!-- ... -->`) or a collapsed `<details>` block. Only ASCII spaces and tabs separate a
 command's words: `/use` followed by a NO-BREAK or EM SPACE looks like a command but is not one. A line that starts with a known command word but has the wrong arguments is
-a `UsageProblem` carrying the right forms, so the bot can reply instead of guessing. Unknown slash
-words (`/foo`) are not ours and are ignored.
+a `UsageProblem` carrying the right forms, so the bot can reply instead of guessing; so is a word one
+typo away from a command (`/usee`, `/stage-result`), with a did-you-mean. Other slash words (`/foo`,
+`/assign`) are not ours and are ignored.
 """
 
 from __future__ import annotations
@@ -65,12 +66,16 @@ class UsageProblem:
     line: int             # 1-based line in the comment body
     given: str            # the offending line, stripped
     forms: tuple[str, ...]
+    suggestion: str | None = None   # the command word a near miss (`/usee`) was probably meant to be
 
 
 Command = Use | StageResults | SweepPlan | SweepApprove
 
 WRITE = "write"   # the collaborator permission write, maintain or admin (`WRITE_PERMISSIONS`)
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+# The permission of a commenter the collaborator-permission endpoint answers 404 for (GitHub does for
+# some users who are not collaborators): no permission, said as such in the reply (`messages.permission_of`).
+PERMISSION_NOT_FOUND = "not-found"
 
 
 @dataclass(frozen=True)
@@ -160,6 +165,25 @@ def _command_lines(body: str):
         yield number, text
 
 
+def _one_edit_apart(a: str, b: str) -> bool:
+    """One insertion, deletion, substitution or swap of neighbours turns `a` into `b` (a typo)."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    short, long = sorted((a, b), key=len)
+    i = next((i for i, (x, y) in enumerate(zip(short, long)) if x != y), len(short))
+    return short[i:] == long[i + 1:]
+
+
+def near_miss(word: str) -> str | None:
+    """The command word `word` is one typo away from, if any: `/usee` -> `/use`. Slash words further
+    away (`/users`, `/assign`) belong to people or other bots and stay unanswered."""
+    return next((known for known in FORMS if _one_edit_apart(word, known)), None)
+
+
 def parse(body: str | None) -> list[Command | UsageProblem]:
     """Every command and usage problem in a comment body, in order."""
     found: list[Command | UsageProblem] = []
@@ -169,6 +193,9 @@ def parse(body: str | None) -> list[Command | UsageProblem]:
         word, *args = _WORDS.split(text)
         key = word.lower()
         if key not in FORMS:
+            meant = near_miss(key)
+            if meant:
+                found.append(UsageProblem(command=key, line=number, given=text, forms=FORMS[meant], suggestion=meant))
             continue
         problem = UsageProblem(command=key, line=number, given=text, forms=FORMS[key])
         if word != key:

@@ -12,6 +12,7 @@ from string import Template
 from typing import Iterable
 
 from ci_tools.prbot import sticky
+from ci_tools.prbot.commands import PERMISSION_NOT_FOUND
 
 TEMPLATES: dict[str, str] = {
     "approve-accepted": """\
@@ -117,8 +118,16 @@ NEEDS = {
 }
 
 
+def permission_of(login: str, permission: str) -> str:
+    """"@login has P permission", or, for a 404 from GitHub's permission lookup, that it counts as none."""
+    if permission == PERMISSION_NOT_FOUND:
+        return (f"@{login} has no permission GitHub reports (its collaborator-permission lookup answered 404, as "
+                "it does for some users who are not collaborators), so it counts as none")
+    return f"@{login} has {permission} permission"
+
+
 def lacks_write(login: str, permission: str) -> str:
-    return f"@{login} has {permission} permission on the repository; write or higher is needed"
+    return f"{permission_of(login, permission)} on the repository; write or higher is needed"
 
 
 def is_a_bot(login: str) -> str:
@@ -141,6 +150,8 @@ def reuse_text(auth) -> str:
 
 
 AFTER_MERGE = "Commands made after the merge do not change which run was reused."
+PIN_A_SWEEP = ("Nothing is pinned. Pin a sweep run of this PR: its id is the number in the run's address "
+               "(`.../actions/runs/<run_id>`); or comment `/use` to reuse the newest eligible one.")
 
 
 def use_accepted(author: str, pinned: int | None, run, refused: str | None, label_problem: str | None) -> str:
@@ -257,7 +268,7 @@ def denial(author: str, denied: list[tuple[str, str]], permission: str) -> str:
     `denied`: (command word, command as written) of each command that needs it, in comment order."""
     if len(denied) == 1:
         word, given = denied[0]
-        why = f"@{author} has {permission} permission" if word == "/stage-results" else lacks_write(author, permission)
+        why = permission_of(author, permission) if word == "/stage-results" else lacks_write(author, permission)
         return denied_text(author, given, why, NEEDS[word])
     shown = ", ".join(f"`{given}`" for _, given in denied)
     needs = {NEEDS[word] for word, _ in denied}
@@ -270,5 +281,9 @@ def denied_text(author: str, command: str, why: str, who: str) -> str:
 
 
 def usage(author: str, problem, comment_url: str) -> str:
-    return text("usage", author=author, given=problem.given, line=problem.line, comment_url=comment_url,
+    body = text("usage", author=author, given=problem.given, line=problem.line, comment_url=comment_url,
                 forms=bullet_list(f"`{f}`" for f in problem.forms))
+    if problem.suggestion:
+        first, rest = body.split("\n", 1)
+        body = f"{first} Did you mean `{problem.suggestion}`?\n{rest}"
+    return body

@@ -41,7 +41,13 @@ METRICS = (
     Metric("intvty_p90", "P90 interactivity", "tok/s/user", True),
     Metric("intvty_p50", "median interactivity", "tok/s/user", True),
     Metric("ttft_p90_s", "P90 TTFT", "s", False),
+    # GPU energy over the benchmark window (`results process`, valid power measurements only)
+    Metric("j_per_output_token", "energy per output token", "J/token", False),
+    Metric("j_per_input_token", "energy per input token", "J/token", False),
+    Metric("j_per_total_token", "energy per token", "J/token", False),
+    Metric("j_per_request", "energy per request", "J", False),
 )
+ENERGY_KEYS = ("j_per_output_token", "j_per_input_token", "j_per_total_token", "j_per_request")
 METRIC_KEYS = tuple(m.key for m in METRICS)
 
 

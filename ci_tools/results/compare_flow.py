@@ -58,21 +58,26 @@ def main_from_github(head: list[dict], policy: compare.Policy, gh=None) -> tuple
     return found.results, notes
 
 
-def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path | None,
-                policy_path: Path | None, fmt: str, *, from_main: bool = False, gh=None,
-                plot: Path | None = None, title: str = "") -> Report:
+def load_sides(head_path: Path, baseline_paths: list[Path], policy: compare.Policy, *, from_main: bool = False,
+               gh=None) -> tuple[list[dict], list[dict], list[str]]:
+    """(the PR's results, main's results newest first, notes) from the command's HEAD and baselines."""
     if not baseline_paths and not from_main:
         raise InputError("nothing to compare with: give --baseline FILE (main's results; repeat for a history) "
                          "or --from-main", exit_code=2)
     if baseline_paths and from_main:
         raise InputError("give either --baseline or --from-main, not both", exit_code=2)
-    policy = load_policy(policy_path)
     head = sources.load_side(head_path)
-    notes: list[str] = []
     if from_main:
         main, notes = main_from_github(head, policy, gh)
-    else:
-        main = sources.load_history(baseline_paths)
+        return head, main, notes
+    return head, sources.load_history(baseline_paths), []
+
+
+def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path | None,
+                policy_path: Path | None, fmt: str, *, from_main: bool = False, gh=None,
+                plot: Path | None = None, title: str = "") -> Report:
+    policy = load_policy(policy_path)
+    head, main, notes = load_sides(head_path, baseline_paths, policy, from_main=from_main, gh=gh)
     comparisons = compare.compare_points(head, main, policy)
     if not comparisons:
         message = f"{head_path}: no valid result to compare (invalid results are never compared)"
@@ -87,8 +92,9 @@ def run_compare(head_path: Path, baseline_paths: list[Path], claims_path: Path |
     claims = check_claims(head, main, claims_path) if claims_path else []
     if plot is not None:
         try:
-            png = compare_render.plot_png(compare.points_of(head),
-                                          compare.points_of(compare.latest_per_point(main)), title)
+            from ci_tools.results import chart, render
+
+            png = render.png_bytes(chart.from_sides(head, compare.latest_per_point(main), title))
         except ImportError:
             raise InputError("--plot needs matplotlib: pip install 'ci-tools[plot]'", exit_code=2) from None
         plot.parent.mkdir(parents=True, exist_ok=True)

@@ -4,11 +4,25 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from ci_tools.results.compare import (EQUIVALENT, IMPROVED, INCONCLUSIVE, METRICS, NEW, REGRESSED, FrontierShift,
+from ci_tools.results.compare import (ENERGY_KEYS, EQUIVALENT, IMPROVED, INCONCLUSIVE, METRICS, NEW, REGRESSED,
+                                      FrontierShift,
                                       PointComparison, summary)
 
-_FORMATS = {"tok_s_gpu": ",.0f", "intvty_p90": ",.1f", "intvty_p50": ",.1f", "ttft_p90_s": ",.2f"}
-_UNITS = {"ttft_p90_s": " s"}
+_FORMATS = {"tok_s_gpu": ",.0f", "intvty_p90": ",.1f", "intvty_p50": ",.1f", "ttft_p90_s": ",.2f",
+            "j_per_output_token": ",.3g", "j_per_input_token": ",.3g", "j_per_total_token": ",.3g",
+            "j_per_request": ",.4g"}
+_UNITS = {"ttft_p90_s": " s", "j_per_output_token": " J", "j_per_input_token": " J", "j_per_total_token": " J",
+          "j_per_request": " J"}
+_HEADERS = {"tok_s_gpu": "tok/s/GPU", "intvty_p90": "P90 tok/s/user", "intvty_p50": "median / 中位 tok/s/user",
+            "ttft_p90_s": "P90 TTFT", "j_per_output_token": "J/output token", "j_per_input_token": "J/input token",
+            "j_per_total_token": "J/token", "j_per_request": "J/request"}
+
+
+def shown_metrics(comparisons: list[PointComparison]) -> list:
+    """The metrics a table shows: the four headline ones always, an energy one only where a side
+    measured it (most sweeps have no valid power measurement, and an empty column says nothing)."""
+    return [m for m in METRICS if m.key not in ENERGY_KEYS
+            or any(pc.cells[m.key].head is not None or pc.cells[m.key].base is not None for pc in comparisons)]
 _MARK = {IMPROVED: "▲ improved / 提升", REGRESSED: "▼ regressed / 下降", EQUIVALENT: "= equivalent / 持平",
          INCONCLUSIVE: "~ inconclusive / 无定论", NEW: "new / 新增"}
 
@@ -44,10 +58,11 @@ def _vs(pc: PointComparison) -> str:
 
 def markdown(comparisons: list[PointComparison], shift: FrontierShift | None = None,
              claims: list[dict] | None = None) -> str:
-    lines = ["| point / 点位 | vs main / 对比 | tok/s/GPU | P90 tok/s/user | median / 中位 tok/s/user | P90 TTFT |",
-             "|---|---|---:|---:|---:|---:|"]
+    shown = shown_metrics(comparisons)
+    lines = ["| point / 点位 | vs main / 对比 | " + " | ".join(_HEADERS[m.key] for m in shown) + " |",
+             "|---|---|" + "---:|" * len(shown)]
     for pc in comparisons:
-        cells = " | ".join(_cell_md(pc, m.key) for m in METRICS)
+        cells = " | ".join(_cell_md(pc, m.key) for m in shown)
         lines.append(f"| {pc.name} | {_vs(pc)} | {cells} |")
     counts = summary(comparisons)
     told = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
@@ -133,43 +148,3 @@ def regressions(comparisons: list[PointComparison]) -> list[str]:
                 out.append(f"{pc.name}: {m.label} {_value(m.key, c.head)} against main's {_value(m.key, c.base)} "
                            f"({c.change:+.1%}, p={c.p:.2g} after the false-discovery control)")
     return out
-
-
-def plot_png(head: list, main: list, title: str = "") -> bytes:
-    """The PR's points and frontier against main's on tok/s/GPU vs P90 tok/s/user, as PNG bytes."""
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from ci_tools.results.compare import frontier_shift
-
-    shift = frontier_shift(head, main)
-    fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
-    for pts, front_names, colour, marker, name in ((main, shift.main_frontier, "#888888", "s", "main"),
-                                                   (head, shift.head_frontier, "#1f77b4", "o", "PR")):
-        if not pts:
-            continue
-        front = sorted((p for p in pts if p.name in front_names), key=lambda p: p.intvty_p90)
-        ax.plot([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], "-", color=colour, linewidth=1.5,
-                label=f"{name} frontier", zorder=1)
-        ax.scatter([p.intvty_p90 for p in pts], [p.tok_s_gpu for p in pts], color=colour, marker=marker,
-                   label=f"{name} points", zorder=2)
-        for i, p in enumerate(pts):
-            ax.annotate(p.name, (p.intvty_p90, p.tok_s_gpu), textcoords="offset points",
-                        xytext=(6, 4 if i % 2 else -10), fontsize=7, color=colour)
-    ax.set_xlabel("interactivity, P90 (tok/s/user)")
-    ax.set_ylabel("throughput (tok/s/GPU)")
-    if head or main:
-        ax.set_yscale("log")  # sweeps span two orders of magnitude: a linear axis squashes the low end
-    ax.grid(True, alpha=0.3, which="both")
-    ax.legend(loc="upper right", fontsize=8)
-    if title:
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    png = io.BytesIO()
-    fig.savefig(png, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return png.getvalue()

@@ -154,23 +154,39 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
     scan = records.scan_file(adir / names.PROFILE_JSONL, workers=workers)
     agg = read_json(adir / names.PROFILE_JSON)
     result = build_result(scan, agg, point, max_error_rate, min_requests)
-    tel = gpu_telemetry(path, scan, result.get("tokens"))
-    if tel is not None:
-        result["gpu_telemetry"] = tel
+    samples, problems = telemetry_samples(path)
+    window = None
+    if scan.start_ns_min is not None and scan.end_ns_max is not None:
+        window = (scan.start_ns_min / 1e9, scan.end_ns_max / 1e9)
+    if samples is not None:
+        from ci_tools.runner import telemetry
+
+        result["gpu_telemetry"] = {**telemetry.summarize(samples, window, result.get("tokens")), "problems": problems}
+    add_energy(result, samples, window, point.gpu_count, scan.records_profiled)
     return result
 
 
-def gpu_telemetry(path: Path, scan: records.RecordScan, tokens: dict | None) -> dict | None:
-    """The runner's nvidia-smi samples over the benchmark's window (runner/telemetry.py); None without them."""
+# the energy figures a result's headline carries (results compare gives each a verdict)
+ENERGY_HEADLINE = ("j_per_output_token", "j_per_input_token", "j_per_total_token", "j_per_request")
+
+
+def add_energy(result: dict, samples: list[dict] | None, window: tuple[float, float] | None, gpus: int,
+               successful: int) -> None:
+    """result["energy"] (InferenceX's power metrics with a validity flag and reasons) and the
+    per-token figures in the headline (None when the power measurement is not valid)."""
+    from ci_tools.runner import telemetry
+
+    e = telemetry.energy(samples, window, expected_gpus=gpus, tokens=result.get("tokens"), successful=successful)
+    result["energy"] = e
+    result["headline"].update({k: e.get(k) for k in ENERGY_HEADLINE})
+
+
+def telemetry_samples(path: Path) -> tuple[list[dict] | None, list[str]]:
+    """The runner's nvidia-smi samples (runner/telemetry.py), times in UTC; None without the file."""
     from ci_tools.runner import telemetry
 
     csv = path / names.GPU_TELEMETRY_CSV
     if not csv.is_file():
-        return None
+        return None, []
     meta = read_json(path / names.GPU_TELEMETRY_META) or {}
-    samples, problems = telemetry.parse_csv(csv.read_text(encoding="utf-8", errors="replace"),
-                                            float(meta.get("utc_offset_s") or 0))
-    window = None
-    if scan.start_ns_min is not None and scan.end_ns_max is not None:
-        window = (scan.start_ns_min / 1e9, scan.end_ns_max / 1e9)
-    return {**telemetry.summarize(samples, window, tokens), "problems": problems}
+    return telemetry.parse_csv(csv.read_text(encoding="utf-8", errors="replace"), float(meta.get("utc_offset_s") or 0))

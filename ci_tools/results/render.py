@@ -1,9 +1,11 @@
-"""Text, Markdown and PNG renderings of a Pareto analysis (the PR status card's table and plot)."""
+"""Text and Markdown tables of a Pareto analysis, and the one PNG figure of a chart (`chart.py`) that
+`results pareto --plot` and `results compare --plot` both draw."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ci_tools.results.chart import X_TITLE, Y_TITLE, Chart
 from ci_tools.results.pareto import Point
 
 
@@ -45,36 +47,65 @@ def text_table(points: list[Point], analysis: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_png(points: list[Point], analysis: list[dict], path: Path, title: str = "") -> None:
-    """Throughput per GPU against P90 interactivity, frontier drawn, every point labelled."""
+STYLE = {  # series -> (colour, marker, frontier line style, legend words)
+    "points": ("#1f77b4", "o", "-", "Pareto frontier"),
+    "PR": ("#1f77b4", "o", "-", "PR"),
+    "main": ("#7f7f7f", "s", "--", "main"),
+}
+
+
+def plot_png(chart: Chart, path: Path) -> None:
+    """The chart as a PNG file: every series' points and frontier, every point labelled where a label
+    fits, the points left out said in a note under the axes."""
     import matplotlib.pyplot as plt
 
-    fig, _, _ = figure(points, analysis, title)
+    fig, _, _ = figure(chart)
     path.parent.mkdir(parents=True, exist_ok=True)
     # fixed metadata so the committed PNG is reproducible byte for byte
     fig.savefig(path, metadata={"Software": None})
     plt.close(fig)
 
 
-def figure(points: list[Point], analysis: list[dict], title: str = ""):
-    """(figure, axes, label boxes in display coordinates) of the plot; the boxes let tests check that
-    no label overlaps another or leaves the frame."""
+def png_bytes(chart: Chart) -> bytes:
+    import io
+
+    import matplotlib.pyplot as plt
+
+    fig, _, _ = figure(chart)
+    out = io.BytesIO()
+    fig.savefig(out, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return out.getvalue()
+
+
+def figure(chart: Chart):
+    """(figure, axes, labels) of the chart; `labels` holds (series, point, box in display coordinates,
+    or None where no label fits without overlapping), so that tests can check the placement."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display on runners
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 5.5), dpi=120)
-    front = sorted((p for p, a in zip(points, analysis) if a["frontier"]), key=lambda p: p.intvty_p90)
-    dom = [p for p, a in zip(points, analysis) if not a["frontier"]]
-    if front:
-        ax.plot([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], "-", color="#1f77b4",
-                linewidth=1.5, label="Pareto frontier", zorder=1)
-        ax.scatter([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], color="#1f77b4", zorder=2)
-    if dom:
-        ax.scatter([p.intvty_p90 for p in dom], [p.tok_s_gpu for p in dom], color="#999999", marker="x",
-                   label="dominated", zorder=2)
-    ys = [p.tok_s_gpu for p in points if p.tok_s_gpu > 0]
+    fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
+    for s in chart.series:
+        colour, marker, line, words = STYLE[s.name]
+        front = s.frontier
+        if s.name == "points":
+            dom = [p for p in s.points if not p.frontier]
+            if front:
+                ax.plot([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], line, color=colour,
+                        linewidth=1.5, label=words, zorder=1)
+                ax.scatter([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], color=colour, zorder=2)
+            if dom:
+                ax.scatter([p.intvty_p90 for p in dom], [p.tok_s_gpu for p in dom], color="#999999", marker="x",
+                           label="dominated", zorder=2)
+            continue
+        if len(front) > 1:
+            ax.plot([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], line, color=colour, linewidth=1.5,
+                    label=f"{words} frontier", zorder=1)
+        ax.scatter([p.intvty_p90 for p in s.points], [p.tok_s_gpu for p in s.points], color=colour, marker=marker,
+                   label=f"{words} points", zorder=2)
+    ys = [p.tok_s_gpu for s in chart.series for p in s.points if p.tok_s_gpu > 0]
     if ys and max(ys) / min(ys) > 8:
         # Throughput spans decades (7k at c1 to 271k at c128 in the seed): on a linear axis every
         # low-concurrency point sits on the floor. Log scale, plain numbers on the ticks.
@@ -85,15 +116,19 @@ def figure(points: list[Point], analysis: list[dict], title: str = ""):
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"))
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     ax.margins(x=0.12, y=0.12)  # room for labels at the edges
-    ax.set_xlabel("interactivity, P90 (tok/s/user)")
-    ax.set_ylabel("throughput (tok/s/GPU)")
+    ax.set_xlabel(X_TITLE)
+    ax.set_ylabel(Y_TITLE)
     ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper right")
-    if title:
-        ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    boxes = _place_labels(fig, ax, points, front)
-    return fig, ax, boxes
+    if any(s.points for s in chart.series):
+        ax.legend(loc="upper right", fontsize=8)
+    ax.set_title(chart.title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.04 if chart.note else 0, 1, 1))
+    labels = _place_labels(fig, ax, chart)
+    unlabelled = [f"{s.name} {p.name}" if s.name != "points" else p.name for s, p, box in labels if box is None]
+    notes = [chart.note] + ([f"no room for the labels of {', '.join(unlabelled)}"] if unlabelled else [])
+    if any(notes):
+        fig.text(0.01, 0.01, "; ".join(n for n in notes if n), fontsize=7, color="#444444", wrap=True)
+    return fig, ax, labels
 
 
 # Label offsets tried in order (points): right, left, above, below, then further out.
@@ -105,40 +140,42 @@ _GAP_PX = 4      # half the clear space between two labels, in pixels
 _MARKER_PX = 5   # a marker's radius, in pixels
 
 
-def _place_labels(fig, ax, points: list[Point], frontier: list[Point]) -> list:
+def _place_labels(fig, ax, chart: Chart) -> list:
     """Label every point where its text overlaps no other label or marker and stays inside the axes:
-    greedy over candidate offsets, in display coordinates (a crowded cluster, e.g. the seed's
-    dropped c1-c8 points around 400 tok/s/user, otherwise prints one label over another)."""
+    greedy over candidate offsets, in display coordinates, first also keeping off the frontier lines
+    (a label across one reads as naming the point on the other side). A point with no clear place
+    gets no label rather than one over another's (two curves within a few percent of each other put
+    the PR's and main's labels of one point on the same spot); the figure's note names it."""
     from matplotlib.path import Path as LinePath
 
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
-    markers = [ax.transData.transform((p.intvty_p90, p.tok_s_gpu)) for p in points]
-    # the frontier line: a label across it reads as naming the point on the other side
-    line = LinePath(ax.transData.transform([(p.intvty_p90, p.tok_s_gpu) for p in sorted(
-        frontier, key=lambda q: q.intvty_p90)])) if len(frontier) > 1 else None
+    every = [(s, p) for s in chart.series for p in s.points]
+    markers = [ax.transData.transform((p.intvty_p90, p.tok_s_gpu)) for _, p in every]
+    lines = [LinePath(ax.transData.transform([(p.intvty_p90, p.tok_s_gpu) for p in s.frontier]))
+             for s in chart.series if len(s.frontier) > 1]
     placed: list = []
-    # crowded points first would be nicer; left to right keeps the result stable and predictable
-    for p in sorted(points, key=lambda q: (q.intvty_p90, q.tok_s_gpu)):
+    out = []
+    # left to right keeps the result stable and predictable
+    for s, p in sorted(every, key=lambda t: (t[1].intvty_p90, t[1].tok_s_gpu, t[0].name)):
+        colour = "#555555" if s.name == "main" else "black"
         best = None
-        for dx, dy, avoid_line in [(dx, dy, True) for dx, dy in _OFFSETS] + [(dx, dy, False) for dx, dy in _OFFSETS]:
+        for dx, dy, avoid_lines in [(dx, dy, True) for dx, dy in _OFFSETS] + [(dx, dy, False) for dx, dy in _OFFSETS]:
             ha = "left" if dx > 0 else "right" if dx < 0 else "center"
             text = ax.annotate(p.name, (p.intvty_p90, p.tok_s_gpu), textcoords="offset points", xytext=(dx, dy),
-                               fontsize=8, ha=ha)
+                               fontsize=8, ha=ha, color=colour)
             # a gap around each label (two labels that touch read as one) and around each marker
             box = text.get_window_extent(renderer).padded(_GAP_PX)
             inside = (box.x0 >= frame.x0 and box.x1 <= frame.x1 and box.y0 >= frame.y0 and box.y1 <= frame.y1)
             clear = not any(box.overlaps(b) for b in placed) and not any(
                 box.padded(_MARKER_PX).contains(mx, my) for mx, my in markers) and not (
-                avoid_line and line is not None and line.intersects_bbox(box, filled=False))
+                avoid_lines and any(line.intersects_bbox(box, filled=False) for line in lines))
             if inside and clear:
-                best = (text, box)
+                best = box
                 break
             text.remove()
-        if best is None:  # nowhere clear: the first choice, still inside the frame if it can be
-            text = ax.annotate(p.name, (p.intvty_p90, p.tok_s_gpu), textcoords="offset points", xytext=(-6, 4),
-                               fontsize=8, ha="right")
-            best = (text, text.get_window_extent(renderer))
-        placed.append(best[1])
-    return placed
+        if best is not None:
+            placed.append(best)
+        out.append((s, p, best))
+    return out

@@ -5,7 +5,8 @@ A side of a comparison is a list of result documents (`result.json`), newest fir
 - a directory: every `result.json` under it, as `results collect` would gather them;
 - a CSV a person writes from numbers measured elsewhere (a PR's "local results" table, a
   published sweep): one point a row, columns
-  `point,config-key,tp,ep,dp-attn,conc,tok_s_gpu,intvty_p90,intvty_p50,ttft_p90_s`; only `point`,
+  `point,config-key,tp,ep,dp-attn,conc,tok_s_gpu,intvty_p90,intvty_p50,ttft_p90_s` (and the energy
+  columns j_per_output_token, j_per_input_token, j_per_total_token, j_per_request); only `point`,
   `tp` and `conc` are required, an empty metric cell means "not measured".
 Several files on one side are a history: the first given is the newest.
 """
@@ -19,7 +20,8 @@ from pathlib import Path
 from ci_tools.errors import Finding, InputError
 
 CSV_REQUIRED = ("point", "tp", "conc")
-CSV_METRICS = ("tok_s_gpu", "intvty_p90", "intvty_p50", "ttft_p90_s")
+CSV_METRICS = ("tok_s_gpu", "intvty_p90", "intvty_p50", "ttft_p90_s",
+               "j_per_output_token", "j_per_input_token", "j_per_total_token", "j_per_request")
 CSV_POINT = ("config-key", "ep", "dp-attn", "gpus", "scenario")
 _TRUE = {"true", "yes", "1"}
 _FALSE = {"false", "no", "0", ""}

@@ -253,7 +253,7 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
 
     if not is_disagg(recipe.data):
         raise InputError(f"{recipe.file}: the row is multi-node (prefill/decode), but this is not a disaggregated "
-                         "recipe (mode: disaggregated); see README, 'Disaggregated (multi-node) points'")
+                         "recipe (mode: disaggregated); see docs/runner-operator.md, 'Disaggregated (multi-node) points'")
     if req.backend != "slurm":
         raise UsageError(f"multi-node rows run on Slurm only (--backend slurm, or CI_TOOLS_BACKEND=slurm on the "
                          f"runner); got --backend {req.backend}")

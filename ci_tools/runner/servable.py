@@ -138,7 +138,7 @@ def _multinode(row: Mapping[str, Any], ctx: Context, refuse) -> None:
     if not is_disagg(recipe.data):
         refuse("not-a-disaggregated-recipe", f"the row is multi-node (prefill/decode) but {recipe.file} is not "
                       "a disaggregated recipe", "set `mode: disaggregated` in the recipe and describe its "
-                      "prefill/decode groups (README, 'Disaggregated (multi-node) points')")
+                      "prefill/decode groups (docs/runner-operator.md, 'Disaggregated (multi-node) points')")
         return
     concs = row.get("conc")
     concs = [int(c) for c in concs] if isinstance(concs, list) else ([int(concs)] if concs is not None else None)

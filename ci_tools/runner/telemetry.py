@@ -23,6 +23,19 @@ FIELDS = ("timestamp", "index", "uuid", "name", "pci.bus_id", "driver_version", 
           "memory.total", "clocks_event_reasons.active", "ecc.errors.uncorrected.volatile.total")
 INTERVAL_MS = 1000
 POWER_CAPPED_SHARE = 0.10
+# InferenceX's power validity (utils/aggregate_power.py): every GPU's samples must bracket the
+# benchmark window, no two consecutive samples over it more than MAX_GAP_S apart
+MAX_GAP_S = 3.0
+MIN_SAMPLES = 2
+ENERGY_SCHEMA = 2   # InferenceX's power_metric_schema_version
+# why an energy figure is missing (InferenceX's reason codes where it has one)
+TELEMETRY_MISSING = "telemetry_file_missing"
+WINDOW_MISSING = "benchmark_window_missing"
+NOT_BRACKETED = "benchmark_window_not_bracketed"
+GAP = "sampling_gap_exceeded"
+TOO_FEW = "too_few_samples"
+NO_POWER = "power_not_reported"
+GPU_COUNT = "expected_gpu_count_mismatch"
 # NVML clocks event reasons (nvml.h nvmlClocksEventReason*)
 REASONS = {"gpu_idle": 0x1, "applications_clocks": 0x2, "sw_power_cap": 0x4, "hw_slowdown": 0x8,
            "sync_boost": 0x10, "sw_thermal": 0x20, "hw_thermal": 0x40, "hw_power_brake": 0x80}
@@ -114,6 +127,74 @@ def _energy_j(points: list[tuple[float, float | None]], start: float, end: float
     energy = sum((t1 - t0) * (v0 + v1) / 2 for t0, t1, v0, v1 in zip(ts, ts[1:], vals, vals[1:]))
     covered = max(0.0, min(pts[-1][0], end) - max(pts[0][0], start)) / (end - start)
     return energy, covered
+
+
+def _window_problems(pts: list[tuple[float, float]], start: float, end: float) -> list[str]:
+    """Why one GPU's power samples cannot give the energy over [start, end] (empty: they can)."""
+    if len(pts) < MIN_SAMPLES:
+        return [TOO_FEW]
+    out = []
+    if pts[0][0] > start or pts[-1][0] < end:
+        out.append(NOT_BRACKETED)
+    # the samples that matter: those inside plus the one either side of the window
+    ts = [t for t, _ in pts]
+    first = max([i for i, t in enumerate(ts) if t <= start], default=0)
+    last = min([i for i, t in enumerate(ts) if t >= end], default=len(ts) - 1)
+    if any(b - a > MAX_GAP_S for a, b in zip(ts[first:last], ts[first + 1:last + 1])):
+        out.append(GAP)
+    if sum(1 for t in ts if start <= t <= end) < MIN_SAMPLES and NOT_BRACKETED not in out and GAP not in out:
+        out.append(TOO_FEW)
+    return out
+
+
+def energy(samples: list[dict] | None, window: tuple[float, float] | None, *, expected_gpus: int | None = None,
+           tokens: dict | None = None, successful: int | None = None) -> dict:
+    """GPU energy over the benchmark window, as InferenceX's aggregate_power computes it: per GPU the
+    trapezoid of board power with linear interpolation at the window's edges, summed over GPUs, then
+    J per output, input and total token and per successful request. `valid` is False, with the
+    reasons, when a GPU's samples do not bracket the window, leave a gap over MAX_GAP_S in it, are too
+    few, report no power, or the GPU count is not the point's; then no figure is given (a partial
+    integral would pass for a low-energy point)."""
+    out: dict = {"schema": ENERGY_SCHEMA, "valid": False, "reasons": []}
+    if samples is None:
+        out["reasons"] = [TELEMETRY_MISSING]
+        return out
+    if window is None or window[1] <= window[0]:
+        out["reasons"] = [WINDOW_MISSING]
+        return out
+    start, end = window
+    per_gpu: dict[str, list[tuple[float, float]]] = {}
+    for s in samples:
+        per_gpu.setdefault(s["index"], [])
+        if s.get("power_w") is not None:
+            per_gpu[s["index"]].append((s["t"], s["power_w"]))
+    reasons: list[str] = []
+    if not per_gpu or not any(per_gpu.values()):
+        reasons.append(NO_POWER)
+    if expected_gpus is not None and len(per_gpu) != expected_gpus:
+        reasons.append(GPU_COUNT)
+    gpus = []
+    for index in sorted(per_gpu, key=lambda i: (len(i), i)):
+        pts = sorted(per_gpu[index])
+        problems = _window_problems(pts, start, end) if pts else [NO_POWER]
+        reasons += [r for r in problems if r not in reasons]
+        e = None if problems else _energy_j(pts, start, end)[0]
+        gpus.append({"index": index, "energy_j": e, "reasons": problems})
+    out.update(reasons=reasons, window_s=end - start, gpus=gpus, observed_gpus=len(per_gpu),
+               expected_gpus=expected_gpus)
+    if reasons:
+        return out
+    total = sum(g["energy_j"] for g in gpus)
+    tokens = tokens or {}
+    inp, outp = tokens.get("input_total") or 0, tokens.get("output_total") or 0
+
+    def per(n):
+        return total / n if n else None
+
+    out.update(valid=True, total_gpu_energy_j=total, avg_power_w=total / (end - start) / len(gpus),
+               avg_total_gpu_power_w=total / (end - start), j_per_output_token=per(outp),
+               j_per_input_token=per(inp), j_per_total_token=per(inp + outp), j_per_request=per(successful))
+    return out
 
 
 def _stats(values: list[float | None]) -> dict | None:

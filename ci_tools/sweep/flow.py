@@ -32,6 +32,7 @@ class PlanRequest:
     masters: tuple[str, ...] = ()
     runners: str | None = None
     run_id: str | None = None
+    run_attempt: int = 1                     # GITHUB_RUN_ATTEMPT: > 1 for a re-run (`gate` checks it)
     after_canary: bool = False
     passed: frozenset[str] = frozenset()
     canary_dir: Path | None = None           # the downloaded canary-passed-* artifacts (sweep/canary.py)
@@ -92,7 +93,24 @@ def gate(req: PlanRequest) -> Outcome:
 
     policy, note = load_policy_or_default(req.repo)
     event, _ = _event(req, need_head=False)
-    return Outcome(decision=decide(event, policy), notes=_notes(note, policy.unknown_note(event.labels)))
+    decision = decide(event, policy)
+    if req.run_attempt > 1 and event.name == "pull_request" and event.pr_number is not None and decision.restarts:
+        decision = _rerun_verdict(req, event, policy, decision)
+    return Outcome(decision=decision, notes=_notes(note, policy.unknown_note(event.labels)))
+
+
+def _rerun_verdict(req: PlanRequest, event, policy, decision):
+    """A re-run joins the PR's active group with its old payload: refused once the PR has moved on
+    (one API call, re-runs only; a first attempt decides from the event alone)."""
+    from ci_tools.github.client import GitHub
+    from ci_tools.sweep.gate import PrNow, refuse_rerun, superseded
+
+    data = GitHub.from_env(env=dict(req.env)).pull(event.pr_number)
+    now = PrNow(head_sha=str((data.get("head") or {}).get("sha") or ""),
+                labels=tuple(str(label.get("name")) for label in data.get("labels") or []),
+                state=str(data.get("state") or "open"), draft=bool(data.get("draft")))
+    why = superseded(event, now, policy)
+    return refuse_rerun(decision, event, why) if why else decision
 
 
 def plan(req: PlanRequest) -> Outcome:

@@ -4,7 +4,7 @@
 hand-copied `if:` strings (spec inferencex-pr-policy.md §1.4-1.9). It needs no configs, so the
 workflow's first job can run it in well under a second and compute the concurrency group from it.
 
-Where this deliberately differs from InferenceX (documented in the README, "Sweep planning"):
+Where this deliberately differs from InferenceX (documented in docs/reference.md, "`plan` output"):
 - only labels named in the policy file are relevant; queue/priority labels (`skip_queue`, ...)
   neither restart nor cancel a sweep (InferenceX W14 restarts the whole sweep for them);
 - a label change that cannot matter (a modifier on a PR with no primary label, any label on a draft
@@ -143,6 +143,46 @@ def concurrency_group(event: GateEvent, restarts: bool) -> str:
 
 
 PENDING = " (if the changelog diff appends an entry)"
+
+
+@dataclass(frozen=True)
+class PrNow:
+    """The PR as GitHub has it now (read only for a re-run: `superseded`)."""
+
+    head_sha: str
+    labels: tuple[str, ...]
+    state: str = "open"
+    draft: bool = False
+
+
+def superseded(event: GateEvent, now: PrNow, policy: Policy) -> str | None:
+    """Why a re-run of this pull_request run must not run, or None.
+
+    A re-run replays the run's original payload: the old head commit and the old labels. Once the PR
+    has moved on, it would sweep that old state and, joining the PR's active concurrency group, cancel
+    the PR's newest sweep. A re-run of the newest run (a failed sweep retried) is left alone."""
+    why = []
+    if event.sha and now.head_sha and event.sha != now.head_sha:
+        why.append(f"the PR's head is now {now.head_sha[:12]}, this run was for {event.sha[:12]}")
+    relevant = policy.relevant()
+    then, current = set(event.labels) & relevant, set(now.labels) & relevant
+    if then != current:
+        why.append(f"its sweep labels were {', '.join(sorted(then)) or 'none'}, the PR now has "
+                   f"{', '.join(sorted(current)) or 'none'}")
+    if event.action in STOP_ACTIONS and now.state == "open" and not now.draft:
+        why.append(f"the PR is open and ready again since this run's `{event.action}`")
+    if not why:
+        return None
+    return (f"re-run of a superseded sweep run of PR #{event.pr_number}: {'; '.join(why)}. Re-running it would "
+            f"sweep that old state and cancel the PR's newest sweep ({concurrency_group(event, True)}); re-run "
+            "the PR's newest run instead, or push or relabel to start a new sweep")
+
+
+def refuse_rerun(verdict: "GateDecision", event: GateEvent, why: str) -> "GateDecision":
+    """The gate's verdict for a superseded re-run: nothing runs, the check fails with the reason, and
+    the run's group is its own, so it cancels nothing."""
+    return GateDecision(False, False, why, concurrency_group(event, False), mode=verdict.mode, error=why,
+                        restarts=False)
 
 
 def decide(event: GateEvent, policy: Policy, *, appends_entry: bool | None = None) -> GateDecision:

@@ -8,7 +8,7 @@ same defaults), so that workflows and result tooling written for InferenceX rows
 Every row is produced together with the config key it came from (`Row.key`): InferenceX rows do not
 carry it, the planner needs it.
 
-Deliberate differences from InferenceX (each documented in the README section "Sweep planning"):
+Deliberate differences from InferenceX (each documented in docs/reference.md, "`plan` output"):
 - `conc-list: []` next to a range expands the range in both `full-sweep` and `test-config` (InferenceX's
   test-config emits nothing there, a bug it documents);
 - an agentic search-space entry whose shape does not match the master's `multinode` flag is a located

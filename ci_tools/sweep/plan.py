@@ -279,7 +279,7 @@ class Reuse:
 
 @dataclass(frozen=True)
 class Plan:
-    """A sweep plan. `as_dict()` is `plan --format json` (README, "Sweep planning"); `policy` is where
+    """A sweep plan. `as_dict()` is `plan --format json` (docs/reference.md, "`plan` output"); `policy` is where
     the label policy came from (set by the flow, which read it)."""
 
     sweep: bool

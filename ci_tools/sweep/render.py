@@ -1,6 +1,6 @@
 """Rendering a sweep plan: a table for people (<= 100 columns), JSON, and GitHub step outputs.
 
-GitHub outputs (`--format github`, written to $GITHUB_OUTPUT; see the README, "Sweep planning"):
+GitHub outputs (`--format github`, written to $GITHUB_OUTPUT; see docs/reference.md, "`plan` output"):
 every value is one line; JSON values are compact. Names are built from the bucket names in
 `ci_tools.sweep.buckets.BUCKETS`, so the workflows and this module cannot drift apart silently
 (the workflows' contract test reads `output_names()`).

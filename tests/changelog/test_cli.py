@@ -235,16 +235,16 @@ def test_pre_commit_hook_definition(repo_root):
     assert {"pre-commit", "pre-push", "manual"} <= set(hook["stages"])
 
 
-def test_readme_pre_commit_snippet_names_a_ref_of_this_repository(repo_root):
+def test_documented_pre_commit_snippet_names_a_ref_of_this_repository(repo_root):
     import re
 
-    readme = (repo_root / "README.md").read_text()
-    revs = re.findall(r"repo: https://github.com/SemiAnalysisAI/ci-tools, rev: ([^,\s]+),", readme)
-    assert revs, "the README shows the pre-commit entry"
-    for rev in revs:
-        found = [git(repo_root, "rev-parse", "--verify", "--quiet", f"{r}^{{commit}}", check=False).returncode
-                 for r in (rev, f"origin/{rev}")]
-        assert 0 in found, f"README's pre-commit rev {rev!r} is not a ref of this repository"
+    for doc in ("README.md", "docs/contributor.md"):
+        revs = re.findall(r"repo: https://github.com/SemiAnalysisAI/ci-tools, rev: ([^,\s]+),", (repo_root / doc).read_text())
+        assert revs, f"{doc} shows the pre-commit entry"
+        for rev in revs:
+            found = [git(repo_root, "rev-parse", "--verify", "--quiet", f"{r}^{{commit}}", check=False).returncode
+                     for r in (rev, f"origin/{rev}")]
+            assert 0 in found, f"{doc}'s pre-commit rev {rev!r} is not a ref of this repository"
 
 
 def test_fix_repairs_only_new_lines_and_says_what_is_left(repo):

@@ -4,7 +4,7 @@ Pinned parsers (tests/engines/wheels.txt, installed by dev.py into .venv-engines
   SGLang 0.5.21 and 0.5.22 (they bracket the seed recipe's 20261012 nightly; the recipe's
   `engine-versions` names them) and 0.5.23 (the release after, for the `--attn-dp-size` spelling);
   sglang-router 0.3.2 (what the master declares for DEP2) and smg 1.13.0 (its successor).
-vLLM and TensorRT-LLM are not checked here: see the README ("Runner jobs and results").
+vLLM and TensorRT-LLM are not checked here: see docs/runner-operator.md ("Engines and routers").
 """
 
 from __future__ import annotations

@@ -8,7 +8,15 @@ validate is recorded in `schema_errors`, which the fixture asserts empty, so the
 from the real API.
 
 Faults: `fail(method, path_regex, status, times, headers, body)` queues failures (5xx, 429 with
-Retry-After, secondary-rate-limit 403); `page_size` forces short pages (Link headers still point on).
+Retry-After, secondary-rate-limit 403, `rate_limited()` for GitHub's primary limit); `page_size` forces
+short pages (Link headers still point on).
+
+GitHub's limits and edge answers, as the API has them: list pages carry `Link` with `rel="prev"`,
+`"next"`, `"last"` and `"first"`; a filtered workflow-run list (`branch`, `event`, `status`, ...)
+serves at most its first 1,000 runs while `total_count` counts them all; an expired artifact is listed
+with `expired: true` and its zip answers 410; `permission_not_found` holds logins the collaborator
+permission endpoint answers 404 for (GitHub does for some users who are not collaborators); a
+repository_dispatch whose `client_payload` has more than 10 top-level keys (or 64 KB) gets 422.
 
 Tokens follow GitHub's rules (`grant(token, kind, permissions)`): every endpoint must be in GitHub's
 per-endpoint permission table (`data/github-permissions.json`, kept with its source version); a token
@@ -34,6 +42,14 @@ from urllib.parse import parse_qs, urlencode, urlparse
 T0 = "2026-10-01T00:00:00Z"
 API_VERSIONS = ("2022-11-28", "2026-03-10")      # the REST API versions GitHub serves
 LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3}
+# "This endpoint will return up to 1,000 results for each search when using the following parameters:
+# actor, branch, check_suite_id, created, event, head_sha, status" (GitHub's workflow-runs reference);
+# past it the pages come empty while total_count still counts every run.
+RUN_SEARCH_CAP = 1000
+RUN_SEARCH_FILTERS = ("actor", "branch", "check_suite_id", "created", "event", "head_sha", "status")
+# repository_dispatch: `client_payload` has `maxProperties: 10` and must be under 64 KB (GitHub's description).
+DISPATCH_MAX_KEYS = 10
+DISPATCH_MAX_BYTES = 64 * 1024
 PERMISSIONS_FILE = Path(__file__).resolve().parent / "data" / "github-permissions.json"
 
 
@@ -143,6 +159,7 @@ class FakeGitHub:
         self.trees: dict[str, str] = {}              # commit -> tree sha
         self.tree_entries: dict[str, dict[str, str]] = {}   # tree sha -> top-level name -> object sha
         self.permissions: dict[str, str] = {}
+        self.permission_not_found: set[str] = set()  # logins the permission endpoint answers 404 for
         self.teams: dict[tuple[str, str], set[str]] = {}
         self.reviews: dict[int, dict] = {}           # id -> review (with "_pr")
         self.endpoints = permission_table()
@@ -220,10 +237,12 @@ class FakeGitHub:
                 event: str = "pull_request", status: str = "completed", path: str = ".github/workflows/run-sweep.yml",
                 created_at: str | None = None, artifacts=("results_bmk", "evals_passed", "changelog-metadata"), expired=(),
                 pull_requests=(), attempt: int = 1, display_title: str | None = None,
-                name: str | None = None, head_repo: str | None = None) -> dict:
+                name: str | None = None, head_repo: str | None = None, expires_at: str = T0) -> dict:
         """`display_title` is the run name (a workflow's `run-name:`, else the commit message);
         `name` the workflow's `name:`, as GitHub returns both. `head_repo`: OWNER/NAME of the head
-        commit's repository (a fork's, for a fork PR's own pull_request run); default this one."""
+        commit's repository (a fork's, for a fork PR's own pull_request run); default this one.
+        `expires_at`: when the run's artifacts expire (GitHub: 90 days after upload by default);
+        the names in `expired` are listed already expired, and their zips answer 410."""
         run = copy.deepcopy(self._run_t)
         run.update(display_title=display_title if display_title is not None else run["display_title"],
                    name=name if name is not None else run["name"])
@@ -236,14 +255,26 @@ class FakeGitHub:
         run["repository"] = {**run["repository"], "full_name": self.repo}
         run["head_repository"] = {**run["head_repository"], "full_name": head_repo or self.repo}
         self.runs[run_id] = run
-        self.artifacts[run_id] = [self._artifact(run_id, n, n in expired) for n in [*artifacts, *expired]]
+        self.artifacts[run_id] = [self._artifact(run_id, n, n in expired, expires_at) for n in [*artifacts, *expired]]
         return run
 
-    def _artifact(self, run_id: int, name: str, expired: bool) -> dict:
+    def _artifact(self, run_id: int, name: str, expired: bool, expires_at: str = T0) -> dict:
         aid = next(self._ids)
         return {"id": aid, "node_id": f"A_{aid}", "name": name, "size_in_bytes": 10, "expired": expired,
-                "url": "https://x", "archive_download_url": "https://x", "created_at": T0, "expires_at": T0,
-                "updated_at": T0, "digest": None, "workflow_run": {"id": run_id}}
+                "url": f"https://api.github.com/repos/{self.repo}/actions/artifacts/{aid}",
+                "archive_download_url": f"https://api.github.com/repos/{self.repo}/actions/artifacts/{aid}/zip",
+                "created_at": T0, "expires_at": expires_at, "updated_at": T0, "digest": None,
+                "workflow_run": {"id": run_id}}
+
+    def expire(self, run_id: int, name: str | None = None) -> None:
+        """Let a run's artifact `name` (every artifact when None) expire, as GitHub does after the
+        retention period: listed with `expired: true`, its zip answers 410 from then on."""
+        for art in self.artifacts.get(run_id, []):
+            if name is None or art["name"] == name:
+                art["expired"] = True
+
+    def _artifact_by_id(self, artifact_id: int) -> dict | None:
+        return next((a for arts in self.artifacts.values() for a in arts if a["id"] == artifact_id), None)
 
     def add_artifact_files(self, run_id: int, name: str, files: dict[str, bytes]) -> dict:
         """Give a run's artifact `name` (added if missing) a zip archive holding `files`."""
@@ -284,6 +315,15 @@ class FakeGitHub:
                              for i, l in enumerate(labels)]}
         self.runners.append(runner)
         return runner
+
+    def rate_limited(self, method: str, path: str, *, reset: int, times: int = 1, status: int = 403) -> None:
+        """GitHub's primary rate limit: 403 (or 429) with `x-ratelimit-remaining: 0` and the reset time
+        (epoch seconds) in `x-ratelimit-reset`; no Retry-After."""
+        self.fail(method, path, status, times=times,
+                  headers={"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0", "x-ratelimit-used": "5000",
+                           "x-ratelimit-reset": str(reset), "x-ratelimit-resource": "core"},
+                  body={"message": "API rate limit exceeded for installation ID 1.",
+                        "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"})
 
     def grant(self, token: str, kind: str, permissions: dict[str, str]) -> str:
         """Register `token`: kind "github_token" (a job's GITHUB_TOKEN with its `permissions:`) or "app"
@@ -376,6 +416,10 @@ class FakeGitHub:
         if method == "GET" and (g := m(rf"/repos/{r}/actions/runs/(\d+)/jobs")):
             return 200, list(self.jobs.get(int(g[1]), [])), ("wrapped", "jobs", "Job")
         if method == "GET" and (g := m(rf"/repos/{r}/actions/artifacts/(\d+)/zip")):
+            art = self._artifact_by_id(int(g[1]))
+            if art is not None and art["expired"]:
+                return 410, {"message": "Artifact has expired",
+                             "documentation_url": "https://docs.github.com/rest/actions/artifacts#download-an-artifact"}, None
             # GitHub redirects to short-lived storage on another host; here a path of this server
             return (302, None, {"Location": f"/_blob/{g[1]}"}) if int(g[1]) in self.blobs else (404, None, None)
         if (g := m(rf"/repos/{r}/issues/comments/(\d+)")) and method in ("GET", "PATCH"):
@@ -390,6 +434,8 @@ class FakeGitHub:
             c = self.add_comment(int(g[1]), body["body"], author=self.bot, association="NONE", type_="Bot")
             return 201, {k: v for k, v in c.items() if k != "_issue"}, "IssueComment"
         if method == "GET" and (g := m(rf"/repos/{r}/collaborators/([^/]+)/permission")):
+            if g[1].lower() in {u.lower() for u in self.permission_not_found}:
+                return 404, None, None
             perm = self.permissions.get(g[1], "none")
             user = {**_user(self._user_t, g[1]), "role_name": perm}
             return 200, {"permission": perm, "role_name": perm, "user": user}, \
@@ -443,6 +489,13 @@ class FakeGitHub:
             self.statuses.append(st)
             return 201, {k: v for k, v in st.items() if k != "_sha"}, "Status"
         if method == "POST" and m(r"/repos/[^/]+/[^/]+/dispatches"):
+            payload = (body or {}).get("client_payload") or {}
+            if len(payload) > DISPATCH_MAX_KEYS or len(json.dumps(payload)) >= DISPATCH_MAX_BYTES:
+                return 422, {"message": f"Invalid request.\n\nNo more than {DISPATCH_MAX_KEYS} properties are allowed; "
+                             f"{len(payload)} were supplied." if len(payload) > DISPATCH_MAX_KEYS else
+                             "Invalid request.\n\nclient_payload must be less than 64KB.",
+                             "documentation_url": "https://docs.github.com/rest/repos/repos#create-a-repository-dispatch-event",
+                             "status": "422"}, None
             self.dispatches.append({"repo": path.split("/")[2] + "/" + path.split("/")[3], **body})
             return 204, None, None
         return 404, None, None
@@ -503,17 +556,31 @@ class FakeGitHub:
             for item in obj:
                 one(kind[1], item)
 
-    def paginate(self, items: list, query: dict, base: str, wrap: str | None):
+    def paginate(self, items: list, query: dict, base: str, wrap: str | None, cap: int | None = None):
+        """One page of `items`, with GitHub's Link header (prev, next, last, first). `cap`: only the
+        first `cap` items are served (a capped search), while `total_count` still counts them all."""
         per = min(int(query.get("per_page", ["30"])[0]), 100)
         if self.page_size:
             per = min(per, self.page_size)
         page = int(query.get("page", ["1"])[0])
-        chunk = items[(page - 1) * per: page * per]
-        headers = {}
-        if page * per < len(items) and not (self.drop_next and re.search(self.drop_next, base)):
-            q = {k: v[0] for k, v in query.items()}
-            q["page"] = str(page + 1)
-            headers["Link"] = f'<{base}?{urlencode(q)}>; rel="next"'
+        served = items if cap is None else items[:cap]
+        chunk = served[(page - 1) * per: page * per]
+        last = max(1, -(-len(served) // per))
+        q = {k: v[0] for k, v in query.items()}
+
+        def link(n: int, rel: str) -> str:
+            return f'<{base}?{urlencode({**q, "page": str(n)})}>; rel="{rel}"'
+
+        rels = []
+        if page > 1:
+            rels.append(link(page - 1, "prev"))
+        if page < last and not (self.drop_next and re.search(self.drop_next, base)):
+            rels.append(link(page + 1, "next"))
+        if page < last:
+            rels.append(link(last, "last"))
+        if page > 1:
+            rels.append(link(1, "first"))
+        headers = {"Link": ", ".join(rels)} if rels else {}
         return ({"total_count": len(items), wrap: chunk} if wrap else chunk), headers
 
     def handle(self, method: str, raw_path: str, body: dict | None, base_url: str, headers: dict | None = None):
@@ -556,7 +623,9 @@ class FakeGitHub:
                 runs.sort(key=lambda r: (r["created_at"], r["id"]), reverse=True)
                 for r in runs:
                     self.validate("WorkflowRun", r)
-                obj, headers = self.paginate(runs, query, base_url + url.path, "workflow_runs")
+                capped = any(k in query for k in RUN_SEARCH_FILTERS)
+                obj, headers = self.paginate(runs, query, base_url + url.path, "workflow_runs",
+                                             cap=RUN_SEARCH_CAP if capped else None)
             elif isinstance(kind, tuple) and kind[0] == "wrapped":
                 for a in obj:
                     self.validate(kind[2], a)

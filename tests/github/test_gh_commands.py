@@ -11,7 +11,7 @@ from ci_tools.prbot.flow import handle_comment
 from ci_tools.prbot.staging.flow import stage_callback, stage_dispatch
 from ci_tools.github.events import Event
 from ci_tools.github import GitHub
-from gh_scenarios import FULL, SHA1, authorise, comment_event, lazy, pr_with_sweep, settings
+from gh_scenarios import FULL, SHA1, SHA2, authorise, comment_event, lazy, pr_with_sweep, settings
 
 
 def dispatcher(fake):
@@ -61,6 +61,8 @@ def test_plain_issue_comments_and_bot_comments_cost_nothing(fake):
     ("/stage-results 123 please", "`/stage-results <run_id>`"),      # 89
     ("/sweep", "`/sweep plan`"),
     ("/USE 5", "`/use`"),
+    ("/usee 9", "Did you mean `/use`?"),                 # issue 24: near misses got no reply at all
+    ("/stage-result 9", "Did you mean `/stage-results`?"),
 ])
 def test_usage_errors_get_the_right_form(fake, body, expected):
     pr_with_sweep(fake, 1)
@@ -307,8 +309,46 @@ def test_w4_use_after_merge_is_answered_not_recorded(fake):
     assert not [b for b in fake.bot_comments(1) if "status-card" in b["body"]]
 
 
-def test_use_of_a_run_that_does_not_exist_is_answered(fake):
+@pytest.mark.parametrize("run,why", [
+    (None, "no run 12345 exists in this repository"),
+    (dict(path=".github/workflows/benchmark.yml"), "run 12345 is a run of .github/workflows/benchmark.yml, not a sweep"),
+    (dict(event="push"), "run 12345 is a push run, not a pull_request sweep or a trusted sweep"),
+    (dict(repository="someone/else"), "run 12345 ran in someone/else, not "),
+])
+def test_use_of_a_run_that_is_no_sweep_of_this_repository_is_refused_and_authorises_nothing(fake, run, why):
+    """Issue 24: `/use 12345` of a run that does not exist was "noted: run 12345 is pinned",
+    reuse-authorised true, and stopped the PR's sweeps until the merge failed."""
+    from ci_tools.prbot.reuse.flow import resolve_reuse
+    from gh_scenarios import merge, pr_event, push_event
+
+    pr_with_sweep(fake, 1, commits=(SHA1, SHA2))
+    if run is not None:
+        repository = run.pop("repository", None)
+        fake.add_run(12345, head_sha=SHA1, **run)
+        if repository:
+            fake.runs[12345]["repository"]["full_name"] = repository
+    c = authorise(fake, 1, "/use 12345")
+    res, _ = handle(fake, comment_event(fake, 1, c))
+    body = reply_of(fake, 1, c["id"])
+    assert res.outputs["reuse-authorised"] == "false"
+    assert "`/use 12345` was not run" in body and why in body and "run 12345 is pinned" not in body
+    assert not [b for b in fake.bot_comments(1) if "pinned to run 12345" in b["body"]]
+    # ... and nothing downstream counts it: a push still sweeps, and the merge sweeps main instead of failing.
+    fake.compares[(SHA1, SHA2)] = ("ahead", ["README.md"])
+    pushed = resolve_reuse(pr_event(fake, 1, "synchronize", before=SHA1, after=SHA2), settings(), lazy(fake))
+    assert pushed.outputs["skip-pr-sweep"] == "false" and pushed.exit_code == 0
+    merge(fake, 1)
+    merged = resolve_reuse(push_event(fake), settings(), lazy(fake))
+    assert merged.exit_code == 0 and merged.outputs["reuse-enabled"] == "false", merged.messages
+    assert merged.outputs["reuse-authorised"] == "false"
+
+
+def test_a_refused_use_leaves_an_earlier_pin_in_place(fake):
     pr_with_sweep(fake, 1)
-    c = authorise(fake, 1, "/use 424242")
-    handle(fake, comment_event(fake, 1, c))
-    assert "no such run exists" in reply_of(fake, 1, c["id"])
+    fake.add_run(9, head_sha=SHA1)
+    handle(fake, comment_event(fake, 1, authorise(fake, 1, "/use 9")))
+    c = authorise(fake, 1, "/use 12345")
+    res, _ = handle(fake, comment_event(fake, 1, c))
+    assert res.outputs["reuse-authorised"] == "false" and "was not run" in reply_of(fake, 1, c["id"])
+    card = [b for b in fake.bot_comments(1) if b["body"].startswith("<!-- ci-tools:status-card -->")]
+    assert "pinned to run 9" in card[0]["body"]                  # the earlier /use 9 still stands

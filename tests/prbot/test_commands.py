@@ -43,7 +43,7 @@ def test_allows(permission, needed, ok):
     assert commands.allows(permission, needed) is ok
 
 
-@pytest.mark.parametrize("doc,heading", [("README.md", "### Commands (one per line"), ("docs/workflows.md", "Handled by `comment-commands.yml`")])
+@pytest.mark.parametrize("doc,heading", [("docs/maintainer.md", "### Commands (one per line"), ("docs/workflows.md", "Handled by `comment-commands.yml`")])
 def test_the_docs_command_tables_follow_the_registry(repo_root, doc, heading):
     """Each documented command is a registry row, and the docs say "anyone" exactly where it needs no permission."""
     text = (repo_root / doc).read_text(encoding="utf-8")

@@ -25,7 +25,15 @@ from ci_tools.prbot.commands import SweepPlan, StageResults, UsageProblem, Use, 
     ("/use 0", [UsageProblem("/use", 1, "/use 0", ("/use", "/use <run_id>"))]),
     ("/use 1 2", [UsageProblem("/use", 1, "/use 1 2", ("/use", "/use <run_id>"))]),
     ("/use #12", [UsageProblem("/use", 1, "/use #12", ("/use", "/use <run_id>"))]),
-    ("/users are great", []),
+    ("/users are great", []),                       # two edits from /use: prose, not a typo
+    # issue 24: a near miss (one edit from a command word) gets a did-you-mean, not silence
+    ("/usee 9", [UsageProblem("/usee", 1, "/usee 9", ("/use", "/use <run_id>"), suggestion="/use")]),
+    ("/stage-result 9", [UsageProblem("/stage-result", 1, "/stage-result 9", ("/stage-results", "/stage-results <run_id>"),
+                                      suggestion="/stage-results")]),
+    ("/Usee", [UsageProblem("/usee", 1, "/Usee", ("/use", "/use <run_id>"), suggestion="/use")]),
+    ("/swepe plan", [UsageProblem("/swepe", 1, "/swepe plan", ("/sweep plan", "/sweep approve <sha>"), suggestion="/sweep")]),
+    ("/assign @me", []),                            # other bots' commands are not ours
+    ("/retest", []),
     ("hi\r\n/use 3\r\n", [Use(3)]),
 ])
 def test_grammar(body, expected):

@@ -91,8 +91,8 @@ def test_master_entry_without_recipe_is_named(tmp_path):
     assert "has no `recipe:` field" in str(res.exception) + res.output
 
 
-def test_readme_dry_run_block_is_current(tmp_path):
-    readme = (REPO / "README.md").read_text()
+def test_documented_dry_run_block_is_current(tmp_path):
+    readme = (REPO / "docs/runner-operator.md").read_text()
     head = "$ ci-tools runner run --row docs/examples/row-dep2-c64.json --backend docker --dry-run\n"
     start = readme.index(head) + len(head)
     block = readme[start:readme.index("```", start)]

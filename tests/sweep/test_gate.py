@@ -2,7 +2,7 @@
 
 InferenceX's reference answers are (check-changelog, reuse-sweep-gate, setup). Ours are
 (check, sweep) plus `restarts` (whether the event takes the PR's active concurrency group). Rows marked DEVIATION
-differ on purpose; the README lists why.
+differ on purpose; docs/reference.md lists why.
 """
 
 import pytest
@@ -193,3 +193,31 @@ def test_mode_needs_exactly_one_primary(policy, labels):
 def test_push_mode_has_no_canary_or_fail_fast(policy):
     d = decide(GateEvent("push", sha="x"), policy, appends_entry=True)
     assert d.mode and not d.mode.canary and not d.mode.fail_fast and d.mode.scope == "full"
+
+
+# ---- re-runs (issue 23.4): a re-run replays the old payload into the PR's active group ---------------
+
+from ci_tools.sweep.gate import PrNow, refuse_rerun, superseded  # noqa: E402
+
+RERUNS = [
+    # name, the run's event, the PR now, refused because (substring) or None
+    ("newest run retried", pr(labels=(FFF,)), PrNow("abc", (FFF,)), None),
+    ("irrelevant label added since", pr(labels=(FFF,)), PrNow("abc", (FFF, "skip_queue")), None),
+    ("pushed since", pr(labels=(FFF,)), PrNow("def", (FFF,)), "the PR's head is now def"),
+    ("modifier added since", pr(labels=(FFF,)), PrNow("abc", (FFF, "evals-only")), "the PR now has evals-only"),
+    ("primary removed since", pr(labels=(FFF,)), PrNow("abc", ()), "the PR now has none"),
+    ("closed, then reopened", pr("closed", labels=(FFF,)), PrNow("abc", (FFF,), state="open"), "open and ready"),
+    ("closed, still closed", pr("closed", labels=(FFF,)), PrNow("abc", (FFF,), state="closed"), None),
+]
+
+
+@pytest.mark.parametrize("name,event,now,why", RERUNS, ids=[r[0] for r in RERUNS])
+def test_a_rerun_is_refused_once_the_pr_moved_on(policy, name, event, now, why):
+    found = superseded(event, now, policy)
+    if why is None:
+        assert found is None
+        return
+    assert why in found and "superseded" in found and "sweep-7-active" in found
+    refused = refuse_rerun(decide(event, policy), event, found)
+    assert (refused.sweep, refused.restarts, refused.error) == (False, False, found)
+    assert refused.concurrency_group == "sweep-7-99"

@@ -90,6 +90,7 @@ class JobRun:
     cwd: Path = REPO
     steps: dict = field(default_factory=dict)
     token: str = ""
+    run_attempt: int = 1                     # > 1: a re-run (GitHub replays the original payload)
 
     def __post_init__(self):
         self.job = self.wf.jobs[self.job_id]
@@ -104,7 +105,7 @@ class JobRun:
 
     def context(self) -> dict:
         return {"github": {"token": self.token, "event": self.payload, "event_name": self.event_name,
-                           "repository": self.fake.repo, "run_id": "4242", "run_attempt": "1",
+                           "repository": self.fake.repo, "run_id": "4242", "run_attempt": str(self.run_attempt),
                            "repository_owner": self.fake.repo.split("/")[0]},
                 "secrets": self.secrets, "inputs": self.inputs, "needs": self.needs,
                 "steps": {k: {"outputs": v.outputs, "outcome": "success" if v.ok else "failure"}
@@ -116,7 +117,7 @@ class JobRun:
         env.update(PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}", GITHUB_ACTIONS="true", CI="true",
                    GITHUB_EVENT_NAME=self.event_name, GITHUB_EVENT_PATH=str(self.event_path),
                    GITHUB_REPOSITORY=self.fake.repo, GITHUB_API_URL=self.fake.url, GITHUB_RUN_ID="4242",
-                   GITHUB_RUN_ATTEMPT="1", GITHUB_WORKSPACE=str(self.cwd), RUNNER_TEMP=str(self.tmp))
+                   GITHUB_RUN_ATTEMPT=str(self.run_attempt), GITHUB_WORKSPACE=str(self.cwd), RUNNER_TEMP=str(self.tmp))
         return env
 
     def step(self, key) -> dict:

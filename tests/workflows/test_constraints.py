@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSTRAINTS = ROOT / ".github" / "constraints.txt"
-HEADER = ("# Exact versions of everything `pip install ci-tools[plot]` brings in (the runtime dependency closure\n"
+HEADER = ("# Exact versions of everything `pip install ci-tools[plot,report]` brings in (the runtime dependency closure\n"
           "# of pyproject.toml). The workflows install with `-c` this file and cache pip on it; dev.py too.\n"
           "# Kept current by tests/workflows/test_constraints.py (`--write` regenerates it from .venv).\n")
 
@@ -26,7 +26,7 @@ def _norm(name: str) -> str:
 
 
 def closure() -> dict[str, str]:
-    """name -> installed version for every runtime dependency of ci-tools and its `plot` extra."""
+    """name -> installed version for every runtime dependency of ci-tools and its `plot` and `report` extras."""
     seen: dict[str, tuple[str, set[str]]] = {}
 
     def walk(name: str, extras: frozenset[str]) -> None:
@@ -41,7 +41,7 @@ def closure() -> dict[str, str]:
                 continue
             walk(req.name, frozenset(req.extras))
 
-    walk("ci-tools", frozenset({"plot"}))  # the extra the workflows install (results pareto --plot)
+    walk("ci-tools", frozenset({"plot", "report"}))  # the extras the collect job installs (--plot, results report)
     seen.pop("ci-tools")
     return {k: v for k, (v, _) in sorted(seen.items())}
 

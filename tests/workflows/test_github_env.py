@@ -273,10 +273,18 @@ def staging_callback(s):
     return [job]
 
 
+def card_job(s, run: dict) -> rt.JobRun:
+    """status-card.yml's card job, after its `pr` job resolved the PR (its outputs are the card's needs)."""
+    which = s.job("status-card.yml", "pr", "workflow_run", run_payload(s.fake, run))
+    outputs = ok(which.run("pr")).outputs
+    return s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run),
+                 needs={"pr": {"outputs": outputs, "result": "success"}})
+
+
 def status_card_of_a_pr_sweep(s, plan_json: dict | None = None):
     pr_with_sweep(s.fake, 1)
     run = s.fake.add_run(12, head_sha=SHA1, pull_requests=(1,))
-    job = s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run))
+    job = card_job(s, run)
     if plan_json is not None:                                      # what download-artifact leaves
         (job.tmp / "metadata").mkdir()
         (job.tmp / "metadata" / "plan.json").write_text(json.dumps(plan_json))
@@ -301,8 +309,19 @@ def status_card_of_a_trusted_sweep(s):
     pr_with_sweep(s.fake, 3, fork="someone/bench")
     run = s.fake.add_run(13, head_sha=MERGE, branch="main", event="workflow_dispatch",
                          path=f".github/workflows/{names.TRUSTED_WORKFLOW}", display_title=approval.run_name(3, SHA1))
-    job = s.job("status-card.yml", "card", "workflow_run", run_payload(s.fake, run))
+    job = card_job(s, run)
     assert ok(job.run("card")).outputs["comment"] == "create"
+    return [job]
+
+
+def gate_refuses_a_superseded_rerun(s):
+    """#23.4: a re-run reads the PR once (its head moved on since the run's payload)."""
+    pr_with_sweep(s.fake, 7, head=SHA2)
+    d = pr_payload(s.fake, 7, "synchronize")
+    d["pull_request"]["head"] = {**d["pull_request"]["head"], "sha": SHA1}
+    job = s.job("run-sweep.yml", "gate", "pull_request", d, run_attempt=2)
+    step = job.run("gate")
+    assert step.done.returncode == 1 and "superseded" in step.outputs["reason"]
     return [job]
 
 
@@ -403,6 +422,7 @@ SCENARIOS = {
     ("comment-commands.yml", "handle"): [comment_use_pins_a_run, comment_stage_results, comment_sweep_approve_on_a_fork,
                                          comment_sweep_plan],
     ("comment-commands.yml", "stage-dispatch"): [stage_dispatch_sends_the_decided_payload],
+    ("run-sweep.yml", "gate"): [gate_refuses_a_superseded_rerun],
     ("runner-digest.yml", "digest"): [runner_digest],
     ("signoff-verify.yml", "verify"): [signoff_comment],
     ("signoff-verify.yml", "after-push"): [signoff_carried_after_push],

@@ -16,7 +16,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ci_tools import names
 from ci_tools.prbot import sticky
+from ci_tools.prbot.approval.decide import parse_run_name
+from ci_tools.prbot.models import WorkflowRun
 
 KIND = sticky.STATUS_CARD
 
@@ -153,3 +156,34 @@ def sweep_markdown(run: dict | None, rows: list[dict]) -> str:
                 name += f" ([first failure]({r['failed_job']['url']}))"
             lines.append(f"| {name} | {total} | " + " | ".join(str(r[s]) for s in _STATES) + " |")
     return "\n".join(lines)
+
+
+# ---- which PR a finished run's card belongs to ----------------------------------------------------
+
+TRUSTED_PATH = f"{names.WORKFLOWS_DIR}/{names.TRUSTED_WORKFLOW}"
+
+
+def card_pr(run: WorkflowRun) -> tuple[int | None, str]:
+    """(PR whose card a finished sweep run updates, or None; why), from the workflow_run payload alone.
+
+    The card job's concurrency group is per PR: a group per head branch would put every trusted sweep
+    (dispatched on the default branch) and every push to it in one group, where GitHub keeps one
+    pending job and cancels the rest, so one PR's card update could be dropped by another PR's run.
+    A trusted sweep names its PR in its run name; a same-repo PR's run lists it in `pull_requests`.
+    A fork PR's own run lists none (GitHub leaves it empty for forks) and plans no sweep: its card is
+    written by its trusted sweep."""
+    if run.event == "workflow_dispatch" and run.path.split("@")[0] == TRUSTED_PATH:
+        named = parse_run_name(run.display_title)
+        if named is None:
+            return None, f"run {run.id} does not name a PR in its run name: no status card"
+        return named[0], f"trusted sweep {run.id} of PR #{named[0]}"
+    if run.event == "pull_request" and run.pull_requests:
+        return run.pull_requests[0], f"run {run.id} of PR #{run.pull_requests[0]}"
+    if run.event == "pull_request":
+        return None, (f"run {run.id} lists no pull request (a fork PR's own run: it sweeps nothing; its "
+                      "trusted sweep updates the card)")
+    return None, f"run {run.id} is a {run.event} run, not a pull-request sweep run: no status card"
+
+
+def card_group(pr: int) -> str:
+    return names.CARD_GROUP.format(pr=pr)

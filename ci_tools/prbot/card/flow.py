@@ -107,11 +107,18 @@ def update_card(gh: card_writer.CardClient, pr: int, tl: Timeline, settings: Set
                                       settle=settings.card_settle).action
 
 
-def authorisation(gh: Client, tl: Timeline, pr: int) -> reuse.Authorisation:
+def pin_checker(gh: reuse.Source, repo: str, settings: Settings) -> Callable[[int], str | None]:
+    """Why a run id cannot be pinned at all (no such run, another repository's, not a sweep), from GitHub
+    now; the client fetches each run once per process."""
+    return lambda run_id: reuse.pin_problem_of(reuse.fetch_run(gh, run_id), run_id, repository=repo,
+                                               workflow=settings.workflow)
+
+
+def authorisation(gh: Client, tl: Timeline, pr: int, settings: Settings) -> reuse.Authorisation:
     """Who authorised reuse, with permissions read from the API now (the client asks once per login per
     run). The card's `writers` record says what a command's author had when the command was checked; it
     is not used to decide: a writer demoted since then must not still authorise reuse."""
-    return reuse.authorise(tl.comments, gh.permission, pr_number=pr)
+    return reuse.authorise(tl.comments, gh.permission, pr_number=pr, pin_problem=pin_checker(gh, gh.repo, settings))
 
 
 def sweep_plan_text(tl: Timeline, settings: Settings, pr: int) -> str:
@@ -144,6 +151,16 @@ def card_inputs(*, plan_file: Path | None, plan_json: Path | None, evals_file: P
     return plan, evals
 
 
+def which_pr(event: Event, settings: Settings, gh: Lazy) -> Result:
+    """`bot card-pr`: the PR (and concurrency group) of a workflow_run event's card; no API call."""
+    from ci_tools.prbot.card.decide import card_group, card_pr
+
+    if event.name != "workflow_run" or event.workflow_run is None:
+        return Result(outputs={"pr": "", "group": ""}, messages=[f"a {event.name} event has no status card run"])
+    pr, why = card_pr(event.workflow_run)
+    return Result(outputs={"pr": str(pr or ""), "group": card_group(pr) if pr else ""}, messages=[why])
+
+
 def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None, run: dict | None,
                 plan: str | None, evals: str | None = None) -> Result:
     observed = False  # a workflow_run event of a sweep that planned: its jobs and artifacts can be read
@@ -171,7 +188,7 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         raise UsageError("give --pr (or a workflow_run event of a pull-request run)")
     client: Client = gh()
     tl = load_timeline(client, pr)
-    auth = authorisation(client, tl, pr)
+    auth = authorisation(client, tl, pr, settings)
     sections: dict[str, str] = {}
     ranks: dict[str, int] = {}
     notes: list[str] = []

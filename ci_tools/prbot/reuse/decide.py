@@ -114,11 +114,14 @@ def may_use(comment: Comment, permission_of: Callable[[str], str]) -> str | None
 
 
 def authorise(comments: Iterable[Comment], permission_of: Callable[[str], str], *, pr_number: int,
-              merged_at: str | None = None) -> Authorisation:
-    """The newest command by an authorised person decides; a bare one un-pins an earlier pin."""
+              merged_at: str | None = None, pin_problem: Callable[[int], str | None] | None = None) -> Authorisation:
+    """The newest command by an authorised person decides; a bare one un-pins an earlier pin. A pin of
+    a run that is no sweep of this repository (`pin_problem`, see `pin_problem_of`) counts as not said."""
     ignored: list[str] = []
     for comment, use in use_commands(comments, merged_at):
         why_not = may_use(comment, permission_of)
+        if not why_not and use.run_id is not None and pin_problem is not None:
+            why_not = pin_problem(use.run_id)
         if why_not:
             ignored.append(f"`{use.text}` ({comment.html_url or comment.id}): {why_not}")
             continue
@@ -126,6 +129,36 @@ def authorise(comments: Iterable[Comment], permission_of: Callable[[str], str], 
         return Authorisation(True, f"PR #{pr_number} has `{use.text}` from @{comment.author} ({what})",
                              use, comment, tuple(ignored))
     return Authorisation(False, f"PR #{pr_number} has no authorised /use command", ignored=tuple(ignored))
+
+
+def workflow_path(workflow: str) -> str:
+    return workflow if workflow.startswith(".github/") else f".github/workflows/{workflow}"
+
+
+def fetch_run(source: Source, run_id: int) -> WorkflowRun | None:
+    """The run, or None when GitHub says there is no such run (404) in this repository."""
+    try:
+        return source.workflow_run(run_id)
+    except Exception as exc:  # the adapter's GitHubError; only "no such run" is an answer, not a failure
+        if getattr(exc, "status", None) == 404:
+            return None
+        raise
+
+
+def pin_problem_of(run: WorkflowRun | None, run_id: int, *, repository: str, workflow: str) -> str | None:
+    """None if `run_id` names a sweep of this repository (a pull_request run of the sweep workflow or a
+    trusted sweep), else why it cannot be pinned at all. Whether the sweep is usable (finished, green,
+    this PR's, current) is `check_run`'s question, asked again at merge."""
+    if run is None:
+        return f"no run {run_id} exists in this repository"
+    if repository and run.repository and run.repository != repository:
+        return f"run {run_id} ran in {run.repository}, not {repository}; only this repository's own runs can be pinned"
+    if run.event not in ("pull_request", "workflow_dispatch"):
+        return f"run {run_id} is a {run.event or 'unknown'} run, not a pull_request sweep or a trusted sweep"
+    expected = TRUSTED_PATH if run.event == "workflow_dispatch" else workflow_path(workflow)
+    if run.path and run.path.split("@")[0] != expected:
+        return f"run {run_id} is a run of {run.path.split('@')[0]}, not a sweep ({expected})"
+    return None
 
 
 # ---- label history ----------------------------------------------------------------------------
@@ -335,23 +368,20 @@ def _trusted_runs_of(runs: Iterable[WorkflowRun], pr: int, max_listed: int) -> I
 def select_run(rules: Rules, *, pinned: int | None, pr: PrContext, timeline: Timeline, policy: Policy,
                workflow: str, source: Source, max_examined: int = 30) -> Selection:
     """The pinned run if usable, else the newest usable completed run of the sweep on the PR branch."""
-    workflow_path = workflow if workflow.startswith(".github/") else f".github/workflows/{workflow}"
+    path = workflow_path(workflow)
     if pinned is not None:
-        try:
-            data = source.workflow_run(pinned)
-        except Exception as exc:  # the adapter's GitHubError; only "no such run" is an answer, not a failure
-            if getattr(exc, "status", None) == 404:
-                return Selection(None, f"run {pinned} cannot be used for {rules.name}, because no such run exists "
-                                       "in this repository.")
-            raise
+        data = fetch_run(source, pinned)
+        if data is None:
+            return Selection(None, f"run {pinned} cannot be used for {rules.name}, because no such run exists "
+                                   "in this repository.")
         run = sweep_run(data)
-        why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=workflow_path,
+        why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=path,
                         source=source)
         if why:
             return Selection(None, f"run {pinned} cannot be used for {rules.name}, because {why}.")
         return Selection(run)
     rejected: list[str] = []
-    candidates: Iterator[WorkflowRun] = iter(source.runs(workflow_path.rsplit("/", 1)[-1], branch=pr.head_ref))
+    candidates: Iterator[WorkflowRun] = iter(source.runs(path.rsplit("/", 1)[-1], branch=pr.head_ref))
     if pr.fork:
         trusted = _trusted_runs_of(source.runs(names.TRUSTED_WORKFLOW, branch=pr.trusted_branch,
                                                         event="workflow_dispatch"), pr.number, 10 * max_examined)
@@ -361,7 +391,7 @@ def select_run(rules: Rules, *, pinned: int | None, pr: PrContext, timeline: Tim
         if examined >= max_examined:
             break
         run = sweep_run(data)
-        why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=workflow_path,
+        why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=path,
                         source=source)
         if why is None:
             return Selection(run, rejected=tuple(rejected))

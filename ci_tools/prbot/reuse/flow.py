@@ -7,7 +7,7 @@ from typing import Protocol
 from ci_tools.github.events import Comment, Event
 from ci_tools.prbot import context, messages
 from ci_tools.prbot.card.flow import Client as CardClient
-from ci_tools.prbot.card.flow import authorisation, update_card
+from ci_tools.prbot.card.flow import authorisation, pin_checker, update_card
 from ci_tools.prbot.commands import Use
 from ci_tools.prbot.models import PullRequest, Timeline
 from ci_tools.prbot.reuse import decide as reuse
@@ -25,7 +25,11 @@ def use_command(use: Use, c: Comment, pr: int, tl: Timeline, gh: Client, setting
     prs = context.of(gh.pull_request(pr), settings.main_branch)
     if prs.merged_at:
         return messages.denied_text(c.author, use.text, f"PR #{pr} has already merged", messages.AFTER_MERGE)
-    auth = authorisation(gh, tl, pr)
+    why = pin_checker(gh, gh.repo, settings)(use.run_id) if use.run_id is not None else None
+    if why:   # pins nothing: the card keeps what reuse was before, and no later decision counts it
+        res.outputs["reuse-authorised"] = "false"
+        return messages.denied_text(c.author, use.text, why, messages.PIN_A_SWEEP)
+    auth = authorisation(gh, tl, pr, settings)
     res.outputs["reuse-authorised"] = str(auth.authorised).lower()
 
     def change(state: dict) -> None:
@@ -41,7 +45,7 @@ def use_command(use: Use, c: Comment, pr: int, tl: Timeline, gh: Client, setting
 def use_deleted(pr: int, gh: Client, settings: Settings, res: Result) -> None:
     """A deleted `/use` comment: the card says what reuse is now."""
     tl = load_timeline(gh, pr)
-    auth = authorisation(gh, tl, pr)
+    auth = authorisation(gh, tl, pr, settings)
     update_card(gh, pr, tl, settings, lambda s: s.update(reuse=messages.reuse_text(auth)))
     res.messages.append(f"a /use comment was deleted; reuse is now: {messages.reuse_text(auth)}")
 
@@ -69,7 +73,7 @@ def resolve_reuse(event: Event, settings: Settings, gh: Lazy) -> Result:
 
         def authorised() -> reuse.Authorisation:
             client = gh()
-            return authorisation(client, load_timeline(client, pr.number), pr.number)
+            return authorisation(client, load_timeline(client, pr.number), pr.number, settings)
 
         def pushed_inputs() -> list[str]:
             if not event.before or not event.after or set(event.before) == {"0"}:
@@ -100,7 +104,8 @@ def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDeci
         authorised = []
         for p in pulls:
             tl = load_timeline(client, p.number)
-            if reuse.authorise(tl.comments, client.permission, pr_number=p.number, merged_at=p.merged_at).authorised:
+            if reuse.authorise(tl.comments, client.permission, pr_number=p.number, merged_at=p.merged_at,
+                               pin_problem=pin_checker(client, client.repo, settings)).authorised:
                 authorised.append(p.number)
         if authorised:
             return reuse.ReuseDecision(error=f"commit {event.after[:12]} maps to several PRs "
@@ -110,6 +115,7 @@ def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDeci
         return reuse.ReuseDecision(reason="several associated pull requests, none authorised reuse")
     prs = context.of(pulls[0], settings.main_branch)
     tl = load_timeline(client, prs.number)
-    auth = reuse.authorise(tl.comments, client.permission, pr_number=prs.number, merged_at=prs.merged_at)
+    auth = reuse.authorise(tl.comments, client.permission, pr_number=prs.number, merged_at=prs.merged_at,
+                           pin_problem=pin_checker(client, client.repo, settings))
     return reuse.decide_merge(prs, auth, timeline=tl, policy=settings.policy, workflow=settings.workflow,
                               source=client)

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from ci_tools.sweep.labels import Policy
 from ci_tools import names
-from ci_tools.prbot import sticky
+from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.commands import REQUIRED, StageResults, allows
 
 DISPATCH_EVENT = "stage-results"
@@ -108,8 +108,8 @@ def dispatch_problem(payload: dict[str, str], *, repo: str, pr_number: int | Non
     if payload["requested-by"].lower() != commenter.login.lower():
         return f"the payload names @{payload['requested-by']}, the comment is by @{commenter.login}"
     if not allows(commenter.permission, REQUIRED[StageResults]):
-        return (f"@{commenter.login} has {commenter.permission} permission now; `/stage-results` needs write, "
-                "maintain or admin")
+        return (f"{messages.permission_of(commenter.login, commenter.permission)} now; `/stage-results` needs "
+                "write, maintain or admin")
     ack = ack or {}
     body = str(ack.get("body") or "").replace("\r\n", "\n")
     if ((ack.get("user") or {}).get("login") != bot or str(ack.get("id")) != payload["comment-id"]

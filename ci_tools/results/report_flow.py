@@ -1,0 +1,134 @@
+"""`results report`: the two sides, the evals and the jobs' GPU telemetry in, one HTML page out (shell).
+
+The sides are read as `results compare` reads them (compare_flow.load_sides). Evals come from
+`--evals` (a `results collect` file, an eval_result.json or a directory of them) or, when HEAD is a
+collection, from HEAD itself. Telemetry is every nvidia-smi CSV under `--telemetry DIR` (a job's
+gpu_telemetry.csv, named after the job, or any other CSV of the sampler's query, named after the
+file), or, when HEAD is a directory of job results, under HEAD.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ci_tools import names
+from ci_tools.errors import Finding, InputError
+from ci_tools.results import compare, report
+from ci_tools.results.compare_flow import load_policy, load_sides
+
+
+@dataclass
+class Written:
+    out: Path
+    size: int
+    headline: report.Headline
+    points: int
+    telemetry_jobs: list[str]
+    notes: list[str] = field(default_factory=list)
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not readable JSON ({exc})") from None
+
+
+def load_evals(path: Path | None, head_path: Path) -> tuple[list[dict] | None, str | None]:
+    """(eval results, the run's eval verdict) or (None, None) when there are none to show."""
+    from ci_tools.evals.score import EVAL_RESULT_SCHEMA
+    from ci_tools.results.collect import find_results
+
+    if path is None:
+        if head_path.is_file() and head_path.suffix == ".json":
+            data = _read_json(head_path)
+            if isinstance(data, dict) and isinstance(data.get("evals"), list):
+                return data["evals"], (data.get("eval-verdict") or {}).get("verdict")
+        return None, None
+    if not path.exists():
+        raise InputError(f"{path}: no such file or directory (--evals)", exit_code=2)
+    if path.is_dir():
+        return [d for d in (_read_json(f) for f in find_results([path], names.EVAL_RESULT_JSON))
+                if isinstance(d, dict) and d.get("schema") == EVAL_RESULT_SCHEMA], None
+    data = _read_json(path)
+    if isinstance(data, dict) and isinstance(data.get("evals"), list):
+        return data["evals"], (data.get("eval-verdict") or {}).get("verdict")
+    if isinstance(data, dict) and data.get("schema") == EVAL_RESULT_SCHEMA:
+        return [data], None
+    raise InputError(f"{path}: neither a `results collect` file with evals nor an eval_result.json", findings=[
+        Finding(str(path), None, None, "not an eval result or a collection of them",
+                "pass results/results.json, an eval job's eval_result.json or a directory of them")])
+
+
+def _looks_like_telemetry(path: Path) -> bool:
+    from ci_tools.runner import telemetry
+
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            first = f.readline()
+    except OSError:
+        return False
+    if first.startswith("timestamp"):
+        return "power.draw" in first
+    return len(first.split(", ")) == len(telemetry.FIELDS)
+
+
+def _job_name(csv: Path) -> str:
+    job = csv.parent / names.JOB_JSON
+    if job.is_file():
+        data = _read_json(job)
+        name = ((data or {}).get("point") or {}).get("name") if isinstance(data, dict) else None
+        if name:
+            return str(name)
+    return csv.parent.name if csv.name == names.GPU_TELEMETRY_CSV else csv.stem
+
+
+def load_telemetry(root: Path, head: list[dict]) -> tuple[list[report.TelemetryJob], list[str]]:
+    """Every nvidia-smi CSV under ROOT as a telemetry job, matched by name with the PR's results."""
+    from ci_tools.runner import telemetry
+
+    if not root.is_dir():
+        raise InputError(f"{root}: no such directory (--telemetry)", exit_code=2)
+    by_name = {compare.label(r["point"]): r for r in head if isinstance(r.get("point"), dict)}
+    jobs, notes = [], []
+    for csv in sorted(p for p in root.rglob("*.csv") if p.is_file() and _looks_like_telemetry(p)):
+        meta_path = csv.parent / names.GPU_TELEMETRY_META
+        meta = _read_json(meta_path) if csv.name == names.GPU_TELEMETRY_CSV and meta_path.is_file() else {}
+        samples, problems = telemetry.parse_csv(csv.read_text(encoding="utf-8", errors="replace"),
+                                                float((meta or {}).get("utc_offset_s") or 0))
+        notes += [f"{csv}: {p}" for p in problems]
+        if not samples:
+            notes.append(f"{csv}: no nvidia-smi samples")
+            continue
+        name = _job_name(csv)
+        jobs.append(report.telemetry_job(name, samples, by_name.get(name)))
+    return jobs, notes
+
+
+def run_report(head_path: Path, baseline_paths: list[Path], out: Path, *, from_main: bool = False,
+               evals_path: Path | None = None, telemetry_dir: Path | None = None, policy_path: Path | None = None,
+               title: str = "", gh=None) -> Written:
+    try:
+        from ci_tools.results import report_html
+        import plotly  # noqa: F401
+    except ImportError:
+        raise InputError("results report needs plotly: pip install 'ci-tools[report]'", exit_code=2) from None
+    policy = load_policy(policy_path)
+    head, main, notes = load_sides(head_path, baseline_paths, policy, from_main=from_main, gh=gh)
+    comparisons = compare.compare_points(head, main, policy)
+    if not comparisons:
+        raise InputError(f"{head_path}: no valid result to report (invalid results are never compared)")
+    latest = compare.latest_per_point(main)
+    shift = compare.frontier_shift(compare.points_of(head), compare.points_of(latest))
+    evals, verdict = load_evals(evals_path, head_path)
+    if telemetry_dir is None and head_path.is_dir():
+        telemetry_dir = head_path
+    jobs, tel_notes = load_telemetry(telemetry_dir, head) if telemetry_dir is not None else ([], [])
+    doc = report.build(comparisons, shift, head, latest, policy, title=title, evals=evals, eval_verdict=verdict,
+                       telemetry=jobs, notes=notes + tel_notes)
+    page = report_html.render(doc).encode("utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(page)
+    return Written(out, len(page), doc.headline, len(comparisons), [j.name for j in jobs], notes + tel_notes)

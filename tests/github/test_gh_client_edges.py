@@ -1,0 +1,89 @@
+"""The client at GitHub's edges (issue 23): a primary rate limit is named as one with its reset time
+(never as a missing permission), an expired artifact as expired, and `ENDPOINTS` lists every endpoint
+the client calls: the test walks every public call of the client against the fake."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from types import GeneratorType
+
+import pytest
+
+from ci_tools.github import GitHub, GitHubError
+from ci_tools.github import client as gh_client
+
+
+@pytest.mark.parametrize("status", [403, 429])
+def test_a_primary_rate_limit_is_reported_with_its_reset_not_as_a_permission(fake, gh, slept, status):
+    fake.add_pr(1, head_sha="a" * 40)
+    reset = int(time.time()) + 3600
+    fake.rate_limited("GET", r"/pulls/1$", reset=reset, status=status, times=9)
+    with pytest.raises(GitHubError) as err:
+        gh.pull(1)
+    msg = err.value.message
+    assert "rate limit is used up" in msg and time.strftime("%H:%M:%S UTC", time.gmtime(reset)) in msg
+    assert "in 60 min" in msg and "Re-running will not help" not in msg and "permission" in msg
+    assert err.value.status == status
+    assert slept == [] and len(fake.requests) == 1      # no retry can succeed before the reset
+
+
+def test_a_primary_rate_limit_that_resets_soon_is_waited_for(fake, gh, slept):
+    fake.add_pr(1, head_sha="a" * 40)
+    fake.rate_limited("GET", r"/pulls/1$", reset=int(time.time()) + 20)
+    assert gh.pull(1)["number"] == 1
+    assert len(slept) == 1 and 19 <= slept[0] <= 22 and len(fake.requests) == 2
+
+
+def test_an_expired_artifact_download_says_it_expired(fake, gh):
+    fake.add_run(5, head_sha="a" * 40, artifacts=())
+    art = fake.add_artifact_files(5, "results_bmk", {"r.json": b"{}"})
+    assert gh.artifact_zip(art["id"])
+    fake.expire(5)
+    with pytest.raises(GitHubError) as err:
+        gh.artifact_zip(art["id"])
+    assert err.value.status == 410 and "expired" in err.value.message
+
+
+# Values for the client's parameters, by name: a new call with a parameter not named here fails the
+# walk below until it is given one (and so until its endpoint is listed).
+ARGS = {"number": 1, "sha": "a" * 40, "comment_id": None, "body": "hello", "login": "maint", "org": "octo",
+        "team": "perf", "review_id": None, "run_id": 5, "workflow": "run-sweep.yml", "branch": "feature",
+        "event": "pull_request", "base": "a" * 40, "head": "b" * 40, "state": "success", "context": "ci",
+        "description": "d", "repo": "octo/bench", "event_type": "e", "client_payload": {"k": 1},
+        "artifact_id": None}
+
+
+def public_calls():
+    return [(name, fn) for name, fn in inspect.getmembers(GitHub, inspect.isfunction)
+            if not name.startswith("_") and name != "from_env"]
+
+
+def test_endpoints_lists_every_endpoint_the_client_calls(fake):
+    fake.add_pr(1, head_sha="a" * 40)
+    fake.teams[("octo", "perf")] = {"other"}     # not a member: the team itself is read too
+    fake.add_run(5, head_sha="a" * 40)
+    fake.add_job(5, "plan")
+    fake.add_runner("gb300-1")
+    art = fake.add_artifact_files(5, "results_bmk", {"r.json": b"{}"})
+    used: set[tuple[str, str]] = set()
+    for name, fn in public_calls():
+        ARGS.update(comment_id=fake.add_comment(1, "x")["id"], review_id=fake.add_review(1, "ok")["id"],
+                    artifact_id=art["id"])
+        params = [p for p in list(inspect.signature(fn).parameters.values())[1:] if p.default is p.empty]
+        missing = [p.name for p in params if p.name not in ARGS]
+        assert not missing, f"GitHub.{name} takes {missing}: give them values in ARGS so the walk calls it"
+        gh = GitHub(fake.repo, "t", api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
+        try:
+            result = fn(gh, **{p.name: ARGS[p.name] for p in params})
+            if isinstance(result, GeneratorType):
+                list(result)
+        except GitHubError:
+            pass    # the request was sent all the same
+        assert gh.log.calls, f"GitHub.{name} sent no request"
+        for call in gh.log.calls:
+            verb, url = call.split(" ", 1)
+            found = gh_client.endpoint_of(verb, url)
+            assert found, f"GitHub.{name} calls {verb} {url}, which client.ENDPOINTS does not list"
+            used.add((verb, found[0]))
+    assert set(gh_client.ENDPOINTS) - used == set(), "ENDPOINTS lists endpoints no call of the client uses"
