@@ -95,6 +95,12 @@ def render_args(args: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def parallel_args(spec: ServeSpec, pp: str, dcp: str, pcp: str) -> list[str]:
+    """Pipeline and context parallel sizes above 1, in the engine's flag names."""
+    return [a for flag, size in ((pp, spec.pp), (dcp, spec.dcp), (pcp, spec.pcp)) if size > 1
+            for a in (flag, str(size))]
+
+
 def version_key(version: str) -> tuple[int, ...]:
     """'0.5.22' -> (0, 5, 22); anything non-numeric sorts as 0 (versions here are release numbers)."""
     out = []

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ci_tools.engines import Command, ServeSpec, WorkerSpec, release_number_problems, render_args, version_key
+from ci_tools.engines import (Command, ServeSpec, WorkerSpec, parallel_args, release_number_problems, render_args,
+                             version_key)
 
 NAME = "sglang"
 LAUNCHER = ("python3", "-m", "sglang.launch_server")
@@ -22,13 +23,8 @@ def uses_attn_dp_size(versions: tuple[str, ...]) -> bool:
 
 
 def topology_args(spec: ServeSpec) -> list[str]:
-    argv = ["--tp-size", str(spec.tp), "--ep-size", str(spec.ep)]
-    if spec.pp > 1:
-        argv += ["--pp-size", str(spec.pp)]
-    if spec.dcp > 1:
-        argv += ["--dcp-size", str(spec.dcp)]
-    if spec.pcp > 1:
-        argv += ["--attn-cp-size", str(spec.pcp)]
+    argv = ["--tp-size", str(spec.tp), "--ep-size", str(spec.ep),
+            *parallel_args(spec, "--pp-size", "--dcp-size", "--attn-cp-size")]
     if spec.dp_attn:
         # DEP: data-parallel attention over the TP ranks (DEP2 = TP2 / DP2 / EP2)
         if uses_attn_dp_size(spec.versions):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ci_tools.engines import Command, ServeSpec, WorkerSpec, release_number_problems, render_args
+from ci_tools.engines import Command, ServeSpec, WorkerSpec, parallel_args, release_number_problems, render_args
 
 NAME = "vllm"
 LAUNCHER = ("vllm", "serve")
@@ -30,13 +30,8 @@ def topology_args(spec: ServeSpec) -> list[str]:
         argv = ["--tensor-parallel-size", str(spec.tp)]
         if spec.ep > 1:
             argv.append("--enable-expert-parallel")
-    if spec.pp > 1:
-        argv += ["--pipeline-parallel-size", str(spec.pp)]
-    if spec.dcp > 1:
-        argv += ["--decode-context-parallel-size", str(spec.dcp)]
-    if spec.pcp > 1:
-        argv += ["--prefill-context-parallel-size", str(spec.pcp)]
-    return argv
+    return argv + parallel_args(spec, "--pipeline-parallel-size", "--decode-context-parallel-size",
+                                "--prefill-context-parallel-size")
 
 
 def server(spec: ServeSpec) -> Command:

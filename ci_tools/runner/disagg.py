@@ -640,9 +640,7 @@ def describe_check(c: ReadyCheck) -> str:
 
 def client_commands(plan: MultiNodePlan, placement: dict[str, list[str]],
                     addresses: dict[str, str] | None = None) -> list[Client]:
-    return [Client(c.conc, [fill(a, placement, addresses) for a in c.argv], dict(c.env), c.subdir,
-                   c.result_filename)
-            for c in plan.clients]
+    return [replace(c, argv=[fill(a, placement, addresses) for a in c.argv], env=dict(c.env)) for c in plan.clients]
 
 
 def _shell(argv: list[str], env: dict[str, str] | None = None, width: int = 100) -> str:
@@ -663,7 +661,8 @@ def render_dry_run(plan: MultiNodePlan, out_dir: str) -> str:
              f"frontend {pt.frontend.get('kind')} ({pt.frontend.get('name')} {pt.frontend.get('version')}), "
              f"backend slurm",
              f"# scenario {plan.scenario}" + (f", duration {plan.duration_s:g} s" if plan.duration_s else "")
-             + f", concurrencies {' '.join(str(c.conc) for c in plan.clients) or '(none: eval run)'}"
+             + (f", eval concurrencies {' '.join(str(c) for c in plan.evals['concurrencies'])}" if plan.evals
+                else f", concurrencies {' '.join(str(c.conc) for c in plan.clients)}")
              + (", eval run: no synthetic acceptance, no throughput client" if plan.run_eval else ""),
              "# node<i> is the i-th node of the allocation (`scontrol show hostnames`); placement: "
              + ", ".join(f"{k} on {'+'.join(v)}" for k, v in placement.items()),
@@ -678,7 +677,8 @@ def render_dry_run(plan: MultiNodePlan, out_dir: str) -> str:
               f"{plan.settings.ready_timeout_s:g} s): "
               + " then ".join(describe_check(c) for c in ready_checks(plan, placement))]
     for c in client_commands(plan, placement):
-        lines += ["", f"# client conc {c.conc} (log: {c.log})", _shell(c.argv, c.env)]
+        what = f"client conc {c.conc}" if not plan.evals else f"{c.what}, against the frontend"
+        lines += ["", f"# {what} (log: {c.log})", _shell(c.argv, c.env)]
     lines += ["", "# cleanup on success, failure, timeout and cancel: every step ends with the allocation",
               f"# stop: scancel J  (and, if salloc never printed J: scancel --name={job_name(plan)})"]
     return "\n".join(lines) + "\n"
