@@ -221,8 +221,11 @@ def offload_roles(offload: Mapping, decode: GroupKey) -> list[str]:
     return list(offload.get("workers") or ["prefill"])
 
 
-def resolve_disagg(recipe: Recipe, prefill: Mapping, decode: Mapping, conc: list[int] | None = None) -> DisaggPoint:
-    """The point serving a row's prefill/decode groups, merged. InputError (located) when absent."""
+def resolve_disagg(recipe: Recipe, prefill: Mapping, decode: Mapping, conc: list[int] | None = None,
+                   offload: bool = True) -> DisaggPoint:
+    """The point serving a row's prefill/decode groups, merged. InputError (located) when absent.
+    `offload`: whether the row offloads KV (an entry may mix points with and without; the recipe's
+    `kv-offload` says how it offloads when a point does)."""
     wanted = (GroupKey.of(prefill), GroupKey.of(decode))
     matches = [n for n, pt in points(recipe).items() if point_keys(pt) == wanted]
     if not matches:
@@ -238,7 +241,7 @@ def resolve_disagg(recipe: Recipe, prefill: Mapping, decode: Mapping, conc: list
     if problems:
         raise InputError(problems[0].message, findings=problems)
     serve = recipe.data.get("serve") or {}
-    offload = recipe.data.get("kv-offload")
+    offload = recipe.data.get("kv-offload") if offload else None
     groups = {}
     for role in ROLES:
         side = recipe.data.get(role) or {}

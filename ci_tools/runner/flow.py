@@ -259,7 +259,8 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
                          f"runner); got --backend {req.backend}")
     concs = row.get("conc")
     concs = [int(c) for c in concs] if isinstance(concs, list) else ([int(concs)] if concs is not None else None)
-    point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs)
+    point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs,
+                               (row.get("kv-offloading") or "none") != "none")
     settings = Settings(model_store=req.model_store, hf_cache=req.hf_cache, aiperf_bin=req.aiperf_bin,
                         tokenizer=req.tokenizer, dataset=req.dataset or AGENTX_DATASET, server_cmd=req.server_cmd,
                         port=port, ready_timeout_s=req.ready_timeout, runner_name=req.runner_name,

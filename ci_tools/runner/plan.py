@@ -282,11 +282,8 @@ def point_problems(row: dict, point: ResolvedPoint) -> list[str]:
             problems.append(f"the row's `{key}: {want}` differs from {point.recipe_file} point {point.name}'s "
                             f"({have}); set `{key}: {want}` on the point")
     kv = row.get("kv-offloading") or "none"
-    off = point.kv_offload
-    if kv == "none" and off:
-        problems.append(f"{point.recipe_file} offloads KV ({off.get('backend')}), but the row's kv-offloading is "
-                        "none; remove `kv-offload` or declare it in the master")
-    elif kv != "none":
+    off = point.kv_offload      # how the recipe offloads when a row does (an entry may mix both kinds)
+    if kv != "none":
         backend = (row.get("kv-offload-backend") or {}).get("name")
         if not off:
             problems.append(f"the row offloads KV ({kv}, {backend}), but {point.recipe_file} has no `kv-offload`; "

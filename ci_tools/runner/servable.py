@@ -143,7 +143,8 @@ def _multinode(row: Mapping[str, Any], ctx: Context, refuse) -> None:
     concs = row.get("conc")
     concs = [int(c) for c in concs] if isinstance(concs, list) else ([int(concs)] if concs is not None else None)
     try:
-        point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs)
+        point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs,
+                               (row.get("kv-offloading") or "none") != "none")
         build_multinode_plan(dict(row), point, Settings(evals=ctx.evals), "out", ctx.gpus_per_node)
     except InputError as exc:
         refuse("multinode-runner", f"`runner run` would refuse the row: {exc}", "fix the master entry or its "

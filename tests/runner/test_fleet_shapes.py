@@ -234,3 +234,17 @@ def test_dry_run_shows_and_run_writes_the_options_file(tmp_path):
     assert "#   enable_attention_dp: true" in files_text(files)
     write_engine_files(files)
     assert (tmp_path / "job" / "x.yaml").read_text() == "enable_attention_dp: true\n"
+
+
+def test_kv_offload_applies_to_the_rows_that_offload_only():
+    """InferenceX entries mix points with and without DRAM offload under one recipe."""
+    rec = sn_recipe("sglang", {"tp": 8, "conc": 4},
+                    **{"kv-offload": {"backend": "hicache", "medium": "dram", "args": {"enable-x": True}}})
+    argv = sn_plan(rec, sn_row(**{"kv-offloading": "none"})).proc("server").argv
+    assert "--enable-x" not in argv and "--hicache-size" not in argv
+    data = mn_recipe("sglang", **{"kv-offload": {"backend": "hicache", "medium": "dram", "args": {"enable-x": True}}})
+    on = resolve_disagg(recipe_from_data(data), {"num-worker": 1, "tp": 4}, {"num-worker": 1, "tp": 8}, [8])
+    assert on.kv_offload is not None and on.prefill.args["enable-x"] is True
+    pt = resolve_disagg(recipe_from_data(data), {"num-worker": 1, "tp": 4}, {"num-worker": 1, "tp": 8}, [8],
+                        offload=False)
+    assert pt.kv_offload is None and "enable-x" not in pt.prefill.args
