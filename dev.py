@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 import venv
 from dataclasses import dataclass
 from pathlib import Path
@@ -144,30 +145,86 @@ SLURM_PROGRAMS = ("slurmctld", "slurmd", "srun", "sbatch", "squeue", "scancel", 
 SLURM_PACKAGES = ("slurm-wlm", "munge")
 
 
-def ensure_slurm() -> None:
-    """The runner tests start a real one-node Slurm (tests/runner/slurm_cluster.py): Debian's
-    slurm-wlm and munge. Installed with apt-get when missing (CI runs as root on a fresh machine);
-    nothing is done when they are there. The daemons are started by the tests, not here."""
-    import shutil
-
-    missing = [p for p in SLURM_PROGRAMS if shutil.which(p) is None]
-    if not missing:
-        return
-    hint = f"install {' and '.join(SLURM_PACKAGES)} (Debian/Ubuntu: apt-get install {' '.join(SLURM_PACKAGES)})"
+def apt_install(packages: tuple[str, ...], tests: str, missing: list[str], hint: str) -> None:
+    """apt-get install PACKAGES for the TESTS (CI runs as root on a fresh machine), or exit with HINT."""
     if sys.platform != "linux" or shutil.which("apt-get") is None:
-        sys.exit(f"the Slurm tests need {', '.join(missing)}: {hint}")
+        sys.exit(f"the {tests} need {', '.join(missing)}: {hint}")
     if os.geteuid() != 0:
-        sys.exit(f"the Slurm tests need {', '.join(missing)}; run as root (CI does) or {hint} yourself")
-    print(f"installing {' '.join(SLURM_PACKAGES)} for the Slurm tests (missing: {', '.join(missing)})", flush=True)
+        sys.exit(f"the {tests} need {', '.join(missing)}; run as root (CI does) or {hint} yourself")
+    print(f"installing {' '.join(packages)} for the {tests} (missing: {', '.join(missing)})", flush=True)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update", "-q"],
-                ["apt-get", "install", "-y", "-q", "--no-install-recommends", *SLURM_PACKAGES]):
+    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", *packages]):
         rc = run(cmd, env=env, stdout=subprocess.DEVNULL)
         if rc != 0:
             sys.exit(f"`{' '.join(cmd)}` failed (exit {rc}); {hint}")
-    still = [p for p in SLURM_PROGRAMS if shutil.which(p) is None]
+
+
+def ensure_programs(programs: tuple[str, ...], packages: tuple[str, ...], tests: str) -> None:
+    """The programs on PATH, their Debian packages installed when one is missing; nothing when all are there."""
+    missing = [p for p in programs if shutil.which(p) is None]
+    if not missing:
+        return
+    apt_install(packages, tests, missing, f"install {' and '.join(packages)} (Debian/Ubuntu: apt-get install "
+                                          f"{' '.join(packages)})")
+    still = [p for p in programs if shutil.which(p) is None]
     if still:
-        sys.exit(f"after installing {' '.join(SLURM_PACKAGES)}, {', '.join(still)} are still missing")
+        sys.exit(f"after installing {' '.join(packages)}, {', '.join(still)} are still missing")
+
+
+def ensure_slurm() -> None:
+    """The runner tests start a real one-node Slurm (tests/runner/slurm_cluster.py): Debian's
+    slurm-wlm and munge, installed when missing. The daemons are started by the tests, not here."""
+    ensure_programs(SLURM_PROGRAMS, SLURM_PACKAGES, "Slurm tests")
+
+
+DOCKER_PROGRAMS = ("dockerd", "docker", "docker-registry")
+DOCKER_PACKAGES = ("docker.io", "docker-registry")   # the daemon, and a registry the tests push their image to
+DOCKERD_LOG = VENV / "dockerd.log"
+
+
+def _docker_answers() -> bool:
+    try:
+        return subprocess.run(["docker", "info"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def ensure_docker() -> subprocess.Popen | None:
+    """The docker backend's end-to-end tests (tests/runner/test_docker_e2e.py) need a daemon: Debian's
+    docker.io (and docker-registry, for an image pinned by digest without reaching any registry outside),
+    installed when missing, like Slurm. A daemon that already answers `docker info` is
+    used and left alone; otherwise dockerd is started here and returned, and test() stops it by its PID."""
+    ensure_programs(DOCKER_PROGRAMS, DOCKER_PACKAGES, "docker tests")
+    if _docker_answers():
+        return None
+    if os.geteuid() != 0:
+        sys.exit("no Docker daemon answers `docker info` and only root can start one: start dockerd, or run as root")
+    print(f"starting dockerd for the docker tests (log: {DOCKERD_LOG})", flush=True)
+    DOCKERD_LOG.parent.mkdir(parents=True, exist_ok=True)
+    with DOCKERD_LOG.open("ab") as log:
+        daemon = subprocess.Popen(["dockerd"], stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                  start_new_session=True)
+    deadline = time.monotonic() + 60
+    while not _docker_answers():
+        if daemon.poll() is not None or time.monotonic() > deadline:
+            stop_docker(daemon)
+            tail = DOCKERD_LOG.read_text(errors="replace").splitlines()[-15:]
+            sys.exit("dockerd did not answer `docker info` within 60 s:\n" + "\n".join(tail))
+        time.sleep(0.5)
+    return daemon
+
+
+def stop_docker(daemon: subprocess.Popen | None) -> None:
+    """Stop the dockerd this run started (by its PID: SIGTERM, then SIGKILL after 20 s)."""
+    if daemon is None or daemon.poll() is not None:
+        return
+    daemon.terminate()
+    try:
+        daemon.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        daemon.kill()
+        daemon.wait(timeout=10)
 
 
 CHROMIUM = "/usr/bin/chromium"
@@ -180,16 +237,7 @@ def ensure_chromium() -> None:
     if Path(CHROMIUM).exists() or os.environ.get("CI_TOOLS_CHROMIUM"):
         return
     hint = "install chromium (Debian: apt-get install chromium) or set CI_TOOLS_CHROMIUM to a Chromium binary"
-    if sys.platform != "linux" or shutil.which("apt-get") is None:
-        sys.exit(f"the browser tests need {CHROMIUM}: {hint}")
-    if os.geteuid() != 0:
-        sys.exit(f"the browser tests need {CHROMIUM}; run as root (CI does) or {hint}")
-    print("installing chromium for the browser tests", flush=True)
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "--no-install-recommends", "chromium"]):
-        rc = run(cmd, env=env, stdout=subprocess.DEVNULL)
-        if rc != 0:
-            sys.exit(f"`{' '.join(cmd)}` failed (exit {rc}); {hint}")
+    apt_install(("chromium",), "browser tests", [CHROMIUM], hint)
     if not Path(CHROMIUM).exists():
         sys.exit(f"after installing chromium, {CHROMIUM} is still missing")
 
@@ -230,7 +278,11 @@ def test(args: list[str]) -> int:
     ensure_slurm()
     ensure_chromium()
     ensure_yaml_language_server()
-    rc = run([PY, "-m", "pytest", *args], cwd=ROOT)
+    daemon = ensure_docker()
+    try:
+        rc = run([PY, "-m", "pytest", *args], cwd=ROOT)
+    finally:
+        stop_docker(daemon)
     if rc == 5:
         print("pytest collected no tests: that is a failure here, not a pass", file=sys.stderr)
         return 1

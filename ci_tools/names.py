@@ -99,6 +99,7 @@ ARTIFACT_KINDS = {
     "server-logs": "server_logs",
 }
 COLLECTION_ARTIFACT = "results_bmk"
+REPORT_ARTIFACT = "sweep-report"   # the sweep report, one self-contained HTML file (results report)
 # The run's eval verdict, said by the artifact's name (ci_tools.evals.gate; `/use` reads the names)
 EVAL_VERDICT_ARTIFACTS = {"passed": "evals_passed", "failed": "evals_failed", "none": "evals_none"}
 EVAL_VERDICT_JSON = "eval-verdict.json"

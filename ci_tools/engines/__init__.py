@@ -62,6 +62,7 @@ class WorkerSpec:
     nnodes: int = 1           # nodes this one worker spans
     dist_addr: str = ""       # host:port of its first node, where its ranks meet (nnodes > 1)
     name: str = "worker"      # the worker's name (file names in the job directory)
+    router_fronted: bool = False  # behind the SGLang router (which sends the client's warmup through)
 
 
 @dataclass(frozen=True)

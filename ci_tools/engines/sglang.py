@@ -63,6 +63,10 @@ def worker(w: WorkerSpec) -> Command:
         args += ["--disaggregation-mode", w.role, "--disaggregation-transfer-backend", w.transfer]
         if w.role == "prefill":
             args += ["--disaggregation-bootstrap-port", str(w.bootstrap_port)]
+        if w.router_fronted:
+            # as srt-slurm does: a PD worker's own warmup (fake-bootstrap requests to every DP rank, up to
+            # 1800 s in SGLang 0.5.2x) only delays readiness; AIPerf's warmup requests go through the router
+            args.append("--skip-server-warmup")
     if w.nnodes > 1:
         args += ["--nnodes", str(w.nnodes), "--dist-init-addr", w.dist_addr]
     return Command(DYNAMO_LAUNCHER if w.dynamo else LAUNCHER, tuple(args + render_args(spec.args)),

@@ -184,7 +184,8 @@ def sweep_section(head: str, run_id, results_site: str) -> str:
 
 
 def _artifact_links(run: dict) -> str:
-    return f"\n\nPareto plot and per-point results: [run {run['id']} artifacts]({run.get('url', '')}#artifacts)."
+    return (f"\n\nThe sweep report, the Pareto plot and per-point results: "
+            f"[run {run['id']} artifacts]({run.get('url', '')}#artifacts).")
 
 
 def results_not_downloaded(artifact: str, error) -> str:

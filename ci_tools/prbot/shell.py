@@ -39,6 +39,9 @@ class Settings:
     staging_site: str = STAGING_SITE
     results_repo: str = RESULTS_REPO
     card_settle: float = SETTLE_S  # see card/shell.py; tests against the fake use 0
+    # the GitHub Pages site the sweep reports are published to (results/pages.py), when the
+    # repository enables it; empty: the card links the run's report artifact
+    report_site: str = ""
     _policy: Policy | None = None
 
     @classmethod
@@ -50,7 +53,8 @@ class Settings:
                    results_site=env.get("CI_TOOLS_RESULTS_SITE") or RESULTS_SITE,
                    staging_site=env.get("CI_TOOLS_STAGING_SITE") or STAGING_SITE,
                    results_repo=env.get("CI_TOOLS_RESULTS_REPO") or RESULTS_REPO,
-                   card_settle=float(env.get("CI_TOOLS_CARD_SETTLE") or SETTLE_S))
+                   card_settle=float(env.get("CI_TOOLS_CARD_SETTLE") or SETTLE_S),
+                   report_site=env.get("CI_TOOLS_REPORT_SITE") or "")
 
     @property
     def policy(self) -> Policy:

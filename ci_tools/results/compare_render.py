@@ -148,3 +148,37 @@ def regressions(comparisons: list[PointComparison]) -> list[str]:
                 out.append(f"{pc.name}: {m.label} {_value(m.key, c.head)} against main's {_value(m.key, c.base)} "
                            f"({c.change:+.1%}, p={c.p:.2g} after the false-discovery control)")
     return out
+
+
+# ---- the status card: verdict first --------------------------------------------------------------
+
+CHANGED = (REGRESSED, INCONCLUSIVE, IMPROVED)   # the compact table's rows, in this order
+_SHORT = {IMPROVED: "▲ improved", REGRESSED: "▼ regressed", INCONCLUSIVE: "~ inconclusive"}
+
+
+def card_markdown(comparisons: list[PointComparison], shift: FrontierShift | None, *, report_url: str = "",
+                  method: str = "") -> str:
+    """The card's results: the headline and the frontier sentence first, then only what changed
+    (regressed, inconclusive, improved) in a compact table, the method in one line, and the full
+    table and frontier behind <details>."""
+    from ci_tools.results.report import headline
+
+    h = headline(comparisons, shift)
+    link = f" · [report]({report_url})" if report_url else ""
+    lines = [f"**{h.verdicts}**{link}", "", h.frontier, ""]
+    changed = [(CHANGED.index(c.verdict), i, pc, m, c) for i, pc in enumerate(comparisons) for m in METRICS
+               for c in [pc.cells[m.key]] if c.verdict in CHANGED]
+    if changed:
+        lines += ["| point | metric | PR | main | change | verdict |", "|---|---|---:|---:|---:|---|"]
+        for _, _, pc, m, c in sorted(changed, key=lambda t: (t[0], t[1])):
+            change = "–" if c.change is None else f"{c.change:+.1%}"
+            lines.append(f"| {pc.name} | {m.label} | {_value(m.key, c.head)} | {_value(m.key, c.base)} | {change} "
+                         f"| {_SHORT[c.verdict]} |")
+    else:
+        lines.append("Nothing changed beyond the noise: every compared value is equivalent or new.")
+    if method:
+        lines += ["", f"<sub>{method}</sub>"]
+    counts = summary(comparisons)
+    lines += ["", f"<details><summary>All {len(comparisons)} points, {sum(counts.values())} compared values, "
+                  "and the frontier</summary>", "", markdown(comparisons, shift).rstrip("\n"), "", "</details>"]
+    return "\n".join(lines) + "\n"

@@ -220,8 +220,8 @@ class Report:
 
 def method_line(comparisons: list[PointComparison], policy) -> str:
     noise = sorted({c.noise for pc in comparisons for c in pc.cells.values() if c.noise})
-    return (f"Verdicts: two-sided test with Benjamini–Hochberg FDR {policy.fdr:g} over the sweep's values, TOST "
-            f"equivalence within ±{policy.equivalence_margin:.0%}; noise from " + ("; ".join(noise) or "–") + ".")
+    return (f"Method: Benjamini–Hochberg FDR {policy.fdr:g} over the sweep's values, TOST equivalence "
+            f"±{policy.equivalence_margin:.0%}; noise: " + ("; ".join(noise) or "–") + ".")
 
 
 def build(comparisons: list[PointComparison], shift: FrontierShift | None, head: list[dict],

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import shlex
 from dataclasses import dataclass, field
 
@@ -31,7 +32,8 @@ LABEL_ENV = "CI_TOOLS_JOB"             # environment of every process the job st
 RUNNER_ENV = "CI_TOOLS_RUNNER"
 HF_CACHE_MOUNT = "/hf_hub_cache"       # the runner's Hugging Face hub cache inside the container
 SERVER_JOBID = "{server_jobid}"
-SERVER_NODE = "{server_node}"
+SERVER_NODE = "{server_node}"         # the node's NodeName, as squeue prints it
+SERVER_ADDR = "{server_addr}"         # its NodeAddr (scontrol show node): where the runner reaches it
 
 
 @dataclass
@@ -55,10 +57,12 @@ class Launch:
     env: dict[str, str] = field(default_factory=dict)
     stop: list[list[str]] = field(default_factory=list)  # run after terminating argv's process group
     log: str = ""
-    # slurm: a command submitting the allocation and printing its job id ({server_jobid}), and one
-    # printing "<state> <node>" for that id ({server_node} once the state is RUNNING)
+    # slurm: a command submitting the allocation and printing its job id ({server_jobid}), one
+    # printing "<state> <node>" for that id ({server_node} once the state is RUNNING), and one
+    # describing that node (its NodeAddr becomes {server_addr}, see node_addr)
     submit: list[str] | None = None
     locate: list[str] | None = None
+    describe: list[str] | None = None
 
     def shell(self, width: int = 100) -> str:
         """Copy-pasteable shell text, wrapped with `\\` between whole `--flag value` pairs."""
@@ -151,7 +155,8 @@ def _slurm(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:
     argv += proc.argv
     if proc.role == "server":
         return Launch(proc.role, argv, env, [["scancel", SERVER_JOBID]], proc.log, submit=_sbatch(plan, host),
-                      locate=["squeue", "--noheader", "--format=%T %N", f"--jobs={SERVER_JOBID}"])
+                      locate=["squeue", "--noheader", "--format=%T %N", f"--jobs={SERVER_JOBID}"],
+                      describe=describe_node(SERVER_NODE))
     return Launch(proc.role, argv, env, [], proc.log)  # a step: ends with the job
 
 
@@ -162,11 +167,22 @@ def _process(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launc
     return Launch(proc.role, list(proc.argv), env, [], proc.log)
 
 
+def describe_node(node: str) -> list[str]:
+    return ["scontrol", "show", "node", "--oneliner", node]
+
+
+def node_addr(description: str) -> str | None:
+    """NodeAddr from `scontrol show node --oneliner`: where a node is reached. It differs from the
+    NodeName where names are not DNS names (Slurm itself connects to NodeAddr)."""
+    m = re.search(r"(?:^|\s)NodeAddr=(\S+)", description)
+    return m.group(1) if m else None
+
+
 def _remote(text: str, settings: Settings, backend: str) -> str:
-    """With slurm the engine runs on a compute node: the runner reaches it by the node's name."""
+    """With slurm the engine runs on a compute node: the runner reaches it at the node's NodeAddr."""
     if backend != "slurm":
         return text
-    return text.replace(f"http://{settings.host}:", f"http://{SERVER_NODE}:")
+    return text.replace(f"http://{settings.host}:", f"http://{SERVER_ADDR}:")
 
 
 def launches(plan: JobPlan, backend: str, settings: Settings, host: Host | None = None) -> list[Launch]:
@@ -225,6 +241,7 @@ def render_dry_run(plan: JobPlan, backend: str, settings: Settings, host: Host |
         if launch.submit:
             lines.append(f"# allocation: {shlex.join(launch.submit)}  ->  {SERVER_JOBID}")
             lines.append(f"# then, until RUNNING: {shlex.join(launch.locate or [])}  ->  RUNNING {SERVER_NODE}")
+            lines.append(f"# reached at {SERVER_ADDR}, the NodeAddr of {shlex.join(launch.describe or [])}")
         if launch.role == "server":
             check = node_check(plan, backend, settings)
             lines.append(f"# node check (GPUs, model {model_path(plan, settings)}, disk of {settings.hf_cache}): "

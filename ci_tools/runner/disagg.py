@@ -258,10 +258,11 @@ def worker_spec(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_
     spec = ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=worker.port,
                      tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args=args, versions=point.engine_versions, pp=k.pp,
                      dcp=k.dcp, pcp=k.pcp, files_dir=out_dir, options=options)
-    return WorkerSpec(spec, "aggregated" if point.aggregated else g.role, point.kv_transfer,
-                      point.frontend.get("kind") == "dynamo", worker.port + 1, g.nodes_per_worker
-                      if g.gpus_per_worker >= gpus_per_node else 1,
-                      f"{{{worker.name}_node0}}:{worker.dist_port}", worker.name)
+    kind = point.frontend.get("kind")
+    return WorkerSpec(spec, "aggregated" if point.aggregated else g.role, point.kv_transfer, kind == "dynamo",
+                      worker.port + 1, g.nodes_per_worker if g.gpus_per_worker >= gpus_per_node else 1,
+                      f"{{{worker.name}_node0}}:{worker.dist_port}", worker.name,
+                      router_fronted=kind == "sglang-router")
 
 
 def worker_command(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_per_node: int,
@@ -514,7 +515,10 @@ def job_name(plan: MultiNodePlan) -> str:
 
 def alloc_argv(plan: MultiNodePlan) -> list[str]:
     s = plan.slurm
-    argv = ["salloc", "--no-shell", f"--job-name={job_name(plan)}", f"--nodes={plan.nodes}"]
+    # the GPUs are asked for even when --exclusive grants the whole node: without them a step's
+    # --gpus-per-node fails ("Step requested GRES but job doesn't have GRES") on a shared node
+    argv = ["salloc", "--no-shell", f"--job-name={job_name(plan)}", f"--nodes={plan.nodes}",
+            f"--gpus-per-node={plan.gpus_per_node}"]
     if s.runner:
         argv.append(f"--comment={RUNNER_KEY}={s.runner}")
     if s.exclusive:

@@ -25,7 +25,7 @@ from typing import Callable
 from ci_tools.runner import budget as bud
 from ci_tools import names
 from ci_tools.runner import early
-from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV, Launch
+from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV, Launch, node_addr
 from ci_tools.runner.cleanup import run_stops, stop_labelled
 from ci_tools.runner.ready import NotReady, Probe, wait_ready
 
@@ -183,6 +183,34 @@ def _wait_running(lc: Launch, job: str, deadline_s: float, say: Callable[[str], 
         time.sleep(1.0)
 
 
+def node_addresses(nodes: list[str], describe: Callable[[str], list[str]]) -> dict[str, str]:
+    """NodeName -> NodeAddr of each node Slurm describes (a node it does not describe is left out)."""
+    out = {}
+    for node in nodes:
+        try:
+            res = subprocess.run(describe(node), capture_output=True, text=True, timeout=30,
+                                 stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        addr = node_addr(res.stdout) if res.returncode == 0 else None
+        if addr:
+            out[node] = addr
+    return out
+
+
+def _address(lc: Launch, node: str, say: Callable[[str], None]) -> str:
+    if not lc.describe:
+        return node
+    argv = [_fill(a, {"server_node": node}) for a in lc.describe]
+    addr = node_addresses([node], lambda _: argv).get(node)
+    if addr is None:
+        say(f"Slurm gave no NodeAddr for {node} (`{' '.join(argv)}`); reaching it by its name")
+        return node
+    if addr != node:
+        say(f"{lc.role} node {node} is reached at its NodeAddr {addr}")
+    return addr
+
+
 def _node_check(lc: Launch, judge: Callable[[str], list[str]], out: Path, marks: dict[str, str],
                 say: Callable[[str], None]) -> None:
     try:
@@ -277,6 +305,7 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
                 where["server_jobid"] = status["slurm_job_id"] = job
                 stops += [[_fill(a, where) for a in s] for s in lc.stop]
                 where["server_node"] = status["node"] = _wait_running(lc, job, queue_timeout_s, say)
+                where["server_addr"] = status["node_addr"] = _address(lc, where["server_node"], say)
                 status["phase"] = "start"
             if i == 0:
                 if check is not None:

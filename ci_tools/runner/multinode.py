@@ -24,10 +24,10 @@ from typing import Callable
 
 from ci_tools import names
 from ci_tools.runner import early
-from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV
+from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV, describe_node
 from ci_tools.runner.disagg import (MultiNodePlan, alloc_argv, client_commands, job_name, place, ready_checks,
                                     registered, worker_steps)
-from ci_tools.runner.job import JobFailed, tail_file
+from ci_tools.runner.job import JobFailed, node_addresses, tail_file
 from ci_tools.runner.ready import NotReady, Probe, wait_ready
 
 GRANTED = re.compile(r"Granted job allocation (\d+)")
@@ -123,21 +123,6 @@ def _allocate(plan: MultiNodePlan, out: Path, say: Callable[[str], None], deadli
         time.sleep(0.2)
 
 
-def _addresses(nodes: list[str]) -> dict[str, str]:
-    """NodeName -> NodeAddr: where a node is reached (they differ when names are not DNS names)."""
-    out = {}
-    for node in nodes:
-        try:
-            res = subprocess.run(["scontrol", "show", "node", "--oneliner", node], capture_output=True, text=True,
-                                 timeout=30)
-        except (OSError, subprocess.TimeoutExpired):
-            continue
-        m = re.search(r"\bNodeAddr=(\S+)", res.stdout)
-        if m:
-            out[node] = m.group(1)
-    return out
-
-
 def _nodes(jobid: str) -> list[str]:
     def run(argv: list[str]) -> str:
         try:
@@ -205,11 +190,12 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
         if early.PENDING:  # cancelled while Python was still importing: start nothing
             raise _Cancelled(early.PENDING[0])
         jobid, _ = _allocate(plan, out, say, plan.slurm.queue_timeout_s + 60, seen)
-        status["slurm-job"] = jobid
+        status["slurm_job_id"] = jobid
         nodes = _nodes(jobid)
         placement = place(plan, nodes)
-        addresses = _addresses(nodes)
+        addresses = node_addresses(nodes, describe_node)
         status["placement"] = placement
+        status["addresses"] = addresses
         say("placement: " + ", ".join(f"{k} on {'+'.join(v)}" for k, v in placement.items()))
         write_job_files(plan, out, placement, commands_text)
         status["phase"] = "start"

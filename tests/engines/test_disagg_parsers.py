@@ -139,6 +139,8 @@ def test_sglang_router_pd_commands_parse_with_sglang_and_the_router():
     plan = build_multinode_plan(row, point, Settings(), "/out", 4, SlurmSettings())
     workers, router = commands(plan)
     assert plan.workers[0].argv[:3] == ["python3", "-m", "sglang.launch_server"]
+    # behind the router no worker runs its own PD warmup (srt-slurm's choice); SGLang's parser checks it below
+    assert all("--skip-server-warmup" in argv for argv in workers.values()), workers
     assert plan.frontend_argv[3:6] == ["sglang-router", "0.3.2", "sglang_router.launch_router"]   # guarded
     for version in ("0.5.21", "0.5.22"):
         assert not failures("sglang", version, workers)

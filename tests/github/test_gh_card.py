@@ -188,3 +188,29 @@ def test_the_card_of_a_finished_sweep_shows_progress_and_results_against_main(fa
     assert "| dep2-c128 | replaces tp2-c128 (TP2), 1 run |" in sections["results"]
     assert "main: 1 sweep run(s) (40)" in sections["results"]
     assert_golden(REPO / "tests" / "golden" / "comments" / "status-card-results.md", c["body"])
+
+
+def words_above_details(body: str) -> int:
+    """Words a reviewer reads before the card's first <details>: hidden comments (markers, the bot's
+    state) and link targets are not read; table pipes and rules are not words."""
+    import re
+
+    above = body.split("<details>")[0]
+    above = re.sub(r"<!--.*?-->", "", above, flags=re.S)
+    above = re.sub(r"\]\([^)]*\)", "]", above)
+    return sum(1 for w in above.split() if re.search(r"\w", w))
+
+
+def test_the_seed_card_reads_verdict_first_in_under_150_words():
+    from tests.conftest import REPO
+
+    body = (REPO / "tests" / "golden" / "comments" / "status-card-results.md").read_text()
+    shown = [line for line in body.splitlines() if line.strip() and not line.startswith("<!--")]
+    # the card's heading, the results title, then the headline and the frontier sentence
+    assert shown[2].startswith("**7 improved, 1 regressed, 1 equivalent, 0 inconclusive (12 new)** · [report](")
+    assert shown[3].startswith("The PR offers more tok/s/GPU at P90 interactivity")
+    assert body.index("<details>") < body.index("**Sweep / 扫描**")
+    assert words_above_details(body) <= 150
+    # only what changed above the fold: no equivalent or new value in the compact table
+    compact = body.split("<details>")[0]
+    assert "equivalent |" not in compact and "new |" not in compact and compact.count("▲ improved |") == 7

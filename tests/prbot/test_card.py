@@ -24,8 +24,8 @@ def test_patch_replaces_one_section_and_keeps_the_others_and_the_state():
     assert cm.state_of_text(out) == {"writers": {"a": "write"}}
     again = card.patch(out, "reuse", "pinned")
     assert card.sections_of(again) == {"sweep": "run 1", "results": "table B", "reuse": "pinned"}
-    # sections always come in the fixed order, whoever wrote first
-    assert again.index("section sweep") < again.index("section results") < again.index("section reuse")
+    # sections always come in the fixed order, whoever wrote first: the verdict before the progress
+    assert again.index("section results") < again.index("section sweep") < again.index("section reuse")
 
 
 def test_patch_is_idempotent_and_has_sees_it():

@@ -95,3 +95,29 @@ def test_command_errors_read_like_a_reviewer(tmp_path: Path):
     r = run(SEED / "pr-local-results.csv", "--baseline", SEED / "main-baseline.csv", "--evals", SEED / "claims.txt",
             "--out", tmp_path / "r.html")
     assert r.exit_code == 1 and "not readable JSON" in r.output and "Traceback" not in r.output
+
+
+# ---- where the pages live ---------------------------------------------------------------------
+
+def test_pages_layout_and_pruning():
+    from ci_tools.results import pages
+
+    assert pages.url("https://octo.github.io/bench/", 7, 50) == "https://octo.github.io/bench/pr-7/run-50/"
+    assert pages.parse("main/run-9") == (None, 9) and pages.parse("pr-7/run-50/") == (7, 50)
+    assert pages.parse("assets") is None and pages.parse("pr-x/run-1") is None
+    dirs = [f"pr-7/run-{i}" for i in (50, 51, 52, 53)] + ["pr-8/run-60", "main/run-1", "main/run-2", "index.html"]
+    assert pages.prune(dirs) == ["pr-7/run-50"]                       # the newest 3 of a PR stay
+    assert pages.prune(dirs, open_prs={7}) == ["pr-7/run-50", "pr-8/run-60"]   # a closed PR's pages go
+    assert pages.prune(dirs, keep_main=1) == ["main/run-1", "pr-7/run-50"]
+    index = pages.index_html(dirs)
+    assert index.index("main, run 2") < index.index("main, run 1") < index.index("PR #8, run 60")
+
+
+def test_the_card_links_the_pages_report_when_the_repository_publishes_them():
+    from ci_tools.prbot.card.flow import report_url
+    from ci_tools.prbot.shell import Settings
+
+    run = {"id": 50, "url": "https://github.com/octo/bench/actions/runs/50"}
+    published = Settings.from_env(Path("."), {"CI_TOOLS_REPORT_SITE": "https://octo.github.io/bench"})
+    assert report_url(published, 7, run) == "https://octo.github.io/bench/pr-7/run-50/"
+    assert report_url(Settings.from_env(Path("."), {}), 7, run) == run["url"] + "#artifacts"

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import (STUB, aiperf_bin, free_port, gpu_host_env, lm_eval_bin, nothing_left_behind,
+from runner_support import (SOLO_NODE, STUB, aiperf_bin, free_port, gpu_host_env, lm_eval_bin,
+                            nothing_left_behind,
                             runner_run, start_slurm, stub_recipe, stub_row)
 
 
@@ -36,8 +37,9 @@ def hf_home(tmp_path_factory, aiperf) -> Path:
 
 @pytest.fixture(scope="session")
 def slurm():
-    """A one-node Slurm of this test session."""
-    cluster = start_slurm(nodes=1)
+    """A one-node Slurm of this test session. Its node's name is no DNS name (NodeAddr 127.0.0.1), as on
+    clusters whose node names only Slurm knows: the runner must reach the engine at the NodeAddr."""
+    cluster = start_slurm(nodes=1, node=SOLO_NODE)
     yield cluster
     cluster.stop()
 

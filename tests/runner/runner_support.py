@@ -26,6 +26,7 @@ STUB = HERE / "stub_server.py"
 PYXIS = HERE / "pyxis"          # the pyxis stand-in srun/sbatch use on the local Slurm
 FAKE_GPU = HERE / "fake_gpu"    # nvidia-smi answering with a real H200's recorded output
 IMAGE = "example.org/stub:1@sha256:" + "0" * 64
+SOLO_NODE = "cit-solo"          # the one-node test Slurm's NodeName: not resolvable, NodeAddr 127.0.0.1
 SEED_KEY = "dsv41flash-fp4-gb300-sglang-agentic-dspark"
 
 
@@ -188,12 +189,12 @@ def runner_run(root: Path, row: str, *, backend: str, aiperf: str, hf_home: Path
             "--duration-override", str(duration), "--runner-name", "", *(extra or [])]
 
 
-def start_slurm(nodes: int = 1, gpus: int = 4):
+def start_slurm(nodes: int = 1, gpus: int = 4, node: str = "localhost"):
     """A local Slurm of its own directory and ports (slurm_cluster.py); fails, never skips, when it cannot
-    start: the Slurm tests are part of the suite's promise."""
+    start: the Slurm tests are part of the suite's promise. `node` names the one node of a 1-node cluster."""
     from slurm_cluster import LocalSlurm, SlurmUnavailable
 
-    cluster = LocalSlurm(gpus=gpus, nodes=nodes)
+    cluster = LocalSlurm(gpus=gpus, nodes=nodes, node=node)
     try:
         cluster.start()
     except SlurmUnavailable as exc:

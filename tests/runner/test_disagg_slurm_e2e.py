@@ -31,7 +31,8 @@ engine: sglang
 image: {IMAGE}
 model: stub
 kv-transfer: nixl
-frontend: {{kind: sglang-router, name: sglang-router, version: "{ROUTER_VERSION}", args: {{policy: round_robin}}}}
+frontend: {{kind: sglang-router, name: sglang-router, version: "{ROUTER_VERSION}",
+           args: {{policy: round_robin, prometheus-port: PROMETHEUS_PORT}}}}
 serve: {{env: {{STUB_ENV: "1"}}, args: {{trust-remote-code: true}}}}
 points:
   1p2d:
@@ -44,7 +45,8 @@ ROW = {"image": IMAGE, "model": "stub", "model-prefix": "stub", "precision": "fp
        "decode": {"num-worker": 2, "tp": 4, "ep": 1, "dp-attn": False}, "conc": [2], "kv-offloading": "none",
        "duration": 3600, "exp-name": "stub_p1_d2", "scenario-type": "agentic-coding", "run-eval": False,
        "recipe": "recipe.yaml", "kv-p2p-transfer": "nixl", "router": {"name": "sglang-router", "version": ROUTER_VERSION}}
-RUNNERS = "labels:\n  gb300: [stub-0]\nhardware:\n  gb300: {gpus-per-node: 4, nodes: 3}\n"
+# shared nodes (schema-valid): the allocation itself must ask for the GPUs its worker steps take
+RUNNERS = "labels:\n  gb300: [stub-0]\nhardware:\n  gb300: {gpus-per-node: 4, nodes: 3, slurm: {exclusive: false}}\n"
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +70,8 @@ def router_python() -> str:
 
 @pytest.fixture
 def mnjob(tmp_path, aiperf, hf_home, cluster, router_python):
-    (tmp_path / "recipe.yaml").write_text(RECIPE)
+    # the router's metrics port (29000 by default) on a free one: two suites on one host would collide
+    (tmp_path / "recipe.yaml").write_text(RECIPE.replace("PROMETHEUS_PORT", str(free_port())))
     (tmp_path / "inferencex-e2e/configs").mkdir(parents=True)
     (tmp_path / "inferencex-e2e/configs/runners.yaml").write_text(RUNNERS)
     # the rendered frontend command is `python3 -m sglang_router.launch_router ...`: python3 is the
@@ -158,8 +161,10 @@ def test_1p2d_point_runs_across_three_nodes(mnjob):
     assert status["ok"] and status["placement"] == {"prefill-0": ["cit-n1"], "decode-0": ["cit-n2"],
                                                     "decode-1": ["cit-n3"], "frontend": ["cit-n1"]}
     # placement as Slurm itself reports it: one allocation of 3 nodes, one step per worker on its node
-    job = status["slurm-job"]
+    job = status["slurm_job_id"]
     assert watch.jobs[job][:2] == ["3", "cit-n[1-3]"], watch.jobs
+    assert "--exclusive" not in (out / "commands.txt").read_text()     # shared nodes, GPUs asked for
+    assert status["addresses"] == {n: "127.0.0.1" for n in ("cit-n1", "cit-n2", "cit-n3")}
     assert watch.jobs[job][2] not in ("UNLIMITED", "INVALID"), watch.jobs   # time-bounded
     assert {k: v for k, v in watch.seen.items() if k in ("prefill-0", "decode-0", "decode-1", "frontend")} == {
         "prefill-0": "cit-n1", "decode-0": "cit-n2", "decode-1": "cit-n3", "frontend": "cit-n1"}, watch.seen

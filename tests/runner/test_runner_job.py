@@ -20,21 +20,40 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_scheduler_job_id_and_node_fill_urls_and_later_commands(tmp_path):
+def test_scheduler_job_id_and_node_address_fill_urls_and_later_commands(tmp_path):
     port = free_port()
-    # stand-ins for `sbatch --parsable` (prints the job id) and `squeue --jobs=ID` (state and node)
+    # stand-ins for `sbatch --parsable` (prints the job id), `squeue --jobs=ID` (state and node) and
+    # `scontrol show node NODE` (the node's NodeAddr: its name is no DNS name)
     submit = [sys.executable, "-c", "print('4242;cluster')"]
-    locate = [sys.executable, "-c", "import sys; assert sys.argv[1] == '--jobs=4242'; print('RUNNING 127.0.0.1')",
+    locate = [sys.executable, "-c", "import sys; assert sys.argv[1] == '--jobs=4242'; print('RUNNING gpu-17')",
               "--jobs={server_jobid}"]
+    describe = [sys.executable, "-c", "import sys; assert sys.argv[1] == 'gpu-17'; "
+                "print('NodeName=gpu-17 Arch=x86_64 NodeAddr=127.0.0.1 NodeHostName=gpu-17')", "{server_node}"]
     server = Launch("server", [sys.executable, str(STUB), "--port", str(port)], {}, [], "server.log",
-                    submit=submit, locate=locate)
+                    submit=submit, locate=locate, describe=describe)
     client = Launch("client", [sys.executable, "-c",
                                "import sys; assert sys.argv[1:] == ['4242', 'http://127.0.0.1:%d']; print('ok')" % port,
-                               "{server_jobid}", f"http://{{server_node}}:{port}"], {}, [], "client.log")
-    status = run_job([server, client], tmp_path, [f"http://{{server_node}}:{port}/health"], ready_timeout_s=20,
-                     client_timeout_s=30, say=lambda m: None, stop_grace_s=5)
-    assert status["ok"] is True and status["slurm_job_id"] == "4242" and status["node"] == "127.0.0.1"
+                               "{server_jobid}", f"http://{{server_addr}}:{port}"], {}, [], "client.log")
+    said: list[str] = []
+    status = run_job([server, client], tmp_path, [f"http://{{server_addr}}:{port}/health"], ready_timeout_s=20,
+                     client_timeout_s=30, say=said.append, stop_grace_s=5)
+    assert status["ok"] is True and status["slurm_job_id"] == "4242"
+    assert status["node"] == "gpu-17" and status["node_addr"] == "127.0.0.1"
+    assert "server node gpu-17 is reached at its NodeAddr 127.0.0.1" in said
     assert (tmp_path / "client.log").read_text().strip() == "ok"
+
+
+def test_a_node_without_a_nodeaddr_is_reached_by_its_name_and_says_so(tmp_path):
+    port = free_port()
+    server = Launch("server", [sys.executable, str(STUB), "--port", str(port)], {}, [], "server.log",
+                    submit=[sys.executable, "-c", "print(5)"],
+                    locate=[sys.executable, "-c", "print('RUNNING 127.0.0.1')"],
+                    describe=[sys.executable, "-c", "import sys; sys.exit('slurm_load_node error')"])
+    said: list[str] = []
+    status = run_job([server], tmp_path, [f"http://{{server_addr}}:{port}/health"], ready_timeout_s=20,
+                     client_timeout_s=30, say=said.append, stop_grace_s=5)
+    assert status["ok"] is True and status["node_addr"] == "127.0.0.1"
+    assert any(m.startswith("Slurm gave no NodeAddr for 127.0.0.1") for m in said), said
 
 
 @pytest.mark.parametrize("state,message", [

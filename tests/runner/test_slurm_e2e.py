@@ -2,7 +2,8 @@
 
 `runner run --backend slurm` submits the allocation with sbatch, finds its job by the id sbatch
 printed, runs the stub engine and a stub router as steps of that job (pyxis's options taken and
-checked by the srun stand-in in tests/runner/pyxis/), waits for readiness on the node's name, runs
+checked by the srun stand-in in tests/runner/pyxis/), waits for readiness at the node's NodeAddr (its
+name, cit-solo, is in no DNS), runs
 the real AIPerf 0.13 and cancels the job. The cancel tests replay GitHub's sequence (SIGINT to the
 step's process group, 7.5 s, SIGTERM, 2.5 s, SIGKILL of the tree) and then require that neither
 `squeue` nor `ps` shows anything of the job.
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import (PYXIS, REPO, STUB, free_port, gpu_host_env, nothing_left_behind, runner_run,
+from runner_support import (PYXIS, REPO, SOLO_NODE, STUB, free_port, gpu_host_env, nothing_left_behind, runner_run,
                             stub_recipe, stub_row)
 
 RECIPE = stub_recipe(env="a,b", points="""  tp2-c2: {tp: 2, ep: 1, conc: 2}
@@ -87,9 +88,11 @@ def test_slurm_dep_point_end_to_end(sjob):
     out = sjob["out"]
     status = json.loads((out / "status.json").read_text())
     job = status["slurm_job_id"]
-    assert status["ok"] is True and job != stale and status["node"] == "localhost"
+    assert status["ok"] is True and job != stale and status["node"] == SOLO_NODE
     assert f"server allocation submitted as Slurm job {job}" in run.stderr
-    assert "ready: http://localhost:" in run.stderr           # readiness went to the node by its name
+    # the node's name resolves nowhere: readiness and the client (a valid result below) went to its NodeAddr
+    assert status["node_addr"] == "127.0.0.1" and f"node {SOLO_NODE} is reached at its NodeAddr 127.0.0.1" in run.stderr
+    assert "ready: http://127.0.0.1:" in run.stderr
     # the allocation was time-bounded and the engine step saw the 2 GPUs Slurm gave the job
     commands = (out / "commands.txt").read_text()
     assert "--time=" in commands and "--partition=debug" in commands and "--exclusive" not in commands

@@ -74,9 +74,16 @@ SECRETS = {
     "RUNNERS_TOKEN": ("a token that can list this repository's self-hosted runners (fine-grained: "
                       "Administration read); a GITHUB_TOKEN cannot"),
     "SLACK_WEBHOOK_URL": "optional: a Slack incoming-webhook URL for the digest",
+    "TEAM_APP_PRIVATE_KEY": ("optional: the private key of a GitHub App with the organization permission "
+                             "Members: read only; with the repository variable `TEAM_APP_CLIENT_ID` (the App's "
+                             "client id) the sign-off jobs mint a team-membership token per run "
+                             "(`actions/create-github-app-token`) instead of reading `TEAM_MEMBERSHIP_TOKEN`"),
     "TEAM_MEMBERSHIP_TOKEN": ("a token with the organization permission Members: read, to check CODEOWNERS "
-                              "teams (a GITHUB_TOKEN cannot: GitHub answers 404); without it a team-owned file "
-                              "makes every sign-off \"not verified\", never \"not owned\""),
+                              "teams (a GITHUB_TOKEN cannot: GitHub answers 404): a machine account's "
+                              "fine-grained PAT, not an App token (those expire within the hour; configure "
+                              "the App as `TEAM_APP_PRIVATE_KEY` instead); used when no App is configured. "
+                              "Without either, a team-owned file makes every sign-off \"not verified\", never "
+                              "\"not owned\""),
 }
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -218,8 +219,22 @@ def signoff_comment(s):
     c = s.fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     job = s.job("signoff-verify.yml", "verify", "issue_comment", comment_payload(s.fake, 1, c),
                 secrets={"TEAM_MEMBERSHIP_TOKEN": s.app_token("teams", members="read")})
-    ok(job.run(2))
+    ok(job.run("verify"))
     assert s.fake.statuses[-1]["state"] == "success"
+    return [job]
+
+
+def signoff_with_a_minted_app_token(s):
+    """#23.6: the App token minted by the job's create-github-app-token step (what it leaves: the
+    `token` output) reads the teams; no TEAM_MEMBERSHIP_TOKEN secret is set."""
+    signed_off_pr(s.fake)
+    c = s.fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    job = s.job("signoff-verify.yml", "verify", "issue_comment", comment_payload(s.fake, 1, c), secrets={})
+    minted = s.app_token("minted", members="read")
+    job.steps["team-token"] = rt.StepRun(subprocess.CompletedProcess([], 0), {"token": minted}, "")
+    ok(job.run("verify"))
+    assert s.fake.statuses[-1]["state"] == "success"
+    assert any(token == minted and "memberships" in call for token, call, _ in s.fake.authorised)
     return [job]
 
 
@@ -248,7 +263,7 @@ def review_signoff_two_phases(s, fork="someone/bench"):
                    secrets={"TEAM_MEMBERSHIP_TOKEN": s.app_token("teams", members="read")})
     (verify.tmp / "review").mkdir()
     (verify.tmp / "review" / names.REVIEW_FILE).write_text(recorded)      # what download-artifact leaves
-    ok(verify.run(3))
+    ok(verify.run("verify"))
     assert s.fake.statuses[-1]["state"] == "success" and s.fake.statuses[-1]["_sha"] == SHA1
     s.record_jobs = [record]
     return [verify]
@@ -409,12 +424,23 @@ def collect_compares_with_main(s: Scenario):
     work = s.tmp / "workspace"
     (work / "results").mkdir(parents=True)
     (work / "results" / "results.json").write_text(json.dumps({"results": [result(1300.0)]}))
+    # what download-artifact put there: a job's directory with its nvidia-smi samples (a real H200's)
+    from tests.conftest import shared_dir
+
+    job_dir = work / "artifacts" / "job_tp2-c64"
+    job_dir.mkdir(parents=True)
+    (job_dir / "job.json").write_text(json.dumps({"point": point}))
+    (job_dir / "gpu_telemetry.csv").write_text((shared_dir() / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text())
     pr_with_sweep(s.fake, 1)
     job = s.job("sweep-stages.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
                 inputs={"sweep": True, "points": "0"})
     step = ok(job.run(4))
     assert "| tp2-c64 |" in step.summary and "improved" in step.summary
     assert (work / "results" / "compare.png").is_file()
+    step = ok(job.run("report"))
+    page = (work / "report" / "report.html").read_text()
+    assert "1 improved, 0 regressed" in step.summary and "<script src" not in page
+    assert 'data-job="tp2-c64"' in page and "sw power cap" in page
     return [job]
 
 
@@ -424,7 +450,7 @@ SCENARIOS = {
     ("comment-commands.yml", "stage-dispatch"): [stage_dispatch_sends_the_decided_payload],
     ("run-sweep.yml", "gate"): [gate_refuses_a_superseded_rerun],
     ("runner-digest.yml", "digest"): [runner_digest],
-    ("signoff-verify.yml", "verify"): [signoff_comment],
+    ("signoff-verify.yml", "verify"): [signoff_comment, signoff_with_a_minted_app_token],
     ("signoff-verify.yml", "after-push"): [signoff_carried_after_push],
     ("signoff-review.yml", "record"): [review_record_only],
     ("signoff-review-verify.yml", "verify"): [review_signoff_two_phases, lambda s: review_signoff_two_phases(s, None)],

@@ -31,9 +31,10 @@ class Section:
     title_zh: str
 
 
+# the verdict first: a reviewer reads the results against main before the run's progress
 SECTIONS = (
-    Section("sweep", "Sweep", "扫描"),
     Section("results", "Results against main", "与 main 对比"),
+    Section("sweep", "Sweep", "扫描"),
     Section("evals", "Evals", "评测"),
     Section("plan", "Plan", "计划"),
     Section("reuse", "Reuse at merge", "合并时复用"),

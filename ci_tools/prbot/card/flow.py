@@ -35,10 +35,20 @@ def run_line(run: dict, settings: Settings, families: list[dict] | None = None) 
     return messages.sweep_section(card.sweep_markdown(run, families or []), run["id"], settings.results_site)
 
 
-def results_section(gh: Client, run: dict, settings: Settings) -> str | None:
+def report_url(settings: Settings, pr: int | None, run: dict) -> str:
+    """Where the run's sweep report is: its Pages page when the repository publishes them, else the
+    run's artifacts (the report is its own artifact, one HTML file)."""
+    from ci_tools.results import pages
+
+    if settings.report_site and pr:
+        return pages.url(settings.report_site, pr, int(run["id"]))
+    return f"{run.get('url', '')}#artifacts"
+
+
+def results_section(gh: Client, run: dict, settings: Settings, pr: int | None = None) -> str | None:
     """The run's collected results against main's (None when the run collected nothing)."""
     from ci_tools.github.baselines import collection_from_zip, main_results
-    from ci_tools.results import compare, compare_render
+    from ci_tools.results import compare, compare_render, report
 
     art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == names.COLLECTION_ARTIFACT
                 and not a.get("expired")), None)
@@ -60,8 +70,9 @@ def results_section(gh: Client, run: dict, settings: Settings) -> str | None:
                         workflow=settings.workflow)
     comparisons = compare.compare_points(valid, main.results, policy)
     shift = compare.frontier_shift(compare.points_of(valid), compare.points_of(compare.latest_per_point(main.results)))
-    return messages.results_against_main(compare_render.markdown(comparisons, shift), main.runs,
-                                         len(head) - len(valid), run)
+    body = compare_render.card_markdown(comparisons, shift, report_url=report_url(settings, pr, run),
+                                        method=report.method_line(comparisons, policy))
+    return messages.results_against_main(body, main.runs, len(head) - len(valid), run)
 
 
 def card_sections(state: dict, keys: set[str], settings: Settings) -> dict[str, str]:
@@ -199,7 +210,7 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         sections["sweep"] = run_line(run, settings, families)
         ranks["sweep"] = int(run["id"])
         if observed and event.workflow_run.status == "completed":
-            results = results_section(client, run, settings)
+            results = results_section(client, run, settings, pr)
             if results is not None:
                 sections["results"] = results
                 ranks["results"] = int(run["id"])
