@@ -30,7 +30,7 @@ def test_a_multinode_eval_row_runs_the_harness_against_the_frontend(tmp_path, cl
     root = tmp_path
     # its own metrics port: the router's default (29000) may be another test's router on this host
     (root / "recipe.yaml").write_text(RECIPE.replace("conc: [2, 3]", "conc: [2]")
-                                      .replace("policy: round_robin", f"policy: round_robin, prometheus-port: {free_port()}"))
+                                      .replace("PROMETHEUS_PORT", str(free_port())))
     (root / "inferencex-e2e/configs").mkdir(parents=True)
     (root / "inferencex-e2e/configs/runners.yaml").write_text(RUNNERS)
     (root / "inferencex-e2e/ci-policy.yaml").write_text(policy_without_evals() + EVALS)
