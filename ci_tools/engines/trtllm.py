@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from ci_tools.engines import Command, ServeSpec, WorkerSpec, release_number_problems, render_args
 
 NAME = "trtllm"
 LAUNCHER = ("trtllm-serve", "serve")
 READY_PATHS = ("/health", "/v1/models")
 VERSION_ARGV = ("python3", "-c", "import importlib.metadata as m; print(m.version('tensorrt_llm'))")
-TOPOLOGY_ARGS = frozenset({"tp_size", "ep_size", "pp_size", "tp-size", "ep-size", "pp-size",
-                           "extra_llm_api_options", "extra-llm-api-options", "extra-engine-args",
-                           "tensor-parallel-size", "expert-parallel-size", "pipeline-parallel-size",
-                           "enable-attention-dp", "disaggregation-mode"})
+# both spellings of each (the runner writes recipe args with underscores, see option_args)
+TOPOLOGY_ARGS = frozenset(f"{n}size".replace("_", sep) for n in (
+    "tp_", "ep_", "pp_", "tensor_parallel_", "pipeline_parallel_", "moe_expert_parallel_", "expert_parallel_")
+    for sep in "_-") | {"extra_llm_api_options", "extra-llm-api-options", "extra-engine-args", "enable-attention-dp",
+                         "disaggregation-mode"}
 OPTIONS_FILE = "extra-llm-api-options.yaml"
 
 
@@ -49,11 +52,25 @@ def _file(spec: ServeSpec, name: str, options: dict) -> tuple[str, tuple[tuple[s
     return path, ((path, options_yaml(options)),)
 
 
-def server(spec: ServeSpec) -> Command:
+def option_args(args: Mapping[str, Any]) -> list[str]:
+    """The recipe's args in trtllm-serve's spelling: every option of its click command is written with
+    underscores (`--trust_remote_code`, `--kv_cache_free_gpu_memory_fraction`), so a recipe may write
+    `trust-remote-code` like for the other engines and still start the server."""
+    return render_args({str(k).replace("-", "_"): v for k, v in args.items()})
+
+
+def engine_args(spec: ServeSpec) -> list[str]:
+    """The options after the launcher, for any launcher that takes trtllm-serve's (a Dynamo TRT-LLM
+    worker adds its own role options to these)."""
     args = [spec.model_path, "--host", spec.host, "--port", str(spec.port),
             "--tp_size", str(spec.tp), "--ep_size", str(spec.ep)]
     if spec.pp > 1:
         args += ["--pp_size", str(spec.pp)]
+    return args + option_args(spec.args)
+
+
+def server(spec: ServeSpec) -> Command:
+    args = engine_args(spec)
     options = llm_api_options(spec)
     files: tuple = ()
     if options:
@@ -61,7 +78,7 @@ def server(spec: ServeSpec) -> Command:
         # runner writes it into the job directory
         path, files = _file(spec, OPTIONS_FILE, options)
         args += ["--extra_llm_api_options", path]
-    return Command(LAUNCHER, tuple(args + render_args(spec.args)), NAME, files)
+    return Command(LAUNCHER, tuple(args), NAME, files)
 
 
 def topology_problems(spec: ServeSpec) -> list[str]:
