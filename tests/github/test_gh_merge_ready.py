@@ -280,6 +280,28 @@ def test_expiring_artifacts_are_red_seven_days_before_and_main_sweeps_at_merge(f
     assert strict.exit_code == 1 and strict.outputs["reuse-error"] == "true"
 
 
+def test_the_daily_pass_turns_a_pin_red_as_its_artifacts_approach_expiry(fake, shared, history):
+    """No event fires as artifacts age: `reuse ready --open-prs` (merge-ready.yml's schedule) checks every
+    open PR; one that cannot be checked is reported and the others still are."""
+    repo, c = history
+    s = settings_of(repo)
+    pr_at(fake, c["R2"])
+    fake.add_run(9, head_sha=c["R2"], expires_at="2026-10-20T00:00:00Z")
+    authorise(fake, 7, "/use 9")
+    fake.add_pr(8, head_sha=c["R3"], head_ref="docs")
+    fake.pr_files[8] = ["docs/notes.md"]
+    res = ready(None, s, lazy(fake), open_prs=True, now=NOW)
+    assert res.exit_code == 0 and status(fake, c["R2"])["state"] == "success" and res.messages[0].startswith(
+        "checked the open PRs: 0 not ready")
+    later = datetime(2026, 10, 14, tzinfo=timezone.utc)              # 6 days before the artifacts expire
+    res = ready(None, s, lazy(fake), open_prs=True, now=later)
+    assert status(fake, c["R2"])["state"] == "failure" and status(fake, c["R3"])["state"] == "success"
+    assert res.messages[0] == "checked the open PRs: 1 not ready to merge (#7)"
+    fake.fail("GET", r"/pulls/8/files", 404, times=10)
+    res = ready(None, s, lazy(fake), open_prs=True, now=later)
+    assert res.exit_code == 1 and "1 could not be checked" in res.messages[0]
+
+
 def recover_env(fake, env, repo):
     return {**env, "RESULTS_DISPATCH_TOKEN": "dispatch-token"}
 
