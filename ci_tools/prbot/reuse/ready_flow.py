@@ -78,10 +78,12 @@ def facts_of(number: int, client: Client, settings: Settings, tl=None) -> tuple[
 
 
 def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None = None,
-          now: datetime | None = None) -> Result:
+          now: datetime | None = None, open_prs: bool = False) -> Result:
     now = now or datetime.now(timezone.utc)
     if event is not None and event.name == "push":
         return merged(event, settings, gh)
+    if open_prs:
+        return every_open_pr(settings, gh, now)
     client: Client = gh()
     number = pr or _pr_of(event, client)
     empty = dict.fromkeys(OUTPUTS, "")
@@ -101,6 +103,30 @@ def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None =
     return Result(outputs={"pr": str(number), "ready": str(verdict.ready).lower(), "state": verdict.state,
                            "summary": verdict.summary},
                   messages=[f"PR #{number} {readiness.CONTEXT}: {verdict.state}: {verdict.detail}"])
+
+
+def every_open_pr(settings: Settings, gh: Lazy, now: datetime) -> Result:
+    """The daily pass: artifacts approach their expiry without any event, so every open PR is checked
+    again (a PR that cannot be checked is reported and the others still are)."""
+    from ci_tools.github.client import GitHubError
+
+    client: Client = gh()
+    messages_, red, failed = [], [], []
+    for number in client.open_pull_numbers(settings.main_branch):
+        try:
+            res = ready(None, settings, gh, pr=number, now=now)
+        except GitHubError as exc:
+            failed.append(number)
+            messages_.append(f"PR #{number}: not checked: {exc.message}")
+            continue
+        messages_ += res.messages
+        if res.outputs.get("ready") == "false":
+            red.append(number)
+    head = (f"checked the open PRs: {len(red)} not ready to merge"
+            + (f" (#{', #'.join(map(str, red))})" if red else "")
+            + (f"; {len(failed)} could not be checked" if failed else ""))
+    return Result(outputs={**dict.fromkeys(OUTPUTS, ""), "ready": "false" if red else "true"},
+                  messages=[head, *messages_], exit_code=1 if failed else 0)
 
 
 def merged(event: Event, settings: Settings, gh: Lazy) -> Result:
