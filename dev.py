@@ -4,6 +4,9 @@
     python3 dev.py demo   # install, then run the main job on the example data shipped in the repo
     python3 dev.py test   # install with the test tools, then run the whole test suite
 
+`python3 dev.py demo --walkthrough` also plays a PR's comment commands (/use and friends) against the
+local fake GitHub the tests use, printing every bot reply.
+
 Each creates (or reuses) a virtual environment in .venv and installs this package into it in
 editable mode; the install is skipped when pyproject.toml has not changed since the last one.
 """
@@ -265,9 +268,16 @@ def ensure_chromium() -> None:
         sys.exit(f"after installing chromium, {CHROMIUM} is still missing")
 
 
-def demo() -> int:
-    ensure_env("")
-    return run([PY, ROOT / "examples" / "demo.py"])
+def demo(args: list[str]) -> int:
+    if args and args != ["--walkthrough"]:
+        print(f"unknown demo option {' '.join(args)}; the one option is --walkthrough", file=sys.stderr)
+        return 2
+    if not args:
+        ensure_env("")
+        return run([PY, ROOT / "examples" / "demo.py"])
+    # the comment commands against the tests' fake GitHub, which checks its answers with githubkit
+    ensure_env("test")
+    return run([PY, ROOT / "examples" / "demo.py"]) or run([PY, ROOT / "examples" / "walkthrough.py"])
 
 
 YLS_VERSION = "2.0.0"
@@ -341,7 +351,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     if argv[0] == "demo":
-        return demo()
+        return demo(argv[1:])
     return test(argv[1:])
 
 

@@ -37,12 +37,16 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
 T0 = "2026-10-01T00:00:00Z"
-FAR_EXPIRY = "2026-12-30T00:00:00Z"            # 90 days after T0, GitHub's default artifact retention
+# GitHub's default artifact retention is 90 days from upload. Counted from the real clock, not T0: a
+# command run without a fixed `now` (the workflow scenarios) must not see every artifact expire once
+# the calendar passes T0 + 90 days.
+FAR_EXPIRY = (datetime.now(timezone.utc) + timedelta(days=90)).strftime("%Y-%m-%dT%H:%M:%SZ")
 API_VERSIONS = ("2022-11-28", "2026-03-10")      # the REST API versions GitHub serves
 LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3}
 # "This endpoint will return up to 1,000 results for each search when using the following parameters:

@@ -209,8 +209,16 @@ def labels_at(events: Iterable[LabelEvent], when: str) -> set[str]:
 
 # ---- run eligibility --------------------------------------------------------------------------
 
-def unexpired_names(artifacts: list[dict]) -> set[str]:
-    return {str(a.get("name")) for a in artifacts if not a.get("expired")}
+def unexpired_names(artifacts: list[dict], now: datetime | None = None) -> set[str]:
+    """Names of the artifacts still downloadable. With `now`, one whose `expires_at` has passed counts as
+    expired too: GitHub flips `expired` in the listing later than the download starts answering 410."""
+    def alive(a: dict) -> bool:
+        if a.get("expired"):
+            return False
+        at = ts(a.get("expires_at")) if now is not None else None
+        return at is None or at > now
+
+    return {str(a.get("name")) for a in artifacts if alive(a)}
 
 
 def has_results(names: set[str]) -> bool:
@@ -233,11 +241,13 @@ class Rules:
     # reuse: a failed or cancelled run is judged by its jobs (reuse/jobs.py); these families may fail
     optional_jobs: tuple[str, ...] | None = None
     pinned: bool = False
+    now: datetime | None = None                 # artifacts past `expires_at` then count as expired
 
 
-def reuse_rules(pinned: bool, optional_jobs: tuple[str, ...] = DEFAULT_OPTIONAL_JOBS) -> Rules:
+def reuse_rules(pinned: bool, optional_jobs: tuple[str, ...] = DEFAULT_OPTIONAL_JOBS,
+                now: datetime | None = None) -> Rules:
     return Rules("reuse", frozenset({"success", "failure", "cancelled"}), optional_jobs=tuple(optional_jobs),
-                 pinned=pinned)
+                 pinned=pinned, now=now)
 
 
 def staging_rules(pinned: bool) -> Rules:
@@ -397,7 +407,7 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeli
             if stale:
                 return (f"commits after its head {run.head_sha[:12]} change benchmark inputs: "
                         f"{', '.join(stale)}; run a new sweep on the current head")
-    present = unexpired_names(source.artifacts(run.id))
+    present = unexpired_names(source.artifacts(run.id), rules.now)
     if rules.need_changelog_metadata and names.CHANGELOG_METADATA not in present:
         return f"it has no unexpired {names.CHANGELOG_METADATA} artifact"
     if not has_results(present):
@@ -595,7 +605,7 @@ def decide_pr_event(action: str, *, label_problem: str | None, authorisation: Ca
 
 
 def decide_merge(pr: PrContext, auth: Authorisation, *, timeline: Timeline, policy: Policy, workflow: str,
-                 source: Source, inputs: InputsOf | None = None) -> ReuseDecision:
+                 source: Source, inputs: InputsOf | None = None, now: datetime | None = None) -> ReuseDecision:
     """Main side, for the single PR a pushed commit belongs to. A refused pin is an error; with the
     policy's `on-refused-reuse: sweep` (the default) it is a fallback: main sweeps, the job passes."""
     base = dict(pr_number=pr.number, authorised=auth.authorised, ignored=auth.ignored,
@@ -608,7 +618,7 @@ def decide_merge(pr: PrContext, auth: Authorisation, *, timeline: Timeline, poli
     if not pr.merged_at:
         return ReuseDecision(error=f"PR #{pr.number} is not merged; reuse is decided for merged PRs only.",
                              **{**base, "fallback": False})
-    sel = select_run(reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs), pinned=auth.pinned_run,
+    sel = select_run(reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs, now), pinned=auth.pinned_run,
                      pr=pr, timeline=timeline, policy=policy, workflow=workflow, source=source, inputs=inputs)
     if sel.run is None:
         return ReuseDecision(error=sel.error, **base)
