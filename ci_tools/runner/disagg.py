@@ -27,7 +27,7 @@ from ci_tools.config.recipe import render_args
 from ci_tools.errors import InputError
 from ci_tools.sweep.buckets import profile_of
 from ci_tools import names
-from ci_tools.engines import ServeSpec, routers, sglang
+from ci_tools.engines import ServeSpec, compat, install, routers, sglang
 from ci_tools.runner import budget as bud
 from ci_tools.runner.backends import (HF_CACHE_MOUNT, RUNNER_KEY, SQUASH_DIR, Launch, image_import, image_import_lines,
                                       job_id, squash_file)
@@ -296,6 +296,9 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
         spec = ServeSpec("", "", "", 0, tp=g.key.tp, ep=g.key.ep, dp_attn=g.key.dp_attn)
         problems += [f"{g.role}: {p}" for p in sglang.topology_problems(spec)]
     fe = point.frontend
+    if fe.get("kind") == "dynamo":      # a Dynamo release runs only on the engine releases it imports
+        problems += compat.dynamo_problems(str(fe.get("version")), point.engine, point.engine_versions)
+        problems += install.requirement_problems(fe["install"]) if "install" in fe else []
     if fe.get("kind") == "sglang-router" and routers.release(fe.get("name"), fe.get("version")) is None:
         problems.append(f"frontend {fe.get('name')} {fe.get('version')} is not a router release ci-tools knows "
                         f"(known: {routers.known()}); add it to ci_tools/engines/routers.py")
@@ -337,7 +340,8 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
                 w.argv = [a.format(port=port, model=model, role=g.role, bootstrap=port + 1)
                           for a in shlex.split(settings.server_cmd)]
             else:
-                w.argv = worker_argv(point, w, model, row, gpus_per_node or 1, namespace)
+                w.argv = install.wrap(worker_argv(point, w, model, row, gpus_per_node or 1, namespace),
+                                      f"{out_dir}/{names.INSTALL_DIR}", point.frontend.get("install") or [])
             workers.append(w)
             index += 1
     fport = settings.port
@@ -351,7 +355,8 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
             else:
                 fargv.append(word.format(port=fport))
     else:
-        fargv = frontend_argv(point, fport, workers, namespace)
+        fargv = install.wrap(frontend_argv(point, fport, workers, namespace), f"{out_dir}/{names.INSTALL_DIR}",
+                             point.frontend.get("install") or [])
     fenv = dict(point.frontend.get("env") or {})
     if point.frontend.get("kind") == "dynamo":
         fenv["DYN_FILE_KV"] = f"{out_dir}/{names.DYNAMO_STORE}"
