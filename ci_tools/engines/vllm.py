@@ -23,10 +23,15 @@ def topology_args(spec: ServeSpec) -> list[str]:
     return argv
 
 
+def engine_args(spec: ServeSpec) -> list[str]:
+    """vLLM's engine options for one point, after any launcher that takes them (`vllm serve MODEL`; a
+    Dynamo vLLM worker adds its own role options to these)."""
+    return ["--served-model-name", spec.served_model, "--host", spec.host, "--port", str(spec.port),
+            *topology_args(spec), *render_args(spec.args)]
+
+
 def server(spec: ServeSpec) -> Command:
-    args = [spec.model_path, "--served-model-name", spec.served_model, "--host", spec.host,
-            "--port", str(spec.port), *topology_args(spec), *render_args(spec.args)]
-    return Command(LAUNCHER, tuple(args), NAME)
+    return Command(LAUNCHER, (spec.model_path, *engine_args(spec)), NAME)
 
 
 def topology_problems(spec: ServeSpec) -> list[str]:

@@ -15,12 +15,16 @@ def _cell(text: str) -> str:
 
 def summary_markdown(title: str, verdict: str, findings: list[Finding]) -> str:
     """The job-summary section of a gate: its verdict and every finding (annotations stop at 10)."""
-    lines = [f"### {title}: {verdict}", ""]
-    if findings:
-        lines += ["| where | | what | how to fix |", "|---|---|---|---|"]
-        lines += [f"| `{_cell(f.location())}` | {f.severity} | {_cell(f.message)} | {_cell(f.hint)} |" for f in findings]
-        lines.append("")
-    return "\n".join(lines) + "\n"
+    return "\n".join([f"### {title}: {verdict}", "", *findings_table(findings)]) + "\n"
+
+
+def findings_table(findings: list[Finding]) -> list[str]:
+    """Every finding as the rows of one Markdown table (and an empty line), or nothing."""
+    if not findings:
+        return []
+    lines = ["| where | | what | how to fix |", "|---|---|---|---|"]
+    lines += [f"| `{_cell(f.location())}` | {f.severity} | {_cell(f.message)} | {_cell(f.hint)} |" for f in findings]
+    return lines + [""]
 
 
 def render(findings: list[Finding], fmt: str, extra: dict | None = None) -> str:

@@ -29,9 +29,10 @@ from ci_tools.sweep.buckets import profile_of
 from ci_tools import names
 from ci_tools.engines import ServeSpec, routers, sglang
 from ci_tools.runner import budget as bud
-from ci_tools.runner.backends import HF_CACHE_MOUNT, RUNNER_KEY, job_id
+from ci_tools.runner.backends import (HF_CACHE_MOUNT, RUNNER_KEY, SQUASH_DIR, Launch, image_import, image_import_lines,
+                                      job_id, squash_file)
 from ci_tools.runner.plan import (AGENTIC, AIPERF_TIMEOUTS_ENV, MODELS_MOUNT, SIM_ACC_ENV, SIM_ACC_LEN, Settings,
-                                  client_argv, image_for_slurm, image_problems, run_shape)
+                                  client_argv, image_problems, run_shape)
 
 WORKER_PORT_BASE = 30000
 PORT_STRIDE = 10            # per worker: http, +1 bootstrap, +2 dist-init, +3 dynamo system (health)
@@ -57,6 +58,7 @@ class SlurmSettings:
     worker_port_base: int = WORKER_PORT_BASE
     label: str = ""                        # the job's label: allocation name, process marks (cleanup.py)
     runner: str = ""
+    squash_dir: str = SQUASH_DIR           # the image's one import per job (backends.image_import)
 
     @classmethod
     def from_hardware(cls, hardware: dict, **kw) -> "SlurmSettings":
@@ -445,11 +447,20 @@ def alloc_argv(plan: MultiNodePlan) -> list[str]:
 def _container(plan: MultiNodePlan, env: dict[str, str], out_dir: str) -> list[str]:
     s = plan.settings
     mounts = f"{s.model_store}:{MODELS_MOUNT}:ro,{s.hf_cache}:{HF_CACHE_MOUNT},{out_dir}:{out_dir}"
-    argv = [f"--container-image={image_for_slurm(plan.image)}", f"--container-mounts={mounts}",
+    argv = [f"--container-image={squash_file(plan.image, plan.slurm.squash_dir)}", f"--container-mounts={mounts}",
             "--container-remap-root", "--no-container-mount-home"]
     if env:
         argv.append(f"--container-env={','.join(env)}")
     return argv
+
+
+def import_step(plan: MultiNodePlan, jobid: str, nodes: list[str]) -> Launch:
+    """The image import, one task on every node: on a shared squash directory the first takes the lock and
+    imports and the others find the file; on node-local ones each node imports once (for later jobs too)."""
+    n = len(nodes)
+    prefix = ["srun", f"--jobid={jobid}", "--job-name=image", "--overlap", f"--nodelist={','.join(nodes)}",
+              f"--nodes={n}", f"--ntasks={n}", "--ntasks-per-node=1", "--gres=none"]
+    return image_import(plan.image, plan.slurm.squash_dir, plan.settings.ready_timeout_s, prefix)
 
 
 def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]], out_dir: str,
@@ -574,6 +585,7 @@ def render_dry_run(plan: MultiNodePlan, out_dir: str) -> str:
              _shell(alloc_argv(plan)),
              "# then: squeue --noheader --format=%N --jobs=J  ->  scontrol show hostnames <list>; "
              "each node's NodeAddr (scontrol show node) is where it is reached"]
+    lines += [""] + image_import_lines(import_step(plan, "J", nodes), plan.image)
     for step in worker_steps(plan, "J", placement, out_dir):
         lines += ["", f"# {step.name} (log: {step.log})", _shell(step.argv, step.env)]
     lines += ["", "# readiness, in order (deadline "

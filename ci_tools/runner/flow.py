@@ -35,6 +35,7 @@ class RunRequest:
     lm_eval_bin: str = "lm_eval"
     model_store: str = "/mnt/models"
     hf_cache: str = "/mnt/hf_hub_cache"
+    squash_dir: str = "/mnt/squash"
     tokenizer: str | None = None
     dataset: str | None = None
     server_cmd: str | None = None
@@ -176,7 +177,7 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
     from ci_tools.config.recipe import resolve_point
     from ci_tools.runner import nodecheck
     from ci_tools.runner.backends import (Host, gpu_sampler, job_id, launches, model_path, node_check, ready_urls,
-                                          render_dry_run, slurm_minutes)
+                                          render_dry_run, slurm_image_import, slurm_minutes)
     from ci_tools.runner.budget import job_budget
     from ci_tools.runner.plan import AGENTX_DATASET, Settings, build_plan
 
@@ -214,7 +215,8 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
                          "row on a larger runner")
     host = Host(label=job_id(plan, str(out_abs)), runner=req.runner_name, gpu_devices=devices,
                 partition=slurm.get("partition"), account=slurm.get("account"),
-                exclusive=bool(slurm.get("exclusive", True)), time_limit_s=budget.allocation_s)
+                exclusive=bool(slurm.get("exclusive", True)), time_limit_s=budget.allocation_s,
+                squash_dir=req.squash_dir)
     text = render_dry_run(plan, backend, settings, host)
 
     def run() -> None:
@@ -234,6 +236,7 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
         check = None if req.skip_node_check else (node_check(plan, backend, settings), judge)
         run_job(launches(plan, backend, settings, host), out_abs, ready_urls(plan, backend, settings),
                 check=check, sampler=None if req.no_telemetry else gpu_sampler(plan, backend, host),
+                image=slurm_image_import(plan, settings, host) if backend == "slurm" else None,
                 ready_timeout_s=req.ready_timeout, client_timeout_s=budget.client_s,
                 queue_timeout_s=req.queue_timeout, client_outputs=outputs, client_name=client_name,
                 label=host.label, runner=req.runner_name)
@@ -267,7 +270,8 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
     gpn = int(hardware["gpus-per-node"]) if hardware.get("gpus-per-node") else None
     slurm = SlurmSettings.from_hardware(hardware, queue_timeout_s=req.queue_timeout,
                                         client_timeout_s=req.client_timeout, router_cmd=req.router_cmd,
-                                        worker_port_base=worker_port, runner=req.runner_name or "")
+                                        worker_port_base=worker_port, runner=req.runner_name or "",
+                                        squash_dir=req.squash_dir)
     plan = build_multinode_plan(row, point, settings, str(out_abs), gpn, slurm)
     text = render_dry_run(plan, str(out_abs))
     rf = plan.clients[0].result_filename if len(plan.clients) == 1 else plan.result_filename

@@ -99,7 +99,9 @@ def test_worker_steps_are_placed_and_multi_node_workers_get_a_rank_per_task():
     assert "--overlap" in fe.argv and "--nodelist=n1" in fe.argv
     assert fe.argv[fe.argv.index("--prefill") + 1:fe.argv.index("--prefill") + 3] == ["http://n1:30000", "30001"]
     assert fe.argv[fe.argv.index("--decode") + 1] == "http://n2:30010"
-    assert all("--container-image=example.org/sglang@sha256:" + "a" * 64 in s.argv for s in steps)
+    # every step runs the job's one import of the image (import_step), not the registry reference
+    sqsh = "/mnt/squash/example.org+sglang+sha256+" + "a" * 64 + ".sqsh"
+    assert all(f"--container-image={sqsh}" in s.argv for s in steps)
 
 
 def test_disaggregation_flags_come_from_the_role_and_kv_transfer():

@@ -43,8 +43,9 @@ def test_every_example_row_runs_except_the_multinode_eval_rows():
         kind = "runs" if not found else ("pending" if found[0].pending else "refused")
         verdicts.setdefault(kind, []).append((row["config-key"], row.get("exp-name"), [f.text() for f in found]))
     assert "refused" not in verdicts, verdicts.get("refused")
-    # 12 B300 + 7 seed + 4 multi-node benchmark rows, and the 4 single-node eval rows (issue 13)
-    assert len(verdicts["runs"]) == 27
+    # 12 B300 SGLang + 3 B300 vLLM + 3 B300 TRT-LLM + 7 seed + 4 multi-node benchmark rows, and the 4
+    # single-node eval rows (issue 13)
+    assert len(verdicts["runs"]) == 33
     assert {k for k, _, _ in verdicts["runs"]} == set(MASTERS)
     assert len(verdicts["pending"]) == 3
     assert all("multi-node eval rows are not runnable yet" in t[0] for *_, t in verdicts["pending"])
@@ -153,8 +154,9 @@ def test_every_row_the_plan_emits_for_all_four_configs_is_accepted_by_runner_run
     plan = plan_sweep(decision, [entry], Masters(MASTERS, HARDWARE), policy,
                       screen=screen_for(MASTERS, recipes, HARDWARE, evals)).as_dict()
     rows = [r for rs in plan["buckets"].values() for r in rs] + plan["canaries"]
-    # the 25 benchmark jobs and the 4 single-node eval rows run; the 3 multi-node eval rows are pending
-    assert plan["error"] is None and len(rows) == 29, (plan["error"], len(rows))
+    # the 31 benchmark jobs (6 of them vLLM and TRT-LLM) and the 4 single-node eval rows run; the 3
+    # multi-node eval rows are pending
+    assert plan["error"] is None and len(rows) == 35, (plan["error"], len(rows))
     assert len(plan["refused"]) == 3 and all(r["pending"] for r in plan["refused"])
     for i, row in enumerate(rows):
         path = tmp_path / f"row{i}.json"
