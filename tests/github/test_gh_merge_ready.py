@@ -93,8 +93,11 @@ def corpus(shared, kind: str, name: str) -> dict:
     return json.loads((shared / "corpus" / "github-webhooks" / kind / name).read_text())
 
 
-def pr_target_event(shared, fake, number: int, action: str = "synchronize"):
+def pr_target_event(shared, fake, number: int, action: str = "synchronize", *, name: str = "pull_request_target",
+                    before: str = ""):
     data = corpus(shared, "pull_request", f"{action}.payload.json")
+    if before:
+        data.update(before=before, after=fake.pulls[number]["head"]["sha"])
     p = fake.pulls[number]
     data["number"] = number
     data["pull_request"].update(number=number, labels=p["labels"], state=p["state"], merged_at=p["merged_at"])
@@ -102,7 +105,7 @@ def pr_target_event(shared, fake, number: int, action: str = "synchronize"):
     data["pull_request"]["head"]["repo"]["full_name"] = fake.repo
     data["pull_request"]["base"]["repo"]["full_name"] = fake.repo
     data["repository"]["full_name"] = fake.repo
-    return parse_event(data, "pull_request_target")
+    return parse_event(data, name)
 
 
 def comment_event(shared, fake, number: int, comment: dict):
@@ -208,6 +211,24 @@ def test_rebase_with_unchanged_inputs_keeps_the_pin(fake, shared, history):
     assert blind.outputs["reuse-enabled"] == "false" and "not one of PR #7's commits" in blind.outputs["reuse-reason"]
 
 
+def test_a_rebase_after_use_starts_no_sweep_unless_what_it_measures_changed(fake, shared, history):
+    """The PR side of the same rule: after `/use`, a synchronize skips the sweep unless the push changes
+    what the PR measures. A rebase brings main's changelog (the file rule named it and swept again)."""
+    repo, c = history
+    s = settings_of(repo)
+    pr_at(fake, c["R2"], commits=(c["R2"],))
+    authorise(fake, 7, "/use")
+    fake.compares[(c["R1"], c["R2"])] = ("diverged", ["inferencex-e2e/perf-changelog.yaml", "NOTES.md"])
+    out = resolve_reuse(pr_target_event(shared, fake, 7, name="pull_request", before=c["R1"]), s, lazy(fake))
+    assert out.outputs["skip-pr-sweep"] == "true", out.outputs["reuse-reason"]
+    blind = resolve_reuse(pr_target_event(shared, fake, 7, name="pull_request", before=c["R1"]),
+                          settings_of(REPO_ROOT), lazy(fake))               # before: the file rule alone
+    assert blind.outputs["skip-pr-sweep"] == "false" and "perf-changelog.yaml" in blind.outputs["reuse-reason"]
+    fake.pulls[7]["head"]["sha"] = c["R3"]
+    out = resolve_reuse(pr_target_event(shared, fake, 7, name="pull_request", before=c["R2"]), s, lazy(fake))
+    assert out.outputs["skip-pr-sweep"] == "false" and f"{RECIPE} changed" in out.outputs["reuse-reason"]
+
+
 def test_rebase_with_a_changed_recipe_refuses_the_pin_naming_the_file(fake, shared, history):
     repo, c = history
     s = settings_of(repo)
@@ -268,10 +289,13 @@ def test_expiring_artifacts_are_red_seven_days_before_and_main_sweeps_at_merge(f
     # eight days before it is green
     ready(pr_target_event(shared, fake, 7, "labeled"), s, lazy(fake), now=datetime(2026, 9, 28, tzinfo=timezone.utc))
     assert status(fake, c["R2"])["state"] == "success"
-    # merged after they expired: the listing says `expired: true`
+    merged(fake, 7, c["MC2"])
+    # merged after they expired, before GitHub's listing says so: past `expires_at` counts as expired
+    # (the download would answer 410 and the import job would publish nothing)
+    lag = resolve_at_merge(fake, shared, s, c["MC2"], c["M1"])
+    assert lag.outputs["reuse-refused"] == "true" and "no unexpired benchmark" in lag.outputs["reuse-reason"]
     for a in fake.artifacts[9]:
         a["expired"] = True
-    merged(fake, 7, c["MC2"])
     out = resolve_at_merge(fake, shared, s, c["MC2"], c["M1"])
     assert out.exit_code == 0 and out.outputs["reuse-refused"] == "true"
     assert "no unexpired benchmark" in out.outputs["reuse-reason"]

@@ -83,6 +83,11 @@ def resolve_reuse(event: Event, settings: Settings, gh: Lazy) -> Result:
         def pushed_inputs() -> list[str]:
             if not event.before or not event.after or set(event.before) == {"0"}:
                 return []
+            # what the old head measured against the new one: a rebase that brings main's changelog and
+            # config changes but leaves the PR's selected entries and recipes alone changes nothing
+            check = pr_inputs(settings, event.after)(event.before)
+            if check.unknown is None:
+                return list(check.changed)
             diff = gh().compare(event.before, event.after)
             return reuse.changed_inputs(diff, gh(), event.before, event.after)
 
@@ -123,8 +128,10 @@ def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDeci
     auth = reuse.authorise(tl.comments, client.permission, pr_number=prs.number, merged_at=prs.merged_at,
                            pin_problem=pin_checker(client, client.repo, settings))
     inputs = measured_inputs(settings, base=f"{event.after}^", target=event.after)
+    from datetime import datetime, timezone
+
     return reuse.decide_merge(prs, auth, timeline=tl, policy=settings.policy, workflow=settings.workflow,
-                              source=client, inputs=inputs)
+                              source=client, inputs=inputs, now=datetime.now(timezone.utc))
 
 
 def measured_inputs(settings: Settings, *, base: str, target: str):
@@ -139,5 +146,10 @@ def pr_inputs(settings: Settings, head: str):
     checkout has one, else HEAD: the workflows check out the default branch)."""
     from ci_tools.gitio import Git
 
-    base = settings.main_branch if Git(settings.repo_root).has_commit(settings.main_branch) else "HEAD"
+    git = Git(settings.repo_root)
+    # a default-branch checkout has the branch; a pull_request checkout (the merge ref, fetch-depth 0)
+    # has origin/<branch>; HEAD only as the last resort (it is the default branch in the workflows
+    # that check it out by name)
+    base = next((ref for ref in (settings.main_branch, f"origin/{settings.main_branch}") if git.has_commit(ref)),
+                "HEAD")
     return measured_inputs(settings, base=base, target=head)
