@@ -296,7 +296,9 @@ def render_summary(plan) -> str:
     icon = "✅" if plan.sweep else ("❌" if plan.error else "⏸️")
     from ci_tools.render.findings import findings_table
 
-    lines = [f"### {icon} Sweep plan", "", _line(plan.reason), "", *findings_table(list(plan.findings))]
+    from ci_tools.render import markdown as md
+
+    lines = [f"### {icon} Sweep plan", "", md.text(_line(plan.reason)), "", *findings_table(list(plan.findings))]
     mode = plan.mode
     if mode:
         lines += [f"Mode: `{mode.primary or 'push'}`" + "".join(f" + `{m}`" for m in mode.modifiers)
@@ -309,13 +311,13 @@ def render_summary(plan) -> str:
                          f"{j.gpus} | {_hours(j.gpu_hours)} | {_note(j)} |")
         t = plan.totals
         lines += ["", f"**{_count(t.jobs, 'job')} ({job_counts(plan.jobs)}), {_hours(t.gpu_hours)} GPU-h** "
-                      f"(canaries {_hours(t.canary_gpu_hours)} GPU-h).", "", f"Reuse: {_line(plan.reuse.reason)}"]
+                      f"(canaries {_hours(t.canary_gpu_hours)} GPU-h).", "", f"Reuse: {md.text(_line(plan.reuse.reason))}"]
     if plan.refused:
         lines += ["", "Rows not sent to a GPU runner:", ""]
         for r in plan.refused:
             kind = "not runnable yet" if r.get("pending") else "cannot run"
             lines.append(f"- `{r['config-key']}` {r['parallelism']} conc {_conc(r['conc'])} ({r['bucket']}, {kind}): "
-                         f"{_line(r['message'])}. Fix: {_line(r['fix'])}")
+                         f"{md.text(_line(r['message']))}. Fix: {md.text(_line(r['fix']))}")
     return "\n".join(lines) + "\n"
 
 

@@ -460,12 +460,10 @@ def test_all_four_configs_plan_only_servable_rows(policy, example):
     keys = [B300, DISAGG, AG_DISAGG, SEED]
     p = plan_for(policy, example, [entry(keys)], [FFF], screen=_screen(example))
     assert p["sweep"] and p["error"] is None
-    refused = p["refused"]
-    # single-node eval rows run the eval harness (issue 13); multi-node ones wait for its runner
-    assert refused and all(r["pending"] and r["rule"] == "multinode-eval-rows-not-runnable-yet" for r in refused)
+    # eval rows run the eval harness, single-node (issue 13) and multi-node (issue 22): nothing is withheld
+    assert p["refused"] == []
     assert p["buckets"]["evals"] or p["buckets"]["agentic-evals"]
-    assert not p["buckets"]["multi-node-evals"] and not p["buckets"]["multi-node-agentic-evals"]
-    assert {r["config-key"] for r in refused} <= {DISAGG, AG_DISAGG}
+    assert p["buckets"]["multi-node-evals"] or p["buckets"]["multi-node-agentic-evals"]
 
 
 def test_an_entry_without_recipe_fails_the_plan_naming_it_and_the_fix(policy, example):
