@@ -182,7 +182,7 @@ def comment_stage_results(s):
     """The handler decides and acknowledges, holding no dispatch token; it sends nothing."""
     pr_with_sweep(s.fake, 1)
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(1,))
-    job, step = handle(s, "/stage-results 9", secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")})
+    job, step = handle(s, "/stage-results 9", secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write", actions="read")})
     assert step.outputs["stage-run-id"] == "9" and step.outputs["stage-payload"] and s.fake.dispatches == []
     s.handled = job
     return [job]
@@ -193,7 +193,7 @@ def stage_dispatch_sends_the_decided_payload(s):
     comment_stage_results(s)
     handled = s.handled
     job = s.job("comment-commands.yml", "stage-dispatch", "issue_comment", handled.payload,
-                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")},
+                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write", actions="read")},
                 needs={"handle": {"result": "success", "outputs": {"stage-payload": handled.steps["handle"].outputs["stage-payload"]}}})
     assert ok(job.run("dispatch")).outputs["dispatched"] == "true"
     [sent] = s.fake.dispatches
@@ -214,8 +214,15 @@ def comment_sweep_plan(s):
     return [job]
 
 
+def opened(s, number=1):
+    """signoff-verify.yml's after-push job for the PR's opening: its status is the bot's record that
+    SHA1 was the PR's head before any sign-off comment (issue 25)."""
+    ok(s.job("signoff-verify.yml", "after-push", "pull_request_target", pr_payload(s.fake, number, "opened")).run(2))
+
+
 def signoff_comment(s):
     signed_off_pr(s.fake)
+    opened(s)
     c = s.fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     job = s.job("signoff-verify.yml", "verify", "issue_comment", comment_payload(s.fake, 1, c),
                 secrets={"TEAM_MEMBERSHIP_TOKEN": s.app_token("teams", members="read")})
@@ -228,6 +235,7 @@ def signoff_with_a_minted_app_token(s):
     """#23.6: the App token minted by the job's create-github-app-token step (what it leaves: the
     `token` output) reads the teams; no TEAM_MEMBERSHIP_TOKEN secret is set."""
     signed_off_pr(s.fake)
+    opened(s)
     c = s.fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     job = s.job("signoff-verify.yml", "verify", "issue_comment", comment_payload(s.fake, 1, c), secrets={})
     minted = s.app_token("minted", members="read")
@@ -437,7 +445,7 @@ def results_app_ingests_this_run(s: Scenario):
     merged(s.fake)
     s.fake.add_run(4242, head_sha=MERGE, branch="main", event="push", artifacts=("results_bmk", "changelog-metadata"))
     job = s.job("sweep-pipeline.yml", "results-app", "push", push_to_main(),
-                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")},
+                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write", actions="read")},
                 needs={"plan": {"outputs": {"reuse-source-run-id": ""}}, "stages": {"result": "success", "outputs": {"collect-result": "success"}}})
     step = ok(job.run("dispatch"))
     assert step.outputs["dispatched"] == "true" and s.fake.dispatches[0]["client_payload"]["pr-number"] == "7"
@@ -449,7 +457,7 @@ def results_app_ingests_the_reused_run(s: Scenario):
     merged(s.fake)
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
     job = s.job("sweep-pipeline.yml", "results-app", "push", push_to_main(),
-                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")},
+                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write", actions="read")},
                 needs={"plan": {"outputs": {"reuse-source-run-id": "9"}}, "stages": {"result": "success", "outputs": {"collect-result": "success"}}})
     assert ok(job.run("dispatch")).outputs["ingest-run-id"] == "9"
     return [job]
