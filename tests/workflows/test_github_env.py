@@ -49,6 +49,8 @@ def shell_needs(step: dict) -> set[tuple[str, str]]:
     """`gh` commands in run: scripts (the only non-ci-tools API client our workflows use)."""
     if "gh workflow run " in step.get("run", ""):
         return {("actions", "write")}       # POST /repos/{o}/{r}/actions/workflows/{id}/dispatches
+    if "ci-tools results publish " in step.get("run", "") and "--decide" not in step["run"]:
+        return {("contents", "write")}      # a git push of the Pages branch (git, not the REST API)
     return set()
 
 
@@ -506,12 +508,39 @@ def collect_compares_with_main(s: Scenario):
     return [job]
 
 
+def report_pages_of_a_pr_sweep(s: Scenario):
+    """A finished PR sweep's report goes to the Pages branch (a local bare repository stands in for
+    github.com's git server); with the variable unset nothing is downloaded or pushed."""
+    import subprocess
+
+    pr_with_sweep(s.fake, 1)
+    run = s.fake.add_run(12, head_sha=SHA1, pull_requests=(1,))
+    server = s.tmp / "git-server"
+    bare = server / REPO_NAME
+    bare = bare.with_name(bare.name + ".git")
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    off = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, run))
+    assert ok(off.run("decide")).outputs["publish"] == "false" and "publishing is off" in off.steps["decide"].summary
+    job = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, run),
+                vars={"CI_TOOLS_REPORT_PAGES": "true"}, extra_env={"GITHUB_SERVER_URL": str(server)})
+    assert ok(job.run("decide")).outputs["publish"] == "true"
+    (job.tmp / "report").mkdir()                                  # what download-artifact leaves
+    (job.tmp / "report" / "report.html").write_text("<!DOCTYPE html><title>Sweep report</title>")
+    step = ok(job.run(4))
+    assert step.outputs["published"] == "true" and step.outputs["path"] == "pr-1/run-12"
+    listed = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "gh-pages"],
+                            check=True, capture_output=True, text=True).stdout.split()
+    assert "pr-1/run-12/index.html" in listed and "index.html" in listed
+    return [off, job]
+
+
 SCENARIOS = {
     ("comment-commands.yml", "handle"): [comment_use_pins_a_run, comment_stage_results, comment_sweep_approve_on_a_fork,
                                          comment_sweep_plan],
     ("comment-commands.yml", "stage-dispatch"): [stage_dispatch_sends_the_decided_payload],
     ("run-sweep.yml", "gate"): [gate_refuses_a_superseded_rerun],
     ("runner-digest.yml", "digest"): [runner_digest],
+    ("report-pages.yml", "publish"): [report_pages_of_a_pr_sweep],
     ("signoff-verify.yml", "verify"): [signoff_comment, signoff_with_a_minted_app_token],
     ("signoff-verify.yml", "after-push"): [signoff_carried_after_push],
     ("signoff-review.yml", "record"): [review_record_only],
