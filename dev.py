@@ -303,6 +303,29 @@ def ensure_yaml_language_server() -> None:
     os.environ["CI_TOOLS_YLS"] = str(binary)
 
 
+GRAPHQL_SCHEMA_VERSION = "15.26.1"
+GRAPHQL_SCHEMA_DIR = VENV / "github-graphql-schema"
+
+
+def ensure_github_graphql_schema() -> None:
+    """GitHub's GraphQL schema (npm @octokit/graphql-schema, pinned), which the fake GitHub in
+    tests/github runs every GraphQL query against; found through CI_TOOLS_GITHUB_GRAPHQL_SCHEMA."""
+    schema = GRAPHQL_SCHEMA_DIR / "node_modules" / "@octokit" / "graphql-schema" / "schema.json"
+    stamp = GRAPHQL_SCHEMA_DIR / f".installed-{GRAPHQL_SCHEMA_VERSION}"
+    if not stamp.exists():
+        npm = shutil.which("npm")
+        if not npm:
+            sys.exit("the GitHub tests need npm to install @octokit/graphql-schema "
+                     f"{GRAPHQL_SCHEMA_VERSION}; install it (Debian: apt-get install nodejs npm) and run again")
+        GRAPHQL_SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
+        rc = run([npm, "install", "--prefix", GRAPHQL_SCHEMA_DIR, "--no-audit", "--no-fund", "--no-save",
+                  f"@octokit/graphql-schema@{GRAPHQL_SCHEMA_VERSION}"])
+        if rc != 0 or not schema.exists():
+            sys.exit(f"installing @octokit/graphql-schema@{GRAPHQL_SCHEMA_VERSION} with npm failed (exit {rc})")
+        stamp.write_text(GRAPHQL_SCHEMA_VERSION)
+    os.environ["CI_TOOLS_GITHUB_GRAPHQL_SCHEMA"] = str(schema)
+
+
 def test(args: list[str]) -> int:
     ensure_env("test")
     for tool in TOOL_ENVS:
@@ -311,6 +334,7 @@ def test(args: list[str]) -> int:
     ensure_slurm()
     ensure_chromium()
     ensure_yaml_language_server()
+    ensure_github_graphql_schema()
     daemon = ensure_docker()
     try:
         rc = run([PY, "-m", "pytest", *args], cwd=ROOT)

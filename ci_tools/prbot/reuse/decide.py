@@ -53,6 +53,7 @@ class Source(Protocol):
     def workflow_run(self, run_id: int) -> WorkflowRun: ...
     def runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> Iterable[WorkflowRun]: ...
     def artifacts(self, run_id: int) -> list[dict]: ...
+    def run_plan(self, run_id: int) -> dict | None: ...
     def compare(self, base: str, head: str) -> dict: ...
     def top_level_tree(self, sha: str) -> dict[str, str]: ...
     def run_jobs(self, run_id: int) -> list[dict]: ...
@@ -300,6 +301,39 @@ def origin_problem(run: WorkflowRun, pr: PrContext) -> str | None:
     return None
 
 
+def pr_binding_problem(run: WorkflowRun, pr: PrContext) -> str | None:
+    """None if a pull_request run is this PR's own: a run of the same commit on another PR's branch
+    (same head SHA, or a commit two PRs share) is that PR's sweep, made under that PR's labels."""
+    if run.event != "pull_request":
+        return None     # trusted sweeps name their PR in the run name (trusted_problem)
+    if pr.head_ref and run.head_branch != pr.head_ref:
+        return (f"it ran on branch {run.head_branch or '(none)'}, not this PR's branch {pr.head_ref}: it is another "
+                "PR's sweep, made under that PR's labels")
+    if run.pull_requests and pr.number not in run.pull_requests:
+        return (f"GitHub associates it with PR {', '.join(f'#{n}' for n in run.pull_requests)}, not "
+                f"#{pr.number}")
+    return None
+
+
+def plan_problem(plan: dict | None, policy: Policy) -> str | None:
+    """None if the run's own recorded plan (`plan.json` of its changelog-metadata artifact, written by
+    `ci-tools plan` when it started) is a reusable full sweep. The label history says what the PR
+    carried; the plan says what the run actually swept (trimmed, evals-only, a blocker applied)."""
+    if plan is None:
+        return (f"it has no recorded plan ({names.PLAN_JSON} in its {names.CHANGELOG_METADATA} artifact), so what "
+                "it swept cannot be told")
+    mode = plan.get("mode") if isinstance(plan, dict) else None
+    if not isinstance(mode, dict):
+        return f"its recorded plan has no sweep mode (it planned no sweep: {str(plan.get('reason', ''))[:120]!r})"
+    primary, blockers = mode.get("primary"), mode.get("reuse-blockers")
+    if primary not in policy.reusable_primaries():
+        return f"its recorded plan swept {primary or 'no primary label'}, which is not a full sweep"
+    if blockers or mode.get("reusable") is not True:
+        shown = ", ".join(map(str, blockers)) if isinstance(blockers, list) and blockers else "a reuse blocker"
+        return f"its recorded plan ran with {shown}, which is not a full sweep"
+    return None
+
+
 def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeline, policy: Policy,
               workflow_path: str, source: Source, inputs: InputsOf | None = None,
               notes: list[str] | None = None) -> str | None:
@@ -320,6 +354,9 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeli
     expected = TRUSTED_PATH if trusted else workflow_path
     if run.path and run.path.split("@")[0] != expected:
         return f"it is a run of {run.path}, not {expected}"
+    why = pr_binding_problem(run, pr)
+    if why:
+        return why
     if trusted:
         why = trusted_problem(run if isinstance(run, SweepRun) else SweepRun(**run.__dict__), pr)
         if why:
@@ -379,9 +416,11 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeli
         why = eval_gate.reuse_problem(present)   # its eval rows passed (or it had none)
         if why and optional_failed:
             notes.append("its eval verdict is not a pass and is left out: only optional jobs failed")
-            return None
-        return why
-    return None
+            why = None
+        if why:
+            return why
+    # last: the one check that downloads something
+    return plan_problem(source.run_plan(run.id) if names.CHANGELOG_METADATA in present else None, policy)
 
 
 def _jobs_problem(run: WorkflowRun, rules: Rules, source: Source, notes: list[str]) -> tuple[str | None, bool]:
