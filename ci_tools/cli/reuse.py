@@ -62,7 +62,9 @@ def resolve(event_path, event_name, repo_root, fmt) -> None:
 @repo_root_option
 @format_option
 @click.option("--pr", type=int, default=None, help="PR number [default: from the event].")
-def ready(event_path, event_name, repo_root, fmt, pr) -> None:
+@click.option("--open-prs", is_flag=True, help="Check every open PR into the default branch (the daily pass: "
+                                               "artifacts approach their expiry without an event).")
+def ready(event_path, event_name, repo_root, fmt, pr, open_prs) -> None:
     """Post the `ci-tools / ready to merge` commit status and the card's readiness line.
 
     Green only when merging now cannot leave main without results: nothing performance-relevant
@@ -74,12 +76,15 @@ def ready(event_path, event_name, repo_root, fmt, pr) -> None:
     Example:
       ci-tools reuse ready --event-path "$GITHUB_EVENT_PATH" --format github
       ci-tools reuse ready --pr 12
+      ci-tools reuse ready --open-prs
     """
     from ci_tools.prbot.reuse.ready_flow import ready as flow
 
-    # with --pr the event is not read (a workflow_dispatch re-check has no event ci-tools parses)
+    if pr is not None and open_prs:
+        raise click.UsageError("give --pr N or --open-prs, not both")
+    # with --pr or --open-prs the event is not read (schedule and workflow_dispatch: nothing to parse)
     run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt,
-             uses_event=pr is None, pr=pr)
+             uses_event=pr is None and not open_prs, pr=pr, open_prs=open_prs)
 
 
 @cli.command("recover")

@@ -75,6 +75,7 @@ class Result:
     outputs: dict[str, str] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
     exit_code: int = 0
+    verdict: str = ""      # what the job summary heads the messages with (a sign-off rejected at exit 0)
 
 
 class Lazy:

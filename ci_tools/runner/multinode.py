@@ -246,12 +246,11 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
                 code = crun.popen.poll()
                 if code is not None:
                     if code != 0:
-                        raise JobFailed("client", f"AIPerf (conc {c.conc}) exited with code {code}",
+                        raise JobFailed("client", f"{c.what} (conc {c.conc}) exited with code {code}",
                                         tail_file(crun.log))
-                    missing = [n for n in (names.PROFILE_JSONL, names.PROFILE_JSON)
-                               if not (cdir / names.AIPERF_DIR / n).is_file()]
+                    missing = [n for n in c.expects if not (cdir / n).is_file()]
                     if missing:
-                        raise JobFailed("client", f"AIPerf (conc {c.conc}) exited 0 but did not write "
+                        raise JobFailed("client", f"{c.what} (conc {c.conc}) exited 0 but did not write "
                                         f"{', '.join(missing)}", tail_file(crun.log))
                     break
                 who = dead()

@@ -395,6 +395,9 @@ class FakeGitHub:
                 self.association_lag[g[1]] -= 1
                 return 200, [], ("list", "PullRequestSimple")
             return 200, [self.pulls[n] for n in self.commit_pulls.get(g[1], [])], ("list", "PullRequestSimple")
+        if method == "GET" and m(rf"/repos/{r}/pulls"):
+            # GitHub's default state is open; the list is by creation, oldest first with direction=asc
+            return 200, [p for n, p in sorted(self.pulls.items()) if p["state"] == "open"], ("list", "PullRequestSimple")
         if method == "GET" and (g := m(rf"/repos/{r}/pulls/(\d+)")):
             if int(g[1]) not in self.pulls:
                 return 404, None, None

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ci_tools.github.events import parse_event
+from ci_tools.prbot.flow import handle_comment
 from ci_tools.prbot.reuse import ready as readiness
 from ci_tools.prbot.reuse.flow import resolve_reuse
 from ci_tools.prbot.reuse.ready_flow import ready, recover
@@ -92,8 +93,11 @@ def corpus(shared, kind: str, name: str) -> dict:
     return json.loads((shared / "corpus" / "github-webhooks" / kind / name).read_text())
 
 
-def pr_target_event(shared, fake, number: int, action: str = "synchronize"):
+def pr_target_event(shared, fake, number: int, action: str = "synchronize", *, name: str = "pull_request_target",
+                    before: str = ""):
     data = corpus(shared, "pull_request", f"{action}.payload.json")
+    if before:
+        data.update(before=before, after=fake.pulls[number]["head"]["sha"])
     p = fake.pulls[number]
     data["number"] = number
     data["pull_request"].update(number=number, labels=p["labels"], state=p["state"], merged_at=p["merged_at"])
@@ -101,7 +105,7 @@ def pr_target_event(shared, fake, number: int, action: str = "synchronize"):
     data["pull_request"]["head"]["repo"]["full_name"] = fake.repo
     data["pull_request"]["base"]["repo"]["full_name"] = fake.repo
     data["repository"]["full_name"] = fake.repo
-    return parse_event(data, "pull_request_target")
+    return parse_event(data, name)
 
 
 def comment_event(shared, fake, number: int, comment: dict):
@@ -189,6 +193,10 @@ def test_rebase_with_unchanged_inputs_keeps_the_pin(fake, shared, history):
     pr_at(fake, c["R2"])                       # force-pushed: the timeline lists only the rebased commit
     fake.add_run(9, head_sha=c["R1"])
     use = authorise(fake, 7, "/use 9")
+    handle_comment(comment_event(shared, fake, 7, use), s, lazy(fake))      # the reply to `/use 9`
+    reply = next(c["body"] for c in fake.bot_comments(7) if "is usable as things stand" in c["body"])
+    assert f"Measured commit `{c['R1'][:12]}`; its selected master entries and recipes are unchanged at " \
+           f"`{c['R2'][:12]}`" in reply
     ready(comment_event(shared, fake, 7, use), s, lazy(fake), now=NOW)
     st = status(fake, c["R2"])
     assert st["state"] == "success", st["description"]
@@ -201,6 +209,24 @@ def test_rebase_with_unchanged_inputs_keeps_the_pin(fake, shared, history):
     # before: without the inputs comparison (no checkout) the same pin is refused
     blind = resolve_at_merge(fake, shared, settings_of(REPO_ROOT), c["MC2"], c["M1"])
     assert blind.outputs["reuse-enabled"] == "false" and "not one of PR #7's commits" in blind.outputs["reuse-reason"]
+
+
+def test_a_rebase_after_use_starts_no_sweep_unless_what_it_measures_changed(fake, shared, history):
+    """The PR side of the same rule: after `/use`, a synchronize skips the sweep unless the push changes
+    what the PR measures. A rebase brings main's changelog (the file rule named it and swept again)."""
+    repo, c = history
+    s = settings_of(repo)
+    pr_at(fake, c["R2"], commits=(c["R2"],))
+    authorise(fake, 7, "/use")
+    fake.compares[(c["R1"], c["R2"])] = ("diverged", ["inferencex-e2e/perf-changelog.yaml", "NOTES.md"])
+    out = resolve_reuse(pr_target_event(shared, fake, 7, name="pull_request", before=c["R1"]), s, lazy(fake))
+    assert out.outputs["skip-pr-sweep"] == "true", out.outputs["reuse-reason"]
+    blind = resolve_reuse(pr_target_event(shared, fake, 7, name="pull_request", before=c["R1"]),
+                          settings_of(REPO_ROOT), lazy(fake))               # before: the file rule alone
+    assert blind.outputs["skip-pr-sweep"] == "false" and "perf-changelog.yaml" in blind.outputs["reuse-reason"]
+    fake.pulls[7]["head"]["sha"] = c["R3"]
+    out = resolve_reuse(pr_target_event(shared, fake, 7, name="pull_request", before=c["R2"]), s, lazy(fake))
+    assert out.outputs["skip-pr-sweep"] == "false" and f"{RECIPE} changed" in out.outputs["reuse-reason"]
 
 
 def test_rebase_with_a_changed_recipe_refuses_the_pin_naming_the_file(fake, shared, history):
@@ -273,6 +299,28 @@ def test_expiring_artifacts_are_red_seven_days_before_and_main_sweeps_at_merge(f
     # only a policy that says so leaves main without results
     strict = resolve_at_merge(fake, shared, settings_of(repo, on_refused="fail"), c["MC2"], c["M1"])
     assert strict.exit_code == 1 and strict.outputs["reuse-error"] == "true"
+
+
+def test_the_daily_pass_turns_a_pin_red_as_its_artifacts_approach_expiry(fake, shared, history):
+    """No event fires as artifacts age: `reuse ready --open-prs` (merge-ready.yml's schedule) checks every
+    open PR; one that cannot be checked is reported and the others still are."""
+    repo, c = history
+    s = settings_of(repo)
+    pr_at(fake, c["R2"])
+    fake.add_run(9, head_sha=c["R2"], expires_at="2026-10-20T00:00:00Z")
+    authorise(fake, 7, "/use 9")
+    fake.add_pr(8, head_sha=c["R3"], head_ref="docs")
+    fake.pr_files[8] = ["docs/notes.md"]
+    res = ready(None, s, lazy(fake), open_prs=True, now=NOW)
+    assert res.exit_code == 0 and status(fake, c["R2"])["state"] == "success" and res.messages[0].startswith(
+        "checked the open PRs: 0 not ready")
+    later = datetime(2026, 10, 14, tzinfo=timezone.utc)              # 6 days before the artifacts expire
+    res = ready(None, s, lazy(fake), open_prs=True, now=later)
+    assert status(fake, c["R2"])["state"] == "failure" and status(fake, c["R3"])["state"] == "success"
+    assert res.messages[0] == "checked the open PRs: 1 not ready to merge (#7)"
+    fake.fail("GET", r"/pulls/8/files", 404, times=10)
+    res = ready(None, s, lazy(fake), open_prs=True, now=later)
+    assert res.exit_code == 1 and "1 could not be checked" in res.messages[0]
 
 
 def recover_env(fake, env, repo):

@@ -400,6 +400,16 @@ def merge_ready_after_the_merge(s: Scenario):
     return [job]
 
 
+def merge_ready_daily_pass(s: Scenario):
+    """The schedule lists the open PRs (pull-requests: read) and checks each."""
+    pr_with_sweep(s.fake, 7)
+    s.fake.pr_files[7] = ["inferencex-e2e/perf-changelog.yaml"]
+    job = s.job("merge-ready.yml", "ready", "schedule", {"schedule": "17 6 * * *"})
+    out = ok(job.run("ready")).outputs
+    assert out["ready"] == "false" and [st["state"] for st in s.fake.statuses] == ["failure"]
+    return [job]
+
+
 def recover_checks_before_dispatching(s: Scenario):
     """The dry run makes every read the real one does; the merge commit is not in this checkout, so the
     inputs check fails and nothing is sent (the end-to-end dispatch: tests/github/test_gh_merge_ready.py)."""
@@ -506,7 +516,8 @@ SCENARIOS = {
     ("sweep-pipeline.yml", "results-app"): [results_app_ingests_this_run, results_app_ingests_the_reused_run],
     ("trusted-sweep.yml", "plan"): [trusted_sweep_checks_the_approval],
     ("welcome.yml", "welcome"): [welcome_on_open],
-    ("merge-ready.yml", "ready"): [merge_ready_on_a_push_to_the_pr, merge_ready_after_the_merge],
+    ("merge-ready.yml", "ready"): [merge_ready_on_a_push_to_the_pr, merge_ready_after_the_merge,
+                                   merge_ready_daily_pass],
     ("recover-ingest.yml", "recover"): [recover_checks_before_dispatching],
 }
 

@@ -18,7 +18,7 @@ from ci_tools.prbot import context, messages
 from ci_tools.prbot.card.flow import authorisation, update_card
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.reuse import ready as readiness
-from ci_tools.prbot.reuse.flow import Client, _resolve_push, measured_inputs
+from ci_tools.prbot.reuse.flow import Client, _resolve_push, measured_inputs, pr_inputs
 from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
 
 OUTPUTS = ("pr", "ready", "state", "summary")
@@ -58,8 +58,7 @@ def facts_of(number: int, client: Client, settings: Settings, tl=None) -> tuple[
     if not relevant_files:
         return readiness.Facts(**base), prs
     rules = reuse.reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs)
-    inputs = measured_inputs(settings, base=settings.main_branch if _is_ref(settings) else "HEAD",
-                             target=prs.head_sha)
+    inputs = pr_inputs(settings, prs.head_sha)
     if not auth.authorised:
         if label_problem:
             return readiness.Facts(**base), prs
@@ -78,18 +77,13 @@ def facts_of(number: int, client: Client, settings: Settings, tl=None) -> tuple[
                            notes=sel.notes), prs
 
 
-def _is_ref(settings: Settings) -> bool:
-    """Whether the checkout has the default branch by name (a plain `actions/checkout` has only HEAD)."""
-    from ci_tools.gitio import Git
-
-    return Git(settings.repo_root).has_commit(settings.main_branch)
-
-
 def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None = None,
-          now: datetime | None = None) -> Result:
+          now: datetime | None = None, open_prs: bool = False) -> Result:
     now = now or datetime.now(timezone.utc)
     if event is not None and event.name == "push":
         return merged(event, settings, gh)
+    if open_prs:
+        return every_open_pr(settings, gh, now)
     client: Client = gh()
     number = pr or _pr_of(event, client)
     empty = dict.fromkeys(OUTPUTS, "")
@@ -109,6 +103,30 @@ def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None =
     return Result(outputs={"pr": str(number), "ready": str(verdict.ready).lower(), "state": verdict.state,
                            "summary": verdict.summary},
                   messages=[f"PR #{number} {readiness.CONTEXT}: {verdict.state}: {verdict.detail}"])
+
+
+def every_open_pr(settings: Settings, gh: Lazy, now: datetime) -> Result:
+    """The daily pass: artifacts approach their expiry without any event, so every open PR is checked
+    again (a PR that cannot be checked is reported and the others still are)."""
+    from ci_tools.github.client import GitHubError
+
+    client: Client = gh()
+    messages_, red, failed = [], [], []
+    for number in client.open_pull_numbers(settings.main_branch):
+        try:
+            res = ready(None, settings, gh, pr=number, now=now)
+        except GitHubError as exc:
+            failed.append(number)
+            messages_.append(f"PR #{number}: not checked: {exc.message}")
+            continue
+        messages_ += res.messages
+        if res.outputs.get("ready") == "false":
+            red.append(number)
+    head = (f"checked the open PRs: {len(red)} not ready to merge"
+            + (f" (#{', #'.join(map(str, red))})" if red else "")
+            + (f"; {len(failed)} could not be checked" if failed else ""))
+    return Result(outputs={**dict.fromkeys(OUTPUTS, ""), "ready": "false" if red else "true"},
+                  messages=[head, *messages_], exit_code=1 if failed else 0)
 
 
 def merged(event: Event, settings: Settings, gh: Lazy) -> Result:
