@@ -35,7 +35,7 @@ class PlanEntry:
 
     def meta(self) -> dict:
         """The entry as the plan's JSON lists it."""
-        meta = {"index": self.index, "line": self.line, "config-keys": list(self.data.get("config-keys") or []),
+        meta = {"number": self.index + 1, "line": self.line, "config-keys": list(self.data.get("config-keys") or []),
                 "resolved": list(self.keys), "pr-link": self.data.get("pr-link")}
         for flag in ("evals-only", "all-evals", "append-only", "eval-min-prefill-ep", "scenario-type"):
             if flag in self.data:
