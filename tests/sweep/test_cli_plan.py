@@ -145,7 +145,8 @@ def test_a_pasted_label_list_plans_like_ci(capsys, demo_repo):
                          "--label", "full-sweep-fail-fast", "--label", "skip_queue", "--label", "bug")
     assert code == 0, err
     assert out.startswith("SWEEP: local preview: sweep with full-sweep-fail-fast\n")
-    assert err.count("note: label(s) bug, skip_queue are not sweep labels, so the plan ignores them as CI does") == 1
+    # skip_queue is a priority label (read by the plan), so only bug is named
+    assert err.count("note: label(s) bug are not sweep labels, so the plan ignores them as CI does") == 1
     assert "full-sweep-fail-fast" in err and "agentx-fast" in err
     _, clean, _ = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
                       "--label", "full-sweep-fail-fast")
