@@ -11,7 +11,7 @@ the registry saying, per command word, its forms, the permission it needs and wh
 A command is a whole line of its own (surrounding spaces allowed). Lines inside fenced code blocks,
 indented code and quotes (`> ...`) are never commands, so quoting someone's command or showing it in
 an example does nothing. Neither are lines a reader of the rendered comment cannot see: inside an
-HTML comment (`<!-- ... -->`) or a collapsed `<details>` block. Only ASCII spaces and tabs separate a
+HTML comment (`<!-- ... -->`), a collapsed `<details>` block or a `<pre>` block. Only ASCII spaces and tabs separate a
 command's words: `/use` followed by a NO-BREAK or EM SPACE looks like a command but is not one. A line that starts with a known command word but has the wrong arguments is
 a `UsageProblem` carrying the right forms, so the bot can reply instead of guessing; so is a word one
 typo away from a command (`/usee`, `/stage-result`), with a did-you-mean. Other slash words (`/foo`,
@@ -128,14 +128,14 @@ _RUN_ID = re.compile(rf"[1-9][0-9]{{0,{MAX_RUN_ID_DIGITS - 1}}}")
 
 
 _WORDS = re.compile(r"[ \t]+")  # ASCII separators only (str.split() would also split on NBSP, EM SPACE...)
-_HIDDEN = re.compile(r"<!--|-->|</?details\b", re.I)
+_HIDDEN = re.compile(r"<!--|-->|</?(?:details|pre)\b", re.I)
 
 
 def _command_lines(body: str):
     """(line number, stripped text) of lines that may hold a command: not in code, not quoted, not hidden."""
     fence: str | None = None
     in_comment = False
-    details = 0  # nesting depth of <details> blocks
+    details = 0  # nesting depth of <details> and <pre> blocks (a <pre> block is code: issue 25)
     for number, raw in enumerate(body.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
         hidden = in_comment or details > 0
         for tag in _HIDDEN.findall(raw) if fence is None else ():
@@ -145,7 +145,7 @@ def _command_lines(body: str):
             elif tag == "-->":
                 in_comment = False
             elif not in_comment:
-                details = details + 1 if tag == "<details" else max(0, details - 1)
+                details = details + 1 if tag in ("<details", "<pre") else max(0, details - 1)
             hidden = True  # a line holding such a tag is markup, not a command line
         if hidden:
             continue

@@ -60,7 +60,8 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy) -> Result:
     parts = [messages.usage(c.author, x, c.html_url) for x in commands if isinstance(x, UsageProblem)]
     needed = cmds.required(runs)
     level = client.permission(c.author) if needed else ""
-    if needed and not cmds.allows(level, needed):
+    denied = bool(needed) and not cmds.allows(level, needed)
+    if denied:
         parts.append(messages.denial(c.author, [(cmds.word_of(x), x.text) for x in runs if cmds.REQUIRED[type(x)]], level))
         if any(isinstance(x, Use) for x in runs):
             res.outputs["reuse-authorised"] = "false"
@@ -76,7 +77,9 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy) -> Result:
             parts.append(approve_command(x, c, pr, client, settings, res))
     parts = [p for p in parts if p]
     if parts:
-        body = sticky.marker(sticky.REPLY, c.id) + "\n" + "\n\n".join(p.rstrip() for p in parts) + "\n"
+        # a refusal is recorded (`reuse.denied_when_handled`): a later promotion does not revive the command
+        state = {"denied": level or "none"} if denied else None
+        body = sticky.head(sticky.REPLY, c.id, state) + "\n\n".join(p.rstrip() for p in parts) + "\n"
         action, _ = upsert(client, pr, tl, sticky.REPLY, c.id, body, settings)
         res.messages.append(f"reply: {action}")
     return res

@@ -286,6 +286,7 @@ def test_a_command_edited_after_the_merge_does_not_count_on_a_rerun(fake):
 
 @pytest.mark.parametrize("body", [
     "<!--\n/use 9\n-->", "thanks!\n<details><summary>log</summary>\n\n/use 9\n\n</details>",
+    "the log:\n<pre>\n/use 9\n</pre>", "<PRE class=x>\n/use 9\n</PRE>",          # issue 25: <pre> is code
     "/use\u00a09", "/use\u20039", "\u2003/use 9",
 ])
 def test_hidden_commands_are_not_commands(fake, body):
@@ -680,3 +681,43 @@ def test_an_app_that_has_not_listed_its_run_yet_gets_the_same_key_twice(fake):
         stage_job(fake, event, payload)
     stage_job(fake, event, payload)
     assert [d["client_payload"]["dispatch-key"] for d in fake.dispatches] == [payload["dispatch-key"]] * 2
+
+
+# ---- issue 25, 9: what a reader does not see does not count ----------------------------------------------
+
+def test_boxes_ticked_inside_an_html_comment_are_not_ticked(fake):
+    """The visible checklist is unticked; a copy with every box ticked sits in `<!-- -->`, which GitHub
+    renders as nothing: main counted the hidden ticks and verified the sign-off."""
+    setup_pr(fake, (AMD,))
+    visible = signoff_body("amd-dev").replace("- [x]", "- [ ]")
+    hidden = "\n".join(line for line in signoff_body("amd-dev").splitlines() if line.startswith("- [x]"))
+    c = fake.add_comment(1, visible + "\n<!--\n" + hidden + "\n-->\n", author="amd-dev")
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["state"] == "failure"
+    assert "13 of 13 items not ticked" in verdict_statuses(fake)[-1]["description"]
+
+
+def test_a_readers_old_use_does_not_count_once_they_are_promoted(fake):
+    """@reader's `/use 9` was refused (read permission); they were given write later, and at the merge
+    main counted the old comment with their permission then."""
+    pr_with_sweep(fake, 7)
+    fake.add_run(9, head_sha=SHA1)
+    c = authorise(fake, 7, "/use 9", author="reader", permission="read")
+    handle_comment(comment_event(fake, 7, c), settings(), lazy(fake))
+    assert "not run" in fake.bot_comments(7)[-1]["body"]
+    fake.permissions["reader"] = "write"
+    merge(fake, 7)
+    res = resolve_reuse(push_event(fake), settings(), lazy(fake))
+    assert res.outputs["reuse-authorised"] == "false" and res.outputs["reuse-enabled"] == "false"
+    assert "when it was handled its author had read permission" in "\n".join(res.messages)
+
+
+def test_a_promoted_writer_who_says_it_again_is_counted(fake):
+    pr_with_sweep(fake, 7)
+    fake.add_run(9, head_sha=SHA1)
+    old = authorise(fake, 7, "/use 9", author="reader", permission="read")
+    handle_comment(comment_event(fake, 7, old), settings(), lazy(fake))
+    new = authorise(fake, 7, "/use 9", author="reader", permission="write")
+    handle_comment(comment_event(fake, 7, new), settings(), lazy(fake))
+    merge(fake, 7)
+    assert resolve_reuse(push_event(fake), settings(), lazy(fake)).outputs["reuse-source-run-id"] == "9"

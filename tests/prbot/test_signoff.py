@@ -129,3 +129,12 @@ def test_a_force_push_after_the_comment_unbinds_it_and_one_before_does_not():
                                                                        force_pushes=())
     assert signoff.stale_event_problem("", A) is None and signoff.stale_event_problem(A, A) is None
     assert "the event is for head" in signoff.stale_event_problem(B, A)
+
+
+def test_what_an_html_comment_hides_is_not_read():
+    n = len(CHECKLIST.items)
+    hidden_ticks = _signoff(0) + "<!--\n" + _signoff(n) + "-->\n"
+    assert _verify(hidden_ticks).description == f"Sign-off rejected: {n} of {n} items not ticked"
+    hidden_signer = _signoff(n, signed="bob") + "<!-- Signed: @alice"          # unterminated: to the end
+    assert "not signed by @alice" in _verify(hidden_signer).description
+    assert _verify(_signoff(n) + "<!-- a note -->\n").passed

@@ -130,7 +130,8 @@ def authorisation(gh: Client, tl: Timeline, pr: int, settings: Settings) -> reus
     """Who authorised reuse, with permissions read from the API now (the client asks once per login per
     run). The card's `writers` record says what a command's author had when the command was checked; it
     is not used to decide: a writer demoted since then must not still authorise reuse."""
-    return reuse.authorise(tl.comments, gh.permission, pr_number=pr, pin_problem=pin_checker(gh, gh.repo, settings))
+    return reuse.authorise(tl.comments, gh.permission, pr_number=pr, pin_problem=pin_checker(gh, gh.repo, settings),
+                           bot=settings.bot)
 
 
 def sweep_plan_text(tl: Timeline, settings: Settings, pr: int) -> str:

@@ -35,7 +35,7 @@ from typing import Callable, Iterable, Iterator, Protocol
 from ci_tools import names
 from ci_tools.evals import gate as eval_gate
 from ci_tools.sweep.labels import DEFAULT_OPTIONAL_JOBS, Policy
-from ci_tools.prbot import messages
+from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, effective_use, parse
 from ci_tools.prbot.context import PrContext
@@ -122,13 +122,32 @@ def may_use(comment: Comment, permission_of: Callable[[str], str]) -> str | None
     return None
 
 
+def denied_when_handled(comments: Iterable[Comment], bot: str) -> dict[int, str]:
+    """comment id -> why, for each command the bot refused when it handled it (its reply's state says
+    `denied`, with the permission the author had then). A reader promoted to write later does not make
+    an old `/use` count (issue 25): what they said without the right stays unsaid; they can say it again."""
+    out: dict[int, str] = {}
+    for c in comments:
+        if c.author != bot or not sticky.is_marked(c.body, sticky.REPLY):
+            continue
+        level = sticky.state_of_text(c.body).get("denied")
+        key = c.body.split("\n", 1)[0].split()[2] if len(c.body.split("\n", 1)[0].split()) > 3 else ""
+        if isinstance(level, str) and key.isdigit():
+            out[int(key)] = (f"when it was handled its author had {level} permission, and a command said without "
+                             "write permission does not count later; post it again")
+    return out
+
+
 def authorise(comments: Iterable[Comment], permission_of: Callable[[str], str], *, pr_number: int,
-              merged_at: str | None = None, pin_problem: Callable[[int], str | None] | None = None) -> Authorisation:
+              merged_at: str | None = None, pin_problem: Callable[[int], str | None] | None = None,
+              bot: str = sticky.DEFAULT_BOT) -> Authorisation:
     """The newest command by an authorised person decides; a bare one un-pins an earlier pin. A pin of
     a run that is no sweep of this repository (`pin_problem`, see `pin_problem_of`) counts as not said."""
     ignored: list[str] = []
+    comments = list(comments)
+    denied = denied_when_handled(comments, bot)
     for comment, use in use_commands(comments, merged_at):
-        why_not = may_use(comment, permission_of)
+        why_not = denied.get(comment.id) or may_use(comment, permission_of)
         if not why_not and use.run_id is not None and pin_problem is not None:
             why_not = pin_problem(use.run_id)
         if why_not:

@@ -115,7 +115,7 @@ def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDeci
         for p in pulls:
             tl = load_timeline(client, p.number)
             if reuse.authorise(tl.comments, client.permission, pr_number=p.number, merged_at=p.merged_at,
-                               pin_problem=pin_checker(client, client.repo, settings)).authorised:
+                               pin_problem=pin_checker(client, client.repo, settings), bot=settings.bot).authorised:
                 authorised.append(p.number)
         if authorised:
             return reuse.ReuseDecision(fallback=settings.policy.reuse.main_sweeps_on_refusal, error=f"commit {event.after[:12]} maps to several PRs "
@@ -126,7 +126,7 @@ def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDeci
     prs = context.of(pulls[0], settings.main_branch)
     tl = load_timeline(client, prs.number)
     auth = reuse.authorise(tl.comments, client.permission, pr_number=prs.number, merged_at=prs.merged_at,
-                           pin_problem=pin_checker(client, client.repo, settings))
+                           pin_problem=pin_checker(client, client.repo, settings), bot=settings.bot)
     inputs = measured_inputs(settings, base=f"{event.after}^", target=event.after)
     from datetime import datetime, timezone
 

@@ -139,7 +139,18 @@ def owner_check(signer: str, files: Iterable[str], codeowners_text: str,
     return Check("CODEOWNER of every changed file", True, f"@{signer} owns every changed file"), True, None
 
 
+# An HTML comment (to its end, or the body's end if unterminated) renders as nothing: a box ticked
+# or a `Signed:` written there is not one the reader sees (issue 25). Linear: each `<!--` scans to
+# its own `-->`, and an unterminated one takes the rest.
+_HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+
+
+def visible_text(body: str) -> str:
+    return _HTML_COMMENT.sub("", body)
+
+
 def checklist_checks(body: str, signer: str, checklist: Checklist) -> list[Check]:
+    body = visible_text(body)
     ticked, unticked = set(), set()
     for line in body.replace("\r\n", "\n").split("\n"):
         m = _ITEM.match(line)
