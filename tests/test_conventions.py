@@ -141,6 +141,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "runner digest": ["--repo", "o/n", "--runners", "nope.yaml"],
     "runner evals": ["nope"],
     "runner run": ["--row", "nope.json"],
+    "runner profile": ["--row", "nope.json"],
     "signoff record": ["--event-path", "nope.json", "--out", "record"],
     "signoff verify": ["--event-path", "nope.json"],
     "stage callback": ["--event-path", "nope.json"],
