@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from ci_tools.errors import InputError
 from ci_tools.yaml.located import YamlDoc
+from ci_tools.config.images import allowlist_of
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class Policy:
     fixed_seq_seconds: int = 900
     eval_seconds: int = 1800
     compare: dict = field(default_factory=dict)  # the `compare:` section, read by results/compare.Policy
+    images: tuple[str, ...] | None = None        # `images.allowed` (config/images.py); None: no allowlist
 
     def recommended(self) -> str | None:
         return next((n for n, p in self.primary.items() if p.recommended), None)
@@ -90,7 +92,8 @@ def policy_from_data(data: dict) -> Policy:
     estimates = data.get("estimates") or {}
     return Policy(repository=data.get("repository", ""), primary=primary, modifiers=modifiers,
                   agentx_profiles=profiles, fixed_seq_seconds=int(estimates.get("fixed-seq-len-seconds", 900)),
-                  eval_seconds=int(estimates.get("eval-seconds", 1800)), compare=dict(data.get("compare") or {}))
+                  eval_seconds=int(estimates.get("eval-seconds", 1800)), compare=dict(data.get("compare") or {}),
+                  images=allowlist_of(data))
 
 
 def policy_from_doc(doc: YamlDoc) -> Policy:
