@@ -109,36 +109,59 @@ TOOL_ENVS = (
 )
 
 
-ENGINES_VENV = Path(os.environ.get("CI_TOOLS_ENGINES_VENV", ROOT / ".venv-engines"))
-ENGINE_WHEELS = ROOT / "tests" / "engines" / "wheels.txt"
+@dataclass(frozen=True)
+class WheelEnv:
+    """Engines' own argument parsers (tests/engines/): one light venv, each engine wheel installed
+    --no-deps into its own folder (several versions side by side; the tests put the folders they need
+    on PYTHONPATH). Idempotent: a stamp records the wheels file it was built from; only missing folders
+    are installed. Skipped as built when the stamp matches (a shared venv named by `found_by`)."""
+    found_by: str        # the variable the tests read: the venv's folder
+    env_dir: Path
+    wheels: Path         # `dist==version` lines and `deps ...` lines
+    stamp: str           # .installed-<stamp> in env_dir holds the digest of `wheels` it was built from
+    what: str
+    note: str
+
+    def ensure(self) -> None:
+        text = self.wheels.read_text(encoding="utf-8")
+        stamp = self.env_dir / f".installed-{self.stamp}"
+        digest = hashlib.sha256(text.encode()).hexdigest()
+        if stamp.exists() and stamp.read_text() == digest:
+            os.environ[self.found_by] = str(self.env_dir)
+            return
+        lines = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
+        deps = [w for ln in lines if ln.startswith("deps ") for w in ln.split()[1:]]
+        wheels = [ln for ln in lines if ln and not ln.startswith("deps ")]
+        py = _venv_python(self.env_dir, self.what, self.note)
+        pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        if run([*pip, *deps]) != 0:
+            sys.exit(f"installing the {self.what}'s dependencies failed; see {self.wheels}")
+        for req in wheels:
+            target = self.env_dir / "wheels" / req.replace("==", "-")
+            if (target / ".complete").exists():
+                continue
+            if run([*pip, "--no-deps", "--upgrade", "--target", target, req]) != 0:
+                sys.exit(f"installing {req} (--no-deps) into {target} failed; see {self.wheels}")
+            (target / ".complete").write_text(req)
+        stamp.write_text(digest)
+        os.environ[self.found_by] = str(self.env_dir)
+
+
+ENGINE_ENVS = (
+    WheelEnv("CI_TOOLS_ENGINES_VENV", Path(os.environ.get("CI_TOOLS_ENGINES_VENV", ROOT / ".venv-engines")),
+             ROOT / "tests" / "engines" / "wheels.txt", "engines", "engine-parser environment", " (a few minutes, once)"),
+    # vLLM and Dynamo import real torch code at module level: a CPU torch (~190 MB wheel, 1.2 GB
+    # installed), vLLM, Dynamo and SGLang wheels; about 5 minutes once on a 2-core machine
+    WheelEnv("CI_TOOLS_TORCH_ENGINES_VENV",
+             Path(os.environ.get("CI_TOOLS_TORCH_ENGINES_VENV", ROOT / ".venv-engines-torch")),
+             ROOT / "tests" / "engines" / "wheels-torch.txt", "engines-torch", "vLLM/Dynamo parser environment",
+             " (CPU torch, vLLM, Dynamo and SGLang wheels: about 5 minutes and 2.5 GB, once)"),
+)
 
 
 def ensure_engines() -> None:
-    """The engines' own argument parsers (tests/engines/): one light venv, each engine wheel installed
-    --no-deps into its own folder (several SGLang versions side by side). Idempotent: a stamp records
-    the wheels.txt it was built from; only missing folders are installed."""
-    text = ENGINE_WHEELS.read_text(encoding="utf-8")
-    stamp = ENGINES_VENV / ".installed-engines"
-    digest = hashlib.sha256(text.encode()).hexdigest()
-    if stamp.exists() and stamp.read_text() == digest:
-        os.environ["CI_TOOLS_ENGINES_VENV"] = str(ENGINES_VENV)
-        return
-    lines = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
-    deps = [w for ln in lines if ln.startswith("deps ") for w in ln.split()[1:]]
-    wheels = [ln for ln in lines if ln and not ln.startswith("deps ")]
-    py = _venv_python(ENGINES_VENV, "the engine-parser environment", " (a few minutes, once)")
-    pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    if run([*pip, *deps]) != 0:
-        sys.exit(f"installing the engine-parser dependencies failed; see {ENGINE_WHEELS}")
-    for req in wheels:
-        target = ENGINES_VENV / "wheels" / req.replace("==", "-")
-        if (target / ".complete").exists():
-            continue
-        if run([*pip, "--no-deps", "--upgrade", "--target", target, req]) != 0:
-            sys.exit(f"installing {req} (--no-deps) into {target} failed; see {ENGINE_WHEELS}")
-        (target / ".complete").write_text(req)
-    stamp.write_text(digest)
-    os.environ["CI_TOOLS_ENGINES_VENV"] = str(ENGINES_VENV)
+    for env in ENGINE_ENVS:
+        env.ensure()
 
 
 SLURM_PROGRAMS = ("slurmctld", "slurmd", "srun", "sbatch", "squeue", "scancel", "munged", "munge")

@@ -82,6 +82,17 @@ class Git:
         got = self._batch([f"{sha}:{path}" for sha, (_, path) in zip(shas, items)], [str(i) for i in range(len(items))])
         return {item: got[str(i)] for i, item in enumerate(items)}
 
+    def has_commit(self, sha: str) -> bool:
+        return self._run("cat-file", "-e", f"{sha}^{{commit}}", check=False).returncode == 0
+
+    def fetch_commit(self, sha: str, remote: str = "origin") -> bool:
+        """Fetch one commit by id (GitHub serves any commit of the repository's refs this way); whether
+        the commit is there afterwards."""
+        if self.has_commit(sha):
+            return True
+        self._run("fetch", "--quiet", "--no-tags", remote, sha, check=False)
+        return self.has_commit(sha)
+
     def known_commit(self, sha: str) -> None:
         """Record that the commit id `sha` names itself (e.g. a merge base): no rev-parse for it later."""
         self._commits.setdefault(sha, sha)

@@ -71,6 +71,7 @@ ROUTER_LOG = "router.log"
 DYNAMO_STORE = "dynamo_store"  # multi-node Dynamo: file discovery shared by every node (DYN_FILE_KV)
 CLIENT_LOG = "client.log"
 STATUS_JSON = "status.json"
+IMAGE_IMPORT_LOG = "image_import.log"   # Slurm: the job's one enroot import of its image (runner/backends.py)
 NODE_CHECK_TXT = "node_check.txt"   # the pre-run node check's output (GPUs, model, disk)
 GPU_TELEMETRY_CSV = "gpu_telemetry.csv"   # nvidia-smi samples for the whole job (runner/telemetry.py)
 GPU_TELEMETRY_META = "gpu_telemetry.meta.json"   # the sampler host's UTC offset (nvidia-smi prints local time)
@@ -99,6 +100,7 @@ ARTIFACT_KINDS = {
     "server-logs": "server_logs",
 }
 COLLECTION_ARTIFACT = "results_bmk"
+REPORT_ARTIFACT = "sweep-report"   # the sweep report, one self-contained HTML file (results report)
 # The run's eval verdict, said by the artifact's name (ci_tools.evals.gate; `/use` reads the names)
 EVAL_VERDICT_ARTIFACTS = {"passed": "evals_passed", "failed": "evals_failed", "none": "evals_none"}
 EVAL_VERDICT_JSON = "eval-verdict.json"

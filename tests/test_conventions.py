@@ -133,6 +133,8 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "results dispatch": ["--event-path", "nope.json"],
     "results pareto": ["nope.csv"],
     "results process": ["nope"],
+    "reuse ready": ["--event-path", "nope.json"],
+    "reuse recover": ["--merge-commit", "0" * 40, "--run", "1", "--repo-root", "nope"],
     "reuse resolve": ["--event-path", "nope.json"],
     "runner cleanup": "every input is optional: it runs under `if: always()` and must clean up whatever exists",
     "runner digest": ["--repo", "o/n", "--runners", "nope.yaml"],

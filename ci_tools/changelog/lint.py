@@ -224,6 +224,7 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode | None) ->
                               IMMUTABLE_HINT))
         return errors, 0, []
     corrections: list[int] = []
+    edited = False
     for i in range(first, nb):
         b, h = base_entries[i], head_entries[i]
         if b.data == h.data:
@@ -235,15 +236,17 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode | None) ->
                                       " new entries go at the end of the file",
                                       "move the entry to the end of the file, after one empty line"))
                 return errors, 0, []
-            else:
-                at = diff_line if k == i else h.line  # point at the first changed line when it is in this entry
-                errors.append(Finding(file, at, None,
-                                      f"entry {i + 1} (line {h.line}) was changed"
-                                      + (f" at line {at}" if at != h.line else "")
-                                      + "; historical entries are immutable except for a pr-link-only correction",
-                                      IMMUTABLE_HINT + "; describe the change in a new entry"))
-            return errors, 0, []
+            at = diff_line if k == i else h.line  # point at the first changed line when it is in this entry
+            errors.append(Finding(file, at, None,
+                                  f"entry {i + 1} (line {h.line}) was changed"
+                                  + (f" at line {at}" if at != h.line else "")
+                                  + "; historical entries are immutable except for a pr-link-only correction",
+                                  IMMUTABLE_HINT + "; describe the change in a new entry"))
+            edited = True      # every edited entry is reported, and the new entries are still checked
+            continue
         corrections.append(i)
+    if edited:
+        return errors, 0, added
     if corrections and added:
         errors.append(Finding(file, head_entries[corrections[0]].line, None,
                               "do not mix historical pr-link corrections with new changelog entries",

@@ -41,13 +41,18 @@ def run_flow(flow, *, event_path, event_name, repo_root: Path, fmt: str, needs_e
         from ci_tools.github.actions import append_step_summary
 
         # Every gate leaves its verdict and all its messages in the job summary (annotations are capped).
-        command = click.get_current_context().command_path
-        verdict = f"failed (exit {result.exit_code})" if result.exit_code else "done"
-        append_step_summary(f"### {command}: {verdict}\n\n" + "".join(f"- {m}\n" for m in result.messages))
+        append_step_summary(summary_section(click.get_current_context().command_path, result))
     if result.exit_code and fmt == "github" and result.messages:
         annotate("error", result.messages[0], title=click.get_current_context().command_path)
     if result.exit_code:
         raise SystemExit(result.exit_code)
+
+
+def summary_section(command: str, result) -> str:
+    """The job-summary section of a pull-request command: its verdict (the flow's own word for it, e.g.
+    a rejected sign-off, which exits 0 because the commit status is the gate), then every message."""
+    verdict = f"failed (exit {result.exit_code})" if result.exit_code else (result.verdict or "done")
+    return f"### {command}: {verdict}\n\n" + "".join(f"- {m}\n" for m in result.messages)
 
 
 def results_dispatcher(gh):

@@ -89,6 +89,8 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
         actions.append_outputs(render.github_outputs(outcome.decision, outcome.plan))
         if outcome.plan is not None:
             actions.append_step_summary(render.render_summary(outcome.plan))
+            for finding in outcome.plan.findings:
+                click.echo(actions.finding_annotation(finding, "plan"))
         click.echo(render.render_text(outcome.decision, outcome.plan), err=True, nl=False)
     elif fmt == "json":
         click.echo(render.render_json(outcome.decision, outcome.plan, outcome.use_candidates), nl=False)

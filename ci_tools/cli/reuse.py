@@ -1,4 +1,5 @@
-"""`ci-tools reuse resolve`: whether this sweep is skipped or replaced by an authorised earlier run."""
+"""`ci-tools reuse`: resolve (skip or replace a sweep by an authorised run), ready (the merge-readiness
+status), recover (re-ingest a merged PR's run in one command)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,19 @@ def _output_names(params: dict) -> tuple[str, ...]:
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test): every
 # decision writes the same keys, so an empty one names them all.
-GITHUB_OUTPUTS = {"reuse resolve": _output_names}
+def _ready_names(params: dict) -> tuple[str, ...]:
+    from ci_tools.prbot.reuse.ready_flow import OUTPUTS
+
+    return OUTPUTS
+
+
+def _recover_names(params: dict) -> tuple[str, ...]:
+    from ci_tools.prbot.reuse.ready_flow import RECOVER_OUTPUTS
+
+    return RECOVER_OUTPUTS
+
+
+GITHUB_OUTPUTS = {"reuse resolve": _output_names, "reuse ready": _ready_names, "reuse recover": _recover_names}
 
 
 @click.group("reuse")
@@ -41,3 +54,73 @@ def resolve(event_path, event_name, repo_root, fmt) -> None:
     from ci_tools.prbot.reuse.flow import resolve_reuse
 
     run_flow(resolve_reuse, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt)
+
+
+@cli.command("ready")
+@event_path_option
+@event_name_option
+@repo_root_option
+@format_option
+@click.option("--pr", type=int, default=None, help="PR number [default: from the event].")
+@click.option("--open-prs", is_flag=True, help="Check every open PR into the default branch (the daily pass: "
+                                               "artifacts approach their expiry without an event).")
+def ready(event_path, event_name, repo_root, fmt, pr, open_prs) -> None:
+    """Post the `ci-tools / ready to merge` commit status and the card's readiness line.
+
+    Green only when merging now cannot leave main without results: nothing performance-relevant
+    changed, the labels make main sweep itself, or a pinned run reuse accepts now keeps its artifacts
+    longer than the policy's margin. On a push to main it writes what the merge did on the merged
+    PR's card. Exits 0 either way: the status is the gate.
+
+    \b
+    Example:
+      ci-tools reuse ready --event-path "$GITHUB_EVENT_PATH" --format github
+      ci-tools reuse ready --pr 12
+      ci-tools reuse ready --open-prs
+    """
+    from ci_tools.prbot.reuse.ready_flow import ready as flow
+
+    if pr is not None and open_prs:
+        raise click.UsageError("give --pr N or --open-prs, not both")
+    # with --pr or --open-prs the event is not read (schedule and workflow_dispatch: nothing to parse)
+    run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt,
+             uses_event=pr is None and not open_prs, pr=pr, open_prs=open_prs)
+
+
+@cli.command("recover")
+@click.option("--merge-commit", required=True, help="The merge commit on main whose results are missing.")
+@click.option("--run", "run_id", type=int, required=True, help="The merged PR's sweep run to ingest.")
+@click.option("--merge-run", "merge_run_id", type=int, default=None,
+              help="Main's run of the merge commit [default: found among the sweep workflow's push runs].")
+@click.option("--dry-run", is_flag=True, help="Print the checks and the dispatch; dispatch nothing.")
+@click.option("--requested-by", default=None,
+              help="Login that asked for the recovery (the workflow passes the dispatching actor); it must have "
+                   "maintain or admin permission.")
+@repo_root_option
+@format_option
+def recover(merge_commit, run_id, merge_run_id, dry_run, requested_by, repo_root, fmt) -> None:
+    """Re-ingest a merged PR's sweep run: check it, then dispatch `ingest-results` to the results app.
+
+    Checks that the run is the merged PR's, green where the policy requires, has its artifacts, and
+    measured what was merged (selected master entries and recipes equal between its head and the
+    merge commit, read from this clone), then sends source-run-id and merge-run-id with
+    RESULTS_DISPATCH_TOKEN. Exits 1 naming the first failed check.
+
+    \b
+    Example:
+      ci-tools reuse recover --merge-commit 3f2a... --run 25763404168 --dry-run
+    """
+    import re
+
+    from ci_tools.cli._prbot import results_dispatcher
+    from ci_tools.prbot.reuse.ready_flow import recover as flow
+
+    if not re.fullmatch(r"[0-9a-f]{40}", merge_commit):
+        raise click.BadParameter(f"{merge_commit!r}: give the full 40-character commit SHA", param_hint="--merge-commit")
+
+    def with_dispatcher(event, settings, gh, **kw):
+        return flow(event, settings, gh, None if dry_run else results_dispatcher(gh), **kw)
+
+    run_flow(with_dispatcher, event_path=None, event_name=None, repo_root=repo_root, fmt=fmt, uses_event=False,
+             merge_commit=merge_commit, run_id=run_id, merge_run_id=merge_run_id, dry_run=dry_run,
+             requested_by=requested_by)

@@ -48,6 +48,9 @@ def _layout_output_names() -> list[str]:
 @click.option("--model-store", envvar="CI_TOOLS_MODEL_STORE", default="/mnt/models", show_default=True,
               help="Runner folder holding models as <store>/<org>/<name> (env CI_TOOLS_MODEL_STORE).")
 @click.option("--hf-cache", envvar="CI_TOOLS_HF_CACHE", default="/mnt/hf_hub_cache", show_default=True)
+@click.option("--squash-dir", envvar="CI_TOOLS_SQUASH_DIR", default="/mnt/squash", show_default=True,
+              help="Slurm: folder of enroot squashfs images, one per image, imported once and reused by later "
+              "jobs; on a filesystem every node sees (env CI_TOOLS_SQUASH_DIR).")
 @click.option("--tokenizer", help="Tokenizer for AIPerf (default: the row's model).")
 @click.option("--dataset", default=None, help="AIPerf public dataset, or synthetic:ISL:OSL (offline tests).")
 @click.option("--server-cmd", help="Replace the engine command ({port}, {model} filled in); for tests and smoke runs.")
@@ -78,7 +81,7 @@ def _layout_output_names() -> list[str]:
               help="json: the outcome (or, with --dry-run, the commands) as one object; github: write the job's "
                    "file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
 def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, aiperf_bin: str, lm_eval_bin: str,
-            model_store: str, hf_cache: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None,
+            model_store: str, hf_cache: str, squash_dir: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None,
             router_cmd: str | None, port: int, worker_port: int, gpus: str | None, queue_timeout: float,
             ready_timeout: float, client_timeout: float | None, skip_node_check: bool, no_telemetry: bool,
             duration_override: float | None, runner_name: str, image_policy: Path | None, fmt: str) -> None:
@@ -107,7 +110,8 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
 
     job = prepare_run(RunRequest(
         row_path=row_path, backend=backend, out=out, dry_run=dry_run, root=root, aiperf_bin=aiperf_bin,
-        lm_eval_bin=lm_eval_bin, model_store=model_store, hf_cache=hf_cache, tokenizer=tokenizer, dataset=dataset,
+        lm_eval_bin=lm_eval_bin, model_store=model_store, hf_cache=hf_cache, squash_dir=squash_dir,
+        tokenizer=tokenizer, dataset=dataset,
         server_cmd=server_cmd, router_cmd=router_cmd, port=port, worker_port=worker_port, gpus=gpus,
         queue_timeout=queue_timeout, ready_timeout=ready_timeout, client_timeout=client_timeout,
         skip_node_check=skip_node_check, no_telemetry=no_telemetry, duration_override=duration_override,

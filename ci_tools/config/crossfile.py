@@ -282,6 +282,7 @@ def _points_agree(e: Entry, rec: Recipe) -> list[Finding]:
                                        "points are ever run"))
             continue
         out.extend(_router_agrees(e, master[key], rec, name))
+        out.extend(_shape_agrees(e, master[key], rec, name))
     for key, path in master.items():
         if key not in seen:
             out.append(e.doc.finding(e.at(*path),
@@ -314,6 +315,35 @@ def _router_agrees(e: Entry, ss_path: tuple, rec: Recipe, name: str) -> list[Fin
                             f"recipe point '{name}' runs behind {show(recipe)}, but master entry {e.key} declares "
                             f"{show(master)} for it ({e.where(*ss_path)})",
                             "the router is part of the benchmarked point: make the recipe and the master agree")]
+
+
+def _shape_agrees(e: Entry, ss_path: tuple, rec: Recipe, name: str) -> list[Finding]:
+    """What else of the master's point the runner serves from the recipe: pipeline and context parallel
+    sizes (on the point) and DRAM KV offload (the recipe's `kv-offload`, the same backend)."""
+    ss = e.data
+    for part in ss_path:
+        ss = ss[part]
+    point = rec.data["points"][name]
+    out = []
+    for field in ("pp", "dcp-size", "pcp-size"):
+        want, have = int(ss.get(field, 1) or 1), int(point.get(field, 1))
+        if want != have:
+            out.append(rec.doc.finding(("points", name), f"recipe point '{name}' has {field} {have}, but master "
+                                                         f"entry {e.key} runs {field} {want} ({e.where(*ss_path)})",
+                                       f"set {field}: {want} on the point"))
+    kv = ss.get("kv-offloading") or "none"
+    backend = (ss.get("kv-offload-backend") or {}).get("name")
+    off = rec.data.get("kv-offload")
+    if kv != "none" and not off:
+        out.append(rec.doc.finding(("points", name), f"master entry {e.key} offloads KV for point '{name}' ({kv}, "
+                                                     f"{backend}; {e.where(*ss_path)}), but the recipe has no "
+                                                     "`kv-offload`", f"add kv-offload: {{backend: {backend}, "
+                                                                     f"medium: {kv}}}"))
+    elif kv != "none" and (off.get("medium"), off.get("backend")) != (kv, backend):
+        out.append(rec.doc.finding(("kv-offload",), f"kv-offload {off.get('medium')}/{off.get('backend')} differs "
+                                                    f"from master entry {e.key}'s {kv}/{backend} for point '{name}'",
+                                   "make them the same backend"))
+    return out
 
 
 def orphan_recipes(recipes: dict[str, Recipe], keys: set[str], referenced: set[str]) -> list[Finding]:

@@ -4,13 +4,18 @@ A disaggregated recipe (`mode: disaggregated`) has the same identity fields as a
 (config-key, engine, image, model) plus:
 
   kv-transfer   the KV transfer backend between prefill and decode (the master's kv-p2p-transfer)
-  frontend      what the client talks to: `kind: dynamo` (dynamo.frontend, workers run dynamo.sglang)
-                or `kind: sglang-router` (sglang_router in PD mode), with the name/version the master
-                declares as its `router`
+  engine        what every worker runs: sglang, vllm or trtllm (the engine plug-in renders each worker)
+  frontend      what the client talks to: `kind: dynamo` (dynamo.frontend, workers run dynamo.<engine>)
+                or `kind: sglang-router` (sglang_router: PD mode, or plain routing over aggregated
+                workers), with the name/version the master declares as its `router`
   serve         env/args both sides start from; `prefill` and `decode` add per-side env/args
-  kv-offload    optional host-memory KV offload (HiCache DRAM) for the agentic entry
+  kv-offload    optional host-memory KV offload (DRAM) for the agentic entry
   points        one per master search-space entry: the prefill and decode worker groups (num-worker,
-                tp, ep, dp-attn, nodes per worker) and the concurrencies the master lists for them
+                tp, ep, dp-attn, pp, dcp-size, pcp-size, nodes per worker) and the concurrencies the
+                master lists for them. `decode: {num-worker: 0}` is InferenceX's aggregated multi-node
+                point: the prefill side's workers serve whole requests, with no KV transfer.
+                A worker needs tp x pp x pcp GPUs: whole nodes (`nodes` of them), or a share of one
+                node (`nodes: 1`, several such workers packed on a node).
 
 Resolution is pure: `resolve_disagg(recipe, prefill, decode)` finds the point whose worker groups
 equal the row's and merges serve -> side -> point-side env and args (same merge rules as
@@ -31,7 +36,10 @@ FRONTEND_KINDS = ("dynamo", "sglang-router")
 # Arguments the runner renders from the point, the placement and kv-transfer: never in `args`.
 PLACEMENT_ARGS = TOPOLOGY_ARGS + (
     "host", "port", "model-path", "served-model-name", "nnodes", "node-rank", "dist-init-addr",
-    "disaggregation-mode", "disaggregation-transfer-backend", "disaggregation-bootstrap-port")
+    "disaggregation-mode", "disaggregation-transfer-backend", "disaggregation-bootstrap-port",
+    "model", "master-addr", "master-port", "headless", "kv-transfer-config", "pp-size", "dcp-size", "attn-cp-size",
+    "pipeline-parallel-size", "decode-context-parallel-size", "prefill-context-parallel-size",
+    "tensor-parallel-size", "expert-parallel-size", "enable-attention-dp", "extra-engine-args")
 
 
 def is_disagg(data: object) -> bool:
@@ -46,14 +54,27 @@ class GroupKey:
     tp: int
     ep: int
     dp_attn: bool
+    pp: int = 1
+    dcp: int = 1
+    pcp: int = 1
 
     @classmethod
     def of(cls, w: Mapping) -> "GroupKey":
         return cls(int(w.get("num-worker", 1)), int(w.get("tp", 1)), int(w.get("ep", 1)),
-                   bool(w.get("dp-attn", False)))
+                   bool(w.get("dp-attn", False)), int(w.get("pp", 1) or 1), int(w.get("dcp-size", 1) or 1),
+                   int(w.get("pcp-size", 1) or 1))
+
+    @property
+    def gpus_per_worker(self) -> int:
+        """InferenceX's GPU count of one worker: tp x pp x pcp (dcp splits the tp ranks). With
+        attention DP and ep > tp (vLLM's DEP written `tp: 1, ep: 8`) the experts span ep / tp
+        data-parallel replicas of tp ranks: ep x pp x pcp."""
+        ranks = self.ep if self.dp_attn and self.ep > self.tp and self.ep % self.tp == 0 else self.tp
+        return ranks * self.pp * self.pcp
 
     def describe(self) -> str:
         return (f"{self.workers} worker(s) x tp{self.tp} ep{self.ep}"
+                + "".join(f" {n}{v}" for n, v in (("pp", self.pp), ("dcp", self.dcp), ("pcp", self.pcp)) if v > 1)
                 + (" dp-attn" if self.dp_attn else ""))
 
 
@@ -69,11 +90,11 @@ class Group:
 
     @property
     def gpus_per_worker(self) -> int:
-        return self.key.tp
+        return self.key.gpus_per_worker
 
     @property
     def gpus(self) -> int:
-        return self.key.workers * self.key.tp
+        return self.key.workers * self.key.gpus_per_worker
 
     @property
     def nodes(self) -> int:
@@ -81,7 +102,8 @@ class Group:
 
     def as_dict(self) -> dict:
         return {"num-worker": self.key.workers, "tp": self.key.tp, "ep": self.key.ep,
-                "dp-attn": self.key.dp_attn, "nodes-per-worker": self.nodes_per_worker,
+                "dp-attn": self.key.dp_attn, "pp": self.key.pp, "dcp-size": self.key.dcp,
+                "pcp-size": self.key.pcp, "nodes-per-worker": self.nodes_per_worker,
                 "gpus": self.gpus, "env": dict(self.env), "args": dict(self.args)}
 
 
@@ -106,6 +128,11 @@ class DisaggPoint:
         return (self.prefill, self.decode)
 
     @property
+    def aggregated(self) -> bool:
+        """InferenceX's aggregated multi-node point: decode num-worker 0, the prefill side serves."""
+        return self.decode.key.workers == 0
+
+    @property
     def gpus(self) -> int:
         """GPUs over all workers, prefill and decode (the tok/s/GPU denominator)."""
         return self.prefill.gpus + self.decode.gpus
@@ -123,11 +150,18 @@ class DisaggPoint:
                 "gpus": self.gpus, "nodes": self.nodes}
 
 
-def nodes_per_worker(tp: int, gpus_per_node: int) -> int | None:
-    """Whole nodes one worker of `tp` GPUs occupies, or None when it cannot fill nodes exactly."""
-    if tp % gpus_per_node == 0:
-        return tp // gpus_per_node
+def nodes_per_worker(gpus: int, gpus_per_node: int) -> int | None:
+    """Nodes one worker of `gpus` GPUs occupies: whole nodes, or 1 when it is a share of one node
+    (several such workers are packed on it); None when neither fits exactly."""
+    if gpus % gpus_per_node == 0:
+        return gpus // gpus_per_node
+    if gpus < gpus_per_node and gpus_per_node % gpus == 0:
+        return 1
     return None
+
+
+def fits(gpus: int, nodes: int, gpus_per_node: int) -> bool:
+    return nodes_per_worker(gpus, gpus_per_node) == nodes
 
 
 def points(recipe: Recipe) -> dict[str, dict]:
@@ -182,8 +216,16 @@ def _placement_problems(recipe: Recipe, name: str, shared: bool = True) -> list[
     return out
 
 
-def resolve_disagg(recipe: Recipe, prefill: Mapping, decode: Mapping, conc: list[int] | None = None) -> DisaggPoint:
-    """The point serving a row's prefill/decode groups, merged. InputError (located) when absent."""
+def offload_roles(offload: Mapping, decode: GroupKey) -> list[str]:
+    """Which side offloads KV: `workers:`, by default the prefill side (the aggregated workers too)."""
+    return list(offload.get("workers") or ["prefill"])
+
+
+def resolve_disagg(recipe: Recipe, prefill: Mapping, decode: Mapping, conc: list[int] | None = None,
+                   offload: bool = True) -> DisaggPoint:
+    """The point serving a row's prefill/decode groups, merged. InputError (located) when absent.
+    `offload`: whether the row offloads KV (an entry may mix points with and without; the recipe's
+    `kv-offload` says how it offloads when a point does)."""
     wanted = (GroupKey.of(prefill), GroupKey.of(decode))
     matches = [n for n, pt in points(recipe).items() if point_keys(pt) == wanted]
     if not matches:
@@ -199,14 +241,14 @@ def resolve_disagg(recipe: Recipe, prefill: Mapping, decode: Mapping, conc: list
     if problems:
         raise InputError(problems[0].message, findings=problems)
     serve = recipe.data.get("serve") or {}
-    offload = recipe.data.get("kv-offload")
+    offload = recipe.data.get("kv-offload") if offload else None
     groups = {}
     for role in ROLES:
         side = recipe.data.get(role) or {}
         ptside = pt.get(role) or {}
         env = merge_env(merge_env(serve.get("env"), side.get("env")), ptside.get("env"))
         args = merge_args(merge_args(serve.get("args"), side.get("args")), ptside.get("args"))
-        if isinstance(offload, dict) and role in (offload.get("workers") or ["prefill"]):
+        if isinstance(offload, dict) and role in offload_roles(offload, GroupKey.of(pt.get("decode") or {})):
             args = merge_args(args, offload.get("args"))
         groups[role] = Group(role, GroupKey.of(ptside), int(ptside.get("nodes", 1)), env, args)
     concs = [int(c) for c in (pt.get("conc") or [])]

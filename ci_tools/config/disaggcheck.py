@@ -6,10 +6,10 @@ located in the file that has to change. What is checked:
   version) of the kind its framework uses (dynamo-* -> dynamo, otherwise sglang-router);
 - kv-transfer equals the master's kv-p2p-transfer, KV offload matches kv-offloading/backend;
 - every master search-space entry has exactly one recipe point with the same prefill and decode
-  worker groups (num-worker, tp, ep, dp-attn) and the same concurrencies, and vice versa;
-- each worker fills whole nodes of the runner (nodes x gpus-per-node = tp), the point fits the
-  runner's node count, and the master asks for nothing the launcher cannot do (pp/dcp/pcp > 1,
-  decode num-worker 0).
+  worker groups (num-worker, tp, ep, dp-attn, pp, dcp-size, pcp-size) and the same concurrencies,
+  and vice versa (decode num-worker 0 is the aggregated point);
+- each worker fills whole nodes of the runner (nodes x gpus-per-node = tp x pp x pcp) or an equal
+  share of one node (`nodes: 1`), and the point fits the runner's node count.
 """
 
 from __future__ import annotations
@@ -101,19 +101,6 @@ def disagg_agrees(e, rec, hardware: Mapping | None) -> list[Finding]:
         by_key[key] = name
     matched = set()
     for path, ss, key, concs in ss_list:
-        for role in ROLES:
-            w = ss[role]
-            for extra in ("pp", "dcp-size", "pcp-size"):
-                if int(w.get(extra, 1)) != 1:
-                    out.append(e.doc.finding(e.at(*path, role, extra),
-                                             f"{e.key}: {role} {extra}: {w[extra]} is not supported by the "
-                                             "disaggregated launcher (SGLang workers with tp/ep/dp-attn only)",
-                                             f"use {extra}: 1, or leave this entry unplanned"))
-        if key[1].workers == 0:
-            out.append(e.doc.finding(e.at(*path, "decode", "num-worker"),
-                                     f"{e.key}: decode num-worker: 0 (aggregated multi-node) is not supported by "
-                                     "the disaggregated launcher", "give the decode side at least one worker"))
-            continue
         name = by_key.get(key)
         if name is None:
             out.append(e.doc.finding(e.at(*path), f"{e.key}: search-space entry ({describe(key)}) has no point in its "
@@ -127,17 +114,25 @@ def disagg_agrees(e, rec, hardware: Mapping | None) -> list[Finding]:
                                        f"point '{name}' lists conc {pt['conc']}, but master entry {e.key} runs "
                                        f"{concs} for it ({e.where(*path)})", f"set conc: {concs}"))
         if gpn:
-            total = 0
+            from ci_tools.config.disagg import nodes_per_worker
+
+            total, shared = 0, 0
             for role in ROLES:
                 g = pt[role]
-                if g["nodes"] * gpn != g["tp"]:
-                    need = f"nodes: {g['tp'] // gpn}" if g["tp"] % gpn == 0 else None
+                gpus = GroupKey.of(g).gpus_per_worker
+                need = nodes_per_worker(gpus, gpn)
+                if g["num-worker"] and need != g["nodes"]:
                     out.append(rec.doc.finding(("points", name, role, "nodes"),
-                                               f"point '{name}' {role}: a tp{g['tp']} worker on {g['nodes']} node(s) "
-                                               f"of {gpn} GPUs (runner {entry['runner']}) does not fill its nodes",
-                                               f"set {need}" if need else
-                                               f"tp must be a multiple of {gpn}: each worker holds whole nodes"))
-                total += g["num-worker"] * g["nodes"]
+                                               f"point '{name}' {role}: a worker of {gpus} GPUs on {g['nodes']} "
+                                               f"node(s) of {gpn} GPUs (runner {entry['runner']}) neither fills its "
+                                               "nodes nor is an equal share of one",
+                                               f"set nodes: {need}" if need else
+                                               f"a worker needs a multiple of {gpn} GPUs, or a divisor of it"))
+                if gpus >= gpn:
+                    total += g["num-worker"] * g["nodes"]
+                else:
+                    shared += g["num-worker"] * gpus
+            total += -(-shared // gpn)
             if nodes_max and total > nodes_max:
                 out.append(rec.doc.finding(("points", name),
                                            f"point '{name}' needs {total} nodes; runner {entry['runner']} has "

@@ -102,18 +102,24 @@ class ResolvedPoint:
     router: dict | None = None
     synthetic_acceptance: float | None = None
     engine_versions: tuple[str, ...] = ()
+    pp: int = 1
+    dcp: int = 1
+    pcp: int = 1
+    kv_offload: dict | None = None        # the recipe's `kv-offload` (backend, medium, args, env)
 
     @property
     def gpus(self) -> int:
-        """GPUs one single-node point occupies: TP ranks (DEP shares them between DP ranks)."""
-        return self.key.tp
+        """GPUs one single-node point occupies: TP x PP x PCP ranks (DEP shares them between DP ranks)."""
+        return self.key.tp * self.pp * self.pcp
 
     def as_dict(self) -> dict:
         return {"recipe": self.recipe_file, "point": self.name, "tp": self.key.tp, "ep": self.key.ep,
                 "dp-attn": self.key.dp_attn, "conc": self.key.conc, "engine": self.engine,
                 "engine-versions": list(self.engine_versions), "image": self.image, "model": self.model, "env": dict(self.env),
                 "args": dict(self.args), "router": self.router,
-                "synthetic-acceptance": self.synthetic_acceptance}
+                "synthetic-acceptance": self.synthetic_acceptance,
+                **{k: v for k, v in (("pp", self.pp), ("dcp-size", self.dcp), ("pcp-size", self.pcp)) if v > 1},
+                **({"kv-offload": self.kv_offload} if self.kv_offload else {})}
 
 
 def recipe_from_data(data: dict, file: str = "<recipe>") -> Recipe:
@@ -202,8 +208,11 @@ def resolve_point(recipe: Recipe, tp: int, ep: int, dp_attn: bool, conc: int) ->
     if problems:
         raise InputError(problems[0].message, findings=problems)
     router = pt.get("router", serve.get("router"))
+    offload = recipe.data.get("kv-offload")
     return ResolvedPoint(recipe_file=recipe.file, name=name, key=wanted, engine=recipe.engine,
                          image=recipe.image, model=recipe.model, env=env, args=args,
                          router=dict(router) if isinstance(router, dict) else None,
                          synthetic_acceptance=recipe.synthetic_acceptance,
-                         engine_versions=recipe.engine_versions)
+                         engine_versions=recipe.engine_versions, pp=int(pt.get("pp", 1)),
+                         dcp=int(pt.get("dcp-size", 1)), pcp=int(pt.get("pcp-size", 1)),
+                         kv_offload=dict(offload) if isinstance(offload, dict) else None)

@@ -10,6 +10,8 @@ module exposes the same small surface, all pure:
   topology_problems(spec)  why this engine cannot express the point's tp/ep/dp-attn (empty: it can)
   version_problems(versions)  why a recipe's `engine-versions` cannot be served (empty: it can)
   READY_PATHS              readiness probes, in order
+  worker(wspec) -> Command a prefill/decode/aggregated worker of a multi-node point (Dynamo or router-fronted)
+  RANK_WRAPPER             bash that appends a multi-node worker's node rank ($SLURM_NODEID) to its argv
   VERSION_ARGV             a command printing the installed engine version inside the image
 
 The argv is split in two (`Command.launcher` + `Command.args`) so the tests can hand exactly the part
@@ -41,6 +43,26 @@ class ServeSpec:
     dp_attn: bool
     args: Mapping[str, Any] = field(default_factory=dict)   # the recipe's merged engine args
     versions: tuple[str, ...] = ()                          # released CLIs the image must satisfy
+    pp: int = 1                                             # pipeline stages (GPUs = tp x pp x pcp)
+    dcp: int = 1                                            # decode context parallel (inside tp)
+    pcp: int = 1                                            # prefill context parallel
+    files_dir: str = ""                                     # where the runner writes files the command names
+    options: Mapping[str, Any] = field(default_factory=dict)  # engine options that only a file can carry
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """One worker of a multi-node point: a prefill, decode or aggregated server behind a frontend."""
+
+    serve: ServeSpec
+    role: str                 # prefill | decode | aggregated
+    transfer: str = ""        # the KV transfer backend between prefill and decode (the master's kv-p2p-transfer)
+    dynamo: bool = False      # a Dynamo worker (python3 -m dynamo.<engine>) registering with dynamo.frontend
+    bootstrap_port: int = 0   # prefill: where decode workers fetch KV from (SGLang)
+    nnodes: int = 1           # nodes this one worker spans
+    dist_addr: str = ""       # host:port of its first node, where its ranks meet (nnodes > 1)
+    name: str = "worker"      # the worker's name (file names in the job directory)
+    router_fronted: bool = False  # behind the SGLang router (which sends the client's warmup through)
 
 
 @dataclass(frozen=True)
@@ -48,6 +70,7 @@ class Command:
     launcher: tuple[str, ...]
     args: tuple[str, ...]
     parser: str               # which parser checks `args` (an engine or router name)
+    files: tuple[tuple[str, str], ...] = ()   # (path, text) the runner writes before starting it
 
     @property
     def argv(self) -> list[str]:
@@ -71,6 +94,12 @@ def render_args(args: Mapping[str, Any]) -> list[str]:
         else:
             out.append(str(value))
     return out
+
+
+def parallel_args(spec: ServeSpec, pp: str, dcp: str, pcp: str) -> list[str]:
+    """Pipeline and context parallel sizes above 1, in the engine's flag names."""
+    return [a for flag, size in ((pp, spec.pp), (dcp, spec.dcp), (pcp, spec.pcp)) if size > 1
+            for a in (flag, str(size))]
 
 
 def version_key(version: str) -> tuple[int, ...]:

@@ -60,6 +60,7 @@ class TeamUnreadable(GitHubError):
 # against this in the tests. Used to say which permission a 403 is missing; the docs list it per job.
 ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/commits/{commit_sha}/pulls"): "pull-requests: read",
+    ("GET", "/repos/{owner}/{repo}/pulls"): "pull-requests: read",
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"): "pull-requests: read",
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files"): "pull-requests: read",
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}"): "pull-requests: read",
@@ -373,6 +374,11 @@ class GitHub:
             self.log.sleeps.append(wait)
             self._sleep(wait)
         return []
+
+    def open_pull_numbers(self, base: str) -> list[int]:
+        """The numbers of the open PRs into `base`, oldest first (every page)."""
+        return [int(p["number"]) for p in self._list(self._r("/pulls"), {"state": "open", "base": base,
+                                                                           "sort": "created", "direction": "asc"})]
 
     def pull(self, number: int) -> dict:
         key = f"pull:{number}"

@@ -16,7 +16,7 @@ from typing import Any
 from ci_tools.errors import InputError
 from ci_tools.prbot.models import Comment, PullRequest, WorkflowRun, run_from_json
 
-SUPPORTED = ("pull_request", "issue_comment", "pull_request_review", "workflow_run", "push",
+SUPPORTED = ("pull_request", "pull_request_target", "issue_comment", "pull_request_review", "workflow_run", "push",
              "repository_dispatch")
 
 
@@ -135,7 +135,7 @@ def parse_event(data: Any, name: str | None = None, file: str = "<event>") -> Ev
     repo = data.get("repository", {}).get("full_name", "") if isinstance(data.get("repository"), dict) else ""
     sender = data.get("sender", {}).get("login", "") if isinstance(data.get("sender"), dict) else ""
     common = dict(name=name, action=str(data.get("action") or ""), repo=repo, sender=sender)
-    if name == "pull_request":
+    if name in ("pull_request", "pull_request_target"):   # the same payload; the name says which token ran
         return Event(**common, pull_request=pull_request_from(r.obj(data, "pull_request", "$"), "$.pull_request", r),
                      before=str(data.get("before") or ""), after=str(data.get("after") or ""))
     if name == "pull_request_review":

@@ -154,15 +154,18 @@ PIN_A_SWEEP = ("Nothing is pinned. Pin a sweep run of this PR: its id is the num
                "(`.../actions/runs/<run_id>`); or comment `/use` to reuse the newest eligible one.")
 
 
-def use_accepted(author: str, pinned: int | None, run, refused: str | None, label_problem: str | None) -> str:
-    """The reply to an accepted `/use`: what is pinned, and what would happen at merge as things stand."""
+def use_accepted(author: str, pinned: int | None, run, refused: str | None, label_problem: str | None,
+                 notes: tuple[str, ...] = ()) -> str:
+    """The reply to an accepted `/use`: what is pinned, and what would happen at merge as things stand
+    (`notes`: which commit the run measured and that it still matches, optional jobs that failed)."""
     what = f"run {pinned} is pinned for reuse at merge" if pinned is not None else \
         "the newest eligible full-sweep run will be reused at merge"
     if run is not None:
         now = (f"[Run {run.id}]({run.html_url}) (commit `{run.head_sha[:12]}`) is usable as things stand."
                if pinned is not None else
                f"As of now that is [run {run.id}]({run.html_url}) (commit `{run.head_sha[:12]}`).")
-        effect = now + " New pushes will not start sweeps unless they change benchmark inputs."
+        effect = now + "".join(f" {n[0].upper()}{n[1:]}." for n in notes) + \
+            " New pushes will not start sweeps unless they change benchmark inputs."
     else:
         effect = f"**As things stand reuse would be refused at merge:** {refused}"
     if label_problem:

@@ -42,6 +42,8 @@ class Settings:
     # the GitHub Pages site the sweep reports are published to (results/pages.py), when the
     # repository enables it; empty: the card links the run's report artifact
     report_site: str = ""
+    # fetch PR commits the checkout lacks from origin by SHA (the reuse inputs check; set in workflows)
+    fetch_commits: bool = False
     _policy: Policy | None = None
 
     @classmethod
@@ -54,7 +56,8 @@ class Settings:
                    staging_site=env.get("CI_TOOLS_STAGING_SITE") or STAGING_SITE,
                    results_repo=env.get("CI_TOOLS_RESULTS_REPO") or RESULTS_REPO,
                    card_settle=float(env.get("CI_TOOLS_CARD_SETTLE") or SETTLE_S),
-                   report_site=env.get("CI_TOOLS_REPORT_SITE") or "")
+                   report_site=env.get("CI_TOOLS_REPORT_SITE") or "",
+                   fetch_commits=(env.get("CI_TOOLS_FETCH_COMMITS") or "") in ("1", "true"))
 
     @property
     def policy(self) -> Policy:
@@ -72,6 +75,7 @@ class Result:
     outputs: dict[str, str] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
     exit_code: int = 0
+    verdict: str = ""      # what the job summary heads the messages with (a sign-off rejected at exit 0)
 
 
 class Lazy:

@@ -5,22 +5,31 @@ from __future__ import annotations
 import json
 
 from ci_tools.errors import Finding
+from ci_tools.render import markdown as md
 
 FORMATS = ("text", "json", "github")
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", "<br>")
 
 
 def summary_markdown(title: str, verdict: str, findings: list[Finding]) -> str:
     """The job-summary section of a gate: its verdict and every finding (annotations stop at 10)."""
-    lines = [f"### {title}: {verdict}", ""]
-    if findings:
-        lines += ["| where | | what | how to fix |", "|---|---|---|---|"]
-        lines += [f"| `{_cell(f.location())}` | {f.severity} | {_cell(f.message)} | {_cell(f.hint)} |" for f in findings]
-        lines.append("")
-    return "\n".join(lines) + "\n"
+    return "\n".join([f"### {title}: {verdict}", "", *findings_table(findings)]) + "\n"
+
+
+def findings_table(findings: list[Finding]) -> list[str]:
+    """Every finding as the rows of one Markdown table (and an empty line), or nothing."""
+    if not findings:
+        return []
+    rows, blocks = [], []
+    for f in findings:
+        hint, block = f.hint, None
+        if "\n" in hint:          # a suggested file fragment (YAML): verbatim below the table, not in a cell
+            hint, block = hint.split("\n", 1)
+            hint = (hint + " " if hint else "") + "(below)"
+            blocks += [f"`{md.cell(f.location())}`:", "", md.fenced(block, "yaml"), ""]
+        rows.append(f"| `{md.cell(f.location())}` | {f.severity} | {md.cell(f.message)} | {md.cell(hint)} |")
+    return ["| where | | what | how to fix |", "|---|---|---|---|", *rows, "", *blocks]
 
 
 def render(findings: list[Finding], fmt: str, extra: dict | None = None) -> str:

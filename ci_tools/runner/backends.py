@@ -9,7 +9,11 @@ exactly what carries it, never every container on the host (InferenceX's `docker
 
 Slurm: the job's allocation is submitted with `sbatch --parsable`, which prints the job id; the
 engine and the router run as steps of that job (`srun --jobid=<id> --overlap`), so the runner finds
-its own job by id, never by name (a stale job of the same name may still be completing).
+its own job by id, never by name (a stale job of the same name may still be completing). The image is
+imported once per job, not once per step: a first step runs `enroot import` into a squashfs file of
+the runner's squash directory under a file lock (`image_import`), skipped when an earlier job left that
+file; every container step then names the file (`--container-image=/path/x.sqsh`). Without it pyxis
+imported `repo@sha256:` anew in every step: 2 to 5 imports of a 20-30 GB image per job.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ RUNNER_KEY = "ci-tools.runner"         # ... and the runner that started it (cra
 LABEL_ENV = "CI_TOOLS_JOB"             # environment of every process the job starts
 RUNNER_ENV = "CI_TOOLS_RUNNER"
 HF_CACHE_MOUNT = "/hf_hub_cache"       # the runner's Hugging Face hub cache inside the container
+SQUASH_DIR = "/mnt/squash"             # default of --squash-dir: enroot images, shared by the jobs of a cluster
 SERVER_JOBID = "{server_jobid}"
 SERVER_NODE = "{server_node}"         # the node's NodeName, as squeue prints it
 SERVER_ADDR = "{server_addr}"         # its NodeAddr (scontrol show node): where the runner reaches it
@@ -48,6 +53,7 @@ class Host:
     exclusive: bool = True
     time_limit_s: float | None = None      # Slurm --time of the allocation (from the row's budget)
     stop_grace_s: float = 10.0             # docker --stop-timeout, SIGTERM grace of every process
+    squash_dir: str = SQUASH_DIR           # slurm: where the job's image is imported (every node sees it)
 
 
 @dataclass
@@ -140,12 +146,44 @@ def _sbatch(plan: JobPlan, host: Host) -> list[str]:
     return argv + ["--output=/dev/null", "--wrap", "exec sleep infinity"]
 
 
+def squash_file(image: str, squash_dir: str) -> str:
+    """The image's squashfs in the squash directory: one file per reference (per digest when pinned)."""
+    ref = image_for_slurm(image)
+    return f"{squash_dir.rstrip('/') or '/'}/{re.sub(r'[^A-Za-z0-9._-]+', '+', ref)}.sqsh"
+
+
+def import_script(image: str, sqsh: str, wait_s: float) -> str:
+    """sh text importing IMAGE into SQSH once: under `flock` on SQSH.lock (so concurrent jobs and the
+    nodes of one job import it once), skipped when SQSH exists; written as SQSH.part and renamed when
+    complete, so a killed import never leaves a file that looks whole (no `unsquashfs -l` check needed)."""
+    wait = max(1, math.ceil(wait_s))
+    ref = image_for_slurm(image)
+    return "\n".join([
+        "set -e",
+        f"f={shlex.quote(sqsh)}",
+        'mkdir -p "${f%/*}"',
+        'exec 9>>"$f.lock"',
+        f'flock -w {wait} 9 || {{ echo "no lock on $f.lock within {wait} s: another import holds it" >&2; exit 75; }}',
+        'if [ -s "$f" ]; then echo "$(hostname): $f is already imported"; exit 0; fi',
+        'rm -f "$f.part"',
+        f'echo "$(hostname): importing {ref} into $f"',
+        f'enroot import --output "$f.part" {shlex.quote("docker://" + ref)}',
+        'mv -f "$f.part" "$f"',
+    ])
+
+
+def image_import(image: str, squash_dir: str, wait_s: float, prefix: list[str]) -> Launch:
+    """The job's one import of its image (see import_script), run by `prefix` (an srun step)."""
+    sqsh = squash_file(image, squash_dir)
+    return Launch("image", prefix + ["sh", "-c", import_script(image, sqsh, wait_s)], {}, [], names.IMAGE_IMPORT_LOG)
+
+
 def _slurm(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:
     argv = ["srun", f"--jobid={SERVER_JOBID}", "--overlap", "--nodes=1", "--ntasks=1"]
     if proc.role != "server":
         # the router shares the engine's node (it reaches the engine on 127.0.0.1) but no GPU
         argv.append("--gres=none")
-    argv += [f"--container-image={image_for_slurm(plan.image)}",
+    argv += [f"--container-image={squash_file(plan.image, host.squash_dir)}",
              f"--container-mounts={settings.model_store}:{MODELS_MOUNT}:ro,{settings.hf_cache}:{HF_CACHE_MOUNT}",
              "--container-remap-root", "--no-container-mount-home"]
     env = {**proc.env, "HF_HUB_CACHE": HF_CACHE_MOUNT} if proc.role == "server" else dict(proc.env)
@@ -204,6 +242,12 @@ def _on_node(backend: str) -> list[str]:
     return ["srun", f"--jobid={SERVER_JOBID}", "--overlap", "--nodes=1", "--ntasks=1"] if backend == "slurm" else []
 
 
+def slurm_image_import(plan: JobPlan, settings: Settings, host: Host) -> Launch:
+    """The single-node job's image import, a step of its allocation (no GPU) before the engine starts."""
+    prefix = ["srun", f"--jobid={SERVER_JOBID}", "--overlap", "--nodes=1", "--ntasks=1", "--gres=none"]
+    return image_import(plan.image, host.squash_dir, settings.ready_timeout_s, prefix)
+
+
 def model_path(plan: JobPlan, settings: Settings) -> str:
     return f"{settings.model_store}/{plan.served_model}"
 
@@ -223,6 +267,12 @@ def gpu_sampler(plan: JobPlan, backend: str, host: Host) -> Launch:
 
 def ready_urls(plan: JobPlan, backend: str, settings: Settings) -> list[str]:
     return [_remote(u, settings, backend) for u in plan.ready_urls]
+
+
+def image_import_lines(lc: Launch, image: str) -> list[str]:
+    """--dry-run lines of the image import: the step, then its script line by line."""
+    return [f"# image {image_for_slurm(image)}: imported once (log: {lc.log}), then every step runs the file: "
+            f"{shlex.join(lc.argv[:-1])} '...'"] + [f"#   {line}" for line in lc.argv[-1].splitlines()]
 
 
 def render_dry_run(plan: JobPlan, backend: str, settings: Settings, host: Host | None = None) -> str:
@@ -246,6 +296,8 @@ def render_dry_run(plan: JobPlan, backend: str, settings: Settings, host: Host |
             check = node_check(plan, backend, settings)
             lines.append(f"# node check (GPUs, model {model_path(plan, settings)}, disk of {settings.hf_cache}): "
                          f"{shlex.join(check.argv[:-1])} '...'")
+            if backend == "slurm":
+                lines += image_import_lines(slurm_image_import(plan, settings, host), plan.image)
             lines.append(f"# GPU telemetry (log: {names.GPU_TELEMETRY_CSV}): "
                          f"{shlex.join(gpu_sampler(plan, backend, host).argv)}")
         lines.append(f"# {launch.role} (log: {launch.log})")

@@ -27,11 +27,13 @@ from ci_tools.config.recipe import render_args
 from ci_tools.errors import InputError
 from ci_tools.sweep.buckets import profile_of
 from ci_tools import names
-from ci_tools.engines import ServeSpec, routers, sglang
+from ci_tools import engines
+from ci_tools.engines import ServeSpec, WorkerSpec, routers
 from ci_tools.runner import budget as bud
-from ci_tools.runner.backends import HF_CACHE_MOUNT, RUNNER_KEY, job_id
+from ci_tools.runner.backends import (HF_CACHE_MOUNT, RUNNER_KEY, SQUASH_DIR, Launch, image_import, image_import_lines,
+                                      job_id, squash_file)
 from ci_tools.runner.plan import (AGENTIC, AIPERF_TIMEOUTS_ENV, MODELS_MOUNT, SIM_ACC_ENV, SIM_ACC_LEN, Settings,
-                                  client_argv, image_for_slurm, image_problems, run_shape)
+                                  client_argv, image_problems, run_shape)
 
 WORKER_PORT_BASE = 30000
 PORT_STRIDE = 10            # per worker: http, +1 bootstrap, +2 dist-init, +3 dynamo system (health)
@@ -41,6 +43,7 @@ PORT_STRIDE = 10            # per worker: http, +1 bootstrap, +2 dist-init, +3 d
 # benchmark.yml's timeout (ci_tools/runner/budget.py).
 FIXED_SEQ_CLIENT_S = 1800.0
 NODE_PLACEHOLDER = "node{}"  # dry-run: the i-th node of the allocation
+MIN_READY_S = 3600.0         # the least readiness a multi-node row's clients may leave it
 
 
 @dataclass
@@ -57,6 +60,7 @@ class SlurmSettings:
     worker_port_base: int = WORKER_PORT_BASE
     label: str = ""                        # the job's label: allocation name, process marks (cleanup.py)
     runner: str = ""
+    squash_dir: str = SQUASH_DIR           # the image's one import per job (backends.image_import)
 
     @classmethod
     def from_hardware(cls, hardware: dict, **kw) -> "SlurmSettings":
@@ -69,7 +73,7 @@ class SlurmSettings:
 
 @dataclass
 class Worker:
-    role: str
+    role: str                # prefill | decode | aggregated (the prefill side of decode num-worker 0)
     index: int
     group: Group
     argv: list[str]          # the engine command; multi-node workers get --node-rank per task
@@ -77,6 +81,8 @@ class Worker:
     port: int
     health_port: int
     dist_port: int
+    files: tuple[tuple[str, str], ...] = ()   # (path, text) the engine command reads (written before start)
+    command: "engines.Command | None" = None  # launcher + what the engine's own parser sees
 
     @property
     def name(self) -> str:
@@ -94,6 +100,10 @@ class Client:
     env: dict[str, str]
     subdir: str              # "" when the row has one concurrency (the single-node layout)
     result_filename: str
+    # what the client must leave in its directory (AIPerf's exports; an eval client's driver writes
+    # its own manifest and exits non-zero on a missing input)
+    expects: tuple[str, ...] = (f"{names.AIPERF_DIR}/{names.PROFILE_JSONL}", f"{names.AIPERF_DIR}/{names.PROFILE_JSON}")
+    what: str = "AIPerf"
 
     @property
     def log(self) -> str:
@@ -121,6 +131,8 @@ class MultiNodePlan:
     frontend_port: int
     client_s: float                      # each concurrency's client limit
     budget: bud.Budget
+    layout: dict[str, list[int]] = field(default_factory=dict)   # worker -> indexes of its nodes
+    evals: dict | None = None            # eval rows: ci_tools.evals.policy.eval_spec (the harness runs)
 
     @property
     def gpus(self) -> int:
@@ -128,7 +140,11 @@ class MultiNodePlan:
 
     @property
     def nodes(self) -> int:
-        return self.point.nodes
+        return 1 + max((i for idx in self.layout.values() for i in idx), default=0)
+
+    @property
+    def files(self) -> list[tuple[str, str]]:
+        return [f for w in self.workers for f in w.files]
 
     def topology(self, placement: dict[str, list[str]] | None = None) -> dict:
         """The worker topology as result.json.point and job.json record it."""
@@ -138,6 +154,10 @@ class MultiNodePlan:
         for g in self.point.groups:
             out[g.role] = {"num-worker": g.key.workers, "tp": g.key.tp, "ep": g.key.ep, "dp-attn": g.key.dp_attn,
                            "nodes-per-worker": g.nodes_per_worker, "gpus": g.gpus}
+            out[g.role].update({k: v for k, v in (("pp", g.key.pp), ("dcp-size", g.key.dcp),
+                                                  ("pcp-size", g.key.pcp)) if v > 1})
+        if self.point.aggregated:
+            out["aggregated"] = True
         if self.point.kv_offload:
             out["kv-offload"] = {k: self.point.kv_offload[k] for k in ("backend", "medium")}
         if placement:
@@ -157,6 +177,7 @@ class MultiNodePlan:
             "commands": {w.name: {"argv": w.argv, "env": w.env, "log": w.log} for w in self.workers}
             | {"frontend": {"argv": self.frontend_argv, "env": self.frontend_env, "log": names.ROUTER_LOG}}
             | {f"client-c{c.conc}": {"argv": c.argv, "env": c.env, "log": c.log} for c in self.clients},
+            **({"evals": self.evals} if self.evals is not None else {}),
         }
 
     def point_for(self, client: Client | None, placement: dict[str, list[str]] | None = None) -> dict:
@@ -177,13 +198,8 @@ def check_row(row: dict) -> list[str]:
     for key in ("prefill", "decode", "conc", "image", "model"):
         if key not in row:
             problems.append(f"the row has no `{key}`")
-    for role in ("prefill", "decode"):
-        w = row.get(role) or {}
-        for extra in ("pp", "dcp-size", "pcp-size"):
-            if int(w.get(extra, 1)) != 1:
-                problems.append(f"{role} `{extra}: {w[extra]}` is not supported by the disaggregated launcher")
-    if int((row.get("decode") or {}).get("num-worker", 1)) == 0:
-        problems.append("decode num-worker 0 (aggregated multi-node) is not supported by the disaggregated launcher")
+    if int((row.get("prefill") or {}).get("num-worker", 1)) < 1:
+        problems.append("prefill num-worker must be at least 1 (decode num-worker 0 is the aggregated point)")
     scenario = row.get("scenario-type", "fixed-seq-len")
     if scenario != AGENTIC and ("isl" not in row or "osl" not in row):
         problems.append("fixed-sequence rows need `isl` and `osl`")
@@ -207,47 +223,63 @@ def result_filename(row: dict, point: DisaggPoint, concs: list[int], runner_name
     return names._finish(base, row, runner_name)
 
 
-def _hicache_args(point: DisaggPoint, group: Group, row: dict, gpus_per_node: int) -> dict:
-    """--hicache-size per rank from the row's per-node DRAM budget (total-cpu-dram-gb)."""
+def offload_share(point: DisaggPoint, group: Group, row: dict, gpus_per_node: int) -> tuple[int, int] | None:
+    """(GB of host DRAM one worker may use on each of its nodes, its ranks on a node) from the row's
+    per-node budget (total-cpu-dram-gb), when this side offloads KV; None when it does not."""
+    from ci_tools.config.disagg import offload_roles
+
     off = point.kv_offload
-    if not off or group.role not in (off.get("workers") or ["prefill"]):
-        return {}
+    if not off or group.role not in offload_roles(off, point.decode.key):
+        return None
     budget = int(row.get("total-cpu-dram-gb") or 0)
     if budget <= 0:
         raise InputError("the row offloads KV to DRAM but has no total-cpu-dram-gb budget; plan it with "
                          "`ci-tools plan` (it sizes the budget from runners.yaml)")
-    ranks_on_node = min(group.key.tp, gpus_per_node)
-    return {"hicache-size": budget // ranks_on_node}
+    ranks_on_node = min(group.gpus_per_worker, gpus_per_node)
+    # workers smaller than a node share its DRAM in proportion to their GPUs
+    return budget * ranks_on_node // gpus_per_node, ranks_on_node
+
+
+def dynamo_runtime_args(namespace: str) -> list[str]:
+    """Every Dynamo worker's runtime options: file discovery on the job directory (shared by every
+    node), TCP requests, ZMQ events: no etcd/NATS."""
+    return ["--namespace", namespace, "--discovery-backend", "file", "--request-plane", "tcp", "--event-plane", "zmq"]
+
+
+def worker_spec(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_per_node: int,
+                out_dir: str) -> WorkerSpec:
+    g = worker.group
+    k = g.key
+    args = dict(g.args)
+    options: dict = {}
+    share = offload_share(point, g, row, gpus_per_node)
+    plugin = engines.engine(point.engine)
+    if share is not None and hasattr(plugin, "offload"):
+        more_args, options = plugin.offload(str(point.kv_offload.get("backend")), share[0], share[1])
+        args.update(more_args)
+    spec = ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=worker.port,
+                     tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args=args, versions=point.engine_versions, pp=k.pp,
+                     dcp=k.dcp, pcp=k.pcp, files_dir=out_dir, options=options)
+    kind = point.frontend.get("kind")
+    return WorkerSpec(spec, "aggregated" if point.aggregated else g.role, point.kv_transfer, kind == "dynamo",
+                      worker.port + 1, g.nodes_per_worker if g.gpus_per_worker >= gpus_per_node else 1,
+                      f"{{{worker.name}_node0}}:{worker.dist_port}", worker.name,
+                      router_fronted=kind == "sglang-router")
+
+
+def worker_command(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_per_node: int,
+                   namespace: str, out_dir: str = ".") -> engines.Command:
+    """The engine command of one worker, from the engine plug-in (Dynamo's runtime options first)."""
+    ws = worker_spec(point, worker, model, row, gpus_per_node, out_dir)
+    cmd = engines.engine(point.engine).worker(ws)
+    if ws.dynamo:
+        cmd = replace(cmd, args=(*dynamo_runtime_args(namespace), *cmd.args))
+    return cmd
 
 
 def worker_argv(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_per_node: int,
-                namespace: str) -> list[str]:
-    """The engine command of one worker (SGLang disaggregation flags; dynamo.sglang for Dynamo)."""
-    g = worker.group
-    k = g.key
-    kind = point.frontend.get("kind")
-    module = "dynamo.sglang" if kind == "dynamo" else "sglang.launch_server"
-    argv = ["python3", "-m", module]
-    if kind == "dynamo":
-        # file discovery on the job directory (shared by every node), TCP requests, ZMQ events: no etcd/NATS
-        argv += ["--namespace", namespace, "--discovery-backend", "file", "--request-plane", "tcp",
-                 "--event-plane", "zmq"]
-    spec = ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=worker.port,
-                     tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, versions=point.engine_versions)
-    argv += ["--model-path", spec.model_path, "--served-model-name", model, "--host", spec.host,
-             "--port", str(spec.port), *sglang.topology_args(spec)]   # the engine plug-in's spelling
-    argv += ["--disaggregation-mode", g.role, "--disaggregation-transfer-backend", point.kv_transfer]
-    if g.role == "prefill":
-        argv += ["--disaggregation-bootstrap-port", str(worker.port + 1)]
-    if kind == "sglang-router":
-        # as srt-slurm does: a PD worker's own warmup (fake-bootstrap requests to every DP rank, up to
-        # 1800 s in SGLang 0.5.2x) only delays readiness; AIPerf's warmup requests go through the router
-        argv.append("--skip-server-warmup")
-    if g.nodes_per_worker > 1:
-        argv += ["--nnodes", str(g.nodes_per_worker), "--dist-init-addr", f"{{{worker.name}_node0}}:{worker.dist_port}"]
-    args = dict(g.args)
-    args.update(_hicache_args(point, g, row, gpus_per_node))
-    return argv + render_args(args)
+                namespace: str, out_dir: str = ".") -> list[str]:
+    return worker_command(point, worker, model, row, gpus_per_node, namespace, out_dir).argv
 
 
 def frontend_argv(plan_point: DisaggPoint, port: int, workers: list[Worker], namespace: str) -> list[str]:
@@ -259,11 +291,16 @@ def frontend_argv(plan_point: DisaggPoint, port: int, workers: list[Worker], nam
     else:
         rel = routers.release(fe.get("name"), fe.get("version"))
         # the engine plug-ins' version guard: the router that runs is the release the master declares
-        argv = ["python3", "-c", routers.GUARD, rel.dist, rel.version, rel.module,
-                "--host", "0.0.0.0", "--port", str(port), "--pd-disaggregation"]
-        for w in workers:
-            url = f"http://{{{w.name}_node0}}:{w.port}"
-            argv += ["--prefill", url, str(w.port + 1)] if w.role == "prefill" else ["--decode", url]
+        argv = ["python3", "-c", routers.GUARD, rel.dist, rel.version, rel.module, "--host", "0.0.0.0",
+                "--port", str(port)]
+        if plan_point.aggregated:
+            # aggregated workers serve whole requests: plain routing over their URLs
+            argv += ["--worker-urls", *[f"http://{{{w.name}_node0}}:{w.port}" for w in workers]]
+        else:
+            argv.append("--pd-disaggregation")
+            for w in workers:
+                url = f"http://{{{w.name}_node0}}:{w.port}"
+                argv += ["--prefill", url, str(w.port + 1)] if w.role == "prefill" else ["--decode", url]
     return argv + render_args(fe.get("args") or {})
 
 
@@ -289,11 +326,21 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
                                                                         str(point.frontend.get("version"))):
         problems.append(f"the row's router {router.get('name')} {router.get('version')} differs from the recipe's "
                         f"frontend {point.frontend.get('name')} {point.frontend.get('version')}")
-    problems += sglang.version_problems(point.engine_versions)
-    for g in point.groups:
-        spec = ServeSpec("", "", "", 0, tp=g.key.tp, ep=g.key.ep, dp_attn=g.key.dp_attn)
-        problems += [f"{g.role}: {p}" for p in sglang.topology_problems(spec)]
+    plugin = engines.engine(point.engine)
+    if plugin is None or not hasattr(plugin, "worker"):
+        raise InputError(f"{point.recipe_file}: engine {point.engine!r} has no multi-node worker in ci-tools "
+                         "(known: sglang, vllm, trtllm)")
+    problems += plugin.version_problems(point.engine_versions)
     fe = point.frontend
+    for g in point.groups:
+        if g.key.workers == 0:
+            continue
+        spec = ServeSpec("", "", "", 0, tp=g.key.tp, ep=g.key.ep, dp_attn=g.key.dp_attn, pp=g.key.pp,
+                         dcp=g.key.dcp, pcp=g.key.pcp)
+        problems += [f"{g.role}: {p}" for p in plugin.topology_problems(spec)]
+        ws = WorkerSpec(spec, "aggregated" if point.aggregated else g.role, point.kv_transfer,
+                        fe.get("kind") == "dynamo")
+        problems += [f"{g.role}: {p}" for p in getattr(plugin, "worker_problems", lambda _w: [])(ws)]
     if fe.get("kind") == "sglang-router" and routers.release(fe.get("name"), fe.get("version")) is None:
         problems.append(f"frontend {fe.get('name')} {fe.get('version')} is not a router release ci-tools knows "
                         f"(known: {routers.known()}); add it to ci_tools/engines/routers.py")
@@ -301,10 +348,12 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
         problems.append(f"runner {row.get('runner')!r} has no gpus-per-node in runners.yaml: workers cannot be "
                         "placed on nodes")
     else:
+        from ci_tools.config.disagg import fits
+
         for g in point.groups:
-            if g.nodes_per_worker * gpus_per_node != g.key.tp:
-                problems.append(f"{g.role} workers are tp{g.key.tp} on {g.nodes_per_worker} node(s) of "
-                                f"{gpus_per_node} GPUs: each worker must fill whole nodes")
+            if g.key.workers and not fits(g.gpus_per_worker, g.nodes_per_worker, gpus_per_node):
+                problems.append(f"{g.role} workers need {g.gpus_per_worker} GPUs on {g.nodes_per_worker} node(s) of "
+                                f"{gpus_per_node} GPUs: a worker fills whole nodes, or an equal share of one node")
     if problems:
         raise InputError("; ".join(problems))
 
@@ -326,7 +375,7 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
     for g in point.groups:
         for i in range(g.key.workers):
             port = slurm.worker_port_base + PORT_STRIDE * index
-            w = Worker(g.role, i, g, [], {}, port, port + 3, port + 2)
+            w = Worker("aggregated" if point.aggregated else g.role, i, g, [], {}, port, port + 3, port + 2)
             env = dict(g.env) | env_extra | {"HF_HUB_CACHE": HF_CACHE_MOUNT}
             if point.frontend.get("kind") == "dynamo":
                 env |= {"DYN_FILE_KV": f"{out_dir}/{names.DYNAMO_STORE}", "DYN_SYSTEM_PORT": str(w.health_port)}
@@ -335,12 +384,20 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
                 w.argv = [a.format(port=port, model=model, role=g.role, bootstrap=port + 1)
                           for a in shlex.split(settings.server_cmd)]
             else:
-                w.argv = worker_argv(point, w, model, row, gpus_per_node or 1, namespace)
+                cmd = worker_command(point, w, model, row, gpus_per_node or 1, namespace, out_dir)
+                w.argv, w.files, w.command = cmd.argv, cmd.files, cmd
+                share = offload_share(point, g, row, gpus_per_node or 1)
+                if share and not any(engines.engine(point.engine).offload(str(point.kv_offload["backend"]), *share)):
+                    # a backend the plug-in does not size is configured by the recipe's kv-offload env/args,
+                    # with InferenceX's documented variable for the budget
+                    w.env = {**w.env, **{str(k): str(v) for k, v in (point.kv_offload.get("env") or {}).items()},
+                             "TOTAL_CPU_DRAM_GB": str(share[0])}
             workers.append(w)
             index += 1
     fport = settings.port
     if slurm.router_cmd:
-        urls = {role: [f"http://{{{w.name}_node0}}:{w.port}" for w in workers if w.role == role]
+        urls = {role: [f"http://{{{w.name}_node0}}:{w.port}" for w in workers
+                       if w.role == role or (role == "prefill" and w.role == "aggregated")]
                 for role in ("prefill", "decode")}
         fargv = []
         for word in shlex.split(slurm.router_cmd):
@@ -359,7 +416,16 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
         rel = routers.release(point.frontend.get("name"), point.frontend.get("version"))
         header = rel.routing_key_header if rel else None
     clients = []
-    if not run_eval:
+    evals = None
+    if run_eval:
+        from ci_tools.runner.plan import _eval_plan
+
+        # the eval harness against the frontend, as a single-node eval row runs it against its server;
+        # `runner evals --base-url` puts the frontend's real address into the planned harness commands
+        evals = _eval_plan(row, model, base_url, [], settings, out_dir)
+        clients.append(Client(0, [settings.ci_tools, "runner", "evals", out_dir, "--base-url", base_url], {}, "", rf,
+                              expects=(), what="the eval harness"))
+    else:
         for c in concs:
             sub = f"conc{c}" if len(concs) > 1 else ""
             cdir = f"{out_dir}/{sub}" if sub else out_dir
@@ -369,8 +435,17 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
                                             "HF_HUB_CACHE": settings.hf_cache, **AIPERF_TIMEOUTS_ENV},
                                   sub, result_filename(row, point, [c], settings.runner_name)))
     client_s = slurm.client_timeout_s or (bud.client_timeout(duration) if duration else FIXED_SEQ_CLIENT_S)
+    if run_eval and not slurm.client_timeout_s and settings.evals is not None:
+        client_s = float(settings.evals.timeout_s)
     budget = bud.job_budget(duration, queue_s=slurm.queue_timeout_s, ready_s=settings.ready_timeout_s,
                             client_s=client_s * max(1, len(clients)))
+    left = bud.JOB_TIMEOUT_MINUTES * 60 - bud.OTHER_STEPS_S - budget.queue_s - budget.client_s - budget.stop_s
+    if budget.problems() and left >= MIN_READY_S and settings.ready_timeout_s <= bud.READY_TIMEOUT_S:
+        # a row of many concurrencies runs them all in one allocation (as InferenceX does, whose whole
+        # srt-slurm job has 4 h): readiness gives up what the clients need, down to MIN_READY_S (a
+        # readiness asked for beyond the default is the operator's and is not cut)
+        settings = replace(settings, ready_timeout_s=float(math.floor(left)))
+        budget = replace(budget, ready_s=settings.ready_timeout_s)
     problems = budget.problems()
     minutes = bud_minutes(budget.allocation_s)
     if slurm.max_time_minutes and minutes > int(slurm.max_time_minutes):
@@ -383,21 +458,37 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
                          frontend_argv=fargv, frontend_env=fenv, clients=clients, duration_s=duration,
                          run_eval=run_eval, served_model=model, image=point.image, settings=settings, slurm=slurm,
                          gpus_per_node=gpus_per_node or 0, alloc_time_min=minutes, frontend_port=fport,
-                         client_s=client_s, budget=budget)
+                         client_s=client_s, budget=budget, layout=layout(workers, gpus_per_node or 1), evals=evals)
+
+
+def layout(workers: list[Worker], gpus_per_node: int) -> dict[str, list[int]]:
+    """Worker -> the indexes of its nodes, in order: a worker of whole nodes gets its own; workers
+    smaller than a node are packed onto shared nodes (Slurm gives each step its own GPUs there)."""
+    out: dict[str, list[int]] = {}
+    nxt = 0
+    shared: tuple[int, int] | None = None     # (node index, GPUs still free on it)
+    for w in workers:
+        need = w.group.gpus_per_worker
+        if need >= gpus_per_node:
+            out[w.name] = list(range(nxt, nxt + w.group.nodes_per_worker))
+            nxt += w.group.nodes_per_worker
+            continue
+        if shared is None or shared[1] < need:
+            shared = (nxt, gpus_per_node)
+            nxt += 1
+        out[w.name] = [shared[0]]
+        shared = (shared[0], shared[1] - need)
+    return out
 
 
 # ---- placement and the Slurm commands -------------------------------------------------------------
 
 
 def place(plan: MultiNodePlan, nodes: list[str]) -> dict[str, list[str]]:
-    """Worker name -> its nodes, in allocation order; `frontend` -> the first node."""
+    """Worker name -> its nodes, in allocation order (`layout`); `frontend` -> the first node."""
     if len(nodes) < plan.nodes:
         raise InputError(f"the allocation has {len(nodes)} node(s); the point needs {plan.nodes}")
-    out: dict[str, list[str]] = {}
-    i = 0
-    for w in plan.workers:
-        out[w.name] = nodes[i:i + w.group.nodes_per_worker]
-        i += w.group.nodes_per_worker
+    out: dict[str, list[str]] = {w.name: [nodes[i] for i in plan.layout[w.name]] for w in plan.workers}
     out["frontend"] = [nodes[0]]
     return out
 
@@ -445,11 +536,20 @@ def alloc_argv(plan: MultiNodePlan) -> list[str]:
 def _container(plan: MultiNodePlan, env: dict[str, str], out_dir: str) -> list[str]:
     s = plan.settings
     mounts = f"{s.model_store}:{MODELS_MOUNT}:ro,{s.hf_cache}:{HF_CACHE_MOUNT},{out_dir}:{out_dir}"
-    argv = [f"--container-image={image_for_slurm(plan.image)}", f"--container-mounts={mounts}",
+    argv = [f"--container-image={squash_file(plan.image, plan.slurm.squash_dir)}", f"--container-mounts={mounts}",
             "--container-remap-root", "--no-container-mount-home"]
     if env:
         argv.append(f"--container-env={','.join(env)}")
     return argv
+
+
+def import_step(plan: MultiNodePlan, jobid: str, nodes: list[str]) -> Launch:
+    """The image import, one task on every node: on a shared squash directory the first takes the lock and
+    imports and the others find the file; on node-local ones each node imports once (for later jobs too)."""
+    n = len(nodes)
+    prefix = ["srun", f"--jobid={jobid}", "--job-name=image", "--overlap", f"--nodelist={','.join(nodes)}",
+              f"--nodes={n}", f"--ntasks={n}", "--ntasks-per-node=1", "--gres=none"]
+    return image_import(plan.image, plan.slurm.squash_dir, plan.settings.ready_timeout_s, prefix)
 
 
 def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]], out_dir: str,
@@ -458,14 +558,21 @@ def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]
     for w in plan.workers:
         nodes = placement[w.name]
         k = len(nodes)
+        per_node = w.group.gpus_per_worker // k
+        wrapper = getattr(engines.engine(plan.point.engine), "RANK_WRAPPER", None)
+        mpi = k > 1 and wrapper is None and not plan.settings.server_cmd
+        tasks = per_node if mpi else 1      # MPI engines (TensorRT-LLM): one rank per GPU
         argv = ["srun", f"--jobid={jobid}", f"--job-name={w.name}", f"--nodelist={','.join(nodes)}",
-                f"--nodes={k}", f"--ntasks={k}", "--ntasks-per-node=1",
-                f"--gpus-per-node={w.group.key.tp // k}", "--kill-on-bad-exit=1", "--label" if k > 1 else ""]
+                f"--nodes={k}", f"--ntasks={k * tasks}", f"--ntasks-per-node={tasks}",
+                f"--gpus-per-node={per_node}", "--kill-on-bad-exit=1", "--label" if k > 1 else "",
+                "--mpi=pmix" if mpi else ""]
         argv = [a for a in argv if a] + _container(plan, w.env, out_dir)
         engine = [fill(a, placement, addresses) for a in w.argv]
-        if k > 1:
-            # one task per node; each passes its step-relative node index as SGLang's --node-rank
-            engine = ["bash", "-c", 'exec "$@" --node-rank "$SLURM_NODEID"', "bash", *engine]
+        if mpi:
+            engine = [*engines.trtllm.MPI_LAUNCHER, *engine]
+        elif k > 1:
+            # one task per node; each passes its step-relative node index as the engine's node rank
+            engine = ["bash", "-c", wrapper or 'exec "$@" --node-rank "$SLURM_NODEID"', "bash", *engine]
         steps.append(Step(w.name, argv + engine, dict(w.env), w.log))
     fe = placement["frontend"]
     # the frontend shares the first node with prefill-0 (--overlap) and uses no GPU
@@ -501,6 +608,8 @@ def ready_checks(plan: MultiNodePlan, placement: dict[str, list[str]],
     out.append(ReadyCheck("frontend", f"{fe}/health"))
     if dynamo:
         out.append(ReadyCheck("frontend", f"{fe}/v1/models", ("model", plan.served_model)))
+    elif plan.point.aggregated:
+        out.append(ReadyCheck("frontend", f"{fe}/workers", ("healthy", len(plan.workers))))
     else:
         out.append(ReadyCheck("frontend", f"{fe}/workers", ("workers", plan.point.prefill.key.workers,
                                                           plan.point.decode.key.workers)))
@@ -522,12 +631,14 @@ def registered(expect: tuple, body: str) -> bool:
     if expect[0] == "model":
         models = data.get("data")
         return isinstance(models, list) and any(isinstance(m, dict) and m.get("id") == expect[1] for m in models)
-    if expect[0] == "workers":
+    if expect[0] in ("workers", "healthy"):
         workers = data.get("workers")
         if not isinstance(workers, list):
             return False
         healthy = [w for w in workers if isinstance(w, dict) and w.get("is_healthy") is True]
         kinds = [w.get("worker_type") for w in healthy]
+        if expect[0] == "healthy":
+            return len(healthy) >= expect[1]
         return kinds.count("prefill") >= expect[1] and kinds.count("decode") >= expect[2]
     return False
 
@@ -537,14 +648,14 @@ def describe_check(c: ReadyCheck) -> str:
         return c.url
     if c.expect[0] == "model":
         return f"{c.url} (lists {c.expect[1]})"
+    if c.expect[0] == "healthy":
+        return f"{c.url} ({c.expect[1]} worker(s) healthy)"
     return f"{c.url} ({c.expect[1]} prefill + {c.expect[2]} decode healthy)"
 
 
 def client_commands(plan: MultiNodePlan, placement: dict[str, list[str]],
                     addresses: dict[str, str] | None = None) -> list[Client]:
-    return [Client(c.conc, [fill(a, placement, addresses) for a in c.argv], dict(c.env), c.subdir,
-                   c.result_filename)
-            for c in plan.clients]
+    return [replace(c, argv=[fill(a, placement, addresses) for a in c.argv], env=dict(c.env)) for c in plan.clients]
 
 
 def _shell(argv: list[str], env: dict[str, str] | None = None, width: int = 100) -> str:
@@ -565,7 +676,8 @@ def render_dry_run(plan: MultiNodePlan, out_dir: str) -> str:
              f"frontend {pt.frontend.get('kind')} ({pt.frontend.get('name')} {pt.frontend.get('version')}), "
              f"backend slurm",
              f"# scenario {plan.scenario}" + (f", duration {plan.duration_s:g} s" if plan.duration_s else "")
-             + f", concurrencies {' '.join(str(c.conc) for c in plan.clients) or '(none: eval run)'}"
+             + (f", eval concurrencies {' '.join(str(c) for c in plan.evals['concurrencies'])}" if plan.evals
+                else f", concurrencies {' '.join(str(c.conc) for c in plan.clients)}")
              + (", eval run: no synthetic acceptance, no throughput client" if plan.run_eval else ""),
              "# node<i> is the i-th node of the allocation (`scontrol show hostnames`); placement: "
              + ", ".join(f"{k} on {'+'.join(v)}" for k, v in placement.items()),
@@ -574,13 +686,15 @@ def render_dry_run(plan: MultiNodePlan, out_dir: str) -> str:
              _shell(alloc_argv(plan)),
              "# then: squeue --noheader --format=%N --jobs=J  ->  scontrol show hostnames <list>; "
              "each node's NodeAddr (scontrol show node) is where it is reached"]
+    lines += [""] + image_import_lines(import_step(plan, "J", nodes), plan.image)
     for step in worker_steps(plan, "J", placement, out_dir):
         lines += ["", f"# {step.name} (log: {step.log})", _shell(step.argv, step.env)]
     lines += ["", "# readiness, in order (deadline "
               f"{plan.settings.ready_timeout_s:g} s): "
               + " then ".join(describe_check(c) for c in ready_checks(plan, placement))]
     for c in client_commands(plan, placement):
-        lines += ["", f"# client conc {c.conc} (log: {c.log})", _shell(c.argv, c.env)]
+        what = f"client conc {c.conc}" if not plan.evals else f"{c.what}, against the frontend"
+        lines += ["", f"# {what} (log: {c.log})", _shell(c.argv, c.env)]
     lines += ["", "# cleanup on success, failure, timeout and cancel: every step ends with the allocation",
               f"# stop: scancel J  (and, if salloc never printed J: scancel --name={job_name(plan)})"]
     return "\n".join(lines) + "\n"

@@ -35,6 +35,7 @@ class RunRequest:
     lm_eval_bin: str = "lm_eval"
     model_store: str = "/mnt/models"
     hf_cache: str = "/mnt/hf_hub_cache"
+    squash_dir: str = "/mnt/squash"
     tokenizer: str | None = None
     dataset: str | None = None
     server_cmd: str | None = None
@@ -196,7 +197,7 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
     from ci_tools.config.recipe import resolve_point
     from ci_tools.runner import nodecheck
     from ci_tools.runner.backends import (Host, gpu_sampler, job_id, launches, model_path, node_check, ready_urls,
-                                          render_dry_run, slurm_minutes)
+                                          render_dry_run, slurm_image_import, slurm_minutes)
     from ci_tools.runner.budget import job_budget
     from ci_tools.runner.plan import AGENTX_DATASET, Settings, build_plan
 
@@ -234,8 +235,9 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
                          "row on a larger runner")
     host = Host(label=job_id(plan, str(out_abs)), runner=req.runner_name, gpu_devices=devices,
                 partition=slurm.get("partition"), account=slurm.get("account"),
-                exclusive=bool(slurm.get("exclusive", True)), time_limit_s=budget.allocation_s)
-    text = render_dry_run(plan, backend, settings, host)
+                exclusive=bool(slurm.get("exclusive", True)), time_limit_s=budget.allocation_s,
+                squash_dir=req.squash_dir)
+    text = render_dry_run(plan, backend, settings, host) + files_text(plan.files)
 
     def run() -> None:
         from ci_tools.runner.job import run_job
@@ -244,6 +246,7 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
         (out_abs / names.JOB_JSON).write_text(json.dumps({**plan.job_json(), "label": host.label}, indent=2) + "\n",
                                                encoding="utf-8")
         (out_abs / names.COMMANDS_TXT).write_text(text, encoding="utf-8")
+        write_engine_files(plan.files)
         if plan.evals is not None:
             outputs, client_name = (f"{names.EVAL_DIR}/{names.EVAL_MANIFEST}",), "the eval harness"
         else:
@@ -254,6 +257,7 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
         check = None if req.skip_node_check else (node_check(plan, backend, settings), judge)
         run_job(launches(plan, backend, settings, host), out_abs, ready_urls(plan, backend, settings),
                 check=check, sampler=None if req.no_telemetry else gpu_sampler(plan, backend, host),
+                image=slurm_image_import(plan, settings, host) if backend == "slurm" else None,
                 ready_timeout_s=req.ready_timeout, client_timeout_s=budget.client_s,
                 queue_timeout_s=req.queue_timeout, client_outputs=outputs, client_name=client_name,
                 label=host.label, runner=req.runner_name)
@@ -278,25 +282,28 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
                          f"runner); got --backend {req.backend}")
     concs = row.get("conc")
     concs = [int(c) for c in concs] if isinstance(concs, list) else ([int(concs)] if concs is not None else None)
-    point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs)
+    point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs,
+                               (row.get("kv-offloading") or "none") != "none")
     settings = Settings(model_store=req.model_store, hf_cache=req.hf_cache, aiperf_bin=req.aiperf_bin,
                         tokenizer=req.tokenizer, dataset=req.dataset or AGENTX_DATASET, server_cmd=req.server_cmd,
                         port=port, ready_timeout_s=req.ready_timeout, runner_name=req.runner_name,
-                        duration_override_s=req.duration_override)
+                        duration_override_s=req.duration_override, lm_eval_bin=req.lm_eval_bin,
+                        root=str(req.root.resolve()), evals=eval_policy(row, req.root))
     out_abs = req.out if req.dry_run else req.out.resolve()
     gpn = int(hardware["gpus-per-node"]) if hardware.get("gpus-per-node") else None
     slurm = SlurmSettings.from_hardware(hardware, queue_timeout_s=req.queue_timeout,
                                         client_timeout_s=req.client_timeout, router_cmd=req.router_cmd,
-                                        worker_port_base=worker_port, runner=req.runner_name or "")
+                                        worker_port_base=worker_port, runner=req.runner_name or "",
+                                        squash_dir=req.squash_dir)
     plan = build_multinode_plan(row, point, settings, str(out_abs), gpn, slurm)
-    text = render_dry_run(plan, str(out_abs))
+    text = render_dry_run(plan, str(out_abs)) + files_text(plan.files)
     rf = plan.clients[0].result_filename if len(plan.clients) == 1 else plan.result_filename
 
     def run() -> None:
         from ci_tools.runner.multinode import run_multinode
 
-        if plan.run_eval:
-            raise UsageError("eval rows are not run by `runner run` (use --dry-run to see the launch)")
+        out_abs.mkdir(parents=True, exist_ok=True)
+        write_engine_files(plan.files)
         if point.frontend.get("kind") == "dynamo":
             (out_abs / names.DYNAMO_STORE).mkdir(parents=True, exist_ok=True)
         run_multinode(plan, out_abs, text)
@@ -304,6 +311,22 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
     return PreparedJob(commands=text, outputs=names.github_outputs(rf, str(req.out)),
                        result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,
                        stopped="the allocation and every step of this job were stopped", run=run)
+
+
+def files_text(files: list[tuple[str, str]]) -> str:
+    """The dry-run's view of the files the engine commands read (written into the job directory)."""
+    out = ""
+    for path, text in files:
+        out += f"\n# file {path} (written before the engine starts)\n" + "".join(f"#   {line}\n" for line in
+                                                                              text.splitlines())
+    return out
+
+
+def write_engine_files(files: list[tuple[str, str]]) -> None:
+    """The files engine commands name (TensorRT-LLM's LLM-API options), into the job directory."""
+    for path, text in files:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
 
 
 @dataclass

@@ -25,9 +25,9 @@ from typing import Callable
 from ci_tools import names
 from ci_tools.runner import early
 from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV, describe_node
-from ci_tools.runner.disagg import (MultiNodePlan, alloc_argv, client_commands, job_name, place, ready_checks,
-                                    registered, worker_steps)
-from ci_tools.runner.job import JobFailed, node_addresses, tail_file
+from ci_tools.runner.disagg import (MultiNodePlan, alloc_argv, client_commands, import_step, job_name, place,
+                                    ready_checks, registered, worker_steps)
+from ci_tools.runner.job import JobFailed, import_image, node_addresses, tail_file
 from ci_tools.runner.ready import NotReady, Probe, wait_ready
 
 GRANTED = re.compile(r"Granted job allocation (\d+)")
@@ -174,6 +174,7 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
     out.mkdir(parents=True, exist_ok=True)
     status: dict = {"ok": False, "phase": "allocate", "reason": "", "exit_code": 1}
     procs: list[_Proc] = []
+    imports: list = []          # job.Running of the image import while it runs
     seen: dict = {}
     previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
 
@@ -198,6 +199,11 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
         status["addresses"] = addresses
         say("placement: " + ", ".join(f"{k} on {'+'.join(v)}" for k, v in placement.items()))
         write_job_files(plan, out, placement, commands_text)
+        status["phase"] = "image"
+        start = time.monotonic()
+        # its time counts against readiness (`start` is the readiness clock's start too)
+        import_image(import_step(plan, jobid, nodes), out, MARKS, plan.settings.ready_timeout_s, imports, say, poll_s)
+        status["image_import_s"] = round(time.monotonic() - start, 1)
         status["phase"] = "start"
         steps = worker_steps(plan, jobid, placement, str(out), addresses)
         for step in steps:
@@ -213,7 +219,6 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
             return None
 
         status["phase"] = "ready"
-        start = time.monotonic()
         for check in ready_checks(plan, placement, addresses):
             owner = next(p for p in services if p.name == check.step)
             left = plan.settings.ready_timeout_s - (time.monotonic() - start)
@@ -241,12 +246,11 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
                 code = crun.popen.poll()
                 if code is not None:
                     if code != 0:
-                        raise JobFailed("client", f"AIPerf (conc {c.conc}) exited with code {code}",
+                        raise JobFailed("client", f"{c.what} (conc {c.conc}) exited with code {code}",
                                         tail_file(crun.log))
-                    missing = [n for n in (names.PROFILE_JSONL, names.PROFILE_JSON)
-                               if not (cdir / names.AIPERF_DIR / n).is_file()]
+                    missing = [n for n in c.expects if not (cdir / n).is_file()]
                     if missing:
-                        raise JobFailed("client", f"AIPerf (conc {c.conc}) exited 0 but did not write "
+                        raise JobFailed("client", f"{c.what} (conc {c.conc}) exited 0 but did not write "
                                         f"{', '.join(missing)}", tail_file(crun.log))
                     break
                 who = dead()
@@ -273,8 +277,11 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
     finally:
         for s in previous:
             signal.signal(s, signal.SIG_IGN)
+        if seen.get("jobid"):   # granted, or still queued when the job ended (salloc's "Pending job allocation")
+            status["slurm_job_id"] = seen["jobid"]
         try:
             _cancel(seen.get("jobid"), plan, say)  # ends every step of the allocation, on every node
+            procs += [_Proc("image", r.popen, r.log_path) for r in imports]
             for p in reversed(procs + ([seen["salloc"]] if "salloc" in seen else [])):
                 _stop(p)
             shutil.rmtree(out / names.AIPERF_TMP, ignore_errors=True)

@@ -8,8 +8,9 @@ Row keys read (everything else in the row is ignored):
   precision, framework, exp-name, spec-decoding   result file name and job.json
   runner          runners.yaml label: GPUs per node
   tp, ep, dp-attn, conc      the point to resolve in the recipe
-  pp, dcp-size, pcp-size     must be 1 when present (single-node recipes only)
-  kv-offloading   must be `none` when present
+  pp, dcp-size, pcp-size     must equal the recipe point's (default 1)
+  kv-offloading, kv-offload-backend, total-cpu-dram-gb   DRAM KV offload: the recipe's `kv-offload`
+                  must name the same backend; the runner sizes it from the per-node budget
   scenario-type   `agentic-coding` -> AIPerf AgentX replay; otherwise fixed sequence (isl, osl)
   isl, osl        fixed-sequence rows only
   duration        AgentX benchmark duration in seconds (default 3600)
@@ -111,6 +112,11 @@ class JobPlan:
     def proc(self, role: str) -> Proc | None:
         return next((p for p in self.procs if p.role == role), None)
 
+    @property
+    def files(self) -> list[tuple[str, str]]:
+        """(path, text) the commands read, written into the job directory before they start."""
+        return [f for p in self.procs if p.command is not None for f in p.command.files]
+
     def job_json(self) -> dict:
         """What results/collectors need to know about the job (written to job.json)."""
         pt = self.point
@@ -145,11 +151,6 @@ def check_row(row: dict) -> list[str]:
             problems.append(f"the row has no `{key}`")
     if "prefill" in row or "decode" in row:
         problems.append("multi-node rows (prefill/decode) are not run by `runner run`; use the multi-node launcher")
-    for key in ("pp", "dcp-size", "pcp-size"):
-        if key in row and int(row[key]) != 1:
-            problems.append(f"`{key}: {row[key]}` is not supported by single-node recipes (must be 1)")
-    if row.get("kv-offloading", "none") not in ("none", None):
-        problems.append(f"`kv-offloading: {row['kv-offloading']}` is not supported by this recipe runner")
     if isinstance(row.get("conc"), list):
         problems.append("`conc` must be one integer per job (multi-node rows carry lists)")
     scenario = row.get("scenario-type", "fixed-seq-len")
@@ -169,20 +170,24 @@ def image_for_slurm(image: str) -> str:
     return image
 
 
-def serve_spec(point: ResolvedPoint, model: str, port: int) -> engines.ServeSpec:
+def serve_spec(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
+               row: dict | None = None) -> engines.ServeSpec:
     k = point.key
+    args, options, _ = offload_args(point, row or {})
     return engines.ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=port,
-                             tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args=dict(point.args),
-                             versions=point.engine_versions)
+                             tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args={**dict(point.args), **args},
+                             versions=point.engine_versions, pp=point.pp, dcp=point.dcp, pcp=point.pcp,
+                             files_dir=out_dir, options=options)
 
 
-def engine_command(point: ResolvedPoint, model: str, port: int) -> engines.Command:
+def engine_command(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
+                   row: dict | None = None) -> engines.Command:
     """The engine plug-in's server command for the point (ci_tools/engines/<engine>.py)."""
     plugin = engines.engine(point.engine)
     if plugin is None:
         raise InputError(f"{point.recipe_file}: engine {point.engine!r} has no ci-tools plug-in "
                          f"(known: {', '.join(engines.ENGINE_NAMES)})")
-    return plugin.server(serve_spec(point, model, port))
+    return plugin.server(serve_spec(point, model, port, out_dir, row))
 
 
 def engine_argv(point: ResolvedPoint, model: str, settings: Settings, port: int) -> list[str]:
@@ -268,8 +273,49 @@ def run_shape(row: dict, settings: Settings) -> tuple[str, bool, bool, float | N
     return scenario, run_eval, fast, duration
 
 
+def point_problems(row: dict, point: ResolvedPoint) -> list[str]:
+    """The row's parallelism beyond tp/ep/dp-attn and its KV offload must be the point's."""
+    problems = []
+    for key, have in (("pp", point.pp), ("dcp-size", point.dcp), ("pcp-size", point.pcp)):
+        want = int(row.get(key, 1) or 1)
+        if want != have:
+            problems.append(f"the row's `{key}: {want}` differs from {point.recipe_file} point {point.name}'s "
+                            f"({have}); set `{key}: {want}` on the point")
+    kv = row.get("kv-offloading") or "none"
+    off = point.kv_offload      # how the recipe offloads when a row does (an entry may mix both kinds)
+    if kv != "none":
+        backend = (row.get("kv-offload-backend") or {}).get("name")
+        if not off:
+            problems.append(f"the row offloads KV ({kv}, {backend}), but {point.recipe_file} has no `kv-offload`; "
+                            f"add kv-offload: {{backend: {backend}, medium: {kv}}}")
+        elif (off.get("medium"), off.get("backend")) != (kv, backend):
+            problems.append(f"the row offloads KV to {kv} with {backend}, but {point.recipe_file}'s kv-offload is "
+                            f"{off.get('medium')}/{off.get('backend')}; make them the same")
+        elif int(row.get("total-cpu-dram-gb") or 0) <= 0:
+            problems.append("the row offloads KV to DRAM but has no total-cpu-dram-gb budget; plan it with "
+                            "`ci-tools plan` (it sizes the budget from runners.yaml)")
+    return problems
+
+
+def offload_args(point: ResolvedPoint, row: dict) -> tuple[dict, dict, dict]:
+    """(engine args, engine file options, env) of the point's KV offload, sized from the row's budget."""
+    off = point.kv_offload
+    if not off or (row.get("kv-offloading") or "none") == "none":
+        return {}, {}, {}
+    budget = int(row.get("total-cpu-dram-gb") or 0)
+    plugin = engines.engine(point.engine)
+    args, options = plugin.offload(str(off.get("backend")), budget, point.gpus) if hasattr(plugin, "offload") \
+        else ({}, {})
+    env = {str(k): str(v) for k, v in (off.get("env") or {}).items()}
+    if not args and not options:
+        # a backend the plug-in does not size is configured by the recipe's kv-offload env/args, with
+        # InferenceX's documented variable for the budget
+        env["TOTAL_CPU_DRAM_GB"] = str(budget)
+    return {**dict(off.get("args") or {}), **args}, options, env
+
+
 def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str) -> JobPlan:
-    problems = check_row(row) + image_problems(row, point.image)
+    problems = check_row(row) + image_problems(row, point.image) + point_problems(row, point)
     scenario, run_eval, fast, duration = run_shape(row, settings)
     plugin = engines.engine(point.engine)
     if plugin is None:
@@ -296,14 +342,14 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     model = str(row["model"])
     dep = point.router is not None
     engine_port = settings.worker_port if dep else settings.port
-    env = dict(point.env)
+    env = {**dict(point.env), **offload_args(point, row)[2]}
     removed: list[str] = []
     if run_eval:
         env, removed = split_simulated_acceptance(env)
     elif point.synthetic_acceptance is not None:
         env[SIM_ACC_LEN] = f"{point.synthetic_acceptance:g}"
         env.update(SIM_ACC_ENV)
-    command = engine_command(point, model, engine_port)
+    command = engine_command(point, model, engine_port, out_dir, row)
     if settings.server_cmd:
         argv = [a.format(port=engine_port, model=model) for a in shlex.split(settings.server_cmd)]
         command = None

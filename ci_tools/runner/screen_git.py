@@ -3,9 +3,12 @@
 `plan` decides from git objects only, never the working tree: the recipes the selected master entries
 name are read at the same head as the masters, then `servable.screen_for` decides (pure).
 
-A repository with no recipes/ folder at all (InferenceX's own layout, whose runners serve rows with
-their own launch scripts, not `ci-tools runner run`) is planned without the check: there is no
-ci-tools runner whose verdict would mean anything there.
+A repository whose sweeps ci-tools runs (it has its policy file, inferencex-e2e/ci-policy.yaml) hands
+every approved row to `runner run`, which serves a row from its entry's recipe only: there a row
+without a recipe is refused here, with the fix, even when there is no recipes/ folder at all (it was
+approved and then refused on the GPU). A bare InferenceX checkout (no policy file, no recipes/, its
+rows served by its own launch scripts, never by `ci-tools runner run`) is planned without the check:
+no ci-tools runner's verdict would mean anything there.
 """
 
 from __future__ import annotations
@@ -45,11 +48,11 @@ def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict
 
 def screen_at(git, head: str, masters) -> object | None:
     """`plan_sweep(screen=...)` for the head's masters (a `sweep.plan.Masters`); None for a repository
-    that has no recipes/ folder at `head`."""
+    that has neither a recipes/ folder nor the policy file at `head`."""
     from ci_tools import names
     from ci_tools.runner.servable import screen_for
 
-    if not git.ls_files(head, names.RECIPES_DIR):
+    if not git.ls_files(head, names.RECIPES_DIR) and git.show(head, names.POLICY) is None:
         return None
 
     return screen_for(masters.entries, recipes_at(git, head, masters.entries), masters.hardware, evals_at(git, head))

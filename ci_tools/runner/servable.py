@@ -8,11 +8,12 @@ below that `runner run` cannot see from one row (the master entry has no recipe)
 Two kinds of refusal:
 - the change is wrong (no recipe, no such point, image differs, engine or router unknown...): the
   author fixes it; `plan` and `config validate` fail;
-- the row is of a kind ci-tools does not run yet (`pending=True`): multi-node eval rows. Each such
-  kind is one named rule in PENDING_RULES, owned by the issue building that runner; delete the rule
-  when the runner lands. (Single-node eval rows run the eval harness, issue 13: they are decided like
-  any row, with the policy's `evals:` section in the context.) `plan` withholds such rows from the GPU matrices and lists them, without
-  failing the sweep of the rows that do run.
+- the row is of a kind ci-tools does not run yet (`pending=True`). Each such kind is one named rule
+  in PENDING_RULES, owned by the issue building that runner; delete the rule when the runner lands.
+  `plan` withholds such rows from the GPU matrices and lists them, without failing the sweep of the
+  rows that do run. There is none today: eval rows, single- and multi-node, run the eval harness
+  against the server or the frontend (issues 13 and 22), decided like any row with the policy's
+  `evals:` section in the context.
 
 Multi-node disaggregated rows (prefill/decode) are decided by the multi-node planner
 (`ci_tools.runner.disagg`, issue 14), exactly as `runner run` resolves them.
@@ -56,18 +57,10 @@ class Context:
 
 
 # ---- rows ci-tools does not run yet (one rule each; remove a rule when its runner lands) -----------
+# A rule takes the row and returns (message, fix) when it withholds the row. None are left: the last
+# one, multi-node eval rows, went when the multi-node runner ran the eval harness (issue 22).
 
-def multinode_eval_rows_not_runnable_yet(row: Mapping[str, Any]) -> tuple[str, str] | None:
-    """Single-node eval rows run the eval harness (issue 13); the multi-node runner has none yet."""
-    if (row.get("eval-only") or row.get("run-eval")) and (row.get("prefill") is not None or row.get("decode") is not None):
-        return ("multi-node eval rows are not runnable yet: the multi-node runner starts no eval harness, so the "
-                "row would fail its GPU job", "nothing in this change; single-node eval rows of the entry run "
-                "the eval harness, multi-node ones once the multi-node runner runs it")
-    return None
-
-
-PENDING_RULES: tuple[Callable[[Mapping[str, Any]], tuple[str, str] | None], ...] = (
-    multinode_eval_rows_not_runnable_yet,)
+PENDING_RULES: tuple[Callable[[Mapping[str, Any]], tuple[str, str] | None], ...] = ()
 
 
 # ---- the decision ---------------------------------------------------------------------------------
@@ -108,6 +101,11 @@ def refusals(row: Mapping[str, Any], ctx: Context) -> list[Refusal]:
     if plugin is None:
         return refuse("unknown-engine", f"recipe {recipe.file} uses engine {recipe.engine!r}, which has no ci-tools "
                       "plug-in", "use sglang, vllm or trtllm, or add a plug-in in ci_tools/engines/")
+    from ci_tools.evals.policy import is_eval_row
+
+    if is_eval_row(row) and ctx.evals is None:
+        return refuse("no-eval-policy", "it is an eval row and the policy file has no `evals:` section, so no "
+                      "harness or task is known", "add evals: (suites, harnesses) to inferencex-e2e/ci-policy.yaml")
     if row.get("prefill") is not None or row.get("decode") is not None:
         _multinode(row, ctx, refuse)
         return out
@@ -120,12 +118,8 @@ def refusals(row: Mapping[str, Any], ctx: Context) -> list[Refusal]:
     except InputError as exc:
         hint = exc.findings[0].hint if exc.findings and exc.findings[0].hint else ""
         return refuse("no-recipe-point", str(exc), f"add the point to {recipe.file}" + (f" ({hint})" if hint else ""))
-    from ci_tools.evals.policy import is_eval_row
     from ci_tools.runner.plan import Settings, build_plan
 
-    if is_eval_row(row) and ctx.evals is None:
-        return refuse("no-eval-policy", "it is an eval row and the policy file has no `evals:` section, so no "
-                      "harness or task is known", "add evals: (suites, harnesses) to inferencex-e2e/ci-policy.yaml")
     try:
         build_plan(dict(row), point, Settings(gpus_per_node=ctx.gpus_per_node, evals=ctx.evals), "out")
     except InputError as exc:
@@ -149,8 +143,9 @@ def _multinode(row: Mapping[str, Any], ctx: Context, refuse) -> None:
     concs = row.get("conc")
     concs = [int(c) for c in concs] if isinstance(concs, list) else ([int(concs)] if concs is not None else None)
     try:
-        point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs)
-        build_multinode_plan(dict(row), point, Settings(), "out", ctx.gpus_per_node)
+        point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs,
+                               (row.get("kv-offloading") or "none") != "none")
+        build_multinode_plan(dict(row), point, Settings(evals=ctx.evals), "out", ctx.gpus_per_node)
     except InputError as exc:
         refuse("multinode-runner", f"`runner run` would refuse the row: {exc}", "fix the master entry or its "
                "disaggregated recipe as the message says")
@@ -174,4 +169,4 @@ def screen_for(entries: Mapping[str, Mapping[str, Any]], recipes: Mapping[str, R
     return screen
 
 
-__all__ = ["Context", "PENDING_RULES", "Refusal", "multinode_eval_rows_not_runnable_yet", "refusals", "screen_for"]
+__all__ = ["Context", "PENDING_RULES", "Refusal", "refusals", "screen_for"]

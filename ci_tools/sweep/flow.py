@@ -118,7 +118,7 @@ def plan(req: PlanRequest) -> Outcome:
     from ci_tools.gitio import Git
     from ci_tools.sweep.gate import decide, settle
     from ci_tools.sweep.inputs import changelog_inputs, policy_at
-    from ci_tools.sweep.plan import after_canary, plan_sweep
+    from ci_tools.sweep.plan import after_canary, plan_sweep, refused_change
 
     if req.passed and not req.after_canary:
         raise UsageError("--passed-family only makes sense with --after-canary")
@@ -144,18 +144,25 @@ def plan(req: PlanRequest) -> Outcome:
         base_ref = git.merge_base(base_ref, head_ref)
     decision = decide(event, policy)
     entries, head_masters, base_masters, screen = [], None, None, None
-    if decision.sweep and not decision.error:
-        # the image allowlist of the head's own policy file (the shipped default names none of yours)
-        images = (policy.images, f"{names.POLICY} at {head_ref}") if policy.images is not None and not source.default \
-            else None
-        entries, head_masters, base_masters = changelog_inputs(git, base_ref, head_ref, req.changelog,
-                                                               list(req.masters), req.runners, images)
-        decision = settle(decision, bool(entries))
-    if head_masters is not None:
-        from ci_tools.runner.screen_git import screen_at
+    notes = _notes(note, policy.unknown_note(event.labels))
+    try:
+        if decision.sweep and not decision.error:
+            # the image allowlist of the head's own policy file (the shipped default names none of yours)
+            images = (policy.images, f"{names.POLICY} at {head_ref}") if policy.images is not None \
+                and not source.default else None
+            entries, head_masters, base_masters = changelog_inputs(git, base_ref, head_ref, req.changelog,
+                                                                   list(req.masters), req.runners, images)
+            decision = settle(decision, bool(entries))
+        if head_masters is not None:
+            from ci_tools.runner.screen_git import screen_at
 
-        screen = screen_at(git, head_ref, head_masters)      # rows no runner serves are refused here
-    result = plan_sweep(decision, entries, head_masters, policy, base=base_masters, screen=screen)
+            screen = screen_at(git, head_ref, head_masters)      # rows no runner serves are refused here
+        result = plan_sweep(decision, entries, head_masters, policy, base=base_masters, screen=screen)
+    except InputError as exc:
+        if exc.exit_code != 1:
+            raise
+        # the change itself is refused: a verdict like any other, which every format shows in full
+        return Outcome(plan=refused_change(decision, exc.findings, exc.message), notes=notes)
     released = ()
     if req.canary_dir is not None:
         from ci_tools.sweep.canary import released_families
@@ -165,7 +172,7 @@ def plan(req: PlanRequest) -> Outcome:
         result, released = after_canary(result, release.passed), release.notes
     elif req.after_canary:
         result = after_canary(result, set(req.passed))
-    notes = _notes(note, policy.unknown_note(event.labels)) + list(released)
+    notes += list(released)
     candidates = None
     if gh is not None:
         from ci_tools.github.client import GitHubError

@@ -140,17 +140,21 @@ def _hardware(doc) -> dict:
 
 # ---- the changelog and the masters ----------------------------------------------------------------
 
-def appended_entries(base: bytes | None, head: bytes, changelog: str):
-    """The entries the change appends, once the append-only gate accepts the change; else refuse.
+def appended_entries(base: bytes | None, head: bytes, changelog: str, master_keys: list[str] | None = None):
+    """The entries the change appends, once the append-only gate accepts the change; else refuse with
+    every finding at once (the byte rules, history, and the new entries' schema and keys).
 
     A change the gate rejects is never planned from its last entries: an entry inserted mid-file or
     a rewritten history would make those the wrong ones.
     """
     from ci_tools.changelog.lint import lint_change
+    from ci_tools.changelog.schema import key_findings
 
     result = lint_change(base, head, file=changelog, mode=None, master_keys=None)
     if result.errors:
-        raise InputError(result.errors[0].message, findings=result.errors + [Finding(
+        keys = [f for e in result.added for f in key_findings(e, changelog, master_keys, "the master configs")[1]] \
+            if master_keys is not None else []
+        raise InputError(result.errors[0].message, findings=sorted(result.errors + keys, key=lambda f: f.line or 0) + [Finding(
             changelog, None, None, "no sweep planned: the changelog change breaks the append-only rules above",
             "fix them (`ci-tools changelog lint` reports the same); a sweep is never planned from a broken diff")])
     return result.added
@@ -214,8 +218,8 @@ def changelog_inputs(git: Git, base: str, head: str, changelog: str, master_path
     for p in files:
         if blobs[p] is None:
             raise InputError(f"{p}: no such file at {head}")
-    raw = appended_entries(got[(base, changelog)], blobs[changelog], changelog)
     index = MasterIndex([(p, blobs[p]) for p in files])
+    raw = appended_entries(got[(base, changelog)], blobs[changelog], changelog, index.keys)
     resolved = resolve_entry_keys(raw, changelog, index.keys)
     append_only = any(e.data.get("append-only") for e in raw)
     selected = list(dict.fromkeys(k for keys in resolved for k in keys))
@@ -223,7 +227,8 @@ def changelog_inputs(git: Git, base: str, head: str, changelog: str, master_path
     runners_doc = _runners_doc(blobs[runners], runners)
     check_selected(head_set, selected, runners_doc, images)
     entries = [PlanEntry(e.index, e.line, e.data, keys) for e, keys in zip(raw, resolved)]
-    head_masters = Masters(head_set.entries, _hardware(runners_doc))
+    head_masters = Masters(head_set.entries, _hardware(runners_doc),
+                           {k: doc.file for k, doc in head_set.origin.items()})
     base_masters = None
     if append_only:
         base_blobs = git.show_many(base, files + [runners])

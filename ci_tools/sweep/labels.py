@@ -30,6 +30,23 @@ class ModifierLabel:
     agentx_profile: str | None = None  # "fast" | None
 
 
+# Eval families only: a cancelled or failed eval leaves the benchmark results of a run intact.
+DEFAULT_OPTIONAL_JOBS = ("evals", "agentic-evals", "multi-node-evals", "multi-node-agentic-evals")
+
+
+@dataclass(frozen=True)
+class ReusePolicy:
+    """The `reuse:` section: what a pin must satisfy before merge and what main does when it cannot."""
+
+    artifact_margin_days: int = 7
+    on_refused: str = "sweep"          # "sweep" | "fail"
+    optional_jobs: tuple[str, ...] = DEFAULT_OPTIONAL_JOBS
+
+    @property
+    def main_sweeps_on_refusal(self) -> bool:
+        return self.on_refused == "sweep"
+
+
 @dataclass(frozen=True)
 class Policy:
     repository: str
@@ -40,6 +57,8 @@ class Policy:
     fixed_seq_seconds: int = 900
     eval_seconds: int = 1800
     compare: dict = field(default_factory=dict)  # the `compare:` section, read by results/compare.Policy
+    reuse: ReusePolicy = field(default_factory=ReusePolicy)
+    performance_relevant: tuple[str, ...] = ()   # `performance-relevant:` globs (`*` also matches `/`)
     images: tuple[str, ...] | None = None        # `images.allowed` (config/images.py); None: no allowlist
 
     def recommended(self) -> str | None:
@@ -93,7 +112,16 @@ def policy_from_data(data: dict) -> Policy:
     return Policy(repository=data.get("repository", ""), primary=primary, modifiers=modifiers,
                   agentx_profiles=profiles, fixed_seq_seconds=int(estimates.get("fixed-seq-len-seconds", 900)),
                   eval_seconds=int(estimates.get("eval-seconds", 1800)), compare=dict(data.get("compare") or {}),
+                  reuse=reuse_policy(data.get("reuse") or {}),
+                  performance_relevant=tuple(p for p in data.get("performance-relevant") or () if isinstance(p, str)),
                   images=allowlist_of(data))
+
+
+def reuse_policy(section: dict) -> ReusePolicy:
+    d = ReusePolicy()
+    return ReusePolicy(artifact_margin_days=int(section.get("artifact-margin-days", d.artifact_margin_days)),
+                       on_refused=str(section.get("on-refused-reuse", d.on_refused)),
+                       optional_jobs=tuple(section.get("optional-jobs", d.optional_jobs)))
 
 
 def policy_from_doc(doc: YamlDoc) -> Policy:

@@ -11,10 +11,11 @@ generator in-process, once per group, instead of two subprocesses per group.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ci_tools.errors import InputError
+from ci_tools.errors import Finding, InputError
 from ci_tools.sweep import buckets as bk
 from ci_tools.sweep.appendonly import append_only_delta, validate_scope
 from ci_tools.sweep.gate import GateDecision, SweepMode
@@ -45,6 +46,7 @@ class PlanEntry:
 class Masters:
     entries: Mapping[str, Mapping[str, Any]]
     hardware: Mapping[str, Any] = field(default_factory=dict)
+    files: Mapping[str, str] = field(default_factory=dict)     # config key -> the master file it is in
 
 
 def _flag(entry: PlanEntry, name: str) -> bool:
@@ -244,8 +246,14 @@ def _refusal_line(r: dict) -> str:
 
 @dataclass(frozen=True)
 class Totals:
+    """What a plan books, counted apart: every job is exactly one of a benchmark point, a smoke canary or
+    an eval row (a canary that measures its point is that point), so the three add up to `jobs`."""
+
     jobs: int = 0
     canaries: int = 0
+    points: int = 0
+    smoke_canaries: int = 0
+    eval_rows: int = 0
     gpus: int = 0
     gpu_hours: float = 0.0
     canary_gpu_hours: float = 0.0
@@ -254,14 +262,18 @@ class Totals:
 
     @classmethod
     def of(cls, jobs: list[Job], buckets: Mapping[str, list]) -> "Totals":
-        return cls(jobs=len(jobs), canaries=sum(1 for j in jobs if j.canary), gpus=sum(j.gpus for j in jobs),
+        return cls(jobs=len(jobs), canaries=sum(1 for j in jobs if j.canary),
+                   points=sum(1 for j in jobs if j.measures_point), eval_rows=sum(1 for j in jobs if j.eval),
+                   smoke_canaries=sum(1 for j in jobs if not j.eval and not j.measures_point),
+                   gpus=sum(j.gpus for j in jobs),
                    gpu_hours=round(sum(j.gpu_hours for j in jobs), 2),
                    canary_gpu_hours=round(sum(j.gpu_hours for j in jobs if j.canary), 2),
                    by_bucket={b: len(rows) for b, rows in buckets.items() if rows},
                    families=sorted({j.runner for j in jobs}))
 
     def as_dict(self) -> dict:
-        return {"points": self.jobs, "canaries": self.canaries, "gpus": self.gpus, "gpu-hours": self.gpu_hours,
+        return {"jobs": self.jobs, "points": self.points, "smoke-canaries": self.smoke_canaries,
+                "eval-rows": self.eval_rows, "canaries": self.canaries, "gpus": self.gpus, "gpu-hours": self.gpu_hours,
                 "canary-gpu-hours": self.canary_gpu_hours, "by-bucket": dict(self.by_bucket),
                 "families": list(self.families)}
 
@@ -295,6 +307,7 @@ class Plan:
     totals: Totals = field(default_factory=Totals)
     reuse: Reuse = Reuse(False, "no sweep")
     policy: Any = None                                 # sweep.inputs.PolicySource, or None
+    findings: tuple[Finding, ...] = ()                 # why a change was refused before planning (located)
 
     @property
     def mode(self) -> SweepMode | None:
@@ -311,10 +324,22 @@ class Plan:
                "buckets": {b: list(rows) for b, rows in self.buckets.items()}, "fail-fast": dict(self.fail_fast),
                "points": [j.as_dict() for j in self.jobs], "refused": [dict(r) for r in self.refused],
                "totals": self.totals.as_dict(), "reuse": self.reuse.as_dict(),
-               "concurrency-group": self.concurrency_group}
+               "concurrency-group": self.concurrency_group,
+               "findings": [{**f.as_dict(), "severity": f.severity} for f in self.findings]}
         if self.policy is not None:
             out["policy"] = self.policy.as_dict()
         return out
+
+
+def refused_change(decision: GateDecision, findings: list[Finding], message: str) -> Plan:
+    """The plan of a change refused before planning (a changelog the gate rejects, an invalid selected
+    config): no sweep, the check fails, every finding kept for each format to show."""
+    if not findings:
+        located = re.match(r"([^\s:]+):(\d+): (.+)", message, re.S)   # a message that names its place
+        if located:
+            findings = [Finding(located[1], int(located[2]), None, located[3])]
+    summary = findings[-1].message if findings else message
+    return Plan(sweep=False, reason=summary, error=summary, gate=decision, findings=tuple(findings))
 
 
 def _no_sweep(decision: GateDecision, *, reason: str, error: str | None = None,

@@ -51,7 +51,7 @@ def output_names(gate_only: bool = False) -> list[str]:
     if gate_only:
         return list(GATE_OUTPUTS)
     names = list(GATE_OUTPUTS) + ["plan", "canary", "has-canary", "canary-families", "families", "gpu-hours",
-                                  "points", "reusable", "buckets"]
+                                  "jobs", "points", "reusable", "buckets"]
     for b in _buckets():
         names += [f"matrix-{b}", f"run-{b}", f"canary-{b}", f"fail-fast-{b}"]
     return names
@@ -77,6 +77,7 @@ def plan_outputs(typed) -> dict[str, str]:
     out["canary-families"] = _compact(sorted({c["family"] for c in plan["canaries"]}))
     out["families"] = _compact(plan["totals"]["families"])
     out["gpu-hours"] = str(plan["totals"]["gpu-hours"])
+    out["jobs"] = str(plan["totals"]["jobs"])
     out["points"] = str(plan["totals"]["points"])
     out["reusable"] = _bool(plan["reuse"]["eligible"])
     out["buckets"] = _compact([b for b in _buckets() if plan["buckets"].get(b)])
@@ -140,33 +141,38 @@ def _count(n: int, word: str, plural: str | None = None) -> str:
     return f"{n} {word if n == 1 else plural or word + 's'}"
 
 
-def _kind(job) -> tuple[bool, bool, bool]:
-    """(measures a benchmark point, is a canary, is an eval row) of a plan Job or its JSON."""
-    if not isinstance(job, dict):
-        return job.measures_point, job.canary, job.eval
-    ev = bool(job.get("eval"))
-    return not ev and job.get("canary-kind") != "smoke", bool(job.get("canary")), ev
+def _kind(job) -> str:
+    """"point", "smoke" or "eval": what a plan Job (or its JSON) is; a canary that measures its point is
+    that point, an eval canary an eval row."""
+    if isinstance(job, dict):
+        ev, smoke = bool(job.get("eval")), job.get("canary-kind") == "smoke"
+    else:
+        ev, smoke = job.eval, not job.measures_point and not job.eval
+    return "eval" if ev else "smoke" if smoke else "point"
+
+
+def _canary(job) -> bool:
+    return bool(job.get("canary") if isinstance(job, dict) else job.canary)
 
 
 def job_counts(jobs) -> str:
-    """What the jobs are, counted apart: benchmark points, smoke canaries, eval rows (an eval row and a
-    smoke run measure no benchmark point; a canary that is its point counts as that point)."""
-    kinds = [_kind(j) for j in jobs]
-    points = sum(1 for m, _, _ in kinds if m)
-    full_canaries = sum(1 for m, c, _ in kinds if m and c)
-    smoke = sum(1 for m, c, _ in kinds if c and not m)
-    evals = sum(1 for _, _, e in kinds if e)
-    parts = [_count(points, "point") + (f" ({full_canaries} of them {'a canary' if full_canaries == 1 else 'canaries'})"
-                                        if full_canaries else "")]
-    if smoke:
-        parts.append(_count(smoke, "smoke canary", "smoke canaries"))
-    if evals:
-        parts.append(_count(evals, "eval row"))
+    """What the jobs are, counted apart so the parts add up: benchmark points, smoke canaries, eval rows,
+    each saying which of them are canaries."""
+    parts = []
+    for kind, word, plural in (("point", "point", "points"), ("smoke", "smoke canary", "smoke canaries"),
+                               ("eval", "eval row", "eval rows")):
+        mine = [j for j in jobs if _kind(j) == kind]
+        if not mine and (kind != "point" or jobs):
+            continue
+        canaries = sum(_canary(j) for j in mine) if kind != "smoke" else 0
+        which = ("" if not canaries else ", the canary" if len(mine) == 1 else
+                 f" ({canaries} of them {'a canary' if canaries == 1 else 'canaries'})")
+        parts.append(_count(len(mine), word, plural) + which)
     return ", ".join(parts)
 
 
 def render_table(plan) -> str:
-    out: list[str] = []
+    out: list[str] = [f.as_text() for f in plan.findings]
     verdict = "SWEEP" if plan.sweep else ("ERROR" if plan.error else "NO SWEEP")
     out += _wrap(f"{verdict}: ", plan.reason)
     mode = plan.mode
@@ -288,7 +294,11 @@ def card_summary(plan: dict) -> str:
 def render_summary(plan) -> str:
     """Markdown for $GITHUB_STEP_SUMMARY."""
     icon = "✅" if plan.sweep else ("❌" if plan.error else "⏸️")
-    lines = [f"### {icon} Sweep plan", "", _line(plan.reason), ""]
+    from ci_tools.render.findings import findings_table
+
+    from ci_tools.render import markdown as md
+
+    lines = [f"### {icon} Sweep plan", "", md.text(_line(plan.reason)), "", *findings_table(list(plan.findings))]
     mode = plan.mode
     if mode:
         lines += [f"Mode: `{mode.primary or 'push'}`" + "".join(f" + `{m}`" for m in mode.modifiers)
@@ -301,13 +311,13 @@ def render_summary(plan) -> str:
                          f"{j.gpus} | {_hours(j.gpu_hours)} | {_note(j)} |")
         t = plan.totals
         lines += ["", f"**{_count(t.jobs, 'job')} ({job_counts(plan.jobs)}), {_hours(t.gpu_hours)} GPU-h** "
-                      f"(canaries {_hours(t.canary_gpu_hours)} GPU-h).", "", f"Reuse: {_line(plan.reuse.reason)}"]
+                      f"(canaries {_hours(t.canary_gpu_hours)} GPU-h).", "", f"Reuse: {md.text(_line(plan.reuse.reason))}"]
     if plan.refused:
         lines += ["", "Rows not sent to a GPU runner:", ""]
         for r in plan.refused:
             kind = "not runnable yet" if r.get("pending") else "cannot run"
             lines.append(f"- `{r['config-key']}` {r['parallelism']} conc {_conc(r['conc'])} ({r['bucket']}, {kind}): "
-                         f"{_line(r['message'])}. Fix: {_line(r['fix'])}")
+                         f"{md.text(_line(r['message']))}. Fix: {md.text(_line(r['fix']))}")
     return "\n".join(lines) + "\n"
 
 

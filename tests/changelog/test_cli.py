@@ -391,3 +391,15 @@ def test_canonicalize_speaks_json_and_github(repo):
                                       "message": f"{LOG}: pr-links of the new entries now point to PR #42"}
     out = cli(repo, "changelog", "canonicalize", "--pr", "42", "--base", "base", "--format", "github")
     assert out.stdout == f"::notice file={LOG},title=changelog::{LOG} already links PR #42; nothing to do\n"
+
+
+def test_every_finding_at_once_history_edits_and_a_typod_key(repo):
+    """Issue 24: a history edit hid the rest (a second edited entry, a typo'd key in the new entry):
+    the author fixed one, pushed, and only then learned of the next."""
+    edited = history(3).replace(b"Change 1.", b"Change one.").replace(b"Change 3.", b"Change three.")
+    head_with(repo, edited + b"\n" + entry(keys=("cfg-bb",)))
+    out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42")
+    assert out.returncode == 1
+    assert "entry 1 (line 1) was changed" in out.stdout and "entry 3 (line 13) was changed" in out.stdout
+    assert "config key 'cfg-bb' is not in the master configs; did you mean 'cfg-b'?" in out.stdout
+    assert f"{LOG}: rejected: 3 error(s)" in out.stdout

@@ -29,3 +29,27 @@ def test_accepted_change_summary_and_notice(repo, tmp_path):
     assert out.returncode == 0
     assert out.stdout == f"::notice file={LOG},title=changelog lint::1 new entry\n"
     assert summary.read_text() == f"### changelog lint (`{LOG}`): accepted, 1 new entry\n\n"
+
+
+def test_summary_cells_keep_angle_brackets_and_the_suggested_entry_keeps_its_indentation():
+    """Issue 24: cells escaped only `|`, so `"<what changed and why>"` and `@sha256:<digest>` became
+    HTML tags GitHub strips, and the suggested YAML lost its indentation (it cannot be pasted)."""
+    from ci_tools.changelog.coverage import entry_text
+    from ci_tools.errors import Finding
+    from ci_tools.render.findings import summary_markdown
+
+    yaml_hint = entry_text(["cfg-a", "cfg-b"])
+    findings = [
+        Finding("recipes/a.yaml", 3, None, "changed without a changelog entry naming cfg-a, cfg-b",
+                "append this entry:\n" + yaml_hint),
+        Finding("configs/m.yaml", 7, 9, "image lmsysorg/sglang:v1 is not pinned; write it as name:tag@sha256:<digest>",
+                "pin it: `lmsysorg/sglang:v1@sha256:<64 hex>` | or run `ci-tools config bump-image`"),
+    ]
+    md = summary_markdown("config validate", "rejected", findings)
+    assert "@sha256:&lt;digest&gt;" in md and "<digest>" not in md    # outside code, < > are text, not tags
+    assert "`lmsysorg/sglang:v1@sha256:<64 hex>`" in md          # code spans are literal: left as written
+    assert "\\| or run" in md                                      # a pipe still cannot end the cell
+    fenced = md[md.index("```yaml\n") + len("```yaml\n"):]
+    assert fenced[:fenced.index("```")] == yaml_hint + "\n"        # pasteable: every space kept
+    rows = [line for line in md.splitlines() if line.startswith("| `recipes/a.yaml:3`")]
+    assert rows and "<br>" not in rows[0] and "- config-keys" not in rows[0]

@@ -20,8 +20,8 @@ CASES = [
     # id, edit, expected (file, text on the line the finding must point at, message fragment)
     ("worker-does-not-fill-its-nodes",
      lambda r: _edit(r, FIXED, DEP8, DEP8.replace("nodes: 2", "nodes: 1")),
-     (FIXED, "      nodes: 1", "point '2p1d-dep8' decode: a tp8 worker on 1 node(s) of 4 GPUs (runner gb300) does not "
-                                "fill its nodes")),
+     (FIXED, "      nodes: 1", "point '2p1d-dep8' decode: a worker of 8 GPUs on 1 node(s) of 4 GPUs (runner gb300) "
+                                "neither fills its nodes nor is an equal share of one")),
     ("point-needs-more-nodes-than-the-runner",
      lambda r: _edit(r, names.RUNNERS, "    nodes: 18          # one NVL72", "    nodes: 3          # one NVL72"),
      (FIXED, "  2p1d-dep8:", "point '2p1d-dep8' needs 4 nodes; runner gb300 has 3")),
@@ -56,10 +56,12 @@ CASES = [
      lambda r: _edit(r, AGENTIC, "kv-offload:\n  backend: hicache\n  medium: dram\n  workers: [prefill]\n  args:\n"
                      "    enable-hierarchical-cache: true\n    hicache-write-policy: write_through\n", ""),
      (AGENTIC, "config-key:", "benchmarks kv-offloading dram (hicache), but the recipe has no `kv-offload`")),
-    ("pp-is-not-launchable",
+    ("pp-is-part-of-the-point",
      lambda r: _edit(r, MASTER, "        prefill: { num-worker: 2, tp: 4, ep: 4, dp-attn: true }",
                      "        prefill: { num-worker: 2, tp: 4, ep: 4, dp-attn: true, pp: 2 }"),
-     (MASTER, "prefill: { num-worker: 2, tp: 4, ep: 4, dp-attn: true, pp: 2 }", "prefill pp: 2 is not supported")),
+     (MASTER, "- conc-list: [512]",
+      "search-space entry (prefill 2 worker(s) x tp4 ep4 pp2 dp-attn, decode 1 worker(s) x tp8 ep8 dp-attn) has no "
+      "point in its recipe")),
     ("single-node-recipe-for-a-multinode-entry",
      lambda r: _edit(r, MASTER, "  recipe: recipes/gb300-dsv41flash-fp4-dynamo-sglang/disagg-8k1k.yaml",
                      "  recipe: recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml"),

@@ -4,8 +4,11 @@
     results = parse_many("sglang", "0.5.22", [argv1, argv2])   # one process per (parser, version)
     assert all(r.ok for r in results), [r.error for r in results]
 
-The wheels are those pinned in tests/engines/wheels.txt, installed by `python3 dev.py test` into
-.venv-engines (or $CI_TOOLS_ENGINES_VENV). A missing wheel fails the test with the fix, never skips.
+The wheels are those pinned in tests/engines/wheels.txt (SGLang, routers) and wheels-torch.txt (vLLM,
+Dynamo: they need a CPU torch under them), installed by `python3 dev.py test` into .venv-engines and
+.venv-engines-torch (or $CI_TOOLS_ENGINES_VENV / $CI_TOOLS_TORCH_ENGINES_VENV). A missing wheel fails the
+test with the fix, never skips. TensorRT-LLM has no wheel to build from: `trtllm` parses with real click
+over the option declarations of its serve.py (trtllm_click.py, trtllm-serve.json).
 `argv` is what the parser sees: the options after the launcher (`Command.args`), not the launcher.
 """
 
@@ -22,10 +25,24 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-WHEELS_TXT = Path(__file__).with_name("wheels.txt")
 HOST = Path(__file__).with_name("parser_host.py")
-# parser name -> the distribution whose wheel provides it
-DISTRIBUTIONS = {"sglang": "sglang", "sglang-router": "sglang-router", "smg": "smg", "vllm": "vllm"}
+
+
+@dataclass(frozen=True)
+class ParserVenv:
+    variable: str        # set by dev.py (or to a shared venv)
+    default: str         # the folder dev.py builds when the variable is unset
+    wheels: str          # the pinned wheels file it is built from (tests/engines/)
+
+
+VENVS = {"engines": ParserVenv("CI_TOOLS_ENGINES_VENV", ".venv-engines", "wheels.txt"),
+         "torch": ParserVenv("CI_TOOLS_TORCH_ENGINES_VENV", ".venv-engines-torch", "wheels-torch.txt")}
+# parser name -> (the distribution whose wheel provides it, the venv it runs in)
+DISTRIBUTIONS = {"sglang": ("sglang", "engines"), "sglang-router": ("sglang-router", "engines"),
+                 "smg": ("smg", "engines"), "vllm": ("vllm", "torch")}
+# environment a parser's process needs (vLLM picks its platform at import: no GPU here, the CPU one)
+PARSER_ENV = {"vllm": {"VLLM_TARGET_DEVICE": "cpu"}}
+WHEELS_TXT = Path(__file__).with_name(VENVS["engines"].wheels)
 
 
 @dataclass(frozen=True)
@@ -35,14 +52,15 @@ class Parsed:
     deprecated: tuple[str, ...]
 
 
-def venv() -> Path:
-    return Path(os.environ.get("CI_TOOLS_ENGINES_VENV", REPO / ".venv-engines"))
+def venv(kind: str = "engines") -> Path:
+    v = VENVS[kind]
+    return Path(os.environ.get(v.variable, REPO / v.default))
 
 
-def pinned() -> dict[str, tuple[str, ...]]:
-    """distribution -> pinned versions, from wheels.txt (the file dev.py installs from)."""
+def pinned(kind: str = "engines") -> dict[str, tuple[str, ...]]:
+    """distribution -> pinned versions, from the venv's wheels file (the file dev.py installs from)."""
     out: dict[str, list[str]] = {}
-    for line in WHEELS_TXT.read_text(encoding="utf-8").splitlines():
+    for line in Path(__file__).with_name(VENVS[kind].wheels).read_text(encoding="utf-8").splitlines():
         line = line.split("#", 1)[0].strip()
         if line and not line.startswith("deps ") and "==" in line:
             dist, version = line.split("==", 1)
@@ -50,28 +68,45 @@ def pinned() -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def wheel_dir(parser: str, version: str) -> Path:
-    dist = DISTRIBUTIONS[parser]
-    if version not in pinned().get(dist, ()):
-        pytest.fail(f"{dist} {version} is not pinned in {WHEELS_TXT.relative_to(REPO)}; add `{dist}=={version}` "
+def dist_dir(dist: str, version: str, kind: str = "engines") -> Path:
+    """The installed wheel folder of one pinned distribution (fails the test with the fix when missing)."""
+    wheels = VENVS[kind].wheels
+    if version not in pinned(kind).get(dist, ()):
+        pytest.fail(f"{dist} {version} is not pinned in tests/engines/{wheels}; add `{dist}=={version}` "
                     "there and run `python3 dev.py test` to install it")
-    path = venv() / "wheels" / f"{dist}-{version}"
+    path = venv(kind) / "wheels" / f"{dist}-{version}"
     if not (path / ".complete").exists():
         pytest.fail(f"the {dist} {version} wheel is not installed in {path}: run `python3 dev.py test` "
-                    "(it builds .venv-engines from tests/engines/wheels.txt)")
+                    f"(it builds {venv(kind)} from tests/engines/{wheels})")
     return path
+
+
+def wheel_dir(parser: str, version: str) -> Path:
+    dist, kind = DISTRIBUTIONS[parser]
+    return dist_dir(dist, version, kind)
+
+
+def host_env(paths: list[Path], extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a parser process: only the wheel folders on PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    env["PYTHONPATH"] = os.pathsep.join(str(p) for p in paths)
+    env.update(extra or {})
+    return env
+
+
+def python(kind: str) -> Path:
+    py = venv(kind) / "bin" / "python"
+    if not py.exists():
+        pytest.fail(f"{py} is missing: run `python3 dev.py test` (it builds {venv(kind)})")
+    return py
 
 
 class _Host:
     """One parser process per (parser, version), kept for the test session (building one takes seconds)."""
 
     def __init__(self, parser: str, version: str):
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-        env["PYTHONPATH"] = str(wheel_dir(parser, version))
-        python = venv() / "bin" / "python"
-        if not python.exists():
-            pytest.fail(f"{python} is missing: run `python3 dev.py test` (it builds .venv-engines)")
-        self.proc = subprocess.Popen([str(python), str(HOST), parser], stdin=subprocess.PIPE,
+        env = host_env([wheel_dir(parser, version)], PARSER_ENV.get(parser))
+        self.proc = subprocess.Popen([str(python(DISTRIBUTIONS[parser][1])), str(HOST), parser], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         first = self.proc.stdout.readline()
         if not first:
@@ -114,6 +149,11 @@ def _host(parser: str, version: str) -> _Host:
 
 
 def parse_many(parser: str, version: str, argvs: list[list[str]]) -> list[Parsed]:
+    if parser == "trtllm":
+        # no wheel: trtllm-serve's click declarations (trtllm-serve.json), parsed by click in-process
+        from tests.engines.trtllm_click import parse as parse_trtllm
+
+        return [Parsed(*parse_trtllm(a), ()) for a in argvs]
     results = _host(parser, version).ask([list(a) for a in argvs])
     return [Parsed(r["ok"], r["error"], tuple(r["deprecated"])) for r in results]
 
@@ -124,6 +164,10 @@ def parse(parser: str, version: str, argv: list[str]) -> Parsed:
 
 def options(parser: str, version: str) -> frozenset[str]:
     """Every option string the parser defines."""
+    if parser == "trtllm":
+        from tests.engines.trtllm_click import options as trtllm_options
+
+        return trtllm_options()
     return frozenset(_host(parser, version).info["options"])
 
 

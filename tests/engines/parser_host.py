@@ -17,6 +17,7 @@ gets one line out, {"results": [{"ok": bool, "error": str, "deprecated": [...]},
 
 from __future__ import annotations
 
+import abc
 import argparse
 import contextlib
 import importlib.abc
@@ -36,6 +37,9 @@ STUB_VERSIONS = {"torch": "2.9.1", "triton": "3.5.0", "flashinfer": "0.5.3", "tr
 STUB_ABSENT = {"torch": {"npu"}}
 # Packages whose mere presence switches an engine to another platform (MUSA, Ascend): never stood in.
 NEVER_STAND_IN = {"torchada", "torch_npu", "torch_musa"}
+# Stood-in attributes that raise as on a machine without a GPU (code probing for the GPU backend through
+# triton catches the error and falls back to the CPU, as it would here without the stand-in).
+STUB_RAISES = {"triton.runtime.driver.active"}
 STUBBED: set[str] = set()
 _BASES: dict[str, type] = {}
 
@@ -49,6 +53,8 @@ class _Anything:
     def __getattr__(self, name: str):
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
+        if f"{self._name}.{name}" in STUB_RAISES:
+            raise RuntimeError(f"{self._name}.{name}: no GPU here")
         return _Anything(f"{self._name}.{name}")
 
     def __setattr__(self, name, value):
@@ -126,7 +132,44 @@ class _StubModule(types.ModuleType):
         if name.startswith("__") and name.endswith("__") or name in STUB_ABSENT.get(self.__name__, ()):
             raise AttributeError(name)
         sub = sys.modules.get(f"{self.__name__}.{name}")
-        return sub if sub is not None else _Anything(f"{self.__name__}.{name}")
+        if sub is not None:
+            return sub
+        if name[:1].isupper():
+            # a class name (`triton.runtime.jit.JITFunction`): a real class, so that the code outside the
+            # engine that meets it (torch's `isinstance(x, (..., JITFunction))`) gets a type
+            return _stub_class(f"{self.__name__}.{name}")
+        return _Anything(f"{self.__name__}.{name}")
+
+
+class _StubMeta(abc.ABCMeta):   # ABCMeta: `class X(nn.Module, ABC)` keeps one metaclass
+    def __getattr__(cls, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Anything(f"{cls.__qualname__}.{name}")
+
+
+class _StubClass(metaclass=_StubMeta):
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return _Anything(f"{type(self).__qualname__}().{name}")
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source, handler):
+        # a pydantic model field typed with a stood-in class (`xgrammar.StructuralTag`) accepts anything
+        from pydantic_core import core_schema
+
+        return core_schema.any_schema()
+
+
+def _stub_class(qualname: str) -> type:
+    cls = _BASES.get(qualname)
+    if cls is None:
+        cls = _BASES[qualname] = _StubMeta(qualname.rsplit(".", 1)[-1], (_StubClass,), {"__qualname__": qualname})
+    return cls
 
 
 def _caller() -> str:
@@ -166,6 +209,25 @@ class _StandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def exec_module(self, module):
         module.__file__ = "<stand-in>"
 
+    def find_distributions(self, context=importlib.metadata.DistributionFinder.Context()):
+        # `importlib.metadata.version(x)` of a stood-in package (transformers asks for torchcodec's once
+        # it finds the module): the stand-in's version, as its `__version__` says
+        name = (context.name or "").replace("-", "_").lower()
+        return [_StubDistribution(name)] if name in STUBBED else []
+
+
+class _StubDistribution(importlib.metadata.Distribution):
+    def __init__(self, name: str):
+        self._name = name
+
+    def read_text(self, filename):
+        if filename == "METADATA":
+            return f"Metadata-Version: 2.1\nName: {self._name}\nVersion: {STUB_VERSIONS.get(self._name, '0.0.0')}\n"
+        return None
+
+    def locate_file(self, path):
+        return path
+
 
 # ---- parsers: each returns (argparse parser, distribution name) -----------------------------------
 
@@ -193,12 +255,33 @@ def _smg():
     return parser, "smg"
 
 
-def _vllm():
-    from vllm.entrypoints.common.cli_args import make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+class _VllmServe(argparse.ArgumentParser):
+    """`vllm serve ARGS` as vllm/entrypoints/cli/main.py runs it: the top-level FlexibleArgumentParser with
+    the serve subcommand's own parser (`ServeSubcommand.subparser_init`), then the subcommand's
+    `validate` (its quick checks before any model is loaded), whose errors exit 2 here."""
 
-    parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))   # vllm/entrypoints/cli/serve.py
-    return parser, "vllm"
+    def __init__(self):
+        from vllm.entrypoints.cli.serve import ServeSubcommand
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+        super().__init__(add_help=False)
+        self.top = FlexibleArgumentParser(prog="vllm")
+        self.cmd = ServeSubcommand()
+        serve = self.cmd.subparser_init(self.top.add_subparsers(required=False, dest="subparser"))
+        self._actions = serve._actions
+
+    def parse_args(self, args=None, namespace=None):
+        parsed = self.top.parse_args(["serve", *args])
+        try:
+            self.cmd.validate(parsed)
+        except (TypeError, ValueError) as exc:
+            sys.stderr.write(f"vllm serve: error: {exc}\n")
+            raise SystemExit(2) from None
+        return parsed
+
+
+def _vllm():
+    return _VllmServe(), "vllm"
 
 
 PARSERS = {"sglang": _sglang, "sglang-router": _sglang_router, "smg": _smg, "vllm": _vllm}
@@ -214,6 +297,8 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> dict:
         except SystemExit as exc:
             return {"ok": exc.code in (0, None), "error": err.getvalue().strip().splitlines()[-1:] and
                     err.getvalue().strip().splitlines()[-1] or f"exit {exc.code}", "deprecated": []}
+        except Exception as exc:     # a launcher's own checks after argparse (Dynamo's config.validate)
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}", "deprecated": []}
     notes = [str(w.message) for w in caught if "deprecat" in str(w.message).lower()]
     notes += [line for line in err.getvalue().splitlines() if "deprecat" in line.lower()]
     return {"ok": True, "error": "", "deprecated": notes}

@@ -4,7 +4,8 @@ Pinned parsers (tests/engines/wheels.txt, installed by dev.py into .venv-engines
   SGLang 0.5.21 and 0.5.22 (they bracket the seed recipe's 20261012 nightly; the recipe's
   `engine-versions` names them) and 0.5.23 (the release after, for the `--attn-dp-size` spelling);
   sglang-router 0.3.2 (what the master declares for DEP2) and smg 1.13.0 (its successor).
-vLLM and TensorRT-LLM are not checked here: see docs/runner-operator.md ("Engines and routers").
+Every command of every example row (SGLang, vLLM, TensorRT-LLM, routers) is parsed in
+test_example_rows.py; this file holds the SGLang- and router-specific checks and the goldens.
 """
 
 from __future__ import annotations
@@ -30,12 +31,6 @@ ROUTER = ("sglang-router", "0.3.2")
 GOLDEN = REPO / "tests/golden/runner"
 
 
-def example_recipes() -> list[str]:
-    """Single-node recipes (disaggregated ones are checked through their goldens below)."""
-    return sorted(str(p.relative_to(REPO)) for p in (REPO / "recipes").rglob("*.yaml")
-                  if "mode: disaggregated" not in p.read_text(encoding="utf-8"))
-
-
 def recipe_commands(path: str) -> tuple[tuple[str, ...], dict[str, list[str]], dict[tuple[str, str], dict[str, list[str]]]]:
     """(engine versions, {point: server args}, {(router, version): {point: router args}}) for a recipe."""
     recipe = load_recipe(REPO / path, path)
@@ -59,21 +54,6 @@ def test_seed_recipe_names_the_bracketing_releases():
     assert recipe.engine_versions == SGLANG_BRACKET
     assert set(SGLANG_BRACKET) | {SGLANG_AFTER} <= set(pinned()["sglang"])
     assert ROUTER[1] in pinned()[ROUTER[0]]
-
-
-@pytest.mark.parametrize("path", example_recipes())
-def test_every_server_command_parses_with_every_declared_release(path):
-    versions, servers, _ = recipe_commands(path)
-    assert versions and servers
-    problems = [p for v in versions for p in failures(load_recipe(REPO / path, path).engine, v, servers)]
-    assert not problems, "\n".join(problems)
-
-
-@pytest.mark.parametrize("path", example_recipes())
-def test_every_router_command_parses_with_the_declared_router(path):
-    _, _, router_cmds = recipe_commands(path)
-    problems = [p for (name, version), cmds in router_cmds.items() for p in failures(name, version, cmds)]
-    assert not problems, "\n".join(problems)
 
 
 def test_the_seed_has_seven_points_and_two_routed_ones():

@@ -38,8 +38,8 @@ def test_eval_rows_never_simulate_acceptance(tmp_path, name, row, backend):
     assert not any(prefix in text for prefix in ep.SIMULATED_ACCEPTANCE_ENV_PREFIXES), text
     assert "aiperf" not in text and "ci-tools runner evals out --base-url" in text
     assert "python3 -m ci_tools.evals.swebench" in text
-    if backend == "slurm":  # the harness reaches the server on its compute node
-        assert "--base-url 'http://{server_node}:8000'" in text
+    if backend == "slurm":  # the harness reaches the server at its compute node's NodeAddr
+        assert "--base-url 'http://{server_addr}:8000'" in text
     throughput = dry_run(tmp_path, row, backend)
     assert "SGLANG_SIMULATE_ACC_LEN=3.51" in throughput  # the same point benchmarked: simulated
 

@@ -40,6 +40,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
 T0 = "2026-10-01T00:00:00Z"
+FAR_EXPIRY = "2026-12-30T00:00:00Z"            # 90 days after T0, GitHub's default artifact retention
 API_VERSIONS = ("2022-11-28", "2026-03-10")      # the REST API versions GitHub serves
 LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3}
 # "This endpoint will return up to 1,000 results for each search when using the following parameters:
@@ -237,7 +238,7 @@ class FakeGitHub:
                 event: str = "pull_request", status: str = "completed", path: str = ".github/workflows/run-sweep.yml",
                 created_at: str | None = None, artifacts=("results_bmk", "evals_passed", "changelog-metadata"), expired=(),
                 pull_requests=(), attempt: int = 1, display_title: str | None = None,
-                name: str | None = None, head_repo: str | None = None, expires_at: str = T0) -> dict:
+                name: str | None = None, head_repo: str | None = None, expires_at: str = FAR_EXPIRY) -> dict:
         """`display_title` is the run name (a workflow's `run-name:`, else the commit message);
         `name` the workflow's `name:`, as GitHub returns both. `head_repo`: OWNER/NAME of the head
         commit's repository (a fork's, for a fork PR's own pull_request run); default this one.
@@ -258,7 +259,7 @@ class FakeGitHub:
         self.artifacts[run_id] = [self._artifact(run_id, n, n in expired, expires_at) for n in [*artifacts, *expired]]
         return run
 
-    def _artifact(self, run_id: int, name: str, expired: bool, expires_at: str = T0) -> dict:
+    def _artifact(self, run_id: int, name: str, expired: bool, expires_at: str = FAR_EXPIRY) -> dict:
         aid = next(self._ids)
         return {"id": aid, "node_id": f"A_{aid}", "name": name, "size_in_bytes": 10, "expired": expired,
                 "url": f"https://api.github.com/repos/{self.repo}/actions/artifacts/{aid}",
@@ -394,6 +395,9 @@ class FakeGitHub:
                 self.association_lag[g[1]] -= 1
                 return 200, [], ("list", "PullRequestSimple")
             return 200, [self.pulls[n] for n in self.commit_pulls.get(g[1], [])], ("list", "PullRequestSimple")
+        if method == "GET" and m(rf"/repos/{r}/pulls"):
+            # GitHub's default state is open; the list is by creation, oldest first with direction=asc
+            return 200, [p for n, p in sorted(self.pulls.items()) if p["state"] == "open"], ("list", "PullRequestSimple")
         if method == "GET" and (g := m(rf"/repos/{r}/pulls/(\d+)")):
             if int(g[1]) not in self.pulls:
                 return 404, None, None

@@ -73,3 +73,9 @@ def comment_event(fake, number: int, comment: dict, action: str = "created", kin
                      comment=Comment(**{**c.__dict__, "kind": "review"}))
     return Event(name="issue_comment", action=action, repo=fake.repo, issue_number=number, is_pull_request=True,
                  comment=c)
+
+
+def refused(res) -> bool:
+    """`reuse resolve` refused an authorised pin and main sweeps instead (policy `on-refused-reuse: sweep`):
+    the job passes, reuse is off, and the refusal is an output the card and the summary show."""
+    return res.exit_code == 0 and res.outputs["reuse-refused"] == "true" and res.outputs["reuse-enabled"] == "false"

@@ -70,7 +70,7 @@ def test_reuse_resolve_on_a_push_to_main(fake, env, shared, tmp_path):
     assert "GitHub API requests: 6" in r.stdout   # commit's pulls, the PR (its comment count), timeline, permission, runs, artifacts
 
 
-def test_refused_reuse_exits_1_with_an_annotation(fake, env, shared, tmp_path):
+def test_refused_reuse_makes_main_sweep_unless_the_policy_says_fail(fake, env, shared, tmp_path):
     pr_with_sweep(fake, 7, labels=(FULL, "evals-only"))
     authorise(fake, 7, "/use")
     merge(fake, 7)
@@ -81,6 +81,18 @@ def test_refused_reuse_exits_1_with_an_annotation(fake, env, shared, tmp_path):
 
     path = payload(shared, tmp_path, "push", "payload.json", change)
     r = ci(["reuse", "resolve", "--event-path", path, "--event-name", "push", "--format", "github"], env)
+    assert r.returncode == 0, r.stderr
+    out = outputs(env)
+    assert (out["reuse-refused"], out["reuse-error"], out["reuse-enabled"]) == ("true", "false", "false")
+    assert "PR #7 authorised reuse, but the PR carries evals-only" in r.stdout
+    strict = tmp_path / "strict"
+    (strict / "inferencex-e2e").mkdir(parents=True)
+    text = (REPO_ROOT / "inferencex-e2e" / "ci-policy.yaml").read_text()
+    assert "on-refused-reuse: sweep" in text
+    (strict / "inferencex-e2e" / "ci-policy.yaml").write_text(text.replace("on-refused-reuse: sweep",
+                                                                          "on-refused-reuse: fail"))
+    r = ci(["reuse", "resolve", "--event-path", path, "--event-name", "push", "--format", "github",
+            "--repo-root", str(strict)], env)
     assert r.returncode == 1 and "::error title=ci-tools reuse resolve::PR #7 authorised reuse, but the PR carries evals-only" in r.stdout
     assert outputs(env)["reuse-error"] == "true"
 

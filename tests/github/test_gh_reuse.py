@@ -6,7 +6,7 @@ import pytest
 
 from ci_tools.prbot.reuse.flow import resolve_reuse
 from ci_tools.prbot.reuse import decide as reuse
-from gh_scenarios import FULL, MERGE, SHA1, SHA2, SHA3, authorise, lazy, merge, pr_with_sweep, pr_event, push_event, \
+from gh_scenarios import FULL, MERGE, SHA1, SHA2, SHA3, authorise, lazy, merge, pr_with_sweep, pr_event, push_event, refused, \
     settings
 
 # ---- PR side (50-52, W1) ------------------------------------------------------------------------
@@ -144,7 +144,7 @@ def test_merge_resolution(fake, name, kw, expected):
         assert res.outputs["reuse-source-head-sha"] and res.outputs["reuse-source-pr-number"] == "1321"
         assert res.outputs["reuse-source-run-attempt"] == "1"
     if error:
-        assert res.exit_code == 1 and error in res.outputs["reuse-reason"], res.outputs["reuse-reason"]
+        assert refused(res) and error in res.outputs["reuse-reason"], res.outputs["reuse-reason"]
     else:
         assert res.exit_code == 0
     assert not any(c for c in fake.requests if c.startswith(("POST", "PATCH")))
@@ -186,7 +186,7 @@ def test_66_67_commit_in_several_prs(fake):
     merge(fake, 2)
     fake.commit_pulls[MERGE] = [1, 2]
     res, _ = run_resolve(fake, push_event(fake))
-    assert res.exit_code == 1 and "several PRs (1, 2)" in res.outputs["reuse-reason"] and "#2" in res.outputs["reuse-reason"]
+    assert refused(res) and "several PRs (1, 2)" in res.outputs["reuse-reason"] and "#2" in res.outputs["reuse-reason"]
     fake.comments.clear()
     res, _ = run_resolve(fake, push_event(fake))
     assert res.exit_code == 0 and res.outputs["reuse-enabled"] == "false"
@@ -216,7 +216,7 @@ def test_w1_commits_after_the_run_touching_benchmark_inputs_refuse_reuse_naming_
     fake.compares[(SHA1, SHA2)] = ("ahead", ["inferencex-e2e/perf-changelog.yaml", "recipes/x/agentic.yaml",
                                              "docs/a.md"])
     res, _ = run_resolve(fake, event)
-    assert res.exit_code == 1
+    assert refused(res)
     assert "inferencex-e2e/perf-changelog.yaml, recipes/x/agentic.yaml" in res.outputs["reuse-reason"]
 
 
@@ -224,7 +224,7 @@ def test_w1_force_pushed_away_head_is_refused(fake):
     event = merged_case(fake, commits=(SHA1, SHA2), command="/use 9", runs=[dict(id=9, head_sha=SHA1)])
     fake.compares[(SHA1, SHA2)] = ("diverged", [])
     res, _ = run_resolve(fake, event)
-    assert res.exit_code == 1 and "force-pushed" in res.outputs["reuse-reason"]
+    assert refused(res) and "force-pushed" in res.outputs["reuse-reason"]
 
 
 def test_w2_run_created_before_the_full_sweep_label_is_refused(fake):
@@ -235,7 +235,7 @@ def test_w2_run_created_before_the_full_sweep_label_is_refused(fake):
     authorise(fake, 3, "/use 9")
     merge(fake, 3)
     res, _ = run_resolve(fake, push_event(fake))
-    assert res.exit_code == 1 and "not created while a full-sweep label was applied" in res.outputs["reuse-reason"]
+    assert refused(res) and "not created while a full-sweep label was applied" in res.outputs["reuse-reason"]
 
 
 def test_w2_run_with_a_blocking_modifier_at_creation_is_refused(fake):
@@ -245,7 +245,7 @@ def test_w2_run_with_a_blocking_modifier_at_creation_is_refused(fake):
     authorise(fake, 3, "/use 9")
     merge(fake, 3)
     res, _ = run_resolve(fake, push_event(fake))
-    assert res.exit_code == 1 and "ran with evals-only applied" in res.outputs["reuse-reason"]
+    assert refused(res) and "ran with evals-only applied" in res.outputs["reuse-reason"]
 
 
 def test_w3_member_without_write_permission_cannot_authorise(fake):

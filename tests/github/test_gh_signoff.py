@@ -228,3 +228,17 @@ def test_only_a_successful_record_run_is_acted_on(fake, tmp_path, kw):
     gh = lazy(fake)
     res = verify_review(review_run_event(fake, **kw), settings(), gh, None, tmp_path / "missing.json")
     assert res.outputs["proceed"] == "false" and gh.calls == 0
+
+
+def test_an_unticked_box_reads_rejected_on_the_status_and_in_the_job_summary(fake):
+    """Issue 24: the status said "Sign-off rejected: every item ticked" (the rule, not what is wrong)
+    and the job summary headed a rejection with "done"."""
+    from ci_tools.cli._prbot import summary_section
+
+    setup_pr(fake)
+    res, _ = verify(fake, fake.add_comment(1, signoff_body("amd-dev", untick=3), author="amd-dev"))
+    (st,) = fake.statuses
+    assert st["state"] == "failure" and st["description"] == "Sign-off rejected: 1 of 13 items not ticked"
+    section = summary_section("ci-tools signoff verify", res)
+    assert section.startswith("### ci-tools signoff verify: Sign-off rejected: 1 of 13 items not ticked\n")
+    assert "done" not in section.splitlines()[0]

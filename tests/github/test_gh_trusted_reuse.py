@@ -10,7 +10,7 @@ from ci_tools.prbot.flow import handle_comment
 from ci_tools.prbot.reuse.flow import resolve_reuse
 from ci_tools.prbot.card.flow import status_card
 from ci_tools.prbot.approval import decide as approval
-from gh_scenarios import FULL, SHA1, SHA2, SHA3, authorise, comment_event, lazy, merge, pr_with_sweep, push_event, \
+from gh_scenarios import FULL, SHA1, SHA2, SHA3, authorise, comment_event, lazy, merge, pr_with_sweep, push_event, refused, \
     settings
 from test_gh_commands import comment_jobs
 
@@ -68,7 +68,7 @@ def test_trusted_run_of_another_pr_is_refused_naming_it(fake):
     fork_pr(fake)
     trusted_run(fake, 41, pr=1400, sha=SHA1)
     res, _ = merged(fake, "/use 41")
-    assert res.exit_code == 1 and res.outputs["reuse-enabled"] == "false"
+    assert refused(res) and res.outputs["reuse-enabled"] == "false"
     assert ("run 41 cannot be used for reuse, because it is a trusted sweep of PR #1400 (commit "
             f"{SHA1[:12]}), not of PR #1321") in res.outputs["reuse-reason"]
 
@@ -77,7 +77,7 @@ def test_trusted_run_of_a_sha_outside_the_pr_is_refused(fake):
     fork_pr(fake)
     trusted_run(fake, 41, sha=SHA3)
     res, _ = merged(fake, "/use 41")
-    assert res.exit_code == 1
+    assert refused(res)
     assert f"its head commit {SHA3[:12]} is not one of PR #1321's commits" in res.outputs["reuse-reason"]
 
 
@@ -86,7 +86,7 @@ def test_trusted_run_created_before_the_full_sweep_label_is_refused(fake):
     trusted_run(fake, 41, sha=SHA1)
     fake.label(1321, FULL)
     res, _ = merged(fake, "/use 41")
-    assert res.exit_code == 1 and "not created while a full-sweep label" in res.outputs["reuse-reason"]
+    assert refused(res) and "not created while a full-sweep label" in res.outputs["reuse-reason"]
 
 
 def test_same_repo_budget_is_unchanged_by_trusted_runs(fake):

@@ -52,6 +52,10 @@ class Source:
         self.calls.append(f"artifacts {run_id}")
         return [{"name": n, "expired": False} for n in self.artifacts_of.get(run_id, ("results_bmk", "evals_passed"))]
 
+    def run_jobs(self, run_id):
+        self.calls.append(f"jobs {run_id}")
+        return []
+
     def compare(self, base, head):
         self.calls.append(f"compare {base[:1]} {head[:1]}")
         status, files = self.compares.get((base, head), ("diverged", []))
@@ -185,7 +189,8 @@ def test_unpinned_fork_picks_the_newest_usable_run_of_either_kind():
     source = Source(runs, artifacts={1: ("run-stats",)})
     sel = select(source)
     assert sel.run.id == 5 and sel.run.head_sha == B and sel.run.trusted_pr == 5
-    assert sel.rejected == ("run 3: it concluded 'failure'; reuse needs success",)
+    # a failed run is judged by its jobs only when no green run is usable: here it never is
+    assert sel.rejected == () and "jobs 3" not in source.calls
     assert "artifacts 4" not in source.calls and "artifacts 2" not in source.calls
 
 

@@ -4,12 +4,16 @@ line, environment and the check that nothing of it is left running."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +27,7 @@ from ci_tools.config.load import default_master_paths, read_masters
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 STUB = HERE / "stub_server.py"
-PYXIS = HERE / "pyxis"          # the pyxis stand-in srun/sbatch use on the local Slurm
+PYXIS = HERE / "pyxis"          # the pyxis (srun) and enroot stand-ins the local Slurm's jobs use
 FAKE_GPU = HERE / "fake_gpu"    # nvidia-smi answering with a real H200's recorded output
 IMAGE = "example.org/stub:1@sha256:" + "0" * 64
 SOLO_NODE = "cit-solo"          # the one-node test Slurm's NodeName: not resolvable, NodeAddr 127.0.0.1
@@ -181,12 +185,20 @@ def nothing_left_behind(cluster=None) -> Iterator[Sandbox]:
 def runner_run(root: Path, row: str, *, backend: str, aiperf: str, hf_home: Path, model_store: Path,
                server_cmd: str, port: int, ready_timeout: float, duration: float, extra: list[str] | None = None,
                ) -> list[str]:
-    """`ci-tools runner run` of ROOT/ROW into ROOT/out, with the stub tokenizer and a synthetic dataset."""
+    """`ci-tools runner run` of ROOT/ROW into ROOT/out, with the stub tokenizer and a synthetic dataset
+    (Slurm: enroot images in ROOT/squash)."""
     return [sys.executable, "-m", "ci_tools", "runner", "run", "--row", str(root / row), "--root", str(root),
             "--backend", backend, "--out", str(root / "out"), "--aiperf-bin", aiperf, "--tokenizer", "local/stubtok",
             "--dataset", "synthetic:40:8", "--hf-cache", str(hf_home / "hub"), "--model-store", str(model_store),
+            "--squash-dir", str(root / "squash"),
             "--server-cmd", server_cmd, "--port", str(port), "--ready-timeout", f"{ready_timeout:g}",
             "--duration-override", str(duration), "--runner-name", "", *(extra or [])]
+
+
+def pyxis_log(path: Path) -> tuple[list[dict], list[dict]]:
+    """The stand-ins' records: (srun steps with container options, enroot imports)."""
+    records = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [r for r in records if "srun" in r], [r for r in records if r.get("enroot") == "import"]
 
 
 def start_slurm(nodes: int = 1, gpus: int = 4, node: str = "localhost"):
@@ -200,3 +212,61 @@ def start_slurm(nodes: int = 1, gpus: int = 4, node: str = "localhost"):
     except SlurmUnavailable as exc:
         pytest.fail(f"the local {nodes}-node Slurm for the runner tests did not start: {exc}", pytrace=False)
     return cluster
+
+
+def github_cancel(proc: subprocess.Popen, sigint_wait: float = 7.5, sigterm_wait: float = 2.5) -> list[str]:
+    """The Actions runner's cancel of a step: SIGINT to its process group, SIGTERM, SIGKILL of the tree."""
+    events = []
+    pgid = os.getpgid(proc.pid)
+    for sig, wait in ((signal.SIGINT, sigint_wait), (signal.SIGTERM, sigterm_wait)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        events.append(sig.name)
+        try:
+            proc.wait(timeout=wait)
+            return events
+        except subprocess.TimeoutExpired:
+            continue
+    events.append("SIGKILL")
+    for pid in _tree(proc.pid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(timeout=10)
+    return events
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                ppid = int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def step(job, argv: list[str]) -> subprocess.Popen:
+    """The workflow step: `bash -e` running `exec ci-tools ...`, as the process-group leader."""
+    script = "exec " + shlex.join(argv)
+    return subprocess.Popen(["bash", "-e", "-c", script], env=job["env"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")

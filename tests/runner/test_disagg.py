@@ -99,7 +99,9 @@ def test_worker_steps_are_placed_and_multi_node_workers_get_a_rank_per_task():
     assert "--overlap" in fe.argv and "--nodelist=n1" in fe.argv
     assert fe.argv[fe.argv.index("--prefill") + 1:fe.argv.index("--prefill") + 3] == ["http://n1:30000", "30001"]
     assert fe.argv[fe.argv.index("--decode") + 1] == "http://n2:30010"
-    assert all("--container-image=example.org/sglang@sha256:" + "a" * 64 in s.argv for s in steps)
+    # every step runs the job's one import of the image (import_step), not the registry reference
+    sqsh = "/mnt/squash/example.org+sglang+sha256+" + "a" * 64 + ".sqsh"
+    assert all(f"--container-image={sqsh}" in s.argv for s in steps)
 
 
 def test_disaggregation_flags_come_from_the_role_and_kv_transfer():
@@ -231,7 +233,7 @@ def test_hicache_size_is_the_node_budget_per_rank():
     ({"image": "x@sha256:" + "b" * 64}, "differs from the recipe's"),
     ({"kv-p2p-transfer": "mooncake"}, "kv-p2p-transfer 'mooncake' differs"),
     ({"router": {"name": "sglang-router", "version": "0.2.0"}}, "router sglang-router 0.2.0 differs"),
-    ({"decode": {"num-worker": 2, "tp": 4, "pp": 2}}, "decode `pp: 2` is not supported"),
+    ({"decode": {"num-worker": 2, "tp": 4, "pp": 2}}, "no point with .*decode 2 worker\\(s\\) x tp4 ep1 pp2"),
     ({"isl": None}, None),
 ])
 def test_bad_rows_are_refused_with_the_reason(change, message):
@@ -258,11 +260,13 @@ def test_placement_args_in_the_recipe_are_refused():
         plan_of(data=data)
 
 
-def test_workers_must_fill_whole_nodes():
+@pytest.mark.parametrize("tp,nodes", [(8, 1), (4, 2), (3, 1), (6, 2)])
+def test_workers_fill_whole_nodes_or_an_equal_share_of_one(tp, nodes):
     data = recipe()
-    data["points"]["1p1d-tp8"]["decode"]["nodes"] = 1
-    r = row(conc=[4], prefill={"num-worker": 1, "tp": 4}, decode={"num-worker": 1, "tp": 8})
-    with pytest.raises(InputError, match="each worker must fill whole nodes"):
+    data["points"]["1p1d-tp8"]["decode"].update(tp=tp, nodes=nodes)
+    r = row(conc=[4], prefill={"num-worker": 1, "tp": 4}, decode={"num-worker": 1, "tp": tp})
+    with pytest.raises(InputError, match=f"decode workers need {tp} GPUs on {nodes} node.s. of 4 GPUs: a worker "
+                                         "fills whole nodes, or an equal share of one node"):
         plan_of(r, data)
 
 

@@ -41,7 +41,9 @@ def test_multinode_launch_golden(tmp_path, name, row):
     text = res.output
     workers = row["prefill"]["num-worker"] + row["decode"]["num-worker"]
     assert text.count("--disaggregation-mode ") == workers
-    assert text.count(" srun ") + text.count("\nsrun ") == workers + 1          # + the frontend step
+    assert text.count(" srun ") + text.count("\nsrun ") == workers + 2          # + the image import, the frontend
+    # one import of the image per job, every step runs that file
+    assert text.count("enroot import ") == 1 and text.count("--container-image=/mnt/squash/") == workers + 1
     assert text.count("--disaggregation-transfer-backend nixl") == workers
     for conc in row["conc"]:
         assert f"--concurrency {conc} " in text

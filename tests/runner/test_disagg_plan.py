@@ -57,3 +57,27 @@ def test_plan_emits_the_multinode_rows_and_each_dry_runs_on_slurm(tmp_path):
         assert "salloc --no-shell" in text and "--exclusive" in text and "scancel J" in text
         workers = row["prefill"]["num-worker"] + row["decode"]["num-worker"]
         assert text.count("--disaggregation-mode ") == workers, text
+
+
+def test_a_repository_without_recipes_is_refused_at_plan_not_on_the_gpu(tmp_path):
+    """Issue 22: with no recipes/ folder, `plan` approved every row and each `runner run` exited 1
+    ("has no `recipe:` field"). A repository with ci-tools' policy file hands its rows to `runner run`:
+    they are refused at plan, each named with the fix."""
+    spec = importlib.util.spec_from_file_location("demo", REPO / "examples" / "demo.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    demo.build_scratch_repo(tmp_path)
+    subprocess.run(["git", "rm", "-rq", names.RECIPES_DIR], cwd=tmp_path, check=True)
+    masters = tmp_path / "inferencex-e2e" / "configs" / "nvidia-master.yaml"
+    masters.write_text("".join(line for line in masters.read_text(encoding="utf-8").splitlines(keepends=True)
+                               if not line.strip().startswith("recipe:")), encoding="utf-8")
+    changelog = tmp_path / names.CHANGELOG
+    changelog.write_text(changelog.read_text(encoding="utf-8") + ENTRY, encoding="utf-8")
+    subprocess.run(["git", "commit", "-q", "-am", "no recipes"], cwd=tmp_path, check=True)
+
+    res = ci(tmp_path, "plan", "--base", "head", "--head", "HEAD", "--label", demo.SEED_LABEL, "--format", "json")
+    plan = json.loads(res.stdout)
+    assert not plan["sweep"] and all(not rows for rows in plan["buckets"].values()) and not plan["canaries"]
+    assert plan["refused"] and {r["rule"] for r in plan["refused"]} == {"no-recipe"}
+    assert all("write a recipe" in r["fix"] for r in plan["refused"])
+    assert "cannot run, so nothing is booked" in plan["error"]

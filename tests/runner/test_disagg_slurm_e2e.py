@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import IMAGE, PYXIS, REPO, STUB, free_port, nothing_left_behind, runner_run, start_slurm
+from runner_support import (IMAGE, PYXIS, REPO, STUB, free_port, nothing_left_behind, pyxis_log, runner_run,
+                            start_slurm)
 ROUTER_VERSION = "0.3.2"
 RECIPE = f"""recipe-version: 1
 config-key: stub-disagg
@@ -173,9 +174,13 @@ def test_1p2d_point_runs_across_three_nodes(mnjob):
              for name in ("prefill-0", "decode-0", "decode-1")}
     assert posts["decode-0"] > 0 and posts["decode-1"] > 0
     assert posts["prefill-0"] == posts["decode-0"] + posts["decode-1"], posts
-    # every step went through pyxis with the image and the job directory mounted
-    records = [json.loads(line) for line in (mnjob["dir"] / "pyxis.jsonl").read_text().splitlines()]
-    assert len(records) == 4 and all(r["image"] == "example.org/stub@sha256:" + "0" * 64 for r in records)
+    # the image was imported once for the job, by one of the three nodes' import tasks (the others found
+    # the file under the lock), and every step ran that file with the job directory mounted
+    records, imports = pyxis_log(mnjob["dir"] / "pyxis.jsonl")
+    sqsh = f"{mnjob['dir']}/squash/example.org+stub+sha256+{'0' * 64}.sqsh"
+    assert [i["output"] for i in imports] == [sqsh + ".part"]
+    assert (out / "image_import.log").read_text().count(" is already imported") == 2
+    assert len(records) == 4 and all(r["image"] == sqsh for r in records)
     assert all(f"{out}:{out}" in r["mounts"] for r in records)
 
     proc = subprocess.run([sys.executable, "-m", "ci_tools", "results", "process", str(out)], capture_output=True,
@@ -265,6 +270,7 @@ def test_github_cancel_while_queued_removes_the_pending_allocation(mnjob):
         assert [j for j in cluster.jobs() if j.split()[0] != holder] == [], cluster.jobs()
         status = json.loads((mnjob["out"] / "status.json").read_text())
         assert status["phase"] == "allocate" and status["reason"] == "cancelled (SIGINT)"
+        assert f"allocation {status['slurm_job_id']} is queued" in run.output    # the pending job's id
     finally:
         if proc is not None and proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)

@@ -23,9 +23,8 @@ import time
 import pytest
 
 from docker_host import DockerUnavailable, build_pinned_image, check_daemon, docker, remove_image, start_registry
-from runner_support import (HERE, STUB, free_port, gpu_host_env, nothing_left_behind, runner_run, stub_recipe,
-                            stub_row)
-from test_slurm_e2e import github_cancel, step, wait_for
+from runner_support import (HERE, STUB, free_port, github_cancel, gpu_host_env, nothing_left_behind, runner_run, step,
+                            stub_recipe, stub_row, wait_for)
 
 NOGPU_DOCKER = HERE / "nogpu_docker"
 

@@ -62,7 +62,7 @@ def test_agentx_fast_shortens_duration(tmp_path):
 @pytest.mark.parametrize("change,message", [
     ({"image": "lmsysorg/sglang:other"}, "differs from the recipe's"),
     ({"conc": 8}, "no point with tp=4 ep=4 dp-attn=false conc=8"),
-    ({"kv-offloading": "dram"}, "kv-offloading: dram"),
+    ({"kv-offloading": "dram"}, "the row offloads KV (dram, None), but recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml has no"),
     ({"pp": 2}, "`pp: 2`"),
     ({"config-key": "nope"}, "config key 'nope' is not in any master config"),
     ({"recipe": None, "config-key": None}, "row.json: the row has neither `recipe` nor `config-key`"),

@@ -36,32 +36,36 @@ def example_rows() -> list[dict]:
     return [dict(r.data, **{"config-key": r.key}) for r in bench + evals]
 
 
-def test_every_example_row_runs_except_the_multinode_eval_rows():
+def test_every_example_row_runs_the_multinode_eval_rows_too():
     verdicts = {}
     for row in example_rows():
         found = refusals(row, ctx(row["config-key"]))
         kind = "runs" if not found else ("pending" if found[0].pending else "refused")
         verdicts.setdefault(kind, []).append((row["config-key"], row.get("exp-name"), [f.text() for f in found]))
-    assert "refused" not in verdicts, verdicts.get("refused")
-    # 12 B300 + 7 seed + 4 multi-node benchmark rows, and the 4 single-node eval rows (issue 13)
-    assert len(verdicts["runs"]) == 27
+    assert set(verdicts) == {"runs"}, verdicts
+    # 12 B300 SGLang + 3 B300 vLLM + 3 B300 TRT-LLM + 7 seed + 4 multi-node benchmark rows, the 4
+    # single-node and the 3 multi-node eval rows
+    assert len(verdicts["runs"]) == 36
     assert {k for k, _, _ in verdicts["runs"]} == set(MASTERS)
-    assert len(verdicts["pending"]) == 3
-    assert all("multi-node eval rows are not runnable yet" in t[0] for *_, t in verdicts["pending"])
 
 
-def test_the_pending_rules_are_named_and_removable():
-    assert [r.__name__ for r in PENDING_RULES] == ["multinode_eval_rows_not_runnable_yet"]
+def test_no_pending_rule_is_left():
+    """Multi-node eval rows were the last kind withheld: they run the harness against the frontend."""
+    assert PENDING_RULES == ()
     _, row = seed_rows()[0]
     assert refusals({**row, "eval-only": True, "run-eval": True}, ctx(SEED_KEY)) == []   # runs the harness
     mn = next(r for r in example_rows() if r.get("eval-only") and "prefill" in r)
-    (r,) = refusals(mn, ctx(mn["config-key"]))
-    assert r.pending and r.rule == "multinode-eval-rows-not-runnable-yet"
+    assert refusals(mn, ctx(mn["config-key"])) == []
 
 
-def test_an_eval_row_without_the_policys_evals_section_is_refused():
-    _, row = seed_rows()[0]
-    (r,) = refusals({**row, "eval-only": True, "run-eval": True}, ctx(SEED_KEY, evals=None))
+@pytest.mark.parametrize("multinode", [False, True])
+def test_an_eval_row_without_the_policys_evals_section_is_refused(multinode):
+    if multinode:
+        row = next(r for r in example_rows() if r.get("eval-only") and "prefill" in r)
+        key = row["config-key"]
+    else:
+        key, row = SEED_KEY, {**seed_rows()[0][1], "eval-only": True, "run-eval": True}
+    (r,) = refusals(row, ctx(key, evals=None))
     assert not r.pending and r.rule == "no-eval-policy" and "evals:" in r.fix
 
 
@@ -95,11 +99,18 @@ CASES = [
      "the master declares router sglang-router 0.3.1 but", ""),
     ("runner", _dep2(_seed_row()), dict(recipe=_recipe(lambda d: d["points"]["dep2-c64"]["router"].update(version="9.9"))),
      "router sglang-router 9.9 is not known to ci-tools", ""),
-    ("runner", _dep2(_seed_row()), dict(recipe=_recipe(lambda d: d.update(engine="trtllm"))),
-     "TensorRT-LLM attention DP needs an --extra_llm_api_options file", ""),
+    ("runner", _seed_row(pp=2), {}, "the row's `pp: 2` differs from", "fix the master entry or its recipe"),
     ("runner", _seed_row(), dict(recipe=_recipe(lambda d: d.update({"engine-versions": ["nightly"]}))),
      "engine-versions entry 'nightly' is not a release number", ""),
-    ("runner", _seed_row(**{"kv-offloading": "dram"}), {}, "kv-offloading: dram", ""),
+    ("runner", _seed_row(**{"kv-offloading": "dram", "kv-offload-backend": {"name": "hicache"}}), {},
+     "the row offloads KV (dram, hicache), but recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml has no `kv-offload`",
+     ""),
+    ("runner", _seed_row(**{"kv-offloading": "dram", "kv-offload-backend": {"name": "lmcache"}}),
+     dict(recipe=_recipe(lambda d: d.update({"kv-offload": {"backend": "hicache", "medium": "dram"}}))),
+     "but recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml's kv-offload is dram/hicache", ""),
+    ("runner", _seed_row(**{"kv-offloading": "dram", "kv-offload-backend": {"name": "hicache"}}),
+     dict(recipe=_recipe(lambda d: d.update({"kv-offload": {"backend": "hicache", "medium": "dram"}}))),
+     "has no total-cpu-dram-gb budget", ""),
 ]
 
 
@@ -153,9 +164,10 @@ def test_every_row_the_plan_emits_for_all_four_configs_is_accepted_by_runner_run
     plan = plan_sweep(decision, [entry], Masters(MASTERS, HARDWARE), policy,
                       screen=screen_for(MASTERS, recipes, HARDWARE, evals)).as_dict()
     rows = [r for rs in plan["buckets"].values() for r in rs] + plan["canaries"]
-    # the 25 benchmark jobs and the 4 single-node eval rows run; the 3 multi-node eval rows are pending
-    assert plan["error"] is None and len(rows) == 29, (plan["error"], len(rows))
-    assert len(plan["refused"]) == 3 and all(r["pending"] for r in plan["refused"])
+    # the 31 benchmark jobs (6 of them vLLM and TRT-LLM), the 4 single-node and the 3 multi-node eval
+    # rows run; nothing is withheld
+    assert plan["error"] is None and len(rows) == 38, (plan["error"], len(rows))
+    assert plan["refused"] == []
     for i, row in enumerate(rows):
         path = tmp_path / f"row{i}.json"
         path.write_text(json.dumps(row))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -21,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import (PYXIS, REPO, SOLO_NODE, STUB, free_port, gpu_host_env, nothing_left_behind, runner_run,
-                            stub_recipe, stub_row)
+from runner_support import (PYXIS, REPO, SOLO_NODE, STUB, free_port, github_cancel, gpu_host_env, nothing_left_behind,
+                            pyxis_log, runner_run, step, stub_recipe, stub_row, wait_for)
 
 RECIPE = stub_recipe(env="a,b", points="""  tp2-c2: {tp: 2, ep: 1, conc: 2}
   dep2-c2:
@@ -64,8 +65,11 @@ def sjob(tmp_path, aiperf, hf_home, slurm, shared):
 
 
 def pyxis_records(job) -> list[dict]:
-    path = job["dir"] / "pyxis.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return pyxis_log(job["dir"] / "pyxis.jsonl")[0]
+
+
+def enroot_imports(job) -> list[dict]:
+    return pyxis_log(job["dir"] / "pyxis.jsonl")[1]
 
 
 def test_slurm_dep_point_end_to_end(sjob):
@@ -103,7 +107,13 @@ def test_slurm_dep_point_end_to_end(sjob):
     recs = pyxis_records(sjob)
     assert [r["srun"][:2] for r in recs] == [[f"--jobid={job}", "--overlap"]] * 2
     server, router = sorted(recs, key=lambda r: "--gres=none" in r["srun"])  # both start at once
-    assert server["image"] == "example.org/stub@sha256:" + "0" * 64
+    # the image was imported once for the job, before the steps, and both steps ran that file
+    sqsh = f"{sjob['dir']}/squash/example.org+stub+sha256+{'0' * 64}.sqsh"
+    assert [(i["uri"], i["output"]) for i in enroot_imports(sjob)] == [
+        ("docker://example.org/stub@sha256:" + "0" * 64, sqsh + ".part")]
+    assert server["image"] == router["image"] == sqsh and Path(sqsh).is_file()
+    assert not Path(sqsh + ".part").exists() and status["image_import_s"] >= 1
+    assert f"importing example.org/stub@sha256:{'0' * 64} into {sqsh}" in (out / "image_import.log").read_text()
     assert server["mounts"] == [f"{sjob['dir']}:/models:ro", f"{sjob['hf_home'] / 'hub'}:/hf_hub_cache"]
     assert server["remap_root"] == 1 and server["mount_home"] == 0
     assert server["env_values"]["SGLANG_SIMULATE_ACC_LEN"] == "3.51"
@@ -116,70 +126,11 @@ def test_slurm_dep_point_end_to_end(sjob):
     # when the run ended its job was gone, and the other job, not ours, was still there
     assert all(not j.startswith(f"{job} ") for j in jobs), jobs
     assert any(j.startswith(f"{stale} ") for j in jobs), jobs
-
-
-def github_cancel(proc: subprocess.Popen, sigint_wait: float = 7.5, sigterm_wait: float = 2.5) -> list[str]:
-    """The Actions runner's cancel of a step: SIGINT to its process group, SIGTERM, SIGKILL of the tree."""
-    events = []
-    pgid = os.getpgid(proc.pid)
-    for sig, wait in ((signal.SIGINT, sigint_wait), (signal.SIGTERM, sigterm_wait)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
-        events.append(sig.name)
-        try:
-            proc.wait(timeout=wait)
-            return events
-        except subprocess.TimeoutExpired:
-            continue
-    events.append("SIGKILL")
-    for pid in _tree(proc.pid):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    proc.wait(timeout=10)
-    return events
-
-
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                ppid = int(Path(f"/proc/{name}/stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(name))
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += children.get(pid, [])
-    return out
-
-
-def step(job, argv: list[str]) -> subprocess.Popen:
-    """The workflow step: `bash -e` running `exec ci-tools ...`, as the process-group leader."""
-    script = "exec " + " ".join(_q(a) for a in argv)
-    return subprocess.Popen(["bash", "-e", "-c", script], env=job["env"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
-
-
-def _q(word: str) -> str:
-    import shlex
-
-    return shlex.quote(word)
-
-
-def wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    # a later job of the same image imports nothing: it finds the file
+    again = subprocess.run(sjob["argv"](), env=sjob["env"], capture_output=True, text=True, timeout=180)
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert len(enroot_imports(sjob)) == 1
+    assert f"{sqsh} is already imported" in (out / "image_import.log").read_text()
 
 
 def test_github_cancel_during_the_benchmark_leaves_nothing(sjob):
@@ -259,5 +210,7 @@ def test_server_never_ready_on_slurm(sjob):
     run = subprocess.run(sjob["argv"]("row.json", "--never-ready", extra=["--ready-timeout", "3"]), env=sjob["env"],
                          capture_output=True, text=True, timeout=90)
     assert run.returncode == 1, run.stderr
-    assert "error: ready: the server was not ready within 3 s" in run.stderr
+    # the image import's time counts against readiness (the stand-in's import takes about 1 s)
+    assert re.search(r"error: ready: the server was not ready within [\d.]+ s .*\(3 s less the image import's "
+                     r"[\d.]+ s\)", run.stderr), run.stderr
     assert json.loads((sjob["out"] / "status.json").read_text())["phase"] == "ready"

@@ -1,6 +1,7 @@
 """`ci-tools plan` and `ci-tools matrix` end to end: a real git repository, the real CLI entry point."""
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -56,7 +57,9 @@ def test_demo_plan_json(capsys, demo_repo):
     assert (canary["conc"], canary["profile"], canary["canary-kind"]) == (1, "agentx-fast", "smoke")
     for p in plan["points"]:
         assert {"config-key", "runner", "tp", "ep", "dp-attn", "conc", "gpus", "gpu-hours", "canary", "profile"} <= set(p)
-    assert set(plan["buckets"]) >= {"single-node-agentic", "evals"} and plan["totals"]["points"] == 9
+    assert set(plan["buckets"]) >= {"single-node-agentic", "evals"}
+    assert {k: plan["totals"][k] for k in ("jobs", "points", "smoke-canaries", "eval-rows")} == {
+        "jobs": 9, "points": 7, "smoke-canaries": 1, "eval-rows": 1}
     # the seed's agentic eval row runs the policy's eval harness (issue 13): planned, nothing refused
     (ev,) = plan["buckets"]["agentic-evals"]
     assert (ev["conc"], ev["tp"], ev["ep"], ev["dp-attn"]) == (128, 2, 2, True) and plan["refused"] == []
@@ -78,10 +81,31 @@ def test_demo_plan_github_outputs(capsys, demo_repo, tmp_path, monkeypatch):
     assert json.loads(outputs["matrix-single-node-8k1k"]) == []
     canary = json.loads(outputs["canary-single-node-agentic"])
     assert [c["conc"] for c in canary] == [1] and outputs["canary-families"] == '["cluster:gb300-nv"]'
-    assert json.loads(outputs["plan"])["totals"]["points"] == 9
+    assert json.loads(outputs["plan"])["totals"]["jobs"] == 9
+    assert (outputs["jobs"], outputs["points"]) == ("9", "7")     # collect expects a result of every job
     assert outputs["run-agentic-evals"] == "true"
     assert outputs["concurrency-group"] == "sweep-<pr>-active"      # #17: a PR number belongs there, not a ref
     golden("demo-summary.md", summary.read_text())
+
+
+@pytest.mark.parametrize("labels,said,totals", [
+    # issue 24: "1 job (0 points, 1 smoke canary, 1 eval row)": the eval canary counted as a smoke
+    # canary and the parts adding to 2; JSON totals.points counted jobs
+    (["full-sweep-fail-fast", "evals-only"], "total: 1 job (1 eval row, the canary)",
+     {"jobs": 1, "points": 0, "smoke-canaries": 0, "eval-rows": 1}),
+    (["full-sweep-fail-fast"], "total: 9 jobs (7 points, 1 smoke canary, 1 eval row)",
+     {"jobs": 9, "points": 7, "smoke-canaries": 1, "eval-rows": 1}),
+    (["full-sweep-fail-fast-no-canary", "all-evals"], "total: 14 jobs (7 points, 7 eval rows)",
+     {"jobs": 14, "points": 7, "smoke-canaries": 0, "eval-rows": 7}),
+])
+def test_job_counts_add_up(capsys, demo_repo, labels, said, totals):
+    args = ["plan", "--repo", str(demo_repo), "--base", "base", "--head", "head"] + [a for l in labels for a in ("--label", l)]
+    code, out, err = run(capsys, *args)
+    assert code == 0, err
+    assert said in out, out
+    code, out, _ = run(capsys, *args, "--format", "json")
+    got = json.loads(out)["totals"]
+    assert {k: got[k] for k in totals} == totals and got["jobs"] == len(json.loads(out)["points"])
 
 
 def test_gate_only_from_real_payload(capsys, shared, tmp_path, monkeypatch):
@@ -192,11 +216,13 @@ def test_unknown_config_key_in_entry(capsys, demo_repo, tmp_path):
     subprocess.run(["git", "-C", str(repo), "config", "user.email", "a@b"], check=True)
     subprocess.run(["git", "-C", str(repo), "config", "user.name", "a"], check=True)
     _commit_entry(repo, "dsv41flash-fp4-b300-sglan")
-    code, _, err = run(capsys, "plan", "--repo", str(repo), "--base", "head", "--head", "HEAD",
+    code, out, err = run(capsys, "plan", "--repo", str(repo), "--base", "head", "--head", "HEAD",
                        "--label", "full-sweep-fail-fast")
     assert code == 1
-    assert "unknown config key(s) 'dsv41flash-fp4-b300-sglan'" in err and "did you mean dsv41flash-fp4-b300-sglang" in err
-    assert "perf-changelog.yaml:" in err
+    assert "unknown config key(s) 'dsv41flash-fp4-b300-sglan'" in out and "did you mean dsv41flash-fp4-b300-sglang" in out
+    # located the way `changelog lint` and `config validate` say it: file:line: error: message (issue 24)
+    assert re.search(r"^inferencex-e2e/perf-changelog\.yaml:\d+: error: unknown config key", out, re.M), out
+    assert "error: inferencex-e2e" not in out + err
 
 
 def test_no_primary_label_explains(capsys, demo_repo):
@@ -356,7 +382,7 @@ def test_push_event_plans_the_full_sweep_without_canary(capsys, demo_repo, tmp_p
     assert out.startswith("SWEEP: push to the default branch") and "mode: push" in out
     code, out, err = run(capsys, "plan", "--repo", str(demo_repo), "--event-path", str(ev), "--format", "json")
     plan = json.loads(out)
-    assert plan["canaries"] == [] and not any(plan["fail-fast"].values()) and plan["totals"]["points"] == 8
+    assert plan["canaries"] == [] and not any(plan["fail-fast"].values()) and plan["totals"]["jobs"] == 8
     assert plan["refused"] == []     # the seed's eval row runs too
     assert plan["concurrency-group"] == f"sweep-{sha('head')}-active"
 

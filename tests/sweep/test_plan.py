@@ -404,7 +404,7 @@ def test_after_canary_releases_only_passed_families(policy, example):
     assert out.buckets["multi-node-8k1k"] == [] and "gb300" in out.reason and "nothing else" in out.reason
     assert out.totals.jobs == len(out.jobs) and not any(j.canary for j in out.jobs)
     assert out.totals.canary_gpu_hours == 0.0 and out.totals.gpus == p.totals.gpus
-    assert out.as_dict()["totals"]["points"] == len(out.as_dict()["points"])
+    assert out.as_dict()["totals"]["jobs"] == len(out.as_dict()["points"])
     none = after_canary(p, set())
     assert not none.sweep and not any(none.buckets.values())
 
@@ -414,8 +414,8 @@ def test_the_typed_plan_is_the_json_plan(policy, example):
     p = typed_plan_for(policy, example, [entry([B300, SEED])], [FFF])
     d = p.as_dict()
     assert list(d) == ["sweep", "reason", "error", "mode", "gate", "entries", "canaries", "buckets", "fail-fast",
-                       "points", "refused", "totals", "reuse", "concurrency-group"]
-    assert [j.as_dict() for j in p.jobs] == d["points"] and d["totals"]["points"] == len(p.jobs)
+                       "points", "refused", "totals", "reuse", "concurrency-group", "findings"]
+    assert [j.as_dict() for j in p.jobs] == d["points"] and d["totals"]["jobs"] == len(p.jobs)
     assert d["mode"] == p.gate.mode.as_dict() and d["concurrency-group"] == p.gate.concurrency_group
     assert p.totals.canaries == sum(j.canary for j in p.jobs) == len(p.canaries)
     assert json.loads(json.dumps(d)) == d
@@ -460,12 +460,10 @@ def test_all_four_configs_plan_only_servable_rows(policy, example):
     keys = [B300, DISAGG, AG_DISAGG, SEED]
     p = plan_for(policy, example, [entry(keys)], [FFF], screen=_screen(example))
     assert p["sweep"] and p["error"] is None
-    refused = p["refused"]
-    # single-node eval rows run the eval harness (issue 13); multi-node ones wait for its runner
-    assert refused and all(r["pending"] and r["rule"] == "multinode-eval-rows-not-runnable-yet" for r in refused)
+    # eval rows run the eval harness, single-node (issue 13) and multi-node (issue 22): nothing is withheld
+    assert p["refused"] == []
     assert p["buckets"]["evals"] or p["buckets"]["agentic-evals"]
-    assert not p["buckets"]["multi-node-evals"] and not p["buckets"]["multi-node-agentic-evals"]
-    assert {r["config-key"] for r in refused} <= {DISAGG, AG_DISAGG}
+    assert p["buckets"]["multi-node-evals"] or p["buckets"]["multi-node-agentic-evals"]
 
 
 def test_an_entry_without_recipe_fails_the_plan_naming_it_and_the_fix(policy, example):

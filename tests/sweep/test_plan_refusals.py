@@ -50,6 +50,10 @@ def plan(capsys, repo: Path, base: str = "base", head: str = "HEAD"):
     return exc.value.code, (json.loads(out) if out.strip() else None), err
 
 
+def messages(doc: dict) -> str:
+    return "\n".join(f["message"] for f in doc["findings"])
+
+
 def edit(repo: Path, path: str, old: str, new: str) -> None:
     f = repo / path
     text = f.read_text()
@@ -81,9 +85,10 @@ def test_an_entry_inserted_mid_file_is_refused_not_planned_from_the_last_entries
     (repo / LOG).write_text(log[:second] + inserted + log[second:])
     commit(repo, "insert")
     code, result, err = plan(capsys, repo, base="head")
-    assert code == 1 and result is None
-    assert "a new entry was inserted at line" in err and f"{LOG}:" in err
-    assert "no sweep planned: the changelog change breaks the append-only rules" in err
+    assert code == 1 and result["sweep"] is False
+    said = messages(result)
+    assert "a new entry was inserted at line" in said and all(f["file"] == LOG for f in result["findings"])
+    assert "no sweep planned: the changelog change breaks the append-only rules" in said
 
 
 def test_a_deleted_entry_is_refused(capsys, repo):
@@ -93,8 +98,8 @@ def test_a_deleted_entry_is_refused(capsys, repo):
     second = log.index("\n- config-keys:", first) + 1
     (repo / LOG).write_text(log[:first] + log[second:])
     commit(repo, "delete")
-    code, _, err = plan(capsys, repo, base="head")
-    assert code == 1 and "historical entry was deleted" in err and "no sweep planned" in err
+    code, result, err = plan(capsys, repo, base="head")
+    assert code == 1 and "historical entry was deleted" in messages(result) and "no sweep planned" in messages(result)
 
 
 def test_an_invalid_selected_config_is_refused_with_located_findings(capsys, repo):
@@ -105,9 +110,10 @@ def test_an_invalid_selected_config_is_refused_with_located_findings(capsys, rep
     commit(repo, "break the selected config")
     code, result, err = plan(capsys, repo, base="base")
     line = next(i for i, text in enumerate((repo / MASTER).read_text().splitlines(), 1) if "kv-offload-backend: hicache" in text)
-    assert code == 1 and result is None
-    assert f"{MASTER}:{line}:" in err and "'kv-offload-backend' must be a mapping" in err
-    assert "no sweep planned: 1 error(s) in the master config(s) this change selects" in err
+    assert code == 1 and result["sweep"] is False
+    assert [f["line"] for f in result["findings"] if f["file"] == MASTER and f["line"]] == [line]
+    assert "'kv-offload-backend' must be a mapping" in messages(result)
+    assert "no sweep planned: 1 error(s) in the master config(s) this change selects" in messages(result)
     assert "AttributeError" not in err and "internal error" not in err
 
 
@@ -116,9 +122,10 @@ def test_a_cross_field_rule_of_the_selected_config_is_refused(capsys, repo):
     edit(repo, MASTER, "  runner: cluster:gb300-nv\n  precision: fp4\n  framework: sglang\n  multinode: false\n  recipe:",
          "  runner: cluster:gb300-nvv\n  precision: fp4\n  framework: sglang\n  multinode: false\n  recipe:")
     commit(repo, "undeclared runner label")
-    code, _, err = plan(capsys, repo, base="base")
+    code, result, err = plan(capsys, repo, base="base")
     line = (repo / MASTER).read_text().splitlines().index("  runner: cluster:gb300-nvv") + 1
-    assert code == 1 and "runner label 'cluster:gb300-nvv' is not declared" in err and f"{MASTER}:{line}:3:" in err
+    assert code == 1 and "runner label 'cluster:gb300-nvv' is not declared" in messages(result)
+    assert (MASTER, line, 3) in [(f["file"], f["line"], f["col"]) for f in result["findings"]]
 
 
 def test_an_unrelated_invalid_config_does_not_block_the_plan(capsys, repo):
@@ -166,3 +173,40 @@ def test_gate_only_without_a_policy_file_uses_the_default_with_a_note(capsys, tm
               "--head-message", "x"])
     out, err = capsys.readouterr()
     assert exc.value.code == 0 and json.loads(out)["sweep"] and "note: no inferencex-e2e/ci-policy.yaml" in err
+
+
+def test_a_refused_change_is_one_json_document_and_a_github_summary_with_every_finding(capsys, repo, tmp_path,
+                                                                                       monkeypatch):
+    """Issue 24: with a broken changelog, `--format json` printed 0 bytes and `--format github` wrote no
+    outputs, no summary and no annotations; and a history edit hid a typo'd key in the new entry (two
+    round trips). Now every format says the verdict and every finding, at once."""
+    git(repo, "checkout", "-q", "head")
+    log = (repo / LOG).read_text()
+    first = log.index("description:")
+    edited = log[:first] + "description:\n    - \"history, edited\"\n" + log[first:].split("\n", 2)[2]
+    typo = edited.rsplit(f"    - {KEY}", 1)
+    (repo / LOG).write_text(typo[0] + f"    - {KEY}x" + typo[1])
+    commit(repo, "edit history and typo a key")
+    code, doc, err = plan(capsys, repo, base="base")
+    assert code == 1 and doc["sweep"] is False and doc["error"]
+    said = messages(doc)
+    assert "historical entries are immutable" in said and f"config key '{KEY}x' is not in the master configs" in said
+    assert "did you mean" in said
+    assert {"file", "line", "col", "message", "hint", "severity"} <= set(doc["findings"][0])
+
+    out, summary = tmp_path / "out", tmp_path / "summary"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", "--repo", str(repo), "--base", "base", "--head", "HEAD", "--label", "full-sweep-fail-fast",
+              "--format", "github"])
+    stdout, stderr = capsys.readouterr()
+    assert exc.value.code == 1
+    outputs = out.read_text()
+    assert "\nsweep=false\n" in outputs and "\nerror=no sweep planned" in outputs and outputs.startswith("check=true\n")
+    annotations = [line for line in stdout.splitlines() if line.startswith("::error ")]
+    assert len(annotations) == len(doc["findings"]) and all("title=plan" in a for a in annotations)
+    assert any(f"file={LOG},line=" in a and "immutable" in a for a in annotations)
+    md = summary.read_text()
+    assert "Sweep plan" in md and "immutable" in md and f"{KEY}x" in md
+    assert "immutable" in stderr and f"{KEY}x" in stderr                   # the log says it too

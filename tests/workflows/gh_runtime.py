@@ -91,6 +91,7 @@ class JobRun:
     steps: dict = field(default_factory=dict)
     token: str = ""
     run_attempt: int = 1                     # > 1: a re-run (GitHub replays the original payload)
+    actor: str = "octocat"                   # github.actor / github.triggering_actor
 
     def __post_init__(self):
         self.job = self.wf.jobs[self.job_id]
@@ -106,7 +107,8 @@ class JobRun:
     def context(self) -> dict:
         return {"github": {"token": self.token, "event": self.payload, "event_name": self.event_name,
                            "repository": self.fake.repo, "run_id": "4242", "run_attempt": str(self.run_attempt),
-                           "repository_owner": self.fake.repo.split("/")[0]},
+                           "repository_owner": self.fake.repo.split("/")[0], "actor": self.actor,
+                           "triggering_actor": self.actor},
                 "secrets": self.secrets, "inputs": self.inputs, "needs": self.needs,
                 "steps": {k: {"outputs": v.outputs, "outcome": "success" if v.ok else "failure"}
                           for k, v in self.steps.items()},

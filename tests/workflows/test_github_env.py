@@ -376,6 +376,60 @@ def runner_digest(s):
     return [job]
 
 
+def merge_ready_on_a_push_to_the_pr(s: Scenario):
+    """Issue 23: the readiness status (statuses: write) and the card line (a comment), from the pin's run,
+    its artifacts (actions: read) and the PR's files (pull-requests)."""
+    pr_with_sweep(s.fake, 7)
+    s.fake.pr_files[7] = ["inferencex-e2e/perf-changelog.yaml"]
+    s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
+    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    job = s.job("merge-ready.yml", "ready", "pull_request_target", pr_payload(s.fake, 7, "synchronize"))
+    out = ok(job.run("ready")).outputs
+    assert out["state"] == "success" and [st["context"] for st in s.fake.statuses] == ["ci-tools / ready to merge"]
+    return [job]
+
+
+def merge_ready_after_the_merge(s: Scenario):
+    pr_with_sweep(s.fake, 7, labels=(FULL, "evals-only"))
+    s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
+    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    merged(s.fake)
+    job = s.job("merge-ready.yml", "ready", "push", push_to_main())
+    ok(job.run("ready"))
+    assert any("reuse was refused" in c["body"] for c in s.fake.bot_comments(7))
+    return [job]
+
+
+def merge_ready_daily_pass(s: Scenario):
+    """The schedule lists the open PRs (pull-requests: read) and checks each."""
+    pr_with_sweep(s.fake, 7)
+    s.fake.pr_files[7] = ["inferencex-e2e/perf-changelog.yaml"]
+    job = s.job("merge-ready.yml", "ready", "schedule", {"schedule": "17 6 * * *"})
+    out = ok(job.run("ready")).outputs
+    assert out["ready"] == "false" and [st["state"] for st in s.fake.statuses] == ["failure"]
+    return [job]
+
+
+def recover_checks_before_dispatching(s: Scenario):
+    """The dry run makes every read the real one does; the merge commit is not in this checkout, so the
+    inputs check fails and nothing is sent (the end-to-end dispatch: tests/github/test_gh_merge_ready.py)."""
+    pr_with_sweep(s.fake, 7)
+    s.fake.permissions["lead"] = "maintain"
+    s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
+    s.fake.add_run(50, head_sha=MERGE, branch="main", event="push")
+    merged(s.fake)
+    payload = dict(rt.webhook("workflow_dispatch", "payload.json"), ref="refs/heads/main",
+                   inputs={"merge-commit": MERGE, "run-id": "9", "dry-run": True})
+    job = s.job("recover-ingest.yml", "recover", "workflow_dispatch", payload,
+                inputs={"merge-commit": MERGE, "run-id": "9", "dry-run": True},
+                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")}, actor="lead")
+    step = job.run("recover")
+    said = step.done.stdout + step.done.stderr
+    assert not step.ok and "[pass] requested by" in said and "[pass] run" in said and "[FAIL] inputs" in said, said
+    assert s.fake.dispatches == [] and "Traceback" not in step.done.stderr
+    return [job]
+
+
 # Each scenario: (workflow, job, function(s: Scenario) -> list of JobRuns it ran). One list per job.
 def results_app_ingests_this_run(s: Scenario):
     """#16.4: `GET commits/{sha}/pulls` needs pull-requests: read, which the job must grant."""
@@ -424,12 +478,23 @@ def collect_compares_with_main(s: Scenario):
     work = s.tmp / "workspace"
     (work / "results").mkdir(parents=True)
     (work / "results" / "results.json").write_text(json.dumps({"results": [result(1300.0)]}))
+    # what download-artifact put there: a job's directory with its nvidia-smi samples (a real H200's)
+    from tests.conftest import shared_dir
+
+    job_dir = work / "artifacts" / "job_tp2-c64"
+    job_dir.mkdir(parents=True)
+    (job_dir / "job.json").write_text(json.dumps({"point": point}))
+    (job_dir / "gpu_telemetry.csv").write_text((shared_dir() / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text())
     pr_with_sweep(s.fake, 1)
     job = s.job("sweep-stages.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
                 inputs={"sweep": True, "points": "0"})
     step = ok(job.run(4))
     assert "| tp2-c64 |" in step.summary and "improved" in step.summary
     assert (work / "results" / "compare.png").is_file()
+    step = ok(job.run("report"))
+    page = (work / "report" / "report.html").read_text()
+    assert "1 improved, 0 regressed" in step.summary and "<script src" not in page
+    assert 'data-job="tp2-c64"' in page and "sw power cap" in page
     return [job]
 
 
@@ -451,6 +516,9 @@ SCENARIOS = {
     ("sweep-pipeline.yml", "results-app"): [results_app_ingests_this_run, results_app_ingests_the_reused_run],
     ("trusted-sweep.yml", "plan"): [trusted_sweep_checks_the_approval],
     ("welcome.yml", "welcome"): [welcome_on_open],
+    ("merge-ready.yml", "ready"): [merge_ready_on_a_push_to_the_pr, merge_ready_after_the_merge,
+                                   merge_ready_daily_pass],
+    ("recover-ingest.yml", "recover"): [recover_checks_before_dispatching],
 }
 
 
@@ -588,4 +656,5 @@ def test_the_results_dispatch_token_reaches_only_the_steps_that_dispatch():
                     assert len(job["steps"]) <= 3, f"{wf.name}: {job_id}: a dispatch job is checkout, setup, dispatch"
     assert wide == []
     assert sorted(holders) == [("comment-commands.yml", "stage-dispatch", "dispatch"),
+                               ("recover-ingest.yml", "recover", "recover"),
                                ("sweep-pipeline.yml", "results-app", "dispatch")]

@@ -206,7 +206,7 @@ def test_artifact_names_match_the_code_that_defines_them():
     assert {names.COLLECTION_ARTIFACT, names.CHANGELOG_METADATA} <= uploaded
     spelled = {n for n in uploaded if "${{" not in n}
     assert spelled == {names.COLLECTION_ARTIFACT, names.CHANGELOG_METADATA, names.REVIEW_ARTIFACT,
-                       names.REUSED_RUN_ARTIFACT}
+                       names.REUSED_RUN_ARTIFACT, names.REPORT_ARTIFACT}
     canary = {n for n in uploaded if n.startswith("canary")}
     assert canary and all(n.startswith(names.CANARY_PASSED_PREFIX) for n in canary), canary
     assert {p for p in patterns if p.startswith("canary")} == {names.CANARY_PASSED_PATTERN}

@@ -82,8 +82,9 @@ def card_sections(state: dict, keys: set[str], settings: Settings) -> dict[str, 
         out["sweep"] = run_line(state["run"], settings)
     if "plan" in keys and state.get("plan"):
         out["plan"] = state["plan"]
-    if "reuse" in keys:
-        out["reuse"] = state.get("reuse") or messages.NOT_AUTHORISED
+    if "reuse" in keys or "ready" in keys:
+        # the merge-readiness line (`reuse ready`) leads the section; `/use` writes the pin line under it
+        out["reuse"] = "\n\n".join(x for x in (state.get("ready"), state.get("reuse") or messages.NOT_AUTHORISED) if x)
     return out
 
 

@@ -34,12 +34,14 @@ from typing import Callable, Iterable, Iterator, Protocol
 
 from ci_tools import names
 from ci_tools.evals import gate as eval_gate
-from ci_tools.sweep.labels import Policy
+from ci_tools.sweep.labels import DEFAULT_OPTIONAL_JOBS, Policy
 from ci_tools.prbot import messages
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, effective_use, parse
 from ci_tools.prbot.context import PrContext
 from ci_tools.prbot.models import Comment, LabelEvent, Timeline, WorkflowRun
+from ci_tools.prbot.reuse import jobs as job_rules
+from ci_tools.prbot.reuse import measured
 
 # A reusable run has its run-level collection (named once, in ci_tools.names) or, for runs
 # made by InferenceX's workflows before the switch, their eval collection or an AgentX result.
@@ -53,6 +55,12 @@ class Source(Protocol):
     def artifacts(self, run_id: int) -> list[dict]: ...
     def compare(self, base: str, head: str) -> dict: ...
     def top_level_tree(self, sha: str) -> dict[str, str]: ...
+    def run_jobs(self, run_id: int) -> list[dict]: ...
+
+
+# Compares what a run's head measured with the commit to publish (`reuse/shell.py` reads git);
+# None when no checkout can answer, and then the file rule (W1) decides as before.
+InputsOf = Callable[[str], "measured.InputsCheck | None"]
 
 
 def _order(value: str | None) -> float:
@@ -221,10 +229,14 @@ class Rules:
     need_changelog_metadata: bool = False
     allow_historical_association: bool = False  # pinned runs associated via run.pull_requests
     refuse_stale: bool = True                   # W1: refuse if later commits touch benchmark inputs
+    # reuse: a failed or cancelled run is judged by its jobs (reuse/jobs.py); these families may fail
+    optional_jobs: tuple[str, ...] | None = None
+    pinned: bool = False
 
 
-def reuse_rules(pinned: bool) -> Rules:
-    return Rules("reuse", frozenset({"success", "failure", "cancelled"} if pinned else {"success"}))
+def reuse_rules(pinned: bool, optional_jobs: tuple[str, ...] = DEFAULT_OPTIONAL_JOBS) -> Rules:
+    return Rules("reuse", frozenset({"success", "failure", "cancelled"}), optional_jobs=tuple(optional_jobs),
+                 pinned=pinned)
 
 
 def staging_rules(pinned: bool) -> Rules:
@@ -279,8 +291,16 @@ def origin_problem(run: WorkflowRun, pr: PrContext) -> str | None:
 
 
 def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeline, policy: Policy,
-              workflow_path: str, source: Source) -> str | None:
-    """None if `run` may be used, else the first reason it may not. Cheap checks come first."""
+              workflow_path: str, source: Source, inputs: InputsOf | None = None,
+              notes: list[str] | None = None) -> str | None:
+    """None if `run` may be used, else the first reason it may not. Cheap checks come first.
+
+    `inputs` (reuse only) compares what the run's head measured with the commit to publish: when it
+    can answer, a rebase or force-push that left the selected master entries and recipes as they were
+    keeps the run, and a change to them refuses it naming the file, whatever the commit graph says.
+    `notes` collects what the card should say about an accepted run (optional jobs that failed, the
+    inputs check)."""
+    notes = notes if notes is not None else []
     trusted = run.event == "workflow_dispatch"
     if run.event != "pull_request" and not trusted:
         return f"it is not a pull_request run or a trusted sweep ({run.event or 'unknown'} event)"
@@ -298,6 +318,11 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeli
         return f"it is not completed (status {run.status})"
     if run.conclusion not in rules.conclusions:
         return f"it concluded {run.conclusion!r}; {rules.name} needs {' or '.join(sorted(rules.conclusions))}"
+    optional_failed = False
+    if rules.optional_jobs is not None and run.conclusion != "success":
+        why, optional_failed = _jobs_problem(run, rules, source, notes)
+        if why:
+            return why
     if not run.head_sha:
         return "it has no head commit"
     why = label_history_problem(timeline.label_events, pr.labels, policy)
@@ -312,7 +337,18 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeli
     if blockers:
         return f"it ran with {', '.join(blockers)} applied, which is not a full sweep"
     historical = rules.allow_historical_association and pr.number in run.pull_requests
-    if run.head_sha != pr.head_sha and not historical:
+    check = inputs(run.head_sha) if inputs is not None else None
+    if check is not None and check.unknown is None:
+        if check.changed:
+            return (f"what it measured changed: {'; '.join(check.changed)} (its head {run.head_sha[:12]}, compared "
+                    f"with {check.against[:12]}); run a new sweep on the current head")
+        if run.head_sha not in timeline.commits and run.head_branch != pr.head_ref and not historical:
+            return f"its head commit {run.head_sha[:12]} is not one of PR #{pr.number}'s commits"
+        if check.measured != check.against:
+            notes.append(check.note())
+    elif run.head_sha != pr.head_sha and not historical:
+        if check is not None:
+            notes.append(check.note())
         if run.head_sha not in timeline.commits:
             return f"its head commit {run.head_sha[:12]} is not one of PR #{pr.number}'s commits"
         diff = source.compare(run.head_sha, pr.head_sha)
@@ -330,8 +366,29 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeli
     if not has_results(present):
         return "it has no unexpired benchmark, eval or agentic result artifact"
     if rules.name == "reuse":
-        return eval_gate.reuse_problem(present)   # its eval rows passed (or it had none)
+        why = eval_gate.reuse_problem(present)   # its eval rows passed (or it had none)
+        if why and optional_failed:
+            notes.append("its eval verdict is not a pass and is left out: only optional jobs failed")
+            return None
+        return why
     return None
+
+
+def _jobs_problem(run: WorkflowRun, rules: Rules, source: Source, notes: list[str]) -> tuple[str | None, bool]:
+    """A failed or cancelled run is usable when every job the policy requires succeeded (reuse/jobs.py);
+    (why not or None, whether optional jobs failed). A pinned run whose jobs cannot be listed is the
+    maintainer's call, as before; an unpinned one is refused."""
+    verdict = job_rules.verdict(source.run_jobs(run.id), rules.optional_jobs or ())
+    if verdict.required:
+        return (f"it concluded {run.conclusion!r} and required job(s) did not succeed: {', '.join(verdict.required[:5])}"
+                + (f" and {len(verdict.required) - 5} more" if len(verdict.required) > 5 else ""), False)
+    if not verdict.listed and not rules.pinned:
+        return (f"it concluded {run.conclusion!r}; reuse needs success, or a run whose required jobs all "
+                "succeeded (it lists no jobs)", False)
+    note = verdict.note()
+    if note:
+        notes.append(f"run {run.id} concluded {run.conclusion!r}: {note}")
+    return None, bool(verdict.optional)
 
 
 @dataclass(frozen=True)
@@ -339,6 +396,7 @@ class Selection:
     run: WorkflowRun | None
     error: str | None = None
     rejected: tuple[str, ...] = ()    # "run 123: reason", newest first
+    notes: tuple[str, ...] = ()       # about the chosen run: optional jobs that failed, its inputs check
 
 
 def sweep_run(base: WorkflowRun) -> SweepRun:
@@ -366,7 +424,7 @@ def _trusted_runs_of(runs: Iterable[WorkflowRun], pr: int, max_listed: int) -> I
 
 
 def select_run(rules: Rules, *, pinned: int | None, pr: PrContext, timeline: Timeline, policy: Policy,
-               workflow: str, source: Source, max_examined: int = 30) -> Selection:
+               workflow: str, source: Source, max_examined: int = 30, inputs: InputsOf | None = None) -> Selection:
     """The pinned run if usable, else the newest usable completed run of the sweep on the PR branch."""
     path = workflow_path(workflow)
     if pinned is not None:
@@ -375,11 +433,12 @@ def select_run(rules: Rules, *, pinned: int | None, pr: PrContext, timeline: Tim
             return Selection(None, f"run {pinned} cannot be used for {rules.name}, because no such run exists "
                                    "in this repository.")
         run = sweep_run(data)
+        notes: list[str] = []
         why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=path,
-                        source=source)
+                        source=source, inputs=inputs, notes=notes)
         if why:
             return Selection(None, f"run {pinned} cannot be used for {rules.name}, because {why}.")
-        return Selection(run)
+        return Selection(run, notes=tuple(notes))
     rejected: list[str] = []
     candidates: Iterator[WorkflowRun] = iter(source.runs(path.rsplit("/", 1)[-1], branch=pr.head_ref))
     if pr.fork:
@@ -387,14 +446,28 @@ def select_run(rules: Rules, *, pinned: int | None, pr: PrContext, timeline: Tim
                                                         event="workflow_dispatch"), pr.number, 10 * max_examined)
         # the fork's own pull_request runs are listed too, only to say why each was refused
         candidates = heapq.merge(candidates, trusted, key=_newest)
+    # A fully green run is preferred; failed and cancelled ones (judged by their jobs, a request each)
+    # are examined only when no green run is usable, so the common case costs what it did.
+    deferred: list[WorkflowRun] = []
     for examined, data in enumerate(candidates):
         if examined >= max_examined:
             break
         run = sweep_run(data)
+        if rules.optional_jobs is not None and run.status == "completed" and run.conclusion in ("failure", "cancelled"):
+            deferred.append(run)
+            continue
+        notes = []
         why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=path,
-                        source=source)
+                        source=source, inputs=inputs, notes=notes)
         if why is None:
-            return Selection(run, rejected=tuple(rejected))
+            return Selection(run, rejected=tuple(rejected), notes=tuple(notes))
+        rejected.append(f"run {run.id}: {why}")
+    for run in deferred:
+        notes = []
+        why = check_run(run, rules, pr=pr, timeline=timeline, policy=policy, workflow_path=path,
+                        source=source, inputs=inputs, notes=notes)
+        if why is None:
+            return Selection(run, rejected=tuple(rejected), notes=tuple(notes))
         rejected.append(f"run {run.id}: {why}")
     detail = "; ".join(rejected[:5]) or ("no completed pull_request runs on the PR branch" + (
         f" and no completed trusted sweeps of PR #{pr.number}" if pr.fork else ""))
@@ -412,8 +485,23 @@ class ReuseDecision:
     reason: str = ""
     pr_number: int | None = None
     run: WorkflowRun | None = None
-    error: str | None = None          # set: refuse (fail closed), the job must fail
+    error: str | None = None          # set: reuse refused (`fallback`: main sweeps itself, else the job fails)
     ignored: tuple[str, ...] = ()
+    fallback: bool = False            # policy `on-refused-reuse: sweep`: a refusal makes main run its own sweep
+    notes: tuple[str, ...] = ()       # about the reused run: its inputs check, optional jobs that failed
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.error) and not self.fallback
+
+    def summary(self) -> str:
+        if self.error and self.fallback:
+            return f"{self.error} {FALLBACK_NOTE}"
+        return self.error or self.reason
+
+
+FALLBACK_NOTE = ("Main runs its own sweep of the selected configs instead (policy `on-refused-reuse: sweep`), so "
+                 "the merge still publishes results.")
 
 
 # GitHub's comparison lists at most this many files (the rest are silently left out).
@@ -468,20 +556,23 @@ def decide_pr_event(action: str, *, label_problem: str | None, authorisation: Ca
 
 
 def decide_merge(pr: PrContext, auth: Authorisation, *, timeline: Timeline, policy: Policy, workflow: str,
-                 source: Source) -> ReuseDecision:
-    """Main side, for the single PR a pushed commit belongs to."""
-    base = dict(pr_number=pr.number, authorised=auth.authorised, ignored=auth.ignored)
+                 source: Source, inputs: InputsOf | None = None) -> ReuseDecision:
+    """Main side, for the single PR a pushed commit belongs to. A refused pin is an error; with the
+    policy's `on-refused-reuse: sweep` (the default) it is a fallback: main sweeps, the job passes."""
+    base = dict(pr_number=pr.number, authorised=auth.authorised, ignored=auth.ignored,
+                fallback=policy.reuse.main_sweeps_on_refusal)
     if not auth.authorised:
         return ReuseDecision(reason=auth.reason, **base)
     problem = label_problems(pr.labels, policy)
     if problem:
         return ReuseDecision(error=f"PR #{pr.number} authorised reuse, but {problem}.", **base)
     if not pr.merged_at:
-        return ReuseDecision(error=f"PR #{pr.number} is not merged; reuse is decided for merged PRs only.", **base)
-    sel = select_run(reuse_rules(auth.pinned_run is not None), pinned=auth.pinned_run, pr=pr, timeline=timeline,
-                     policy=policy, workflow=workflow, source=source)
+        return ReuseDecision(error=f"PR #{pr.number} is not merged; reuse is decided for merged PRs only.",
+                             **{**base, "fallback": False})
+    sel = select_run(reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs), pinned=auth.pinned_run,
+                     pr=pr, timeline=timeline, policy=policy, workflow=workflow, source=source, inputs=inputs)
     if sel.run is None:
         return ReuseDecision(error=sel.error, **base)
     how = f"pinned run {sel.run.id}" if auth.pinned_run is not None else f"newest eligible run {sel.run.id}"
-    return ReuseDecision(reuse_enabled=True, run=sel.run,
+    return ReuseDecision(reuse_enabled=True, run=sel.run, notes=sel.notes,
                          reason=f"PR #{pr.number} reuses {how} (head {sel.run.head_sha[:12]}): {auth.reason}", **base)

@@ -37,9 +37,12 @@ def use_command(use: Use, c: Comment, pr: int, tl: Timeline, gh: Client, setting
         state["reuse"] = messages.reuse_text(auth)
 
     update_card(gh, pr, tl, settings, change)
-    sel = reuse.select_run(reuse.reuse_rules(use.run_id is not None), pinned=use.run_id, pr=prs, timeline=tl,
-                           policy=settings.policy, workflow=settings.workflow, source=gh)
-    return messages.use_accepted(c.author, use.run_id, sel.run, sel.error, reuse.label_problems(prs.labels, settings.policy))
+    policy = settings.policy
+    sel = reuse.select_run(reuse.reuse_rules(use.run_id is not None, policy.reuse.optional_jobs), pinned=use.run_id,
+                           pr=prs, timeline=tl, policy=policy, workflow=settings.workflow, source=gh,
+                           inputs=pr_inputs(settings, prs.head_sha))
+    return messages.use_accepted(c.author, use.run_id, sel.run, sel.error, reuse.label_problems(prs.labels, policy),
+                                 notes=sel.notes)
 
 
 def use_deleted(pr: int, gh: Client, settings: Settings, res: Result) -> None:
@@ -62,8 +65,10 @@ def outputs(decision: reuse.ReuseDecision) -> dict[str, str]:
         "reuse-source-run-url": run.html_url if run else "",
         "reuse-source-head-sha": run.head_sha if run else "",
         "reuse-source-pr-number": str(decision.pr_number or ""),
-        "reuse-reason": decision.error or decision.reason,
-        "reuse-error": "true" if decision.error else "false",
+        "reuse-reason": decision.summary(),
+        "reuse-error": "true" if decision.failed else "false",
+        # refused at merge, and main sweeps instead (policy `on-refused-reuse: sweep`)
+        "reuse-refused": "true" if decision.error and decision.fallback else "false",
     }
 
 
@@ -78,6 +83,11 @@ def resolve_reuse(event: Event, settings: Settings, gh: Lazy) -> Result:
         def pushed_inputs() -> list[str]:
             if not event.before or not event.after or set(event.before) == {"0"}:
                 return []
+            # what the old head measured against the new one: a rebase that brings main's changelog and
+            # config changes but leaves the PR's selected entries and recipes alone changes nothing
+            check = pr_inputs(settings, event.after)(event.before)
+            if check.unknown is None:
+                return list(check.changed)
             diff = gh().compare(event.before, event.after)
             return reuse.changed_inputs(diff, gh(), event.before, event.after)
 
@@ -89,8 +99,8 @@ def resolve_reuse(event: Event, settings: Settings, gh: Lazy) -> Result:
     else:
         decision = reuse.ReuseDecision(reason=f"{event.name} {event.ref or event.action} is not a push to "
                                               f"{settings.main_ref.rsplit('/', 1)[-1]}")
-    res = Result(outputs=outputs(decision), messages=[decision.error or decision.reason, *decision.ignored])
-    res.exit_code = 1 if decision.error else 0
+    res = Result(outputs=outputs(decision), messages=[decision.summary(), *decision.notes, *decision.ignored])
+    res.exit_code = 1 if decision.failed else 0
     return res
 
 
@@ -108,7 +118,7 @@ def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDeci
                                pin_problem=pin_checker(client, client.repo, settings)).authorised:
                 authorised.append(p.number)
         if authorised:
-            return reuse.ReuseDecision(error=f"commit {event.after[:12]} maps to several PRs "
+            return reuse.ReuseDecision(fallback=settings.policy.reuse.main_sweeps_on_refusal, error=f"commit {event.after[:12]} maps to several PRs "
                                              f"({', '.join(map(str, numbers))}) and reuse is authorised on "
                                              f"#{', #'.join(map(str, authorised))}; refusing to guess which "
                                              "PR's run to reuse.")
@@ -117,5 +127,27 @@ def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDeci
     tl = load_timeline(client, prs.number)
     auth = reuse.authorise(tl.comments, client.permission, pr_number=prs.number, merged_at=prs.merged_at,
                            pin_problem=pin_checker(client, client.repo, settings))
+    inputs = measured_inputs(settings, base=f"{event.after}^", target=event.after)
     return reuse.decide_merge(prs, auth, timeline=tl, policy=settings.policy, workflow=settings.workflow,
-                              source=client)
+                              source=client, inputs=inputs)
+
+
+def measured_inputs(settings: Settings, *, base: str, target: str):
+    """The rebase-safe comparison against `target` (reuse/shell.py), from the job's checkout."""
+    from ci_tools.prbot.reuse.shell import inputs_against
+
+    return inputs_against(settings.repo_root, base, target, fetch=settings.fetch_commits)
+
+
+def pr_inputs(settings: Settings, head: str):
+    """The comparison against a PR head, from the default branch's checkout (its branch ref when the
+    checkout has one, else HEAD: the workflows check out the default branch)."""
+    from ci_tools.gitio import Git
+
+    git = Git(settings.repo_root)
+    # a default-branch checkout has the branch; a pull_request checkout (the merge ref, fetch-depth 0)
+    # has origin/<branch>; HEAD only as the last resort (it is the default branch in the workflows
+    # that check it out by name)
+    base = next((ref for ref in (settings.main_branch, f"origin/{settings.main_branch}") if git.has_commit(ref)),
+                "HEAD")
+    return measured_inputs(settings, base=base, target=head)

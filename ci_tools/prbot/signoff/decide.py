@@ -65,6 +65,7 @@ class Check:
     name: str
     ok: bool
     detail: str
+    failed: str = ""       # what is wrong, in a few words, for the commit status (the name says the rule)
 
 
 @dataclass(frozen=True)
@@ -85,8 +86,9 @@ class Verdict:
             return "CODEOWNER sign-off verified"
         if self.unverified:
             return "Sign-off not verified: cannot read team membership with this token"
-        failed = [c.name for c in self.checks if not c.ok]
-        return "Sign-off rejected: " + ", ".join(failed)
+        failed = "; ".join(c.failed or f"not met: {c.name}" for c in self.checks if not c.ok)
+        text = "Sign-off rejected: " + failed
+        return text if len(text) <= 140 else text[:139] + "…"    # GitHub's limit for a status description
 
 
 def owner_check(signer: str, files: Iterable[str], codeowners_text: str,
@@ -124,10 +126,12 @@ def owner_check(signer: str, files: Iterable[str], codeowners_text: str,
     if unknown:
         shown = ", ".join(unknown[:8]) + (f" and {len(unknown) - 8} more" if len(unknown) > 8 else "")
         return Check("CODEOWNER of every changed file", False,
-                     f"not checked: {reason}; ownership of {shown} is unknown"), owns_any, reason
+                     f"not checked: {reason}; ownership of {shown} is unknown",
+                     "ownership could not be checked"), owns_any, reason
     if not_owned:
         shown = ", ".join(not_owned[:8]) + (f" and {len(not_owned) - 8} more" if len(not_owned) > 8 else "")
-        return Check("CODEOWNER of every changed file", False, f"@{signer} does not own {shown}"), owns_any, None
+        return Check("CODEOWNER of every changed file", False, f"@{signer} does not own {shown}",
+                     f"@{signer} does not own {len(not_owned)} changed file(s)"), owns_any, None
     return Check("CODEOWNER of every changed file", True, f"@{signer} owns every changed file"), True, None
 
 
@@ -142,17 +146,19 @@ def checklist_checks(body: str, signer: str, checklist: Checklist) -> list[Check
     checks = [Check("current checklist version", version == checklist.version,
                     f"version {checklist.version}" if version == checklist.version else
                     f"the sign-off uses version {version if version is not None else '(none)'}; "
-                    f"the current version is {checklist.version}: copy the template again")]
+                    f"the current version is {checklist.version}: copy the template again",
+                    f"checklist version {version if version is not None else '(none)'}, not {checklist.version}")]
     missing = [i for i in checklist.items if _norm(i) not in ticked]
     checks.append(Check("every item ticked", not missing,
                         f"all {len(checklist.items)} items ticked" if not missing else
                         f"{len(missing)} of {len(checklist.items)} items not ticked: "
-                        + "; ".join(f"\"{i[:60]}{'…' if len(i) > 60 else ''}\"" for i in missing[:5])))
+                        + "; ".join(f"\"{i[:60]}{'…' if len(i) > 60 else ''}\"" for i in missing[:5]),
+                        f"{len(missing)} of {len(checklist.items)} items not ticked"))
     signed = _SIGNED.findall(body)
     checks.append(Check("signed by the signer", bool(signed) and signed[-1].lower() == signer.lower(),
                         f"signed @{signer}" if signed and signed[-1].lower() == signer.lower() else
                         f"the sign-off must end with `Signed: @{signer}`"
-                        + (f" (it says @{signed[-1]})" if signed else "")))
+                        + (f" (it says @{signed[-1]})" if signed else ""), f"not signed by @{signer}"))
     return checks
 
 
@@ -161,7 +167,8 @@ def verify(*, signer: str, body: str, files: Iterable[str], codeowners_text: str
     owner, owns_any, unverified = owner_check(signer, files, codeowners_text, is_member)
     checks = [owner, *checklist_checks(body, signer, checklist),
               Check("successful full sweep", sweep_problem is None,
-                    "a successful full sweep exists" if sweep_problem is None else sweep_problem)]
+                    "a successful full sweep exists" if sweep_problem is None else sweep_problem,
+                    "no successful full sweep")]
     return Verdict(all(c.ok for c in checks), tuple(checks), owns_any, unverified)
 
 

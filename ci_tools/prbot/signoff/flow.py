@@ -93,6 +93,7 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
                                footer=messages.signoff_not_counted(c.author, previous.get("signer")), **values)
         upsert(client, pr, tl, sticky.SIGNOFF_REPLY, c.id, body, settings)
         res.outputs["state"] = "success"
+        res.verdict = "not counted: the earlier verified sign-off stands"
         res.messages.append("sign-off by a non-owner ignored; the earlier verified sign-off stands")
         return res
     state = {"sha": prs.head_sha, "tree": tree, "signer": c.author, "passed": verdict.passed,
@@ -105,6 +106,7 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
                          description=verdict.description,
                          target_url=f"https://github.com/{client.repo}/pull/{pr}#issuecomment-{cid}")
     res.outputs["state"] = verdict.state
+    res.verdict = verdict.description
     res.messages.append(f"{signoff.STATUS_CONTEXT}: {verdict.state}: {verdict.description}")
     return res
 

@@ -1,0 +1,250 @@
+"""`ci-tools reuse ready`: the `ci-tools / ready to merge` status and the card's readiness line.
+
+Run on every event that can change the answer: a push to the PR or a label change
+(`pull_request_target`), a `/use` comment (`issue_comment`), a sweep's end (`workflow_run`), and on a
+push to main, where it writes what happened at merge on the merged PR's card (reused, or refused
+and main swept itself, with the reason). The decision is reuse/ready.py; the pin is judged by
+exactly the rules `reuse resolve` applies at merge (reuse/decide.py), plus the artifact margin.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from ci_tools import names
+from ci_tools.changelog.coverage import relevant
+from ci_tools.github.events import Event
+from ci_tools.prbot import context, messages
+from ci_tools.prbot.card.flow import authorisation, update_card
+from ci_tools.prbot.reuse import decide as reuse
+from ci_tools.prbot.reuse import ready as readiness
+from ci_tools.prbot.reuse.flow import Client, _resolve_push, measured_inputs, pr_inputs
+from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
+
+OUTPUTS = ("pr", "ready", "state", "summary")
+
+
+def _pr_of(event: Event | None, client: Client) -> int | None:
+    if event is None:
+        return None
+    if event.pr_number is not None:
+        return event.pr_number
+    if event.name == "workflow_run" and event.workflow_run is not None:
+        wr = event.workflow_run
+        if wr.event == "workflow_dispatch":
+            run = reuse.sweep_run(client.workflow_run(wr.id))   # a trusted sweep names its PR in the run name
+            return run.trusted_pr
+        if wr.pull_requests:
+            return wr.pull_requests[0]
+        # a fork PR's workflow_run carries no pull_requests: the commit's open PR
+        open_prs = [p for p in client.pulls_for_commit(wr.head_sha) if p.get("state") == "open"]
+        return int(open_prs[0]["number"]) if len(open_prs) == 1 else None
+    return None
+
+
+def facts_of(number: int, client: Client, settings: Settings, tl=None) -> tuple[readiness.Facts, object]:
+    """Everything the decision needs for PR `number`, read now; (facts, the PR's context)."""
+    policy = settings.policy
+    prs = context.of(client.pull_request(number), settings.main_branch)
+    files = client.pull_files(number)
+    relevant_files = tuple(f for f in files if f == names.CHANGELOG or relevant(f, list(policy.performance_relevant)))
+    tl = tl or load_timeline(client, number)
+    auth = authorisation(client, tl, number, settings)
+    label_problem = reuse.label_problems(prs.labels, policy)
+    base = dict(pr=number, relevant_files=relevant_files, reusable_label=label_problem is None,
+                label_problem=label_problem, authorised=auth.authorised,
+                main_sweeps_on_refusal=policy.reuse.main_sweeps_on_refusal,
+                margin_days=policy.reuse.artifact_margin_days)
+    if not relevant_files:
+        return readiness.Facts(**base), prs
+    rules = reuse.reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs)
+    inputs = pr_inputs(settings, prs.head_sha)
+    if not auth.authorised:
+        if label_problem:
+            return readiness.Facts(**base), prs
+        sel = reuse.select_run(rules, pinned=None, pr=prs, timeline=tl, policy=policy, workflow=settings.workflow,
+                               source=client, inputs=inputs)
+        return readiness.Facts(**base, candidate=sel.run.id if sel.run else None), prs
+    pin = f"`{auth.command.text}` by @{auth.comment.author}"
+    if label_problem:
+        return readiness.Facts(**base, pin_text=pin), prs
+    sel = reuse.select_run(rules, pinned=auth.pinned_run, pr=prs, timeline=tl, policy=policy,
+                           workflow=settings.workflow, source=client, inputs=inputs)
+    if sel.run is None:
+        return readiness.Facts(**base, pin_text=pin, refused=sel.error), prs
+    expiry = readiness.earliest_expiry(client.artifacts(sel.run.id), lambda name: True)
+    return readiness.Facts(**base, pin_text=pin, run_id=sel.run.id, run_sha=sel.run.head_sha, expires_at=expiry,
+                           notes=sel.notes), prs
+
+
+def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None = None,
+          now: datetime | None = None, open_prs: bool = False) -> Result:
+    now = now or datetime.now(timezone.utc)
+    if event is not None and event.name == "push":
+        return merged(event, settings, gh)
+    if open_prs:
+        return every_open_pr(settings, gh, now)
+    client: Client = gh()
+    number = pr or _pr_of(event, client)
+    empty = dict.fromkeys(OUTPUTS, "")
+    if number is None:
+        return Result(outputs=empty, messages=["no pull request for this event: no readiness to report"])
+    tl = load_timeline(client, number)
+    facts, prs = facts_of(number, client, settings, tl)
+    if prs.merged_at or prs.state != "open":
+        return Result(outputs={**empty, "pr": str(number)},
+                      messages=[f"PR #{number} is {'merged' if prs.merged_at else prs.state}: no readiness to report"])
+    verdict = readiness.decide(facts, now)
+    client.create_status(prs.head_sha, state=verdict.state, context=readiness.CONTEXT, description=verdict.summary,
+                         target_url=f"https://github.com/{client.repo}/pull/{number}")
+    auth = authorisation(client, tl, number, settings)
+    update_card(client, number, tl, settings,
+                lambda s: s.update(ready=verdict.card_line(), reuse=messages.reuse_text(auth)))
+    return Result(outputs={"pr": str(number), "ready": str(verdict.ready).lower(), "state": verdict.state,
+                           "summary": verdict.summary},
+                  messages=[f"PR #{number} {readiness.CONTEXT}: {verdict.state}: {verdict.detail}"])
+
+
+def every_open_pr(settings: Settings, gh: Lazy, now: datetime) -> Result:
+    """The daily pass: artifacts approach their expiry without any event, so every open PR is checked
+    again (a PR that cannot be checked is reported and the others still are)."""
+    from ci_tools.github.client import GitHubError
+
+    client: Client = gh()
+    messages_, red, failed = [], [], []
+    for number in client.open_pull_numbers(settings.main_branch):
+        try:
+            res = ready(None, settings, gh, pr=number, now=now)
+        except GitHubError as exc:
+            failed.append(number)
+            messages_.append(f"PR #{number}: not checked: {exc.message}")
+            continue
+        messages_ += res.messages
+        if res.outputs.get("ready") == "false":
+            red.append(number)
+    head = (f"checked the open PRs: {len(red)} not ready to merge"
+            + (f" (#{', #'.join(map(str, red))})" if red else "")
+            + (f"; {len(failed)} could not be checked" if failed else ""))
+    return Result(outputs={**dict.fromkeys(OUTPUTS, ""), "ready": "false" if red else "true"},
+                  messages=[head, *messages_], exit_code=1 if failed else 0)
+
+
+def merged(event: Event, settings: Settings, gh: Lazy) -> Result:
+    """On main: the merged PR's card says what the merge run does with its results, and why."""
+    decision = _resolve_push(event, settings, gh)
+    empty = dict.fromkeys(OUTPUTS, "")
+    if decision.pr_number is None:
+        return Result(outputs=empty, messages=[decision.summary()])
+    line = merge_line(decision, event.after)
+    client: Client = gh()
+    update_card(client, decision.pr_number, load_timeline(client, decision.pr_number), settings,
+                lambda s: s.update(ready=line))
+    return Result(outputs={**empty, "pr": str(decision.pr_number)},
+                  messages=[f"PR #{decision.pr_number}: {line}"])
+
+
+def merge_line(decision: reuse.ReuseDecision, merge_sha: str) -> str:
+    at = f"**At merge (`{merge_sha[:12]}`):**"
+    if decision.reuse_enabled and decision.run is not None:
+        notes = "".join(f" {n[0].upper()}{n[1:]}." for n in decision.notes)
+        return f"{at} main publishes run {decision.run.id} (commit `{decision.run.head_sha[:12]}`).{notes}"
+    if decision.error and decision.fallback:
+        return f"{at} reuse was refused: {decision.error} Main runs its own sweep of the selected configs instead."
+    if decision.error:
+        return (f"{at} reuse was refused and nothing is published (policy `on-refused-reuse: fail`): {decision.error} "
+                f"Recover with `ci-tools reuse recover --merge-commit {merge_sha} --run <run_id>` (docs/maintainer.md).")
+    return f"{at} no `/use` pin counted ({decision.reason}); main runs its own sweep."
+
+
+# ---- recovery ---------------------------------------------------------------------------------
+
+RECOVER_OUTPUTS = ("dispatched", "pr", "source-run-id", "merge-run-id")
+MAINTAINERS = ("admin", "maintain")        # who may re-ingest a merged PR's results
+
+
+def _merge_run(client: Client, settings: Settings, merge_commit: str, limit: int = 100):
+    """Main's sweep run of `merge_commit` (the run whose changelog metadata describes the merge)."""
+    for n, data in enumerate(client.workflow_runs(settings.workflow, branch=settings.main_branch, event="push")):
+        if n >= limit:
+            break
+        if data.get("head_sha") == merge_commit:
+            return data
+    return None
+
+
+def recover(event: Event | None, settings: Settings, gh: Lazy, dispatcher: Lazy | None = None, *,
+            merge_commit: str, run_id: int, merge_run_id: int | None = None, dry_run: bool = False,
+            requested_by: str | None = None) -> Result:
+    """Check a merged PR's sweep run as `reuse resolve` would have at merge (inputs compared strictly with
+    the merge commit), then ask the results app to ingest it (`--dry-run`: print the dispatch only)."""
+    import json
+
+    from ci_tools.errors import InputError
+    from ci_tools.github.client import GitHubError
+    from ci_tools.prbot.reuse import recover as rc
+    from ci_tools.prbot.staging import decide as staging
+
+    client: Client = gh()
+    out = dict.fromkeys(RECOVER_OUTPUTS, "")
+    out.update({"dispatched": "false", "source-run-id": str(run_id)})
+    checks: list[rc.Check] = []
+
+    def refused() -> Result:
+        return Result(outputs=out, messages=["recovery refused: " + next(c.detail for c in checks if not c.ok),
+                                             *[c.line() for c in checks]], exit_code=1)
+
+    if requested_by:
+        level = client.permission(requested_by)
+        ok = level in MAINTAINERS
+        checks.append(rc.Check("requested by", ok, f"@{requested_by} has {level} permission"
+                               + ("" if ok else f"; recovery needs {' or '.join(MAINTAINERS)}")))
+        if not ok:
+            return refused()
+    pulls = client.merged_pull_requests(merge_commit)
+    if len(pulls) != 1:
+        checks.append(rc.Check("merged PR", False, f"commit {merge_commit[:12]} is the merge of "
+                               f"{len(pulls) or 'no'} merged pull request(s); name the merge commit of one PR"))
+        return refused()
+    prs = context.of(pulls[0], settings.main_branch)
+    out["pr"] = str(prs.number)
+    checks.append(rc.Check("merged PR", True, f"#{prs.number}, merged at {prs.merged_at}"))
+    try:
+        run = reuse.sweep_run(client.workflow_run(run_id))
+    except GitHubError as exc:
+        if exc.status != 404:
+            raise
+        checks.append(rc.Check("run", False, f"run {run_id} does not exist in {client.repo}"))
+        return refused()
+    tl = load_timeline(client, prs.number)
+    inputs = measured_inputs(settings, base=f"{merge_commit}^", target=merge_commit)
+    policy = settings.policy
+    workflow_path = reuse.workflow_path(settings.workflow)
+    notes: list[str] = []
+    problem = reuse.check_run(run, reuse.reuse_rules(True, policy.reuse.optional_jobs), pr=prs, timeline=tl,
+                              policy=policy, workflow_path=workflow_path, source=client, inputs=inputs, notes=notes)
+    checks.append(rc.run_check(problem, run_id, prs.number))
+    checks.append(rc.inputs_check(inputs(run.head_sha)))
+    merge_run = client.run(merge_run_id) if merge_run_id else _merge_run(client, settings, merge_commit)
+    if merge_run is None:
+        checks.append(rc.Check("merge run", False, f"no {settings.workflow} push run of {merge_commit[:12]} on "
+                               f"{settings.main_branch}; pass --merge-run RUN_ID"))
+    elif merge_run.get("head_sha") != merge_commit:
+        checks.append(rc.Check("merge run", False, f"run {merge_run['id']} ran on {str(merge_run.get('head_sha'))[:12]}, "
+                               f"not on the merge commit {merge_commit[:12]}"))
+    else:
+        checks.append(rc.Check("merge run", True, f"run {merge_run['id']} of {merge_commit[:12]}"))
+    out["merge-run-id"] = str(merge_run["id"]) if merge_run else ""
+    if not all(c.ok for c in checks):
+        return refused()
+    payload = staging.ingest_payload(source_repo=client.repo, run_id=run.id, run_attempt=run.run_attempt,
+                                     head_sha=run.head_sha, pr_number=prs.number, merge_run_id=int(merge_run["id"]),
+                                     merge_run_attempt=int(merge_run.get("run_attempt") or 1))
+    messages = [c.line() for c in checks] + [n for n in notes]
+    dispatch = f"{staging.INGEST_EVENT} to {settings.results_repo}: {json.dumps(payload, sort_keys=True)}"
+    if dry_run:
+        return Result(outputs=out, messages=["dry run: every check passed; would dispatch " + dispatch, *messages])
+    if dispatcher is None:
+        raise InputError("recovery dispatches to the results app: set RESULTS_DISPATCH_TOKEN (or use --dry-run)")
+    dispatcher().dispatch(settings.results_repo, staging.INGEST_EVENT, payload)
+    out["dispatched"] = "true"
+    return Result(outputs=out, messages=["dispatched " + dispatch, *messages])

@@ -1,0 +1,116 @@
+"""Every single-node row the example repository plans renders engine and router commands that parse with
+that tool's own parser: SGLang (each declared release), vLLM 0.33.0 (`vllm serve`, from the wheel),
+TensorRT-LLM (trtllm-serve's click options), sglang-router/smg. The rows come from the matrix expansion
+`plan` uses, so a new config or point is checked without naming it here; each row also dry-runs.
+
+Multi-node rows (Dynamo and sglang-router PD workers) are checked by test_disagg_parsers.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+from click.testing import CliRunner
+
+from ci_tools import names
+from ci_tools.cli import cli
+from ci_tools.config.load import default_master_paths, load_recipe, read_masters, read_runners
+from ci_tools.config.recipe import resolve_point
+from ci_tools.runner.flow import eval_policy
+from ci_tools.runner.plan import Settings, build_plan
+from ci_tools.sweep.matrix import Filters, expand, is_multinode
+from tests.engines.harness import REPO, parse_many
+
+
+def example_rows() -> list[tuple[str, dict]]:
+    entries = read_masters(default_master_paths(REPO), REPO).entries
+    hardware = (read_runners(REPO / names.RUNNERS, REPO).data or {}).get("hardware") or {}
+    rows, seen = [], set()
+    for r in expand(entries, hardware, Filters()):
+        if is_multinode(r.data):
+            continue
+        d = {**r.data, "config-key": r.key}
+        name = (f"{r.key}/tp{d['tp']}-ep{d['ep']}{'-dpa' if d.get('dp-attn') else ''}-c{d['conc']}"
+                f"{'-eval' if d.get('run-eval') else ''}-{d.get('isl', 'agentic')}x{d.get('osl', '')}")
+        if name not in seen:
+            seen.add(name)
+            rows.append((name, d))
+    return rows
+
+
+ROWS = example_rows()
+
+
+def commands(row: dict) -> tuple[str, tuple[str, ...], list[tuple[str, str, list[str]]]]:
+    """(engine, versions to check, [(parser, version, args)]) of one row's server and router commands."""
+    rel = read_masters(default_master_paths(REPO), REPO).entries[row["config-key"]]["recipe"]
+    recipe = load_recipe(REPO / rel, rel)
+    point = resolve_point(recipe, int(row["tp"]), int(row.get("ep", 1)), bool(row.get("dp-attn")), int(row["conc"]))
+    plan = build_plan(row, point, Settings(root=str(REPO), evals=eval_policy(row, REPO)), "out")
+    server = plan.proc("server").command
+    # TensorRT-LLM recipes name no release (one option table, tests/engines/trtllm-serve.json)
+    versions = recipe.engine_versions or ("serve.py",)
+    out = [(server.parser, v, list(server.args)) for v in versions]
+    router = plan.proc("router")
+    if router is not None:
+        out.append((router.command.parser, point.router["version"], list(router.command.args)))
+    return recipe.engine, versions, out
+
+
+def test_the_examples_cover_every_engine():
+    engines = {commands(row)[0] for _, row in ROWS}
+    assert engines == {"sglang", "vllm", "trtllm"}, engines
+    assert len(ROWS) >= 20
+
+
+@pytest.mark.parametrize("name,row", ROWS, ids=[n for n, _ in ROWS])
+def test_every_command_of_every_example_row_parses(name, row):
+    _, _, cmds = commands(row)
+    bad = []
+    for parser, version, args in cmds:
+        result = parse_many(parser, version, [args])[0]
+        if not result.ok:
+            bad.append(f"{name}: {parser} {version} rejects `{shlex.join(args)}`: {result.error}")
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("name,row", ROWS, ids=[n for n, _ in ROWS])
+def test_every_example_row_dry_runs(tmp_path, name, row):
+    path = tmp_path / "row.json"
+    path.write_text(json.dumps(row))
+    res = CliRunner().invoke(cli, ["runner", "run", "--row", str(path), "--dry-run", "--root", str(REPO),
+                                   "--out", "out", "--runner-name", ""],
+                             env={"CUDA_VISIBLE_DEVICES": None, "CI_TOOLS_GPUS": None})
+    assert res.exit_code == 0, res.output
+
+
+# The check can fail: one broken flag per engine, each rejected by that engine's own parser.
+BROKEN = [
+    ("vllm", "0.33.0", ["/models/m", "--tensor-parallel-size", "8", "--max-num-seq", "4x"], "--max-num-seq"),
+    ("vllm", "0.33.0", ["/models/m", "--tensor-paralel-size", "8"], "unrecognized arguments"),
+    ("vllm", "0.33.0", ["/models/m", "--enable-auto-tool-choice"], "requires --tool-call-parser"),
+    ("trtllm", "serve.py", ["/models/m", "--trust-remote-code"], "No such option '--trust-remote-code'"),
+    ("trtllm", "serve.py", ["/models/m", "--tp_size", "eight"], "is not a valid integer"),
+    ("trtllm", "serve.py", ["/models/m", "--backend", "vllm"], "is not one of"),
+    ("sglang", "0.5.22", ["--model-path", "/models/m", "--tp-size", "8", "--cuda-graph-max-bs", "4"], "ambiguous option"),
+]
+
+
+@pytest.mark.parametrize("parser,version,args,error", BROKEN, ids=[f"{p}:{a[-1]}" for p, _, a, _ in BROKEN])
+def test_a_broken_flag_is_rejected_by_its_engine(parser, version, args, error):
+    result = parse_many(parser, version, [args])[0]
+    assert not result.ok and error in result.error, result
+
+
+def test_a_trtllm_recipe_may_write_options_with_hyphens():
+    """`trust-remote-code: true` in a TensorRT-LLM recipe used to render `--trust-remote-code`, which
+    trtllm-serve rejects; it renders trtllm-serve's own `--trust_remote_code` now."""
+    from ci_tools.engines import ServeSpec, trtllm
+
+    spec = ServeSpec("/models/m", "m", "0.0.0.0", 8000, tp=8, ep=1, dp_attn=False,
+                     args={"trust-remote-code": True, "kv-cache-free-gpu-memory-fraction": 0.85, "max_batch_size": 4})
+    args = list(trtllm.server(spec).args)
+    assert "--trust_remote_code" in args and "--kv_cache_free_gpu_memory_fraction" in args
+    assert parse_many("trtllm", "serve.py", [args])[0].ok
