@@ -33,6 +33,7 @@ class Sources:
     masters_failed: int = 0  # master files that could not be parsed
     thresholds: YamlDoc | None = None  # eval-thresholds.yaml (with a root)
     policy: YamlDoc | None = None      # ci-policy.yaml (with a root): its `evals:` section is checked here
+    acceptance: YamlDoc | None = None  # acceptance-lengths.yaml (with a root): recipes' synthetic acceptance
 
 
 @dataclass
@@ -90,12 +91,43 @@ def _eval_findings(src: Sources) -> list[Finding]:
     from ci_tools.evals import policy, thresholds
 
     found = thresholds.check(src.thresholds) if src.thresholds is not None else []
+    if src.policy is not None:
+        found += priority_findings(src.policy)
     if src.policy is not None and isinstance(src.policy.data, dict) and "evals" in src.policy.data:
         try:
             policy.policy_from_doc(src.policy)
         except InputError as exc:
             found += exc.findings or [Finding(src.policy.file, None, None, exc.message)]
     return found
+
+
+def _acceptance_findings(src: Sources, recipes: dict[str, Recipe]) -> list[Finding]:
+    """Every recipe's synthetic acceptance names or equals a measured reference (config/acceptance.py)."""
+    from ci_tools.config import acceptance
+
+    refs = src.acceptance
+    if refs is not None:
+        problems = schemas.check(refs, refs.data, "acceptance-lengths")
+        if problems:
+            return problems
+    return acceptance.all_findings(((p, r.doc) for p, r in recipes.items() if r.valid), refs)
+
+
+def priority_findings(doc: YamlDoc) -> list[Finding]:
+    """The policy's `priority:` section: its schema (located, with a did-you-mean), then the scorer's reading."""
+    from ci_tools.sweep.priority import priority_policy
+
+    section = doc.data.get("priority") if isinstance(doc.data, dict) else None
+    if section is None:
+        return []
+    problems = schemas.check(doc, section, "ci-policy", "priority", ("priority",))
+    if problems:
+        return problems
+    try:
+        priority_policy(section, doc.file)
+    except InputError as exc:
+        return [doc.finding(("priority",), exc.message)]
+    return []
 
 
 def entry_findings(key: str, data: object, doc: YamlDoc, *, quick: bool = False) -> tuple[list[Finding], bool]:
@@ -203,6 +235,8 @@ def check(src: Sources, change: Change = Change()) -> Report:
                           for _, ref, _ in crossfile.recipe_refs(data)}
             findings += crossfile.orphan_recipes(recipes, {key for key, _, _ in merged}, referenced)
     findings += crossfile.naming(valid)
+    if src.root is not None:
+        findings += _acceptance_findings(src, recipes)
     findings += _eval_findings(src)
     if src.root is not None and runners_ok and (change.keys or change.files) \
             and not any(f.severity != "warning" for f in findings):
