@@ -64,27 +64,20 @@ def test_the_shipped_policy_has_an_allowlist_its_images_pass_and_the_schema_chec
 
 # ---- enforced by config validate, plan and runner run ---------------------------------------------
 
-import shutil  # noqa: E402
 import subprocess  # noqa: E402
-import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-KEY = "dsv41flash-fp4-gb300-sglang-agentic-dspark"
+from test_bump_image import KEY, cli, copy  # noqa: E402,F401  (copy: the repository's configs in tmp_path)
+
 EVIL = "ghcr.io/evil/sglang:nightly@sha256:" + "e" * 64
 MASTER = "inferencex-e2e/configs/nvidia-master.yaml"
 
 
-def cli(root: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ci_tools", *args], cwd=root, capture_output=True, text=True)
-
-
 @pytest.fixture
-def evil(tmp_path, repo_root) -> Path:
+def evil(copy) -> Path:
     """The repository's configs with the seed config's image (master and recipe) on another registry."""
-    for d in ("inferencex-e2e", "recipes"):
-        shutil.copytree(repo_root / d, tmp_path / d)
-    assert cli(tmp_path, "config", "bump-image", "--config-key", KEY, "--image", EVIL).returncode == 0
-    return tmp_path
+    assert cli(copy, "config", "bump-image", "--config-key", KEY, "--image", EVIL).returncode == 0
+    return copy
 
 
 def test_config_validate_refuses_an_image_off_the_allowlist_at_its_line(evil):
@@ -119,7 +112,8 @@ def runner_dry_run(root: Path, tmp: Path, policy: Path | None, image: str = EVIL
     return cli(root, *args, *(["--image-policy", str(policy)] if policy else []))
 
 
-def test_runner_run_refuses_an_image_the_trusted_policy_does_not_allow(evil, repo_root, tmp_path):
+def test_runner_run_refuses_an_image_the_trusted_policy_does_not_allow(evil, repo_root, tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("run")
     trusted = repo_root / "inferencex-e2e" / "ci-policy.yaml"      # the workflow commit's copy
     # the checked-out (fork's) policy allows its own registry: the runner does not read it
     own = evil / "inferencex-e2e" / "ci-policy.yaml"
@@ -132,10 +126,8 @@ def test_runner_run_refuses_an_image_the_trusted_policy_does_not_allow(evil, rep
     assert "no `images: allowed:`" in runner_dry_run(evil, tmp_path, no_list).stderr
 
 
-def test_runner_run_starts_an_allowed_image(repo_root, tmp_path):
-    for d in ("inferencex-e2e", "recipes"):
-        shutil.copytree(repo_root / d, tmp_path / "r" / d)
-    root = tmp_path / "r"
+def test_runner_run_starts_an_allowed_image(copy, tmp_path_factory):
+    root = copy
     image = next(l.split("image:", 1)[1].strip() for l in (root / MASTER).read_text().splitlines() if "image:" in l)
-    done = runner_dry_run(root, tmp_path, root / "inferencex-e2e" / "ci-policy.yaml", image)
+    done = runner_dry_run(root, tmp_path_factory.mktemp("run"), root / "inferencex-e2e" / "ci-policy.yaml", image)
     assert "not started" not in done.stderr, done.stderr
