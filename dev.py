@@ -4,6 +4,9 @@
     python3 dev.py demo   # install, then run the main job on the example data shipped in the repo
     python3 dev.py test   # install with the test tools, then run the whole test suite
 
+`python3 dev.py demo --walkthrough` also plays a PR's comment commands (/use and friends) against the
+local fake GitHub the tests use, printing every bot reply.
+
 Each creates (or reuses) a virtual environment in .venv and installs this package into it in
 editable mode; the install is skipped when pyproject.toml has not changed since the last one.
 """
@@ -265,9 +268,16 @@ def ensure_chromium() -> None:
         sys.exit(f"after installing chromium, {CHROMIUM} is still missing")
 
 
-def demo() -> int:
-    ensure_env("")
-    return run([PY, ROOT / "examples" / "demo.py"])
+def demo(args: list[str]) -> int:
+    if args and args != ["--walkthrough"]:
+        print(f"unknown demo option {' '.join(args)}; the one option is --walkthrough", file=sys.stderr)
+        return 2
+    if not args:
+        ensure_env("")
+        return run([PY, ROOT / "examples" / "demo.py"])
+    # the comment commands against the tests' fake GitHub, which checks its answers with githubkit
+    ensure_env("test")
+    return run([PY, ROOT / "examples" / "demo.py"]) or run([PY, ROOT / "examples" / "walkthrough.py"])
 
 
 YLS_VERSION = "2.0.0"
@@ -293,6 +303,29 @@ def ensure_yaml_language_server() -> None:
     os.environ["CI_TOOLS_YLS"] = str(binary)
 
 
+GRAPHQL_SCHEMA_VERSION = "15.26.1"
+GRAPHQL_SCHEMA_DIR = VENV / "github-graphql-schema"
+
+
+def ensure_github_graphql_schema() -> None:
+    """GitHub's GraphQL schema (npm @octokit/graphql-schema, pinned), which the fake GitHub in
+    tests/github runs every GraphQL query against; found through CI_TOOLS_GITHUB_GRAPHQL_SCHEMA."""
+    schema = GRAPHQL_SCHEMA_DIR / "node_modules" / "@octokit" / "graphql-schema" / "schema.json"
+    stamp = GRAPHQL_SCHEMA_DIR / f".installed-{GRAPHQL_SCHEMA_VERSION}"
+    if not stamp.exists():
+        npm = shutil.which("npm")
+        if not npm:
+            sys.exit("the GitHub tests need npm to install @octokit/graphql-schema "
+                     f"{GRAPHQL_SCHEMA_VERSION}; install it (Debian: apt-get install nodejs npm) and run again")
+        GRAPHQL_SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
+        rc = run([npm, "install", "--prefix", GRAPHQL_SCHEMA_DIR, "--no-audit", "--no-fund", "--no-save",
+                  f"@octokit/graphql-schema@{GRAPHQL_SCHEMA_VERSION}"])
+        if rc != 0 or not schema.exists():
+            sys.exit(f"installing @octokit/graphql-schema@{GRAPHQL_SCHEMA_VERSION} with npm failed (exit {rc})")
+        stamp.write_text(GRAPHQL_SCHEMA_VERSION)
+    os.environ["CI_TOOLS_GITHUB_GRAPHQL_SCHEMA"] = str(schema)
+
+
 def test(args: list[str]) -> int:
     ensure_env("test")
     for tool in TOOL_ENVS:
@@ -301,6 +334,7 @@ def test(args: list[str]) -> int:
     ensure_slurm()
     ensure_chromium()
     ensure_yaml_language_server()
+    ensure_github_graphql_schema()
     daemon = ensure_docker()
     try:
         rc = run([PY, "-m", "pytest", *args], cwd=ROOT)
@@ -317,7 +351,7 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     if argv[0] == "demo":
-        return demo()
+        return demo(argv[1:])
     return test(argv[1:])
 
 

@@ -41,6 +41,10 @@ class Git:
             raise InputError(self._failure(args, proc))
         return proc
 
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """Any git command in this repository (writers such as `results publish` use it)."""
+        return self._run(*args, check=check)
+
     def _failure(self, args: tuple[str, ...], proc: subprocess.CompletedProcess) -> str:
         err = proc.stderr.decode("utf-8", "replace").strip()
         if "not a git repository" in err:

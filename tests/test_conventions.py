@@ -130,6 +130,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "results collect": ["nope", "--out", "out.json"],
     "results compare": ["nope.json", "--baseline", "nope-base.json"],
     "results report": ["nope.json", "--baseline", "nope-base.json", "--out", "nope.html"],
+    "results publish": ["nope.html", "--enabled", "true", "--run-id", "5", "--event-name", "push"],
     "results dispatch": ["--event-path", "nope.json"],
     "results pareto": ["nope.csv"],
     "results process": ["nope"],

@@ -33,3 +33,18 @@ def test_readme_example_row_is_the_row_the_plan_emits(tmp_path):
     planned = demo.plan_row(tmp_path, tp=2, ep=2, conc=64)
     documented = json.loads((REPO / "docs/examples/row-dep2-c64.json").read_text())
     assert documented == planned
+
+
+def test_walkthrough_plays_the_comment_commands_against_the_fake_github():
+    """`python3 dev.py demo --walkthrough` (issue 24): a contributor's PR, a maintainer's label, `/use`,
+    and every reply as the bot posts it."""
+    out = subprocess.run([sys.executable, str(REPO / "examples" / "walkthrough.py")], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout
+    assert "Thanks for opening this pull request!" in text                        # the welcome
+    assert "Did you mean `/use`?" in text                                        # /usee 19384721
+    assert "`/use 12345` was not run: no run 12345 exists in this repository" in text
+    assert "noted: run 19384721 is pinned for reuse at merge" in text
+    assert "skip-pr-sweep: true" in text and "reuse-source-run-id: 19384721" in text   # the push, the merge
+    assert "walkthrough: done" in text and "Traceback" not in out.stderr

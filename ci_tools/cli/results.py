@@ -12,6 +12,7 @@ from ci_tools.errors import InputError
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
 GITHUB_OUTPUTS = {"results dispatch": ("dispatched", "ingest-run-id"),
+                  "results publish": ("publish", "published", "path"),
                   "results collect": lambda params: ("eval-verdict", "eval-artifact") if params.get("fmt") == "github" else ()}
 
 
@@ -397,3 +398,60 @@ def report_cmd(head: Path, baselines: tuple[Path, ...], from_main: bool, evals_p
 
         append_step_summary(f"### Sweep report\n\n**{w.headline.verdicts}.** {w.headline.frontier}\n\n"
                             f"The page (`{w.out.name}`, {w.size:,} bytes) is in this run's report artifact.\n")
+
+
+@cli.command("publish")
+@click.argument("report", type=click.Path(path_type=Path))
+@click.option("--enabled", default="", envvar="CI_TOOLS_REPORT_PAGES", show_envvar=True,
+              help="`true` publishes (the repository variable); anything else is a no-op with a reason.")
+@click.option("--event-name", default="", envvar="GITHUB_EVENT_NAME", show_envvar=True)
+@click.option("--event-path", type=click.Path(dir_okay=False, path_type=Path), envvar="GITHUB_EVENT_PATH",
+              show_envvar=True, help="The event payload: a pull request's number, or a push to main.")
+@click.option("--run-id", type=click.IntRange(min=1), envvar="GITHUB_RUN_ID", show_envvar=True,
+              help="This workflow run [set by GitHub Actions].")
+@click.option("--repository", default="", envvar="GITHUB_REPOSITORY", show_envvar=True)
+@click.option("--branch", default="gh-pages", show_default=True, help="The branch Pages serves.")
+@click.option("--remote", default=None, help="Push there instead of the repository on github.com (tests, mirrors).")
+@click.option("--keep", type=click.IntRange(min=1), default=3, show_default=True, help="Runs kept per PR.")
+@click.option("--decide", is_flag=True, help="Only say whether this run's report would be published (`publish` output).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="github: `publish`, `published` and `path` as step outputs, a line in $GITHUB_STEP_SUMMARY.")
+def publish_cmd(report: Path, enabled: str, event_name: str, event_path: Path | None, run_id: int | None, repository: str,
+                branch: str, remote: str | None, keep: int, decide: bool, fmt: str) -> None:
+    """Put the sweep report on the repository's GitHub Pages branch, when the repository enables it.
+
+    A PR's run goes to pr-<N>/run-<id>/, a push to main to main/run-<id>/ (main's sweeps are the
+    baseline history); each PR keeps its newest --keep runs; the index lists them all. Pushes with
+    GITHUB_TOKEN (`contents: write`). Not enabled, or not a PR's or main's run: exit 0, nothing done.
+
+    \b
+    Example:
+      ci-tools results publish report/report.html --enabled "$CI_TOOLS_REPORT_PAGES" --format github
+    """
+    import os
+
+    from ci_tools.results.pages_flow import run_publish
+
+    if run_id is None:
+        raise InputError("no run id: pass --run-id or set GITHUB_RUN_ID (set by GitHub Actions)", exit_code=2)
+    p = run_publish(report, enabled=enabled, event_name=event_name, event_path=event_path, run_id=run_id,
+                    repository=repository, branch=branch, remote=remote, token=os.environ.get("GITHUB_TOKEN"),
+                    keep=keep, server=os.environ.get("GITHUB_SERVER_URL") or "https://github.com", decide=decide)
+    would = decide and bool(p.path)
+    if fmt == "json":
+        click.echo(json.dumps({"publish": would or p.published, "published": p.published, "reason": p.reason or None,
+                               "path": p.path or None, "pruned": p.pruned}, indent=2))
+    elif would:
+        click.echo(f"publish: {p.path}")
+    elif p.published:
+        click.echo(f"published {report} to {branch}:{p.path}/" + (f" (pruned {', '.join(p.pruned)})" if p.pruned else ""))
+    else:
+        click.echo(f"not published: {p.reason}")
+    if fmt == "github":
+        from ci_tools.github.actions import append_outputs, append_step_summary
+
+        append_outputs({"publish": str(would or p.published).lower(), "published": str(p.published).lower(),
+                        "path": p.path})
+        if not would:
+            append_step_summary(f"Sweep report: published at `{p.path}/` on `{branch}`.\n" if p.published
+                                else f"Sweep report: not published ({p.reason}).\n")

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator
 from ci_tools.errors import InputError
 from ci_tools.github.events import _Reader, pull_request_from
 from ci_tools.prbot.commands import PERMISSION_NOT_FOUND
-from ci_tools.prbot.models import Comment, PullRequest, WorkflowRun, run_from_json
+from ci_tools.prbot.models import Comment, EditHistory, PullRequest, WorkflowRun, run_from_json
 
 DEFAULT_API_URL = "https://api.github.com"
 # Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
@@ -48,6 +48,14 @@ class GitHubError(InputError):
     def __init__(self, message: str, status: int | None = None):
         super().__init__(message, exit_code=1)
         self.status = status
+
+
+class _Transient(Exception):
+    """An answer worth asking again for (5xx, secondary rate limit), after `wait` seconds (0: backoff)."""
+
+    def __init__(self, status: int, wait: float):
+        super().__init__(status)
+        self.status, self.wait = status, wait
 
 
 class TeamUnreadable(GitHubError):
@@ -83,8 +91,14 @@ ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/compare/{basehead}"): "contents: read",
     ("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}"): "contents: read",
     ("POST", "/repos/{owner}/{repo}/statuses/{sha}"): "statuses: write",
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}/statuses"): "statuses: read",
     ("POST", "/repos/{owner}/{repo}/dispatches"): "contents: write",
+    ("GET", "/repos/{owner}/{repo}/actions/runs"): "actions: read",
 }
+
+# GraphQL has one endpoint; a query may read what the token's repository permissions allow (a PR's
+# comments and reviews: `pull-requests: read`), so it is not in the REST table above.
+GRAPHQL = ("POST", "/graphql")
 
 
 def _template_regex(template: str) -> re.Pattern:
@@ -242,6 +256,23 @@ def _make_retry(log: CallLog, sleep: Callable[[float], None], now: Callable[[], 
 
 
 _NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
+
+# GitHub's edit history of a comment or review (the Comment interface of its GraphQL schema).
+_EDITS_QUERY = """
+query($id: ID!, $after: String) {
+  node(id: $id) {
+    ... on Comment {
+      author { login }
+      lastEditedAt
+      userContentEdits(first: 100, after: $after) {
+        totalCount
+        pageInfo { hasNextPage endCursor }
+        nodes { editor { login } editedAt }
+      }
+    }
+  }
+}
+"""
 
 
 class GitHub:
@@ -496,7 +527,46 @@ class GitHub:
                        author_type=str(user.get("type") or "User"),
                        association=str(data.get("author_association") or "NONE"),
                        created_at=str(data.get("submitted_at") or ""), html_url=str(data.get("html_url") or ""),
-                       kind="review")
+                       kind="review", node_id=str(data.get("node_id") or ""), commit_id=str(data.get("commit_id") or ""))
+
+    def edit_history(self, node_id: str) -> EditHistory:
+        """Who edited a comment or review body and when, from the edit history GitHub keeps (GraphQL
+        `userContentEdits`; REST has none). Every page is read: a sign-off is judged on all its edits."""
+        editors: list[str | None] = []
+        after, last_edited, author = None, None, ""
+        for _ in range(MAX_PAGES):
+            data = self.graphql(_EDITS_QUERY, {"id": node_id, "after": after})
+            node = data.get("node")
+            if not isinstance(node, dict):
+                raise GitHubError(f"GitHub GraphQL: no comment or review with id {node_id!r}; its edit history "
+                                  "cannot be read, so nothing was decided.")
+            author = str((node.get("author") or {}).get("login") or "")
+            last_edited = node.get("lastEditedAt")
+            edits = node.get("userContentEdits") or {}
+            for e in edits.get("nodes") or []:
+                editors.append((e.get("editor") or {}).get("login") if isinstance(e, dict) else None)
+            info = edits.get("pageInfo") or {}
+            if not info.get("hasNextPage"):
+                if len(editors) < int(edits.get("totalCount") or 0):
+                    raise GitHubError(f"GitHub GraphQL: the edit history of {node_id} lists {len(editors)} of its "
+                                      f"{edits.get('totalCount')} edits; refusing to decide on a partial list.")
+                return EditHistory(author=author, last_edited_at=last_edited, editors=tuple(editors))
+            after = info.get("endCursor")
+        raise GitHubError(f"GitHub GraphQL: the edit history of {node_id} has more than {MAX_PAGES} pages; refusing "
+                          "to decide on a partial list.")
+
+    def graphql(self, query: str, variables: dict) -> dict:
+        """One GraphQL query. GitHub answers errors with HTTP 200 and an `errors` list: those fail too."""
+        _, data = self._request("POST", self._requester.graphql_url, body={"query": query, "variables": variables})
+        if not isinstance(data, dict) or data.get("errors") or not isinstance(data.get("data"), dict):
+            errors = data.get("errors") if isinstance(data, dict) else data
+            raise GitHubError(f"GitHub GraphQL query failed: {errors!r:.300}. Nothing was decided; a FORBIDDEN "
+                              "error means the token cannot read the comment (it needs `pull-requests: read`).")
+        return data["data"]
+
+    def statuses(self, sha: str) -> list[dict]:
+        """Every commit status of `sha`, newest first (GitHub keeps each one ever set)."""
+        return self._list(self._r(f"/commits/{sha}/statuses"))
 
     def run(self, run_id: int) -> dict:
         key = f"run:{run_id}"
@@ -527,6 +597,33 @@ class GitHub:
 
     def artifacts(self, run_id: int) -> list[dict]:
         return self._list(self._r(f"/actions/runs/{run_id}/artifacts"), key="artifacts")
+
+    def run_plan(self, run_id: int, *, max_bytes: int = 16 * 1024 * 1024) -> dict | None:
+        """The plan a run recorded when it started (`plan.json` in its changelog-metadata artifact), or
+        None when it has none; cached. Only a missing file is None: a failed download fails closed."""
+        import io
+        import json
+        import zipfile
+
+        from ci_tools import names
+
+        key = f"plan:{run_id}"
+        if key not in self._cache:
+            art = next((a for a in self.artifacts(run_id)
+                        if a.get("name") == names.CHANGELOG_METADATA and not a.get("expired")), None)
+            plan = None
+            if art is not None:
+                data = self.artifact_zip(int(art["id"]), max_bytes=max_bytes)
+                try:
+                    with zipfile.ZipFile(io.BytesIO(data)) as z:
+                        member = next((n for n in z.namelist() if n.rsplit("/", 1)[-1] == names.PLAN_JSON), None)
+                        if member is not None and z.getinfo(member).file_size <= max_bytes:
+                            plan = json.loads(z.read(member))
+                except (zipfile.BadZipFile, ValueError, RecursionError) as exc:
+                    raise GitHubError(f"run {run_id}'s {names.CHANGELOG_METADATA} artifact is not a readable zip with "
+                                      f"a JSON {names.PLAN_JSON} ({type(exc).__name__}); nothing was decided") from None
+            self._cache[key] = plan if isinstance(plan, dict) else None
+        return self._cache[key]
 
     def runners(self) -> list[dict]:
         """The repository's self-hosted runners (needs an admin-scoped token)."""
@@ -561,6 +658,17 @@ class GitHub:
             body["target_url"] = target_url
         return self._request("POST", self._r(f"/statuses/{sha}"), body=body)[1]
 
+    def dispatch_run_names(self, repo: str) -> list[str]:
+        """The run names of `repo`'s newest repository_dispatch runs (one page, fresh: a re-run asks
+        whether its dispatch arrived). The results app names each run for the dispatch it received."""
+        _, data = self._request("GET", f"/repos/{repo}/actions/runs",
+                                {"event": "repository_dispatch", "per_page": PER_PAGE})
+        runs = data.get("workflow_runs") if isinstance(data, dict) else None
+        if not isinstance(runs, list):
+            raise GitHubError(f"GitHub API GET /repos/{repo}/actions/runs: expected workflow_runs, got "
+                              f"{type(runs).__name__}; nothing was sent")
+        return [str(r.get("display_title") or "") for r in runs if isinstance(r, dict)]
+
     def dispatch(self, repo: str, event_type: str, client_payload: dict) -> None:
         self._request("POST", f"/repos/{repo}/dispatches",
                       body={"event_type": event_type, "client_payload": client_payload})
@@ -591,6 +699,22 @@ class GitHub:
         import httpx
 
         url = f"{self._api_url}{self._r(f'/actions/artifacts/{artifact_id}/zip')}"
+        for attempt in range(MAX_RETRIES + 1):
+            try:
+                return self._artifact_zip_once(url, artifact_id, max_bytes)
+            except _Transient as exc:
+                if attempt == MAX_RETRIES or exc.wait > MAX_WAIT_SECONDS:
+                    raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: HTTP {exc.status} "
+                                      f"({attempt + 1} tries); nothing was decided, re-run the job",
+                                      status=exc.status) from None
+                self._sleep(exc.wait or min(2.0 ** attempt, 30.0))
+        raise AssertionError("unreachable")
+
+    def _artifact_zip_once(self, url: str, artifact_id: int, max_bytes: int) -> bytes:
+        """One download; a 5xx or a secondary rate limit (Retry-After) is `_Transient`, as for the API
+        calls PyGithub retries (a download is a GET: asking again changes nothing)."""
+        import httpx
+
         self.log.calls.append(f"GET {self._r(f'/actions/artifacts/{artifact_id}/zip')}")
         try:
             with httpx.stream("GET", url, headers={"Authorization": f"Bearer {self._token}",
@@ -605,6 +729,9 @@ class GitHub:
                 if reset is not None:
                     raise GitHubError(rate_limit_message("GET", f"artifact {artifact_id}", resp.status_code, reset,
                                                          self._now()), status=resp.status_code)
+                after = str(resp.headers.get("retry-after") or "")
+                if resp.status_code >= 500 or (resp.status_code in (403, 429) and after.isdigit()):
+                    raise _Transient(resp.status_code, float(after) if after.isdigit() else 0.0)
                 if resp.status_code != 200:
                     raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: HTTP {resp.status_code}",
                                       status=resp.status_code)

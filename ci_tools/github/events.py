@@ -100,7 +100,8 @@ def comment_from(data: dict, where: str, r: _Reader, kind: str = "comment") -> C
                    author_type=utype, association=str(data.get("author_association") or "NONE"),
                    created_at=str(data.get("created_at") or data.get("submitted_at") or ""),
                    updated_at=str(data.get("updated_at") or data.get("submitted_at") or ""),
-                   html_url=str(data.get("html_url") or ""), kind=kind)
+                   html_url=str(data.get("html_url") or ""), kind=kind, node_id=str(data.get("node_id") or ""),
+                   commit_id=str(data.get("commit_id") or "") if kind == "review" else "")
 
 
 def workflow_run_from(data: dict, where: str, r: _Reader) -> WorkflowRun:

@@ -14,6 +14,7 @@ def timeline_from_api(items: list[dict]) -> Timeline:
     comments: list[Comment] = []
     labels: list[LabelEvent] = []
     commits: list[str] = []
+    force_pushes: list[str] = []
     for item in items:
         kind = item.get("event")
         if kind == "commented":
@@ -23,7 +24,8 @@ def timeline_from_api(items: list[dict]) -> Timeline:
                                     association=str(item.get("author_association") or "NONE"),
                                     created_at=str(item.get("created_at") or ""),
                                     updated_at=str(item.get("updated_at") or ""),
-                                    html_url=str(item.get("html_url") or "")))
+                                    html_url=str(item.get("html_url") or ""),
+                                    node_id=str(item.get("node_id") or "")))
         elif kind in ("labeled", "unlabeled"):
             name = (item.get("label") or {}).get("name")
             if name:
@@ -31,4 +33,6 @@ def timeline_from_api(items: list[dict]) -> Timeline:
                                          created_at=str(item.get("created_at") or "")))
         elif kind == "committed" and item.get("sha"):
             commits.append(str(item["sha"]))
-    return Timeline(tuple(comments), tuple(labels), tuple(commits))
+        elif kind == "head_ref_force_pushed":
+            force_pushes.append(str(item.get("created_at") or ""))
+    return Timeline(tuple(comments), tuple(labels), tuple(commits), tuple(force_pushes))

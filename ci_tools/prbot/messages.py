@@ -235,6 +235,11 @@ def signoff_not_counted(signer: str, standing: str) -> str:
             f"The verified sign-off by @{standing} stands.")
 
 
+def signoff_unbound(signer: str) -> str:
+    return (f"@{signer}, this sign-off is not counted and no status changed: a sign-off counts only for the tree "
+            "its author reviewed, as its author wrote it. Post it again (a new comment, or a review of the head).")
+
+
 def signoff_footer(verdict, signer: str, status_context: str) -> tuple[str, str]:
     """(headline, footer) of the verdict comment."""
     if verdict.passed:

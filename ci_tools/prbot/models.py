@@ -48,6 +48,17 @@ class Comment:
     updated_at: str = ""
     html_url: str = ""
     kind: str = "comment"              # "comment" | "review"
+    node_id: str = ""                  # the GraphQL id: its edit history is read through it
+    commit_id: str = ""                # a review: the commit it reviewed (GitHub's `commit_id`)
+
+
+@dataclass(frozen=True)
+class EditHistory:
+    """The edit history GitHub keeps of a comment or review body (GraphQL `userContentEdits`)."""
+
+    author: str = ""
+    last_edited_at: str | None = None            # None: never edited
+    editors: tuple[str | None, ...] = ()         # each listed edit's editor, newest first (None: a deleted account)
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,7 @@ class Timeline:
     comments: tuple[Comment, ...] = ()
     label_events: tuple[LabelEvent, ...] = ()
     commits: tuple[str, ...] = ()
+    force_pushes: tuple[str, ...] = ()   # when the head branch was force-pushed (`head_ref_force_pushed`)
 
 
 def _full_name(repo: object) -> str:

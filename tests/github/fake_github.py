@@ -30,17 +30,23 @@ granted is a test token with every permission. Each request must name an API ver
 from __future__ import annotations
 
 import copy
+import functools
 import itertools
 import json
+import os
 import re
 import threading
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
 T0 = "2026-10-01T00:00:00Z"
-FAR_EXPIRY = "2026-12-30T00:00:00Z"            # 90 days after T0, GitHub's default artifact retention
+# GitHub's default artifact retention is 90 days from upload. Counted from the real clock, not T0: a
+# command run without a fixed `now` (the workflow scenarios) must not see every artifact expire once
+# the calendar passes T0 + 90 days.
+FAR_EXPIRY = (datetime.now(timezone.utc) + timedelta(days=90)).strftime("%Y-%m-%dT%H:%M:%SZ")
 API_VERSIONS = ("2022-11-28", "2026-03-10")      # the REST API versions GitHub serves
 LEVELS = {"none": 0, "read": 1, "write": 2, "admin": 3}
 # "This endpoint will return up to 1,000 results for each search when using the following parameters:
@@ -52,6 +58,40 @@ RUN_SEARCH_FILTERS = ("actor", "branch", "check_suite_id", "created", "event", "
 DISPATCH_MAX_KEYS = 10
 DISPATCH_MAX_BYTES = 64 * 1024
 PERMISSIONS_FILE = Path(__file__).resolve().parent / "data" / "github-permissions.json"
+
+
+def graphql_schema_file() -> Path:
+    """GitHub's GraphQL schema as @octokit/graphql-schema publishes it (introspection JSON; dev.py installs
+    it next to yaml-language-server, CI_TOOLS_GITHUB_GRAPHQL_SCHEMA points at it)."""
+    default = Path(__file__).resolve().parents[2] / ".venv" / "github-graphql-schema" / "node_modules" / \
+        "@octokit" / "graphql-schema" / "schema.json"
+    return Path(os.environ.get("CI_TOOLS_GITHUB_GRAPHQL_SCHEMA") or default)
+
+
+@functools.lru_cache(maxsize=1)
+def github_graphql_schema():
+    from graphql import build_client_schema
+
+    path = graphql_schema_file()
+    if not path.exists():
+        raise RuntimeError(f"GitHub's GraphQL schema is not at {path}: run `python3 dev.py test` once (it installs "
+                           "@octokit/graphql-schema), or set CI_TOOLS_GITHUB_GRAPHQL_SCHEMA")
+    data = json.loads(path.read_text())
+    schema = build_client_schema(data.get("data", data))
+    # GitHub's published schema itself breaks a few of the spec's interface rules (a field deprecated on
+    # PullRequest but not on the interface Reactable): graphql-core would refuse every query for that,
+    # so those schema errors are set aside; each query is still validated against the schema in full.
+    schema._validation_errors = []
+    return schema
+
+
+def recorded_plan(labels: tuple[str, ...]) -> dict:
+    """The part of a sweep's plan.json that says what it swept, as `ci-tools plan` writes it for these labels."""
+    from ci_tools.sweep.gate import mode_for
+    from ci_tools.sweep.load import load_policy
+
+    mode = mode_for(tuple(labels), load_policy(Path(__file__).resolve().parents[2]))
+    return {"sweep": mode is not None, "reason": "recorded by the fake", "mode": mode.as_dict() if mode else None}
 
 
 @dataclass(frozen=True)
@@ -165,6 +205,9 @@ class FakeGitHub:
         self.reviews: dict[int, dict] = {}           # id -> review (with "_pr")
         self.endpoints = permission_table()
         self.faults: list[Fault] = []
+        self.after_write: list[list] = []            # [method, path regex, status, times left, raw, body]
+        self.app_runs: dict[str, list[dict]] = {}    # another repository (the results app) -> its runs
+        self.app_acknowledges = True                 # a received dispatch starts the app's named run
         self.slows: list[list] = []                  # [method, path regex, seconds, times left]
         self.runners: list[dict] = []
         self.jobs: dict[int, list[dict]] = {}        # run id -> jobs
@@ -238,12 +281,15 @@ class FakeGitHub:
                 event: str = "pull_request", status: str = "completed", path: str = ".github/workflows/run-sweep.yml",
                 created_at: str | None = None, artifacts=("results_bmk", "evals_passed", "changelog-metadata"), expired=(),
                 pull_requests=(), attempt: int = 1, display_title: str | None = None,
-                name: str | None = None, head_repo: str | None = None, expires_at: str = FAR_EXPIRY) -> dict:
+                name: str | None = None, head_repo: str | None = None, expires_at: str = FAR_EXPIRY,
+                plan_labels: tuple[str, ...] | None = ("full-sweep-fail-fast",)) -> dict:
         """`display_title` is the run name (a workflow's `run-name:`, else the commit message);
         `name` the workflow's `name:`, as GitHub returns both. `head_repo`: OWNER/NAME of the head
         commit's repository (a fork's, for a fork PR's own pull_request run); default this one.
         `expires_at`: when the run's artifacts expire (GitHub: 90 days after upload by default);
-        the names in `expired` are listed already expired, and their zips answer 410."""
+        the names in `expired` are listed already expired, and their zips answer 410.
+        `plan_labels`: the labels the run was planned under; its changelog-metadata artifact then holds
+        the plan.json `ci-tools plan` writes for them (None: an artifact without one)."""
         run = copy.deepcopy(self._run_t)
         run.update(display_title=display_title if display_title is not None else run["display_title"],
                    name=name if name is not None else run["name"])
@@ -257,6 +303,9 @@ class FakeGitHub:
         run["head_repository"] = {**run["head_repository"], "full_name": head_repo or self.repo}
         self.runs[run_id] = run
         self.artifacts[run_id] = [self._artifact(run_id, n, n in expired, expires_at) for n in [*artifacts, *expired]]
+        if "changelog-metadata" in artifacts:
+            self.add_artifact_files(run_id, "changelog-metadata", {} if plan_labels is None else {
+                "plan.json": json.dumps(recorded_plan(plan_labels)).encode()})
         return run
 
     def _artifact(self, run_id: int, name: str, expired: bool, expires_at: str = FAR_EXPIRY) -> dict:
@@ -344,6 +393,48 @@ class FakeGitHub:
         self.reviews[rid] = r
         return r
 
+    def edit(self, obj: dict, body: str, *, editor: str) -> dict:
+        """`editor` edits a comment or review body, as GitHub keeps it: the first edit also records the
+        original as an edit by its author at creation (`includesCreatedEdit`); history is newest first."""
+        at = self.tick()
+        edits = obj.setdefault("_edits", [])
+        if not edits:
+            edits.append({"editor": obj["user"]["login"], "at": obj.get("created_at") or obj.get("submitted_at"),
+                          "diff": obj["body"]})
+        edits.append({"editor": editor, "at": at, "diff": body})
+        obj["body"] = body
+        if "updated_at" in obj:
+            obj["updated_at"] = at
+        return obj
+
+    def force_push(self, pr: int, sha: str, tree: str | None = None, *, actor: str = "alice") -> None:
+        """The head branch force-pushed to `sha`: GitHub's `head_ref_force_pushed` timeline event, on its clock."""
+        at = self.tick()
+        self.events[pr].append({"id": next(self._ids), "node_id": "HRFPE", "url": "https://x",
+                                "actor": _user(self._user_t, actor), "event": "head_ref_force_pushed",
+                                "commit_id": sha, "commit_url": "https://x", "created_at": at,
+                                "performed_via_github_app": None, "state_reason": None, "_at": at})
+        self.add_commit(pr, sha, tree)
+        self.pulls[pr]["head"]["sha"] = sha
+
+    def add_app_run(self, repo: str, display_title: str) -> dict:
+        """A repository_dispatch run in another repository (the results app), named `display_title`."""
+        run = copy.deepcopy(self._run_t)
+        rid = next(self._ids)
+        run.update(id=rid, display_title=display_title, event="repository_dispatch", head_branch="main",
+                   status="queued", conclusion=None, created_at=self.tick(), pull_requests=[],
+                   html_url=f"https://github.com/{repo}/actions/runs/{rid}")
+        run["repository"] = {**run["repository"], "full_name": repo}
+        run["head_repository"] = {**run["head_repository"], "full_name": repo}
+        self.app_runs.setdefault(repo, []).append(run)
+        return run
+
+    def fail_after_write(self, method: str, path: str, status: int, *, times: int = 1, raw: bytes | None = None,
+                         body: dict | None = None) -> None:
+        """Carry out the next `times` matching requests, then answer `status` with `body` (or the bytes
+        `raw`: a garbled answer): a write that happened although the client was told it failed."""
+        self.after_write.append([method, re.compile(path), status, times, raw, body or {"message": "Bad Gateway"}])
+
     def fail(self, method: str, path: str, status: int, *, times: int = 1, headers: dict | None = None,
              body: dict | None = None) -> None:
         self.faults.append(Fault(method, re.compile(path), status, times, headers or {},
@@ -370,7 +461,7 @@ class FakeGitHub:
         items = [dict(e) for e in self.events.get(pr, [])]
         for c in self.comments.values():
             if c["_issue"] == pr:
-                e = {k: v for k, v in c.items() if k != "_issue"}
+                e = {k: v for k, v in c.items() if k not in ("_issue", "_edits")}
                 e.update(event="commented", actor=c["user"], _at=c["created_at"])
                 items.append(e)
         items.sort(key=lambda e: e["_at"])
@@ -390,6 +481,9 @@ class FakeGitHub:
     def route(self, method: str, path: str, body: dict | None):
         r = re.escape(self.repo)
         m = lambda pat: re.fullmatch(pat, path)  # noqa: E731
+        if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-zA-Z]+)/statuses")):
+            found = [{k: v for k, v in st.items() if k != "_sha"} for st in reversed(self.statuses) if st["_sha"] == g[1]]
+            return 200, found, ("list", "Status")
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-f]+)/pulls")):
             if self.association_lag.get(g[1], 0) > 0:
                 self.association_lag[g[1]] -= 1
@@ -413,7 +507,7 @@ class FakeGitHub:
         if method == "GET" and (g := m(rf"/repos/{r}/issues/(\d+)/timeline")):
             return 200, self._timeline(int(g[1])), ("list", "timeline")
         if method == "GET" and (g := m(rf"/repos/{r}/issues/(\d+)/comments")):
-            return 200, [{k: v for k, v in c.items() if k != "_issue"} for c in sorted(
+            return 200, [{k: v for k, v in c.items() if k not in ("_issue", "_edits")} for c in sorted(
                 self.comments.values(), key=lambda c: c["id"]) if c["_issue"] == int(g[1])], ("list", "IssueComment")
         if method == "DELETE" and (g := m(rf"/repos/{r}/issues/comments/(\d+)")):
             return (204, None, None) if self.comments.pop(int(g[1]), None) else (404, None, None)
@@ -433,7 +527,7 @@ class FakeGitHub:
             if method == "PATCH":
                 c["body"] = body["body"]
                 c["updated_at"] = self.tick()
-            return 200, {k: v for k, v in c.items() if k != "_issue"}, "IssueComment"
+            return 200, {k: v for k, v in c.items() if k not in ("_issue", "_edits")}, "IssueComment"
         if method == "POST" and (g := m(rf"/repos/{r}/issues/(\d+)/comments")):
             c = self.add_comment(int(g[1]), body["body"], author=self.bot, association="NONE", type_="Bot")
             return 201, {k: v for k, v in c.items() if k != "_issue"}, "IssueComment"
@@ -456,7 +550,7 @@ class FakeGitHub:
             rv = self.reviews.get(int(g[2]))
             if rv is None or rv["_pr"] != int(g[1]):
                 return 404, None, None
-            out = {k: v for k, v in rv.items() if k != "_pr"}
+            out = {k: v for k, v in rv.items() if k not in ("_pr", "_edits")}
             out["_links"] = {"html": {"href": rv["html_url"]}, "pull_request": {"href": rv["pull_request_url"]}}
             return 200, out, "PullRequestReview"
         if method == "GET" and (g := m(rf"/repos/{r}/actions/runs/(\d+)")):
@@ -488,8 +582,8 @@ class FakeGitHub:
         if method == "POST" and (g := m(rf"/repos/{r}/statuses/([0-9a-zA-Z]+)")):
             st = {"url": "https://x", "avatar_url": None, "id": next(self._ids), "node_id": "S",
                   "state": body["state"], "description": body.get("description"),
-                  "target_url": body.get("target_url"), "context": body["context"], "created_at": T0,
-                  "updated_at": T0, "creator": _user(self._user_t, self.bot, "Bot"), "_sha": g[1]}
+                  "target_url": body.get("target_url"), "context": body["context"], "created_at": (at := self.tick()),
+                  "updated_at": at, "creator": _user(self._user_t, self.bot, "Bot"), "_sha": g[1]}
             self.statuses.append(st)
             return 201, {k: v for k, v in st.items() if k != "_sha"}, "Status"
         if method == "POST" and m(r"/repos/[^/]+/[^/]+/dispatches"):
@@ -500,9 +594,79 @@ class FakeGitHub:
                              "Invalid request.\n\nclient_payload must be less than 64KB.",
                              "documentation_url": "https://docs.github.com/rest/repos/repos#create-a-repository-dispatch-event",
                              "status": "422"}, None
-            self.dispatches.append({"repo": path.split("/")[2] + "/" + path.split("/")[3], **body})
+            target = path.split("/")[2] + "/" + path.split("/")[3]
+            self.dispatches.append({"repo": target, **body})
+            if self.app_acknowledges:
+                # the results app's contract: its receiving workflow's run is named for the dispatch
+                key = payload.get("dispatch-key")
+                self.add_app_run(target, f"{body['event_type']} {key}" if key else body["event_type"])
             return 204, None, None
+        if method == "GET" and (g := m(r"/repos/([^/]+/[^/]+)/actions/runs")):
+            runs = list(self.runs.values()) if g[1] == self.repo else list(self.app_runs.get(g[1], []))
+            return 200, sorted(runs, key=lambda r: (r["created_at"], r["id"]), reverse=True), \
+                ("wrapped", "workflow_runs", "WorkflowRun")
         return 404, None, None
+
+    # ---- GraphQL: queries run by graphql-core against GitHub's published schema --------------------
+    def graphql(self, body: dict, grant: Grant) -> dict:
+        """POST /graphql. The query is validated and executed against GitHub's own schema
+        (@octokit/graphql-schema), so a field or argument GitHub does not have fails here as there.
+        Errors come back as GitHub sends them: HTTP 200 with an `errors` list."""
+        from graphql import graphql_sync
+
+        def node(info, id):
+            obj, kind = self._node(id)
+            if obj is None:
+                raise LookupError(f"Could not resolve to a node with the global id of '{id}'")
+            # reading a PR's comment needs issues or pull-requests read; a review pull-requests read
+            needs = (("pull-requests", "read"),) if kind == "PullRequestReview" else \
+                (("issues", "read"), ("pull-requests", "read"))
+            if not any(grant.allows(p, a) for p, a in needs):
+                raise PermissionError("Resource not accessible by integration")
+            return self._graphql_comment(obj, kind)
+
+        result = graphql_sync(github_graphql_schema(), body.get("query") or "", root_value={"node": node},
+                              variable_values=body.get("variables") or {})
+        out: dict = {"data": result.data}
+        if result.errors:
+            out["errors"] = [{"type": "NOT_FOUND" if isinstance(e.original_error, LookupError) else
+                              "FORBIDDEN" if isinstance(e.original_error, PermissionError) else None,
+                              "message": e.message, "path": e.path,
+                              "locations": [{"line": l.line, "column": l.column} for l in e.locations or []]}
+                             for e in result.errors]
+            if result.data is None:
+                out.pop("data")
+        return out
+
+    def _node(self, node_id: str):
+        for c in self.comments.values():
+            if c["node_id"] == node_id:
+                return c, "IssueComment"
+        for rv in self.reviews.values():
+            if rv["node_id"] == node_id:
+                return rv, "PullRequestReview"
+        return None, None
+
+    def _graphql_comment(self, obj: dict, kind: str) -> dict:
+        actor = lambda login: {"__typename": "Bot" if login.endswith("[bot]") else "User", "login": login}  # noqa: E731
+        edits = list(reversed(obj.get("_edits", [])))          # newest first, as GitHub lists them
+
+        def user_content_edits(info, first=None, after=None, **_):
+            start = int(after) + 1 if after is not None else 0
+            per = min(first or 100, 100, self.page_size or 100)
+            page = edits[start:start + per]
+            return {"totalCount": len(edits),
+                    "pageInfo": {"hasNextPage": start + per < len(edits), "hasPreviousPage": start > 0,
+                                 "startCursor": str(start) if page else None,
+                                 "endCursor": str(start + len(page) - 1) if page else None},
+                    "nodes": [{"__typename": "UserContentEdit", "id": f"UCE_{obj['id']}_{i}",
+                               "editor": actor(e["editor"]) if e["editor"] else None, "editedAt": e["at"],
+                               "createdAt": e["at"], "updatedAt": e["at"], "diff": e["diff"], "deletedAt": None}
+                              for i, e in enumerate(page, start)]}
+
+        return {"__typename": kind, "id": obj["node_id"], "body": obj["body"], "author": actor(obj["user"]["login"]),
+                "lastEditedAt": edits[0]["at"] if edits else None, "includesCreatedEdit": bool(edits),
+                "createdAt": obj.get("created_at") or obj.get("submitted_at"), "userContentEdits": user_content_edits}
 
     def _team(self, org: str, slug: str) -> dict:
         o = {**self._org_t, "login": org, "html_url": f"https://github.com/{org}", "description": None,
@@ -553,7 +717,8 @@ class FakeGitHub:
             one(kind, obj)
         elif kind[0] == "list" and kind[1] == "timeline":
             names = {"commented": "TimelineCommentEvent", "labeled": "LabeledIssueEvent",
-                     "unlabeled": "UnlabeledIssueEvent", "committed": "TimelineCommittedEvent"}
+                     "unlabeled": "UnlabeledIssueEvent", "committed": "TimelineCommittedEvent",
+                     "head_ref_force_pushed": "StateChangeIssueEvent"}
             for item in obj:
                 one(names[item["event"]], item)
         elif kind[0] == "list":
@@ -602,6 +767,8 @@ class FakeGitHub:
                 # where an artifact download redirects: storage on another host, not the API
                 return 200, self.blobs[int(blob[1])], {}
             token = (headers_in.get("authorization") or "").split(" ", 1)[-1]
+            if method == "POST" and url.path == "/graphql":
+                return 200, self.graphql(body or {}, self.tokens.get(token, Grant("test", None))), {}
             refused = self.check_token(method, url.path, token)
             if refused is not None:
                 return refused
@@ -615,6 +782,11 @@ class FakeGitHub:
                     f.times -= 1
                     return f.status, f.body, f.headers
             status, obj, kind = self.route(method, url.path, body)
+            for rule in self.after_write:
+                if rule[3] > 0 and rule[0] == method and rule[1].search(url.path):
+                    rule[3] -= 1
+                    return rule[2], rule[4] if rule[4] is not None else rule[5], \
+                        {"Content-Type": "application/json"} if rule[4] is not None else {}
             headers: dict = {}
             if status == 302 or isinstance(obj, bytes):  # a redirect, or an archive: no JSON, no schema
                 return status, obj, kind or {}
@@ -661,8 +833,9 @@ class _Handler(BaseHTTPRequestHandler):
             threading.Event().wait(delay)
         raw = isinstance(obj, bytes)
         data = obj if raw else b"" if obj is None else json.dumps(obj).encode()
+        headers = dict(headers)
         self.send_response(status)
-        self.send_header("Content-Type", "application/zip" if raw else "application/json")
+        self.send_header("Content-Type", headers.pop("Content-Type", "application/zip" if raw else "application/json"))
         self.send_header("Content-Length", str(len(data)))
         for k, v in headers.items():
             self.send_header(k, str(v))

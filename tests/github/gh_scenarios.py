@@ -65,12 +65,13 @@ def pr_event(fake, number: int, action: str, *, before: str = "", after: str = "
 def comment_event(fake, number: int, comment: dict, action: str = "created", kind: str = "issue_comment") -> Event:
     c = Comment(id=comment["id"], body=comment["body"], author=comment["user"]["login"],
                 author_type=comment["user"]["type"], association=comment["author_association"],
-                created_at=comment["created_at"], html_url=comment["html_url"])
+                created_at=comment["created_at"], html_url=comment["html_url"], node_id=comment.get("node_id", ""))
     if kind == "pull_request_review":
         p = fake.pulls[number]
         pr = PullRequest(number=number, head_sha=p["head"]["sha"], head_ref=p["head"]["ref"])
         return Event(name="pull_request_review", action="submitted", repo=fake.repo, pull_request=pr,
-                     comment=Comment(**{**c.__dict__, "kind": "review"}))
+                     comment=Comment(**{**c.__dict__, "kind": "review",
+                                        "commit_id": comment.get("commit_id") or p["head"]["sha"]}))
     return Event(name="issue_comment", action=action, repo=fake.repo, issue_number=number, is_pull_request=True,
                  comment=c)
 

@@ -18,7 +18,7 @@ from ci_tools.prbot.staging.flow import stage_callback, stage_dispatch
 from ci_tools.prbot.approval import decide as approval
 from gh_scenarios import SHA1, SHA2, authorise, comment_event, lazy, merge, pr_with_sweep, push_event, settings
 from test_gh_commands import comment_jobs, dispatcher
-from test_gh_signoff import AMD, setup_pr, signoff_body
+from test_gh_signoff import AMD, setup_pr, signoff_body, verdict_statuses
 
 FORK = "mallory/bench"
 TRUSTED = f".github/workflows/{names.TRUSTED_WORKFLOW}"
@@ -93,10 +93,16 @@ def test_the_decided_payload_is_sent_once_by_the_dispatch_job(fake):
     ({"comment-id": "the /stage-results comment itself"}, "is not the bot's staging acknowledgement of comment"),
 ])
 def test_a_payload_that_does_not_match_what_github_says_is_not_sent(fake, change, why):
+    from ci_tools.prbot.staging import decide as staging
+
     payload, event, c = staged(fake)
     if "comment-id" in change:
         change = {"comment-id": str(c["id"])}
-    res = send(fake, event, {**payload, **change})
+    forged = {**payload, **change}
+    # whoever forges the payload computes its key too: the checks below are GitHub's, not the key's
+    forged["dispatch-key"] = staging.dispatch_key(staging.DISPATCH_EVENT, fake.repo, forged["run-id"],
+                                                  forged["run-attempt"], forged["comment-id"])
+    res = send(fake, event, forged)
     assert res.exit_code == 1 and res.outputs["dispatched"] == "false" and fake.dispatches == []
     assert why in res.messages[0]
 
@@ -164,7 +170,7 @@ def test_a_signoff_edited_by_someone_else_is_not_the_authors(fake):
     event = Event(**{**event.__dict__, "sender": "mallory"})
     res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
     assert res.outputs["proceed"] == "false" and res.outputs["state"] == ""
-    assert fake.statuses == []
+    assert verdict_statuses(fake) == []
     assert any("edited by @mallory" in m for m in res.messages)
 
 
@@ -229,7 +235,7 @@ def test_a_signoff_is_not_verified_on_a_truncated_file_list(fake):
     c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     with pytest.raises(GitHubError, match="listed 3000 of the 3001 files"):
         verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
-    assert fake.statuses == []
+    assert verdict_statuses(fake) == []
 
 
 # ---- 7. drive-by revoke, demoted writer, edited after merge, hidden commands, truncated lists -------
@@ -362,3 +368,315 @@ def test_a_comment_list_may_lose_only_what_this_client_deleted(fake):
     assert gh.pull(1)["comments"] == 3
     gh.delete_comment(min(fake.comments))
     assert len(gh.issue_comments(1, fresh=True)) == 2
+
+
+# ---- issue 25, 1: a sign-off counts only as its author wrote it (GitHub's edit history) ----------
+
+def recorded_review(fake, tmp_path, review, run_head=SHA1):
+    """The two review phases: the record run (its head: the PR head when the review event came) names
+    `review`; the trusted workflow_run verifies it."""
+    from test_gh_signoff import review_run_event
+    from ci_tools.prbot.signoff.flow import verify_review
+
+    (tmp_path / "r.json").write_text(json.dumps({"pr": 1, "review": review["id"]}))
+    event = review_run_event(fake)
+    event = Event(**{**event.__dict__, "workflow_run": type(event.workflow_run)(
+        **{**event.workflow_run.__dict__, "head_sha": run_head})})
+    return verify_review(event, settings(), lazy(fake), lazy(fake), tmp_path / "r.json")
+
+
+def test_an_edited_review_does_not_forge_an_owners_signoff(fake, tmp_path):
+    """The owner's review said "LGTM"; a writer who owns no files rewrote its body into the checklist.
+    The review path read the body back and called the event "submitted": main verified it as the
+    owner's sign-off. The edit history GitHub keeps names the editor."""
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, "LGTM", author="amd-dev")
+    fake.edit(review, signoff_body("amd-dev"), editor="mallory")
+    res = recorded_review(fake, tmp_path, review)
+    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+    assert "its body was edited by @mallory" in res.messages[-1]
+    assert "not counted" in fake.bot_comments(1)[-1]["body"]
+
+
+def test_a_signoff_edited_by_someone_else_stays_void_after_its_authors_own_edit(fake):
+    """@mallory ticks the owner's missing items (that edit event is dropped: its sender is not the author);
+    the owner then fixes a typo, and that edit event's sender is the author."""
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev", untick=3), author="amd-dev")
+    fake.edit(c, signoff_body("amd-dev"), editor="mallory")
+    fake.edit(c, signoff_body("amd-dev") + "\n(typo)", editor="amd-dev")
+    event = Event(**{**comment_event(fake, 1, c, action="edited").__dict__, "sender": "amd-dev"})
+    res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+    assert "edited by @mallory" in res.messages[-1]
+
+
+def test_a_re_run_of_a_created_event_reads_the_edit_history_too(fake):
+    """A re-run carries the first run's payload ("created"), whatever happened to the comment since."""
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    event = comment_event(fake, 1, c)
+    fake.edit(c, signoff_body("amd-dev"), editor="maint")
+    res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and "edited by @maint" in res.messages[-1]
+
+
+def test_edits_by_the_author_alone_count_over_several_pages(fake):
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev", untick=1), author="amd-dev")
+    for n in range(4):
+        fake.edit(c, signoff_body("amd-dev") + "\n" * n, editor="amd-dev")
+    fake.page_size = 2                           # six history entries on three GraphQL pages
+    event = Event(**{**comment_event(fake, 1, c, action="edited").__dict__, "sender": "amd-dev"})
+    res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
+    assert res.outputs["state"] == "success", res.messages
+    assert fake.requests.count("POST /graphql") == 3
+
+
+def test_an_edit_history_the_token_cannot_read_fails_closed(fake):
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    token = fake.grant("ghs_no_pr", "github_token", {"contents": "read", "statuses": "write", "actions": "read"})
+    gh = GitHub(fake.repo, token, api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
+    with pytest.raises(GitHubError, match="FORBIDDEN"):
+        gh.edit_history(c["node_id"])
+
+
+def test_the_fake_graphql_endpoint_refuses_what_githubs_schema_does_not_have(fake):
+    """The fake runs each query against GitHub's published schema, so a made-up field fails as on GitHub."""
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, "x", author="amd-dev")
+    gh = GitHub(fake.repo, "test-token", api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
+    with pytest.raises(GitHubError, match="Cannot query field 'editors'"):
+        gh.graphql("query($id: ID!) { node(id: $id) { ... on Comment { editors { login } } } }", {"id": c["node_id"]})
+
+
+# ---- issue 25, 2: a sign-off is bound to the tree its author reviewed -------------------------------
+
+def push(fake, sha, tree=None, *, force=False, after_push=True):
+    """A push to PR #1, and (unless it has not run yet) signoff-verify.yml's after-push job for it."""
+    from gh_scenarios import pr_event
+
+    before = fake.pulls[1]["head"]["sha"]
+    if force:
+        fake.force_push(1, sha, tree)
+    else:
+        fake.add_commit(1, sha, tree)
+        fake.pulls[1]["head"]["sha"] = sha
+    if after_push:
+        verify_signoff(pr_event(fake, 1, "synchronize", before=before, after=sha), settings(), lazy(fake))
+
+
+def test_a_review_of_one_commit_does_not_sign_off_another(fake, tmp_path):
+    """The owner reviewed SHA1; SHA2 changes an owned file. The record run came after the push (its head
+    is SHA2), so only the review's `commit_id` tells: main set `success` on SHA2."""
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", commit=SHA1)
+    push(fake, SHA2)
+    fake.compares[(SHA1, SHA2)] = ("ahead", [AMD])
+    res = recorded_review(fake, tmp_path, review, run_head=SHA2)
+    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+    assert f"it reviewed commit {SHA1[:12]}; later commits change owned files (`{AMD}`)" in res.messages[-1]
+    assert fake.statuses[-1]["_sha"] == SHA2 and fake.statuses[-1]["state"] == "pending"
+
+
+def test_a_review_of_a_commit_with_the_heads_tree_counts(fake, tmp_path):
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", commit=SHA1)
+    push(fake, SHA2, tree=fake.trees[SHA1])                          # a rebase onto the same tree
+    fake.compares[(SHA1, SHA2)] = ("ahead", [])
+    res = recorded_review(fake, tmp_path, review, run_head=SHA2)
+    assert res.outputs["state"] == "success" and verdict_statuses(fake)[-1]["_sha"] == SHA2
+
+
+def test_a_review_of_a_force_pushed_away_commit_does_not_count(fake, tmp_path):
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", commit=SHA1)
+    push(fake, SHA2, force=True)
+    res = recorded_review(fake, tmp_path, review, run_head=SHA2)
+    assert res.outputs["proceed"] == "false" and "no longer in the PR's history" in res.messages[-1]
+
+
+def test_a_stale_record_run_is_not_counted(fake, tmp_path):
+    """The record run's head (the PR's head when the review event came) is not the PR's head now."""
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", commit=SHA1)
+    push(fake, SHA2, tree=fake.trees[SHA1])
+    res = recorded_review(fake, tmp_path, review, run_head=SHA1)
+    assert res.outputs["proceed"] == "false" and "the event is for head" in res.messages[-1]
+
+
+def test_a_rerun_for_an_owners_old_comment_after_a_push_does_not_sign_off_the_new_head(fake):
+    """Finding 7 of the pass: the owner's comment was verified on SHA1; after a push (new tree) the
+    sign-off job is re-run for that comment, and main set `success` on SHA2."""
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    assert verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake)).outputs["state"] == "success"
+    push(fake, SHA2)
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false"
+    assert f"the head {SHA2[:12]} became this PR's head after it was written" in res.messages[-1]
+    assert [s["state"] for s in fake.statuses if s["_sha"] == SHA2] == ["pending"]
+
+
+def test_a_push_racing_a_signoff_comment_is_not_signed_off(fake):
+    """A writer pushes SHA2 between the owner's comment and its verification (the after-push job for SHA2
+    has not run yet): the comment signed off SHA1, not SHA2."""
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    push(fake, SHA2, after_push=False)
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and fake.statuses[-1]["_sha"] == SHA1
+
+
+def test_a_force_push_back_to_an_old_head_after_a_signoff_does_not_inherit_it(fake):
+    """SHA1, force-pushed to SHA2, the owner signs SHA2, force-pushed back to SHA1 (whose after-push
+    status predates the comment): the comment signed SHA2's tree."""
+    from gh_scenarios import SHA3
+
+    setup_pr(fake, (AMD,))
+    push(fake, SHA2, force=True)
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    push(fake, SHA3, force=True, after_push=False)
+    fake.trees[SHA3] = fake.trees[SHA1]
+    fake.add_run(10, head_sha=SHA3)
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and "force-pushed after it was written" in res.messages[-1]
+
+
+def test_a_signoff_status_of_another_pr_does_not_vouch_for_the_head(fake):
+    """SHA2 was another PR's head first (its after-push status names PR #2); pushed to PR #1 after the
+    owner's comment, it was not PR #1's head when the comment was written."""
+    from gh_scenarios import pr_event
+
+    setup_pr(fake, (AMD,))
+    fake.add_pr(2, head_sha=SHA2, head_ref="other")
+    verify_signoff(pr_event(fake, 2, "opened"), settings(), lazy(fake))
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    push(fake, SHA2, tree=fake.trees[SHA2], after_push=False)
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and "became this PR's head after it was written" in res.messages[-1]
+
+
+# ---- issue 25, 3: a run is bound to its PR, and judged by the plan it recorded -------------------------
+
+def other_prs_run(fake, run_id=66, *, sha=SHA1, labels=("full-sweep-fail-fast", "evals-only")):
+    """PR #8 on its own branch has the same head commit (or one PR #7 also has); its run swept evals only."""
+    fake.add_pr(8, head_sha=sha, head_ref="other-pr", commits=[sha])
+    return fake.add_run(run_id, head_sha=sha, branch="other-pr", pull_requests=(8,), plan_labels=labels)
+
+
+def test_another_prs_run_of_the_same_head_is_not_reused(fake):
+    """`/use 66` on PR #7 pinned PR #8's evals-only run of the same commit; judged by PR #7's label history
+    (full sweep the whole time), main reused it as a full sweep."""
+    pr_with_sweep(fake, 7)
+    other_prs_run(fake)
+    res = reuse_at_merge(fake, 7, "/use 66")
+    assert res.outputs["reuse-enabled"] == "false"
+    assert "ran on branch other-pr, not this PR's branch feature" in res.outputs["reuse-reason"]
+
+
+def test_another_prs_run_of_an_earlier_commit_is_not_reused(fake):
+    from gh_scenarios import SHA3
+
+    pr_with_sweep(fake, 7, commits=(SHA3, SHA1))               # PR #7 was branched from PR #8's commit SHA3
+    other_prs_run(fake, sha=SHA3)
+    fake.compares[(SHA3, SHA1)] = ("ahead", ["docs/x.md"])
+    res = reuse_at_merge(fake, 7, "/use 66")
+    assert res.outputs["reuse-enabled"] == "false" and "not this PR's branch" in res.outputs["reuse-reason"]
+
+
+def test_another_prs_run_is_not_staged(fake):
+    pr_with_sweep(fake, 7)
+    other_prs_run(fake)
+    c = authorise(fake, 7, "/stage-results 66")
+    res = comment_jobs(fake, comment_event(fake, 7, c))
+    assert res.outputs.get("stage-run-id", "") == "" and fake.dispatches == []
+    assert "not this PR's branch" in fake.bot_comments(7)[-1]["body"]
+
+
+def test_a_run_is_judged_by_the_plan_it_recorded_not_the_prs_label_history(fake):
+    """PR #7's own run on its branch, but it swept with evals-only; the label event that says so is gone
+    from the history (a label deleted from the repository leaves no `unlabeled` event to replay)."""
+    pr_with_sweep(fake, 7)
+    fake.add_run(67, head_sha=SHA1, plan_labels=("full-sweep-fail-fast", "evals-only"))
+    res = reuse_at_merge(fake, 7, "/use 67")
+    assert res.outputs["reuse-enabled"] == "false"
+    assert "its recorded plan ran with evals-only, which is not a full sweep" in res.outputs["reuse-reason"]
+
+
+def test_a_run_without_a_recorded_plan_is_not_reused(fake):
+    pr_with_sweep(fake, 7)
+    fake.add_run(67, head_sha=SHA1, plan_labels=None)
+    res = reuse_at_merge(fake, 7, "/use 67")
+    assert res.outputs["reuse-enabled"] == "false" and "has no recorded plan" in res.outputs["reuse-reason"]
+
+
+# ---- issue 25, 6: a dispatch whose answer was lost is not sent twice by a re-run -------------------------
+
+def app_client(fake, timeout=1):
+    return lambda: GitHub(fake.repo, "dispatch-token", api_url=fake.url, sleep=lambda s: None,
+                          seconds_between_writes=0, timeout=timeout)
+
+
+LOST_ANSWERS = {
+    "timeout after the write": lambda fake: fake.slow("POST", r"/dispatches$", 2.5),
+    "502 after the write": lambda fake: fake.fail_after_write("POST", r"/dispatches$", 502),
+    "garbled 200 after the write": lambda fake: fake.fail_after_write("POST", r"/dispatches$", 200, raw=b"<html>oops"),
+    "502 before the write": lambda fake: fake.fail("POST", r"/dispatches$", 502),
+}
+
+
+def stage_job(fake, event, payload):
+    from ci_tools.prbot.shell import Lazy
+
+    return stage_dispatch(event, settings(), lazy(fake), Lazy(app_client(fake)), json.dumps(payload))
+
+
+def ingest_job(fake, attempt):
+    from ci_tools.prbot.shell import Lazy
+    from ci_tools.prbot.staging.flow import results_dispatch
+    from test_gh_results_dispatch import RUN
+
+    return results_dispatch(push_event(fake), settings(), lazy(fake), Lazy(app_client(fake)), source_run_id=None,
+                            collect_result="success", run_id=RUN, run_attempt=attempt)
+
+
+@pytest.mark.parametrize("fault", sorted(LOST_ANSWERS))
+def test_a_rerun_of_the_stage_dispatch_job_after_a_lost_answer_sends_nothing_twice(fake, fault):
+    payload, event, _ = staged(fake)
+    LOST_ANSWERS[fault](fake)
+    try:
+        first = stage_job(fake, event, payload).outputs["dispatched"]
+    except GitHubError as exc:
+        first = "error"
+        assert "a re-run of this job first looks for the app's run" in exc.message
+    rerun = stage_job(fake, event, payload)                     # the job re-run: same event, same payload
+    assert rerun.outputs["dispatched"] == "true" and len(fake.dispatches) == 1, (first, rerun.messages)
+    assert fake.dispatches[0]["client_payload"]["dispatch-key"] == payload["dispatch-key"]
+
+
+@pytest.mark.parametrize("fault", sorted(LOST_ANSWERS))
+def test_a_rerun_of_the_ingest_job_after_a_lost_answer_sends_nothing_twice(fake, fault):
+    from test_gh_results_dispatch import merged_pr
+
+    merged_pr(fake)
+    LOST_ANSWERS[fault](fake)
+    try:
+        ingest_job(fake, 2)
+    except GitHubError as exc:
+        assert "dispatch-key" in exc.message
+    rerun = ingest_job(fake, 3)                                 # a re-run is the run's next attempt
+    assert rerun.outputs["dispatched"] == "true" and len(fake.dispatches) == 1, rerun.messages
+
+
+def test_an_app_that_has_not_listed_its_run_yet_gets_the_same_key_twice(fake):
+    """The one case a re-run cannot see: the app's run is not listed yet. It is sent again with the
+    same key, which the app's contract de-duplicates on (what this repository can check is the key)."""
+    payload, event, _ = staged(fake)
+    fake.app_acknowledges = False
+    fake.fail_after_write("POST", r"/dispatches$", 502)
+    with pytest.raises(GitHubError):
+        stage_job(fake, event, payload)
+    stage_job(fake, event, payload)
+    assert [d["client_payload"]["dispatch-key"] for d in fake.dispatches] == [payload["dispatch-key"]] * 2

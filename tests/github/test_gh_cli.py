@@ -67,7 +67,8 @@ def test_reuse_resolve_on_a_push_to_main(fake, env, shared, tmp_path):
     out = outputs(env)
     assert out["reuse-enabled"] == "true" and out["reuse-source-run-id"] == "9"
     assert out["reuse-source-pr-number"] == "7" and out["reuse-source-head-sha"] == SHA1
-    assert "GitHub API requests: 6" in r.stdout   # commit's pulls, the PR (its comment count), timeline, permission, runs, artifacts
+    # commit's pulls, the PR (its comment count), timeline, permission, runs, artifacts, the run's plan (#25)
+    assert "GitHub API requests: 7" in r.stdout
 
 
 def test_refused_reuse_makes_main_sweep_unless_the_policy_says_fail(fake, env, shared, tmp_path):

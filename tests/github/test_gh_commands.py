@@ -175,7 +175,8 @@ def test_91_newest_failed_run_with_metadata_is_staged_and_acknowledged(fake):
     assert d["repo"] == "SemiAnalysisAI/InferenceX-app" and d["event_type"] == "stage-results"
     assert d["client_payload"] == {"source-repository": fake.repo, "pr-number": "1", "run-id": "9",
                                    "run-attempt": "1", "run-date": fake.runs[9]["created_at"][:10],
-                                   "requested-by": "maint", "comment-id": str(ack[0]["id"])}
+                                   "requested-by": "maint", "comment-id": str(ack[0]["id"]),
+                                   "dispatch-key": f"stage-results:{fake.repo}:9:1:{ack[0]['id']}"}
 
 
 def test_stage_pinned_historical_run_associated_through_pull_requests(fake):

@@ -289,10 +289,13 @@ def test_expiring_artifacts_are_red_seven_days_before_and_main_sweeps_at_merge(f
     # eight days before it is green
     ready(pr_target_event(shared, fake, 7, "labeled"), s, lazy(fake), now=datetime(2026, 9, 28, tzinfo=timezone.utc))
     assert status(fake, c["R2"])["state"] == "success"
-    # merged after they expired: the listing says `expired: true`
+    merged(fake, 7, c["MC2"])
+    # merged after they expired, before GitHub's listing says so: past `expires_at` counts as expired
+    # (the download would answer 410 and the import job would publish nothing)
+    lag = resolve_at_merge(fake, shared, s, c["MC2"], c["M1"])
+    assert lag.outputs["reuse-refused"] == "true" and "no unexpired benchmark" in lag.outputs["reuse-reason"]
     for a in fake.artifacts[9]:
         a["expired"] = True
-    merged(fake, 7, c["MC2"])
     out = resolve_at_merge(fake, shared, s, c["MC2"], c["M1"])
     assert out.exit_code == 0 and out.outputs["reuse-refused"] == "true"
     assert "no unexpired benchmark" in out.outputs["reuse-reason"]

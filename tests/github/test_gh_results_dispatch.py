@@ -39,7 +39,7 @@ def test_this_run_is_dispatched_with_the_golden_payload(fake):
     merged_pr(fake)
     res, calls, app_calls = dispatch(fake)
     assert res.outputs == {"dispatched": "true", "ingest-run-id": str(RUN)}
-    assert (calls, app_calls) == (2, 1)   # artifacts of this run, the merged PR; the dispatch
+    assert (calls, app_calls) == (2, 2)   # artifacts of this run, the merged PR; the app's runs, the dispatch
     [sent] = fake.dispatches
     assert sent["repo"] == "SemiAnalysisAI/InferenceX-app" and sent["event_type"] == "ingest-results"
     golden("ingest-payload.json", sent["client_payload"])
@@ -50,7 +50,7 @@ def test_reused_source_run_is_named(fake):
     fake.add_run(9, head_sha=SHA1, attempt=3, pull_requests=(7,))
     res, calls, app_calls = dispatch(fake, source_run_id=9, collect_result="success")
     assert res.outputs["ingest-run-id"] == "9"
-    assert (calls, app_calls) == (2, 1)   # the source run, the merged PR; no artifact list needed
+    assert (calls, app_calls) == (2, 2)   # the source run, the merged PR; no artifact list needed
     p = fake.dispatches[0]["client_payload"]
     assert (p["source-run-id"], p["source-run-attempt"], p["head-sha"], p["pr-number"]) == ("9", "3", SHA1, "7")
     assert (p["merge-run-id"], p["merge-run-attempt"], p["reused"]) == (str(RUN), "2", "true")

@@ -94,8 +94,12 @@ CASES = [
     ("47 no artifacts skipped", dict(commits=(SHA2, SHA1), compares={(SHA2, SHA1): ("ahead", [])}, runs=[dict(id=222, head_sha=SHA2),
                                                                   dict(id=333, head_sha=SHA1, artifacts=())]),
      (True, 222, None)),
-    ("48 agentic artifact only", dict(runs=[dict(id=5, head_sha=SHA1, artifacts=("bmk_agentic_dsv4_tp8_conc16",))]),
+    ("48 agentic artifact only", dict(runs=[dict(id=5, head_sha=SHA1, artifacts=("bmk_agentic_dsv4_tp8_conc16",
+                                                                                          "changelog-metadata"))]),
      (True, 5, None)),
+    ("48 agentic artifact, no recorded plan", dict(runs=[dict(id=5, head_sha=SHA1,
+                                                             artifacts=("bmk_agentic_dsv4_tp8_conc16",))]),
+     (False, None, "has no recorded plan")),
     ("49 expired results", dict(runs=[dict(id=5, head_sha=SHA1, artifacts=("run-stats",), expired=("results_bmk",))]),
      (False, None, "no unexpired benchmark")),
     # a pin of a run that is no sweep authorises nothing (issue 24): main sweeps, the merge does not fail
@@ -113,7 +117,8 @@ CASES = [
         id=9, head_sha=SHA1, conclusion="cancelled", artifacts=("changelog-metadata", "run-stats"))]),
      (False, None, "no unexpired benchmark")),
     ("71 pinned cancelled with evals", dict(command="/use 9", runs=[dict(
-        id=9, head_sha=SHA1, conclusion="cancelled", artifacts=("eval_results_all",))]), (True, 9, None)),
+        id=9, head_sha=SHA1, conclusion="cancelled", artifacts=("eval_results_all", "changelog-metadata"))]),
+     (True, 9, None)),
     ("72 only a failed run", dict(runs=[dict(id=9, head_sha=SHA1, conclusion="failure")]),
      (False, None, "pin a run")),
     ("57 head not in PR", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA3)]),
@@ -127,7 +132,8 @@ CASES = [
      (True, 111, None)),
     ("no eval verdict", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA1, artifacts=("results_bmk",))]),
      (False, None, "it has no eval verdict")),
-    ("no eval rows", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA1, artifacts=("results_bmk", "evals_none"))]),
+    ("no eval rows", dict(command="/use 9", runs=[dict(id=9, head_sha=SHA1,
+                                                      artifacts=("results_bmk", "evals_none", "changelog-metadata"))]),
      (True, 9, None)),
 ]
 
@@ -290,17 +296,18 @@ def test_w25_budget_common_unpinned_case(fake):
         dict(id=1, head_sha=SHA1), dict(id=2, head_sha=SHA3), dict(id=3, head_sha=SHA1, conclusion="failure")])
     res, gh = run_resolve(fake, event)
     assert res.outputs["reuse-source-run-id"] == "1"
-    assert gh.calls <= 7, gh.client.log.calls
+    assert gh.calls <= 8, gh.client.log.calls
     # the recorded writer is re-checked (demotions count) and the timeline checked against the PR's
-    # comment count (a page cut short is refused), both #15
-    assert len(fake.requests) == gh.calls == 7
+    # comment count (a page cut short is refused), both #15; the run's recorded plan is downloaded (#25)
+    api = [r for r in fake.requests if not r.startswith("GET /_blob/")]   # the zip's storage is not the API
+    assert len(api) == gh.calls == 8
     assert len(set(r for r in fake.requests)) == len(fake.requests)       # nothing fetched twice
 
 
 def test_w25_budget_without_a_recorded_writer_is_one_permission_call_more(fake):
     event = merged_case(fake, filler=150, runs=[dict(id=1, head_sha=SHA1)])
     res, gh = run_resolve(fake, event)
-    assert res.outputs["reuse-source-run-id"] == "1" and gh.calls == 7
+    assert res.outputs["reuse-source-run-id"] == "1" and gh.calls == 8
     assert sum("/permission" in r for r in fake.requests) == 1
 
 

@@ -25,13 +25,21 @@ def signoff_body(signer: str, *, version: int | None = None, untick: int | None 
     return "\n".join(lines + ["", "### Detail", "- sweep run: https://x", "", f"Signed: @{signed or signer}"])
 
 
-def setup_pr(fake, files=(AMD,), sweep=True):
-    pr_with_sweep(fake, 1)
-    fake.pr_files[1] = list(files)
+def setup_pr(fake, files=(AMD,), sweep=True, number=1):
+    """An open PR with a sweep; its `opened` run of signoff-verify.yml has set the after-push status,
+    the bot's record that SHA1 was the PR's head from then on (sign-off comments are judged by it)."""
+    pr_with_sweep(fake, number)
+    fake.pr_files[number] = list(files)
     if sweep:
         fake.add_run(9, head_sha=SHA1)
     fake.teams[("SemiAnalysisAI", "amd-reviewers")] = {"amd-dev"}
     fake.teams[("SemiAnalysisAI", "core")] = {"core-dev"}
+    verify_signoff(pr_event(fake, number, "opened"), settings(), lazy(fake))
+
+
+def verdict_statuses(fake):
+    """The statuses verifications set (an after-push status links the PR itself, not a verdict)."""
+    return [s for s in fake.statuses if "#issuecomment-" in (s["target_url"] or "")]
 
 
 def verify(fake, comment, kind="issue_comment"):
@@ -62,7 +70,7 @@ def test_signoff_table(fake, signer, files, kw, state, why):
     setup_pr(fake, files)
     res, _ = verify(fake, fake.add_comment(1, signoff_body(signer, **kw), author=signer))
     assert res.outputs["state"] == state
-    (st,) = fake.statuses
+    (st,) = verdict_statuses(fake)
     assert st["context"] == "codeowner-signoff-verify" and st["state"] == state and st["_sha"] == SHA1
     (v,) = verdicts(fake)
     assert ("verified ✅" if state == "success" else "rejected ❌") in v["body"]
@@ -78,15 +86,18 @@ def test_no_successful_full_sweep_rejects(fake):
 
 
 def test_review_bodies_count_and_the_head_comes_from_the_api_not_the_payload(fake):
-    """W24: the status goes on the PR's current head as GitHub reports it at verification time."""
+    """W24: the status goes on the PR's current head as GitHub reports it at verification time; and
+    (issue 25) an event whose payload names an older head is an old event: it is not counted at all."""
     setup_pr(fake)
-    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
-    event = comment_event(fake, 1, c, kind="pull_request_review")
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev")
+    event = comment_event(fake, 1, {**review, "created_at": review["submitted_at"]}, kind="pull_request_review")
+    assert verify_signoff(event, settings(), lazy(fake), lazy(fake)).outputs["state"] == "success"
     fake.pulls[1]["head"]["sha"] = SHA2
-    fake.add_commit(1, SHA2)
+    fake.add_commit(1, SHA2, tree=fake.trees[SHA1])
     fake.compares[(SHA1, SHA2)] = ("ahead", [])
     res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
-    assert res.outputs["head-sha"] == SHA2 and fake.statuses[-1]["_sha"] == SHA2
+    assert res.outputs["proceed"] == "false" and [s["_sha"] for s in verdict_statuses(fake)] == [SHA1]
+    assert f"the event is for head {SHA1[:12]}, but the PR's head is now {SHA2[:12]}" in res.messages[-1]
 
 
 def test_w7_forged_verdict_comments_are_never_read_as_verdicts(fake):
@@ -106,7 +117,7 @@ def test_a_non_owner_cannot_undo_an_owners_verified_signoff(fake):
     setup_pr(fake)
     verify(fake, fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev"))
     res, _ = verify(fake, fake.add_comment(1, signoff_body("mallory"), author="mallory"))
-    assert res.outputs["state"] == "success" and [s["state"] for s in fake.statuses] == ["success"]
+    assert res.outputs["state"] == "success" and [s["state"] for s in verdict_statuses(fake)] == ["success"]
     assert "verified ✅" in verdicts(fake)[0]["body"]
     assert any("not counted" in c["body"] for c in fake.bot_comments(1))
 
@@ -127,14 +138,14 @@ def test_rerunning_verification_twice_keeps_one_verdict_comment(fake):
     for _ in range(2):
         fake.fail("GET", r"/files$", 502)
         verify(fake, c)
-    assert len(verdicts(fake)) == 1 and [s["state"] for s in fake.statuses] == ["success", "success"]
+    assert len(verdicts(fake)) == 1 and [s["state"] for s in verdict_statuses(fake)] == ["success", "success"]
 
 
 def test_team_membership_lookup_failure_fails_closed(fake):
     setup_pr(fake)
     fake.fail("GET", r"/memberships/", 403, times=5, body={"message": "Resource not accessible by integration"})
     res, _ = verify(fake, fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev"))
-    (st,) = fake.statuses
+    (st,) = verdict_statuses(fake)
     assert st["state"] == "error" and "cannot read team membership with this token" in st["description"]
     assert "does not own" not in verdicts(fake)[0]["body"]
 
@@ -154,7 +165,7 @@ def test_an_owner_is_never_told_they_do_not_own_the_files_when_teams_cannot_be_r
     _, teams = team_token_cases(fake)[case]
     c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), teams)
-    (st,) = fake.statuses
+    (st,) = verdict_statuses(fake)
     assert res.outputs["state"] == st["state"] == "error"
     assert st["description"] == "Sign-off not verified: cannot read team membership with this token"
     (v,) = verdicts(fake)
@@ -217,7 +228,7 @@ def test_a_record_naming_a_review_of_another_pr_is_refused(fake, tmp_path):
     (tmp_path / "r.json").write_text(f'{{"pr": 1, "review": {other["id"]}}}')
     with pytest.raises(GitHubError, match="404"):
         verify_review(review_run_event(fake), settings(), lazy(fake), lazy(fake), tmp_path / "r.json")
-    assert fake.statuses == []
+    assert verdict_statuses(fake) == []
 
 
 @pytest.mark.parametrize("kw", [{"path": ".github/workflows/other.yml"}, {"event": "pull_request"},
@@ -237,7 +248,7 @@ def test_an_unticked_box_reads_rejected_on_the_status_and_in_the_job_summary(fak
 
     setup_pr(fake)
     res, _ = verify(fake, fake.add_comment(1, signoff_body("amd-dev", untick=3), author="amd-dev"))
-    (st,) = fake.statuses
+    (st,) = verdict_statuses(fake)
     assert st["state"] == "failure" and st["description"] == "Sign-off rejected: 1 of 13 items not ticked"
     section = summary_section("ci-tools signoff verify", res)
     assert section.startswith("### ci-tools signoff verify: Sign-off rejected: 1 of 13 items not ticked\n")

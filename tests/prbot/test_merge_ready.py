@@ -76,6 +76,16 @@ def test_earliest_expiry_skips_expired_artifacts():
     assert ready.earliest_expiry([], lambda n: True) is None
 
 
+def test_an_artifact_past_its_expiry_is_expired_before_the_listing_says_so():
+    from ci_tools.prbot.reuse.decide import unexpired_names
+
+    arts = [{"name": "results_bmk", "expires_at": "2026-10-01T00:00:00Z"},
+            {"name": "run-stats", "expires_at": "2026-10-03T00:00:00Z"},
+            {"name": "evals_passed", "expired": True}]
+    assert unexpired_names(arts) == {"results_bmk", "run-stats"}
+    assert unexpired_names(arts, NOW) == {"run-stats"}
+
+
 # ---- what a sweep measured ------------------------------------------------------------------------
 
 ENTRY = {"image": "img@sha256:1", "model": "m", "recipe": "recipes/x/a.yaml"}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from ci_tools import names
 from ci_tools.prbot.signoff import decide as signoff
 
@@ -43,3 +45,87 @@ def test_a_rejected_status_says_what_is_wrong_not_the_rule_it_broke():
     assert both.description == "Sign-off rejected: not signed by @alice; no successful full sweep"
     assert _verify(_signoff(n)).description == "CODEOWNER sign-off verified"
     assert all(len(_verify(_signoff(k)).description) <= 140 for k in range(n + 1))   # GitHub's limit
+
+
+# ---- issue 25: what a sign-off is bound to ---------------------------------------------------------
+
+from ci_tools.prbot.models import EditHistory  # noqa: E402
+
+EDITS = [
+    # author, history, expected reason substring (None: the author's own body)
+    ("amd-dev", EditHistory("amd-dev"), None),
+    ("amd-dev", EditHistory("amd-dev", "2026-10-02T00:00:00Z", ("amd-dev", "amd-dev")), None),
+    ("amd-dev", EditHistory("AMD-dev", "2026-10-02T00:00:00Z", ("Amd-Dev",)), None),           # logins ignore case
+    ("amd-dev", EditHistory("amd-dev", "2026-10-02T00:00:00Z", ("mallory", "amd-dev")), "edited by @mallory"),
+    ("amd-dev", EditHistory("amd-dev", "2026-10-02T00:00:00Z", ("amd-dev", "mallory", "amd-dev")), "@mallory"),
+    ("amd-dev", EditHistory("amd-dev", "2026-10-02T00:00:00Z", (None, "amd-dev")), "a deleted account"),
+    ("amd-dev", EditHistory("amd-dev", "2026-10-02T00:00:00Z", ()), "GitHub lists no edit"),
+    ("amd-dev", EditHistory("mallory"), "GitHub names @mallory as its author"),
+]
+
+
+@pytest.mark.parametrize("author,history,expected", EDITS)
+def test_edit_problem(author, history, expected):
+    why = signoff.edit_problem(author, history)
+    assert (why is None) if expected is None else (why is not None and expected in why), why
+
+
+OWNERS = "/inferencex-e2e/ @amd\n/recipes/ @amd\n"
+A, B = "a" * 40, "b" * 40
+TREES = [
+    # reviewed, reviewed tree, head tree, comparison (None: must not be asked), expected
+    (A, "t1", "t1", None, None),                                                  # the head itself
+    (A, "t1", "t2", ("ahead", ["docs/x.md"]), None),                              # only unowned paths moved
+    (A, "t1", "t2", ("ahead", ["docs/x.md", "recipes/r.yaml"]), "change owned files (`recipes/r.yaml`)"),
+    (A, "t1", "t2", ("diverged", []), "no longer in the PR's history"),
+    (A, "t1", "t2", ("ahead", [f"docs/{i}.md" for i in range(300)]), "only the first 300 files"),
+    ("", "", "t2", None, "names no reviewed commit"),
+]
+
+
+@pytest.mark.parametrize("reviewed,rtree,htree,diff,expected", TREES)
+def test_reviewed_tree_problem(reviewed, rtree, htree, diff, expected):
+    def compare():
+        assert diff is not None, "the comparison was asked for although the trees are equal"
+        return {"status": diff[0], "files": [{"filename": f} for f in diff[1]]}
+
+    head = A if rtree == htree else B
+    why = signoff.reviewed_tree_problem(reviewed=reviewed, head=head, reviewed_tree=rtree, head_tree=htree,
+                                        diff=compare, codeowners_text=OWNERS)
+    assert (why is None) if expected is None else (why is not None and expected in why), why
+
+
+PR_URL = signoff.pr_url("o/r", 1)
+BOT = "github-actions[bot]"
+
+
+def status(at, *, url=PR_URL, creator=BOT, context=signoff.STATUS_CONTEXT):
+    return {"created_at": at, "target_url": url, "creator": {"login": creator}, "context": context}
+
+
+SEEN = [
+    ([status("2026-10-01T00:00:00Z")], True),
+    ([status("2026-10-01T00:05:00Z")], False),                                   # after the comment
+    ([status("2026-10-01T00:00:00Z", url=PR_URL + "#issuecomment-5")], True),     # a verdict of this PR
+    ([status("2026-10-01T00:00:00Z", url=signoff.pr_url("o/r", 2))], False),      # another PR's
+    ([status("2026-10-01T00:00:00Z", url=PR_URL + "0")], False),                  # PR #10
+    ([status("2026-10-01T00:00:00Z", creator="mallory")], False),
+    ([status("2026-10-01T00:00:00Z", context="ci/other")], False),
+    ([], False),
+]
+
+
+@pytest.mark.parametrize("statuses,expected", SEEN)
+def test_head_seen_before(statuses, expected):
+    assert signoff.head_seen_before(written_at="2026-10-01T00:01:00Z", statuses=statuses, pr_url=PR_URL,
+                                    bot=BOT) is expected
+
+
+def test_a_force_push_after_the_comment_unbinds_it_and_one_before_does_not():
+    kw = dict(written_at="2026-10-01T00:01:00Z", head=A, seen_before=True)
+    assert signoff.head_at_writing_problem(force_pushes=("2026-10-01T00:00:00Z",), **kw) is None
+    assert "force-pushed" in signoff.head_at_writing_problem(force_pushes=("2026-10-01T00:02:00Z",), **kw)
+    assert "became this PR's head" in signoff.head_at_writing_problem(**{**kw, "seen_before": False},
+                                                                       force_pushes=())
+    assert signoff.stale_event_problem("", A) is None and signoff.stale_event_problem(A, A) is None
+    assert "the event is for head" in signoff.stale_event_problem(B, A)

@@ -56,6 +56,10 @@ def test_dispatch_problem(kw, why):
     (json.dumps({**PAYLOAD, "comment-id": "0"}), "comment-id must be a decimal number"),
     (json.dumps({**PAYLOAD, "run-date": "yesterday"}), "run-date must be YYYY-MM-DD"),
     (json.dumps({**PAYLOAD, "source-repository": "other/repo"}), "expected this repository"),
+    # issue 25: the key the results app de-duplicates on is the request's own, never another's
+    (json.dumps({k: v for k, v in PAYLOAD.items() if k != "dispatch-key"}), "expected source-repository"),
+    (json.dumps({**PAYLOAD, "dispatch-key": "x"}), "dispatch-key is 'x', expected 'stage-results:octo/bench:9:1:500'"),
+    (json.dumps({**PAYLOAD, "comment-id": "501"}), "dispatch-key is 'stage-results:octo/bench:9:1:500', expected"),
 ])
 def test_parse_dispatch_payload(text, why):
     if why is None:
@@ -63,3 +67,16 @@ def test_parse_dispatch_payload(text, why):
     else:
         with pytest.raises(ValueError, match=why):
             staging.parse_dispatch_payload(text, repo=REPO)
+
+
+def test_a_dispatch_is_acknowledged_by_the_app_run_named_for_its_key():
+    key = PAYLOAD["dispatch-key"]
+    assert staging.acknowledged("stage-results", key, ["ingest-results x", f"stage-results {key}"])
+    assert not staging.acknowledged("stage-results", key, [f"ingest-results {key}", f"stage-results {key}0", ""])
+    # a re-run of the dispatching job (a new attempt of it) is the same request: the same key
+    again = staging.dispatch_payload(source_repo=REPO, pr_number=1, run_id=9, run_attempt=1, run_date="2026-10-01",
+                                     requested_by="maint", comment_id=500)
+    assert again["dispatch-key"] == key and len(again) <= 10       # GitHub takes at most 10 payload keys
+    ingest = [staging.ingest_payload(source_repo=REPO, run_id=9, run_attempt=1, head_sha="a" * 40, pr_number=1,
+                                     merge_run_id=500, merge_run_attempt=n) for n in (1, 2)]
+    assert ingest[0]["dispatch-key"] == ingest[1]["dispatch-key"] and len(ingest[0]) <= 10

@@ -15,6 +15,7 @@ from ci_tools.prbot.models import LabelEvent, Timeline
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.context import PrContext
 from ci_tools.prbot.reuse import decide as reuse
+from ci_tools.sweep.gate import mode_for
 from ci_tools.sweep.load import load_policy
 
 POLICY = load_policy(Path(__file__).resolve().parents[2])
@@ -28,12 +29,23 @@ A, B, C, OTHER = "a" * 40, "b" * 40, "c" * 40, "d" * 40
 SWEEP = ".github/workflows/run-sweep.yml"
 
 
+def plan_for(*labels):
+    """The part of plan.json that says what a run swept, as `ci-tools plan` records it for `labels`."""
+    mode = mode_for(labels, POLICY)
+    return {"sweep": mode is not None, "reason": "r", "mode": mode.as_dict() if mode else None}
+
+
 class Source:
-    def __init__(self, runs=(), artifacts=None, compares=None):
+    def __init__(self, runs=(), artifacts=None, compares=None, plans=None):
         self.by_id = {r["id"]: r for r in runs}
         self.artifacts_of = artifacts or {}
         self.compares = compares or {}
+        self.plans = plans or {}
         self.calls: list[str] = []
+
+    def run_plan(self, run_id):
+        self.calls.append(f"plan {run_id}")
+        return self.plans.get(run_id, plan_for(FULL))
 
     def permission(self, login):
         raise AssertionError("not needed")
@@ -50,7 +62,8 @@ class Source:
 
     def artifacts(self, run_id):
         self.calls.append(f"artifacts {run_id}")
-        return [{"name": n, "expired": False} for n in self.artifacts_of.get(run_id, ("results_bmk", "evals_passed"))]
+        return [{"name": n, "expired": False}
+                for n in self.artifacts_of.get(run_id, ("results_bmk", "evals_passed", "changelog-metadata"))]
 
     def run_jobs(self, run_id):
         self.calls.append(f"jobs {run_id}")
@@ -142,18 +155,40 @@ CHECKS = [
      dict(pr_labels=(FULL, BLOCKER)), f"end with {FULL} applied, but the PR has {', '.join(sorted((FULL, BLOCKER)))}"),
     ("expired results", trusted(1, sha=B), reuse.reuse_rules(True), dict(artifacts={1: ("run-stats",)}),
      "no unexpired benchmark"),
-    ("staging needs changelog metadata", trusted(1, sha=B), reuse.staging_rules(True), {},
-     "no unexpired changelog-metadata"),
+    ("staging needs changelog metadata", trusted(1, sha=B), reuse.staging_rules(True),
+     dict(artifacts={1: ("results_bmk",)}), "no unexpired changelog-metadata"),
     ("staging with metadata", trusted(1, sha=B), reuse.staging_rules(True),
      dict(artifacts={1: ("results_bmk", "changelog-metadata")}), None),
     ("a push run is still refused", {**pr_run(1, sha=B), "event": "push"}, reuse.reuse_rules(True), {},
      "not a pull_request run or a trusted sweep (push event)"),
+    # issue 25, 3: a run is bound to its PR, and judged by what it recorded it swept
+    ("this PR's own run", pr_run(1, sha=B), reuse.reuse_rules(True), {}, None),
+    ("another PR's run of the same head", {**pr_run(1, sha=B), "head_branch": "other-pr"}, reuse.reuse_rules(True), {},
+     "ran on branch other-pr, not this PR's branch fork-branch"),
+    ("another PR's run of a commit both PRs have", {**pr_run(1, sha=A), "head_branch": "other-pr"},
+     reuse.reuse_rules(True), dict(compares={(A, B): ("ahead", [])}), "not this PR's branch"),
+    ("another PR's staging run of the same head", {**pr_run(1, sha=B), "head_branch": "other-pr"},
+     reuse.staging_rules(True), dict(artifacts={1: ("results_bmk", "changelog-metadata")}), "not this PR's branch"),
+    ("a run GitHub associates with another PR", {**pr_run(1, sha=B), "pull_requests": [{"number": 6}]},
+     reuse.reuse_rules(True), {}, "GitHub associates it with PR #6, not #5"),
+    ("its plan was evals-only (the labels read full)", pr_run(1, sha=B), reuse.reuse_rules(True),
+     dict(plans={1: plan_for(FULL, "evals-only")}), "its recorded plan ran with evals-only"),
+    ("its plan was trimmed", trusted(1, sha=B), reuse.reuse_rules(True), dict(plans={1: plan_for("sweep-enabled")}),
+     "its recorded plan swept sweep-enabled, which is not a full sweep"),
+    ("its plan planned no sweep", pr_run(1, sha=B), reuse.reuse_rules(True),
+     dict(plans={1: {"sweep": False, "reason": "no labels", "mode": None}}), "planned no sweep"),
+    ("no recorded plan", pr_run(1, sha=B), reuse.reuse_rules(True), dict(plans={1: None}), "has no recorded plan"),
+    ("no metadata artifact for reuse", pr_run(1, sha=B), reuse.reuse_rules(True),
+     dict(artifacts={1: ("results_bmk", "evals_passed")}), "has no recorded plan"),
+    ("staging a run planned with a reuse blocker", trusted(1, sha=B), reuse.staging_rules(True),
+     dict(artifacts={1: ("results_bmk", "changelog-metadata")}, plans={1: plan_for(FULL, "agentx-fast")}),
+     "ran with agentx-fast"),
 ]
 
 
 @pytest.mark.parametrize("name,data,rules,over,expected", CHECKS, ids=[c[0] for c in CHECKS])
 def test_check_trusted_run(name, data, rules, over, expected):
-    source = Source(artifacts=over.get("artifacts"), compares=over.get("compares"))
+    source = Source(artifacts=over.get("artifacts"), compares=over.get("compares"), plans=over.get("plans"))
     tl = Timeline(label_events=TL.label_events + over.get("events", ()), commits=TL.commits)
     pr = replace(PR, labels=over["pr_labels"]) if "pr_labels" in over else PR
     why = reuse.check_run(api_run(data), rules, pr=pr, timeline=tl, policy=POLICY,

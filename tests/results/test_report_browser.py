@@ -67,6 +67,9 @@ def page(tmp_path_factory):
 
         ctx.route("**/*", route)
         pg = ctx.new_page()
+        # a 4.8 MB page on a shared 2-core machine under load: Playwright's 30 s default is too tight
+        pg.set_default_timeout(180_000)
+        pg.set_default_navigation_timeout(180_000)
         errors: list[str] = []
         pg.on("pageerror", lambda exc: errors.append(str(exc)))
         pg.goto(html.as_uri())

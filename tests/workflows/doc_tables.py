@@ -70,7 +70,9 @@ SELF_REFERENCE_RUNNER = "2.336.0"
 SECRETS = {
     "HF_TOKEN": "a Hugging Face read token (gated model downloads on the GPU runners)",
     "RESULTS_DISPATCH_TOKEN": ("a token that may send `repository_dispatch` to the results app's repository "
-                               "(fine-grained: Contents read and write on that repository only)"),
+                               "and list its runs (fine-grained: Contents read and write and Actions read, on that "
+                               "repository only): before sending, the job looks for the app's run named for the "
+                               "dispatch (see reference.md, \"Idempotent dispatches\")"),
     "RUNNERS_TOKEN": ("a token that can list this repository's self-hosted runners (fine-grained: "
                       "Administration read); a GITHUB_TOKEN cannot"),
     "SLACK_WEBHOOK_URL": "optional: a Slack incoming-webhook URL for the digest",

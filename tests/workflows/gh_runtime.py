@@ -85,6 +85,8 @@ class JobRun:
     tmp: Path
     fork: bool = False
     secrets: dict[str, str] = field(default_factory=dict)
+    vars: dict[str, str] = field(default_factory=dict)   # repository variables (unset ones read as '')
+    extra_env: dict[str, str] = field(default_factory=dict)   # what a scenario points elsewhere (a git server)
     inputs: dict = field(default_factory=dict)
     needs: dict = field(default_factory=dict)
     cwd: Path = REPO
@@ -109,7 +111,7 @@ class JobRun:
                            "repository": self.fake.repo, "run_id": "4242", "run_attempt": str(self.run_attempt),
                            "repository_owner": self.fake.repo.split("/")[0], "actor": self.actor,
                            "triggering_actor": self.actor},
-                "secrets": self.secrets, "inputs": self.inputs, "needs": self.needs,
+                "secrets": self.secrets, "vars": self.vars, "inputs": self.inputs, "needs": self.needs,
                 "steps": {k: {"outputs": v.outputs, "outcome": "success" if v.ok else "failure"}
                           for k, v in self.steps.items()},
                 "runner": {"temp": str(self.tmp)}}
@@ -120,6 +122,7 @@ class JobRun:
                    GITHUB_EVENT_NAME=self.event_name, GITHUB_EVENT_PATH=str(self.event_path),
                    GITHUB_REPOSITORY=self.fake.repo, GITHUB_API_URL=self.fake.url, GITHUB_RUN_ID="4242",
                    GITHUB_RUN_ATTEMPT=str(self.run_attempt), GITHUB_WORKSPACE=str(self.cwd), RUNNER_TEMP=str(self.tmp))
+        env.update(self.extra_env)
         return env
 
     def step(self, key) -> dict:

@@ -49,6 +49,8 @@ def shell_needs(step: dict) -> set[tuple[str, str]]:
     """`gh` commands in run: scripts (the only non-ci-tools API client our workflows use)."""
     if "gh workflow run " in step.get("run", ""):
         return {("actions", "write")}       # POST /repos/{o}/{r}/actions/workflows/{id}/dispatches
+    if "ci-tools results publish " in step.get("run", "") and "--decide" not in step["run"]:
+        return {("contents", "write")}      # a git push of the Pages branch (git, not the REST API)
     return set()
 
 
@@ -182,7 +184,7 @@ def comment_stage_results(s):
     """The handler decides and acknowledges, holding no dispatch token; it sends nothing."""
     pr_with_sweep(s.fake, 1)
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(1,))
-    job, step = handle(s, "/stage-results 9", secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")})
+    job, step = handle(s, "/stage-results 9", secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write", actions="read")})
     assert step.outputs["stage-run-id"] == "9" and step.outputs["stage-payload"] and s.fake.dispatches == []
     s.handled = job
     return [job]
@@ -193,7 +195,7 @@ def stage_dispatch_sends_the_decided_payload(s):
     comment_stage_results(s)
     handled = s.handled
     job = s.job("comment-commands.yml", "stage-dispatch", "issue_comment", handled.payload,
-                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")},
+                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write", actions="read")},
                 needs={"handle": {"result": "success", "outputs": {"stage-payload": handled.steps["handle"].outputs["stage-payload"]}}})
     assert ok(job.run("dispatch")).outputs["dispatched"] == "true"
     [sent] = s.fake.dispatches
@@ -214,8 +216,15 @@ def comment_sweep_plan(s):
     return [job]
 
 
+def opened(s, number=1):
+    """signoff-verify.yml's after-push job for the PR's opening: its status is the bot's record that
+    SHA1 was the PR's head before any sign-off comment (issue 25)."""
+    ok(s.job("signoff-verify.yml", "after-push", "pull_request_target", pr_payload(s.fake, number, "opened")).run(2))
+
+
 def signoff_comment(s):
     signed_off_pr(s.fake)
+    opened(s)
     c = s.fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     job = s.job("signoff-verify.yml", "verify", "issue_comment", comment_payload(s.fake, 1, c),
                 secrets={"TEAM_MEMBERSHIP_TOKEN": s.app_token("teams", members="read")})
@@ -228,6 +237,7 @@ def signoff_with_a_minted_app_token(s):
     """#23.6: the App token minted by the job's create-github-app-token step (what it leaves: the
     `token` output) reads the teams; no TEAM_MEMBERSHIP_TOKEN secret is set."""
     signed_off_pr(s.fake)
+    opened(s)
     c = s.fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     job = s.job("signoff-verify.yml", "verify", "issue_comment", comment_payload(s.fake, 1, c), secrets={})
     minted = s.app_token("minted", members="read")
@@ -437,7 +447,7 @@ def results_app_ingests_this_run(s: Scenario):
     merged(s.fake)
     s.fake.add_run(4242, head_sha=MERGE, branch="main", event="push", artifacts=("results_bmk", "changelog-metadata"))
     job = s.job("sweep-pipeline.yml", "results-app", "push", push_to_main(),
-                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")},
+                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write", actions="read")},
                 needs={"plan": {"outputs": {"reuse-source-run-id": ""}}, "stages": {"result": "success", "outputs": {"collect-result": "success"}}})
     step = ok(job.run("dispatch"))
     assert step.outputs["dispatched"] == "true" and s.fake.dispatches[0]["client_payload"]["pr-number"] == "7"
@@ -449,7 +459,7 @@ def results_app_ingests_the_reused_run(s: Scenario):
     merged(s.fake)
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
     job = s.job("sweep-pipeline.yml", "results-app", "push", push_to_main(),
-                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write")},
+                secrets={"RESULTS_DISPATCH_TOKEN": s.app_token("results", contents="write", actions="read")},
                 needs={"plan": {"outputs": {"reuse-source-run-id": "9"}}, "stages": {"result": "success", "outputs": {"collect-result": "success"}}})
     assert ok(job.run("dispatch")).outputs["ingest-run-id"] == "9"
     return [job]
@@ -498,12 +508,39 @@ def collect_compares_with_main(s: Scenario):
     return [job]
 
 
+def report_pages_of_a_pr_sweep(s: Scenario):
+    """A finished PR sweep's report goes to the Pages branch (a local bare repository stands in for
+    github.com's git server); with the variable unset nothing is downloaded or pushed."""
+    import subprocess
+
+    pr_with_sweep(s.fake, 1)
+    run = s.fake.add_run(12, head_sha=SHA1, pull_requests=(1,))
+    server = s.tmp / "git-server"
+    bare = server / REPO_NAME
+    bare = bare.with_name(bare.name + ".git")
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    off = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, run))
+    assert ok(off.run("decide")).outputs["publish"] == "false" and "publishing is off" in off.steps["decide"].summary
+    job = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, run),
+                vars={"CI_TOOLS_REPORT_PAGES": "true"}, extra_env={"GITHUB_SERVER_URL": str(server)})
+    assert ok(job.run("decide")).outputs["publish"] == "true"
+    (job.tmp / "report").mkdir()                                  # what download-artifact leaves
+    (job.tmp / "report" / "report.html").write_text("<!DOCTYPE html><title>Sweep report</title>")
+    step = ok(job.run(4))
+    assert step.outputs["published"] == "true" and step.outputs["path"] == "pr-1/run-12"
+    listed = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "gh-pages"],
+                            check=True, capture_output=True, text=True).stdout.split()
+    assert "pr-1/run-12/index.html" in listed and "index.html" in listed
+    return [off, job]
+
+
 SCENARIOS = {
     ("comment-commands.yml", "handle"): [comment_use_pins_a_run, comment_stage_results, comment_sweep_approve_on_a_fork,
                                          comment_sweep_plan],
     ("comment-commands.yml", "stage-dispatch"): [stage_dispatch_sends_the_decided_payload],
     ("run-sweep.yml", "gate"): [gate_refuses_a_superseded_rerun],
     ("runner-digest.yml", "digest"): [runner_digest],
+    ("report-pages.yml", "publish"): [report_pages_of_a_pr_sweep],
     ("signoff-verify.yml", "verify"): [signoff_comment, signoff_with_a_minted_app_token],
     ("signoff-verify.yml", "after-push"): [signoff_carried_after_push],
     ("signoff-review.yml", "record"): [review_record_only],

@@ -53,6 +53,7 @@ class Source(Protocol):
     def workflow_run(self, run_id: int) -> WorkflowRun: ...
     def runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> Iterable[WorkflowRun]: ...
     def artifacts(self, run_id: int) -> list[dict]: ...
+    def run_plan(self, run_id: int) -> dict | None: ...
     def compare(self, base: str, head: str) -> dict: ...
     def top_level_tree(self, sha: str) -> dict[str, str]: ...
     def run_jobs(self, run_id: int) -> list[dict]: ...
@@ -208,8 +209,16 @@ def labels_at(events: Iterable[LabelEvent], when: str) -> set[str]:
 
 # ---- run eligibility --------------------------------------------------------------------------
 
-def unexpired_names(artifacts: list[dict]) -> set[str]:
-    return {str(a.get("name")) for a in artifacts if not a.get("expired")}
+def unexpired_names(artifacts: list[dict], now: datetime | None = None) -> set[str]:
+    """Names of the artifacts still downloadable. With `now`, one whose `expires_at` has passed counts as
+    expired too: GitHub flips `expired` in the listing later than the download starts answering 410."""
+    def alive(a: dict) -> bool:
+        if a.get("expired"):
+            return False
+        at = ts(a.get("expires_at")) if now is not None else None
+        return at is None or at > now
+
+    return {str(a.get("name")) for a in artifacts if alive(a)}
 
 
 def has_results(names: set[str]) -> bool:
@@ -232,11 +241,13 @@ class Rules:
     # reuse: a failed or cancelled run is judged by its jobs (reuse/jobs.py); these families may fail
     optional_jobs: tuple[str, ...] | None = None
     pinned: bool = False
+    now: datetime | None = None                 # artifacts past `expires_at` then count as expired
 
 
-def reuse_rules(pinned: bool, optional_jobs: tuple[str, ...] = DEFAULT_OPTIONAL_JOBS) -> Rules:
+def reuse_rules(pinned: bool, optional_jobs: tuple[str, ...] = DEFAULT_OPTIONAL_JOBS,
+                now: datetime | None = None) -> Rules:
     return Rules("reuse", frozenset({"success", "failure", "cancelled"}), optional_jobs=tuple(optional_jobs),
-                 pinned=pinned)
+                 pinned=pinned, now=now)
 
 
 def staging_rules(pinned: bool) -> Rules:
@@ -290,6 +301,39 @@ def origin_problem(run: WorkflowRun, pr: PrContext) -> str | None:
     return None
 
 
+def pr_binding_problem(run: WorkflowRun, pr: PrContext) -> str | None:
+    """None if a pull_request run is this PR's own: a run of the same commit on another PR's branch
+    (same head SHA, or a commit two PRs share) is that PR's sweep, made under that PR's labels."""
+    if run.event != "pull_request":
+        return None     # trusted sweeps name their PR in the run name (trusted_problem)
+    if pr.head_ref and run.head_branch != pr.head_ref:
+        return (f"it ran on branch {run.head_branch or '(none)'}, not this PR's branch {pr.head_ref}: it is another "
+                "PR's sweep, made under that PR's labels")
+    if run.pull_requests and pr.number not in run.pull_requests:
+        return (f"GitHub associates it with PR {', '.join(f'#{n}' for n in run.pull_requests)}, not "
+                f"#{pr.number}")
+    return None
+
+
+def plan_problem(plan: dict | None, policy: Policy) -> str | None:
+    """None if the run's own recorded plan (`plan.json` of its changelog-metadata artifact, written by
+    `ci-tools plan` when it started) is a reusable full sweep. The label history says what the PR
+    carried; the plan says what the run actually swept (trimmed, evals-only, a blocker applied)."""
+    if plan is None:
+        return (f"it has no recorded plan ({names.PLAN_JSON} in its {names.CHANGELOG_METADATA} artifact), so what "
+                "it swept cannot be told")
+    mode = plan.get("mode") if isinstance(plan, dict) else None
+    if not isinstance(mode, dict):
+        return f"its recorded plan has no sweep mode (it planned no sweep: {str(plan.get('reason', ''))[:120]!r})"
+    primary, blockers = mode.get("primary"), mode.get("reuse-blockers")
+    if primary not in policy.reusable_primaries():
+        return f"its recorded plan swept {primary or 'no primary label'}, which is not a full sweep"
+    if blockers or mode.get("reusable") is not True:
+        shown = ", ".join(map(str, blockers)) if isinstance(blockers, list) and blockers else "a reuse blocker"
+        return f"its recorded plan ran with {shown}, which is not a full sweep"
+    return None
+
+
 def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeline, policy: Policy,
               workflow_path: str, source: Source, inputs: InputsOf | None = None,
               notes: list[str] | None = None) -> str | None:
@@ -310,6 +354,9 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeli
     expected = TRUSTED_PATH if trusted else workflow_path
     if run.path and run.path.split("@")[0] != expected:
         return f"it is a run of {run.path}, not {expected}"
+    why = pr_binding_problem(run, pr)
+    if why:
+        return why
     if trusted:
         why = trusted_problem(run if isinstance(run, SweepRun) else SweepRun(**run.__dict__), pr)
         if why:
@@ -360,7 +407,7 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeli
             if stale:
                 return (f"commits after its head {run.head_sha[:12]} change benchmark inputs: "
                         f"{', '.join(stale)}; run a new sweep on the current head")
-    present = unexpired_names(source.artifacts(run.id))
+    present = unexpired_names(source.artifacts(run.id), rules.now)
     if rules.need_changelog_metadata and names.CHANGELOG_METADATA not in present:
         return f"it has no unexpired {names.CHANGELOG_METADATA} artifact"
     if not has_results(present):
@@ -369,9 +416,11 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeli
         why = eval_gate.reuse_problem(present)   # its eval rows passed (or it had none)
         if why and optional_failed:
             notes.append("its eval verdict is not a pass and is left out: only optional jobs failed")
-            return None
-        return why
-    return None
+            why = None
+        if why:
+            return why
+    # last: the one check that downloads something
+    return plan_problem(source.run_plan(run.id) if names.CHANGELOG_METADATA in present else None, policy)
 
 
 def _jobs_problem(run: WorkflowRun, rules: Rules, source: Source, notes: list[str]) -> tuple[str | None, bool]:
@@ -556,7 +605,7 @@ def decide_pr_event(action: str, *, label_problem: str | None, authorisation: Ca
 
 
 def decide_merge(pr: PrContext, auth: Authorisation, *, timeline: Timeline, policy: Policy, workflow: str,
-                 source: Source, inputs: InputsOf | None = None) -> ReuseDecision:
+                 source: Source, inputs: InputsOf | None = None, now: datetime | None = None) -> ReuseDecision:
     """Main side, for the single PR a pushed commit belongs to. A refused pin is an error; with the
     policy's `on-refused-reuse: sweep` (the default) it is a fallback: main sweeps, the job passes."""
     base = dict(pr_number=pr.number, authorised=auth.authorised, ignored=auth.ignored,
@@ -569,7 +618,7 @@ def decide_merge(pr: PrContext, auth: Authorisation, *, timeline: Timeline, poli
     if not pr.merged_at:
         return ReuseDecision(error=f"PR #{pr.number} is not merged; reuse is decided for merged PRs only.",
                              **{**base, "fallback": False})
-    sel = select_run(reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs), pinned=auth.pinned_run,
+    sel = select_run(reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs, now), pinned=auth.pinned_run,
                      pr=pr, timeline=timeline, policy=policy, workflow=workflow, source=source, inputs=inputs)
     if sel.run is None:
         return ReuseDecision(error=sel.error, **base)

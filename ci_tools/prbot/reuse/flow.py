@@ -128,8 +128,10 @@ def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDeci
     auth = reuse.authorise(tl.comments, client.permission, pr_number=prs.number, merged_at=prs.merged_at,
                            pin_problem=pin_checker(client, client.repo, settings))
     inputs = measured_inputs(settings, base=f"{event.after}^", target=event.after)
+    from datetime import datetime, timezone
+
     return reuse.decide_merge(prs, auth, timeline=tl, policy=settings.policy, workflow=settings.workflow,
-                              source=client, inputs=inputs)
+                              source=client, inputs=inputs, now=datetime.now(timezone.utc))
 
 
 def measured_inputs(settings: Settings, *, base: str, target: str):

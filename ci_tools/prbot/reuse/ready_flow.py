@@ -42,7 +42,8 @@ def _pr_of(event: Event | None, client: Client) -> int | None:
     return None
 
 
-def facts_of(number: int, client: Client, settings: Settings, tl=None) -> tuple[readiness.Facts, object]:
+def facts_of(number: int, client: Client, settings: Settings, tl=None, now: datetime | None = None
+             ) -> tuple[readiness.Facts, object]:
     """Everything the decision needs for PR `number`, read now; (facts, the PR's context)."""
     policy = settings.policy
     prs = context.of(client.pull_request(number), settings.main_branch)
@@ -57,7 +58,7 @@ def facts_of(number: int, client: Client, settings: Settings, tl=None) -> tuple[
                 margin_days=policy.reuse.artifact_margin_days)
     if not relevant_files:
         return readiness.Facts(**base), prs
-    rules = reuse.reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs)
+    rules = reuse.reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs, now)
     inputs = pr_inputs(settings, prs.head_sha)
     if not auth.authorised:
         if label_problem:
@@ -90,7 +91,7 @@ def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None =
     if number is None:
         return Result(outputs=empty, messages=["no pull request for this event: no readiness to report"])
     tl = load_timeline(client, number)
-    facts, prs = facts_of(number, client, settings, tl)
+    facts, prs = facts_of(number, client, settings, tl, now)
     if prs.merged_at or prs.state != "open":
         return Result(outputs={**empty, "pr": str(number)},
                       messages=[f"PR #{number} is {'merged' if prs.merged_at else prs.state}: no readiness to report"])
@@ -220,7 +221,8 @@ def recover(event: Event | None, settings: Settings, gh: Lazy, dispatcher: Lazy 
     policy = settings.policy
     workflow_path = reuse.workflow_path(settings.workflow)
     notes: list[str] = []
-    problem = reuse.check_run(run, reuse.reuse_rules(True, policy.reuse.optional_jobs), pr=prs, timeline=tl,
+    now = datetime.now(timezone.utc)
+    problem = reuse.check_run(run, reuse.reuse_rules(True, policy.reuse.optional_jobs, now), pr=prs, timeline=tl,
                               policy=policy, workflow_path=workflow_path, source=client, inputs=inputs, notes=notes)
     checks.append(rc.run_check(problem, run_id, prs.number))
     checks.append(rc.inputs_check(inputs(run.head_sha)))

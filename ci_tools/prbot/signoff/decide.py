@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ci_tools.errors import InputError
+from ci_tools.prbot.models import EditHistory
+from ci_tools.prbot.reuse.decide import ts
 
 PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"
 STATUS_CONTEXT = "codeowner-signoff-verify"
@@ -194,3 +196,99 @@ def stands(verdict: Verdict, previous: dict, head_sha: str, head_tree: str) -> b
     same tree, to which the status was carried over)."""
     return (not verdict.passed and not verdict.owns_any and not verdict.unverified and bool(previous.get("passed"))
             and (previous.get("sha") == head_sha or previous.get("tree") == head_tree))
+
+
+# ---- what a sign-off is bound to (issue 25) -----------------------------------------------------
+# A verdict is only ever about the body its author wrote and the tree they looked at. These checks
+# say whether a sign-off is bound to the PR's head at all; one that is not is "not counted" and
+# changes no status (so nobody can use an old or edited sign-off to revoke a newer verified one).
+
+def pr_url(repo: str, number: int) -> str:
+    return f"https://github.com/{repo}/pull/{number}"
+
+
+def edit_problem(author: str, history: EditHistory) -> str | None:
+    """None when the body is its author's: never edited, or edited by its author only. Judged from the
+    edit history GitHub keeps, never from the event's action (a review read back from the API, or a
+    re-run, says "submitted" or "created" whatever happened to the body since)."""
+    if history.author and history.author.lower() != author.lower():
+        return f"GitHub names @{history.author} as its author, not @{author}"
+    if history.last_edited_at and not history.editors:
+        return (f"it was edited (last at {history.last_edited_at}) but GitHub lists no edit, so who edited it "
+                "is unknown")
+    others = sorted({e or "a deleted account" for e in history.editors if not e or e.lower() != author.lower()})
+    if others:
+        return (f"its body was edited by {', '.join(o if o == 'a deleted account' else '@' + o for o in others)}; "
+                f"a sign-off counts only as its author wrote it, so @{author} must post it again")
+    return None
+
+
+def owned_paths(files: Iterable[str], codeowners_text: str) -> list[str]:
+    from codeowners import CodeOwners
+
+    owners = CodeOwners(codeowners_text)
+    return [f for f in files if owners.of(f)]
+
+
+def reviewed_tree_problem(*, reviewed: str, head: str, reviewed_tree: str, head_tree: str,
+                          diff: Callable[[], dict], codeowners_text: str, file_limit: int = 300) -> str | None:
+    """None when the reviewed commit's tree equals the head's for every path CODEOWNERS owns. `diff`
+    is GitHub's comparison reviewed...head, asked for only when the trees differ."""
+    if not reviewed:
+        return "GitHub names no reviewed commit for it"
+    if reviewed == head or (reviewed_tree and reviewed_tree == head_tree):
+        return None
+    d = diff()
+    if d.get("status") not in ("ahead", "identical"):
+        return (f"it reviewed commit {reviewed[:12]}, which is no longer in the PR's history (force-pushed away); "
+                f"sign off again on the head {head[:12]}")
+    files = [str(f.get("filename", "")) for f in d.get("files") or []]
+    if len(files) >= file_limit:
+        return (f"it reviewed commit {reviewed[:12]}; GitHub lists only the first {file_limit} files changed since, "
+                f"so whether owned files changed cannot be told: sign off again on the head {head[:12]}")
+    owned = owned_paths(files, codeowners_text)
+    if owned:
+        shown = ", ".join(f"`{f}`" for f in owned[:8]) + (f" and {len(owned) - 8} more" if len(owned) > 8 else "")
+        return (f"it reviewed commit {reviewed[:12]}; later commits change owned files ({shown}): sign off again "
+                f"on the head {head[:12]}")
+    return None
+
+
+def head_seen_before(*, written_at: str, statuses: Iterable[dict], pr_url: str, bot: str) -> bool:
+    """Whether the bot set a sign-off status for this PR on the head before `written_at`. No push time
+    exists in GitHub's API (commit dates are the pusher's to choose, `pushedDate` is gone), but a
+    status cannot predate the commit's arrival: the bot's own after-push status naming this PR,
+    created by GitHub's clock, proves the head was this PR's head by then."""
+    written = ts(written_at)
+    if written is None:
+        return False
+    for s in statuses:
+        url = str(s.get("target_url") or "")
+        created = ts(str(s.get("created_at") or ""))
+        if (s.get("context") == STATUS_CONTEXT and (s.get("creator") or {}).get("login") == bot
+                and (url == pr_url or url.startswith(pr_url + "#")) and created is not None and created <= written):
+            return True
+    return False
+
+
+def head_at_writing_problem(*, written_at: str, head: str, seen_before: bool, force_pushes: Iterable[str]) -> str | None:
+    """A comment names no commit: the one it signed off is the head when its body was written. The
+    head now is that commit only if it was already this PR's head then (`seen_before`) and no force
+    push since could have gone away and back."""
+    written = ts(written_at)
+    later = [p for p in force_pushes if (t := ts(p)) is None or written is None or t > written]
+    if later:
+        return (f"the head branch was force-pushed after it was written ({later[-1]}), so which commit it "
+                f"signed off is unknown: sign off again on the head {head[:12]}")
+    if not seen_before:
+        return (f"the head {head[:12]} became this PR's head after it was written (or its after-push status is "
+                f"missing), so it signed off an earlier commit: sign off again on the head {head[:12]}")
+    return None
+
+
+def stale_event_problem(payload_head: str, head: str) -> str | None:
+    """A re-run carries its first run's payload: a payload naming another head is an old event."""
+    if payload_head and payload_head != head:
+        return (f"the event is for head {payload_head[:12]}, but the PR's head is now {head[:12]} (an old event, "
+                "or a re-run after a push): sign off again on the head")
+    return None

@@ -11,6 +11,7 @@ from ci_tools import names
 from ci_tools.errors import InputError, UsageError
 from ci_tools.github.client import GitHubError, TeamUnreadable
 from ci_tools.github.events import Comment, Event, PullRequest
+from ci_tools.prbot.models import EditHistory
 from ci_tools.prbot import context, messages, sticky
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline, read_repo_file, upsert
@@ -23,6 +24,9 @@ class Client(reuse.Source, Comments, Protocol):
     def commit(self, sha: str) -> dict: ...
     def create_status(self, sha: str, *, state: str, context: str, description: str, target_url: str = ...) -> dict: ...
     def review_comment(self, number: int, review_id: int) -> Comment: ...
+    def edit_history(self, node_id: str) -> EditHistory: ...
+    def statuses(self, sha: str) -> list[dict]: ...
+    def compare(self, base: str, head: str) -> dict: ...
 
 
 class Teams(Protocol):
@@ -64,8 +68,19 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     checklist = signoff.parse_checklist(read_repo_file(settings.repo_root, names.REVIEW_CHECKLIST),
                                         names.REVIEW_CHECKLIST)
     codeowners = read_repo_file(settings.repo_root, names.CODEOWNERS)
-    files = client.pull_files(pr)
     tl = load_timeline(client, pr)
+    tree = client.commit(prs.head_sha)["commit"]["tree"]["sha"]
+    unbound = _binding_problem(event, c, prs, tree, tl, client, codeowners, settings)
+    if unbound:
+        body = messages.render("signoff-verdict", kind=sticky.SIGNOFF_REPLY, key=c.id, headline="not counted",
+                               signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12],
+                               version=checklist.version, rows=messages.signoff_rows(
+                                   [signoff.Check("bound to the head it is applied to", False, unbound)]),
+                               footer=messages.signoff_unbound(c.author))
+        upsert(client, pr, tl, sticky.SIGNOFF_REPLY, c.id, body, settings)
+        res.messages.append(f"the sign-off by @{c.author} is not counted, and no status changed: {unbound}")
+        return res
+    files = client.pull_files(pr)
     sel = reuse.select_run(reuse.reuse_rules(False), pinned=None, pr=prs, timeline=tl, policy=settings.policy,
                            workflow=settings.workflow, source=client)
 
@@ -83,7 +98,6 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     verdict = signoff.verify(signer=c.author, body=c.body, files=files, codeowners_text=codeowners,
                              checklist=checklist, is_member=is_member,
                              sweep_problem=None if sel.run else sel.error)
-    tree = client.commit(prs.head_sha)["commit"]["tree"]["sha"]
     previous = sticky.state_of(sticky.find_sticky(tl.comments, sticky.SIGNOFF_VERDICT, bot_login=settings.bot))
     res.outputs.update(proceed="true", signer=c.author, **{"head-sha": prs.head_sha})
     values = dict(signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12], version=checklist.version,
@@ -104,7 +118,7 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     _, cid = upsert(client, pr, tl, sticky.SIGNOFF_VERDICT, None, body, settings)
     client.create_status(prs.head_sha, state=verdict.state, context=signoff.STATUS_CONTEXT,
                          description=verdict.description,
-                         target_url=f"https://github.com/{client.repo}/pull/{pr}#issuecomment-{cid}")
+                         target_url=f"{signoff.pr_url(client.repo, pr)}#issuecomment-{cid}")
     res.outputs["state"] = verdict.state
     res.verdict = verdict.description
     res.messages.append(f"{signoff.STATUS_CONTEXT}: {verdict.state}: {verdict.description}")
@@ -155,9 +169,37 @@ def verify_review(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None
                       messages=[f"run {wr.id} is not a successful {expected} run of a review: nothing to verify"])
     pr, review_id = read_review_record(record)
     comment = gh().review_comment(pr, review_id)
+    # The record run's head is the PR's head when the review event happened: a re-run after a push
+    # carries the old one (`signoff.stale_event_problem`). The action label means nothing here: the
+    # body's edits are read from GitHub's edit history.
     review_event = replace(event, name="pull_request_review", action="submitted", workflow_run=None,
-                           pull_request=PullRequest(number=pr), comment=comment)
+                           pull_request=PullRequest(number=pr, head_sha=wr.head_sha), comment=comment)
     return verify_signoff(review_event, settings, gh, teams)
+
+
+def _binding_problem(event: Event, c: Comment, prs: context.PrContext, tree: str, tl, client: Client,
+                     codeowners: str, settings: Settings) -> str | None:
+    """Why this sign-off is not bound to the PR's head (None: it is): an old event, a body someone else
+    edited, a review of another tree, a comment written before the head arrived."""
+    why = signoff.stale_event_problem(event.pull_request.head_sha if event.pull_request else "", prs.head_sha)
+    if why:
+        return why
+    if not c.node_id:
+        return "GitHub gave it no node id, so its edit history cannot be read"
+    history = client.edit_history(c.node_id)
+    why = signoff.edit_problem(c.author, history)
+    if why:
+        return why
+    if c.kind == "review":
+        reviewed_tree = client.commit(c.commit_id)["commit"]["tree"]["sha"] if c.commit_id else ""
+        return signoff.reviewed_tree_problem(reviewed=c.commit_id, head=prs.head_sha, reviewed_tree=reviewed_tree,
+                                             head_tree=tree, diff=lambda: client.compare(c.commit_id, prs.head_sha),
+                                             codeowners_text=codeowners)
+    written = history.last_edited_at or c.created_at
+    seen = signoff.head_seen_before(written_at=written, statuses=client.statuses(prs.head_sha),
+                                    pr_url=signoff.pr_url(client.repo, prs.number), bot=settings.bot)
+    return signoff.head_at_writing_problem(written_at=written, head=prs.head_sha, seen_before=seen,
+                                           force_pushes=tl.force_pushes)
 
 
 def _signoff_after_push(event: Event, settings: Settings, gh: Lazy, res: Result) -> Result:
@@ -167,8 +209,10 @@ def _signoff_after_push(event: Event, settings: Settings, gh: Lazy, res: Result)
     previous = sticky.state_of(sticky.find_sticky(tl.comments, sticky.SIGNOFF_VERDICT, bot_login=settings.bot))
     tree = client.commit(pr.head_sha)["commit"]["tree"]["sha"] if previous.get("passed") else ""
     update = signoff.after_push(previous, tree)
+    # Naming the PR, this status is also the bot's record that the commit was this PR's head by now
+    # (`signoff.head_seen_before`): GitHub's API keeps no push time.
     client.create_status(pr.head_sha, state=update.state, context=signoff.STATUS_CONTEXT,
-                         description=update.description)
+                         description=update.description, target_url=signoff.pr_url(client.repo, pr.number))
     res.outputs.update(proceed="true", state=update.state, **{"head-sha": pr.head_sha})
     res.messages.append(f"{signoff.STATUS_CONTEXT}: {update.state}: {update.description}")
     return res

@@ -37,10 +37,36 @@ def dispatch_payload(*, source_repo: str, pr_number: int, run_id: int, run_attem
     """The `client_payload` of the `stage-results` repository_dispatch: all strings, as the app expects."""
     return {"source-repository": source_repo, "pr-number": str(pr_number), "run-id": str(run_id),
             "run-attempt": str(run_attempt), "run-date": run_date, "requested-by": requested_by,
-            "comment-id": str(comment_id)}
+            "comment-id": str(comment_id),
+            "dispatch-key": dispatch_key(DISPATCH_EVENT, source_repo, run_id, run_attempt, comment_id)}
 
 
-PAYLOAD_KEYS = ("source-repository", "pr-number", "run-id", "run-attempt", "run-date", "requested-by", "comment-id")
+# ---- idempotent dispatches (issue 25) ---------------------------------------------------------
+# A repository_dispatch POST whose answer is lost (a timeout, a 502 after the write, a garbled 200)
+# may have been carried out. Every dispatch therefore carries `dispatch-key`: the same request always
+# gets the same key, whichever job attempt sends it (a re-run increments GITHUB_RUN_ATTEMPT, so the
+# dispatching run's attempt is not part of it). The results app's contract: it de-duplicates on the
+# key, and its receiving workflow is named `<event type> <dispatch-key>` (`run-name:`), so the
+# dispatching job can look for that run, GitHub's record that the dispatch arrived, before sending.
+
+def dispatch_key(event_type: str, repo: str, run_id: int | str, attempt: int | str, request: int | str) -> str:
+    """(run id, attempt, request id) of one request, spelled once: for staging the staged run, its
+    attempt and the acknowledgement comment; for ingest the source run, its attempt and the run on main."""
+    return f"{event_type}:{repo}:{run_id}:{attempt}:{request}"
+
+
+def acknowledgement_name(event_type: str, key: str) -> str:
+    """The run name of the results app's run for this dispatch (its contract)."""
+    return f"{event_type} {key}"
+
+
+def acknowledged(event_type: str, key: str, run_names) -> bool:
+    """Whether the app's repository_dispatch runs include the one this dispatch started."""
+    return acknowledgement_name(event_type, key) in {str(n).strip() for n in run_names}
+
+
+PAYLOAD_KEYS = ("source-repository", "pr-number", "run-id", "run-attempt", "run-date", "requested-by", "comment-id",
+                "dispatch-key")
 _DIGITS = re.compile(r"[1-9][0-9]{0,19}")
 _LOGIN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
 
@@ -77,6 +103,10 @@ def parse_dispatch_payload(text: str, *, repo: str) -> dict[str, str]:
         if not isinstance(value, str) or not _DIGITS.fullmatch(value):
             problems.append(f"{key} must be a decimal number, got {value!r}")
     problems += _date_and_login_problems(payload)
+    if not problems:
+        expected = dispatch_key(DISPATCH_EVENT, repo, payload["run-id"], payload["run-attempt"], payload["comment-id"])
+        if payload.get("dispatch-key") != expected:
+            problems.append(f"dispatch-key is {payload.get('dispatch-key')!r}, expected {expected!r}")
     if problems:
         raise ValueError("; ".join(problems))
     return payload
@@ -238,4 +268,8 @@ def ingest_payload(*, source_repo: str, run_id: int, run_attempt: int, head_sha:
     return {"source-repository": source_repo, "source-run-id": str(run_id), "source-run-attempt": str(run_attempt),
             "head-sha": head_sha, "pr-number": "" if pr_number is None else str(pr_number),
             "merge-run-id": str(merge_run_id), "merge-run-attempt": str(merge_run_attempt),
-            "reused": "true" if run_id != merge_run_id else "false"}
+            "reused": "true" if run_id != merge_run_id else "false",
+            # A re-run of the job is the same request, so no attempt of the run on main is in the key
+            # (a run ingesting its own results: attempt 0); a reused source run's attempt is fixed.
+            "dispatch-key": dispatch_key(INGEST_EVENT, source_repo, run_id,
+                                         run_attempt if run_id != merge_run_id else 0, merge_run_id)}

@@ -9,6 +9,7 @@ from ci_tools import names
 from ci_tools.errors import InputError, UsageError
 from typing import Protocol
 
+from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Comment, Event
 from ci_tools.prbot import context, messages, sticky
 from ci_tools.prbot.commands import StageResults
@@ -23,9 +24,27 @@ class Client(reuse.Source, Comments, Protocol):
 
 
 class Dispatcher(Protocol):
-    """The results app's repository_dispatch (RESULTS_DISPATCH_TOKEN), the only call that token makes."""
+    """The results app's repository_dispatch (RESULTS_DISPATCH_TOKEN), the only write that token makes;
+    it also reads the names of the app's repository_dispatch runs (its acknowledgements)."""
 
     def dispatch(self, repo: str, event_type: str, client_payload: dict) -> None: ...
+    def dispatch_run_names(self, repo: str) -> list[str]: ...
+
+
+def send_once(dispatcher: Dispatcher, app_repo: str, event_type: str, payload: dict) -> bool:
+    """Send a dispatch unless the app already acknowledged its key (a re-run after a POST whose
+    answer was lost); True when it was sent now, False when the app had it already."""
+    key = payload["dispatch-key"]
+    if staging.acknowledged(event_type, key, dispatcher.dispatch_run_names(app_repo)):
+        return False
+    try:
+        dispatcher.dispatch(app_repo, event_type, payload)
+    except GitHubError as exc:
+        raise GitHubError(f"{exc.message} It may have arrived all the same: the results app de-duplicates on "
+                          f"dispatch-key {key}, and a re-run of this job first looks for the app's run named "
+                          f"`{staging.acknowledgement_name(event_type, key)}` and sends nothing if it is there.",
+                          status=exc.status) from None
+    return True
 from ci_tools.prbot.staging import decide as staging
 
 
@@ -76,9 +95,10 @@ def stage_dispatch(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy 
     if dispatcher is None:
         raise InputError("`/stage-results` needs a token that may dispatch to the results app: set "
                          "RESULTS_DISPATCH_TOKEN")
-    dispatcher().dispatch(settings.results_repo, staging.DISPATCH_EVENT, payload)
+    sent = send_once(dispatcher(), settings.results_repo, staging.DISPATCH_EVENT, payload)
     res.outputs["dispatched"] = "true"
-    res.messages.append(f"dispatched {staging.DISPATCH_EVENT} to {settings.results_repo} for run {payload['run-id']}")
+    res.messages.append(f"dispatched {staging.DISPATCH_EVENT} to {settings.results_repo} for run {payload['run-id']}"
+                        if sent else f"not sent again: the results app already has {payload['dispatch-key']}")
     return res
 
 
@@ -143,8 +163,9 @@ def results_dispatch(event: Event, settings: Settings, gh: Lazy, dispatcher: Laz
     if dispatcher is None:
         raise InputError("ingesting needs a token that may dispatch to the results app: set RESULTS_DISPATCH_TOKEN "
                          "(in the workflow: `env: RESULTS_DISPATCH_TOKEN: ${{ secrets.RESULTS_DISPATCH_TOKEN }}`)")
-    dispatcher().dispatch(settings.results_repo, staging.INGEST_EVENT, payload)
+    sent = send_once(dispatcher(), settings.results_repo, staging.INGEST_EVENT, payload)
     res.outputs.update({"dispatched": "true", "ingest-run-id": str(ingest_id)})
-    res.messages.append(f"dispatched {staging.INGEST_EVENT} to {settings.results_repo} for run {ingest_id}"
+    res.messages.append((f"dispatched {staging.INGEST_EVENT} to {settings.results_repo} for run {ingest_id}"
+                         if sent else f"not sent again: the results app already has {payload['dispatch-key']}")
                         + (f" (PR #{payload['pr-number']})" if payload["pr-number"] else ""))
     return res
