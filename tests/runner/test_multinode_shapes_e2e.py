@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import IMAGE, PYXIS, STUB, free_port, nothing_left_behind, runner_run, start_slurm
+from runner_support import PYXIS, STUB, free_port, nothing_left_behind, runner_run, start_slurm
 from test_disagg_slurm_e2e import RECIPE, ROW, RUNNERS, router_python  # noqa: F401 (fixture)
 from test_eval_e2e import DATA, EVALS, THRESHOLDS, policy_without_evals
 
@@ -81,19 +81,11 @@ def test_a_multinode_eval_row_runs_the_harness_against_the_frontend(tmp_path, cl
     assert len(result["scores"]) == 4 and all(s["score"] == pytest.approx(0.8) for s in result["scores"])
 
 
-AGG_RECIPE = f"""recipe-version: 1
-config-key: stub-agg
-mode: disaggregated
-engine: sglang
-image: {IMAGE}
-model: stub
-kv-transfer: nixl
-frontend: {{kind: sglang-router, name: sglang-router, version: "0.3.2",
-           args: {{policy: round_robin, prometheus-port: PROMETHEUS_PORT}}}}
-points:
+# the 1P2D recipe's head, with one aggregated point: three tp2 workers and no decode side
+AGG_RECIPE = RECIPE.split("points:")[0].replace("stub-disagg", "stub-agg") + """points:
   agg-3x2:
-    prefill: {{num-worker: 3, tp: 2, nodes: 1}}
-    decode: {{num-worker: 0, tp: 2, nodes: 1}}
+    prefill: {num-worker: 3, tp: 2, nodes: 1}
+    decode: {num-worker: 0, tp: 2, nodes: 1}
     conc: [2]
 """
 
