@@ -175,3 +175,12 @@ def test_json_stdout_stays_parseable_when_the_input_is_missing(clone, name):
     assert out.returncode == 2, (name, out.stderr)
     if out.stdout.strip():
         json.loads(out.stdout)
+
+
+def test_a_mistyped_command_gets_a_did_you_mean():
+    """Issue 24: the lazy group listed no commands to Click, so `ci-tools reslts` got no suggestion."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "ci_tools", "reslts"], capture_output=True, text=True)
+    assert out.returncode == 2 and "No such command 'reslts'" in out.stderr and "Did you mean 'results'?" in out.stderr

@@ -50,6 +50,13 @@ class LazyGroup(click.Group):
         module = importlib.import_module(COMMANDS[name][0])
         return module.cli
 
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        try:
+            return super().resolve_command(ctx, args)
+        except click.exceptions.NoSuchCommand:
+            # Click suggests from `self.commands`, which a lazy group leaves empty: suggest from the names
+            raise click.exceptions.NoSuchCommand(args[0], possibilities=self.list_commands(ctx), ctx=ctx) from None
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, COMMANDS[name][1]) for name in sorted(COMMANDS)]
         if rows:

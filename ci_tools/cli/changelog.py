@@ -123,7 +123,8 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
 
 
 def render(result, file: str, fmt: str) -> str:
-    added = [{"index": e.index, "line": e.line, "entry": e.data, "resolved-keys": result.resolved.get(e.index, [])}
+    # `number` is the entry's place in the file, 1-based, as the text and every message say it ("entry 4")
+    added = [{"number": e.index + 1, "line": e.line, "entry": e.data, "resolved-keys": result.resolved.get(e.index, [])}
              for e in result.added]
     if fmt == "json":
         return json.dumps({"ok": result.ok,

@@ -26,11 +26,22 @@ def _output_names(params: dict) -> tuple[str, ...]:
 GITHUB_OUTPUTS = {"plan": _output_names}
 
 
+def _split_labels(values: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
+    """`--label a,b` as two labels (a policy label never holds a comma), said in a note."""
+    labels, notes = [], []
+    for value in values:
+        parts = [p.strip() for p in value.split(",") if p.strip()]
+        if len(parts) > 1:
+            notes.append(f"--label {value!r} is read as {len(parts)} labels: {', '.join(parts)}")
+        labels += parts or [value]
+    return tuple(labels), notes
+
+
 @click.command("plan")
 @click.option("--base", help="Base ref (default: from --event-path; PRs use the merge base with --head).")
 @click.option("--head", help="Head ref (default: from --event-path).")
-@click.option("--label", "labels", multiple=True, help="A PR label (repeatable). Replaces the event's (or the "
-              "PR's) labels; labels the policy does not name are ignored, as CI ignores them.")
+@click.option("--label", "labels", multiple=True, help="A PR label (repeatable, or comma-separated). Replaces the "
+              "event's (or the PR's) labels; labels the policy does not name are ignored, as CI ignores them.")
 @click.option("--pr", type=click.IntRange(min=1), help="Plan this PR as CI would on its next push: labels, head and "
               "base from GitHub ($GITHUB_TOKEN; the head must be fetched: git fetch origin pull/N/head).")
 @click.option("--github-repo", metavar="OWNER/NAME", help="With --pr: the PR's repository (default: "
@@ -73,6 +84,9 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
     """
     from ci_tools.sweep import flow, render
 
+    labels, split_notes = _split_labels(labels)
+    for note in split_notes:
+        click.echo(f"note: {note}", err=True)
     req = flow.PlanRequest(repo=Path(repo), base=base, head=head, labels=tuple(labels), event_path=event_path,
                            event_name=event_name, head_message=head_message, changelog=changelog_file,
                            masters=tuple(masters), runners=runners, run_id=os.environ.get("GITHUB_RUN_ID"),

@@ -239,6 +239,7 @@ def _recipe_agrees(e: Entry, rec: Recipe, change: Change, hardware: dict | None 
         from ci_tools.config.disaggcheck import disagg_agrees
 
         out.extend(disagg_agrees(e, rec, hardware))
+        out.extend(dynamo_engine(rec))
     elif data.get("mode") == "disaggregated":
         out.append(rec.doc.finding(("mode",), f"a disaggregated recipe serves multinode entries, but master entry "
                                               f"{e.key} is single-node", "point a multinode entry at it, or write "
@@ -246,6 +247,20 @@ def _recipe_agrees(e: Entry, rec: Recipe, change: Change, hardware: dict | None 
     else:
         out.extend(_points_agree(e, rec))
     return out
+
+
+def dynamo_engine(rec: Recipe) -> list[Finding]:
+    """A Dynamo frontend's release must run the recipe's engine at its engine-versions (its workers import
+    the engine's modules: ci_tools/engines/compat.py)."""
+    from ci_tools.engines.compat import dynamo_problems
+
+    fe = rec.data.get("frontend")
+    if not isinstance(fe, dict) or fe.get("kind") != "dynamo" or fe.get("version") is None:
+        return []
+    versions = tuple(str(v) for v in rec.data.get("engine-versions") or ())
+    return [rec.doc.finding(("frontend", "version"), p, "the pairs that import are listed in "
+                                                        "ci_tools/engines/compat.py")
+            for p in dynamo_problems(str(fe["version"]), str(rec.data.get("engine", "sglang")), versions)]
 
 
 def _points_agree(e: Entry, rec: Recipe) -> list[Finding]:

@@ -89,12 +89,31 @@ def _eval_findings(src: Sources) -> list[Finding]:
     from ci_tools.evals import policy, thresholds
 
     found = thresholds.check(src.thresholds) if src.thresholds is not None else []
+    if src.policy is not None:
+        found += priority_findings(src.policy)
     if src.policy is not None and isinstance(src.policy.data, dict) and "evals" in src.policy.data:
         try:
             policy.policy_from_doc(src.policy)
         except InputError as exc:
             found += exc.findings or [Finding(src.policy.file, None, None, exc.message)]
     return found
+
+
+def priority_findings(doc: YamlDoc) -> list[Finding]:
+    """The policy's `priority:` section: its schema (located, with a did-you-mean), then the scorer's reading."""
+    from ci_tools.sweep.priority import priority_policy
+
+    section = doc.data.get("priority") if isinstance(doc.data, dict) else None
+    if section is None:
+        return []
+    problems = schemas.check(doc, section, "ci-policy", "priority", ("priority",))
+    if problems:
+        return problems
+    try:
+        priority_policy(section, doc.file)
+    except InputError as exc:
+        return [doc.finding(("priority",), exc.message)]
+    return []
 
 
 def entry_findings(key: str, data: object, doc: YamlDoc, *, quick: bool = False) -> tuple[list[Finding], bool]:

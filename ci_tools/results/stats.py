@@ -112,6 +112,32 @@ def bootstrap_interval(samples: Sequence[float], statistic: Callable[[list[float
     return (_quantile(values, alpha), _quantile(values, 1.0 - alpha))
 
 
+def bootstrap_percentiles(samples: Sequence[float], ps: Sequence[float], *, resamples: int = 200,
+                          confidence: float = 0.95, seed: int = 0,
+                          max_samples: int = 5000) -> dict[float, tuple[float, float]]:
+    """Percentile bootstrap intervals of several percentiles of `samples`, from the same resamples (one
+    sort each). Thinned beyond `max_samples` as `bootstrap_interval`; {} below two samples."""
+    data = list(samples)
+    if len(data) < 2:
+        return {}
+    if len(data) > max_samples:
+        step = len(data) / max_samples
+        data = [data[int(i * step)] for i in range(max_samples)]
+    rng = random.Random(seed)
+    n = len(data)
+    draws: dict[float, list[float]] = {p: [] for p in ps}
+    for _ in range(resamples):
+        resample = sorted(rng.choices(data, k=n))
+        for p in ps:
+            draws[p].append(_quantile(resample, p / 100.0))
+    alpha = (1.0 - confidence) / 2.0
+    out = {}
+    for p, values in draws.items():
+        values.sort()
+        out[p] = (_quantile(values, alpha), _quantile(values, 1.0 - alpha))
+    return out
+
+
 def _quantile(sorted_values: Sequence[float], p: float) -> float:
     k = (len(sorted_values) - 1) * p
     f = math.floor(k)

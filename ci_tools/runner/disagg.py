@@ -28,7 +28,7 @@ from ci_tools.errors import InputError
 from ci_tools.sweep.buckets import profile_of
 from ci_tools import names
 from ci_tools import engines
-from ci_tools.engines import ServeSpec, WorkerSpec, routers
+from ci_tools.engines import ServeSpec, WorkerSpec, compat, install, routers
 from ci_tools.runner import budget as bud
 from ci_tools.runner.backends import (HF_CACHE_MOUNT, RUNNER_KEY, SQUASH_DIR, Launch, image_import, image_import_lines,
                                       job_id, squash_file)
@@ -335,6 +335,9 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
                          "(known: sglang, vllm, trtllm)")
     problems += plugin.version_problems(point.engine_versions)
     fe = point.frontend
+    if fe.get("kind") == "dynamo":      # a Dynamo release runs only on the engine releases it imports
+        problems += compat.dynamo_problems(str(fe.get("version")), point.engine, point.engine_versions)
+        problems += install.requirement_problems(fe["install"]) if "install" in fe else []
     for g in point.groups:
         if g.key.workers == 0:
             continue
@@ -389,6 +392,8 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
             else:
                 cmd = worker_command(point, w, model, row, gpus_per_node or 1, namespace, out_dir)
                 w.argv, w.files, w.command = cmd.argv, cmd.files, cmd
+                # an image without the engine's launcher (Dynamo): the recipe's pinned install first
+                w.argv = install.wrap(w.argv, f"{out_dir}/{names.INSTALL_DIR}", point.frontend.get("install") or [])
                 share = offload_share(point, g, row, gpus_per_node or 1)
                 if share and not any(engines.engine(point.engine).offload(str(point.kv_offload["backend"]), *share)):
                     # a backend the plug-in does not size is configured by the recipe's kv-offload env/args,
@@ -409,7 +414,8 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
             else:
                 fargv.append(word.format(port=fport))
     else:
-        fargv = frontend_argv(point, fport, workers, namespace)
+        fargv = install.wrap(frontend_argv(point, fport, workers, namespace), f"{out_dir}/{names.INSTALL_DIR}",
+                             point.frontend.get("install") or [])
     fenv = dict(point.frontend.get("env") or {})
     if point.frontend.get("kind") == "dynamo":
         fenv["DYN_FILE_KV"] = f"{out_dir}/{names.DYNAMO_STORE}"

@@ -154,7 +154,11 @@ def plan(req: PlanRequest) -> Outcome:
             from ci_tools.runner.screen_git import screen_at
 
             screen = screen_at(git, head_ref, head_masters)      # rows no runner serves are refused here
-        result = plan_sweep(decision, entries, head_masters, policy, base=base_masters, screen=screen)
+        from ci_tools.sweep.priority import Context
+
+        ctx = Context(event=event.name, labels=tuple(event.labels), pr=event.pr_number,
+                      namespace=f"{req.run_id}:{req.run_attempt}" if req.run_id else "local")
+        result = plan_sweep(decision, entries, head_masters, policy, base=base_masters, screen=screen, priority=ctx)
     except InputError as exc:
         if exc.exit_code != 1:
             raise

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ci_tools.errors import InputError
+from ci_tools.sweep.priority import PriorityPolicy, priority_policy
 from ci_tools.yaml.located import YamlDoc
 
 
@@ -58,6 +59,7 @@ class Policy:
     compare: dict = field(default_factory=dict)  # the `compare:` section, read by results/compare.Policy
     reuse: ReusePolicy = field(default_factory=ReusePolicy)
     performance_relevant: tuple[str, ...] = ()   # `performance-relevant:` globs (`*` also matches `/`)
+    priority: PriorityPolicy = field(default_factory=PriorityPolicy)   # `priority:` (sweep/priority.py)
 
     def recommended(self) -> str | None:
         return next((n for n, p in self.primary.items() if p.recommended), None)
@@ -68,7 +70,8 @@ class Policy:
     def unknown_note(self, labels: list[str] | tuple[str, ...]) -> str | None:
         """For labels a person pasted (`plan --label`): the ones the policy does not name, which CI ignores
         as well, with a "did you mean" for a near miss; None when every label is a sweep label."""
-        unknown = self.unknown_in(labels)
+        # the priority labels (skip-queue, checklist complete) are read by the plan, not ignored
+        unknown = [l for l in self.unknown_in(labels) if l not in self.priority.labels()]
         if not unknown:
             return None
         import difflib
@@ -97,7 +100,7 @@ class Policy:
         return set(self.primary) | set(self.modifiers)
 
 
-def policy_from_data(data: dict) -> Policy:
+def policy_from_data(data: dict, file: str = "ci-policy.yaml") -> Policy:
     labels = data["labels"]
     primary = {name: PrimaryLabel(name=name, scope=v["scope"], canary=v["canary"], fail_fast=v["fail-fast"],
                                   reusable=v["reusable"], recommended=v.get("recommended", False))
@@ -111,7 +114,8 @@ def policy_from_data(data: dict) -> Policy:
                   agentx_profiles=profiles, fixed_seq_seconds=int(estimates.get("fixed-seq-len-seconds", 900)),
                   eval_seconds=int(estimates.get("eval-seconds", 1800)), compare=dict(data.get("compare") or {}),
                   reuse=reuse_policy(data.get("reuse") or {}),
-                  performance_relevant=tuple(p for p in data.get("performance-relevant") or () if isinstance(p, str)))
+                  performance_relevant=tuple(p for p in data.get("performance-relevant") or () if isinstance(p, str)),
+                  priority=priority_policy(data.get("priority"), file))
 
 
 def reuse_policy(section: dict) -> ReusePolicy:
@@ -124,7 +128,7 @@ def reuse_policy(section: dict) -> ReusePolicy:
 def policy_from_doc(doc: YamlDoc) -> Policy:
     """A parsed policy file; shape errors become InputErrors naming the file (schema: ci-policy.schema.json)."""
     try:
-        return policy_from_data(doc.data)
+        return policy_from_data(doc.data, doc.file)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise InputError(f"{doc.file}: malformed policy file ({type(exc).__name__}: {exc!s}); "
                          "see ci_tools/schemas/ci-policy.schema.json") from None

@@ -20,6 +20,7 @@ from ci_tools.sweep import buckets as bk
 from ci_tools.sweep.appendonly import append_only_delta, validate_scope
 from ci_tools.sweep.gate import GateDecision, SweepMode
 from ci_tools.sweep.labels import Policy
+from ci_tools.sweep.priority import Context, annotate
 from ci_tools.sweep.matrix import SCENARIOS, Filters, Row, expand, is_agentic, is_multinode, select_evals
 
 
@@ -34,7 +35,7 @@ class PlanEntry:
 
     def meta(self) -> dict:
         """The entry as the plan's JSON lists it."""
-        meta = {"index": self.index, "line": self.line, "config-keys": list(self.data.get("config-keys") or []),
+        meta = {"number": self.index + 1, "line": self.line, "config-keys": list(self.data.get("config-keys") or []),
                 "resolved": list(self.keys), "pr-link": self.data.get("pr-link")}
         for flag in ("evals-only", "all-evals", "append-only", "eval-min-prefill-ep", "scenario-type"):
             if flag in self.data:
@@ -191,6 +192,7 @@ class Job:
     profile: str
     eval: bool
     exp_name: str | None
+    priority: str | None = None          # the row's score (sweep/priority.py); higher is created first
 
     @property
     def measures_point(self) -> bool:
@@ -202,7 +204,7 @@ class Job:
                 "runner": self.runner, "parallelism": self.parallelism, "tp": self.tp, "ep": self.ep,
                 "dp-attn": self.dp_attn, "conc": self.conc, "gpus": self.gpus, "seconds": self.seconds,
                 "gpu-hours": self.gpu_hours, "canary": self.canary, "canary-kind": self.canary_kind,
-                "profile": self.profile, "eval": self.eval, "exp-name": self.exp_name}
+                "profile": self.profile, "eval": self.eval, "exp-name": self.exp_name, "priority": self.priority}
 
 
 def _job(key: str, bucket: str, row: Mapping[str, Any], policy: Policy, canary: bool) -> Job:
@@ -214,7 +216,7 @@ def _job(key: str, bucket: str, row: Mapping[str, Any], policy: Policy, canary: 
                dp_attn=None if mn else row.get("dp-attn"), conc=row.get("conc"), gpus=n,
                seconds=s, gpu_hours=round(n * s / 3600, 2), canary=canary,
                canary_kind=row.get("canary") if canary else None, profile=bk.profile_of(row),
-               eval=bool(row.get("eval-only")), exp_name=row.get("exp-name"))
+               eval=bool(row.get("eval-only")), exp_name=row.get("exp-name"), priority=row.get("priority"))
 
 
 # ---- servability (ci_tools/runner/servable.py decides; the CLI passes it in) ---------------------
@@ -349,13 +351,16 @@ def _no_sweep(decision: GateDecision, *, reason: str, error: str | None = None,
 
 
 def plan_sweep(decision: GateDecision, entries: list[PlanEntry], head: Masters | None, policy: Policy, *,
-               base: Masters | None = None, screen: Screen | None = None) -> Plan:
+               base: Masters | None = None, screen: Screen | None = None, priority: Context | None = None) -> Plan:
     """The plan of a gate decision and the appended entries. Raises InputError for changelog/config problems.
 
     `screen` (the runner's servability, `ci_tools.runner.servable`) refuses rows no runner can serve
     before any bucket or canary is chosen: a refusal the author must fix fails the plan, naming every
     row; a row of a kind not runnable yet (`pending`) is withheld from the matrices and listed in
     `refused`, and the rest of the sweep goes on.
+
+    `priority` (the event, the PR's labels, the run attempt) scores every row; each bucket's rows and
+    the canaries are listed highest priority first.
     """
     if decision.error:
         return _no_sweep(decision, reason=decision.reason, error=decision.error, entries=entries)
@@ -411,18 +416,21 @@ def plan_sweep(decision: GateDecision, entries: list[PlanEntry], head: Masters |
                "Split the change into several PRs or use sweep-enabled")
         return _no_sweep(decision, reason=msg, error=msg, entries=entries)
 
-    jobs = [_job(c.key, c.bucket, c.row, policy, True) for c in canaries]
+    ctx = priority or Context()
+    canary_rows = annotate([dict(c.row, **{"config-key": c.key, "family": c.family, "bucket": c.bucket})
+                            for c in canaries], "canary", policy.priority, ctx)
+    rows_out = {b: annotate([dict(r.data, **{"config-key": r.key}) for r in buckets[b]], b, policy.priority, ctx)
+                for b in bk.BUCKETS}
+    jobs = [_job(c["config-key"], c["bucket"], c, policy, True) for c in canary_rows]
     for b in bk.BUCKETS:
-        jobs.extend(_job(r.key, b, r.data, policy, False) for r in buckets[b])
+        jobs.extend(_job(r["config-key"], b, r, policy, False) for r in rows_out[b])
     if not jobs:
         return _no_sweep(decision, entries=entries,
                          reason="the appended entries select no benchmark points (check scenario-type and the "
                                 "configs' search spaces)")
-    rows_out = {b: [dict(r.data, **{"config-key": r.key}) for r in buckets[b]] for b in bk.BUCKETS}
     totals = Totals.of(jobs, rows_out)
     return Plan(sweep=True, reason=decision.reason, gate=decision, entries=tuple(entries),
-                canaries=tuple(dict(c.row, **{"config-key": c.key, "family": c.family, "bucket": c.bucket})
-                               for c in canaries),
+                canaries=tuple(canary_rows),
                 buckets=rows_out, fail_fast={b: mode.fail_fast for b in bk.BUCKETS}, jobs=tuple(jobs),
                 refused=tuple(refused), totals=totals, reuse=_reuse(mode, totals))
 

@@ -188,7 +188,7 @@ def render_table(plan) -> str:
     if not plan.jobs:
         return "\n".join(out + _refused_lines(plan)) + "\n"
     out.append("")
-    header = f"  {'scenario':<9} {'parallelism':<34} {'conc':<16} {'GPUs':>4} {'hours':>6} {'GPU-h':>7}  note"
+    header = f"  {'scenario':<9} {'parallelism':<32} {'conc':<16} {'GPUs':>4} {'hours':>5} {'GPU-h':>6} {'prio':>6}  note"
     by_key: dict[str, list] = {}
     for j in plan.jobs:
         by_key.setdefault(j.config_key, []).append(j)
@@ -197,8 +197,9 @@ def render_table(plan) -> str:
         out.append(_fit(f"{key}  on {', '.join(runners)}", WIDTH))
         out.append(header)
         for j in jobs:
-            out.append(f"  {_fit(j.scenario, 9):<9} {_fit(j.parallelism, 34):<34} {_fit(_conc(j.conc), 16):<16} "
-                       f"{j.gpus:>4} {j.seconds / 3600:>6.2f} {_hours(j.gpu_hours):>7}  {_note(j, short=True)}".rstrip())
+            out.append(f"  {_fit(j.scenario, 9):<9} {_fit(j.parallelism, 32):<32} {_fit(_conc(j.conc), 16):<16} "
+                       f"{j.gpus:>4} {j.seconds / 3600:>5.2f} {_hours(j.gpu_hours):>6} {j.priority or '-':>6}  "
+                       f"{_note(j, short=True)}".rstrip())
         out.append("")
     t = plan.totals
     out += _wrap("total: ", f"{_count(t.jobs, 'job')} ({job_counts(plan.jobs)}), {_hours(t.gpu_hours)} GPU-h "
@@ -305,10 +306,11 @@ def render_summary(plan) -> str:
                   + f" (scope {mode.scope}, {'canary' if mode.canary else 'no canary'}, "
                     f"{'fail-fast' if mode.fail_fast else 'no fail-fast'}, evals {mode.evals})", ""]
     if plan.jobs:
-        lines += ["| config | runner | parallelism | conc | GPUs | GPU-h | |", "|---|---|---|---|--:|--:|---|"]
+        lines += ["| config | runner | parallelism | conc | GPUs | GPU-h | priority | |",
+                  "|---|---|---|---|--:|--:|--:|---|"]
         for j in plan.jobs:
             lines.append(f"| `{j.config_key}` | `{j.runner}` | {j.parallelism} | {_conc(j.conc)} | "
-                         f"{j.gpus} | {_hours(j.gpu_hours)} | {_note(j)} |")
+                         f"{j.gpus} | {_hours(j.gpu_hours)} | {j.priority or '–'} | {_note(j)} |")
         t = plan.totals
         lines += ["", f"**{_count(t.jobs, 'job')} ({job_counts(plan.jobs)}), {_hours(t.gpu_hours)} GPU-h** "
                       f"(canaries {_hours(t.canary_gpu_hours)} GPU-h).", "", f"Reuse: {md.text(_line(plan.reuse.reason))}"]

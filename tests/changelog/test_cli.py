@@ -72,7 +72,7 @@ def test_json_lists_added_entries_and_resolved_keys(repo):
     body = json.loads(out.stdout)
     assert out.returncode == 0
     assert body == {"ok": True, "errors": [], "corrections": 0, "added": [{
-        "index": 3, "line": 19, "resolved-keys": ["cfg-b", "dsr1-fp8-h200-sglang"],
+        "number": 4, "line": 19, "resolved-keys": ["cfg-b", "dsr1-fp8-h200-sglang"],
         "entry": {"config-keys": ["cfg-b", "dsr1-*"], "description": ["Add cfg-a."], "pr-link": f"{LINK}/42"}}]}
 
 
@@ -403,3 +403,13 @@ def test_every_finding_at_once_history_edits_and_a_typod_key(repo):
     assert "entry 1 (line 1) was changed" in out.stdout and "entry 3 (line 13) was changed" in out.stdout
     assert "config key 'cfg-bb' is not in the master configs; did you mean 'cfg-b'?" in out.stdout
     assert f"{LOG}: rejected: 3 error(s)" in out.stdout
+
+
+def test_text_and_json_number_an_entry_the_same_way(repo):
+    """Issue 24: the text said "entry 4" and the JSON `"index": 3` for the same entry."""
+    head_with(repo, history(3) + b"\n" + entry(keys=("cfg-b",)))
+    text = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42").stdout
+    doc = json.loads(cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42",
+                         "--format", "json").stdout)
+    (added,) = doc["added"]
+    assert f"entry {added['number']} (line {added['line']})" in text and "index" not in added

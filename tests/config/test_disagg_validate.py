@@ -32,7 +32,7 @@ CASES = [
      lambda r: _edit(r, FIXED, "conc: [64, 128]", "conc: [64]"),
      (FIXED, "conc: [64]", "point '1p2d-dep4' lists conc [64], but master entry")),
     ("router-version-differs",
-     lambda r: _edit(r, FIXED, 'version: "1.3.0"', 'version: "1.4.0"'),
+     lambda r: _edit(r, FIXED, 'version: "1.6.1"', 'version: "1.4.0"'),
      (FIXED, "frontend:", "frontend dynamo-router 1.4.0 is not the router master entry")),
     ("frontend-kind-for-the-framework",
      lambda r: _edit(r, FIXED, "kind: dynamo", "kind: sglang-router"),

@@ -1,20 +1,24 @@
-"""Dynamo's own argument parsers, built from the ai-dynamo 1.3.0.post1 wheels on top of parser_host.py.
+"""Dynamo's own argument parsing, run from its released wheels on top of parser_host.py.
 
-Run like parser_host.py (`python dynamo_host.py dynamo.sglang|dynamo.frontend`, same stdin/stdout
-protocol), with PYTHONPATH holding the ai-dynamo and ai-dynamo-runtime wheel folders and, for
-dynamo.sglang, the SGLang wheel folder whose ServerArgs the worker parses its engine options with.
+Run like parser_host.py (`python dynamo_host.py dynamo.sglang|dynamo.vllm|dynamo.frontend`, same
+stdin/stdout protocol) in the torch venv (.venv-engines-torch), with PYTHONPATH holding the ai-dynamo and
+ai-dynamo-runtime wheel folders of one release and, for a worker, the engine wheel folder it runs on.
+Nothing of Dynamo's parsing is rebuilt here: each worker's real module is imported (so a pair that does
+not import, as Dynamo 1.3 with SGLang >= 0.5.21, fails to build) and its own parse function is called:
 
-- dynamo.sglang parses as `dynamo.sglang.args.parse_args` does: Dynamo's runtime and SGLang-backend
-  groups first (`parse_known_args`), then SGLang's `ServerArgs.add_cli_args` parser on what is left,
-  which exits 2 on any unknown option.
-- dynamo.frontend parses with `FrontendArgGroup` as `dynamo.frontend.main.parse_args` builds it (its
-  `parse_known_args` forwards leftovers to vLLM/SGLang only for their tool/reasoning parsers, so here
-  leftovers are an error: the frontend command this repository renders has none).
+- dynamo.sglang: `dynamo.sglang.args.parse_args` (async), Dynamo's groups then SGLang's ServerArgs
+  parser on the rest, `DynamoConfig.validate()` included. It stops at the first step after parsing
+  (`_reserve_disaggregation_bootstrap_port`, replaced by a stop signal), before it would bind a port,
+  download the model and build ServerArgs (which needs the model's config).
+- dynamo.vllm: `dynamo.vllm.args._parse_cli_args` (what `parse_args` runs before building the engine
+  config from the model; before 1.6, `parse_args` stopped at `AsyncEngineArgs.from_cli_args`), with
+  vLLM's platform set to CPU as Dynamo's frontend does on a GPU-less host.
+- dynamo.frontend: `dynamo.frontend.main.parse_args` on sys.argv, which exits on leftovers.
 """
 
 from __future__ import annotations
 
-import argparse
+import asyncio
 import sys
 from pathlib import Path
 
@@ -24,39 +28,81 @@ import parser_host  # noqa: E402
 parser_host.OWNERS = parser_host.OWNERS + ("dynamo",)
 
 
-class _TwoStage(argparse.ArgumentParser):
-    def __init__(self, first: argparse.ArgumentParser, second: argparse.ArgumentParser):
-        super().__init__(add_help=False)
-        self.first, self.second = first, second
-        self._actions = first._actions + second._actions
+class _Parsed(Exception):
+    """Raised in place of the first step after Dynamo's SGLang worker parsed its arguments."""
 
-    def parse_args(self, args=None, namespace=None):
-        _, unknown = self.first.parse_known_args(args)
-        return self.second.parse_args(unknown)
+
+class _Call:
+    """A parser-like object whose parse_args calls one of Dynamo's own functions; argparse errors exit 2."""
+
+    def __init__(self, call, actions):
+        self.call, self._actions = call, actions
+
+    def parse_args(self, argv):
+        self.call(list(argv))
 
 
 def _dynamo_sglang():
-    from dynamo.common.configuration.groups.runtime_args import DynamoRuntimeArgGroup
-    from dynamo.sglang.backend_args import DynamoSGLangArgGroup
+    import argparse
+
+    import dynamo.sglang.args as args
     from sglang.srt.server_args import ServerArgs
 
-    first = argparse.ArgumentParser()
-    DynamoRuntimeArgGroup().add_arguments(first)
-    DynamoSGLangArgGroup().add_arguments(first)
-    second = argparse.ArgumentParser()
-    ServerArgs.add_cli_args(second)
-    return _TwoStage(first, second), "ai-dynamo"
+    def stop():
+        raise _Parsed
+
+    args._reserve_disaggregation_bootstrap_port = stop
+
+    def call(argv):
+        try:
+            asyncio.run(args.parse_args(argv))
+        except _Parsed:
+            return
+
+    options = argparse.ArgumentParser()
+    ServerArgs.add_cli_args(options)
+    return _Call(call, options._actions), "ai-dynamo"
+
+
+def _dynamo_vllm():
+    import vllm.platforms
+    from vllm.platforms.cpu import CpuPlatform
+
+    vllm.platforms.current_platform = CpuPlatform()
+    import dynamo.vllm.args as args
+
+    if hasattr(args, "_parse_cli_args"):
+        return _Call(args._parse_cli_args, []), "ai-dynamo"
+
+    # before 1.6, parse_args goes on from the parsed vLLM namespace to the engine config: stop there
+    class _Stop(args.AsyncEngineArgs):
+        @classmethod
+        def from_cli_args(cls, namespace):
+            raise _Parsed
+
+    args.AsyncEngineArgs = _Stop
+
+    def call(argv):
+        try:
+            args.parse_args(argv)
+        except _Parsed:
+            return
+
+    return _Call(call, []), "ai-dynamo"
 
 
 def _dynamo_frontend():
-    from dynamo.frontend.frontend_args import FrontendArgGroup
+    import dynamo.frontend.main as main
 
-    parser = argparse.ArgumentParser()
-    FrontendArgGroup().add_arguments(parser)
-    return parser, "ai-dynamo"
+    def call(argv):
+        sys.argv = ["dynamo.frontend", *argv]
+        main.parse_args()
+
+    return _Call(call, []), "ai-dynamo"
 
 
 parser_host.PARSERS["dynamo.sglang"] = _dynamo_sglang
+parser_host.PARSERS["dynamo.vllm"] = _dynamo_vllm
 parser_host.PARSERS["dynamo.frontend"] = _dynamo_frontend
 
 if __name__ == "__main__":

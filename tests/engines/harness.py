@@ -177,3 +177,40 @@ def failures(parser: str, version: str, named: dict[str, list[str]]) -> list[str
     results = parse_many(parser, version, [named[n] for n in names])
     return [f"{n}: {parser} {version} rejects `{shlex.join(named[n])}`: {r.error}"
             for n, r in zip(names, results) if not r.ok]
+
+
+# ---- Dynamo: the workers' and frontend's own parsing, from one release's wheels (dynamo_host.py) -----
+
+DYNAMO_HOST = Path(__file__).with_name("dynamo_host.py")
+
+
+@dataclass(frozen=True)
+class DynamoRun:
+    built: bool          # False: Dynamo's module did not import (or its parser could not be built)
+    error: str           # then: the last line of its traceback
+    results: list[dict]
+
+
+def dynamo_run(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: list[list[str]]) -> DynamoRun:
+    """Run Dynamo DYNAMO's PARSER (`dynamo.sglang`, `dynamo.vllm`, `dynamo.frontend`) on ENGINE's
+    (distribution, version) wheel, for each argv."""
+    paths = [dist_dir("ai-dynamo", dynamo, "torch"), dist_dir("ai-dynamo-runtime", dynamo, "torch")]
+    if engine:
+        paths.append(dist_dir(*engine, "torch"))
+    res = subprocess.run([str(python("torch")), str(DYNAMO_HOST), parser], env=host_env(paths, PARSER_ENV["vllm"]),
+                         text=True, input=json.dumps({"argvs": argvs}) + "\n", capture_output=True, timeout=900)
+    # Dynamo's Rust runtime may log to stdout: the protocol lines are the JSON ones
+    lines = [line for line in res.stdout.splitlines() if line.startswith("{")]
+    if res.returncode != 0 or len(lines) < 2:
+        tail = res.stderr.strip().splitlines()
+        return DynamoRun(False, tail[-1] if tail else f"exit {res.returncode}", [])
+    assert json.loads(lines[0])["version"] == dynamo, f"the ai-dynamo {dynamo} folder holds another release"
+    return DynamoRun(True, "", json.loads(lines[1])["results"])
+
+
+def dynamo_parse(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: list[list[str]]) -> list[dict]:
+    run = dynamo_run(dynamo, parser, engine, argvs)
+    if not run.built:
+        on = f" on {engine[0]} {engine[1]}" if engine else ""
+        pytest.fail(f"could not build {parser} from ai-dynamo {dynamo}{on}: {run.error}")
+    return run.results

@@ -42,19 +42,23 @@ def test_zero_latency_gives_no_interactivity_interval():
     assert "intvty_p90" not in intervals.headline_intervals([0.0] * 10, [1.0] * 10)
 
 
-def test_the_pure_python_path_agrees(monkeypatch):
+def test_intervals_are_identical_with_and_without_numpy(monkeypatch):
+    """Issue 24: with numpy (the plot extra) and without it (the GPU runners) the intervals differed,
+    (1.8214, 1.9382) against (1.8215, 1.9501): two generators, two resample counts. One seeded
+    implementation now, whatever is installed."""
     import builtins
 
-    xs = itl(2000)
-    with_numpy = intervals.percentile_interval(xs, 90.0)
+    import numpy  # noqa: F401  (the test venv has it, through matplotlib: this run is the "with" side)
+    xs, ts = itl(6000), itl(2500, seed=2)      # above MAX_SAMPLES too: the thinning is shared
+    with_numpy = intervals.headline_intervals(xs, ts)
     real_import = builtins.__import__
 
     def no_numpy(name, *a, **kw):
-        if name == "numpy":
+        if name == "numpy" or name.startswith("numpy."):
             raise ImportError(name)
         return real_import(name, *a, **kw)
 
     monkeypatch.setattr(builtins, "__import__", no_numpy)
-    pure = intervals.percentile_interval(xs, 90.0)
-    assert pure is not None and pure != with_numpy
-    assert pure[0] == pytest.approx(with_numpy[0], rel=0.03) and pure[1] == pytest.approx(with_numpy[1], rel=0.03)
+    without = intervals.headline_intervals(xs, ts)
+    assert set(with_numpy) == {"intvty_p90", "intvty_p50", "ttft_p90_s"}
+    assert without == with_numpy

@@ -153,6 +153,16 @@ def test_registration_table(expect, body, ok):
     assert registered(expect, body) is ok
 
 
+def test_a_dynamo_release_whose_worker_does_not_import_on_the_engine_is_refused():
+    """ci_tools/engines/compat.py: Dynamo 1.3's SGLang worker fails to import on SGLang >= 0.5.21."""
+    fe = {"kind": "dynamo", "name": "dynamo-router", "version": "1.3.0"}
+    data = recipe("dynamo", frontend=fe, **{"engine-versions": ["0.5.22"]})
+    with pytest.raises(InputError, match="fails to import.*declare Dynamo 1.6.1"):
+        plan_of(row(router={"name": "dynamo-router", "version": "1.3.0"}), data)
+    ok = recipe("dynamo", frontend={**fe, "version": "1.6.1"}, **{"engine-versions": ["0.5.22"]})
+    assert plan_of(row(router={"name": "dynamo-router", "version": "1.6.1"}), ok).workers
+
+
 def test_dynamo_workers_register_through_the_shared_job_directory():
     data = recipe("dynamo", frontend={"kind": "dynamo", "name": "dynamo-router", "version": "1.3.0"})
     plan = plan_of(row(router={"name": "dynamo-router", "version": "1.3.0"}), data)

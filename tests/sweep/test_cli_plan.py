@@ -145,7 +145,8 @@ def test_a_pasted_label_list_plans_like_ci(capsys, demo_repo):
                          "--label", "full-sweep-fail-fast", "--label", "skip_queue", "--label", "bug")
     assert code == 0, err
     assert out.startswith("SWEEP: local preview: sweep with full-sweep-fail-fast\n")
-    assert err.count("note: label(s) bug, skip_queue are not sweep labels, so the plan ignores them as CI does") == 1
+    # skip_queue is a priority label (read by the plan), so only bug is named
+    assert err.count("note: label(s) bug are not sweep labels, so the plan ignores them as CI does") == 1
     assert "full-sweep-fail-fast" in err and "agentx-fast" in err
     _, clean, _ = run(capsys, "plan", "--repo", str(demo_repo), "--base", "base", "--head", "head",
                       "--label", "full-sweep-fail-fast")
@@ -433,3 +434,13 @@ def test_canary_dir_releases_by_the_markers_the_canaries_left(capsys, demo_repo,
     assert "canary-passed-0: names 'cluster:b300', but canary 0 ran on cluster:gb300-nv" in err
     code, _, err = run(capsys, *args, "--passed-family", "cluster:gb300-nv")
     assert code == 2 and "give one" in err
+
+
+def test_a_comma_separated_label_list_is_split_and_said(capsys, demo_repo):
+    """Issue 24: `--label a,b` was one unknown label (ignored, so the plan silently lost both)."""
+    base = ["plan", "--repo", str(demo_repo), "--base", "base", "--head", "head", "--format", "json"]
+    code, split, err = run(capsys, *base, "--label", "full-sweep-fail-fast, evals-only")
+    assert code == 0, err
+    assert "note: --label 'full-sweep-fail-fast, evals-only' is read as 2 labels: full-sweep-fail-fast, evals-only" in err
+    _, apart, _ = run(capsys, *base, "--label", "full-sweep-fail-fast", "--label", "evals-only")
+    assert json.loads(split) == json.loads(apart) and json.loads(split)["mode"]["modifiers"] == ["evals-only"]

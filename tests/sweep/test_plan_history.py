@@ -40,7 +40,7 @@ MASTERS = ["configs/amd-master.yaml", "configs/nvidia-master.yaml"]
 RUNNERS = "configs/runners.yaml"
 # full scope, no canary, no trimming: every row of the change lands in a bucket, as matrix prints it
 LABEL = "full-sweep-fail-fast-no-canary"
-PLAN_ONLY_KEYS = ("recipe-fingerprint", "config-key")
+PLAN_ONLY_KEYS = ("recipe-fingerprint", "config-key", "priority", "queue-token", "skip-queue-pr")
 
 
 @dataclass

@@ -35,9 +35,11 @@ def test_policy_estimates(repo_root):
 def test_unknown_labels_are_named_with_the_known_ones(repo_root):
     p = load_policy(repo_root)
     assert p.unknown_note(["full-sweep-fail-fast", "all-evals"]) is None
-    msg = p.unknown_note(["full-sweep-fail-fast", "skip_queue", "evals-onyl"])
-    assert msg.startswith("label(s) evals-onyl (did you mean evals-only?), skip_queue are not sweep labels")
+    msg = p.unknown_note(["full-sweep-fail-fast", "wip", "evals-onyl"])
+    assert msg.startswith("label(s) evals-onyl (did you mean evals-only?), wip are not sweep labels")
     assert "ignores them as CI does" in msg and all(name in msg for name in p.relevant())
+    # the priority labels are read by the plan (sweep/priority.py), so they are not "ignored"
+    assert p.unknown_note(["full-sweep-fail-fast", "skip_queue", "ci-checklist-complete"]) is None
 
 
 def test_malformed_policy_file_is_a_clean_error(tmp_path):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import gh_expr
 import gh_runtime as rt
 import wf_contract as wc
 from wf_env import REPO, WORKFLOWS
@@ -368,6 +369,21 @@ def reuse_at_merge(s):
     job = s.job("sweep-pipeline.yml", "plan", "push", push_to_main())
     out = ok(job.run("reuse")).outputs
     assert out["reuse-enabled"] == "true" and out["reuse-source-run-id"] == "9"
+    assert not gh_expr.job_runs(job.step("plan").get("if"), job.context(), gh_expr.Status())   # reused: no sweep
+    return [job]
+
+
+def reuse_refused_at_merge_lets_main_sweep(s):
+    """Issue 23: a pin refused at merge (policy `on-refused-reuse: sweep`) passes the reuse step and the
+    plan step's `if:` is then true: main plans and runs its own sweep instead of publishing nothing."""
+    pr_with_sweep(s.fake, 7, labels=(FULL, "evals-only"))
+    s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
+    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    merged(s.fake)
+    job = s.job("sweep-pipeline.yml", "plan", "push", push_to_main())
+    out = ok(job.run("reuse")).outputs
+    assert (out["reuse-refused"], out["reuse-enabled"]) == ("true", "false")
+    assert gh_expr.job_runs(job.step("plan").get("if"), job.context(), gh_expr.Status())
     return [job]
 
 
@@ -548,7 +564,7 @@ SCENARIOS = {
     ("staging-callback.yml", "callback"): [staging_callback],
     ("status-card.yml", "card"): [status_card_of_a_pr_sweep, status_card_with_the_runs_plan,
                                   status_card_of_a_trusted_sweep],
-    ("sweep-pipeline.yml", "plan"): [reuse_on_a_push_after_use, reuse_at_merge],
+    ("sweep-pipeline.yml", "plan"): [reuse_on_a_push_after_use, reuse_at_merge, reuse_refused_at_merge_lets_main_sweep],
     ("sweep-stages.yml", "collect"): [collect_compares_with_main],
     ("sweep-pipeline.yml", "results-app"): [results_app_ingests_this_run, results_app_ingests_the_reused_run],
     ("trusted-sweep.yml", "plan"): [trusted_sweep_checks_the_approval],
