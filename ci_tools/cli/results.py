@@ -43,6 +43,12 @@ def _summary(result: dict) -> str:
              f"  TTFT            P90 {f(h['ttft_p90_s'], '.3f')} s (median {f(h['ttft_p50_s'], '.3f')} s)",
              f"  requests        {r['successful']} ok, {r['errors']} errors "
              f"({f(r['error_rate'], '.1%')}), {r['accounting']['records_warmup_dropped']} warmup excluded"]
+    e = result.get("energy") or {}
+    if e.get("valid"):
+        lines.append(f"  energy          {f(e['total_gpu_energy_j'], ',.0f')} J over {len(e['gpus'])} GPU(s), "
+                     f"{f(e['j_per_output_token'], '.4g')} J/output token, {f(e['avg_power_w'], ',.0f')} W per GPU")
+    elif e:
+        lines.append(f"  energy          not measured: {', '.join(e.get('reasons') or [])}")
     for fail in result["failures"]:
         lines.append(f"  invalid [{fail['rule']}]: {fail['message']}")
     return "\n".join(lines)

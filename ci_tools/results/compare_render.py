@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from ci_tools.render import numbers as num
 from ci_tools.results.compare import (ENERGY_KEYS, EQUIVALENT, IMPROVED, INCONCLUSIVE, METRICS, NEW, REGRESSED,
                                       FrontierShift,
                                       PointComparison, summary)
@@ -112,7 +113,7 @@ def text(comparisons: list[PointComparison], shift: FrontierShift | None = None,
                 continue
             detail = ""
             if c.change is not None:
-                detail = f"  main {_value(m.key, c.base)}  {c.change:+.1%}  p={c.p:.3g}"
+                detail = f"  main {_value(m.key, c.base)}  {c.change:+.1%}  {num.p_value(c.p)}"
             lines.append(f"  {m.label:<22} {_value(m.key, c.head):>12}{detail}  {c.verdict or 'not compared'}")
     counts = summary(comparisons)
     lines.append("verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
@@ -146,7 +147,7 @@ def regressions(comparisons: list[PointComparison]) -> list[str]:
             c = pc.cells[m.key]
             if c.verdict == REGRESSED and c.change is not None:
                 out.append(f"{pc.name}: {m.label} {_value(m.key, c.head)} against main's {_value(m.key, c.base)} "
-                           f"({c.change:+.1%}, p={c.p:.2g} after the false-discovery control)")
+                           f"({c.change:+.1%}, {num.p_value(c.p)} after the false-discovery control)")
     return out
 
 

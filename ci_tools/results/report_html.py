@@ -107,7 +107,7 @@ def pareto_figure(chart: charts.Chart) -> dict:
                                   "dash": "solid" if s.name == "PR" else "dash"},
                          "meta": {"side": s.name, "kind": "frontier"}})
     layout = {"title": {"text": chart.title}, "height": 560, "margin": {"l": 70, "r": 20, "t": 50, "b": 60},
-              "hovermode": "closest", "legend": {"orientation": "h", "y": -0.14},
+              "hovermode": "closest", "hoverlabel": {"align": "left"}, "legend": {"orientation": "h", "y": -0.14},
               "xaxis": {"title": {"text": charts.X_TITLE}, "zeroline": False},
               "yaxis": {"title": {"text": charts.Y_TITLE}, "type": "log", "tickformat": "~s"},
               "plot_bgcolor": "white", "paper_bgcolor": "white"}

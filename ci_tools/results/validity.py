@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ci_tools.render import numbers as num
 from ci_tools.results.scan import BROKEN, DEGRADED
 
 KNOWN_PHASES = ("warmup", "profiling")
@@ -156,8 +157,8 @@ def check(metrics: dict, agg: dict | None, req: Requirements) -> list[Failure]:
     if count is None:
         fails.append(Failure("aiperf-count", "profile_export_aiperf.json has no numeric request_count.avg"))
     elif count != ok:
-        fails.append(Failure("aiperf-count", f"AIPerf counted {count:g} successful profiling requests, "
-                                             f"the export has {ok}"))
+        fails.append(Failure("aiperf-count", f"AIPerf counted {num.count(count)} successful profiling requests, "
+                                             f"the export has {num.count(ok)}"))
     tokens = metrics.get("tokens") or {}
     for key, ours, what in (("total_isl", tokens.get("input_total"), "input"),
                             ("total_osl", tokens.get("output_total"), "output")):
@@ -165,8 +166,8 @@ def check(metrics: dict, agg: dict | None, req: Requirements) -> list[Failure]:
         if theirs is None:
             fails.append(Failure("aiperf-tokens", f"profile_export_aiperf.json has no numeric {key}.avg"))
         elif ours is None or abs(ours - theirs) > 1e-6 * max(abs(theirs), 1.0):
-            fails.append(Failure("aiperf-tokens", f"AIPerf counted {theirs:g} {what} tokens ({key}), the records "
-                                                  f"add up to {ours if ours is None else format(ours, 'g')}"))
+            fails.append(Failure("aiperf-tokens", f"AIPerf counted {num.count(theirs)} {what} tokens ({key}), the records "
+                                                  f"add up to {ours if ours is None else num.count(ours)}"))
     theirs = _avg(agg, "benchmark_duration")
     rel, slack = DURATION_TOLERANCE
     if theirs is None:

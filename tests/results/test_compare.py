@@ -329,3 +329,17 @@ def test_the_seed_example_is_the_seed_masters_points():
     with open(SEED / "pr-local-results.csv", newline="") as fh:
         rows = {(int(r["tp"]), int(r["ep"]), r["dp-attn"] == "true", int(r["conc"])) for r in csv.DictReader(fh)}
     assert rows == planned
+
+
+@pytest.mark.parametrize("p,text", [(0.0, "p<0.0001"), (3e-9, "p<0.0001"), (0.000583, "p=0.00058"),
+                                    (0.0014, "p=0.0014"), (0.813, "p=0.81"), (1.0, "p=1")])
+def test_p_values_never_read_zero(p, text):
+    """Issue 24: a p-value too small to print said `p=0` (no test gives certainty)."""
+    from ci_tools.render.numbers import p_value
+
+    assert p_value(p) == text
+
+
+def test_the_seed_comparison_says_no_p_of_zero():
+    r = run(SEED / "pr-local-results.csv", "--baseline", SEED / "main-baseline.csv")
+    assert "p=0 " not in r.output and "p<0.0001" in r.output

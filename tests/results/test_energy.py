@@ -159,3 +159,17 @@ def test_energy_columns_only_where_measured():
     without = markdown(compare.compare_points([res("a", None)], [res("a", None)]))
     assert "J/output token" in with_energy.splitlines()[0] and "J/output token" not in without
     assert "0.7 J<br><sub>main 1 J · -30.0% · **▲ improved" in with_energy
+
+
+def test_results_process_says_the_energy(job: Path):
+    import click
+    from click.testing import CliRunner
+
+    from ci_tools.cli import main
+
+    argv = ["results", "process", str(job), "--tp", "1", "--conc", "4", "--scenario", "fixed-seq-len", "--model", "stub"]
+    r = CliRunner().invoke(click.Command("ci-tools", callback=lambda: main(argv)), [])
+    assert "  energy          " in r.output and "J/output token" in r.output and "W per GPU" in r.output
+    (job / "gpu_telemetry.csv").unlink()
+    r = CliRunner().invoke(click.Command("ci-tools", callback=lambda: main(argv)), [])
+    assert "energy          not measured: telemetry_file_missing" in r.output

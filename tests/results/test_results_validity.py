@@ -92,3 +92,12 @@ def test_all_failures_reported_together():
 
 def test_missing_summary_is_a_failure():
     assert rules(check(measured(), None, REQ)) == ["aiperf-summary"]
+
+
+def test_big_counts_read_as_numbers_people_write():
+    """Issue 24: "AIPerf counted 1.20102e+10 input tokens ..., the records add up to 196999"."""
+    fails = check(measured(isl=196999.0), agg(isl=12010200000.0), REQ)
+    (tokens,) = [f.message for f in fails if f.rule == "aiperf-tokens"]
+    assert "AIPerf counted 12,010,200,000 input tokens (total_isl), the records add up to 196,999" in tokens
+    (count,) = [f.message for f in check(measured(ok=12345), agg(count=1234567), REQ) if f.rule == "aiperf-count"]
+    assert "AIPerf counted 1,234,567 successful profiling requests, the export has 12,345" in count
