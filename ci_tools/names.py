@@ -15,6 +15,7 @@ MASTER_GLOB = f"{CONFIGS_DIR}/*-master.yaml"
 RUNNERS = f"{CONFIGS_DIR}/runners.yaml"
 POLICY = f"{E2E_DIR}/ci-policy.yaml"
 EVAL_THRESHOLDS = f"{E2E_DIR}/eval-thresholds.yaml"  # minimum eval scores (model prefix -> task)
+ACCEPTANCE_REFERENCES = f"{E2E_DIR}/acceptance-lengths.yaml"  # measured speculative acceptance lengths
 RECIPES_DIR = "recipes"
 CODEOWNERS = ".github/CODEOWNERS"
 REVIEW_CHECKLIST = "docs/PR_REVIEW_CHECKLIST.md"

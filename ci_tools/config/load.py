@@ -122,6 +122,8 @@ def _load_eval_inputs(root: Path, src: Sources) -> None:
                                     "default: <task>: <minimum>)"))
     if (root / names.POLICY).is_file():
         src.policy = _load(root / names.POLICY, names.POLICY, src)
+    if (root / names.ACCEPTANCE_REFERENCES).is_file():
+        src.acceptance = _load(root / names.ACCEPTANCE_REFERENCES, names.ACCEPTANCE_REFERENCES, src)
 
 
 

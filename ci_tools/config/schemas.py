@@ -26,6 +26,7 @@ SCHEMA_FILES = {
     "eval-thresholds": "eval-thresholds.schema.json",
     "ci-policy": "ci-policy.schema.json",
     "disagg-recipe": "disagg-recipe.schema.json",
+    "acceptance-lengths": "acceptance-lengths.schema.json",
 }
 
 # Patterns used in the schemas, and what a reviewer says when a value does not match.

@@ -32,6 +32,7 @@ class Sources:
     masters_failed: int = 0  # master files that could not be parsed
     thresholds: YamlDoc | None = None  # eval-thresholds.yaml (with a root)
     policy: YamlDoc | None = None      # ci-policy.yaml (with a root): its `evals:` section is checked here
+    acceptance: YamlDoc | None = None  # acceptance-lengths.yaml (with a root): recipes' synthetic acceptance
 
 
 @dataclass
@@ -97,6 +98,18 @@ def _eval_findings(src: Sources) -> list[Finding]:
         except InputError as exc:
             found += exc.findings or [Finding(src.policy.file, None, None, exc.message)]
     return found
+
+
+def _acceptance_findings(src: Sources, recipes: dict[str, Recipe]) -> list[Finding]:
+    """Every recipe's synthetic acceptance names or equals a measured reference (config/acceptance.py)."""
+    from ci_tools.config import acceptance
+
+    refs = src.acceptance
+    if refs is not None:
+        problems = schemas.check(refs, refs.data, "acceptance-lengths")
+        if problems:
+            return problems
+    return acceptance.all_findings(((p, r.doc) for p, r in recipes.items() if r.valid), refs)
 
 
 def priority_findings(doc: YamlDoc) -> list[Finding]:
@@ -215,6 +228,8 @@ def check(src: Sources, change: Change = Change()) -> Report:
                           for _, ref, _ in crossfile.recipe_refs(data)}
             findings += crossfile.orphan_recipes(recipes, {key for key, _, _ in merged}, referenced)
     findings += crossfile.naming(valid)
+    if src.root is not None:
+        findings += _acceptance_findings(src, recipes)
     findings += _eval_findings(src)
     if src.root is not None and runners_ok and (change.keys or change.files) \
             and not any(f.severity != "warning" for f in findings):

@@ -28,7 +28,8 @@ class Written:
 
 def _write_json(target: Path, doc: dict) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    # allow_nan=False: a NaN or infinity that got past refuse_non_finite is a bug, not a file to write
+    target.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
 
 
 def eval_job(directory: Path) -> dict | None:

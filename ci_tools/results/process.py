@@ -7,6 +7,7 @@ starts) or, for a bare AIPerf directory, from what the caller passes (`PointInfo
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
                   "start_time": agg.get("start_time"), "end_time": agg.get("end_time"),
                   "was_cancelled": agg.get("was_cancelled"), "is_complete": agg.get("is_complete"),
                   "config": config_echo(agg)}
-    return {
+    return refuse_non_finite({
         "schema": RESULT_SCHEMA,
         "point": {k.replace("_", "-"): v for k, v in asdict(point).items()} | {"gpus": point.gpu_count},
         "valid": not failures,
@@ -122,7 +123,32 @@ def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
         # how precisely this run pinned its percentiles (results compare weighs changes with it)
         "headline_ci": intervals.headline_intervals(scan.itl_ms, scan.ttft_ms),
         "aiperf": aiperf,
-    }
+    })
+
+
+def refuse_non_finite(result: dict) -> dict:
+    """No NaN or infinity reaches result.json (JSON has none; Python writes `Infinity`, which other
+    readers reject): each becomes null, and the result is invalid, naming where they were."""
+    found: list[str] = []
+
+    def clean(value, where: str):
+        if isinstance(value, float) and not math.isfinite(value):
+            found.append(where)
+            return None
+        if isinstance(value, dict):
+            return {k: clean(v, f"{where}.{k}" if where else str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v, f"{where}[{i}]") for i, v in enumerate(value)]
+        return value
+
+    out = clean(result, "")
+    if found:
+        shown = ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "")
+        out["valid"] = False
+        out["failures"] = [*out.get("failures", []), {
+            "rule": "non-finite", "message": f"{len(found)} figure(s) came out as NaN or infinity ({shown}): "
+                                             "an input value is out of any real range"}]
+    return out
 
 
 def job_dirs(path: Path) -> list[Path]:

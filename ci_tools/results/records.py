@@ -63,6 +63,15 @@ TOKEN_METRICS = {
 # they differ by 2-4 ms at 60 ms); farther apart than this, one of the clocks is wrong.
 SPAN_TOLERANCE = (0.5, 1000.0)  # relative to request_latency, plus milliseconds
 
+# Input limits (issue 25): an AIPerf record is a few KB with objects nested 3 deep. A line longer than
+# MAX_LINE_BYTES or nested deeper than MAX_DEPTH is a bad line (counted, never parsed further: a
+# nesting of 1,000 made json.loads raise RecursionError); a token count above MAX_TOKENS is not a count
+# (1e308 of them summed to inf), nor is a timestamp outside an int64 of nanoseconds.
+MAX_LINE_BYTES = 1 << 20
+MAX_DEPTH = 64
+MAX_TOKENS = 10 ** 9
+MAX_NS = (1 << 63) - 1
+
 # Lines decoded per batch: enough that the per-batch work is noise (measured: 64 to 4096 lines per
 # batch run at the same speed), few enough that the held lines of multi-KB records stay a few MB.
 BATCH_LINES = 1024
@@ -89,7 +98,10 @@ def _metric_value(metrics: dict, name: str) -> float | None:
         value = value.get("value")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:      # an integer beyond any float: not a measurement
+        return math.inf
 
 
 # ---- slow path -------------------------------------------------------------------------------
@@ -103,9 +115,9 @@ def _slow_fields(rec: dict) -> dict:
         value = meta.get(f"request_{name}_ns")
         if value is None:
             out[name] = None
-        elif isinstance(value, int) and not isinstance(value, bool):
+        elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_NS:
             out[name] = value
-        elif isinstance(value, float) and math.isfinite(value):
+        elif isinstance(value, float) and math.isfinite(value) and 0 <= value <= MAX_NS:
             out[name] = int(value)
         else:
             out[name] = -1  # present but not a time: a bad timestamp, not a missing one
@@ -119,7 +131,7 @@ def _good(x: float | None) -> bool:
 
 
 def _count(x: float | None) -> bool:
-    return x is not None and math.isfinite(x) and x >= 0 and x.is_integer()
+    return x is not None and math.isfinite(x) and 0 <= x <= MAX_TOKENS and x.is_integer()
 
 
 def record_problem(f: dict) -> str | None:
@@ -247,7 +259,8 @@ def _plain_batch(start, end, ttft: array, itl: array, e2el: array, isl, osl) -> 
         return False
     if not (min(start) > 0 and all(map(lt, start, end)) and min(isl) >= 0 and min(osl) >= 1
             and min(ttft) > 0 and min(itl) > 0 and min(e2el) > 0 and all(map(le, ttft, e2el))
-            and all(map(float.is_integer, isl)) and all(map(float.is_integer, osl))):
+            and all(map(float.is_integer, isl)) and all(map(float.is_integer, osl))
+            and max(isl) <= MAX_TOKENS and max(osl) <= MAX_TOKENS and max(end) <= MAX_NS):
         return False
     rel, slack = SPAN_TOLERANCE
     spans_ms = map(truediv, map(sub, end, start), repeat(1e6))
@@ -311,10 +324,14 @@ def _add_structs(s: RecordScan, recs: list) -> None:
 def _add_lines(s: RecordScan, lines: list[bytes], first_lineno: int, decoder: tuple | None) -> None:
     """Add a batch line by line: msgspec where it accepts the line, else json.loads."""
     for lineno, line in enumerate(lines, first_lineno):
+        if len(line) > MAX_LINE_BYTES:
+            s.records_total += 1
+            s.bad_lines.append(lineno)
+            continue
         if decoder is not None:
             try:
                 rec = decoder[0](line)
-            except decoder[1]:
+            except (decoder[1], RecursionError):
                 pass
             else:
                 s.records_total += 1
@@ -325,13 +342,36 @@ def _add_lines(s: RecordScan, lines: list[bytes], first_lineno: int, decoder: tu
             continue
         s.records_total += 1
         try:
-            obj = json.loads(line)
-        except ValueError:
+            obj = json.loads(line) if not too_deep(line) else None
+        except (ValueError, RecursionError):
             obj = None
         if not isinstance(obj, dict):
             s.bad_lines.append(lineno)
             continue
         _add_slow(s, _slow_fields(obj))
+
+
+def too_deep(line: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether a JSON line nests arrays and objects deeper than `limit` (brackets inside strings do not
+    count). Only lines msgspec refused come here, so the Python loop is rare."""
+    depth, in_string, escaped = 0, False, False
+    for ch in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == 0x5C:        # backslash
+                escaped = True
+            elif ch == 0x22:        # quote
+                in_string = False
+        elif ch == 0x22:
+            in_string = True
+        elif ch in (0x5B, 0x7B):    # [ {
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in (0x5D, 0x7D):
+            depth -= 1
+    return False
 
 
 def scan_batches(batches: Iterable[list[bytes]], *, fast: bool = True) -> RecordScan:
@@ -340,11 +380,11 @@ def scan_batches(batches: Iterable[list[bytes]], *, fast: bool = True) -> Record
     decoder = _msgspec_decoder() if fast else None
     lineno = 1
     for lines in batches:
-        if decoder is not None:
+        if decoder is not None and max(map(len, lines), default=0) <= MAX_LINE_BYTES:
             decode, error = decoder
             try:
                 recs = list(map(decode, lines))
-            except error:
+            except (error, RecursionError):   # msgspec too raises RecursionError on deep nesting
                 pass  # some line needs the json path (or is blank): this batch goes line by line
             else:
                 s.records_total += len(recs)

@@ -54,6 +54,17 @@ STYLE = {  # series -> (colour, marker, frontier line style, legend words)
 }
 
 
+def png_metadata(chart: Chart) -> dict:
+    """Fixed metadata (a reproducible file) naming the data drawn: a committed plot can be checked for
+    being the current render of its data without comparing pixels, which differ between machines."""
+    import dataclasses
+    import hashlib
+    import json
+
+    digest = hashlib.sha256(json.dumps(dataclasses.asdict(chart), sort_keys=True, default=str).encode()).hexdigest()
+    return {"Software": None, "Title": chart.title, "Description": f"ci-tools chart sha256:{digest}"}
+
+
 def plot_png(chart: Chart, path: Path) -> None:
     """The chart as a PNG file: every series' points and frontier, every point labelled where a label
     fits, the points left out said in a note under the axes."""
@@ -61,8 +72,7 @@ def plot_png(chart: Chart, path: Path) -> None:
 
     fig, _, _ = figure(chart)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # fixed metadata so the committed PNG is reproducible byte for byte
-    fig.savefig(path, metadata={"Software": None})
+    fig.savefig(path, metadata=png_metadata(chart))
     plt.close(fig)
 
 
@@ -73,7 +83,7 @@ def png_bytes(chart: Chart) -> bytes:
 
     fig, _, _ = figure(chart)
     out = io.BytesIO()
-    fig.savefig(out, format="png", metadata={"Software": None})
+    fig.savefig(out, format="png", metadata=png_metadata(chart))
     plt.close(fig)
     return out.getvalue()
 

@@ -29,7 +29,7 @@ CASES = [
     ("master-point-not-in-recipe",
      lambda r: _edit(r, RECIPE, "  tp4-c4:\n    tp: 4\n    ep: 1            # EP1", "  tp4-c4:\n    tp: 4\n    ep: 4            # EP1"),
      "error", (MASTER, "{ tp: 4, ep: 1, kv-offloading: none, spec-decoding: mtp, conc-list: [4, 16] }",
-               f"master point tp=4 ep=1 dp-attn=false conc=4 of {SEED} has no point in its recipe {RECIPE}:51")),
+               f"master point tp=4 ep=1 dp-attn=false conc=4 of {SEED} has no point in its recipe {RECIPE}:53")),
     ("dp-attn-matters",
      lambda r: _edit(r, RECIPE, "    dp-attn: true\n    conc: 128", "    dp-attn: false\n    conc: 128"),
      "error", (RECIPE, "  dep2-c128:", "recipe point 'dep2-c128' (tp=2 ep=2 dp-attn=false conc=128) is not in the search space")),

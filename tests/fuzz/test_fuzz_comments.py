@@ -31,3 +31,26 @@ def test_fuzz_comment_grammar(text):
             assert 0 < c.run_id < 10 ** commands.MAX_RUN_ID_DIGITS
         if isinstance(c, commands.SweepApprove):
             assert 7 <= len(c.sha) <= 40 and all(ch in "0123456789abcdef" for ch in c.sha)
+
+
+# ---- issue 25, 8: a sign-off comment is read in linear time ---------------------------------------------
+
+SIGNOFF_SHAPES = ["\n", " \t\n", "Signed:\n", "- [ ] an item\n", "\r\n", "Signed: `\n"]
+
+
+@fuzz_settings(6)
+@given(st.sampled_from(SIGNOFF_SHAPES), st.sampled_from(["", "Signed: @someone\n", "x"]))
+def test_fuzz_signoff_bodies_of_256_kb_are_read_within_the_hang_bound(unit, tail):
+    """The `Signed:` regex ran `^\\s*` from every line start over all the newlines after it: a comment
+    of 65k newlines from anyone cost 9.8 s (256 KB of them: about a minute). check_case fails a case
+    past HANG_S; benchmarks/signoff_parse.py has the figures (1 MB: about 0.1 s, 4x the 256 KB time)."""
+    from pathlib import Path
+
+    from ci_tools import names
+    from ci_tools.prbot.signoff import decide as signoff
+
+    root = Path(__file__).resolve().parents[2]
+    checklist = signoff.parse_checklist((root / names.REVIEW_CHECKLIST).read_text(), names.REVIEW_CHECKLIST)
+    text = signoff.PHRASE + "\n" + unit * ((256 << 10) // len(unit)) + tail
+    checks = check_case("signoff-parse", signoff.checklist_checks, text, "someone", checklist).value
+    assert [c.name for c in checks][-1] == "signed by the signer"

@@ -119,3 +119,54 @@ def test_fuzz_garbled_exports_end_cleanly(tmp_path_factory, edits, in_summary):
     target.chmod(0o644)
     target.write_bytes(mutate_bytes(target.read_bytes(), edits))
     cli_case("results-process", ["results", "process", str(d), *POINT, "--out", str(d / "r.json")])
+
+
+# ---- issue 25, 5: hostile lines are bad lines, and nothing non-finite reaches result.json --------------
+
+def _no_constants(name):
+    raise AssertionError(f"result.json holds {name}, which is not JSON")
+
+
+HOSTILE_LINES = {
+    "arrays nested 1,000 deep": lambda rec: "[" * 1000 + "]" * 1000,
+    "an object nested 5,000 deep in a metric": lambda rec: rec.replace(
+        '"metrics":{', '"metrics":{"deep":' + "[" * 5000 + "]" * 5000 + ",", 1),
+    "a 400-digit token count": lambda rec: rec.replace(
+        '"input_sequence_length":{"value":', '"input_sequence_length":{"value":1' + "0" * 400 + ',"was":', 1),
+    "a 1e309 output count": lambda rec: rec.replace(
+        '"output_sequence_length":{"value":', '"output_sequence_length":{"value":1e309,"was":', 1),
+    "a 30-digit timestamp": lambda rec: rec.replace('"request_start_ns":', '"request_start_ns":1' + "0" * 29 + ',"was":', 1),
+    "a line of 2 MB": lambda rec: rec.replace('"metadata":{', '"metadata":{"pad":"' + "x" * (2 << 20) + '",', 1),
+}
+
+
+@fuzz_settings(40)
+@given(st.lists(st.tuples(st.sampled_from(sorted(HOSTILE_LINES)), st.integers(0, 39)), min_size=1, max_size=3),
+       st.sampled_from([None, 1e308, 5e307]))
+def test_fuzz_hostile_lines_are_bad_lines_and_nothing_non_finite_is_written(tmp_path_factory, edits, every_isl):
+    """`results process` exited 3 on a line nested 1,000 deep (RecursionError) or a count beyond a
+    float (OverflowError), and 3 of 400 runs wrote `Infinity` (token counts of 1e308 summed)."""
+    recs, summary = export()
+    lines = [json.dumps(r, separators=(",", ":")) for r in recs]
+    if every_isl is not None:                                   # each count fine alone, the sum is not
+        lines = [json.dumps({**r, "metrics": {**r["metrics"], "input_sequence_length": {"value": every_isl}}},
+                            separators=(",", ":")) for r in recs]
+    for name, i in edits:
+        lines[i % len(lines)] = HOSTILE_LINES[name](lines[i % len(lines)])
+    d = tmp_path_factory.mktemp("hostile") / "run"
+    d.mkdir(parents=True)
+    (d / "profile_export.jsonl").write_text("\n".join(lines) + "\n")
+    (d / "profile_export_aiperf.json").write_text(json.dumps(summary))
+    outcome = cli_case("results-process", ["results", "process", str(d), *POINT, "--out", str(d / "r.json")])
+    assert outcome.code == 1, f"{edits}: {outcome.out}{outcome.err}"
+    result = json.loads((d / "r.json").read_text(), parse_constant=_no_constants)
+    assert result["valid"] is False
+
+
+def test_a_non_finite_figure_becomes_null_and_invalidates_the_result():
+    from ci_tools.results.process import refuse_non_finite
+
+    out = refuse_non_finite({"valid": True, "failures": [], "tokens": {"isl": NAN, "ok": 1.0}, "l": [INF, 2]})
+    assert out["valid"] is False and out["tokens"] == {"isl": None, "ok": 1.0} and out["l"] == [None, 2]
+    assert out["failures"][-1]["rule"] == "non-finite" and "tokens.isl, l[0]" in out["failures"][-1]["message"]
+    assert refuse_non_finite({"valid": True, "failures": [], "x": 1.5}) == {"valid": True, "failures": [], "x": 1.5}

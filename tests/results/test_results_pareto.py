@@ -152,3 +152,33 @@ def test_documented_pareto_block_is_current():
     block = readme[start:readme.index("```", start)]
     assert block == run([str(SEED_CSV), "--format", "markdown"]).output
     assert (REPO / "docs/pareto-seed.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _png_facts(data: bytes) -> tuple[tuple[int, int], dict]:
+    """(width, height) from IHDR and the tEXt chunks of a PNG."""
+    import struct
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    at, size, text = 8, None, {}
+    while at < len(data):
+        (length,), kind = struct.unpack(">I", data[at:at + 4]), data[at + 4:at + 8]
+        body = data[at + 8:at + 8 + length]
+        if kind == b"IHDR":
+            size = struct.unpack(">II", body[:8])
+        elif kind == b"tEXt":
+            key, _, value = body.partition(b"\0")
+            text[key.decode("latin-1")] = value.decode("latin-1")
+        at += 12 + length
+    return size, text
+
+
+def test_the_committed_pareto_png_is_the_current_render_of_the_seed_points(tmp_path):
+    """Issue 24: docs/pareto-seed.png was an old render. Not pixels (fonts differ between machines):
+    the committed file must have the current render's size and carry the data it was drawn from."""
+    fresh = tmp_path / "pareto.png"
+    assert run([str(SEED_CSV), "--format", "markdown", "--plot", str(fresh)]).exit_code == 0
+    committed_size, committed = _png_facts((REPO / "docs/pareto-seed.png").read_bytes())
+    fresh_size, now = _png_facts(fresh.read_bytes())
+    assert "Description" in now and now["Description"].startswith("ci-tools chart sha256:")
+    assert committed_size == fresh_size and committed.get("Description") == now["Description"], (
+        "regenerate: ci-tools results pareto docs/seed-points.csv --format markdown --plot docs/pareto-seed.png")

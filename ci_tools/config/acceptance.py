@@ -1,0 +1,162 @@
+"""Acceptance-length references: every recipe's synthetic acceptance must come from a measurement.
+
+Pure. `inferencex-e2e/acceptance-lengths.yaml` maps an entry id to what was measured (model, engine
+and version, dataset, thinking mode, speculative steps -> acceptance length, and the run that measured
+it). A recipe's `synthetic-acceptance` either names its entry (`synthetic-acceptance-reference`) and
+must equal it, or equals the length of exactly the entries for its model; anything else is a located
+error: an invented speed is what InferenceX's synthetic acceptance gives when its golden file is
+missing (spec inferencex-runner-results.md §6, "a file that does not exist at HEAD").
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ci_tools import names
+from ci_tools.errors import Finding
+from ci_tools.yaml.located import YamlDoc
+
+FIELD = "synthetic-acceptance"
+REF_FIELD = "synthetic-acceptance-reference"
+
+
+@dataclass(frozen=True)
+class Reference:
+    id: str
+    model: str
+    engine: str
+    engine_version: str
+    dataset: str
+    thinking: bool
+    mtp: int
+    acceptance_length: float
+    run: str | None
+    source: str | None = None
+
+    def describe(self) -> str:
+        return (f"{self.id} ({self.model}, {self.engine} {self.engine_version}, {self.dataset}, thinking "
+                f"{'on' if self.thinking else 'off'}, mtp {self.mtp}: {self.acceptance_length:g}; measured by "
+                f"{self.run or self.source or 'an unrecorded run'})")
+
+    def as_dict(self) -> dict:
+        return {"id": self.id, "model": self.model, "engine": self.engine, "engine-version": self.engine_version,
+                "dataset": self.dataset, "thinking": self.thinking, "mtp": self.mtp,
+                "acceptance-length": self.acceptance_length, "run": self.run, "source": self.source}
+
+
+def references(data: Any) -> dict[str, Reference]:
+    """The entries of a schema-valid references file."""
+    out = {}
+    for rid, e in ((data or {}).get("entries") or {}).items():
+        by = e.get("measured-by") or {}
+        out[str(rid)] = Reference(id=str(rid), model=str(e["model"]), engine=str(e["engine"]),
+                                  engine_version=str(e["engine-version"]), dataset=str(e["dataset"]),
+                                  thinking=bool(e["thinking"]), mtp=int(e["mtp"]),
+                                  acceptance_length=float(e["acceptance-length"]), run=by.get("run"),
+                                  source=by.get("source"))
+    return out
+
+
+def file_findings(doc: YamlDoc) -> list[Finding]:
+    """Rules the schema cannot state: a length within [1, mtp + 1], a run or a source for each entry."""
+    found = []
+    for rid, ref in references(doc.data).items():
+        if not 1 <= ref.acceptance_length <= ref.mtp + 1:
+            found.append(doc.finding(("entries", rid, "acceptance-length"),
+                                     f"acceptance length {ref.acceptance_length:g} is outside [1, mtp + 1 = {ref.mtp + 1}]",
+                                     "one verification step emits at most mtp + 1 tokens: check the measurement"))
+        if ref.run is None and not ref.source:
+            found.append(doc.finding(("entries", rid, "measured-by"), "no run and no source for this acceptance length",
+                                     "name the run that measured it (measured-by.run: its URL)"))
+    return found
+
+
+def _spec_steps(data: Any) -> set[int]:
+    """Every `speculative-num-steps` a recipe sets, anywhere (serve, points, prefill/decode workers)."""
+    found: set[int] = set()
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k == "speculative-num-steps" and isinstance(v, int) and not isinstance(v, bool):
+                    found.add(v)
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+    walk(data)
+    return found
+
+
+def _image_tag(image: Any) -> str:
+    text = str(image or "").split("@", 1)[0]
+    return text.rsplit(":", 1)[1] if ":" in text.rsplit("/", 1)[-1] else ""
+
+
+def recipe_findings(path: str, doc: YamlDoc, refs: dict[str, Reference]) -> list[Finding]:
+    """The recipe's synthetic acceptance against the references (none when it sets none)."""
+    data = doc.data if isinstance(doc.data, dict) else {}
+    value, named = data.get(FIELD), data.get(REF_FIELD)
+    if value is None:
+        if named is not None:
+            return [doc.finding((REF_FIELD,), f"{REF_FIELD} {named!r} without {FIELD}",
+                                f"set {FIELD}: to the entry's acceptance length, or remove the reference")]
+        return []
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return []                                   # the recipe schema reports the type
+    model = data.get("model")
+    for_model = [r for r in refs.values() if r.model == model]
+    where = f"{names.ACCEPTANCE_REFERENCES}"
+    if named is None:
+        equal = [r for r in for_model if r.acceptance_length == float(value)]
+        if equal:
+            return []
+        known = "; ".join(r.describe() for r in for_model) or f"none for {model}"
+        return [doc.finding((FIELD,), f"synthetic acceptance {value:g} has no measured reference: no entry of "
+                                      f"{where} for {model} has this length (its entries: {known})",
+                            f"name the entry it replays ({REF_FIELD}: <id>) and use its length, or measure it "
+                            "with the SPEED-Bench collection (docs/maintainer.md: Acceptance-length references)")]
+    ref = refs.get(str(named))
+    if ref is None:
+        close = difflib.get_close_matches(str(named), list(refs), n=1, cutoff=0.6)
+        return [doc.finding((REF_FIELD,), f"{named!r} is not an entry of {where}"
+                            + (f" (did you mean {close[0]!r}?)" if close else ""),
+                            f"entries: {', '.join(sorted(refs)) or '(none)'}")]
+    found = []
+    if ref.model != model:
+        found.append(doc.finding((REF_FIELD,), f"{ref.id} was measured on {ref.model}, this recipe serves {model}",
+                                 "name an entry measured on this model"))
+    if ref.acceptance_length != float(value):
+        found.append(doc.finding((FIELD,), f"synthetic acceptance {value:g} is stale: {ref.describe()}",
+                                 f"set {FIELD}: {ref.acceptance_length:g}"))
+    steps = _spec_steps(data)
+    if steps and steps != {ref.mtp}:
+        found.append(doc.finding((REF_FIELD,), f"{ref.id} was measured with {ref.mtp} speculative steps, this recipe "
+                                 f"runs {', '.join(str(s) for s in sorted(steps))}",
+                                 "name the entry measured with the recipe's speculative-num-steps"))
+    engine = data.get("engine")
+    if engine and engine != ref.engine:
+        found.append(doc.finding((REF_FIELD,), f"{ref.id} was measured on {ref.engine}, this recipe runs {engine}",
+                                 "name an entry measured on this engine"))
+    tag = _image_tag(data.get("image"))
+    if tag and ref.engine_version not in (tag, *[str(v) for v in data.get("engine-versions") or []]):
+        found.append(doc.finding((REF_FIELD,), f"{ref.id} was measured on {ref.engine} {ref.engine_version}, this "
+                                 f"recipe's image is {tag}", "re-measure on this image (the SPEED-Bench collection)",
+                                 severity="warning"))
+    return found
+
+
+def all_findings(recipes: Iterable[tuple[str, YamlDoc]], refs_doc: YamlDoc | None) -> list[Finding]:
+    """Every recipe with a synthetic acceptance, against the references file (missing: one finding)."""
+    recipes = list(recipes)
+    uses = [(p, d) for p, d in recipes if isinstance(d.data, dict) and d.data.get(FIELD) is not None]
+    if refs_doc is None:
+        return [d.finding((FIELD,), f"synthetic acceptance without a references file ({names.ACCEPTANCE_REFERENCES})",
+                          "restore the file, or remove synthetic-acceptance") for _, d in uses]
+    refs = references(refs_doc.data)
+    out = file_findings(refs_doc)
+    for path, doc in recipes:
+        out += recipe_findings(path, doc, refs)
+    return out
