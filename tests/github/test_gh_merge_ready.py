@@ -358,3 +358,12 @@ def test_recovery_is_refused_when_inputs_differ(fake, shared, history):
                   merge_commit=c["MC3"], run_id=9)
     assert res.exit_code == 1 and fake.dispatches == []
     assert any(l.startswith("[FAIL] inputs") and f"{RECIPE} changed" in l for l in res.messages), res.messages
+
+
+def test_a_closed_pr_gets_no_status_and_costs_one_request(fake, shared, history):
+    repo, c = history
+    pr_at(fake, c["R2"])
+    fake.pulls[7]["state"] = "closed"
+    gh = lazy(fake)
+    res = ready(pr_target_event(shared, fake, 7), settings_of(repo), gh, now=NOW)
+    assert res.messages == ["PR #7 is closed: no readiness to report"] and fake.statuses == [] and gh.calls == 1

@@ -90,11 +90,12 @@ def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None =
     empty = dict.fromkeys(OUTPUTS, "")
     if number is None:
         return Result(outputs=empty, messages=["no pull request for this event: no readiness to report"])
+    p = client.pull_request(number)          # cached: facts_of reads the same object
+    if p.merged_at or p.state != "open":
+        return Result(outputs={**empty, "pr": str(number)},
+                      messages=[f"PR #{number} is {'merged' if p.merged_at else p.state}: no readiness to report"])
     tl = load_timeline(client, number)
     facts, prs = facts_of(number, client, settings, tl, now)
-    if prs.merged_at or prs.state != "open":
-        return Result(outputs={**empty, "pr": str(number)},
-                      messages=[f"PR #{number} is {'merged' if prs.merged_at else prs.state}: no readiness to report"])
     verdict = readiness.decide(facts, now)
     client.create_status(prs.head_sha, state=verdict.state, context=readiness.CONTEXT, description=verdict.summary,
                          target_url=f"https://github.com/{client.repo}/pull/{number}")
