@@ -123,6 +123,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "comment check-approval": ["--pr", "1", "--sha", "0" * 40, "--repo-root", "nope"],
     "comment handle": ["--event-path", "nope.json"],
     "config bump-image": ["--config-key", "k", "--image", "r:t@sha256:" + "0" * 64, "--root", "nope"],
+    "config acceptance-matrix": ["--root", "nope"],
     "config validate": ["--master", "nope-master.yaml"],
     "matrix full-sweep": ["--config-file", "nope-master.yaml"],
     "matrix test-config": ["--config-key", "k", "--config-file", "nope-master.yaml"],

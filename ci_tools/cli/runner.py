@@ -75,6 +75,10 @@ def _layout_output_names() -> list[str]:
 @click.option("--no-telemetry", is_flag=True, help="Do not sample GPU telemetry with nvidia-smi.")
 @click.option("--duration-override", type=float, default=None, hidden=True, help="Tests only: benchmark seconds.")
 @click.option("--runner-name", envvar="RUNNER_NAME", default="", help="Concrete runner name (env RUNNER_NAME).")
+@click.option("--image-policy", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              envvar="CI_TOOLS_IMAGE_POLICY",
+              help="A trusted ci-policy.yaml whose `images: allowed:` the recipe's image must match (benchmark.yml "
+                   "passes the workflow commit's copy, never the checked-out one); refused before anything starts.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
               help="json: the outcome (or, with --dry-run, the commands) as one object; github: write the job's "
                    "file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
@@ -82,7 +86,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
             model_store: str, hf_cache: str, squash_dir: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None,
             router_cmd: str | None, port: int, worker_port: int, gpus: str | None, queue_timeout: float,
             ready_timeout: float, client_timeout: float | None, skip_node_check: bool, no_telemetry: bool,
-            duration_override: float | None, runner_name: str, fmt: str) -> None:
+            duration_override: float | None, runner_name: str, image_policy: Path | None, fmt: str) -> None:
     """Resolve the row's recipe point, start the server, wait, run AIPerf (or, for an eval row, the
     eval harness: `runner evals`), clean up.
 
@@ -110,7 +114,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
              squash_dir=squash_dir, tokenizer=tokenizer, dataset=dataset, server_cmd=server_cmd, router_cmd=router_cmd,
              port=port, worker_port=worker_port, gpus=gpus, queue_timeout=queue_timeout, ready_timeout=ready_timeout,
              client_timeout=client_timeout, skip_node_check=skip_node_check, no_telemetry=no_telemetry,
-             duration_override=duration_override, runner_name=runner_name)
+             duration_override=duration_override, runner_name=runner_name, image_policy=image_policy)
 
 
 def _run_job(prepare, fmt: str, **request) -> None:

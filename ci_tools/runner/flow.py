@@ -50,6 +50,7 @@ class RunRequest:
     no_telemetry: bool = False
     duration_override: float | None = None
     runner_name: str = ""
+    image_policy: Path | None = None        # the trusted checkout's policy: its `images.allowed` (config/images.py)
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,24 @@ def eval_policy(row: dict, root: Path):
     return policy_from_doc(load_yaml_file(path, names.POLICY))
 
 
+def check_image(policy: Path | None, images: set[str]) -> None:
+    """Refuse, before anything starts, an image the trusted policy does not allow (or a policy that
+    names no allowlist): the container gets HF_TOKEN, and in a trusted sweep the recipe is a fork's."""
+    if policy is None:
+        return
+    from ci_tools.config.images import allowlist_of, problem
+    from ci_tools.yaml.load import load_yaml_file
+
+    if not policy.is_file():
+        raise InputError(f"{policy}: image policy not found; the runner starts no image it cannot check")
+    doc = load_yaml_file(policy, str(policy))
+    patterns = allowlist_of(doc.data)
+    for image in sorted(images):
+        why = problem(image, patterns, str(policy))
+        if why:
+            raise InputError(f"not started: {why}")
+
+
 def prepare_run(req: RunRequest) -> PreparedJob:
     """Everything `runner run` decides before it starts anything; every refusal is an InputError/UsageError."""
     from ci_tools.config.load import load_recipe
@@ -164,6 +183,7 @@ def prepare_run(req: RunRequest) -> PreparedJob:
     except ValueError:
         display = str(recipe_file)
     recipe = load_recipe(recipe_file, display)
+    check_image(req.image_policy, {recipe.image, str(row.get("image") or recipe.image)})
     hardware = hardware_of(row, req.root)
     port, worker_port = req.port, req.worker_port
     if 0 in (port, worker_port):
