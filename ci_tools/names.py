@@ -102,6 +102,10 @@ ARTIFACT_KINDS = {
     "server-logs": "server_logs",
 }
 COLLECTION_ARTIFACT = "results_bmk"
+# `runner profile`: the engine's per-rank traces, the merged trace and its README under DIR/profile_traces/,
+# uploaded as profile_<result-filename>
+PROFILE_TRACE_DIR = "profile_traces"
+PROFILE_ARTIFACT_PREFIX = "profile_"
 REPORT_ARTIFACT = "sweep-report"   # the sweep report, one self-contained HTML file (results report)
 # The run's eval verdict, said by the artifact's name (ci_tools.evals.gate; `/use` reads the names)
 EVAL_VERDICT_ARTIFACTS = {"passed": "evals_passed", "failed": "evals_failed", "none": "evals_none"}

@@ -133,3 +133,50 @@ def bump_image(key: str, image: str, root: Path, fmt: str) -> None:
         return
     click.echo("\n".join(lines))
     click.echo(f"\nappend to {names.CHANGELOG} (after one empty line):\n" + entry)
+
+
+@cli.command("acceptance-matrix")
+@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Repository root (its recipes/ and inferencex-e2e/acceptance-lengths.yaml).")
+@click.option("--mtp", "mtp_levels", multiple=True, type=click.IntRange(1, 16), metavar="K",
+              help="Speculative steps to measure (repeatable; default 1 2 3 4, plus each recipe's own).")
+@click.option("--thinking", type=click.Choice(["both", "on", "off"]), default="both", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="json: the rows; github: `matrix` (compact JSON rows) and `count` in $GITHUB_OUTPUT, a table "
+                   "in $GITHUB_STEP_SUMMARY.")
+def acceptance_matrix(root: Path, mtp_levels: tuple[int, ...], thinking: str, fmt: str) -> None:
+    """The SPEED-Bench acceptance-length collection matrix (the speedbench-al workflow's dry run):
+    every model a recipe replays a synthetic acceptance for, x thinking on/off x speculative steps,
+    each row naming the reference entry its measurement updates.
+
+    \b
+    Example:
+      ci-tools config acceptance-matrix --mtp 2 --mtp 3 --thinking on
+    """
+    import json
+
+    from ci_tools import names
+    from ci_tools.config.acceptance import DEFAULT_MTP_LEVELS, collection_matrix, references
+    from ci_tools.yaml.load import load_yaml_file
+
+    refs_path = root / names.ACCEPTANCE_REFERENCES
+    refs = references(load_yaml_file(refs_path, names.ACCEPTANCE_REFERENCES).data)   # missing: exit 2, named
+    recipes = [(p.relative_to(root).as_posix(), load_yaml_file(p, p.relative_to(root).as_posix()))
+               for p in sorted((root / names.RECIPES_DIR).rglob("*.yaml"))]
+    modes = {"both": (True, False), "on": (True,), "off": (False,)}[thinking]
+    rows = collection_matrix(recipes, refs, mtp_levels=mtp_levels or DEFAULT_MTP_LEVELS, thinking=modes)
+    lines = [f"{r['id']}: {r['model']} {r['engine']} {r['engine-version']}, thinking {'on' if r['thinking'] else 'off'}, "
+             f"mtp {r['mtp']} (now {'%g' % r['current'] if r['current'] is not None else 'not measured'})" for r in rows]
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+        return
+    if fmt == "github":
+        from ci_tools.github.actions import append_outputs, append_step_summary
+
+        append_outputs({"matrix": json.dumps(rows, separators=(",", ":")), "count": str(len(rows))})
+        append_step_summary(f"### SPEED-Bench acceptance-length matrix: {len(rows)} row(s)\n\n"
+                            + "".join(f"- `{line}`\n" for line in lines))
+        return
+    click.echo(f"SPEED-Bench ({rows[0]['dataset'] if rows else 'no rows'}): {len(rows)} measurement(s)")
+    click.echo("\n".join(lines))
+

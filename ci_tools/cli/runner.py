@@ -11,6 +11,8 @@ import click
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
 GITHUB_OUTPUTS = {
     "runner run": lambda params: tuple(_layout_output_names()) if params.get("fmt") == "github" else (),
+    "runner profile": lambda params: (tuple(_layout_output_names()) + ("trace-dir", "artifact-profile")
+                                      if params.get("fmt") == "github" else ()),
     "runner digest": ("offline", "missing", "busy", "total", "down-labels", "healthy"),
 }
 
@@ -73,6 +75,10 @@ def _layout_output_names() -> list[str]:
 @click.option("--no-telemetry", is_flag=True, help="Do not sample GPU telemetry with nvidia-smi.")
 @click.option("--duration-override", type=float, default=None, hidden=True, help="Tests only: benchmark seconds.")
 @click.option("--runner-name", envvar="RUNNER_NAME", default="", help="Concrete runner name (env RUNNER_NAME).")
+@click.option("--image-policy", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              envvar="CI_TOOLS_IMAGE_POLICY",
+              help="A trusted ci-policy.yaml whose `images: allowed:` the recipe's image must match (benchmark.yml "
+                   "passes the workflow commit's copy, never the checked-out one); refused before anything starts.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
               help="json: the outcome (or, with --dry-run, the commands) as one object; github: write the job's "
                    "file and artifact names to $GITHUB_OUTPUT first (also with --dry-run).")
@@ -80,7 +86,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
             model_store: str, hf_cache: str, squash_dir: str, tokenizer: str | None, dataset: str | None, server_cmd: str | None,
             router_cmd: str | None, port: int, worker_port: int, gpus: str | None, queue_timeout: float,
             ready_timeout: float, client_timeout: float | None, skip_node_check: bool, no_telemetry: bool,
-            duration_override: float | None, runner_name: str, fmt: str) -> None:
+            duration_override: float | None, runner_name: str, image_policy: Path | None, fmt: str) -> None:
     """Resolve the row's recipe point, start the server, wait, run AIPerf (or, for an eval row, the
     eval harness: `runner evals`), clean up.
 
@@ -101,17 +107,23 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
       ci-tools runner run --row row.json --backend docker --dry-run
       CI_TOOLS_BACKEND=slurm ci-tools runner run --row row.json --out results/ --format github
     """
-    from ci_tools.runner.flow import RunRequest, prepare_run
+    from ci_tools.runner.flow import prepare_run
+
+    _run_job(prepare_run, fmt, row_path=row_path, backend=backend, out=out, dry_run=dry_run, root=root,
+             aiperf_bin=aiperf_bin, lm_eval_bin=lm_eval_bin, model_store=model_store, hf_cache=hf_cache,
+             squash_dir=squash_dir, tokenizer=tokenizer, dataset=dataset, server_cmd=server_cmd, router_cmd=router_cmd,
+             port=port, worker_port=worker_port, gpus=gpus, queue_timeout=queue_timeout, ready_timeout=ready_timeout,
+             client_timeout=client_timeout, skip_node_check=skip_node_check, no_telemetry=no_telemetry,
+             duration_override=duration_override, runner_name=runner_name, image_policy=image_policy)
+
+
+def _run_job(prepare, fmt: str, **request) -> None:
+    """`runner run` / `runner profile`: plan the job, write the step outputs, dry-run or run it."""
+    from ci_tools.runner.flow import RunRequest
     from ci_tools.runner.job import JobFailed
 
-    job = prepare_run(RunRequest(
-        row_path=row_path, backend=backend, out=out, dry_run=dry_run, root=root, aiperf_bin=aiperf_bin,
-        lm_eval_bin=lm_eval_bin, model_store=model_store, hf_cache=hf_cache, squash_dir=squash_dir,
-        tokenizer=tokenizer, dataset=dataset,
-        server_cmd=server_cmd, router_cmd=router_cmd, port=port, worker_port=worker_port, gpus=gpus,
-        queue_timeout=queue_timeout, ready_timeout=ready_timeout, client_timeout=client_timeout,
-        skip_node_check=skip_node_check, no_telemetry=no_telemetry, duration_override=duration_override,
-        runner_name=runner_name))
+    out, dry_run = request["out"], request["dry_run"]
+    job = prepare(RunRequest(**request))
     if fmt == "github":
         from ci_tools.github.actions import append_outputs
 
@@ -149,6 +161,39 @@ def outcome_report(fmt: str, result_filename: str, out: Path, status: Path, fail
     if failed is not None:
         body.update({"phase": failed.phase, "message": failed.message, "exit-code": failed.exit_code})
     click.echo(json.dumps(body, indent=2))
+
+
+def _profile_callback(requests: int | None, **params) -> None:
+    """Serve the row's point with the engine's torch profiler on and trace a short client window.
+
+    The job is `runner run`'s (same row, options, lifecycle; cancel-safe the same way): the server
+    starts with the profiler switch (SGLang: SGLANG_TORCH_PROFILER_DIR; vLLM: --profiler-config),
+    and once it is ready the runner POSTs the engine's /start_profile, runs AIPerf for --requests
+    requests (default 2 per concurrency lane), POSTs /stop_profile, and merges the per-rank traces
+    into OUT/profile_traces/merged.trace.json.gz with a README on opening them (Perfetto). TensorRT-LLM
+    rows are refused (trtllm-serve has no profile endpoints); multi-node rows too. With --format github
+    the outputs of `runner run` plus trace-dir and artifact-profile are written first. Exit 0 when the
+    traces were merged; 1 on failure (no trace written included); 130 / 143 when cancelled.
+
+    \b
+    Example:
+      ci-tools runner profile --row row.json --dry-run
+      ci-tools runner profile --row row.json --requests 32 --out "$RUNNER_TEMP/profile" --format github
+    """
+    from functools import partial
+
+    from ci_tools.runner.flow import prepare_profile
+
+    fmt = params.pop("fmt")
+    _run_job(partial(prepare_profile, requests=requests), fmt, **params)
+
+
+cli.add_command(click.Command(
+    "profile", callback=_profile_callback, help=_profile_callback.__doc__,
+    short_help="Serve one point with the engine's profiler on; merge the per-rank traces.",
+    params=[*run_cmd.params,
+            click.Option(["--requests"], type=click.IntRange(min=1), default=None,
+                         help="Requests in the profiled client window (default: 2 per concurrency lane).")]))
 
 
 @cli.command("evals")

@@ -160,3 +160,46 @@ def all_findings(recipes: Iterable[tuple[str, YamlDoc]], refs_doc: YamlDoc | Non
     for path, doc in recipes:
         out += recipe_findings(path, doc, refs)
     return out
+
+
+# ---- the SPEED-Bench collection matrix ------------------------------------------------------------
+
+DATASET = "speed-bench-qualitative-coding"   # SPEED-Bench Qualitative, coding category (spec §6)
+DEFAULT_MTP_LEVELS = (1, 2, 3, 4)
+
+
+def _slug(model: str) -> str:
+    return model.rsplit("/", 1)[-1].lower()
+
+
+def collection_matrix(recipes: Iterable[tuple[str, YamlDoc]], refs: dict[str, Reference], *,
+                      mtp_levels: Iterable[int] = DEFAULT_MTP_LEVELS,
+                      thinking: Iterable[bool] = (True, False)) -> list[dict]:
+    """One row per (model, engine, image) served by a recipe with synthetic acceptance, x thinking
+    mode x speculative steps: what the collection workflow measures. A row names the entry its
+    measurement updates (an existing one with the same model, engine, mode and steps, else a new id)
+    and the length recorded now, so the update PR shows old -> new."""
+    served: dict[tuple[str, str, str], dict] = {}
+    for path, doc in recipes:
+        data = doc.data if isinstance(doc.data, dict) else {}
+        if data.get(FIELD) is None:
+            continue
+        image = str(data.get("image") or "")
+        key = (str(data.get("model")), str(data.get("engine")), image)
+        served.setdefault(key, {"recipes": [], "steps": set()})
+        served[key]["recipes"].append(path)
+        served[key]["steps"] |= _spec_steps(data)
+    rows = []
+    for (model, engine, image), info in sorted(served.items()):
+        version = _image_tag(image) or image
+        levels = sorted(set(mtp_levels) | info["steps"])
+        for think in thinking:
+            for k in levels:
+                match = next((r for r in refs.values() if (r.model, r.engine, r.thinking, r.mtp) ==
+                              (model, engine, think, k)), None)
+                rows.append({"id": match.id if match else
+                             f"{_slug(model)}-{engine}-mtp{k}-thinking-{'on' if think else 'off'}",
+                             "model": model, "engine": engine, "engine-version": version, "image": image,
+                             "dataset": DATASET, "thinking": think, "mtp": k, "recipes": list(info["recipes"]),
+                             "current": match.acceptance_length if match else None})
+    return rows

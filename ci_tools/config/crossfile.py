@@ -182,6 +182,20 @@ def image_pins(entries: list[Entry], change: Change) -> list[Finding]:
     return out
 
 
+def image_allowlist(entries: list[Entry], patterns: tuple[str, ...], policy_file: str) -> list[Finding]:
+    """Every entry's image must be on the policy's allowlist (recipes must equal their entry's image,
+    which `recipe_links` checks), touched or not: an image the GPU runners refuse cannot be swept."""
+    from ci_tools.config.images import problem
+
+    out = []
+    for e in entries:
+        why = problem(str(e.data["image"]), patterns, policy_file)
+        if why:
+            out.append(e.doc.finding(e.at("image"), f"{e.key}: {why}",
+                                     f"the runners start only images {policy_file} allows (`images: allowed:`)"))
+    return out
+
+
 def recipe_links(entries: list[Entry], recipes: dict[str, Recipe], recipe_paths: set[str],
                  change: Change, hardware: dict | None = None) -> list[Finding]:
     """References exist; for `recipe:` links also config-key, image and points agree."""

@@ -26,6 +26,11 @@ def frontend_kind(framework: str) -> str:
     return "dynamo" if framework.startswith("dynamo-") else "sglang-router"
 
 
+# the engine an InferenceX multi-node framework runs on every worker
+ENGINE_OF_FRAMEWORK = {"dynamo-sglang": "sglang", "sglang-disagg": "sglang", "dynamo-vllm": "vllm", "vllm": "vllm",
+                       "dynamo-trt": "trtllm"}
+
+
 def _ss_value(entry: Mapping, ss: Mapping, name: str) -> Any:
     return ss.get(name) if ss.get(name) is not None else entry.get(name)
 
@@ -54,6 +59,11 @@ def disagg_agrees(e, rec, hardware: Mapping | None) -> list[Finding]:
                                    f"frontend kind {fe['kind']!r} does not serve framework {entry['framework']!r} "
                                    f"of master entry {e.key} ({e.where('framework')})",
                                    f"use kind: {want_kind}"))
+    engine = ENGINE_OF_FRAMEWORK.get(str(entry["framework"]))
+    if engine and data["engine"] != engine:
+        out.append(rec.doc.finding(("engine",), f"engine {data['engine']!r} does not run framework "
+                                                f"{entry['framework']!r} of master entry {e.key} "
+                                                f"({e.where('framework')})", f"use engine: {engine}"))
     ss_list = list(master_points(entry))
     routers = {(str((_ss_value(entry, ss, 'router') or {}).get('name')),
                 str((_ss_value(entry, ss, 'router') or {}).get('version'))) for _, ss, _, _ in ss_list}

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ci_tools import names
 from ci_tools.config import crossfile, rules, schemas
+from ci_tools.config.images import allowlist_of
 from ci_tools.config.crossfile import Change, Entry, Recipe
 from ci_tools.errors import Finding, InputError
 from ci_tools.yaml.located import YamlDoc
@@ -151,10 +152,12 @@ def entry_findings(key: str, data: object, doc: YamlDoc, *, quick: bool = False)
     return out, True
 
 
-def selected_errors(entries: list[tuple[str, object, YamlDoc]], runners: YamlDoc | None) -> list[Finding]:
+def selected_errors(entries: list[tuple[str, object, YamlDoc]], runners: YamlDoc | None,
+                    images: tuple[tuple[str, ...], str] | None = None) -> list[Finding]:
     """The errors of some master entries alone (what a plan selects): schema, cross-field rules and,
-    with a runners file that passes its schema, the runner-label and DRAM rules. Rules about the other
-    entries, recipes and image pins are `config validate`'s; warnings are left to it too."""
+    with a runners file that passes its schema, the runner-label and DRAM rules; with `images`
+    (patterns, policy file), the image allowlist. Rules about the other entries, recipes and image
+    pins are `config validate`'s; warnings are left to it too."""
     findings: list[Finding] = []
     valid: list[Entry] = []
     for key, data, doc in entries:
@@ -165,6 +168,8 @@ def selected_errors(entries: list[tuple[str, object, YamlDoc]], runners: YamlDoc
     if runners is not None and valid and _runners_ok(runners):
         findings += crossfile.runner_labels(valid, runners)
         findings += crossfile.dram_hardware(valid, runners)
+    if images is not None and valid:
+        findings += crossfile.image_allowlist(valid, *images)
     errors = {f for f in findings if f.severity != "warning"}
     return sorted(errors, key=lambda f: (f.file, f.line or 0, f.col or 0, f.message))
 
@@ -220,6 +225,8 @@ def check(src: Sources, change: Change = Change()) -> Report:
         recipes[rel] = Recipe(rel, doc, valid=not problems)
 
     findings += crossfile.image_pins(valid, change)
+    if src.policy is not None and (patterns := allowlist_of(src.policy.data)) is not None:
+        findings += crossfile.image_allowlist(valid, patterns, src.policy.file)
     if src.root is not None:
         hardware = (src.runners.data or {}).get("hardware") if runners_ok and isinstance(src.runners.data, dict) else None
         findings += crossfile.recipe_links(valid, recipes, src.recipe_paths, change, hardware)

@@ -62,6 +62,8 @@ def dynamo_problems(dynamo: str, engine: str, versions: tuple[str, ...]) -> list
     A recipe without engine-versions is not judged (its image's engine version is unknown here)."""
     known = sorted({r.dynamo for r in DYNAMO_WORKERS if r.engine == engine}, key=version_key)
     r = row(dynamo, engine)
+    if not versions:
+        return []       # as the docstring says: without engine-versions there is no pair to judge
     if r is None:
         return [f"Dynamo {dynamo} with {engine} workers is not in ci_tools/engines/compat.py (known: "
                 f"{', '.join(known) or 'none'}); declare a known release, or add a row there once its worker "

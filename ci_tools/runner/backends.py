@@ -118,6 +118,8 @@ def _docker(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch
                  "-v", f"{settings.hf_cache}:{HF_CACHE_MOUNT}",
                  "-e", f"HF_HUB_CACHE={HF_CACHE_MOUNT}",
                  "-e", "HF_TOKEN"]  # by name: docker copies the runner's value, no secret in argv or logs
+    for path in proc.mounts:
+        argv += ["-v", f"{path}:{path}"]
     for key, value in proc.env.items():
         argv += ["-e", f"{key}={value}"]
     argv += [plan.image, *proc.argv]
@@ -184,7 +186,8 @@ def _slurm(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:
         # the router shares the engine's node (it reaches the engine on 127.0.0.1) but no GPU
         argv.append("--gres=none")
     argv += [f"--container-image={squash_file(plan.image, host.squash_dir)}",
-             f"--container-mounts={settings.model_store}:{MODELS_MOUNT}:ro,{settings.hf_cache}:{HF_CACHE_MOUNT}",
+             f"--container-mounts={settings.model_store}:{MODELS_MOUNT}:ro,{settings.hf_cache}:{HF_CACHE_MOUNT}"
+             + "".join(f",{path}:{path}" for path in proc.mounts),
              "--container-remap-root", "--no-container-mount-home"]
     env = {**proc.env, "HF_HUB_CACHE": HF_CACHE_MOUNT} if proc.role == "server" else dict(proc.env)
     if env:
@@ -221,6 +224,9 @@ def _remote(text: str, settings: Settings, backend: str) -> str:
     if backend != "slurm":
         return text
     return text.replace(f"http://{settings.host}:", f"http://{SERVER_ADDR}:")
+
+
+remote_url = _remote   # a URL of the engine as the runner reaches it (runner profile's calls)
 
 
 def launches(plan: JobPlan, backend: str, settings: Settings, host: Host | None = None) -> list[Launch]:

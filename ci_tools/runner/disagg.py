@@ -44,6 +44,9 @@ PORT_STRIDE = 10            # per worker: http, +1 bootstrap, +2 dist-init, +3 d
 FIXED_SEQ_CLIENT_S = 1800.0
 NODE_PLACEHOLDER = "node{}"  # dry-run: the i-th node of the allocation
 MIN_READY_S = 3600.0         # the least readiness a multi-node row's clients may leave it
+# a worker sharing its node keeps its slice of the GPUs Slurm gives the step
+GPU_SLICE = ('IFS=, read -ra g <<< "$CUDA_VISIBLE_DEVICES"; '
+             'export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${{g[*]:{first}:{count}}}")"; exec "$@"')
 
 
 @dataclass
@@ -469,21 +472,30 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
 
 def layout(workers: list[Worker], gpus_per_node: int) -> dict[str, list[int]]:
     """Worker -> the indexes of its nodes, in order: a worker of whole nodes gets its own; workers
-    smaller than a node are packed onto shared nodes (Slurm gives each step its own GPUs there)."""
-    out: dict[str, list[int]] = {}
+    smaller than a node are packed onto shared nodes (`gpu_slices` says which GPUs each gets)."""
+    return {name: nodes for name, (nodes, _) in _packing(workers, gpus_per_node).items()}
+
+
+def gpu_slices(workers: list[Worker], gpus_per_node: int) -> dict[str, tuple[int, int]]:
+    """Worker sharing a node -> (its first GPU on the node, how many); whole-node workers are absent."""
+    return {name: first for name, (_, first) in _packing(workers, gpus_per_node).items() if first is not None}
+
+
+def _packing(workers: list[Worker], gpus_per_node: int) -> dict[str, tuple[list[int], tuple[int, int] | None]]:
+    out: dict[str, tuple[list[int], tuple[int, int] | None]] = {}
     nxt = 0
-    shared: tuple[int, int] | None = None     # (node index, GPUs still free on it)
+    shared: tuple[int, int] | None = None     # (node index, first GPU still free on it)
     for w in workers:
         need = w.group.gpus_per_worker
         if need >= gpus_per_node:
-            out[w.name] = list(range(nxt, nxt + w.group.nodes_per_worker))
+            out[w.name] = (list(range(nxt, nxt + w.group.nodes_per_worker)), None)
             nxt += w.group.nodes_per_worker
             continue
-        if shared is None or shared[1] < need:
-            shared = (nxt, gpus_per_node)
+        if shared is None or gpus_per_node - shared[1] < need:
+            shared = (nxt, 0)
             nxt += 1
-        out[w.name] = [shared[0]]
-        shared = (shared[0], shared[1] - need)
+        out[w.name] = ([shared[0]], (shared[1], need))
+        shared = (shared[0], shared[1] + need)
     return out
 
 
@@ -561,6 +573,7 @@ def import_step(plan: MultiNodePlan, jobid: str, nodes: list[str]) -> Launch:
 def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]], out_dir: str,
                  addresses: dict[str, str] | None = None) -> list[Step]:
     steps = []
+    slices = gpu_slices(plan.workers, plan.gpus_per_node or 1)
     for w in plan.workers:
         nodes = placement[w.name]
         k = len(nodes)
@@ -568,12 +581,20 @@ def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]
         wrapper = getattr(engines.engine(plan.point.engine), "RANK_WRAPPER", None)
         mpi = k > 1 and wrapper is None and not plan.settings.server_cmd
         tasks = per_node if mpi else 1      # MPI engines (TensorRT-LLM): one rank per GPU
+        gpus = [f"--gpus-per-node={per_node}"]
+        if w.name in slices:
+            # a worker sharing its node: every step on it may use the whole node (without --overlap a
+            # step takes every CPU of the node and the next one waits for ever), and each keeps its own
+            # GPUs of the ones Slurm gives the step (CUDA_VISIBLE_DEVICES, positions first..first+count)
+            gpus = [f"--gpus-per-node={plan.gpus_per_node}", "--overlap"]
         argv = ["srun", f"--jobid={jobid}", f"--job-name={w.name}", f"--nodelist={','.join(nodes)}",
                 f"--nodes={k}", f"--ntasks={k * tasks}", f"--ntasks-per-node={tasks}",
-                f"--gpus-per-node={per_node}", "--kill-on-bad-exit=1", "--label" if k > 1 else "",
-                "--mpi=pmix" if mpi else ""]
+                *gpus, "--kill-on-bad-exit=1", "--label" if k > 1 else "", "--mpi=pmix" if mpi else ""]
         argv = [a for a in argv if a] + _container(plan, w.env, out_dir)
         engine = [fill(a, placement, addresses) for a in w.argv]
+        if w.name in slices:
+            first, count = slices[w.name]
+            engine = ["bash", "-c", GPU_SLICE.format(first=first, count=count), "bash", *engine]
         if mpi:
             engine = [*engines.trtllm.MPI_LAUNCHER, *engine]
         elif k > 1:

@@ -50,6 +50,7 @@ class RunRequest:
     no_telemetry: bool = False
     duration_override: float | None = None
     runner_name: str = ""
+    image_policy: Path | None = None        # the trusted checkout's policy: its `images.allowed` (config/images.py)
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,24 @@ def eval_policy(row: dict, root: Path):
     return policy_from_doc(load_yaml_file(path, names.POLICY))
 
 
+def check_image(policy: Path | None, images: set[str]) -> None:
+    """Refuse, before anything starts, an image the trusted policy does not allow (or a policy that
+    names no allowlist): the container gets HF_TOKEN, and in a trusted sweep the recipe is a fork's."""
+    if policy is None:
+        return
+    from ci_tools.config.images import allowlist_of, problem
+    from ci_tools.yaml.load import load_yaml_file
+
+    if not policy.is_file():
+        raise InputError(f"{policy}: image policy not found; the runner starts no image it cannot check")
+    doc = load_yaml_file(policy, str(policy))
+    patterns = allowlist_of(doc.data)
+    for image in sorted(images):
+        why = problem(image, patterns, str(policy))
+        if why:
+            raise InputError(f"not started: {why}")
+
+
 def prepare_run(req: RunRequest) -> PreparedJob:
     """Everything `runner run` decides before it starts anything; every refusal is an InputError/UsageError."""
     from ci_tools.config.load import load_recipe
@@ -164,6 +183,7 @@ def prepare_run(req: RunRequest) -> PreparedJob:
     except ValueError:
         display = str(recipe_file)
     recipe = load_recipe(recipe_file, display)
+    check_image(req.image_policy, {recipe.image, str(row.get("image") or recipe.image)})
     hardware = hardware_of(row, req.root)
     port, worker_port = req.port, req.worker_port
     if 0 in (port, worker_port):
@@ -173,7 +193,26 @@ def prepare_run(req: RunRequest) -> PreparedJob:
     return _prepare_single(req, row, recipe, hardware, port, worker_port)
 
 
-def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: int, worker_port: int) -> PreparedJob:
+def prepare_profile(req: RunRequest, requests: int | None) -> PreparedJob:
+    """`runner profile`: `runner run`'s job for a single-node row, with the engine's profiler on, a short
+    client window between the start and stop profile calls, and the traces merged afterwards."""
+    from ci_tools.config.load import load_recipe
+
+    row = load_row(req.row_path)
+    if "prefill" in row or "decode" in row:
+        raise UsageError("`runner profile` serves single-node rows only; a prefill/decode row's workers would "
+                         "each need their own profile calls (not supported yet)")
+    recipe_file = recipe_path(row, req.root, req.row_path)
+    recipe = load_recipe(recipe_file, str(recipe_file))
+    port, worker_port = req.port, req.worker_port
+    if 0 in (port, worker_port):
+        port, worker_port = free_ports(req.backend, port, worker_port)
+    return _prepare_single(req, row, recipe, hardware_of(row, req.root), port, worker_port,
+                           profile=(requests,))
+
+
+def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: int, worker_port: int,
+                    profile: tuple[int | None] | None = None) -> PreparedJob:
     from ci_tools.config.recipe import resolve_point
     from ci_tools.runner import nodecheck
     from ci_tools.runner.backends import (Host, gpu_sampler, job_id, launches, model_path, node_check, ready_urls,
@@ -196,6 +235,12 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
     backend = req.backend
     out_abs = req.out if req.dry_run else req.out.resolve()
     plan = build_plan(row, point, settings, str(out_abs))
+    calls = None
+    trace_dir = out_abs / names.PROFILE_TRACE_DIR
+    if profile is not None:
+        from ci_tools.runner.profile import profile_plan
+
+        plan, calls = profile_plan(plan, str(trace_dir), profile[0])
     client_timeout = req.client_timeout
     if client_timeout is None and plan.evals is not None:
         client_timeout = plan.evals["timeout-s"]   # the policy's limit for the whole harness batch
@@ -218,6 +263,15 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
                 exclusive=bool(slurm.get("exclusive", True)), time_limit_s=budget.allocation_s,
                 squash_dir=req.squash_dir)
     text = render_dry_run(plan, backend, settings, host) + files_text(plan.files)
+    around = None
+    if calls is not None:
+        from ci_tools.runner.backends import remote_url
+        from ci_tools.runner.profile import ProfileCalls, render_calls
+
+        calls = ProfileCalls(*(tuple((remote_url(u, settings, backend), b) for u, b in side)
+                               for side in (calls.start, calls.stop)))
+        text += render_calls(calls)
+        around = (calls.start, calls.stop)
 
     def run() -> None:
         from ci_tools.runner.job import run_job
@@ -227,6 +281,11 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
                                                encoding="utf-8")
         (out_abs / names.COMMANDS_TXT).write_text(text, encoding="utf-8")
         write_engine_files(plan.files)
+        if calls is not None:   # empty (an earlier run's traces are not this one's), before the container
+            import shutil       # mounts it (docker would create it as root)
+
+            shutil.rmtree(trace_dir, ignore_errors=True)
+            trace_dir.mkdir(parents=True, exist_ok=True)
         if plan.evals is not None:
             outputs, client_name = (f"{names.EVAL_DIR}/{names.EVAL_MANIFEST}",), "the eval harness"
         else:
@@ -240,9 +299,15 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
                 image=slurm_image_import(plan, settings, host) if backend == "slurm" else None,
                 ready_timeout_s=req.ready_timeout, client_timeout_s=budget.client_s,
                 queue_timeout_s=req.queue_timeout, client_outputs=outputs, client_name=client_name,
-                label=host.label, runner=req.runner_name)
+                label=host.label, runner=req.runner_name, around_client=around)
+        if calls is not None:
+            collect_traces(trace_dir, out_abs, plan, calls)
 
-    return PreparedJob(commands=text, outputs=names.github_outputs(plan.result_filename, str(req.out)),
+    outputs = names.github_outputs(plan.result_filename, str(req.out))
+    if calls is not None:
+        outputs = {**outputs, "trace-dir": str(req.out / names.PROFILE_TRACE_DIR),
+                   "artifact-profile": names.PROFILE_ARTIFACT_PREFIX + plan.result_filename}
+    return PreparedJob(commands=text, outputs=outputs,
                        result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,
                        stopped="all processes of this job were stopped", run=run)
 
@@ -291,6 +356,36 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
     return PreparedJob(commands=text, outputs=names.github_outputs(rf, str(req.out)),
                        result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,
                        stopped="the allocation and every step of this job were stopped", run=run)
+
+
+def collect_traces(trace_dir: Path, out: Path, plan, calls) -> None:
+    """Merge the per-rank traces the engine wrote and put the README beside them; none is a failure."""
+    import gzip
+
+    from ci_tools.runner.job import JobFailed, write_status
+    from ci_tools.runner.profile import MERGED_TRACE, README, is_trace_file, merge_traces, readme
+
+    files = sorted(p for p in trace_dir.iterdir() if p.is_file() and is_trace_file(p.name)) \
+        if trace_dir.is_dir() else []
+    problem = "" if files else (f"the engine wrote no trace file into {trace_dir} between the start and stop "
+                                "profile calls; see server.log")
+    traces = []
+    for f in files:
+        try:
+            raw = gzip.decompress(f.read_bytes()) if f.name.endswith(".gz") else f.read_bytes()
+            traces.append((f.name, json.loads(raw)))
+        except (OSError, ValueError) as exc:
+            problem = f"{f}: not a readable Chrome trace: {exc}"
+            break
+    if problem:
+        write_status(out, {"ok": False, "phase": "traces", "reason": problem, "exit_code": 1})
+        raise JobFailed("traces", problem)
+    merged = merge_traces(traces)
+    (trace_dir / (MERGED_TRACE + ".gz")).write_bytes(gzip.compress(json.dumps(merged).encode("utf-8")))
+    client = plan.proc("client")
+    (trace_dir / README).write_text(readme(plan.result_filename, plan.point.engine, [f.name for f in files],
+                                           MERGED_TRACE + ".gz", calls, client.argv if client else []),
+                                    encoding="utf-8")
 
 
 def files_text(files: list[tuple[str, str]]) -> str:

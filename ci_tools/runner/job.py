@@ -268,6 +268,20 @@ def _http_status(url: str) -> int | None:
         return None
 
 
+def _post_all(calls: list[tuple[str, dict]], timeout_s: float, say: Callable[[str], None]) -> None:
+    """POST each (url, JSON body); an error answer or no answer fails the job (phase `profile`)."""
+    import httpx
+
+    for url, body in calls:
+        say(f"POST {url}")
+        try:
+            answer = httpx.post(url, json=body, timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            raise JobFailed("profile", f"POST {url} got no answer: {exc}") from None
+        if answer.status_code >= 400:
+            raise JobFailed("profile", f"POST {url} answered {answer.status_code}: {answer.text[:300]}")
+
+
 def install_cancel_handlers() -> dict:
     """SIGINT/SIGTERM raise Cancelled from now on; returns the previous handlers."""
     def on_signal(signum, frame):  # noqa: ARG001
@@ -286,12 +300,16 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
             client_outputs: tuple[str, ...] = (), label: str = "", runner: str = "",
             client_name: str = "AIPerf",
             check: tuple[Launch, Callable[[str], list[str]]] | None = None,
-            sampler: Launch | None = None, image: Launch | None = None) -> dict:
+            sampler: Launch | None = None, image: Launch | None = None,
+            around_client: tuple[tuple[tuple[str, dict], ...], tuple[tuple[str, dict], ...]] | None = None,
+            call_timeout_s: float = 900.0) -> dict:
     """Run the launches (server, [router], client). Returns the status written to status.json.
 
     `check` (a command and the pure judge of its output) runs where the engine will run, before
     it starts; `image` (Slurm: the job's one image import) runs after the check and counts against the
-    readiness deadline; `sampler` (GPU telemetry) runs beside the job and never fails it.
+    readiness deadline; `sampler` (GPU telemetry) runs beside the job and never fails it;
+    `around_client` (`runner profile`: the engine's start/stop profile calls) are POSTed right before
+    the client starts and right after it succeeded, each a failure of phase `profile` when refused.
     Raises JobFailed (clean message, log tail) on any failure and on SIGINT/SIGTERM (exit code
     130/143); the status file is written first."""
     out.mkdir(parents=True, exist_ok=True)
@@ -369,6 +387,9 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
             less = f" ({ready_timeout_s:g} s less the image import's {imported:g} s)" if imported else ""
             raise JobFailed("ready", exc.message + less, exc.tail) from None
 
+        if around_client is not None:
+            status["phase"] = "profile"
+            _post_all([(_fill(u, where), b) for u, b in around_client[0]], call_timeout_s, say)
         if client is not None:
             status["phase"] = "client"
             say(f"running the client: {' '.join(client.argv[:2])} ... (log: {out / client.log})")
@@ -400,6 +421,9 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
                     say(f"client running for {now - start:.0f} s (limit {client_timeout_s:g} s); client log: {last}")
                     last_say = now
                 time.sleep(poll_s)
+        if around_client is not None:
+            status["phase"] = "profile"
+            _post_all([(_fill(u, where), b) for u, b in around_client[1]], call_timeout_s, say)
         status.update(ok=True, phase="done", reason="", exit_code=0)
         return status
     except JobFailed as exc:

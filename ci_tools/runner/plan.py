@@ -91,6 +91,7 @@ class Proc:
     log: str = ""
     in_container: bool = True
     command: engines.Command | None = None   # server/router: launcher + the options the engine's parser sees
+    mounts: tuple[str, ...] = ()   # host folders the container sees at the same path (the profiler's traces)
 
 
 @dataclass

@@ -147,8 +147,11 @@ def plan(req: PlanRequest) -> Outcome:
     notes = _notes(note, policy.unknown_note(event.labels))
     try:
         if decision.sweep and not decision.error:
+            # the image allowlist of the head's own policy file (the shipped default names none of yours)
+            images = (policy.images, f"{names.POLICY} at {head_ref}") if policy.images is not None \
+                and not source.default else None
             entries, head_masters, base_masters = changelog_inputs(git, base_ref, head_ref, req.changelog,
-                                                                   list(req.masters), req.runners)
+                                                                   list(req.masters), req.runners, images)
             decision = settle(decision, bool(entries))
         if head_masters is not None:
             from ci_tools.runner.screen_git import screen_at

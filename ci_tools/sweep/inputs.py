@@ -184,11 +184,12 @@ def resolve_entry_keys(entries, changelog: str, master_keys: list[str]) -> list[
     return out
 
 
-def check_selected(masters, keys: list[str], runners_doc) -> None:
-    """Refuse when a selected master entry is invalid (located findings); unselected ones never block."""
+def check_selected(masters, keys: list[str], runners_doc, images: tuple[tuple[str, ...], str] | None = None) -> None:
+    """Refuse when a selected master entry is invalid (located findings; `images`: the policy's
+    allowlist and file); unselected ones never block."""
     from ci_tools.config.validate import selected_errors
 
-    errors = selected_errors([(k, masters.entries[k], masters.origin[k]) for k in keys], runners_doc)
+    errors = selected_errors([(k, masters.entries[k], masters.origin[k]) for k in keys], runners_doc, images)
     if errors:
         raise InputError(errors[0].message, findings=errors + [Finding(
             errors[0].file, None, None,
@@ -197,7 +198,8 @@ def check_selected(masters, keys: list[str], runners_doc) -> None:
             "do not block a plan")])
 
 
-def changelog_inputs(git: Git, base: str, head: str, changelog: str, master_paths: list[str], runners: str | None):
+def changelog_inputs(git: Git, base: str, head: str, changelog: str, master_paths: list[str], runners: str | None,
+                     images: tuple[tuple[str, ...], str] | None = None):
     """(plan entries, head Masters, base Masters or None), reading each git object once.
 
     Only the master entries the changelog selects are parsed (`MasterIndex`); append-only entries
@@ -223,7 +225,7 @@ def changelog_inputs(git: Git, base: str, head: str, changelog: str, master_path
     selected = list(dict.fromkeys(k for keys in resolved for k in keys))
     head_set = index.select(index.keys if append_only else selected)
     runners_doc = _runners_doc(blobs[runners], runners)
-    check_selected(head_set, selected, runners_doc)
+    check_selected(head_set, selected, runners_doc, images)
     entries = [PlanEntry(e.index, e.line, e.data, keys) for e, keys in zip(raw, resolved)]
     head_masters = Masters(head_set.entries, _hardware(runners_doc),
                            {k: doc.file for k, doc in head_set.origin.items()})

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from ci_tools.errors import InputError
 from ci_tools.sweep.priority import PriorityPolicy, priority_policy
 from ci_tools.yaml.located import YamlDoc
+from ci_tools.config.images import allowlist_of
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Policy:
     reuse: ReusePolicy = field(default_factory=ReusePolicy)
     performance_relevant: tuple[str, ...] = ()   # `performance-relevant:` globs (`*` also matches `/`)
     priority: PriorityPolicy = field(default_factory=PriorityPolicy)   # `priority:` (sweep/priority.py)
+    images: tuple[str, ...] | None = None        # `images.allowed` (config/images.py); None: no allowlist
 
     def recommended(self) -> str | None:
         return next((n for n, p in self.primary.items() if p.recommended), None)
@@ -115,7 +117,8 @@ def policy_from_data(data: dict, file: str = "ci-policy.yaml") -> Policy:
                   eval_seconds=int(estimates.get("eval-seconds", 1800)), compare=dict(data.get("compare") or {}),
                   reuse=reuse_policy(data.get("reuse") or {}),
                   performance_relevant=tuple(p for p in data.get("performance-relevant") or () if isinstance(p, str)),
-                  priority=priority_policy(data.get("priority"), file))
+                  priority=priority_policy(data.get("priority"), file),
+                  images=allowlist_of(data))
 
 
 def reuse_policy(section: dict) -> ReusePolicy:

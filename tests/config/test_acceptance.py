@@ -90,3 +90,33 @@ def test_config_validate_checks_the_references_file_schema(scratch):
     refs.write_text(refs.read_text().replace("    mtp: 3", "    mpt: 3"))
     res = run(["config", "validate", "--root", str(scratch)])
     assert res.code == 1 and names.ACCEPTANCE_REFERENCES in res.out and "mpt" in res.out
+
+
+def test_the_collection_matrix_is_thinking_by_steps_per_served_model():
+    from ci_tools.config.acceptance import collection_matrix
+
+    recipes = [(p, load_yaml_text((REPO / p).read_text(), p)) for p in (RECIPE, DISAGG)]
+    rows = collection_matrix(recipes, references(REFS.data))
+    assert [(r["thinking"], r["mtp"]) for r in rows] == [(t, k) for t in (True, False) for k in (1, 2, 3, 4)]
+    assert {r["dataset"] for r in rows} == {"speed-bench-qualitative-coding"}
+    assert all(r["recipes"] == [RECIPE, DISAGG] for r in rows)                 # one image: measured once
+    (seed,) = [r for r in rows if r["current"] is not None]
+    assert (seed["id"], seed["mtp"], seed["thinking"], seed["current"]) == (ENTRY, 3, True, 3.51)
+    assert rows[0]["id"] == "deepseek-v4.1-flash-sglang-mtp1-thinking-on"
+    assert [r["mtp"] for r in collection_matrix(recipes, references(REFS.data), mtp_levels=(5,), thinking=(False,))] == [3, 5]
+
+
+def test_the_dry_run_prints_the_matrix_in_every_format(tmp_path, monkeypatch):
+    import json
+
+    res = run(["config", "acceptance-matrix", "--root", str(REPO), "--thinking", "on"])
+    assert res.code == 0 and res.out.startswith("SPEED-Bench (speed-bench-qualitative-coding): 4 measurement(s)")
+    assert f"{ENTRY}: deepseek-ai/DeepSeek-V4.1-Flash sglang nightly-dev-cu13-20261012-e6072935, thinking on, mtp 3 (now 3.51)" in res.out
+    res = run(["config", "acceptance-matrix", "--root", str(REPO), "--format", "json"])
+    assert len(json.loads(res.out)) == 8
+    out = tmp_path / "out"
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out))
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary"))
+    res = run(["config", "acceptance-matrix", "--root", str(REPO), "--mtp", "3", "--format", "github"])
+    outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
+    assert res.code == 0 and outputs["count"] == "2" and len(json.loads(outputs["matrix"])) == 2

@@ -56,6 +56,9 @@ CASES = [
      lambda r: _edit(r, AGENTIC, "kv-offload:\n  backend: hicache\n  medium: dram\n  workers: [prefill]\n  args:\n"
                      "    enable-hierarchical-cache: true\n    hicache-write-policy: write_through\n", ""),
      (AGENTIC, "config-key:", "benchmarks kv-offloading dram (hicache), but the recipe has no `kv-offload`")),
+    ("engine-runs-the-framework",
+     lambda r: _edit(r, FIXED, "engine: sglang", "engine: vllm"),
+     (FIXED, "engine: vllm", f"engine 'vllm' does not run framework 'dynamo-sglang' of master entry {KEY}")),
     ("pp-is-part-of-the-point",
      lambda r: _edit(r, MASTER, "        prefill: { num-worker: 2, tp: 4, ep: 4, dp-attn: true }",
                      "        prefill: { num-worker: 2, tp: 4, ep: 4, dp-attn: true, pp: 2 }"),

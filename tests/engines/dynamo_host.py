@@ -13,6 +13,7 @@ not import, as Dynamo 1.3 with SGLang >= 0.5.21, fails to build) and its own par
 - dynamo.vllm: `dynamo.vllm.args._parse_cli_args` (what `parse_args` runs before building the engine
   config from the model; before 1.6, `parse_args` stopped at `AsyncEngineArgs.from_cli_args`), with
   vLLM's platform set to CPU as Dynamo's frontend does on a GPU-less host.
+- dynamo.trtllm: `dynamo.trtllm.args.parse_args` (Dynamo's own options only; tensorrt_llm stood in).
 - dynamo.frontend: `dynamo.frontend.main.parse_args` on sys.argv, which exits on leftovers.
 """
 
@@ -91,6 +92,16 @@ def _dynamo_vllm():
     return _Call(call, []), "ai-dynamo"
 
 
+def _dynamo_trtllm():
+    # Dynamo's TensorRT-LLM worker takes only Dynamo's own options on its command line (the engine's go
+    # into the --extra-engine-args file); tensorrt_llm itself has no wheel here and is stood in, so this
+    # checks Dynamo's parsing, not that the engine accepts the file
+    parser_host.OWNERS = tuple(o for o in parser_host.OWNERS if o != "tensorrt_llm")
+    import dynamo.trtllm.args as args
+
+    return _Call(args.parse_args, []), "ai-dynamo"
+
+
 def _dynamo_frontend():
     import dynamo.frontend.main as main
 
@@ -103,6 +114,7 @@ def _dynamo_frontend():
 
 parser_host.PARSERS["dynamo.sglang"] = _dynamo_sglang
 parser_host.PARSERS["dynamo.vllm"] = _dynamo_vllm
+parser_host.PARSERS["dynamo.trtllm"] = _dynamo_trtllm
 parser_host.PARSERS["dynamo.frontend"] = _dynamo_frontend
 
 if __name__ == "__main__":

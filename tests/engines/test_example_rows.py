@@ -114,3 +114,34 @@ def test_a_trtllm_recipe_may_write_options_with_hyphens():
     args = list(trtllm.server(spec).args)
     assert "--trust_remote_code" in args and "--kv_cache_free_gpu_memory_fraction" in args
     assert parse_many("trtllm", "serve.py", [args])[0].ok
+
+
+def test_profile_dry_run_of_the_seed_dep2_c64_row_parses_with_sglang(tmp_path):
+    """`runner profile --dry-run` of the seed's DEP2 c64 row: the server command parses with each declared
+    SGLang release's parser and runs with the profiler switch; the profile calls go to the engine."""
+    from ci_tools.runner.flow import RunRequest, prepare_profile
+
+    name, row = next((n, r) for n, r in ROWS if r.get("framework") == "sglang" and r.get("dp-attn")
+                     and int(r["tp"]) == 2 and int(r["conc"]) == 64 and not r.get("run-eval"))
+    (tmp_path / "row.json").write_text(json.dumps(row))
+    job = prepare_profile(RunRequest(row_path=tmp_path / "row.json", root=REPO, dry_run=True, out=tmp_path / "o"),
+                          requests=None)
+    text = job.commands
+    assert f"SGLANG_TORCH_PROFILER_DIR={tmp_path / 'o' / 'profile_traces'}" in text
+    assert "POST http://127.0.0.1:30000/start_profile" in text and "/stop_profile" in text
+    assert "--request-count 128" in text and "--benchmark-duration" not in text
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("# server (log")) + 1
+    block = []
+    while True:           # the server's shell command, continued over lines ending in a backslash
+        block.append(lines[at].rstrip("\\"))
+        if not lines[at].endswith("\\"):
+            break
+        at += 1
+    tokens = shlex.split(" ".join(block))
+    args = tokens[tokens.index("sglang.launch_server") + 1:]
+    assert "SGLANG_TORCH_PROFILER_DIR=" + str(tmp_path / "o" / "profile_traces") in tokens
+    _, versions, _ = commands(row)
+    for v in versions:
+        result = parse_many("sglang", v, [args])[0]
+        assert result.ok, f"{name}: sglang {v} rejects `{shlex.join(args)}`: {result.error}"

@@ -8,6 +8,10 @@ streams one chunk per token, then a chunk with finish_reason and usage, then [DO
 --role prefill only the first token: a disaggregated prefill worker). With
 --die-after K the process exits abruptly while serving request K (a crashed engine).
 
+POST /start_profile and /stop_profile act as SGLang's: start needs SGLANG_TORCH_PROFILER_DIR (or an
+`output_dir` in the body; else 400, as an engine started without the profiler switch refuses), stop
+writes one gzipped Chrome trace per rank (`<profile_id>-TP-<r>.trace.json.gz`, --ranks of them) there.
+
 With --answers, the reply text comes from a table {substring: answer}: the first key found in the
 last user message (or the prompt of /v1/completions) picks the answer, so an eval harness gets
 known answers and its score is known exactly; no key found answers "I do not know.". Requests with
@@ -27,6 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ARGS = None
 ANSWERS: dict[str, str] | None = None
 COUNT = 0
+PROFILE: dict = {}
 LOCK = threading.Lock()
 
 
@@ -58,6 +63,8 @@ class Handler(BaseHTTPRequestHandler):
         global COUNT
         length = int(self.headers.get("Content-Length", "0"))
         body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path in ("/start_profile", "/stop_profile"):
+            return self._profile(body)
         with LOCK:
             COUNT += 1
             n = COUNT
@@ -100,6 +107,31 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
 
+    def _profile(self, body: dict) -> None:
+        if self.path == "/start_profile":
+            where = body.get("output_dir") or os.environ.get("SGLANG_TORCH_PROFILER_DIR")
+            if not where:
+                return self._json(400, {"error": "the profiler is off (no SGLANG_TORCH_PROFILER_DIR)"})
+            PROFILE.update(dir=where, id=body.get("profile_id") or "stub", start=COUNT)
+            print(f"stub: profiling into {where}", flush=True)
+            return self._json(200, {"success": True})
+        if not PROFILE:
+            return self._json(400, {"error": "profiling is not in progress"})
+        import gzip
+
+        os.makedirs(PROFILE["dir"], exist_ok=True)
+        served = COUNT - PROFILE["start"]   # requests served in the window: in each trace's metadata
+        for r in range(ARGS.ranks):
+            events = [{"ph": "M", "name": "process_name", "pid": 4000 + r, "args": {"name": "python3"}},
+                      {"ph": "X", "name": "forward", "cat": "cpu_op", "pid": 4000 + r, "tid": 1, "ts": 10, "dur": 5},
+                      {"ph": "X", "name": "gemm_kernel", "cat": "kernel", "pid": r, "tid": 7, "ts": 11, "dur": 3,
+                       "args": {"requests": served}}]
+            path = os.path.join(PROFILE["dir"], f"{PROFILE['id']}-TP-{r}.trace.json.gz")
+            with open(path, "wb") as fh:
+                fh.write(gzip.compress(json.dumps({"traceEvents": events}).encode()))
+        PROFILE.clear()
+        return self._json(200, {"success": True})
+
     def _complete(self, body: dict, n: int, prompt_tokens: int) -> None:
         """One non-streamed completion; the text from the answer table when one is loaded."""
         users = [m for m in body.get("messages", []) if m.get("role") == "user"]
@@ -132,6 +164,7 @@ def main() -> None:
     p.add_argument("--never-ready", action="store_true")
     p.add_argument("--die-after", type=int, default=0)
     p.add_argument("--fail-every", type=int, default=0)
+    p.add_argument("--ranks", type=int, default=2, help="trace files /stop_profile writes (one per rank)")
     p.add_argument("--answers", help="JSON table {substring of the question: answer text}")
     p.add_argument("--role", choices=("serve", "prefill", "decode"), default="serve",
                    help="prefill: answer with the first token only, as a disaggregated prefill worker does")

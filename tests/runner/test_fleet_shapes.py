@@ -131,7 +131,10 @@ def test_workers_smaller_than_a_node_are_packed_onto_shared_nodes():
     assert plan.nodes == 2 and placement["prefill-0"] == placement["prefill-1"] == ["a"]
     assert placement["decode-0"] == ["b"]
     steps = {s.name: s for s in worker_steps(plan, "J", placement, "/job")}
-    assert "--gpus-per-node=2" in steps["prefill-1"].argv and "--overlap" not in steps["prefill-1"].argv
+    # on the shared node each step may use the whole node and keeps its own slice of the GPUs
+    assert "${g[*]:0:2}" in " ".join(steps["prefill-0"].argv) and "${g[*]:2:2}" in " ".join(steps["prefill-1"].argv)
+    assert "--overlap" in steps["prefill-1"].argv and "--gpus-per-node=4" in steps["prefill-1"].argv
+    assert "--overlap" not in steps["decode-0"].argv and "--gpus-per-node=4" in steps["decode-0"].argv
     ports = [w.port for w in plan.workers]
     assert len(set(ports)) == 3                                   # two workers on one host never collide
 

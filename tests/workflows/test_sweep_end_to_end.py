@@ -49,6 +49,11 @@ def repo(tmp_path_factory) -> Path:
     spec.loader.exec_module(demo)
     dest = tmp_path_factory.mktemp("seed")
     demo.build_scratch_repo(dest)
+    # what benchmark.yml's second checkout leaves (the workflow's own commit, here the same tree): the
+    # policy whose image allowlist `runner run --image-policy` reads
+    trusted = dest / ".ci-tools-trusted" / "inferencex-e2e"
+    trusted.mkdir(parents=True)
+    shutil.copy(dest / "inferencex-e2e" / "ci-policy.yaml", trusted / "ci-policy.yaml")
     return dest
 
 
