@@ -106,21 +106,25 @@ def _metric_value(metrics: dict, name: str) -> float | None:
 
 # ---- slow path -------------------------------------------------------------------------------
 
+def _timestamp(value: Any) -> int | None:
+    """A request timestamp as both paths judge it: None when absent, -1 when present but not a time
+    (out of int64 ns, negative, not a number), so that a bad timestamp is never read as missing."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_NS:
+        return value
+    if isinstance(value, float) and math.isfinite(value) and 0 <= value <= MAX_NS:
+        return int(value)
+    return -1
+
+
 def _slow_fields(rec: dict) -> dict:
     """The same numbers from a parsed record; absent values are None. `error` is returned as is."""
     meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
     metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
     out: dict = {"error": rec.get("error"), "phase": meta.get("benchmark_phase")}
     for name in ("start", "end"):
-        value = meta.get(f"request_{name}_ns")
-        if value is None:
-            out[name] = None
-        elif isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_NS:
-            out[name] = value
-        elif isinstance(value, float) and math.isfinite(value) and 0 <= value <= MAX_NS:
-            out[name] = int(value)
-        else:
-            out[name] = -1  # present but not a time: a bad timestamp, not a missing one
+        out[name] = _timestamp(meta.get(f"request_{name}_ns"))
     for name, col in [*LATENCY_METRICS.items(), *TOKEN_METRICS.items()]:
         out[col] = _metric_value(metrics, name)
     return out
@@ -245,7 +249,7 @@ _FIELDS = attrgetter("metadata.benchmark_phase", "error", "metadata.request_star
 def _struct_fields(r: Any) -> dict:
     """The `_slow_fields` dict of a decoded struct (the same rules then apply to both paths)."""
     phase, error, start, end, *values = _FIELDS(r)
-    out = {"error": error, "phase": phase, "start": start, "end": end}
+    out = {"error": error, "phase": phase, "start": _timestamp(start), "end": _timestamp(end)}
     out.update(zip((*LATENCY_METRICS.values(), *TOKEN_METRICS.values()), values))
     return out
 

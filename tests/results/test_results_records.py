@@ -91,6 +91,15 @@ def test_any_batching_equals_json_path(lines, cuts):
     same(records.scan_batches(batches), records.scan_lines(lines, fast=False))
 
 
+def test_a_timestamp_beyond_int64_is_a_bad_timestamp_on_both_paths():
+    """Hypothesis found it: 2**63 ns passed the fast path's decode and was judged by the next rule
+    (bad-token-counts) while the json path called it a bad timestamp."""
+    lines = [b'{"metadata": {"session_num": 0, "request_start_ns": 1, "request_end_ns": 9223372036854775808,'
+             b' "benchmark_phase": "profiling"}, "error": null}\n']
+    for scan in (records.scan_batches([lines]), records.scan_lines(lines), records.scan_lines(lines, fast=False)):
+        assert scan.accounting()["excluded"] == {"bad-timestamps": 1}
+
+
 PLAIN = {"metadata": {"request_start_ns": 10, "request_end_ns": 20, "benchmark_phase": "profiling"},
          "metrics": {m: {"value": 7.5, "unit": "ms"} for m in METRICS}}
 
