@@ -96,9 +96,13 @@ def ready(event_path, event_name, repo_root, fmt, pr, open_prs) -> None:
 @click.option("--requested-by", default=None,
               help="Login that asked for the recovery (the workflow passes the dispatching actor); it must have "
                    "maintain or admin permission.")
+@click.option("--request-id", type=click.IntRange(min=1), envvar="GITHUB_RUN_ID", show_envvar=True, default=None,
+              help="Names this recovery in the dispatch key (the workflow: its run id). A re-run with the same id "
+                   "sends nothing twice; a new id is a new recovery, which the results app does not drop as the "
+                   "merge's own ingest.")
 @repo_root_option
 @format_option
-def recover(merge_commit, run_id, merge_run_id, dry_run, requested_by, repo_root, fmt) -> None:
+def recover(merge_commit, run_id, merge_run_id, dry_run, requested_by, request_id, repo_root, fmt) -> None:
     """Re-ingest a merged PR's sweep run: check it, then dispatch `ingest-results` to the results app.
 
     Checks that the run is the merged PR's, green where the policy requires, has its artifacts, and
@@ -109,6 +113,7 @@ def recover(merge_commit, run_id, merge_run_id, dry_run, requested_by, repo_root
     \b
     Example:
       ci-tools reuse recover --merge-commit 3f2a... --run 25763404168 --dry-run
+      ci-tools reuse recover --merge-commit 3f2a... --run 25763404168 --request-id 1
     """
     import re
 
@@ -123,4 +128,4 @@ def recover(merge_commit, run_id, merge_run_id, dry_run, requested_by, repo_root
 
     run_flow(with_dispatcher, event_path=None, event_name=None, repo_root=repo_root, fmt=fmt, uses_event=False,
              merge_commit=merge_commit, run_id=run_id, merge_run_id=merge_run_id, dry_run=dry_run,
-             requested_by=requested_by)
+             requested_by=requested_by, request_id=request_id)
