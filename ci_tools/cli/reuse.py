@@ -3,6 +3,8 @@ status), recover (re-ingest a merged PR's run in one command)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ci_tools.cli._prbot import event_name_option, event_path_option, format_option, repo_root_option, run_flow
@@ -29,7 +31,14 @@ def _recover_names(params: dict) -> tuple[str, ...]:
     return RECOVER_OUTPUTS
 
 
-GITHUB_OUTPUTS = {"reuse resolve": _output_names, "reuse ready": _ready_names, "reuse recover": _recover_names}
+def _group_names(params: dict) -> tuple[str, ...]:
+    from ci_tools.prbot.reuse.ready_flow import GROUP_OUTPUTS
+
+    return GROUP_OUTPUTS
+
+
+GITHUB_OUTPUTS = {"reuse resolve": _output_names, "reuse ready": _ready_names, "reuse recover": _recover_names,
+                  "reuse ready-pr": _group_names}
 
 
 @click.group("reuse")
@@ -84,6 +93,28 @@ def ready(event_path, event_name, repo_root, fmt, pr, open_prs) -> None:
         raise click.UsageError("give --pr N or --open-prs, not both")
     # with --pr or --open-prs the event is not read (schedule and workflow_dispatch: nothing to parse)
     run_flow(flow, event_path=event_path, event_name=event_name, repo_root=repo_root, fmt=fmt,
+             uses_event=pr is None and not open_prs, pr=pr, open_prs=open_prs)
+
+
+@cli.command("ready-pr")
+@event_path_option
+@event_name_option
+@format_option
+@click.option("--pr", type=int, default=None, help="PR number [default: from the event].")
+@click.option("--open-prs", is_flag=True, help="The daily pass over every open PR.")
+def ready_pr(event_path, event_name, fmt, pr, open_prs) -> None:
+    """Which PR an event's `reuse ready` evaluates (outputs `pr` and `group`): merge-ready.yml's ready
+    job takes `group` as its concurrency group, one per PR, so the newest event of a PR decides.
+
+    \b
+    Example:
+      ci-tools reuse ready-pr --event-path "$GITHUB_EVENT_PATH" --format github
+    """
+    from ci_tools.prbot.reuse.ready_flow import which_pr
+
+    if pr is not None and open_prs:
+        raise click.UsageError("give --pr N or --open-prs, not both")
+    run_flow(which_pr, event_path=event_path, event_name=event_name, repo_root=Path("."), fmt=fmt,
              uses_event=pr is None and not open_prs, pr=pr, open_prs=open_prs)
 
 

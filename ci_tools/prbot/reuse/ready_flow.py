@@ -42,6 +42,35 @@ def _pr_of(event: Event | None, client: Client) -> int | None:
     return None
 
 
+GROUP_OUTPUTS = ("pr", "group")
+
+
+def which_pr(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None = None,
+             open_prs: bool = False) -> Result:
+    """`reuse ready-pr`: the PR an event's readiness run is about and its concurrency group, resolved as
+    `ready` resolves it (a fork PR's sweep end lists no pull_requests; a push to main is its merged
+    PR's). Grouping by the raw event (the PR number for PR events, the head SHA for a sweep's end) put
+    two evaluations of one PR in different groups, so an older one could finish last."""
+    if open_prs or (event is not None and event.name in ("schedule", "workflow_dispatch") and pr is None):
+        return Result(outputs={"pr": "", "group": names.READY_OPEN_PRS_GROUP},
+                      messages=["every open PR: the daily pass has its own group"])
+    number = pr
+    if number is None and event is not None and event.name == "push":
+        merged_ = sorted(p.number for p in gh().merged_pull_requests(event.after))
+        if len(merged_) != 1:
+            why = f"{len(merged_)} merged pull requests" if merged_ else "no merged pull request"
+            return Result(outputs={"pr": "", "group": f"merge-ready-push-{event.after}"},
+                          messages=[f"commit {event.after[:12]} has {why}: grouped by the commit"])
+        number = merged_[0]
+    if number is None:
+        number = _pr_of(event, gh())
+    if number is None:
+        return Result(outputs=dict.fromkeys(GROUP_OUTPUTS, ""),
+                      messages=["no pull request for this event: no readiness to report"])
+    return Result(outputs={"pr": str(number), "group": names.READY_GROUP.format(pr=number)},
+                  messages=[f"PR #{number}"])
+
+
 def facts_of(number: int, client: Client, settings: Settings, tl=None, now: datetime | None = None
              ) -> tuple[readiness.Facts, object]:
     """Everything the decision needs for PR `number`, read now; (facts, the PR's context)."""
