@@ -293,50 +293,44 @@ def demo(args: list[str]) -> int:
     return run([PY, ROOT / "examples" / "demo.py"]) or run([PY, ROOT / "examples" / "walkthrough.py"])
 
 
-YLS_VERSION = "2.0.0"
-YLS_DIR = VENV / "yaml-language-server"
+@dataclass(frozen=True)
+class NpmTool:
+    """A pinned npm package the tests use, installed once into .venv/<folder> (npm needs no root) and
+    found by the tests through `found_by`; a stamp file makes a second run a no-op."""
+    package: str
+    version: str
+    folder: str
+    found: str           # the file the tests use, below node_modules/
+    found_by: str
+    needs: str           # who needs it, for the message when npm is missing
+    node: bool = False   # the package is a program: Node.js itself must be there too
+
+    def ensure(self) -> None:
+        home = VENV / self.folder
+        target = home / "node_modules" / self.found
+        stamp = home / f".installed-{self.version}"
+        if not stamp.exists():
+            npm = shutil.which("npm")
+            if not npm or (self.node and not shutil.which("node")):
+                sys.exit(f"{self.needs} need Node.js and npm to install {self.package} {self.version}; install "
+                         "them (Debian: apt-get install nodejs npm) and run again")
+            home.mkdir(parents=True, exist_ok=True)
+            rc = run([npm, "install", "--prefix", home, "--no-audit", "--no-fund", "--no-save",
+                      f"{self.package}@{self.version}"])
+            if rc != 0 or not target.exists():
+                sys.exit(f"installing {self.package}@{self.version} with npm failed (exit {rc})")
+            stamp.write_text(self.version)
+        os.environ[self.found_by] = str(target)
 
 
-def ensure_yaml_language_server() -> None:
-    """The real yaml-language-server (npm), for tests/editors: the shipped files must show no false errors
-    in editors. Installed once into .venv/ (pinned), found by the tests through CI_TOOLS_YLS."""
-    binary = YLS_DIR / "node_modules" / ".bin" / "yaml-language-server"
-    stamp = YLS_DIR / f".installed-{YLS_VERSION}"
-    if not stamp.exists():
-        npm = shutil.which("npm")
-        if not npm or not shutil.which("node"):
-            sys.exit("the editor tests need Node.js and npm to install yaml-language-server "
-                     f"{YLS_VERSION}; install them (Debian: apt-get install nodejs npm) and run again")
-        YLS_DIR.mkdir(parents=True, exist_ok=True)
-        rc = run([npm, "install", "--prefix", YLS_DIR, "--no-audit", "--no-fund", "--no-save",
-                  f"yaml-language-server@{YLS_VERSION}"])
-        if rc != 0 or not binary.exists():
-            sys.exit(f"installing yaml-language-server@{YLS_VERSION} with npm failed (exit {rc})")
-        stamp.write_text(YLS_VERSION)
-    os.environ["CI_TOOLS_YLS"] = str(binary)
-
-
-GRAPHQL_SCHEMA_VERSION = "15.26.1"
-GRAPHQL_SCHEMA_DIR = VENV / "github-graphql-schema"
-
-
-def ensure_github_graphql_schema() -> None:
-    """GitHub's GraphQL schema (npm @octokit/graphql-schema, pinned), which the fake GitHub in
-    tests/github runs every GraphQL query against; found through CI_TOOLS_GITHUB_GRAPHQL_SCHEMA."""
-    schema = GRAPHQL_SCHEMA_DIR / "node_modules" / "@octokit" / "graphql-schema" / "schema.json"
-    stamp = GRAPHQL_SCHEMA_DIR / f".installed-{GRAPHQL_SCHEMA_VERSION}"
-    if not stamp.exists():
-        npm = shutil.which("npm")
-        if not npm:
-            sys.exit("the GitHub tests need npm to install @octokit/graphql-schema "
-                     f"{GRAPHQL_SCHEMA_VERSION}; install it (Debian: apt-get install nodejs npm) and run again")
-        GRAPHQL_SCHEMA_DIR.mkdir(parents=True, exist_ok=True)
-        rc = run([npm, "install", "--prefix", GRAPHQL_SCHEMA_DIR, "--no-audit", "--no-fund", "--no-save",
-                  f"@octokit/graphql-schema@{GRAPHQL_SCHEMA_VERSION}"])
-        if rc != 0 or not schema.exists():
-            sys.exit(f"installing @octokit/graphql-schema@{GRAPHQL_SCHEMA_VERSION} with npm failed (exit {rc})")
-        stamp.write_text(GRAPHQL_SCHEMA_VERSION)
-    os.environ["CI_TOOLS_GITHUB_GRAPHQL_SCHEMA"] = str(schema)
+NPM_TOOLS = (
+    # the real yaml-language-server, for tests/editors: the shipped files must show no false errors in editors
+    NpmTool("yaml-language-server", "2.0.0", "yaml-language-server", ".bin/yaml-language-server", "CI_TOOLS_YLS",
+            "the editor tests", node=True),
+    # GitHub's GraphQL schema, which the fake GitHub in tests/github runs every GraphQL query against
+    NpmTool("@octokit/graphql-schema", "15.26.1", "github-graphql-schema", "@octokit/graphql-schema/schema.json",
+            "CI_TOOLS_GITHUB_GRAPHQL_SCHEMA", "the GitHub tests"),
+)
 
 
 def test(args: list[str]) -> int:
@@ -346,8 +340,8 @@ def test(args: list[str]) -> int:
     ensure_engines()
     ensure_slurm()
     ensure_chromium()
-    ensure_yaml_language_server()
-    ensure_github_graphql_schema()
+    for npm_tool in NPM_TOOLS:
+        npm_tool.ensure()
     daemon = ensure_docker()
     try:
         rc = run([PY, "-m", "pytest", *args], cwd=ROOT)

@@ -42,7 +42,7 @@ SHARED = Path(os.environ.get("CI_TOOLS_SHARED", ROOT.parent / "shared"))
 BUNDLE = SHARED / "corpus" / "inferencex-history" / "perf-changelog-history.bundle"
 ARGS = ["--label", "full-sweep-fail-fast-no-canary", "--format", "json", "--changelog-file", "perf-changelog.yaml",
         "--master", "configs/amd-master.yaml", "--master", "configs/nvidia-master.yaml",
-        "--runners", "configs/runners.yaml"]
+        "--runners", "configs/runners.yaml", "--no-runner-screen"]   # InferenceX serves its rows itself
 
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess]:

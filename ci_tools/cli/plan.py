@@ -65,8 +65,11 @@ def _split_labels(values: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
 @click.option("--canary-dir", type=click.Path(file_okay=False, path_type=Path), help="The canaries have run: the "
               "folder the canary-passed-* artifacts were downloaded to; each releases its own canary's family "
               "(implies --after-canary).")
+@click.option("--no-runner-screen", "unscreened", is_flag=True, help="Do not refuse rows `ci-tools runner run` "
+              "cannot serve (no recipe, ...): for a repository whose rows its own launch scripts serve, as "
+              "InferenceX's do, and replays of its history. The plan says so in a note.")
 def cli(base, head, labels, pr, github_repo, event_path, event_name, head_message, gate_only, fmt, changelog_file,
-        masters, runners, repo, after_canary, passed, canary_dir):
+        masters, runners, repo, after_canary, passed, canary_dir, unscreened):
     """Plan the sweep of a change: gate verdict, canaries, points, GPU-hours.
 
     \b
@@ -93,7 +96,7 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
                            run_attempt=_attempt(os.environ.get("GITHUB_RUN_ATTEMPT")),
                            after_canary=after_canary or canary_dir is not None, passed=frozenset(passed),
                            canary_dir=canary_dir, pr=pr, github_repo=github_repo,
-                           env=dict(os.environ))
+                           env=dict(os.environ), runner_screen=not unscreened)
     outcome = flow.gate(req) if gate_only else flow.plan(req)
     for note in outcome.notes:
         click.echo(f"note: {note}", err=True)

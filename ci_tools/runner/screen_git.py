@@ -3,12 +3,11 @@
 `plan` decides from git objects only, never the working tree: the recipes the selected master entries
 name are read at the same head as the masters, then `servable.screen_for` decides (pure).
 
-A repository whose sweeps ci-tools runs (it has its policy file, inferencex-e2e/ci-policy.yaml) hands
-every approved row to `runner run`, which serves a row from its entry's recipe only: there a row
-without a recipe is refused here, with the fix, even when there is no recipes/ folder at all (it was
-approved and then refused on the GPU). A bare InferenceX checkout (no policy file, no recipes/, its
-rows served by its own launch scripts, never by `ci-tools runner run`) is planned without the check:
-no ci-tools runner's verdict would mean anything there.
+Every approved row goes to `runner run`, which serves a row from its entry's recipe only: a row
+without a recipe is refused here, with the fix, even when the repository has no recipes/ folder at
+all (before, such a row was approved and then refused on the GPU). A repository whose rows are served
+by something else (InferenceX's own launch scripts, a replay of its history) says so explicitly with
+`plan --no-runner-screen`; nothing is inferred from which files happen to exist.
 """
 
 from __future__ import annotations
@@ -46,14 +45,9 @@ def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict
     return out
 
 
-def screen_at(git, head: str, masters) -> object | None:
-    """`plan_sweep(screen=...)` for the head's masters (a `sweep.plan.Masters`); None for a repository
-    that has neither a recipes/ folder nor the policy file at `head`."""
-    from ci_tools import names
+def screen_at(git, head: str, masters) -> object:
+    """`plan_sweep(screen=...)` for the head's masters (a `sweep.plan.Masters`)."""
     from ci_tools.runner.servable import screen_for
-
-    if not git.ls_files(head, names.RECIPES_DIR) and git.show(head, names.POLICY) is None:
-        return None
 
     return screen_for(masters.entries, recipes_at(git, head, masters.entries), masters.hardware, evals_at(git, head))
 

@@ -39,6 +39,11 @@ class PlanRequest:
     pr: int | None = None                    # read labels, head and base of this PR from GitHub
     github_repo: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)    # GITHUB_TOKEN, GITHUB_API_URL, ... for --pr
+    runner_screen: bool = True               # False: rows served by the repository's own scripts (--no-runner-screen)
+
+
+UNSCREENED_NOTE = ("--no-runner-screen: no row was checked against what `ci-tools runner run` can serve "
+                   "(the repository's own launch scripts serve them)")
 
 
 @dataclass
@@ -153,10 +158,12 @@ def plan(req: PlanRequest) -> Outcome:
             entries, head_masters, base_masters = changelog_inputs(git, base_ref, head_ref, req.changelog,
                                                                    list(req.masters), req.runners, images)
             decision = settle(decision, bool(entries))
-        if head_masters is not None:
+        if head_masters is not None and req.runner_screen:
             from ci_tools.runner.screen_git import screen_at
 
             screen = screen_at(git, head_ref, head_masters)      # rows no runner serves are refused here
+        elif head_masters is not None:
+            notes.append(UNSCREENED_NOTE)
         from ci_tools.sweep.priority import Context
 
         ctx = Context(event=event.name, labels=tuple(event.labels), pr=event.pr_number,

@@ -81,3 +81,16 @@ def test_a_repository_without_recipes_is_refused_at_plan_not_on_the_gpu(tmp_path
     assert plan["refused"] and {r["rule"] for r in plan["refused"]} == {"no-recipe"}
     assert all("write a recipe" in r["fix"] for r in plan["refused"])
     assert "cannot run, so nothing is booked" in plan["error"]
+
+    # Nothing is inferred from which files exist: without the policy file too, the rows are refused
+    # (before, a repository with neither recipes/ nor the policy file was planned unscreened) ...
+    subprocess.run(["git", "rm", "-q", names.POLICY], cwd=tmp_path, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "no policy file"], cwd=tmp_path, check=True)
+    res = ci(tmp_path, "plan", "--base", "head", "--head", "HEAD", "--label", demo.SEED_LABEL, "--format", "json")
+    assert {r["rule"] for r in json.loads(res.stdout)["refused"]} == {"no-recipe"}
+    # ... unless the repository says its own scripts serve them, and the plan says so
+    res = ci(tmp_path, "plan", "--base", "head", "--head", "HEAD", "--label", demo.SEED_LABEL, "--format", "json",
+             "--no-runner-screen")
+    plan = json.loads(res.stdout)
+    assert plan["sweep"] and not plan["refused"] and any(plan["buckets"].values())
+    assert "--no-runner-screen" in res.stderr
