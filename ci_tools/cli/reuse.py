@@ -70,7 +70,7 @@ def resolve(event_path, event_name, repo_root, fmt) -> None:
 @event_name_option
 @repo_root_option
 @format_option
-@click.option("--pr", type=int, default=None, help="PR number [default: from the event].")
+@click.option("--pr", type=click.IntRange(min=1), default=None, help="PR number [default: from the event].")
 @click.option("--open-prs", is_flag=True, help="Check every open PR into the default branch (the daily pass: "
                                                "artifacts approach their expiry without an event).")
 def ready(event_path, event_name, repo_root, fmt, pr, open_prs) -> None:
@@ -100,7 +100,7 @@ def ready(event_path, event_name, repo_root, fmt, pr, open_prs) -> None:
 @event_path_option
 @event_name_option
 @format_option
-@click.option("--pr", type=int, default=None, help="PR number [default: from the event].")
+@click.option("--pr", type=click.IntRange(min=1), default=None, help="PR number [default: from the event].")
 @click.option("--open-prs", is_flag=True, help="The daily pass over every open PR.")
 def ready_pr(event_path, event_name, fmt, pr, open_prs) -> None:
     """Which PR an event's `reuse ready` evaluates (outputs `pr` and `group`): merge-ready.yml's ready
@@ -120,8 +120,8 @@ def ready_pr(event_path, event_name, fmt, pr, open_prs) -> None:
 
 @cli.command("recover")
 @click.option("--merge-commit", required=True, help="The merge commit on main whose results are missing.")
-@click.option("--run", "run_id", type=int, required=True, help="The merged PR's sweep run to ingest.")
-@click.option("--merge-run", "merge_run_id", type=int, default=None,
+@click.option("--run", "run_id", type=click.IntRange(min=1), required=True, help="The merged PR's sweep run to ingest.")
+@click.option("--merge-run", "merge_run_id", type=click.IntRange(min=1), default=None,
               help="Main's run of the merge commit [default: found among the sweep workflow's push runs].")
 @click.option("--dry-run", is_flag=True, help="Print the checks and the dispatch; dispatch nothing.")
 @click.option("--requested-by", default=None,

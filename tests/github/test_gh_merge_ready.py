@@ -380,6 +380,27 @@ def test_a_recovery_is_its_own_request_and_a_rerun_of_it_sends_nothing_twice(fak
     assert len(fake.dispatches) == 2 and again.messages[0].startswith("dispatched ingest-results")
 
 
+@pytest.mark.parametrize("args, code, said", [
+    (["reuse", "recover", "--merge-commit", "abc", "--run", "9", "--dry-run"], 2, "full 40-character commit SHA"),
+    (["reuse", "recover", "--merge-commit", "e" * 40, "--run", "-5", "--dry-run"], 2, "--run"),
+    (["reuse", "recover", "--merge-commit", "e" * 40, "--run", "9", "--merge-run", "0", "--dry-run"], 2, "--merge-run"),
+    (["reuse", "ready", "--pr", "0"], 2, "--pr"),
+    (["reuse", "ready-pr", "--pr", "0"], 2, "--pr"),
+])
+def test_new_commands_refuse_bad_numbers_before_any_request(fake, env, args, code, said):
+    res = ci(args, env)
+    assert (res.returncode, "Traceback" in res.stderr) == (code, False) and said in res.stderr, res.stderr
+    assert fake.requests == []
+
+
+def test_a_recovery_of_a_run_that_does_not_exist_names_it(fake, shared, history):
+    repo, c = history
+    pr_at(fake, c["R2"])
+    merged(fake, 7, c["MC2"])
+    res = recover(None, settings_of(repo), lazy(fake), None, merge_commit=c["MC2"], run_id=404404, dry_run=True)
+    assert res.exit_code == 1 and res.messages[0] == f"recovery refused: run 404404 does not exist in {fake.repo}"
+
+
 def test_a_recovery_without_a_request_id_is_a_usage_error(fake, shared, history, env):
     repo, c = history
     res = ci(["reuse", "recover", "--merge-commit", c["MC2"], "--run", "9", "--repo-root", str(repo)],
