@@ -140,7 +140,7 @@ def _run_job(prepare, fmt: str, **request) -> None:
         click.echo(f"{job.stopped}; see {job.status_path}", err=True)
         outcome_report(fmt, job.result_filename, out, job.status_path, exc)
         sys.exit(exc.exit_code)
-    outcome_report(fmt, job.result_filename, out, job.status_path)
+    outcome_report(fmt, job.result_filename, out, job.status_path, done=job.done)
 
 
 def dry_run_report(fmt: str, commands: str, outputs: dict[str, str]) -> None:
@@ -151,11 +151,12 @@ def dry_run_report(fmt: str, commands: str, outputs: dict[str, str]) -> None:
         click.echo(commands, nl=False)
 
 
-def outcome_report(fmt: str, result_filename: str, out: Path, status: Path, failed=None) -> None:
-    """How the job ended: the next step for people; with `--format json` one object (the error too)."""
+def outcome_report(fmt: str, result_filename: str, out: Path, status: Path, failed=None, done: str = "") -> None:
+    """How the job ended: the next step for people (`done`, else `results process`); with `--format json`
+    one object (the error too)."""
     if fmt != "json":
         if failed is None:
-            click.echo(f"done: {result_filename}; next: ci-tools results process {out}")
+            click.echo(done or f"done: {result_filename}; next: ci-tools results process {out}")
         return
     body = {"ok": failed is None, "result-filename": result_filename, "out-dir": str(out), "status": str(status)}
     if failed is not None:

@@ -56,8 +56,20 @@ def known() -> str:
     return ", ".join(f"{n} {v}" for n, v in RELEASES)
 
 
+def metrics_options(port: int, args: dict | None) -> list[str]:
+    """The router's Prometheus port, next to its own HTTP port unless the recipe's args set it.
+
+    Both releases default to 29000 for every router on a host, so a second job's router on a shared
+    node (docker/process backends, Slurm with `exclusive: false`) cannot bind it. PORT + 1 is distinct
+    wherever the operator gives each runner its own port (CI_TOOLS_PORT)."""
+    if "prometheus-port" in (args or {}):
+        return []
+    return ["--prometheus-port", str(port + 1)]
+
+
 def command(rel: RouterRelease, host: str, port: int, worker_urls: list[str], args: dict) -> Command:
-    options = ["--host", host, "--port", str(port), "--worker-urls", *worker_urls, *render_args(args)]
+    options = ["--host", host, "--port", str(port), "--worker-urls", *worker_urls, *metrics_options(port, args),
+               *render_args(args)]
     return Command(("python3", "-c", GUARD, rel.dist, rel.version, rel.module), tuple(options), rel.name)
 
 

@@ -2,14 +2,17 @@
 
 `results process` stores them in `result.json` as `headline_ci` (95 %, [low, high]) so that a
 comparison with main knows how precisely each side measured its percentiles. Requests are resampled
-with replacement; runs above `MAX_SAMPLES` requests are thinned evenly first (their intervals are
-already narrow), so the cost is bounded whatever the run's size. Throughput is a run total over
+with replacement; runs above `MAX_SAMPLES` requests are thinned evenly first: one run's requests are
+not independent draws (they share a server's state), so the interval of a very large run would claim
+a precision its run-to-run noise does not have. Throughput is a run total over
 the run's duration, not a per-request statistic: its uncertainty is the run-to-run noise
 `results compare` takes from main's history, so it gets no interval here.
 
 The generator is seeded and the method is one, in Python: the same records give the same intervals
 on every machine, with or without numpy installed (the GPU runners have none; a second, numpy path
-drew other resamples and gave other intervals). The ITL percentiles share their resamples.
+drew other resamples and gave other intervals). The ITL percentiles share their resamples. Each
+resample draws only the order statistics its percentiles need (`stats.bootstrap_percentiles`), so a
+result costs a sort and a few thousand draws: ~15 ms for 100,000 requests (`benchmarks/intervals.py`).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Sequence
 from ci_tools.results import stats
 
 SEED = 20261201
-RESAMPLES = 200
+RESAMPLES = 1000
 MAX_SAMPLES = 5000
 CONFIDENCE = 0.95
 

@@ -93,7 +93,11 @@ def load_telemetry(root: Path, head: list[dict]) -> tuple[list[report.TelemetryJ
         raise InputError(f"{root}: no such directory (--telemetry)", exit_code=2)
     by_name = {compare.label(r["point"]): r for r in head if isinstance(r.get("point"), dict)}
     jobs, notes = [], []
-    for csv in sorted(p for p in root.rglob("*.csv") if p.is_file() and _looks_like_telemetry(p)):
+    csvs = sorted(p for p in root.rglob("*.csv") if p.is_file())
+    # another CSV under DIR is not telemetry; a job's gpu_telemetry.csv is, whatever it holds
+    notes += [f"{p}: not a CSV of the GPU sampler's query (its first line is no nvidia-smi header or sample)"
+              for p in csvs if p.name == names.GPU_TELEMETRY_CSV and not _looks_like_telemetry(p)]
+    for csv in (p for p in csvs if _looks_like_telemetry(p)):
         meta_path = csv.parent / names.GPU_TELEMETRY_META
         meta = _read_json(meta_path) if csv.name == names.GPU_TELEMETRY_CSV and meta_path.is_file() else {}
         samples, problems = telemetry.parse_csv(csv.read_text(encoding="utf-8", errors="replace"),

@@ -112,30 +112,73 @@ def bootstrap_interval(samples: Sequence[float], statistic: Callable[[list[float
     return (_quantile(values, alpha), _quantile(values, 1.0 - alpha))
 
 
-def bootstrap_percentiles(samples: Sequence[float], ps: Sequence[float], *, resamples: int = 200,
+def bootstrap_percentiles(samples: Sequence[float], ps: Sequence[float], *, resamples: int = 1000,
                           confidence: float = 0.95, seed: int = 0,
                           max_samples: int = 5000) -> dict[float, tuple[float, float]]:
-    """Percentile bootstrap intervals of several percentiles of `samples`, from the same resamples (one
-    sort each). Thinned beyond `max_samples` as `bootstrap_interval`; {} below two samples."""
+    """Percentile bootstrap intervals of several percentiles of `samples`, from the same resamples.
+
+    Thinned beyond `max_samples` as `bootstrap_interval`; {} below two samples. A resample's
+    percentile only needs the two order statistics around it, so each resample draws those ranks
+    directly instead of n values and a sort: the k-th smallest of n draws with replacement from the
+    sorted data is the value at index floor(n·U₍ₖ₎), U₍ₖ₎ the k-th order statistic of n uniforms,
+    and the next ranks follow from the previous one by the Beta law of uniform order statistics.
+    Same bootstrap distribution as resampling, a cost independent of n (a sort, then
+    resamples × 2·len(ps) draws), and only `random.Random.random()` underneath (`_beta`), whose
+    sequence Python keeps fixed per seed across versions and platforms."""
     data = list(samples)
     if len(data) < 2:
         return {}
     if len(data) > max_samples:
         step = len(data) / max_samples
         data = [data[int(i * step)] for i in range(max_samples)]
-    rng = random.Random(seed)
+    data.sort()
     n = len(data)
+    # the 0-based ranks each percentile interpolates between, as _quantile reads them
+    spots = {}
+    for p in ps:
+        k = (n - 1) * p / 100.0
+        f = math.floor(k)
+        spots[p] = (f, min(f + 1, n - 1), k - f)
+    ranks = sorted({r for f, c, _ in spots.values() for r in (f, c)})
+    rng = random.Random(seed)
     draws: dict[float, list[float]] = {p: [] for p in ps}
     for _ in range(resamples):
-        resample = sorted(rng.choices(data, k=n))
-        for p in ps:
-            draws[p].append(_quantile(resample, p / 100.0))
+        at: dict[int, float] = {}
+        u, prev = 0.0, -1
+        for r in ranks:
+            # the (r - prev)-th smallest of the n - prev - 1 uniforms above u
+            m = r - prev
+            u += (1.0 - u) * _beta(rng, m, n - r)
+            at[r] = data[min(int(u * n), n - 1)]
+            prev = r
+        for p, (f, c, w) in spots.items():
+            draws[p].append(at[f] + w * (at[c] - at[f]))
     alpha = (1.0 - confidence) / 2.0
     out = {}
     for p, values in draws.items():
         values.sort()
         out[p] = (_quantile(values, alpha), _quantile(values, 1.0 - alpha))
     return out
+
+
+def _gamma(rng: random.Random, shape: float) -> float:
+    """Gamma(shape, 1) for shape >= 1 (Marsaglia and Tsang), normals by Box-Muller, from rng.random()."""
+    d = shape - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    while True:
+        x = math.sqrt(-2.0 * math.log(1.0 - rng.random())) * math.cos(2.0 * math.pi * rng.random())
+        v = 1.0 + c * x
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        if math.log(1.0 - rng.random()) < 0.5 * x * x + d - d * v + d * math.log(v):
+            return d * v
+
+
+def _beta(rng: random.Random, a: float, b: float) -> float:
+    """Beta(a, b) for a, b >= 1, as Gamma(a) / (Gamma(a) + Gamma(b))."""
+    x = _gamma(rng, a)
+    return x / (x + _gamma(rng, b))
 
 
 def _quantile(sorted_values: Sequence[float], p: float) -> float:

@@ -6,7 +6,7 @@ run per concurrency of the row. `slurm_launch(plan, settings, nodes)` places it 
 allocation (workers in order prefill-0.., decode-0.., each on its own whole nodes; the frontend on
 the first node) and returns the exact commands:
 
-  salloc --no-shell --exclusive --nodes=N --time=M --immediate=Q   one allocation, time bounded
+  salloc --no-shell [--exclusive] --nodes=N --gpus-per-node=G --time=M --immediate=Q   one allocation
   srun --jobid=J --nodelist=... --nodes=k --ntasks-per-node=1 ...   one step per worker (pyxis flags)
   srun --jobid=J --overlap --nodelist=<node 0> ...                  the frontend step
   scancel J                                                         cleanup, always
@@ -304,6 +304,7 @@ def frontend_argv(plan_point: DisaggPoint, port: int, workers: list[Worker], nam
             for w in workers:
                 url = f"http://{{{w.name}_node0}}:{w.port}"
                 argv += ["--prefill", url, str(w.port + 1)] if w.role == "prefill" else ["--decode", url]
+        argv += routers.metrics_options(port, fe.get("args"))
     return argv + render_args(fe.get("args") or {})
 
 
@@ -709,7 +710,8 @@ def render_dry_run(plan: MultiNodePlan, out_dir: str) -> str:
              "# node<i> is the i-th node of the allocation (`scontrol show hostnames`); placement: "
              + ", ".join(f"{k} on {'+'.join(v)}" for k, v in placement.items()),
              "",
-             "# allocation (exclusive, time bounded; its job id J comes from salloc's `Granted job allocation J`)",
+             f"# allocation ({'exclusive' if plan.slurm.exclusive else 'shared nodes'}, time bounded; its job id J "
+             "comes from salloc's `Granted job allocation J`)",
              _shell(alloc_argv(plan)),
              "# then: squeue --noheader --format=%N --jobs=J  ->  scontrol show hostnames <list>; "
              "each node's NodeAddr (scontrol show node) is where it is reached"]

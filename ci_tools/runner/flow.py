@@ -62,6 +62,7 @@ class PreparedJob:
     status_path: Path
     stopped: str                  # what the failure message says was stopped
     run: Callable[[], None]       # raises runner.job.JobFailed
+    done: str = ""                # what the text output says after a successful run (default: next step)
 
 
 def load_row(path: Path) -> dict:
@@ -307,9 +308,16 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
     if calls is not None:
         outputs = {**outputs, "trace-dir": str(req.out / names.PROFILE_TRACE_DIR),
                    "artifact-profile": names.PROFILE_ARTIFACT_PREFIX + plan.result_filename}
+    done = ""
+    if calls is not None:   # the profiled window's numbers are perturbed by the profiler: no result to process
+        from ci_tools.runner.profile import MERGED_TRACE, README
+
+        traces = req.out / names.PROFILE_TRACE_DIR
+        done = (f"done: traces merged into {traces / (MERGED_TRACE + '.gz')}; next: open it in https://ui.perfetto.dev "
+                f"({traces / README} says how); the profiled window's numbers are no benchmark result")
     return PreparedJob(commands=text, outputs=outputs,
                        result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,
-                       stopped="all processes of this job were stopped", run=run)
+                       stopped="all processes of this job were stopped", run=run, done=done)
 
 
 def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port: int,

@@ -1,7 +1,7 @@
 """Running one multi-node point on Slurm (the shell around `disagg.py`).
 
-Order: one allocation (salloc --no-shell, exclusive, time bounded; its id parsed from salloc's own
-"Granted job allocation J"), its nodes (squeue by that id, never by name), one srun step per worker
+Order: one allocation (salloc --no-shell, exclusive unless runners.yaml says not, time bounded; its id
+from salloc's own "Granted job allocation J"), its nodes (squeue by that id, never by name), one srun step per worker
 and one for the frontend, readiness of every worker then the frontend, one AIPerf run per
 concurrency against the frontend, and always the cleanup: `scancel J` ends every step with the
 allocation, then the local srun clients are stopped. SIGINT and SIGTERM (GitHub's cancel sends

@@ -3,13 +3,14 @@
 Pure. The criteria follow InferenceX's `ci-priority.yaml` (spec inferencex-pr-policy.md §7): a base
 score, an adjustment per event (a push to main first), per feature of the row (multi-node, agentic,
 eval-only, precision, spec-decoding, framework prefix, model prefix) and per PR label (checklist
-complete); higher starts sooner. Arithmetic is decimal, rounded half-up to the policy's quantum, so a
-score never depends on float order. Every row also gets a queue token (stable for one run attempt,
-different for the next) and, with the skip-queue label on a PR, `skip-queue-pr`.
+complete). Arithmetic is decimal, rounded half-up to the policy's quantum, so a score never depends
+on float order. Every row also gets a queue token (stable for one run attempt, different for the
+next) and, with the skip-queue label on a PR, `skip-queue-pr`: data for an outside queue service,
+which nothing in ci-tools acts on.
 
-Unlike InferenceX: model prefixes score by the same rule they are matched by (W22), an unknown
-criterion in the policy or in a criteria mask is a located error with a "did you mean", and no LLM
-classifier can zero every job's priority when it fails.
+Unlike InferenceX: model prefixes score by the same rule they are matched by (InferenceX masks by
+prefix but scores only an exact key), an unknown criterion in the policy or in a criteria mask is a
+located error with a "did you mean", and no LLM classifier can zero every job's priority when it fails.
 
 What GitHub does with the scores (docs/maintainer.md, "Job priority"): rows of one matrix are
 created in score order, and nothing else: GitHub documents no ordering among queued jobs.

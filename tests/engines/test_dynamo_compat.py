@@ -48,6 +48,10 @@ def test_the_table_says_what_the_wheels_do(r, version, imports):
     ("1.6.1", "sglang", ("0.5.30",), "is not known to import; it runs on sglang 0.5.21, 0.5.22, 0.5.23"),
     ("1.6.1", "trtllm", ("1.3.0",), "not in ci_tools/engines/compat.py"),
     ("1.6.1", "sglang", (), None),        # no engine-versions: the image's release is unknown here
+    # ... so a release not in the table is not judged either (InferenceX's Dynamo commits and dev builds),
+    # while the same release with engine-versions is refused (the row above naming trtllm 1.3.0)
+    ("1.7.0.dev0", "sglang", (), None),
+    ("1.7.0.dev0", "sglang", ("0.5.22",), "not in ci_tools/engines/compat.py"),
 ])
 def test_dynamo_problems(dynamo, engine, versions, says):
     found = dynamo_problems(dynamo, engine, versions)

@@ -233,6 +233,22 @@ def test_smg_release_in_the_table_parses_its_session_routing_options():
     assert not parse("sglang-router", "0.3.2", list(cmd.args)).ok     # 0.3.2 has no routing-key override
 
 
+@pytest.mark.parametrize("port,args,want", [
+    (8000, {}, ["--prometheus-port", "8001"]),      # the routers' own default is 29000 for every job
+    (8100, None, ["--prometheus-port", "8101"]),    # another runner's port on the same host: its own
+    (8000, {"prometheus-port": 9100}, []),          # the recipe's value is kept (render_args adds it)
+])
+def test_the_router_metrics_port_follows_its_http_port(port, args, want):
+    assert routers.metrics_options(port, args) == want
+
+
+@pytest.mark.parametrize("router", [ROUTER, ("smg", "1.13.0")])
+def test_both_routers_take_the_metrics_port(router):
+    cmd = routers.command(routers.release(*router), "0.0.0.0", 8000, ["http://127.0.0.1:30000"], {})
+    assert cmd.args[cmd.args.index("--prometheus-port") + 1] == "8001"
+    assert parse(*router, list(cmd.args)).ok
+
+
 def _guard(want: str) -> subprocess.CompletedProcess:
     """The router command's version guard, run for real against the installed 0.3.2 wheel. The module
     it then runs is the wheel's `sglang_router.cli` with `--version` (answered by the router's compiled

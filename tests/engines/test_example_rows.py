@@ -145,3 +145,22 @@ def test_profile_dry_run_of_the_seed_dep2_c64_row_parses_with_sglang(tmp_path):
     for v in versions:
         result = parse_many("sglang", v, [args])[0]
         assert result.ok, f"{name}: sglang {v} rejects `{shlex.join(args)}`: {result.error}"
+
+
+def test_profile_server_command_of_a_vllm_row_parses_with_vllm():
+    """`runner profile` of a vLLM row: `--profiler-config` (vLLM 0.33 reads no VLLM_TORCH_PROFILER_DIR)
+    parses with vLLM's own `vllm serve` parser; a misspelt key in the same JSON does not."""
+    from ci_tools.runner.profile import profile_plan
+
+    name, row = next((n, r) for n, r in ROWS if r.get("framework") == "vllm" and not r.get("run-eval"))
+    rel = read_masters(default_master_paths(REPO), REPO).entries[row["config-key"]]["recipe"]
+    recipe = load_recipe(REPO / rel, rel)
+    point = resolve_point(recipe, int(row["tp"]), int(row.get("ep", 1)), bool(row.get("dp-attn")), int(row["conc"]))
+    plan, _ = profile_plan(build_plan(row, point, Settings(root=str(REPO)), "out"), "/out/profile_traces", None)
+    args = list(plan.proc("server").command.args)
+    at = args.index("--profiler-config") + 1
+    assert json.loads(args[at]) == {"profiler": "torch", "torch_profiler_dir": "/out/profile_traces"}
+    misspelt = args[:at] + [json.dumps({"profiler": "torch", "torch_profiler_dri": "/out"})] + args[at + 1:]
+    ok, bad = parse_many("vllm", "0.33.0", [args, misspelt])
+    assert ok.ok, f"{name}: vllm 0.33.0 rejects `{shlex.join(args)}`: {ok.error}"
+    assert not bad.ok and "unexpected_keyword_argument" in bad.error, bad   # pydantic: ProfilerConfig

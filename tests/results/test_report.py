@@ -97,6 +97,22 @@ def test_command_errors_read_like_a_reviewer(tmp_path: Path):
     assert r.exit_code == 1 and "not readable JSON" in r.output and "Traceback" not in r.output
 
 
+def test_a_garbled_job_telemetry_file_is_a_note_not_silence(tmp_path: Path, shared):
+    corpus = (shared / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text().splitlines()
+    (tmp_path / "tel/a").mkdir(parents=True)
+    (tmp_path / "tel/b").mkdir()
+    (tmp_path / "tel/a/gpu_telemetry.csv").write_text("\n".join(corpus[:5] + ['garbage,"', "\x00,1"]) + "\n")
+    (tmp_path / "tel/b/gpu_telemetry.csv").write_text("nonsense\n1,2\n")
+    (tmp_path / "tel/b/other.csv").write_text("a,b\n1,2\n")          # not telemetry, not a job's file: ignored
+    r = run(SEED / "pr-local-results.csv", "--baseline", SEED / "main-baseline.csv", "--telemetry", tmp_path / "tel",
+            "--out", tmp_path / "r.html", "--format", "json")
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output[r.output.index("{"):])
+    notes = " | ".join(doc["notes"])
+    assert doc["telemetry-jobs"] == ["a"] and "a/gpu_telemetry.csv: line 6" in notes
+    assert "b/gpu_telemetry.csv: not a CSV of the GPU sampler's query" in notes and "other.csv" not in notes
+
+
 # ---- where the pages live ---------------------------------------------------------------------
 
 def test_pages_layout_and_pruning():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 import statistics
 
 import pytest
@@ -129,3 +130,47 @@ def test_tost_refuses_nonsense():
         stats.tost_equivalent(0.0, -1.0, 0.05)
     with pytest.raises(ValueError):
         stats.tost_equivalent(0.0, 0.1, 0.0)
+
+
+def _resampled_percentiles(data, ps, resamples, seed):
+    """The textbook bootstrap: draw n values with replacement, sort, read the percentile."""
+    rng = random.Random(seed)
+    draws = {p: [] for p in ps}
+    for _ in range(resamples):
+        resample = sorted(rng.choices(data, k=len(data)))
+        for p in ps:
+            draws[p].append(stats.percentile_of(p)(resample))
+    return {p: sorted(v) for p, v in draws.items()}
+
+
+@pytest.mark.parametrize("n", [12, 60, 400])
+def test_bootstrap_percentiles_match_resampling_with_replacement(n):
+    """bootstrap_percentiles draws a resample's order statistics directly (Beta law) instead of
+    resampling: its intervals must be those of the textbook bootstrap, within Monte Carlo error."""
+    rng = random.Random(n)
+    data = [rng.lognormvariate(1.5, 0.5) for _ in range(n)]
+    ps = [10.0, 50.0, 90.0, 99.0]
+    textbook = _resampled_percentiles(data, ps, 6000, seed=1)
+    got = stats.bootstrap_percentiles(data, ps, resamples=6000, seed=2)
+    for p in ps:
+        spread = textbook[p][-1] - textbook[p][0]
+        for q, end in ((0.025, got[p][0]), (0.975, got[p][1])):
+            want = textbook[p][int(q * 6000)]
+            assert abs(end - want) < 0.05 * spread, (p, q, end, want)
+
+
+def test_bootstrap_percentiles_are_deterministic_and_thinned():
+    data = [float(i % 97) for i in range(20_000)]
+    a = stats.bootstrap_percentiles(data, [50.0, 90.0], seed=3, max_samples=1000)
+    assert a == stats.bootstrap_percentiles(data, [50.0, 90.0], seed=3, max_samples=1000)
+    assert a == stats.bootstrap_percentiles(data[::20], [50.0, 90.0], seed=3, max_samples=1000)
+    assert stats.bootstrap_percentiles([3.0], [50.0]) == {}
+    assert stats.bootstrap_percentiles([7.0] * 9, [50.0, 90.0]) == {50.0: (7.0, 7.0), 90.0: (7.0, 7.0)}
+
+
+@pytest.mark.parametrize("shape", [1.0, 2.5, 40.0, 3000.0])
+def test_the_gamma_draws_under_the_bootstrap_have_gammas_mean_and_variance(shape):
+    rng = random.Random(7)
+    xs = [stats._gamma(rng, shape) for _ in range(40_000)]
+    assert statistics.fmean(xs) == pytest.approx(shape, rel=0.02)
+    assert statistics.pvariance(xs) == pytest.approx(shape, rel=0.04)

@@ -270,3 +270,28 @@ def wait_for(predicate, timeout: float, what: str) -> None:
             return
         time.sleep(0.2)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def step_in_its_client(job, argv: list[str]) -> subprocess.Popen:
+    """The workflow step, once its benchmark client has written (a cancel then lands in the client phase)."""
+    p = step(job, argv)
+    client_log = job["out"] / "client.log"
+    wait_for(lambda: client_log.exists() and client_log.stat().st_size > 0 or p.poll() is not None, 90,
+             "the client to start")
+    assert p.poll() is None, p.communicate()
+    return p
+
+
+def cancel_in_the_client(job, p: subprocess.Popen) -> tuple[dict, str, float]:
+    """GitHub's cancel of the running step; it must stop on the SIGINT alone, exit 130, within the 7.5 s
+    before GitHub's SIGTERM, and say so in status.json. Returns (status.json, stderr, seconds)."""
+    t0 = time.monotonic()
+    events = github_cancel(p)
+    elapsed = time.monotonic() - t0
+    _, err = p.communicate()
+    assert events == ["SIGINT"], f"ci-tools was still running after SIGINT + 7.5 s: {events}\n{err}"
+    assert p.returncode == 130, err
+    status = json.loads((job["out"] / "status.json").read_text())
+    assert status["reason"] == "cancelled (SIGINT)" and status["phase"] == "client", status
+    assert status["stop_s"] < 7.5 and elapsed < 7.5, (status, elapsed)
+    return status, err, elapsed

@@ -11,7 +11,7 @@ from ci_tools.config.disagg import GroupKey, resolve_disagg
 from ci_tools.config.recipe import recipe_from_data
 from ci_tools.errors import InputError
 from ci_tools.runner.disagg import (SlurmSettings, alloc_argv, build_multinode_plan, place, ready_checks,
-                                    registered, worker_steps)
+                                    registered, render_dry_run, worker_steps)
 from ci_tools.runner.plan import Settings
 
 IMAGE = "example.org/sglang:1@sha256:" + "a" * 64
@@ -186,6 +186,25 @@ def test_one_allocation_exclusive_and_time_bounded():
     want = 4 * 3600 + 2 * FIXED_SEQ_CLIENT_S + plan.budget.stop_s + bud.ALLOCATION_MARGIN_S
     assert f"--time={math.ceil(want / 60)}" in argv and "--immediate=600" in argv
     assert plan.budget.run_s + bud.OTHER_STEPS_S <= bud.JOB_TIMEOUT_MINUTES * 60      # fits benchmark.yml
+
+
+@pytest.mark.parametrize("exclusive,says", [(True, "# allocation (exclusive,"), (False, "# allocation (shared nodes,")])
+def test_the_dry_run_says_whether_the_nodes_are_held(exclusive, says):
+    r = row()
+    pt = resolve_disagg(recipe_from_data(recipe()), r["prefill"], r["decode"], r["conc"])
+    plan = build_multinode_plan(r, pt, Settings(), "/job", 4, SlurmSettings(exclusive=exclusive))
+    assert says in render_dry_run(plan, "/job")
+    assert ("--exclusive" in alloc_argv(plan)) is exclusive
+
+
+def test_the_router_frontend_metrics_port_is_the_jobs_own():
+    # the routers default to 29000: two jobs' routers on one shared node would collide there
+    argv = plan_of(port=8100).frontend_argv
+    assert argv[argv.index("--prometheus-port") + 1] == "8101"
+    data = recipe()
+    data["frontend"]["args"]["prometheus-port"] = 9100          # a recipe's own value wins, given once
+    argv = plan_of(data=data).frontend_argv
+    assert argv.count("--prometheus-port") == 1 and argv[argv.index("--prometheus-port") + 1] == "9100"
 
 
 def test_the_allocation_carries_the_job_label_and_the_runner():

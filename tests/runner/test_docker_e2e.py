@@ -23,8 +23,8 @@ import time
 import pytest
 
 from docker_host import DockerUnavailable, build_pinned_image, check_daemon, docker, remove_image, start_registry
-from runner_support import (HERE, STUB, free_port, github_cancel, gpu_host_env, nothing_left_behind, runner_run, step,
-                            stub_recipe, stub_row, wait_for)
+from runner_support import (HERE, STUB, cancel_in_the_client, free_port, gpu_host_env, nothing_left_behind, runner_run,
+                            step_in_its_client, stub_recipe, stub_row)
 
 NOGPU_DOCKER = HERE / "nogpu_docker"
 
@@ -112,22 +112,10 @@ def test_docker_point_end_to_end(djob, image):
 
 
 def test_github_cancel_stops_the_container(djob):
-    p = step(djob, djob["argv"](duration=120))
-    client_log = djob["out"] / "client.log"
-    wait_for(lambda: client_log.exists() and client_log.stat().st_size > 0 or p.poll() is not None, 90,
-             "the client to start")
-    assert p.poll() is None, p.communicate()
+    p = step_in_its_client(djob, djob["argv"](duration=120))
     label = json.loads((djob["out"] / "job.json").read_text())["label"]
     assert [line.split()[0] for line in labelled(label)] == [f"{label}-server"]     # running, labelled
-    t0 = time.monotonic()
-    events = github_cancel(p)
-    elapsed = time.monotonic() - t0
-    _, err = p.communicate()
-    assert events == ["SIGINT"], f"ci-tools was still running after SIGINT + 7.5 s: {events}\n{err}"
-    assert p.returncode == 130, err
-    status = json.loads((djob["out"] / "status.json").read_text())
-    assert status["reason"] == "cancelled (SIGINT)" and status["phase"] == "client"
-    assert status["stop_s"] < 7.5 and elapsed < 7.5, (status, elapsed)
+    status, _, elapsed = cancel_in_the_client(djob, p)
     assert labelled(label) == [], "a container of the job outlived the cancel"
     print(f"docker cancel: stopped in {elapsed:.2f} s (stop_s {status['stop_s']})")
 

@@ -31,6 +31,9 @@ def test_profile_merges_the_ranks_traces(job):
     assert [k["args"]["requests"] for k in kernels] == [6, 6]
     assert "ui.perfetto.dev" in (traces / "README.md").read_text()
     assert json.loads((job["out"] / "status.json").read_text())["ok"] is True
+    # the next step is the trace viewer, not `results process` (the profiler perturbed the window)
+    assert run.stdout.splitlines()[-1].startswith(f"done: traces merged into {traces}/merged.trace.json.gz; next: "
+                                                  "open it in https://ui.perfetto.dev")
 
 
 def test_profile_of_an_engine_without_the_switch_fails_cleanly(job):

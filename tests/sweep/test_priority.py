@@ -43,7 +43,7 @@ SGL_FP4 = {"runner": "h100", "framework": "sglang", "precision": "fp4"}
     ({"framework": "dynamo-sglang"}, Context(), "1.500"),
     ({"framework": "sglang-router"}, Context(), "1.500"),
     ({"framework": "trtllm"}, Context(), "1.000"),
-    # model prefixes score exactly by the key they are matched by (InferenceX W22)
+    # model prefixes score exactly by the key they are matched by (InferenceX masks by prefix, scores exact keys)
     ({"model-prefix": "glm5.1"}, Context(), "1.000"),
     ({"model-prefix": "kimik3"}, Context(), "2.500"),
     ({"eval-only": True, "scenario-type": "agentic-coding"}, Context(), "2.000"),
