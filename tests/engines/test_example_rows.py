@@ -1,7 +1,7 @@
 """Every single-node row the example repository plans renders engine and router commands that parse with
 that tool's own parser: SGLang (each declared release), vLLM 0.33.0 (`vllm serve`, from the wheel),
-TensorRT-LLM (trtllm-serve's click options), sglang-router/smg. The rows come from the matrix expansion
-`plan` uses, so a new config or point is checked without naming it here; each row also dry-runs.
+TensorRT-LLM (a transcription of trtllm-serve's click options), sglang-router/smg. The rows come from the
+matrix expansion `plan` uses, so a new config or point is checked without naming it here; each row also dry-runs.
 
 Multi-node rows (Dynamo and sglang-router PD workers) are checked by test_disagg_parsers.py.
 """
