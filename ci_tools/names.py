@@ -39,6 +39,10 @@ REVIEW_FILE = "review.json"
 TRUSTED_RUN_NAME = "trusted sweep of PR #{pr} at {sha}"
 # status-card.yml's card job: one concurrency group per PR (`ci-tools bot card-pr` resolves the PR).
 CARD_GROUP = "status-card-pr-{pr}"
+# merge-ready.yml's ready job: one concurrency group per PR (`ci-tools reuse ready-pr` resolves it as
+# `reuse ready` does), so two evaluations of one PR never run at once and the newest event decides.
+READY_GROUP = "merge-ready-pr-{pr}"
+READY_OPEN_PRS_GROUP = "merge-ready-open-prs"     # the daily pass over every open PR
 CHANGELOG_METADATA = "changelog-metadata"   # the sweep's plan (PLAN_JSON); `/use` and ingest need it
 REUSED_RUN_ARTIFACT = "reused-run"          # a push reusing a pinned `/use` run: that run's artifacts, re-uploaded
 # Canary release: each passed canary job uploads `canary-passed-<job index>` holding one file,

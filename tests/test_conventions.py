@@ -136,6 +136,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "results pareto": ["nope.csv"],
     "results process": ["nope"],
     "reuse ready": ["--event-path", "nope.json"],
+    "reuse ready-pr": ["--event-path", "nope.json"],
     "reuse recover": ["--merge-commit", "0" * 40, "--run", "1", "--repo-root", "nope"],
     "reuse resolve": ["--event-path", "nope.json"],
     "runner cleanup": "every input is optional: it runs under `if: always()` and must clean up whatever exists",

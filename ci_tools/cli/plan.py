@@ -68,8 +68,11 @@ def _split_labels(values: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
 @click.option("--no-runner-screen", "unscreened", is_flag=True, help="Do not refuse rows `ci-tools runner run` "
               "cannot serve (no recipe, ...): for a repository whose rows its own launch scripts serve, as "
               "InferenceX's do, and replays of its history. The plan says so in a note.")
+@click.option("--image-policy", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Check images against this policy file's `images: allowed:` instead of the head's own (a "
+                   "trusted sweep: the workflow commit's, as `runner run --image-policy` does).")
 def cli(base, head, labels, pr, github_repo, event_path, event_name, head_message, gate_only, fmt, changelog_file,
-        masters, runners, repo, after_canary, passed, canary_dir, unscreened):
+        masters, runners, repo, after_canary, passed, canary_dir, unscreened, image_policy):
     """Plan the sweep of a change: gate verdict, canaries, points, GPU-hours.
 
     \b
@@ -96,7 +99,7 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
                            run_attempt=_attempt(os.environ.get("GITHUB_RUN_ATTEMPT")),
                            after_canary=after_canary or canary_dir is not None, passed=frozenset(passed),
                            canary_dir=canary_dir, pr=pr, github_repo=github_repo,
-                           env=dict(os.environ), runner_screen=not unscreened)
+                           env=dict(os.environ), runner_screen=not unscreened, image_policy=image_policy)
     outcome = flow.gate(req) if gate_only else flow.plan(req)
     for note in outcome.notes:
         click.echo(f"note: {note}", err=True)

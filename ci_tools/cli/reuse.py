@@ -3,6 +3,8 @@ status), recover (re-ingest a merged PR's run in one command)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ci_tools.cli._prbot import event_name_option, event_path_option, format_option, repo_root_option, run_flow
@@ -29,7 +31,14 @@ def _recover_names(params: dict) -> tuple[str, ...]:
     return RECOVER_OUTPUTS
 
 
-GITHUB_OUTPUTS = {"reuse resolve": _output_names, "reuse ready": _ready_names, "reuse recover": _recover_names}
+def _group_names(params: dict) -> tuple[str, ...]:
+    from ci_tools.prbot.reuse.ready_flow import GROUP_OUTPUTS
+
+    return GROUP_OUTPUTS
+
+
+GITHUB_OUTPUTS = {"reuse resolve": _output_names, "reuse ready": _ready_names, "reuse recover": _recover_names,
+                  "reuse ready-pr": _group_names}
 
 
 @click.group("reuse")
@@ -61,7 +70,7 @@ def resolve(event_path, event_name, repo_root, fmt) -> None:
 @event_name_option
 @repo_root_option
 @format_option
-@click.option("--pr", type=int, default=None, help="PR number [default: from the event].")
+@click.option("--pr", type=click.IntRange(min=1), default=None, help="PR number [default: from the event].")
 @click.option("--open-prs", is_flag=True, help="Check every open PR into the default branch (the daily pass: "
                                                "artifacts approach their expiry without an event).")
 def ready(event_path, event_name, repo_root, fmt, pr, open_prs) -> None:
@@ -87,18 +96,44 @@ def ready(event_path, event_name, repo_root, fmt, pr, open_prs) -> None:
              uses_event=pr is None and not open_prs, pr=pr, open_prs=open_prs)
 
 
+@cli.command("ready-pr")
+@event_path_option
+@event_name_option
+@format_option
+@click.option("--pr", type=click.IntRange(min=1), default=None, help="PR number [default: from the event].")
+@click.option("--open-prs", is_flag=True, help="The daily pass over every open PR.")
+def ready_pr(event_path, event_name, fmt, pr, open_prs) -> None:
+    """Which PR an event's `reuse ready` evaluates (outputs `pr` and `group`): merge-ready.yml's ready
+    job takes `group` as its concurrency group, one per PR, so the newest event of a PR decides.
+
+    \b
+    Example:
+      ci-tools reuse ready-pr --event-path "$GITHUB_EVENT_PATH" --format github
+    """
+    from ci_tools.prbot.reuse.ready_flow import which_pr
+
+    if pr is not None and open_prs:
+        raise click.UsageError("give --pr N or --open-prs, not both")
+    run_flow(which_pr, event_path=event_path, event_name=event_name, repo_root=Path("."), fmt=fmt,
+             uses_event=pr is None and not open_prs, pr=pr, open_prs=open_prs)
+
+
 @cli.command("recover")
 @click.option("--merge-commit", required=True, help="The merge commit on main whose results are missing.")
-@click.option("--run", "run_id", type=int, required=True, help="The merged PR's sweep run to ingest.")
-@click.option("--merge-run", "merge_run_id", type=int, default=None,
+@click.option("--run", "run_id", type=click.IntRange(min=1), required=True, help="The merged PR's sweep run to ingest.")
+@click.option("--merge-run", "merge_run_id", type=click.IntRange(min=1), default=None,
               help="Main's run of the merge commit [default: found among the sweep workflow's push runs].")
 @click.option("--dry-run", is_flag=True, help="Print the checks and the dispatch; dispatch nothing.")
 @click.option("--requested-by", default=None,
               help="Login that asked for the recovery (the workflow passes the dispatching actor); it must have "
                    "maintain or admin permission.")
+@click.option("--request-id", type=click.IntRange(min=1), envvar="GITHUB_RUN_ID", show_envvar=True, default=None,
+              help="Names this recovery in the dispatch key (the workflow: its run id). A re-run with the same id "
+                   "sends nothing twice; a new id is a new recovery, which the results app does not drop as the "
+                   "merge's own ingest.")
 @repo_root_option
 @format_option
-def recover(merge_commit, run_id, merge_run_id, dry_run, requested_by, repo_root, fmt) -> None:
+def recover(merge_commit, run_id, merge_run_id, dry_run, requested_by, request_id, repo_root, fmt) -> None:
     """Re-ingest a merged PR's sweep run: check it, then dispatch `ingest-results` to the results app.
 
     Checks that the run is the merged PR's, green where the policy requires, has its artifacts, and
@@ -109,6 +144,7 @@ def recover(merge_commit, run_id, merge_run_id, dry_run, requested_by, repo_root
     \b
     Example:
       ci-tools reuse recover --merge-commit 3f2a... --run 25763404168 --dry-run
+      ci-tools reuse recover --merge-commit 3f2a... --run 25763404168 --request-id 1
     """
     import re
 
@@ -123,4 +159,4 @@ def recover(merge_commit, run_id, merge_run_id, dry_run, requested_by, repo_root
 
     run_flow(with_dispatcher, event_path=None, event_name=None, repo_root=repo_root, fmt=fmt, uses_event=False,
              merge_commit=merge_commit, run_id=run_id, merge_run_id=merge_run_id, dry_run=dry_run,
-             requested_by=requested_by)
+             requested_by=requested_by, request_id=request_id)

@@ -6,8 +6,8 @@ registries and repositories whose images may run at all. Patterns are `registry/
 `*` matching anything (`/` too), e.g. `docker.io/lmsysorg/sglang` or `nvcr.io/nvidia/*`. An image
 reference is normalised as docker does: no registry means `docker.io`, and a Docker Hub name
 without a namespace is `library/<name>`. `plan` and `config validate` check the policy of the
-change; `runner run` checks the trusted checkout's (`--image-policy`), so a fork cannot allow its
-own registry.
+change; `runner run` checks the trusted checkout's (`--image-policy`), and so does `plan` of a fork's
+commit in a trusted sweep (`plan --image-policy`), so a fork cannot allow its own registry.
 """
 
 from __future__ import annotations

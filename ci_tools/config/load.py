@@ -49,6 +49,20 @@ def read_runners(path: Path, root: Path | None = None) -> YamlDoc:
     return load_yaml_file(path, display(path, root))
 
 
+def load_image_policy(path: Path) -> tuple[tuple[str, ...], str]:
+    """(`images.allowed`, file) of a trusted policy file (`runner run` / `plan --image-policy`): the
+    workflow commit's policy, so a fork's change cannot allow its own registry. A missing file or one
+    without an allowlist is refused: nothing could be checked."""
+    from ci_tools.config.images import allowlist_of, problem
+
+    if not path.is_file():
+        raise InputError(f"{path}: image policy not found; no image can be checked without it", exit_code=2)
+    patterns = allowlist_of(load_yaml_file(path, str(path)).data)
+    if patterns is None:
+        raise InputError(problem("", None, str(path)))
+    return patterns, str(path)
+
+
 def load_recipe(path: Path | str, shown: str | None = None) -> Recipe:
     doc = load_yaml_file(path, shown)
     if not isinstance(doc.data, dict):

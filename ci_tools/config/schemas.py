@@ -16,6 +16,7 @@ import json
 from typing import Any, Iterable
 
 from ci_tools import resources
+from ci_tools.engines.install import PINNED
 from ci_tools.errors import Finding
 from ci_tools.yaml.located import YamlDoc
 
@@ -43,6 +44,9 @@ _PATTERN_MESSAGES = {
                               "'--', in lowercase", "e.g. chunked-prefill-size: 16384 (SGLang), max_batch_size: 64 "
                               "(TensorRT-LLM)"),
     "^[0-9]+(\\.[0-9]+)*$": ("an engine version must be a release number", "e.g. engine-versions: [\"0.5.21\", \"0.5.22\"]"),
+    PINNED.pattern: ("an install requirement must be pinned by version and hash",
+                     "write `name==version --hash=sha256:<64 hex>`, one --hash per platform wheel (`pip hash FILE` "
+                     "or the index's sha256 gives it)"),
 }
 
 # Unknown fields that people write for a reason: say what to do instead.

@@ -5,9 +5,9 @@ sha256 in pip's own requirement syntax (`ai-dynamo==1.6.1 --hash=sha256:<64 hex>
 platform wheel). Every worker and frontend command of the job then starts through GUARD: the first
 process to take the lock on the job directory's install folder runs `pip install --no-deps
 --require-hashes --target` there, the others wait and find it done, and each puts the folder first on
-PYTHONPATH and execs its own command. So pip runs once per job (the job directory is shared by every
-node, as Dynamo's file store already is), pip refuses a wheel whose hash differs, and the dry run shows
-the whole command.
+PYTHONPATH and execs its own command. So pip runs once per job, assuming (as Dynamo's file store does)
+that the job directory is one shared filesystem on every node, with flock working across them
+(docs/runner-operator.md); pip refuses a wheel whose hash differs, and the dry run shows the command.
 
 Pure: the argv builder and the requirement check.
 """

@@ -160,15 +160,15 @@ def check_image(policy: Path | None, images: set[str]) -> None:
     names no allowlist): the container gets HF_TOKEN, and in a trusted sweep the recipe is a fork's."""
     if policy is None:
         return
-    from ci_tools.config.images import allowlist_of, problem
-    from ci_tools.yaml.load import load_yaml_file
+    from ci_tools.config.images import problem
+    from ci_tools.config.load import load_image_policy
 
-    if not policy.is_file():
-        raise InputError(f"{policy}: image policy not found; the runner starts no image it cannot check")
-    doc = load_yaml_file(policy, str(policy))
-    patterns = allowlist_of(doc.data)
+    try:
+        patterns, shown = load_image_policy(policy)
+    except InputError as exc:
+        raise InputError(f"not started: {exc.message}", exit_code=exc.exit_code) from None
     for image in sorted(images):
-        why = problem(image, patterns, str(policy))
+        why = problem(image, patterns, shown)
         if why:
             raise InputError(f"not started: {why}")
 

@@ -40,6 +40,7 @@ class PlanRequest:
     github_repo: str | None = None
     env: Mapping[str, str] = field(default_factory=dict)    # GITHUB_TOKEN, GITHUB_API_URL, ... for --pr
     runner_screen: bool = True               # False: rows served by the repository's own scripts (--no-runner-screen)
+    image_policy: Path | None = None         # the trusted policy whose image allowlist applies (--image-policy)
 
 
 UNSCREENED_NOTE = ("--no-runner-screen: no row was checked against what `ci-tools runner run` can serve "
@@ -150,11 +151,18 @@ def plan(req: PlanRequest) -> Outcome:
     decision = decide(event, policy)
     entries, head_masters, base_masters, screen = [], None, None, None
     notes = _notes(note, policy.unknown_note(event.labels))
+    trusted_images = None
+    if req.image_policy is not None:
+        from ci_tools.config.load import load_image_policy
+
+        trusted_images = load_image_policy(req.image_policy)     # its own errors: the policy, not the change
     try:
         if decision.sweep and not decision.error:
-            # the image allowlist of the head's own policy file (the shipped default names none of yours)
-            images = (policy.images, f"{names.POLICY} at {head_ref}") if policy.images is not None \
-                and not source.default else None
+            # the image allowlist of the trusted policy (--image-policy: a trusted sweep's workflow commit,
+            # which benchmark.yml's runner also reads), else of the head's own policy file (the shipped
+            # default names none of yours)
+            images = trusted_images or ((policy.images, f"{names.POLICY} at {head_ref}")
+                                        if policy.images is not None and not source.default else None)
             entries, head_masters, base_masters = changelog_inputs(git, base_ref, head_ref, req.changelog,
                                                                    list(req.masters), req.runners, images)
             decision = settle(decision, bool(entries))

@@ -103,6 +103,44 @@ def test_plan_refuses_a_selected_config_whose_image_is_off_the_allowlist(evil):
     assert out.returncode == 1 and "not on the image allowlist" in shown and "no sweep planned" in shown
 
 
+def test_plan_with_the_trusted_policy_refuses_what_the_forks_own_policy_allows(evil, repo_root, tmp_path_factory):
+    """A trusted sweep plans a fork's commit: `plan --image-policy` (trusted-sweep.yml and the release
+    step pass the workflow commit's policy, as benchmark.yml does for the runner) checks the images
+    against it; the fork's policy, which allows its own registry, plans the row."""
+    git = lambda *a: subprocess.run(["git", "-C", str(evil), *a], check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=a", "-c", "user.email=a@x", "commit", "-q", "-m", "base")
+    git("tag", "base")
+    own = evil / "inferencex-e2e" / "ci-policy.yaml"
+    own.write_text(own.read_text().replace("    - nvcr.io/nvidia/*\n", "    - nvcr.io/nvidia/*\n    - ghcr.io/evil/*\n"))
+    log = evil / "inferencex-e2e" / "perf-changelog.yaml"
+    log.write_text(log.read_text().rstrip("\n") + f"\n\n- config-keys:\n    - {KEY}\n  description:\n    - \"x\"\n"
+                   "  pr-link: XXX\n")
+    git("add", "-A")
+    git("-c", "user.name=a", "-c", "user.email=a@x", "commit", "-q", "-m", "evil image, own allowlist")
+    args = ("plan", "--repo", str(evil), "--base", "base", "--head", "HEAD", "--label", "full-sweep-fail-fast")
+    forks_own = cli(evil, *args)
+    assert "not on the image allowlist" not in forks_own.stdout + forks_own.stderr
+    trusted = cli(evil, *args, "--image-policy", str(repo_root / "inferencex-e2e" / "ci-policy.yaml"))
+    shown = trusted.stdout + trusted.stderr
+    assert trusted.returncode == 1 and "ghcr.io/evil/sglang" in shown and "not on the image allowlist" in shown
+    missing = cli(evil, *args, "--image-policy", str(tmp_path_factory.mktemp("p") / "nope.yaml"))
+    assert missing.returncode == 2 and "image policy not found" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_every_plan_of_a_forks_commit_passes_the_trusted_policy():
+    """The workflow steps that plan the approved fork commit (`--repo pr`) read the trusted checkout's
+    policy for the image allowlist."""
+    workflows = Path(__file__).resolve().parents[2] / ".github" / "workflows"
+    steps = [line for wf in sorted(workflows.glob("*.yml")) for line in
+             wf.read_text().replace("\\\n", " ").splitlines() if "ci-tools plan" in line and "--repo pr" in line]
+    pr_args = [line for wf in sorted(workflows.glob("*.yml")) for line in wf.read_text().splitlines()
+               if "args+=(--repo pr" in line]
+    assert len(steps) == 2 and len(pr_args) == 1
+    assert all("--image-policy inferencex-e2e/ci-policy.yaml" in line for line in steps + pr_args)
+
+
 def runner_dry_run(root: Path, tmp: Path, policy: Path | None, image: str = EVIL) -> subprocess.CompletedProcess:
     row = {"config-key": KEY, "image": image, "model": "deepseek-ai/DeepSeek-V4-Flash", "tp": 4, "ep": 4,
            "dp-attn": False, "conc": 1, "runner": "gb300", "precision": "fp4", "framework": "sglang",

@@ -8,7 +8,8 @@ The wheels are those pinned in tests/engines/wheels.txt (SGLang, routers) and wh
 Dynamo: they need a CPU torch under them), installed by `python3 dev.py test` into .venv-engines and
 .venv-engines-torch (or $CI_TOOLS_ENGINES_VENV / $CI_TOOLS_TORCH_ENGINES_VENV). A missing wheel fails the
 test with the fix, never skips. TensorRT-LLM has no wheel to build from: `trtllm` parses with real click
-over the option declarations of its serve.py (trtllm_click.py, trtllm-serve.json).
+over a hand transcription of its serve.py's option declarations (trtllm_click.py, trtllm-serve.json),
+the one parser here that is not the tool's own code (docs/engines.md says why).
 `argv` is what the parser sees: the options after the launcher (`Command.args`), not the launcher.
 """
 

@@ -75,3 +75,16 @@ def test_a_wrong_hash_stops_the_command(tmp_path):
 ])
 def test_requirements_must_be_pinned_by_version_and_hash(reqs, bad):
     assert len(install.requirement_problems(reqs)) == bad
+
+
+def test_the_recipe_schema_checks_install_with_the_same_rule_and_says_how_to_pin():
+    """One rule: the disaggregated schema's pattern for `install` items is install.PINNED, and
+    `config validate` names the fix for an unpinned line (not only "an invalid form")."""
+    from ci_tools.config import schemas
+    from ci_tools.yaml.located import load_yaml_text
+
+    schema = schemas.schema("disagg-recipe")
+    assert schema["$defs"]["frontend"]["properties"]["install"]["items"]["pattern"] == install.PINNED.pattern
+    doc = load_yaml_text("frontend:\n  install:\n  - ai-dynamo==1.6.1\n", "r.yaml")
+    found = [f for f in schemas.check(doc, doc.data, "disagg-recipe") if "install" in f.message]
+    assert found and "pinned by version and hash" in found[0].message and "--hash=sha256" in found[0].hint, found

@@ -1,4 +1,5 @@
-"""`trtllm-serve serve` as a real click command, from the option declarations in trtllm-serve.json.
+"""`trtllm-serve serve` as a real click command, from trtllm-serve.json: a hand transcription of serve.py's
+option declarations (no TensorRT-LLM wheel can be had, docs/engines.md), not the tool's own code.
 
     from tests.engines.trtllm_click import parse
     parse(["/models/m", "--tp_size", "4", "--trust_remote_code"])   # -> (ok, error)

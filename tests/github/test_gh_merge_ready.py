@@ -341,11 +341,72 @@ def test_recovery_in_one_command(fake, shared, history, env):
     assert dry.returncode == 0, dry.stderr
     assert "[pass] inputs" in dry.stdout + dry.stderr and '"source-run-id": "9"' in dry.stdout + dry.stderr
     assert fake.dispatches == []
-    real = ci([*args, "--format", "github"], recover_env(fake, env, repo))
+    real = ci([*args, "--format", "github"], {**recover_env(fake, env, repo), "GITHUB_RUN_ID": "700"})
     assert real.returncode == 0, real.stderr
     assert [(d["event_type"], d["client_payload"]["source-run-id"], d["client_payload"]["merge-run-id"])
             for d in fake.dispatches] == [("ingest-results", "9", "50")]
     assert outputs(env)["dispatched"] == "true"
+
+
+def test_a_recovery_is_its_own_request_and_a_rerun_of_it_sends_nothing_twice(fake, shared, history):
+    """The results app de-duplicates on dispatch-key. A recovery under the merge's own key (source run,
+    attempt, merge run) would be dropped by an app that received the merge's ingest and failed there;
+    so the recovery's request id (its workflow run) is in its key, and its send goes through send_once,
+    like `stage dispatch` and `results dispatch`: a re-run of the recovery job looks for the app's run
+    named for the key first."""
+    from ci_tools.prbot.shell import Lazy
+    from ci_tools.prbot.staging import decide as staging
+    from test_gh_attacks import app_client
+
+    repo, c = history
+    pr_at(fake, c["R2"])
+    fake.add_run(9, head_sha=c["R1"])
+    merged(fake, 7, c["MC2"])
+    fake.add_run(50, head_sha=c["MC2"], branch="main", event="push", conclusion="failure")
+    merge_key = staging.dispatch_key(staging.INGEST_EVENT, fake.repo, 9, 1, 50)
+    fake.add_app_run(settings_of(repo).results_repo, staging.acknowledgement_name(staging.INGEST_EVENT, merge_key))
+
+    def job(request_id):
+        return recover(None, settings_of(repo), lazy(fake), Lazy(app_client(fake)), merge_commit=c["MC2"], run_id=9,
+                       request_id=request_id)
+
+    first = job(700)
+    assert first.outputs["dispatched"] == "true" and len(fake.dispatches) == 1, first.messages
+    key = fake.dispatches[0]["client_payload"]["dispatch-key"]
+    assert key != merge_key and key.endswith(":50-recovery-700")
+    rerun = job(700)                                      # the recovery job re-run: same run id
+    assert len(fake.dispatches) == 1 and rerun.messages[0] == f"not sent again: the results app already has {key}"
+    again = job(701)                                      # a second, deliberate recovery
+    assert len(fake.dispatches) == 2 and again.messages[0].startswith("dispatched ingest-results")
+
+
+@pytest.mark.parametrize("args, code, said", [
+    (["reuse", "recover", "--merge-commit", "abc", "--run", "9", "--dry-run"], 2, "full 40-character commit SHA"),
+    (["reuse", "recover", "--merge-commit", "e" * 40, "--run", "-5", "--dry-run"], 2, "--run"),
+    (["reuse", "recover", "--merge-commit", "e" * 40, "--run", "9", "--merge-run", "0", "--dry-run"], 2, "--merge-run"),
+    (["reuse", "ready", "--pr", "0"], 2, "--pr"),
+    (["reuse", "ready-pr", "--pr", "0"], 2, "--pr"),
+])
+def test_new_commands_refuse_bad_numbers_before_any_request(fake, env, args, code, said):
+    res = ci(args, env)
+    assert (res.returncode, "Traceback" in res.stderr) == (code, False) and said in res.stderr, res.stderr
+    assert fake.requests == []
+
+
+def test_a_recovery_of_a_run_that_does_not_exist_names_it(fake, shared, history):
+    repo, c = history
+    pr_at(fake, c["R2"])
+    merged(fake, 7, c["MC2"])
+    res = recover(None, settings_of(repo), lazy(fake), None, merge_commit=c["MC2"], run_id=404404, dry_run=True)
+    assert res.exit_code == 1 and res.messages[0] == f"recovery refused: run 404404 does not exist in {fake.repo}"
+
+
+def test_a_recovery_without_a_request_id_is_a_usage_error(fake, shared, history, env):
+    repo, c = history
+    res = ci(["reuse", "recover", "--merge-commit", c["MC2"], "--run", "9", "--repo-root", str(repo)],
+             recover_env(fake, env, repo))
+    assert res.returncode == 2 and "--request-id" in res.stderr and "Traceback" not in res.stderr
+    assert fake.dispatches == []
 
 
 def test_recovery_is_refused_when_inputs_differ(fake, shared, history):
@@ -355,7 +416,7 @@ def test_recovery_is_refused_when_inputs_differ(fake, shared, history):
     merged(fake, 7, c["MC3"])
     fake.add_run(50, head_sha=c["MC3"], branch="main", event="push")
     res = recover(None, settings_of(repo), lazy(fake), lambda: pytest.fail("must not dispatch"),
-                  merge_commit=c["MC3"], run_id=9)
+                  merge_commit=c["MC3"], run_id=9, request_id=700)
     assert res.exit_code == 1 and fake.dispatches == []
     assert any(l.startswith("[FAIL] inputs") and f"{RECIPE} changed" in l for l in res.messages), res.messages
 

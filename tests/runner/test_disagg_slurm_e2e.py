@@ -71,7 +71,7 @@ def router_python() -> str:
 
 @pytest.fixture
 def mnjob(tmp_path, aiperf, hf_home, cluster, router_python):
-    # the router's metrics port (29000 by default) on a free one: two suites on one host would collide
+    # the recipe sets the router's metrics port (the runner's own pick, --port + 1, is not known free here)
     (tmp_path / "recipe.yaml").write_text(RECIPE.replace("PROMETHEUS_PORT", str(free_port())))
     (tmp_path / "inferencex-e2e/configs").mkdir(parents=True)
     (tmp_path / "inferencex-e2e/configs/runners.yaml").write_text(RUNNERS)

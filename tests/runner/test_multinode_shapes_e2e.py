@@ -32,7 +32,7 @@ def cluster():
 def test_a_multinode_eval_row_runs_the_harness_against_the_frontend(tmp_path, cluster, router_python, lm_eval,
                                                                     hf_home):
     root = tmp_path
-    # its own metrics port: the router's default (29000) may be another test's router on this host
+    # its own metrics port, a free one (the runner's pick, --port + 1, is not known free on this host)
     (root / "recipe.yaml").write_text(RECIPE.replace("conc: [2, 3]", "conc: [2]")
                                       .replace("PROMETHEUS_PORT", str(free_port())))
     (root / "inferencex-e2e/configs").mkdir(parents=True)

@@ -16,6 +16,7 @@ What a step sees on github.com, and so what it sees here:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
@@ -35,6 +36,20 @@ WEBHOOKS = SHARED / "corpus" / "github-webhooks"
 SCOPES = ("actions", "attestations", "checks", "contents", "deployments", "discussions", "id-token", "issues",
           "models", "packages", "pages", "pull-requests", "repository-projects", "security-events", "statuses")
 FORK_DOWNGRADED = ("pull_request", "pull_request_review", "pull_request_review_comment")
+
+
+@contextlib.contextmanager
+def served_fake(shared: Path, repo: str):
+    """The fake GitHub of `repo`, served over HTTP for the steps' commands (`fake.url`); nothing it
+    answered may break GitHub's schemas."""
+    sys.path.insert(0, str(REPO / "tests" / "github"))
+    from fake_github import FakeGitHub, Server
+
+    fake = FakeGitHub(shared / "corpus", repo=repo)
+    with Server(fake) as server:
+        fake.url = server.url
+        yield fake
+    assert not fake.schema_errors, fake.schema_errors
 
 
 def workflow(name: str) -> wc.Workflow:

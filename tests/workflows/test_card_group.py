@@ -7,7 +7,6 @@ to main and a fork PR's own run resolve no PR and write no card."""
 from __future__ import annotations
 
 import copy
-import sys
 
 import pytest
 
@@ -15,10 +14,7 @@ import gh_expr
 import gh_runtime as rt
 from ci_tools import names
 from ci_tools.prbot.approval import decide as approval
-from wf_env import REPO
 
-sys.path.insert(0, str(REPO / "tests" / "github"))
-from fake_github import FakeGitHub, Server  # noqa: E402
 
 SHA1, SHA2, MAIN = "a" * 40, "b" * 40, "e" * 40
 TRUSTED = f".github/workflows/{names.TRUSTED_WORKFLOW}"
@@ -26,11 +22,9 @@ TRUSTED = f".github/workflows/{names.TRUSTED_WORKFLOW}"
 
 @pytest.fixture
 def fake(shared):
-    fake = FakeGitHub(shared / "corpus", repo="octo/bench")
-    with Server(fake) as server:
-        fake.url = server.url
+    with rt.served_fake(shared, "octo/bench") as fake:
         yield fake
-    assert fake.requests == [], "resolving the card's PR needs no API"
+        assert fake.requests == [], "resolving the card's PR needs no API"
 
 
 def card_group(fake, tmp, run: dict) -> tuple[str, str | None]:

@@ -402,6 +402,16 @@ def runner_digest(s):
     return [job]
 
 
+def ready_job(s, event_name: str, payload: dict, **kw) -> tuple[rt.JobRun, rt.JobRun]:
+    """merge-ready.yml's ready job after its `pr` job resolved the PR and group (the ready job's needs)."""
+    which = s.job("merge-ready.yml", "pr", event_name, payload, **kw)
+    outputs = ok(which.run("pr")).outputs
+    job = s.job("merge-ready.yml", "ready", event_name, payload, needs={"pr": {"outputs": outputs, "result": "success"}},
+                **kw)
+    assert job.would_run() and gh_expr.interpolate(job.job["concurrency"]["group"], job.context()) == outputs["group"]
+    return which, job
+
+
 def merge_ready_on_a_push_to_the_pr(s: Scenario):
     """Issue 23: the readiness status (statuses: write) and the card line (a comment), from the pin's run,
     its artifacts (actions: read) and the PR's files (pull-requests)."""
@@ -409,9 +419,34 @@ def merge_ready_on_a_push_to_the_pr(s: Scenario):
     s.fake.pr_files[7] = ["inferencex-e2e/perf-changelog.yaml"]
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
     s.fake.add_comment(7, "/use 9", author=writer(s.fake))
-    job = s.job("merge-ready.yml", "ready", "pull_request_target", pr_payload(s.fake, 7, "synchronize"))
+    which, job = ready_job(s, "pull_request_target", pr_payload(s.fake, 7, "synchronize"))
     out = ok(job.run("ready")).outputs
     assert out["state"] == "success" and [st["context"] for st in s.fake.statuses] == ["ci-tools / ready to merge"]
+    return [job]
+
+
+def merge_ready_pr_of_a_push_and_a_sweep_end(s: Scenario):
+    """The pr job's reads: a push's merged PR, a trusted sweep's run name."""
+    from ci_tools.prbot.approval import decide as approval
+
+    pr_with_sweep(s.fake, 7)
+    merged(s.fake)
+    push = s.job("merge-ready.yml", "pr", "push", push_to_main())
+    assert ok(push.run("pr")).outputs["group"] == "merge-ready-pr-7"
+    run = s.fake.add_run(13, head_sha=MERGE, branch="main", event="workflow_dispatch",
+                         path=".github/workflows/trusted-sweep.yml", display_title=approval.run_name(7, SHA1))
+    trusted = s.job("merge-ready.yml", "pr", "workflow_run", run_payload(s.fake, run))
+    assert ok(trusted.run("pr")).outputs["group"] == "merge-ready-pr-7"
+    return [push, trusted]
+
+
+def merge_ready_pr_of_a_fork_sweep_end(s: Scenario):
+    """A fork PR's own run lists no pull_requests: the commit's open PR (pull-requests: read)."""
+    pr_with_sweep(s.fake, 8, head=SHA2, fork="someone/bench")
+    s.fake.commit_pulls[SHA2] = [8]
+    run = s.fake.add_run(14, head_sha=SHA2, branch="feature", head_repo="someone/bench")
+    job = s.job("merge-ready.yml", "pr", "workflow_run", run_payload(s.fake, run))
+    assert ok(job.run("pr")).outputs["group"] == "merge-ready-pr-8"
     return [job]
 
 
@@ -420,7 +455,7 @@ def merge_ready_after_the_merge(s: Scenario):
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
     s.fake.add_comment(7, "/use 9", author=writer(s.fake))
     merged(s.fake)
-    job = s.job("merge-ready.yml", "ready", "push", push_to_main())
+    _, job = ready_job(s, "push", push_to_main())
     ok(job.run("ready"))
     assert any("reuse was refused" in c["body"] for c in s.fake.bot_comments(7))
     return [job]
@@ -430,7 +465,7 @@ def merge_ready_daily_pass(s: Scenario):
     """The schedule lists the open PRs (pull-requests: read) and checks each."""
     pr_with_sweep(s.fake, 7)
     s.fake.pr_files[7] = ["inferencex-e2e/perf-changelog.yaml"]
-    job = s.job("merge-ready.yml", "ready", "schedule", {"schedule": "17 6 * * *"})
+    _, job = ready_job(s, "schedule", {"schedule": "17 6 * * *"})
     out = ok(job.run("ready")).outputs
     assert out["ready"] == "false" and [st["state"] for st in s.fake.statuses] == ["failure"]
     return [job]
@@ -571,6 +606,7 @@ SCENARIOS = {
     ("welcome.yml", "welcome"): [welcome_on_open],
     ("merge-ready.yml", "ready"): [merge_ready_on_a_push_to_the_pr, merge_ready_after_the_merge,
                                    merge_ready_daily_pass],
+    ("merge-ready.yml", "pr"): [merge_ready_pr_of_a_push_and_a_sweep_end, merge_ready_pr_of_a_fork_sweep_end],
     ("recover-ingest.yml", "recover"): [recover_checks_before_dispatching],
 }
 

@@ -6,16 +6,12 @@ payload, the job's token against the fake), refuses it with the reason once the 
 from __future__ import annotations
 
 import copy
-import sys
 
 import pytest
 
 import gh_runtime as rt
 from test_sweep_end_to_end import PRIMARY
-from wf_env import REPO
 
-sys.path.insert(0, str(REPO / "tests" / "github"))
-from fake_github import FakeGitHub, Server  # noqa: E402
 
 OLD, NEW = "1" * 40, "2" * 40
 PR = 7
@@ -23,11 +19,8 @@ PR = 7
 
 @pytest.fixture
 def fake(shared):
-    fake = FakeGitHub(shared / "corpus", repo="Codertocat/Hello-World")
-    with Server(fake) as server:
-        fake.url = server.url
+    with rt.served_fake(shared, "Codertocat/Hello-World") as fake:
         yield fake
-    assert not fake.schema_errors
 
 
 def payload(head: str, labels=(PRIMARY,), action: str = "synchronize") -> dict:

@@ -9,26 +9,19 @@ must make no request at all.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 import gh_runtime as rt
-from wf_env import REPO
 
-sys.path.insert(0, str(REPO / "tests" / "github"))
-from fake_github import FakeGitHub, Server  # noqa: E402
 
 
 @pytest.fixture
 def fake(shared):
-    fake = FakeGitHub(shared / "corpus", repo="Codertocat/Hello-World")
-    with Server(fake) as server:
-        fake.url = server.url
+    with rt.served_fake(shared, "Codertocat/Hello-World") as fake:
         yield fake
-    assert fake.requests == [], "these steps need no GitHub API for these events"
-    assert not fake.schema_errors
+        assert fake.requests == [], "these steps need no GitHub API for these events"
 
 
 def run_step(fake, tmp: Path, workflow: str, job: str, index, event_name: str, payload: dict) -> rt.StepRun:

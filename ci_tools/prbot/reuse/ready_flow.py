@@ -42,6 +42,35 @@ def _pr_of(event: Event | None, client: Client) -> int | None:
     return None
 
 
+GROUP_OUTPUTS = ("pr", "group")
+
+
+def which_pr(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None = None,
+             open_prs: bool = False) -> Result:
+    """`reuse ready-pr`: the PR an event's readiness run is about and its concurrency group, resolved as
+    `ready` resolves it (a fork PR's sweep end lists no pull_requests; a push to main is its merged
+    PR's). Grouping by the raw event (the PR number for PR events, the head SHA for a sweep's end) put
+    two evaluations of one PR in different groups, so an older one could finish last."""
+    if open_prs or (event is not None and event.name in ("schedule", "workflow_dispatch") and pr is None):
+        return Result(outputs={"pr": "", "group": names.READY_OPEN_PRS_GROUP},
+                      messages=["every open PR: the daily pass has its own group"])
+    number = pr
+    if number is None and event is not None and event.name == "push":
+        merged_ = sorted(p.number for p in gh().merged_pull_requests(event.after))
+        if len(merged_) != 1:
+            why = f"{len(merged_)} merged pull requests" if merged_ else "no merged pull request"
+            return Result(outputs={"pr": "", "group": f"merge-ready-push-{event.after}"},
+                          messages=[f"commit {event.after[:12]} has {why}: grouped by the commit"])
+        number = merged_[0]
+    if number is None:
+        number = _pr_of(event, gh())
+    if number is None:
+        return Result(outputs=dict.fromkeys(GROUP_OUTPUTS, ""),
+                      messages=["no pull request for this event: no readiness to report"])
+    return Result(outputs={"pr": str(number), "group": names.READY_GROUP.format(pr=number)},
+                  messages=[f"PR #{number}"])
+
+
 def facts_of(number: int, client: Client, settings: Settings, tl=None, now: datetime | None = None
              ) -> tuple[readiness.Facts, object]:
     """Everything the decision needs for PR `number`, read now; (facts, the PR's context)."""
@@ -176,16 +205,23 @@ def _merge_run(client: Client, settings: Settings, merge_commit: str, limit: int
 
 def recover(event: Event | None, settings: Settings, gh: Lazy, dispatcher: Lazy | None = None, *,
             merge_commit: str, run_id: int, merge_run_id: int | None = None, dry_run: bool = False,
-            requested_by: str | None = None) -> Result:
+            requested_by: str | None = None, request_id: int | None = None) -> Result:
     """Check a merged PR's sweep run as `reuse resolve` would have at merge (inputs compared strictly with
-    the merge commit), then ask the results app to ingest it (`--dry-run`: print the dispatch only)."""
+    the merge commit), then ask the results app to ingest it (`--dry-run`: print the dispatch only).
+
+    `request_id` names this recovery (recover-ingest.yml: its run id) in the dispatch key; the send
+    goes through `send_once`, like every dispatch, so a re-run of the job sends nothing twice."""
     import json
 
     from ci_tools.errors import InputError
     from ci_tools.github.client import GitHubError
     from ci_tools.prbot.reuse import recover as rc
     from ci_tools.prbot.staging import decide as staging
+    from ci_tools.prbot.staging.flow import send_once
 
+    if not dry_run and request_id is None:
+        raise InputError("a recovery's dispatch needs a request id: pass --request-id N (recover-ingest.yml passes "
+                         "its run id, GITHUB_RUN_ID); a re-send with the same id is not sent twice", exit_code=2)
     client: Client = gh()
     out = dict.fromkeys(RECOVER_OUTPUTS, "")
     out.update({"dispatched": "false", "source-run-id": str(run_id)})
@@ -241,13 +277,16 @@ def recover(event: Event | None, settings: Settings, gh: Lazy, dispatcher: Lazy 
         return refused()
     payload = staging.ingest_payload(source_repo=client.repo, run_id=run.id, run_attempt=run.run_attempt,
                                      head_sha=run.head_sha, pr_number=prs.number, merge_run_id=int(merge_run["id"]),
-                                     merge_run_attempt=int(merge_run.get("run_attempt") or 1))
+                                     merge_run_attempt=int(merge_run.get("run_attempt") or 1),
+                                     recovery=request_id if request_id is not None else 0)
     messages = [c.line() for c in checks] + [n for n in notes]
     dispatch = f"{staging.INGEST_EVENT} to {settings.results_repo}: {json.dumps(payload, sort_keys=True)}"
     if dry_run:
         return Result(outputs=out, messages=["dry run: every check passed; would dispatch " + dispatch, *messages])
     if dispatcher is None:
         raise InputError("recovery dispatches to the results app: set RESULTS_DISPATCH_TOKEN (or use --dry-run)")
-    dispatcher().dispatch(settings.results_repo, staging.INGEST_EVENT, payload)
+    sent = send_once(dispatcher(), settings.results_repo, staging.INGEST_EVENT, payload)
     out["dispatched"] = "true"
-    return Result(outputs=out, messages=["dispatched " + dispatch, *messages])
+    return Result(outputs=out, messages=[("dispatched " + dispatch) if sent else
+                                         f"not sent again: the results app already has {payload['dispatch-key']}",
+                                         *messages])

@@ -260,11 +260,14 @@ def ingest_decision(*, event_name: str, ref: str, main_ref: str, collect_result:
 
 
 def ingest_payload(*, source_repo: str, run_id: int, run_attempt: int, head_sha: str, pr_number: int | None,
-                   merge_run_id: int, merge_run_attempt: int) -> dict[str, str]:
+                   merge_run_id: int, merge_run_attempt: int, recovery: int | None = None) -> dict[str, str]:
     """The `client_payload` of the `ingest-results` dispatch: all strings, like `dispatch_payload`.
 
     `source-run-*` name the run whose artifacts hold the results (this run, or the reused one);
-    `merge-run-*` name this run on main, whose changelog metadata describes the merge."""
+    `merge-run-*` name this run on main, whose changelog metadata describes the merge. `recovery`:
+    the request id of a `reuse recover` (its workflow run): a recovery is a new request, so its key is
+    not the merge's (an ingest that reached the app and failed there would make the app drop a
+    recovery sent under the same key), while a re-run of the recovery job keeps it."""
     return {"source-repository": source_repo, "source-run-id": str(run_id), "source-run-attempt": str(run_attempt),
             "head-sha": head_sha, "pr-number": "" if pr_number is None else str(pr_number),
             "merge-run-id": str(merge_run_id), "merge-run-attempt": str(merge_run_attempt),
@@ -272,4 +275,5 @@ def ingest_payload(*, source_repo: str, run_id: int, run_attempt: int, head_sha:
             # A re-run of the job is the same request, so no attempt of the run on main is in the key
             # (a run ingesting its own results: attempt 0); a reused source run's attempt is fixed.
             "dispatch-key": dispatch_key(INGEST_EVENT, source_repo, run_id,
-                                         run_attempt if run_id != merge_run_id else 0, merge_run_id)}
+                                         run_attempt if run_id != merge_run_id else 0,
+                                         merge_run_id if recovery is None else f"{merge_run_id}-recovery-{recovery}")}
