@@ -104,6 +104,28 @@ def test_a_broken_flag_is_rejected_by_its_engine(parser, version, args, error):
     assert not result.ok and error in result.error, result
 
 
+# Topologies of InferenceX's single-node rows that the example rows lack, so that every branch of each
+# plug-in's topology rendering meets its parser: vLLM's DEP with ep > tp (InferenceX's `tp: 1, ep: 8`
+# is data-parallel 8 over tp 1) is in no example row, and its flags went unparsed.
+FLEET_TOPOLOGIES = [(8, 1, False), (8, 8, False), (8, 8, True), (1, 8, True), (2, 8, True), (4, 4, True)]
+
+
+@pytest.mark.parametrize("engine,version", [("sglang", "0.5.22"), ("vllm", "0.33.0"), ("trtllm", "serve.py")])
+def test_every_topology_the_fleet_runs_parses(engine, version):
+    from ci_tools.engines import ServeSpec
+    from ci_tools.engines import engine as plugin_of
+
+    plugin, named = plugin_of(engine), {}
+    for tp, ep, dpa in FLEET_TOPOLOGIES:
+        spec = ServeSpec("/models/m", "m", "0.0.0.0", 8000, tp=tp, ep=ep, dp_attn=dpa, files_dir="/job")
+        if not plugin.topology_problems(spec):      # a refused topology is refused before any command
+            named[f"tp{tp} ep{ep}{' dp-attn' if dpa else ''}"] = list(plugin.server(spec).args)
+    assert "tp1 ep8 dp-attn" in named or engine == "sglang", named
+    results = parse_many(engine, version, list(named.values()))
+    bad = [f"{n}: rejects `{shlex.join(a)}`: {r.error}" for (n, a), r in zip(named.items(), results) if not r.ok]
+    assert not bad, "\n".join(bad)
+
+
 def test_a_trtllm_recipe_may_write_options_with_hyphens():
     """`trust-remote-code: true` in a TensorRT-LLM recipe used to render `--trust-remote-code`, which
     trtllm-serve rejects; it renders trtllm-serve's own `--trust_remote_code` now."""
