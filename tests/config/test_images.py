@@ -87,18 +87,32 @@ def test_config_validate_refuses_an_image_off_the_allowlist_at_its_line(evil):
     assert f"{MASTER}:{line}" in out.stdout + out.stderr and "not on the image allowlist" in out.stdout + out.stderr
 
 
-def test_plan_refuses_a_selected_config_whose_image_is_off_the_allowlist(evil):
+ALLOW_EVIL = ("    - nvcr.io/nvidia/*\n", "    - nvcr.io/nvidia/*\n    - ghcr.io/evil/*\n")
+PLAN = ("plan", "--base", "base", "--head", "HEAD", "--label", "full-sweep-fail-fast")
+
+
+def select_evil(evil: Path, *, own_allowlist: bool = False) -> None:
+    """A git history of `evil`: `base`, then HEAD appends a changelog entry selecting the seed config
+    (whose image is EVIL); `own_allowlist`: HEAD's policy also allows ghcr.io/evil/* (a fork's)."""
     git = lambda *a: subprocess.run(["git", "-C", str(evil), *a], check=True, capture_output=True)  # noqa: E731
+    commit = lambda msg: git("-c", "user.name=a", "-c", "user.email=a@x", "commit", "-q", "-m", msg)  # noqa: E731
     git("init", "-q")
     git("add", "-A")
-    git("-c", "user.name=a", "-c", "user.email=a@x", "commit", "-q", "-m", "base")
+    commit("base")
     git("tag", "base")
+    if own_allowlist:
+        own = evil / "inferencex-e2e" / "ci-policy.yaml"
+        own.write_text(own.read_text().replace(*ALLOW_EVIL))
     log = evil / "inferencex-e2e" / "perf-changelog.yaml"
     log.write_text(log.read_text().rstrip("\n") + f"\n\n- config-keys:\n    - {KEY}\n  description:\n    - \"x\"\n"
                    "  pr-link: XXX\n")
     git("add", "-A")
-    git("-c", "user.name=a", "-c", "user.email=a@x", "commit", "-q", "-m", "evil image")
-    out = cli(evil, "plan", "--repo", str(evil), "--base", "base", "--head", "HEAD", "--label", "full-sweep-fail-fast")
+    commit("evil image")
+
+
+def test_plan_refuses_a_selected_config_whose_image_is_off_the_allowlist(evil):
+    select_evil(evil)
+    out = cli(evil, *PLAN, "--repo", str(evil))
     shown = out.stdout + out.stderr          # the refusal is a verdict, shown in full in every format
     assert out.returncode == 1 and "not on the image allowlist" in shown and "no sweep planned" in shown
 
@@ -107,25 +121,13 @@ def test_plan_with_the_trusted_policy_refuses_what_the_forks_own_policy_allows(e
     """A trusted sweep plans a fork's commit: `plan --image-policy` (trusted-sweep.yml and the release
     step pass the workflow commit's policy, as benchmark.yml does for the runner) checks the images
     against it; the fork's policy, which allows its own registry, plans the row."""
-    git = lambda *a: subprocess.run(["git", "-C", str(evil), *a], check=True, capture_output=True)  # noqa: E731
-    git("init", "-q")
-    git("add", "-A")
-    git("-c", "user.name=a", "-c", "user.email=a@x", "commit", "-q", "-m", "base")
-    git("tag", "base")
-    own = evil / "inferencex-e2e" / "ci-policy.yaml"
-    own.write_text(own.read_text().replace("    - nvcr.io/nvidia/*\n", "    - nvcr.io/nvidia/*\n    - ghcr.io/evil/*\n"))
-    log = evil / "inferencex-e2e" / "perf-changelog.yaml"
-    log.write_text(log.read_text().rstrip("\n") + f"\n\n- config-keys:\n    - {KEY}\n  description:\n    - \"x\"\n"
-                   "  pr-link: XXX\n")
-    git("add", "-A")
-    git("-c", "user.name=a", "-c", "user.email=a@x", "commit", "-q", "-m", "evil image, own allowlist")
-    args = ("plan", "--repo", str(evil), "--base", "base", "--head", "HEAD", "--label", "full-sweep-fail-fast")
-    forks_own = cli(evil, *args)
+    select_evil(evil, own_allowlist=True)
+    forks_own = cli(evil, *PLAN, "--repo", str(evil))
     assert "not on the image allowlist" not in forks_own.stdout + forks_own.stderr
-    trusted = cli(evil, *args, "--image-policy", str(repo_root / "inferencex-e2e" / "ci-policy.yaml"))
+    trusted = cli(evil, *PLAN, "--repo", str(evil), "--image-policy", str(repo_root / "inferencex-e2e" / "ci-policy.yaml"))
     shown = trusted.stdout + trusted.stderr
     assert trusted.returncode == 1 and "ghcr.io/evil/sglang" in shown and "not on the image allowlist" in shown
-    missing = cli(evil, *args, "--image-policy", str(tmp_path_factory.mktemp("p") / "nope.yaml"))
+    missing = cli(evil, *PLAN, "--repo", str(evil), "--image-policy", str(tmp_path_factory.mktemp("p") / "nope.yaml"))
     assert missing.returncode == 2 and "image policy not found" in missing.stderr and "Traceback" not in missing.stderr
 
 
@@ -155,7 +157,7 @@ def test_runner_run_refuses_an_image_the_trusted_policy_does_not_allow(evil, rep
     trusted = repo_root / "inferencex-e2e" / "ci-policy.yaml"      # the workflow commit's copy
     # the checked-out (fork's) policy allows its own registry: the runner does not read it
     own = evil / "inferencex-e2e" / "ci-policy.yaml"
-    own.write_text(own.read_text().replace("    - nvcr.io/nvidia/*\n", "    - nvcr.io/nvidia/*\n    - ghcr.io/evil/*\n"))
+    own.write_text(own.read_text().replace(*ALLOW_EVIL))
     refused = runner_dry_run(evil, tmp_path, trusted)
     assert refused.returncode == 1 and "not started" in refused.stderr and "ghcr.io/evil/sglang" in refused.stderr
     assert "Traceback" not in refused.stderr
