@@ -40,6 +40,9 @@ def _common(f):
         click.option("--no-evals", is_flag=True, help="Throughput rows only, no eval marking."),
         click.option("--evals-only", is_flag=True, help="Only the rows selected for evals."),
         click.option("--all-evals", is_flag=True, help="Expand eval selection (alone: eval rows only)."),
+        click.option("--with-config-key", is_flag=True,
+                     help="Add each row's `config-key` (not an InferenceX key): what `runner run` and `runner "
+                          "profile` read to find the row's recipe."),
         click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
                      show_default=True, help="text: one line per row; json: InferenceX's JSON array of rows; "
                                              "github: the array as step output `matrix`, the count in the summary."),

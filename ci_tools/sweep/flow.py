@@ -263,6 +263,7 @@ class MatrixRequest:
     no_evals: bool = False
     evals_only: bool = False
     all_evals: bool = False
+    with_config_key: bool = False                     # add `config-key` (not InferenceX's) for runner run/profile
 
 
 def _read_masters_fast(files: list[Path]):
@@ -327,4 +328,4 @@ def matrix_rows(req: MatrixRequest) -> list[dict]:
             raise UsageError(exc.message) from None
         raise
     rows = select_evals(rows, all_evals=req.all_evals, evals_only=req.evals_only, no_evals=req.no_evals)
-    return [r.data for r in rows]
+    return [dict(r.data, **{"config-key": r.key}) if req.with_config_key else r.data for r in rows]

@@ -35,3 +35,32 @@ def test_each_row_is_profiled_on_its_runner_and_uploaded_under_the_commands_name
     upload = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
     assert upload["with"]["name"] == "${{ steps.run.outputs.artifact-profile }}"
     assert upload["with"]["path"].endswith("/out/" + names.PROFILE_TRACE_DIR)
+
+
+def test_the_rows_it_asks_for_are_rows_runner_profile_can_serve(tmp_path, monkeypatch):
+    """The rows step's own command, on the example repository, for the seed key at conc 64: each row
+    dry-runs through `runner profile` (InferenceX's matrix rows carry no config-key, and a row
+    without one names no recipe: --with-config-key adds it)."""
+    import json
+
+    from click.testing import CliRunner
+
+    import wf_contract as wc
+    from ci_tools.cli import cli
+    from ci_tools.runner.flow import RunRequest, prepare_profile
+    from wf_env import REPO
+
+    step = next(s for s in _profile()["jobs"]["rows"]["steps"] if s.get("id") == "rows")
+    (argv,) = wc.ci_tools_commands(step["run"])
+    env = {"$CONFIG_KEY": "dsv41flash-fp4-b300-sglang", "$CONC": "64"}
+    argv = [env.get(a, a) for a in argv if a != "--format" and a != "github"] + ["--format", "json"]
+    monkeypatch.chdir(REPO)
+    res = CliRunner().invoke(cli, argv)
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)
+    assert rows
+    for i, row in enumerate(rows):
+        path = tmp_path / f"row{i}.json"
+        path.write_text(json.dumps(row))
+        job = prepare_profile(RunRequest(row_path=path, root=REPO, dry_run=True, out=tmp_path / "o"), requests=None)
+        assert "/start_profile" in job.commands and "artifact-profile" in job.outputs
