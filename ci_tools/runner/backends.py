@@ -154,14 +154,26 @@ def squash_file(image: str, squash_dir: str) -> str:
     return f"{squash_dir.rstrip('/') or '/'}/{re.sub(r'[^A-Za-z0-9._-]+', '+', ref)}.sqsh"
 
 
-def import_script(image: str, sqsh: str, wait_s: float) -> str:
+def import_script(image: str, sqsh: str, wait_s: float, job_dir: str | None = None) -> str:
     """sh text importing IMAGE into SQSH once: under `flock` on SQSH.lock (so concurrent jobs and the
     nodes of one job import it once), skipped when SQSH exists; written as SQSH.part and renamed when
-    complete, so a killed import never leaves a file that looks whole (no `unsquashfs -l` check needed)."""
+    complete, so a killed import never leaves a file that looks whole (no `unsquashfs -l` check needed).
+
+    With JOB_DIR (multi-node: every step mounts the runner's job directory, and Dynamo's store and the
+    recipe's install live there), each node first checks that it sees the job.json the runner wrote
+    there: a job directory that is not on a filesystem shared by all nodes fails here, naming the node,
+    instead of as a pyxis mount error or a Dynamo worker that never registers."""
     wait = max(1, math.ceil(wait_s))
     ref = image_for_slurm(image)
+    shared = [] if job_dir is None else [
+        f"d={shlex.quote(job_dir)}",
+        f'[ -f "$d/{names.JOB_JSON}" ] || {{ echo "$(hostname): the job directory $d is not on this node (no '
+        f'{names.JOB_JSON}): every step mounts it, so the runner\'s work directory must be on a filesystem all '
+        'nodes mount at the same path" >&2; exit 78; }',
+    ]
     return "\n".join([
         "set -e",
+        *shared,
         f"f={shlex.quote(sqsh)}",
         'mkdir -p "${f%/*}"',
         'exec 9>>"$f.lock"',
@@ -174,10 +186,11 @@ def import_script(image: str, sqsh: str, wait_s: float) -> str:
     ])
 
 
-def image_import(image: str, squash_dir: str, wait_s: float, prefix: list[str]) -> Launch:
+def image_import(image: str, squash_dir: str, wait_s: float, prefix: list[str], job_dir: str | None = None) -> Launch:
     """The job's one import of its image (see import_script), run by `prefix` (an srun step)."""
     sqsh = squash_file(image, squash_dir)
-    return Launch("image", prefix + ["sh", "-c", import_script(image, sqsh, wait_s)], {}, [], names.IMAGE_IMPORT_LOG)
+    return Launch("image", prefix + ["sh", "-c", import_script(image, sqsh, wait_s, job_dir)], {}, [],
+                  names.IMAGE_IMPORT_LOG)
 
 
 def _slurm(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:

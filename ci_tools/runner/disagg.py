@@ -562,13 +562,14 @@ def _container(plan: MultiNodePlan, env: dict[str, str], out_dir: str) -> list[s
     return argv
 
 
-def import_step(plan: MultiNodePlan, jobid: str, nodes: list[str]) -> Launch:
+def import_step(plan: MultiNodePlan, jobid: str, nodes: list[str], out_dir: str) -> Launch:
     """The image import, one task on every node: on a shared squash directory the first takes the lock and
-    imports and the others find the file; on node-local ones each node imports once (for later jobs too)."""
+    imports and the others find the file; on node-local ones each node imports once (for later jobs too).
+    Each task first checks that its node sees the job directory OUT_DIR (backends.import_script)."""
     n = len(nodes)
     prefix = ["srun", f"--jobid={jobid}", "--job-name=image", "--overlap", f"--nodelist={','.join(nodes)}",
               f"--nodes={n}", f"--ntasks={n}", "--ntasks-per-node=1", "--gres=none"]
-    return image_import(plan.image, plan.slurm.squash_dir, plan.settings.ready_timeout_s, prefix)
+    return image_import(plan.image, plan.slurm.squash_dir, plan.settings.ready_timeout_s, prefix, out_dir)
 
 
 def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]], out_dir: str,
@@ -715,7 +716,7 @@ def render_dry_run(plan: MultiNodePlan, out_dir: str) -> str:
              _shell(alloc_argv(plan)),
              "# then: squeue --noheader --format=%N --jobs=J  ->  scontrol show hostnames <list>; "
              "each node's NodeAddr (scontrol show node) is where it is reached"]
-    lines += [""] + image_import_lines(import_step(plan, "J", nodes), plan.image)
+    lines += [""] + image_import_lines(import_step(plan, "J", nodes, out_dir), plan.image)
     for step in worker_steps(plan, "J", placement, out_dir):
         lines += ["", f"# {step.name} (log: {step.log})", _shell(step.argv, step.env)]
     lines += ["", "# readiness, in order (deadline "

@@ -202,7 +202,7 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
         status["phase"] = "image"
         start = time.monotonic()
         # its time counts against readiness (`start` is the readiness clock's start too)
-        import_image(import_step(plan, jobid, nodes), out, MARKS, plan.settings.ready_timeout_s, imports, say, poll_s)
+        import_image(import_step(plan, jobid, nodes, str(out)), out, MARKS, plan.settings.ready_timeout_s, imports, say, poll_s)
         status["image_import_s"] = round(time.monotonic() - start, 1)
         status["phase"] = "start"
         steps = worker_steps(plan, jobid, placement, str(out), addresses)

@@ -93,3 +93,20 @@ def test_enroot_refuses_what_the_script_must_avoid(tmp_path):
     res = subprocess.run(["enroot", "import", "-o", str(tmp_path / "y.sqsh"), "docker://Example.org/A"],
                          env=_env(tmp_path, 0), capture_output=True, text=True)
     assert res.returncode == 1 and "Invalid image reference" in res.stderr
+
+
+def test_a_node_that_does_not_see_the_job_directory_fails_before_importing(tmp_path):
+    """Multi-node: every step mounts the runner's job directory (Dynamo's store, the recipe's install),
+    so a node where it is not the runner's (no job.json there) stops the job here, naming the node."""
+    sqsh = squash_file(IMAGE, str(tmp_path / "squash"))
+    job = tmp_path / "job"
+    job.mkdir()
+    res = subprocess.run(["sh", "-c", import_script(IMAGE, sqsh, 60, str(job))], env=_env(tmp_path, 0),
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 78, res.stdout + res.stderr
+    assert f"the job directory {job} is not on this node (no job.json)" in res.stderr
+    assert "all nodes mount at the same path" in res.stderr and not os.path.exists(sqsh)
+    (job / "job.json").write_text("{}")          # what the runner wrote before the allocation
+    res = subprocess.run(["sh", "-c", import_script(IMAGE, sqsh, 60, str(job))], env=_env(tmp_path, 0),
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0 and os.path.isfile(sqsh), res.stdout + res.stderr
