@@ -21,7 +21,7 @@ import math
 import random
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Callable, Sequence
+from typing import Sequence
 
 _SQRT2 = math.sqrt(2.0)
 _STANDARD = NormalDist()
@@ -91,33 +91,13 @@ def spread(values: Sequence[float]) -> Spread:
     return Spread(n, mean, math.sqrt(var))
 
 
-def bootstrap_interval(samples: Sequence[float], statistic: Callable[[list[float]], float], *,
-                       resamples: int = 400, confidence: float = 0.95, seed: int = 0,
-                       max_samples: int = 5000) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of `statistic` over `samples`.
-
-    Records beyond `max_samples` are first thinned to an evenly spaced subset: the interval of a
-    large run is already narrow, and the cost stays bounded (resamples × max_samples draws).
-    None when there are fewer than two samples."""
-    data = list(samples)
-    if len(data) < 2:
-        return None
-    if len(data) > max_samples:
-        step = len(data) / max_samples
-        data = [data[int(i * step)] for i in range(max_samples)]
-    rng = random.Random(seed)
-    n = len(data)
-    values = sorted(statistic(rng.choices(data, k=n)) for _ in range(resamples))
-    alpha = (1.0 - confidence) / 2.0
-    return (_quantile(values, alpha), _quantile(values, 1.0 - alpha))
-
-
 def bootstrap_percentiles(samples: Sequence[float], ps: Sequence[float], *, resamples: int = 1000,
                           confidence: float = 0.95, seed: int = 0,
                           max_samples: int = 5000) -> dict[float, tuple[float, float]]:
     """Percentile bootstrap intervals of several percentiles of `samples`, from the same resamples.
 
-    Thinned beyond `max_samples` as `bootstrap_interval`; {} below two samples. A resample's
+    Records beyond `max_samples` are first thinned to an evenly spaced subset (intervals.py says why);
+    {} below two samples. A resample's
     percentile only needs the two order statistics around it, so each resample draws those ranks
     directly instead of n values and a sort: the k-th smallest of n draws with replacement from the
     sorted data is the value at index floor(n·U₍ₖ₎), U₍ₖ₎ the k-th order statistic of n uniforms,
@@ -186,13 +166,6 @@ def _quantile(sorted_values: Sequence[float], p: float) -> float:
     f = math.floor(k)
     c = min(f + 1, len(sorted_values) - 1)
     return sorted_values[f] + (k - f) * (sorted_values[c] - sorted_values[f])
-
-
-def percentile_of(p: float) -> Callable[[list[float]], float]:
-    """A statistic: the p-th percentile (linear interpolation, as results/metrics.py)."""
-    def stat(values: list[float]) -> float:
-        return _quantile(sorted(values), p / 100.0)
-    return stat
 
 
 def interval_rel_se(interval: tuple[float, float] | None, value: float, confidence: float = 0.95) -> float | None:

@@ -66,39 +66,14 @@ def test_spread_relative_sd_and_edges():
         stats.spread([])
 
 
-def test_bootstrap_is_deterministic_and_covers_the_estimate():
+def test_bootstrap_covers_the_estimate_and_narrows_with_more_data():
     data = [float(i % 97) for i in range(2000)]
-    stat = stats.percentile_of(90)
-    a = stats.bootstrap_interval(data, stat, seed=3)
-    b = stats.bootstrap_interval(data, stat, seed=3)
-    assert a == b
-    lo, hi = a
-    assert lo <= stat(data) <= hi
-    assert hi - lo < 10  # 2000 records: the P90 is pinned to a few units
-
-
-def test_bootstrap_narrows_with_more_data_and_needs_two_samples():
-    stat = statistics.fmean
-    small = stats.bootstrap_interval([float(i % 10) for i in range(40)], stat)
-    large = stats.bootstrap_interval([float(i % 10) for i in range(4000)], stat)
+    (lo, hi), = stats.bootstrap_percentiles(data, [90.0], seed=3).values()
+    p90 = stats._quantile(sorted(data), 0.9)
+    assert lo <= p90 <= hi and hi - lo < 10    # 2000 records: the P90 is pinned to a few units
+    small = stats.bootstrap_percentiles([float(i % 10) for i in range(40)], [50.0])[50.0]
+    large = stats.bootstrap_percentiles([float((i * 7) % 10) + i / 4000 for i in range(4000)], [50.0])[50.0]
     assert (large[1] - large[0]) < (small[1] - small[0]) / 4
-    assert stats.bootstrap_interval([1.0], stat) is None
-    assert stats.bootstrap_interval([], stat) is None
-
-
-def test_bootstrap_thins_large_inputs_to_a_bounded_cost():
-    calls = []
-
-    def stat(xs):
-        calls.append(len(xs))
-        return statistics.fmean(xs)
-
-    stats.bootstrap_interval([float(i) for i in range(100_000)], stat, resamples=10, max_samples=1000)
-    assert calls == [1000] * 10
-
-
-def test_identical_samples_give_a_zero_width_interval():
-    assert stats.bootstrap_interval([7.0] * 50, statistics.fmean) == (7.0, 7.0)
 
 
 @pytest.mark.parametrize("interval, value, expected", [
@@ -139,7 +114,7 @@ def _resampled_percentiles(data, ps, resamples, seed):
     for _ in range(resamples):
         resample = sorted(rng.choices(data, k=len(data)))
         for p in ps:
-            draws[p].append(stats.percentile_of(p)(resample))
+            draws[p].append(stats._quantile(resample, p / 100.0))
     return {p: sorted(v) for p, v in draws.items()}
 
 
