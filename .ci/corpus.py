@@ -146,6 +146,21 @@ def build(args: argparse.Namespace, pins: dict) -> None:
         shutil.move(str(staged), str(target))
 
 
+def load_pins(path: Path) -> dict:
+    """corpus.json, or Refused saying where it is broken (a pin missing: which one)."""
+    try:
+        pins = json.loads(path.read_text())
+    except OSError as exc:
+        raise Refused(f"{path}: cannot read the pins: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise Refused(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    missing = [k for k in ("inferencex", "inferencex-history", "github-webhooks", "recordings")
+               if not isinstance(pins, dict) or not isinstance(pins.get(k), dict)]
+    if missing:
+        raise Refused(f"{path}: no {', '.join(missing)} pin (each an object; see the docstring)")
+    return pins
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--inferencex", type=Path, required=True, help="a checkout of InferenceX (whole history)")
@@ -156,7 +171,7 @@ def main(argv: list[str]) -> int:
     for name in ("inferencex", "webhooks", "recordings", "out"):
         setattr(args, name, getattr(args, name).resolve())
     try:
-        build(args, json.loads(PINS.read_text()))
+        build(args, load_pins(PINS))
     except Refused as exc:
         print(f"corpus: {exc}", file=sys.stderr)
         return 1

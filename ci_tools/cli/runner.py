@@ -193,8 +193,9 @@ cli.add_command(click.Command(
     "profile", callback=_profile_callback, help=_profile_callback.__doc__,
     short_help="Serve one point with the engine's profiler on; merge the per-rank traces.",
     params=[*run_cmd.params,
-            click.Option(["--requests"], type=click.IntRange(min=1), default=None,
-                         help="Requests in the profiled client window (default: 2 per concurrency lane).")]))
+            click.Option(["--requests"], type=click.IntRange(min=1), default=None, envvar="CI_TOOLS_PROFILE_REQUESTS",
+                         help="Requests in the profiled client window (env CI_TOOLS_PROFILE_REQUESTS; empty or "
+                              "unset: 2 per concurrency lane).")]))
 
 
 @cli.command("evals")

@@ -214,5 +214,6 @@ def telemetry_samples(path: Path) -> tuple[list[dict] | None, list[str]]:
     csv = path / names.GPU_TELEMETRY_CSV
     if not csv.is_file():
         return None, []
-    meta = read_json(path / names.GPU_TELEMETRY_META) or {}
-    return telemetry.parse_csv(csv.read_text(encoding="utf-8", errors="replace"), float(meta.get("utc_offset_s") or 0))
+    meta_path = path / names.GPU_TELEMETRY_META
+    offset = telemetry.utc_offset(read_json(meta_path) or {}, str(meta_path))
+    return telemetry.parse_csv(csv.read_text(encoding="utf-8", errors="replace"), offset)

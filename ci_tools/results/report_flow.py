@@ -101,7 +101,7 @@ def load_telemetry(root: Path, head: list[dict]) -> tuple[list[report.TelemetryJ
         meta_path = csv.parent / names.GPU_TELEMETRY_META
         meta = _read_json(meta_path) if csv.name == names.GPU_TELEMETRY_CSV and meta_path.is_file() else {}
         samples, problems = telemetry.parse_csv(csv.read_text(encoding="utf-8", errors="replace"),
-                                                float((meta or {}).get("utc_offset_s") or 0))
+                                                telemetry.utc_offset(meta, str(meta_path)))
         notes += [f"{csv}: {p}" for p in problems]
         if not samples:
             notes.append(f"{csv}: no nvidia-smi samples")

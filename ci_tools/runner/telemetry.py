@@ -14,7 +14,10 @@ numbers say more about the power limit than about the recipe).
 from __future__ import annotations
 
 import datetime as dt
+import math
 import statistics
+
+from ci_tools.errors import InputError
 
 # the query recorded on a real H200 (../shared/corpus/nvidia-smi-h200/README.md), in this order
 FIELDS = ("timestamp", "index", "uuid", "name", "pci.bus_id", "driver_version", "pstate", "power.draw",
@@ -65,6 +68,23 @@ def _reasons(text: str) -> int | None:
         return int(text.strip(), 16)
     except ValueError:
         return None
+
+
+MAX_UTC_OFFSET_S = 18 * 3600   # what a host's clock can be from UTC (ISO 8601 allows +-18 h)
+
+
+def utc_offset(meta: object, where: str) -> float:
+    """The sampler host's UTC offset in seconds, from gpu_telemetry.meta.json as the runner writes it
+    (`time.localtime().tm_gmtoff`); 0 when not recorded."""
+    if not isinstance(meta, dict):
+        raise InputError(f"{where}: expected a JSON object (utc_offset_s, argv)")
+    v = meta.get("utc_offset_s")
+    if v is None:
+        return 0.0
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or abs(v) > MAX_UTC_OFFSET_S:
+        raise InputError(f"{where}: utc_offset_s {v!r} is not a UTC offset in seconds (a number within "
+                         "+-18 h, the sampler host's time.localtime().tm_gmtoff)")
+    return float(v)
 
 
 def parse_csv(text: str, utc_offset_s: float = 0.0) -> tuple[list[dict], list[str]]:

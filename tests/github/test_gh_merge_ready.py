@@ -393,6 +393,22 @@ def test_new_commands_refuse_bad_numbers_before_any_request(fake, env, args, cod
     assert fake.requests == []
 
 
+@pytest.mark.parametrize("login, level, said", [
+    ("writer", "write", "@writer has write permission; recovery needs admin or maintain"),
+    ("ghost", None, "@ghost has no permission GitHub reports (its collaborator-permission lookup answered 404"),
+])
+def test_a_recovery_asked_for_below_maintain_is_refused_first(fake, shared, history, login, level, said):
+    repo, c = history
+    if level:
+        fake.permissions[login] = level
+    else:
+        fake.permission_not_found.add(login)
+    res = recover(None, settings_of(repo), lazy(fake), None, merge_commit=c["MC2"], run_id=9, dry_run=True,
+                  requested_by=login)
+    assert res.exit_code == 1 and res.messages[0] == "recovery refused: " + res.messages[1][len("[FAIL] requested by: "):]
+    assert said in res.messages[0] and len(fake.requests) == 1
+
+
 def test_a_recovery_of_a_run_that_does_not_exist_names_it(fake, shared, history):
     repo, c = history
     pr_at(fake, c["R2"])

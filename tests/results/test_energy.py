@@ -173,3 +173,14 @@ def test_results_process_says_the_energy(job: Path):
     (job / "gpu_telemetry.csv").unlink()
     r = CliRunner().invoke(click.Command("ci-tools", callback=lambda: main(argv)), [])
     assert "energy          not measured: telemetry_file_missing" in r.output
+
+
+@pytest.mark.parametrize("meta", ['{"utc_offset_s": "abc"}', '{"utc_offset_s": 1e400}', '{"utc_offset_s": true}',
+                                  '{"utc_offset_s": 86400}', "[3600]"])
+def test_a_broken_telemetry_meta_file_is_a_located_error(job: Path, meta):
+    """A string offset was an internal error (exit 3), a list an AttributeError in `results report`."""
+    from ci_tools.errors import InputError
+
+    (job / "gpu_telemetry.meta.json").write_text(meta + "\n")
+    with pytest.raises(InputError, match=r"gpu_telemetry\.meta\.json: (utc_offset_s|expected a JSON object)"):
+        process_dir(job, PointInfo(name="stub", tp=1, conc=4, scenario="fixed-seq-len", model="stub"))

@@ -35,7 +35,9 @@ def problems_of(workflows: list[wc.Workflow]) -> list[str]:
                 found.append(f"{wf.name}: job {job_id} has no timeout-minutes (GitHub's default is 6 hours)")
             runs_on = job.get("runs-on")
             labels = runs_on if isinstance(runs_on, list) else [runs_on]
-            if "self-hosted" in labels and wf.name != "benchmark.yml":
+            # the fork-guarded template, or a workflow only a writer can start (workflow_dispatch runs a
+            # branch of this repository, which a writer could change anyway): profile.yml
+            if "self-hosted" in labels and wf.name != "benchmark.yml" and set(wf.on) != {"workflow_dispatch"}:
                 found.append(f"{wf.name}: job {job_id} runs on a self-hosted runner outside the fork-guarded template")
             for step in job.get("steps") or []:
                 uses = step.get("uses", "")
@@ -81,6 +83,15 @@ jobs:
           ref: ${{ github.event.repository.default_branch }}
           persist-credentials: false
 """
+
+
+def test_a_self_hosted_job_only_a_writer_can_dispatch_is_allowed(tmp_path):
+    text = PLANTED.replace("    runs-on: ubuntu-latest", "    runs-on: [self-hosted, gb300]", 1)
+    dispatch = text.replace("  pull_request_target:\n    types: [opened]\n", "  workflow_dispatch:\n", 1)
+    assert problems_of([wc.Workflow(tmp_path / "d.yml", yaml.safe_load(dispatch), dispatch)]) == []
+    both = dispatch.replace("  workflow_dispatch:\n", "  workflow_dispatch:\n  push:\n", 1)
+    assert any("self-hosted runner outside" in p
+               for p in problems_of([wc.Workflow(tmp_path / "b.yml", yaml.safe_load(both), both)]))
 
 
 @pytest.mark.parametrize("old, new, expected", [

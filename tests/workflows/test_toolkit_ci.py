@@ -178,6 +178,21 @@ def step(step_id: str) -> dict:
     return next(s for s in JOB["steps"] if s.get("id") == step_id)
 
 
+@pytest.mark.parametrize("text, said", [
+    ('{"inferencex": {"commit": "a"},\n  oops', "corpus.json:2:3: not valid JSON"),
+    ('{"inferencex": {}, "github-webhooks": {}, "recordings": {}}', "no inferencex-history pin"),
+    ("[]", "no inferencex, inferencex-history, github-webhooks, recordings pin"),
+])
+def test_a_broken_pins_file_is_named_without_a_traceback(tmp_path, text, said):
+    (tmp_path / ".ci").mkdir()
+    shutil.copy(REPO / ".ci" / "corpus.py", tmp_path / ".ci" / "corpus.py")
+    (tmp_path / ".ci" / "corpus.json").write_text(text)
+    done = subprocess.run([sys.executable, str(tmp_path / ".ci" / "corpus.py"), "--inferencex", str(tmp_path),
+                           "--webhooks", str(tmp_path), "--recordings", str(tmp_path), "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True)
+    assert done.returncode == 1 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
 def test_a_pin_that_does_not_hold_stops_the_corpus_step(hosted, tmp_path):
     work = tmp_path / "ws"
     shutil.copytree(hosted["ws"] / ".ci", work / ".ci")

@@ -234,7 +234,7 @@ def recover(event: Event | None, settings: Settings, gh: Lazy, dispatcher: Lazy 
     if requested_by:
         level = client.permission(requested_by)
         ok = level in MAINTAINERS
-        checks.append(rc.Check("requested by", ok, f"@{requested_by} has {level} permission"
+        checks.append(rc.Check("requested by", ok, messages.permission_of(requested_by, level)
                                + ("" if ok else f"; recovery needs {' or '.join(MAINTAINERS)}")))
         if not ok:
             return refused()
@@ -279,14 +279,14 @@ def recover(event: Event | None, settings: Settings, gh: Lazy, dispatcher: Lazy 
                                      head_sha=run.head_sha, pr_number=prs.number, merge_run_id=int(merge_run["id"]),
                                      merge_run_attempt=int(merge_run.get("run_attempt") or 1),
                                      recovery=request_id if request_id is not None else 0)
-    messages = [c.line() for c in checks] + [n for n in notes]
+    lines = [c.line() for c in checks] + [n for n in notes]
     dispatch = f"{staging.INGEST_EVENT} to {settings.results_repo}: {json.dumps(payload, sort_keys=True)}"
     if dry_run:
-        return Result(outputs=out, messages=["dry run: every check passed; would dispatch " + dispatch, *messages])
+        return Result(outputs=out, messages=["dry run: every check passed; would dispatch " + dispatch, *lines])
     if dispatcher is None:
         raise InputError("recovery dispatches to the results app: set RESULTS_DISPATCH_TOKEN (or use --dry-run)")
     sent = send_once(dispatcher(), settings.results_repo, staging.INGEST_EVENT, payload)
     out["dispatched"] = "true"
     return Result(outputs=out, messages=[("dispatched " + dispatch) if sent else
                                          f"not sent again: the results app already has {payload['dispatch-key']}",
-                                         *messages])
+                                         *lines])
