@@ -235,6 +235,8 @@ def test_the_container_sees_the_options_file_the_runner_writes(backend, mount):
         assert any(argv[i:i + 2] == mount for i in range(len(argv))), argv
     else:
         assert any(a.startswith("--container-mounts=") and a.endswith(",/job:/job") for a in argv), argv
+        from ci_tools.runner.backends import slurm_image_import      # the node is checked to see /job first
+        assert '[ -f "$d/job.json" ]' in slurm_image_import(plan, Settings(), Host(label="j")).argv[-1]
     plain = sn_plan(sn_recipe("trtllm", {"tp": 8, "ep": 1, "conc": 4}), sn_row(ep=1))
     assert plain.files == [] and plain.proc("server").mounts == ()      # no file, no mount
 
