@@ -264,7 +264,10 @@ def _on_node(backend: str) -> list[str]:
 def slurm_image_import(plan: JobPlan, settings: Settings, host: Host) -> Launch:
     """The single-node job's image import, a step of its allocation (no GPU) before the engine starts."""
     prefix = ["srun", f"--jobid={SERVER_JOBID}", "--overlap", "--nodes=1", "--ntasks=1", "--gres=none"]
-    return image_import(plan.image, host.squash_dir, settings.ready_timeout_s, prefix)
+    # an engine that reads files the runner wrote (TensorRT-LLM's options file) needs the job directory
+    # on its node: checked there first, as for multi-node jobs
+    job_dir = plan.files[0][0].rsplit("/", 1)[0] if plan.files else None
+    return image_import(plan.image, host.squash_dir, settings.ready_timeout_s, prefix, job_dir)
 
 
 def model_path(plan: JobPlan, settings: Settings) -> str:

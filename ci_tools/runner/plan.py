@@ -356,7 +356,10 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
         command = None
     else:
         argv = command.argv
-    procs = [Proc("server", argv, env, names.SERVER_LOG, command=command)]
+    # the engine reads its files (TensorRT-LLM's options file) where the runner writes them, in the job
+    # directory on the host: the container must see that folder at the same path
+    file_dirs = tuple(dict.fromkeys(path.rsplit("/", 1)[0] for path, _ in (command.files if command else ())))
+    procs = [Proc("server", argv, env, names.SERVER_LOG, command=command, mounts=file_dirs)]
     engine_url = f"http://{settings.host}:{engine_port}"
     ready = [f"{engine_url}{path}" for path in engines.engine(point.engine).READY_PATHS]
     base_url = engine_url

@@ -221,6 +221,26 @@ def test_trtllm_attention_dp_is_written_to_its_llm_api_options_file():
     assert plan.files == [(path, "enable_attention_dp: true\n")]
 
 
+@pytest.mark.parametrize("backend,mount", [("docker", ["-v", "/job:/job"]), ("slurm", None)])
+def test_the_container_sees_the_options_file_the_runner_writes(backend, mount):
+    """The file is written into the job directory on the host; the engine's container mounts that folder
+    (it did not: trtllm-serve was pointed at a path that does not exist inside its container)."""
+    from ci_tools.runner.backends import Host, launches
+
+    rec = sn_recipe("trtllm", {"tp": 8, "ep": 8, "dp-attn": True, "conc": 4})
+    plan = sn_plan(rec, sn_row(ep=8, **{"dp-attn": True}))
+    assert plan.proc("server").mounts == ("/job",)
+    argv = next(lc for lc in launches(plan, backend, Settings(), Host(label="j")) if lc.role == "server").argv
+    if mount:
+        assert any(argv[i:i + 2] == mount for i in range(len(argv))), argv
+    else:
+        assert any(a.startswith("--container-mounts=") and a.endswith(",/job:/job") for a in argv), argv
+        from ci_tools.runner.backends import slurm_image_import      # the node is checked to see /job first
+        assert '[ -f "$d/job.json" ]' in slurm_image_import(plan, Settings(), Host(label="j")).argv[-1]
+    plain = sn_plan(sn_recipe("trtllm", {"tp": 8, "ep": 1, "conc": 4}), sn_row(ep=1))
+    assert plain.files == [] and plain.proc("server").mounts == ()      # no file, no mount
+
+
 def test_single_node_pipeline_and_context_parallel():
     rec = sn_recipe("vllm", {"tp": 8, "dcp-size": 8, "conc": 4})
     plan = sn_plan(rec, sn_row(**{"dcp-size": 8}))

@@ -72,8 +72,9 @@ def which_pr(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | Non
 
 
 def facts_of(number: int, client: Client, settings: Settings, tl=None, now: datetime | None = None
-             ) -> tuple[readiness.Facts, object]:
-    """Everything the decision needs for PR `number`, read now; (facts, the PR's context)."""
+             ) -> tuple[readiness.Facts, object, reuse.Authorisation]:
+    """Everything the decision needs for PR `number`, read now; (facts, the PR's context, who pinned
+    which run: the card's reuse line shows the same)."""
     policy = settings.policy
     prs = context.of(client.pull_request(number), settings.main_branch)
     files = client.pull_files(number)
@@ -86,25 +87,25 @@ def facts_of(number: int, client: Client, settings: Settings, tl=None, now: date
                 main_sweeps_on_refusal=policy.reuse.main_sweeps_on_refusal,
                 margin_days=policy.reuse.artifact_margin_days)
     if not relevant_files:
-        return readiness.Facts(**base), prs
+        return readiness.Facts(**base), prs, auth
     rules = reuse.reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs, now)
     inputs = pr_inputs(settings, prs.head_sha)
     if not auth.authorised:
         if label_problem:
-            return readiness.Facts(**base), prs
+            return readiness.Facts(**base), prs, auth
         sel = reuse.select_run(rules, pinned=None, pr=prs, timeline=tl, policy=policy, workflow=settings.workflow,
                                source=client, inputs=inputs)
-        return readiness.Facts(**base, candidate=sel.run.id if sel.run else None), prs
+        return readiness.Facts(**base, candidate=sel.run.id if sel.run else None), prs, auth
     pin = f"`{auth.command.text}` by @{auth.comment.author}"
     if label_problem:
-        return readiness.Facts(**base, pin_text=pin), prs
+        return readiness.Facts(**base, pin_text=pin), prs, auth
     sel = reuse.select_run(rules, pinned=auth.pinned_run, pr=prs, timeline=tl, policy=policy,
                            workflow=settings.workflow, source=client, inputs=inputs)
     if sel.run is None:
-        return readiness.Facts(**base, pin_text=pin, refused=sel.error), prs
+        return readiness.Facts(**base, pin_text=pin, refused=sel.error), prs, auth
     expiry = readiness.earliest_expiry(client.artifacts(sel.run.id), lambda name: True)
     return readiness.Facts(**base, pin_text=pin, run_id=sel.run.id, run_sha=sel.run.head_sha, expires_at=expiry,
-                           notes=sel.notes), prs
+                           notes=sel.notes), prs, auth
 
 
 def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None = None,
@@ -124,11 +125,10 @@ def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None =
         return Result(outputs={**empty, "pr": str(number)},
                       messages=[f"PR #{number} is {'merged' if p.merged_at else p.state}: no readiness to report"])
     tl = load_timeline(client, number)
-    facts, prs = facts_of(number, client, settings, tl, now)
+    facts, prs, auth = facts_of(number, client, settings, tl, now)
     verdict = readiness.decide(facts, now)
     client.create_status(prs.head_sha, state=verdict.state, context=readiness.CONTEXT, description=verdict.summary,
                          target_url=f"https://github.com/{client.repo}/pull/{number}")
-    auth = authorisation(client, tl, number, settings)
     update_card(client, number, tl, settings,
                 lambda s: s.update(ready=verdict.card_line(), reuse=messages.reuse_text(auth)))
     return Result(outputs={"pr": str(number), "ready": str(verdict.ready).lower(), "state": verdict.state,
