@@ -92,6 +92,8 @@ def test_command_writes_one_page_with_evals_from_a_collection(tmp_path: Path):
 def test_command_errors_read_like_a_reviewer(tmp_path: Path):
     r = run(SEED / "pr-local-results.csv", "--out", tmp_path / "r.html")
     assert r.exit_code == 2 and "nothing to compare with" in r.output
+    r = run(tmp_path / "nope.csv", "--out", tmp_path / "r.html")      # HEAD's absence first, not the baseline's
+    assert r.exit_code == 2 and "nope.csv: no such file or directory" in r.output
     r = run(SEED / "pr-local-results.csv", "--baseline", SEED / "main-baseline.csv", "--evals", SEED / "claims.txt",
             "--out", tmp_path / "r.html")
     assert r.exit_code == 1 and "not readable JSON" in r.output and "Traceback" not in r.output
