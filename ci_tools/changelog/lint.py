@@ -261,6 +261,15 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode | None) ->
                                   f"entry {i + 1} already links {base_entries[i].data.get('pr-link')}; only a "
                                   "placeholder (XXX) or a non-canonical link may be corrected",
                                   IMMUTABLE_HINT))
+        elif (named := schema.linked_pr(base_entries[i].data.get("pr-link"))) is not None \
+                and named[0].lower() == mode.repo.lower() and link != schema.pr_url(mode.repo, named[1]):
+            # a sub-page (`.../pull/2305/changes`), http, www or other-case form names this repository's
+            # PR as surely as the canonical link: only its canonical spelling may replace it, never another
+            # PR's. (A link into another repository, a fork's PR say, names no PR here and may be corrected.)
+            errors.append(Finding(file, h.key_lines.get("pr-link", h.line), None,
+                                  f"entry {i + 1} links pull request #{named[1]} ({base_entries[i].data.get('pr-link')});"
+                                  f" a correction may only write that link's canonical form, not {link!r}",
+                                  f"write `  pr-link: {schema.pr_url(mode.repo, named[1])}`, or leave the entry as it is"))
         elif not schema.canonical_link(link, mode.repo):
             errors.append(Finding(file, h.key_lines.get("pr-link", h.line), None,
                                   f"entry {i + 1}: a pr-link correction must be a canonical link; found {link!r}",
@@ -345,6 +354,7 @@ def _lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode | Non
         if not errors and not structure_ok(head):
             _parse(head, file, errors)  # history before the change is identical; still, the file must parse
         result.errors += errors
+    result.errors += _reading_findings(head, result.added, file, starts)
     for entry in result.added:
         result.errors += schema.entry_findings(entry, file)
         if mode is not None:
@@ -355,6 +365,24 @@ def _lint_change(base: bytes | None, head: bytes, *, file: str, mode: Mode | Non
             result.errors += problems
     result.errors.sort(key=lambda f: f.line or 0)
     return result
+
+
+def _reading_findings(head: bytes, added: list[Entry], file: str, starts: list[int] | None) -> list[Finding]:
+    """Values of the new entries that YAML 1.1 and 1.2 read differently (`evals-only: yes`, `1_0`)."""
+    if not added:
+        return []
+    from ci_tools.changelog.readings import divergent_scalars
+    import yaml
+
+    starts = starts if starts is not None else entry_starts(head)
+    k = added[0].index
+    if k >= len(starts):
+        return []
+    offset = starts[k]
+    try:
+        return divergent_scalars(head[offset:].decode("utf-8"), file, line_of(head, offset) - 1, k)
+    except (yaml.YAMLError, UnicodeDecodeError):
+        return []  # the region does not parse alone: the parse findings above say why
 
 
 _FIELD_LINE = re.compile(r"([A-Za-z0-9_-]+):(?:\s|$)")

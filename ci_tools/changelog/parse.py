@@ -166,11 +166,11 @@ def _parse(content: bytes, file: str, line_offset: int = 0, index_offset: int = 
                                     "an entry is a mapping with config-keys, description and pr-link"))
             continue
         key_lines: dict = {k: (doc.key_marks.get((i, k), (line, 0))[0] + line_offset) for k in item}
-        keys = item.get("config-keys")
-        if isinstance(keys, list):
-            for j in range(len(keys)):
-                key_lines[("config-keys", j)] = (doc.value_marks.get((i, "config-keys", j), (line, 0))[0]
-                                                 + line_offset)
+        for name, value in item.items():
+            if isinstance(value, list):  # list items are located too (config-keys, description, scenario-type)
+                for j in range(len(value)):
+                    key_lines[(name, j)] = (doc.value_marks[(i, name, j)][0] + line_offset
+                                            if (i, name, j) in doc.value_marks else key_lines[name])
         entries.append(Entry(index_offset + i, line + line_offset, item, key_lines))
     if not problems:
         starts = entry_starts(content)

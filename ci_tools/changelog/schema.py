@@ -34,6 +34,19 @@ def canonical_link(link: object, repo: str) -> bool:
     return isinstance(link, str) and re.fullmatch(re.escape(pr_url(repo, "")) + r"[1-9][0-9]*", link) is not None
 
 
+_ANY_PR_LINK = re.compile(r"https?://(?:www\.)?github\.com/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/pull/0*([1-9][0-9]*)"
+                          r"(?:[/?#][^\s]*)?/?", re.I)
+
+
+def linked_pr(link: object) -> tuple[str, int] | None:
+    """(repository, number) of a link that names a pull request in any of the forms people paste:
+    `/pull/N`, its sub-pages (`/changes`, `/files`, `/commits`, `#discussion...`), http, www, a slash."""
+    if not isinstance(link, str):
+        return None
+    m = _ANY_PR_LINK.fullmatch(link.strip())
+    return (m.group(1), int(m.group(2))) if m else None
+
+
 def placeholders(repo: str) -> tuple[str, str]:
     return ("XXX", pr_url(repo, "XXX"))
 
@@ -53,6 +66,68 @@ def did_you_mean(word: str, choices: list[str]) -> str | None:
 
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.8)
     return close[0] if close else None
+
+
+# Characters no text field of a new entry may hold, whatever way they got there (raw bytes are refused by
+# the byte rules; these come through YAML escapes: "\0", "\e[31m", "\u202e", "\x85"). From text they reach
+# PR comments and the results page: C0/C1 controls (terminal escapes, line breaks inside one item),
+# Unicode bidi controls (they reorder what a reviewer sees: "Trojan Source"), invisible format characters,
+# lone surrogates (not encodable as UTF-8) and noncharacters.
+_BAD_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069"
+                       "\ufeff\ufff9-\ufffb\ufffe\uffff\ud800-\udfff]")
+_CONTROL_NAMES = {0: "NULL", 7: "BELL", 8: "BACKSPACE", 9: "TAB", 10: "LINE FEED", 11: "LINE TABULATION",
+                  12: "FORM FEED", 13: "CARRIAGE RETURN", 27: "ESCAPE", 127: "DELETE", 0x85: "NEXT LINE"}
+
+
+def char_name(ch: str) -> str:
+    """`U+202E RIGHT-TO-LEFT OVERRIDE`, with the kind of character for those Unicode leaves unnamed."""
+    import unicodedata
+
+    cp = ord(ch)
+    name = _CONTROL_NAMES.get(cp) or unicodedata.name(ch, "")
+    if cp < 0x20 or cp == 0x7F:
+        kind = "a C0 control character"
+    elif 0x80 <= cp <= 0x9F:
+        kind = "a C1 control character"
+    elif 0xD800 <= cp <= 0xDFFF:
+        kind = "a lone surrogate (not valid in UTF-8)"
+    elif cp in (0x61C, 0x200E, 0x200F) or 0x202A <= cp <= 0x202E or 0x2066 <= cp <= 0x2069:
+        kind = "a bidi control character"
+    elif cp in (0xFFFE, 0xFFFF):
+        kind = "a noncharacter"
+    else:
+        kind = "an invisible format character"
+    return f"U+{cp:04X}{' ' + name if name else ''} ({kind})"
+
+
+def text_findings(entry: Entry, file: str) -> list[Finding]:
+    """Control, bidi and invisible characters in any text of the entry (keys and values), each named with
+    its code point and where it is: the line of the field or list item and the character's position."""
+    out: list[Finding] = []
+
+    def check(text: str, where: str, line: int) -> None:
+        m = _BAD_TEXT.search(text)
+        if m is None:
+            return
+        more = len(_BAD_TEXT.findall(text)) - 1
+        out.append(Finding(file, line, None,
+                           f"entry {entry.index + 1}: {where} contains {char_name(m.group())} at character"
+                           f" {m.start() + 1}" + (f" (and {more} more such character{'s' if more > 1 else ''})" if more else ""),
+                           "delete it: it is invisible or changes how the text shows in PR comments and terminals"
+                           " (in a quoted string, escapes such as \\e, \\0, \\u202e write it too); one line per"
+                           " description item"))
+
+    for key, value in entry.data.items():
+        line = entry.key_lines.get(key, entry.line)
+        if isinstance(key, str):
+            check(key, f"the field name {key[:40]!r}", line)
+        if isinstance(value, str):
+            check(value, str(key), line)
+        elif isinstance(value, list):
+            for j, item in enumerate(value):
+                if isinstance(item, str):
+                    check(item, f"{key} item {j + 1}", entry.key_lines.get((key, j), line))
+    return out
 
 
 def entry_findings(entry: Entry, file: str) -> list[Finding]:
@@ -112,6 +187,7 @@ def entry_findings(entry: Entry, file: str) -> list[Finding]:
         if ep is not None and (isinstance(ep, bool) or not isinstance(ep, int) or ep < 1):
             at("eval-min-prefill-ep", f"eval-min-prefill-ep must be a whole number >= 1, not {ep!r}",
                "write e.g. `  eval-min-prefill-ep: 4`, or leave the field out")
+    out += text_findings(entry, file)
     if data.get("append-only") is True:
         mixed = [k for k in ("evals-only", "all-evals") if data.get(k) is True]
         if isinstance(data.get("eval-min-prefill-ep"), int) and not isinstance(data.get("eval-min-prefill-ep"), bool):

@@ -79,3 +79,27 @@ def test_expected_errors_on_broken_copies(server, rel, old, new, line, words, tm
     # the copy sits where the original is, so the modeline's relative $schema path resolves
     found = server.diagnose(ROOT / rel, text=text)
     assert any(d["message"].startswith(words) and d["range"]["start"]["line"] + 1 == line for d in found), found
+
+
+# Values YAML 1.1 reads as booleans or numbers and YAML 1.2 (this server, the shipped schema) as text:
+# the changelog gate refuses each on the same line the editor marks (issue 25, finding 7).
+YAML11_ONLY = [("  evals-only: yes", 'Incorrect type. Expected "boolean".'),
+               ("  all-evals: on", 'Incorrect type. Expected "boolean".'),
+               ("  append-only: OFF", 'Incorrect type. Expected "boolean".'),
+               ("  eval-min-prefill-ep: 1_0", 'Incorrect type.')]
+
+
+@pytest.mark.parametrize("line,words", YAML11_ONLY, ids=[c[0].strip() for c in YAML11_ONLY])
+def test_the_editor_and_the_changelog_gate_refuse_yaml_1_1_values_on_the_same_line(server, line, words):
+    from ci_tools.changelog.lint import Mode, lint_change
+
+    rel = "inferencex-e2e/perf-changelog.yaml"
+    base = (ROOT / rel).read_text()
+    new = "- config-keys:\n    - dsv4-fp4-b200-vllm-agentic-mtp\n  description:\n    - \"x\"\n  pr-link: XXX\n" + line + "\n"
+    text = base + "\n" + new
+    at = text.count("\n", 0, text.index(line)) + 1
+    found = server.diagnose(ROOT / rel, text=text)
+    editor = {d["range"]["start"]["line"] + 1 for d in found if d["message"].startswith(words)}
+    result = lint_change(base.encode(), text.encode(), file=rel, mode=Mode("SemiAnalysisAI/InferenceX", pr=1),
+                         master_keys=None)
+    assert (editor, [f.line for f in result.errors]) == ({at}, [at]), (found, result.errors)

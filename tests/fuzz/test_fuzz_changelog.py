@@ -141,3 +141,111 @@ def test_fuzz_changelog_lint_cli(repo, entry, fmt):
                  "commit-tree", git("write-tree").strip(), "-p", "base", "-m", "case").strip()
     cli_case("changelog-lint-cli", ["changelog", "lint", "--base", "base", "--head", commit, "--pr", "1234",
                                     "--repo", REPO, "--format", fmt], cwd=root)
+
+
+# -- issue 25 finding 7: readings, hidden characters, sub-page links --------------------------------
+_SCALAR_CHARS = "0123456789_.:eE+-oxbOXyesnoYNfalsetruTRUEFALSEinfNa~"
+
+
+def _reading_1_2(text: str):
+    from ruamel.yaml import YAML
+
+    y = YAML(typ="safe", pure=True)
+    y.version = (1, 2)
+    return y.load(text)
+
+
+@fuzz_settings(60)
+@given(st.sampled_from(["evals-only", "all-evals", "append-only", "eval-min-prefill-ep", "description", "config-keys"]),
+       st.one_of(st.sampled_from(["yes", "On", "OFF", "1_0", "010", "1e3", "0o17", "1:30", "0b1", "2024-01-01", "0x_a"]),
+                 st.text(alphabet=st.sampled_from(_SCALAR_CHARS), min_size=1, max_size=12)))
+def test_fuzz_accepted_values_read_alike_in_yaml_1_1_and_1_2(field, value):
+    """Family `yaml-1.1-only`: a new entry the gate accepts means the same to PyYAML and to YAML 1.2."""
+    import math
+
+    import yaml
+
+    base, keys = corpus()
+    key = value if field == "config-keys" else keys[0]
+    desc = value if field == "description" else '"x"'
+    entry = f"- config-keys:\n    - {key}\n  description:\n    - {desc}\n  pr-link: XXX\n"
+    if field not in ("config-keys", "description"):
+        entry += f"  {field}: {value}\n"
+    head = base + b"\n" + entry.encode()
+    result = lint_change(base, head, file=FILE, mode=PR, master_keys=keys + [value])
+    for fmt in ("text", "json", "github"):
+        render(result, FILE, fmt)
+    if not result.ok:
+        return
+    try:
+        old = yaml.safe_load(entry)
+    except yaml.YAMLError:
+        raise AssertionError(f"accepted what PyYAML cannot read alone: {entry!r}")
+    new = _reading_1_2(entry)
+
+    def same(a, b):
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, float) and math.isnan(a):
+            return math.isnan(b)
+        if isinstance(a, (list, dict)):
+            pairs = zip(a.items(), b.items()) if isinstance(a, dict) else zip(a, b)
+            return len(a) == len(b) and all(same(x, y) for x, y in pairs)
+        return a == b
+    assert same(old, new), (entry, old, new)
+
+
+_ESCAPES = ["\\0", "\\a", "\\b", "\\e", "\\e[31m", "\\t", "\\n", "\\r", "\\v", "\\f", "\\x85", "\\x9b", "\\x7f",
+            "\\u202e", "\\u202a", "\\u2066", "\\u2069", "\\u200e", "\\u061c", "\\ufeff", "\\u200b", "\\L", "\\P",
+            "\\N", "\\_", "\\x01", "\\uffff", "\\u00e9", "\\u2192", "\\\\", '\\"', "\\ "]
+
+
+@fuzz_settings(60)
+@given(st.sampled_from(["description", "config-keys", "pr-link"]), st.lists(st.sampled_from(_ESCAPES), min_size=1, max_size=3),
+       st.text(alphabet="ab -", max_size=8))
+def test_fuzz_no_hidden_character_reaches_an_accepted_entry(field, escapes, filler):
+    """Family `hidden-characters`: control, bidi and invisible characters written through escapes."""
+    import unicodedata
+
+    base, keys = corpus()
+    text = filler.join(escapes) + filler
+    quoted = f'"{text}"'
+    entry = (f"- config-keys:\n    - {quoted if field == 'config-keys' else keys[0]}\n  description:\n"
+             f"    - {quoted if field == 'description' else chr(34) + 'x' + chr(34)}\n"
+             f"  pr-link: {quoted if field == 'pr-link' else 'XXX'}\n")
+    head = base + b"\n" + entry.encode()
+    result = check_case("changelog-hidden", _lint_and_render, base, head).value
+    if not result.ok:
+        return
+    for item in result.added:
+        for value in [*item.data.values(), *(v for vs in item.data.values() if isinstance(vs, list) for v in vs)]:
+            if isinstance(value, str):
+                bad = [c for c in value if unicodedata.category(c) in ("Cc", "Cs")
+                       or unicodedata.bidirectional(c) in ("RLO", "LRO", "RLE", "LRE", "PDF", "RLI", "LRI", "FSI", "PDI")
+                       or c in "\u200b\u200e\u200f\u061c\ufeff\u2028\u2029\uffff"]
+                assert not bad, (entry, value)
+
+
+_SUBPAGE = st.sampled_from(["/changes", "/files", "/commits", "/commits/0123abc", "#discussion_r1", "/", "?w=1",
+                            "/checks", "#issuecomment-5"])
+
+
+@fuzz_settings(40)
+@given(st.integers(min_value=0, max_value=HISTORY_CI - 1), _SUBPAGE,
+       st.sampled_from(["https://github.com/", "http://github.com/", "https://www.github.com/"]),
+       st.integers(min_value=1, max_value=9999))
+def test_fuzz_a_pr_link_in_any_form_keeps_its_pr(k, suffix, host, other):
+    """Family `subpage-links`: a link naming PR #N in a sub-page form is corrected only to #N."""
+    import re
+
+    log = history()
+    lines = log.split(b"\n")
+    links = [i for i, text in enumerate(lines) if re.fullmatch(rb"  pr-link: https://github\.com/.+/pull/[0-9]+", text)]
+    i = links[k % len(links)]
+    number = int(lines[i].rsplit(b"/", 1)[1])
+    lines[i] = f"  pr-link: {host}{REPO}/pull/{number}{suffix}".encode()
+    base = b"\n".join(lines)
+    lines[i] = f"  pr-link: https://github.com/{REPO}/pull/{other}".encode()
+    head = b"\n".join(lines)
+    result = check_case("changelog-subpage", _lint_and_render, base, head).value
+    assert result.ok is (other == number), (base.split(b"\n")[i], result.errors)
