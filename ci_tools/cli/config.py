@@ -8,6 +8,10 @@ import click
 
 from ci_tools.render.findings import FORMATS, render
 
+# What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
+GITHUB_OUTPUTS = {"config acceptance-matrix": ("matrix", "count"),
+                  "config acceptance-update": ("changed", "missing", "pr-url")}
+
 
 @click.group()
 def cli() -> None:
@@ -191,3 +195,58 @@ def acceptance_matrix(root: Path, mtp_levels: tuple[int, ...], thinking: str, fm
     if note:
         click.echo(f"warning: {note}")
 
+
+
+@cli.command("acceptance-update")
+@click.option("--results", "results", type=click.Path(path_type=Path), required=True,
+              help="Folder holding the collection cells' results (each measure job's acceptance.json, as the "
+                   "acceptance_* artifacts download).")
+@click.option("--run-id", type=int, required=True, help="The speedbench-al run that measured them (recorded per entry).")
+@click.option("--repo", envvar="GITHUB_REPOSITORY", default=None, help="owner/name (env GITHUB_REPOSITORY).")
+@click.option("--matrix", "matrix", type=click.Path(path_type=Path), default=None,
+              help="The run's matrix (JSON rows of acceptance-matrix): cells without a result are named.")
+@click.option("--allow-partial", is_flag=True, envvar="CI_TOOLS_ACCEPTANCE_ALLOW_PARTIAL",
+              help="(env CI_TOOLS_ACCEPTANCE_ALLOW_PARTIAL) Update the measured cells although some matrix cells have no result (they are listed in the PR).")
+@click.option("--open-pr", is_flag=True, envvar="CI_TOOLS_ACCEPTANCE_OPEN_PR",
+              help="(env CI_TOOLS_ACCEPTANCE_OPEN_PR) Commit the file to a new branch and open the pull request.")
+@click.option("--base", default="main", show_default=True, help="Branch the pull request targets.")
+@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Repository root (its references file and recipes).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="json: the report; github: changed, missing, pr-url in $GITHUB_OUTPUT and the PR body in "
+                   "$GITHUB_STEP_SUMMARY.")
+def acceptance_update(results: Path, run_id: int, repo: str | None, matrix: Path | None, allow_partial: bool, open_pr: bool,
+                      base: str, root: Path, fmt: str) -> None:
+    """Turn the SPEED-Bench collection's measured acceptance lengths into the references file, as a PR.
+
+    Each cell's entry in inferencex-e2e/acceptance-lengths.yaml gets the measured length and
+    `measured-by` (the run's URL, the engine metric, the date); comments and other entries stay.
+    The run must exist and be a speedbench-al run, and every result must name it. Refused, with
+    nothing written: no results (exit 2), an unknown run (exit 2), no usable measurement, a partial
+    matrix without --allow-partial (exit 1). The PR body lists old -> new per entry, the cells not
+    measured, the results not used and the recipes whose synthetic acceptance is now stale.
+
+    \b
+    Example:
+      ci-tools config acceptance-update --results cells/ --run-id 123456 --matrix matrix.json --open-pr
+    """
+    import json
+
+    from ci_tools.config.acceptance_flow import acceptance_update as update
+
+    report = update(root, results, run_id, repo, matrix=matrix, allow_partial=allow_partial, open_pr=open_pr,
+                    base=base)
+    if fmt == "json":
+        click.echo(json.dumps({"outputs": report.outputs, "warnings": report.warnings, "lines": report.lines,
+                               "body": report.body}, indent=2))
+        return
+    if fmt == "github":
+        from ci_tools.github.actions import annotation, append_outputs, append_step_summary
+
+        append_outputs(report.outputs)
+        append_step_summary("### Acceptance-length update\n\n" + report.body)
+        for w in report.warnings:
+            click.echo(annotation("warning", w))
+    for w in report.warnings if fmt == "text" else []:
+        click.echo(f"warning: {w}", err=True)
+    click.echo("\n".join(report.lines))
