@@ -217,7 +217,7 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
       ci-tools results pareto results.json --claims claims.txt --format json
     """
     from ci_tools.results import pareto, render
-    from ci_tools.results.load import load_points
+    from ci_tools.results.sources import load_points
     from ci_tools.yaml.load import read_text
 
     points = load_points(input_path)

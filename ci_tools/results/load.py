@@ -1,8 +1,7 @@
-"""Reading result files (shell): the one CSV-or-JSON rule, Pareto points from a file, lenient JSON.
+"""Reading result files (shell): the one CSV-or-JSON rule, lenient JSON.
 
-The parsers they hand the text or data to are pure (`pareto.points_from_csv`,
-`pareto.points_from_collection`, `sources.results_from_csv`, ...); this module is where the files
-are opened, so those stay testable on strings.
+The parsers they hand the text or data to take strings and data (`sources.results_from_csv`, ...);
+this module is where the files are opened, so those stay testable on strings.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from pathlib import Path
 from typing import TypeVar
 
 from ci_tools.errors import InputError
-from ci_tools.results import pareto
 
 T = TypeVar("T")
 
@@ -32,12 +30,6 @@ def csv_or_json(path: Path, *, from_csv: Callable[[str, str], T], from_json: Cal
     except ValueError as exc:
         raise InputError(f"{path}: {neither}: {exc}") from None
     return from_json(data, str(path))
-
-
-def load_points(path: Path) -> list[pareto.Point]:
-    """`results pareto`'s INPUT: a CSV of points or a `results collect` file."""
-    return csv_or_json(path, from_csv=pareto.points_from_csv, from_json=pareto.points_from_collection,
-                       neither=f"neither a CSV ({','.join(pareto.CSV_COLUMNS)}) nor JSON")
 
 
 def json_object_or_none(path: Path) -> dict | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from ci_tools.results import pareto
 from ci_tools.results.chart import from_points
 from ci_tools.results.render import figure
+from ci_tools.results.sources import load_points
 
 SEED12 = Path(__file__).resolve().parents[2] / "docs" / "examples" / "seed-with-dropped.csv"
 
@@ -15,7 +16,7 @@ SEED12 = Path(__file__).resolve().parents[2] / "docs" / "examples" / "seed-with-
 def test_twelve_seed_points_are_labelled_without_overlap_inside_the_frame():
     import matplotlib.pyplot as plt
 
-    points = pareto.points_from_csv(SEED12.read_text())
+    points = load_points(SEED12)
     assert len(points) == 12
     fig, ax, labels = figure(from_points(points, "seed PR, kept and dropped points"))
     boxes = [box for _, _, box in labels]
@@ -71,7 +72,7 @@ def test_two_twelve_point_curves_within_four_percent_never_overlap_their_labels(
 
     from ci_tools.results.chart import from_sides
 
-    points = pareto.points_from_csv(SEED12.read_text())
+    points = load_points(SEED12)
     head = [_result(p.name, p.tok_s_gpu, p.intvty_p90) for p in points]
     main = [_result(p.name, p.tok_s_gpu * (1.04 if i % 2 else 0.96), p.intvty_p90 * (0.97 if i % 3 else 1.03))
             for i, p in enumerate(points)]
