@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 
 from ci_tools.errors import Finding, InputError
@@ -100,7 +101,7 @@ def _from_collection(data, file: str) -> list[dict]:
 def load_side(path: Path, required: tuple[str, ...] = CSV_REQUIRED) -> list[dict]:
     """The result documents of one file or directory (`required`: the columns a CSV must fill)."""
     from ci_tools.results.collect import collect, find_results
-    from ci_tools.results.load import csv_or_json
+    from ci_tools.yaml.load import read_text
 
     if path.is_dir():
         files = find_results([path])
@@ -111,8 +112,14 @@ def load_side(path: Path, required: tuple[str, ...] = CSV_REQUIRED) -> list[dict
         return collect(files)["results"]
     if not path.exists():
         raise InputError(f"{path}: no such file or directory", exit_code=2)
-    return csv_or_json(path, from_csv=lambda text, file: results_from_csv(text, file, required),
-                       from_json=_from_collection, neither="neither a CSV nor a JSON result collection")
+    text = read_text(path)
+    if path.suffix.lower() == ".csv":   # by name: a CSV's first line can read as JSON and the other way round
+        return results_from_csv(text, str(path), required)
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{path}: neither a CSV nor a JSON result collection: {exc}") from None
+    return _from_collection(data, str(path))
 
 
 def load_points(path: Path) -> list:
