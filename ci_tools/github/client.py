@@ -23,8 +23,8 @@ from typing import Any, Callable, Iterator
 
 from ci_tools.errors import InputError
 from ci_tools.github.events import _Reader, pull_request_from
-from ci_tools.prbot.commands import PERMISSION_NOT_FOUND
-from ci_tools.prbot.models import Comment, EditHistory, PullRequest, WorkflowRun, run_from_json
+from ci_tools.github.models import (PERMISSION_NOT_FOUND, Comment, EditHistory, PullRequest, WorkflowRun,
+                                    run_from_json)
 
 DEFAULT_API_URL = "https://api.github.com"
 # Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written

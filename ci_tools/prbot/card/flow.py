@@ -14,7 +14,7 @@ from ci_tools.errors import InputError, UsageError
 from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.card import decide as card
 from ci_tools.prbot.card import shell as card_writer
-from ci_tools.prbot.models import Timeline, WorkflowRun
+from ci_tools.github.models import Timeline, WorkflowRun
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline
 
