@@ -144,6 +144,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "runner evals": ["nope"],
     "runner run": ["--row", "nope.json"],
     "runner profile": ["--row", "nope.json"],
+    "runner acceptance": ["--row", "nope.json"],
     "signoff record": ["--event-path", "nope.json", "--out", "record"],
     "signoff verify": ["--event-path", "nope.json"],
     "stage callback": ["--event-path", "nope.json"],

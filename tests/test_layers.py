@@ -49,6 +49,7 @@ ADAPTERS = {
     "results/process.py": "one job directory in, result.json out",
     "results/collect.py": "a run's downloaded artifacts in, results.json out",
     "results/sources.py": "collections, result directories and CSVs in",
+    "results/baselines.py": "main's results from its sweep runs' artifacts, through the GitHub client",
     "results/render.py": "writes the Pareto PNG with matplotlib",
     "evals/driver.py": "runs the eval harness per concurrency",
     "evals/process.py": "one eval job directory in, eval_result.json out",

@@ -164,19 +164,30 @@ def acceptance_matrix(root: Path, mtp_levels: tuple[int, ...], thinking: str, fm
     recipes = [(p.relative_to(root).as_posix(), load_yaml_file(p, p.relative_to(root).as_posix()))
                for p in sorted((root / names.RECIPES_DIR).rglob("*.yaml"))]
     modes = {"both": (True, False), "on": (True,), "off": (False,)}[thinking]
-    rows = collection_matrix(recipes, refs, mtp_levels=mtp_levels or DEFAULT_MTP_LEVELS, thinking=modes)
+    from ci_tools.config.load import default_master_paths, read_masters
+
+    masters = read_masters(default_master_paths(root), root).entries
+    rows = collection_matrix(recipes, refs, mtp_levels=mtp_levels or DEFAULT_MTP_LEVELS, thinking=modes,
+                             masters=masters)
+    unserved = [r["id"] for r in rows if r["serve"] is None]
+    rows = [r for r in rows if r["serve"] is not None]
     lines = [f"{r['id']}: {r['model']} {r['engine']} {r['engine-version']}, thinking {'on' if r['thinking'] else 'off'}, "
              f"mtp {r['mtp']} (now {'%g' % r['current'] if r['current'] is not None else 'not measured'})" for r in rows]
+    note = (f"not measured (no single-node recipe serves them): {', '.join(unserved)}" if unserved else "")
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
+        if note:
+            click.echo(f"warning: {note}", err=True)
         return
     if fmt == "github":
         from ci_tools.github.actions import append_outputs, append_step_summary
 
         append_outputs({"matrix": json.dumps(rows, separators=(",", ":")), "count": str(len(rows))})
         append_step_summary(f"### SPEED-Bench acceptance-length matrix: {len(rows)} row(s)\n\n"
-                            + "".join(f"- `{line}`\n" for line in lines))
+                            + "".join(f"- `{line}`\n" for line in lines) + (f"\n{note}\n" if note else ""))
         return
     click.echo(f"SPEED-Bench ({rows[0]['dataset'] if rows else 'no rows'}): {len(rows)} measurement(s)")
     click.echo("\n".join(lines))
+    if note:
+        click.echo(f"warning: {note}")
 

@@ -436,13 +436,14 @@ def publish_cmd(report: Path, enabled: str, event_name: str, event_path: Path | 
     """
     import os
 
+    from ci_tools.prbot.card.decide import card_pr
     from ci_tools.results.pages_flow import run_publish
 
     if run_id is None:
         raise InputError("no run id: pass --run-id or set GITHUB_RUN_ID (set by GitHub Actions)", exit_code=2)
     p = run_publish(report, enabled=enabled, event_name=event_name, event_path=event_path, run_id=run_id,
                     repository=repository, branch=branch, remote=remote, token=os.environ.get("GITHUB_TOKEN"),
-                    keep=keep, server=os.environ.get("GITHUB_SERVER_URL") or "https://github.com", decide=decide)
+                    keep=keep, pr_of_run=card_pr, server=os.environ.get("GITHUB_SERVER_URL") or "https://github.com", decide=decide)
     would = decide and bool(p.path)
     if fmt == "json":
         click.echo(json.dumps({"publish": would or p.published, "published": p.published, "reason": p.reason or None,

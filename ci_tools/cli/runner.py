@@ -13,6 +13,8 @@ GITHUB_OUTPUTS = {
     "runner run": lambda params: tuple(_layout_output_names()) if params.get("fmt") == "github" else (),
     "runner profile": lambda params: (tuple(_layout_output_names()) + ("trace-dir", "artifact-profile")
                                       if params.get("fmt") == "github" else ()),
+    "runner acceptance": lambda params: (tuple(_layout_output_names()) + ("acceptance-file", "artifact-acceptance")
+                                         if params.get("fmt") == "github" else ()),
     "runner digest": ("offline", "missing", "busy", "total", "down-labels", "healthy"),
 }
 
@@ -196,6 +198,44 @@ cli.add_command(click.Command(
             click.Option(["--requests"], type=click.IntRange(min=1), default=None, envvar="CI_TOOLS_PROFILE_REQUESTS",
                          help="Requests in the profiled client window (env CI_TOOLS_PROFILE_REQUESTS; empty or "
                               "unset: 2 per concurrency lane).")]))
+
+
+def _acceptance_callback(speed_bench: str | None, run_url: str | None, **params) -> None:
+    """Measure one SPEED-Bench collection cell: the acceptance length the engine reports for its point.
+
+    ROW is one row of `ci-tools config acceptance-matrix --format json` (the speedbench-al workflow's
+    matrix): the cell's `serve` row is run as `runner run` runs it (same options, lifecycle, cancel
+    handling), but with real speculative decoding at the cell's step count (SGLang
+    --speculative-num-steps, vLLM num_speculative_tokens; no simulated acceptance), AIPerf on
+    SPEED-Bench's coding prompts (--speed-bench FILE; offline tests pass --dataset) with the cell's
+    thinking mode, and the engine's own metric read before and after the window (SGLang
+    /server_info avg_spec_accept_length, vLLM's spec_decode counters). The length goes to
+    OUT/acceptance.json with the run that measured it (--run-url). With --format github the outputs
+    of `runner run` plus acceptance-file and artifact-acceptance are written first. Exit 0 when a
+    length was measured; 1 when the engine reported none (or any job failure); 130 / 143 when cancelled.
+
+    \b
+    Example:
+      ci-tools runner acceptance --row cell.json --dry-run
+      ci-tools runner acceptance --row cell.json --speed-bench /mnt/datasets/speed-bench/coding.jsonl --format github
+    """
+    from functools import partial
+
+    from ci_tools.runner.flow import prepare_acceptance
+
+    fmt = params.pop("fmt")
+    _run_job(partial(prepare_acceptance, dataset_file=speed_bench, run_url=run_url), fmt, **params)
+
+
+cli.add_command(click.Command(
+    "acceptance", callback=_acceptance_callback, help=_acceptance_callback.__doc__,
+    short_help="Measure one SPEED-Bench cell's acceptance length with real speculative decoding.",
+    params=[*run_cmd.params,
+            click.Option(["--speed-bench"], envvar="CI_TOOLS_SPEED_BENCH", default=None, metavar="FILE",
+                         help="SPEED-Bench's coding prompts on this runner (env CI_TOOLS_SPEED_BENCH); without it "
+                              "the point's own dataset is used (offline tests)."),
+            click.Option(["--run-url"], envvar="CI_TOOLS_RUN_URL", default=None,
+                         help="The run that measures (recorded with the length; the workflow passes its own).")]))
 
 
 @cli.command("evals")

@@ -172,13 +172,39 @@ def _slug(model: str) -> str:
     return model.rsplit("/", 1)[-1].lower()
 
 
+SERVE_ISL = 1024    # the fallback dataset's prompt length (SPEED-Bench's own prompts replace it on a runner)
+SERVE_OSL = 4096    # SPEED-Bench's output length (spec §6)
+
+
+def serve_row(path: str, data: dict, entry: dict | None, think: bool, mtp: int) -> dict | None:
+    """The runnable row a collection cell serves: the recipe's point with the fewest users (the
+    measurement is per request; batching does not change what is accepted), with the master entry's
+    runner and names. None for a disaggregated recipe (measured on one node only)."""
+    if data.get("mode") == "disaggregated" or not isinstance(data.get("points"), dict) or not data["points"]:
+        return None
+    points = [p for p in data["points"].values() if isinstance(p, dict) and isinstance(p.get("tp"), int)]
+    if not points:
+        return None
+    pt = min(points, key=lambda p: (int(p.get("conc") or 0), int(p["tp"])))
+    entry = entry or {}
+    slug = _slug(str(data.get("model")))
+    return {"config-key": data.get("config-key"), "recipe": path, "image": data.get("image"),
+            "model": data.get("model"), "model-prefix": entry.get("model-prefix", slug),
+            "precision": entry.get("precision", "unknown"), "framework": data.get("engine"),
+            "runner": entry.get("runner"), "tp": pt["tp"], "ep": int(pt.get("ep") or 1),
+            "dp-attn": bool(pt.get("dp-attn") or False), "conc": int(pt.get("conc") or 1),
+            "spec-decoding": "mtp", "scenario-type": "fixed-seq-len", "isl": SERVE_ISL, "osl": SERVE_OSL,
+            "exp-name": f"{slug}_al_mtp{mtp}_thinking_{'on' if think else 'off'}"}
+
+
 def collection_matrix(recipes: Iterable[tuple[str, YamlDoc]], refs: dict[str, Reference], *,
                       mtp_levels: Iterable[int] = DEFAULT_MTP_LEVELS,
-                      thinking: Iterable[bool] = (True, False)) -> list[dict]:
+                      thinking: Iterable[bool] = (True, False), masters: dict | None = None) -> list[dict]:
     """One row per (model, engine, image) served by a recipe with synthetic acceptance, x thinking
     mode x speculative steps: what the collection workflow measures. A row names the entry its
-    measurement updates (an existing one with the same model, engine, mode and steps, else a new id)
-    and the length recorded now, so the update PR shows old -> new."""
+    measurement updates (an existing one with the same model, engine, mode and steps, else a new id),
+    the length recorded now, so the update PR shows old -> new, and the `serve` row `runner
+    acceptance` runs (from the first single-node recipe; `masters`: config key -> master entry)."""
     served: dict[tuple[str, str, str], dict] = {}
     for path, doc in recipes:
         data = doc.data if isinstance(doc.data, dict) else {}
@@ -186,8 +212,9 @@ def collection_matrix(recipes: Iterable[tuple[str, YamlDoc]], refs: dict[str, Re
             continue
         image = str(data.get("image") or "")
         key = (str(data.get("model")), str(data.get("engine")), image)
-        served.setdefault(key, {"recipes": [], "steps": set()})
+        served.setdefault(key, {"recipes": [], "steps": set(), "data": []})
         served[key]["recipes"].append(path)
+        served[key]["data"].append((path, data))
         served[key]["steps"] |= _spec_steps(data)
     rows = []
     for (model, engine, image), info in sorted(served.items()):
@@ -197,9 +224,12 @@ def collection_matrix(recipes: Iterable[tuple[str, YamlDoc]], refs: dict[str, Re
             for k in levels:
                 match = next((r for r in refs.values() if (r.model, r.engine, r.thinking, r.mtp) ==
                               (model, engine, think, k)), None)
+                serve = next((r for r in (serve_row(p, d, (masters or {}).get(d.get("config-key")), think, k)
+                                          for p, d in info["data"]) if r is not None), None)
                 rows.append({"id": match.id if match else
                              f"{_slug(model)}-{engine}-mtp{k}-thinking-{'on' if think else 'off'}",
                              "model": model, "engine": engine, "engine-version": version, "image": image,
                              "dataset": DATASET, "thinking": think, "mtp": k, "recipes": list(info["recipes"]),
-                             "current": match.acceptance_length if match else None})
+                             "current": match.acceptance_length if match else None,
+                             "runner": (serve or {}).get("runner"), "serve": serve})
     return rows

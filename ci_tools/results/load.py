@@ -1,4 +1,4 @@
-"""Reading result files (shell): the one CSV-or-JSON rule, Pareto points from a file, lenient JSON.
+"""Reading result files (shell): the one CSV-or-JSON rule, Pareto points from a file.
 
 The parsers they hand the text or data to are pure (`pareto.points_from_csv`,
 `pareto.points_from_collection`, `sources.results_from_csv`, ...); this module is where the files
@@ -40,11 +40,3 @@ def load_points(path: Path) -> list[pareto.Point]:
                        neither=f"neither a CSV ({','.join(pareto.CSV_COLUMNS)}) nor JSON")
 
 
-def json_object_or_none(path: Path) -> dict | None:
-    """A JSON object from PATH, or None when it is absent, unreadable, not JSON or not an object
-    (the eval files: a missing or broken one is judged by the rules, not raised here)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
