@@ -208,8 +208,9 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
 def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | None, title: str) -> None:
     """Pareto frontier of tok/s/GPU against P90 tok/s/user (strict dominance).
 
-    INPUT is a `results collect` file or a CSV with columns point,tok_s_gpu,intvty_p90 (optional
-    intvty_p50 and ttft_p90_s are shown in the table). Exits 1 when a claim is false.
+    INPUT is a `results collect` file, a directory of result.json files or a CSV with columns
+    point,tok_s_gpu,intvty_p90 (optional intvty_p50 and ttft_p90_s are shown in the table; the other
+    columns of `results compare`'s CSV are accepted). Exits 1 when a claim is false.
 
     \b
     Example:
@@ -217,7 +218,7 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
       ci-tools results pareto results.json --claims claims.txt --format json
     """
     from ci_tools.results import pareto, render
-    from ci_tools.results.load import load_points
+    from ci_tools.results.sources import load_points
     from ci_tools.yaml.load import read_text
 
     points = load_points(input_path)
