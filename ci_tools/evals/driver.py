@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ci_tools.results.load import json_object_or_none
+from ci_tools.evals.load import json_object_or_none
 from ci_tools import names
 
 

@@ -173,11 +173,12 @@ def check_image(policy: Path | None, images: set[str]) -> None:
             raise InputError(f"not started: {why}")
 
 
-def prepare_run(req: RunRequest) -> PreparedJob:
-    """Everything `runner run` decides before it starts anything; every refusal is an InputError/UsageError."""
+def _row_and_recipe(req: RunRequest, row: dict | None = None):
+    """The row and its recipe, the image checked against the trusted policy before anything starts
+    (`runner run` and `runner profile` alike: a profiled container gets HF_TOKEN too)."""
     from ci_tools.config.load import load_recipe
 
-    row = load_row(req.row_path)
+    row = load_row(req.row_path) if row is None else row
     recipe_file = recipe_path(row, req.root, req.row_path)
     try:
         display = str(recipe_file.resolve().relative_to(req.root.resolve()))
@@ -185,6 +186,12 @@ def prepare_run(req: RunRequest) -> PreparedJob:
         display = str(recipe_file)
     recipe = load_recipe(recipe_file, display)
     check_image(req.image_policy, {recipe.image, str(row.get("image") or recipe.image)})
+    return row, recipe
+
+
+def prepare_run(req: RunRequest) -> PreparedJob:
+    """Everything `runner run` decides before it starts anything; every refusal is an InputError/UsageError."""
+    row, recipe = _row_and_recipe(req)
     hardware = hardware_of(row, req.root)
     port, worker_port = req.port, req.worker_port
     if 0 in (port, worker_port):
@@ -197,14 +204,11 @@ def prepare_run(req: RunRequest) -> PreparedJob:
 def prepare_profile(req: RunRequest, requests: int | None) -> PreparedJob:
     """`runner profile`: `runner run`'s job for a single-node row, with the engine's profiler on, a short
     client window between the start and stop profile calls, and the traces merged afterwards."""
-    from ci_tools.config.load import load_recipe
-
     row = load_row(req.row_path)
     if "prefill" in row or "decode" in row:
         raise UsageError("`runner profile` serves single-node rows only; a prefill/decode row's workers would "
                          "each need their own profile calls (not supported yet)")
-    recipe_file = recipe_path(row, req.root, req.row_path)
-    recipe = load_recipe(recipe_file, str(recipe_file))
+    row, recipe = _row_and_recipe(req, row)
     port, worker_port = req.port, req.worker_port
     if 0 in (port, worker_port):
         port, worker_port = free_ports(req.backend, port, worker_port)
