@@ -124,6 +124,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "comment handle": ["--event-path", "nope.json"],
     "config bump-image": ["--config-key", "k", "--image", "r:t@sha256:" + "0" * 64, "--root", "nope"],
     "config acceptance-matrix": ["--root", "nope"],
+    "config acceptance-update": ["--results", "nope", "--run-id", "1", "--repo", "o/r"],
     "config validate": ["--master", "nope-master.yaml"],
     "matrix full-sweep": ["--config-file", "nope-master.yaml"],
     "matrix test-config": ["--config-key", "k", "--config-file", "nope-master.yaml"],
