@@ -14,6 +14,16 @@ def cli() -> None:
     """Master configs, runners and recipes."""
 
 
+def upper_checks() -> tuple:
+    """`config validate`'s checks that belong to the floors above config, in order: the priority policy
+    (sweep), the eval files (evals), then what a runner can serve (runner: last, on otherwise clean files)."""
+    from ci_tools.evals import policy
+    from ci_tools.runner import servable
+    from ci_tools.sweep import priority
+
+    return (priority.config_findings, policy.config_findings, servable.config_findings)
+
+
 @cli.command()
 @click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Repository root (default: the current directory, unless --master/--runners are given).")
@@ -58,7 +68,7 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
         from ci_tools.config.load import change_since
 
         change = change_since(root, base, src.masters, change.keys)
-    report = check(src, change)
+    report = check(src, change, upper=upper_checks())
     if fmt == "text":
         for note in report.notes:
             click.echo(f"note: {note}")
