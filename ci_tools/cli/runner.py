@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import click
+
+from ci_tools.cli.emit import emit
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
 GITHUB_OUTPUTS = {
@@ -120,50 +120,19 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
 
 
 def _run_job(prepare, fmt: str, **request) -> None:
-    """`runner run` / `runner profile`: plan the job, write the step outputs, dry-run or run it."""
+    """`runner run` / `runner profile` / `runner acceptance`: plan the job, write the step outputs
+    before anything starts (a failed or cancelled job still uploads under its own names), dry-run or run it."""
+    from ci_tools.runner import render
     from ci_tools.runner.flow import RunRequest
-    from ci_tools.runner.job import JobFailed
 
-    out, dry_run = request["out"], request["dry_run"]
     job = prepare(RunRequest(**request))
     if fmt == "github":
         from ci_tools.github.actions import append_outputs
 
         append_outputs(job.outputs)
-    if dry_run:
-        dry_run_report(fmt, job.commands, job.outputs)
-        return
-    try:
-        job.run()
-    except JobFailed as exc:
-        click.echo(f"error: {exc.phase}: {exc.message}", err=True)
-        if exc.tail:
-            click.echo("---- last lines of the log ----\n" + exc.tail.rstrip() + "\n----", err=True)
-        click.echo(f"{job.stopped}; see {job.status_path}", err=True)
-        outcome_report(fmt, job.result_filename, out, job.status_path, exc)
-        sys.exit(exc.exit_code)
-    outcome_report(fmt, job.result_filename, out, job.status_path, done=job.done)
-
-
-def dry_run_report(fmt: str, commands: str, outputs: dict[str, str]) -> None:
-    """--dry-run's output: the commands for people, or one object for tools (`--format json`)."""
-    if fmt == "json":
-        click.echo(json.dumps({"dry-run": True, "outputs": outputs, "commands": commands}, indent=2))
-    else:
-        click.echo(commands, nl=False)
-
-
-def outcome_report(fmt: str, result_filename: str, out: Path, status: Path, failed=None, done: str = "") -> None:
-    """How the job ended: the next step for people (`done`, else `results process`); with `--format json`
-    one object (the error too)."""
-    if fmt != "json":
-        if failed is None:
-            click.echo(done or f"done: {result_filename}; next: ci-tools results process {out}")
-        return
-    body = {"ok": failed is None, "result-filename": result_filename, "out-dir": str(out), "status": str(status)}
-    if failed is not None:
-        body.update({"phase": failed.phase, "message": failed.message, "exit-code": failed.exit_code})
-    click.echo(json.dumps(body, indent=2))
+    if request["dry_run"]:
+        return emit(render.dry_run(job.commands, job.outputs), fmt)
+    emit(render.outcome(job.result_filename, request["out"], job.status_path, job.execute(), job.done, job.stopped), fmt)
 
 
 def _profile_callback(requests: int | None, **params) -> None:
@@ -255,36 +224,11 @@ def evals_cmd(job_dir: Path, base_url: str | None, fmt: str) -> None:
     Example:
       ci-tools runner evals out/ --base-url http://127.0.0.1:8000
     """
-    from ci_tools.evals.driver import drive, manifest_of
+    from ci_tools.evals.driver import drive, drive_quietly, manifest_of
+    from ci_tools.runner import render
 
-    if fmt == "json":  # progress and the harness's own output to stderr: stdout carries one document
-        import os
-
-        sys.stdout.flush()
-        saved = os.dup(1)
-        os.dup2(2, 1)
-        try:
-            code = drive(job_dir, base_url)
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
-    else:
-        code = drive(job_dir, base_url)
-    manifest = manifest_of(job_dir) if code == 0 and fmt != "text" else None
-    if manifest is not None:
-        if fmt == "json":
-            click.echo(json.dumps(manifest, indent=2))
-        else:
-            from ci_tools.github.actions import annotate, append_step_summary
-
-            failures = manifest.get("failures") or {}
-            for conc, why in failures.items():
-                annotate("error", why, title=f"runner evals: conc {conc} failed")
-            append_step_summary(f"### runner evals: {len(manifest.get('completed_eval_concs') or [])} of "
-                                f"{len(manifest.get('eval_concs') or [])} concurrencies completed\n\n"
-                                + "".join(f"- conc {c}: {why}\n" for c, why in failures.items()))
-    sys.exit(code)
+    code = drive_quietly(job_dir, base_url) if fmt == "json" else drive(job_dir, base_url)
+    emit(render.evals(code, manifest_of(job_dir) if code == 0 and fmt != "text" else None), fmt)
 
 
 @cli.command("cleanup")
@@ -310,25 +254,10 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str, fmt: str) 
     Example:
       ci-tools runner cleanup --out "$RUNNER_TEMP/out"
     """
+    from ci_tools.runner import render
     from ci_tools.runner.flow import cleanup
 
-    report = cleanup(out, labels, runner_name)
-    if fmt == "json":
-        click.echo(json.dumps({"ok": not report.problems, "stopped": report.stopped, "problems": report.problems,
-                               "wrote-status": report.wrote_status, "messages": report.lines}, indent=2))
-    else:
-        click.echo("\n".join(report.lines))
-        for p in report.problems:
-            click.echo(f"error: {p}", err=True)
-    if fmt == "github":
-        from ci_tools.github.actions import annotate, append_step_summary
-
-        for p in report.problems:
-            annotate("error", p, title="runner cleanup")
-        append_step_summary(f"### runner cleanup: {'could not stop everything' if report.problems else 'done'}\n\n"
-                            + "".join(f"- {m}\n" for m in report.lines + [f"**error**: {p}" for p in report.problems]))
-    if report.problems:
-        sys.exit(1)
+    emit(render.cleanup(cleanup(out, labels, runner_name)), fmt)
 
 
 @cli.command("digest")

@@ -109,6 +109,20 @@ def drive(job_dir: Path, base_url: str | None = None) -> int:
     return 0
 
 
+def drive_quietly(job_dir: Path, base_url: str | None = None) -> int:
+    """`drive` with everything it and the harness print sent to stderr (file descriptor 1 on 2), so
+    that stdout carries one document (`runner evals --format json`)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        return drive(job_dir, base_url)
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def manifest_of(job_dir: Path) -> dict | None:
     """The batch manifest `drive` wrote (None when there is none)."""
     return json_object_or_none(job_dir / names.EVAL_DIR / names.EVAL_MANIFEST)

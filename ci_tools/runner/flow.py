@@ -64,6 +64,16 @@ class PreparedJob:
     run: Callable[[], None]       # raises runner.job.JobFailed
     done: str = ""                # what the text output says after a successful run (default: next step)
 
+    def execute(self):
+        """Run the job; the `JobFailed` that ended it, or None when the client finished."""
+        from ci_tools.runner.job import JobFailed
+
+        try:
+            self.run()
+        except JobFailed as exc:
+            return exc
+        return None
+
 
 def load_row(path: Path) -> dict:
     from ci_tools.yaml.load import read_text
