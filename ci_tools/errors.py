@@ -10,6 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A rule a result or an eval row broke, and why (`results.validity`, `evals.score`): no place in a
+    file, unlike a `Finding`; the row is judged invalid, the command goes on."""
+
+    rule: str
+    message: str
+
+    def as_dict(self) -> dict:
+        return {"rule": self.rule, "message": self.message}
+
+
 @dataclass(frozen=True, order=True)
 class Finding:
     file: str

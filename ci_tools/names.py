@@ -27,6 +27,7 @@ BENCHMARK_INPUT_PREFIXES = (f"{E2E_DIR}/", f"{RECIPES_DIR}/")
 WORKFLOWS_DIR = ".github/workflows"
 SWEEP_WORKFLOW = "run-sweep.yml"        # PR and push sweeps; `/use` pins its runs
 TRUSTED_WORKFLOW = "trusted-sweep.yml"  # maintainer-approved sweeps of a fork PR's SHA
+ACCEPTANCE_WORKFLOW = "speedbench-al.yml"  # the SPEED-Bench acceptance-length collection
 # Sign-offs posted as reviews, in two phases (a fork's pull_request_review run has a read-only token):
 REVIEW_RECORD_WORKFLOW = "signoff-review.yml"          # untrusted: records which review to check
 REVIEW_VERIFY_WORKFLOW = "signoff-review-verify.yml"   # workflow_run, trusted: verifies it and posts
@@ -110,6 +111,12 @@ COLLECTION_ARTIFACT = "results_bmk"
 # uploaded as profile_<result-filename>
 PROFILE_TRACE_DIR = "profile_traces"
 PROFILE_ARTIFACT_PREFIX = "profile_"
+# measured speculative acceptance (runner/acceptance.py): the engine's metric bodies before and after the
+# client window under DIR/acceptance/, the length in DIR/acceptance.json; the SPEED-Bench collection
+# uploads each cell as acceptance_<cell id> and `config acceptance-update` reads them back
+ACCEPTANCE_DIR = "acceptance"
+ACCEPTANCE_JSON = "acceptance.json"
+ACCEPTANCE_ARTIFACT_PREFIX = "acceptance_"
 REPORT_ARTIFACT = "sweep-report"   # the sweep report, one self-contained HTML file (results report)
 # The run's eval verdict, said by the artifact's name (ci_tools.evals.gate; `/use` reads the names)
 EVAL_VERDICT_ARTIFACTS = {"passed": "evals_passed", "failed": "evals_failed", "none": "evals_none"}

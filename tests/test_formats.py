@@ -134,20 +134,21 @@ def test_runner_evals_refuses_a_job_that_is_not_an_eval_job(tmp_path):
     assert res.exit_code == 2 and res.stdout == ""
 
 
-def test_runner_run_outcome_in_json_and_text(capsys, tmp_path):
-    from ci_tools.cli.runner import outcome_report
+def test_runner_run_outcome_in_json_and_text(tmp_path):
+    from ci_tools.runner import render
     from ci_tools.runner.job import JobFailed
 
-    outcome_report("json", "r.json", Path("out"), tmp_path / "status.json")
-    assert json.loads(capsys.readouterr().out) == {"ok": True, "result-filename": "r.json", "out-dir": "out",
-                                                   "status": str(tmp_path / "status.json")}
-    outcome_report("json", "r.json", Path("out"), tmp_path / "status.json", JobFailed("ready", "never ready", "", 1))
-    body = json.loads(capsys.readouterr().out)
-    assert (body["ok"], body["phase"], body["message"], body["exit-code"]) == (False, "ready", "never ready", 1)
-    outcome_report("text", "r.json", Path("out"), tmp_path / "status.json", JobFailed("ready", "never ready"))
-    assert capsys.readouterr().out == ""  # the error itself went to stderr before
-    outcome_report("text", "r.json", Path("out"), tmp_path / "status.json")
-    assert capsys.readouterr().out == "done: r.json; next: ci-tools results process out\n"
+    status = tmp_path / "status.json"
+    ok = render.outcome("r.json", Path("out"), status)
+    assert ok.json == {"ok": True, "result-filename": "r.json", "out-dir": "out", "status": str(status)}
+    assert ok.text == "done: r.json; next: ci-tools results process out" and ok.exit_code == 0
+    failed = render.outcome("r.json", Path("out"), status, JobFailed("ready", "never ready", "last line", 3),
+                            stopped="all processes of this job were stopped")
+    body = failed.json
+    assert (body["ok"], body["phase"], body["message"], body["exit-code"]) == (False, "ready", "never ready", 3)
+    assert failed.text is None and failed.exit_code == 3   # text: nothing on stdout, the error on stderr
+    assert failed.stderr[0] == "error: ready: never ready" and "last line" in failed.stderr[1]
+    assert failed.stderr[-1] == f"all processes of this job were stopped; see {status}"
 
 
 def _eval_job(tmp_path: Path) -> Path:

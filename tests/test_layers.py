@@ -6,7 +6,8 @@ network library, or the CLI, may not read the environment and may not touch file
 a shell module either, since that would carry the I/O in. Which modules are shell is decided here, by
 name, so that a new module is core unless its name says otherwise:
 
-- the `cli/` and `github/` packages, `gitio.py` and `__main__.py`;
+- the `cli/` and `github/` packages, `gitio.py` and `__main__.py` (except `github/models.py`, GitHub's
+  objects as plain data, which the core takes: `CORE_IN_SHELL_PACKAGES`);
 - any module named `flow.py`, `*_flow.py`, `shell.py`, `load.py` or `inputs.py`, in any package;
 - the few adapters listed in `ADAPTERS`, each with the reason it is one.
 
@@ -16,11 +17,16 @@ templates, the default policy), which is part of the code, not input, so core mo
 
 The imports are read with `ast` (no module is imported), so the test also sees code that only runs on
 one path.
+
+The same imports also hold the package stack (issue 27, at the end of this file): the packages of
+`ci_tools/` are floors (`FLOORS`, shown in docs/architecture.md), a module imports only packages of
+lower floors, and no packages import each other; each import against it is named with file:line.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +37,10 @@ PKG = Path(__file__).resolve().parents[1] / "ci_tools"
 SHELL_PACKAGES = ("cli", "github")
 SHELL_FILES = ("gitio.py", "__main__.py")
 SHELL_NAMES = ("flow.py", "shell.py", "load.py", "inputs.py")
+# Core modules inside a shell package, each with the reason.
+CORE_IN_SHELL_PACKAGES = {
+    "github/models.py": "GitHub's objects as plain dataclasses: the adapter fills them, the core decides over them",
+}
 
 # Adapters by nature: what they are for is the I/O itself.
 ADAPTERS = {
@@ -44,6 +54,7 @@ ADAPTERS = {
     "results/process.py": "one job directory in, result.json out",
     "results/collect.py": "a run's downloaded artifacts in, results.json out",
     "results/sources.py": "collections, result directories and CSVs in",
+    "results/baselines.py": "main's results from its sweep runs' artifacts, through the GitHub client",
     "results/render.py": "writes the Pareto PNG with matplotlib",
     "evals/driver.py": "runs the eval harness per concurrency",
     "evals/process.py": "one eval job directory in, eval_result.json out",
@@ -79,6 +90,8 @@ def _module_name(rel: str) -> str:
 def is_shell(rel: str) -> bool:
     parts = rel.split("/")
     name = parts[-1]
+    if rel in CORE_IN_SHELL_PACKAGES:
+        return False
     return (parts[0] in SHELL_PACKAGES or rel in SHELL_FILES or name in SHELL_NAMES
             or name.endswith("_flow.py") or rel in ADAPTERS)
 
@@ -89,6 +102,12 @@ def _all_modules() -> dict[str, str]:
 
 MODULES = _all_modules()
 SHELL_MODULES = {name for name, rel in MODULES.items() if is_shell(rel)}
+CORE_MODULES = {name for name, rel in MODULES.items() if not is_shell(rel)} - {"ci_tools"}
+
+
+def _owner(name: str) -> str:
+    """The module of `ci_tools` an imported name lives in (the longest module name it is under)."""
+    return max((m for m in MODULES if _under(name, m)), key=len, default="")
 
 
 def _resolve(node: ast.ImportFrom, module: str, is_package: bool) -> str:
@@ -116,6 +135,8 @@ def violations(rel: str, source: str) -> list[Violation]:
     found: list[Violation] = []
 
     def imported(name: str, line: int) -> bool:
+        if _owner(name) in CORE_MODULES:
+            return False
         for bad in FORBIDDEN_MODULES:
             if _under(name, bad):
                 found.append(Violation(line, f"imports {name}"))
@@ -199,6 +220,8 @@ CASES = [
     ("import subprocess\n", ["imports subprocess"]),
     ("from ci_tools import gitio\n", ["imports ci_tools.gitio"]),
     ("from ..github.client import GitHub\n", ["imports ci_tools.github.client"]),
+    ("from ci_tools.github import client\n", ["imports ci_tools.github"]),
+    ("from ci_tools.github.models import Comment\n", []),
     ("from ci_tools.cli import main\n", ["imports ci_tools.cli"]),
     ("import os\nx = os.environ['A']\n", ["uses os.environ"]),
     ("from pathlib import Path\nPath('x').read_text()\n", ["calls .read_text()"]),
@@ -266,3 +289,216 @@ def test_each_package_says_what_it_may_import(rel):
         return
     assert documented, (f"ci_tools/{rel}: the package docstring must say what lives here and what it may "
                         "import (a line such as 'May import: ci_tools.errors, ci_tools.yaml; no I/O.')")
+
+
+# ---- the package stack (issue 27) -------------------------------------------------------------------
+# The packages of ci_tools/ as floors, lowest first (docs/architecture.md, "The package stack", shows
+# the same table; `test_the_architecture_doc_shows_these_floors` holds the two equal). A module may
+# import a package of a lower floor only: never one of its own floor or above. Top-level modules count
+# as packages of their own (`gitio.py` is `gitio`). No exception list: a check a lower floor needs from
+# a higher one is passed in by the higher floor's flow or the command, or the knowledge moves down.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("errors", "names", "resources", "schemas"),
+    ("yaml", "gitio", "render"),
+    ("github", "engines"),
+    ("config",),
+    ("changelog",),
+    ("sweep",),
+    ("evals",),
+    ("runner",),
+    ("results",),
+    ("prbot",),
+    ("cli",),
+    ("__main__",),
+)
+FLOOR_OF = {pkg: n for n, floor in enumerate(FLOORS) for pkg in floor}
+DOC = PKG.parent / "docs" / "architecture.md"
+
+
+def _package(module: str) -> str | None:
+    """The package of `ci_tools` a module name lies in (`ci_tools.sweep.flow` -> `sweep`); None for the
+    root package itself or a name outside ci_tools."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "ci_tools" and len(parts) > 1 else None
+
+
+@dataclass(frozen=True)
+class Import:
+    rel: str       # the importing file, relative to ci_tools/
+    line: int
+    source: str    # its package
+    target: str    # the imported package
+
+    def __str__(self) -> str:
+        return f"ci_tools/{self.rel}:{self.line}: {self.source} imports {self.target}"
+
+
+def package_imports(rel: str, source: str) -> list[Import]:
+    """Every import of another ci_tools package by `rel` (at module level or inside a function)."""
+    module = _module_name(rel)
+    src = _package(module)
+    out = []
+    for node in ast.walk(ast.parse(source, filename=rel)):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(node, module, rel.endswith("__init__.py"))
+            # `from ci_tools import gitio` names the package in the alias (`__version__` names none)
+            names = ([f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in MODULES]
+                     if base == "ci_tools" else [base])
+        for name in names:
+            target = _package(name)
+            if src is not None and target is not None and target != src:
+                out.append(Import(rel, node.lineno, src, target))
+    return out
+
+
+def _all_package_imports() -> list[Import]:
+    return [imp for rel in sorted(MODULES.values()) for imp in package_imports(rel, (PKG / rel).read_text(encoding="utf-8"))]
+
+
+def against_the_stack(imports: list[Import], floor_of: dict[str, int]) -> list[str]:
+    """The imports that run sideways or up the stack, and the packages on no floor."""
+    bad = []
+    for imp in imports:
+        for pkg in (imp.source, imp.target):
+            if pkg not in floor_of:
+                bad.append(f"ci_tools/{imp.rel}:{imp.line}: package {pkg} is on no floor: add it to FLOORS in "
+                           "tests/test_layers.py and to the table in docs/architecture.md")
+        if imp.source in floor_of and imp.target in floor_of and floor_of[imp.target] >= floor_of[imp.source]:
+            where = "its own floor" if floor_of[imp.target] == floor_of[imp.source] else "a higher floor"
+            bad.append(f"{imp} (floor {floor_of[imp.source]} imports {where}, {floor_of[imp.target]})")
+    return sorted(set(bad))
+
+
+def package_cycles(imports: list[Import]) -> list[str]:
+    """Each set of packages that import each other (a strongly connected component of the package
+    graph), with the imports that close it."""
+    graph: dict[str, set[str]] = {}
+    for imp in imports:
+        graph.setdefault(imp.source, set()).add(imp.target)
+        graph.setdefault(imp.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(v: str) -> None:          # Tarjan's algorithm; a handful of packages, recursion is fine
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    first: dict[tuple[str, str], Import] = {}
+    for imp in sorted(imports, key=lambda i: (i.rel, i.line)):
+        first.setdefault((imp.source, imp.target), imp)
+    out = []
+    for component in sorted(components):
+        loops = set()
+        for (u, v) in sorted(first):
+            if u in component and v in component:
+                path = _shortest_path(graph, v, u, set(component))
+                loop = [u, *path[:-1]]                 # u -> v -> ... -> (back to u)
+                turn = loop.index(min(loop))           # one spelling per loop, whichever edge found it
+                loops.add(tuple(loop[turn:] + loop[:turn]))
+        lines = []
+        for loop in sorted(loops, key=lambda lp: (len(lp), lp)):
+            hops = list(zip(loop, loop[1:] + loop[:1]))
+            lines.append(f"    {' -> '.join([*loop, loop[0]])}: " + ", ".join(
+                f"ci_tools/{first[h].rel}:{first[h].line}" for h in hops))
+        out.append(f"packages {', '.join(component)} import each other; the loops:\n" + "\n".join(lines))
+    return out
+
+
+def _shortest_path(graph: dict[str, set[str]], start: str, goal: str, allowed: set[str]) -> list[str]:
+    """The packages from `start` to `goal` (both included) by the fewest imports, within `allowed`."""
+    paths = {start: [start]}
+    queue = [start]
+    for v in queue:
+        if v == goal:
+            return paths[v]
+        for w in sorted(graph[v] & allowed):
+            if w not in paths:
+                paths[w] = paths[v] + [w]
+                queue.append(w)
+    raise AssertionError(f"{goal} is not reachable from {start}")   # cannot happen inside a component
+
+
+def test_the_packages_form_a_stack():
+    imports = _all_package_imports()
+    bad = against_the_stack(imports, FLOOR_OF)
+    cycles = package_cycles(imports)
+    assert not bad and not cycles, (
+        "the packages of ci_tools/ are floors (FLOORS here, the table in docs/architecture.md); a module "
+        "imports only packages of lower floors:\n" + "\n".join(f"  {b}" for b in bad)
+        + ("\n" + "\n".join(f"  {c}" for c in cycles) if cycles else "")
+        + "\npass what the lower floor needs in from the higher floor's flow or the command, or move the "
+        "knowledge down; see docs/architecture.md, 'The package stack'")
+
+
+def test_every_package_is_on_a_floor():
+    packages = {_package(name) for name in MODULES} - {None}
+    assert packages == set(FLOOR_OF), (f"on no floor: {sorted(packages - set(FLOOR_OF))}; "
+                                       f"on a floor but gone: {sorted(set(FLOOR_OF) - packages)}")
+
+
+def _doc_floors(text: str) -> dict[str, int]:
+    if "## The package stack" not in text:
+        return {}
+    section = text.split("## The package stack", 1)[1].split("\n## ", 1)[0]
+    floors = {}
+    for row in section.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].isdigit():
+            for name in re.findall(r"`([^`]+)`", cells[1]):
+                floors[name.strip("/").removesuffix(".py")] = int(cells[0])
+    return floors
+
+
+def test_the_architecture_doc_shows_these_floors():
+    assert _doc_floors(DOC.read_text(encoding="utf-8")) == FLOOR_OF, (
+        "docs/architecture.md's table of floors and FLOORS in tests/test_layers.py differ: make them one")
+
+
+STACK = {"a": 0, "b": 1, "c": 2}
+STACK_CASES = [
+    ("c/x.py", "from ci_tools.a import y\nfrom ci_tools import __version__\n", []),
+    ("a/x.py", "def f():\n    from ci_tools.c.z import y\n", ["ci_tools/a/x.py:2: a imports c (floor 0 imports a higher floor, 2)"]),
+    ("b/x.py", "from ..c import y\n", ["ci_tools/b/x.py:1: b imports c (floor 1 imports a higher floor, 2)"]),
+    ("b/x.py", "import ci_tools.b.y\nfrom . import z\n", []),
+    ("b/x.py", "from ci_tools.d import y\n", ["ci_tools/b/x.py:1: package d is on no floor: add it to FLOORS in "
+                                            "tests/test_layers.py and to the table in docs/architecture.md"]),
+]
+
+
+@pytest.mark.parametrize("rel,source,expected", STACK_CASES)
+def test_the_stack_check_names_each_import(rel, source, expected):
+    assert against_the_stack(package_imports(rel, source), STACK) == expected
+
+
+def test_the_cycle_check_names_the_loop():
+    imports = package_imports("a/x.py", "from ci_tools.b import y\n") + package_imports(
+        "b/x.py", "import os\n\ndef f():\n    from ci_tools.a.z import w\n") + package_imports(
+        "c/x.py", "from ci_tools.a import y\n")
+    assert package_cycles(imports) == ["packages a, b import each other; the loops:\n"
+                                       "    a -> b -> a: ci_tools/a/x.py:1, ci_tools/b/x.py:4"]

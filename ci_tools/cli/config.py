@@ -8,10 +8,24 @@ import click
 
 from ci_tools.render.findings import FORMATS, render
 
+# What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
+GITHUB_OUTPUTS = {"config acceptance-matrix": ("matrix", "count"),
+                  "config acceptance-update": ("changed", "missing", "pr-url")}
+
 
 @click.group()
 def cli() -> None:
     """Master configs, runners and recipes."""
+
+
+def upper_checks() -> tuple:
+    """`config validate`'s checks that belong to the floors above config, in order: the priority policy
+    (sweep), the eval files (evals), then what a runner can serve (runner: last, on otherwise clean files)."""
+    from ci_tools.evals import policy
+    from ci_tools.runner import servable
+    from ci_tools.sweep import priority
+
+    return (priority.config_findings, policy.config_findings, servable.config_findings)
 
 
 @cli.command()
@@ -58,7 +72,7 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
         from ci_tools.config.load import change_since
 
         change = change_since(root, base, src.masters, change.keys)
-    report = check(src, change)
+    report = check(src, change, upper=upper_checks())
     if fmt == "text":
         for note in report.notes:
             click.echo(f"note: {note}")
@@ -164,19 +178,85 @@ def acceptance_matrix(root: Path, mtp_levels: tuple[int, ...], thinking: str, fm
     recipes = [(p.relative_to(root).as_posix(), load_yaml_file(p, p.relative_to(root).as_posix()))
                for p in sorted((root / names.RECIPES_DIR).rglob("*.yaml"))]
     modes = {"both": (True, False), "on": (True,), "off": (False,)}[thinking]
-    rows = collection_matrix(recipes, refs, mtp_levels=mtp_levels or DEFAULT_MTP_LEVELS, thinking=modes)
+    from ci_tools.config.load import default_master_paths, read_masters
+
+    masters = read_masters(default_master_paths(root), root).entries
+    rows = collection_matrix(recipes, refs, mtp_levels=mtp_levels or DEFAULT_MTP_LEVELS, thinking=modes,
+                             masters=masters)
+    unserved = [r["id"] for r in rows if r["serve"] is None]
+    rows = [r for r in rows if r["serve"] is not None]
     lines = [f"{r['id']}: {r['model']} {r['engine']} {r['engine-version']}, thinking {'on' if r['thinking'] else 'off'}, "
              f"mtp {r['mtp']} (now {'%g' % r['current'] if r['current'] is not None else 'not measured'})" for r in rows]
+    note = (f"not measured (no single-node recipe serves them): {', '.join(unserved)}" if unserved else "")
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
+        if note:
+            click.echo(f"warning: {note}", err=True)
         return
     if fmt == "github":
         from ci_tools.github.actions import append_outputs, append_step_summary
 
         append_outputs({"matrix": json.dumps(rows, separators=(",", ":")), "count": str(len(rows))})
         append_step_summary(f"### SPEED-Bench acceptance-length matrix: {len(rows)} row(s)\n\n"
-                            + "".join(f"- `{line}`\n" for line in lines))
+                            + "".join(f"- `{line}`\n" for line in lines) + (f"\n{note}\n" if note else ""))
         return
     click.echo(f"SPEED-Bench ({rows[0]['dataset'] if rows else 'no rows'}): {len(rows)} measurement(s)")
     click.echo("\n".join(lines))
+    if note:
+        click.echo(f"warning: {note}")
 
+
+
+@cli.command("acceptance-update")
+@click.option("--results", "results", type=click.Path(path_type=Path), required=True,
+              help="Folder holding the collection cells' results (each measure job's acceptance.json, as the "
+                   "acceptance_* artifacts download).")
+@click.option("--run-id", type=int, required=True, help="The speedbench-al run that measured them (recorded per entry).")
+@click.option("--repo", envvar="GITHUB_REPOSITORY", default=None, help="owner/name (env GITHUB_REPOSITORY).")
+@click.option("--matrix", "matrix", type=click.Path(path_type=Path), default=None,
+              help="The run's matrix (JSON rows of acceptance-matrix): cells without a result are named.")
+@click.option("--allow-partial", is_flag=True, envvar="CI_TOOLS_ACCEPTANCE_ALLOW_PARTIAL",
+              help="(env CI_TOOLS_ACCEPTANCE_ALLOW_PARTIAL) Update the measured cells although some matrix cells have no result (they are listed in the PR).")
+@click.option("--open-pr", is_flag=True, envvar="CI_TOOLS_ACCEPTANCE_OPEN_PR",
+              help="(env CI_TOOLS_ACCEPTANCE_OPEN_PR) Commit the file to a new branch and open the pull request.")
+@click.option("--base", default="main", show_default=True, help="Branch the pull request targets.")
+@click.option("--root", type=click.Path(exists=True, file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Repository root (its references file and recipes).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="json: the report; github: changed, missing, pr-url in $GITHUB_OUTPUT and the PR body in "
+                   "$GITHUB_STEP_SUMMARY.")
+def acceptance_update(results: Path, run_id: int, repo: str | None, matrix: Path | None, allow_partial: bool, open_pr: bool,
+                      base: str, root: Path, fmt: str) -> None:
+    """Turn the SPEED-Bench collection's measured acceptance lengths into the references file, as a PR.
+
+    Each cell's entry in inferencex-e2e/acceptance-lengths.yaml gets the measured length and
+    `measured-by` (the run's URL, the engine metric, the date); comments and other entries stay.
+    The run must exist and be a speedbench-al run, and every result must name it. Refused, with
+    nothing written: no results (exit 2), an unknown run (exit 2), no usable measurement, a partial
+    matrix without --allow-partial (exit 1). The PR body lists old -> new per entry, the cells not
+    measured, the results not used and the recipes whose synthetic acceptance is now stale.
+
+    \b
+    Example:
+      ci-tools config acceptance-update --results cells/ --run-id 123456 --matrix matrix.json --open-pr
+    """
+    import json
+
+    from ci_tools.config.acceptance_flow import acceptance_update as update
+
+    report = update(root, results, run_id, repo, matrix=matrix, allow_partial=allow_partial, open_pr=open_pr,
+                    base=base)
+    if fmt == "json":
+        click.echo(json.dumps({"outputs": report.outputs, "warnings": report.warnings, "lines": report.lines,
+                               "body": report.body}, indent=2))
+        return
+    if fmt == "github":
+        from ci_tools.github.actions import annotation, append_outputs, append_step_summary
+
+        append_outputs(report.outputs)
+        append_step_summary("### Acceptance-length update\n\n" + report.body)
+        for w in report.warnings:
+            click.echo(annotation("warning", w))
+    for w in report.warnings if fmt == "text" else []:
+        click.echo(f"warning: {w}", err=True)
+    click.echo("\n".join(report.lines))

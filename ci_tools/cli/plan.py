@@ -100,7 +100,13 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
                            after_canary=after_canary or canary_dir is not None, passed=frozenset(passed),
                            canary_dir=canary_dir, pr=pr, github_repo=github_repo,
                            env=dict(os.environ), runner_screen=not unscreened, image_policy=image_policy)
-    outcome = flow.gate(req) if gate_only else flow.plan(req)
+    if gate_only:
+        outcome = flow.gate(req)
+    else:
+        from ci_tools.prbot.reuse.candidates_flow import use_candidates
+        from ci_tools.runner.screen_git import screen_at
+
+        outcome = flow.plan(req, screener=screen_at, candidates=use_candidates)
     for note in outcome.notes:
         click.echo(f"note: {note}", err=True)
     if fmt == "github":

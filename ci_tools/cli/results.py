@@ -208,8 +208,9 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
 def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | None, title: str) -> None:
     """Pareto frontier of tok/s/GPU against P90 tok/s/user (strict dominance).
 
-    INPUT is a `results collect` file or a CSV with columns point,tok_s_gpu,intvty_p90 (optional
-    intvty_p50 and ttft_p90_s are shown in the table). Exits 1 when a claim is false.
+    INPUT is a `results collect` file, a directory of result.json files or a CSV with columns
+    point,tok_s_gpu,intvty_p90 (optional intvty_p50 and ttft_p90_s are shown in the table; the other
+    columns of `results compare`'s CSV are accepted). Exits 1 when a claim is false.
 
     \b
     Example:
@@ -217,7 +218,7 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
       ci-tools results pareto results.json --claims claims.txt --format json
     """
     from ci_tools.results import pareto, render
-    from ci_tools.results.load import load_points
+    from ci_tools.results.sources import load_points
     from ci_tools.yaml.load import read_text
 
     points = load_points(input_path)
@@ -436,13 +437,14 @@ def publish_cmd(report: Path, enabled: str, event_name: str, event_path: Path | 
     """
     import os
 
+    from ci_tools.prbot.card.decide import card_pr
     from ci_tools.results.pages_flow import run_publish
 
     if run_id is None:
         raise InputError("no run id: pass --run-id or set GITHUB_RUN_ID (set by GitHub Actions)", exit_code=2)
     p = run_publish(report, enabled=enabled, event_name=event_name, event_path=event_path, run_id=run_id,
                     repository=repository, branch=branch, remote=remote, token=os.environ.get("GITHUB_TOKEN"),
-                    keep=keep, server=os.environ.get("GITHUB_SERVER_URL") or "https://github.com", decide=decide)
+                    keep=keep, pr_of_run=card_pr, server=os.environ.get("GITHUB_SERVER_URL") or "https://github.com", decide=decide)
     would = decide and bool(p.path)
     if fmt == "json":
         click.echo(json.dumps({"publish": would or p.published, "published": p.published, "reason": p.reason or None,

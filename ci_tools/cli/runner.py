@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import click
+
+from ci_tools.cli.emit import emit
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
 GITHUB_OUTPUTS = {
     "runner run": lambda params: tuple(_layout_output_names()) if params.get("fmt") == "github" else (),
     "runner profile": lambda params: (tuple(_layout_output_names()) + ("trace-dir", "artifact-profile")
                                       if params.get("fmt") == "github" else ()),
+    "runner acceptance": lambda params: (tuple(_layout_output_names()) + ("acceptance-file", "artifact-acceptance")
+                                         if params.get("fmt") == "github" else ()),
     "runner digest": ("offline", "missing", "busy", "total", "down-labels", "healthy"),
 }
 
@@ -118,50 +120,19 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
 
 
 def _run_job(prepare, fmt: str, **request) -> None:
-    """`runner run` / `runner profile`: plan the job, write the step outputs, dry-run or run it."""
+    """`runner run` / `runner profile` / `runner acceptance`: plan the job, write the step outputs
+    before anything starts (a failed or cancelled job still uploads under its own names), dry-run or run it."""
+    from ci_tools.runner import render
     from ci_tools.runner.flow import RunRequest
-    from ci_tools.runner.job import JobFailed
 
-    out, dry_run = request["out"], request["dry_run"]
     job = prepare(RunRequest(**request))
     if fmt == "github":
         from ci_tools.github.actions import append_outputs
 
         append_outputs(job.outputs)
-    if dry_run:
-        dry_run_report(fmt, job.commands, job.outputs)
-        return
-    try:
-        job.run()
-    except JobFailed as exc:
-        click.echo(f"error: {exc.phase}: {exc.message}", err=True)
-        if exc.tail:
-            click.echo("---- last lines of the log ----\n" + exc.tail.rstrip() + "\n----", err=True)
-        click.echo(f"{job.stopped}; see {job.status_path}", err=True)
-        outcome_report(fmt, job.result_filename, out, job.status_path, exc)
-        sys.exit(exc.exit_code)
-    outcome_report(fmt, job.result_filename, out, job.status_path, done=job.done)
-
-
-def dry_run_report(fmt: str, commands: str, outputs: dict[str, str]) -> None:
-    """--dry-run's output: the commands for people, or one object for tools (`--format json`)."""
-    if fmt == "json":
-        click.echo(json.dumps({"dry-run": True, "outputs": outputs, "commands": commands}, indent=2))
-    else:
-        click.echo(commands, nl=False)
-
-
-def outcome_report(fmt: str, result_filename: str, out: Path, status: Path, failed=None, done: str = "") -> None:
-    """How the job ended: the next step for people (`done`, else `results process`); with `--format json`
-    one object (the error too)."""
-    if fmt != "json":
-        if failed is None:
-            click.echo(done or f"done: {result_filename}; next: ci-tools results process {out}")
-        return
-    body = {"ok": failed is None, "result-filename": result_filename, "out-dir": str(out), "status": str(status)}
-    if failed is not None:
-        body.update({"phase": failed.phase, "message": failed.message, "exit-code": failed.exit_code})
-    click.echo(json.dumps(body, indent=2))
+    if request["dry_run"]:
+        return emit(render.dry_run(job.commands, job.outputs), fmt)
+    emit(render.outcome(job.result_filename, request["out"], job.status_path, job.execute(), job.done, job.stopped), fmt)
 
 
 def _profile_callback(requests: int | None, **params) -> None:
@@ -198,6 +169,44 @@ cli.add_command(click.Command(
                               "unset: 2 per concurrency lane).")]))
 
 
+def _acceptance_callback(speed_bench: str | None, run_url: str | None, **params) -> None:
+    """Measure one SPEED-Bench collection cell: the acceptance length the engine reports for its point.
+
+    ROW is one row of `ci-tools config acceptance-matrix --format json` (the speedbench-al workflow's
+    matrix): the cell's `serve` row is run as `runner run` runs it (same options, lifecycle, cancel
+    handling), but with real speculative decoding at the cell's step count (SGLang
+    --speculative-num-steps, vLLM num_speculative_tokens; no simulated acceptance), AIPerf on
+    SPEED-Bench's coding prompts (--speed-bench FILE; offline tests pass --dataset) with the cell's
+    thinking mode, and the engine's own metric read before and after the window (SGLang
+    /server_info avg_spec_accept_length, vLLM's spec_decode counters). The length goes to
+    OUT/acceptance.json with the run that measured it (--run-url). With --format github the outputs
+    of `runner run` plus acceptance-file and artifact-acceptance are written first. Exit 0 when a
+    length was measured; 1 when the engine reported none (or any job failure); 130 / 143 when cancelled.
+
+    \b
+    Example:
+      ci-tools runner acceptance --row cell.json --dry-run
+      ci-tools runner acceptance --row cell.json --speed-bench /mnt/datasets/speed-bench/coding.jsonl --format github
+    """
+    from functools import partial
+
+    from ci_tools.runner.flow import prepare_acceptance
+
+    fmt = params.pop("fmt")
+    _run_job(partial(prepare_acceptance, dataset_file=speed_bench, run_url=run_url), fmt, **params)
+
+
+cli.add_command(click.Command(
+    "acceptance", callback=_acceptance_callback, help=_acceptance_callback.__doc__,
+    short_help="Measure one SPEED-Bench cell's acceptance length with real speculative decoding.",
+    params=[*run_cmd.params,
+            click.Option(["--speed-bench"], envvar="CI_TOOLS_SPEED_BENCH", default=None, metavar="FILE",
+                         help="SPEED-Bench's coding prompts on this runner (env CI_TOOLS_SPEED_BENCH); without it "
+                              "the point's own dataset is used (offline tests)."),
+            click.Option(["--run-url"], envvar="CI_TOOLS_RUN_URL", default=None,
+                         help="The run that measures (recorded with the length; the workflow passes its own).")]))
+
+
 @cli.command("evals")
 @click.argument("job_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--base-url", default=None, help="Where the server answers (replaces the planned URL).")
@@ -215,36 +224,11 @@ def evals_cmd(job_dir: Path, base_url: str | None, fmt: str) -> None:
     Example:
       ci-tools runner evals out/ --base-url http://127.0.0.1:8000
     """
-    from ci_tools.evals.driver import drive, manifest_of
+    from ci_tools.evals.driver import drive, drive_quietly, manifest_of
+    from ci_tools.runner import render
 
-    if fmt == "json":  # progress and the harness's own output to stderr: stdout carries one document
-        import os
-
-        sys.stdout.flush()
-        saved = os.dup(1)
-        os.dup2(2, 1)
-        try:
-            code = drive(job_dir, base_url)
-        finally:
-            sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
-    else:
-        code = drive(job_dir, base_url)
-    manifest = manifest_of(job_dir) if code == 0 and fmt != "text" else None
-    if manifest is not None:
-        if fmt == "json":
-            click.echo(json.dumps(manifest, indent=2))
-        else:
-            from ci_tools.github.actions import annotate, append_step_summary
-
-            failures = manifest.get("failures") or {}
-            for conc, why in failures.items():
-                annotate("error", why, title=f"runner evals: conc {conc} failed")
-            append_step_summary(f"### runner evals: {len(manifest.get('completed_eval_concs') or [])} of "
-                                f"{len(manifest.get('eval_concs') or [])} concurrencies completed\n\n"
-                                + "".join(f"- conc {c}: {why}\n" for c, why in failures.items()))
-    sys.exit(code)
+    code = drive_quietly(job_dir, base_url) if fmt == "json" else drive(job_dir, base_url)
+    emit(render.evals(code, manifest_of(job_dir) if code == 0 and fmt != "text" else None), fmt)
 
 
 @cli.command("cleanup")
@@ -270,25 +254,10 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str, fmt: str) 
     Example:
       ci-tools runner cleanup --out "$RUNNER_TEMP/out"
     """
+    from ci_tools.runner import render
     from ci_tools.runner.flow import cleanup
 
-    report = cleanup(out, labels, runner_name)
-    if fmt == "json":
-        click.echo(json.dumps({"ok": not report.problems, "stopped": report.stopped, "problems": report.problems,
-                               "wrote-status": report.wrote_status, "messages": report.lines}, indent=2))
-    else:
-        click.echo("\n".join(report.lines))
-        for p in report.problems:
-            click.echo(f"error: {p}", err=True)
-    if fmt == "github":
-        from ci_tools.github.actions import annotate, append_step_summary
-
-        for p in report.problems:
-            annotate("error", p, title="runner cleanup")
-        append_step_summary(f"### runner cleanup: {'could not stop everything' if report.problems else 'done'}\n\n"
-                            + "".join(f"- {m}\n" for m in report.lines + [f"**error**: {p}" for p in report.problems]))
-    if report.problems:
-        sys.exit(1)
+    emit(render.cleanup(cleanup(out, labels, runner_name)), fmt)
 
 
 @cli.command("digest")

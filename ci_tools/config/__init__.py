@@ -12,7 +12,8 @@ Entry points for other areas (import the submodule; nothing is re-exported here,
 - `schemas.check(doc, data, "master"|"runners"|"recipe", ref)`: schema findings for one document.
 
 May import: `ci_tools.errors`, `ci_tools.names`, the YAML readers (documents with line marks),
-`ci_tools.resources` (the packaged JSON Schemas), `ci_tools.engines` and `ci_tools.evals` core
-modules. Only `load.py` touches files and git (through `ci_tools.gitio`);
-every other module is pure.
+`ci_tools.resources` (the packaged JSON Schemas) and `ci_tools.engines` core modules; nothing of a
+higher floor (docs/architecture.md, "The package stack"): the checks `config validate` runs for sweep,
+evals and runner are theirs, passed into `validate.check` by the command. Only `load.py` touches
+files and git (through `ci_tools.gitio`); every other module is pure.
 """

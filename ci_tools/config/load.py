@@ -141,21 +141,22 @@ def _load_eval_inputs(root: Path, src: Sources) -> None:
 
 
 
-def validate_root(root: Path, change: Change | None = None) -> Report:
-    """Validate a repository checkout: its masters, runners.yaml and recipes/."""
+def validate_root(root: Path, change: Change | None = None, upper=()) -> Report:
+    """Validate a repository checkout: its masters, runners.yaml and recipes/ (and the `upper` checks
+    of the floors above, `config.validate.UpperCheck`s the caller composes)."""
     from ci_tools.config.crossfile import Change
     from ci_tools.config.validate import check
 
-    return check(load_sources(root), change or Change())
+    return check(load_sources(root), change or Change(), upper)
 
 
 def validate_files(masters: list[Path], runners: Path | None = None, root: Path | None = None,
-                   change: Change | None = None) -> Report:
+                   change: Change | None = None, upper=()) -> Report:
     """Validate files outside the repository layout (e.g. the InferenceX corpus)."""
     from ci_tools.config.crossfile import Change
     from ci_tools.config.validate import check
 
-    return check(load_sources(root, masters, runners), change or Change())
+    return check(load_sources(root, masters, runners), change or Change(), upper)
 
 
 def change_since(root: Path, base: str, masters: list[YamlDoc], keys: frozenset[str] = frozenset()) -> Change:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Sequence
 
 from ci_tools import names
 from ci_tools.config import crossfile, rules, schemas
@@ -87,20 +88,6 @@ def _merge_masters(docs: list[YamlDoc]) -> tuple[list[tuple[str, dict | object, 
     return out, found
 
 
-def _eval_findings(src: Sources) -> list[Finding]:
-    from ci_tools.evals import policy, thresholds
-
-    found = thresholds.check(src.thresholds) if src.thresholds is not None else []
-    if src.policy is not None:
-        found += priority_findings(src.policy)
-    if src.policy is not None and isinstance(src.policy.data, dict) and "evals" in src.policy.data:
-        try:
-            policy.policy_from_doc(src.policy)
-        except InputError as exc:
-            found += exc.findings or [Finding(src.policy.file, None, None, exc.message)]
-    return found
-
-
 def _acceptance_findings(src: Sources, recipes: dict[str, Recipe]) -> list[Finding]:
     """Every recipe's synthetic acceptance names or equals a measured reference (config/acceptance.py)."""
     from ci_tools.config import acceptance
@@ -111,23 +98,6 @@ def _acceptance_findings(src: Sources, recipes: dict[str, Recipe]) -> list[Findi
         if problems:
             return problems
     return acceptance.all_findings(((p, r.doc) for p, r in recipes.items() if r.valid), refs)
-
-
-def priority_findings(doc: YamlDoc) -> list[Finding]:
-    """The policy's `priority:` section: its schema (located, with a did-you-mean), then the scorer's reading."""
-    from ci_tools.sweep.priority import priority_policy
-
-    section = doc.data.get("priority") if isinstance(doc.data, dict) else None
-    if section is None:
-        return []
-    problems = schemas.check(doc, section, "ci-policy", "priority", ("priority",))
-    if problems:
-        return problems
-    try:
-        priority_policy(section, doc.file)
-    except InputError as exc:
-        return [doc.finding(("priority",), exc.message)]
-    return []
 
 
 def entry_findings(key: str, data: object, doc: YamlDoc, *, quick: bool = False) -> tuple[list[Finding], bool]:
@@ -183,8 +153,26 @@ def _runners_ok(runners: YamlDoc) -> bool:
 MAX_INVALID_ENTRIES = 200
 
 
-def check(src: Sources, change: Change = Change()) -> Report:
-    """The functional core: every rule over loaded sources. Pure: no file or process access."""
+@dataclass(frozen=True)
+class Checked:
+    """What `check` knows once config's own rules ran: what the checks of the floors above take."""
+
+    src: Sources
+    change: Change
+    entries: list[Entry]              # the entries that passed their schema
+    recipes: dict[str, Recipe]
+    hardware: dict | None             # runners.yaml's `hardware:`; None when the runners file is absent or fails
+
+
+# A check a floor above config adds to `config validate` (the eval files, the priority policy, what a
+# runner can serve): `(checked, findings so far) -> more findings`. The command composes them
+# (`cli/config.py`), in order; config knows nothing of who uses its data.
+UpperCheck = Callable[[Checked, list[Finding]], list[Finding]]
+
+
+def check(src: Sources, change: Change = Change(), upper: Sequence[UpperCheck] = ()) -> Report:
+    """The functional core: every rule over loaded sources, then the `upper` checks. Pure: no file or
+    process access."""
     findings = list(src.findings)
     notes = list(src.notes)
     merged, found = _merge_masters(src.masters)
@@ -237,43 +225,12 @@ def check(src: Sources, change: Change = Change()) -> Report:
     findings += crossfile.naming(valid)
     if src.root is not None:
         findings += _acceptance_findings(src, recipes)
-    findings += _eval_findings(src)
-    if src.root is not None and runners_ok and (change.keys or change.files) \
-            and not any(f.severity != "warning" for f in findings):
-        # last gate, once the files are otherwise clean (its reasons would repeat the findings above)
-        findings += servability(valid, recipes, (src.runners.data or {}).get("hardware") or {}, change)
+    checked = Checked(src, change, valid, recipes,
+                      ((src.runners.data or {}).get("hardware") or {}) if runners_ok else None)
+    for upper_check in upper:
+        findings += upper_check(checked, findings)
 
     findings = sorted(set(findings), key=lambda f: (f.file, f.line or 0, f.col or 0, f.message))
     counts = {"master_files": len(src.masters), "entries": len(merged), "valid_entries": len(valid),
               "runners_files": int(src.runners is not None), "recipes": len(src.recipes)}
     return Report(findings, notes, counts)
-
-
-def servability(valid: list[Entry], recipes: dict[str, Recipe], hardware: dict, change: Change) -> list[Finding]:
-    """Touched entries: every benchmark row they expand to must be one a runner serves
-    (ci_tools/runner/servable.py, the same decision `plan` makes), else an error at the entry."""
-    from ci_tools.config.recipe import Recipe as LoadedRecipe
-    from ci_tools.sweep.matrix import Filters, expand
-    from ci_tools.runner.servable import Context, refusals
-
-    out: list[Finding] = []
-    entries = {e.key: e.data for e in valid}
-    for e in valid:
-        ref = e.data.get("recipe") if isinstance(e.data.get("recipe"), str) else None
-        if not change.touches(e.key, ref):
-            continue
-        rec = recipes.get(ref) if ref else None
-        if ref and (rec is None or not rec.valid):
-            continue          # recipe_links already reports a missing or invalid recipe
-        loaded = LoadedRecipe(rec.doc.file, rec.doc.data, rec.doc) if rec else None
-        gpn = (hardware.get(e.data.get("runner")) or {}).get("gpus-per-node")
-        ctx = Context(e.data, loaded, None, int(gpn) if gpn else None)
-        seen: set[tuple[str, str]] = set()
-        for row in expand(entries, hardware, Filters(config_keys=(e.key,))):
-            for r in refusals(dict(row.data, **{"config-key": e.key}), ctx):
-                # a missing point is crossfile.recipe_links' finding already (located in both files)
-                if r.pending or r.rule == "no-recipe-point" or (r.rule, r.message) in seen:
-                    continue
-                seen.add((r.rule, r.message))
-                out.append(e.doc.finding((e.key,), f"{e.key}: no runner can serve it: {r.message}", r.fix))
-    return out

@@ -13,5 +13,6 @@
 | `swebench.py` | adapter | the agentic harness command of runner hosts |
 
 Core modules may import `ci_tools.errors`, `ci_tools.yaml.located`'s data types, `ci_tools.names`, the
-sweep and results core modules and each other; the shell ones anything (tests/test_layers.py checks it).
+config and sweep core modules and each other (results is a floor above: it reads eval results, not
+the reverse); the shell ones anything of a lower floor (tests/test_layers.py checks it).
 """

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ci_tools.results.load import json_object_or_none
+from ci_tools.evals.load import json_object_or_none
 from ci_tools import names
 
 
@@ -107,6 +107,20 @@ def drive(job_dir: Path, base_url: str | None = None) -> int:
     _say(f"{len(completed)} of {len(concs)} concurrencies completed"
          + (f"; failed: {', '.join(map(str, sorted(failed)))} (`results process` fails this job)" if failed else ""))
     return 0
+
+
+def drive_quietly(job_dir: Path, base_url: str | None = None) -> int:
+    """`drive` with everything it and the harness print sent to stderr (file descriptor 1 on 2), so
+    that stdout carries one document (`runner evals --format json`)."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        return drive(job_dir, base_url)
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def manifest_of(job_dir: Path) -> dict | None:

@@ -1,7 +1,9 @@
-"""Reading the eval files (shell): the thresholds file, located and schema-checked by `thresholds.from_doc`."""
+"""Reading the eval files (shell): the thresholds file, located and schema-checked by `thresholds.from_doc`;
+an eval job's JSON files, leniently (`json_object_or_none`)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from ci_tools import names
@@ -17,3 +19,13 @@ def load_thresholds(path: Path, display: str | None = None) -> Thresholds:
             display or str(path), None, None, "eval thresholds file not found",
             f"pass --thresholds FILE, or run from the repository root (it holds {names.EVAL_THRESHOLDS})")])
     return from_doc(load_yaml_file(path, display or str(path)))
+
+
+def json_object_or_none(path: Path) -> dict | None:
+    """A JSON object from PATH, or None when it is absent, unreadable, not JSON or not an object
+    (the eval files: a missing or broken one is judged by the rules, not raised here)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

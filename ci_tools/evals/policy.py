@@ -223,3 +223,18 @@ def eval_spec(row: dict, policy: EvalPolicy, runs: list[HarnessRun], stripped: l
         "acceptance": {"simulated": False, "removed-env": stripped},
         "runs": [r.as_dict() for r in runs],
     }
+
+
+def config_findings(checked, findings: list[Finding]) -> list[Finding]:
+    """`config validate`'s checks of the eval files (a `config.validate.UpperCheck`): eval-thresholds.yaml
+    and the policy's `evals:` section."""
+    from ci_tools.evals import thresholds
+
+    src = checked.src
+    found = thresholds.check(src.thresholds) if src.thresholds is not None else []
+    if src.policy is not None and isinstance(src.policy.data, dict) and "evals" in src.policy.data:
+        try:
+            policy_from_doc(src.policy)
+        except InputError as exc:
+            found += exc.findings or [Finding(src.policy.file, None, None, exc.message)]
+    return found

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ci_tools.evals import score
 from ci_tools.evals.thresholds import Thresholds
-from ci_tools.results.load import json_object_or_none
+from ci_tools.evals.load import json_object_or_none
 from ci_tools import names
 
 

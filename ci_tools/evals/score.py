@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ci_tools.evals.thresholds import Threshold
-from ci_tools.results.validity import Failure
+from ci_tools.errors import Failure
 
 EVAL_RESULT_SCHEMA = "ci-tools/eval-result/v1"
 RESULT_FILE = re.compile(r"_conc(\d+)(?:_\d+)?\.json$")

@@ -23,8 +23,8 @@ from typing import Any, Callable, Iterator
 
 from ci_tools.errors import InputError
 from ci_tools.github.events import _Reader, pull_request_from
-from ci_tools.prbot.commands import PERMISSION_NOT_FOUND
-from ci_tools.prbot.models import Comment, EditHistory, PullRequest, WorkflowRun, run_from_json
+from ci_tools.github.models import (PERMISSION_NOT_FOUND, Comment, EditHistory, PullRequest, WorkflowRun,
+                                    run_from_json)
 
 DEFAULT_API_URL = "https://api.github.com"
 # Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
@@ -668,6 +668,34 @@ class GitHub:
             raise GitHubError(f"GitHub API GET /repos/{repo}/actions/runs: expected workflow_runs, got "
                               f"{type(runs).__name__}; nothing was sent")
         return [str(r.get("display_title") or "") for r in runs if isinstance(r, dict)]
+
+    # ---- a file-update pull request (config acceptance-update) ----------------------------------
+    def branch_sha(self, branch: str) -> str:
+        return str(self._get(self._r(f"/git/ref/heads/{branch}"))["object"]["sha"])
+
+    def create_branch(self, branch: str, sha: str) -> dict:
+        return self._request("POST", self._r("/git/refs"), body={"ref": f"refs/heads/{branch}", "sha": sha})[1]
+
+    def file_sha(self, path: str, ref: str) -> str | None:
+        """The blob sha of `path` at `ref` (what an update must name), None when the file is not there."""
+        try:
+            data = self._get(self._r(f"/contents/{path}"), {"ref": ref})
+        except GitHubError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return str(data.get("sha")) if isinstance(data, dict) else None
+
+    def put_file(self, path: str, text: str, *, branch: str, message: str, sha: str | None) -> dict:
+        import base64
+
+        body = {"message": message, "content": base64.b64encode(text.encode("utf-8")).decode("ascii"),
+                "branch": branch, **({"sha": sha} if sha else {})}
+        return self._request("PUT", self._r(f"/contents/{path}"), body=body)[1]
+
+    def create_pull(self, *, title: str, head: str, base: str, body: str) -> dict:
+        return self._request("POST", self._r("/pulls"), body={"title": title, "head": head, "base": base,
+                                                               "body": body})[1]
 
     def dispatch(self, repo: str, event_type: str, client_payload: dict) -> None:
         self._request("POST", f"/repos/{repo}/dispatches",

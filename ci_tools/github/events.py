@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_tools.errors import InputError
-from ci_tools.prbot.models import Comment, PullRequest, WorkflowRun, run_from_json
+from ci_tools.github.models import Comment, PullRequest, WorkflowRun, run_from_json
 
 SUPPORTED = ("pull_request", "pull_request_target", "issue_comment", "pull_request_review", "workflow_run", "push",
              "repository_dispatch")

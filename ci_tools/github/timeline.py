@@ -7,7 +7,7 @@ three separate lists (comments, issue events, PR commits) and keeps the call bud
 
 from __future__ import annotations
 
-from ci_tools.prbot.models import Comment, LabelEvent, Timeline
+from ci_tools.github.models import Comment, LabelEvent, Timeline
 
 
 def timeline_from_api(items: list[dict]) -> Timeline:

@@ -73,9 +73,6 @@ Command = Use | StageResults | SweepPlan | SweepApprove
 
 WRITE = "write"   # the collaborator permission write, maintain or admin (`WRITE_PERMISSIONS`)
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
-# The permission of a commenter the collaborator-permission endpoint answers 404 for (GitHub does for
-# some users who are not collaborators): no permission, said as such in the reply (`messages.permission_of`).
-PERMISSION_NOT_FOUND = "not-found"
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ci_tools.prbot.models import PullRequest
+from ci_tools.github.models import PullRequest
 
 
 @dataclass(frozen=True)

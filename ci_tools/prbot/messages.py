@@ -11,8 +11,8 @@ from __future__ import annotations
 from string import Template
 from typing import Iterable
 
+from ci_tools.github.models import PERMISSION_NOT_FOUND
 from ci_tools.prbot import sticky
-from ci_tools.prbot.commands import PERMISSION_NOT_FOUND
 
 TEMPLATES: dict[str, str] = {
     "approve-accepted": """\

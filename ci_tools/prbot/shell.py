@@ -21,7 +21,7 @@ from ci_tools.sweep.labels import Policy
 from ci_tools.sweep.load import load_policy
 from ci_tools.prbot import sticky
 from ci_tools.prbot.card.shell import SETTLE_S
-from ci_tools.prbot.models import Timeline
+from ci_tools.github.models import Timeline
 
 SWEEP_WORKFLOW = names.SWEEP_WORKFLOW
 RESULTS_SITE = "https://inferencex.semianalysis.com"

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
-from ci_tools.prbot.models import Comment
+from ci_tools.github.models import Comment
 
 DEFAULT_BOT = "github-actions[bot]"
 

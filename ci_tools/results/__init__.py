@@ -6,7 +6,8 @@ process, network or CLI module): `scan.py` (`RecordScan`, the excluded-record re
 parsers over text and data), `compare.py`, `compare_render.py` (Markdown, text, JSON, PNG bytes).
 
 Shell (I/O): `flow.py` (`results process` / `collect` flows), `compare_flow.py`, `load.py` (the one
-CSV-or-JSON file rule, Pareto points from a file, lenient JSON), and the adapters `records.py` (the
+CSV-or-JSON file rule, Pareto points from a file), and the adapters `records.py` (the
 streaming export reader), `process.py` (one job directory), `collect.py` (result files -> collection),
-`sources.py` (a comparison's sides) and `render.py` (the Pareto PNG file).
+`sources.py` (a comparison's sides), `baselines.py` (main's results from its sweep runs' artifacts,
+through `ci_tools.github.client`) and `render.py` (the Pareto PNG file).
 """

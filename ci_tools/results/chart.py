@@ -2,7 +2,8 @@
 
 `results pareto --plot` and `results compare --plot` draw a PNG with matplotlib (`render.py`), the
 sweep report draws the same chart with plotly (`report_html.py`); all three take a `Chart` from
-here, so the points, frontiers and the note about points left out cannot drift apart.
+here, so the points, frontiers, the note about points left out, each series' look and the y axis
+(log or linear, its ticks and their words) cannot drift apart: the backends only draw.
 
 A chart is one or more series (the PR's and main's points, or a single set), each with its points
 and its Pareto frontier, plus the points that could not be drawn and why (a point needs both
@@ -11,6 +12,7 @@ tok/s/GPU and P90 tok/s/user: a published baseline often has only a median).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -19,6 +21,34 @@ from ci_tools.results.pareto import Point, dominates
 X_TITLE = "interactivity, P90 (tok/s/user)"
 Y_TITLE = "throughput (tok/s/GPU)"
 TITLE = "Throughput per GPU against P90 interactivity"
+
+
+# Throughput spans decades (7k at c1 to 271k at c128 in the seed): on a linear axis every
+# low-concurrency point sits on the floor. Above this ratio of largest to smallest the axis is log.
+LOG_Y_ABOVE = 8.0
+
+
+@dataclass(frozen=True)
+class Look:
+    """How a series is drawn, in words both backends map to their own (matplotlib, plotly)."""
+
+    colour: str
+    marker: str          # "circle" or "square"
+    dash: str            # the frontier line: "solid" or "dash"
+    words: str           # the legend's name of the series
+
+
+LOOKS = {
+    "points": Look("#1f77b4", "circle", "solid", "Pareto frontier"),
+    "PR": Look("#1f77b4", "circle", "solid", "PR"),
+    "main": Look("#7f7f7f", "square", "dash", "main"),
+}
+DOMINATED = Look("#999999", "x", "solid", "dominated")   # a single set's points off its frontier
+
+
+def tick_text(v: float) -> str:
+    """A y tick's words: plain numbers, thousands as k (7k, 20k, 200k)."""
+    return f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"
 
 
 @dataclass
@@ -45,6 +75,24 @@ class Chart:
     title: str
     series: list[Series]
     dropped: list[str] = field(default_factory=list)   # "main tp2-c64" ...: not drawn, no P90 value
+
+    @property
+    def log_y(self) -> bool:
+        ys = self._ys()
+        return bool(ys) and max(ys) / min(ys) > LOG_Y_ABOVE
+
+    @property
+    def y_ticks(self) -> list[float]:
+        """On a log axis, 1, 2 and 5 per decade over the decades the points span ([] on a linear one:
+        the backend's own ticks)."""
+        if not self.log_y:
+            return []
+        ys = self._ys()
+        lo, hi = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
+        return [m * 10 ** e for e in range(lo, hi + 1) for m in (1, 2, 5)]
+
+    def _ys(self) -> list[float]:
+        return [p.tok_s_gpu for s in self.series for p in s.points if p.tok_s_gpu > 0]
 
     @property
     def note(self) -> str:

@@ -49,7 +49,7 @@ def check_claims(head: list[dict], main: list[dict], claims_path: Path) -> list[
 
 
 def main_from_github(head: list[dict], policy: compare.Policy, gh=None) -> tuple[list[dict], list[str]]:
-    from ci_tools.github.baselines import main_results
+    from ci_tools.results.baselines import main_results
     from ci_tools.github.client import GitHub
 
     wanted = {compare.identity(r["point"]) for r in head if isinstance(r.get("point"), dict)}

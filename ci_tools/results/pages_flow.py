@@ -15,13 +15,20 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ci_tools.errors import InputError
+from ci_tools.github.models import WorkflowRun
 from ci_tools.gitio import Git
 from ci_tools.results import pages
 
 ATTEMPTS = 3
 AUTHOR = ("-c", "user.name=ci-tools", "-c", "user.email=ci-tools@users.noreply.github.com")
+
+
+# (PR, why) of a finished sweep run: the status card's rule (`prbot.card.decide.card_pr`), which the
+# command passes in; the card lives on a floor above results, so results does not import it.
+PrOfRun = Callable[[WorkflowRun], tuple[int | None, str]]
 
 
 @dataclass
@@ -33,18 +40,18 @@ class Published:
     attempts: int = 0
 
 
-def target_of(event_name: str, payload: dict, main_branch: str = "main") -> tuple[bool, int | None, str]:
+def target_of(event_name: str, payload: dict, pr_of_run: PrOfRun,
+              main_branch: str = "main") -> tuple[bool, int | None, str]:
     """(publish?, PR number or None for main, why not). A workflow_run event (report-pages.yml) is
-    judged by the finished sweep run: its PR as the status card finds it, or a push to main."""
+    judged by the finished sweep run: its PR as the status card finds it (`pr_of_run`), or a push to main."""
     if event_name == "workflow_run":
         from ci_tools.github.events import parse_event
-        from ci_tools.prbot.card.decide import card_pr
 
         run = parse_event(payload, "workflow_run").workflow_run
         raw = payload.get("workflow_run") or {}
         if run is not None and raw.get("event") == "push":
             return _push(f"refs/heads/{raw.get('head_branch')}", main_branch)
-        pr, why = card_pr(run) if run is not None else (None, "the event names no workflow run")
+        pr, why = pr_of_run(run) if run is not None else (None, "the event names no workflow run")
         return (pr is not None), pr, "" if pr is not None else why
     if event_name in ("pull_request", "pull_request_target"):
         number = (payload.get("pull_request") or {}).get("number")
@@ -120,7 +127,7 @@ def publish(report: Path, *, remote: str, branch: str, pr: int | None, run_id: i
 
 def run_publish(report: Path, *, enabled: str, event_name: str, event_path: Path | None, run_id: int,
                 repository: str, branch: str, remote: str | None, token: str | None, keep: int,
-                server: str = "https://github.com", decide: bool = False) -> Published:
+                pr_of_run: PrOfRun, server: str = "https://github.com", decide: bool = False) -> Published:
     """Publish the report, or only say whether it would be (`decide`: the workflow downloads the
     report artifact only then)."""
     if enabled.strip().lower() not in ("true", "1", "yes"):
@@ -133,7 +140,7 @@ def run_publish(report: Path, *, enabled: str, event_name: str, event_path: Path
             payload = json.loads(event_path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise InputError(f"{event_path}: cannot read the event payload ({exc})", exit_code=2) from None
-    ok, pr, why = target_of(event_name, payload)
+    ok, pr, why = target_of(event_name, payload, pr_of_run)
     if not ok:
         return Published(False, why)
     if decide:

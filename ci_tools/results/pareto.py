@@ -7,8 +7,6 @@ the set of points no other point dominates. Pure functions over plain data.
 
 from __future__ import annotations
 
-import csv
-import io
 from dataclasses import dataclass, field
 
 from ci_tools.errors import Finding, InputError
@@ -94,63 +92,25 @@ def check_claims(points: list[Point], claims: list[Claim], file: str = "<claims>
     return out
 
 
-def _float(value: str, file: str, line: int, column: str) -> float:
-    try:
-        x = float(str(value).replace(",", "").strip())
-    except ValueError:
-        raise InputError(f"{file}:{line}: {column} {value!r} is not a number", findings=[Finding(
-            file, line, None, f"{column} {value!r} is not a number", "write a plain number such as 7314 or 625.7")]) from None
-    if x != x or x in (float("inf"), float("-inf")):
-        raise InputError(f"{file}:{line}: {column} must be finite")
-    return x
-
-
-def points_from_csv(text: str, file: str = "<csv>") -> list[Point]:
-    try:
-        return _points_from_csv(text, file)
-    except csv.Error as exc:
-        raise InputError(f"{file}: not a readable CSV: {exc}") from None
-
-
-def _points_from_csv(text: str, file: str) -> list[Point]:
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    missing = [c for c in CSV_COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
-        raise InputError(f"{file}:1: missing column(s) {', '.join(missing)}", findings=[Finding(
-            file, 1, None, f"missing column(s) {', '.join(missing)}",
-            f"the header must include {','.join(CSV_COLUMNS)}")])
+def points_from_results(results: list[dict], file: str = "<results>") -> list[Point]:
+    """The valid results with both throughput and P90 interactivity (an invalid one never reaches a
+    frontier), named by their point; one name twice is refused, a frontier of it would be ambiguous."""
     points: list[Point] = []
-    seen: dict[str, int] = {}
-    for n, row in enumerate(reader, 2):
-        name = (row.get("point") or "").strip()
-        if not name:
-            raise InputError(f"{file}:{n}: empty point name")
-        if name in seen:
-            raise InputError(f"{file}:{n}: point {name!r} appears twice (first at line {seen[name]})")
-        seen[name] = n
-        extra = {k: v for k, v in row.items() if k not in CSV_COLUMNS and k is not None and v not in (None, "")}
-        points.append(Point(name, _float(row["tok_s_gpu"], file, n, "tok_s_gpu"),
-                            _float(row["intvty_p90"], file, n, "intvty_p90"), extra))
-    if not points:
-        raise InputError(f"{file}: no points")
-    return points
-
-
-def points_from_collection(data: dict, file: str = "<collection>") -> list[Point]:
-    """Valid results of a `results collect` file (invalid ones never reach a frontier)."""
-    results = data.get("results") if isinstance(data, dict) else None
-    if not isinstance(results, list):
-        raise InputError(f"{file}: not a result collection (expected {{\"results\": [...]}})")
-    points = []
+    seen: dict[str, str] = {}
     for r in results:
-        if not r.get("valid"):
-            continue
         h = r.get("headline") or {}
-        if h.get("tok_s_gpu") is None or h.get("intvty_p90") is None:
+        if not r.get("valid") or h.get("tok_s_gpu") is None or h.get("intvty_p90") is None:
             continue
+        where = str(r.get("source") or file)
+        point = r.get("point")
+        if not isinstance(point, dict) or not point.get("name"):
+            raise InputError(f"{where}: a valid result without a point name")
+        name = str(point["name"])
+        if name in seen:
+            raise InputError(f"{where}: point {name!r} appears twice (first at {seen[name]})")
+        seen[name] = where
         extra = {"intvty_p50": h.get("intvty_p50"), "ttft_p90_s": h.get("ttft_p90_s")}
-        points.append(Point(r["point"]["name"], float(h["tok_s_gpu"]), float(h["intvty_p90"]), extra))
+        points.append(Point(name, float(h["tok_s_gpu"]), float(h["intvty_p90"]), extra))
     if not points:
         raise InputError(f"{file}: no valid results with throughput and interactivity")
     return points
-

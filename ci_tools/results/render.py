@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ci_tools.results.chart import X_TITLE, Y_TITLE, Chart
+from ci_tools.results.chart import DOMINATED, LOOKS, X_TITLE, Y_TITLE, Chart, tick_text
 from ci_tools.results.pareto import Point
 
 
@@ -47,11 +47,8 @@ def text_table(points: list[Point], analysis: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-STYLE = {  # series -> (colour, marker, frontier line style, legend words)
-    "points": ("#1f77b4", "o", "-", "Pareto frontier"),
-    "PR": ("#1f77b4", "o", "-", "PR"),
-    "main": ("#7f7f7f", "s", "--", "main"),
-}
+MARKER = {"circle": "o", "square": "s", "x": "x"}   # chart.Look's words in matplotlib's
+LINE = {"solid": "-", "dash": "--"}
 
 
 def png_metadata(chart: Chart) -> dict:
@@ -68,12 +65,8 @@ def png_metadata(chart: Chart) -> dict:
 def plot_png(chart: Chart, path: Path) -> None:
     """The chart as a PNG file: every series' points and frontier, every point labelled where a label
     fits, the points left out said in a note under the axes."""
-    import matplotlib.pyplot as plt
-
-    fig, _, _ = figure(chart)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, metadata=png_metadata(chart))
-    plt.close(fig)
+    path.write_bytes(png_bytes(chart))
 
 
 def png_bytes(chart: Chart) -> bytes:
@@ -98,32 +91,29 @@ def figure(chart: Chart):
 
     fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
     for s in chart.series:
-        colour, marker, line, words = STYLE[s.name]
+        look = LOOKS[s.name]
         front = s.frontier
         if s.name == "points":
             dom = [p for p in s.points if not p.frontier]
             if front:
-                ax.plot([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], line, color=colour,
-                        linewidth=1.5, label=words, zorder=1)
-                ax.scatter([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], color=colour, zorder=2)
+                ax.plot([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], LINE[look.dash],
+                        color=look.colour, linewidth=1.5, label=look.words, zorder=1)
+                ax.scatter([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], color=look.colour, zorder=2)
             if dom:
-                ax.scatter([p.intvty_p90 for p in dom], [p.tok_s_gpu for p in dom], color="#999999", marker="x",
-                           label="dominated", zorder=2)
+                ax.scatter([p.intvty_p90 for p in dom], [p.tok_s_gpu for p in dom], color=DOMINATED.colour,
+                           marker=MARKER[DOMINATED.marker], label=DOMINATED.words, zorder=2)
             continue
         if len(front) > 1:
-            ax.plot([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], line, color=colour, linewidth=1.5,
-                    label=f"{words} frontier", zorder=1)
-        ax.scatter([p.intvty_p90 for p in s.points], [p.tok_s_gpu for p in s.points], color=colour, marker=marker,
-                   label=f"{words} points", zorder=2)
-    ys = [p.tok_s_gpu for s in chart.series for p in s.points if p.tok_s_gpu > 0]
-    if ys and max(ys) / min(ys) > 8:
-        # Throughput spans decades (7k at c1 to 271k at c128 in the seed): on a linear axis every
-        # low-concurrency point sits on the floor. Log scale, plain numbers on the ticks.
-        from matplotlib.ticker import FuncFormatter, LogLocator
+            ax.plot([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], LINE[look.dash], color=look.colour,
+                    linewidth=1.5, label=f"{look.words} frontier", zorder=1)
+        ax.scatter([p.intvty_p90 for p in s.points], [p.tok_s_gpu for p in s.points], color=look.colour,
+                   marker=MARKER[look.marker], label=f"{look.words} points", zorder=2)
+    if chart.log_y:
+        from matplotlib.ticker import FixedLocator, FuncFormatter
 
         ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:g}k" if v >= 1000 else f"{v:g}"))
+        ax.yaxis.set_major_locator(FixedLocator(chart.y_ticks))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: tick_text(v)))
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     ax.margins(x=0.12, y=0.12)  # room for labels at the edges
     ax.set_xlabel(X_TITLE)

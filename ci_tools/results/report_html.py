@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import html
 import json
-import math
 
 from ci_tools.results import chart as charts
 from ci_tools.results.report import Report, TelemetryJob, value
 
-COLOURS = {"PR": "#1f77b4", "main": "#7f7f7f"}
-SYMBOLS = {"PR": "circle", "main": "square"}
 VERDICT_CLASS = {"improved": "good", "regressed": "bad", "equivalent": "same", "inconclusive": "unsure",
                  "new": "new"}
 
@@ -84,6 +81,7 @@ def pareto_figure(chart: charts.Chart) -> dict:
     """The chart as a plotly figure: per side, one marker trace per (config, scenario), and its frontier."""
     data = []
     for s in chart.series:
+        look = charts.LOOKS[s.name]
         groups: dict[tuple, list] = {}
         for p in s.points:
             groups.setdefault((p.info.get("config", ""), _scenario(p.info.get("scenario", ""))), []).append(p)
@@ -95,7 +93,7 @@ def pareto_figure(chart: charts.Chart) -> dict:
                          "text": [p.name for p in pts],
                          "customdata": ["<br>".join(_e(line) for line in p.info.get("hover") or [p.name]) for p in pts],
                          "hovertemplate": "%{customdata}<extra></extra>",
-                         "marker": {"color": COLOURS.get(s.name, "#1f77b4"), "symbol": SYMBOLS.get(s.name, "circle"),
+                         "marker": {"color": look.colour, "symbol": look.marker,
                                     "size": 10 if s.name == "PR" else 9, "line": {"width": 1, "color": "white"}},
                          "meta": {"side": s.name, "config": config, "scenario": scenario, "kind": "points"}})
         front = s.frontier
@@ -103,20 +101,16 @@ def pareto_figure(chart: charts.Chart) -> dict:
             data.append({"type": "scatter", "mode": "lines", "name": f"{s.name} frontier",
                          "x": [p.intvty_p90 for p in front], "y": [p.tok_s_gpu for p in front],
                          "hoverinfo": "skip",
-                         "line": {"color": COLOURS.get(s.name, "#1f77b4"), "width": 2,
-                                  "dash": "solid" if s.name == "PR" else "dash"},
+                         "line": {"color": look.colour, "width": 2, "dash": look.dash},
                          "meta": {"side": s.name, "kind": "frontier"}})
     layout = {"title": {"text": chart.title}, "height": 560, "margin": {"l": 70, "r": 20, "t": 50, "b": 60},
               "hovermode": "closest", "hoverlabel": {"align": "left"}, "legend": {"orientation": "h", "y": -0.14},
               "xaxis": {"title": {"text": charts.X_TITLE}, "zeroline": False},
-              "yaxis": {"title": {"text": charts.Y_TITLE}, "type": "log", "tickformat": "~s"},
+              "yaxis": {"title": {"text": charts.Y_TITLE}, "type": "log" if chart.log_y else "linear",
+                        "tickformat": "~s"},
               "plot_bgcolor": "white", "paper_bgcolor": "white"}
-    ys = [p.tok_s_gpu for s in chart.series for p in s.points]
-    if ys:
-        # ticks at 1, 2 and 5 per decade with plain numbers (plotly's default labels every minor step)
-        lo, hi = math.floor(math.log10(min(ys))), math.ceil(math.log10(max(ys)))
-        ticks = [m * 10 ** e for e in range(lo, hi + 1) for m in (1, 2, 5)]
-        layout["yaxis"].update(tickvals=ticks, ticktext=[f"{t / 1000:g}k" if t >= 1000 else f"{t:g}" for t in ticks])
+    if chart.y_ticks:   # plotly's default log ticks label every minor step
+        layout["yaxis"].update(tickvals=chart.y_ticks, ticktext=[charts.tick_text(t) for t in chart.y_ticks])
     for ax in ("xaxis", "yaxis"):
         layout[ax].update(showgrid=True, gridcolor="#eaeef2", linecolor="#888", mirror=True, showline=True)
     return {"data": data, "layout": layout}

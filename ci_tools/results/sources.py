@@ -9,12 +9,16 @@ A side of a comparison is a list of result documents (`result.json`), newest fir
   columns j_per_output_token, j_per_input_token, j_per_total_token, j_per_request); only `point`,
   `tp` and `conc` are required, an empty metric cell means "not measured".
 Several files on one side are a history: the first given is the newest.
+
+This is the one reader of results files: `results pareto` reads its INPUT here too (`load_points`),
+with its own required columns (`point,tok_s_gpu,intvty_p90`: a frontier needs no topology).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 from pathlib import Path
 
 from ci_tools.errors import Finding, InputError
@@ -40,14 +44,23 @@ def _number(raw: str, file: str, line: int, column: str, kind=float):
     return value
 
 
-def results_from_csv(text: str, file: str) -> list[dict]:
+def results_from_csv(text: str, file: str, required: tuple[str, ...] = CSV_REQUIRED) -> list[dict]:
+    """One result document a row. `required` columns must be in the header and filled in every row
+    (a comparison's side needs point,tp,conc; `results pareto` point,tok_s_gpu,intvty_p90)."""
+    try:
+        return _results_from_csv(text, file, required)
+    except csv.Error as exc:     # a field over the csv module's size limit, in its own words
+        raise InputError(f"{file}: not a readable CSV: {exc}") from None
+
+
+def _results_from_csv(text: str, file: str, required: tuple[str, ...]) -> list[dict]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     header = [h.strip() for h in (reader.fieldnames or [])]
-    missing = [c for c in CSV_REQUIRED if c not in header]
+    missing = [c for c in required if c not in header]
     if missing:
+        need = ",".join(required) + ("" if set(required) & set(CSV_METRICS) else " and one of " + ",".join(CSV_METRICS))
         raise InputError(f"{file}:1: missing column(s) {', '.join(missing)}", findings=[Finding(
-            file, 1, None, f"missing column(s) {', '.join(missing)}",
-            "the header needs at least point,tp,conc and one of " + ",".join(CSV_METRICS))])
+            file, 1, None, f"missing column(s) {', '.join(missing)}", f"the header needs at least {need}")])
     unknown = [h for h in header if h not in CSV_REQUIRED + CSV_METRICS + CSV_POINT]
     if unknown:
         raise InputError(f"{file}:1: unknown column(s) {', '.join(unknown)}", findings=[Finding(
@@ -61,12 +74,17 @@ def results_from_csv(text: str, file: str) -> list[dict]:
         dp = row.get("dp-attn", "").lower()
         if dp not in _TRUE | _FALSE:
             raise InputError(f"{file}:{n}: dp-attn {row['dp-attn']!r} is not true or false")
-        point = {"name": row["point"], "config-key": row.get("config-key") or None,
-                 "tp": _number(row["tp"], file, n, "tp", int), "ep": _number(row.get("ep") or "1", file, n, "ep", int),
-                 "dp-attn": dp in _TRUE, "conc": _number(row["conc"], file, n, "conc", int)}
+
+        def cell(column: str, kind=float, default: str = ""):
+            """The cell's number; None where it is empty and may be (a required one may not)."""
+            raw = row.get(column) or default
+            return _number(raw, file, n, column, kind) if raw or column in required else None
+
+        point = {"name": row["point"], "config-key": row.get("config-key") or None, "tp": cell("tp", int),
+                 "ep": cell("ep", int, "1"), "dp-attn": dp in _TRUE, "conc": cell("conc", int)}
         if row.get("gpus"):
-            point["gpus"] = _number(row["gpus"], file, n, "gpus", int)
-        headline = {m: (_number(row[m], file, n, m) if row.get(m) else None) for m in CSV_METRICS}
+            point["gpus"] = cell("gpus", int)
+        headline = {m: cell(m) for m in CSV_METRICS}
         out.append({"valid": True, "point": point, "headline": headline, "source": f"{file}:{n}"})
     if not out:
         raise InputError(f"{file}: no points")
@@ -80,10 +98,10 @@ def _from_collection(data, file: str) -> list[dict]:
     return [r for r in results if isinstance(r, dict)]
 
 
-def load_side(path: Path) -> list[dict]:
-    """The result documents of one file or directory."""
+def load_side(path: Path, required: tuple[str, ...] = CSV_REQUIRED) -> list[dict]:
+    """The result documents of one file or directory (`required`: the columns a CSV must fill)."""
     from ci_tools.results.collect import collect, find_results
-    from ci_tools.results.load import csv_or_json
+    from ci_tools.yaml.load import read_text
 
     if path.is_dir():
         files = find_results([path])
@@ -94,8 +112,22 @@ def load_side(path: Path) -> list[dict]:
         return collect(files)["results"]
     if not path.exists():
         raise InputError(f"{path}: no such file or directory", exit_code=2)
-    return csv_or_json(path, from_csv=results_from_csv, from_json=_from_collection,
-                       neither="neither a CSV nor a JSON result collection")
+    text = read_text(path)
+    if path.suffix.lower() == ".csv":   # by name: a CSV's first line can read as JSON and the other way round
+        return results_from_csv(text, str(path), required)
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"{path}: neither a CSV nor a JSON result collection: {exc}") from None
+    return _from_collection(data, str(path))
+
+
+def load_points(path: Path) -> list:
+    """`results pareto`'s INPUT as Pareto points: read as a comparison's side is, a CSV needing
+    only point,tok_s_gpu,intvty_p90."""
+    from ci_tools.results import pareto
+
+    return pareto.points_from_results(load_side(path, pareto.CSV_COLUMNS), str(path))
 
 
 def load_history(paths: list[Path]) -> list[dict]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from ci_tools.errors import Failure
 from ci_tools.render import numbers as num
 from ci_tools.results.scan import BROKEN, DEGRADED
 
@@ -51,15 +52,6 @@ class Requirements:
     max_error_rate: float = 0.10
     min_requests: int | None = None  # overrides the scenario rule when set
     min_duration_fraction: float | None = None  # overrides the scenario rule when set
-
-
-@dataclass(frozen=True)
-class Failure:
-    rule: str
-    message: str
-
-    def as_dict(self) -> dict:
-        return {"rule": self.rule, "message": self.message}
 
 
 def _avg(agg: dict, key: str) -> float | None:

@@ -64,6 +64,16 @@ class PreparedJob:
     run: Callable[[], None]       # raises runner.job.JobFailed
     done: str = ""                # what the text output says after a successful run (default: next step)
 
+    def execute(self):
+        """Run the job; the `JobFailed` that ended it, or None when the client finished."""
+        from ci_tools.runner.job import JobFailed
+
+        try:
+            self.run()
+        except JobFailed as exc:
+            return exc
+        return None
+
 
 def load_row(path: Path) -> dict:
     from ci_tools.yaml.load import read_text
@@ -173,11 +183,12 @@ def check_image(policy: Path | None, images: set[str]) -> None:
             raise InputError(f"not started: {why}")
 
 
-def prepare_run(req: RunRequest) -> PreparedJob:
-    """Everything `runner run` decides before it starts anything; every refusal is an InputError/UsageError."""
+def _row_and_recipe(req: RunRequest, row: dict | None = None):
+    """The row and its recipe, the image checked against the trusted policy before anything starts
+    (`runner run` and `runner profile` alike: a profiled container gets HF_TOKEN too)."""
     from ci_tools.config.load import load_recipe
 
-    row = load_row(req.row_path)
+    row = load_row(req.row_path) if row is None else row
     recipe_file = recipe_path(row, req.root, req.row_path)
     try:
         display = str(recipe_file.resolve().relative_to(req.root.resolve()))
@@ -185,6 +196,12 @@ def prepare_run(req: RunRequest) -> PreparedJob:
         display = str(recipe_file)
     recipe = load_recipe(recipe_file, display)
     check_image(req.image_policy, {recipe.image, str(row.get("image") or recipe.image)})
+    return row, recipe
+
+
+def prepare_run(req: RunRequest) -> PreparedJob:
+    """Everything `runner run` decides before it starts anything; every refusal is an InputError/UsageError."""
+    row, recipe = _row_and_recipe(req)
     hardware = hardware_of(row, req.root)
     port, worker_port = req.port, req.worker_port
     if 0 in (port, worker_port):
@@ -197,14 +214,11 @@ def prepare_run(req: RunRequest) -> PreparedJob:
 def prepare_profile(req: RunRequest, requests: int | None) -> PreparedJob:
     """`runner profile`: `runner run`'s job for a single-node row, with the engine's profiler on, a short
     client window between the start and stop profile calls, and the traces merged afterwards."""
-    from ci_tools.config.load import load_recipe
-
     row = load_row(req.row_path)
     if "prefill" in row or "decode" in row:
         raise UsageError("`runner profile` serves single-node rows only; a prefill/decode row's workers would "
                          "each need their own profile calls (not supported yet)")
-    recipe_file = recipe_path(row, req.root, req.row_path)
-    recipe = load_recipe(recipe_file, str(recipe_file))
+    row, recipe = _row_and_recipe(req, row)
     port, worker_port = req.port, req.worker_port
     if 0 in (port, worker_port):
         port, worker_port = free_ports(req.backend, port, worker_port)
@@ -212,8 +226,33 @@ def prepare_profile(req: RunRequest, requests: int | None) -> PreparedJob:
                            profile=(requests,))
 
 
+def prepare_acceptance(req: RunRequest, dataset_file: str | None, run_url: str | None) -> PreparedJob:
+    """`runner acceptance`: one SPEED-Bench collection cell (a row of `config acceptance-matrix`): its
+    `serve` row's point with real speculative decoding at the cell's step count and thinking mode, the
+    engine's acceptance metrics read around the client window, the length written to acceptance.json."""
+    from ci_tools.config.load import load_recipe
+
+    cell = load_row(req.row_path)
+    serve = cell.get("serve")
+    missing = [k for k in ("id", "model", "engine", "mtp", "thinking") if k not in cell]
+    if not isinstance(serve, dict) or missing:
+        raise InputError(f"{req.row_path}: not a SPEED-Bench collection cell (no "
+                         f"{', '.join(missing) if missing else '`serve` row'}); pass a row of "
+                         "`ci-tools config acceptance-matrix --format json`")
+    if "prefill" in serve or "decode" in serve:
+        raise UsageError("`runner acceptance` measures single-node points only")
+    recipe_file = recipe_path(serve, req.root, req.row_path)
+    recipe = load_recipe(recipe_file, str(recipe_file))
+    check_image(req.image_policy, {recipe.image, str(serve.get("image") or recipe.image)})
+    port, worker_port = req.port, req.worker_port
+    if 0 in (port, worker_port):
+        port, worker_port = free_ports(req.backend, port, worker_port)
+    return _prepare_single(req, serve, recipe, hardware_of(serve, req.root), port, worker_port,
+                           acceptance={"cell": cell, "dataset": dataset_file, "run": run_url})
+
+
 def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: int, worker_port: int,
-                    profile: tuple[int | None] | None = None) -> PreparedJob:
+                    profile: tuple[int | None] | None = None, acceptance: dict | None = None) -> PreparedJob:
     from ci_tools.config.recipe import resolve_point
     from ci_tools.runner import nodecheck
     from ci_tools.runner.backends import (Host, gpu_sampler, job_id, launches, model_path, node_check, ready_urls,
@@ -226,6 +265,15 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
                               int(row["conc"]))
     except KeyError as exc:
         raise InputError(f"{req.row_path}: the row has no `{exc.args[0]}`") from None
+    cell = acceptance["cell"] if acceptance is not None else None
+    if cell is not None:   # real speculation at the cell's step count: no simulated acceptance anywhere
+        from dataclasses import replace as _replace
+
+        from ci_tools.evals.policy import split_simulated_acceptance
+        from ci_tools.runner.acceptance import spec_args
+
+        point = _replace(point, args=spec_args(point.engine, point.args, int(cell["mtp"])),
+                         env=split_simulated_acceptance(dict(point.env))[0], synthetic_acceptance=None)
     settings = Settings(model_store=req.model_store, hf_cache=req.hf_cache, aiperf_bin=req.aiperf_bin,
                         tokenizer=req.tokenizer, dataset=req.dataset or AGENTX_DATASET, server_cmd=req.server_cmd,
                         router_cmd=req.router_cmd, port=port, worker_port=worker_port,
@@ -242,6 +290,20 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
         from ci_tools.runner.profile import profile_plan
 
         plan, calls = profile_plan(plan, str(trace_dir), profile[0])
+    snaps: tuple[tuple[str, str], ...] = ()
+    if cell is not None or (plan.evals is not None and _speculative(row, point)):
+        from ci_tools.runner.acceptance import snapshots, speedbench_argv
+        from ci_tools.runner.backends import remote_url
+
+        engine_url = plan.ready_urls[0].rsplit("/", 1)[0]   # the engine itself, not the router
+        snaps = tuple((remote_url(engine_url + path, settings, backend), name)
+                      for path, name in snapshots(point.engine))
+        if cell is not None:
+            from dataclasses import replace as _replace
+
+            plan = _replace(plan, procs=[_replace(p, argv=speedbench_argv(p.argv, point.key.conc, bool(cell["thinking"]),
+                                                                          acceptance["dataset"]))
+                                         if p.role == "client" else p for p in plan.procs], duration_s=None)
     client_timeout = req.client_timeout
     if client_timeout is None and plan.evals is not None:
         client_timeout = plan.evals["timeout-s"]   # the policy's limit for the whole harness batch
@@ -273,6 +335,9 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
                                for side in (calls.start, calls.stop)))
         text += render_calls(calls)
         around = (calls.start, calls.stop)
+    if snaps:
+        text += "\n# acceptance: the engine's metrics, before and after the client (runner/acceptance.py)\n"
+        text += "".join(f"#   GET {url}\n" for url, _ in snaps)
 
     def run() -> None:
         from ci_tools.runner.job import run_job
@@ -300,15 +365,22 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
                 image=slurm_image_import(plan, settings, host) if backend == "slurm" else None,
                 ready_timeout_s=req.ready_timeout, client_timeout_s=budget.client_s,
                 queue_timeout_s=req.queue_timeout, client_outputs=outputs, client_name=client_name,
-                label=host.label, runner=req.runner_name, around_client=around)
+                label=host.label, runner=req.runner_name, around_client=around, snapshots=snaps)
         if calls is not None:
             collect_traces(trace_dir, out_abs, plan, calls)
+        if snaps:
+            record_acceptance(out_abs, point.engine, cell, acceptance["run"] if acceptance else None, _steps(point))
 
     outputs = names.github_outputs(plan.result_filename, str(req.out))
     if calls is not None:
         outputs = {**outputs, "trace-dir": str(req.out / names.PROFILE_TRACE_DIR),
                    "artifact-profile": names.PROFILE_ARTIFACT_PREFIX + plan.result_filename}
     done = ""
+    if cell is not None:
+        outputs = {**outputs, "acceptance-file": str(req.out / names.ACCEPTANCE_JSON),
+                   "artifact-acceptance": names.ACCEPTANCE_ARTIFACT_PREFIX + str(cell["id"])}
+        done = (f"done: the measured acceptance length is in {req.out / names.ACCEPTANCE_JSON}; next: "
+                f"`ci-tools config acceptance-update` over the collected cells")
     if calls is not None:   # the profiled window's numbers are perturbed by the profiler: no result to process
         from ci_tools.runner.profile import MERGED_TRACE, README
 
@@ -364,6 +436,48 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
     return PreparedJob(commands=text, outputs=names.github_outputs(rf, str(req.out)),
                        result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,
                        stopped="the allocation and every step of this job were stopped", run=run)
+
+
+def _speculative(row: dict, point) -> bool:
+    return str(row.get("spec-decoding") or "none") != "none" or point.synthetic_acceptance is not None or \
+        any(str(k).startswith("speculative-") for k in point.args)
+
+
+def _steps(point) -> int | None:
+    from ci_tools.config.acceptance import _spec_steps
+
+    steps = _spec_steps({"args": dict(point.args)})
+    if point.engine == "vllm" and isinstance(point.args.get("speculative-config"), str):
+        try:
+            steps = {int(json.loads(point.args["speculative-config"])["num_speculative_tokens"])}
+        except (ValueError, KeyError, TypeError):
+            steps = set()
+    return next(iter(steps)) if len(steps) == 1 else None
+
+
+def record_acceptance(out: Path, engine: str, cell: dict | None, run_url: str | None, mtp: int | None) -> dict:
+    """acceptance.json from the metric bodies the job saved. A collection cell without a length fails
+    (phase `acceptance`); an eval row only records what was (not) measured."""
+    from ci_tools.runner.acceptance import check_range, document, measure
+    from ci_tools.runner.job import JobFailed, write_status
+
+    def bodies(side: str) -> dict[str, str | None]:
+        where = out / names.ACCEPTANCE_DIR / side
+        return {p.name: p.read_text(encoding="utf-8") for p in where.iterdir() if p.is_file()
+                and not p.name.endswith(".error")} if where.is_dir() else {}
+
+    m = check_range(measure(engine, bodies("before"), bodies("after")), int(cell["mtp"]) if cell else mtp)
+    if m.length is None and cell is None:
+        errors = sorted((out / names.ACCEPTANCE_DIR / "after").glob("*.error"))
+        if errors:
+            m = type(m)(None, m.source, m.problem + " (" + "; ".join(e.read_text(encoding="utf-8").strip()
+                                                                      for e in errors) + ")")
+    doc = document(cell or {"engine": engine, "mtp": mtp}, m, run_url)
+    (out / names.ACCEPTANCE_JSON).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    if m.length is None and cell is not None:
+        write_status(out, {"ok": False, "phase": "acceptance", "reason": m.problem, "exit_code": 1})
+        raise JobFailed("acceptance", m.problem)
+    return doc
 
 
 def collect_traces(trace_dir: Path, out: Path, plan, calls) -> None:

@@ -282,6 +282,25 @@ def _post_all(calls: list[tuple[str, dict]], timeout_s: float, say: Callable[[st
             raise JobFailed("profile", f"POST {url} answered {answer.status_code}: {answer.text[:300]}")
 
 
+def _snapshot(calls: list[tuple[str, str]], where: Path, timeout_s: float, say: Callable[[str], None]) -> None:
+    """GET each (url, file name) into `where`; never fails the job (the acceptance step judges what is
+    missing): an unanswered or refused GET leaves its file out and says why in `<name>.error`."""
+    import httpx
+
+    where.mkdir(parents=True, exist_ok=True)
+    for url, name in calls:
+        try:
+            answer = httpx.get(url, timeout=timeout_s)
+        except httpx.HTTPError as exc:
+            (where / f"{name}.error").write_text(f"GET {url} got no answer: {exc}\n", encoding="utf-8")
+            continue
+        if answer.status_code >= 400:
+            (where / f"{name}.error").write_text(f"GET {url} answered {answer.status_code}\n", encoding="utf-8")
+            continue
+        (where / name).write_text(answer.text, encoding="utf-8")
+    say(f"engine metrics saved in {where}")
+
+
 def install_cancel_handlers() -> dict:
     """SIGINT/SIGTERM raise Cancelled from now on; returns the previous handlers."""
     def on_signal(signum, frame):  # noqa: ARG001
@@ -302,14 +321,16 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
             check: tuple[Launch, Callable[[str], list[str]]] | None = None,
             sampler: Launch | None = None, image: Launch | None = None,
             around_client: tuple[tuple[tuple[str, dict], ...], tuple[tuple[str, dict], ...]] | None = None,
-            call_timeout_s: float = 900.0) -> dict:
+            call_timeout_s: float = 900.0, snapshots: tuple[tuple[str, str], ...] = ()) -> dict:
     """Run the launches (server, [router], client). Returns the status written to status.json.
 
     `check` (a command and the pure judge of its output) runs where the engine will run, before
     it starts; `image` (Slurm: the job's one image import) runs after the check and counts against the
     readiness deadline; `sampler` (GPU telemetry) runs beside the job and never fails it;
     `around_client` (`runner profile`: the engine's start/stop profile calls) are POSTed right before
-    the client starts and right after it succeeded, each a failure of phase `profile` when refused.
+    the client starts and right after it succeeded, each a failure of phase `profile` when refused;
+    `snapshots` ((url, file name): the engine's acceptance metrics) are fetched into
+    OUT/acceptance/before and /after around the client, never failing the job.
     Raises JobFailed (clean message, log tail) on any failure and on SIGINT/SIGTERM (exit code
     130/143); the status file is written first."""
     out.mkdir(parents=True, exist_ok=True)
@@ -390,6 +411,8 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
         if around_client is not None:
             status["phase"] = "profile"
             _post_all([(_fill(u, where), b) for u, b in around_client[0]], call_timeout_s, say)
+        if snapshots:
+            _snapshot([(_fill(u, where), n) for u, n in snapshots], out / names.ACCEPTANCE_DIR / "before", 30.0, say)
         if client is not None:
             status["phase"] = "client"
             say(f"running the client: {' '.join(client.argv[:2])} ... (log: {out / client.log})")
@@ -424,6 +447,8 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
         if around_client is not None:
             status["phase"] = "profile"
             _post_all([(_fill(u, where), b) for u, b in around_client[1]], call_timeout_s, say)
+        if snapshots:
+            _snapshot([(_fill(u, where), n) for u, n in snapshots], out / names.ACCEPTANCE_DIR / "after", 30.0, say)
         status.update(ok=True, phase="done", reason="", exit_code=0)
         return status
     except JobFailed as exc:

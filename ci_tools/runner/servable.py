@@ -170,3 +170,43 @@ def screen_for(entries: Mapping[str, Mapping[str, Any]], recipes: Mapping[str, R
 
 
 __all__ = ["Context", "PENDING_RULES", "Refusal", "refusals", "screen_for"]
+
+
+def config_findings(checked, findings: list) -> list:
+    """`config validate`'s last gate (a `config.validate.UpperCheck`): in a repository, with a runners
+    file that passes its schema and a change, once the files are otherwise clean (its reasons would
+    repeat the findings before it), every row of a touched entry must be one a runner serves."""
+    change = checked.change
+    if checked.src.root is None or checked.hardware is None or not (change.keys or change.files) \
+            or any(f.severity != "warning" for f in findings):
+        return []
+    return servability(checked.entries, checked.recipes, checked.hardware, change)
+
+
+def servability(valid, recipes, hardware: dict, change) -> list:
+    """Touched entries (`config.crossfile.Entry`, `Recipe`, `Change`): every benchmark row they expand
+    to must be one a runner serves (`refusals`, the same decision `plan` makes), else an error at the
+    entry."""
+    from ci_tools.sweep.matrix import Filters, expand
+
+    out = []
+    entries = {e.key: e.data for e in valid}
+    for e in valid:
+        ref = e.data.get("recipe") if isinstance(e.data.get("recipe"), str) else None
+        if not change.touches(e.key, ref):
+            continue
+        rec = recipes.get(ref) if ref else None
+        if ref and (rec is None or not rec.valid):
+            continue          # recipe_links already reports a missing or invalid recipe
+        loaded = Recipe(rec.doc.file, rec.doc.data, rec.doc) if rec else None
+        gpn = (hardware.get(e.data.get("runner")) or {}).get("gpus-per-node")
+        ctx = Context(e.data, loaded, None, int(gpn) if gpn else None)
+        seen: set[tuple[str, str]] = set()
+        for row in expand(entries, hardware, Filters(config_keys=(e.key,))):
+            for r in refusals(dict(row.data, **{"config-key": e.key}), ctx):
+                # a missing point is crossfile.recipe_links' finding already (located in both files)
+                if r.pending or r.rule == "no-recipe-point" or (r.rule, r.message) in seen:
+                    continue
+                seen.add((r.rule, r.message))
+                out.append(e.doc.finding((e.key,), f"{e.key}: no runner can serve it: {r.message}", r.fix))
+    return out

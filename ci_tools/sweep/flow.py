@@ -2,7 +2,8 @@
 
 `plan`: the event and refs (from the options or the webhook payload), the policy, changelog and
 masters from git (`inputs.py`), the gate decided once and settled once the changelog diff is known,
-the runner screen, then `plan.plan_sweep`. `--gate-only` (`gate`) reads no git at all and takes the
+the runner screen (passed in: it is the runner's knowledge, a floor above), then `plan.plan_sweep`;
+with `--pr`, the runs `/use` could pin (passed in too: the bot's rules). `--gate-only` (`gate`) reads no git at all and takes the
 policy from the working tree. `matrix_rows`: master files on disk -> InferenceX rows.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ci_tools import names
 from ci_tools.errors import InputError, UsageError
@@ -119,7 +120,15 @@ def _rerun_verdict(req: PlanRequest, event, policy, decision):
     return refuse_rerun(decision, event, why) if why else decision
 
 
-def plan(req: PlanRequest) -> Outcome:
+# The checks of the floors above sweep that `plan` runs, passed in by the command (`cli/plan.py`):
+# which rows a runner can serve (`runner.screen_git.screen_at(git, head, masters)`, a `plan_sweep`
+# screen) and, with --pr, which runs `/use` could pin (`prbot.reuse.candidates_flow.use_candidates(gh,
+# pr, policy)`).
+Screener = Callable[[object, str, object], object]
+Candidates = Callable[[object, int, object], list]
+
+
+def plan(req: PlanRequest, *, screener: Screener, candidates: Candidates) -> Outcome:
     """The plan of a change: refs from the options or the event, everything else from git."""
     from ci_tools.gitio import Git
     from ci_tools.sweep.gate import decide, settle
@@ -167,9 +176,7 @@ def plan(req: PlanRequest) -> Outcome:
                                                                    list(req.masters), req.runners, images)
             decision = settle(decision, bool(entries))
         if head_masters is not None and req.runner_screen:
-            from ci_tools.runner.screen_git import screen_at
-
-            screen = screen_at(git, head_ref, head_masters)      # rows no runner serves are refused here
+            screen = screener(git, head_ref, head_masters)       # rows no runner serves are refused here
         elif head_masters is not None:
             notes.append(UNSCREENED_NOTE)
         from ci_tools.sweep.priority import Context
@@ -192,49 +199,15 @@ def plan(req: PlanRequest) -> Outcome:
     elif req.after_canary:
         result = after_canary(result, set(req.passed))
     notes += list(released)
-    candidates = None
+    pinnable = None
     if gh is not None:
         from ci_tools.github.client import GitHubError
 
         try:
-            candidates = use_candidates(gh, req.pr, policy)
+            pinnable = candidates(gh, req.pr, policy)
         except GitHubError as exc:            # the plan stands; only the list of runs is missing
             notes.append(f"cannot list the runs /use could pin: {exc.message}")
-    return Outcome(plan=dataclasses.replace(result, policy=source), notes=notes, use_candidates=candidates)
-
-
-@dataclass(frozen=True)
-class UseCandidate:
-    """A sweep run of the PR and whether `/use <run_id>` would pin it (`problem` None) or why not."""
-
-    run_id: int
-    created_at: str
-    head_sha: str
-    conclusion: str | None
-    problem: str | None
-
-    def as_dict(self) -> dict:
-        return {"run": self.run_id, "created-at": self.created_at, "head-sha": self.head_sha,
-                "conclusion": self.conclusion, "usable": self.problem is None, "problem": self.problem}
-
-
-def use_candidates(gh, number: int, policy, *, limit: int = 10) -> list[UseCandidate]:
-    """The PR's newest sweep runs (at most `limit`), each checked by the reuse rules a `/use <run_id>`
-    pin is checked by at merge (`reuse.check_run`): which one a maintainer could pin, and why not the others."""
-    from ci_tools import names
-    from ci_tools.prbot import context
-    from ci_tools.prbot.reuse import decide as reuse
-    from ci_tools.prbot.shell import load_timeline
-
-    pr = context.of(gh.pull_request(number))
-    timeline = load_timeline(gh, number)
-    out = []
-    for _, listed in zip(range(limit), gh.runs(names.SWEEP_WORKFLOW, branch=pr.head_ref)):
-        run = reuse.sweep_run(listed)
-        problem = reuse.check_run(run, reuse.reuse_rules(pinned=True), pr=pr, timeline=timeline, policy=policy,
-                                  workflow_path=f"{names.WORKFLOWS_DIR}/{names.SWEEP_WORKFLOW}", source=gh)
-        out.append(UseCandidate(run.id, run.created_at or "", run.head_sha, run.conclusion, problem))
-    return out
+    return Outcome(plan=dataclasses.replace(result, policy=source), notes=notes, use_candidates=pinnable)
 
 
 # ---- matrix -------------------------------------------------------------------------------------

@@ -92,22 +92,18 @@ def _fixed_sn_concs(ss: Mapping[str, Any], f: Filters) -> list[int]:
                 return [f.max_conc]
             end = min(end, f.max_conc)
         return conc_ladder(start, end, f.step)
-    values = list(lst or [])
-    if f.min_conc is not None:
-        if f.min_conc <= 0:
-            return []
-        values = [c for c in values if c >= f.min_conc]
-        if not values:
-            return []
-    if f.max_conc is not None:
-        if f.max_conc <= 0:
-            return []
-        values = [c for c in values if c <= f.max_conc] or [f.max_conc]
-    return values
+    return _fixed_listed(list(lst or []), f, nonpositive_max_skips=True)
 
 
 def _fixed_mn_concs(ss: Mapping[str, Any], f: Filters) -> list[int]:
-    values, _ = _conc_values(ss, f.step)
+    return _fixed_listed(_conc_values(ss, f.step)[0], f, nonpositive_max_skips=False)
+
+
+def _fixed_listed(values: list[int], f: Filters, *, nonpositive_max_skips: bool) -> list[int]:
+    """--min-conc / --max-conc over listed concurrencies of a fixed-sequence entry, as InferenceX: a
+    min <= 0 or nothing left skips the entry; a max keeps what is <= it, or the max itself when nothing
+    is. The one difference: a single-node entry is skipped by any max <= 0, a multi-node one only when
+    no listed value is <= it."""
     if f.min_conc is not None:
         if f.min_conc <= 0:
             return []
@@ -116,7 +112,7 @@ def _fixed_mn_concs(ss: Mapping[str, Any], f: Filters) -> list[int]:
             return []
     if f.max_conc is not None:
         kept = [c for c in values if c <= f.max_conc]
-        if not kept and f.max_conc <= 0:
+        if f.max_conc <= 0 and (nonpositive_max_skips or not kept):
             return []
         values = kept or [f.max_conc]
     return values

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any, Mapping
 
-from ci_tools.errors import InputError
+from ci_tools.errors import Finding, InputError
 
 FLAG_CRITERIA = ("multi-node", "agentic", "eval-only", "checklist-complete")
 VALUE_CRITERIA = ("precision", "spec-decoding", "framework-prefix", "model-prefix")
@@ -198,3 +198,26 @@ def annotate(rows: list[Mapping[str, Any]], bucket: str, policy: PriorityPolicy,
             new["skip-queue-pr"] = ctx.pr
         out.append(new)
     return sorted(out, key=lambda r: -Decimal(r["priority"]))
+
+
+def priority_findings(doc) -> list[Finding]:
+    """The policy's `priority:` section (a `YamlDoc`): its schema (located, with a did-you-mean), then
+    the scorer's reading."""
+    from ci_tools.config import schemas
+
+    section = doc.data.get("priority") if isinstance(doc.data, dict) else None
+    if section is None:
+        return []
+    problems = schemas.check(doc, section, "ci-policy", "priority", ("priority",))
+    if problems:
+        return problems
+    try:
+        priority_policy(section, doc.file)
+    except InputError as exc:
+        return [doc.finding(("priority",), exc.message)]
+    return []
+
+
+def config_findings(checked, findings: list[Finding]) -> list[Finding]:
+    """`config validate`'s check of the policy's `priority:` section (a `config.validate.UpperCheck`)."""
+    return priority_findings(checked.src.policy) if checked.src.policy is not None else []

@@ -120,3 +120,20 @@ def test_the_dry_run_prints_the_matrix_in_every_format(tmp_path, monkeypatch):
     res = run(["config", "acceptance-matrix", "--root", str(REPO), "--mtp", "3", "--format", "github"])
     outputs = dict(line.split("=", 1) for line in out.read_text().splitlines())
     assert res.code == 0 and outputs["count"] == "2" and len(json.loads(outputs["matrix"])) == 2
+
+
+def test_each_cell_serves_the_single_node_recipes_smallest_point():
+    from ci_tools.config.acceptance import collection_matrix
+
+    recipes = [(p, load_yaml_text((REPO / p).read_text(), p)) for p in (DISAGG, RECIPE)]
+    masters = {"dsv41flash-fp4-gb300-sglang-agentic-dspark": {"runner": "cluster:gb300-nv", "precision": "fp4",
+                                                              "model-prefix": "dsv41flash"}}
+    rows = collection_matrix(recipes, references(REFS.data), masters=masters, thinking=(False,), mtp_levels=(2,))
+    serve = rows[0]["serve"]     # the disaggregated recipe comes first but is not what a cell serves
+    assert (serve["recipe"], serve["tp"], serve["ep"], serve["conc"], serve["runner"]) == (RECIPE, 4, 4, 1,
+                                                                                             "cluster:gb300-nv")
+    assert (serve["scenario-type"], serve["osl"], serve["exp-name"]) == ("fixed-seq-len", 4096,
+                                                                           "deepseek-v4.1-flash_al_mtp2_thinking_off")
+    assert rows[0]["runner"] == "cluster:gb300-nv"
+    only_disagg = collection_matrix(recipes[:1], references(REFS.data), thinking=(False,), mtp_levels=(2,))
+    assert only_disagg[0]["serve"] is None

@@ -143,31 +143,35 @@ def test_every_plan_of_a_forks_commit_passes_the_trusted_policy():
     assert all("--image-policy inferencex-e2e/ci-policy.yaml" in line for line in steps + pr_args)
 
 
-def runner_dry_run(root: Path, tmp: Path, policy: Path | None, image: str = EVIL) -> subprocess.CompletedProcess:
+def runner_dry_run(root: Path, tmp: Path, policy: Path | None, image: str = EVIL,
+                   command: str = "run") -> subprocess.CompletedProcess:
     row = {"config-key": KEY, "image": image, "model": "deepseek-ai/DeepSeek-V4-Flash", "tp": 4, "ep": 4,
            "dp-attn": False, "conc": 1, "runner": "gb300", "precision": "fp4", "framework": "sglang",
            "exp-name": "x", "scenario-type": "agentic-coding"}
     (tmp / "row.json").write_text(json.dumps(row))
-    args = ["runner", "run", "--row", str(tmp / "row.json"), "--root", str(root), "--out", str(tmp / "out"), "--dry-run"]
+    args = ["runner", command, "--row", str(tmp / "row.json"), "--root", str(root), "--out", str(tmp / "out"), "--dry-run"]
     return cli(root, *args, *(["--image-policy", str(policy)] if policy else []))
 
 
-def test_runner_run_refuses_an_image_the_trusted_policy_does_not_allow(evil, repo_root, tmp_path_factory):
-    tmp_path = tmp_path_factory.mktemp("run")
+@pytest.mark.parametrize("command", ["run", "profile"])   # a profiled container gets HF_TOKEN as well
+def test_runner_run_refuses_an_image_the_trusted_policy_does_not_allow(evil, repo_root, tmp_path_factory, command):
+    tmp_path = tmp_path_factory.mktemp(command)
     trusted = repo_root / "inferencex-e2e" / "ci-policy.yaml"      # the workflow commit's copy
     # the checked-out (fork's) policy allows its own registry: the runner does not read it
     own = evil / "inferencex-e2e" / "ci-policy.yaml"
     own.write_text(own.read_text().replace(*ALLOW_EVIL))
-    refused = runner_dry_run(evil, tmp_path, trusted)
+    refused = runner_dry_run(evil, tmp_path, trusted, command=command)
     assert refused.returncode == 1 and "not started" in refused.stderr and "ghcr.io/evil/sglang" in refused.stderr
     assert "Traceback" not in refused.stderr
     no_list = tmp_path / "no-list.yaml"
     no_list.write_text("policy-version: 1\nrepository: a/b\nlabels: {primary: {}}\n")
-    assert "no `images: allowed:`" in runner_dry_run(evil, tmp_path, no_list).stderr
+    assert "no `images: allowed:`" in runner_dry_run(evil, tmp_path, no_list, command=command).stderr
 
 
-def test_runner_run_starts_an_allowed_image(copy, tmp_path_factory):
+@pytest.mark.parametrize("command", ["run", "profile"])
+def test_runner_run_starts_an_allowed_image(copy, tmp_path_factory, command):
     root = copy
     image = next(l.split("image:", 1)[1].strip() for l in (root / MASTER).read_text().splitlines() if "image:" in l)
-    done = runner_dry_run(root, tmp_path_factory.mktemp("run"), root / "inferencex-e2e" / "ci-policy.yaml", image)
-    assert "not started" not in done.stderr, done.stderr
+    done = runner_dry_run(root, tmp_path_factory.mktemp(command), root / "inferencex-e2e" / "ci-policy.yaml", image,
+                          command=command)
+    assert done.returncode == 0 and "not started" not in done.stderr, done.stderr

@@ -186,3 +186,31 @@ def test_profile_server_command_of_a_vllm_row_parses_with_vllm():
     ok, bad = parse_many("vllm", "0.33.0", [args, misspelt])
     assert ok.ok, f"{name}: vllm 0.33.0 rejects `{shlex.join(args)}`: {ok.error}"
     assert not bad.ok and "unexpected_keyword_argument" in bad.error, bad   # pydantic: ProfilerConfig
+
+
+def test_every_acceptance_cell_parses_with_its_engines_parser():
+    """The SPEED-Bench collection serves each cell with its own step count (runner/acceptance.py's
+    spec_args): every cell of the example matrix, at every declared release, parses with SGLang's parser."""
+    from dataclasses import replace
+
+    from ci_tools.config.acceptance import collection_matrix, references
+    from ci_tools.runner.acceptance import spec_args
+    from ci_tools.yaml.load import load_yaml_file
+
+    refs = references(load_yaml_file(REPO / names.ACCEPTANCE_REFERENCES, names.ACCEPTANCE_REFERENCES).data)
+    recipes = [(p.relative_to(REPO).as_posix(), load_yaml_file(p, p.relative_to(REPO).as_posix()))
+               for p in sorted((REPO / names.RECIPES_DIR).rglob("*.yaml"))]
+    cells = collection_matrix(recipes, refs, masters=read_masters(default_master_paths(REPO), REPO).entries)
+    bad, checked = [], 0
+    for cell in cells:
+        row = cell["serve"]
+        recipe = load_recipe(REPO / row["recipe"], row["recipe"])
+        point = resolve_point(recipe, int(row["tp"]), int(row["ep"]), bool(row["dp-attn"]), int(row["conc"]))
+        point = replace(point, args=spec_args(point.engine, point.args, int(cell["mtp"])), synthetic_acceptance=None)
+        server = build_plan(row, point, Settings(root=str(REPO)), "out").proc("server").command
+        for version in recipe.engine_versions:
+            result = parse_many(server.parser, version, [list(server.args)])[0]
+            checked += 1
+            if not result.ok:
+                bad.append(f"{cell['id']}: {server.parser} {version}: {result.error}")
+    assert checked == 16 and not bad, "\n".join(bad)     # 8 cells x the recipe's two SGLang releases

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ci_tools.github import GitHub
+from ci_tools.github.client import GitHub
 from fake_github import FakeGitHub, Server
 
 

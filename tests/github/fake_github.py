@@ -57,6 +57,8 @@ RUN_SEARCH_FILTERS = ("actor", "branch", "check_suite_id", "created", "event", "
 # repository_dispatch: `client_payload` has `maxProperties: 10` and must be under 64 KB (GitHub's description).
 DISPATCH_MAX_KEYS = 10
 DISPATCH_MAX_BYTES = 64 * 1024
+# endpoints whose last parameter may hold slashes (a file path; a ref such as heads/main), as GitHub routes them
+SLASHED_TAILS = ("/contents/{path}", "/git/ref/{ref}", "/git/refs/{ref}")
 PERMISSIONS_FILE = Path(__file__).resolve().parent / "data" / "github-permissions.json"
 
 
@@ -118,7 +120,10 @@ def permission_table(path: Path = PERMISSIONS_FILE) -> list[Endpoint]:
                 org.add(ep)
     out = []
     for (verb, template), alternatives in needs.items():
-        rx = re.compile("^" + re.sub(r"\\{[a-z_]+\\}", "[^/]+", re.escape(template)) + "$")
+        pattern = re.sub(r"\\{[a-z_]+\\}", "[^/]+", re.escape(template))
+        if template.endswith(SLASHED_TAILS):   # a file path or a ref like heads/main: slashes included
+            pattern = pattern[: pattern.rindex("[^/]+")] + ".+"
+        rx = re.compile("^" + pattern + "$")
         out.append(Endpoint(verb, template, rx, tuple(alternatives), (verb, template) in org))
     return out
 
@@ -212,6 +217,9 @@ class FakeGitHub:
         self.runners: list[dict] = []
         self.jobs: dict[int, list[dict]] = {}        # run id -> jobs
         self.blobs: dict[int, bytes] = {}            # artifact id -> zip archive
+        self.branches: dict[str, str] = {}           # branch -> head commit sha (git refs, contents, new PRs)
+        self.files: dict[tuple[str, str], str] = {}  # (branch, path) -> text
+        self._query: dict = {}
         self._flaked: set[str] = set()
         self._ids = itertools.count(1000)
         self._clock = itertools.count(1)
@@ -478,9 +486,118 @@ class FakeGitHub:
         return {"sha": "0" * 40, "filename": name, "status": "modified", "additions": 1, "deletions": 0, "changes": 1,
                 "blob_url": "https://x", "raw_url": "https://x", "contents_url": "https://x"}
 
+    # ---- branches, files and new pull requests (a file-update PR) ---------------------------------
+    def add_branch(self, name: str, sha: str, files: dict[str, str] | None = None) -> None:
+        self.branches[name] = sha
+        for path, text in (files or {}).items():
+            self.files[(name, path)] = text
+
+    @staticmethod
+    def blob_sha(text: str) -> str:
+        import hashlib
+
+        data = text.encode("utf-8")
+        return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+
+    def _ref(self, branch: str) -> dict:
+        sha = self.branches[branch]
+        return {"ref": f"refs/heads/{branch}", "node_id": f"REF_{branch}",
+                "url": f"https://api.github.com/repos/{self.repo}/git/refs/heads/{branch}",
+                "object": {"type": "commit", "sha": sha,
+                           "url": f"https://api.github.com/repos/{self.repo}/git/commits/{sha}"}}
+
+    def _content(self, branch: str, path: str) -> dict:
+        import base64
+
+        text = self.files[(branch, path)]
+        sha = self.blob_sha(text)
+        api = f"https://api.github.com/repos/{self.repo}/contents/{path}?ref={branch}"
+        html = f"https://github.com/{self.repo}/blob/{branch}/{path}"
+        git = f"https://api.github.com/repos/{self.repo}/git/blobs/{sha}"
+        return {"type": "file", "encoding": "base64", "size": len(text.encode()), "name": path.rsplit("/", 1)[-1],
+                "path": path, "content": base64.b64encode(text.encode()).decode(), "sha": sha, "url": api,
+                "git_url": git, "html_url": html,
+                "download_url": f"https://raw.githubusercontent.com/{self.repo}/{branch}/{path}",
+                "_links": {"git": git, "html": html, "self": api}}
+
+    def _files_route(self, method: str, path: str, body: dict | None):
+        """GitHub's git-ref, contents and create-pull answers, with their refusals (422 for an existing
+        ref or a missing sha, 409 for a stale one, 404 for an unknown branch)."""
+        r = re.escape(self.repo)
+        m = lambda pat: re.fullmatch(pat, path)  # noqa: E731
+        if method == "GET" and (g := m(rf"/repos/{r}/git/ref/heads/(.+)")):
+            return (200, self._ref(g[1]), "GitRef") if g[1] in self.branches else (404, None, None)
+        if method == "POST" and m(rf"/repos/{r}/git/refs"):
+            ref, sha = str((body or {}).get("ref", "")), str((body or {}).get("sha", ""))
+            name = ref.removeprefix("refs/heads/")
+            if not ref.startswith("refs/heads/") or not sha:
+                return 422, {"message": "Reference name must start with 'refs/' and contain a sha"}, None
+            if name in self.branches:
+                return 422, {"message": "Reference already exists", "status": "422"}, None
+            source = next((b for b, s in self.branches.items() if s == sha), None)
+            if source is None:
+                return 422, {"message": "Object does not exist", "status": "422"}, None
+            self.branches[name] = sha
+            for (b, p), text in list(self.files.items()):
+                if b == source:
+                    self.files[(name, p)] = text
+            return 201, self._ref(name), "GitRef"
+        if (g := m(rf"/repos/{r}/contents/(.+)")) and method in ("GET", "PUT"):
+            file = g[1]
+            if method == "GET":
+                branch = self._query.get("ref", ["main"])[0]
+                return (200, self._content(branch, file), "ContentFile") if (branch, file) in self.files \
+                    else (404, None, None)
+            branch = str((body or {}).get("branch") or "main")
+            if branch not in self.branches:
+                return 404, {"message": f"Branch {branch} not found"}, None
+            current = self.files.get((branch, file))
+            given = (body or {}).get("sha")
+            if current is not None and not given:
+                return 422, {"message": "Invalid request.\n\n\"sha\" wasn't supplied.", "status": "422"}, None
+            if current is not None and given != self.blob_sha(current):
+                return 409, {"message": f"{file} does not match {given}", "status": "409"}, None
+            import base64
+            import hashlib
+
+            self.files[(branch, file)] = base64.b64decode(str((body or {}).get("content", ""))).decode("utf-8")
+            parent = self.branches[branch]
+            commit_sha = hashlib.sha1(f"{parent}{file}{body.get('message')}".encode()).hexdigest()
+            self.branches[branch] = commit_sha
+            content = {k: v for k, v in self._content(branch, file).items() if k not in ("content", "encoding")}
+            who = {"name": "github-actions[bot]", "email": "41898282+github-actions[bot]@users.noreply.github.com",
+                   "date": self.tick()}
+            commit = {"sha": commit_sha, "node_id": f"C_{commit_sha}",
+                      "url": f"https://api.github.com/repos/{self.repo}/git/commits/{commit_sha}",
+                      "html_url": f"https://github.com/{self.repo}/commit/{commit_sha}", "author": who,
+                      "committer": who, "message": str(body.get("message")),
+                      "tree": {"url": "https://x", "sha": f"tree-{commit_sha}"},
+                      "parents": [{"url": "https://x", "html_url": "https://x", "sha": parent}],
+                      "verification": {"verified": False, "reason": "unsigned", "signature": None, "payload": None,
+                                       "verified_at": None}}
+            return (201 if current is None else 200), {"content": content, "commit": commit}, "FileCommit"
+        if method == "POST" and m(rf"/repos/{r}/pulls"):
+            head, base = str((body or {}).get("head", "")), str((body or {}).get("base", ""))
+            if head not in self.branches or base not in self.branches or not (body or {}).get("title"):
+                return 422, {"message": "Validation Failed", "errors": [{"resource": "PullRequest", "field": "head",
+                                                                       "code": "invalid"}]}, None
+            if any(p["head"]["ref"] == head and p["state"] == "open" for p in self.pulls.values()):
+                return 422, {"message": "Validation Failed", "errors": [{"resource": "PullRequest", "code": "custom",
+                             "message": f"A pull request already exists for {self.repo.split('/')[0]}:{head}."}]}, None
+            number = max(self.pulls, default=0) + 1
+            pr = self.add_pr(number, head_sha=self.branches[head], head_ref=head, author=self.bot.removesuffix("[bot]"),
+                             body=str(body.get("body") or ""))
+            pr["title"] = str(body["title"])
+            pr["base"]["ref"] = base
+            return 201, pr, "PullRequest"
+        return None
+
     def route(self, method: str, path: str, body: dict | None):
         r = re.escape(self.repo)
         m = lambda pat: re.fullmatch(pat, path)  # noqa: E731
+        answered = self._files_route(method, path, body)
+        if answered is not None:
+            return answered
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-zA-Z]+)/statuses")):
             found = [{k: v for k, v in st.items() if k != "_sha"} for st in reversed(self.statuses) if st["_sha"] == g[1]]
             return 200, found, ("list", "Status")
@@ -781,6 +898,7 @@ class FakeGitHub:
                 if f.times > 0 and f.method == method and f.pattern.search(url.path):
                     f.times -= 1
                     return f.status, f.body, f.headers
+            self._query = query
             status, obj, kind = self.route(method, url.path, body)
             for rule in self.after_write:
                 if rule[3] > 0 and rule[0] == method and rule[1].search(url.path):
@@ -853,6 +971,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self):
         self._serve("DELETE")
+
+    def do_PUT(self):
+        self._serve("PUT")
 
 
 class Server:

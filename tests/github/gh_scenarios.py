@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ci_tools.github import GitHub
+from ci_tools.github.client import GitHub
 from ci_tools.github.events import Comment, Event, PullRequest
 from ci_tools.prbot.shell import Lazy, Settings
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from ci_tools import names
-from ci_tools.github import GitHub
+from ci_tools.github.client import GitHub
 from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Event
 from ci_tools.prbot.flow import handle_comment

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from ci_tools.github import GitHub
+from ci_tools.github.client import GitHub
 from ci_tools.prbot.card.shell import write_section
 from ci_tools.github.client import GitHubError
 from ci_tools.prbot.card import decide as card

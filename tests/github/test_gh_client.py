@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ci_tools.github import GitHub, GitHubError
+from ci_tools.github.client import GitHub, GitHubError
 
 
 def _prs_with_comments(fake, n: int):

@@ -10,7 +10,7 @@ from types import GeneratorType
 
 import pytest
 
-from ci_tools.github import GitHub, GitHubError
+from ci_tools.github.client import GitHub, GitHubError
 from ci_tools.github import client as gh_client
 
 

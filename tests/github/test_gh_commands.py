@@ -10,7 +10,7 @@ from ci_tools.prbot.shell import Lazy
 from ci_tools.prbot.flow import handle_comment
 from ci_tools.prbot.staging.flow import stage_callback, stage_dispatch
 from ci_tools.github.events import Event
-from ci_tools.github import GitHub
+from ci_tools.github.client import GitHub
 from gh_scenarios import FULL, SHA1, SHA2, authorise, comment_event, lazy, pr_with_sweep, settings
 
 

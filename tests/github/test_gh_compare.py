@@ -8,8 +8,8 @@ import click
 from click.testing import CliRunner
 
 from ci_tools.cli import main
-from ci_tools.github import GitHub
-from ci_tools.github.baselines import main_results
+from ci_tools.github.client import GitHub
+from ci_tools.results.baselines import main_results
 
 KEY = "dsv41flash-fp4-gb300-sglang-agentic-dspark"
 

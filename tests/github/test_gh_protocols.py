@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from ci_tools.github import GitHub
+from ci_tools.github.client import GitHub
 from ci_tools.prbot import shell
 from ci_tools.prbot.approval import flow as approval
 from ci_tools.prbot.card import flow as card

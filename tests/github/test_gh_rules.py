@@ -9,7 +9,7 @@ import tomllib
 
 import pytest
 
-from ci_tools.github import GitHub, GitHubError
+from ci_tools.github.client import GitHub, GitHubError
 from ci_tools.github import client as gh_client
 from fake_github import API_VERSIONS, PERMISSIONS_FILE, permission_table
 from gh_scenarios import REPO_ROOT

@@ -9,7 +9,7 @@ import pytest
 from ci_tools import names
 from ci_tools.prbot.signoff.flow import verify_signoff
 from ci_tools.prbot.signoff import decide as signoff
-from ci_tools.github import GitHub
+from ci_tools.github.client import GitHub
 from ci_tools.prbot.shell import Lazy
 from gh_scenarios import REPO_ROOT, SHA1, SHA2, comment_event, lazy, pr_event, pr_with_sweep, settings
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from ci_tools.prbot.models import Comment, LabelEvent
+from ci_tools.github.models import Comment, LabelEvent
 from ci_tools.prbot.reuse import decide as reuse
 
 # ---- authorisation: pure table (41-45, W3, W4, W5) ----------------------------------------------

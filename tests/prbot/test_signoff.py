@@ -49,7 +49,7 @@ def test_a_rejected_status_says_what_is_wrong_not_the_rule_it_broke():
 
 # ---- issue 25: what a sign-off is bound to ---------------------------------------------------------
 
-from ci_tools.prbot.models import EditHistory  # noqa: E402
+from ci_tools.github.models import EditHistory  # noqa: E402
 
 EDITS = [
     # author, history, expected reason substring (None: the author's own body)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ci_tools.prbot import sticky
-from ci_tools.prbot.models import Comment
+from ci_tools.github.models import Comment
 
 BOT = sticky.DEFAULT_BOT
 

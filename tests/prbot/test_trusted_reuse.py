@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ci_tools.prbot.models import WorkflowRun, run_from_json
-from ci_tools.prbot.models import LabelEvent, Timeline
+from ci_tools.github.models import WorkflowRun, run_from_json
+from ci_tools.github.models import LabelEvent, Timeline
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.context import PrContext
 from ci_tools.prbot.reuse import decide as reuse

@@ -243,6 +243,7 @@ def test_fail_on_regression():
     ("point,tp,conc,dp-attn\nx,1,4,maybe\n", "dp-attn 'maybe' is not true or false"),
     ("point,tp,conc,tok_s_gpu\nx,1,4,nan\n", "must be a finite number"),
     ("point,tp,conc\n", "no points"),
+    ("point,tp,conc\n" + "x" * 200_000 + ",1,4\n", "x.csv: not a readable CSV"),   # was a csv.Error traceback
 ])
 def test_bad_csv_is_located(tmp_path: Path, text, message):
     bad = tmp_path / "x.csv"

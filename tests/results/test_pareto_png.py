@@ -8,6 +8,7 @@ from pathlib import Path
 from ci_tools.results import pareto
 from ci_tools.results.chart import from_points
 from ci_tools.results.render import figure
+from ci_tools.results.sources import load_points
 
 SEED12 = Path(__file__).resolve().parents[2] / "docs" / "examples" / "seed-with-dropped.csv"
 
@@ -15,7 +16,7 @@ SEED12 = Path(__file__).resolve().parents[2] / "docs" / "examples" / "seed-with-
 def test_twelve_seed_points_are_labelled_without_overlap_inside_the_frame():
     import matplotlib.pyplot as plt
 
-    points = pareto.points_from_csv(SEED12.read_text())
+    points = load_points(SEED12)
     assert len(points) == 12
     fig, ax, labels = figure(from_points(points, "seed PR, kept and dropped points"))
     boxes = [box for _, _, box in labels]
@@ -71,7 +72,7 @@ def test_two_twelve_point_curves_within_four_percent_never_overlap_their_labels(
 
     from ci_tools.results.chart import from_sides
 
-    points = pareto.points_from_csv(SEED12.read_text())
+    points = load_points(SEED12)
     head = [_result(p.name, p.tok_s_gpu, p.intvty_p90) for p in points]
     main = [_result(p.name, p.tok_s_gpu * (1.04 if i % 2 else 0.96), p.intvty_p90 * (0.97 if i % 3 else 1.03))
             for i, p in enumerate(points)]
@@ -112,3 +113,31 @@ def test_only_one_plot_function_is_left():
     import ci_tools.results.compare_render as compare_render
 
     assert not hasattr(compare_render, "plot_png")
+
+
+def test_the_png_and_the_report_draw_one_y_axis():
+    """One figure builder (issue 27): the PNG and the report's plotly chart take the log-or-linear
+    decision, the ticks and their words from the Chart. The report drew every chart on a log axis,
+    the PNG only above an 8x span: a narrow sweep read differently in the two."""
+    import matplotlib.pyplot as plt
+
+    from ci_tools.results.chart import from_sides
+    from ci_tools.results.report_html import pareto_figure
+
+    for tok, scale in (((7314.0, 9338.0, 28838.0), "linear"), ((7314.0, 28838.0, 271000.0), "log")):
+        c = from_sides([_result(f"c{i}", t, 600.0 - 50 * i) for i, t in enumerate(tok)], [], "t")
+        fig, ax, _ = figure(c)
+        try:
+            assert ax.get_yscale() == scale
+            plotly_y = pareto_figure(c)["layout"]["yaxis"]
+            assert plotly_y["type"] == scale
+            if scale == "log":
+                drawn = [t for t in ax.yaxis.get_majorticklocs() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+                assert set(drawn) <= set(plotly_y["tickvals"]) and "200k" in plotly_y["ticktext"]
+                fig.canvas.draw()
+                words = {t.get_text() for t in ax.get_yticklabels() if t.get_text()}
+                assert words and words <= set(plotly_y["ticktext"])
+            else:
+                assert "tickvals" not in plotly_y
+        finally:
+            plt.close(fig)

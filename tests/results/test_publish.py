@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from ci_tools.cli import main
+from ci_tools.prbot.card.decide import card_pr
 from ci_tools.results import pages_flow
 
 
@@ -107,5 +108,5 @@ def test_a_push_without_write_access_says_why(tmp_path, report):
 def test_which_page_a_finished_sweep_run_gets(run, want):
     payload = {"workflow_run": {"head_sha": "a" * 40, "html_url": "u", "status": "completed", "conclusion": "success",
                                 "path": ".github/workflows/run-sweep.yml", "display_title": "x", **run}}
-    ok, pr, why = pages_flow.target_of("workflow_run", payload)
+    ok, pr, why = pages_flow.target_of("workflow_run", payload, card_pr)
     assert (ok, pr) == want and (ok or why)

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from ci_tools.cli import cli
 from ci_tools.errors import InputError
 from ci_tools.results import pareto
-from ci_tools.results.load import load_points
+from ci_tools.results.sources import load_points, results_from_csv
 from ci_tools.results.pareto import Point
 from tests.conftest import assert_golden
 
@@ -83,12 +83,34 @@ def test_unknown_point_in_claim():
     ("point,tok_s_gpu,intvty_p90\na,x,1\n", "tok_s_gpu 'x' is not a number"),
     ("point,tok_s_gpu,intvty_p90\na,1,1\na,2,2\n", "appears twice"),
     ("point,tok_s_gpu,intvty_p90\n", "no points"),
-    ("point,tok_s_gpu,intvty_p90\na,nan,1\n", "must be finite"),
+    ("point,tok_s_gpu,intvty_p90\na,nan,1\n", "must be a finite number"),
+    ("point,tok_s_gpu,intvty_p90\na,,1\n", "p.csv:2: tok_s_gpu '' is not a number"),   # required: filled
+    ("point,tok_s_gpu,intvty_p90,ttft_p90\na,1,1,2\n", "unknown column(s) ttft_p90"),  # was ignored
+    ("point,tok_s_gpu,intvty_p90\n" + "a" * 200_000 + ",1,1\n", "not a readable CSV"),  # csv.Error
 ])
 def test_bad_csv(text, message):
     with pytest.raises(InputError) as exc:
-        pareto.points_from_csv(text, "p.csv")
+        points_of_csv(text, "p.csv")
     assert message in str(exc.value)
+
+
+def points_of_csv(text: str, file: str = "<csv>"):
+    """A pareto CSV read as `results pareto` reads it (sources' one reader, pareto's columns)."""
+    return pareto.points_from_results(results_from_csv(text, file, pareto.CSV_COLUMNS), file)
+
+
+def test_pareto_and_compare_read_one_file_alike(tmp_path):
+    """One reader: a comparison's CSV is a valid `results pareto` INPUT, its points those compare reads,
+    and a collection's invalid results are left off the frontier (issue 27)."""
+    from ci_tools.results.sources import load_side
+
+    seed = REPO / "docs/examples/seed-compare/pr-local-results.csv"
+    side = load_side(seed)
+    got = load_points(seed)
+    assert [p.name for p in got] == [r["point"]["name"] for r in side if r["headline"]["intvty_p90"] is not None]
+    coll = tmp_path / "c.json"
+    coll.write_text(json.dumps({"results": [{**side[0], "valid": False}, *side[1:]]}))
+    assert [p.name for p in load_points(coll)] == [p.name for p in got[1:]]
 
 
 def run(args):
@@ -123,7 +145,7 @@ from hypothesis import strategies as st  # noqa: E402
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=200))
 def test_parsers_fail_only_cleanly(text):
-    for parse in (pareto.parse_claims, pareto.points_from_csv):
+    for parse in (pareto.parse_claims, points_of_csv):
         try:
             parse(text)
         except InputError:

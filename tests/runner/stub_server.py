@@ -12,6 +12,13 @@ POST /start_profile and /stop_profile act as SGLang's: start needs SGLANG_TORCH_
 `output_dir` in the body; else 400, as an engine started without the profiler switch refuses), stop
 writes one gzipped Chrome trace per rank (`<profile_id>-TP-<r>.trace.json.gz`, --ranks of them) there.
 
+With --spec-accept-length L the stub speculates as an engine with MTP does and reports it under the
+engines' own names: GET /server_info (SGLang) has `internal_states[i].avg_spec_accept_length` = L for
+each of --dp-ranks ranks once a request was served, and GET /metrics (Prometheus text) has SGLang's gauge
+`sglang:spec_accept_length` and vLLM's counters `vllm:spec_decode_num_drafts_total` /
+`vllm:spec_decode_num_accepted_tokens_total`, grown per generated token so that 1 + accepted / drafts = L.
+Without it /server_info has no acceptance and /metrics no speculative metric (speculation off).
+
 With --answers, the reply text comes from a table {substring: answer}: the first key found in the
 last user message (or the prompt of /v1/completions) picks the answer, so an eval harness gets
 known answers and its score is known exactly; no key found answers "I do not know.". Requests with
@@ -32,7 +39,47 @@ ARGS = None
 ANSWERS: dict[str, str] | None = None
 COUNT = 0
 PROFILE: dict = {}
+SPEC = {"drafts": 0.0, "accepted": 0.0, "served": 0}
 LOCK = threading.Lock()
+
+
+def _speculated(tokens: int) -> None:
+    """Count `tokens` generated tokens as verification steps of acceptance length --spec-accept-length."""
+    if not ARGS.spec_accept_length:
+        return
+    steps = tokens / ARGS.spec_accept_length
+    with LOCK:
+        SPEC["drafts"] += steps
+        SPEC["accepted"] += tokens - steps
+        SPEC["served"] += 1
+
+
+def _metrics_text() -> str:
+    lines = ["# HELP sglang:num_running_reqs The number of running requests.", "# TYPE sglang:num_running_reqs gauge",
+             'sglang:num_running_reqs{model_name="%s",engine_type="unified",tp_rank="0"} 0.0' % ARGS.model]
+    if ARGS.spec_accept_length:
+        with LOCK:
+            drafts, accepted, served = SPEC["drafts"], SPEC["accepted"], SPEC["served"]
+        lines += ["# HELP sglang:spec_accept_length The average acceptance length of speculative decoding.",
+                  "# TYPE sglang:spec_accept_length gauge"]
+        lines += ['sglang:spec_accept_length{model_name="%s",engine_type="unified",tp_rank="0",dp_rank="%d"} %r'
+                  % (ARGS.model, r, ARGS.spec_accept_length if served else 0.0) for r in range(ARGS.dp_ranks)]
+        lines += ["# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.",
+                  "# TYPE vllm:spec_decode_num_drafts_total counter",
+                  'vllm:spec_decode_num_drafts_total{engine="0",model_name="%s"} %r' % (ARGS.model, drafts),
+                  "# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.",
+                  "# TYPE vllm:spec_decode_num_accepted_tokens_total counter",
+                  'vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="%s"} %r' % (ARGS.model, accepted)]
+    return "\n".join(lines) + "\n"
+
+
+def _server_info() -> dict:
+    state = {"last_gen_throughput": 0.0, "memory_usage": {}}
+    if ARGS.spec_accept_length and SPEC["served"]:
+        state["avg_spec_accept_length"] = ARGS.spec_accept_length
+    return {"model_path": ARGS.model, "dp_size": ARGS.dp_ranks,
+            "speculative_algorithm": "NEXTN" if ARGS.spec_accept_length else None,
+            "internal_states": [dict(state) for _ in range(ARGS.dp_ranks)]}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -57,6 +104,16 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(200, {"status": "ok"})
         if self.path == "/v1/models":
             return self._json(200, {"object": "list", "data": [{"id": ARGS.model, "object": "model"}]})
+        if self.path in ("/server_info", "/get_server_info"):
+            return self._json(200, _server_info())
+        if self.path == "/metrics":
+            data = _metrics_text().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return None
         return self._json(404, {"error": "not found"})
 
     def do_POST(self):
@@ -105,6 +162,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()
         self.close_connection = True
+        _speculated(tokens)
 
 
     def _profile(self, body: dict) -> None:
@@ -141,6 +199,7 @@ class Handler(BaseHTTPRequestHandler):
             text = next((a for key, a in ANSWERS.items() if key in asked), "I do not know.")
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(text.split()),
                  "total_tokens": prompt_tokens + len(text.split())}
+        _speculated(len(text.split()))
         if "messages" in body:
             choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
             obj = "chat.completion"
@@ -165,6 +224,9 @@ def main() -> None:
     p.add_argument("--die-after", type=int, default=0)
     p.add_argument("--fail-every", type=int, default=0)
     p.add_argument("--ranks", type=int, default=2, help="trace files /stop_profile writes (one per rank)")
+    p.add_argument("--spec-accept-length", type=float, default=0.0,
+                   help="speculate with this acceptance length and report it as SGLang and vLLM do")
+    p.add_argument("--dp-ranks", type=int, default=1, help="DP ranks /server_info lists (internal_states)")
     p.add_argument("--answers", help="JSON table {substring of the question: answer text}")
     p.add_argument("--role", choices=("serve", "prefill", "decode"), default="serve",
                    help="prefill: answer with the first token only, as a disaggregated prefill worker does")

@@ -118,6 +118,15 @@ def test_54_55_multi_node_concs(search, kw, concs):
     assert [r["conc"] for r in out] == concs
 
 
+def test_a_max_conc_below_one_skips_a_single_node_list_but_keeps_a_multi_node_one_with_values_under_it():
+    """InferenceX's two rules for --max-conc <= 0 on listed concurrencies (the one difference between
+    the single- and multi-node filters, which share their code): single-node skips the entry, multi-node
+    keeps the values <= the max."""
+    assert rows(sn([{"tp": 8, "conc-list": [-1, 4]}]), max_conc=0) == []
+    out = rows(mn([{"conc-list": [-1, 4], "prefill": W(), "decode": W()}]), max_conc=0)
+    assert [r["conc"] for r in out] == [[-1]]
+
+
 def test_56_57_58_max_tp_ep():
     two = sn([{"tp": 4, "conc-start": 4, "conc-end": 64}, {"tp": 8, "conc-start": 4, "conc-end": 64}])
     assert {r["tp"] for r in rows(two, max_tp=4)} == {4} and len(rows(two, max_tp=4)) == 5

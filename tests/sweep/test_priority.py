@@ -122,7 +122,7 @@ def test_shipped_policy_has_a_priority_section(repo_root):
 
 def test_the_schema_refuses_an_unknown_criterion_naming_the_line(tmp_path, repo_root):
     """`config validate` checks the section with the schema, did-you-mean and line included."""
-    from ci_tools.config.validate import priority_findings
+    from ci_tools.sweep.priority import priority_findings
     from ci_tools.yaml.located import load_yaml_text
 
     shipped = (repo_root / "inferencex-e2e" / "ci-policy.yaml").read_text()

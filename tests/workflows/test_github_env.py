@@ -585,7 +585,43 @@ def report_pages_of_a_pr_sweep(s: Scenario):
     return [off, job]
 
 
+def speedbench_al_update(s: Scenario):
+    """The collection's update job: the cells the measure jobs uploaded (one failed: a partial matrix,
+    allowed by the input) become the references file on a branch and a PR (contents: write for the ref
+    and the commit, pull-requests: write for the PR, actions: read for this run)."""
+    import shutil
+
+    root = s.tmp / "checkout"
+    for d in ("inferencex-e2e", "recipes"):
+        shutil.copytree(REPO / d, root / d)
+    refs = (root / "inferencex-e2e" / "acceptance-lengths.yaml").read_text()
+    s.fake.add_branch("main", SHA1, {"inferencex-e2e/acceptance-lengths.yaml": refs})
+    s.fake.add_run(4242, head_sha=SHA1, branch="main", event="workflow_dispatch",
+                   path=".github/workflows/speedbench-al.yml", artifacts=(), plan_labels=None)
+    cells = ["dsv41flash-sglang-nextn3-thinking-on", "deepseek-v4.1-flash-sglang-mtp2-thinking-on"]
+    inputs = {"thinking": "on", "dry-run": False, "open-pr": True, "allow-partial": True}
+    payload = dict(rt.webhook("workflow_dispatch", "payload.json"), ref="refs/heads/main", inputs=inputs,
+                   workflow=".github/workflows/speedbench-al.yml")
+    job = s.job("speedbench-al.yml", "update", "workflow_dispatch", payload, inputs=inputs, cwd=root,
+                needs={"matrix": {"outputs": {"matrix": json.dumps([{"id": c} for c in cells]), "count": "2"},
+                                  "result": "success"},
+                       "measure": {"result": "failure"}})
+    cell = job.tmp / "cells" / f"acceptance_{cells[0]}"                     # what download-artifact leaves
+    cell.mkdir(parents=True)
+    (cell / "acceptance.json").write_text(json.dumps({
+        "acceptance-version": 1, "id": cells[0], "model": "deepseek-ai/DeepSeek-V4.1-Flash", "engine": "sglang",
+        "engine-version": "nightly-dev-cu13-20261012-e6072935", "dataset": "speed-bench-qualitative-coding",
+        "thinking": True, "mtp": 3, "acceptance-length": 3.4, "source": "sglang /server_info",
+        "run": f"https://github.com/{REPO_NAME}/actions/runs/4242"}))
+    ok(job.run(3))                                                          # the matrix file
+    out = ok(job.run("update")).outputs
+    assert out["changed"] == "1" and out["missing"] == "1" and out["pr-url"].endswith("/pull/1")
+    assert "3.4" in s.fake.files[("acceptance-lengths/run-4242", "inferencex-e2e/acceptance-lengths.yaml")]
+    return [job]
+
+
 SCENARIOS = {
+    ("speedbench-al.yml", "update"): [speedbench_al_update],
     ("comment-commands.yml", "handle"): [comment_use_pins_a_run, comment_stage_results, comment_sweep_approve_on_a_fork,
                                          comment_sweep_plan],
     ("comment-commands.yml", "stage-dispatch"): [stage_dispatch_sends_the_decided_payload],

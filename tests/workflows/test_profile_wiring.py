@@ -30,6 +30,8 @@ def test_each_row_is_profiled_on_its_runner_and_uploaded_under_the_commands_name
     assert job["timeout-minutes"] == budget.JOB_TIMEOUT_MINUTES
     steps = {s.get("id") or s.get("name") or s.get("uses"): s for s in job["steps"]}
     assert steps["run"]["run"].startswith("exec ci-tools runner profile ")     # cancel reaches ci-tools
+    # the container gets HF_TOKEN: its image is checked against the allowlist, as benchmark.yml's is
+    assert "--image-policy inferencex-e2e/ci-policy.yaml" in steps["run"]["run"]
     assert "CI_TOOLS_PROFILE_REQUESTS" in steps["run"]["env"]
     assert steps["Stop everything this job started"]["if"] == "always()"
     upload = next(s for s in job["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact@"))
@@ -40,8 +42,10 @@ def test_each_row_is_profiled_on_its_runner_and_uploaded_under_the_commands_name
 def test_the_rows_it_asks_for_are_rows_runner_profile_can_serve(tmp_path, monkeypatch):
     """The rows step's own command, on the example repository, for the seed key at conc 64: each row
     dry-runs through `runner profile` (InferenceX's matrix rows carry no config-key, and a row
-    without one names no recipe: --with-config-key adds it)."""
+    without one names no recipe: --with-config-key adds it). The optional inputs (master file, sequence
+    length) narrow the rows through the step's own shell."""
     import json
+    import subprocess
 
     from click.testing import CliRunner
 
@@ -52,13 +56,24 @@ def test_the_rows_it_asks_for_are_rows_runner_profile_can_serve(tmp_path, monkey
 
     step = next(s for s in _profile()["jobs"]["rows"]["steps"] if s.get("id") == "rows")
     (argv,) = wc.ci_tools_commands(step["run"])
-    env = {"$CONFIG_KEY": "dsv41flash-fp4-b300-sglang", "$CONC": "64"}
-    argv = [env.get(a, a) for a in argv if a != "--format" and a != "github"] + ["--format", "json"]
     monkeypatch.chdir(REPO)
-    res = CliRunner().invoke(cli, argv)
-    assert res.exit_code == 0, res.output
-    rows = json.loads(res.output)
-    assert rows
+
+    def rows_of(**inputs: str) -> list[dict]:
+        """The step's command as its shell runs it for these inputs (the optional ones as `args`)."""
+        args = subprocess.run(["bash", "-c", step["run"].split("ci-tools ")[0] + 'printf "%s\\n" "${args[@]}"'],
+                              env={"PATH": "/usr/bin:/bin", **inputs}, capture_output=True, text=True, check=True)
+        env = {"$" + k: v for k, v in inputs.items()}
+        words = [w for a in argv if a not in ("--format", "github")
+                 for w in (args.stdout.split() if a == "${args[@]}" else [env.get(a, a)])]
+        res = CliRunner().invoke(cli, words + ["--format", "json"])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.output)
+
+    key = {"CONFIG_KEY": "dsv41flash-fp4-b300-sglang", "CONC": "64"}
+    rows = rows_of(**key, CONFIG_FILE="", SEQ_LEN="any")
+    assert sorted(r["isl"] for r in rows) == [1024, 8192]
+    one = rows_of(**key, CONFIG_FILE="inferencex-e2e/configs/nvidia-master.yaml", SEQ_LEN="8k1k")
+    assert [r["isl"] for r in one] == [8192]
     for i, row in enumerate(rows):
         path = tmp_path / f"row{i}.json"
         path.write_text(json.dumps(row))

@@ -9,7 +9,7 @@ from ci_tools import names
 from ci_tools.prbot import context, messages
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import SweepApprove
-from ci_tools.prbot.models import PullRequest
+from ci_tools.github.models import PullRequest
 from ci_tools.prbot.shell import Lazy, Result, Settings
 
 

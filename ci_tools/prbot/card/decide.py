@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ci_tools import names
 from ci_tools.prbot import sticky
 from ci_tools.prbot.approval.decide import parse_run_name
-from ci_tools.prbot.models import WorkflowRun
+from ci_tools.github.models import WorkflowRun
 
 KIND = sticky.STATUS_CARD
 

@@ -14,13 +14,13 @@ from ci_tools.errors import InputError, UsageError
 from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.card import decide as card
 from ci_tools.prbot.card import shell as card_writer
-from ci_tools.prbot.models import Timeline, WorkflowRun
+from ci_tools.github.models import Timeline, WorkflowRun
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline
 
 
 class Client(card_writer.CardClient, Comments, Protocol):
-    """What the card flow asks of GitHub (and `github/baselines.main_results`, for main's results)."""
+    """What the card flow asks of GitHub (and `results/baselines.main_results`, for main's results)."""
 
     def permission(self, login: str) -> str: ...
     def workflow_run(self, run_id: int) -> WorkflowRun: ...
@@ -47,7 +47,7 @@ def report_url(settings: Settings, pr: int | None, run: dict) -> str:
 
 def results_section(gh: Client, run: dict, settings: Settings, pr: int | None = None) -> str | None:
     """The run's collected results against main's (None when the run collected nothing)."""
-    from ci_tools.github.baselines import collection_from_zip, main_results
+    from ci_tools.results.baselines import collection_from_zip, main_results
     from ci_tools.results import compare, compare_render, report
 
     art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == names.COLLECTION_ARTIFACT

@@ -39,7 +39,7 @@ from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, effective_use, parse
 from ci_tools.prbot.context import PrContext
-from ci_tools.prbot.models import Comment, LabelEvent, Timeline, WorkflowRun
+from ci_tools.github.models import Comment, LabelEvent, Timeline, WorkflowRun
 from ci_tools.prbot.reuse import jobs as job_rules
 from ci_tools.prbot.reuse import measured
 

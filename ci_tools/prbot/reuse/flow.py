@@ -9,7 +9,7 @@ from ci_tools.prbot import context, messages
 from ci_tools.prbot.card.flow import Client as CardClient
 from ci_tools.prbot.card.flow import authorisation, pin_checker, update_card
 from ci_tools.prbot.commands import Use
-from ci_tools.prbot.models import PullRequest, Timeline
+from ci_tools.github.models import PullRequest, Timeline
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ci_tools.errors import InputError
-from ci_tools.prbot.models import EditHistory
+from ci_tools.github.models import EditHistory
 from ci_tools.prbot.reuse.decide import ts
 
 PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"

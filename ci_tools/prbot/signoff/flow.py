@@ -11,7 +11,7 @@ from ci_tools import names
 from ci_tools.errors import InputError, UsageError
 from ci_tools.github.client import GitHubError, TeamUnreadable
 from ci_tools.github.events import Comment, Event, PullRequest
-from ci_tools.prbot.models import EditHistory
+from ci_tools.github.models import EditHistory
 from ci_tools.prbot import context, messages, sticky
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline, read_repo_file, upsert

@@ -13,7 +13,7 @@ from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Comment, Event
 from ci_tools.prbot import context, messages, sticky
 from ci_tools.prbot.commands import StageResults
-from ci_tools.prbot.models import PullRequest, Timeline
+from ci_tools.github.models import PullRequest, Timeline
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline, upsert
 

@@ -1,13 +1,19 @@
-"""The plain facts the PR bot decides over: a pull request, its comments, runs and timeline.
+"""GitHub's objects as plain data: a pull request, its comments, runs and timeline.
 
-`ci_tools.github` parses GitHub's JSON into these once (events, the client, the timeline); the
-decisions in `ci_tools/prbot/` take them as plain data. They live here, in the core, because the
-core may not import `ci_tools.github`: the adapter depends on the core's data, never the reverse.
+The adapter modules of this package (events, the client, the timeline) parse GitHub's JSON into these
+once; the decisions in `ci_tools/prbot/` and `ci_tools/sweep/` take them as plain data. This module is
+core (no I/O, no import): it lives with the adapter because GitHub's object models belong to the floor
+that talks to GitHub, so the packages above import them and the adapter imports nothing above it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+# The permission of a user the collaborator-permission endpoint answers 404 for (GitHub does for some
+# users who are not collaborators): `GitHub.permission` returns it; the bot says it as "no permission"
+# (`prbot.messages.permission_of`).
+PERMISSION_NOT_FOUND = "not-found"
 
 
 @dataclass(frozen=True)

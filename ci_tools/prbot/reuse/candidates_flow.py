@@ -1,0 +1,42 @@
+"""`plan --pr`'s list of the runs `/use` could pin: the PR's newest sweep runs, each checked by the
+reuse rules a pin is checked by at merge. The plan flow (`sweep.flow.plan`) sits on a floor below the
+bot and takes this as its `candidates` argument from the command (`cli/plan.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class UseCandidate:
+    """A sweep run of the PR and whether `/use <run_id>` would pin it (`problem` None) or why not."""
+
+    run_id: int
+    created_at: str
+    head_sha: str
+    conclusion: str | None
+    problem: str | None
+
+    def as_dict(self) -> dict:
+        return {"run": self.run_id, "created-at": self.created_at, "head-sha": self.head_sha,
+                "conclusion": self.conclusion, "usable": self.problem is None, "problem": self.problem}
+
+
+def use_candidates(gh, number: int, policy, *, limit: int = 10) -> list[UseCandidate]:
+    """The PR's newest sweep runs (at most `limit`), each checked by the reuse rules a `/use <run_id>`
+    pin is checked by at merge (`reuse.check_run`): which one a maintainer could pin, and why not the others."""
+    from ci_tools import names
+    from ci_tools.prbot import context
+    from ci_tools.prbot.reuse import decide as reuse
+    from ci_tools.prbot.shell import load_timeline
+
+    pr = context.of(gh.pull_request(number))
+    timeline = load_timeline(gh, number)
+    out = []
+    for _, listed in zip(range(limit), gh.runs(names.SWEEP_WORKFLOW, branch=pr.head_ref)):
+        run = reuse.sweep_run(listed)
+        problem = reuse.check_run(run, reuse.reuse_rules(pinned=True), pr=pr, timeline=timeline, policy=policy,
+                                  workflow_path=f"{names.WORKFLOWS_DIR}/{names.SWEEP_WORKFLOW}", source=gh)
+        out.append(UseCandidate(run.id, run.created_at or "", run.head_sha, run.conclusion, problem))
+    return out
