@@ -94,6 +94,11 @@ ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/commits/{ref}/statuses"): "statuses: read",
     ("POST", "/repos/{owner}/{repo}/dispatches"): "contents: write",
     ("GET", "/repos/{owner}/{repo}/actions/runs"): "actions: read",
+    ("GET", "/repos/{owner}/{repo}/git/ref/{ref}"): "contents: read",
+    ("POST", "/repos/{owner}/{repo}/git/refs"): "contents: write",
+    ("GET", "/repos/{owner}/{repo}/contents/{path}"): "contents: read",
+    ("PUT", "/repos/{owner}/{repo}/contents/{path}"): "contents: write",
+    ("POST", "/repos/{owner}/{repo}/pulls"): "pull-requests: write",
 }
 
 # GraphQL has one endpoint; a query may read what the token's repository permissions allow (a PR's
@@ -102,7 +107,9 @@ GRAPHQL = ("POST", "/graphql")
 
 
 def _template_regex(template: str) -> re.Pattern:
-    return re.compile("^" + re.sub(r"\\{[a-z_]+\\}", "[^/]+", re.escape(template)) + "$")
+    # A file path and a git reference hold slashes (`configs/al.yaml`, `heads/feature`), as GitHub reads them.
+    pattern = re.sub(r"(/contents/|/git/ref/)\\{(ref|path)\\}$", r"\1.+", re.escape(template))
+    return re.compile("^" + re.sub(r"\\{[a-z_]+\\}", "[^/]+", pattern) + "$")
 
 
 _ENDPOINT_RE = [(verb, _template_regex(t), t, perm) for (verb, t), perm in ENDPOINTS.items()]
