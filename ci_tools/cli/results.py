@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 
 import click
 
+from ci_tools.cli.emit import emit
 from ci_tools.errors import InputError
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
@@ -29,38 +28,14 @@ def cli() -> None:
     """
 
 
-def _summary(result: dict) -> str:
-    h = result["headline"]
-    r = result["requests"]
-
-    def f(x, spec):
-        return "n/a" if x is None else format(x, spec)
-
-    lines = [f"{result['point']['name']}: {'VALID' if result['valid'] else 'INVALID'}",
-             f"  throughput      {f(h['tok_s_gpu'], ',.1f')} tok/s/GPU over {result['gpus']} GPU(s), "
-             f"duration {f(result['duration_s'], '.2f')} s",
-             f"  interactivity   P90 {f(h['intvty_p90'], ',.1f')} (median {f(h['intvty_p50'], ',.1f')}) tok/s/user",
-             f"  TTFT            P90 {f(h['ttft_p90_s'], '.3f')} s (median {f(h['ttft_p50_s'], '.3f')} s)",
-             f"  requests        {r['successful']} ok, {r['errors']} errors "
-             f"({f(r['error_rate'], '.1%')}), {r['accounting']['records_warmup_dropped']} warmup excluded"]
-    e = result.get("energy") or {}
-    if e.get("valid"):
-        lines.append(f"  energy          {f(e['total_gpu_energy_j'], ',.0f')} J over {len(e['gpus'])} GPU(s), "
-                     f"{f(e['j_per_output_token'], '.4g')} J/output token, {f(e['avg_power_w'], ',.0f')} W per GPU")
-    elif e:
-        lines.append(f"  energy          not measured: {', '.join(e.get('reasons') or [])}")
-    for fail in result["failures"]:
-        lines.append(f"  invalid [{fail['rule']}]: {fail['message']}")
-    return "\n".join(lines)
-
-
 @cli.command("process")
 @click.argument("directory", type=click.Path(path_type=Path))
 @click.option("--out", "out", type=click.Path(path_type=Path), help="Where to write the result (default DIR/result.json).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
               help="json: the result (a list of them for a job of several concurrencies); github: also every "
                    "failed rule as an annotation and in $GITHUB_STEP_SUMMARY.")
-@click.option("--max-error-rate", type=float, default=0.10, show_default=True, help="Highest valid error rate (inclusive).")
+@click.option("--max-error-rate", type=click.FloatRange(0.0, 1.0), default=0.10, show_default=True,
+              help="Highest valid error rate (inclusive).")
 @click.option("--min-requests", type=int, help="Minimum successful requests (default: per scenario x concurrency).")
 @click.option("--name", help="Point name, when DIR has no job.json.")
 @click.option("--tp", type=int, help="Point TP, when DIR has no job.json.")
@@ -89,55 +64,14 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
       ci-tools results process out/dep2-c64
       ci-tools results process aiperf-out --tp 4 --conc 4 --scenario fixed-seq-len --out r.json
     """
-    from ci_tools.evals.process import summary as eval_summary
-    from ci_tools.results import flow
-    from ci_tools.results.process import PointInfo, job_dirs
+    from ci_tools.results import flow, render
+    from ci_tools.results.process import PointInfo
 
-    job = flow.eval_job(directory) if tp is None else None
-    if job is not None:
-        written = iter([flow.process_eval(directory, job, out, thresholds_path)])
-    else:
-        if not 0.0 <= max_error_rate <= 1.0:
-            raise click.BadParameter("must be within [0, 1]", param_hint="--max-error-rate")
-        point = None
-        if tp is not None:
-            point = PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc, gpus=gpus,
-                              scenario=scenario, duration_s=duration, model=model)
-        dirs = job_dirs(directory) if point is None else [directory]
-        if out is not None and len(dirs) > 1:
-            raise click.BadParameter(f"{directory} holds {len(dirs)} results (one per concurrency); drop --out",
-                                     param_hint="--out")
-        written = flow.process(dirs, point, out, max_error_rate=max_error_rate, min_requests=min_requests,
-                               workers=workers)
-    invalid = 0
-    results = []
-    for w in written:
-        results.append(w.result)
-        if fmt != "json":
-            click.echo((eval_summary if w.eval else _summary)(w.result))
-        if fmt == "github":
-            _github_verdict(str(directory) if w.eval else w.result["point"]["name"], w.target, w.result)
-        if not w.result["valid"]:
-            invalid += 1
-            what = "eval failed ({} check(s) failed)" if w.eval else "invalid result ({} rule(s) failed)"
-            click.echo(f"error: {what.format(len(w.result['failures']))}; written to {w.target}", err=True)
-    if fmt == "json":  # one document: the result, or a list of them for a job of several concurrencies
-        click.echo(json.dumps(results[0] if len(results) == 1 else results, indent=2))
-    if invalid:
-        sys.exit(1)
-
-
-def _github_verdict(name: str, target: Path, result: dict) -> None:
-    """A result's verdict in the job summary with every failed rule (annotations stop at 10 a step)."""
-    from ci_tools.github.actions import annotate, append_step_summary
-
-    failures = result.get("failures") or []
-    for fail in failures:
-        annotate("error", f"{name}: {fail.get('message')}", title=f"results process: {fail.get('rule')}")
-    lines = [f"### results process: {name}: {'valid' if result['valid'] else 'INVALID'}", "",
-             f"written to `{target}`", ""]
-    lines += [f"- `{fail.get('rule')}`: {fail.get('message')}" for fail in failures]
-    append_step_summary("\n".join(lines) + "\n")
+    point = None if tp is None else PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc,
+                                              gpus=gpus, scenario=scenario, duration_s=duration, model=model)
+    written = flow.run_process(directory, out, point, max_error_rate=max_error_rate, min_requests=min_requests,
+                               workers=workers, thresholds_path=thresholds_path)
+    emit(render.process_output(written, str(directory)), fmt)
 
 
 @cli.command("collect")
@@ -163,38 +97,12 @@ def collect_cmd(roots: tuple[Path, ...], out: Path, expect: int, fmt: str) -> No
     Example:
       ci-tools results collect downloaded-artifacts/ --out results/results.json --format github
     """
+    from ci_tools.results import render
     from ci_tools.results.collect import incomplete
     from ci_tools.results.flow import collect
 
     c = collect(list(roots), out)
-    data, verdict = c.data, c.verdict
-    problem = incomplete(c.counted, expect)
-    if fmt == "json":
-        click.echo(json.dumps({"out": str(out), "results": len(data["results"]), "valid": data["valid"],
-                               "invalid": data["invalid"], "eval-verdict": verdict, "notes": data["notes"],
-                               "incomplete": problem or None}, indent=2))
-    else:
-        for note in data["notes"]:
-            click.echo(f"note: {note}", err=True)
-        click.echo(f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid; "
-                   f"evals {verdict['verdict']} ({verdict['passed']} of {verdict['expected']} eval rows passed) "
-                   f"-> {out}")
-        for line in verdict["failed"] + verdict["missing"]:
-            click.echo(f"  eval: {line}")
-    if fmt == "github":
-        from ci_tools.github.actions import annotate, append_outputs, append_step_summary
-
-        append_outputs({"eval-verdict": verdict["verdict"], "eval-artifact": verdict["artifact"]})
-        if problem:
-            annotate("error", f"the sweep is incomplete: {problem}", title="results collect")
-        head = (f"### results collect: {'INCOMPLETE' if problem else 'done'}\n\n"
-                f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid"
-                + (f"; incomplete: {problem}" if problem else "") + "\n\n"
-                + "".join(f"- {note}\n" for note in data["notes"]))
-        append_step_summary(head + "\n" + c.table)
-    if problem:
-        click.echo(f"error: the sweep is incomplete: {problem}; a partial sweep is never ingested", err=True)
-        sys.exit(1)
+    emit(render.collect_output(c, out, incomplete(c.counted, expect), fmt), fmt)
 
 
 @cli.command("pareto")
@@ -217,41 +125,9 @@ def pareto_cmd(input_path: Path, fmt: str, plot: Path | None, claims: Path | Non
       ci-tools results pareto docs/seed-points.csv --format markdown --plot docs/pareto.png
       ci-tools results pareto results.json --claims claims.txt --format json
     """
-    from ci_tools.results import pareto, render
-    from ci_tools.results.sources import load_points
-    from ci_tools.yaml.load import read_text
+    from ci_tools.results import flow, render
 
-    points = load_points(input_path)
-    analysis = pareto.analyse(points)
-    checked: list[dict] = []
-    if claims is not None:
-        checked = pareto.check_claims(points, pareto.parse_claims(read_text(claims), str(claims)), str(claims))
-    if plot is not None:
-        try:
-            from ci_tools.results.chart import from_points
-
-            render.plot_png(from_points(points, title), plot)
-        except ImportError:
-            raise InputError("--plot needs matplotlib: pip install 'ci-tools[plot]'") from None
-    if fmt == "json":
-        click.echo(json.dumps({"points": analysis, "claims": checked}, indent=2))
-    else:
-        click.echo(render.markdown_table(points, analysis) if fmt == "markdown" else render.text_table(points, analysis),
-                   nl=False)
-        for c in checked:
-            click.echo(f"{'holds' if c['holds'] else 'FALSE'}: {c['claim']} ({c['why']})")
-    if fmt == "github":
-        from ci_tools.github.actions import annotate, append_step_summary
-
-        claims_md = "".join(f"- {'holds' if c['holds'] else '**FALSE**'}: {c['claim']} ({c['why']})\n" for c in checked)
-        append_step_summary(f"### results pareto: {input_path}\n\n" + render.markdown_table(points, analysis)
-                            + ("\n" + claims_md if claims_md else ""))
-        for c in checked:
-            if not c["holds"]:
-                annotate("error", f"{c['claim']} ({c['why']})", title="results pareto: false claim")
-    if any(not c["holds"] for c in checked):
-        click.echo(f"error: {sum(not c['holds'] for c in checked)} claim(s) are false", err=True)
-        sys.exit(1)
+    emit(render.pareto_output(flow.pareto(input_path, claims, plot, title), input_path, fmt), fmt)
 
 
 def _run_id(value: str | None, option: str) -> int | None:
@@ -339,19 +215,10 @@ def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, po
     """
     from ci_tools.results.compare_flow import run_compare
 
-    report = run_compare(head, list(baselines), claims, policy_path, fmt, from_main=from_main, plot=plot, title=title)
-    click.echo(report.text, nl=False)
-    if report.annotations:
-        from ci_tools.github.actions import annotate
+    from ci_tools.results.render import compare_output
 
-        for line in report.annotations:
-            annotate("warning", line, title="Regressed against main")
-    for note in report.notes:
-        click.echo(f"note: {note}", err=True)
-    if report.false_claims:
-        click.echo(f"error: {report.false_claims} claim(s) are false", err=True)
-    if report.false_claims or (fail_on_regression and report.regressed):
-        sys.exit(1)
+    report = run_compare(head, list(baselines), claims, policy_path, fmt, from_main=from_main, plot=plot, title=title)
+    emit(compare_output(report, fail_on_regression), fmt)
 
 
 @cli.command("report")
@@ -388,23 +255,10 @@ def report_cmd(head: Path, baselines: tuple[Path, ...], from_main: bool, evals_p
     """
     from ci_tools.results.report_flow import run_report
 
-    w = run_report(head, list(baselines), out, from_main=from_main, evals_path=evals_path,
-                   telemetry_dir=telemetry_dir, policy_path=policy_path, title=title)
-    if fmt == "json":
-        click.echo(json.dumps({"out": str(w.out), "bytes": w.size, "points": w.points,
-                               "verdicts": w.headline.counts, "frontier": w.headline.frontier,
-                               "telemetry-jobs": w.telemetry_jobs, "notes": w.notes}, indent=2))
-        return
-    for note in w.notes:
-        click.echo(f"note: {note}", err=True)
-    click.echo(f"{w.headline.verdicts}. {w.headline.frontier}")
-    click.echo(f"report: {w.out} ({w.size:,} bytes, {w.points} points, "
-               f"{len(w.telemetry_jobs)} job(s) with GPU telemetry)")
-    if fmt == "github":
-        from ci_tools.github.actions import append_step_summary
+    from ci_tools.results.render import report_output
 
-        append_step_summary(f"### Sweep report\n\n**{w.headline.verdicts}.** {w.headline.frontier}\n\n"
-                            f"The page (`{w.out.name}`, {w.size:,} bytes) is in this run's report artifact.\n")
+    emit(report_output(run_report(head, list(baselines), out, from_main=from_main, evals_path=evals_path,
+                                  telemetry_dir=telemetry_dir, policy_path=policy_path, title=title), fmt), fmt)
 
 
 @cli.command("publish")
@@ -439,27 +293,11 @@ def publish_cmd(report: Path, enabled: str, event_name: str, event_path: Path | 
 
     from ci_tools.prbot.card.decide import card_pr
     from ci_tools.results.pages_flow import run_publish
+    from ci_tools.results.render import publish_output
 
     if run_id is None:
         raise InputError("no run id: pass --run-id or set GITHUB_RUN_ID (set by GitHub Actions)", exit_code=2)
     p = run_publish(report, enabled=enabled, event_name=event_name, event_path=event_path, run_id=run_id,
                     repository=repository, branch=branch, remote=remote, token=os.environ.get("GITHUB_TOKEN"),
                     keep=keep, pr_of_run=card_pr, server=os.environ.get("GITHUB_SERVER_URL") or "https://github.com", decide=decide)
-    would = decide and bool(p.path)
-    if fmt == "json":
-        click.echo(json.dumps({"publish": would or p.published, "published": p.published, "reason": p.reason or None,
-                               "path": p.path or None, "pruned": p.pruned}, indent=2))
-    elif would:
-        click.echo(f"publish: {p.path}")
-    elif p.published:
-        click.echo(f"published {report} to {branch}:{p.path}/" + (f" (pruned {', '.join(p.pruned)})" if p.pruned else ""))
-    else:
-        click.echo(f"not published: {p.reason}")
-    if fmt == "github":
-        from ci_tools.github.actions import append_outputs, append_step_summary
-
-        append_outputs({"publish": str(would or p.published).lower(), "published": str(p.published).lower(),
-                        "path": p.path})
-        if not would:
-            append_step_summary(f"Sweep report: published at `{p.path}/` on `{branch}`.\n" if p.published
-                                else f"Sweep report: not published ({p.reason}).\n")
+    emit(publish_output(p, report, branch, decide), fmt)

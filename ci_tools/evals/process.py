@@ -32,17 +32,3 @@ def process_eval_dir(path: Path, job: dict, thresholds: Thresholds) -> dict:
                                 tasks=list(spec.get("tasks") or []), lookup=lambda task: thresholds.lookup(prefix, task),
                                 job_status=json_object_or_none(path / names.STATUS_JSON))
     return score.eval_result(point, {**spec, "model-prefix": prefix}, meta, scores, fails, list(files))
-
-
-def summary(result: dict) -> str:
-    """The text `results process` prints for an eval job."""
-    p = result["point"]
-    lines = [f"{p.get('name')}: eval {'PASSED' if result['valid'] else 'FAILED'} "
-             f"({result['harness'].get('name')}, tasks {', '.join(result['tasks'])}, "
-             f"concurrencies {', '.join(map(str, result['concurrencies']['expected']))})"]
-    for s in result["scores"]:
-        lines.append(f"  {'PASS' if s['passed'] else 'FAIL'}: [conc={s['conc']}] {s['task']} {s['metric']} "
-                     f"{s['score']:.4f} (minimum {s['threshold']:.4f}, {s['threshold-source']})")
-    for f in result["failures"]:
-        lines.append(f"  invalid [{f['rule']}]: {f['message']}")
-    return "\n".join(lines)

@@ -25,3 +25,17 @@ def markdown(verdict: dict, evals: list[dict]) -> str:
     if problems:
         lines += [""] + [f"- {p}" for p in problems]
     return "\n".join(lines) + "\n"
+
+
+def text_summary(result: dict) -> str:
+    """The text `results process` prints for an eval job."""
+    p = result["point"]
+    lines = [f"{p.get('name')}: eval {'PASSED' if result['valid'] else 'FAILED'} "
+             f"({result['harness'].get('name')}, tasks {', '.join(result['tasks'])}, "
+             f"concurrencies {', '.join(map(str, result['concurrencies']['expected']))})"]
+    for s in result["scores"]:
+        lines.append(f"  {'PASS' if s['passed'] else 'FAIL'}: [conc={s['conc']}] {s['task']} {s['metric']} "
+                     f"{s['score']:.4f} (minimum {s['threshold']:.4f}, {s['threshold-source']})")
+    for f in result["failures"]:
+        lines.append(f"  invalid [{f['rule']}]: {f['message']}")
+    return "\n".join(lines)

@@ -78,6 +78,50 @@ class Collected:
                 "invalid": self.data["invalid"] + sum(1 for e in evals if not e.get("valid"))}
 
 
+def run_process(directory: Path, out: Path | None, point: PointInfo | None, *, max_error_rate: float,
+                min_requests: int | None, workers: int | None, thresholds_path: Path | None) -> list[Written]:
+    """`results process`: an eval job is scored; otherwise each job directory's result (one per
+    concurrency for a multi-node job, or DIRECTORY itself when the point is given) is computed."""
+    from ci_tools.results.process import job_dirs
+
+    job = eval_job(directory) if point is None else None
+    if job is not None:
+        return [process_eval(directory, job, out, thresholds_path)]
+    dirs = job_dirs(directory) if point is None else [directory]
+    if out is not None and len(dirs) > 1:
+        raise InputError(f"--out: {directory} holds {len(dirs)} results (one per concurrency); drop --out "
+                         "to write each beside its export", exit_code=2)
+    return list(process(dirs, point, out, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers))
+
+
+@dataclass(frozen=True)
+class Pareto:
+    points: list
+    analysis: list[dict]
+    checked: list[dict]
+
+
+def pareto(input_path: Path, claims: Path | None, plot: Path | None, title: str) -> Pareto:
+    """`results pareto`: the points, their frontier, the claims checked and the PNG written."""
+    from ci_tools.results import pareto as frontier
+    from ci_tools.results.sources import load_points
+    from ci_tools.yaml.load import read_text
+
+    points = load_points(input_path)
+    checked: list[dict] = []
+    if claims is not None:
+        checked = frontier.check_claims(points, frontier.parse_claims(read_text(claims), str(claims)), str(claims))
+    if plot is not None:
+        try:
+            from ci_tools.results.chart import from_points
+            from ci_tools.results.render import plot_png
+
+            plot_png(from_points(points, title), plot)
+        except ImportError:
+            raise InputError("--plot needs matplotlib: pip install 'ci-tools[plot]'") from None
+    return Pareto(points, frontier.analyse(points), checked)
+
+
 def collect(roots: list[Path], out: Path) -> Collected:
     from ci_tools.evals.report import markdown
     from ci_tools.results.collect import collect as collect_results

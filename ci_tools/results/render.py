@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ci_tools.results.chart import DOMINATED, LOOKS, X_TITLE, Y_TITLE, Chart, tick_text
+from ci_tools.render.output import Output
 from ci_tools.results.pareto import Point
 
 
@@ -179,3 +180,129 @@ def _place_labels(fig, ax, chart: Chart) -> list:
             placed.append(best)
         out.append((s, p, best))
     return out
+
+
+# ---- what each `results` command says (cli/emit.py writes it) ----------------------------------------
+
+
+def _f(x, spec: str) -> str:
+    return "n/a" if x is None else format(x, spec)
+
+
+def result_summary(result: dict) -> str:
+    """The text `results process` prints for one benchmark result."""
+    h, r = result["headline"], result["requests"]
+    lines = [f"{result['point']['name']}: {'VALID' if result['valid'] else 'INVALID'}",
+             f"  throughput      {_f(h['tok_s_gpu'], ',.1f')} tok/s/GPU over {result['gpus']} GPU(s), "
+             f"duration {_f(result['duration_s'], '.2f')} s",
+             f"  interactivity   P90 {_f(h['intvty_p90'], ',.1f')} (median {_f(h['intvty_p50'], ',.1f')}) tok/s/user",
+             f"  TTFT            P90 {_f(h['ttft_p90_s'], '.3f')} s (median {_f(h['ttft_p50_s'], '.3f')} s)",
+             f"  requests        {r['successful']} ok, {r['errors']} errors "
+             f"({_f(r['error_rate'], '.1%')}), {r['accounting']['records_warmup_dropped']} warmup excluded"]
+    e = result.get("energy") or {}
+    if e.get("valid"):
+        lines.append(f"  energy          {_f(e['total_gpu_energy_j'], ',.0f')} J over {len(e['gpus'])} GPU(s), "
+                     f"{_f(e['j_per_output_token'], '.4g')} J/output token, {_f(e['avg_power_w'], ',.0f')} W per GPU")
+    elif e:
+        lines.append(f"  energy          not measured: {', '.join(e.get('reasons') or [])}")
+    lines += [f"  invalid [{fail['rule']}]: {fail['message']}" for fail in result["failures"]]
+    return "\n".join(lines)
+
+
+def process_output(written: list, directory: str) -> Output:
+    """`results process`: each result's summary; for github, every failed rule as an annotation (they
+    stop at 10 a step) and in the job summary; exit 1 when any result is invalid or any eval failed."""
+    from ci_tools.evals.report import text_summary
+
+    out = Output(text="\n".join((text_summary if w.eval else result_summary)(w.result) for w in written),
+                 json=written[0].result if len(written) == 1 else [w.result for w in written])
+    for w in written:
+        name = directory if w.eval else w.result["point"]["name"]
+        failures = w.result.get("failures") or []
+        out.annotations += [("error", f"{name}: {fail.get('message')}", f"results process: {fail.get('rule')}")
+                            for fail in failures]
+        out.summary += "\n".join([f"### results process: {name}: {'valid' if w.result['valid'] else 'INVALID'}", "",
+                                  f"written to `{w.target}`", "",
+                                  *(f"- `{fail.get('rule')}`: {fail.get('message')}" for fail in failures)]) + "\n"
+        if not w.result["valid"]:
+            what = "eval failed ({} check(s) failed)" if w.eval else "invalid result ({} rule(s) failed)"
+            out.stderr.append(f"error: {what.format(len(failures))}; written to {w.target}")
+            out.exit_code = 1
+    return out
+
+
+def collect_output(c, out_path: Path, problem: str | None, fmt: str) -> Output:
+    """`results collect`: counts and the eval verdict; github: the verdict as step outputs and the eval
+    table in the job summary; exit 1 when the sweep is incomplete (never ingested)."""
+    data, verdict = c.data, c.verdict
+    text = "\n".join([f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid; "
+                      f"evals {verdict['verdict']} ({verdict['passed']} of {verdict['expected']} eval rows passed) "
+                      f"-> {out_path}", *(f"  eval: {line}" for line in verdict["failed"] + verdict["missing"])])
+    out = Output(text=text, json={"out": str(out_path), "results": len(data["results"]), "valid": data["valid"],
+                                  "invalid": data["invalid"], "eval-verdict": verdict, "notes": data["notes"],
+                                  "incomplete": problem or None},
+                 stderr=[f"note: {note}" for note in data["notes"]] if fmt != "json" else [],   # json holds them
+                 outputs={"eval-verdict": verdict["verdict"], "eval-artifact": verdict["artifact"]},
+                 summary=(f"### results collect: {'INCOMPLETE' if problem else 'done'}\n\n"
+                          f"{len(data['results'])} result(s): {data['valid']} valid, {data['invalid']} invalid"
+                          + (f"; incomplete: {problem}" if problem else "") + "\n\n"
+                          + "".join(f"- {note}\n" for note in data["notes"]) + "\n" + c.table))
+    if problem:
+        out.annotations.append(("error", f"the sweep is incomplete: {problem}", "results collect"))
+        out.stderr.append(f"error: the sweep is incomplete: {problem}; a partial sweep is never ingested")
+        out.exit_code = 1
+    return out
+
+
+def pareto_output(p, input_path: Path, fmt: str) -> Output:
+    """`results pareto`: the table (Markdown for --format markdown), each claim's verdict; github: the
+    Markdown table and claims in the job summary, an annotation per false claim; exit 1 on a false claim."""
+    table = markdown_table(p.points, p.analysis) if fmt == "markdown" else text_table(p.points, p.analysis)
+    claims = [f"{'holds' if c['holds'] else 'FALSE'}: {c['claim']} ({c['why']})" for c in p.checked]
+    claims_md = "".join(f"- {'holds' if c['holds'] else '**FALSE**'}: {c['claim']} ({c['why']})\n" for c in p.checked)
+    false = [c for c in p.checked if not c["holds"]]
+    return Output(text=(table + "\n".join(claims)).rstrip("\n"), json={"points": p.analysis, "claims": p.checked},
+                  summary=(f"### results pareto: {input_path}\n\n" + markdown_table(p.points, p.analysis)
+                           + ("\n" + claims_md if claims_md else "")),
+                  annotations=[("error", f"{c['claim']} ({c['why']})", "results pareto: false claim") for c in false],
+                  stderr=[f"error: {len(false)} claim(s) are false"] if false else [],
+                  exit_code=1 if false else 0)
+
+
+def compare_output(report, fail_on_regression: bool) -> Output:
+    """`results compare`: the report in its format (the flow renders it); a warning per regression."""
+    return Output(text=report.text.rstrip("\n") if report.text else None,
+                  annotations=[("warning", line, "Regressed against main") for line in report.annotations],
+                  stderr=[f"note: {note}" for note in report.notes]
+                  + ([f"error: {report.false_claims} claim(s) are false"] if report.false_claims else []),
+                  exit_code=1 if report.false_claims or (fail_on_regression and report.regressed) else 0)
+
+
+def report_output(w, fmt: str) -> Output:
+    """`results report`: the headline and the page written; github: both in the job summary."""
+    return Output(text=f"{w.headline.verdicts}. {w.headline.frontier}\n"
+                       f"report: {w.out} ({w.size:,} bytes, {w.points} points, "
+                       f"{len(w.telemetry_jobs)} job(s) with GPU telemetry)",
+                  json={"out": str(w.out), "bytes": w.size, "points": w.points, "verdicts": w.headline.counts,
+                        "frontier": w.headline.frontier, "telemetry-jobs": w.telemetry_jobs, "notes": w.notes},
+                  stderr=[f"note: {note}" for note in w.notes] if fmt != "json" else [],   # json holds them
+                  summary=(f"### Sweep report\n\n**{w.headline.verdicts}.** {w.headline.frontier}\n\n"
+                           f"The page (`{w.out.name}`, {w.size:,} bytes) is in this run's report artifact.\n"))
+
+
+def publish_output(p, report: Path, branch: str, decide: bool) -> Output:
+    """`results publish`: whether and where the report went; github: `publish`, `published`, `path`."""
+    would = decide and bool(p.path)
+    if would:
+        text = f"publish: {p.path}"
+    elif p.published:
+        text = f"published {report} to {branch}:{p.path}/" + (f" (pruned {', '.join(p.pruned)})" if p.pruned else "")
+    else:
+        text = f"not published: {p.reason}"
+    summary = "" if would else (f"Sweep report: published at `{p.path}/` on `{branch}`.\n" if p.published
+                                else f"Sweep report: not published ({p.reason}).\n")
+    return Output(text=text, json={"publish": would or p.published, "published": p.published,
+                                   "reason": p.reason or None, "path": p.path or None, "pruned": p.pruned},
+                  outputs={"publish": str(would or p.published).lower(), "published": str(p.published).lower(),
+                           "path": p.path},
+                  summary=summary)
