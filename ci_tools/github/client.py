@@ -23,8 +23,9 @@ from typing import Any, Callable, Iterator
 
 from ci_tools.errors import InputError
 from ci_tools.github.events import _Reader, pull_request_from
-from ci_tools.github.models import (PERMISSION_NOT_FOUND, Comment, EditHistory, PullRequest, WorkflowRun,
-                                    run_from_json)
+from ci_tools.github.models import (PERMISSION_NOT_FOUND, Artifact, Comment, Comparison, EditHistory, PullRequest,
+                                    WorkflowRun, artifact_from_json, comment_from_json, comparison_from_json,
+                                    named_artifact, run_from_json)
 
 DEFAULT_API_URL = "https://api.github.com"
 # Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
@@ -528,13 +529,7 @@ class GitHub:
 
     def review_comment(self, number: int, review_id: int) -> Comment:
         """A review, as the sign-off reads a comment: its body, author and when it was submitted."""
-        data = self.review(number, review_id)
-        user = data.get("user") or {}
-        return Comment(id=int(data["id"]), body=data.get("body") or "", author=str(user.get("login") or ""),
-                       author_type=str(user.get("type") or "User"),
-                       association=str(data.get("author_association") or "NONE"),
-                       created_at=str(data.get("submitted_at") or ""), html_url=str(data.get("html_url") or ""),
-                       kind="review", node_id=str(data.get("node_id") or ""), commit_id=str(data.get("commit_id") or ""))
+        return comment_from_json(self.review(number, review_id), kind="review")
 
     def edit_history(self, node_id: str) -> EditHistory:
         """Who edited a comment or review body and when, from the edit history GitHub keeps (GraphQL
@@ -602,8 +597,9 @@ class GitHub:
                           key="workflow_runs")
         return [run for _, run in zip(range(limit), runs)]
 
-    def artifacts(self, run_id: int) -> list[dict]:
-        return self._list(self._r(f"/actions/runs/{run_id}/artifacts"), key="artifacts")
+    def artifacts(self, run_id: int) -> list[Artifact]:
+        return [artifact_from_json(a) for a in self._list(self._r(f"/actions/runs/{run_id}/artifacts"), key="artifacts")
+                if isinstance(a, dict) and isinstance(a.get("id"), int)]
 
     def run_plan(self, run_id: int, *, max_bytes: int = 16 * 1024 * 1024) -> dict | None:
         """The plan a run recorded when it started (`plan.json` in its changelog-metadata artifact), or
@@ -616,11 +612,10 @@ class GitHub:
 
         key = f"plan:{run_id}"
         if key not in self._cache:
-            art = next((a for a in self.artifacts(run_id)
-                        if a.get("name") == names.CHANGELOG_METADATA and not a.get("expired")), None)
+            art = named_artifact(self.artifacts(run_id), names.CHANGELOG_METADATA)
             plan = None
             if art is not None:
-                data = self.artifact_zip(int(art["id"]), max_bytes=max_bytes)
+                data = self.artifact_zip(art.id, max_bytes=max_bytes)
                 try:
                     with zipfile.ZipFile(io.BytesIO(data)) as z:
                         member = next((n for n in z.namelist() if n.rsplit("/", 1)[-1] == names.PLAN_JSON), None)
@@ -642,10 +637,10 @@ class GitHub:
             self._cache[key] = self._get(self._r(f"/commits/{sha}"))
         return self._cache[key]
 
-    def compare(self, base: str, head: str) -> dict:
+    def compare(self, base: str, head: str) -> Comparison:
         key = f"compare:{base}...{head}"
         if key not in self._cache:
-            self._cache[key] = self._get(self._r(f"/compare/{base}...{head}"))
+            self._cache[key] = comparison_from_json(self._get(self._r(f"/compare/{base}...{head}")))
         return self._cache[key]
 
     def top_level_tree(self, sha: str) -> dict[str, str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ci_tools.errors import InputError
-from ci_tools.github.models import Comment, PullRequest, WorkflowRun, run_from_json
+from ci_tools.github.models import Comment, PullRequest, WorkflowRun, comment_from_json, run_from_json
 
 SUPPORTED = ("pull_request", "pull_request_target", "issue_comment", "pull_request_review", "workflow_run", "push",
              "repository_dispatch")
@@ -95,13 +95,9 @@ def pull_request_from(data: dict, where: str, r: _Reader) -> PullRequest:
 
 
 def comment_from(data: dict, where: str, r: _Reader, kind: str = "comment") -> Comment:
-    login, utype = r.login(data, "user", where)
-    return Comment(id=r.req(data, "id", where, int), body=str(data.get("body") or ""), author=login,
-                   author_type=utype, association=str(data.get("author_association") or "NONE"),
-                   created_at=str(data.get("created_at") or data.get("submitted_at") or ""),
-                   updated_at=str(data.get("updated_at") or data.get("submitted_at") or ""),
-                   html_url=str(data.get("html_url") or ""), kind=kind, node_id=str(data.get("node_id") or ""),
-                   commit_id=str(data.get("commit_id") or "") if kind == "review" else "")
+    r.login(data, "user", where)
+    r.req(data, "id", where, int)
+    return comment_from_json(data, kind)
 
 
 def workflow_run_from(data: dict, where: str, r: _Reader) -> WorkflowRun:

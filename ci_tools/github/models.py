@@ -36,9 +36,13 @@ class PullRequest:
 
     @property
     def fork(self) -> bool:
-        """The one answer to "is this PR from a fork?": its head repository differs from the base. A
-        deleted fork has no head repository: the safe side is "fork"."""
-        return not self.head_repo or self.head_repo != self.base_repo
+        return is_fork(self.head_repo, self.base_repo)
+
+
+def is_fork(head_repo: str | None, base_repo: str | None) -> bool:
+    """The one answer to "is this PR from a fork?": its head repository differs from the base. A
+    deleted fork has no head repository: the safe side is "fork"."""
+    return not head_repo or head_repo != base_repo
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,23 @@ class WorkflowRun:
 
 
 @dataclass(frozen=True)
+class Artifact:
+    id: int
+    name: str
+    expired: bool = False
+    expires_at: str = ""               # when GitHub deletes it (ISO 8601; "" when not said)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """`GET /compare/{base}...{head}`: how head relates to base and the files changed (GitHub lists at
+    most 300 and silently leaves out the rest)."""
+
+    status: str = ""                   # "ahead" | "behind" | "identical" | "diverged"
+    files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class LabelEvent:
     label: str
     added: bool
@@ -117,3 +138,31 @@ def run_from_json(data: dict) -> WorkflowRun:
         html_url=str(data.get("html_url") or ""), created_at=str(data.get("created_at") or ""), pull_requests=prs,
         repository=_full_name(data.get("repository")), head_repository=_full_name(data.get("head_repository")),
         display_title=str(data.get("display_title") or ""))
+
+
+def comment_from_json(data: dict, kind: str = "comment") -> Comment:
+    """An issue comment, a timeline `commented` item or a review (`kind="review"`: its `submitted_at` is
+    when it was made, and `commit_id` the commit it reviewed), its `id` already checked."""
+    user = data.get("user") if isinstance(data.get("user"), dict) else {}
+    return Comment(id=int(data["id"]), body=str(data.get("body") or ""), author=str(user.get("login") or ""),
+                   author_type=str(user.get("type") or "User"), association=str(data.get("author_association") or "NONE"),
+                   created_at=str(data.get("created_at") or data.get("submitted_at") or ""),
+                   updated_at=str(data.get("updated_at") or data.get("submitted_at") or ""),
+                   html_url=str(data.get("html_url") or ""), kind=kind, node_id=str(data.get("node_id") or ""),
+                   commit_id=str(data.get("commit_id") or "") if kind == "review" else "")
+
+
+def artifact_from_json(data: dict) -> Artifact:
+    return Artifact(id=int(data["id"]), name=str(data.get("name") or ""), expired=bool(data.get("expired")),
+                    expires_at=str(data.get("expires_at") or ""))
+
+
+def comparison_from_json(data: object) -> Comparison:
+    data = data if isinstance(data, dict) else {}
+    files = tuple(str(f.get("filename") or "") for f in data.get("files") or [] if isinstance(f, dict))
+    return Comparison(status=str(data.get("status") or ""), files=files)
+
+
+def named_artifact(artifacts: list[Artifact], name: str) -> Artifact | None:
+    """The run's artifact of that name that GitHub still lists as downloadable."""
+    return next((a for a in artifacts if a.name == name and not a.expired), None)

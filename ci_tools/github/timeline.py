@@ -7,7 +7,7 @@ three separate lists (comments, issue events, PR commits) and keeps the call bud
 
 from __future__ import annotations
 
-from ci_tools.github.models import Comment, LabelEvent, Timeline
+from ci_tools.github.models import Comment, LabelEvent, Timeline, comment_from_json
 
 
 def timeline_from_api(items: list[dict]) -> Timeline:
@@ -18,14 +18,7 @@ def timeline_from_api(items: list[dict]) -> Timeline:
     for item in items:
         kind = item.get("event")
         if kind == "commented":
-            user = item.get("user") or {}
-            comments.append(Comment(id=int(item["id"]), body=str(item.get("body") or ""),
-                                    author=str(user.get("login") or ""), author_type=str(user.get("type") or "User"),
-                                    association=str(item.get("author_association") or "NONE"),
-                                    created_at=str(item.get("created_at") or ""),
-                                    updated_at=str(item.get("updated_at") or ""),
-                                    html_url=str(item.get("html_url") or ""),
-                                    node_id=str(item.get("node_id") or "")))
+            comments.append(comment_from_json(item))
         elif kind in ("labeled", "unlabeled"):
             name = (item.get("label") or {}).get("name")
             if name:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from ci_tools import names
 from ci_tools.github.client import GitHub
+from ci_tools.github.models import named_artifact
 from ci_tools.results import compare
 
 MAX_RUNS = 20
@@ -58,12 +59,11 @@ def main_results(gh: GitHub, *, wanted: set[tuple] | None = None, history: int =
         looked += 1
         if run.get("conclusion") != "success":
             continue
-        art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == names.COLLECTION_ARTIFACT
-                    and not a.get("expired")), None)
+        art = named_artifact(gh.artifacts(int(run["id"])), names.COLLECTION_ARTIFACT)
         if art is None:
             continue
         try:
-            results = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {names.COLLECTION_ARTIFACT}")
+            results = collection_from_zip(gh.artifact_zip(art.id), f"run {run['id']} {names.COLLECTION_ARTIFACT}")
         except ValueError as exc:
             out.notes.append(f"skipped: {exc}")
             continue

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ci_tools.errors import InputError
+from ci_tools.github.models import is_fork
 from ci_tools.sweep.gate import GateEvent
 
 
@@ -68,8 +69,7 @@ def event_from_payload(payload: Any, event_name: str | None = None, *, file: str
             label=_get(payload, "label.name", file, str, required=False),
             labels=tuple(names),
             draft=bool(_get(payload, "pull_request.draft", file, bool, required=False)),
-            # a deleted fork has no head repo: treat it as a fork (the safe side)
-            fork=head_repo is None or head_repo != base_repo,
+            fork=is_fork(head_repo, base_repo),
             head_message=head_message,
             pr_number=number,
             sha=_get(payload, "pull_request.head.sha", file, str),

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_tools.github.models import artifact_from_json
 from ci_tools.prbot.reuse import jobs, measured, ready
 from ci_tools.sweep.buckets import BUCKETS
 from ci_tools.sweep.labels import DEFAULT_OPTIONAL_JOBS, policy_from_data
@@ -68,9 +69,9 @@ def test_a_long_reason_is_cut_to_githubs_status_limit():
 
 
 def test_earliest_expiry_skips_expired_artifacts():
-    arts = [{"name": "results_bmk", "expires_at": "2026-12-01T00:00:00Z"},
-            {"name": "run-stats", "expires_at": "2026-11-01T00:00:00Z"},
-            {"name": "old", "expires_at": "2026-09-01T00:00:00Z", "expired": True}]
+    arts = [artifact_from_json(a) for a in ({"id": 1, "name": "results_bmk", "expires_at": "2026-12-01T00:00:00Z"},
+                                            {"id": 2, "name": "run-stats", "expires_at": "2026-11-01T00:00:00Z"},
+                                            {"id": 3, "name": "old", "expires_at": "2026-09-01T00:00:00Z", "expired": True})]
     assert ready.earliest_expiry(arts, lambda n: True) == datetime(2026, 11, 1, tzinfo=timezone.utc)
     assert ready.earliest_expiry(arts, lambda n: n == "results_bmk") == datetime(2026, 12, 1, tzinfo=timezone.utc)
     assert ready.earliest_expiry([], lambda n: True) is None
@@ -79,9 +80,9 @@ def test_earliest_expiry_skips_expired_artifacts():
 def test_an_artifact_past_its_expiry_is_expired_before_the_listing_says_so():
     from ci_tools.prbot.reuse.decide import unexpired_names
 
-    arts = [{"name": "results_bmk", "expires_at": "2026-10-01T00:00:00Z"},
-            {"name": "run-stats", "expires_at": "2026-10-03T00:00:00Z"},
-            {"name": "evals_passed", "expired": True}]
+    arts = [artifact_from_json(a) for a in ({"id": 1, "name": "results_bmk", "expires_at": "2026-10-01T00:00:00Z"},
+                                            {"id": 2, "name": "run-stats", "expires_at": "2026-10-03T00:00:00Z"},
+                                            {"id": 3, "name": "evals_passed", "expired": True})]
     assert unexpired_names(arts) == {"results_bmk", "run-stats"}
     assert unexpired_names(arts, NOW) == {"run-stats"}
 

@@ -49,7 +49,7 @@ def test_a_rejected_status_says_what_is_wrong_not_the_rule_it_broke():
 
 # ---- issue 25: what a sign-off is bound to ---------------------------------------------------------
 
-from ci_tools.github.models import EditHistory  # noqa: E402
+from ci_tools.github.models import Comparison, EditHistory  # noqa: E402
 
 EDITS = [
     # author, history, expected reason substring (None: the author's own body)
@@ -87,7 +87,7 @@ TREES = [
 def test_reviewed_tree_problem(reviewed, rtree, htree, diff, expected):
     def compare():
         assert diff is not None, "the comparison was asked for although the trees are equal"
-        return {"status": diff[0], "files": [{"filename": f} for f in diff[1]]}
+        return Comparison(diff[0], tuple(diff[1]))
 
     head = A if rtree == htree else B
     why = signoff.reviewed_tree_problem(reviewed=reviewed, head=head, reviewed_tree=rtree, head_tree=htree,

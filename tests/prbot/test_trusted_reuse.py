@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ci_tools.github.models import WorkflowRun, run_from_json
+from ci_tools.github.models import Artifact, Comparison, WorkflowRun, run_from_json
 from ci_tools.github.models import LabelEvent, Timeline
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.context import PrContext
@@ -62,8 +62,8 @@ class Source:
 
     def artifacts(self, run_id):
         self.calls.append(f"artifacts {run_id}")
-        return [{"name": n, "expired": False}
-                for n in self.artifacts_of.get(run_id, ("results_bmk", "evals_passed", "changelog-metadata"))]
+        return [Artifact(id=i, name=n) for i, n in
+                enumerate(self.artifacts_of.get(run_id, ("results_bmk", "evals_passed", "changelog-metadata")))]
 
     def run_jobs(self, run_id):
         self.calls.append(f"jobs {run_id}")
@@ -72,7 +72,7 @@ class Source:
     def compare(self, base, head):
         self.calls.append(f"compare {base[:1]} {head[:1]}")
         status, files = self.compares.get((base, head), ("diverged", []))
-        return {"status": status, "files": [{"filename": f} for f in files]}
+        return Comparison(status, tuple(files))
 
 
 def trusted(run_id, *, pr=5, sha=A, at="2026-10-01T02:00:00Z", conclusion="success", branch="main",

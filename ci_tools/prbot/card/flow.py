@@ -14,7 +14,7 @@ from ci_tools.errors import InputError, UsageError
 from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.card import decide as card
 from ci_tools.prbot.card import shell as card_writer
-from ci_tools.github.models import Timeline, WorkflowRun
+from ci_tools.github.models import Timeline, WorkflowRun, named_artifact
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline
 
@@ -50,12 +50,11 @@ def results_section(gh: Client, run: dict, settings: Settings, pr: int | None = 
     from ci_tools.results.baselines import collection_from_zip, main_results
     from ci_tools.results import compare, compare_render, report
 
-    art = next((a for a in gh.artifacts(int(run["id"])) if a.get("name") == names.COLLECTION_ARTIFACT
-                and not a.get("expired")), None)
+    art = named_artifact(gh.artifacts(int(run["id"])), names.COLLECTION_ARTIFACT)
     if art is None:
         return None
     try:
-        head = collection_from_zip(gh.artifact_zip(int(art["id"])), f"run {run['id']} {names.COLLECTION_ARTIFACT}")
+        head = collection_from_zip(gh.artifact_zip(art.id), f"run {run['id']} {names.COLLECTION_ARTIFACT}")
     except GitHubError as exc:
         # the card is information: say what is missing instead of failing the card job
         return messages.results_not_downloaded(names.COLLECTION_ARTIFACT, exc)

@@ -39,7 +39,7 @@ from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, effective_use, parse
 from ci_tools.prbot.context import PrContext
-from ci_tools.github.models import Comment, LabelEvent, Timeline, WorkflowRun
+from ci_tools.github.models import Artifact, Comment, Comparison, LabelEvent, Timeline, WorkflowRun
 from ci_tools.prbot.reuse import jobs as job_rules
 from ci_tools.prbot.reuse import measured
 
@@ -52,9 +52,9 @@ RESULT_ARTIFACT_PREFIX = "bmk_agentic_"
 class Source(Protocol):
     def workflow_run(self, run_id: int) -> WorkflowRun: ...
     def runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> Iterable[WorkflowRun]: ...
-    def artifacts(self, run_id: int) -> list[dict]: ...
+    def artifacts(self, run_id: int) -> list[Artifact]: ...
     def run_plan(self, run_id: int) -> dict | None: ...
-    def compare(self, base: str, head: str) -> dict: ...
+    def compare(self, base: str, head: str) -> Comparison: ...
     def top_level_tree(self, sha: str) -> dict[str, str]: ...
     def run_jobs(self, run_id: int) -> list[dict]: ...
 
@@ -228,16 +228,16 @@ def labels_at(events: Iterable[LabelEvent], when: str) -> set[str]:
 
 # ---- run eligibility --------------------------------------------------------------------------
 
-def unexpired_names(artifacts: list[dict], now: datetime | None = None) -> set[str]:
+def unexpired_names(artifacts: list[Artifact], now: datetime | None = None) -> set[str]:
     """Names of the artifacts still downloadable. With `now`, one whose `expires_at` has passed counts as
     expired too: GitHub flips `expired` in the listing later than the download starts answering 410."""
-    def alive(a: dict) -> bool:
-        if a.get("expired"):
+    def alive(a: Artifact) -> bool:
+        if a.expired:
             return False
-        at = ts(a.get("expires_at")) if now is not None else None
+        at = ts(a.expires_at) if now is not None else None
         return at is None or at > now
 
-    return {str(a.get("name")) for a in artifacts if alive(a)}
+    return {a.name for a in artifacts if alive(a)}
 
 
 def has_results(names: set[str]) -> bool:
@@ -418,7 +418,7 @@ def check_run(run: WorkflowRun, rules: Rules, *, pr: PrContext, timeline: Timeli
         if run.head_sha not in timeline.commits:
             return f"its head commit {run.head_sha[:12]} is not one of PR #{pr.number}'s commits"
         diff = source.compare(run.head_sha, pr.head_sha)
-        if diff.get("status") not in ("ahead", "identical"):
+        if diff.status not in ("ahead", "identical"):
             return (f"its head commit {run.head_sha[:12]} is no longer in PR #{pr.number} "
                     "(force-pushed away); pin a run of a current commit")
         if rules.refuse_stale:
@@ -576,13 +576,12 @@ FALLBACK_NOTE = ("Main runs its own sweep of the selected configs instead (polic
 COMPARE_FILE_LIMIT = 300
 
 
-def changed_inputs(diff: dict, source: Source, base: str, head: str) -> list[str]:
+def changed_inputs(diff: Comparison, source: Source, base: str, head: str) -> list[str]:
     """Benchmark inputs changed between `base` and `head`. A comparison listing COMPARE_FILE_LIMIT
     files may have left changes out, so then the two commits' top-level trees decide: an input
     folder whose tree object differs has changed (two calls per commit, only in that case)."""
-    files = [f.get("filename", "") for f in diff.get("files") or []]
-    if len(files) < COMPARE_FILE_LIMIT:
-        return benchmark_inputs(files)
+    if len(diff.files) < COMPARE_FILE_LIMIT:
+        return benchmark_inputs(list(diff.files))
     before, after = source.top_level_tree(base), source.top_level_tree(head)
     folders = [p.rstrip("/") for p in names.BENCHMARK_INPUT_PREFIXES]
     return [f"{name}/ (the comparison lists only its first {COMPARE_FILE_LIMIT} files; the folder's tree differs)"

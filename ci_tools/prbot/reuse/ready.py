@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from ci_tools.github.models import Artifact
 from ci_tools.prbot.reuse.decide import ts
 
 CONTEXT = "ci-tools / ready to merge"
@@ -110,8 +111,8 @@ def decide(f: Facts, now: datetime) -> Readiness:
                      f"Main will reuse run {f.run_id} ({f.pin_text}); its artifacts are kept until {until}.{notes}")
 
 
-def earliest_expiry(artifacts: list[dict], wanted) -> datetime | None:
+def earliest_expiry(artifacts: list[Artifact], wanted) -> datetime | None:
     """The earliest `expires_at` among the unexpired artifacts whose name `wanted` accepts."""
-    times = [ts(a.get("expires_at")) for a in artifacts if not a.get("expired") and wanted(str(a.get("name")))]
+    times = [ts(a.expires_at) for a in artifacts if not a.expired and wanted(a.name)]
     times = [t for t in times if t is not None]
     return min(times) if times else None

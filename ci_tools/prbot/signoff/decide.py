@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ci_tools.errors import InputError
-from ci_tools.github.models import EditHistory
+from ci_tools.github.models import Comparison, EditHistory
 from ci_tools.prbot.reuse.decide import ts
 
 PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"
@@ -244,7 +244,7 @@ def owned_paths(files: Iterable[str], codeowners_text: str) -> list[str]:
 
 
 def reviewed_tree_problem(*, reviewed: str, head: str, reviewed_tree: str, head_tree: str,
-                          diff: Callable[[], dict], codeowners_text: str, file_limit: int = 300) -> str | None:
+                          diff: Callable[[], Comparison], codeowners_text: str, file_limit: int = 300) -> str | None:
     """None when the reviewed commit's tree equals the head's for every path CODEOWNERS owns. `diff`
     is GitHub's comparison reviewed...head, asked for only when the trees differ."""
     if not reviewed:
@@ -252,10 +252,10 @@ def reviewed_tree_problem(*, reviewed: str, head: str, reviewed_tree: str, head_
     if reviewed == head or (reviewed_tree and reviewed_tree == head_tree):
         return None
     d = diff()
-    if d.get("status") not in ("ahead", "identical"):
+    if d.status not in ("ahead", "identical"):
         return (f"it reviewed commit {reviewed[:12]}, which is no longer in the PR's history (force-pushed away); "
                 f"sign off again on the head {head[:12]}")
-    files = [str(f.get("filename", "")) for f in d.get("files") or []]
+    files = list(d.files)
     if len(files) >= file_limit:
         return (f"it reviewed commit {reviewed[:12]}; GitHub lists only the first {file_limit} files changed since, "
                 f"so whether owned files changed cannot be told: sign off again on the head {head[:12]}")
