@@ -15,7 +15,7 @@ GITHUB_OUTPUTS = {
                                       if params.get("fmt") == "github" else ()),
     "runner acceptance": lambda params: (tuple(_layout_output_names()) + ("acceptance-file", "artifact-acceptance")
                                          if params.get("fmt") == "github" else ()),
-    "runner digest": ("offline", "missing", "busy", "total", "down-labels", "healthy"),
+    "runner digest": ("offline", "missing", "busy", "total", "down-labels", "healthy", "queued"),
 }
 
 
@@ -268,12 +268,17 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str, fmt: str) 
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "github"]), default="text",
               show_default=True, help="github: Markdown to $GITHUB_STEP_SUMMARY, counts to $GITHUB_OUTPUT.")
 @click.option("--date", "date", default=None, help="Date shown in the heading [default: today, UTC].")
-def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date: str | None) -> None:
-    """Report, per runners.yaml label, which self-hosted runners are offline, missing or busy.
+@click.option("--now", "now", type=click.DateTime(["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"]), default=None,
+              help="UTC time the queue's estimated starts count from [default: now].")
+def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date: str | None, now) -> None:
+    """Report, per runners.yaml label, which self-hosted runners are offline, missing or busy, and what is queued.
 
     Lists the repository's runners (GitHub API, token RUNNERS_TOKEN, else GITHUB_TOKEN; listing
     runners needs admin scope) and compares them with the runner names under each label of
-    runners.yaml. A listed runner GitHub does not know is `missing`. When SLACK_WEBHOOK_URL is set
+    runners.yaml. A listed runner GitHub does not know is `missing`. The queue section lists, per
+    label, the jobs of queued and in-progress runs waiting for its runners (GITHUB_TOKEN, actions:
+    read), in priority order, with their PR, the GPU-hours ahead and an estimated start from the
+    durations in each run's recorded plan. When SLACK_WEBHOOK_URL is set
     and a runner is offline or missing, the digest is also posted there. Exit 0 whatever the
     runners' state (the digest informs, it does not gate); 1 when GitHub or Slack fails.
 
@@ -282,10 +287,12 @@ def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date:
       ci-tools runner digest --repo "$GITHUB_REPOSITORY" --format github
       RUNNERS_TOKEN=... ci-tools runner digest --repo owner/name --format markdown
     """
+    import datetime
+
     from ci_tools.github.actions import append_summary, write_outputs
     from ci_tools.runner.flow import digest
 
-    report = digest(repo, runners_path, root, date)
+    report = digest(repo, runners_path, root, date, now.replace(tzinfo=datetime.timezone.utc) if now else None)
     if fmt in ("markdown", "text"):
         click.echo(report.markdown, nl=False)
         if fmt == "text":
