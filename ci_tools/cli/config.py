@@ -20,12 +20,14 @@ def cli() -> None:
 
 def upper_checks() -> tuple:
     """`config validate`'s checks that belong to the floors above config, in order: the priority policy
-    (sweep), the eval files (evals), then what a runner can serve (runner: last, on otherwise clean files)."""
+    (sweep), the eval files (evals), the results checks (results), then what a runner can serve (runner:
+    last, on otherwise clean files)."""
     from ci_tools.evals import policy
+    from ci_tools.results import policy as results_policy
     from ci_tools.runner import servable
     from ci_tools.sweep import priority
 
-    return (priority.config_findings, policy.config_findings, servable.config_findings)
+    return (priority.config_findings, policy.config_findings, results_policy.config_findings, servable.config_findings)
 
 
 @cli.command()

@@ -50,8 +50,12 @@ def cli() -> None:
               help="Processes reading the export (default: one per usable CPU, at most 4, for files over 256 MB).")
 @click.option("--thresholds", "thresholds_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Eval jobs: the thresholds file [default: inferencex-e2e/eval-thresholds.yaml here].")
+@click.option("--policy", "policy_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Policy file whose `results:` section sets the export's checks [default: inferencex-e2e/ci-policy.yaml "
+                   "here, else ci-tools' default policy].")
 def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: float, min_requests: int | None,
-                name, tp, ep, dp_attn, conc, gpus, scenario, duration, model, workers, thresholds_path) -> None:
+                name, tp, ep, dp_attn, conc, gpus, scenario, duration, model, workers, thresholds_path,
+                policy_path) -> None:
     """Compute and judge one job's result from AIPerf's exports (streaming).
 
     DIRECTORY is the runner's --out directory (with job.json) or an AIPerf artifact directory
@@ -70,7 +74,7 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
     point = None if tp is None else PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc,
                                               gpus=gpus, scenario=scenario, duration_s=duration, model=model)
     written = flow.run_process(directory, out, point, max_error_rate=max_error_rate, min_requests=min_requests,
-                               workers=workers, thresholds_path=thresholds_path)
+                               workers=workers, thresholds_path=thresholds_path, policy_path=policy_path)
     emit(render.process_output(written, str(directory)), fmt)
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ci_tools import names
 from ci_tools.errors import InputError
+from ci_tools.github.models import WorkflowRun
 
 
 @dataclass
@@ -57,18 +58,18 @@ def _expected(matrix: Path | None) -> list[str] | None:
     return [str(r["id"]) for r in rows]
 
 
-def _run(gh, run_id: int, repo: str) -> dict:
+def _run(gh, run_id: int, repo: str) -> WorkflowRun:
     from ci_tools.github.client import GitHubError
 
     try:
-        run = gh.run(run_id)
+        run = gh.workflow_run(run_id)
     except GitHubError as exc:
         if exc.status == 404:
             raise InputError(f"run {run_id} does not exist in {repo} (GitHub answered 404): pass the id of the "
                              f"{names.ACCEPTANCE_WORKFLOW} run whose results these are", exit_code=2) from None
         raise
-    if not str(run.get("path") or "").endswith(f"/{names.ACCEPTANCE_WORKFLOW}"):
-        raise InputError(f"run {run_id} is a run of {run.get('path') or 'an unknown workflow'}, not of the collection "
+    if not run.path.endswith(f"/{names.ACCEPTANCE_WORKFLOW}"):
+        raise InputError(f"run {run_id} is a run of {run.path or 'an unknown workflow'}, not of the collection "
                          f"({names.WORKFLOWS_DIR}/{names.ACCEPTANCE_WORKFLOW}); its URL would be recorded as the "
                          "measuring run")
     return run
@@ -90,9 +91,9 @@ def acceptance_update(root: Path, results: Path, run_id: int, repo: str | None, 
     expected = _expected(matrix)
     gh = GitHub.from_env(repo)
     run = _run(gh, run_id, gh.repo)
-    run_url = str(run.get("html_url"))
+    run_url = run.html_url
     update = updated_references(refs_path.read_text(encoding="utf-8"), measurements, run_url,
-                                str(run.get("created_at") or "")[:10] or None, expected)
+                                run.created_at[:10] or None, expected)
     report = UpdateReport(warnings=list(update.problems))
     if not update.changes:
         raise InputError("no usable measurement in the results of run "

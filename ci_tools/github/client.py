@@ -23,9 +23,9 @@ from typing import Any, Callable, Iterator
 
 from ci_tools.errors import InputError
 from ci_tools.github.events import _Reader, pull_request_from
-from ci_tools.github.models import (PERMISSION_NOT_FOUND, Artifact, Comment, Comparison, EditHistory, PullRequest,
-                                    WorkflowRun, artifact_from_json, comment_from_json, comparison_from_json,
-                                    named_artifact, run_from_json)
+from ci_tools.github.models import (PERMISSION_NOT_FOUND, Artifact, Comment, Comparison, EditHistory, Job,
+                                    PullRequest, WorkflowRun, artifact_from_json, comment_from_json,
+                                    comparison_from_json, job_from_json, named_artifact, run_from_json)
 
 DEFAULT_API_URL = "https://api.github.com"
 # Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
@@ -404,13 +404,14 @@ class GitHub:
         return f"/repos/{self.repo}{suffix}"
 
     # ---- the calls ci-tools makes ---------------------------------------------------------------
-    def pulls_for_commit(self, sha: str) -> list[dict]:
-        return self._list(self._r(f"/commits/{sha}/pulls"))
+    def pulls_for_commit(self, sha: str) -> list[PullRequest]:
+        return [pull_request_from(p, f"commits/{sha[:12]}/pulls", _Reader("GitHub API"))
+                for p in self._list(self._r(f"/commits/{sha}/pulls"))]
 
-    def merged_pulls_for_commit(self, sha: str) -> list[dict]:
+    def merged_pull_requests(self, sha: str) -> list[PullRequest]:
         """The merged PRs of a commit, asked again (ASSOCIATION_WAITS) while GitHub reports none."""
         for wait in (*ASSOCIATION_WAITS, None):
-            merged = [p for p in self.pulls_for_commit(sha) if p.get("merged_at")]
+            merged = [p for p in self.pulls_for_commit(sha) if p.merged_at]
             if merged or wait is None:
                 return merged
             self._cache.pop(f"list:{self._r(f'/commits/{sha}/pulls')}?[]", None)   # _iter's key, no params
@@ -423,7 +424,7 @@ class GitHub:
         return [int(p["number"]) for p in self._list(self._r("/pulls"), {"state": "open", "base": base,
                                                                            "sort": "created", "direction": "asc"})]
 
-    def pull(self, number: int) -> dict:
+    def _pull(self, number: int) -> dict:
         key = f"pull:{number}"
         if key not in self._cache:
             self._cache[key] = self._get(self._r(f"/pulls/{number}"))
@@ -431,17 +432,13 @@ class GitHub:
 
     def pull_request(self, number: int) -> PullRequest:
         """The PR, parsed once into the plain `PullRequest` the decisions take."""
-        return pull_request_from(self.pull(number), f"pulls/{number}", _Reader("GitHub API"))
-
-    def merged_pull_requests(self, sha: str) -> list[PullRequest]:
-        return [pull_request_from(p, f"commits/{sha[:12]}/pulls", _Reader("GitHub API"))
-                for p in self.merged_pulls_for_commit(sha)]
+        return pull_request_from(self._pull(number), f"pulls/{number}", _Reader("GitHub API"))
 
     def pull_files(self, number: int) -> list[str]:
         """Every file the PR changes; GitHubError when GitHub listed fewer than the PR's `changed_files`
         (the endpoint stops at 3,000): a sign-off is never verified on a partial list."""
         files = [f["filename"] for f in self._list(self._r(f"/pulls/{number}/files"))]
-        total = self.pull(number).get("changed_files")
+        total = self._pull(number).get("changed_files")
         if isinstance(total, int) and len(files) < total:
             raise GitHubError(f"GitHub listed {len(files)} of the {total} files PR #{number} changes (it lists at most "
                               "3,000); refusing to decide on a partial list.")
@@ -458,7 +455,7 @@ class GitHub:
     def _comment_count(self, number: int) -> int | None:
         """The PR's own count of its conversation comments, read BEFORE a list is: comments posted
         meanwhile only make the list longer, so a list shorter than the count is cut short."""
-        count = self.pull(number).get("comments")
+        count = self._pull(number).get("comments")
         return count if isinstance(count, int) and not isinstance(count, bool) else None
 
     def _check_comments(self, number: int, listed: int, expected: int | None, what: str) -> None:
@@ -471,8 +468,8 @@ class GitHub:
                               f"{expected} comments PR #{number} counts, so a page is missing; refusing to decide "
                               "on a partial list. Re-run the job.")
 
-    def comment(self, comment_id: int) -> dict:
-        return self._get(self._r(f"/issues/comments/{comment_id}"))
+    def comment(self, comment_id: int) -> Comment:
+        return comment_from_json(self._get(self._r(f"/issues/comments/{comment_id}")))
 
     def create_comment(self, number: int, body: str) -> dict:
         return self._request("POST", self._r(f"/issues/{number}/comments"), body={"body": body})[1]
@@ -574,7 +571,7 @@ class GitHub:
         """Every commit status of `sha`, newest first (GitHub keeps each one ever set)."""
         return self._list(self._r(f"/commits/{sha}/statuses"))
 
-    def run(self, run_id: int) -> dict:
+    def _run(self, run_id: int) -> dict:
         key = f"run:{run_id}"
         if key not in self._cache:
             self._cache[key] = self._get(self._r(f"/actions/runs/{run_id}"))
@@ -582,24 +579,20 @@ class GitHub:
 
     def workflow_run(self, run_id: int) -> WorkflowRun:
         """A run, parsed once into the plain `WorkflowRun` the decisions take."""
-        return run_from_json(self.run(run_id))
+        return run_from_json(self._run(run_id))
 
     def runs(self, workflow: str, *, branch: str, event: str = "pull_request",
              status: str = "completed") -> Iterator[WorkflowRun]:
-        """`workflow_runs`, each parsed into a `WorkflowRun` (as lazily: a page only when read)."""
-        return (run_from_json(data) for data in self.workflow_runs(workflow, branch=branch, event=event, status=status))
-
-    def workflow_runs(self, workflow: str, *, branch: str, event: str = "pull_request",
-                      status: str = "completed"):
         """A workflow's runs on a branch, newest first, fetched lazily page by page."""
-        return self._iter(self._r(f"/actions/workflows/{workflow}/runs"),
-                          {"branch": branch, "event": event, "status": status}, key="workflow_runs")
+        return (run_from_json(data) for data in self._iter(self._r(f"/actions/workflows/{workflow}/runs"),
+                                                           {"branch": branch, "event": event, "status": status},
+                                                           key="workflow_runs"))
 
-    def recent_runs(self, workflow: str, *, branch: str, event: str, limit: int = PER_PAGE) -> list[dict]:
+    def recent_runs(self, workflow: str, *, branch: str, event: str, limit: int = PER_PAGE) -> list[WorkflowRun]:
         """A workflow's newest runs of any status (queued, pending and running ones included): one page."""
         runs = self._iter(self._r(f"/actions/workflows/{workflow}/runs"), {"branch": branch, "event": event},
                           key="workflow_runs")
-        return [run for _, run in zip(range(limit), runs)]
+        return [run_from_json(run) for _, run in zip(range(limit), runs)]
 
     def active_runs(self) -> list[dict]:
         """Every run of the repository, of any workflow, that waits for or holds runners: GitHub's run
@@ -714,7 +707,7 @@ class GitHub:
                       body={"event_type": event_type, "client_payload": client_payload})
 
     # ---- the status card, main's results --------------------------------------------------------
-    def issue_comments(self, number: int, *, fresh: bool = False) -> list[dict]:
+    def issue_comments(self, number: int, *, fresh: bool = False) -> list[Comment]:
         """A PR's conversation comments; `fresh` reads them again instead of from this process's cache
         (the card writer must see what another job wrote a moment ago)."""
         path, params = self._r(f"/issues/{number}/comments"), None
@@ -723,15 +716,16 @@ class GitHub:
         expected = self._comment_count(number)
         items = self._list(path, params)
         self._check_comments(number, len(items), expected, "comments")
-        return items
+        return [comment_from_json(c) for c in items]
 
     def delete_comment(self, comment_id: int) -> None:
         self._request("DELETE", self._r(f"/issues/comments/{comment_id}"))
         self._deleted += 1
 
-    def run_jobs(self, run_id: int) -> list[dict]:
+    def run_jobs(self, run_id: int) -> list[Job]:
         """The jobs of a run's latest attempt (called workflows' jobs included, named `caller / job`)."""
-        return self._list(self._r(f"/actions/runs/{run_id}/jobs"), {"filter": "latest"}, key="jobs")
+        return [job_from_json(j) for j in self._list(self._r(f"/actions/runs/{run_id}/jobs"), {"filter": "latest"},
+                                                     key="jobs") if isinstance(j, dict)]
 
     def artifact_zip(self, artifact_id: int, *, max_bytes: int = 256 * 1024 * 1024) -> bytes:
         """An artifact's zip archive. GitHub answers with a redirect to short-lived storage; httpx

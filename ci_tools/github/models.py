@@ -60,6 +60,7 @@ class Comment:
     kind: str = "comment"              # "comment" | "review"
     node_id: str = ""                  # the GraphQL id: its edit history is read through it
     commit_id: str = ""                # a review: the commit it reviewed (GitHub's `commit_id`)
+    issue_url: str = ""                # an issue comment: the API URL of the issue or PR it is on
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,16 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class Job:
+    """A job of a run's latest attempt (a called workflow's jobs are named `caller / job`)."""
+
+    name: str
+    status: str = ""                   # "queued" | "waiting" | "in_progress" | "completed" | ...
+    conclusion: str | None = None
+    html_url: str = ""
+
+
+@dataclass(frozen=True)
 class LabelEvent:
     label: str
     added: bool
@@ -149,7 +160,8 @@ def comment_from_json(data: dict, kind: str = "comment") -> Comment:
                    created_at=str(data.get("created_at") or data.get("submitted_at") or ""),
                    updated_at=str(data.get("updated_at") or data.get("submitted_at") or ""),
                    html_url=str(data.get("html_url") or ""), kind=kind, node_id=str(data.get("node_id") or ""),
-                   commit_id=str(data.get("commit_id") or "") if kind == "review" else "")
+                   commit_id=str(data.get("commit_id") or "") if kind == "review" else "",
+                   issue_url=str(data.get("issue_url") or ""))
 
 
 def artifact_from_json(data: dict) -> Artifact:
@@ -166,3 +178,9 @@ def comparison_from_json(data: object) -> Comparison:
 def named_artifact(artifacts: list[Artifact], name: str) -> Artifact | None:
     """The run's artifact of that name that GitHub still lists as downloadable."""
     return next((a for a in artifacts if a.name == name and not a.expired), None)
+
+
+def job_from_json(data: dict) -> Job:
+    conclusion = data.get("conclusion")
+    return Job(name=str(data.get("name") or "?"), status=str(data.get("status") or ""),
+               conclusion=str(conclusion) if conclusion else None, html_url=str(data.get("html_url") or ""))

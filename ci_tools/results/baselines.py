@@ -52,27 +52,27 @@ def main_results(gh: GitHub, *, wanted: set[tuple] | None = None, history: int =
     out = MainResults()
     have: Counter = Counter()
     looked = 0
-    for run in gh.workflow_runs(workflow, branch=branch, event="push", status="completed"):
+    for run in gh.runs(workflow, branch=branch, event="push", status="completed"):
         if looked >= max_runs:
             out.notes.append(f"stopped after {max_runs} main runs")
             break
         looked += 1
-        if run.get("conclusion") != "success":
+        if run.conclusion != "success":
             continue
-        art = named_artifact(gh.artifacts(int(run["id"])), names.COLLECTION_ARTIFACT)
+        art = named_artifact(gh.artifacts(run.id), names.COLLECTION_ARTIFACT)
         if art is None:
             continue
         try:
-            results = collection_from_zip(gh.artifact_zip(art.id), f"run {run['id']} {names.COLLECTION_ARTIFACT}")
+            results = collection_from_zip(gh.artifact_zip(art.id), f"run {run.id} {names.COLLECTION_ARTIFACT}")
         except ValueError as exc:
             out.notes.append(f"skipped: {exc}")
             continue
         for r in results:
-            r.setdefault("source", f"main run {run['id']}")
+            r.setdefault("source", f"main run {run.id}")
             if r.get("valid") and isinstance(r.get("point"), dict):
                 have[compare.identity(r["point"])] += 1
         out.results.extend(results)
-        out.runs.append(int(run["id"]))
+        out.runs.append(run.id)
         if wanted is not None and all(have[w] >= history for w in wanted):
             break
     return out

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ci_tools import names
 from ci_tools.errors import InputError
+from ci_tools.results.policy import ResultsPolicy
 from ci_tools.results.process import PointInfo, process_dir, read_json
 
 
@@ -51,11 +52,33 @@ def process_eval(directory: Path, job: dict, out: Path | None, thresholds_path: 
     return Written(result, target, eval=True)
 
 
+def load_results_policy(path: Path | None) -> ResultsPolicy:
+    """The `results:` section of the policy file (--policy; else inferencex-e2e/ci-policy.yaml here; else
+    ci-tools' default policy), schema-checked: a bad key or value is a located error, never ignored."""
+    from ci_tools.results.policy import section_findings
+    from ci_tools.sweep.load import DEFAULT_POLICY_NAME, default_policy_text
+    from ci_tools.yaml.load import load_yaml_file
+    from ci_tools.yaml.located import load_yaml_text
+
+    if path is not None and not path.is_file():
+        raise InputError(f"{path}: no such policy file", exit_code=2)
+    if path is None and Path(names.POLICY).is_file():
+        path = Path(names.POLICY)
+    doc = load_yaml_file(path, str(path)) if path is not None else load_yaml_text(default_policy_text(), DEFAULT_POLICY_NAME)
+    problems = section_findings(doc)
+    if problems:
+        raise InputError(f"{doc.file}: the `results:` section is not valid", findings=problems)
+    data = doc.data if isinstance(doc.data, dict) else {}
+    return ResultsPolicy.from_mapping(data.get("results"))
+
+
 def process(dirs: list[Path], point: PointInfo | None, out: Path | None, *, max_error_rate: float,
-            min_requests: int | None, workers: int | None) -> Iterator[Written]:
+            min_requests: int | None, workers: int | None,
+            policy: ResultsPolicy = ResultsPolicy()) -> Iterator[Written]:
     """Each directory's result, written as soon as it is computed (DIR/result.json, or OUT)."""
     for d in dirs:
-        result = process_dir(d, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers)
+        result = process_dir(d, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers,
+                             policy=policy)
         target = out or (d / names.RESULT_JSON)
         _write_json(target, result)
         yield Written(result, target)
@@ -79,7 +102,8 @@ class Collected:
 
 
 def run_process(directory: Path, out: Path | None, point: PointInfo | None, *, max_error_rate: float,
-                min_requests: int | None, workers: int | None, thresholds_path: Path | None) -> list[Written]:
+                min_requests: int | None, workers: int | None, thresholds_path: Path | None,
+                policy_path: Path | None = None) -> list[Written]:
     """`results process`: an eval job is scored; otherwise each job directory's result (one per
     concurrency for a multi-node job, or DIRECTORY itself when the point is given) is computed."""
     from ci_tools.results.process import job_dirs
@@ -91,7 +115,9 @@ def run_process(directory: Path, out: Path | None, point: PointInfo | None, *, m
     if out is not None and len(dirs) > 1:
         raise InputError(f"--out: {directory} holds {len(dirs)} results (one per concurrency); drop --out "
                          "to write each beside its export", exit_code=2)
-    return list(process(dirs, point, out, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers))
+    policy = load_results_policy(policy_path)
+    return list(process(dirs, point, out, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers,
+                        policy=policy))
 
 
 @dataclass(frozen=True)

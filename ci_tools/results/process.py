@@ -13,8 +13,9 @@ from pathlib import Path
 
 from ci_tools.errors import Finding, InputError
 from ci_tools.results import metrics as m
-from ci_tools.results import intervals, records
-from ci_tools.results.validity import Requirements, check, config_echo
+from ci_tools.results import intervals, records, summary
+from ci_tools.results.policy import ResultsPolicy
+from ci_tools.results.validity import Requirements, check, config_echo, unit_failures
 from ci_tools import names
 
 RESULT_SCHEMA = "ci-tools/result/v1"
@@ -102,12 +103,15 @@ def _point_from_job(job: dict) -> PointInfo:
 
 
 def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
-                 max_error_rate: float = 0.10, min_requests: int | None = None) -> dict:
+                 max_error_rate: float = 0.10, min_requests: int | None = None,
+                 policy: ResultsPolicy = ResultsPolicy()) -> dict:
     """Pure: the full result document from a scan, AIPerf's summary and the point."""
     measured = m.compute_metrics(scan, point.gpu_count)
     req = Requirements(scenario=point.scenario, conc=point.conc, duration_s=point.duration_s,
                        model=point.model, max_error_rate=max_error_rate, min_requests=min_requests)
-    failures = check(measured, agg, req)
+    failures = check(measured, agg, req) + unit_failures(scan.unit_problems)
+    if agg is not None:
+        failures += summary.compare(scan, agg, policy.summary_tolerance)
     aiperf = {}
     if agg is not None:
         aiperf = {"version": agg.get("aiperf_version"), "benchmark_id": agg.get("benchmark_id"),
@@ -162,7 +166,8 @@ def job_dirs(path: Path) -> list[Path]:
 
 
 def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: float = 0.10,
-                min_requests: int | None = None, workers: int | None = None) -> dict:
+                min_requests: int | None = None, workers: int | None = None,
+                policy: ResultsPolicy = ResultsPolicy()) -> dict:
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such directory", exit_code=2)
@@ -179,7 +184,7 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
     adir = find_aiperf_dir(path)
     scan = records.scan_file(adir / names.PROFILE_JSONL, workers=workers)
     agg = read_json(adir / names.PROFILE_JSON)
-    result = build_result(scan, agg, point, max_error_rate, min_requests)
+    result = build_result(scan, agg, point, max_error_rate, min_requests, policy)
     samples, problems = telemetry_samples(path)
     window = None
     if scan.start_ns_min is not None and scan.end_ns_max is not None:

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from ci_tools.errors import Finding, InputError
+from ci_tools.results import units
 from ci_tools.results.scan import RecordScan
 
 PROFILING = "profiling"
@@ -58,6 +59,15 @@ TOKEN_METRICS = {
     "input_sequence_length": "isl",
     "output_sequence_length": "osl",
 }
+# read for the cross-checks only (crosscheck.py, summary.py), never for a metric
+CHECK_METRICS = {
+    "usage_completion_tokens": "usage_osl",
+    "output_token_throughput_per_user": "otpu",
+}
+READ_METRICS = {**LATENCY_METRICS, **TOKEN_METRICS, **CHECK_METRICS}
+# each read metric's usual unit: a batch whose units are all these (or absent) is read by columns
+USUAL_UNITS = tuple(units.RECORD_UNITS[name].usual for name in READ_METRICS)
+NAN = float("nan")
 
 # request_end_ns - request_start_ns and AIPerf's request_latency measure the same request (measured:
 # they differ by 2-4 ms at 60 ms); farther apart than this, one of the clocks is wrong.
@@ -92,16 +102,38 @@ def error_category(err: Any) -> str:
     return text.splitlines()[0].split(":")[0].strip()[:120] or "unknown"
 
 
-def _metric_value(metrics: dict, name: str) -> float | None:
+def _metric_value(metrics: dict, name: str) -> tuple[float | None, object]:
+    """(value, unit) of one metric as written: the value None when absent or not a number."""
     value = metrics.get(name)
+    unit = None
     if isinstance(value, dict):
-        value = value.get("value")
+        value, unit = value.get("value"), value.get("unit")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
+        return None, unit
     try:
-        return float(value)
+        return float(value), unit
     except OverflowError:      # an integer beyond any float: not a measurement
-        return math.inf
+        return math.inf, unit
+
+
+def _in_units(out: dict, raw: Iterable[tuple[str, float | None, object]]) -> dict:
+    """Each (metric, value, unit) into `out[column]`, converted into ci-tools' unit (units.py). The first
+    unit that is not one of its metric's is kept in `out["bad_unit"]` (the record is then refused)."""
+    for name, value, unit in raw:
+        f = units.RECORD_UNITS[name].factor(unit)
+        if f is None:
+            out.setdefault("bad_unit", f"{name} in {units.shown(unit)}")
+            out[READ_METRICS[name]] = value
+        else:
+            out[READ_METRICS[name]] = value if value is None or f == 1.0 else value * f
+    return out
+
+
+def request_id_hash(value: Any) -> int | None:
+    """A 64-bit hash of a record's x_request_id (duplicates are found among these), None without one."""
+    if value is None:
+        return None
+    return hash(value if isinstance(value, str) else repr(value))
 
 
 # ---- slow path -------------------------------------------------------------------------------
@@ -122,12 +154,11 @@ def _slow_fields(rec: dict) -> dict:
     """The same numbers from a parsed record; absent values are None. `error` is returned as is."""
     meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
     metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
-    out: dict = {"error": rec.get("error"), "phase": meta.get("benchmark_phase")}
+    out: dict = {"error": rec.get("error"), "phase": meta.get("benchmark_phase"),
+                 "rid": request_id_hash(meta.get("x_request_id"))}
     for name in ("start", "end"):
         out[name] = _timestamp(meta.get(f"request_{name}_ns"))
-    for name, col in [*LATENCY_METRICS.items(), *TOKEN_METRICS.items()]:
-        out[col] = _metric_value(metrics, name)
-    return out
+    return _in_units(out, ((name, *_metric_value(metrics, name)) for name in READ_METRICS))
 
 
 def _good(x: float | None) -> bool:
@@ -140,6 +171,8 @@ def _count(x: float | None) -> bool:
 
 def record_problem(f: dict) -> str | None:
     """Why a successful profiling record cannot be measured (a BROKEN or DEGRADED reason), or None."""
+    if f.get("bad_unit") is not None:
+        return "bad-unit"
     start, end = f.get("start"), f.get("end")
     if start is None or end is None:
         return "missing-timestamps"
@@ -187,6 +220,8 @@ def _add_slow(s: RecordScan, f: dict) -> None:
     reason = "no-phase" if phase is None or not isinstance(phase, str) else record_problem(f)
     if reason is not None:
         s.excluded[reason] = s.excluded.get(reason, 0) + 1
+        if reason == "bad-unit":
+            s.unit_problems[f["bad_unit"]] = s.unit_problems.get(f["bad_unit"], 0) + 1
         return
     s.records_profiled += 1
     ttft, itl, e2el = f["ttft_ms"], f.get("itl_ms"), f["e2el_ms"]
@@ -203,10 +238,24 @@ def _add_slow(s: RecordScan, f: dict) -> None:
     s.osl_sum += osl
     s.osl_count += 1
     start, end = f["start"], f["end"]
+    s.osl.append(osl)
+    s.itl_rec.append(NAN if itl is None else itl)
+    s.otpu.append(_number_or_nan(f.get("otpu")))
+    s.usage_osl.append(_number_or_nan(f.get("usage_osl")))
+    s.start_ns.append(start)
+    s.dur_ms.append((end - start) / 1e6)
+    if f.get("rid") is None:
+        s.ids_missing += 1
+    else:
+        s.request_ids.append(f["rid"])
     if s.start_ns_min is None or start < s.start_ns_min:
         s.start_ns_min = start
     if s.end_ns_max is None or end > s.end_ns_max:
         s.end_ns_max = end
+
+
+def _number_or_nan(x: float | None) -> float:
+    return NAN if x is None else x
 
 
 # ---- fast path (msgspec) -----------------------------------------------------------------------
@@ -230,28 +279,31 @@ def _msgspec_decoder() -> tuple[Callable[[bytes], Any], type[Exception]] | None:
         # Absent keys decode to shared empty (frozen) structs, so every path below a record
         # exists and one attrgetter reads them all; an explicit null goes to the json path.
         opt = msgspec.defstruct
-        metric = opt("Metric", [("value", float | None, None)], gc=False, frozen=True)
+        metric = opt("Metric", [("value", float | None, None), ("unit", str | None, None)], gc=False, frozen=True)
         metadata = opt("Metadata", [("request_start_ns", int | None, None), ("request_end_ns", int | None, None),
-                                    ("benchmark_phase", str | None, None)], gc=False, frozen=True)
-        metrics = opt("Metrics", [(name, metric, metric()) for name in (*LATENCY_METRICS, *TOKEN_METRICS)],
-                      gc=False, frozen=True)
+                                    ("benchmark_phase", str | None, None), ("x_request_id", str | None, None)],
+                       gc=False, frozen=True)
+        metrics = opt("Metrics", [(name, metric, metric()) for name in READ_METRICS], gc=False, frozen=True)
         record = opt("Record", [("metadata", metadata, metadata()), ("metrics", metrics, metrics()),
                                 ("error", Any, None)], gc=False)
         _DECODER.append((msgspec.json.Decoder(record).decode, msgspec.DecodeError))
     return _DECODER[0]
 
 
-# one C-level call per record for every field the metrics need, in this order
+# one C-level call per record for every field the metrics need, in this order: phase, error, start, end,
+# request id, the READ_METRICS values, then their units
 _FIELDS = attrgetter("metadata.benchmark_phase", "error", "metadata.request_start_ns", "metadata.request_end_ns",
-                     *(f"metrics.{name}.value" for name in (*LATENCY_METRICS, *TOKEN_METRICS)))
+                     "metadata.x_request_id", *(f"metrics.{name}.value" for name in READ_METRICS),
+                     *(f"metrics.{name}.unit" for name in READ_METRICS))
+_N = len(READ_METRICS)
 
 
 def _struct_fields(r: Any) -> dict:
     """The `_slow_fields` dict of a decoded struct (the same rules then apply to both paths)."""
-    phase, error, start, end, *values = _FIELDS(r)
-    out = {"error": error, "phase": phase, "start": _timestamp(start), "end": _timestamp(end)}
-    out.update(zip((*LATENCY_METRICS.values(), *TOKEN_METRICS.values()), values))
-    return out
+    phase, error, start, end, rid, *rest = _FIELDS(r)
+    out = {"error": error, "phase": phase, "start": _timestamp(start), "end": _timestamp(end),
+           "rid": request_id_hash(rid)}
+    return _in_units(out, zip(READ_METRICS, rest[:_N], rest[_N:]))
 
 
 def _plain_batch(start, end, ttft: array, itl: array, e2el: array, isl, osl) -> bool:
@@ -294,10 +346,12 @@ def _add_structs(s: RecordScan, recs: list) -> None:
         dropped = list(compress(recs, map(not_, keep)))
         values = [list(compress(col, keep)) for col in values]
     if good:
-        start, end, ttft, itl, e2el, isl, osl = values
+        start, end, rids, ttft, itl, e2el, isl, osl, usage, otpu = values[:3 + _N]
         try:
-            ttft, itl, e2el = array("d", ttft), array("d", itl), array("d", e2el)
-            plain = _plain_batch(start, end, ttft, itl, e2el, isl, osl)
+            plain = all(map(_usual_units, values[3 + _N:], USUAL_UNITS))
+            if plain:
+                ttft, itl, e2el = array("d", ttft), array("d", itl), array("d", e2el)
+                plain = _plain_batch(start, end, ttft, itl, e2el, isl, osl)
         except TypeError:  # a missing value or timestamp
             plain = False
         if not plain:  # some record needs record_problem's verdict: the general rules, one by one
@@ -311,6 +365,15 @@ def _add_structs(s: RecordScan, recs: list) -> None:
             s.itl_ms.extend(itl)
             s.e2el_ms.extend(e2el)
             s.e2e_per_token_ms.extend(array("d", map(truediv, e2el, osl)))
+            s.osl.extend(array("f", osl))
+            s.itl_rec.extend(array("f", itl))
+            s.otpu.extend(_floats(otpu))
+            s.usage_osl.extend(_floats(usage))
+            s.start_ns.extend(array("q", start))
+            s.dur_ms.extend(array("f", map(truediv, map(sub, end, start), repeat(1e6))))
+            missing = rids.count(None)
+            s.ids_missing += missing
+            s.request_ids.extend(array("q", map(hash, rids if not missing else [r for r in rids if r is not None])))
             # one addition at a time in file order, as _add_slow does (sum() may round differently)
             s.isl_sum = reduce(add, isl, s.isl_sum)
             s.osl_sum = reduce(add, osl, s.osl_sum)
@@ -323,6 +386,19 @@ def _add_structs(s: RecordScan, recs: list) -> None:
                 s.end_ns_max = emax
     for r in dropped:  # warmup and error records touch only counters
         _add_slow(s, _struct_fields(r))
+
+
+def _usual_units(column: tuple, usual: str) -> bool:
+    """Whether every unit of a column is the metric's usual one or absent (then no value needs converting)."""
+    return column.count(usual) + column.count(None) == len(column)
+
+
+def _floats(column) -> array:
+    """A column of numbers (None: absent) as floats, NaN where absent."""
+    try:
+        return array("f", column)
+    except TypeError:
+        return array("f", map(_number_or_nan, column))
 
 
 def _add_lines(s: RecordScan, lines: list[bytes], first_lineno: int, decoder: tuple | None) -> None:
@@ -484,8 +560,12 @@ def merge_scans(parts: Iterable[RecordScan]) -> RecordScan:
                          (s.excluded, out.excluded)):
             for k, v in src.items():
                 dst[k] = dst.get(k, 0) + v
-        for col in ("ttft_ms", "itl_ms", "e2el_ms", "e2e_per_token_ms"):
+        for col in ("ttft_ms", "itl_ms", "e2el_ms", "e2e_per_token_ms", "osl", "itl_rec", "otpu", "usage_osl",
+                    "start_ns", "dur_ms", "request_ids"):
             getattr(out, col).extend(getattr(s, col))
+        out.ids_missing += s.ids_missing
+        for k, v in s.unit_problems.items():
+            out.unit_problems[k] = out.unit_problems.get(k, 0) + v
         out.isl_sum += s.isl_sum
         out.osl_sum += s.osl_sum
         out.isl_count += s.isl_count

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 # Why a profiling record without an error is left out of S. BROKEN: a value no real request can have
 # (a clock or counter is wrong, so no number from the export can be trusted). DEGRADED: a value is
 # missing, which a few requests may legitimately lack.
-BROKEN = ("no-phase", "bad-timestamps", "bad-token-counts", "bad-latency", "bad-ttft", "nonpositive-itl")
+BROKEN = ("no-phase", "bad-unit", "bad-timestamps", "bad-token-counts", "bad-latency", "bad-ttft", "nonpositive-itl")
 DEGRADED = ("missing-timestamps", "missing-latency", "missing-ttft", "missing-itl", "zero-output")
 
 
@@ -39,6 +39,16 @@ class RecordScan:
     osl_sum: float = 0.0
     isl_count: int = 0
     osl_count: int = 0
+    # what the cross-checks read (crosscheck.py, summary.py), one per successful record in file order:
+    osl: array = field(default_factory=lambda: array("f"))
+    itl_rec: array = field(default_factory=lambda: array("f"))     # NaN where the record has no ITL
+    otpu: array = field(default_factory=lambda: array("f"))        # AIPerf's output_token_throughput_per_user, NaN: none
+    usage_osl: array = field(default_factory=lambda: array("f"))   # usage_completion_tokens, NaN: none
+    start_ns: array = field(default_factory=lambda: array("q"))
+    dur_ms: array = field(default_factory=lambda: array("f"))      # request_end_ns - request_start_ns
+    request_ids: array = field(default_factory=lambda: array("q"))  # hash of x_request_id, where there is one
+    ids_missing: int = 0
+    unit_problems: dict[str, int] = field(default_factory=dict)    # "metric in 'unit'" -> records refused
     start_ns_min: int | None = None
     end_ns_max: int | None = None
     fast_lines: int = 0  # how many lines the fast path handled (for the benchmark and tests)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ci_tools.errors import Failure
 from ci_tools.render import numbers as num
+from ci_tools.results import units
 from ci_tools.results.scan import BROKEN, DEGRADED
 
 KNOWN_PHASES = ("warmup", "profiling")
@@ -161,11 +162,16 @@ def check(metrics: dict, agg: dict | None, req: Requirements) -> list[Failure]:
             fails.append(Failure("aiperf-tokens", f"AIPerf counted {num.count(theirs)} {what} tokens ({key}), the records "
                                                   f"add up to {ours if ours is None else num.count(ours)}"))
     theirs = _avg(agg, "benchmark_duration")
+    unit = agg["benchmark_duration"].get("unit") if isinstance(agg.get("benchmark_duration"), dict) else None
+    factor = units.SECONDS.factor(unit)
     rel, slack = DURATION_TOLERANCE
     if theirs is None:
         fails.append(Failure("aiperf-duration", "profile_export_aiperf.json has no numeric benchmark_duration.avg"))
-    elif dur is not None and abs(dur - theirs) > rel * theirs + slack:
-        fails.append(Failure("aiperf-duration", f"the records span {dur:.1f} s, AIPerf measured {theirs:.1f} s "
+    elif factor is None:
+        fails.append(Failure("units", f"profile_export_aiperf.json gives benchmark_duration in {units.shown(unit)}, "
+                                      "not a unit of time ci-tools reads; refused rather than read as seconds"))
+    elif dur is not None and abs(dur - theirs * factor) > rel * theirs * factor + slack:
+        fails.append(Failure("aiperf-duration", f"the records span {dur:.1f} s, AIPerf measured {theirs * factor:.1f} s "
                                                 "(benchmark_duration); a timestamp is wrong"))
     if agg.get("was_cancelled") is not False:
         fails.append(Failure("aiperf-complete", "AIPerf cancelled the run or did not say (was_cancelled: "
@@ -190,3 +196,13 @@ def check(metrics: dict, agg: dict | None, req: Requirements) -> list[Failure]:
     if echo["streaming"] is not True:
         fails.append(Failure("echo-streaming", "the run did not stream; TTFT and ITL are meaningless"))
     return fails
+
+
+def unit_failures(refused: dict[str, int]) -> list[Failure]:
+    """Records refused for a unit ci-tools does not read (records.py, units.py), one failure naming each
+    metric and unit, so a unit is never silently read as the usual one."""
+    if not refused:
+        return []
+    listing = ", ".join(f"{what} ({n} record{'s' if n != 1 else ''})" for what, n in sorted(refused.items()))
+    return [Failure("units", f"metrics in a unit ci-tools does not read: {listing}; those records were refused, "
+                             "not read as milliseconds or tokens")]

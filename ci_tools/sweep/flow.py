@@ -112,10 +112,8 @@ def _rerun_verdict(req: PlanRequest, event, policy, decision):
     from ci_tools.github.client import GitHub
     from ci_tools.sweep.gate import PrNow, refuse_rerun, superseded
 
-    data = GitHub.from_env(env=dict(req.env)).pull(event.pr_number)
-    now = PrNow(head_sha=str((data.get("head") or {}).get("sha") or ""),
-                labels=tuple(str(label.get("name")) for label in data.get("labels") or []),
-                state=str(data.get("state") or "open"), draft=bool(data.get("draft")))
+    pr = GitHub.from_env(env=dict(req.env)).pull_request(event.pr_number)
+    now = PrNow(head_sha=pr.head_sha, labels=pr.labels, state=pr.state, draft=pr.draft)
     why = superseded(event, now, policy)
     return refuse_rerun(decision, event, why) if why else decision
 

@@ -40,7 +40,7 @@ def test_short_pages_are_followed_not_taken_as_the_end(fake, gh):
 def test_transient_failures_are_retried_with_backoff(fake, gh, slept, status, headers, body, expected_sleep):
     fake.add_pr(1, head_sha="a" * 40)
     fake.fail("GET", r"/pulls/1$", status, times=2, headers=headers, body=body)
-    assert gh.pull(1)["number"] == 1
+    assert gh.pull_request(1).number == 1
     assert gh.log.retries == 2 and len(slept) == 2 and all(s > 0 for s in slept)
     if expected_sleep is not None:
         assert slept[0] == expected_sleep     # Retry-After / secondary-limit wait honoured
@@ -51,7 +51,7 @@ def test_exhausted_retries_fail_closed_with_the_call_named(fake, gh):
     fake.add_pr(1, head_sha="a" * 40)
     fake.fail("GET", r"/pulls/1$", 500, times=99)
     with pytest.raises(GitHubError) as err:
-        gh.pull(1)
+        gh.pull_request(1)
     assert "GET /repos/octo/bench/pulls/1 failed: HTTP 500" in err.value.message
     assert "re-run" in err.value.message
 
@@ -75,14 +75,14 @@ def test_a_wait_longer_than_the_cap_fails_closed(fake, gh, slept):
     fake.add_pr(1, head_sha="a" * 40)
     fake.fail("GET", r"/pulls/1$", 429, headers={"Retry-After": "3600"})
     with pytest.raises(GitHubError, match="wait"):
-        gh.pull(1)
+        gh.pull_request(1)
     assert slept == []
 
 
 def test_permission_denied_is_not_retried(fake, gh):
     fake.fail("GET", r"/pulls/9$", 403, body={"message": "Resource not accessible by integration"})
     with pytest.raises(GitHubError, match="HTTP 403"):
-        gh.pull(9)
+        gh.pull_request(9)
     assert gh.log.count == 1 and len(fake.requests) == 1
 
 

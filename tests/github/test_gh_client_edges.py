@@ -20,7 +20,7 @@ def test_a_primary_rate_limit_is_reported_with_its_reset_not_as_a_permission(fak
     reset = int(time.time()) + 3600
     fake.rate_limited("GET", r"/pulls/1$", reset=reset, status=status, times=9)
     with pytest.raises(GitHubError) as err:
-        gh.pull(1)
+        gh.pull_request(1)
     msg = err.value.message
     assert "rate limit is used up" in msg and time.strftime("%H:%M:%S UTC", time.gmtime(reset)) in msg
     assert "in 60 min" in msg and "Re-running will not help" not in msg and "permission" in msg
@@ -31,7 +31,7 @@ def test_a_primary_rate_limit_is_reported_with_its_reset_not_as_a_permission(fak
 def test_a_primary_rate_limit_that_resets_soon_is_waited_for(fake, gh, slept):
     fake.add_pr(1, head_sha="a" * 40)
     fake.rate_limited("GET", r"/pulls/1$", reset=int(time.time()) + 20)
-    assert gh.pull(1)["number"] == 1
+    assert gh.pull_request(1).number == 1
     assert len(slept) == 1 and 19 <= slept[0] <= 22 and len(fake.requests) == 2
 
 

@@ -37,7 +37,7 @@ def test_every_endpoint_the_client_calls_is_in_githubs_table_with_the_permission
 def test_the_client_sends_an_api_version_and_the_fake_answers_with_it(fake):
     fake.add_pr(1, head_sha="a" * 40)
     gh = client(fake, "t")
-    gh.pull(1)
+    gh.pull_request(1)
     assert fake.api_versions == [gh_client.API_VERSION] and gh_client.API_VERSION in API_VERSIONS
 
 
@@ -68,7 +68,7 @@ def test_write_implies_read_and_metadata_is_always_readable(fake):
     fake.add_pr(1, head_sha="a" * 40)
     token = fake.grant("ghs_w", "github_token", {"pull-requests": "write"})
     gh = client(fake, token)
-    assert gh.pull(1)["number"] == 1 and gh.permission("alice") == "none"
+    assert gh.pull_request(1).number == 1 and gh.permission("alice") == "none"
 
 
 def test_a_github_token_gets_404_from_organization_endpoints_and_the_client_says_why(fake):

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from ci_tools.github.models import WorkflowRun
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.approval.flow import outputs
 from ci_tools.prbot.context import PrContext
@@ -62,7 +63,7 @@ def test_every_prefix_of_seven_or_more_names_the_head(head, n):
     assert approval.sha_matches(head[:n], head)
 
 
-RUNNING = {"display_title": approval.run_name(12, HEAD), "html_url": "https://github.com/o/r/actions/runs/5"}
+RUNNING = WorkflowRun(id=5, display_title=approval.run_name(12, HEAD), html_url="https://github.com/o/r/actions/runs/5")
 
 
 @pytest.mark.parametrize("given_sha,facts,running,approved,words", [
@@ -77,8 +78,8 @@ RUNNING = {"display_title": approval.run_name(12, HEAD), "html_url": "https://gi
     (HEAD, replace(FORK, labels=("all-evals",)), [], False, "found none"),
     (HEAD, FORK, [RUNNING], False, "already queued or running"),
     # a running sweep of another SHA or another PR does not count
-    (HEAD, FORK, [{**RUNNING, "display_title": approval.run_name(12, "f" * 40)}], True, "approved"),
-    (HEAD, FORK, [{**RUNNING, "display_title": approval.run_name(13, HEAD)}], True, "approved"),
+    (HEAD, FORK, [replace(RUNNING, display_title=approval.run_name(12, "f" * 40))], True, "approved"),
+    (HEAD, FORK, [replace(RUNNING, display_title=approval.run_name(13, HEAD))], True, "approved"),
 ])
 def test_decide(given_sha, facts, running, approved, words):
     d = approval.decide(given_sha, facts, POLICY, running)

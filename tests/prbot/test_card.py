@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ci_tools.github.models import job_from_json
 from ci_tools.prbot.card import decide as card
 from ci_tools.prbot import sticky as cm
 
@@ -66,7 +67,7 @@ def test_a_section_holding_marker_lookalikes_or_crlf_is_read_back():
     ({"status": "completed", "conclusion": None}, "failed"),  # never read an unknown ending as a pass
 ])
 def test_job_state(job, state):
-    assert card.job_state(job) == state
+    assert card.job_state(job_from_json({"name": "j", **job})) == state
 
 
 @pytest.mark.parametrize("name, family", [
@@ -92,7 +93,7 @@ def test_progress_counts_per_family_in_order_with_the_first_failure():
          "html_url": "https://x/j/16"},
         {"name": "sweep / canary / a c1", "status": "completed", "conclusion": "success"},
     ]
-    rows = card.progress(jobs, FAMILIES)
+    rows = card.progress([job_from_json(j) for j in jobs], FAMILIES)
     assert [r["family"] for r in rows] == ["canary", "single-node-agentic", "agentic-evals"]
     assert (rows[1]["passed"], rows[1]["failed"], rows[1]["failed_job"]["url"]) == (1, 2, "https://x/j/4")
     assert rows[2]["running"] == 1

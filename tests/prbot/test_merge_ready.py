@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tools.github.models import artifact_from_json
+from ci_tools.github.models import Job, artifact_from_json
 from ci_tools.prbot.reuse import jobs, measured, ready
 from ci_tools.sweep.buckets import BUCKETS
 from ci_tools.sweep.labels import DEFAULT_OPTIONAL_JOBS, policy_from_data
@@ -130,7 +130,7 @@ def test_inputs_check_notes():
 # ---- which jobs matter ------------------------------------------------------------------------------
 
 def job(name, conclusion="success", status="completed"):
-    return {"name": name, "status": status, "conclusion": conclusion}
+    return Job(name, status, conclusion)
 
 
 JOBS = [

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from ci_tools.github.models import comment_from_json, run_from_json
 from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.staging import decide as staging
 
@@ -21,8 +22,9 @@ RUN = {"id": 9, "run_attempt": 1, "created_at": "2026-10-01T10:00:00Z", "reposit
 
 
 def problem(*, commenter=staging.Commenter(77, "maint", "write"), pr=1, ack=ACK, run=RUN, **payload):
-    return staging.dispatch_problem({**PAYLOAD, **payload}, repo=REPO, pr_number=pr, commenter=commenter, ack=ack,
-                                    bot=BOT, run=run)
+    # the table holds GitHub's JSON, parsed as the client parses it
+    return staging.dispatch_problem({**PAYLOAD, **payload}, repo=REPO, pr_number=pr, commenter=commenter,
+                                    ack=comment_from_json(ack) if ack else None, bot=BOT, run=run_from_json(run))
 
 
 @pytest.mark.parametrize("kw,why", [

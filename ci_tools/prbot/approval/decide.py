@@ -21,6 +21,7 @@ from typing import Iterable
 
 from ci_tools import names
 from ci_tools.sweep.labels import Policy
+from ci_tools.github.models import WorkflowRun
 from ci_tools.prbot.context import PrContext
 
 # The workflow's `run-name:` spells names.TRUSTED_RUN_NAME with `${{ inputs.pr }}` and `${{ inputs.sha }}`
@@ -68,7 +69,7 @@ def plan_labels(labels: Iterable[str], policy: Policy) -> list[str]:
     return sorted(l for l in set(labels) if l in policy.primary or l in policy.modifiers)
 
 
-def decide(given_sha: str, pr: PrContext, policy: Policy, running: Iterable[dict] = ()) -> Approval:
+def decide(given_sha: str, pr: PrContext, policy: Policy, running: Iterable[WorkflowRun] = ()) -> Approval:
     """May a sweep of `given_sha` start now? The author's permission is checked before, for the whole comment (`commands.REQUIRED`).
 
     `running` are the trusted-sweep workflow's queued or in-progress runs (`display_title`, `html_url`)."""
@@ -90,9 +91,9 @@ def decide(given_sha: str, pr: PrContext, policy: Policy, running: Iterable[dict
                                f"one of {', '.join(f'`{p}`' for p in sorted(policy.primary))}")
     title = run_name(n, pr.head_sha)
     for run in running:
-        if run.get("display_title") == title:
+        if run.display_title == title:
             return Approval(False, f"a trusted sweep of `{pr.head_sha[:12]}` is already queued or running",
-                            running_url=str(run.get("html_url") or ""))
+                            running_url=run.html_url)
     return Approval(True, f"commit `{pr.head_sha[:12]}` of PR #{n} approved with `{primaries[0]}`",
                     sha=pr.head_sha)
 

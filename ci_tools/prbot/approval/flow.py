@@ -9,13 +9,13 @@ from ci_tools import names
 from ci_tools.prbot import context, messages
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import SweepApprove
-from ci_tools.github.models import PullRequest
+from ci_tools.github.models import PullRequest, WorkflowRun
 from ci_tools.prbot.shell import Lazy, Result, Settings
 
 
 class Client(Protocol):
     def pull_request(self, number: int) -> PullRequest: ...
-    def recent_runs(self, workflow: str, *, branch: str, event: str, limit: int = ...) -> list[dict]: ...
+    def recent_runs(self, workflow: str, *, branch: str, event: str, limit: int = ...) -> list[WorkflowRun]: ...
 
 
 def outputs(decision: approval.Approval, pr: int) -> dict[str, str]:
@@ -26,10 +26,10 @@ def outputs(decision: approval.Approval, pr: int) -> dict[str, str]:
 def approve_command(cmd: SweepApprove, c: Comment, pr: int, gh: Client, settings: Settings, res: Result) -> str:
     """The reply to an authorised author's approval (the permission was checked for the whole comment)."""
     facts = context.of(gh.pull_request(pr), settings.main_branch)
-    running: list[dict] = []
+    running: list[WorkflowRun] = []
     if facts.fork and facts.state == "open" and approval.sha_matches(cmd.sha, facts.head_sha):
         running = gh.recent_runs(names.TRUSTED_WORKFLOW, branch=settings.main_branch, event="workflow_dispatch")
-        running = [r for r in running if r.get("status") != "completed"]
+        running = [r for r in running if r.status != "completed"]
     decision = approval.decide(cmd.sha, facts, settings.policy, running)
     res.outputs.update(outputs(decision, pr))
     res.messages.append(decision.reason)

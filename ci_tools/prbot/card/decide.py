@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ci_tools import names
 from ci_tools.prbot import sticky
 from ci_tools.prbot.approval.decide import parse_run_name
-from ci_tools.github.models import WorkflowRun
+from ci_tools.github.models import Job, WorkflowRun
 
 KIND = sticky.STATUS_CARD
 
@@ -105,8 +105,8 @@ _STATES_ZH = {"queued": "排队", "running": "运行中", "passed": "通过", "f
               "skipped": "跳过"}
 
 
-def job_state(job: dict) -> str:
-    status, conclusion = job.get("status"), job.get("conclusion")
+def job_state(job: Job) -> str:
+    status, conclusion = job.status, job.conclusion
     if status in ("queued", "waiting", "pending", "requested"):
         return "queued"
     if status != "completed":
@@ -124,18 +124,18 @@ def family_of(job_name: str, families: tuple[str, ...]) -> str | None:
     return None
 
 
-def progress(jobs: list[dict], families: tuple[str, ...]) -> list[dict]:
+def progress(jobs: list[Job], families: tuple[str, ...]) -> list[dict]:
     """Per family (canary first, then bucket order): counts per state and the first failed job."""
     rows: dict[str, dict] = {}
     for job in jobs:
-        fam = family_of(str(job.get("name", "")), families)
+        fam = family_of(job.name, families)
         if fam is None:
             continue
         row = rows.setdefault(fam, {"family": fam, **{s: 0 for s in _STATES}, "failed_job": None})
         state = job_state(job)
         row[state] += 1
         if state == "failed" and row["failed_job"] is None:
-            row["failed_job"] = {"name": job.get("name"), "url": job.get("html_url")}
+            row["failed_job"] = {"name": job.name, "url": job.html_url}
     order = (CANARY,) + families
     return [rows[f] for f in order if f in rows]
 

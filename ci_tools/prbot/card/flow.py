@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Callable, Iterator, Protocol
 
 from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Event
@@ -14,7 +14,7 @@ from ci_tools.errors import InputError, UsageError
 from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.card import decide as card
 from ci_tools.prbot.card import shell as card_writer
-from ci_tools.github.models import Timeline, WorkflowRun, named_artifact
+from ci_tools.github.models import Artifact, Job, Timeline, WorkflowRun, named_artifact
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline
 
@@ -24,10 +24,10 @@ class Client(card_writer.CardClient, Comments, Protocol):
 
     def permission(self, login: str) -> str: ...
     def workflow_run(self, run_id: int) -> WorkflowRun: ...
-    def artifacts(self, run_id: int) -> list[dict]: ...
-    def run_jobs(self, run_id: int) -> list[dict]: ...
+    def artifacts(self, run_id: int) -> list[Artifact]: ...
+    def run_jobs(self, run_id: int) -> list[Job]: ...
     def artifact_zip(self, artifact_id: int, *, max_bytes: int = ...) -> bytes: ...
-    def workflow_runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> list[dict]: ...
+    def runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> Iterator[WorkflowRun]: ...
 
 
 def run_line(run: dict, settings: Settings, families: list[dict] | None = None) -> str:

@@ -25,14 +25,15 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 from ci_tools.github.client import GitHubError
+from ci_tools.github.models import Comment
 from ci_tools.prbot import sticky
 from ci_tools.prbot.card import decide as card
 
 class CardClient(Protocol):
     """The calls of the re-reading writer: fresh comment lists and single comments, create, edit, delete."""
 
-    def issue_comments(self, number: int, *, fresh: bool = False) -> list[dict]: ...
-    def comment(self, comment_id: int) -> dict: ...
+    def issue_comments(self, number: int, *, fresh: bool = False) -> list[Comment]: ...
+    def comment(self, comment_id: int) -> Comment: ...
     def create_comment(self, number: int, body: str) -> dict: ...
     def update_comment(self, comment_id: int, body: str) -> dict: ...
     def delete_comment(self, comment_id: int) -> None: ...
@@ -49,11 +50,10 @@ class Written:
     attempts: int
 
 
-def _cards(gh: CardClient, pr: int, bot: str) -> list[dict]:
+def _cards(gh: CardClient, pr: int, bot: str) -> list[Comment]:
     marker = sticky.marker(card.KIND)
     return sorted((c for c in gh.issue_comments(pr, fresh=True)
-                   if (c.get("user") or {}).get("login") == bot
-                   and str(c.get("body") or "").split("\n", 1)[0].strip() == marker), key=lambda c: int(c["id"]))
+                   if c.author == bot and c.body.split("\n", 1)[0].strip() == marker), key=lambda c: c.id)
 
 
 def _ranks(body: str) -> dict:
@@ -106,7 +106,7 @@ def write_sections(gh: CardClient, pr: int, sections: dict[str, str], *, bot: st
             body = _patched("", sections, ranks, state_change)
             created_here = int(gh.create_comment(pr, body)["id"])
             cards = _cards(gh, pr, bot)
-            if len(cards) > 1 and int(cards[0]["id"]) != created_here:
+            if len(cards) > 1 and cards[0].id != created_here:
                 # another writer created a card at the same moment: the oldest stays
                 gh.delete_comment(created_here)
                 created_here = None
@@ -114,21 +114,21 @@ def write_sections(gh: CardClient, pr: int, sections: dict[str, str], *, bot: st
             action = "create"
         else:
             for extra in cards[1:]:
-                if int(extra["id"]) == created_here:
+                if extra.id == created_here:
                     gh.delete_comment(created_here)
-            current = gh.comment(int(cards[0]["id"]))
-            body_now = str(current.get("body") or "").replace("\r\n", "\n")
+            current = gh.comment(cards[0].id)
+            body_now = current.body.replace("\r\n", "\n")
             todo = {n: c for n, c in sections.items() if not _superseded(body_now, n, ranks.get(n))}
             if sections and not todo:
-                return Written("superseded", int(current["id"]), attempt)
+                return Written("superseded", current.id, attempt)
             body = _patched(body_now, todo, ranks, state_change)
             if body == body_now:
-                return Written("none", int(current["id"]), attempt)
-            gh.update_comment(int(current["id"]), body)
+                return Written("none", current.id, attempt)
+            gh.update_comment(current.id, body)
             action = "update"
-        cid = int(cards[0]["id"])
+        cid = cards[0].id
         sleep(settle * (1.0 + jitter()))
-        if _shown(str(gh.comment(cid).get("body") or ""), sections, ranks):
+        if _shown(gh.comment(cid).body, sections, ranks):
             return Written(action if attempt == 1 else "update", cid, attempt)
     raise GitHubError(f"the status card of PR #{pr} kept changing while its {', '.join(sections)} section(s) "
                       f"were written ({attempts} attempts); nothing is lost: re-run the job to write them again")

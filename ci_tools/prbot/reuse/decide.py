@@ -39,7 +39,7 @@ from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, effective_use, parse
 from ci_tools.prbot.context import PrContext
-from ci_tools.github.models import Artifact, Comment, Comparison, LabelEvent, Timeline, WorkflowRun
+from ci_tools.github.models import Artifact, Comment, Comparison, Job, LabelEvent, Timeline, WorkflowRun
 from ci_tools.prbot.reuse import jobs as job_rules
 from ci_tools.prbot.reuse import measured
 
@@ -56,7 +56,7 @@ class Source(Protocol):
     def run_plan(self, run_id: int) -> dict | None: ...
     def compare(self, base: str, head: str) -> Comparison: ...
     def top_level_tree(self, sha: str) -> dict[str, str]: ...
-    def run_jobs(self, run_id: int) -> list[dict]: ...
+    def run_jobs(self, run_id: int) -> list[Job]: ...
 
 
 # Compares what a run's head measured with the commit to publish (`reuse/shell.py` reads git);

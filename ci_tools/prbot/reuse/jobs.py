@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from ci_tools.github.models import Job
 from ci_tools.prbot.card.decide import family_of, job_state
 from ci_tools.sweep.buckets import BUCKETS
 
@@ -36,7 +37,7 @@ class JobVerdict:
                 + ", ".join(self.optional))
 
 
-def verdict(jobs: Iterable[dict], optional: Iterable[str]) -> JobVerdict:
+def verdict(jobs: Iterable[Job], optional: Iterable[str]) -> JobVerdict:
     optional = set(optional)
     required_bad: list[str] = []
     optional_bad: list[str] = []
@@ -46,7 +47,7 @@ def verdict(jobs: Iterable[dict], optional: Iterable[str]) -> JobVerdict:
         state = job_state(job)
         if state not in BAD and state not in ("queued", "running"):
             continue
-        name = str(job.get("name", "?"))
+        name = job.name
         family = family_of(name, BUCKETS)
         where = optional_bad if family in optional else required_bad
         where.append(f"{name} ({state})")

@@ -37,8 +37,8 @@ def _pr_of(event: Event | None, client: Client) -> int | None:
         if wr.pull_requests:
             return wr.pull_requests[0]
         # a fork PR's workflow_run carries no pull_requests: the commit's open PR
-        open_prs = [p for p in client.pulls_for_commit(wr.head_sha) if p.get("state") == "open"]
-        return int(open_prs[0]["number"]) if len(open_prs) == 1 else None
+        open_prs = [p for p in client.pulls_for_commit(wr.head_sha) if p.state == "open"]
+        return open_prs[0].number if len(open_prs) == 1 else None
     return None
 
 
@@ -195,11 +195,11 @@ MAINTAINERS = ("admin", "maintain")        # who may re-ingest a merged PR's res
 
 def _merge_run(client: Client, settings: Settings, merge_commit: str, limit: int = 100):
     """Main's sweep run of `merge_commit` (the run whose changelog metadata describes the merge)."""
-    for n, data in enumerate(client.workflow_runs(settings.workflow, branch=settings.main_branch, event="push")):
+    for n, run in enumerate(client.runs(settings.workflow, branch=settings.main_branch, event="push")):
         if n >= limit:
             break
-        if data.get("head_sha") == merge_commit:
-            return data
+        if run.head_sha == merge_commit:
+            return run
     return None
 
 
@@ -263,21 +263,21 @@ def recover(event: Event | None, settings: Settings, gh: Lazy, dispatcher: Lazy 
                               policy=policy, workflow_path=workflow_path, source=client, inputs=inputs, notes=notes)
     checks.append(rc.run_check(problem, run_id, prs.number))
     checks.append(rc.inputs_check(inputs(run.head_sha)))
-    merge_run = client.run(merge_run_id) if merge_run_id else _merge_run(client, settings, merge_commit)
+    merge_run = client.workflow_run(merge_run_id) if merge_run_id else _merge_run(client, settings, merge_commit)
     if merge_run is None:
         checks.append(rc.Check("merge run", False, f"no {settings.workflow} push run of {merge_commit[:12]} on "
                                f"{settings.main_branch}; pass --merge-run RUN_ID"))
-    elif merge_run.get("head_sha") != merge_commit:
-        checks.append(rc.Check("merge run", False, f"run {merge_run['id']} ran on {str(merge_run.get('head_sha'))[:12]}, "
+    elif merge_run.head_sha != merge_commit:
+        checks.append(rc.Check("merge run", False, f"run {merge_run.id} ran on {merge_run.head_sha[:12]}, "
                                f"not on the merge commit {merge_commit[:12]}"))
     else:
-        checks.append(rc.Check("merge run", True, f"run {merge_run['id']} of {merge_commit[:12]}"))
-    out["merge-run-id"] = str(merge_run["id"]) if merge_run else ""
+        checks.append(rc.Check("merge run", True, f"run {merge_run.id} of {merge_commit[:12]}"))
+    out["merge-run-id"] = str(merge_run.id) if merge_run else ""
     if not all(c.ok for c in checks):
         return refused()
     payload = staging.ingest_payload(source_repo=client.repo, run_id=run.id, run_attempt=run.run_attempt,
-                                     head_sha=run.head_sha, pr_number=prs.number, merge_run_id=int(merge_run["id"]),
-                                     merge_run_attempt=int(merge_run.get("run_attempt") or 1),
+                                     head_sha=run.head_sha, pr_number=prs.number, merge_run_id=merge_run.id,
+                                     merge_run_attempt=merge_run.run_attempt,
                                      recovery=request_id if request_id is not None else 0)
     lines = [c.line() for c in checks] + [n for n in notes]
     dispatch = f"{staging.INGEST_EVENT} to {settings.results_repo}: {json.dumps(payload, sort_keys=True)}"

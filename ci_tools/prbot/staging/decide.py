@@ -18,6 +18,7 @@ from ci_tools.sweep.labels import Policy
 from ci_tools import names
 from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.commands import REQUIRED, StageResults, allows
+from ci_tools.github.models import Comment, WorkflowRun
 
 DISPATCH_EVENT = "stage-results"
 CALLBACK_EVENTS = ("stage-results-started", "stage-results-completed")
@@ -123,7 +124,7 @@ class Commenter:
 
 
 def dispatch_problem(payload: dict[str, str], *, repo: str, pr_number: int | None, commenter: Commenter | None,
-                     ack: dict | None, bot: str, run: dict) -> str | None:
+                     ack: Comment | None, bot: str, run: WorkflowRun | None) -> str | None:
     """Why the decided payload must not be sent, or None. Every field is matched against what GitHub
     says now: the comment that triggered this run asked for it (same PR, same author, who still has
     write permission); `comment-id` is the bot's acknowledgement of that comment (`ack`, the API's
@@ -140,10 +141,9 @@ def dispatch_problem(payload: dict[str, str], *, repo: str, pr_number: int | Non
     if not allows(commenter.permission, REQUIRED[StageResults]):
         return (f"{messages.permission_of(commenter.login, commenter.permission)} now; `/stage-results` needs "
                 "write, maintain or admin")
-    ack = ack or {}
-    body = str(ack.get("body") or "").replace("\r\n", "\n")
-    if ((ack.get("user") or {}).get("login") != bot or str(ack.get("id")) != payload["comment-id"]
-            or not str(ack.get("issue_url", "")).endswith(f"/repos/{repo}/issues/{pr_number}")
+    body = ack.body.replace("\r\n", "\n") if ack else ""
+    if (ack is None or ack.author != bot or str(ack.id) != payload["comment-id"]
+            or not ack.issue_url.endswith(f"/repos/{repo}/issues/{pr_number}")
             or body.split("\n", 1)[0].strip() != sticky.marker(sticky.STAGE, commenter.comment_id)):
         return (f"comment {payload['comment-id']} is not the bot's staging acknowledgement of comment "
                 f"{commenter.comment_id} on PR #{pr_number}")
@@ -152,12 +152,13 @@ def dispatch_problem(payload: dict[str, str], *, repo: str, pr_number: int | Non
         return f"the acknowledgement is for run {state.get('run')}, the payload names run {payload['run-id']}"
     if state.get("phase") != "requested":
         return f"run {payload['run-id']} is already {state.get('phase')} (a re-run does not stage it again)"
-    head_repo = (run.get("head_repository") or {}).get("full_name")
-    if (run.get("repository") or {}).get("full_name") != repo or head_repo != repo:
-        return f"run {payload['run-id']} is not this repository's own (its head is in {head_repo})"
-    created = str(run.get("created_at") or "")[:10]
-    if str(run.get("run_attempt")) != payload["run-attempt"] or created != payload["run-date"]:
-        return (f"run {payload['run-id']} is attempt {run.get('run_attempt')} of {created}, the payload says "
+    if run is None:
+        return f"run {payload['run-id']} could not be read"
+    if run.repository != repo or run.head_repository != repo:
+        return f"run {payload['run-id']} is not this repository's own (its head is in {run.head_repository or None})"
+    created = run.created_at[:10]
+    if str(run.run_attempt) != payload["run-attempt"] or created != payload["run-date"]:
+        return (f"run {payload['run-id']} is attempt {run.run_attempt} of {created}, the payload says "
                 f"attempt {payload['run-attempt']} of {payload['run-date']}")
     return None
 

@@ -85,7 +85,7 @@ def stage_dispatch(event: Event, settings: Settings, gh: Lazy, dispatcher: Lazy 
     c = event.comment if event.name == "issue_comment" else None
     commenter = staging.Commenter(c.id, c.author, client.permission(c.author), event.action) if c else None
     ack = client.comment(int(payload["comment-id"])) if c else None
-    run = client.run(int(payload["run-id"])) if c else {}
+    run = client.workflow_run(int(payload["run-id"])) if c else None
     problem = staging.dispatch_problem(payload, repo=client.repo, pr_number=event.pr_number, commenter=commenter,
                                        ack=ack, bot=settings.bot, run=run)
     if problem:

@@ -1,0 +1,36 @@
+"""The `results:` section of ci-policy.yaml: how `results process` checks an export against itself
+(pure; schema in ci_tools/schemas/ci-policy.schema.json, defaults below equal to the shipped policy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from ci_tools.errors import Finding
+
+
+@dataclass(frozen=True)
+class ResultsPolicy:
+    # our statistic vs AIPerf's own summary of the same records: relative (both print the same
+    # floating-point sums of the same values, so a real export agrees to 1e-15)
+    summary_tolerance: float = 0.001
+
+    @classmethod
+    def from_mapping(cls, data: dict | None) -> "ResultsPolicy":
+        data = data or {}
+        return cls(**{f.name: data[f.name.replace("_", "-")] for f in fields(cls) if f.name.replace("_", "-") in data})
+
+
+def section_findings(doc) -> list[Finding]:
+    """The policy's `results:` section (a `YamlDoc`) against its schema, located, with a did-you-mean."""
+    from ci_tools.config import schemas
+
+    section = doc.data.get("results") if isinstance(doc.data, dict) else None
+    if section is None:
+        return []
+    return schemas.check(doc, section, "ci-policy", "results", ("results",))
+
+
+def config_findings(checked, findings: list[Finding]) -> list[Finding]:
+    """`config validate`'s check of the policy's `results:` section (a `config.validate.UpperCheck`)."""
+    return section_findings(checked.src.policy) if checked.src.policy is not None else []
