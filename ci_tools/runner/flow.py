@@ -593,7 +593,7 @@ def _active_runs(gh, families: set[str], messages: list[str]) -> list[dict]:
     for run in gh.active_runs():
         jobs = gh.run_jobs(int(run["id"]))
         points: list = []
-        if any(set(j.get("labels") or []) & families for j in jobs):
+        if any(set(j.labels) & families for j in jobs):
             try:
                 plan = gh.run_plan(int(run["id"])) or {}
             except GitHubError as exc:

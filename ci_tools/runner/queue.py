@@ -26,6 +26,8 @@ from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any, Mapping, Sequence
 
+from ci_tools.github.models import Job
+
 # GitHub's job statuses before a runner takes the job (`waiting`: an environment's protection rule)
 WAITING = ("queued", "waiting", "pending", "requested")
 RUNNING = ("in_progress",)
@@ -99,8 +101,8 @@ def _source(run: Mapping[str, Any]) -> str:
     return f"{run.get('event') or '?'} {run.get('head_branch') or '?'}".strip()
 
 
-def _family(job: Mapping[str, Any], families: Sequence[str]) -> str | None:
-    return next((label for label in job.get("labels") or [] if label in families), None)
+def _family(job: Job, families: Sequence[str]) -> str | None:
+    return next((label for label in job.labels if label in families), None)
 
 
 @dataclass(frozen=True)
@@ -119,11 +121,11 @@ def _jobs(run: Mapping[str, Any], families: Sequence[str]) -> tuple[list[_Job], 
             points.setdefault(job_title(p), []).append(p)
     out, unmatched = [], 0
     for job in run.get("jobs") or []:
-        status = job.get("status")
+        status = job.status
         family = _family(job, families)
         if family is None or status not in WAITING + RUNNING:
             continue
-        title = str(job.get("name") or "").rsplit(" / ", 1)[-1]
+        title = job.name.rsplit(" / ", 1)[-1]
         same = points.get(title) or []
         point = same.pop(0) if same else None
         unmatched += point is None
@@ -135,8 +137,8 @@ def _jobs(run: Mapping[str, Any], families: Sequence[str]) -> tuple[list[_Job], 
         entry = Entry(job=title, run_id=int(run.get("id") or 0), source=_source(run),
                       priority=None if priority is None else str(priority),
                       gpu_hours=float(gpu_hours) if isinstance(gpu_hours, (int, float)) else None,
-                      start=_time(job.get("started_at")) if running else None, running=running)
-        out.append(_Job(family, entry, _time(job.get("created_at")),
+                      start=_time(job.started_at) if running else None, running=running)
+        out.append(_Job(family, entry, _time(job.created_at),
                         float(seconds) if isinstance(seconds, (int, float)) and seconds >= 0 else None))
     return out, unmatched
 
@@ -183,7 +185,7 @@ def _family_queue(family: str, runners: int, jobs: list[_Job], now: datetime) ->
 
 def build_queue(runs: Sequence[Mapping[str, Any]], runners: Mapping[str, int], now: datetime) -> Queue:
     """`runs`: active runs, each GitHub's run fields (`id`, `event`, `head_branch`, `pull_requests`) plus
-    `jobs` (GitHub's job objects: `name`, `status`, `labels`, `created_at`, `started_at`) and `points`
+    `jobs` (its jobs, `github.models.Job`: name, status, labels, created and started times) and `points`
     (its plan.json points, empty when it recorded none). `runners`: family -> online runners; every
     family of `runners` is shown, and jobs for labels outside it are not the fleet's."""
     families = sorted(runners)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ci_tools.github.models import Job
 from ci_tools.runner.queue import build_queue, job_title, render_markdown
 from tests.conftest import assert_golden
 
@@ -22,8 +23,8 @@ def point(exp, prio, hours=1.0, gpus=8, runner="b300", conc=4):
 
 
 def job(p, status="queued", created="10:00", started=None, prefix="bucket-1 / ", labels=None):
-    return {"name": prefix + job_title(p), "status": status, "labels": labels or ["self-hosted", p["runner"]],
-            "created_at": T.format(created), "started_at": T.format(started) if started else None}
+    return Job(name=prefix + job_title(p), status=status, labels=tuple(labels or ["self-hosted", p["runner"]]),
+               created_at=T.format(created), started_at=T.format(started) if started else "")
 
 
 def run(rid, jobs, points, pr=None, event="pull_request", branch="feature"):
