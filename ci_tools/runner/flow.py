@@ -226,6 +226,20 @@ def prepare_profile(req: RunRequest, requests: int | None) -> PreparedJob:
                            profile=(requests,))
 
 
+def authorize_profile(login: str) -> str:
+    """`runner profile --requested-by`: ask GitHub for `login`'s permission on this repository
+    (GITHUB_TOKEN, metadata: read, which every job token has); a non-maintainer is refused (exit 1)
+    before any row is read or runner held. Returns the line that says who may."""
+    from ci_tools.github.client import GitHub
+    from ci_tools.runner.profile import requester_refusal
+
+    permission = GitHub.from_env().permission(login)
+    refusal = requester_refusal(login, permission)
+    if refusal:
+        raise InputError(refusal)
+    return f"{login} may request profiling ({permission} permission)"
+
+
 def prepare_acceptance(req: RunRequest, dataset_file: str | None, run_url: str | None) -> PreparedJob:
     """`runner acceptance`: one SPEED-Bench collection cell (a row of `config acceptance-matrix`): its
     `serve` row's point with real speculative decoding at the cell's step count and thinking mode, the
