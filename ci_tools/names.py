@@ -20,6 +20,10 @@ RECIPES_DIR = "recipes"
 CODEOWNERS = ".github/CODEOWNERS"
 REVIEW_CHECKLIST = "docs/PR_REVIEW_CHECKLIST.md"
 
+# The collaborator permissions (GitHub's `GET .../collaborators/{login}/permission`) of a maintainer:
+# who may `/use` a run, approve a fork's sweep, request profiling (`runner profile --requested-by`).
+MAINTAINER_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+
 # Paths whose change after a sweep's head commit makes that sweep's results stale (reuse must refuse).
 BENCHMARK_INPUT_PREFIXES = (f"{E2E_DIR}/", f"{RECIPES_DIR}/")
 

@@ -15,7 +15,7 @@ GITHUB_OUTPUTS = {
                                       if params.get("fmt") == "github" else ()),
     "runner acceptance": lambda params: (tuple(_layout_output_names()) + ("acceptance-file", "artifact-acceptance")
                                          if params.get("fmt") == "github" else ()),
-    "runner digest": ("offline", "missing", "busy", "total", "down-labels", "healthy"),
+    "runner digest": ("offline", "missing", "busy", "total", "down-labels", "healthy", "queued"),
 }
 
 
@@ -135,7 +135,15 @@ def _run_job(prepare, fmt: str, **request) -> None:
     emit(render.outcome(job.result_filename, request["out"], job.status_path, job.execute(), job.done, job.stopped), fmt)
 
 
-def _profile_callback(requests: int | None, **params) -> None:
+def _optional_row(param: click.Parameter) -> click.Parameter:
+    """`runner run`'s options for `runner profile`, whose --authorize-only needs no --row."""
+    if param.name != "row_path":
+        return param
+    return click.Option(["--row", "row_path"], type=click.Path(path_type=Path), default=None,
+                        help="Matrix row (JSON object); needed unless --authorize-only.")
+
+
+def _profile_callback(requests: int | None, requested_by: str | None, authorize_only: bool, **params) -> None:
     """Serve the row's point with the engine's torch profiler on and trace a short client window.
 
     The job is `runner run`'s (same row, options, lifecycle; cancel-safe the same way): the server
@@ -143,30 +151,52 @@ def _profile_callback(requests: int | None, **params) -> None:
     and once it is ready the runner POSTs the engine's /start_profile, runs AIPerf for --requests
     requests (default 2 per concurrency lane), POSTs /stop_profile, and merges the per-rank traces
     into OUT/profile_traces/merged.trace.json.gz with a README on opening them (Perfetto). TensorRT-LLM
-    rows are refused (trtllm-serve has no profile endpoints); multi-node rows too. With --format github
-    the outputs of `runner run` plus trace-dir and artifact-profile are written first. Exit 0 when the
-    traces were merged; 1 on failure (no trace written included); 130 / 143 when cancelled.
+    rows are refused (its profiler is set at start for a range of iterations, with no endpoint to put
+    it around a window); multi-node rows too. With --format github
+    the outputs of `runner run` plus trace-dir and artifact-profile are written first. With
+    --requested-by LOGIN, LOGIN's permission is checked first: only a maintainer (admin, maintain or
+    write) may hold a GPU runner for a profile; --authorize-only stops after that check. Exit 0 when
+    the traces were merged (or the requester may); 1 on failure (no trace written included) or a
+    refused requester; 130 / 143 when cancelled.
 
     \b
     Example:
       ci-tools runner profile --row row.json --dry-run
       ci-tools runner profile --row row.json --requests 32 --out "$RUNNER_TEMP/profile" --format github
+      ci-tools runner profile --requested-by "$GITHUB_TRIGGERING_ACTOR" --authorize-only
     """
     from functools import partial
 
-    from ci_tools.runner.flow import prepare_profile
+    from ci_tools.errors import UsageError
+    from ci_tools.render.output import Output
+    from ci_tools.runner.flow import authorize_profile, prepare_profile
 
     fmt = params.pop("fmt")
+    if authorize_only and not requested_by:
+        raise UsageError("--authorize-only checks --requested-by LOGIN: give it")
+    if requested_by:
+        allowed = authorize_profile(requested_by)
+        if authorize_only:
+            return emit(Output(text=allowed, json={"requested-by": requested_by, "allowed": True}), fmt)
+        click.echo(allowed, err=True)
+    if params.get("row_path") is None:
+        raise UsageError("Missing option '--row' (only --authorize-only runs without one).")
     _run_job(partial(prepare_profile, requests=requests), fmt, **params)
 
 
 cli.add_command(click.Command(
     "profile", callback=_profile_callback, help=_profile_callback.__doc__,
     short_help="Serve one point with the engine's profiler on; merge the per-rank traces.",
-    params=[*run_cmd.params,
+    params=[*(_optional_row(p) for p in run_cmd.params),
             click.Option(["--requests"], type=click.IntRange(min=1), default=None, envvar="CI_TOOLS_PROFILE_REQUESTS",
                          help="Requests in the profiled client window (env CI_TOOLS_PROFILE_REQUESTS; empty or "
-                              "unset: 2 per concurrency lane).")]))
+                              "unset: 2 per concurrency lane)."),
+            click.Option(["--requested-by"], default=None, metavar="LOGIN",
+                         help="Who asked for the profile: refused (exit 1) unless a maintainer (admin, maintain or "
+                              "write permission; GITHUB_TOKEN asks GitHub), before the row is read."),
+            click.Option(["--authorize-only"], is_flag=True, default=False,
+                         help="Only check --requested-by (the workflow's GitHub-hosted job, before a GPU runner "
+                              "is held); no --row needed.")]))
 
 
 def _acceptance_callback(speed_bench: str | None, run_url: str | None, **params) -> None:
@@ -268,12 +298,17 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str, fmt: str) 
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "github"]), default="text",
               show_default=True, help="github: Markdown to $GITHUB_STEP_SUMMARY, counts to $GITHUB_OUTPUT.")
 @click.option("--date", "date", default=None, help="Date shown in the heading [default: today, UTC].")
-def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date: str | None) -> None:
-    """Report, per runners.yaml label, which self-hosted runners are offline, missing or busy.
+@click.option("--now", "now", type=click.DateTime(["%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M"]), default=None,
+              help="UTC time the queue's estimated starts count from [default: now].")
+def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date: str | None, now) -> None:
+    """Report, per runners.yaml label, which self-hosted runners are offline, missing or busy, and what is queued.
 
     Lists the repository's runners (GitHub API, token RUNNERS_TOKEN, else GITHUB_TOKEN; listing
     runners needs admin scope) and compares them with the runner names under each label of
-    runners.yaml. A listed runner GitHub does not know is `missing`. When SLACK_WEBHOOK_URL is set
+    runners.yaml. A listed runner GitHub does not know is `missing`. The queue section lists, per
+    label, the jobs of queued and in-progress runs waiting for its runners (GITHUB_TOKEN, actions:
+    read), in priority order, with their PR, the GPU-hours ahead and an estimated start from the
+    durations in each run's recorded plan. When SLACK_WEBHOOK_URL is set
     and a runner is offline or missing, the digest is also posted there. Exit 0 whatever the
     runners' state (the digest informs, it does not gate); 1 when GitHub or Slack fails.
 
@@ -282,10 +317,12 @@ def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date:
       ci-tools runner digest --repo "$GITHUB_REPOSITORY" --format github
       RUNNERS_TOKEN=... ci-tools runner digest --repo owner/name --format markdown
     """
+    import datetime
+
     from ci_tools.github.actions import append_summary, write_outputs
     from ci_tools.runner.flow import digest
 
-    report = digest(repo, runners_path, root, date)
+    report = digest(repo, runners_path, root, date, now.replace(tzinfo=datetime.timezone.utc) if now else None)
     if fmt in ("markdown", "text"):
         click.echo(report.markdown, nl=False)
         if fmt == "text":

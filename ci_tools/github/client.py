@@ -67,6 +67,10 @@ class TeamUnreadable(GitHubError):
 # Every endpoint ci-tools calls, with the token permission it needs: GitHub's per-endpoint table for
 # installation tokens (a GITHUB_TOKEN is one), `tests/github/data/github-permissions.json`, is checked
 # against this in the tests. Used to say which permission a 403 is missing; the docs list it per job.
+# the run statuses of a run not yet completed that `active_runs` lists (a run is `in_progress` once any
+# of its jobs is; its other jobs can still wait for a runner)
+ACTIVE_RUN_STATUSES = ("queued", "in_progress")
+
 ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/commits/{commit_sha}/pulls"): "pull-requests: read",
     ("GET", "/repos/{owner}/{repo}/pulls"): "pull-requests: read",
@@ -589,6 +593,12 @@ class GitHub:
         runs = self._iter(self._r(f"/actions/workflows/{workflow}/runs"), {"branch": branch, "event": event},
                           key="workflow_runs")
         return [run_from_json(run) for _, run in zip(range(limit), runs)]
+
+    def active_runs(self) -> list[dict]:
+        """Every run of the repository, of any workflow, that waits for or holds runners: GitHub's run
+        list filtered by `status` (one value a request), queued runs first, then in-progress ones."""
+        return [run for status in ACTIVE_RUN_STATUSES
+                for run in self._iter(self._r("/actions/runs"), {"status": status}, key="workflow_runs")]
 
     def artifacts(self, run_id: int) -> list[Artifact]:
         return [artifact_from_json(a) for a in self._list(self._r(f"/actions/runs/{run_id}/artifacts"), key="artifacts")

@@ -116,6 +116,9 @@ class Job:
     status: str = ""                   # "queued" | "waiting" | "in_progress" | "completed" | ...
     conclusion: str | None = None
     html_url: str = ""
+    labels: tuple[str, ...] = ()       # its `runs-on` labels (the runner digest's queue)
+    created_at: str = ""
+    started_at: str = ""
 
 
 @dataclass(frozen=True)
@@ -183,4 +186,6 @@ def named_artifact(artifacts: list[Artifact], name: str) -> Artifact | None:
 def job_from_json(data: dict) -> Job:
     conclusion = data.get("conclusion")
     return Job(name=str(data.get("name") or "?"), status=str(data.get("status") or ""),
-               conclusion=str(conclusion) if conclusion else None, html_url=str(data.get("html_url") or ""))
+               conclusion=str(conclusion) if conclusion else None, html_url=str(data.get("html_url") or ""),
+               labels=tuple(str(x) for x in data.get("labels") or [] if isinstance(x, str)),
+               created_at=str(data.get("created_at") or ""), started_at=str(data.get("started_at") or ""))

@@ -23,6 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ci_tools import names
+
 MAX_RUN_ID_DIGITS = 20
 
 
@@ -72,7 +74,7 @@ class UsageProblem:
 Command = Use | StageResults | SweepPlan | SweepApprove
 
 WRITE = "write"   # the collaborator permission write, maintain or admin (`WRITE_PERMISSIONS`)
-WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+WRITE_PERMISSIONS = names.MAINTAINER_PERMISSIONS
 
 
 @dataclass(frozen=True)

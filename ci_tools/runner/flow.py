@@ -226,6 +226,20 @@ def prepare_profile(req: RunRequest, requests: int | None) -> PreparedJob:
                            profile=(requests,))
 
 
+def authorize_profile(login: str) -> str:
+    """`runner profile --requested-by`: ask GitHub for `login`'s permission on this repository
+    (GITHUB_TOKEN, metadata: read, which every job token has); a non-maintainer is refused (exit 1)
+    before any row is read or runner held. Returns the line that says who may."""
+    from ci_tools.github.client import GitHub
+    from ci_tools.runner.profile import requester_refusal
+
+    permission = GitHub.from_env().permission(login)
+    refusal = requester_refusal(login, permission)
+    if refusal:
+        raise InputError(refusal)
+    return f"{login} may request profiling ({permission} permission)"
+
+
 def prepare_acceptance(req: RunRequest, dataset_file: str | None, run_url: str | None) -> PreparedJob:
     """`runner acceptance`: one SPEED-Bench collection cell (a row of `config acceptance-matrix`): its
     `serve` row's point with real speculative decoding at the cell's step count and thinking mode, the
@@ -577,37 +591,69 @@ class DigestReport:
     messages: list[str]          # requests made, whether Slack was posted to
 
 
-def digest_outputs(d: Digest) -> dict[str, str]:
+def digest_outputs(d: Digest, queued: int = 0) -> dict[str, str]:
     """`runner digest`'s step outputs (names in cli/runner.py GITHUB_OUTPUTS)."""
     return {"offline": str(len(d.offline)), "missing": str(len(d.missing)), "busy": str(len(d.busy)),
             "total": str(d.registered), "down-labels": ",".join(d.down_labels),
-            "healthy": "true" if not (d.offline or d.missing) else "false"}
+            "healthy": "true" if not (d.offline or d.missing) else "false", "queued": str(queued)}
 
 
-def digest(repo: str, runners_path: Path | None, root: Path, date: str | None) -> DigestReport:
-    """List the repository's runners, compare them with runners.yaml, post to Slack when one is down."""
+def _active_runs(gh, families: set[str], messages: list[str]) -> list[dict]:
+    """The repository's active runs with their jobs and, for a run with a job on a family's runner,
+    the points of the plan it recorded (an unreadable plan: no points, said)."""
+    from ci_tools.github.client import GitHubError
+
+    runs = []
+    for run in gh.active_runs():
+        jobs = gh.run_jobs(int(run["id"]))
+        points: list = []
+        if any(set(j.labels) & families for j in jobs):
+            try:
+                plan = gh.run_plan(int(run["id"])) or {}
+            except GitHubError as exc:
+                messages.append(f"run {run['id']}: its plan could not be read ({exc}); its jobs show no GPU-hours")
+                plan = {}
+            points = [p for p in plan.get("points") or [] if isinstance(p, dict)]
+        runs.append({**run, "jobs": jobs, "points": points})
+    return runs
+
+
+def digest(repo: str, runners_path: Path | None, root: Path, date: str | None,
+           now: datetime.datetime | None = None) -> DigestReport:
+    """List the repository's runners, compare them with runners.yaml, show what is queued for them,
+    post to Slack when one is down. Runners are listed with RUNNERS_TOKEN (administration: read);
+    runs, jobs and plans with GITHUB_TOKEN (actions: read), else RUNNERS_TOKEN too."""
     from ci_tools.config.load import read_runners
     from ci_tools.github.client import GitHub, token_from_env
+    from ci_tools.runner import queue
     from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
 
     path = runners_path or (root / names.RUNNERS)
     if not path.is_file():
         raise InputError(f"{path}: runners file not found (pass --runners or --root)", exit_code=2)
     expected = expected_runners(read_runners(path, None if runners_path else root).data)
+    api_url = os.environ.get("GITHUB_API_URL") or "https://api.github.com"
     token = os.environ.get("RUNNERS_TOKEN") or token_from_env()
-    gh = GitHub(repo, token, api_url=os.environ.get("GITHUB_API_URL") or "https://api.github.com")
+    gh = GitHub(repo, token, api_url=api_url)
     d = build_digest(repo, gh.runners(), expected)
-    date = date or datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d")
+    actions_token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN") or token
+    gh_actions = gh if actions_token == token else GitHub(repo, actions_token, api_url=api_url)
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    messages: list[str] = []
+    runs = _active_runs(gh_actions, set(expected), messages)
+    q = queue.build_queue(runs, {row.label: row.available for row in d.labels}, now)
+    date = date or now.strftime("%Y-%m-%d")
     run_url = ""
     if os.environ.get("GITHUB_RUN_ID"):
         run_url = (f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{repo}/actions/runs/"
                    f"{os.environ['GITHUB_RUN_ID']}")
-    markdown = render_markdown(d, date=date, run_url=run_url)
-    messages = [f"GitHub API requests: {gh.log.count}"]
+    markdown = render_markdown(d, date=date, run_url=run_url) + "\n" + queue.render_markdown(q, now)
+    requests = gh.log.count + (gh_actions.log.count if gh_actions is not gh else 0)
+    messages.insert(0, f"GitHub API requests: {requests}")
     webhook = os.environ.get("SLACK_WEBHOOK_URL")
     if webhook and (d.offline or d.missing):
         from ci_tools.runner.slack import post
 
         post(webhook, markdown)
         messages.append("posted to Slack")
-    return DigestReport(outputs=digest_outputs(d), markdown=markdown, messages=messages)
+    return DigestReport(outputs=digest_outputs(d, q.queued), markdown=markdown, messages=messages)

@@ -11,7 +11,8 @@ Engines, as their pinned wheels define the switches:
   vllm    0.33 reads no VLLM_TORCH_PROFILER_DIR any more: `--profiler-config` JSON (profiler torch,
           torch_profiler_dir), which also mounts POST /start_profile and /stop_profile; the variable is
           set as well for older images
-  trtllm  trtllm-serve has no start/stop profile endpoint: refused
+  trtllm  refused: its torch profiler is set at start for a range of iterations (TLLM_PROFILE_START_STOP,
+          TLLM_TORCH_PROFILE_TRACE), with no endpoint to put it around a client window
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import json
 import re
 from dataclasses import dataclass, replace
 
+from ci_tools import names
 from ci_tools.errors import InputError
+from ci_tools.github.models import PERMISSION_NOT_FOUND
 from ci_tools.runner.plan import JobPlan, Proc
 
 MERGED_TRACE = "merged.trace.json"    # beside the per-rank files
@@ -45,9 +48,26 @@ def profiler_switch(engine: str, trace_dir: str) -> tuple[dict[str, str], tuple[
     if engine == "vllm":
         config = {"profiler": "torch", "torch_profiler_dir": trace_dir}
         return {"VLLM_TORCH_PROFILER_DIR": trace_dir}, ("--profiler-config", json.dumps(config))
-    raise InputError(f"engine {engine!r} has no profiler switch ci-tools can drive: trtllm-serve offers no "
-                     "start/stop profile endpoint, so a window of one point cannot be traced; profile an "
-                     "SGLang or vLLM point, or run TensorRT-LLM's own nsys workflow by hand")
+    if engine == "trtllm":
+        raise InputError("engine 'trtllm': trtllm-serve has no profiler switch ci-tools can put around a client "
+                         "window. Its torch profiler (PyTorch backend only) is set at start by "
+                         "TLLM_PROFILE_START_STOP=A-B, a range of engine iterations, with TLLM_TORCH_PROFILE_TRACE="
+                         "<file>, and it has no start/stop profile endpoint: which iterations a window covers "
+                         "depends on warmup and readiness probes, so no trace would be of the point. Profile an "
+                         "SGLang or vLLM point, or set those variables by hand (TensorRT-LLM's perf-analysis guide)")
+    raise InputError(f"engine {engine!r} has no profiler switch ci-tools knows (SGLang and vLLM only)")
+
+
+def requester_refusal(login: str, permission: str) -> str | None:
+    """None when `login`, whose collaborator permission is `permission`, may request profiling (a
+    maintainer: names.MAINTAINER_PERMISSIONS); else why not. A profile holds a GPU runner for the
+    row's whole readiness, so nobody else asks for one."""
+    if permission in names.MAINTAINER_PERMISSIONS:
+        return None
+    has = "is no collaborator of this repository" if permission in ("none", PERMISSION_NOT_FOUND) else \
+        f"has {permission} permission"
+    return (f"{login} may not request profiling: {login} {has}; only maintainers "
+            f"({', '.join(sorted(names.MAINTAINER_PERMISSIONS))} permission) hold a GPU runner for a profile")
 
 
 def profile_calls(engine: str, engine_url: str, trace_dir: str) -> ProfileCalls:

@@ -351,15 +351,19 @@ class FakeGitHub:
         art["size_in_bytes"] = len(self.blobs[art["id"]])
         return art
 
-    def add_job(self, run_id: int, name: str, *, status: str = "completed", conclusion: str | None = "success") -> dict:
+    def add_job(self, run_id: int, name: str, *, status: str = "completed", conclusion: str | None = "success",
+                labels=("self-hosted",), created_at: str = T0, started_at: str = T0) -> dict:
+        """`labels`: the job's `runs-on` labels, as GitHub lists them. GitHub's job schema requires a
+        `started_at` string, a queued job's too (ci-tools reads it only for a job in progress)."""
         jid = next(self._ids)
         run = self.runs[run_id]
         job = {"id": jid, "run_id": run_id, "run_url": "https://x", "run_attempt": 1, "node_id": f"J_{jid}",
                "head_sha": run["head_sha"], "url": "https://x",
                "html_url": f"https://github.com/{self.repo}/actions/runs/{run_id}/job/{jid}",
                "status": status, "conclusion": conclusion if status == "completed" else None,
-               "created_at": T0, "started_at": T0, "completed_at": T0 if status == "completed" else None,
-               "name": name, "steps": [], "check_run_url": "https://x", "labels": ["self-hosted"],
+               "created_at": created_at, "started_at": started_at,
+               "completed_at": started_at if status == "completed" else None,
+               "name": name, "steps": [], "check_run_url": "https://x", "labels": list(labels),
                "runner_id": None, "runner_name": None, "runner_group_id": None, "runner_group_name": None,
                "workflow_name": run["name"], "head_branch": run["head_branch"]}
         self.jobs.setdefault(run_id, []).append(job)
@@ -719,8 +723,9 @@ class FakeGitHub:
                 self.add_app_run(target, f"{body['event_type']} {key}" if key else body["event_type"])
             return 204, None, None
         if method == "GET" and (g := m(r"/repos/([^/]+/[^/]+)/actions/runs")):
-            runs = list(self.runs.values()) if g[1] == self.repo else list(self.app_runs.get(g[1], []))
-            return 200, sorted(runs, key=lambda r: (r["created_at"], r["id"]), reverse=True), \
+            if g[1] == self.repo:
+                return 200, None, ("runs", None)       # this repository's runs, every workflow's, filtered
+            return 200, sorted(self.app_runs.get(g[1], []), key=lambda r: (r["created_at"], r["id"]), reverse=True), \
                 ("wrapped", "workflow_runs", "WorkflowRun")
         return 404, None, None
 
@@ -910,7 +915,7 @@ class FakeGitHub:
                 return status, obj, kind or {}
             if isinstance(kind, tuple) and kind[0] == "runs":
                 wf = kind[1]
-                runs = [r for r in self.runs.values() if r["path"].endswith("/" + wf)
+                runs = [r for r in self.runs.values() if (wf is None or r["path"].endswith("/" + wf))
                         and r["head_branch"] == query.get("branch", [r["head_branch"]])[0]
                         and r["event"] == query.get("event", [r["event"]])[0]
                         and r["status"] == query.get("status", [r["status"]])[0]]

@@ -11,9 +11,11 @@ import pytest
 
 from ci_tools.cli.runner import GITHUB_OUTPUTS
 from gh_scenarios import REPO_ROOT
+from tests.conftest import assert_golden
 from test_gh_cli import ci, outputs
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "runner"
+EMPTY_QUEUE = "\n### Queue\n\nNo job is waiting for or running on a self-hosted runner.\n"
 
 
 def register(fake):
@@ -69,12 +71,79 @@ def test_cli_writes_the_summary_and_outputs(fake, env, tmp_path):
     e = digest_env(fake, env, tmp_path)
     r = ci(["runner", "digest", "--repo", fake.repo, "--format", "github", "--date", "2026-11-30"], e)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "summary.md").read_text() == (GOLDEN / "digest-problems.md").read_text()
+    assert (tmp_path / "summary.md").read_text() == (GOLDEN / "digest-problems.md").read_text() + EMPTY_QUEUE
     assert outputs(e) == {"offline": "4", "missing": "1", "busy": "1", "total": "6",
-                          "down-labels": "cluster:gb300-nv,gb300", "healthy": "false"}
+                          "down-labels": "cluster:gb300-nv,gb300", "healthy": "false", "queued": "0"}
     assert tuple(outputs(e)) == GITHUB_OUTPUTS["runner digest"]   # the registry the contract test reads
-    assert "GitHub API requests: 1" in r.stdout
-    assert fake.requests == [f"GET /repos/{fake.repo}/actions/runners?per_page=100"]
+    assert "GitHub API requests: 3" in r.stdout
+    assert fake.requests == [f"GET /repos/{fake.repo}/actions/runners?per_page=100",
+                             f"GET /repos/{fake.repo}/actions/runs?per_page=100&status=queued",
+                             f"GET /repos/{fake.repo}/actions/runs?per_page=100&status=in_progress"]
+
+
+def point(exp, prio, hours, runner="b300", gpus=8):
+    return {"runner": runner, "exp-name": exp, "conc": 64, "priority": prio, "gpus": gpus,
+            "seconds": int(hours * 3600), "gpu-hours": gpus * hours}
+
+
+def queued_fleet(fake):
+    """Two PRs' sweeps and a push to main, each with its recorded plan: one b300 job running on
+    b300-nv_00, three waiting for b300 and one for gb300 (which has no online runner)."""
+    from ci_tools.runner.queue import job_title
+
+    register(fake)
+    sweeps = {
+        11: dict(prs=(7,), status="in_progress", points=[point("dsr1-fp4", "2", 2), point("dsr1-fp8", "1.5", 1)],
+                 running=[0]),
+        12: dict(prs=(8,), status="queued", points=[point("gptoss", "1.5", 0.5), point("g", "4", 1, "gb300", 4)],
+                 running=[]),
+        13: dict(prs=(), status="queued", points=[point("main-canary", "3", 1)], running=[], event="push",
+                 branch="main"),
+    }
+    for rid, sw in sweeps.items():
+        fake.add_run(rid, head_sha=f"{rid:040d}", status=sw["status"], conclusion=None, pull_requests=sw["prs"],
+                     event=sw.get("event", "pull_request"), branch=sw.get("branch", "feature"),
+                     created_at=f"2026-11-30T0{rid - 10}:00:00Z")
+        fake.add_artifact_files(rid, "changelog-metadata", {"plan.json": json.dumps({"points": sw["points"]}).encode()})
+        fake.add_job(rid, "plan", labels=("ubuntu-latest",))
+        for i, p in enumerate(sw["points"]):
+            fake.add_job(rid, f"bucket-0 / {job_title(p)}", status="in_progress" if i in sw["running"] else "queued",
+                         labels=("self-hosted", p["runner"]), created_at=f"2026-11-30T0{rid - 10}:00:00Z",
+                         started_at="2026-11-30T11:00:00Z")
+    # a finished run is not asked about
+    fake.add_run(10, head_sha="0" * 40, status="completed")
+
+
+def test_the_queue_of_each_family_from_the_active_runs_and_their_plans(fake, env, tmp_path):
+    queued_fleet(fake)
+    e = digest_env(fake, env, tmp_path)
+    r = ci(["runner", "digest", "--repo", fake.repo, "--format", "github", "--date", "2026-11-30",
+            "--now", "2026-11-30T12:00"], e)
+    assert r.returncode == 0, r.stderr
+    assert_golden(GOLDEN / "digest-queue-e2e.md", (tmp_path / "summary.md").read_text())
+    assert outputs(e)["queued"] == "4"
+    runs = [q for q in fake.requests if "/actions/runs/" in q]
+    # every active run's jobs; the plan (artifact list and zip) of each run with a job on the fleet
+    assert sorted(q.split("?")[0] for q in runs) == sorted(
+        f"GET /repos/{fake.repo}/actions/runs/{rid}/{what}" for rid in (11, 12, 13) for what in ("jobs", "artifacts"))
+    assert sum("/actions/artifacts/" in q for q in fake.requests) == 3
+
+
+def test_the_queue_needs_only_actions_read_beside_the_runners_token(fake, env, tmp_path):
+    queued_fleet(fake)
+    fake.grant("actions-only", "github_token", {"actions": "read"})
+    e = {**digest_env(fake, env, tmp_path), "GITHUB_TOKEN": "actions-only"}
+    r = ci(["runner", "digest", "--repo", fake.repo, "--format", "json", "--now", "2026-11-30T12:00"], e)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["outputs"]["queued"] == "4" and fake.refused == []
+
+
+def test_an_unreadable_plan_is_said_and_its_jobs_shown_without_gpu_hours(fake, env, tmp_path):
+    queued_fleet(fake)
+    fake.add_artifact_files(12, "changelog-metadata", {"plan.json": b"{not json"})
+    r = ci(["runner", "digest", "--repo", fake.repo, "--now", "2026-11-30T12:00"], digest_env(fake, env, tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "run 12: its plan could not be read" in r.stdout and "| #8 | `gptoss c64` | 1.5 | ? |" in r.stdout
 
 
 def test_slack_gets_the_digest_when_runners_are_down_and_a_refusal_fails(fake, env, tmp_path, slack):
@@ -83,7 +152,7 @@ def test_slack_gets_the_digest_when_runners_are_down_and_a_refusal_fails(fake, e
     e = digest_env(fake, env, tmp_path, SLACK_WEBHOOK_URL=url)
     r = ci(["runner", "digest", "--repo", fake.repo, "--format", "markdown", "--date", "2026-11-30"], e)
     assert r.returncode == 0, r.stderr
-    assert [p["text"] for p in posts] == [(GOLDEN / "digest-problems.md").read_text()]
+    assert [p["text"] for p in posts] == [(GOLDEN / "digest-problems.md").read_text() + EMPTY_QUEUE]
     r = ci(["runner", "digest", "--repo", fake.repo, "--date", "2026-11-30"], e)
     assert r.returncode == 1 and "Slack refused the runner digest: HTTP 400" in r.stderr
     assert "Traceback" not in r.stderr

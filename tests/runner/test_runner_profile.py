@@ -7,7 +7,11 @@ import gzip
 import json
 import subprocess
 
-from ci_tools.runner.profile import merge_traces, window_argv
+import pytest
+
+from ci_tools.errors import InputError
+from ci_tools.github.models import PERMISSION_NOT_FOUND
+from ci_tools.runner.profile import merge_traces, profiler_switch, requester_refusal, window_argv
 
 
 def profile_argv(job, *extra: str) -> list[str]:
@@ -60,3 +64,58 @@ def test_merge_keeps_ranks_apart():
     a = {"traceEvents": [{"ph": "X", "pid": 7, "tid": 1, "name": "k"}]}
     merged = merge_traces([("p-TP-0.trace.json", a), ("p-TP-1.trace.json", a)])
     assert sorted({e["pid"] for e in merged["traceEvents"]}) == [0, 1000]
+
+
+@pytest.mark.parametrize("permission, refused", [
+    ("admin", None), ("maintain", None), ("write", None),
+    ("triage", "has triage permission"), ("read", "has read permission"),
+    ("none", "is no collaborator of this repository"),
+    # GitHub answers 404 for some logins that are not collaborators (an app's bot, a deleted user)
+    (PERMISSION_NOT_FOUND, "is no collaborator of this repository"),
+])
+def test_only_a_maintainer_may_request_profiling(permission, refused):
+    got = requester_refusal("ann", permission)
+    if refused is None:
+        assert got is None
+    else:
+        assert got.startswith(f"ann may not request profiling: ann {refused}; only maintainers "
+                              "(admin, maintain, write permission)")
+
+
+def test_the_maintainer_permissions_are_those_of_use():
+    """One definition: who may request a profile is who may `/use` a run."""
+    from ci_tools import names
+    from ci_tools.prbot.commands import WRITE_PERMISSIONS
+
+    assert WRITE_PERMISSIONS is names.MAINTAINER_PERMISSIONS
+
+
+@pytest.mark.parametrize("engine, switch", [
+    ("sglang", ({"SGLANG_TORCH_PROFILER_DIR": "/t"}, ())),
+    ("vllm", ({"VLLM_TORCH_PROFILER_DIR": "/t"},
+              ("--profiler-config", '{"profiler": "torch", "torch_profiler_dir": "/t"}'))),
+    # TensorRT-LLM's switch is a range of iterations fixed at start: the refusal names it and why
+    ("trtllm", "TLLM_PROFILE_START_STOP=A-B, a range of engine iterations"),
+    ("sglang-router", "no profiler switch ci-tools knows"),
+])
+def test_profiler_switch_per_engine(engine, switch):
+    if isinstance(switch, tuple):
+        assert profiler_switch(engine, "/t") == switch
+        return
+    with pytest.raises(InputError) as err:
+        profiler_switch(engine, "/t")
+    assert switch in str(err.value)
+    if engine == "trtllm":
+        assert "no start/stop profile endpoint" in str(err.value) and "TLLM_TORCH_PROFILE_TRACE" in str(err.value)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--authorize-only"], "--authorize-only checks --requested-by LOGIN"),
+    (["--dry-run"], "Missing option '--row'"),
+])
+def test_usage_errors_of_the_requester_check(args, message):
+    import sys
+
+    res = subprocess.run([sys.executable, "-m", "ci_tools", "runner", "profile", *args], capture_output=True,
+                         text=True, timeout=60)
+    assert res.returncode == 2 and message in res.stderr and "Traceback" not in res.stderr

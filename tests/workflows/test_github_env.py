@@ -402,6 +402,22 @@ def runner_digest(s):
     return [job]
 
 
+def profile_authorize(s):
+    """profile.yml's GitHub-hosted check: a maintainer who dispatched the run passes, a reader who
+    re-ran it is refused before the rows are listed and a GPU runner is held."""
+    s.fake.permissions.update(lead="maintain", visitor="read")
+    payload = dict(rt.webhook("workflow_dispatch", "payload.json"), ref="refs/heads/main",
+                   workflow=".github/workflows/profile.yml")
+    inputs = {"config-key": "dsv41flash-fp4-b300-sglang", "conc": "64"}
+    lead = s.job("profile.yml", "authorize", "workflow_dispatch", payload, inputs=inputs, actor="lead")
+    assert "lead may request profiling (maintain permission)" in ok(lead.run("authorize")).done.stdout
+    visitor = s.job("profile.yml", "authorize", "workflow_dispatch", payload, inputs=inputs, actor="visitor")
+    refused = visitor.run("authorize")
+    assert refused.done.returncode == 1 and "Traceback" not in refused.done.stderr
+    assert "visitor may not request profiling: visitor has read permission" in refused.done.stderr
+    return [lead, visitor]
+
+
 def ready_job(s, event_name: str, payload: dict, **kw) -> tuple[rt.JobRun, rt.JobRun]:
     """merge-ready.yml's ready job after its `pr` job resolved the PR and group (the ready job's needs)."""
     which = s.job("merge-ready.yml", "pr", event_name, payload, **kw)
@@ -627,6 +643,7 @@ SCENARIOS = {
     ("comment-commands.yml", "stage-dispatch"): [stage_dispatch_sends_the_decided_payload],
     ("run-sweep.yml", "gate"): [gate_refuses_a_superseded_rerun],
     ("runner-digest.yml", "digest"): [runner_digest],
+    ("profile.yml", "authorize"): [profile_authorize],
     ("report-pages.yml", "publish"): [report_pages_of_a_pr_sweep],
     ("signoff-verify.yml", "verify"): [signoff_comment, signoff_with_a_minted_app_token],
     ("signoff-verify.yml", "after-push"): [signoff_carried_after_push],

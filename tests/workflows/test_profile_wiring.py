@@ -21,6 +21,17 @@ def test_only_a_writer_dispatching_it_starts_it():
     assert wf["permissions"] == {}
 
 
+def test_the_requester_is_checked_on_a_github_hosted_runner_before_a_gpu_is_held():
+    jobs = _profile()["jobs"]
+    auth = jobs["authorize"]
+    assert auth["runs-on"] == "ubuntu-latest" and "needs" not in auth
+    assert jobs["rows"]["needs"] == "authorize" and jobs["profile"]["needs"] == "rows"
+    [step] = [s for s in auth["steps"] if "run" in s]
+    assert step["run"] == 'ci-tools runner profile --requested-by "$REQUESTER" --authorize-only --format github'
+    # who started this run, or re-ran it (a re-run by a non-maintainer is refused too)
+    assert step["env"] == {"GITHUB_TOKEN": "${{ github.token }}", "REQUESTER": "${{ github.triggering_actor }}"}
+
+
 def test_each_row_is_profiled_on_its_runner_and_uploaded_under_the_commands_name():
     jobs = _profile()["jobs"]
     job = jobs["profile"]
