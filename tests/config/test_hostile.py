@@ -109,3 +109,48 @@ def F(line: int, severity: str = "error", file: str = "a.yaml", omitted: int = 0
 def test_cap_per_file(findings, limit, expected):
     got = errors.cap_per_file(findings, limit)
     assert [f if not f.omitted else (f.message, f.line, f.severity, f.omitted) for f in got] == expected
+
+
+# ---- issue 25, 8: many repeated search-space entries ------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def repeated_points(n: int) -> str:
+    head = (ROOT / "inferencex-e2e/configs/nvidia-master.yaml").read_text().split("\n\n")[0:2]
+    entry = head[1].split("  scenarios:")[0]
+    return (entry + "  scenarios:\n    fixed-seq-len:\n    - isl: 1024\n      osl: 1024\n      search-space:\n"
+            + "      - { tp: 4, ep: 1, conc-list: [4] }\n" * n)
+
+
+def test_repeated_search_space_entries_are_one_warning_each_and_capped(tmp_path: Path):
+    """200,000 repeats cost 41 s and 1.2 GB in the pass (18 s here, 71 MB of JSON): each repeat is one
+    warning in one pass over the points, the file shows the first screen, the verdict stays a pass."""
+    master = tmp_path / "m-master.yaml"
+    master.write_text(repeated_points(20_000))
+    report = validate.check(load.load_sources(None, [master]))
+    assert report.ok and len(report.findings) == errors.MAX_FINDINGS_PER_FILE + 1
+    assert "concurrency 4 with this exact topology is already listed in another search-space entry" \
+        in report.findings[0].message
+    last = report.findings[-1]
+    assert (last.omitted, last.severity) == (19_999 - errors.MAX_FINDINGS_PER_FILE, "warning")
+
+
+def test_a_schema_valid_entry_is_not_walked_by_jsonschema(tmp_path: Path, monkeypatch):
+    """jsonschema was 5 of those 18 s; the schema interpreter gives the same verdict (test_quick_schema)
+    and jsonschema now runs only for an entry it does not pass, to word the findings."""
+    from ci_tools.config import schemas
+
+    master = tmp_path / "m-master.yaml"
+    master.write_text(repeated_points(3))
+    real = schemas.validator
+
+    def no_master(name, ref=None):
+        assert name != "master", "jsonschema walked a valid master entry"
+        return real(name, ref)
+
+    monkeypatch.setattr(schemas, "validator", no_master)
+    assert validate.check(load.load_sources(None, [master])).ok
+    master.write_text(repeated_points(3).replace("tp: 4, ep: 1", "tp: four, ep: 1", 1))
+    monkeypatch.setattr(schemas, "validator", real)
+    assert "'tp' must be an integer" in validate.check(load.load_sources(None, [master])).errors[0].message
