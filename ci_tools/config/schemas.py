@@ -67,6 +67,13 @@ _UNKNOWN_FIELD_HINTS = {
 }
 
 
+# Bounds a reviewer explains: what the value measures, and how to read it off the machine.
+_RANGE_HINTS = {
+    "available-cpu-dram-mib": "the node's CPU DRAM in MiB (the total of `free -m`); no node has 64 TiB: "
+                              "check the unit",
+}
+
+
 @functools.cache
 def schema(name: str) -> dict:
     return json.loads(resources.text("ci_tools.schemas", SCHEMA_FILES[name]))
@@ -226,7 +233,8 @@ def _error_findings(doc: YamlDoc, base: tuple, err: Any, room: int | None = None
     if kind in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
         words = {"minimum": "at least", "exclusiveMinimum": "greater than",
                  "maximum": "at most", "exclusiveMaximum": "less than"}[kind]
-        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must be {words} {err.validator_value}, got {value}")]
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must be {words} {err.validator_value}, got {value}",
+                            _RANGE_HINTS.get(_field(path), ""))]
     if kind == "minLength":
         return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must not be empty", "fill in a value, or remove the key")]
     if kind in ("minItems", "minProperties"):

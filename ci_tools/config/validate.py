@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ci_tools import names
-from ci_tools.config import crossfile, rules, schemas
+from ci_tools.config import crossfile, engineargs, rules, schemas
 from ci_tools.config.images import allowlist_of
 from ci_tools.config.crossfile import Change, Entry, Recipe
 from ci_tools.errors import MAX_FINDINGS_PER_FILE, Finding, InputError, cap_per_file
@@ -213,7 +213,7 @@ def check(src: Sources, change: Change = Change(), upper: Sequence[UpperCheck] =
     for rel, doc in src.recipes.items():
         kind = "disagg-recipe" if isinstance(doc.data, dict) and doc.data.get("mode") == "disaggregated" else "recipe"
         problems = schemas.check(doc, doc.data, kind, limit=MAX_FINDINGS_PER_FILE)
-        findings += problems
+        findings += problems or engineargs.findings(doc)
         recipes[rel] = Recipe(rel, doc, valid=not problems)
 
     findings += crossfile.image_pins(valid, change)
