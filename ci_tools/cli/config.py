@@ -84,13 +84,13 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
                    f"{c['runners_files']} runners file, {c['recipes']} recipe(s)")
     if fmt == "github":
         from ci_tools.github import actions
-        from ci_tools.render.findings import summary_markdown
+        from ci_tools.render.findings import counted, summary_markdown
 
         for note in report.notes:
             actions.annotate("notice", note, title="config validate")
         out = "\n".join(actions.finding_annotation(f, "config validate") for f in report.findings)
-        errors = sum(f.severity != "warning" for f in report.findings)
-        verdict = (f"{errors} error(s)" if errors else "passed") + f", {len(report.findings) - errors} warning(s)"
+        errors = counted(report.errors)
+        verdict = (f"{errors} error(s)" if errors else "passed") + f", {counted(report.warnings)} warning(s)"
         actions.append_summary(summary_markdown("config validate", verdict, report.findings), required=False)
     else:
         out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None)

@@ -14,6 +14,13 @@ class ResultsPolicy:
     # our statistic vs AIPerf's own summary of the same records: relative (both print the same
     # floating-point sums of the same values, so a real export agrees to 1e-15)
     summary_tolerance: float = 0.001
+    # per record (crosscheck.py): ITL vs (E2EL - TTFT) / (OSL - 1), per-user rate vs 1 / ITL, relative
+    record_tolerance: float = 0.001
+    itl_outlier_factor: float = 100.0      # an ITL above this x the median ITL
+    ttft_outlier_factor: float = 1000.0    # a TTFT above this x the median TTFT
+    window_slack_s: float = 0.001          # records outside AIPerf's window by more: a timestamp was edited
+    window_fill: float = 0.98              # fixed-count windows: the records span at least this share of it
+    concurrency_slack: int = 0             # requests in flight above the configured concurrency
 
     @classmethod
     def from_mapping(cls, data: dict | None) -> "ResultsPolicy":

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ci_tools.errors import Finding, InputError
 from ci_tools.results import metrics as m
-from ci_tools.results import intervals, records, summary
+from ci_tools.results import crosscheck, intervals, records, summary
 from ci_tools.results.policy import ResultsPolicy
 from ci_tools.results.validity import Requirements, check, config_echo, unit_failures
 from ci_tools import names
@@ -112,6 +112,7 @@ def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
     failures = check(measured, agg, req) + unit_failures(scan.unit_problems)
     if agg is not None:
         failures += summary.compare(scan, agg, policy.summary_tolerance)
+    failures += crosscheck.check(scan, check_context(scan, agg, point), policy)
     aiperf = {}
     if agg is not None:
         aiperf = {"version": agg.get("aiperf_version"), "benchmark_id": agg.get("benchmark_id"),
@@ -128,6 +129,19 @@ def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
         "headline_ci": intervals.headline_intervals(scan.itl_ms, scan.ttft_ms),
         "aiperf": aiperf,
     })
+
+
+def check_context(scan: records.RecordScan, agg: dict | None, point: PointInfo) -> crosscheck.Context:
+    """What the per-record checks compare the records with: the concurrency asked for (the point's,
+    else AIPerf's echo), a fixed-count window's request count, AIPerf's window."""
+    echo = config_echo(agg) if agg is not None else {}
+
+    def count(value) -> int | None:
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+    return crosscheck.Context(conc=point.conc or count(echo.get("concurrency")), requests=count(echo.get("requests")),
+                              window=summary.window(agg) if agg is not None else None,
+                              errors=scan.records_error_dropped)
 
 
 def refuse_non_finite(result: dict) -> dict:

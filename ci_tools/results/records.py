@@ -243,7 +243,7 @@ def _add_slow(s: RecordScan, f: dict) -> None:
     s.otpu.append(_number_or_nan(f.get("otpu")))
     s.usage_osl.append(_number_or_nan(f.get("usage_osl")))
     s.start_ns.append(start)
-    s.dur_ms.append((end - start) / 1e6)
+    s.end_ns.append(end)
     if f.get("rid") is None:
         s.ids_missing += 1
     else:
@@ -370,7 +370,7 @@ def _add_structs(s: RecordScan, recs: list) -> None:
             s.otpu.extend(_floats(otpu))
             s.usage_osl.extend(_floats(usage))
             s.start_ns.extend(array("q", start))
-            s.dur_ms.extend(array("f", map(truediv, map(sub, end, start), repeat(1e6))))
+            s.end_ns.extend(array("q", end))
             missing = rids.count(None)
             s.ids_missing += missing
             s.request_ids.extend(array("q", map(hash, rids if not missing else [r for r in rids if r is not None])))
@@ -561,7 +561,7 @@ def merge_scans(parts: Iterable[RecordScan]) -> RecordScan:
             for k, v in src.items():
                 dst[k] = dst.get(k, 0) + v
         for col in ("ttft_ms", "itl_ms", "e2el_ms", "e2e_per_token_ms", "osl", "itl_rec", "otpu", "usage_osl",
-                    "start_ns", "dur_ms", "request_ids"):
+                    "start_ns", "end_ns", "request_ids"):
             getattr(out, col).extend(getattr(s, col))
         out.ids_missing += s.ids_missing
         for k, v in s.unit_problems.items():

@@ -45,7 +45,7 @@ class RecordScan:
     otpu: array = field(default_factory=lambda: array("f"))        # AIPerf's output_token_throughput_per_user, NaN: none
     usage_osl: array = field(default_factory=lambda: array("f"))   # usage_completion_tokens, NaN: none
     start_ns: array = field(default_factory=lambda: array("q"))
-    dur_ms: array = field(default_factory=lambda: array("f"))      # request_end_ns - request_start_ns
+    end_ns: array = field(default_factory=lambda: array("q"))
     request_ids: array = field(default_factory=lambda: array("q"))  # hash of x_request_id, where there is one
     ids_missing: int = 0
     unit_problems: dict[str, int] = field(default_factory=dict)    # "metric in 'unit'" -> records refused

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Sequence
 
 from ci_tools.errors import Failure
@@ -83,15 +83,21 @@ def _show(x: float) -> str:
     return f"{x:.6g}"
 
 
-def window_s(agg: dict) -> float | None:
-    """AIPerf's profiling window (end_time - start_time, ISO times it writes in one zone) in seconds."""
+def window(agg: dict) -> tuple[float, float] | None:
+    """AIPerf's profiling window (start_time, end_time) as epoch seconds, each read as if UTC (AIPerf
+    writes both in the machine's zone, without saying which); None when unreadable or empty."""
     try:
-        start = datetime.fromisoformat(str(agg.get("start_time")))
-        end = datetime.fromisoformat(str(agg.get("end_time")))
-        seconds = (end - start).total_seconds()
+        start, end = (datetime.fromisoformat(str(agg.get(k))).replace(tzinfo=timezone.utc).timestamp()
+                      for k in ("start_time", "end_time"))
     except (TypeError, ValueError, OverflowError):
         return None
-    return seconds if seconds > 0 else None
+    return (start, end) if end > start else None
+
+
+def window_s(agg: dict) -> float | None:
+    """The window's length in seconds (the zone cancels out)."""
+    w = window(agg)
+    return None if w is None else w[1] - w[0]
 
 
 def compare(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]:

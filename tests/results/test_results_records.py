@@ -70,7 +70,7 @@ def same(a: records.RecordScan, b: records.RecordScan) -> None:
     assert a.accounting() == b.accounting()
     for col in ("ttft_ms", "itl_ms", "e2el_ms", "e2e_per_token_ms"):
         assert list(getattr(a, col)) == list(getattr(b, col)), col
-    for col in ("osl", "itl_rec", "otpu", "usage_osl", "start_ns", "dur_ms", "request_ids"):  # NaN-safe
+    for col in ("osl", "itl_rec", "otpu", "usage_osl", "start_ns", "end_ns", "request_ids"):  # NaN-safe
         assert getattr(a, col).tobytes() == getattr(b, col).tobytes(), col
     assert (a.unit_problems, a.ids_missing) == (b.unit_problems, b.ids_missing)
     assert (a.isl_sum, a.osl_sum, a.start_ns_min, a.end_ns_max) == (b.isl_sum, b.osl_sum, b.start_ns_min, b.end_ns_max)
