@@ -20,14 +20,15 @@ def cli() -> None:
 
 def upper_checks() -> tuple:
     """`config validate`'s checks that belong to the floors above config, in order: the priority policy
-    (sweep), the eval files (evals), the results checks (results), then what a runner can serve (runner:
-    last, on otherwise clean files)."""
-    from ci_tools.evals import policy
+    (sweep), the eval files and the acceptance comparison (evals), the results checks (results), then
+    what a runner can serve (runner: last, on otherwise clean files)."""
+    from ci_tools.evals import acceptance, policy
     from ci_tools.results import policy as results_policy
     from ci_tools.runner import servable
     from ci_tools.sweep import priority
 
-    return (priority.config_findings, policy.config_findings, results_policy.config_findings, servable.config_findings)
+    return (priority.config_findings, policy.config_findings, acceptance.config_findings,
+            results_policy.config_findings, servable.config_findings)
 
 
 @cli.command()
