@@ -8,6 +8,12 @@ without a traceback. Nothing else should reach the user as an exception.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
+
+# The most findings one file shows; past it one finding counts the rest. A 10 MB master of unknown
+# fields made 700,008 findings (190 MB of JSON, 49 s of hints nobody reads): the first screen of a
+# file's errors says what to fix, the next run shows the next ones.
+MAX_FINDINGS_PER_FILE = 50
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,8 @@ class Finding:
     message: str
     hint: str = ""
     severity: str = field(default="error", compare=False)  # "error" | "warning"
+    # > 0: this finding stands for that many findings of its file that were counted, not shown
+    omitted: int = field(default=0, compare=False)
 
     def location(self) -> str:
         loc = self.file or "<input>"
@@ -46,8 +54,42 @@ class Finding:
         return text
 
     def as_dict(self) -> dict:
-        return {"file": self.file, "line": self.line, "col": self.col,
-                "message": self.message, "hint": self.hint}
+        out = {"file": self.file, "line": self.line, "col": self.col, "message": self.message, "hint": self.hint}
+        if self.omitted:
+            out["omitted"] = self.omitted
+        return out
+
+
+def more_findings(file: str, line: int | None, col: int | None, count: int, severity: str = "error",
+                  limit: int = MAX_FINDINGS_PER_FILE) -> Finding:
+    """The finding that stands for `count` findings of `file` not shown, from `line` on."""
+    return Finding(file, line, col, f"… and {count} more finding{'s' if count != 1 else ''} in this file",
+                   f"only the first {limit} of a file are shown: fix these and run again", severity, omitted=count)
+
+
+def cap_per_file(findings: Iterable[Finding], limit: int = MAX_FINDINGS_PER_FILE) -> list[Finding]:
+    """The first `limit` findings of each file (in the order given), then one `more_findings` that
+    counts the rest, including what producers already counted without building (`omitted`); an error
+    among the rest makes it an error, so the verdict is the same as with every finding shown."""
+    by_file: dict[str, list[Finding]] = {}
+    for f in findings:
+        by_file.setdefault(f.file, []).append(f)
+    out: list[Finding] = []
+    for file, found in by_file.items():
+        first: Finding | None = None
+        count, error = 0, False
+        shown = 0
+        for f in found:
+            if not f.omitted and shown < limit:
+                out.append(f)
+                shown += 1
+                continue
+            first = first or f
+            count += f.omitted or 1
+            error = error or f.severity != "warning"
+        if first is not None:
+            out.append(more_findings(file, first.line, first.col, count, "error" if error else "warning", limit))
+    return out
 
 
 class InputError(Exception):

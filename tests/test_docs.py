@@ -153,3 +153,48 @@ def test_the_two_quick_start_commands_are_dev_py_commands():
     out = subprocess.run([sys.executable, str(REPO / "dev.py"), "no-such-command"], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 2 and "python3 dev.py demo" in out.stdout and "python3 dev.py test" in out.stdout
+
+
+# ---- the README's input size limits (issue 25) -----------------------------------------------------------
+
+LIMIT_ROW = re.compile(r"^\| (?P<what>[^|]+) \| (?P<value>[0-9,]+) \| `(?P<where>[^`]+)`(?: `(?P<field>[^`]+)`)? \|$", re.M)
+
+
+def _schema_maximum(node, field: str):
+    """The `maximum` of property `field` anywhere in a JSON Schema."""
+    if isinstance(node, dict):
+        if isinstance(node.get("properties"), dict) and field in node["properties"]:
+            return node["properties"][field]["maximum"]
+        for value in node.values():
+            found = _schema_maximum(value, field)
+            if found is not None:
+                return found
+    if isinstance(node, list):
+        for value in node:
+            found = _schema_maximum(value, field)
+            if found is not None:
+                return found
+    return None
+
+
+def _limit(where: str, field: str | None):
+    import importlib
+    import json
+
+    if where.endswith(".json"):
+        return _schema_maximum(json.loads((REPO / where).read_text(encoding="utf-8")), field)
+    module, name = where.rsplit(".", 1)
+    return getattr(importlib.import_module(module), name)
+
+
+def test_the_readme_limits_are_the_codes():
+    section = README.read_text(encoding="utf-8").split("## Input size limits", 1)[1].split("\n## ", 1)[0]
+    rows = list(LIMIT_ROW.finditer(section))
+    assert len(rows) == section.count("\n| ") - 1, "a row of the limits table does not read as | what | N | `where` |"
+    wanted = {"ci_tools.errors.MAX_FINDINGS_PER_FILE", "ci_tools.yaml.located.MAX_DEPTH",
+              "ci_tools.yaml.located.ALIAS_FACTOR", "ci_tools.yaml.located.ALIAS_SLACK",
+              "ci_tools.results.records.MAX_LINE_BYTES", "ci_tools.results.records.MAX_DEPTH"}
+    assert wanted <= {r["where"] for r in rows}
+    wrong = {r["where"]: (r["value"], _limit(r["where"], r["field"])) for r in rows
+             if int(r["value"].replace(",", "")) != _limit(r["where"], r["field"])}
+    assert not wrong, f"README.md's input size limits differ from the code (README, code): {wrong}"

@@ -20,14 +20,15 @@ def cli() -> None:
 
 def upper_checks() -> tuple:
     """`config validate`'s checks that belong to the floors above config, in order: the priority policy
-    (sweep), the eval files (evals), the results checks (results), then what a runner can serve (runner:
-    last, on otherwise clean files)."""
-    from ci_tools.evals import policy
+    (sweep), the eval files and the acceptance comparison (evals), the results checks (results), then
+    what a runner can serve (runner: last, on otherwise clean files)."""
+    from ci_tools.evals import acceptance, policy
     from ci_tools.results import policy as results_policy
     from ci_tools.runner import servable
     from ci_tools.sweep import priority
 
-    return (priority.config_findings, policy.config_findings, results_policy.config_findings, servable.config_findings)
+    return (priority.config_findings, policy.config_findings, acceptance.config_findings,
+            results_policy.config_findings, servable.config_findings)
 
 
 @cli.command()
@@ -83,13 +84,13 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
                    f"{c['runners_files']} runners file, {c['recipes']} recipe(s)")
     if fmt == "github":
         from ci_tools.github import actions
-        from ci_tools.render.findings import summary_markdown
+        from ci_tools.render.findings import counted, summary_markdown
 
         for note in report.notes:
             actions.annotate("notice", note, title="config validate")
         out = "\n".join(actions.finding_annotation(f, "config validate") for f in report.findings)
-        errors = sum(f.severity != "warning" for f in report.findings)
-        verdict = (f"{errors} error(s)" if errors else "passed") + f", {len(report.findings) - errors} warning(s)"
+        errors = counted(report.errors)
+        verdict = (f"{errors} error(s)" if errors else "passed") + f", {counted(report.warnings)} warning(s)"
         actions.append_summary(summary_markdown("config validate", verdict, report.findings), required=False)
     else:
         out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None)

@@ -1,11 +1,13 @@
 """`results process` on an eval job directory (shell): job.json's eval spec, the harness files under
-evals/, status.json and the thresholds file -> eval_result.json (judged by ci_tools.evals.score)."""
+evals/, status.json, the thresholds file and the measured acceptance (acceptance.json) -> eval_result.json
+(judged by ci_tools.evals.score; the acceptance compared by ci_tools.evals.acceptance)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ci_tools.evals import score
+from ci_tools.evals.acceptance import DEFAULT_TOLERANCE, compare
 from ci_tools.evals.thresholds import Thresholds
 from ci_tools.evals.load import json_object_or_none
 from ci_tools import names
@@ -15,7 +17,7 @@ def is_eval_job(job: dict | None) -> bool:
     return isinstance(job, dict) and isinstance(job.get("evals"), dict)
 
 
-def process_eval_dir(path: Path, job: dict, thresholds: Thresholds) -> dict:
+def process_eval_dir(path: Path, job: dict, thresholds: Thresholds, acceptance_tolerance: float = DEFAULT_TOLERANCE) -> dict:
     spec = job["evals"]
     evals = path / names.EVAL_DIR
     meta = json_object_or_none(evals / names.EVAL_MANIFEST)
@@ -31,4 +33,10 @@ def process_eval_dir(path: Path, job: dict, thresholds: Thresholds) -> dict:
     scores, fails = score.judge(meta=meta, files=files, expected_concs=list(spec.get("concurrencies") or []),
                                 tasks=list(spec.get("tasks") or []), lookup=lambda task: thresholds.lookup(prefix, task),
                                 job_status=json_object_or_none(path / names.STATUS_JSON))
-    return score.eval_result(point, {**spec, "model-prefix": prefix}, meta, scores, fails, list(files))
+    # the acceptance the engine measured on this row (runner/acceptance.py) beside the synthetic length
+    # the point's throughput rows replay (the recipe's, as job.json recorded it)
+    measured = compare((job.get("recipe") or {}).get("synthetic-acceptance"),
+                       json_object_or_none(path / names.ACCEPTANCE_JSON), acceptance_tolerance)
+    acceptance = {**(spec.get("acceptance") or {}), **(measured or {})}
+    return score.eval_result(point, {**spec, "model-prefix": prefix, "acceptance": acceptance or None}, meta,
+                             scores, fails, list(files))

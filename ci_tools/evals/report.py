@@ -38,4 +38,12 @@ def text_summary(result: dict) -> str:
                      f"{s['score']:.4f} (minimum {s['threshold']:.4f}, {s['threshold-source']})")
     for f in result["failures"]:
         lines.append(f"  invalid [{f['rule']}]: {f['message']}")
+    acc = result.get("acceptance") or {}
+    if "measured" in acc:
+        syn = "none" if acc.get("synthetic") is None else f"{acc['synthetic']:g}"
+        got = f"{acc['measured']:g} ({acc.get('measured-source')})" if acc.get("measured") is not None else \
+            f"not measured: {acc.get('not-measured')}"
+        verdict = "" if acc.get("agrees") is None else (" within" if acc["agrees"] else " OUTSIDE") + \
+            f" the tolerance {acc['tolerance']:.0%} ({acc['difference']:+.1%})"
+        lines.append(f"  acceptance: measured {got}, synthetic {syn}{verdict}")
     return "\n".join(lines)

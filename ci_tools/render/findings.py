@@ -12,6 +12,11 @@ FORMATS = ("text", "json", "github")
 
 
 
+def counted(findings: list[Finding]) -> int:
+    """How many findings `findings` stand for: one that counts the rest of its file (`omitted`) counts them."""
+    return sum(f.omitted or 1 for f in findings)
+
+
 def summary_markdown(title: str, verdict: str, findings: list[Finding]) -> str:
     """The job-summary section of a gate: its verdict and every finding (annotations stop at 10)."""
     return "\n".join([f"### {title}: {verdict}", "", *findings_table(findings)]) + "\n"
@@ -42,5 +47,5 @@ def render(findings: list[Finding], fmt: str, extra: dict | None = None) -> str:
         body.update(extra or {})
         return json.dumps(body, indent=2, ensure_ascii=False)
     lines = [f.as_text() for f in findings]
-    lines.append(f"{len(errors)} error(s), {len(warnings)} warning(s)")
+    lines.append(f"{counted(errors)} error(s), {counted(warnings)} warning(s)")
     return "\n".join(lines)

@@ -41,12 +41,13 @@ def eval_job(directory: Path) -> dict | None:
     return job if is_eval_job(job) else None
 
 
-def process_eval(directory: Path, job: dict, out: Path | None, thresholds_path: Path | None) -> Written:
-    from ci_tools.evals.load import load_thresholds
+def process_eval(directory: Path, job: dict, out: Path | None, thresholds_path: Path | None,
+                 policy_path: Path | None = None) -> Written:
+    from ci_tools.evals.load import load_acceptance_tolerance, load_thresholds
     from ci_tools.evals.process import process_eval_dir
 
     path = thresholds_path or Path(names.EVAL_THRESHOLDS)
-    result = process_eval_dir(directory, job, load_thresholds(path, str(path)))
+    result = process_eval_dir(directory, job, load_thresholds(path, str(path)), load_acceptance_tolerance(policy_path))
     target = out or (directory / names.EVAL_RESULT_JSON)
     _write_json(target, result)
     return Written(result, target, eval=True)
@@ -110,7 +111,7 @@ def run_process(directory: Path, out: Path | None, point: PointInfo | None, *, m
 
     job = eval_job(directory) if point is None else None
     if job is not None:
-        return [process_eval(directory, job, out, thresholds_path)]
+        return [process_eval(directory, job, out, thresholds_path, policy_path)]
     dirs = job_dirs(directory) if point is None else [directory]
     if out is not None and len(dirs) > 1:
         raise InputError(f"--out: {directory} holds {len(dirs)} results (one per concurrency); drop --out "

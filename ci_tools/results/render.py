@@ -224,6 +224,11 @@ def process_output(written: list, directory: str) -> Output:
         out.summary += "\n".join([f"### results process: {name}: {'valid' if w.result['valid'] else 'INVALID'}", "",
                                   f"written to `{w.target}`", "",
                                   *(f"- `{fail.get('rule')}`: {fail.get('message')}" for fail in failures)]) + "\n"
+        warning = (w.result.get("acceptance") or {}).get("warning") if w.eval else None
+        if warning:
+            out.annotations.append(("warning", f"{name}: {warning}", "results process: acceptance"))
+            out.stderr.append(f"warning: {warning}")
+            out.summary += f"- acceptance: {warning}\n"
         if not w.result["valid"]:
             what = "eval failed ({} check(s) failed)" if w.eval else "invalid result ({} rule(s) failed)"
             out.stderr.append(f"error: {what.format(len(failures))}; written to {w.target}")

@@ -3,10 +3,12 @@ hang, and a cost per entry that stays bounded however many invalid entries a fil
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from ci_tools import errors
 from ci_tools.config import load, validate
 
 from clirun import run
@@ -43,6 +45,112 @@ def test_many_invalid_entries_stop_after_a_bound(tmp_path: Path):
     src = load.load_sources(None, [master])
     report = validate.check(src)
     limit = validate.MAX_INVALID_ENTRIES
-    assert len({f.line for f in report.errors}) == limit + 1
-    assert f"{40_000 - limit} more entries not checked" in report.errors[-1].message
+    assert f"stopped after {limit} invalid entries: {40_000 - limit} more entries not checked" in report.notes
+    # 8 missing fields for each checked entry and the stop, of which the file shows the first screen
+    assert report.errors[-1].omitted == limit * 8 + 1 - errors.MAX_FINDINGS_PER_FILE
     assert report.counts["entries"] == 40_000
+
+
+# ---- issue 25, 8: findings capped per file --------------------------------------------------------------
+
+def flow_mapping(keys: int) -> str:
+    """One entry written as a flow mapping of unknown fields (the pass's 10 MB one had 700,000)."""
+    return "cfg: {" + ", ".join(f"key{i:07d}: 1" for i in range(keys)) + "}\n"
+
+
+def test_a_files_findings_are_capped_and_the_rest_counted(tmp_path: Path):
+    """A mapping of 5,000 unknown fields is 5,008 findings (8 missing fields); the file shows the first
+    MAX_FINDINGS_PER_FILE, then one finding counts the rest, and the verdict is still an error."""
+    master = tmp_path / "m-master.yaml"
+    master.write_text(flow_mapping(5_000))
+    report = validate.check(load.load_sources(None, [master]))
+    cap = errors.MAX_FINDINGS_PER_FILE
+    mine = [f for f in report.findings if f.file == str(master)]
+    assert len(mine) == cap + 1
+    assert mine[-1].message == f"… and {5_008 - cap} more findings in this file"
+    assert mine[-1].omitted == 5_008 - cap and mine[-1].severity == "error"
+    assert all(not f.omitted for f in mine[:-1]) and not report.ok
+
+
+@pytest.mark.parametrize("fmt,shown", [
+    ("text", lambda out: out.count("error: cfg: ")),
+    ("json", lambda out: len(json.loads(out)["errors"]) - 1),
+    ("github", lambda out: out.count("::error ") - 1),
+])
+def test_the_cap_holds_in_every_format(tmp_path: Path, monkeypatch, fmt, shown):
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "summary.md"))
+    master = tmp_path / "m-master.yaml"
+    master.write_text(flow_mapping(2_000))
+    res = run(["config", "validate", "--master", str(master), "--format", fmt])
+    assert res.code == 1, res.err
+    assert shown(res.out) == errors.MAX_FINDINGS_PER_FILE
+    assert f"and {2_008 - errors.MAX_FINDINGS_PER_FILE} more findings in this file" in res.out
+    if fmt == "text":
+        assert res.out.rstrip().endswith("2008 error(s), 0 warning(s)")
+
+
+def F(line: int, severity: str = "error", file: str = "a.yaml", omitted: int = 0) -> errors.Finding:
+    return errors.Finding(file, line, 1, f"finding {line}", "", severity, omitted)
+
+
+@pytest.mark.parametrize("findings,limit,expected", [
+    ([F(1), F(2)], 2, [F(1), F(2)]),                                     # at the cap: nothing hidden
+    ([F(1), F(2), F(3)], 2, [F(1), F(2), ("… and 1 more finding in this file", 3, "error", 1)]),
+    ([F(1, "warning"), F(2, "warning"), F(3, "warning")], 1,            # only warnings hidden: a warning
+     [F(1, "warning"), ("… and 2 more findings in this file", 2, "warning", 2)]),
+    ([F(1, "warning"), F(2, "warning"), F(3)], 1,                        # an error hidden: an error
+     [F(1, "warning"), ("… and 2 more findings in this file", 2, "error", 2)]),
+    ([F(1), F(2, omitted=40), F(3)], 5,                                  # a producer's count joins the rest
+     [F(1), F(3), ("… and 40 more findings in this file", 2, "error", 40)]),
+    ([F(1), F(2), F(1, file="b.yaml"), F(2, file="b.yaml")], 1,         # per file
+     [F(1), ("… and 1 more finding in this file", 2, "error", 1),
+      F(1, file="b.yaml"), ("… and 1 more finding in this file", 2, "error", 1)]),
+])
+def test_cap_per_file(findings, limit, expected):
+    got = errors.cap_per_file(findings, limit)
+    assert [f if not f.omitted else (f.message, f.line, f.severity, f.omitted) for f in got] == expected
+
+
+# ---- issue 25, 8: many repeated search-space entries ------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def repeated_points(n: int) -> str:
+    head = (ROOT / "inferencex-e2e/configs/nvidia-master.yaml").read_text().split("\n\n")[0:2]
+    entry = head[1].split("  scenarios:")[0]
+    return (entry + "  scenarios:\n    fixed-seq-len:\n    - isl: 1024\n      osl: 1024\n      search-space:\n"
+            + "      - { tp: 4, ep: 1, conc-list: [4] }\n" * n)
+
+
+def test_repeated_search_space_entries_are_one_warning_each_and_capped(tmp_path: Path):
+    """200,000 repeats cost 41 s and 1.2 GB in the pass (18 s here, 71 MB of JSON): each repeat is one
+    warning in one pass over the points, the file shows the first screen, the verdict stays a pass."""
+    master = tmp_path / "m-master.yaml"
+    master.write_text(repeated_points(20_000))
+    report = validate.check(load.load_sources(None, [master]))
+    assert report.ok and len(report.findings) == errors.MAX_FINDINGS_PER_FILE + 1
+    assert "concurrency 4 with this exact topology is already listed in another search-space entry" \
+        in report.findings[0].message
+    last = report.findings[-1]
+    assert (last.omitted, last.severity) == (19_999 - errors.MAX_FINDINGS_PER_FILE, "warning")
+
+
+def test_a_schema_valid_entry_is_not_walked_by_jsonschema(tmp_path: Path, monkeypatch):
+    """jsonschema was 5 of those 18 s; the schema interpreter gives the same verdict (test_quick_schema)
+    and jsonschema now runs only for an entry it does not pass, to word the findings."""
+    from ci_tools.config import schemas
+
+    master = tmp_path / "m-master.yaml"
+    master.write_text(repeated_points(3))
+    real = schemas.validator
+
+    def no_master(name, ref=None):
+        assert name != "master", "jsonschema walked a valid master entry"
+        return real(name, ref)
+
+    monkeypatch.setattr(schemas, "validator", no_master)
+    assert validate.check(load.load_sources(None, [master])).ok
+    master.write_text(repeated_points(3).replace("tp: 4, ep: 1", "tp: four, ep: 1", 1))
+    monkeypatch.setattr(schemas, "validator", real)
+    assert "'tp' must be an integer" in validate.check(load.load_sources(None, [master])).errors[0].message

@@ -172,6 +172,11 @@ def options(parser: str, version: str) -> frozenset[str]:
     return frozenset(_host(parser, version).info["options"])
 
 
+def kinds(parser: str, version: str) -> dict[str, str]:
+    """'--name' -> "int" or "float": the options taking one number, as the parser converts it."""
+    return dict(_host(parser, version).info["kinds"])
+
+
 def failures(parser: str, version: str, named: dict[str, list[str]]) -> list[str]:
     """`name: error` for each named argv the parser rejects (empty when all parse)."""
     names = list(named)

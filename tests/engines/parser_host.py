@@ -304,6 +304,20 @@ def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> dict:
     return {"ok": True, "error": "", "deprecated": notes}
 
 
+def _kind(action: argparse.Action) -> str | None:
+    """"int" or "float" for an option that takes one number, as the parser converts it; None otherwise
+    (flags, lists, strings, choices, or a conversion of the engine's own: those are its to judge)."""
+    if action.nargs not in (None, "?") or action.choices:
+        return None
+    convert = action.type
+    return {int: "int", float: "float"}.get(convert)
+
+
+def _kinds(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """'--name' -> the kind of number it takes, for every option `_kind` knows."""
+    return {o: kind for a in parser._actions if (kind := _kind(a)) for o in a.option_strings if o.startswith("--")}
+
+
 def main() -> int:
     sys.meta_path.append(_StandIns())
     name = sys.argv[1]
@@ -319,7 +333,7 @@ def main() -> int:
             return 1
     options = sorted({o for a in parser._actions for o in a.option_strings})
     out.write(json.dumps({"version": importlib.metadata.version(dist), "options": options,
-                          "stood-in": sorted(STUBBED)}) + "\n")
+                          "kinds": _kinds(parser), "stood-in": sorted(STUBBED)}) + "\n")
     out.flush()
     for line in sys.stdin:
         request = json.loads(line)

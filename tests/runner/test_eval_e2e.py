@@ -71,7 +71,7 @@ def eval_job(tmp_path_factory, lm_eval):
     run = subprocess.run([sys.executable, "-m", "ci_tools", "runner", "run", "--row", str(root / "row.json"),
                           "--root", str(root), "--backend", "process", "--out", str(out), "--lm-eval-bin", lm_eval,
                           "--server-cmd", f"{sys.executable} {STUB} --port {{port}} --model {{model}} "
-                                          f"--answers {DATA / 'answers.json'}",
+                                          f"--answers {DATA / 'answers.json'} --spec-accept-length 3.0",
                           "--port", str(port), "--ready-timeout", "20", "--skip-node-check", "--no-telemetry"],
                          env=env, capture_output=True, text=True, timeout=400, cwd=root)
     assert run.returncode == 0, run.stderr + run.stdout
@@ -113,6 +113,29 @@ def test_scores_above_threshold_pass(eval_job, tmp_path):
                    for c in (1, 2) for m in ("exact_match,strict-match", "exact_match,flexible-extract")}
     assert result["harness"]["reported-version"] == "0.4.13"
     assert "PASS: [conc=2] tiny_gsm8k exact_match,strict-match 0.8000 (minimum 0.7500" in res.stdout
+
+
+def test_the_measured_acceptance_is_set_beside_the_synthetic_and_warned_about(eval_job, tmp_path):
+    """The stub verifies speculation at acceptance length 3.0 and reports it as SGLang does; the recipe's
+    throughput rows replay 3.51: 14.5% apart, past the policy's 10%, a warning that fails nothing."""
+    res, result = process(eval_job, default=0.9, model=0.75, tmp_path=tmp_path)
+    assert res.returncode == 0 and result["valid"] is True, res.stdout + res.stderr
+    acc = result["acceptance"]
+    assert {k: acc[k] for k in ("simulated", "synthetic", "measured", "difference", "tolerance", "agrees")} == {
+        "simulated": False, "synthetic": 3.51, "measured": 3.0, "difference": -0.1453, "tolerance": 0.1,
+        "agrees": False}
+    assert acc["measured-source"].startswith("sglang /server_info internal_states[].avg_spec_accept_length")
+    assert "warning: measured acceptance length 3 (sglang /server_info" in res.stderr
+    assert "acceptance: measured 3 (sglang /server_info" in res.stdout and "OUTSIDE the tolerance 10% (-14.5%)" in res.stdout
+    # a policy that allows 20% takes it without a warning
+    policy = tmp_path / "policy.yaml"
+    policy.write_text((REPO / "inferencex-e2e/ci-policy.yaml").read_text().replace("  tolerance: 0.10", "  tolerance: 0.2"))
+    wide = subprocess.run([sys.executable, "-m", "ci_tools", "results", "process", str(eval_job["out"]),
+                           "--thresholds", str(tmp_path / "thresholds.yaml"), "--policy", str(policy),
+                           "--out", str(tmp_path / "wide.json")], env=eval_job["env"], capture_output=True,
+                          text=True, timeout=60)
+    assert wide.returncode == 0 and "warning" not in wide.stderr, wide.stderr
+    assert json.loads((tmp_path / "wide.json").read_text())["acceptance"]["agrees"] is True
 
 
 def test_scores_below_threshold_fail_listing_every_score(eval_job, tmp_path):

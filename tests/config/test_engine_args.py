@@ -1,0 +1,100 @@
+"""Recipe engine arguments (issue 25, finding 8): wrong kinds and ranges config validate accepted."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ci_tools.config import engineargs
+from ci_tools.engines.argkinds import KINDS
+
+from clirun import run
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE = "recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml"
+NAN, INF = float("nan"), float("inf")
+
+# (engine, argument, value, what the message says): each was accepted and reached the runner
+WRONG = [
+    ("sglang", "chunked-prefill-size", NAN, "must be a finite number, got nan"),
+    ("sglang", "chunked-prefill-size", INF, "must be a finite number, got inf"),
+    ("sglang", "chunked-prefill-size", 16384.0, "must be an integer, got 16384.0"),
+    ("sglang", "chunked-prefill-size", "16k", "must be an integer, got '16k'"),
+    ("sglang", "chunked-prefill-size", [4096, 8192], "must be an integer, got a list"),
+    ("sglang", "max-running-requests", 0, "must be at least 1, got 0"),
+    ("sglang", "max-running-requests", -4, "must be at least 1, got -4"),
+    ("sglang", "speculative-num-steps", 0, "must be at least 1, got 0"),
+    ("sglang", "cuda-graph-max-bs-decode", True, "must be an integer, got true (a bare flag)"),
+    ("sglang", "mem-fraction-static", 1.5, "greater than 0 and at most 1, got 1.5"),
+    ("sglang", "mem-fraction-static", -INF, "must be a finite number, got -inf"),
+    ("vllm", "max-num-seqs", 0, "must be at least 1, got 0"),
+    ("vllm", "gpu-memory-utilization", 90, "greater than 0 and at most 1, got 90"),
+    ("trtllm", "max_batch_size", NAN, "must be a finite number, got nan"),
+]
+
+RIGHT = [
+    ("sglang", "chunked-prefill-size", 16384),
+    ("sglang", "chunked-prefill-size", -1),          # SGLang's "no chunking"
+    ("sglang", "chunked-prefill-size", "16384"),     # rendered the same, parsed the same
+    ("sglang", "max-running-requests", None),        # drops a base argument
+    ("sglang", "max-running-requests", False),
+    ("sglang", "mem-fraction-static", 0.85),
+    ("sglang", "mem-fraction-static", 1),
+    ("sglang", "trust-remote-code", True),           # a flag
+    ("sglang", "speculative-algorithm", "NEXTN"),    # no number kind: the engine's to judge
+    ("vllm", "max-num-seqs", 256),
+    ("trtllm", "max_batch_size", 64),
+]
+
+
+@pytest.mark.parametrize("engine,name,value,message", WRONG)
+def test_a_wrong_engine_argument_is_refused(engine, name, value, message):
+    found = engineargs.problem(engine, name, value)
+    assert found is not None and message in found[0] and found[1], found
+
+
+@pytest.mark.parametrize("engine,name,value", RIGHT)
+def test_a_right_engine_argument_passes(engine, name, value):
+    assert engineargs.problem(engine, name, value) is None
+
+
+def test_the_range_rules_name_number_arguments_of_the_engines_parser():
+    """A misspelt name in POSITIVE or FRACTIONS would check nothing: each is an integer (or number)
+    argument of the engine's parser (argkinds.py is generated from the wheels, tests/engines)."""
+    for engine, names in engineargs.POSITIVE.items():
+        assert {n: KINDS[engine].get(n) for n in names} == {n: "int" for n in names}
+    for engine, names in engineargs.FRACTIONS.items():
+        assert {n: KINDS[engine].get(n) for n in names} == {n: "float" for n in names}
+
+
+@pytest.mark.parametrize("section", ["serve", "point"])
+def test_config_validate_locates_each_wrong_argument(tmp_path: Path, section):
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", "tests", "docs"))
+    path = root / RECIPE
+    text = path.read_text()
+    if section == "serve":
+        text = text.replace("    chunked-prefill-size: 16384\n",
+                            "    chunked-prefill-size: .nan\n    max-running-requests: 0\n", 1)
+    else:
+        text = text.replace("    args:\n", "    args:\n      mem-fraction-static: 1.5\n", 1)
+    path.write_text(text)
+    res = run(["config", "validate"], cwd=root)
+    assert res.code == 1, res.out + res.err
+    lines = text.splitlines()
+    for name in (("chunked-prefill-size", "max-running-requests") if section == "serve" else ("mem-fraction-static",)):
+        line = next(i for i, t in enumerate(lines, 1) if t.strip().startswith(name + ":") and not t.strip().endswith("16384"))
+        assert f"{RECIPE}:{line}:" in res.out and f"engine argument '{name}'" in res.out, res.out
+
+
+def test_a_nodes_dram_has_a_sane_bound(tmp_path: Path):
+    """`available-cpu-dram-mib: 10^30` passed (the schema had only a minimum); a unit slip now stops."""
+    runners = tmp_path / "runners.yaml"
+    runners.write_text((ROOT / "inferencex-e2e/configs/runners.yaml").read_text()
+                       .replace("available-cpu-dram-mib: 2964436", "available-cpu-dram-mib: " + "1" + "0" * 30, 1))
+    res = run(["config", "validate", "--master", str(ROOT / "inferencex-e2e/configs/nvidia-master.yaml"),
+               "--runners", str(runners)])
+    assert res.code == 1
+    assert "'available-cpu-dram-mib' must be at most 67108864" in res.out and "check the unit" in res.out
