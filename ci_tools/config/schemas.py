@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import functools
 import json
+import math
 from typing import Any, Iterable
 
 from ci_tools import resources
@@ -104,11 +105,14 @@ def _inline(node: Any, defs: dict) -> Any:
 
 @functools.cache
 def _strict_class() -> Any:
-    """Draft 2020-12, except that 2.0 is not an integer: YAML `tp: 2.0` is a typo, not a TP size."""
+    """Draft 2020-12, except that 2.0 is not an integer (YAML `tp: 2.0` is a typo, not a TP size) and
+    YAML's .nan and .inf are not numbers (JSON has neither, and a NaN passes every minimum and maximum:
+    `dram-utilization: .nan` was accepted)."""
     from jsonschema import Draft202012Validator, validators
 
-    checker = Draft202012Validator.TYPE_CHECKER.redefine(
-        "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool))
+    checker = Draft202012Validator.TYPE_CHECKER.redefine_many({
+        "integer": lambda _checker, value: _is_type(value, "integer"),
+        "number": lambda _checker, value: _is_type(value, "number")})
     return validators.extend(Draft202012Validator, type_checker=checker)
 
 
@@ -127,7 +131,7 @@ def describe(value: Any) -> str:
     if isinstance(value, int):
         return f"integer {value}"
     if isinstance(value, float):
-        return f"number {value}"
+        return f"number {value}" if math.isfinite(value) else f"{value} (not a finite number)"
     if isinstance(value, str):
         shown = value if len(value) <= 40 else value[:37] + "..."
         return f"string {shown!r}"
@@ -181,7 +185,12 @@ def _type_hint(value: Any, types: Any) -> str:
         return f'quote the value ("{value}"): YAML reads it as a number, which also drops trailing zeros'
     if value is None:
         return "fill in a value, or remove the key"
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NON_FINITE_HINT
     return ""
+
+
+_NON_FINITE_HINT = "write a finite number: YAML reads .nan and .inf as not-a-number and infinity"
 
 
 def _unknown_names(err: Any) -> list:
@@ -259,7 +268,8 @@ def _error_findings(doc: YamlDoc, base: tuple, err: Any, room: int | None = None
             for sub in typed[0]:
                 out.extend(_error_findings(doc, path, _Rebased(sub, err)))
             return out
-        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' has an unexpected form: got {describe(value)}")]
+        return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' has an unexpected form: got {describe(value)}",
+                            _NON_FINITE_HINT if isinstance(value, float) and not math.isfinite(value) else "")]
     return [doc.finding(path, f"{where or 'the file'}: {err.message}")]
 
 
@@ -344,8 +354,8 @@ class _CannotTell(Exception):
 def _is_type(value: Any, kind: str) -> bool:
     if kind == "integer":
         return isinstance(value, int) and not isinstance(value, bool)  # 2.0 is not an integer (_strict_class)
-    if kind == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "number":  # finite (_strict_class)
+        return isinstance(value, int) and not isinstance(value, bool) or isinstance(value, float) and math.isfinite(value)
     if kind == "string":
         return isinstance(value, str)
     if kind == "boolean":

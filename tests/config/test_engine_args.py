@@ -77,7 +77,7 @@ def test_config_validate_locates_each_wrong_argument(tmp_path: Path, section):
     text = path.read_text()
     if section == "serve":
         text = text.replace("    chunked-prefill-size: 16384\n",
-                            "    chunked-prefill-size: .nan\n    max-running-requests: 0\n", 1)
+                            "    chunked-prefill-size: 16384.0\n    max-running-requests: 0\n", 1)
     else:
         text = text.replace("    args:\n", "    args:\n      mem-fraction-static: 1.5\n", 1)
     path.write_text(text)
@@ -87,6 +87,33 @@ def test_config_validate_locates_each_wrong_argument(tmp_path: Path, section):
     for name in (("chunked-prefill-size", "max-running-requests") if section == "serve" else ("mem-fraction-static",)):
         line = next(i for i, t in enumerate(lines, 1) if t.strip().startswith(name + ":") and not t.strip().endswith("16384"))
         assert f"{RECIPE}:{line}:" in res.out and f"engine argument '{name}'" in res.out, res.out
+    assert "hint: " in res.out
+
+
+# YAML's .nan and .inf passed every schema range (a NaN compares false with any bound): the schemas'
+# numbers are finite now, so the file's own rule (or the engine-argument one) never sees them
+NON_FINITE = [
+    ("inferencex-e2e/configs/nvidia-master.yaml", "    - dram-utilization: 0.80\n", "    - dram-utilization: .nan\n",
+     "'dram-utilization' must be a number (or left out), got nan (not a finite number)"),
+    (RECIPE, "synthetic-acceptance: 3.51\n", "synthetic-acceptance: .inf\n",
+     "'synthetic-acceptance' must be a number (or left out), got inf (not a finite number)"),
+    (RECIPE, "    chunked-prefill-size: 16384\n", "    chunked-prefill-size: .nan\n",
+     "serve.args: 'chunked-prefill-size' has an unexpected form: got nan (not a finite number)"),
+]
+
+
+@pytest.mark.parametrize("rel,old,new,message", NON_FINITE)
+def test_a_non_finite_number_is_refused_where_it_is_written(tmp_path: Path, rel, old, new, message):
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", "tests", "docs"))
+    text = (root / rel).read_text()
+    assert old in text
+    (root / rel).write_text(text.replace(old, new, 1))
+    line = text[:text.index(old)].count("\n") + 1
+    res = run(["config", "validate"], cwd=root)
+    assert res.code == 1
+    assert f"{rel}:{line}:" in res.out and message in res.out, res.out
+    assert "hint: write a finite number" in res.out
 
 
 def test_a_nodes_dram_has_a_sane_bound(tmp_path: Path):
