@@ -10,7 +10,9 @@ both values.
 
 Compared: the per-request latencies (TTFT, ITL, request latency), the per-user output rate and the
 output length (avg, p50, p90, p95, p99, min, max and the count), then AIPerf's output token and request
-throughputs against the records' totals over AIPerf's own window (`start_time`..`end_time`).
+throughputs and its average effective concurrency against the records' totals (tokens, requests, time
+in flight) over AIPerf's own window (`start_time`..`end_time`): a latency edited with every value derived
+from it, the summary's statistics rewritten to match, still changes how long requests were in flight.
 """
 
 from __future__ import annotations
@@ -147,10 +149,13 @@ def _throughputs(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]
         return [Failure(RULE, "profile_export_aiperf.json has no readable start_time..end_time window "
                               f"({agg.get('start_time')!r}..{agg.get('end_time')!r})")]
     fails = []
+    # requests in flight, averaged over the window: the records' time in flight over its length
+    in_flight = (sum(scan.end_ns) - sum(scan.start_ns)) / 1e9 / window
     for key, ours, scale, what in (("output_token_throughput", scan.osl_sum / window, units.TOKENS_PER_SECOND,
                                     "output tokens"),
                                    ("request_throughput", scan.records_profiled / window, units.REQUESTS_PER_SECOND,
-                                    "requests")):
+                                    "requests"),
+                                   ("effective_concurrency", in_flight, units.REQUESTS, "requests' time in flight")):
         entry = agg.get(key)
         theirs = _num(entry.get("avg")) if isinstance(entry, dict) else None
         if theirs is None:

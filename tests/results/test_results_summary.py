@@ -91,6 +91,8 @@ CASES = {
     "summary ITL in furlongs": (_summary("inter_token_latency", "unit", "furlongs"), "units", "inter_token_latency in 'furlongs'"),
     "summary count edited": (_summary("time_to_first_token", "count", 39), "aiperf-summary", "count: 39 in the summary"),
     "summary p99 not a number": (_summary("request_latency", "p99", "61"), "aiperf-summary", "p99: none in the summary"),
+    "summary effective concurrency edited": (_summary("effective_concurrency", "avg", 3.9), "aiperf-summary",
+                                             "effective_concurrency"),
     "summary throughput edited": (_summary("output_token_throughput", "avg", 1100.0), "aiperf-summary", "output_token_throughput"),
     "summary duration in weeks": (_summary("benchmark_duration", "unit", "weeks"), "units", "benchmark_duration in 'weeks'"),
     "summary window cut": (lambda recs, agg: agg.pop("end_time"), "aiperf-summary", "start_time..end_time"),
