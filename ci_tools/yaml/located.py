@@ -69,6 +69,7 @@ MAX_DEPTH = 64
 ALIAS_FACTOR = 4
 ALIAS_SLACK = 10_000
 MAP_TAG = "tag:yaml.org,2002:map"
+_PLAIN_TAGS = tuple(f"tag:yaml.org,2002:{kind}" for kind in ("str", "int", "float", "bool", "null"))
 SEQ_TAG = "tag:yaml.org,2002:seq"
 
 
@@ -151,14 +152,22 @@ def _children(node: Any) -> list:
 
 
 class _Builder:
-    def __init__(self, loader: Any, doc: YamlDoc):
+    def __init__(self, loader: Any, doc: YamlDoc, shared: bool = True):
         self.loader = loader
         self.doc = doc
         self.errors: list[Finding] = []
+        # Without anchors no node is reached twice: each node is let go once built, so the node graph
+        # and the data are not both whole in memory (a 10 MB flow mapping: 1.03 GB -> see load_yaml_text)
+        self.release = not shared
+        # the plain scalars' constructors (the others, generators among them, go through construct_object)
+        self.scalars = {tag: loader.yaml_constructors[tag] for tag in _PLAIN_TAGS}
 
     def construct(self, node: yaml.Node) -> Any:
         """A scalar (or key) value; a scalar PyYAML resolves but cannot construct becomes a finding."""
         try:
+            make = self.scalars.get(node.tag) if isinstance(node, yaml.ScalarNode) else None
+            if make is not None:  # PyYAML's own constructor, without construct_object's cache of every node
+                return make(self.loader, node)
             return self.loader.construct_object(node, deep=True)
         except (ValueError, OverflowError, TypeError) as exc:  # e.g. `0x_`, `2024-13-45`, `._`
             self.errors.append(Finding(self.doc.file, node.start_mark.line + 1, node.start_mark.column + 1,
@@ -183,7 +192,12 @@ class _Builder:
             self.loader.flatten_mapping(node)  # resolves YAML merge keys (<<)
             out: dict = {}
             first_seen: dict = {}
-            for key_node, value_node in node.value:
+            pairs = node.value
+            if self.release:
+                node.value = []
+            for i, (key_node, value_node) in enumerate(pairs):
+                if self.release:
+                    pairs[i] = None
                 if id(key_node) not in own:
                     key = self.construct(key_node)
                     try:
@@ -210,11 +224,20 @@ class _Builder:
                         "remove one of the two; YAML keeps only the last, so the first is silently lost"))
                     continue
                 first_seen[key] = kline
-                self.doc.key_marks[path + (key,)] = (kline, kcol)
-                out[key] = self.build(value_node, path + (key,))
+                at = path + (key,)
+                self.doc.key_marks[at] = (kline, kcol)
+                out[key] = self.build(value_node, at)
             return out
         if isinstance(node, yaml.SequenceNode):
-            return [self.build(item, path + (i,)) for i, item in enumerate(node.value)]
+            items = node.value
+            if not self.release:
+                return [self.build(item, path + (i,)) for i, item in enumerate(items)]
+            node.value = []
+            out_list = []
+            for i, item in enumerate(items):
+                items[i] = None
+                out_list.append(self.build(item, path + (i,)))
+            return out_list
         return self.construct(node)
 
 
@@ -249,7 +272,7 @@ def load_yaml_text(text: str, file: str = "<input>") -> YamlDoc:
         problem = graph_problem(node, file) if "&" in text else None
         if problem is not None:
             raise InputError(problem.message, findings=[problem])
-        builder = _Builder(loader, doc)
+        builder = _Builder(loader, doc, shared="&" in text)
         doc.data = builder.build(node, ())
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
