@@ -40,7 +40,7 @@ def test_every_corpus_entry_and_runners_file(shared):
 
 
 ODD_VALUES = st.sampled_from([None, True, False, 0, -1, 2.0, 2.5, "", "x", "8", "image:foo", [], [1], {},
-                              {"name": "hicache"}, "recipes/a.yaml", 1 << 40])
+                              {"name": "hicache"}, "recipes/a.yaml", 1 << 40, float("nan"), float("inf"), 0.5])
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])  # read-only
