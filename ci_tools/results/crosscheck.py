@@ -219,7 +219,11 @@ def max_in_flight(starts, ends) -> int:
     if np is not None and n > 1000:
         s = np.sort(np.frombuffer(starts, dtype=np.int64))
         e = np.sort(np.frombuffer(ends, dtype=np.int64))
-        return int((np.arange(1, n + 1) - np.searchsorted(e, s, side="right")).max())
+        most = 0
+        for lo in range(0, n, CHUNK):   # in chunks: the two sorted copies are the only big arrays
+            chunk = s[lo:lo + CHUNK]
+            most = max(most, int((np.arange(lo + 1, lo + 1 + len(chunk)) - np.searchsorted(e, chunk, side="right")).max()))
+        return most
     from bisect import bisect_right
 
     s, e = sorted(starts), sorted(ends)

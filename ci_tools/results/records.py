@@ -232,7 +232,6 @@ def _add_slow(s: RecordScan, f: dict) -> None:
     else:
         s.itl_ms.append(itl)
     s.e2el_ms.append(e2el)
-    s.e2e_per_token_ms.append(e2el / osl)
     s.isl_sum += isl
     s.isl_count += 1
     s.osl_sum += osl
@@ -364,7 +363,6 @@ def _add_structs(s: RecordScan, recs: list) -> None:
             s.ttft_ms.extend(ttft)
             s.itl_ms.extend(itl)
             s.e2el_ms.extend(e2el)
-            s.e2e_per_token_ms.extend(array("d", map(truediv, e2el, osl)))
             s.osl.extend(array("f", osl))
             s.itl_rec.extend(array("f", itl))
             s.otpu.extend(_floats(otpu))
@@ -560,9 +558,10 @@ def merge_scans(parts: Iterable[RecordScan]) -> RecordScan:
                          (s.excluded, out.excluded)):
             for k, v in src.items():
                 dst[k] = dst.get(k, 0) + v
-        for col in ("ttft_ms", "itl_ms", "e2el_ms", "e2e_per_token_ms", "osl", "itl_rec", "otpu", "usage_osl",
+        for col in ("ttft_ms", "itl_ms", "e2el_ms", "osl", "itl_rec", "otpu", "usage_osl",
                     "start_ns", "end_ns", "request_ids"):
             getattr(out, col).extend(getattr(s, col))
+            setattr(s, col, None)  # freed as soon as copied: the merge holds one part's column at a time
         out.ids_missing += s.ids_missing
         for k, v in s.unit_problems.items():
             out.unit_problems[k] = out.unit_problems.get(k, 0) + v

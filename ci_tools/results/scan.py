@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
+from operator import truediv
 
 # Why a profiling record without an error is left out of S. BROKEN: a value no real request can have
 # (a clock or counter is wrong, so no number from the export can be trusted). DEGRADED: a value is
@@ -34,7 +35,6 @@ class RecordScan:
     ttft_ms: array = field(default_factory=lambda: array("d"))
     itl_ms: array = field(default_factory=lambda: array("d"))
     e2el_ms: array = field(default_factory=lambda: array("d"))
-    e2e_per_token_ms: array = field(default_factory=lambda: array("d"))  # E2EL_i / OSL_i, same record
     isl_sum: float = 0.0
     osl_sum: float = 0.0
     isl_count: int = 0
@@ -53,6 +53,11 @@ class RecordScan:
     end_ns_max: int | None = None
     fast_lines: int = 0  # how many lines the fast path handled (for the benchmark and tests)
     lines_read: int = 0  # blank lines included: the line-number offset of the next range
+
+    @property
+    def e2e_per_token_ms(self) -> array:
+        """E2EL_i / OSL_i of each record, computed when asked rather than held (8 bytes a record less)."""
+        return array("d", map(truediv, self.e2el_ms, self.osl))
 
     @property
     def records_dropped_total(self) -> int:
