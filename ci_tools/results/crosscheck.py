@@ -24,7 +24,6 @@ from __future__ import annotations
 import math
 from array import array
 from dataclasses import dataclass
-from typing import Iterator
 
 from ci_tools.errors import Failure
 from ci_tools.results.metrics import _numpy, percentile
@@ -58,55 +57,85 @@ def _g(x: float) -> str:
     return f"{x:.6g}"
 
 
-def _first_and_count(found: Iterator[str]) -> tuple[str | None, int]:
-    first, n = None, 0
-    for example in found:
-        first = first or example
-        n += 1
-    return first, n
+CHUNK = 1 << 16   # numpy works on this many records at a time: its temporaries stay a few MB
+
+
+def _flagged(columns: tuple, bad_one, bad_many) -> tuple[int | None, int]:
+    """(index of the first record a rule flags, how many it flags) over aligned columns: `bad_one(*values)`
+    per record in Python, or `bad_many(*arrays)` (the same IEEE operations, element-wise) on chunks with
+    numpy for a big run."""
+    n = len(columns[0])
+    np = _numpy()
+    if np is None or n <= 1000:
+        first, count = None, 0
+        for i, values in enumerate(zip(*columns)):
+            if bad_one(*values):
+                first = i if first is None else first
+                count += 1
+        return first, count
+    views = [np.frombuffer(c, dtype=np.float32 if c.typecode == "f" else np.float64) for c in columns]
+    first, count = None, 0
+    with np.errstate(all="ignore"):
+        for lo in range(0, n, CHUNK):
+            bad = bad_many(*(v[lo:lo + CHUNK].astype(np.float64) for v in views))
+            k = int(bad.sum())
+            if k and first is None:
+                first = lo + int(bad.argmax())
+            count += k
+    return first, count
 
 
 def _itl(scan: RecordScan, policy: ResultsPolicy) -> Failure | None:
     tol = policy.record_tolerance
+    cols = (scan.itl_rec, scan.e2el_ms, scan.ttft_ms, scan.osl)
 
-    def found():
-        for itl, e2el, ttft, osl in zip(scan.itl_rec, scan.e2el_ms, scan.ttft_ms, scan.osl):
-            if osl > 1 and not math.isnan(itl):
-                expected = (e2el - ttft) / (osl - 1)
-                if abs(itl - expected) > tol * abs(expected) + 1e-6:
-                    yield (f"ITL {_g(itl)} ms where (E2EL - TTFT) / (OSL - 1) = ({_g(e2el)} - {_g(ttft)}) / "
-                           f"{_g(osl - 1)} = {_g(expected)} ms")
-    first, n = _first_and_count(found())
+    def bad_one(itl, e2el, ttft, osl):
+        if osl > 1 and not math.isnan(itl):
+            expected = (e2el - ttft) / (osl - 1)
+            return abs(itl - expected) > tol * abs(expected) + 1e-6
+        return False
+
+    def bad_many(itl, e2el, ttft, osl):
+        expected = (e2el - ttft) / (osl - 1)
+        return (osl > 1) & ~_numpy().isnan(itl) & (abs(itl - expected) > tol * abs(expected) + 1e-6)
+
+    first, n = _flagged(cols, bad_one, bad_many)
     if not n:
         return None
-    return Failure("record-itl", f"{_count('whose ITL disagrees with its other values', n)}: e.g. {first}; AIPerf computes the ITL "
-                                 f"from those values (tolerance {tol:g} relative), so one of them was edited")
+    itl, e2el, ttft, osl = (c[first] for c in cols)
+    example = (f"ITL {_g(itl)} ms where (E2EL - TTFT) / (OSL - 1) = ({_g(e2el)} - {_g(ttft)}) / "
+               f"{_g(osl - 1)} = {_g((e2el - ttft) / (osl - 1))} ms")
+    return Failure("record-itl", f"{_count('whose ITL disagrees with its other values', n)}: e.g. {example}; AIPerf "
+                                 f"computes the ITL from those values (tolerance {tol:g} relative), so one of them was edited")
 
 
 def _rate(scan: RecordScan, policy: ResultsPolicy) -> Failure | None:
     tol = policy.record_tolerance
+    cols = (scan.itl_rec, scan.otpu)
 
-    def found():
-        for itl, rate in zip(scan.itl_rec, scan.otpu):
-            if not (math.isnan(itl) or math.isnan(rate)) and itl > 0:
-                if abs(rate - 1000.0 / itl) > tol * abs(rate) + 1e-6:
-                    yield f"a per-user rate of {_g(rate)} tokens/s with an ITL of {_g(itl)} ms (1000 / ITL = {_g(1000.0 / itl)})"
-    first, n = _first_and_count(found())
+    def bad_one(itl, rate):
+        return not (math.isnan(itl) or math.isnan(rate)) and itl > 0 and abs(rate - 1000.0 / itl) > tol * abs(rate) + 1e-6
+
+    def bad_many(itl, rate):
+        return (itl > 0) & ~_numpy().isnan(rate) & (abs(rate - 1000.0 / itl) > tol * abs(rate) + 1e-6)
+
+    first, n = _flagged(cols, bad_one, bad_many)
     if not n:
         return None
-    return Failure("record-rate", f"{_count('whose per-user rate disagrees with its ITL', n)}: e.g. {first} "
+    itl, rate = scan.itl_rec[first], scan.otpu[first]
+    example = f"a per-user rate of {_g(rate)} tokens/s with an ITL of {_g(itl)} ms (1000 / ITL = {_g(1000.0 / itl)})"
+    return Failure("record-rate", f"{_count('whose per-user rate disagrees with its ITL', n)}: e.g. {example} "
                                   f"(tolerance {tol:g} relative)")
 
 
 def _tokens(scan: RecordScan) -> Failure | None:
-    def found():
-        for osl, usage in zip(scan.osl, scan.usage_osl):
-            if not math.isnan(usage) and usage != osl:
-                yield f"OSL {_g(osl)} where the server's usage says {_g(usage)} completion tokens"
-    first, n = _first_and_count(found())
+    cols = (scan.osl, scan.usage_osl)
+    first, n = _flagged(cols, lambda osl, usage: not math.isnan(usage) and usage != osl,
+                        lambda osl, usage: ~_numpy().isnan(usage) & (usage != osl))
     if not n:
         return None
-    return Failure("record-tokens", f"{_count('whose output length disagrees with the server', n)}: e.g. {first}")
+    example = f"OSL {_g(scan.osl[first])} where the server's usage says {_g(scan.usage_osl[first])} completion tokens"
+    return Failure("record-tokens", f"{_count('whose output length disagrees with the server', n)}: e.g. {example}")
 
 
 def _duplicates(scan: RecordScan) -> Failure | None:
@@ -124,14 +153,11 @@ def _duplicates(scan: RecordScan) -> Failure | None:
                                     "(records copied within the export, or two exports joined)")
 
 
-def _median(values) -> float | None:
-    col = [v for v in values if not math.isnan(v)] if not isinstance(values, array) or values.typecode == "f" else values
-    if not len(col):
-        return None
+def _median(values: array) -> float | None:
     np = _numpy()
-    if np is not None and len(col) > 1000:
-        return float(np.median(np.asarray(col, dtype=float)))
-    return percentile(sorted(col), 50.0)
+    if np is not None and len(values) > 1000:
+        return float(np.median(np.frombuffer(values, dtype=np.float64)))
+    return percentile(sorted(values), 50.0) if len(values) else None
 
 
 def _outliers(scan: RecordScan, policy: ResultsPolicy) -> list[Failure]:
@@ -142,7 +168,12 @@ def _outliers(scan: RecordScan, policy: ResultsPolicy) -> list[Failure]:
         if median is None or median <= 0:
             continue
         limit = factor * median
-        high = [v for v in col if v > limit]
+        np = _numpy()
+        if np is not None and len(col) > 1000:
+            x = np.frombuffer(col, dtype=np.float64)
+            high = x[x > limit].tolist()
+        else:
+            high = [v for v in col if v > limit]
         if high:
             out.append(Failure("outliers", f"{_count(f'with a {name} above {factor:g} x the median', len(high))} "
                                            f"({_g(median)} ms): the largest is {_g(max(high))} ms; no real request "

@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from array import array
 from datetime import datetime, timezone
-from typing import Sequence
 
 from ci_tools.errors import Failure
 from ci_tools.results import units
@@ -40,27 +39,24 @@ PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0))
 RULE = "aiperf-summary"
 
 
-def _finite(values: Sequence[float]) -> array:
-    """The column's values without the NaNs that stand for "absent" (otpu)."""
-    col = values if isinstance(values, array) else array("d", values)
-    if col.typecode == "f" or any(map(math.isnan, col)):
-        return array("d", [v for v in col if not math.isnan(v)])
-    return col
-
-
-def statistics(values: Sequence[float]) -> dict[str, float] | None:
-    """avg, p50..p99, min and max as AIPerf reports them (numpy's linear percentiles); None when empty."""
-    col = _finite(values)
+def statistics(values: array) -> dict[str, float] | None:
+    """avg, p50..p99, min and max as AIPerf reports them (numpy's linear percentiles) of a column, its
+    NaNs (absent values) left out; None when nothing is left."""
+    np = _numpy()
+    if np is not None and len(values) > 1000:
+        x = np.frombuffer(values, dtype=np.float32 if values.typecode == "f" else np.float64)
+        if values.typecode == "f":
+            x = x[~np.isnan(x)].astype(np.float64)
+        if len(x) > 1000:
+            ps = np.percentile(x, [p for _, p in PERCENTILES])
+            out = {"avg": float(x.mean()), **{k: float(v) for (k, _), v in zip(PERCENTILES, ps)}}
+            out.update(min=float(x.min()), max=float(x.max()), count=float(len(x)))
+            return out
+        values = array("d", x.tobytes())
+    col = array("d", (v for v in values if not math.isnan(v))) if values.typecode == "f" else values
     n = len(col)
     if n == 0:
         return None
-    np = _numpy()
-    if np is not None and n > 1000:
-        x = np.frombuffer(col, dtype=np.float64)
-        ps = np.percentile(x, [p for _, p in PERCENTILES])
-        out = {"avg": float(x.mean()), **{k: float(v) for (k, _), v in zip(PERCENTILES, ps)}}
-        out.update(min=float(x.min()), max=float(x.max()), count=float(n))
-        return out
     ordered = sorted(col)
     out = {"avg": math.fsum(col) / n, **{k: percentile(ordered, p) for k, p in PERCENTILES}}
     out.update(min=ordered[0], max=ordered[-1], count=float(n))

@@ -192,3 +192,25 @@ def test_in_flight_counts_agree_on_both_paths(n):
 def test_zone_offset_is_whole_quarter_hours():
     assert crosscheck.zone_offset_s(1000.0 + 19800.002, 1000.0) == 19800.0
     assert crosscheck.zone_offset_s(1000.0 - 0.003, 1000.0) == 0.0
+
+
+def test_numpy_and_pure_paths_flag_the_same_records(monkeypatch):
+    """A big run goes through numpy in chunks; the same rules record by record must flag the same."""
+    from ci_tools.results import metrics, summary
+
+    rows = [row(i, conc=4000) for i in range(3000)]
+    for i in (5, 1200, 2999):
+        rows[i]["itl"] *= 1.3
+    rows[70]["otpu"] *= 2
+    rows[2500]["usage"] += 1
+    rows[9].update(osl=1.0, usage=1.0, itl=math.nan, otpu=math.nan)
+    scan = scan_of(rows)
+    ctx = Context(conc=4000)
+    fast = [(f.rule, f.message) for f in crosscheck.check(scan, ctx, P)]
+    stats_fast = summary.statistics(scan.otpu)
+    monkeypatch.setattr(metrics, "_NUMPY", [None])
+    assert [(f.rule, f.message) for f in crosscheck.check(scan, ctx, P)] == fast
+    assert {r for r, _ in fast} == {"record-itl", "record-rate", "record-tokens"}
+    assert "4 records whose per-user rate" in dict(fast)["record-rate"]
+    slow = summary.statistics(scan.otpu)
+    assert slow.keys() == stats_fast.keys() and all(math.isclose(slow[k], stats_fast[k], rel_tol=1e-12) for k in slow)
