@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ci_tools.cli.emit import emit
 from ci_tools.render.findings import FORMATS, render
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
@@ -117,39 +118,12 @@ def bump_image(key: str, image: str, root: Path, fmt: str) -> None:
       ci-tools config bump-image --config-key dsv41flash-fp4-gb300-sglang-agentic-dspark \\
         --image lmsysorg/sglang:nightly-dev-cu13-20261101-abcdef12@sha256:<64 hex>
     """
-    import json
-
-    from ci_tools import names
     from ci_tools.changelog.coverage import entry_text
-    from ci_tools.config.bumpimage import plan_bump
+    from ci_tools.config.load import bump_image as bump
+    from ci_tools.config.render import bump_output
 
-    masters = {str(p.relative_to(root)): p.read_text(encoding="utf-8")
-               for p in sorted(root.glob(names.MASTER_GLOB))}
-    recipes = {str(p.relative_to(root)): p.read_text(encoding="utf-8")
-               for p in sorted((root / names.RECIPES_DIR).rglob("*.yaml"))}
-    edits, texts = plan_bump(masters, recipes, key, image)
-    for file in dict.fromkeys(e.file for e in edits):
-        (root / file).write_text(texts[file], encoding="utf-8")
     entry = entry_text([key]).replace("<what changed and why it can move the numbers>", f"Bump image to {image}.")
-    lines = [f"{e.file}:{e.line}: image {e.old} -> {e.new}" for e in edits]
-    if fmt == "json":
-        click.echo(json.dumps({"edits": [{"file": e.file, "line": e.line, "old": e.old, "new": e.new} for e in edits],
-                               "changelog-entry": entry if edits else None}, indent=2))
-        return
-    if not edits:
-        click.echo(f"{key} already uses {image}; nothing to do")
-        return
-    if fmt == "github":
-        from ci_tools.github.actions import annotate, append_step_summary
-
-        for e in edits:
-            annotate("notice", f"image {e.old} -> {e.new}", title=f"config bump-image {e.file}:{e.line}")
-        append_step_summary(f"### config bump-image: {len(edits)} line(s) changed\n\n"
-                            + "".join(f"- `{line}`\n" for line in lines)
-                            + f"\nappend to `{names.CHANGELOG}`:\n\n```yaml\n{entry}\n```\n")
-        return
-    click.echo("\n".join(lines))
-    click.echo(f"\nappend to {names.CHANGELOG} (after one empty line):\n" + entry)
+    emit(bump_output(key, image, bump(root, key, image), entry), fmt)
 
 
 @cli.command("acceptance-matrix")
@@ -170,44 +144,10 @@ def acceptance_matrix(root: Path, mtp_levels: tuple[int, ...], thinking: str, fm
     Example:
       ci-tools config acceptance-matrix --mtp 2 --mtp 3 --thinking on
     """
-    import json
+    from ci_tools.config.acceptance_flow import acceptance_matrix as matrix
+    from ci_tools.config.render import acceptance_matrix_output
 
-    from ci_tools import names
-    from ci_tools.config.acceptance import DEFAULT_MTP_LEVELS, collection_matrix, references
-    from ci_tools.yaml.load import load_yaml_file
-
-    refs_path = root / names.ACCEPTANCE_REFERENCES
-    refs = references(load_yaml_file(refs_path, names.ACCEPTANCE_REFERENCES).data)   # missing: exit 2, named
-    recipes = [(p.relative_to(root).as_posix(), load_yaml_file(p, p.relative_to(root).as_posix()))
-               for p in sorted((root / names.RECIPES_DIR).rglob("*.yaml"))]
-    modes = {"both": (True, False), "on": (True,), "off": (False,)}[thinking]
-    from ci_tools.config.load import default_master_paths, read_masters
-
-    masters = read_masters(default_master_paths(root), root).entries
-    rows = collection_matrix(recipes, refs, mtp_levels=mtp_levels or DEFAULT_MTP_LEVELS, thinking=modes,
-                             masters=masters)
-    unserved = [r["id"] for r in rows if r["serve"] is None]
-    rows = [r for r in rows if r["serve"] is not None]
-    lines = [f"{r['id']}: {r['model']} {r['engine']} {r['engine-version']}, thinking {'on' if r['thinking'] else 'off'}, "
-             f"mtp {r['mtp']} (now {'%g' % r['current'] if r['current'] is not None else 'not measured'})" for r in rows]
-    note = (f"not measured (no single-node recipe serves them): {', '.join(unserved)}" if unserved else "")
-    if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
-        if note:
-            click.echo(f"warning: {note}", err=True)
-        return
-    if fmt == "github":
-        from ci_tools.github.actions import append_outputs, append_step_summary
-
-        append_outputs({"matrix": json.dumps(rows, separators=(",", ":")), "count": str(len(rows))})
-        append_step_summary(f"### SPEED-Bench acceptance-length matrix: {len(rows)} row(s)\n\n"
-                            + "".join(f"- `{line}`\n" for line in lines) + (f"\n{note}\n" if note else ""))
-        return
-    click.echo(f"SPEED-Bench ({rows[0]['dataset'] if rows else 'no rows'}): {len(rows)} measurement(s)")
-    click.echo("\n".join(lines))
-    if note:
-        click.echo(f"warning: {note}")
-
+    emit(acceptance_matrix_output(*matrix(root, mtp_levels, thinking)), fmt)
 
 
 @cli.command("acceptance-update")
@@ -243,23 +183,8 @@ def acceptance_update(results: Path, run_id: int, repo: str | None, matrix: Path
     Example:
       ci-tools config acceptance-update --results cells/ --run-id 123456 --matrix matrix.json --open-pr
     """
-    import json
-
     from ci_tools.config.acceptance_flow import acceptance_update as update
+    from ci_tools.config.render import acceptance_update_output
 
-    report = update(root, results, run_id, repo, matrix=matrix, allow_partial=allow_partial, open_pr=open_pr,
-                    base=base)
-    if fmt == "json":
-        click.echo(json.dumps({"outputs": report.outputs, "warnings": report.warnings, "lines": report.lines,
-                               "body": report.body}, indent=2))
-        return
-    if fmt == "github":
-        from ci_tools.github.actions import annotation, append_outputs, append_step_summary
-
-        append_outputs(report.outputs)
-        append_step_summary("### Acceptance-length update\n\n" + report.body)
-        for w in report.warnings:
-            click.echo(annotation("warning", w))
-    for w in report.warnings if fmt == "text" else []:
-        click.echo(f"warning: {w}", err=True)
-    click.echo("\n".join(report.lines))
+    emit(acceptance_update_output(update(root, results, run_id, repo, matrix=matrix, allow_partial=allow_partial,
+                                         open_pr=open_pr, base=base), fmt), fmt)

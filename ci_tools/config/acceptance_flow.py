@@ -133,3 +133,18 @@ def acceptance_update(root: Path, results: Path, run_id: int, repo: str | None, 
         report.lines.append(f"opened {pr.get('html_url')} ({branch} -> {base})")
     report.lines.append(f"GitHub API requests: {gh.log.count}")
     return report
+
+
+def acceptance_matrix(root: Path, mtp_levels: tuple[int, ...], thinking: str) -> tuple[list[dict], list[str]]:
+    """`config acceptance-matrix`: (the rows a single-node recipe can serve, the ids of those none can)."""
+    from ci_tools.config.acceptance import DEFAULT_MTP_LEVELS, collection_matrix, references
+    from ci_tools.config.load import default_master_paths, read_masters
+    from ci_tools.yaml.load import load_yaml_file
+
+    refs = references(load_yaml_file(root / names.ACCEPTANCE_REFERENCES, names.ACCEPTANCE_REFERENCES).data)
+    recipes = [(p.relative_to(root).as_posix(), load_yaml_file(p, p.relative_to(root).as_posix()))
+               for p in sorted((root / names.RECIPES_DIR).rglob("*.yaml"))]
+    modes = {"both": (True, False), "on": (True,), "off": (False,)}[thinking]
+    rows = collection_matrix(recipes, refs, mtp_levels=mtp_levels or DEFAULT_MTP_LEVELS, thinking=modes,
+                             masters=read_masters(default_master_paths(root), root).entries)
+    return [r for r in rows if r["serve"] is not None], [r["id"] for r in rows if r["serve"] is None]

@@ -180,3 +180,17 @@ def change_since(root: Path, base: str, masters: list[YamlDoc], keys: frozenset[
         raise UsageError(f"--base {base}: {exc.message}") from None
     texts = {name: (None if data is None else data.decode("utf-8", "replace")) for name, data in shown.items()}
     return change_from(base, files, masters, texts, keys)
+
+
+def bump_image(root: Path, key: str, image: str) -> list:
+    """`config bump-image`: rewrite the image lines of `key`'s master entry and recipes in place; the
+    edits made (the changelog entry to append is the changelog floor's: the command asks it)."""
+    from ci_tools.config.bumpimage import plan_bump
+
+    masters = {str(p.relative_to(root)): p.read_text(encoding="utf-8") for p in sorted(root.glob(names.MASTER_GLOB))}
+    recipes = {str(p.relative_to(root)): p.read_text(encoding="utf-8")
+               for p in sorted((root / names.RECIPES_DIR).rglob("*.yaml"))}
+    edits, texts = plan_bump(masters, recipes, key, image)
+    for file in dict.fromkeys(e.file for e in edits):
+        (root / file).write_text(texts[file], encoding="utf-8")
+    return edits
