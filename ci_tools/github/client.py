@@ -1,11 +1,13 @@
 """The GitHub REST adapter: exactly the calls ci-tools makes, nothing else.
 
-PyGithub's `Requester` does the HTTP (auth headers, API version, JSON, error mapping); this module adds
-what the decisions need from it:
+PyGithub's `Requester` does the API's HTTP (auth headers, API version, JSON, error mapping); artifact
+archives come through httpx, because PyGithub refuses hosts outside GitHub's domains and GitHub
+redirects a download to its blob storage. Both apply one retry policy (`http_policy.decide`, pure),
+through public hooks only (urllib3's `Retry`, `transport.Transport`). This module adds:
 
 - bounded retries with backoff on 5xx, 429 and secondary rate limits, honouring `Retry-After`, with
-  the sleep injectable so tests stay fast; a non-idempotent POST is never retried after a 5xx
-  (GitHub may have acted on it: a retry could post a second comment);
+  the sleep injectable so tests stay fast; a write is never sent again once it may have reached GitHub
+  (a retry could post a second comment); the token only ever goes to the API's own origin;
 - pagination by following `Link: rel="next"` (never by guessing from a short page), and a list that
   ended early refused: against `total_count` where GitHub gives one, against the PR's `comments`
   count for the timeline and the comment list, which have none;
@@ -15,14 +17,17 @@ what the decisions need from it:
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from ci_tools.errors import InputError
+from ci_tools.github import http_policy as policy
+from ci_tools.github.http_policy import MAX_RETRIES, MAX_WAIT_SECONDS, rate_limit_reset
 from ci_tools.github.events import _Reader, pull_request_from
+from ci_tools.github.transport import CallLog, GaveUp, Transport
 from ci_tools.github.models import (PERMISSION_NOT_FOUND, Artifact, Comment, Comparison, EditHistory, Job,
                                     PullRequest, WorkflowRun, artifact_from_json, comment_from_json,
                                     comparison_from_json, job_from_json, named_artifact, run_from_json)
@@ -31,13 +36,12 @@ DEFAULT_API_URL = "https://api.github.com"
 # Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
 # and tested against rather than whatever becomes the default later.
 API_VERSION = "2022-11-28"
-# `GithubRetry(max_rate_limit_wait=...)` (used below) exists from PyGithub 2.10.0; 2.3.0-2.9.1 raise
-# TypeError when the client is built. pyproject.toml's lower bound is this version (a test checks).
+# The PyGithub the suite runs against (.github/constraints.txt); an older one is refused with a clear
+# message rather than trusted untested. pyproject.toml's lower bound is this version (a test checks).
 MIN_PYGITHUB = (2, 10, 0)
 PER_PAGE = 100
+MAX_REDIRECTS = 5       # GitHub's artifact download redirects once, to its blob storage
 MAX_PAGES = 50            # 5,000 items: beyond that we refuse rather than decide on a partial list
-MAX_RETRIES = 4
-MAX_WAIT_SECONDS = 120.0  # longest single wait we accept (Retry-After / secondary limit) before failing closed
 # GitHub links a fresh merge commit to its pull request a few seconds late; asking again after these
 # pauses (a push with no PR at all costs ~9 s more) keeps main from running a full sweep for lack of it.
 ASSOCIATION_WAITS = (3.0, 6.0)
@@ -49,14 +53,6 @@ class GitHubError(InputError):
     def __init__(self, message: str, status: int | None = None):
         super().__init__(message, exit_code=1)
         self.status = status
-
-
-class _Transient(Exception):
-    """An answer worth asking again for (5xx, secondary rate limit), after `wait` seconds (0: backoff)."""
-
-    def __init__(self, status: int, wait: float):
-        super().__init__(status)
-        self.status, self.wait = status, wait
 
 
 class TeamUnreadable(GitHubError):
@@ -127,16 +123,6 @@ def endpoint_of(verb: str, url: str) -> tuple[str, str] | None:
     return min(hits, key=lambda h: h[0].count("{")) if hits else None
 
 
-def rate_limit_reset(status: int | None, headers: Any) -> int | None:
-    """The reset time (epoch seconds) when an answer is GitHub's primary rate limit: 403 or 429 with
-    `x-ratelimit-remaining: 0` (a secondary limit comes with Retry-After or its own message instead)."""
-    get = (lambda k: headers.get(k) or headers.get(k.title())) if headers else (lambda k: None)
-    if status not in (403, 429) or str(get("x-ratelimit-remaining")) != "0":
-        return None
-    reset = str(get("x-ratelimit-reset") or "")
-    return int(reset) if reset.isdigit() else 0
-
-
 def rate_limit_message(verb: str, shown: str, status: int | None, reset: int, now: float) -> str:
     """A used-up rate limit is not a missing permission: it says when the limit resets."""
     if reset:
@@ -168,21 +154,8 @@ def check_pygithub(version: str | None = None) -> None:
     numbers = tuple(int(x) for x in re.findall(r"\d+", found)[:3])
     if numbers < MIN_PYGITHUB:
         need = ".".join(map(str, MIN_PYGITHUB))
-        raise InputError(f"PyGithub {found} is too old: ci-tools needs PyGithub >= {need} (its GithubRetry "
-                         f"takes max_rate_limit_wait from {need} on). Upgrade it: pip install 'PyGithub>={need}'")
-
-
-@dataclass
-class CallLog:
-    """Every HTTP request the adapter sent (retries included), for budgets and diagnostics."""
-
-    calls: list[str] = field(default_factory=list)      # "GET /repos/o/r/pulls/1?page=2"
-    retries: int = 0
-    sleeps: list[float] = field(default_factory=list)
-
-    @property
-    def count(self) -> int:
-        return len(self.calls)
+        raise InputError(f"PyGithub {found} is too old: ci-tools needs PyGithub >= {need} (the "
+                         f"oldest release it is tested with). Upgrade it: pip install 'PyGithub>={need}'")
 
 
 def token_from_env(env: dict[str, str] | None = None) -> str:
@@ -194,77 +167,84 @@ def token_from_env(env: dict[str, str] | None = None) -> str:
     return token
 
 
+def _error_kind(error: BaseException) -> str:
+    """What `http_policy` needs to know about a failure without an answer, from urllib3's public
+    exception classes: was the request sent at all?"""
+    from urllib3.exceptions import ConnectTimeoutError, ReadTimeoutError
+
+    if isinstance(error, ConnectTimeoutError):      # NewConnectionError and NameResolutionError are ones
+        return policy.CONNECT
+    if isinstance(error, (ReadTimeoutError, TimeoutError)):
+        return policy.TIMEOUT
+    return policy.LOST
+
+
 def _make_retry(log: CallLog, sleep: Callable[[float], None], now: Callable[[], float] = time.time):
-    from github.GithubRetry import GithubRetry
+    """A urllib3 `Retry` (PyGithub's `retry=`) whose every decision is `http_policy.decide`'s.
+
+    Only urllib3's documented hooks are overridden: `is_retry` (which answers are worth a look),
+    `increment` (ask again or not) and `sleep` (the pause, through the injected `sleep`)."""
+    from urllib3.exceptions import MaxRetryError, ResponseError
     from urllib3.util.retry import Retry
 
-    class _Retry(GithubRetry):
-        """GithubRetry with an injectable sleep, 429 handling and no POST retry after a 5xx."""
-
-        def __init__(self, **kw: Any):
-            kw.setdefault("status_forcelist", list(range(500, 600)) + [429])
-            super().__init__(**kw)
-
-        def new(self, **kw: Any):
-            return super().new(**kw)
+    class _Retry(Retry):
+        delay = 0.0
 
         def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
-            if status_code in (403, 429):
-                return True  # GithubRetry.increment re-raises a 403 that is not a rate limit
-            if 500 <= status_code < 600:
-                return method.upper() != "POST"
-            return False
+            return status_code in (403, 429) or 500 <= status_code < 600
 
-        def get_backoff_time(self) -> float:
-            # urllib3 waits 0 s before the first retry; GitHub's 5xx are usually brief but not instant.
-            n = len(self.history)
-            return 0.0 if n == 0 else min(self.backoff_max, self.backoff_factor * 2 ** (n - 1))
-
-        def increment(self, method: str | None = None, url: str | None = None, *args: Any, **kwargs: Any):
-            response = kwargs.get("response", args[0] if args else None)
-            reset = rate_limit_reset(getattr(response, "status", None), getattr(response, "headers", None))
-            if reset is not None:
-                # Primary limit: nothing helps before the reset. Wait for it when that is short, else
-                # fail now, saying when it resets (GithubRetry would call a 429 a plain retry and a far
-                # 403 an exception that reads like a refused permission).
-                wait = max(0.0, reset - now()) + 1 if reset else MAX_WAIT_SECONDS + 1
-                if wait > MAX_WAIT_SECONDS:
-                    raise GitHubError(rate_limit_message(str(method), str(url), response.status, reset, now()),
-                                      status=response.status)
-                retry = Retry.increment(self, method, url, *args, **kwargs)
-                retry.get_backoff_time = lambda: wait  # type: ignore[method-assign]
-                log.retries += 1
-                return retry
-            error = kwargs.get("error", args[1] if len(args) > 1 else None)
-            if error is not None and (method or "").upper() == "POST" and self._is_read_error(error):
-                # The POST reached GitHub and may have been carried out (a comment posted, a dispatch
-                # sent): sending it again could do it twice. Fail; the job's re-run reads state first.
-                raise error
+        def increment(self, method: str | None = None, url: str | None = None, response: Any = None,
+                      error: Exception | None = None, _pool: Any = None, _stacktrace: Any = None) -> Retry:
+            verb, shown, attempt = (method or "GET").upper(), str(url), len(self.history) + 1
+            if response is None:
+                decision = policy.decide(verb, attempt, None, error=_error_kind(error), now=now())
+                if decision.reason == policy.MAYBE_SENT:
+                    raise error   # sent, maybe carried out: never again; the caller words it
+                if not decision.retry:
+                    raise MaxRetryError(_pool, url, error)
+            else:
+                status, headers = response.status, response.headers
+                message, read = "", False
+                if status == 403 and not policy.header(headers, "retry-after") \
+                        and policy.rate_limit_reset(status, headers) is None:
+                    message, read = _message_of(response.data), True   # a secondary limit says so in the body only
+                decision = policy.decide(verb, attempt, status, headers, message=message, now=now())
+                if decision.reason == policy.RATE_LIMITED:
+                    raise GitHubError(rate_limit_message(verb, shown, status, decision.reset or 0, now()),
+                                      status=status)
+                if decision.reason == policy.WAIT_TOO_LONG:
+                    raise GitHubError(f"GitHub API {verb} {shown} failed: HTTP {status}: GitHub asked us to wait "
+                                      f"{decision.delay:.0f}s (more than {MAX_WAIT_SECONDS:.0f}s); giving up without "
+                                      "deciding. Re-run the job later.", status=status)
+                if not decision.retry and read:
+                    # the body is consumed, so PyGithub would see none: word the refusal here
+                    raise GitHubError(failure_message(verb, shown, url or "", status, message), status=status)
+                if not decision.retry:
+                    # urllib3 hands the answer back (raise_on_status=False); PyGithub maps it to an error
+                    raise MaxRetryError(_pool, url, ResponseError(f"HTTP {status}"))
             log.retries += 1
-            return super().increment(method, url, *args, **kwargs)
+            retry = super().increment(method, url, response, error, _pool, _stacktrace)
+            retry.delay = decision.delay
+            return retry
 
-        def sleep_for_retry(self, response: Any) -> bool:
-            after = self.get_retry_after(response)
-            if after is None:
-                return False
-            self._wait(after)
-            return True
+        def sleep(self, response: Any = None) -> None:
+            log.sleeps.append(self.delay)
+            if self.delay > 0:
+                sleep(self.delay)
 
-        def _sleep_backoff(self) -> None:
-            self._wait(self.get_backoff_time())
+    return _Retry(total=MAX_RETRIES, allowed_methods=None, raise_on_status=False, respect_retry_after_header=False)
 
-        @staticmethod
-        def _wait(seconds: float) -> None:
-            if seconds > MAX_WAIT_SECONDS:
-                raise GitHubError(f"GitHub asked us to wait {seconds:.0f}s (more than {MAX_WAIT_SECONDS:.0f}s); "
-                                  "giving up without deciding. Re-run the job later.")
-            log.sleeps.append(seconds)
-            if seconds > 0:
-                sleep(seconds)
 
-    return _Retry(total=MAX_RETRIES, backoff_factor=1.0, backoff_max=30.0, secondary_rate_wait=60.0,
-                  max_rate_limit_wait=MAX_WAIT_SECONDS, raise_on_status=False, respect_retry_after_header=True,
-                  allowed_methods=frozenset({"GET", "PATCH", "PUT", "DELETE", "POST"}))
+def _message_of(body: bytes | None) -> str:
+    try:
+        data = json.loads(body or b"null")
+    except ValueError:
+        return ""
+    return str(data.get("message") or "") if isinstance(data, dict) else ""
+
+
+def failure_message(verb: str, shown: str, url: str, status: int | None, message: Any) -> str:
+    return f"GitHub API {verb} {shown} failed: HTTP {status}: {message}. " + _failure_advice(verb, url, status)
 
 
 _NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
@@ -334,8 +314,7 @@ class GitHub:
                 raise GitHubError(rate_limit_message(verb, shown, exc.status, reset, self._now()),
                                   status=exc.status) from None
             message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
-            raise GitHubError(f"GitHub API {verb} {shown} failed: HTTP {exc.status}: {message}. "
-                              + _failure_advice(verb, url, exc.status), status=exc.status) from None
+            raise GitHubError(failure_message(verb, shown, url, exc.status, message), status=exc.status) from None
         except Exception as exc:  # connection refused, retries exhausted at the transport level, ...
             if verb == "POST" and "timeout" in type(exc).__name__.lower():
                 raise GitHubError(f"GitHub API {verb} {shown} did not answer in time ({type(exc).__name__}); it may "
@@ -728,53 +707,55 @@ class GitHub:
                                                      key="jobs") if isinstance(j, dict)]
 
     def artifact_zip(self, artifact_id: int, *, max_bytes: int = 256 * 1024 * 1024) -> bytes:
-        """An artifact's zip archive. GitHub answers with a redirect to short-lived storage; httpx
-        follows it and drops the token on the way (another host)."""
+        """An artifact's zip archive. GitHub answers with a redirect to short-lived storage on another
+        host; each hop is followed here, and the token goes only to the API's own origin
+        (`http_policy.sends_token`), whatever the redirect says."""
         import httpx
 
-        url = f"{self._api_url}{self._r(f'/actions/artifacts/{artifact_id}/zip')}"
-        for attempt in range(MAX_RETRIES + 1):
-            try:
-                return self._artifact_zip_once(url, artifact_id, max_bytes)
-            except _Transient as exc:
-                if attempt == MAX_RETRIES or exc.wait > MAX_WAIT_SECONDS:
-                    raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: HTTP {exc.status} "
-                                      f"({attempt + 1} tries); nothing was decided, re-run the job",
-                                      status=exc.status) from None
-                self._sleep(exc.wait or min(2.0 ** attempt, 30.0))
-        raise AssertionError("unreachable")
-
-    def _artifact_zip_once(self, url: str, artifact_id: int, max_bytes: int) -> bytes:
-        """One download; a 5xx or a secondary rate limit (Retry-After) is `_Transient`, as for the API
-        calls PyGithub retries (a download is a GET: asking again changes nothing)."""
-        import httpx
-
-        self.log.calls.append(f"GET {self._r(f'/actions/artifacts/{artifact_id}/zip')}")
+        path = self._r(f"/actions/artifacts/{artifact_id}/zip")
+        url, what = f"{self._api_url}{path}", f"artifact {artifact_id}"
+        self.log.calls.append(f"GET {path}")
         try:
-            with httpx.stream("GET", url, headers={"Authorization": f"Bearer {self._token}",
-                                                   "Accept": "application/vnd.github+json",
-                                                   "X-GitHub-Api-Version": API_VERSION},
-                              follow_redirects=True, timeout=120) as resp:
-                if resp.status_code == 410:
-                    raise GitHubError(f"artifact {artifact_id} has expired (GitHub answers 410 once an artifact's "
-                                      "retention, 90 days by default, is over); it cannot be downloaded any more",
-                                      status=410)
-                reset = rate_limit_reset(resp.status_code, resp.headers)
-                if reset is not None:
-                    raise GitHubError(rate_limit_message("GET", f"artifact {artifact_id}", resp.status_code, reset,
-                                                         self._now()), status=resp.status_code)
-                after = str(resp.headers.get("retry-after") or "")
-                if resp.status_code >= 500 or (resp.status_code in (403, 429) and after.isdigit()):
-                    raise _Transient(resp.status_code, float(after) if after.isdigit() else 0.0)
-                if resp.status_code != 200:
-                    raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: HTTP {resp.status_code}",
-                                      status=resp.status_code)
-                chunks, size = [], 0
-                for chunk in resp.iter_bytes():
-                    size += len(chunk)
-                    if size > max_bytes:
-                        raise GitHubError(f"artifact {artifact_id} is larger than {max_bytes} bytes; not read")
-                    chunks.append(chunk)
+            with httpx.Client(timeout=120, follow_redirects=False) as http:
+                transport = Transport(http, self.log, sleep=self._sleep, now=self._now)
+                for _ in range(MAX_REDIRECTS + 1):
+                    headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
+                    if policy.sends_token(url, self._api_url):
+                        headers["Authorization"] = f"Bearer {self._token}"
+                    resp = transport.send(http.build_request("GET", url, headers=headers), stream=True)
+                    try:
+                        if resp.is_redirect and "location" in resp.headers:
+                            url = str(resp.url.join(resp.headers["location"]))
+                            continue
+                        return self._archive(resp, artifact_id, max_bytes)
+                    finally:
+                        resp.close()
+                raise GitHubError(f"GitHub API GET {what} failed: more than {MAX_REDIRECTS} redirects; nothing was "
+                                  "decided, re-run the job")
+        except GaveUp as exc:
+            status = exc.response.status_code if exc.response is not None else None
+            if exc.decision.reason == policy.RATE_LIMITED:
+                raise GitHubError(rate_limit_message("GET", what, status, exc.decision.reset or 0, self._now()),
+                                  status=status) from None
+            raise GitHubError(f"GitHub API GET {what} failed: HTTP {status}: GitHub asked us to wait "
+                              f"{exc.decision.delay:.0f}s (more than {MAX_WAIT_SECONDS:.0f}s); nothing was decided, "
+                              "re-run the job later", status=status) from None
         except httpx.HTTPError as exc:
-            raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: {type(exc).__name__}: {exc}") from None
+            raise GitHubError(f"GitHub API GET {what} failed: {type(exc).__name__}: {exc}; nothing was decided, "
+                              "re-run the job") from None
+
+    @staticmethod
+    def _archive(resp: Any, artifact_id: int, max_bytes: int) -> bytes:
+        if resp.status_code == 410:
+            raise GitHubError(f"artifact {artifact_id} has expired (GitHub answers 410 once an artifact's "
+                              "retention, 90 days by default, is over); it cannot be downloaded any more", status=410)
+        if resp.status_code != 200:
+            raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: HTTP {resp.status_code}"
+                              + (" (after retries)" if resp.status_code >= 500 else ""), status=resp.status_code)
+        chunks, size = [], 0
+        for chunk in resp.iter_bytes():
+            size += len(chunk)
+            if size > max_bytes:
+                raise GitHubError(f"artifact {artifact_id} is larger than {max_bytes} bytes; not read")
+            chunks.append(chunk)
         return b"".join(chunks)

@@ -217,6 +217,8 @@ class FakeGitHub:
         self.runners: list[dict] = []
         self.jobs: dict[int, list[dict]] = {}        # run id -> jobs
         self.blobs: dict[int, bytes] = {}            # artifact id -> zip archive
+        self.blob_url = ""                           # the storage host downloads redirect to (Server sets it)
+        self.leaked_tokens: list[str] = []           # Authorization headers that reached the storage host
         self.branches: dict[str, str] = {}           # branch -> head commit sha (git refs, contents, new PRs)
         self.files: dict[tuple[str, str], str] = {}  # (branch, path) -> text
         self._query: dict = {}
@@ -639,8 +641,10 @@ class FakeGitHub:
             if art is not None and art["expired"]:
                 return 410, {"message": "Artifact has expired",
                              "documentation_url": "https://docs.github.com/rest/actions/artifacts#download-an-artifact"}, None
-            # GitHub redirects to short-lived storage on another host; here a path of this server
-            return (302, None, {"Location": f"/_blob/{g[1]}"}) if int(g[1]) in self.blobs else (404, None, None)
+            # GitHub redirects to short-lived storage on another host (a signed URL): here the blob
+            # listener on 127.0.0.2, which refuses a request that carries the API token
+            return ((302, None, {"Location": f"{self.blob_url}/_blob/{g[1]}?sig=signed"}) if int(g[1]) in self.blobs
+                    else (404, None, None))
         if (g := m(rf"/repos/{r}/issues/comments/(\d+)")) and method in ("GET", "PATCH"):
             c = self.comments.get(int(g[1]))
             if c is None:
@@ -874,7 +878,8 @@ class FakeGitHub:
         headers = {"Link": ", ".join(rels)} if rels else {}
         return ({"total_count": len(items), wrap: chunk} if wrap else chunk), headers
 
-    def handle(self, method: str, raw_path: str, body: dict | None, base_url: str, headers: dict | None = None):
+    def handle(self, method: str, raw_path: str, body: dict | None, base_url: str, headers: dict | None = None,
+               host: str = "api"):
         url = urlparse(raw_path)
         query = parse_qs(url.query)
         headers_in = {k.lower(): v for k, v in (headers or {}).items()}
@@ -885,8 +890,14 @@ class FakeGitHub:
             if version is not None and version not in API_VERSIONS:
                 return 400, {"message": f"Unsupported 'X-GitHub-Api-Version': {version}",
                              "documentation_url": "https://docs.github.com/rest/about-the-rest-api/api-versions"}, {}
-            if method == "GET" and (blob := re.fullmatch(r"/_blob/(\d+)", url.path)):
-                # where an artifact download redirects: storage on another host, not the API
+            if (blob := re.fullmatch(r"/_blob/(\d+)", url.path)) is not None or host != "api":
+                # storage on another host: only there, only GET, and (as blob storage does for a
+                # request with a foreign Authorization) refused when the token came along
+                if host != "blob" or blob is None or method != "GET":
+                    return 404, {"message": "Not Found"}, {}
+                if "authorization" in headers_in:
+                    self.leaked_tokens.append(headers_in["authorization"])
+                    return 403, {"message": "AuthenticationFailed: a signed URL takes no Authorization header"}, {}
                 return 200, self.blobs[int(blob[1])], {}
             token = (headers_in.get("authorization") or "").split(" ", 1)[-1]
             if method == "POST" and url.path == "/graphql":
@@ -950,7 +961,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _serve(self, method: str) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length)) if length else None
-        status, obj, headers = self.fake.handle(method, self.path, body, self.base_url, dict(self.headers.items()))
+        status, obj, headers = self.fake.handle(method, self.path, body, self.base_url, dict(self.headers.items()),
+                                                 self.host)
         delay = self.fake.delay_for(method, urlparse(self.path).path)
         if delay:
             threading.Event().wait(delay)
@@ -986,13 +998,20 @@ class Server:
         self.fake = fake
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.httpd.RequestHandlerClass = type("H", (_Handler,), {"fake": fake, "base_url": self.url})
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+        self.httpd.RequestHandlerClass = type("H", (_Handler,), {"fake": fake, "base_url": self.url, "host": "api"})
+        # artifact storage is another host (GitHub: *.blob.core.windows.net); 127.0.0.2 is loopback too
+        self.blobd = ThreadingHTTPServer(("127.0.0.2", 0), type("B", (_Handler,), {"fake": fake, "host": "blob"}))
+        fake.blob_url = f"http://127.0.0.2:{self.blobd.server_address[1]}"
+        self.blobd.RequestHandlerClass.base_url = fake.blob_url
+        self.threads = [threading.Thread(target=h.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+                        for h in (self.httpd, self.blobd)]
 
     def __enter__(self) -> "Server":
-        self.thread.start()
+        for t in self.threads:
+            t.start()
         return self
 
     def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        for h in (self.httpd, self.blobd):
+            h.shutdown()
+            h.server_close()

@@ -45,6 +45,39 @@ def test_an_expired_artifact_download_says_it_expired(fake, gh):
     assert err.value.status == 410 and "expired" in err.value.message
 
 
+def test_an_artifact_download_sends_the_token_to_the_api_only_never_to_the_storage_host(fake, gh):
+    """Issue 27: GitHub redirects the download to blob storage on another host (here 127.0.0.2, which
+    refuses a request carrying Authorization, as signed-URL storage does); the token stays at the API."""
+    fake.add_run(5, head_sha="a" * 40, artifacts=())
+    art = fake.add_artifact_files(5, "results_bmk", {"r.json": b"{}"})
+    assert gh.artifact_zip(art["id"])[:2] == b"PK"
+    assert fake.leaked_tokens == []
+    assert [r for r in fake.requests if "/zip" in r or "/_blob/" in r] == [
+        f"GET /repos/{fake.repo}/actions/artifacts/{art['id']}/zip", f"GET /_blob/{art['id']}?sig=signed"]
+
+
+@pytest.mark.parametrize("location", ["http://127.0.0.2:1/_blob/9", "//evil.example/_blob/9"])
+def test_a_redirect_to_another_host_never_gets_the_token(location):
+    import httpx
+
+    seen = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append((request.url.host, request.headers.get("authorization")))
+        if request.url.host == "api.test":
+            return httpx.Response(302, headers={"location": location})
+        return httpx.Response(200, content=b"PK-zip")
+
+    real = httpx.Client
+    gh = GitHub("o/r", "secret", api_url="https://api.test", sleep=lambda s: None)
+    try:
+        httpx.Client = lambda **kw: real(transport=httpx.MockTransport(answer), **kw)
+        assert gh.artifact_zip(1) == b"PK-zip"
+    finally:
+        httpx.Client = real
+    assert seen[0] == ("api.test", "Bearer secret") and len(seen) == 2 and seen[1][1] is None
+
+
 # Values for the client's parameters, by name: a new call with a parameter not named here fails the
 # walk below until it is given one (and so until its endpoint is listed).
 ARGS = {"number": 1, "sha": "a" * 40, "comment_id": None, "body": "hello", "login": "maint", "org": "octo",

@@ -101,15 +101,27 @@ def test_an_endpoint_missing_from_the_table_is_a_test_failure(fake):
     fake.schema_errors.clear()
 
 
-def test_pygithub_lower_bound_is_the_first_version_the_client_can_use():
-    """#16.6: PyGithub 2.3.0-2.9.1 raise TypeError on max_rate_limit_wait; the bound must be 2.10.0."""
+def test_pygithub_lower_bound_is_the_version_the_suite_runs_against():
+    """#16.6: the floor in pyproject.toml, MIN_PYGITHUB and the pinned constraint are one version."""
     deps = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     [spec] = [d for d in deps if d.lower().startswith("pygithub")]
     floor = tuple(int(x) for x in re.search(r">=\s*([\d.]+)", spec).group(1).split("."))
-    assert floor == gh_client.MIN_PYGITHUB == (2, 10, 0)
-    from github.GithubRetry import GithubRetry
+    pinned = re.search(r"(?im)^pygithub==([\d.]+)$", (REPO_ROOT / ".github/constraints.txt").read_text())
+    assert floor == gh_client.MIN_PYGITHUB == tuple(int(x) for x in pinned.group(1).split("."))
 
-    GithubRetry(max_rate_limit_wait=1)          # the installed version takes the argument
+
+def test_retries_go_through_public_hooks_only():
+    """Issue 27: no library's private retry internals are overridden (urllib3's `_is_read_error`,
+    `_sleep_backoff`, PyGithub's GithubRetry internals): a dependency update cannot break them quietly."""
+    import ast
+
+    tree = ast.parse((REPO_ROOT / "ci_tools/github/client.py").read_text())
+    [retry] = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "_Retry"]
+    assert [ast.unparse(b) for b in retry.bases] == ["Retry"]
+    overridden = sorted(f.name for f in retry.body if isinstance(f, ast.FunctionDef))
+    assert overridden == ["increment", "is_retry", "sleep"]
+    used = {n.attr for n in ast.walk(retry) if isinstance(n, ast.Attribute)}
+    assert not [a for a in used if a.startswith("_") and not a.startswith("__")]
 
 
 @pytest.mark.parametrize("version,ok", [("2.9.1", False), ("2.3.0", False), ("2.10.0", True), ("3.0.0", True)])
