@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ci_tools.cli.emit import emit
-from ci_tools.render.findings import FORMATS, render
+from ci_tools.render.findings import FORMATS
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
 GITHUB_OUTPUTS = {"config acceptance-matrix": ("matrix", "count"),
@@ -63,42 +63,11 @@ def validate(root: Path | None, masters: tuple[Path, ...], runners: Path | None,
       ci-tools config validate --base origin/main --format github
       ci-tools config validate --master amd-master.yaml --master nvidia-master.yaml --runners runners.yaml
     """
-    from ci_tools.config.crossfile import Change
-    from ci_tools.config.validate import check
-    from ci_tools.config.load import load_sources
+    from ci_tools.config.load import validate_flow
+    from ci_tools.config.render import validate_output
 
-    explicit = bool(masters or runners)
-    if root is None and (not explicit or base):
-        root = Path.cwd()
-    src = load_sources(root, list(masters) or None, runners)
-    change = Change(frozenset(changed_keys))
-    if base:
-        from ci_tools.config.load import change_since
-
-        change = change_since(root, base, src.masters, change.keys)
-    report = check(src, change, upper=upper_checks())
-    if fmt == "text":
-        for note in report.notes:
-            click.echo(f"note: {note}")
-        c = report.counts
-        click.echo(f"checked {c['master_files']} master file(s) with {c['entries']} entries, "
-                   f"{c['runners_files']} runners file, {c['recipes']} recipe(s)")
-    if fmt == "github":
-        from ci_tools.github import actions
-        from ci_tools.render.findings import counted, summary_markdown
-
-        for note in report.notes:
-            actions.annotate("notice", note, title="config validate")
-        out = "\n".join(actions.finding_annotation(f, "config validate") for f in report.findings)
-        errors = counted(report.errors)
-        verdict = (f"{errors} error(s)" if errors else "passed") + f", {counted(report.warnings)} warning(s)"
-        actions.append_summary(summary_markdown("config validate", verdict, report.findings), required=False)
-    else:
-        out = render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None)
-    if out:
-        click.echo(out)
-    if not report.ok:
-        raise SystemExit(1)  # main() drops the return value of ctx.exit(1) in non-standalone mode
+    report = validate_flow(root, list(masters), runners, base, changed_keys, upper_checks())
+    emit(validate_output(report, fmt), fmt)
 
 
 @cli.command("bump-image")

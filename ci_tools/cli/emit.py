@@ -18,12 +18,14 @@ def emit(out: Output, fmt: str) -> None:
     for line in out.stderr:
         click.echo(line, err=True)
     if fmt == "github":
-        from ci_tools.github.actions import annotate, append_outputs, append_step_summary
+        from ci_tools.github.actions import annotate, append_outputs, append_step_summary, finding_annotation
 
         if out.outputs:
             append_outputs(out.outputs)
         for kind, message, title in out.annotations:
             annotate(kind, message, title=title)
+        for finding in out.findings:
+            click.echo(finding_annotation(finding, out.findings_title or None))
         if out.summary:
             append_step_summary(out.summary)
     if out.exit_code:

@@ -194,3 +194,20 @@ def bump_image(root: Path, key: str, image: str) -> list:
     for file in dict.fromkeys(e.file for e in edits):
         (root / file).write_text(texts[file], encoding="utf-8")
     return edits
+
+
+def validate_flow(root: Path | None, masters: list[Path], runners: Path | None, base: str | None,
+                  changed_keys: tuple[str, ...], upper: tuple = ()):
+    """`config validate`: read the files (the repository's by default), work out what the change
+    touched (`--base`, `--changed-key`), and check it all; `upper` are the checks of the floors above
+    config, composed by the command."""
+    from ci_tools.config.crossfile import Change
+    from ci_tools.config.validate import check
+
+    if root is None and (not (masters or runners) or base):
+        root = Path.cwd()
+    src = load_sources(root, masters or None, runners)
+    change = Change(frozenset(changed_keys))
+    if base:
+        change = change_since(root, base, src.masters, change.keys)
+    return check(src, change, upper=upper)

@@ -1,4 +1,4 @@
-"""What the `config` commands other than `validate` say, as an `Output` for `cli/emit.py` (pure)."""
+"""What the `config` commands say, as an `Output` for `cli/emit.py` (pure)."""
 
 from __future__ import annotations
 
@@ -46,3 +46,26 @@ def acceptance_update_output(report, fmt: str) -> Output:
                   stderr=[f"warning: {w}" for w in report.warnings] if fmt == "text" else [],  # else: in the doc / annotated
                   annotations=[("warning", w, "config acceptance-update") for w in report.warnings],
                   outputs=report.outputs, summary="### Acceptance-length update\n\n" + report.body)
+
+
+def validate_output(report, fmt: str) -> Output:
+    """`config validate`: text: the notes, what was checked, then the findings; json: one document with
+    the findings, notes and counts; github: the notes and each finding as annotations (in that order)
+    and every finding in the job summary (GitHub shows only 10 annotations of each kind)."""
+    from ci_tools.render.findings import counted, render, summary_markdown
+
+    if fmt == "github":
+        errors = counted(report.errors)
+        verdict = (f"{errors} error(s)" if errors else "passed") + f", {counted(report.warnings)} warning(s)"
+        return Output(annotations=[("notice", note, "config validate") for note in report.notes],
+                      findings=list(report.findings), findings_title="config validate",
+                      summary=summary_markdown("config validate", verdict, report.findings),
+                      exit_code=0 if report.ok else 1)
+    lines = [render(report.findings, fmt, {"notes": report.notes, "counts": report.counts} if fmt == "json" else None)]
+    if fmt == "text":
+        c = report.counts
+        lines[:0] = [f"note: {note}" for note in report.notes] + [
+            f"checked {c['master_files']} master file(s) with {c['entries']} entries, "
+            f"{c['runners_files']} runners file, {c['recipes']} recipe(s)"]
+    text = "\n".join(line for line in lines if line)
+    return Output(text=text or None, exit_code=0 if report.ok else 1)

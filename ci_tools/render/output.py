@@ -20,6 +20,8 @@ class Output:
     json: Any = NO_DOCUMENT                 # the one document --format json prints instead of `text`
     stderr: list[str] = field(default_factory=list)       # every format: notes and errors for people
     annotations: list[tuple[str, str, str]] = field(default_factory=list)   # github: (kind, message, title)
+    findings: list[Any] = field(default_factory=list)   # github: each `Finding` annotated on its file:line,
+    findings_title: str = ""                            # after `annotations`, headed by this title
     summary: str = ""                       # github: appended to $GITHUB_STEP_SUMMARY where Actions has one
     outputs: dict[str, str] = field(default_factory=dict)   # github: appended to $GITHUB_OUTPUT
     exit_code: int = 0
