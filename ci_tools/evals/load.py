@@ -35,16 +35,6 @@ def load_acceptance_tolerance(policy_path: Path | None) -> float:
     """The policy's `acceptance.tolerance` (--policy; else inferencex-e2e/ci-policy.yaml here; else
     ci-tools' default policy), schema-checked: a bad key or value is a located error, never ignored."""
     from ci_tools.evals.acceptance import section_findings, tolerance_of
-    from ci_tools.sweep.load import DEFAULT_POLICY_NAME, default_policy_text
-    from ci_tools.yaml.located import load_yaml_text
+    from ci_tools.sweep.load import policy_section
 
-    if policy_path is not None and not policy_path.is_file():
-        raise InputError(f"{policy_path}: no such policy file", exit_code=2)
-    if policy_path is None and Path(names.POLICY).is_file():
-        policy_path = Path(names.POLICY)
-    doc = load_yaml_file(policy_path, str(policy_path)) if policy_path is not None else \
-        load_yaml_text(default_policy_text(), DEFAULT_POLICY_NAME)
-    problems = section_findings(doc)
-    if problems:
-        raise InputError(f"{doc.file}: the `acceptance:` section is not valid", findings=problems)
-    return tolerance_of(doc.data.get("acceptance") if isinstance(doc.data, dict) else None)
+    return tolerance_of(policy_section(policy_path, "acceptance", section_findings))

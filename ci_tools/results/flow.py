@@ -57,20 +57,9 @@ def load_results_policy(path: Path | None) -> ResultsPolicy:
     """The `results:` section of the policy file (--policy; else inferencex-e2e/ci-policy.yaml here; else
     ci-tools' default policy), schema-checked: a bad key or value is a located error, never ignored."""
     from ci_tools.results.policy import section_findings
-    from ci_tools.sweep.load import DEFAULT_POLICY_NAME, default_policy_text
-    from ci_tools.yaml.load import load_yaml_file
-    from ci_tools.yaml.located import load_yaml_text
+    from ci_tools.sweep.load import policy_section
 
-    if path is not None and not path.is_file():
-        raise InputError(f"{path}: no such policy file", exit_code=2)
-    if path is None and Path(names.POLICY).is_file():
-        path = Path(names.POLICY)
-    doc = load_yaml_file(path, str(path)) if path is not None else load_yaml_text(default_policy_text(), DEFAULT_POLICY_NAME)
-    problems = section_findings(doc)
-    if problems:
-        raise InputError(f"{doc.file}: the `results:` section is not valid", findings=problems)
-    data = doc.data if isinstance(doc.data, dict) else {}
-    return ResultsPolicy.from_mapping(data.get("results"))
+    return ResultsPolicy.from_mapping(policy_section(path, "results", section_findings))
 
 
 def process(dirs: list[Path], point: PointInfo | None, out: Path | None, *, max_error_rate: float,

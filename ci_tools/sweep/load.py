@@ -9,11 +9,13 @@ the policy from git instead (`sweep/inputs.py`), at the head being planned.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
 from ci_tools import names, resources
 from ci_tools.errors import Finding, InputError
 from ci_tools.sweep.labels import Policy, policy_from_doc, policy_from_text
 from ci_tools.yaml.load import load_yaml_file
+from ci_tools.yaml.located import YamlDoc
 
 DEFAULT_POLICY_RESOURCE = "default-ci-policy.yaml"  # in this package: ci_tools/sweep/
 DEFAULT_POLICY_NAME = f"ci-tools' default policy (ci_tools/sweep/{DEFAULT_POLICY_RESOURCE})"
@@ -66,3 +68,21 @@ def canary_markers(folder: Path) -> dict[str, str | None]:
         # a marker is one short line; a larger file is not one (read only its start)
         out[sub.name] = marker.read_bytes()[:1024].decode("utf-8", "replace") if marker.is_file() else None
     return out
+
+
+def policy_section(path: Path | None, section: str, findings: Callable[[YamlDoc], list]) -> object:
+    """One section of the policy file (`path`; else inferencex-e2e/ci-policy.yaml in the current
+    directory; else ci-tools' default policy), checked by the section's own `findings`: a bad key or
+    value is a located error, never ignored. None when the file has no such section."""
+    from ci_tools.yaml.located import load_yaml_text
+
+    if path is not None and not path.is_file():
+        raise InputError(f"{path}: no such policy file", exit_code=2)
+    if path is None and Path(names.POLICY).is_file():
+        path = Path(names.POLICY)
+    doc = load_yaml_file(path, str(path)) if path is not None else load_yaml_text(default_policy_text(),
+                                                                                   DEFAULT_POLICY_NAME)
+    problems = findings(doc)
+    if problems:
+        raise InputError(f"{doc.file}: the `{section}:` section is not valid", findings=problems)
+    return doc.data.get(section) if isinstance(doc.data, dict) else None
