@@ -2,13 +2,15 @@
 
 The adapter modules of this package (events, the client, the timeline) parse GitHub's JSON into these
 once; the decisions in `ci_tools/prbot/` and `ci_tools/sweep/` take them as plain data. This module is
-core (no I/O, no import): it lives with the adapter because GitHub's object models belong to the floor
+core (no I/O; it imports only `fork.py`): it lives with the adapter because GitHub's object models belong to the floor
 that talks to GitHub, so the packages above import them and the adapter imports nothing above it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ci_tools.github.fork import is_fork
 
 # The permission of a user the collaborator-permission endpoint answers 404 for (GitHub does for some
 # users who are not collaborators): `GitHub.permission` returns it; the bot says it as "no permission"
@@ -37,12 +39,6 @@ class PullRequest:
     @property
     def fork(self) -> bool:
         return is_fork(self.head_repo, self.base_repo)
-
-
-def is_fork(head_repo: str | None, base_repo: str | None) -> bool:
-    """The one answer to "is this PR from a fork?": its head repository differs from the base. A
-    deleted fork has no head repository: the safe side is "fork"."""
-    return not head_repo or head_repo != base_repo
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ci_tools.errors import InputError
-from ci_tools.github.models import is_fork
+from ci_tools.github.fork import is_fork
 from ci_tools.sweep.gate import GateEvent
 
 
