@@ -288,6 +288,13 @@ class _Rebased:
         self.message = sub.message
 
 
+def policy_section_findings(doc: YamlDoc, section: str) -> list[Finding]:
+    """The `section:` of a ci-policy.yaml document against that part of the policy schema, located,
+    with a did-you-mean; [] when the file has no such section (its defaults apply)."""
+    data = doc.data.get(section) if isinstance(doc.data, dict) else None
+    return [] if data is None else check(doc, data, "ci-policy", section, (section,))
+
+
 def check(doc: YamlDoc, data: Any, name: str, ref: str | None = None, base: tuple = (),
           limit: int | None = None) -> list[Finding]:
     """Validate `data` (found at `base` inside `doc`) against a shipped schema; findings in file order.

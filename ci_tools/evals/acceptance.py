@@ -66,13 +66,10 @@ def compare(synthetic: Any, measured: dict | None, tolerance: float) -> dict | N
 
 
 def section_findings(doc) -> list[Finding]:
-    """The policy's `acceptance:` section (a `YamlDoc`) against its schema, located, with a did-you-mean."""
-    from ci_tools.config import schemas
+    """The policy's `acceptance:` section (a `YamlDoc`) against its schema."""
+    from ci_tools.config.schemas import policy_section_findings
 
-    section = doc.data.get("acceptance") if isinstance(doc.data, dict) else None
-    if section is None:
-        return []
-    return schemas.check(doc, section, "ci-policy", "acceptance", ("acceptance",))
+    return policy_section_findings(doc, "acceptance")
 
 
 def config_findings(checked, findings: list[Finding]) -> list[Finding]:

@@ -29,13 +29,10 @@ class ResultsPolicy:
 
 
 def section_findings(doc) -> list[Finding]:
-    """The policy's `results:` section (a `YamlDoc`) against its schema, located, with a did-you-mean."""
-    from ci_tools.config import schemas
+    """The policy's `results:` section (a `YamlDoc`) against its schema."""
+    from ci_tools.config.schemas import policy_section_findings
 
-    section = doc.data.get("results") if isinstance(doc.data, dict) else None
-    if section is None:
-        return []
-    return schemas.check(doc, section, "ci-policy", "results", ("results",))
+    return policy_section_findings(doc, "results")
 
 
 def config_findings(checked, findings: list[Finding]) -> list[Finding]:

@@ -203,16 +203,13 @@ def annotate(rows: list[Mapping[str, Any]], bucket: str, policy: PriorityPolicy,
 def priority_findings(doc) -> list[Finding]:
     """The policy's `priority:` section (a `YamlDoc`): its schema (located, with a did-you-mean), then
     the scorer's reading."""
-    from ci_tools.config import schemas
+    from ci_tools.config.schemas import policy_section_findings
 
-    section = doc.data.get("priority") if isinstance(doc.data, dict) else None
-    if section is None:
-        return []
-    problems = schemas.check(doc, section, "ci-policy", "priority", ("priority",))
-    if problems:
+    problems = policy_section_findings(doc, "priority")
+    if problems or not isinstance(doc.data, dict) or doc.data.get("priority") is None:
         return problems
     try:
-        priority_policy(section, doc.file)
+        priority_policy(doc.data["priority"], doc.file)
     except InputError as exc:
         return [doc.finding(("priority",), exc.message)]
     return []
