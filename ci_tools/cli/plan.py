@@ -112,7 +112,8 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
     if fmt == "github":
         from ci_tools.github import actions
 
-        actions.append_outputs(render.github_outputs(outcome.decision, outcome.plan))
+        actions.append_outputs(render.github_outputs(outcome.decision, outcome.plan), what=render.OUTPUTS_WHAT,
+                               hint=render.OUTPUTS_HINT)
         if outcome.plan is not None:
             actions.append_step_summary(render.render_summary(outcome.plan))
             for finding in outcome.plan.findings:

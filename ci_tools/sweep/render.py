@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ci_tools.errors import InputError
-
 
 def _buckets() -> tuple[str, ...]:
     # imported here so the gate-only path does not load the matrix modules
@@ -20,14 +18,10 @@ def _buckets() -> tuple[str, ...]:
     return BUCKETS
 
 WIDTH = 100
-# GitHub keeps at most 1 MB of outputs per job, "approximated based on UTF-16 encoding": two bytes per
-# character of the BMP (four for others), so the size is counted in UTF-16, not UTF-8.
-MAX_OUTPUTS_BYTES = 1_000_000
-
-
-def output_size(text: str) -> int:
-    """The size GitHub counts a job's outputs at: their UTF-16 encoding."""
-    return len(text.encode("utf-16-le"))
+# How `plan --format github` words the refusal when GitHub would cut the plan's outputs (the limit and
+# its UTF-16 count are github.actions.outputs_text's)
+OUTPUTS_WHAT = "the plan's GitHub outputs"
+OUTPUTS_HINT = "Split the change into several PRs, or use the sweep-enabled label."
 
 
 def _compact(value: Any) -> str:
@@ -90,19 +84,9 @@ def plan_outputs(typed) -> dict[str, str]:
     return out
 
 
-def check_size(outputs: dict[str, str]) -> dict[str, str]:
-    """The outputs, unless GitHub would truncate them (then an InputError saying how to split the sweep)."""
-    size = output_size("".join(f"{name}={value}\n" for name, value in outputs.items()))
-    if size > MAX_OUTPUTS_BYTES:
-        raise InputError(f"the plan's GitHub outputs are {size:,} bytes as GitHub counts them (UTF-16); GitHub keeps "
-                         f"at most {MAX_OUTPUTS_BYTES:,} per job. Split the change into several PRs, or use the "
-                         "sweep-enabled label")
-    return outputs
-
-
 def github_outputs(decision, plan) -> dict[str, str]:
     """What `plan --format github` writes to $GITHUB_OUTPUT: the gate's outputs, or the plan's."""
-    return check_size(gate_outputs(decision.as_dict()) if plan is None else plan_outputs(plan))
+    return gate_outputs(decision.as_dict()) if plan is None else plan_outputs(plan)
 
 
 # ---- people ---------------------------------------------------------------------------------------

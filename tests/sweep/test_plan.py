@@ -426,7 +426,8 @@ def test_output_size_is_counted_the_way_github_counts_it(policy, example):
     well under 1,000,000 UTF-8 bytes but over it in UTF-16 must be refused before GitHub truncates it."""
     import dataclasses
 
-    from ci_tools.sweep.render import MAX_OUTPUTS_BYTES, check_size, output_size, plan_outputs
+    from ci_tools.github.actions import MAX_OUTPUTS_BYTES, output_size, outputs_text
+    from ci_tools.sweep.render import OUTPUTS_HINT, OUTPUTS_WHAT, plan_outputs
 
     p = typed_plan_for(policy, example, [entry([SEED], scenario_type=None)], [FFF])
     rows = p.buckets["single-node-agentic"]
@@ -435,10 +436,11 @@ def test_output_size_is_counted_the_way_github_counts_it(policy, example):
     big = dataclasses.replace(p, buckets={**p.buckets, "single-node-agentic": [rows[0]] * n})
     text = "".join(f"{k}={v}\n" for k, v in plan_outputs(big).items())
     assert len(text.encode()) < MAX_OUTPUTS_BYTES < output_size(text)
-    with pytest.raises(InputError, match="UTF-16"):
-        check_size(plan_outputs(big))
+    with pytest.raises(InputError, match="UTF-16") as refused:
+        outputs_text(plan_outputs(big), what=OUTPUTS_WHAT, hint=OUTPUTS_HINT)
+    assert refused.value.message.startswith("the plan's GitHub outputs are ") and "sweep-enabled" in refused.value.message
     small = dataclasses.replace(p, buckets={**p.buckets, "single-node-agentic": [rows[0]] * (n // 3)})
-    assert check_size(plan_outputs(small))
+    assert outputs_text(plan_outputs(small), what=OUTPUTS_WHAT, hint=OUTPUTS_HINT)
 
 
 # ---- servability: rows no runner can serve are refused before any GPU is booked ------------------
