@@ -330,4 +330,4 @@ def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date:
         return
     if fmt == "github":
         append_summary(report.markdown)
-    write_outputs(report.outputs, fmt, [report.markdown.splitlines()[2], *report.messages])
+    write_outputs(report.outputs, fmt, [report.markdown.splitlines()[2], *report.messages], report.data)

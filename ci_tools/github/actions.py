@@ -58,11 +58,13 @@ def append_outputs(outputs: dict[str, str], *, what: str = "the step's outputs",
         fh.write(text)
 
 
-def write_outputs(outputs: dict[str, str], fmt: str, messages: list[str] | None = None) -> None:
-    """`text`: messages for people; `json`: one JSON object on stdout; `github`: also append the
-    outputs to $GITHUB_OUTPUT."""
+def write_outputs(outputs: dict[str, str], fmt: str, messages: list[str] | None = None,
+                  data: dict | None = None) -> None:
+    """`text`: messages for people; `json`: one JSON object on stdout (`outputs`, `messages` and the
+    keys of `data`); `github`: also append the outputs to $GITHUB_OUTPUT."""
     if fmt == "json" or fmt == "github":
-        click.echo(json.dumps({"outputs": outputs, "messages": messages or []}, indent=2, ensure_ascii=False))
+        doc = {"outputs": outputs, "messages": messages or [], **(data or {})}
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False))
     else:
         for m in messages or []:
             click.echo(m)

@@ -80,6 +80,14 @@ def expected_runners(runners_yaml: dict) -> dict[str, list[str]]:
     return {str(k): [str(n) for n in (v or [])] for k, v in labels.items()}
 
 
+def as_dict(d: Digest) -> dict:
+    """The digest for tools (`runner digest --format json`): each label's runners by state."""
+    return {"repo": d.repo, "registered": d.registered, "down-labels": list(d.down_labels),
+            "labels": [{"label": r.label, "online": r.available, "total": r.total,
+                        **{s: list(getattr(r, s)) for s in STATES}} for r in d.labels],
+            "offline": list(d.offline), "unlisted": list(d.unlisted)}
+
+
 def _names(names: tuple[str, ...]) -> str:
     return ", ".join(f"`{n}`" for n in names) if names else "–"
 

@@ -589,6 +589,7 @@ class DigestReport:
     outputs: dict[str, str]
     markdown: str
     messages: list[str]          # requests made, whether Slack was posted to
+    data: dict = field(default_factory=dict)    # --format json: the runners and the queue (their as_dict)
 
 
 def digest_outputs(d: Digest, queued: int = 0) -> dict[str, str]:
@@ -626,7 +627,7 @@ def digest(repo: str, runners_path: Path | None, root: Path, date: str | None,
     from ci_tools.config.load import read_runners
     from ci_tools.github.client import GitHub, token_from_env
     from ci_tools.runner import queue
-    from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
+    from ci_tools.runner.digest import as_dict as digest_dict, build_digest, expected_runners, render_markdown
 
     path = runners_path or (root / names.RUNNERS)
     if not path.is_file():
@@ -656,4 +657,5 @@ def digest(repo: str, runners_path: Path | None, root: Path, date: str | None,
 
         post(webhook, markdown)
         messages.append("posted to Slack")
-    return DigestReport(outputs=digest_outputs(d, q.queued), markdown=markdown, messages=messages)
+    return DigestReport(outputs=digest_outputs(d, q.queued), markdown=markdown, messages=messages,
+                        data={"runners": digest_dict(d), "queue": queue.as_dict(q)})

@@ -199,6 +199,21 @@ def build_queue(runs: Sequence[Mapping[str, Any]], runners: Mapping[str, int], n
     return Queue(tuple(_family_queue(f, int(runners[f]), by_family[f], now) for f in families), unmatched)
 
 
+def _entry_dict(e: Entry) -> dict:
+    return {"job": e.job, "run-id": e.run_id, "source": e.source, "priority": e.priority,
+            "gpu-hours": e.gpu_hours, "gpu-hours-ahead": round(e.gpu_hours_ahead, 6),
+            "start": e.start.isoformat() if e.start else None, "start-is-lower-bound": e.lower_bound}
+
+
+def as_dict(q: Queue) -> dict:
+    """The queue for tools (`runner digest --format json`): per family, what runs and what waits, in
+    the order the estimate assumes; `start` is the estimate (ISO 8601, UTC), null without an online runner."""
+    return {"queued": q.queued, "unmatched": q.unmatched,
+            "families": [{"family": f.family, "runners": f.runners, "gpu-hours-queued": round(f.gpu_hours_queued, 6),
+                          "running": [_entry_dict(e) for e in f.running],
+                          "queued": [_entry_dict(e) for e in f.queued]} for f in q.families]}
+
+
 # ---- rendering ------------------------------------------------------------------------------------
 
 def _when(e: Entry, now: datetime) -> str:

@@ -138,6 +138,31 @@ def test_the_queue_needs_only_actions_read_beside_the_runners_token(fake, env, t
     assert json.loads(r.stdout)["outputs"]["queued"] == "4" and fake.refused == []
 
 
+def test_json_holds_the_runner_table_and_the_queue_of_the_markdown(fake, env, tmp_path):
+    """The digest for tools: the same runners and the same queue, in the same order, as the tables
+    people read (digest-queue-e2e.md)."""
+    queued_fleet(fake)
+    r = ci(["runner", "digest", "--repo", fake.repo, "--format", "json", "--now", "2026-11-30T12:00"],
+           digest_env(fake, env, tmp_path))
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    labels = {row["label"]: row for row in doc["runners"]["labels"]}
+    assert labels["b300"] == {"label": "b300", "online": 2, "total": 2, "offline": [], "missing": [],
+                              "busy": ["b300-nv_00"], "idle": ["b300-nv_01"]}
+    assert labels["gb300"]["missing"] == ["gb300-nv_3"] and doc["runners"]["down-labels"] == ["cluster:gb300-nv", "gb300"]
+    assert doc["runners"]["unlisted"] == ["old-box"]
+    q = doc["queue"]
+    assert q["queued"] == 4 == int(doc["outputs"]["queued"])
+    b300 = next(f for f in q["families"] if f["family"] == "b300")
+    assert [(e["source"], e["priority"], e["gpu-hours"], e["gpu-hours-ahead"], e["start"]) for e in b300["queued"]] == [
+        ("push main", "3", 8.0, 8.0, "2026-11-30T12:00:00+00:00"),
+        ("#7", "1.5", 8.0, 16.0, "2026-11-30T13:00:00+00:00"),
+        ("#8", "1.5", 4.0, 24.0, "2026-11-30T13:00:00+00:00")]
+    assert b300["gpu-hours-queued"] == 20.0 and len(b300["running"]) == 1 and b300["runners"] == 2
+    gb300 = next(f for f in q["families"] if f["family"] == "gb300")
+    assert [(e["source"], e["start"]) for e in gb300["queued"]] == [("#8", None)]
+
+
 def test_an_unreadable_plan_is_said_and_its_jobs_shown_without_gpu_hours(fake, env, tmp_path):
     queued_fleet(fake)
     fake.add_artifact_files(12, "changelog-metadata", {"plan.json": b"{not json"})
