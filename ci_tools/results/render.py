@@ -289,10 +289,14 @@ def report_output(w, fmt: str) -> Output:
                        f"report: {w.out} ({w.size:,} bytes, {w.points} points, "
                        f"{len(w.telemetry_jobs)} job(s) with GPU telemetry)",
                   json={"out": str(w.out), "bytes": w.size, "points": w.points, "verdicts": w.headline.counts,
-                        "frontier": w.headline.frontier, "telemetry-jobs": w.telemetry_jobs, "notes": w.notes},
+                        "frontier": w.headline.frontier, "telemetry-jobs": w.telemetry_jobs, "notes": w.notes,
+                        "acceptance-warnings": w.acceptance_warnings},
                   stderr=[f"note: {note}" for note in w.notes] if fmt != "json" else [],   # json holds them
+                  annotations=[("warning", a, "results report: acceptance") for a in w.acceptance_warnings],
                   summary=(f"### Sweep report\n\n**{w.headline.verdicts}.** {w.headline.frontier}\n\n"
-                           f"The page (`{w.out.name}`, {w.size:,} bytes) is in this run's report artifact.\n"))
+                           + "".join(f"- acceptance: {a}\n" for a in w.acceptance_warnings)
+                           + ("\n" if w.acceptance_warnings else "")
+                           + f"The page (`{w.out.name}`, {w.size:,} bytes) is in this run's report artifact.\n"))
 
 
 def publish_output(p, report: Path, branch: str, decide: bool) -> Output:

@@ -168,6 +168,24 @@ def eval_rows(evals: list[dict]) -> list[dict]:
     return sorted(out, key=lambda r: (str(r["task"]), r["point"], r["conc"] or 0, r["metric"]))
 
 
+def acceptance_rows(evals: list[dict]) -> list[dict]:
+    """Each eval result whose speculative acceptance was checked (evals/acceptance.compare): the synthetic
+    length the throughput rows replay beside the one the engine measured on the eval row, and why they
+    disagree or why nothing was measured."""
+    from ci_tools.evals.gate import describe as eval_point
+
+    out = []
+    for e in evals:
+        a = e.get("acceptance") if isinstance(e.get("acceptance"), dict) else {}
+        if a.get("synthetic") is None and a.get("measured") is None:
+            continue
+        out.append({"point": eval_point(e.get("point") or {}), "synthetic": a.get("synthetic"),
+                    "measured": a.get("measured"), "source": a.get("measured-source"),
+                    "difference": a.get("difference"), "agrees": a.get("agrees"),
+                    "why": a.get("warning") or a.get("not-measured")})
+    return sorted(out, key=lambda r: r["point"])
+
+
 # ---- telemetry ------------------------------------------------------------------------------------
 
 MAX_SAMPLES_DRAWN = 1000   # per GPU: fifty 8-GPU jobs of hours at 1 Hz stay a page of ~10 MB
@@ -216,6 +234,7 @@ class Report:
     telemetry: list[TelemetryJob]
     notes: list[str]
     method: str
+    acceptance: list[dict] = field(default_factory=list)   # acceptance_rows of the evals
 
 
 def method_line(comparisons: list[PointComparison], policy) -> str:
@@ -231,4 +250,4 @@ def build(comparisons: list[PointComparison], shift: FrontierShift | None, head:
     return Report(title or "Sweep report", headline(comparisons, shift),
                   chart_of(comparisons, head, main_latest, charts.TITLE), rows(comparisons),
                   eval_rows(evals) if evals is not None else None, eval_verdict, telemetry or [],
-                  list(notes or []), method_line(comparisons, policy))
+                  list(notes or []), method_line(comparisons, policy), acceptance_rows(evals or []))

@@ -27,6 +27,7 @@ class Written:
     points: int
     telemetry_jobs: list[str]
     notes: list[str] = field(default_factory=list)
+    acceptance_warnings: list[str] = field(default_factory=list)   # each disagreeing eval row: point: warning
 
 
 def _read_json(path: Path):
@@ -135,4 +136,5 @@ def run_report(head_path: Path, baseline_paths: list[Path], out: Path, *, from_m
     page = report_html.render(doc).encode("utf-8")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(page)
-    return Written(out, len(page), doc.headline, len(comparisons), [j.name for j in jobs], notes + tel_notes)
+    return Written(out, len(page), doc.headline, len(comparisons), [j.name for j in jobs], notes + tel_notes,
+                   [f"{a['point']}: {a['why']}" for a in doc.acceptance if a["agrees"] is False])

@@ -187,6 +187,24 @@ def _evals(report: Report) -> str:
             + "".join(rows) + "</tbody></table>")
 
 
+def _acceptance(report: Report) -> str:
+    if not report.acceptance:
+        return ""
+    rows = []
+    for a in report.acceptance:
+        diff = "–" if a["difference"] is None else f"{a['difference']:+.1%}"
+        state = ("agrees" if a["agrees"] else "DISAGREES") if a["agrees"] is not None else "not compared"
+        cls = "pass" if a["agrees"] else ("fail" if a["agrees"] is False else "note")
+        rows.append(f'<tr><td>{_e(a["point"])}</td><td class="num">{_fmt(a["synthetic"], "g")}</td>'
+                    f'<td class="num">{_fmt(a["measured"], "g")} <small>{_e(a["source"] or "")}</small></td>'
+                    f'<td class="num">{diff}</td><td class="{cls}">{state}</td><td>{_e(a["why"] or "")}</td></tr>')
+    return ('<h3>Acceptance length</h3><p class="note">Throughput rows of a speculative recipe replay the synthetic '
+            'length; the eval row of the same point measures the real one.</p>'
+            '<table id="acceptance-table" class="sortable"><thead><tr><th>point</th><th class=num>synthetic</th>'
+            '<th class=num>measured</th><th class=num>difference</th><th>result</th><th>why</th></tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table>")
+
+
 def _fmt(v, spec: str, unit: str = "") -> str:
     return "–" if v is None else format(v, spec) + unit
 
@@ -257,7 +275,7 @@ def render(report: Report) -> str:
 <p class="note">Click a column to sort. A value's line below: main's value, the change, its 95% interval, the verdict.</p>
 {_table(report)}
 <h2>Evals</h2>
-<section id="evals">{_evals(report)}</section>
+<section id="evals">{_evals(report)}{_acceptance(report)}</section>
 <h2>GPU telemetry</h2>
 <section id="telemetry">{telemetry}</section>
 {notes}

@@ -89,6 +89,43 @@ def test_command_writes_one_page_with_evals_from_a_collection(tmp_path: Path):
     assert "<script src" not in page and "<link" not in page and "<img" not in page
 
 
+def test_measured_acceptance_is_shown_beside_the_synthetic_and_a_disagreement_is_warned(tmp_path: Path):
+    """The reviewer sees on the page what `results process` recorded on each speculative eval row
+    (evals/acceptance.compare), and a disagreement reaches the JSON, the summary and an annotation."""
+    from ci_tools.evals.acceptance import compare as acceptance
+
+    def ev(tp, measured):
+        return {"point": {"config-key": "k", "tp": tp, "conc": 4}, "scores": [],
+                "acceptance": {"simulated": False, **acceptance(3.51, measured, 0.10)}}
+
+    evals = [ev(4, {"acceptance-length": 3.4, "source": "sglang:/server_info"}),
+             ev(8, {"acceptance-length": 2.9, "source": "sglang:/server_info"}),
+             ev(2, None), {"point": {"config-key": "k", "tp": 1, "conc": 4}, "scores": []}]
+    coll = tmp_path / "results.json"
+    coll.write_text(json.dumps({"schema": "ci-tools/results/v1", "results": load_side(SEED / "pr-local-results.csv"),
+                                "evals": evals, "eval-verdict": {"verdict": "passed"}}))
+    out = tmp_path / "report.html"
+    r = run(coll, "--baseline", SEED / "main-baseline.csv", "--out", out, "--format", "json")
+    assert r.exit_code == 0, r.output
+    warnings = json.loads(r.output)["acceptance-warnings"]
+    assert len(warnings) == 1 and "2.9" in warnings[0] and "17.4% below the synthetic 3.51" in warnings[0]
+    page = out.read_text()
+    table = page[page.index('id="acceptance-table"'):]
+    table = table[:table.index("</table>")]
+    assert table.count("<tr>") == 4       # the head and the three checked rows; the non-speculative row is not one
+    assert "DISAGREES" in table and "agrees" in table and "-17.4%" in table and "-3.1%" in table
+    assert "not compared" in table and "the job wrote no acceptance.json" in table
+    summary = tmp_path / "summary.md"
+    outputs = tmp_path / "outputs.txt"
+    r = CliRunner(env={"GITHUB_STEP_SUMMARY": str(summary), "GITHUB_OUTPUT": str(outputs)}).invoke(
+        click.Command("ci-tools", callback=lambda: main(["results", "report", str(coll), "--baseline",
+                                                            str(SEED / "main-baseline.csv"), "--out", str(out),
+                                                            "--format", "github"])), [])
+    assert r.exit_code == 0, r.output
+    assert "::warning title=results report%3A acceptance::" in r.output
+    assert "- acceptance: " in summary.read_text()
+
+
 def test_command_errors_read_like_a_reviewer(tmp_path: Path):
     r = run(SEED / "pr-local-results.csv", "--out", tmp_path / "r.html")
     assert r.exit_code == 2 and "nothing to compare with" in r.output
