@@ -296,12 +296,14 @@ def publish_cmd(report: Path, enabled: str, event_name: str, event_path: Path | 
     import os
 
     from ci_tools.prbot.card.decide import card_pr
-    from ci_tools.results.pages_flow import run_publish
+    from ci_tools.results.pages_flow import open_prs_of, run_publish
     from ci_tools.results.render import publish_output
 
     if run_id is None:
         raise InputError("no run id: pass --run-id or set GITHUB_RUN_ID (set by GitHub Actions)", exit_code=2)
+    token = os.environ.get("GITHUB_TOKEN")
     p = run_publish(report, enabled=enabled, event_name=event_name, event_path=event_path, run_id=run_id,
-                    repository=repository, branch=branch, remote=remote, token=os.environ.get("GITHUB_TOKEN"),
-                    keep=keep, pr_of_run=card_pr, server=os.environ.get("GITHUB_SERVER_URL") or "https://github.com", decide=decide)
-    emit(publish_output(p, report, branch, decide), fmt)
+                    repository=repository, branch=branch, remote=remote, token=token, keep=keep, pr_of_run=card_pr,
+                    server=os.environ.get("GITHUB_SERVER_URL") or "https://github.com", decide=decide,
+                    open_prs=open_prs_of(repository, token, os.environ.get("GITHUB_API_URL") or "https://api.github.com"))
+    emit(publish_output(p, report, branch, decide, fmt), fmt)

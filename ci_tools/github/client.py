@@ -398,10 +398,10 @@ class GitHub:
             self._sleep(wait)
         return []
 
-    def open_pull_numbers(self, base: str) -> list[int]:
-        """The numbers of the open PRs into `base`, oldest first (every page)."""
-        return [int(p["number"]) for p in self._list(self._r("/pulls"), {"state": "open", "base": base,
-                                                                           "sort": "created", "direction": "asc"})]
+    def open_pull_numbers(self, base: str | None) -> list[int]:
+        """The numbers of the open PRs into `base` (None: into any branch), oldest first (every page)."""
+        params = {"state": "open", **({"base": base} if base else {}), "sort": "created", "direction": "asc"}
+        return [int(p["number"]) for p in self._list(self._r("/pulls"), params)]
 
     def _pull(self, number: int) -> dict:
         key = f"pull:{number}"

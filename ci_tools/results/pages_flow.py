@@ -38,6 +38,7 @@ class Published:
     path: str = ""
     pruned: list[str] = field(default_factory=list)
     attempts: int = 0
+    notes: list[str] = field(default_factory=list)
 
 
 def target_of(event_name: str, payload: dict, pr_of_run: PrOfRun,
@@ -73,13 +74,16 @@ def _push(ref, main_branch: str) -> tuple[bool, int | None, str]:
     return False, None, f"a push to {ref}, not to {main_branch}"
 
 
-def _layout(site: Path, report: Path, pr: int | None, run_id: int, keep: int) -> tuple[str, list[str]]:
+def _layout(site: Path, report: Path, pr: int | None, run_id: int, keep: int,
+            open_prs: set[int] | None = None) -> tuple[str, list[str]]:
     d = pages.run_dir(pr, run_id)
     (site / d).mkdir(parents=True, exist_ok=True)
     shutil.copyfile(report, site / d / pages.PAGE)
     dirs = [f"{top.name}/{run.name}" for top in site.iterdir() if top.is_dir() and not top.name.startswith(".")
             for run in top.iterdir() if run.is_dir()]
-    pruned = pages.prune(dirs, keep_per_pr=keep)
+    # the PR being published stays whatever the list says: it may have closed while its sweep ran
+    pruned = pages.prune(dirs, None if open_prs is None else open_prs | ({pr} if pr is not None else set()),
+                         keep_per_pr=keep)
     for gone in pruned:
         shutil.rmtree(site / gone)
     kept = sorted(set(dirs) - set(pruned))
@@ -89,7 +93,9 @@ def _layout(site: Path, report: Path, pr: int | None, run_id: int, keep: int) ->
 
 
 def publish(report: Path, *, remote: str, branch: str, pr: int | None, run_id: int, token: str | None = None,
-            keep: int = pages.KEEP_PER_PR) -> Published:
+            keep: int = pages.KEEP_PER_PR, open_prs: set[int] | None = None) -> Published:
+    """Add the report, prune (beyond `keep` runs per PR; every run of a PR not in `open_prs` when that
+    is known), rewrite the index, push; a push that lost a race is redone on the new branch head."""
     if not report.is_file():
         raise InputError(f"{report}: no such report (write it with `ci-tools results report`)", exit_code=2)
     auth: tuple[str, ...] = ()
@@ -111,7 +117,7 @@ def publish(report: Path, *, remote: str, branch: str, pr: int | None, run_id: i
             else:
                 raise InputError(f"cannot fetch {branch} from the repository: "
                                  + fetched.stderr.decode("utf-8", "replace").strip())
-            path, pruned = _layout(site, report, pr, run_id, keep)
+            path, pruned = _layout(site, report, pr, run_id, keep, open_prs)
             git.run("add", "-A")
             git.run(*AUTHOR, "commit", "-q", "-m", f"sweep report: {path}" + (f" (pruned {', '.join(pruned)})" if pruned else ""))
             pushed = git.run(*auth, "push", "-q", remote, f"HEAD:refs/heads/{branch}", check=False)
@@ -127,7 +133,8 @@ def publish(report: Path, *, remote: str, branch: str, pr: int | None, run_id: i
 
 def run_publish(report: Path, *, enabled: str, event_name: str, event_path: Path | None, run_id: int,
                 repository: str, branch: str, remote: str | None, token: str | None, keep: int,
-                pr_of_run: PrOfRun, server: str = "https://github.com", decide: bool = False) -> Published:
+                pr_of_run: PrOfRun, server: str = "https://github.com", decide: bool = False,
+                open_prs: Callable[[], list[int]] | None = None) -> Published:
     """Publish the report, or only say whether it would be (`decide`: the workflow downloads the
     report artifact only then)."""
     if enabled.strip().lower() not in ("true", "1", "yes"):
@@ -149,4 +156,33 @@ def run_publish(report: Path, *, enabled: str, event_name: str, event_path: Path
         if not repository:
             raise InputError("no repository: pass --remote or set GITHUB_REPOSITORY", exit_code=2)
         remote = f"{server.rstrip('/')}/{repository}.git"
-    return publish(report, remote=remote, branch=branch, pr=pr, run_id=run_id, token=token, keep=keep)
+    open_set, notes = _open_prs(open_prs)
+    done = publish(report, remote=remote, branch=branch, pr=pr, run_id=run_id, token=token, keep=keep,
+                   open_prs=open_set)
+    done.notes += notes
+    return done
+
+
+def _open_prs(lister: Callable[[], list[int]] | None) -> tuple[set[int] | None, list[str]]:
+    """The open PRs (their pages are kept; a closed PR's go), or None with why when unknown: then only
+    the newest runs per PR are kept, and the closed PRs' pages wait for a later run."""
+    if lister is None:
+        return None, ["closed PRs' pages were not pruned: no repository to list its open PRs from "
+                      "(GITHUB_REPOSITORY and GITHUB_TOKEN)"]
+    try:
+        return set(lister()), []
+    except InputError as exc:
+        return None, [f"closed PRs' pages were not pruned: the open PRs could not be listed ({exc.message}; "
+                      "the job needs `pull-requests: read`)"]
+
+
+def open_prs_of(repository: str, token: str | None, api_url: str) -> Callable[[], list[int]] | None:
+    """A lister of the repository's open PRs through the API, when there is a repository and a token."""
+    if not repository or not token:
+        return None
+
+    def lister() -> list[int]:
+        from ci_tools.github.client import GitHub
+
+        return GitHub(repository, token, api_url=api_url).open_pull_numbers(None)
+    return lister

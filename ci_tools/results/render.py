@@ -299,7 +299,7 @@ def report_output(w, fmt: str) -> Output:
                            + f"The page (`{w.out.name}`, {w.size:,} bytes) is in this run's report artifact.\n"))
 
 
-def publish_output(p, report: Path, branch: str, decide: bool) -> Output:
+def publish_output(p, report: Path, branch: str, decide: bool, fmt: str = "text") -> Output:
     """`results publish`: whether and where the report went; github: `publish`, `published`, `path`."""
     would = decide and bool(p.path)
     if would:
@@ -311,7 +311,9 @@ def publish_output(p, report: Path, branch: str, decide: bool) -> Output:
     summary = "" if would else (f"Sweep report: published at `{p.path}/` on `{branch}`.\n" if p.published
                                 else f"Sweep report: not published ({p.reason}).\n")
     return Output(text=text, json={"publish": would or p.published, "published": p.published,
-                                   "reason": p.reason or None, "path": p.path or None, "pruned": p.pruned},
+                                   "reason": p.reason or None, "path": p.path or None, "pruned": p.pruned,
+                                   "notes": p.notes},
+                  stderr=[f"note: {n}" for n in p.notes] if fmt != "json" else [],
                   outputs={"publish": str(would or p.published).lower(), "published": str(p.published).lower(),
                            "path": p.path},
                   summary=summary)

@@ -110,3 +110,25 @@ def test_which_page_a_finished_sweep_run_gets(run, want):
                                 "path": ".github/workflows/run-sweep.yml", "display_title": "x", **run}}
     ok, pr, why = pages_flow.target_of("workflow_run", payload, card_pr)
     assert (ok, pr) == want and (ok or why)
+
+
+def test_closed_prs_pages_go_when_the_open_prs_are_known_and_stay_with_a_note_when_not(tmp_path, remote, report):
+    from ci_tools.github.client import GitHubError
+
+    for pr, run_id in ((8, 40), (9, 41)):
+        pages_flow.publish(report, remote=str(remote), branch="gh-pages", pr=pr, run_id=run_id)
+
+    def refused():
+        raise GitHubError("GET /pulls: 403 Resource not accessible by integration", 403)
+
+    kw = dict(enabled="true", event_name="pull_request", event_path=None, run_id=50, repository="o/r",
+              branch="gh-pages", remote=str(remote), token=None, keep=3, pr_of_run=card_pr)
+    ev = tmp_path / "ev.json"
+    ev.write_text(json.dumps({"pull_request": {"number": 7}}))
+    kept = pages_flow.run_publish(report, **{**kw, "event_path": ev}, open_prs=refused)
+    assert kept.published and kept.pruned == [] and "pull-requests: read" in kept.notes[0]
+    assert "closed PRs' pages were not pruned" in kept.notes[0] and "403" in kept.notes[0]
+    # PR 9 is open; 8 closed; 7 (this run's PR) is missing from the list, closed while its sweep ran: kept
+    done = pages_flow.run_publish(report, **{**kw, "event_path": ev, "run_id": 51}, open_prs=lambda: [9])
+    assert done.pruned == ["pr-8/run-40"] and done.notes == []
+    assert {f.split("/")[0] for f in files(remote) if "/" in f} == {"pr-7", "pr-9"}

@@ -81,7 +81,11 @@ def test_collect_output(c, problem, fmt, exit_code, stderr):
     (False, False, "", "not published: not enabled", {"publish": "false", "published": "false"}),
 ])
 def test_publish_output(decide, published, path, text, outputs):
-    p = SimpleNamespace(published=published, reason="" if published or path else "not enabled", path=path, pruned=[])
+    from ci_tools.results.pages_flow import Published
+
+    p = Published(published, reason="" if published or path else "not enabled", path=path,
+                  notes=["closed PRs' pages were not pruned: why"] if published else [])
     out = render.publish_output(p, Path("report.html"), "gh-pages", decide)
     assert out.text == text and {k: out.outputs[k] for k in outputs} == outputs
+    assert out.stderr == [f"note: {n}" for n in p.notes] and out.json["notes"] == p.notes
     assert (out.summary == "") == (decide and bool(path))

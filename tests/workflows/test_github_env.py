@@ -577,28 +577,40 @@ def collect_compares_with_main(s: Scenario):
 
 def report_pages_of_a_pr_sweep(s: Scenario):
     """A finished PR sweep's report goes to the Pages branch (a local bare repository stands in for
-    github.com's git server); with the variable unset nothing is downloaded or pushed."""
+    github.com's git server); with the variable unset nothing is downloaded or pushed. The pages of a
+    PR that closed since are pruned (the job lists the open PRs: pull-requests: read)."""
     import subprocess
 
-    pr_with_sweep(s.fake, 1)
-    run = s.fake.add_run(12, head_sha=SHA1, pull_requests=(1,))
     server = s.tmp / "git-server"
     bare = server / REPO_NAME
     bare = bare.with_name(bare.name + ".git")
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    off = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, run))
+
+    def publish(pr: int, run_id: int):
+        run = s.fake.add_run(run_id, head_sha=SHA1, pull_requests=(pr,))
+        job = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, run),
+                    vars={"CI_TOOLS_REPORT_PAGES": "true"}, extra_env={"GITHUB_SERVER_URL": str(server)})
+        assert ok(job.run("decide")).outputs["publish"] == "true"
+        (job.tmp / "report").mkdir()                                  # what download-artifact leaves
+        (job.tmp / "report" / "report.html").write_text("<!DOCTYPE html><title>Sweep report</title>")
+        step = ok(job.run(4))
+        assert step.outputs["published"] == "true" and step.outputs["path"] == f"pr-{pr}/run-{run_id}"
+        listed = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "gh-pages"],
+                                check=True, capture_output=True, text=True).stdout.split()
+        return job, listed
+
+    pr_with_sweep(s.fake, 1)
+    pr_with_sweep(s.fake, 2)
+    off = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, s.fake.add_run(12, head_sha=SHA1,
+                                                                                                   pull_requests=(1,))))
     assert ok(off.run("decide")).outputs["publish"] == "false" and "publishing is off" in off.steps["decide"].summary
-    job = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, run),
-                vars={"CI_TOOLS_REPORT_PAGES": "true"}, extra_env={"GITHUB_SERVER_URL": str(server)})
-    assert ok(job.run("decide")).outputs["publish"] == "true"
-    (job.tmp / "report").mkdir()                                  # what download-artifact leaves
-    (job.tmp / "report" / "report.html").write_text("<!DOCTYPE html><title>Sweep report</title>")
-    step = ok(job.run(4))
-    assert step.outputs["published"] == "true" and step.outputs["path"] == "pr-1/run-12"
-    listed = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "gh-pages"],
-                            check=True, capture_output=True, text=True).stdout.split()
+    first, listed = publish(2, 11)
+    assert "pr-2/run-11/index.html" in listed
+    s.fake.pulls[2].update(state="closed")
+    job, listed = publish(1, 12)
     assert "pr-1/run-12/index.html" in listed and "index.html" in listed
-    return [off, job]
+    assert not any(f.startswith("pr-2/") for f in listed), listed        # the closed PR's pages went
+    return [off, first, job]
 
 
 def speedbench_al_update(s: Scenario):
