@@ -73,7 +73,7 @@ def did_you_mean(word: str, choices: list[str]) -> str | None:
 # PR comments and the results page: C0/C1 controls (terminal escapes, line breaks inside one item),
 # Unicode bidi controls (they reorder what a reviewer sees: "Trojan Source"), invisible format characters,
 # lone surrogates (not encodable as UTF-8) and noncharacters.
-_BAD_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069"
+BAD_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069"
                        "\ufeff\ufff9-\ufffb\ufffe\uffff\ud800-\udfff]")
 _CONTROL_NAMES = {0: "NULL", 7: "BELL", 8: "BACKSPACE", 9: "TAB", 10: "LINE FEED", 11: "LINE TABULATION",
                   12: "FORM FEED", 13: "CARRIAGE RETURN", 27: "ESCAPE", 127: "DELETE", 0x85: "NEXT LINE"}
@@ -106,10 +106,10 @@ def text_findings(entry: Entry, file: str) -> list[Finding]:
     out: list[Finding] = []
 
     def check(text: str, where: str, line: int) -> None:
-        m = _BAD_TEXT.search(text)
+        m = BAD_TEXT.search(text)
         if m is None:
             return
-        more = len(_BAD_TEXT.findall(text)) - 1
+        more = len(BAD_TEXT.findall(text)) - 1
         out.append(Finding(file, line, None,
                            f"entry {entry.index + 1}: {where} contains {char_name(m.group())} at character"
                            f" {m.start() + 1}" + (f" (and {more} more such character{'s' if more > 1 else ''})" if more else ""),

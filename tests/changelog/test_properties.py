@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ci_tools.changelog.lint import Mode, lint_change
 from ci_tools.changelog.merge import canonicalize, resolve_conflict
+from ci_tools.changelog.schema import BAD_TEXT
 from ci_tools.errors import InputError
 
 from .helpers import LINK, MASTER_KEYS, REPO, entry, history
@@ -67,8 +68,10 @@ def test_a_mutation_alone_passes_only_as_a_canonical_pr_link_correction(m):
 
 
 # -- well-formed appends --------------------------------------------------------------------
+# well-formed: none of the characters the lint refuses in text (schema.BAD_TEXT: bidi and invisible format
+# characters are category Cf, which the category list alone lets through)
 TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Cn", "Zl", "Zp"), blacklist_characters="\ufeff\x85"),
-               min_size=1, max_size=40).filter(lambda s: s.strip())
+               min_size=1, max_size=40).filter(lambda s: s.strip() and not BAD_TEXT.search(s))
 KEY_OR_PATTERN = st.sampled_from(MASTER_KEYS + ["cfg-*", "dsr1-fp?-*", "*-sglang", "gptoss*", "*"])
 
 
@@ -115,6 +118,25 @@ def test_any_well_formed_append_is_accepted(entries, base):
     # and canonicalising it keeps it valid, now in main mode
     out = canonicalize(base or None, head, file=F, repo=REPO, pr=42)
     assert lint(base or None, out, mode=Mode(REPO)).ok
+
+
+@settings(max_examples=100, deadline=None)
+# lone surrogates are left out: raw they are not UTF-8 and escaped the YAML reader refuses them, both
+# before any text rule runs
+@given(TEXT, st.sampled_from(sorted({chr(c) for c in range(0xD800) if BAD_TEXT.fullmatch(chr(c))}
+                                    | {chr(c) for c in range(0xE000, 0x110000) if BAD_TEXT.fullmatch(chr(c))})),
+       st.integers(0, 40), st.booleans())
+def test_a_refused_character_anywhere_in_a_description_is_said(text, bad, at, ascii_escapes):
+    """The other side of the well-formed property: a well-formed description with one character of
+    schema.BAD_TEXT written as a YAML escape (raw, the byte rules refuse it first) is refused, naming its
+    code point."""
+    cp = ord(bad)
+    escape = f"\\u{cp:04x}" if cp < 0x10000 else f"\\U{cp:08x}"
+    quoted = _quoted(text[:at], ascii_escapes)[:-1] + escape + _quoted(text[at:], ascii_escapes)[1:]
+    head = H + b"\n" + entry(desc=()).replace(b"  description:\n", b"  description:\n    - " + quoted.encode() + b"\n")
+    result = lint(H, head)
+    assert not result.ok and any(f"U+{ord(bad):04X}" in f.message for f in result.errors), \
+        [f.as_text() for f in result.errors]
 
 
 # -- garbage never crashes ------------------------------------------------------------------
