@@ -9,12 +9,18 @@ from ci_tools.errors import Finding, InputError
 from ci_tools.yaml.located import YamlDoc, load_yaml_text
 
 
+# The largest file of InferenceX's configs is its nvidia master (0.32 MB; its changelog 0.40 MB): 8 MiB
+# is 25 times that, and bounds what one YAML file may cost (a 10 MB flow mapping took 7.7 s, 0.78 GB)
+MAX_YAML_FILE_BYTES = 8 * 1024 * 1024
+
+
 def read_text(path: Path | str, display: str | None = None) -> str:
     """Read a UTF-8 text file, turning I/O and decoding problems into InputError."""
     p = Path(path)
     name = display or str(path)
     try:
-        raw = p.read_bytes()
+        with p.open("rb") as fh:
+            raw = fh.read(MAX_YAML_FILE_BYTES + 1)    # never more: a FIFO or /dev/zero would not end
     except FileNotFoundError:
         raise InputError(f"{name}: file not found", findings=[Finding(name, None, None, "file not found",
                                                                        "check the path (and the directory it is run from)")],
@@ -25,6 +31,11 @@ def read_text(path: Path | str, display: str | None = None) -> str:
     except OSError as exc:
         raise InputError(f"{name}: cannot read: {exc.strerror}",
                          findings=[Finding(name, None, None, f"cannot read: {exc.strerror}")]) from None
+    if len(raw) > MAX_YAML_FILE_BYTES:
+        message = f"more than {MAX_YAML_FILE_BYTES:,} bytes, the limit for one YAML file"
+        raise InputError(f"{name}: {message}", findings=[Finding(
+            name, None, None, message, "split it (one master file per model family, one recipe per configuration)"
+            " or check that the path names the file you meant")])
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -51,6 +51,8 @@ CASES = [
     ("nul", lambda r: _edit(r, MASTER, "  runner: b300\n", "  runner: b300\x00\n"), [], 1, "a NUL byte is not allowed"),
     ("not-utf8", lambda r: _edit(r, MASTER, "  runner: b300\n", "  runner: b\u00e9300\n") or
      (r / MASTER).write_bytes((r / MASTER).read_bytes().replace("é".encode(), b"\xe9")), [], 1, "not valid UTF-8"),
+    ("too-large", lambda r: _write(r, names.CONFIGS_DIR + "/amd-master.yaml", "# pad\n" * 1_500_000), [], 1,
+     f"{names.CONFIGS_DIR}/amd-master.yaml: error: more than 8,388,608 bytes, the limit for one YAML file"),
     ("wrong-type", lambda r: _edit(r, MASTER, "{ tp: 4, ep: 1, conc-start: 4", "{ tp: \"4\", ep: 1, conc-start: 4"),
      [], 1, "'tp' must be an integer, got string '4'\n  hint: write 4 without quotes"),
     ("unknown-field", lambda r: _edit(r, MASTER, "  precision: fp4\n", "  precison: fp4\n  precision: fp4\n"),
