@@ -10,6 +10,7 @@ headline and the frontier sentence.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ci_tools.results import chart as charts
@@ -174,15 +175,23 @@ def acceptance_rows(evals: list[dict]) -> list[dict]:
     disagree or why nothing was measured."""
     from ci_tools.evals.gate import describe as eval_point
 
+    def number(v):   # an --evals file is read, not trusted: a field of another type shows as unknown
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+    def text(v):
+        return v if isinstance(v, str) else None
+
     out = []
     for e in evals:
-        a = e.get("acceptance") if isinstance(e.get("acceptance"), dict) else {}
-        if a.get("synthetic") is None and a.get("measured") is None:
+        a = e.get("acceptance") if isinstance(e, dict) and isinstance(e.get("acceptance"), dict) else {}
+        synthetic, measured = number(a.get("synthetic")), number(a.get("measured"))
+        if synthetic is None and measured is None:
             continue
-        out.append({"point": eval_point(e.get("point") or {}), "synthetic": a.get("synthetic"),
-                    "measured": a.get("measured"), "source": a.get("measured-source"),
-                    "difference": a.get("difference"), "agrees": a.get("agrees"),
-                    "why": a.get("warning") or a.get("not-measured")})
+        point = e.get("point") if isinstance(e.get("point"), dict) else {}
+        out.append({"point": eval_point(point), "synthetic": synthetic, "measured": measured,
+                    "source": text(a.get("measured-source")), "difference": number(a.get("difference")),
+                    "agrees": a.get("agrees") if isinstance(a.get("agrees"), bool) else None,
+                    "why": text(a.get("warning")) or text(a.get("not-measured"))})
     return sorted(out, key=lambda r: r["point"])
 
 

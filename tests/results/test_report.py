@@ -89,6 +89,29 @@ def test_command_writes_one_page_with_evals_from_a_collection(tmp_path: Path):
     assert "<script src" not in page and "<link" not in page and "<img" not in page
 
 
+P = {"config-key": "k", "tp": 4, "conc": 4}
+
+
+@pytest.mark.parametrize("acceptance, want", [
+    (None, None),                                                          # not a speculative row
+    ({"simulated": False}, None),
+    ({"synthetic": 3.51, "measured": 3.4, "measured-source": "s", "difference": -0.0313, "agrees": True},
+     {"synthetic": 3.51, "measured": 3.4, "source": "s", "difference": -0.0313, "agrees": True, "why": None}),
+    ({"synthetic": 3.51, "measured": None, "not-measured": "the job wrote no acceptance.json"},
+     {"synthetic": 3.51, "measured": None, "source": None, "difference": None, "agrees": None,
+      "why": "the job wrote no acceptance.json"}),
+    ({"synthetic": None, "measured": 2.9, "measured-source": "vllm"},      # real speculation: nothing replayed
+     {"synthetic": None, "measured": 2.9, "source": "vllm", "difference": None, "agrees": None, "why": None}),
+    # a hand-edited --evals file: wrong types read as unknown, never a traceback in the page
+    ({"synthetic": "3.51", "measured": 3.0, "difference": "big", "agrees": "no", "warning": 7, "measured-source": 1},
+     {"synthetic": None, "measured": 3.0, "source": None, "difference": None, "agrees": None, "why": None}),
+    ({"synthetic": float("nan"), "measured": True}, None),
+])
+def test_acceptance_rows(acceptance, want):
+    rows = report.acceptance_rows([{"point": P, "scores": [], **({"acceptance": acceptance} if acceptance else {})}])
+    assert rows == ([] if want is None else [{"point": rows[0]["point"], **want}])
+
+
 def test_measured_acceptance_is_shown_beside_the_synthetic_and_a_disagreement_is_warned(tmp_path: Path):
     """The reviewer sees on the page what `results process` recorded on each speculative eval row
     (evals/acceptance.compare), and a disagreement reaches the JSON, the summary and an annotation."""
