@@ -9,8 +9,8 @@ the run's duration, not a per-request statistic: its uncertainty is the run-to-r
 `results compare` takes from main's history, so it gets no interval here.
 
 The generator is seeded and the method is one, in Python: the same records give the same intervals
-on every machine, with or without numpy installed (the GPU runners have none; a second, numpy path
-drew other resamples and gave other intervals). The ITL percentiles share their resamples. Each
+on every machine, with or without numpy importable (a second, numpy path once drew other resamples
+and gave other intervals). The ITL percentiles share their resamples. Each
 resample draws only the order statistics its percentiles need (`stats.bootstrap_percentiles`), so a
 result costs a sort and a few thousand draws: ~15 ms for 100,000 requests (`benchmarks/intervals.py`).
 """

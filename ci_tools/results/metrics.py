@@ -81,7 +81,8 @@ _NUMPY: list = []
 
 
 def _numpy():
-    """numpy when installed (it comes with the `plot` extra), else None; looked up once."""
+    """numpy (a dependency; None only where it was left out of an install), looked up once. Small
+    inputs take the pure path anyway: both give the same results, and tests run both."""
     if not _NUMPY:
         try:
             import numpy
