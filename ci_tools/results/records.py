@@ -7,13 +7,13 @@ values go into `array('d')` columns (8 bytes each, against ~32 for a list of Pyt
 minima and maxima are kept as running scalars.
 
 Two paths read a record, and tests check they agree on every record:
-- msgspec decodes each line into a struct of just the needed fields (metadata start/end/phase,
-  five metrics, error) and skips every other key in C. A batch of plain records (successful
-  profiling requests with every value present, and plainly dropped ones) is then turned into
-  columns with C-level `map`s, no Python code per record; any other batch goes record by record
-  through the same rules as the json path. msgspec is as strict as `json.loads` about JSON syntax
+- msgspec decodes each line into a struct of just the needed fields (metadata start/end/phase and
+  request id, the READ_METRICS values, error) and skips every other key in C. A batch of plain records
+  (successful profiling requests with every value present, and plainly dropped ones) is then checked
+  and turned into columns element-wise with numpy, no Python code per record; any other batch (and
+  every batch where numpy is missing) goes record by record through the same rules as the json path. msgspec is as strict as `json.loads` about JSON syntax
   and stricter about types (an int where a float is expected is accepted, a bool or string is
-  not), so what it rejects is unusual;
+  not; a unit other than the metric's usual one is refused), so what it rejects is unusual;
 - `json.loads` of the line, for every line msgspec rejects (another value type, NaN, a scalar
   metric, a line that is not a JSON object, a blank line). Without msgspec installed, every line
   takes this path: same results, several times slower.
@@ -37,11 +37,12 @@ import math
 import itertools
 import os
 from array import array
+from dataclasses import dataclass
 from functools import reduce
 from itertools import compress, islice, repeat
-from operator import add, and_, attrgetter, eq, le, lt, mul, not_, sub, truediv
+from operator import add, and_, attrgetter, eq, not_
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Literal
 
 from ci_tools.errors import Finding, InputError
 from ci_tools.results import units
@@ -278,11 +279,17 @@ def _msgspec_decoder() -> tuple[Callable[[bytes], Any], type[Exception]] | None:
         # Absent keys decode to shared empty (frozen) structs, so every path below a record
         # exists and one attrgetter reads them all; an explicit null goes to the json path.
         opt = msgspec.defstruct
-        metric = opt("Metric", [("value", float | None, None), ("unit", str | None, None)], gc=False, frozen=True)
+        # A metric's unit is declared as its usual unit (or absent): a record in any other unit, even a
+        # convertible one, is refused here and read by the json path, which converts or refuses it; so
+        # the columns never carry units and a batch never needs checking for them (AIPerf always writes
+        # the usual units).
+        metric_of = {usual: opt("Metric", [("value", float | None, None), ("unit", Literal[usual] | None, None)],
+                                gc=False, frozen=True) for usual in set(USUAL_UNITS)}
         metadata = opt("Metadata", [("request_start_ns", int | None, None), ("request_end_ns", int | None, None),
                                     ("benchmark_phase", str | None, None), ("x_request_id", str | None, None)],
                        gc=False, frozen=True)
-        metrics = opt("Metrics", [(name, metric, metric()) for name in READ_METRICS], gc=False, frozen=True)
+        metrics = opt("Metrics", [(name, metric_of[usual], metric_of[usual]())
+                                  for name, usual in zip(READ_METRICS, USUAL_UNITS)], gc=False, frozen=True)
         record = opt("Record", [("metadata", metadata, metadata()), ("metrics", metrics, metrics()),
                                 ("error", Any, None)], gc=False)
         _DECODER.append((msgspec.json.Decoder(record).decode, msgspec.DecodeError))
@@ -290,43 +297,65 @@ def _msgspec_decoder() -> tuple[Callable[[bytes], Any], type[Exception]] | None:
 
 
 # one C-level call per record for every field the metrics need, in this order: phase, error, start, end,
-# request id, the READ_METRICS values, then their units
+# request id, then the READ_METRICS values (in their usual units: the decoder accepts no other)
 _FIELDS = attrgetter("metadata.benchmark_phase", "error", "metadata.request_start_ns", "metadata.request_end_ns",
-                     "metadata.x_request_id", *(f"metrics.{name}.value" for name in READ_METRICS),
-                     *(f"metrics.{name}.unit" for name in READ_METRICS))
-_N = len(READ_METRICS)
+                     "metadata.x_request_id", *(f"metrics.{name}.value" for name in READ_METRICS))
 
 
 def _struct_fields(r: Any) -> dict:
     """The `_slow_fields` dict of a decoded struct (the same rules then apply to both paths)."""
-    phase, error, start, end, rid, *rest = _FIELDS(r)
+    phase, error, start, end, rid, *values = _FIELDS(r)
     out = {"error": error, "phase": phase, "start": _timestamp(start), "end": _timestamp(end),
            "rid": request_id_hash(rid)}
-    return _in_units(out, zip(READ_METRICS, rest[:_N], rest[_N:]))
+    return _in_units(out, zip(READ_METRICS, values, repeat(None)))
 
 
-def _plain_batch(start, end, ttft: array, itl: array, e2el: array, isl, osl) -> bool:
-    """Whether record_problem() passes every record of these columns (and each has an ITL), checked
-    with C-level maps: the fast path may then add the columns as they are. TypeError on a None."""
-    finite = math.isfinite
-    if not (all(map(finite, ttft)) and all(map(finite, itl)) and all(map(finite, e2el))
-            and all(map(finite, isl)) and all(map(finite, osl))):
-        return False
-    if not (min(start) > 0 and all(map(lt, start, end)) and min(isl) >= 0 and min(osl) >= 1
-            and min(ttft) > 0 and min(itl) > 0 and min(e2el) > 0 and all(map(le, ttft, e2el))
-            and all(map(float.is_integer, isl)) and all(map(float.is_integer, osl))
-            and max(isl) <= MAX_TOKENS and max(osl) <= MAX_TOKENS and max(end) <= MAX_NS):
-        return False
-    rel, slack = SPAN_TOLERANCE
-    spans_ms = map(truediv, map(sub, end, start), repeat(1e6))
-    gaps = map(abs, map(sub, spans_ms, e2el))
-    return all(map(le, gaps, map(add, map(mul, e2el, repeat(rel)), repeat(slack))))
+def _plain_columns(np: Any, start, end, ttft, itl, e2el, isl, osl, usage, otpu) -> tuple | None:
+    """A batch's value columns as numpy arrays, when record_problem() passes every record and each has
+    an ITL; None when some record needs the general rules (a value or timestamp missing, out of range
+    or inconsistent). The same IEEE comparisons as record_problem, element-wise."""
+    try:
+        st, en = np.array(start, dtype=np.int64), np.array(end, dtype=np.int64)
+    except (TypeError, OverflowError, ValueError):   # a missing timestamp, or one beyond int64
+        return None
+    # a missing value becomes NaN here, which the finiteness test below refuses
+    ttft, itl, e2el, isl, osl, usage, otpu = (np.array(c, dtype=np.float64)
+                                               for c in (ttft, itl, e2el, isl, osl, usage, otpu))
+    with np.errstate(all="ignore"):
+        if not (np.isfinite(ttft).all() and np.isfinite(itl).all() and np.isfinite(e2el).all()
+                and np.isfinite(isl).all() and np.isfinite(osl).all()):
+            return None
+        if not (st.min() > 0 and (st < en).all() and isl.min() >= 0 and osl.min() >= 1
+                and ttft.min() > 0 and itl.min() > 0 and e2el.min() > 0 and (ttft <= e2el).all()
+                and (isl == np.floor(isl)).all() and (osl == np.floor(osl)).all()
+                and isl.max() <= MAX_TOKENS and osl.max() <= MAX_TOKENS):
+            return None
+        rel, slack = SPAN_TOLERANCE
+        if not (np.abs((en - st) / 1e6 - e2el) <= e2el * rel + slack).all():
+            return None
+        return st, en, ttft, itl, e2el, osl.astype(np.float32), itl.astype(np.float32), \
+            usage.astype(np.float32), otpu.astype(np.float32)
+
+
+_NP: list = []
+
+
+def _numpy() -> Any:
+    """numpy (a dependency) for the columnar path, None where an install left it out: then every
+    batch takes the general rules, record by record (same results, slower)."""
+    if not _NP:
+        try:
+            import numpy
+        except ImportError:
+            numpy = None
+        _NP.append(numpy)
+    return _NP[0]
 
 
 def _add_structs(s: RecordScan, recs: list) -> None:
     """Add a batch of decoded records, in file order. The common batch (successful profiling
     records with every value present, and records that are plainly dropped) is added column by
-    column with C-level maps; any other batch record by record with the general rules."""
+    column, checked element-wise; any other batch record by record with the general rules."""
     n = len(recs)
     if not n:
         return
@@ -345,30 +374,20 @@ def _add_structs(s: RecordScan, recs: list) -> None:
         dropped = list(compress(recs, map(not_, keep)))
         values = [list(compress(col, keep)) for col in values]
     if good:
-        start, end, rids, ttft, itl, e2el, isl, osl, usage, otpu = values[:3 + _N]
-        try:
-            plain = all(map(_usual_units, values[3 + _N:], USUAL_UNITS))
-            if plain:
-                ttft, itl, e2el = array("d", ttft), array("d", itl), array("d", e2el)
-                plain = _plain_batch(start, end, ttft, itl, e2el, isl, osl)
-        except TypeError:  # a missing value or timestamp
-            plain = False
-        if not plain:  # some record needs record_problem's verdict: the general rules, one by one
+        start, end, rids, ttft, itl, e2el, isl, osl, usage, otpu = values
+        np = _numpy()
+        columns = None if np is None else _plain_columns(np, start, end, ttft, itl, e2el, isl, osl, usage, otpu)
+        if columns is None:  # some record needs record_problem's verdict: the general rules, one by one
             for r in good:
                 _add_slow(s, _struct_fields(r))
         else:
             k = len(good)
             s.records_profiled += k
+            s.column_records += k
             s.phases[PROFILING] = s.phases.get(PROFILING, 0) + k
-            s.ttft_ms.extend(ttft)
-            s.itl_ms.extend(itl)
-            s.e2el_ms.extend(e2el)
-            s.osl.extend(array("f", osl))
-            s.itl_rec.extend(array("f", itl))
-            s.otpu.extend(_floats(otpu))
-            s.usage_osl.extend(_floats(usage))
-            s.start_ns.extend(array("q", start))
-            s.end_ns.extend(array("q", end))
+            for name, col in zip(("start_ns", "end_ns", "ttft_ms", "itl_ms", "e2el_ms", "osl", "itl_rec",
+                                  "usage_osl", "otpu"), columns):
+                getattr(s, name).frombytes(col.tobytes())
             missing = rids.count(None)
             s.ids_missing += missing
             s.request_ids.extend(array("q", map(hash, rids if not missing else [r for r in rids if r is not None])))
@@ -377,26 +396,13 @@ def _add_structs(s: RecordScan, recs: list) -> None:
             s.osl_sum = reduce(add, osl, s.osl_sum)
             s.isl_count += k
             s.osl_count += k
-            smin, emax = min(start), max(end)
+            smin, emax = int(columns[0].min()), int(columns[1].max())
             if s.start_ns_min is None or smin < s.start_ns_min:
                 s.start_ns_min = smin
             if s.end_ns_max is None or emax > s.end_ns_max:
                 s.end_ns_max = emax
     for r in dropped:  # warmup and error records touch only counters
         _add_slow(s, _struct_fields(r))
-
-
-def _usual_units(column: tuple, usual: str) -> bool:
-    """Whether every unit of a column is the metric's usual one or absent (then no value needs converting)."""
-    return column.count(usual) + column.count(None) == len(column)
-
-
-def _floats(column) -> array:
-    """A column of numbers (None: absent) as floats, NaN where absent."""
-    try:
-        return array("f", column)
-    except TypeError:
-        return array("f", map(_number_or_nan, column))
 
 
 def _add_lines(s: RecordScan, lines: list[bytes], first_lineno: int, decoder: tuple | None) -> None:
@@ -452,26 +458,31 @@ def too_deep(line: bytes, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def scan_batches(batches: Iterable[list[bytes]], *, fast: bool = True) -> RecordScan:
-    """Scan JSONL lines (bytes) given in consecutive batches. `fast=False` forces json.loads."""
+def scan_batches(batches: Iterable[list[bytes]], *, fast: bool = True, spill: BinaryIO | None = None) -> RecordScan:
+    """Scan JSONL lines (bytes) given in consecutive batches. `fast=False` forces json.loads. With
+    `spill`, the columns are written to it every SPILL_RECORDS records (`_spill_chunk`) and the
+    scan returned holds none: a worker's memory stays that of a few batches."""
     s = RecordScan()
     decoder = _msgspec_decoder() if fast else None
     lineno = 1
     for lines in batches:
+        recs = None
         if decoder is not None and max(map(len, lines), default=0) <= MAX_LINE_BYTES:
-            decode, error = decoder
             try:
-                recs = list(map(decode, lines))
-            except (error, RecursionError):   # msgspec too raises RecursionError on deep nesting
+                recs = list(map(decoder[0], lines))
+            except (decoder[1], RecursionError):   # msgspec too raises RecursionError on deep nesting
                 pass  # some line needs the json path (or is blank): this batch goes line by line
-            else:
-                s.records_total += len(recs)
-                s.fast_lines += len(recs)
-                _add_structs(s, recs)
-                lineno += len(lines)
-                continue
-        _add_lines(s, lines, lineno, decoder)
+        if recs is not None:
+            s.records_total += len(recs)
+            s.fast_lines += len(recs)
+            _add_structs(s, recs)
+        else:
+            _add_lines(s, lines, lineno, decoder)
         lineno += len(lines)
+        if spill is not None and len(s.ttft_ms) >= SPILL_RECORDS:
+            _spill_chunk(s, spill)
+    if spill is not None:
+        _spill_chunk(s, spill)
     s.lines_read = lineno - 1
     return s
 
@@ -537,7 +548,59 @@ def _scan_range(args: tuple[str, int, int, bool]) -> RecordScan:
     return scan_batches(_range_batches(path, start, end), fast=fast)
 
 
-def merge_scans(parts: Iterable[RecordScan]) -> RecordScan:
+COLUMNS = ("ttft_ms", "itl_ms", "e2el_ms", "osl", "itl_rec", "otpu", "usage_osl", "start_ns", "end_ns", "request_ids")
+
+
+SPILL_RECORDS = 1 << 16   # a worker writes its columns out this many records at a time (4 MB)
+
+
+@dataclass
+class Spilled:
+    """A worker's scan whose columns went to the file at `path` as they grew: pickled, a part's
+    columns were held three times at once (the worker's bytes, the parent's received bytes and the
+    rebuilt arrays) and the worker held all of its part until the end."""
+
+    scan: RecordScan
+    path: str
+
+
+def _spill_chunk(s: RecordScan, fh: BinaryIO) -> None:
+    """Append the scan's columns to fh as one chunk (their lengths, then each column's raw values)
+    and empty them."""
+    columns = [getattr(s, col) for col in COLUMNS]
+    array("q", map(len, columns)).tofile(fh)
+    for col, values in zip(COLUMNS, columns):
+        values.tofile(fh)
+        setattr(s, col, array(values.typecode))
+
+
+def _scan_range_spilled(args: tuple[str, int, int, bool, str]) -> Spilled:
+    path, start, end, fast, spill = args
+    with open(spill, "wb") as fh:
+        return Spilled(scan_batches(_range_batches(path, start, end), fast=fast, spill=fh), spill)
+
+
+def _extend_from(out: RecordScan, part: RecordScan | Spilled) -> None:
+    """Append a part's columns to out's; a spilled part's are read from its file a chunk at a time."""
+    if isinstance(part, RecordScan):
+        for col in COLUMNS:
+            getattr(out, col).extend(getattr(part, col))
+            setattr(part, col, None)  # freed as soon as copied: the merge holds one part's column at a time
+        return
+    with open(part.path, "rb") as fh:
+        while True:
+            lengths = array("q")
+            try:
+                lengths.fromfile(fh, len(COLUMNS))
+            except EOFError:
+                break
+            for col, n in zip(COLUMNS, lengths):
+                if n:
+                    getattr(out, col).fromfile(fh, n)
+    os.unlink(part.path)
+
+
+def merge_scans(parts: Iterable[RecordScan | Spilled]) -> RecordScan:
     """Scans of consecutive ranges, in order -> one scan (line numbers made absolute). Consumed one
     at a time so each part's columns are freed once copied."""
     it = iter(parts)
@@ -545,8 +608,13 @@ def merge_scans(parts: Iterable[RecordScan]) -> RecordScan:
     if first is None:
         return RecordScan()
     # the first part becomes the result: its columns are extended in place, not copied
+    if isinstance(first, Spilled):   # only later parts are spilled; this one reads into a fresh scan
+        _extend_from(first.scan, first)
+        first = first.scan
     out = first
-    for s in it:
+    for part in it:
+        _extend_from(out, part)
+        s = part if isinstance(part, RecordScan) else part.scan
         offset = out.lines_read
         out.records_total += s.records_total
         out.records_profiled += s.records_profiled
@@ -558,10 +626,6 @@ def merge_scans(parts: Iterable[RecordScan]) -> RecordScan:
                          (s.excluded, out.excluded)):
             for k, v in src.items():
                 dst[k] = dst.get(k, 0) + v
-        for col in ("ttft_ms", "itl_ms", "e2el_ms", "osl", "itl_rec", "otpu", "usage_osl",
-                    "start_ns", "end_ns", "request_ids"):
-            getattr(out, col).extend(getattr(s, col))
-            setattr(s, col, None)  # freed as soon as copied: the merge holds one part's column at a time
         out.ids_missing += s.ids_missing
         for k, v in s.unit_problems.items():
             out.unit_problems[k] = out.unit_problems.get(k, 0) + v
@@ -570,6 +634,7 @@ def merge_scans(parts: Iterable[RecordScan]) -> RecordScan:
         out.isl_count += s.isl_count
         out.osl_count += s.osl_count
         out.fast_lines += s.fast_lines
+        out.column_records += s.column_records
         if s.start_ns_min is not None and (out.start_ns_min is None or s.start_ns_min < out.start_ns_min):
             out.start_ns_min = s.start_ns_min
         if s.end_ns_max is not None and (out.end_ns_max is None or s.end_ns_max > out.end_ns_max):
@@ -596,15 +661,20 @@ def scan_file(path: Path | str, *, fast: bool = True, workers: int | None = None
         if workers <= 1:
             return _scan_range((str(p), 0, size, fast))
         import multiprocessing
+        import tempfile
 
         bounds = _line_starts(str(p), size, workers)
         jobs = [(str(p), a, b, fast) for a, b in zip(bounds, bounds[1:]) if b > a]
         if len(jobs) <= 1:
             return _scan_range((str(p), 0, size, fast))
-        # fork: the children share the already-imported code; nothing else is inherited that matters
-        with multiprocessing.get_context("fork").Pool(len(jobs) - 1) as pool:
-            rest = pool.imap(_scan_range, jobs[1:])
-            first = _scan_range(jobs[0])
+        with tempfile.TemporaryDirectory(prefix="ci-tools-scan-") as spill_dir:
+            spills = [(*job, os.path.join(spill_dir, f"part-{i}")) for i, job in enumerate(jobs[1:], 1)]
+            # fork: the children share the already-imported code; nothing else is inherited that matters
+            with multiprocessing.get_context("fork").Pool(len(jobs) - 1) as pool:
+                pending = pool.map_async(_scan_range_spilled, spills)
+                first = _scan_range(jobs[0])
+                rest = pending.get()
+            # the workers have exited: only this process holds columns while they are joined
             return merge_scans(itertools.chain([first], rest))
     except FileNotFoundError:
         raise InputError(f"{p}: file not found", findings=[Finding(

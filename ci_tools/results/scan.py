@@ -52,6 +52,7 @@ class RecordScan:
     start_ns_min: int | None = None
     end_ns_max: int | None = None
     fast_lines: int = 0  # how many lines the fast path handled (for the benchmark and tests)
+    column_records: int = 0  # of those, how many were added by columns rather than record by record
     lines_read: int = 0  # blank lines included: the line-number offset of the next range
 
     @property

@@ -164,7 +164,35 @@ def test_real_exports_take_the_fast_path(shared: Path):
     lines = (shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes().splitlines(keepends=True)
     fast = records.scan_lines(lines)
     assert fast.fast_lines == len(lines)
+    assert fast.column_records == fast.records_profiled > 0   # every successful record added by columns
     same(fast, records.scan_lines(lines, fast=False))
+
+
+def test_without_numpy_every_batch_takes_the_general_rules(shared: Path, monkeypatch):
+    """numpy is a dependency; an install without it reads the same records, one by one."""
+    lines = (shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes().splitlines(keepends=True)
+    columns = records.scan_lines(lines)
+    monkeypatch.setattr(records, "_NP", [None])
+    one_by_one = records.scan_lines(lines)
+    assert one_by_one.column_records == 0 and one_by_one.fast_lines == len(lines)
+    same(one_by_one, columns)
+
+
+@pytest.mark.parametrize("unit,factor", [("s", 1e3), ("us", 1e-3)])
+def test_a_convertible_unit_leaves_the_fast_path_and_is_converted(unit, factor):
+    """The decoder accepts only each metric's usual unit, so a record in another one is read by
+    json.loads and converted there, never added by columns as if it were milliseconds."""
+    rec = json.loads(json.dumps(PLAIN))
+    rec["metrics"]["input_sequence_length"]["value"] = rec["metrics"]["output_sequence_length"]["value"] = 100
+    rec["metrics"]["request_latency"]["value"] = 10_000.0   # longer than any ITL below: a measurable record
+    rec["metadata"]["request_end_ns"] = rec["metadata"]["request_start_ns"] + 10_000 * 10**6
+    plain = json.dumps(rec).encode() + b"\n"
+    rec["metrics"]["inter_token_latency"]["unit"] = unit
+    odd = json.dumps(rec).encode() + b"\n"
+    scan = records.scan_lines([plain, odd, plain])
+    assert scan.fast_lines == scan.column_records == 2   # the odd line alone went to json.loads
+    assert list(scan.itl_ms) == [7.5, 7.5 * factor, 7.5]
+    same(scan, records.scan_lines([plain, odd, plain], fast=False))
 
 
 @pytest.mark.parametrize("line", [b"not json\n", b"[1, 2]\n", b'"text"\n'])
@@ -187,6 +215,7 @@ def test_missing_file_is_clean(tmp_path):
 @pytest.mark.parametrize("workers,batch", [(2, 1024), (3, 4), (7, 3)])
 def test_parallel_scan_equals_sequential(tmp_path, shared, workers, batch, monkeypatch):
     monkeypatch.setattr(records, "BATCH_LINES", batch)  # ranges ending inside a batch, too
+    monkeypatch.setattr(records, "SPILL_RECORDS", 5)    # each worker's columns come back in several chunks
     lines = (shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes().splitlines(keepends=True)
     body = lines[:10] + [b"oops\n", b"\n"] + lines[10:] + [lines[0].rstrip(b"\n")]  # no final newline
     path = tmp_path / "p.jsonl"
@@ -207,7 +236,7 @@ def test_merging_scans_combines_every_counter():
 
     def part(n: int) -> RecordScan:
         s = RecordScan(records_total=n, records_profiled=n, records_warmup_dropped=n, records_error_dropped=n,
-                       itl_undefined=n, isl_sum=n, osl_sum=n, isl_count=n, osl_count=n, fast_lines=n,
+                       itl_undefined=n, isl_sum=n, osl_sum=n, isl_count=n, osl_count=n, fast_lines=n, column_records=n,
                        lines_read=n, ids_missing=n)
         s.phases, s.error_categories, s.excluded = {"profiling": n}, {"HTTP 500": n}, {"error": n, "warmup": n}
         s.unit_problems = {"inter_token_latency in 'x'": n}
