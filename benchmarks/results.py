@@ -2,10 +2,13 @@
 """Speed and memory of `ci-tools results process` on a synthetic one-hour-scale AIPerf export.
 
     python benchmarks/results.py [--records 1000000] [--runs 3] [--baseline-records 100000] [--dir DIR]
+                                 [--against CHECKOUT]
 
 Writes a synthetic `profile_export.jsonl` with the real record shape (every key and metric of a
 record AIPerf 0.13 wrote, taken from ../shared/corpus/aiperf-0.13-export, with values varied per
-record; 1 % warmup records, 0.5 % errors), then times whole `ci-tools results process` runs
+record: 1,024 users in a closed loop, 1 % warmup records, 0.5 % errors) and the summary AIPerf
+writes for those records (so the run is valid: the benchmark measures a real run's path, and stops
+when the result is invalid), then times whole `ci-tools results process` runs
 (median of --runs), both as it runs by default (one process per usable CPU for a file this big)
 and with --workers 1, and reads each run's peak RSS from wait4() (the largest process) and by
 sampling the whole process tree (all processes together). Goal: >= 200,000 records/s and peak RSS
@@ -17,6 +20,8 @@ run on a --baseline-records prefix because holding a million parsed records need
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import multiprocessing
 import json
 import os
 import random
@@ -29,6 +34,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+CONCURRENCY = 1024
 CORPUS = Path(os.environ.get("CI_TOOLS_SHARED", REPO.parent / "shared")) / "corpus/aiperf-0.13-export"
 
 BASELINE = r"""
@@ -73,7 +79,7 @@ def template() -> tuple[str, dict]:
         mark(md, key, "phase")
     for key in ("request_latency", "time_to_first_token", "inter_token_latency", "input_sequence_length",
                 "output_sequence_length", "time_to_first_output_token", "usage_prompt_tokens",
-                "usage_completion_tokens", "output_token_count"):
+                "usage_completion_tokens", "output_token_count", "output_token_throughput_per_user"):
         mark(mt, key, key, "value")
     text = json.dumps(rec, separators=(",", ":"))
     for name, token in marks.items():
@@ -90,7 +96,8 @@ def write_export(path: Path, n: int, seed: int = 1) -> dict:
     fields = ["x_request_id", "x_correlation_id", "conversation_id", "root_correlation_id", "credit_issued_ns",
               "request_start_ns", "request_ack_ns", "request_end_ns", "session_num", "phase", "request_latency",
               "time_to_first_token", "inter_token_latency", "input_sequence_length", "output_sequence_length",
-              "time_to_first_output_token", "usage_prompt_tokens", "usage_completion_tokens", "output_token_count"]
+              "time_to_first_output_token", "usage_prompt_tokens", "usage_completion_tokens", "output_token_count",
+              "output_token_throughput_per_user"]
     safe = tmpl.replace("{", "{{").replace("}", "}}")
     for f in fields:
         safe = safe.replace("{{" + f + "}}", "{" + f + "}")
@@ -100,29 +107,74 @@ def write_export(path: Path, n: int, seed: int = 1) -> dict:
     err_line = json.dumps({"metadata": {"benchmark_phase": "profiling", "request_start_ns": t0, "request_end_ns": t0 + 1},
                            "metrics": {}, "error": {"code": 500, "type": "InternalServerError", "message": "x"}},
                           separators=(",", ":"))
-    profiled = 0
+    # a closed loop of CONCURRENCY users, each sending its next request 1 us after the last one ended:
+    # at most CONCURRENCY in flight, about an hour for a million records
+    free = [t0] * CONCURRENCY
+    cols: dict[str, list] = {k: [] for k in ("ttft", "itl", "e2el", "otpu", "osl", "isl", "start", "end")}
+    errors = 0
     with path.open("w", buffering=1 << 22) as fh:
         for i in range(n):
             if i >= warm and rng.random() < 0.005:
                 fh.write(err_line + "\n")
+                errors += 1
                 continue
-            start = t0 + i * 3_600_000  # one hour over a million records
+            user = i % CONCURRENCY
+            start = free[user]
             ttft = rng.uniform(200, 3000)
             osl = rng.randint(20, 900)
             itl = rng.uniform(1.2, 12.0)
             e2el = ttft + itl * (osl - 1)
+            end = start + int(e2el * 1e6)
+            free[user] = end + 1000
             isl = rng.randint(2_000, 120_000)
             u = f"{i:08x}-0000-4000-8000-{i:012x}"
             fh.write(safe.format(x_request_id=u, x_correlation_id=u, conversation_id=u, root_correlation_id=u,
                                  credit_issued_ns=start - 1000, request_start_ns=start, request_ack_ns=start + 5000,
-                                 request_end_ns=start + int(e2el * 1e6), session_num=i,
+                                 request_end_ns=end, session_num=i,
                                  phase="warmup" if i < warm else "profiling", request_latency=e2el,
                                  time_to_first_token=ttft, inter_token_latency=itl, input_sequence_length=isl,
                                  output_sequence_length=osl, time_to_first_output_token=ttft,
-                                 usage_prompt_tokens=isl, usage_completion_tokens=osl, output_token_count=osl) + "\n")
+                                 usage_prompt_tokens=isl, usage_completion_tokens=osl, output_token_count=osl,
+                                 output_token_throughput_per_user=1000.0 / itl) + "\n")
             if i >= warm:
-                profiled += 1
-    return {"profiled": profiled}
+                for k, v in (("ttft", ttft), ("itl", itl), ("e2el", e2el), ("otpu", 1000.0 / itl), ("osl", osl),
+                             ("isl", isl), ("start", start), ("end", end)):
+                    cols[k].append(v)
+    return {"profiled": len(cols["osl"]), "errors": errors, "summary": summarise(cols, errors)}
+
+
+def summarise(cols: dict[str, list], errors: int) -> dict:
+    """The profile_export_aiperf.json AIPerf writes for these records: the corpus's own summary with the
+    statistics (numpy's mean and linear percentiles), totals, window and throughputs of the records, so
+    that the export is valid and the benchmark measures the path a real run takes."""
+    import numpy as np
+    from datetime import datetime, timezone
+
+    out = json.loads((CORPUS / "profile_export_aiperf.json").read_text())
+    for key, col in (("time_to_first_token", "ttft"), ("inter_token_latency", "itl"), ("request_latency", "e2el"),
+                     ("output_token_throughput_per_user", "otpu"), ("output_sequence_length", "osl"),
+                     ("input_sequence_length", "isl"), ("usage_completion_tokens", "osl")):
+        x = np.array(cols[col], dtype=np.float64)
+        entry = {"unit": out[key]["unit"], "avg": float(x.mean()), "min": float(x.min()), "max": float(x.max()),
+                 "std": float(x.std()), "count": len(x), "sum": float(x.sum())}
+        entry.update({f"p{p}": float(np.percentile(x, p)) for p in (1, 5, 10, 25, 50, 75, 90, 95, 99)})
+        out[key] = entry
+    first, last = min(cols["start"]), max(cols["end"])
+    window = (last - first) / 1e9
+    n, osl, isl = len(cols["osl"]), sum(cols["osl"]), sum(cols["isl"])
+    stamp = lambda ns: datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).replace(tzinfo=None).isoformat()
+    out.update(start_time=stamp(first), end_time=stamp(last))
+    out["benchmark_duration"] = {"unit": "sec", "avg": window}
+    out["request_count"] = {"unit": "requests", "avg": float(n)}
+    out["total_osl"] = {"unit": "tokens", "avg": float(osl)}
+    out["total_isl"] = {"unit": "tokens", "avg": float(isl)}
+    out["output_token_throughput"] = {"unit": "tokens/sec", "avg": osl / window}
+    out["request_throughput"] = {"unit": "requests/sec", "avg": n / window}
+    out["effective_concurrency"] = {"unit": "requests", "avg": (sum(cols["end"]) - sum(cols["start"])) / 1e9 / window}
+    for phase in out["input_config"]["phases"]:
+        if phase.get("kind") == "profiling":
+            phase.update(requests=n + errors, concurrency=CONCURRENCY)
+    return out
 
 
 def _tree_rss_mb(pid: int) -> float:
@@ -140,7 +192,7 @@ def _tree_rss_mb(pid: int) -> float:
     return total * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def timed(argv: list[str], env: dict | None = None) -> tuple[float, float, str, float, float]:
+def timed(argv: list[str], env: dict | None = None, cwd: Path | None = None) -> tuple[float, float, str, float, float]:
     """Wall seconds, peak RSS in MB, stdout, CPU seconds and peak total RSS of the process tree.
 
     Peak RSS and CPU come from wait4 of this child (Linux folds in the child's own waited-for
@@ -148,7 +200,7 @@ def timed(argv: list[str], env: dict | None = None) -> tuple[float, float, str, 
     (the processes' RSS added up) is sampled every 10 ms, so it can miss a peak shorter than that."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t = time.perf_counter()
-        p = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
+        p = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=cwd)
         tree = 0.0
         while True:
             pid, status, usage = os.wait4(p.pid, os.WNOHANG)
@@ -174,6 +226,8 @@ def main() -> int:
     ap.add_argument("--dir", type=Path)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--reuse", action="store_true", help="with --dir: keep an export written by an earlier run")
+    ap.add_argument("--against", type=Path, help="another checkout (e.g. a git worktree of main) timed in the same "
+                                                 "runs, interleaved: ratios of this tree to it")
     args = ap.parse_args()
     if not (CORPUS / "profile_export.jsonl").is_file():
         sys.exit(f"the shared corpus is missing: {CORPUS}")
@@ -184,42 +238,51 @@ def main() -> int:
         adir.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
         marker = adir / f".records-{args.records}"
-        if args.reuse and marker.exists():
+        if args.reuse and marker.exists() and "summary" in json.loads(marker.read_text()):
             info = json.loads(marker.read_text())
         else:
-            info = write_export(adir / "profile_export.jsonl", args.records)
+            # in a child process: the generator's columns would stay in this process's heap, and every
+            # timed child forked from it would start with that resident memory (wait4 counts it)
+            with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+                info = pool.submit(write_export, adir / "profile_export.jsonl", args.records).result()
             marker.write_text(json.dumps(info))
         size = (adir / "profile_export.jsonl").stat().st_size
         print(f"wrote {args.records:,} records ({size / 1e9:.2f} GB, {size / args.records:,.0f} B/record) "
               f"in {time.perf_counter() - t:.1f} s")
-        summary = json.loads((CORPUS / "profile_export_aiperf.json").read_text())
-        summary["request_count"] = {"unit": "requests", "avg": float(info["profiled"])}
-        (adir / "profile_export_aiperf.json").write_text(json.dumps(summary))
+        (adir / "profile_export_aiperf.json").write_text(json.dumps(info["summary"]))
         print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs "
               f"({len(os.sched_getaffinity(0))} usable)")
-        cli = [sys.executable, "-m", "ci_tools", "results", "process", str(job), "--tp", "4", "--conc", "4",
+        cli = [sys.executable, "-m", "ci_tools", "results", "process", str(job), "--tp", "4", "--conc", str(CONCURRENCY),
                "--scenario", "fixed-seq-len", "--model", "stub"]
-        # the default (one process per usable CPU for a file this big) and a single process,
-        # interleaved so both see the same machine load
-        configs = {"default": [], "one process": ["--workers", "1"]}
+        # the default (one process per usable CPU for a file this big) and a single process, and
+        # the same two of the --against checkout (`python -m ci_tools` imports the tree it runs in),
+        # interleaved so all see the same machine load
+        configs = {"default": (REPO, []), "one process": (REPO, ["--workers", "1"])}
+        if args.against:
+            configs |= {"against, default": (args.against, []), "against, one process": (args.against, ["--workers", "1"])}
         runs: dict[str, list] = {name: [] for name in configs}
         for _ in range(args.runs):
-            for name, extra in configs.items():
-                runs[name].append(timed(cli + extra + ["--out", str(work / f"result-{len(extra)}.json")]))
+            for i, (name, (cwd, extra)) in enumerate(configs.items()):
+                runs[name].append(timed(cli + extra + ["--out", str(work / f"result-{i}.json")], cwd=cwd))
         figures = {}
         for name, rs in runs.items():
             wall = statistics.median(r[0] for r in rs)
             cpu = statistics.median(r[3] for r in rs)
             rss, tree = max(r[1] for r in rs), max(r[4] for r in rs)
             rate = args.records / wall
-            figures[name] = (rate, rss, tree)
+            figures[name] = (rate, rss, tree, cpu)
             print(f"results process ({name}): median {wall:.2f} s wall ({cpu:.2f} s CPU) over {args.runs} runs -> "
                   f"{rate:,.0f} records/s, {args.records / cpu:,.0f} records per CPU-second; peak RSS "
                   f"{rss:.0f} MB (largest process), {tree:.0f} MB (all its processes together)")
         result = json.loads((work / "result-0.json").read_text())
-        if result != json.loads((work / "result-2.json").read_text()):
+        if result != json.loads((work / "result-1.json").read_text()):
             sys.exit("the default and the one-process runs computed different results")
-        rate, rss, tree = figures["default"]
+        for mine in ("default", "one process") if args.against else ():
+            r, _, t, c = figures[mine]
+            ar, _, at, ac = figures[f"against, {mine}"]
+            print(f"against {args.against} ({mine}): {r / ar:.2f}x its records/s, {c / ac:.2f}x its CPU, "
+                  f"{t / at:.2f}x its memory (all processes)")
+        rate, rss, tree, _ = figures["default"]
 
         prefix = work / "prefix.jsonl"
         with (adir / "profile_export.jsonl").open("rb") as src, prefix.open("wb") as dst:
@@ -237,6 +300,10 @@ def main() -> int:
         print("headline: tok/s/GPU {:.1f}, P90 intvty {:.2f}, P90 TTFT {:.3f} s, {} valid={}".format(
             result["headline"]["tok_s_gpu"], result["headline"]["intvty_p90"], result["headline"]["ttft_p90_s"],
             result["requests"]["successful"], result["valid"]))
+        if not result["valid"]:   # then the figures are those of an error path, not of a real run's
+            for f in result["failures"]:
+                print(f"  invalid: {f['rule']}: {f['message'][:200]}")
+            sys.exit("the synthetic export should be a valid run; fix write_export()")
         print(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
         ok = rate >= 200_000 and tree <= 150
         print(f"goal (>= 200,000 records/s, <= 150 MB for all processes together): "
