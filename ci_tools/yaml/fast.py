@@ -350,8 +350,8 @@ def load_data_fast(text: str, file: str = "<input>") -> Any:
     Anything unusual (hygiene problems, malformed YAML, duplicate or unhashable keys) is handed to
     `load_yaml_text`, so the caller gets the same located error either way.
     """
-    if "\t" in text or "\x00" in text or text.startswith("\ufeff"):
-        return load_yaml_text(text, file).data
+    if "\t" in text or "\x00" in text or text.startswith("\ufeff") or len(text) > located.MAX_YAML_FILE_BYTES:
+        return load_yaml_text(text, file).data   # which refuses the oversized text
     # Block nesting is at most about one level per column of indentation: text indented that deep goes
     # to the loaders below, which check MAX_DEPTH (the plain reader does not).
     if _DEEP_INDENT.search(text) is None:

@@ -6,12 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ci_tools.errors import Finding, InputError
-from ci_tools.yaml.located import YamlDoc, load_yaml_text
+from ci_tools.yaml.located import MAX_YAML_FILE_BYTES, YamlDoc, load_yaml_text, too_big
 
-
-# The largest file of InferenceX's configs is its nvidia master (0.32 MB; its changelog 0.40 MB): 8 MiB
-# is 25 times that, and bounds what one YAML file may cost (a 10 MB flow mapping took 7.7 s, 0.78 GB)
-MAX_YAML_FILE_BYTES = 8 * 1024 * 1024
 
 
 def read_text(path: Path | str, display: str | None = None) -> str:
@@ -32,10 +28,7 @@ def read_text(path: Path | str, display: str | None = None) -> str:
         raise InputError(f"{name}: cannot read: {exc.strerror}",
                          findings=[Finding(name, None, None, f"cannot read: {exc.strerror}")]) from None
     if len(raw) > MAX_YAML_FILE_BYTES:
-        message = f"more than {MAX_YAML_FILE_BYTES:,} bytes, the limit for one YAML file"
-        raise InputError(f"{name}: {message}", findings=[Finding(
-            name, None, None, message, "split it (one master file per model family, one recipe per configuration)"
-            " or check that the path names the file you meant")])
+        raise too_big(name)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -64,6 +64,18 @@ Path_ = tuple  # a path into the data: ("key", 0, "sub-key")
 # Nesting deeper than this is refused (configs and the changelog nest fewer than 10 levels); it keeps
 # the recursive builders far from Python's recursion limit whatever the input.
 MAX_DEPTH = 64
+# The largest file of InferenceX's configs is its nvidia master (0.32 MB; its changelog 0.40 MB): 8 MiB
+# is 25 times that, and bounds what one YAML file may cost (a 10 MB flow mapping took 7.7 s, 0.78 GB).
+# Held by the file reader (`load.read_text`, in bytes) and by both parsers (in characters, each at
+# least a byte), so a text read from git (the changelog, masters at a ref) is bounded too.
+MAX_YAML_FILE_BYTES = 8 * 1024 * 1024
+
+
+def too_big(file: str) -> InputError:
+    message = f"more than {MAX_YAML_FILE_BYTES:,} bytes, the limit for one YAML file"
+    return InputError(f"{file}: {message}", findings=[Finding(
+        file, None, None, message, "split it (one master file per model family, one recipe per configuration)"
+        " or check that the path names the file you meant")])
 # Values that aliases may add beyond the written nodes: at most ALIAS_FACTOR x the written nodes plus
 # ALIAS_SLACK. Bounds the build (and everything that walks the data after it) linearly in the input.
 ALIAS_FACTOR = 4
@@ -258,6 +270,8 @@ def _hygiene(file: str, text: str) -> list[Finding]:
 
 def load_yaml_text(text: str, file: str = "<input>") -> YamlDoc:
     """Parse `text`. Raises InputError carrying located findings on any problem."""
+    if len(text) > MAX_YAML_FILE_BYTES:
+        raise too_big(file)
     problems = _hygiene(file, text)
     if problems:
         raise InputError(problems[0].message, findings=problems)
