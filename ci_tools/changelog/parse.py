@@ -26,9 +26,21 @@ class Entry:
     key_lines: dict = field(default_factory=dict, compare=False, repr=False)
 
 
+# the last answer of line_of (content, offset, line): findings come in file order, so the next call
+# counts only the newlines since the last one; counting from the start each time was quadratic (16,000
+# unseparated entries: 5.2 s of 10.7 in `bytes.count`)
+_LAST_LINE: list = [b"", 0, 1]
+
+
 def line_of(content: bytes, offset: int) -> int:
     """1-based line number of byte `offset`."""
-    return content.count(b"\n", 0, offset) + 1
+    last, at, line = _LAST_LINE
+    if content is last and offset >= at:
+        line += content.count(b"\n", at, offset)
+    else:
+        line = content.count(b"\n", 0, offset) + 1
+    _LAST_LINE[:] = (content, offset, line)
+    return line
 
 
 def entry_starts(content: bytes) -> list[int]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ci_tools import names
 from ci_tools.changelog.keys import master_keys_from_bytes
+from ci_tools.changelog.parse import line_of
 from ci_tools.errors import Finding, InputError, UsageError
 from ci_tools.gitio import Git
 
@@ -279,4 +280,4 @@ _KEY_LINE = re.compile(rb"^([A-Za-z0-9_][A-Za-z0-9_.+-]*):", re.M)
 
 
 def _key_lines(content: bytes) -> dict[str, int]:
-    return {m.group(1).decode(): content.count(b"\n", 0, m.start()) + 1 for m in _KEY_LINE.finditer(content)}
+    return {m.group(1).decode(): line_of(content, m.start()) for m in _KEY_LINE.finditer(content)}

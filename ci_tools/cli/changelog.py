@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from ci_tools import names
-from ci_tools.errors import UsageError
+from ci_tools.errors import UsageError, cap_per_file
 
 _FILE = click.option("--changelog-file", "file", default=names.CHANGELOG, show_default=True, metavar="PATH",
                      help="The changelog, as a path inside the repository.")
@@ -112,7 +112,7 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
         from ci_tools.render.findings import summary_markdown
 
         verdict = "accepted, " + _summary(result) if result.ok else f"rejected, {len(result.errors)} error(s)"
-        append_summary(summary_markdown(f"changelog lint (`{file}`)", verdict, result.errors), required=False)
+        append_summary(summary_markdown(f"changelog lint (`{file}`)", verdict, cap_per_file(result.errors)), required=False)
     if fixed_note:
         click.echo(fixed_note, err=fmt != "text")
         sys.exit(1)
@@ -123,23 +123,26 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
 
 
 def render(result, file: str, fmt: str) -> str:
+    # the first findings of a file and one that counts the rest, as config validate shows them (a file of
+    # 64,000 unseparated entries printed 63,999); the verdict and the count say all of them
+    errors = cap_per_file(result.errors)
     # `number` is the entry's place in the file, 1-based, as the text and every message say it ("entry 4")
     added = [{"number": e.index + 1, "line": e.line, "entry": e.data, "resolved-keys": result.resolved.get(e.index, [])}
              for e in result.added]
     if fmt == "json":
         return json.dumps({"ok": result.ok,
                            "errors": [{"file": f.file, "line": f.line, "message": f.message, "hint": f.hint}
-                                      for f in result.errors],
+                                      for f in errors],
                            "added": added, "corrections": result.corrections}, indent=2, ensure_ascii=False,
                           default=str)  # YAML dates, sets, bytes in a rejected entry: echoed as text
     if fmt == "github":
         from ci_tools.github.actions import annotation, finding_annotation
 
-        lines = [finding_annotation(f, "changelog lint") for f in result.errors]
+        lines = [finding_annotation(f, "changelog lint") for f in errors]
         if result.ok:
             lines.append(annotation("notice", _summary(result), file=file, title="changelog lint"))
         return "\n".join(lines)
-    lines = [f.as_text() for f in result.errors]
+    lines = [f.as_text() for f in errors]
     lines.append(f"{file}: {'accepted' if result.ok else 'rejected'}: "
                  + (_summary(result) if result.ok else f"{len(result.errors)} error(s)"))
     if result.ok:

@@ -413,3 +413,33 @@ def test_text_and_json_number_an_entry_the_same_way(repo):
                          "--format", "json").stdout)
     (added,) = doc["added"]
     assert f"entry {added['number']} (line {added['line']})" in text and "index" not in added
+
+
+def test_many_findings_are_capped_per_file_and_counted(repo):
+    """2,000 appended entries without their empty lines: 1,999 findings. The first 50 are shown, one
+    more counts the rest, and the verdict counts them all (each format; the text shown before printed
+    every one)."""
+    from ci_tools.errors import MAX_FINDINGS_PER_FILE
+
+    added = b"".join(entry(keys=("cfg-a",), desc=(f"Entry {i}.",)) for i in range(2000))
+    head_with(repo, history(3) + b"\n" + added)
+    text = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42")
+    assert text.returncode == 1
+    shown = [line for line in text.stdout.splitlines() if "must be separated by exactly one empty line" in line]
+    assert len(shown) == MAX_FINDINGS_PER_FILE
+    assert f"… and {1999 - MAX_FINDINGS_PER_FILE} more findings in this file" in text.stdout
+    assert text.stdout.rstrip().endswith(f"{LOG}: rejected: 1999 error(s)")
+    out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42", "--format", "json")
+    errors = json.loads(out.stdout)["errors"]
+    assert len(errors) == MAX_FINDINGS_PER_FILE + 1 and errors[-1]["message"].startswith("… and 1949 more")
+
+
+def test_a_changelog_past_the_yaml_size_limit_is_refused_from_git(repo):
+    """The changelog is read from git, not from disk: the size limit of one YAML file holds there too."""
+    from ci_tools.yaml.located import MAX_YAML_FILE_BYTES
+
+    big = entry(keys=("cfg-a",), desc=("x" * (MAX_YAML_FILE_BYTES + 1),))
+    head_with(repo, history(3) + b"\n" + big)
+    out = cli(repo, "changelog", "lint", "--base", "base", "--head", "head", "--pr", "42")
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert f"more than {MAX_YAML_FILE_BYTES:,} bytes, the limit for one YAML file" in out.stdout + out.stderr

@@ -239,3 +239,18 @@ def test_yaml_mistakes_are_said_in_the_files_terms(name, old, new, line, message
     first = result.errors[0]
     assert (first.line, first.message) == (line, message), first.as_text()
     assert "(YAML parser: " in first.hint
+
+
+def test_line_of_counts_lines_whatever_the_order_of_the_calls():
+    """line_of remembers its last answer (findings come in file order): any order of calls, on any
+    content, must still give the line that counting from the start gives."""
+    import random
+
+    from ci_tools.changelog.parse import line_of
+
+    rng = random.Random(7)
+    texts = [b"a\nb\n\nccc\n" * 50, b"no newline", b"\n" * 30, b""]
+    for _ in range(2000):
+        content = rng.choice(texts)
+        offset = rng.randrange(len(content) + 1)
+        assert line_of(content, offset) == content.count(b"\n", 0, offset) + 1
