@@ -151,31 +151,30 @@ def test_odd_record_between_plain_ones(odd):
     same(records.scan_lines(lines), records.scan_lines(lines, fast=False))
 
 
-def test_without_msgspec_every_line_takes_the_json_path(shared: Path, monkeypatch):
-    lines = (shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes().splitlines(keepends=True)
+def corpus_lines(shared: Path) -> list[bytes]:
+    return (shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes().splitlines(keepends=True)
+
+
+@pytest.mark.parametrize("missing,decoded,by_columns", [
+    ("_DECODER", False, False),   # without msgspec every line takes the json path
+    ("_NP", True, False),         # without numpy (a dependency) every batch takes the general rules
+])
+def test_without_an_accelerator_the_scan_is_the_same(shared: Path, monkeypatch, missing, decoded, by_columns):
+    lines = corpus_lines(shared)
     fast = records.scan_lines(lines)
-    monkeypatch.setattr(records, "_DECODER", [None])
+    monkeypatch.setattr(records, missing, [None])
     plain = records.scan_lines(lines)
-    assert plain.fast_lines == 0 and fast.fast_lines == len(lines)
+    assert plain.fast_lines == (len(lines) if decoded else 0)
+    assert (plain.column_records > 0) is by_columns
     same(plain, fast)
 
 
 def test_real_exports_take_the_fast_path(shared: Path):
-    lines = (shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes().splitlines(keepends=True)
+    lines = corpus_lines(shared)
     fast = records.scan_lines(lines)
     assert fast.fast_lines == len(lines)
     assert fast.column_records == fast.records_profiled > 0   # every successful record added by columns
     same(fast, records.scan_lines(lines, fast=False))
-
-
-def test_without_numpy_every_batch_takes_the_general_rules(shared: Path, monkeypatch):
-    """numpy is a dependency; an install without it reads the same records, one by one."""
-    lines = (shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes().splitlines(keepends=True)
-    columns = records.scan_lines(lines)
-    monkeypatch.setattr(records, "_NP", [None])
-    one_by_one = records.scan_lines(lines)
-    assert one_by_one.column_records == 0 and one_by_one.fast_lines == len(lines)
-    same(one_by_one, columns)
 
 
 @pytest.mark.parametrize("unit,factor", [("s", 1e3), ("us", 1e-3)])
