@@ -574,10 +574,24 @@ def _spill_chunk(s: RecordScan, fh: BinaryIO) -> None:
         setattr(s, col, array(values.typecode))
 
 
+class SpillFailed(Exception):
+    """A worker could not write its columns (the temp dir is full) or read its range: the scan is
+    redone in one process, which reports an unreadable export with its own message."""
+
+
+def _spill_path(spill_dir: str, part: int) -> str:
+    return os.path.join(spill_dir, f"part-{part}")
+
+
 def _scan_range_spilled(args: tuple[str, int, int, bool, str]) -> Spilled:
     path, start, end, fast, spill = args
-    with open(spill, "wb") as fh:
-        return Spilled(scan_batches(_range_batches(path, start, end), fast=fast, spill=fh), spill)
+    try:
+        with open(spill, "wb") as fh:
+            return Spilled(scan_batches(_range_batches(path, start, end), fast=fast, spill=fh), spill)
+    except OSError as exc:
+        # the spill file (a full disk fails at a write or at the close's flush), or the export: the
+        # one-process scan that follows reports an unreadable export as such
+        raise SpillFailed(str(exc)) from None
 
 
 def _extend_from(out: RecordScan, part: RecordScan | Spilled) -> None:
@@ -667,15 +681,22 @@ def scan_file(path: Path | str, *, fast: bool = True, workers: int | None = None
         jobs = [(str(p), a, b, fast) for a, b in zip(bounds, bounds[1:]) if b > a]
         if len(jobs) <= 1:
             return _scan_range((str(p), 0, size, fast))
-        with tempfile.TemporaryDirectory(prefix="ci-tools-scan-") as spill_dir:
-            spills = [(*job, os.path.join(spill_dir, f"part-{i}")) for i, job in enumerate(jobs[1:], 1)]
-            # fork: the children share the already-imported code; nothing else is inherited that matters
-            with multiprocessing.get_context("fork").Pool(len(jobs) - 1) as pool:
-                pending = pool.map_async(_scan_range_spilled, spills)
-                first = _scan_range(jobs[0])
-                rest = pending.get()
-            # the workers have exited: only this process holds columns while they are joined
-            return merge_scans(itertools.chain([first], rest))
+        try:
+            spill_dir = tempfile.TemporaryDirectory(prefix="ci-tools-scan-")
+        except OSError:   # no temp dir for the workers' columns: one process needs none
+            return _scan_range((str(p), 0, size, fast))
+        try:
+            with spill_dir:
+                spills = [(*job, _spill_path(spill_dir.name, i)) for i, job in enumerate(jobs[1:], 1)]
+                # fork: the children share the already-imported code; nothing else is inherited that matters
+                with multiprocessing.get_context("fork").Pool(len(jobs) - 1) as pool:
+                    pending = pool.map_async(_scan_range_spilled, spills)
+                    first = _scan_range(jobs[0])
+                    rest = pending.get()
+                # the workers have exited: only this process holds columns while they are joined
+                return merge_scans(itertools.chain([first], rest))
+        except SpillFailed:   # no room for the workers' columns (a full temp dir)
+            return _scan_range((str(p), 0, size, fast))
     except FileNotFoundError:
         raise InputError(f"{p}: file not found", findings=[Finding(
             str(p), None, None, "AIPerf's per-request export is missing",

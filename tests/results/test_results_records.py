@@ -249,3 +249,21 @@ def test_merging_scans_combines_every_counter():
             assert value == 3, f.name
         elif isinstance(value, dict):
             assert all(v == 3 for v in value.values()) and value, f.name
+
+
+@pytest.mark.parametrize("where", ["no temp dir", "full disk"])
+def test_a_worker_that_cannot_spill_leaves_the_scan_to_one_process(tmp_path, shared, monkeypatch, where):
+    """The workers' columns go through a temp dir: without one, or on a full disk (/dev/full), the
+    scan is the one-process scan, not an "unreadable export"."""
+    path = tmp_path / "p.jsonl"
+    path.write_bytes((shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes())
+    seq = records.scan_file(path, workers=1)
+    if where == "no temp dir":
+        import tempfile
+
+        def refuse(*args, **kwargs):
+            raise PermissionError(13, "Permission denied")
+        monkeypatch.setattr(tempfile, "TemporaryDirectory", refuse)
+    else:
+        monkeypatch.setattr(records, "_spill_path", lambda spill_dir, part: "/dev/full")
+    same(records.scan_file(path, workers=2), seq)
