@@ -46,6 +46,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Literal
 
 from ci_tools.errors import Finding, InputError
 from ci_tools.results import units
+from ci_tools.results.metrics import _numpy
 from ci_tools.results.scan import RecordScan
 
 PROFILING = "profiling"
@@ -335,21 +336,6 @@ def _plain_columns(np: Any, start, end, ttft, itl, e2el, isl, osl, usage, otpu) 
             return None
         return st, en, ttft, itl, e2el, osl.astype(np.float32), itl.astype(np.float32), \
             usage.astype(np.float32), otpu.astype(np.float32)
-
-
-_NP: list = []
-
-
-def _numpy() -> Any:
-    """numpy (a dependency) for the columnar path, None where an install left it out: then every
-    batch takes the general rules, record by record (same results, slower)."""
-    if not _NP:
-        try:
-            import numpy
-        except ImportError:
-            numpy = None
-        _NP.append(numpy)
-    return _NP[0]
 
 
 def _add_structs(s: RecordScan, recs: list) -> None:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_tools.results import records
+from ci_tools.results import metrics, records
 
 METRICS = ["request_latency", "output_sequence_length", "input_sequence_length", "time_to_first_token",
            "inter_token_latency"]
@@ -156,13 +156,13 @@ def corpus_lines(shared: Path) -> list[bytes]:
 
 
 @pytest.mark.parametrize("missing,decoded,by_columns", [
-    ("_DECODER", False, False),   # without msgspec every line takes the json path
-    ("_NP", True, False),         # without numpy (a dependency) every batch takes the general rules
+    ((records, "_DECODER"), False, False),   # without msgspec every line takes the json path
+    ((metrics, "_NUMPY"), True, False),      # without numpy (a dependency) every batch takes the general rules
 ])
 def test_without_an_accelerator_the_scan_is_the_same(shared: Path, monkeypatch, missing, decoded, by_columns):
     lines = corpus_lines(shared)
     fast = records.scan_lines(lines)
-    monkeypatch.setattr(records, missing, [None])
+    monkeypatch.setattr(*missing, [None])
     plain = records.scan_lines(lines)
     assert plain.fast_lines == (len(lines) if decoded else 0)
     assert (plain.column_records > 0) is by_columns
