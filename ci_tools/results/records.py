@@ -11,9 +11,10 @@ Two paths read a record, and tests check they agree on every record:
   request id, the READ_METRICS values, error) and skips every other key in C. A batch of plain records
   (successful profiling requests with every value present, and plainly dropped ones) is then checked
   and turned into columns element-wise with numpy, no Python code per record; any other batch (and
-  every batch where numpy is missing) goes record by record through the same rules as the json path. msgspec is as strict as `json.loads` about JSON syntax
-  and stricter about types (an int where a float is expected is accepted, a bool or string is
-  not; a unit other than the metric's usual one is refused), so what it rejects is unusual;
+  every batch where numpy is missing) goes record by record through the same rules as the json path.
+  msgspec is as strict as `json.loads` about JSON syntax and stricter about types (an int where a
+  float is expected is accepted, a bool or string is not; a unit other than the metric's usual one
+  is refused), so what it rejects is unusual;
 - `json.loads` of the line, for every line msgspec rejects (another value type, NaN, a scalar
   metric, a line that is not a JSON object, a blank line). Without msgspec installed, every line
   takes this path: same results, several times slower.
@@ -47,7 +48,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Literal
 from ci_tools.errors import Finding, InputError
 from ci_tools.results import units
 from ci_tools.results.metrics import _numpy
-from ci_tools.results.scan import RecordScan
+from ci_tools.results.scan import COLUMNS, RecordScan
 
 PROFILING = "profiling"
 
@@ -534,9 +535,6 @@ def _scan_range(args: tuple[str, int, int, bool]) -> RecordScan:
     return scan_batches(_range_batches(path, start, end), fast=fast)
 
 
-COLUMNS = ("ttft_ms", "itl_ms", "e2el_ms", "osl", "itl_rec", "otpu", "usage_osl", "start_ns", "end_ns", "request_ids")
-
-
 SPILL_RECORDS = 1 << 16   # a worker writes its columns out this many records at a time (4 MB)
 
 
@@ -587,17 +585,15 @@ def _extend_from(out: RecordScan, part: RecordScan | Spilled) -> None:
             getattr(out, col).extend(getattr(part, col))
             setattr(part, col, None)  # freed as soon as copied: the merge holds one part's column at a time
         return
-    with open(part.path, "rb") as fh:
-        while True:
-            lengths = array("q")
-            try:
-                lengths.fromfile(fh, len(COLUMNS))
-            except EOFError:
-                break
-            for col, n in zip(COLUMNS, lengths):
-                if n:
-                    getattr(out, col).fromfile(fh, n)
-    os.unlink(part.path)
+    try:
+        with open(part.path, "rb") as fh:
+            while header := fh.read(8 * len(COLUMNS)):
+                for col, n in zip(COLUMNS, array("q", header)):
+                    if n:
+                        getattr(out, col).fromfile(fh, n)
+        os.unlink(part.path)
+    except (OSError, EOFError, ValueError) as exc:   # unreadable or cut short: never half a column
+        raise SpillFailed(f"{part.path}: {exc}") from None
 
 
 def merge_scans(parts: Iterable[RecordScan | Spilled]) -> RecordScan:

@@ -9,7 +9,7 @@ reader.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from operator import truediv
 
 # Why a profiling record without an error is left out of S. BROKEN: a value no real request can have
@@ -76,3 +76,8 @@ class RecordScan:
             "excluded": dict(sorted(self.excluded.items())),
             "itl_undefined": self.itl_undefined,
         }
+
+
+# The per-record columns (the `array` fields), derived so that a column added to RecordScan is merged
+# and spilled by the parallel reader like the others rather than silently left behind.
+COLUMNS = tuple(f.name for f in fields(RecordScan) if f.type == "array")
