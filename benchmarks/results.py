@@ -258,12 +258,17 @@ def main() -> int:
         # the same two of the --against checkout (`python -m ci_tools` imports the tree it runs in),
         # interleaved so all see the same machine load
         configs = {"default": (REPO, []), "one process": (REPO, ["--workers", "1"])}
+        if args.against and not (args.against / "ci_tools" / "__init__.py").is_file():
+            # `python -m ci_tools` elsewhere imports whatever is installed: the ratios would compare a tree with itself
+            sys.exit(f"--against {args.against}: not a ci-tools checkout (no ci_tools/__init__.py there)")
         if args.against:
             configs |= {"against, default": (args.against, []), "against, one process": (args.against, ["--workers", "1"])}
         runs: dict[str, list] = {name: [] for name in configs}
         for _ in range(args.runs):
             for i, (name, (cwd, extra)) in enumerate(configs.items()):
-                runs[name].append(timed(cli + extra + ["--out", str(work / f"result-{i}.json")], cwd=cwd))
+                # the tree first on the import path, whatever the virtual environment has installed
+                env = {**os.environ, "PYTHONPATH": str(Path(cwd).resolve())}
+                runs[name].append(timed(cli + extra + ["--out", str(work / f"result-{i}.json")], env=env, cwd=cwd))
         figures = {}
         for name, rs in runs.items():
             wall = statistics.median(r[0] for r in rs)
