@@ -90,8 +90,8 @@ MAX_NS = (1 << 63) - 1
 # Bounds of the other figures of a record (issue 35): a latency or duration above a day, or a per-user
 # rate above 10^9 tokens/s, is no measurement (an ITL of 1e308 in two records overflowed the mean into
 # a traceback); the record is left out as `bad-value`, like a NaN or an infinity where a number belongs.
-MAX_MS = 86_400_000.0
-MAX_RATE = 1e9
+MAX_MS = 86_400_000
+MAX_RATE = 10 ** 9
 # which bound each CHECK_METRICS figure has (the latencies and counts of the metrics have theirs in
 # record_problem's own rules)
 _BOUND = {"usage_osl": MAX_TOKENS, "usage_isl": MAX_TOKENS, "otpu": MAX_RATE, "prefill": MAX_RATE,
