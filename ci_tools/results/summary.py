@@ -40,8 +40,12 @@ def decode_ms(scan: RecordScan) -> array:
     return array("d", map(sub, scan.e2el_ms, scan.ttft_ms))
 
 
+_COLUMNS: dict = {}
+
+
 def _column(name: str) -> Callable[[RecordScan], array]:
-    return lambda scan: getattr(scan, name)
+    """The reader of one RecordScan column (one per name, so that compare() computes its statistics once)."""
+    return _COLUMNS.setdefault(name, lambda scan: getattr(scan, name))
 
 
 # AIPerf's summary key -> (the records' values of it, the scale of their unit)
@@ -142,8 +146,11 @@ def window_s(agg: dict) -> float | None:
 def compare(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]:
     """Every difference between AIPerf's summary and the same statistic of the records."""
     fails: list[Failure] = []
+    memo: dict = {}     # the lengths' statistics serve the usage counts too: computed once
     for key, column, scale in COMPARED:
-        ours = statistics(column(scan))
+        if column not in memo:
+            memo[column] = statistics(column(scan))
+        ours = memo[column]
         entry = agg.get(key)
         if entry is None and ours is None:
             continue
