@@ -270,6 +270,17 @@ NO_TEAM_TOKEN = ("cannot read team membership with this token: the workflow's GI
                  "permission Members: read; see docs/workflows.md, \"Deployment prerequisites\")")
 
 
+def owner_without_write(signer: str, permission: str) -> str:
+    return (f"{permission_of(signer, permission)} on the repository; GitHub counts a code owner only with write "
+            f"access or higher, so @{signer} owns none of the changed files")
+
+
+def review_not_a_signoff(state: str) -> str:
+    shown = (state or "unknown").lower().replace("_", " ")
+    return (f"it is a review in state \"{shown}\"; only a review that approves or comments signs off (one that "
+            "requests changes says the opposite)")
+
+
 def signoff_rows(checks) -> str:
     return "\n".join(f"| {'✅' if x.ok else '❌'} | {x.name} | {x.detail} |" for x in checks)
 

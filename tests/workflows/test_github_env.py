@@ -157,6 +157,7 @@ def signed_off_pr(fake, number=1, fork=None):
         fake.add_run(9, head_sha=SHA1, pull_requests=(number,))
     fake.teams[("SemiAnalysisAI", "amd-reviewers")] = {"amd-dev"}
     fake.teams[("SemiAnalysisAI", "core")] = {"core-dev"}
+    fake.permissions.update({"amd-dev": "write", "core-dev": "write"})   # GitHub needs it of a code owner
     return pr
 
 
