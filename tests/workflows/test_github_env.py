@@ -572,6 +572,8 @@ def collect_compares_with_main(s: Scenario):
     job_dir = work / "artifacts" / "job_tp2-c64"
     job_dir.mkdir(parents=True)
     (job_dir / "job.json").write_text(json.dumps({"point": point}))
+    # results process wrote the job's result.json beside its samples: the report matches them by it
+    (job_dir / "result.json").write_text(json.dumps(result(1300.0)))
     (job_dir / "gpu_telemetry.csv").write_text((shared_dir() / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text())
     pr_with_sweep(s.fake, 1)
     job = s.job("sweep-stages.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
