@@ -7,8 +7,9 @@ values go into `array('d')` columns (8 bytes each, against ~32 for a list of Pyt
 minima and maxima are kept as running scalars.
 
 Two paths read a record, and tests check they agree on every record:
-- msgspec decodes each line into a struct of just the needed fields (metadata start/end/phase and
-  request id, the READ_METRICS values, error) and skips every other key in C. A batch of plain records
+- msgspec decodes each line into a struct of just the needed fields (metadata timestamps, phase,
+  credit number and request id, the READ_METRICS values, the chunk gaps, error) and skips every other
+  key in C. A batch of plain records
   (successful profiling requests with every value present, and plainly dropped ones) is then checked
   and turned into columns element-wise with numpy, no Python code per record; any other batch (and
   every batch where numpy is missing) goes record by record through the same rules as the json path.
@@ -28,7 +29,13 @@ counted under its reason in `excluded` (with `warmup` and `error`, so every reco
 once by reason). The rest are the successful profiling requests S. Reasons in BROKEN mean the
 measurement itself is wrong (the result is invalid when any occurs); those in DEGRADED invalidate it
 above a small share (validity.py). A one-token response has no inter-token latency: it stays in S
-and is counted in `itl_undefined`.
+and is counted in `itl_undefined`. Every record of S is held against the physical invariants of an
+AIPerf record as it is read (invariants.py: by numpy on a plain batch, else one by one through the
+same expressions); the records breaking each are counted in `violations` with the first one's figures.
+
+Reading the chunk gaps costs: they are the one list decoded (about 50 ns a gap, the rest of a
+record's keys are skipped), so a record of 250 gaps is read in about 4x the time of one whose gaps are
+skipped (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -75,7 +82,7 @@ CHECK_METRICS = {
 READ_METRICS = {**LATENCY_METRICS, **TOKEN_METRICS, **CHECK_METRICS}
 # each read metric's usual unit: a batch whose units are all these (or absent) is read by columns
 USUAL_UNITS = tuple(units.RECORD_UNITS[name].usual for name in READ_METRICS)
-# the gaps between a response's content chunks: a list, of which the reader keeps the length, sum and least
+# the gaps between a response's content chunks: a list, of which the reader keeps the length and sum
 CHUNKS = "inter_chunk_latency"
 NAN = float("nan")
 
@@ -174,7 +181,7 @@ def _session(value: Any) -> int | None:
 
 
 def _chunks(out: dict, value: Any) -> dict:
-    """inter_chunk_latency (a list of ms, or another unit's) -> its length, sum and least value, in ms;
+    """inter_chunk_latency (a list of ms, or another unit's) -> its length and its sum in ms;
     a list holding anything but finite numbers makes `icl_bad` true (the record is left out as bad-value)."""
     unit = None
     if isinstance(value, dict):
@@ -348,8 +355,8 @@ def _msgspec_decoder() -> tuple[Callable[[bytes], Any], type[Exception]] | None:
             _DECODER.append(None)
             return None
 
-        # Only these keys are decoded; msgspec skips the others (per-chunk latency arrays, HTTP
-        # timings, ids) without building objects for them. A value of another type than declared
+        # Only these keys are decoded; msgspec skips the others (HTTP timings, other ids, the other
+        # per-record metrics) without building objects for them. A value of another type than declared
         # raises, and the line goes to the json path, which has the general rules. (defstruct, not
         # class syntax: this module's annotations are strings msgspec could not resolve here.)
         # Absent keys decode to shared empty (frozen) structs, so every path below a record

@@ -36,8 +36,8 @@ FORGED = {
     "forge-timestamps-squeezed": "record-span",
     # the slowest records dropped, the count re-echoed in the configuration: +1.7 %
     "forge-slowest-dropped": "aiperf-command",
-    "forge-osl-inflated": "record-decode",
-    "forge-ttft-halved": "record-rate",
+    "forge-osl-inflated": "record-rate",
+    "forge-ttft-halved": "record-decode",
     "forge-fastest-duplicated": "duplicate-ids",
     "forge-itl-tail-to-median": "record-decode",
     "forge-edges-trimmed": "aiperf-command",
