@@ -121,7 +121,9 @@ PROFILE_ARTIFACT_PREFIX = "profile_"
 ACCEPTANCE_DIR = "acceptance"
 ACCEPTANCE_JSON = "acceptance.json"
 ACCEPTANCE_ARTIFACT_PREFIX = "acceptance_"
-REPORT_ARTIFACT = "sweep-report"   # the sweep report, one self-contained HTML file (results report)
+# the sweep report, one self-contained HTML file (results report), uploaded unzipped (upload-artifact v7,
+# `archive: false`: the file's name is the artifact's), so that GitHub opens it in the browser
+REPORT_ARTIFACT = "sweep-report.html"
 # The run's eval verdict, said by the artifact's name (ci_tools.evals.gate; `/use` reads the names)
 EVAL_VERDICT_ARTIFACTS = {"passed": "evals_passed", "failed": "evals_failed", "none": "evals_none"}
 EVAL_VERDICT_JSON = "eval-verdict.json"

@@ -30,10 +30,65 @@ def value(key: str, v) -> str:
 
 # ---- the headline ------------------------------------------------------------------------------
 
-def counts_sentence(counts: dict[str, int]) -> str:
-    """`7 improved, 1 regressed, 1 equivalent, 0 inconclusive (12 new)`."""
-    core = ", ".join(f"{counts.get(v, 0)} {v}" for v in (IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE))
-    return core + (f" ({counts[NEW]} new)" if counts.get(NEW) else "")
+# a point counts once, under the first of these its values got (a point that regressed on one
+# metric and improved on another is a regressed point: the reviewer must look at it)
+POINT_ORDER = (REGRESSED, IMPROVED, INCONCLUSIVE, EQUIVALENT, NEW)
+
+
+def point_verdict(pc: PointComparison) -> str | None:
+    """The point's one verdict (POINT_ORDER); None where no value could be compared or is new."""
+    got = {c.verdict for c in pc.cells.values()}
+    return next((v for v in POINT_ORDER if v in got), None)
+
+
+@dataclass(frozen=True)
+class Overall:
+    """The run's one verdict, as a word and a tone (the page colours it, the card gives it an emoji)."""
+
+    key: str       # a POINT_ORDER verdict, or "none" (no baseline) / "empty" (nothing comparable)
+    word: str
+    tone: str      # "bad", "good", "warn", "neutral"
+
+
+OVERALL = {
+    REGRESSED: Overall(REGRESSED, "Regressed", "bad"),
+    IMPROVED: Overall(IMPROVED, "Improved", "good"),
+    INCONCLUSIVE: Overall(INCONCLUSIVE, "Inconclusive", "warn"),
+    EQUIVALENT: Overall(EQUIVALENT, "No change", "neutral"),
+    NEW: Overall(NEW, "New points only", "neutral"),
+    "none": Overall("none", "No baseline", "neutral"),
+    "empty": Overall("empty", "Nothing compared", "warn"),
+}
+
+
+def overall(comparisons: list[PointComparison], baseline: bool = True) -> Overall:
+    """Regressed when any point regressed, else improved when any improved, and so on (POINT_ORDER)."""
+    if not baseline:
+        return OVERALL["none"]
+    got = {point_verdict(pc) for pc in comparisons}
+    return next((OVERALL[v] for v in POINT_ORDER if v in got), OVERALL["empty"])
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def points_sentence(comparisons: list[PointComparison]) -> str:
+    """`7 points: 1 regressed, 3 improved, 3 new`: each point once, under its own verdict."""
+    per = [point_verdict(pc) for pc in comparisons]
+    parts = [f"{per.count(v)} {v}" for v in POINT_ORDER if per.count(v)]
+    if per.count(None):
+        parts.append(f"{per.count(None)} not comparable")
+    return _plural(len(comparisons), "point") + (": " + ", ".join(parts) if parts else "")
+
+
+def values_sentence(counts: dict[str, int]) -> str:
+    """`21 metric values: 9 compared with main (7 improved, 1 regressed, 1 equivalent), 12 new`."""
+    compared = sum(counts.get(v, 0) for v in (IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE))
+    told = ", ".join(f"{counts[v]} {v}" for v in (IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE) if counts.get(v))
+    text = f"{_plural(compared + counts.get(NEW, 0), 'metric value')}: {compared} compared with main"
+    text += f" ({told})" if told else ""
+    return text + (f", {counts[NEW]} new" if counts.get(NEW) else "")
 
 
 def _ranges(shift: FrontierShift, side: str) -> list[str]:
@@ -74,19 +129,28 @@ def frontier_sentence(shift: FrontierShift | None, baseline: bool = True) -> str
 
 @dataclass
 class Headline:
-    counts: dict[str, int]
-    verdicts: str          # counts_sentence
-    frontier: str          # frontier_sentence
-    regressed: list[str]   # "tp4-c4 throughput -6.8%"
+    counts: dict[str, int]  # metric values per verdict (compare.summary)
+    verdicts: str           # points_sentence: the points, each once
+    frontier: str           # frontier_sentence
+    regressed: list[str]    # "tp4-c4 throughput -6.8%"
+    values: str = ""        # values_sentence: the metric values behind it
+    overall: Overall = OVERALL["empty"]
+    points: dict[str, int] = field(default_factory=dict)   # points per verdict (point_verdict)
 
 
 def headline(comparisons: list[PointComparison], shift: FrontierShift | None, baseline: bool = True) -> Headline:
     counts = summary(comparisons)
     regressed = [f"{pc.name} {m.label} {pc.cells[m.key].change:+.1%}" for pc in comparisons for m in METRICS
                  if pc.cells[m.key].verdict == REGRESSED and pc.cells[m.key].change is not None]
-    verdicts = (counts_sentence(counts) if baseline else
-                f"No baseline: {len(comparisons)} point{'s' if len(comparisons) != 1 else ''} measured, nothing compared")
-    return Headline(counts, verdicts, frontier_sentence(shift, baseline), regressed)
+    per = [point_verdict(pc) for pc in comparisons]
+    points = {v: per.count(v) for v in POINT_ORDER}
+    if baseline:
+        verdicts, values = points_sentence(comparisons), values_sentence(counts)
+    else:
+        verdicts = f"No baseline: {_plural(len(comparisons), 'point')} measured, nothing compared"
+        values = ""
+    return Headline(counts, verdicts, frontier_sentence(shift, baseline), regressed, values,
+                    overall(comparisons, baseline), points)
 
 
 # ---- the verdict table and the hover text --------------------------------------------------------

@@ -33,7 +33,11 @@ def run(*args):
 def test_seed_headline_and_frontier_sentence():
     _, _, comparisons, shift = seed()
     h = report.headline(comparisons, shift)
-    assert h.verdicts == "7 improved, 1 regressed, 1 equivalent, 0 inconclusive (12 new)"
+    # points counted once each (tp4-c4 regressed on throughput and improved on interactivity: regressed),
+    # the metric values behind them said apart
+    assert h.verdicts == "7 points: 1 regressed, 3 improved, 3 new"
+    assert h.values == "21 metric values: 9 compared with main (7 improved, 1 regressed, 1 equivalent), 12 new"
+    assert (h.overall.word, h.overall.tone) == ("Regressed", "bad")
     assert h.frontier == ("The PR offers more tok/s/GPU at P90 interactivity up to 424.9, 471.5–505.9, "
                           "569.7–625.7 tok/s/user, main at 424.9–471.5, 505.9–569.7.")
     assert h.regressed == ["tp4-c4 throughput -6.8%"]

@@ -561,6 +561,7 @@ def collect_compares_with_main(s: Scenario):
     job_dir = work / "artifacts" / "job_tp2-c64"
     job_dir.mkdir(parents=True)
     (job_dir / "job.json").write_text(json.dumps({"point": point}))
+    (job_dir / "result.json").write_text(json.dumps(result(1300.0)))      # the job's own result, beside its samples
     (job_dir / "gpu_telemetry.csv").write_text((shared_dir() / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text())
     pr_with_sweep(s.fake, 1)
     job = s.job("sweep-stages.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
@@ -569,8 +570,8 @@ def collect_compares_with_main(s: Scenario):
     assert "| tp2-c64 |" in step.summary and "improved" in step.summary
     assert (work / "results" / "compare.png").is_file()
     step = ok(job.run("report"))
-    page = (work / "report" / "report.html").read_text()
-    assert "1 improved, 0 regressed" in step.summary and "<script src" not in page
+    page = (work / "report" / "sweep-report.html").read_text()
+    assert "1 point: 1 improved" in step.summary and "<script src" not in page
     assert 'data-job="tp2-c64"' in page and "sw power cap" in page
     return [job]
 
@@ -592,7 +593,7 @@ def report_pages_of_a_pr_sweep(s: Scenario):
                     vars={"CI_TOOLS_REPORT_PAGES": "true"}, extra_env={"GITHUB_SERVER_URL": str(server)})
         assert ok(job.run("decide")).outputs["publish"] == "true"
         (job.tmp / "report").mkdir()                                  # what download-artifact leaves
-        (job.tmp / "report" / "report.html").write_text("<!DOCTYPE html><title>Sweep report</title>")
+        (job.tmp / "report" / "sweep-report.html").write_text("<!DOCTYPE html><title>Sweep report</title>")
         step = ok(job.run(4))
         assert step.outputs["published"] == "true" and step.outputs["path"] == f"pr-{pr}/run-{run_id}"
         listed = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "gh-pages"],

@@ -40,13 +40,32 @@ SECTIONS = (
     Section("reuse", "Reuse at merge", "合并时复用"),
 )
 NAMES = tuple(s.name for s in SECTIONS)
-HEADING = "### Sweep status / 扫描状态"
+HEADING = "### Sweep status / 扫描状态"   # a card before its first sweep run (messages.card_heading)
 FOOTER = ("<sub>Maintained by ci-tools: each part is updated by the job that owns it "
           "(sweep runs, `/use`, `/sweep plan`); this comment is edited in place.</sub>")
 
 _OPEN = "<!-- ci-tools:section {} -->"
 _CLOSE = "<!-- /ci-tools:section {} -->"
 _SECTION = re.compile(r"<!-- ci-tools:section ([a-z-]+) -->\n(.*?)\n<!-- /ci-tools:section \1 -->", re.S)
+
+
+def run_state(run: dict | None) -> str:
+    """The state of the card's run, in the words of `messages.RUN_STATES` (`none` before any run).
+    The card keeps `conclusion` as GitHub's conclusion, or its status while the run is not done."""
+    if not isinstance(run, dict) or not run.get("id"):
+        return "none"
+    value = str(run.get("conclusion") or run.get("status") or "in_progress")
+    return {"success": "passed", "neutral": "passed", "failure": "failed", "timed_out": "failed",
+            "startup_failure": "failed", "cancelled": "cancelled", "skipped": "skipped", "stale": "cancelled",
+            "action_required": "waiting", "queued": "queued", "waiting": "queued", "pending": "queued",
+            "requested": "queued", "in_progress": "running", "in progress": "running"}.get(value, "failed")
+
+
+def heading(run: dict | None) -> str:
+    """The card's first line: the sweep run's state (emoji and word), the run and its commit."""
+    from ci_tools.prbot import messages
+
+    return messages.card_heading(run_state(run), run)
 
 
 def sections_of(body: str | None) -> dict[str, str]:
@@ -70,7 +89,7 @@ def render(sections: dict[str, str], state: dict | None = None) -> str:
     unknown = set(sections) - set(NAMES)
     if unknown:
         raise ValueError(f"unknown card section(s): {', '.join(sorted(unknown))}")
-    parts = [sticky.head(KIND, None, state) + HEADING]
+    parts = [sticky.head(KIND, None, state) + heading((state or {}).get("run"))]
     for s in SECTIONS:
         if s.name in sections and sections[s.name].strip():
             body = sections[s.name].strip("\n")
