@@ -330,6 +330,8 @@ NPM_TOOLS = (
     # GitHub's GraphQL schema, which the fake GitHub in tests/github runs every GraphQL query against
     NpmTool("@octokit/graphql-schema", "15.26.1", "github-graphql-schema", "@octokit/graphql-schema/schema.json",
             "CI_TOOLS_GITHUB_GRAPHQL_SCHEMA", "the GitHub tests"),
+    # axe-core's accessibility rules, run in the real Chromium over the sweep report page (tests/results)
+    NpmTool("axe-core", "4.14.1", "axe-core", "axe-core/axe.min.js", "CI_TOOLS_AXE", "the report page tests"),
 )
 
 

@@ -228,7 +228,8 @@ def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, po
 @cli.command("report")
 @click.argument("head", type=click.Path(path_type=Path))
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(path_type=Path),
-              help="main's results, as for `results compare`; repeat for a history, newest first.")
+              help="main's results, as for `results compare`; repeat for a history, newest first. None: the run "
+                   "is drawn alone (a first or smoke run).")
 @click.option("--from-main", is_flag=True, help="Read main's results from its latest sweeps (as `results compare`).")
 @click.option("--evals", "evals_path", type=click.Path(path_type=Path),
               help="Eval results: a `results collect` file, an eval_result.json or a directory of them "
@@ -237,32 +238,48 @@ def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, po
               help="Folder of the jobs' nvidia-smi CSVs (gpu_telemetry.csv per job) [default: HEAD when it is a folder].")
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path),
               help="Policy file with a `compare:` section [default: inferencex-e2e/ci-policy.yaml when present].")
-@click.option("--title", default="", help="The page's title [default: Sweep report].")
+@click.option("--title", default="", help="The page's title [default: the verdict and the PR and run].")
+@click.option("--pr", type=click.IntRange(min=1), help="The PR the page links to [default: from --event-path].")
+@click.option("--commit", default="", help="The commit it links to [default: the PR's head from --event-path].")
+@click.option("--repo", default="", envvar="GITHUB_REPOSITORY", show_envvar=True, metavar="OWNER/NAME",
+              help="The repository of the links.")
+@click.option("--run-id", type=click.IntRange(min=1), envvar="GITHUB_RUN_ID", show_envvar=True,
+              help="The sweep run it links to.")
+@click.option("--event-path", type=click.Path(dir_okay=False, path_type=Path), envvar="GITHUB_EVENT_PATH",
+              show_envvar=True, help="The workflow's event payload: the PR and its head commit.")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The HTML file to write.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
-              help="github: the headline and the page's name into $GITHUB_STEP_SUMMARY.")
+              help="github: the verdict, the chart and the page's name into $GITHUB_STEP_SUMMARY.")
 def report_cmd(head: Path, baselines: tuple[Path, ...], from_main: bool, evals_path: Path | None,
-               telemetry_dir: Path | None, policy_path: Path | None, title: str, out: Path, fmt: str) -> None:
+               telemetry_dir: Path | None, policy_path: Path | None, title: str, pr: int | None, commit: str, repo: str,
+               run_id: int | None, event_path: Path | None, out: Path, fmt: str) -> None:
     """Write the sweep's report: one self-contained HTML page, verdict first.
 
-    The headline (verdict counts, the frontier shift), an interactive chart of tok/s/GPU against
-    P90 tok/s/user with both sides' points and frontiers, the sortable verdict table, the eval
-    scores against their thresholds and, where GPU telemetry was collected, power and SM clock over
-    time per job with energy per token and clock event reasons. HEAD and --baseline are read as by
-    `results compare`. The page draws offline: plotly's JavaScript is inlined, nothing is fetched.
+    The page opens with one overall verdict (regressed, improved, inconclusive, no change) and the
+    PR, commit and run it belongs to; then the points counted once each, the metric values behind
+    them, the frontier shift in a sentence, the chart of tok/s/GPU against P90 tok/s/user (both
+    sides' points and frontiers, regressed points ringed), the verdict table, the eval scores and,
+    where GPU telemetry was collected, power and SM clock per job. It reads completely without
+    JavaScript (the charts are inline SVG); a small script adds a tooltip, toggles and sorting.
+    Nothing is fetched. HEAD and --baseline are read as by `results compare`.
 
     \b
     Example:
       ci-tools results report docs/examples/seed-compare/pr-local-results.csv \\
         --baseline docs/examples/seed-compare/main-baseline.csv --out report.html
-      ci-tools results report results/results.json --from-main --telemetry artifacts --out results/report.html
+      ci-tools results report results/results.json --from-main --telemetry artifacts --out report/sweep-report.html
     """
-    from ci_tools.results.report_flow import run_report
+    import os
+
+    from ci_tools.results.report_flow import load_links, run_report
 
     from ci_tools.results.render import report_output
 
+    links = load_links(event_path, repo=repo, server=os.environ.get("GITHUB_SERVER_URL") or "", run_id=run_id, pr=pr,
+                       commit=commit)
     emit(report_output(run_report(head, list(baselines), out, from_main=from_main, evals_path=evals_path,
-                                  telemetry_dir=telemetry_dir, policy_path=policy_path, title=title), fmt), fmt)
+                                  telemetry_dir=telemetry_dir, policy_path=policy_path, title=title, links=links),
+                       fmt), fmt)
 
 
 @cli.command("publish")

@@ -123,8 +123,24 @@ def frontier_sentence(shift: FrontierShift | None, baseline: bool = True) -> str
         return "main's frontier is ahead of the PR's at every P90 interactivity."
     if not pr and not main:
         return "The two frontiers are level."
-    return (f"The PR offers more tok/s/GPU at P90 interactivity {', '.join(pr)} tok/s/user, "
-            f"main at {', '.join(main)}.")
+    share = _shares(shift)
+    crossings = len(shift.crossings)
+    cross = f"; the curves cross {crossings} time{'s' if crossings != 1 else ''}" if crossings else ""
+    top = max(s["up_to"] for s in shift.segments)
+    if share["PR"] >= share["main"]:
+        return (f"The PR's frontier offers more tok/s/GPU over {share['PR']:.0%} of the P90 interactivity range "
+                f"(up to {top:,.1f} tok/s/user), main's over {share['main']:.0%} ({', '.join(main)}){cross}.")
+    return (f"main's frontier offers more tok/s/GPU over {share['main']:.0%} of the P90 interactivity range "
+            f"(up to {top:,.1f} tok/s/user), the PR's over {share['PR']:.0%} ({', '.join(pr)}){cross}.")
+
+
+def _shares(shift: FrontierShift) -> dict[str, float]:
+    """Each side's share of the interactivity range (0 to the highest frontier point) where it leads."""
+    top = max(s["up_to"] for s in shift.segments) or 1.0
+    out = {"PR": 0.0, "main": 0.0, "tie": 0.0}
+    for seg in shift.segments:
+        out[seg["lead"]] += (seg["up_to"] - (seg["above"] or 0.0)) / top
+    return out
 
 
 @dataclass
@@ -307,6 +323,53 @@ def telemetry_job(name: str, samples: list[dict], result: dict | None = None) ->
     return TelemetryJob(name, gpus, summary, (result or {}).get("energy"), reasons)
 
 
+# ---- what the page belongs to -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Links:
+    """The PR, commit and run a report belongs to (each may be unknown: a report made by hand)."""
+
+    repo: str = ""                       # OWNER/NAME
+    server: str = "https://github.com"
+    pr: int | None = None
+    commit: str = ""
+    run_id: int | None = None
+
+    def _base(self) -> str:
+        return f"{self.server.rstrip('/')}/{self.repo}" if self.repo else ""
+
+    @property
+    def pr_url(self) -> str:
+        return f"{self._base()}/pull/{self.pr}" if self._base() and self.pr else ""
+
+    @property
+    def commit_url(self) -> str:
+        return f"{self._base()}/commit/{self.commit}" if self._base() and self.commit else ""
+
+    @property
+    def run_url(self) -> str:
+        return f"{self._base()}/actions/runs/{self.run_id}" if self._base() and self.run_id else ""
+
+
+def links_from_event(event: dict | None, *, repo: str = "", server: str = "", run_id: int | None = None,
+                     pr: int | None = None, commit: str = "") -> Links:
+    """The links of a report made in a workflow: the PR and its head commit from the event's payload
+    (a pull request's; a trusted sweep's dispatch inputs; a push's new head), unless given."""
+    event = event if isinstance(event, dict) else {}
+    pull = event.get("pull_request") if isinstance(event.get("pull_request"), dict) else {}
+    inputs = event.get("inputs") if isinstance(event.get("inputs"), dict) else {}
+
+    def number(v) -> int | None:
+        text = str(v or "").strip()
+        return int(text) if text.isdigit() and int(text) > 0 else None
+
+    head = pull.get("head") if isinstance(pull.get("head"), dict) else {}
+    found_pr = number(pull.get("number")) or number(inputs.get("pr"))
+    found_sha = str(head.get("sha") or inputs.get("sha") or event.get("after") or "")
+    return Links(repo=repo, server=server or "https://github.com", pr=pr or found_pr, commit=commit or found_sha,
+                 run_id=run_id)
+
+
 # ---- the whole report ------------------------------------------------------------------------------
 
 @dataclass
@@ -322,6 +385,7 @@ class Report:
     method: str
     acceptance: list[dict] = field(default_factory=list)   # acceptance_rows of the evals
     baseline: bool = True          # False: a first or smoke run, drawn alone
+    links: Links = Links()
 
 
 def method_line(comparisons: list[PointComparison], policy) -> str:
@@ -333,8 +397,16 @@ def method_line(comparisons: list[PointComparison], policy) -> str:
 def build(comparisons: list[PointComparison], shift: FrontierShift | None, head: list[dict],
           main_latest: list[dict], policy, *, title: str = "", evals: list[dict] | None = None,
           eval_verdict: str | None = None, telemetry: list[TelemetryJob] | None = None,
-          notes: list[str] | None = None, baseline: bool = True) -> Report:
-    return Report(title or "Sweep report", headline(comparisons, shift, baseline),
+          notes: list[str] | None = None, baseline: bool = True, links: Links = Links()) -> Report:
+    h = headline(comparisons, shift, baseline)
+    return Report(title or default_title(h, links), h,
                   chart_of(comparisons, head, main_latest, charts.TITLE), rows(comparisons),
                   eval_rows(evals) if evals is not None else None, eval_verdict, telemetry or [],
-                  list(notes or []), method_line(comparisons, policy), acceptance_rows(evals or []), baseline)
+                  list(notes or []), method_line(comparisons, policy), acceptance_rows(evals or []), baseline, links)
+
+
+def default_title(h: Headline, links: Links) -> str:
+    """`Regressed: PR #7, sweep run 50`: the verdict, then what it belongs to."""
+    of = [f"PR #{links.pr}"] if links.pr else []
+    of += [f"sweep run {links.run_id}"] if links.run_id else []
+    return f"{h.overall.word}: " + (", ".join(of) if of else "sweep report")

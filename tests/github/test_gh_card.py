@@ -214,7 +214,7 @@ def test_the_seed_card_reads_verdict_first_in_under_150_words():
     assert shown[0].startswith("### ❌ Sweep failed / 扫描失败 · [run 50](")
     assert shown[2].startswith("🔴 **Regressed** · 7 points: 1 regressed, 3 improved, 3 new · [open the report](")
     assert shown[3].startswith("21 metric values: 9 compared with main (7 improved, 1 regressed, 1 equivalent), 12 new. "
-                               "The PR offers more tok/s/GPU at P90 interactivity")
+                               "The PR's frontier offers more tok/s/GPU over 82% of the P90 interactivity range")
     assert body.index("<details>") < body.index("**Sweep / 扫描**")
     assert words_above_details(body) <= 150
     # only what changed above the fold: no equivalent or new value in the compact table

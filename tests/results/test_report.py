@@ -38,8 +38,9 @@ def test_seed_headline_and_frontier_sentence():
     assert h.verdicts == "7 points: 1 regressed, 3 improved, 3 new"
     assert h.values == "21 metric values: 9 compared with main (7 improved, 1 regressed, 1 equivalent), 12 new"
     assert (h.overall.word, h.overall.tone) == ("Regressed", "bad")
-    assert h.frontier == ("The PR offers more tok/s/GPU at P90 interactivity up to 424.9, 471.5–505.9, "
-                          "569.7–625.7 tok/s/user, main at 424.9–471.5, 505.9–569.7.")
+    # one sentence: how much of the interactivity range each side leads, where the one behind leads
+    assert h.frontier == ("The PR's frontier offers more tok/s/GPU over 82% of the P90 interactivity range (up to "
+                          "625.7 tok/s/user), main's over 18% (424.9–471.5, 505.9–569.7); the curves cross 4 times.")
     assert h.regressed == ["tp4-c4 throughput -6.8%"]
 
 
