@@ -11,7 +11,7 @@ from ci_tools.errors import InputError
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
 GITHUB_OUTPUTS = {"results dispatch": ("dispatched", "ingest-run-id"),
-                  "results publish": ("publish", "published", "path"),
+                  "results publish": ("publish", "published", "path", "url"),
                   "results collect": lambda params: ("eval-verdict", "eval-artifact") if params.get("fmt") == "github" else ()}
 
 
@@ -294,12 +294,15 @@ def report_cmd(head: Path, baselines: tuple[Path, ...], from_main: bool, evals_p
 @click.option("--repository", default="", envvar="GITHUB_REPOSITORY", show_envvar=True)
 @click.option("--branch", default="gh-pages", show_default=True, help="The branch Pages serves.")
 @click.option("--remote", default=None, help="Push there instead of the repository on github.com (tests, mirrors).")
+@click.option("--site", default="", envvar="CI_TOOLS_REPORT_SITE", show_envvar=True,
+              help="The Pages site's address, for a custom domain [default: https://OWNER.github.io/NAME/].")
 @click.option("--keep", type=click.IntRange(min=1), default=3, show_default=True, help="Runs kept per PR.")
 @click.option("--decide", is_flag=True, help="Only say whether this run's report would be published (`publish` output).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
-              help="github: `publish`, `published` and `path` as step outputs, a line in $GITHUB_STEP_SUMMARY.")
+              help="github: `publish`, `published`, `path` and `url` (the page's address) as step outputs, a line "
+                   "in $GITHUB_STEP_SUMMARY.")
 def publish_cmd(report: Path, enabled: str, event_name: str, event_path: Path | None, run_id: int | None, repository: str,
-                branch: str, remote: str | None, keep: int, decide: bool, fmt: str) -> None:
+                branch: str, remote: str | None, site: str, keep: int, decide: bool, fmt: str) -> None:
     """Put the sweep report on the repository's GitHub Pages branch, when the repository enables it.
 
     A PR's run goes to pr-<N>/run-<id>/, a push to main to main/run-<id>/ (main's sweeps are the
@@ -321,6 +324,6 @@ def publish_cmd(report: Path, enabled: str, event_name: str, event_path: Path | 
     token = os.environ.get("GITHUB_TOKEN")
     p = run_publish(report, enabled=enabled, event_name=event_name, event_path=event_path, run_id=run_id,
                     repository=repository, branch=branch, remote=remote, token=token, keep=keep, pr_of_run=card_pr,
-                    server=os.environ.get("GITHUB_SERVER_URL") or "https://github.com", decide=decide,
+                    server=os.environ.get("GITHUB_SERVER_URL") or "https://github.com", decide=decide, site=site,
                     open_prs=open_prs_of(repository, token, os.environ.get("GITHUB_API_URL") or "https://api.github.com"))
     emit(publish_output(p, report, branch, decide, fmt), fmt)

@@ -322,10 +322,13 @@ def publish_output(p, report: Path, branch: str, decide: bool, fmt: str = "text"
         text = f"not published: {p.reason}"
     summary = "" if would else (f"Sweep report: published at `{p.path}/` on `{branch}`.\n" if p.published
                                 else f"Sweep report: not published ({p.reason}).\n")
+    if p.published and p.url:
+        text += f"\npage: {p.url}"
+        summary = f"Sweep report: published at [{p.url}]({p.url}) (`{p.path}/` on `{branch}`).\n"
     return Output(text=text, json={"publish": would or p.published, "published": p.published,
-                                   "reason": p.reason or None, "path": p.path or None, "pruned": p.pruned,
-                                   "notes": p.notes},
+                                   "reason": p.reason or None, "path": p.path or None, "url": p.url or None,
+                                   "pruned": p.pruned, "notes": p.notes},
                   stderr=[f"note: {n}" for n in p.notes] if fmt != "json" else [],
                   outputs={"publish": str(would or p.published).lower(), "published": str(p.published).lower(),
-                           "path": p.path},
+                           "path": p.path, "url": p.url},
                   summary=summary)

@@ -204,3 +204,18 @@ def test_the_card_links_the_pages_report_when_the_repository_publishes_them():
     published = Settings.from_env(Path("."), {"CI_TOOLS_REPORT_SITE": "https://octo.github.io/bench"})
     assert report_url(published, 7, run) == "https://octo.github.io/bench/pr-7/run-50/"
     assert report_url(Settings.from_env(Path("."), {}), 7, run) == run["url"] + "#artifacts"
+    # Pages on, no custom domain: Pages' own address of the repository, where `results publish` deploys it
+    on = Settings.from_env(Path("."), {"CI_TOOLS_REPORT_PAGES": "true", "GITHUB_REPOSITORY": "Octo/bench"})
+    assert report_url(on, 7, run) == "https://octo.github.io/bench/pr-7/run-50/"
+
+
+@pytest.mark.parametrize("given, enabled, repo, want", [
+    ("", "true", "octo/bench", "https://octo.github.io/bench/"),
+    ("", "true", "Octo/octo.github.io", "https://octo.github.io/"),       # the owner's own site is the root
+    ("https://bench.example.org/", "true", "octo/bench", "https://bench.example.org/"),   # a custom domain
+    ("", "", "octo/bench", ""),                                           # off: the card links the artifact
+])
+def test_where_the_reports_are_published(given, enabled, repo, want):
+    from ci_tools.results import pages
+
+    assert pages.site_of(given, enabled, repo) == want

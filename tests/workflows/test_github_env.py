@@ -589,20 +589,27 @@ def report_pages_of_a_pr_sweep(s: Scenario):
 
     def publish(pr: int, run_id: int):
         run = s.fake.add_run(run_id, head_sha=SHA1, pull_requests=(pr,))
+        decide = s.job("report-pages.yml", "decide", "workflow_run", run_payload(s.fake, run),
+                       vars={"CI_TOOLS_REPORT_PAGES": "true"})
+        decided = ok(decide.run("decide")).outputs
+        assert decided["publish"] == "true"
         job = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, run),
-                    vars={"CI_TOOLS_REPORT_PAGES": "true"}, extra_env={"GITHUB_SERVER_URL": str(server)})
-        assert ok(job.run("decide")).outputs["publish"] == "true"
+                    vars={"CI_TOOLS_REPORT_PAGES": "true"}, extra_env={"GITHUB_SERVER_URL": str(server)},
+                    needs={"decide": {"outputs": decided, "result": "success"}})
         (job.tmp / "report").mkdir()                                  # what download-artifact leaves
         (job.tmp / "report" / "sweep-report.html").write_text("<!DOCTYPE html><title>Sweep report</title>")
-        step = ok(job.run(4))
+        step = ok(job.run("publish"))
         assert step.outputs["published"] == "true" and step.outputs["path"] == f"pr-{pr}/run-{run_id}"
+        # the deployment's address: Pages' own for the repository, this PR's run
+        owner, name = s.fake.repo.split("/")
+        assert step.outputs["url"] == f"https://{owner.lower()}.github.io/{name}/pr-{pr}/run-{run_id}/"
         listed = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "gh-pages"],
                                 check=True, capture_output=True, text=True).stdout.split()
         return job, listed
 
     pr_with_sweep(s.fake, 1)
     pr_with_sweep(s.fake, 2)
-    off = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, s.fake.add_run(12, head_sha=SHA1,
+    off = s.job("report-pages.yml", "decide", "workflow_run", run_payload(s.fake, s.fake.add_run(12, head_sha=SHA1,
                                                                                                    pull_requests=(1,))))
     assert ok(off.run("decide")).outputs["publish"] == "false" and "publishing is off" in off.steps["decide"].summary
     first, listed = publish(2, 11)
@@ -658,6 +665,7 @@ SCENARIOS = {
     ("runner-digest.yml", "digest"): [runner_digest],
     ("profile.yml", "authorize"): [profile_authorize],
     ("report-pages.yml", "publish"): [report_pages_of_a_pr_sweep],
+    ("report-pages.yml", "decide"): [report_pages_of_a_pr_sweep],
     ("signoff-verify.yml", "verify"): [signoff_comment, signoff_with_a_minted_app_token],
     ("signoff-verify.yml", "after-push"): [signoff_carried_after_push],
     ("signoff-review.yml", "record"): [review_record_only],
