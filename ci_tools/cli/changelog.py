@@ -77,9 +77,12 @@ def cli() -> None:
 @click.option("--master", "masters", multiple=True, metavar="PATH",
               help=f"Master config (path inside the repository, read at the head version); repeatable."
                    f" Default: {names.MASTER_GLOB}.")
+@click.option("--event-path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="A workflow's event payload instead of --base/--head/--pr: a pull request's base and head, or a "
+                   "merge queue group's base and head and the PR it tests.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
 def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool, file: str, pr: int | None,
-         repo: str | None, masters: tuple[str, ...], fmt: str) -> None:
+         repo: str | None, masters: tuple[str, ...], event_path: str | None, fmt: str) -> None:
     """Check that the changelog change from BASE to HEAD is append-only and every new entry is valid.
 
     Both versions are read from git objects, not from the working tree. With --pr (PR mode) new
@@ -94,6 +97,10 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
     """
     from ci_tools.changelog import flow
 
+    if event_path is not None:
+        if base or head or staged or hook:
+            raise UsageError("--event-path names the range itself; do not combine it with --base/--head/--staged/--hook")
+        base, head, pr = _range_of_event(event_path, pr)
     if (staged or hook) and (base or head):
         raise UsageError("--staged compares HEAD with the index; do not combine it with --base/--head" if staged else
                          "--hook chooses the comparison from how pre-commit runs; do not combine it with --base/--head")
@@ -120,6 +127,21 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
         # sys.exit, not ctx.exit: the top-level main runs click with standalone_mode=False, where
         # ctx.exit's code is returned and lost.
         sys.exit(1)
+
+
+def _range_of_event(event_path: str, pr: int | None) -> tuple[str, str, int | None]:
+    """(base, head, PR) of the change a workflow's event is about: a pull request's base and head
+    commits, or a merge queue group's base and head and the PR it tests (PR mode: the PR passed the
+    same gate)."""
+    from ci_tools.github.events import load_event
+
+    event = load_event(event_path)
+    if event.merge_group is not None:
+        mg = event.merge_group
+        return mg.base, mg.head_sha, pr or mg.pr
+    if event.pull_request is not None:
+        return event.pull_request.base_sha, event.pull_request.head_sha, pr or event.pull_request.number
+    raise UsageError(f"{event_path}: a {event.name} event names no change to lint; give --base and --head")
 
 
 def render(result, file: str, fmt: str) -> str:

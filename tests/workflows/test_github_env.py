@@ -429,7 +429,7 @@ def ready_job(s, event_name: str, payload: dict, **kw) -> tuple[rt.JobRun, rt.Jo
 
 
 def merge_ready_on_a_push_to_the_pr(s: Scenario):
-    """Issue 23: the readiness status (statuses: write) and the card line (a comment), from the pin's run,
+    """Issue 23: the readiness check run (checks: write) and the card line (a comment), from the pin's run,
     its artifacts (actions: read) and the PR's files (pull-requests)."""
     pr_with_sweep(s.fake, 7)
     s.fake.pr_files[7] = ["inferencex-e2e/perf-changelog.yaml"]
@@ -437,7 +437,7 @@ def merge_ready_on_a_push_to_the_pr(s: Scenario):
     s.fake.add_comment(7, "/use 9", author=writer(s.fake))
     which, job = ready_job(s, "pull_request_target", pr_payload(s.fake, 7, "synchronize"))
     out = ok(job.run("ready")).outputs
-    assert out["state"] == "success" and [st["context"] for st in s.fake.statuses] == ["ci-tools / ready to merge"]
+    assert out["state"] == "success" and [c["name"] for c in s.fake.check_runs] == ["ci-tools / ready to merge"]
     return [job]
 
 
@@ -477,13 +477,41 @@ def merge_ready_after_the_merge(s: Scenario):
     return [job]
 
 
+def merge_group_payload(pr: int = 7, head: str = "f" * 40) -> dict:
+    """GitHub's example merge_group payload (checks_requested), its queue branch naming PR `pr` at SHA1."""
+    from tests.conftest import shared_dir
+
+    d = json.loads((shared_dir() / "reference" / "github-merge-group" / "checks_requested.payload.json").read_text())
+    d["merge_group"].update(head_sha=head, head_ref=f"refs/heads/gh-readonly-queue/main/pr-{pr}-{SHA1}")
+    return d
+
+
+def merge_ready_of_a_merge_group(s: Scenario):
+    """A merge queue's group: the PR's readiness, on the group's commit too (checks: write)."""
+    pr_with_sweep(s.fake, 7)
+    s.fake.pr_files[7] = ["README.md"]
+    _, job = ready_job(s, "merge_group", merge_group_payload())
+    ok(job.run("ready"))
+    assert {c["_sha"] for c in s.fake.check_runs} == {SHA1, "f" * 40}
+    return [job]
+
+
+def signoff_of_a_merge_group(s: Scenario):
+    """The PR head's sign-off status (pull-requests: read for the PR, statuses: write on the group's commit)."""
+    pr_with_sweep(s.fake, 7)
+    job = s.job("signoff-verify.yml", "merge-group", "merge_group", merge_group_payload())
+    ok(job.run("queue"))
+    assert s.fake.statuses[-1]["_sha"] == "f" * 40 and s.fake.statuses[-1]["state"] == "failure"
+    return [job]
+
+
 def merge_ready_daily_pass(s: Scenario):
     """The schedule lists the open PRs (pull-requests: read) and checks each."""
     pr_with_sweep(s.fake, 7)
     s.fake.pr_files[7] = ["inferencex-e2e/perf-changelog.yaml"]
     _, job = ready_job(s, "schedule", {"schedule": "17 6 * * *"})
     out = ok(job.run("ready")).outputs
-    assert out["ready"] == "false" and [st["state"] for st in s.fake.statuses] == ["failure"]
+    assert out["ready"] == "false" and [c["conclusion"] for c in s.fake.check_runs] == ["failure"]
     return [job]
 
 
@@ -679,7 +707,8 @@ SCENARIOS = {
     ("trusted-sweep.yml", "plan"): [trusted_sweep_checks_the_approval],
     ("welcome.yml", "welcome"): [welcome_on_open],
     ("merge-ready.yml", "ready"): [merge_ready_on_a_push_to_the_pr, merge_ready_after_the_merge,
-                                   merge_ready_daily_pass],
+                                   merge_ready_daily_pass, merge_ready_of_a_merge_group],
+    ("signoff-verify.yml", "merge-group"): [signoff_of_a_merge_group],
     ("merge-ready.yml", "pr"): [merge_ready_pr_of_a_push_and_a_sweep_end, merge_ready_pr_of_a_fork_sweep_end],
     ("recover-ingest.yml", "recover"): [recover_checks_before_dispatching],
 }
