@@ -114,6 +114,7 @@ def test_an_unknown_option_exits_2(name):
 # why (a string instead of arguments). The walk below fails for a command missing from this table.
 MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "bot card-pr": ["--event-path", "nope.json"],
+    "bot labels": ["--repo", "o/n", "--repo-root", "nope"],
     "bot pr-body": ["--event-path", "nope.json"],
     "bot status-card": ["--event-path", "nope.json"],
     "bot welcome": ["--event-path", "nope.json"],

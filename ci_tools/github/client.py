@@ -94,6 +94,9 @@ ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}"): "contents: read",
     ("POST", "/repos/{owner}/{repo}/statuses/{sha}"): "statuses: write",
     ("POST", "/repos/{owner}/{repo}/check-runs"): "checks: write",
+    ("GET", "/repos/{owner}/{repo}/labels"): "issues: read",
+    ("POST", "/repos/{owner}/{repo}/labels"): "issues: write",
+    ("PATCH", "/repos/{owner}/{repo}/labels/{name}"): "issues: write",
     ("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs"): "checks: read",
     ("GET", "/repos/{owner}/{repo}/commits/{ref}/statuses"): "statuses: read",
     ("POST", "/repos/{owner}/{repo}/dispatches"): "contents: write",
@@ -667,6 +670,20 @@ class GitHub:
         params = {"check_name": name} if name else {}
         self._cache.pop(f"list:{self._r(f'/commits/{sha}/check-runs')}?{sorted(params.items())}", None)
         return self._list(self._r(f"/commits/{sha}/check-runs"), params, key="check_runs")
+
+    def labels(self) -> list[dict]:
+        """The repository's labels (GitHub's objects: name, color, description)."""
+        return self._list(self._r("/labels"))
+
+    def create_label(self, name: str, *, color: str, description: str) -> dict:
+        return self._request("POST", self._r("/labels"), body={"name": name, "color": color,
+                                                               "description": description})[1]
+
+    def update_label(self, name: str, *, color: str, description: str) -> dict:
+        from urllib.parse import quote
+
+        return self._request("PATCH", self._r(f"/labels/{quote(name, safe='')}"),
+                             body={"new_name": name, "color": color, "description": description})[1]
 
     def dispatch_run_names(self, repo: str) -> list[str]:
         """The run names of `repo`'s newest repository_dispatch runs (one page, fresh: a re-run asks

@@ -366,6 +366,19 @@ def label_what(r) -> tuple[str, str]:
     return en, zh
 
 
+def modifier_what(r) -> str:
+    """What a modifier label does, in a few words (the label's description on GitHub)."""
+    parts = []
+    if r.evals == "all":
+        parts.append("the evals of every eligible point, not only the default ones")
+    elif r.evals == "only":
+        parts.append("only the eval rows")
+    if r.agentx_profile:
+        parts.append(f"the {r.agentx_profile} AgentX profile")
+    text = "; ".join(parts) or "adjusts the primary label's sweep"
+    return text + ("; blocks reuse at merge" if r.blocks_reuse else "")
+
+
 def denial(author: str, denied: list[tuple[str, str]], permission: str) -> str:
     """The one reply when a comment's author lacks the permission its commands need (none of them ran).
     `denied`: (command word, command as written) of each command that needs it, in comment order."""

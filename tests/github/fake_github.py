@@ -176,6 +176,7 @@ class FakeGitHub:
     schema_errors: list[str] = field(default_factory=list)
     statuses: list[dict] = field(default_factory=list)
     check_runs: list[dict] = field(default_factory=list)     # completed check runs, oldest first (`_sha` their commit)
+    repo_labels: dict = field(default_factory=dict)           # the repository's labels by lower-case name
     dispatches: list[dict] = field(default_factory=list)
     tokens: dict[str, Grant] = field(default_factory=dict)
     # one row per answered request: (token, "VERB template", the permissions any one of which it needed)
@@ -318,6 +319,38 @@ class FakeGitHub:
             self.add_artifact_files(run_id, "changelog-metadata", {} if plan_labels is None else {
                 "plan.json": json.dumps(recorded_plan(plan_labels)).encode()})
         return run
+
+    def add_repo_label(self, name: str, color: str = "ededed", description: str | None = None) -> dict:
+        lid = next(self._ids)
+        label = {"id": lid, "node_id": f"LA_{lid}", "url": f"https://api.github.com/repos/{self.repo}/labels/{name}",
+                 "name": name, "description": description, "color": color, "default": False,
+                 "archived_at": None, "archived_by": None}
+        self.repo_labels[name.lower()] = label
+        return label
+
+    def _put_label(self, name: str | None, body: dict):
+        """POST /labels (name taken: 422, as GitHub) or PATCH /labels/{name} (unknown: 404); GitHub's
+        rules: a colour is six hex digits without '#', a description at most 100 characters."""
+        color = body.get("color")
+        if color is not None and not re.fullmatch(r"[0-9a-fA-F]{6}", str(color)):
+            return 422, {"message": "Validation Failed", "errors": [{"resource": "Label", "code": "invalid",
+                                                                   "field": "color"}]}, None
+        if len(str(body.get("description") or "")) > 100:
+            return 422, {"message": "Validation Failed", "errors": [{"resource": "Label", "code": "invalid",
+                                                                   "field": "description"}]}, None
+        if name is None:
+            if str(body.get("name", "")).lower() in self.repo_labels or not body.get("name"):
+                return 422, {"message": "Validation Failed", "errors": [{"resource": "Label", "code": "already_exists",
+                                                                       "field": "name"}]}, None
+            return 201, self.add_repo_label(str(body["name"]), str(color or "ededed"), body.get("description")), "Label"
+        label = self.repo_labels.pop(name.lower(), None)
+        if label is None:
+            return 404, {"message": "Not Found"}, None
+        new = str(body.get("new_name") or label["name"])
+        label.update(name=new, color=str(color or label["color"]),
+                     description=body["description"] if "description" in body else label["description"])
+        self.repo_labels[new.lower()] = label
+        return 200, label, "Label"
 
     @staticmethod
     def _public(obj: dict) -> dict:
@@ -673,6 +706,14 @@ class FakeGitHub:
             return 200, {"total_count": len(found), "check_runs": found}, "ReposOwnerRepoCommitsRefCheckRunsGetResponse200"
         if method == "POST" and m(rf"/repos/{r}/check-runs"):
             return self._create_check_run(body or {})
+        if method == "GET" and m(rf"/repos/{r}/labels"):
+            return 200, list(self.repo_labels.values()), ("list", "Label")
+        if method == "POST" and m(rf"/repos/{r}/labels"):
+            return self._put_label(None, body or {})
+        if method == "PATCH" and (g := m(rf"/repos/{r}/labels/([^/]+)")):
+            from urllib.parse import unquote
+
+            return self._put_label(unquote(g[1]), body or {})
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-f]+)/pulls")):
             if self.association_lag.get(g[1], 0) > 0:
                 self.association_lag[g[1]] -= 1
