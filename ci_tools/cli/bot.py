@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from ci_tools.cli.options import repo_option
 from ci_tools.cli._prbot import event_name_option, event_path_option, format_option, repo_root_option, run_flow
 
 GITHUB_OUTPUTS = {"bot card-pr": ("pr", "group"), "bot labels": ("created", "updated", "unchanged")}
@@ -105,8 +106,7 @@ def pr_body(event_path, event_name, fmt) -> None:
 
 
 @cli.command("labels")
-@click.option("--repo", "repo", default=None, envvar="GITHUB_REPOSITORY", show_envvar=True, metavar="OWNER/NAME",
-              help="The repository whose labels to create or update.")
+@repo_option(help="The repository whose labels to create or update.")
 @repo_root_option
 @format_option
 @click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ci_tools.cli.emit import emit
+from ci_tools.cli.options import repo_option, root_option
 from ci_tools.errors import InputError
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
@@ -74,7 +75,8 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
     point = None if tp is None else PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc,
                                               gpus=gpus, scenario=scenario, duration_s=duration, model=model)
     written = flow.run_process(directory, out, point, max_error_rate=max_error_rate, min_requests=min_requests,
-                               workers=workers, thresholds_path=thresholds_path, policy_path=policy_path)
+                               workers=workers, thresholds_path=thresholds_path, policy_path=policy_path,
+                               progress=lambda line: click.echo(f"results process: {line}", err=True))
     emit(render.process_output(written, str(directory)), fmt)
 
 
@@ -153,7 +155,7 @@ def _run_id(value: str | None, option: str) -> int | None:
               help="Result of this run's collection job (success, failure, cancelled, skipped).")
 @click.option("--run-id", default=None, envvar="GITHUB_RUN_ID", show_envvar=True, help="This workflow run.")
 @click.option("--run-attempt", type=click.IntRange(min=1), default=1, envvar="GITHUB_RUN_ATTEMPT", show_envvar=True)
-@click.option("--repo-root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True)
+@root_option("--repo-root", name="repo_root", exists=False, help="The checkout of the default branch (the policy).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
               help="github: also write step outputs to $GITHUB_OUTPUT.")
 def dispatch_cmd(event_path, event_name, source_run_id, collect_result, run_id, run_attempt, repo_root, fmt) -> None:
@@ -241,8 +243,7 @@ def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, po
 @click.option("--title", default="", help="The page's title [default: the verdict and the PR and run].")
 @click.option("--pr", type=click.IntRange(min=1), help="The PR the page links to [default: from --event-path].")
 @click.option("--commit", default="", help="The commit it links to [default: the PR's head from --event-path].")
-@click.option("--repo", default="", envvar="GITHUB_REPOSITORY", show_envvar=True, metavar="OWNER/NAME",
-              help="The repository of the links.")
+@repo_option(default="", help="The repository of the links.")
 @click.option("--run-id", type=click.IntRange(min=1), envvar="GITHUB_RUN_ID", show_envvar=True,
               help="The sweep run it links to.")
 @click.option("--event-path", type=click.Path(dir_okay=False, path_type=Path), envvar="GITHUB_EVENT_PATH",
@@ -291,7 +292,7 @@ def report_cmd(head: Path, baselines: tuple[Path, ...], from_main: bool, evals_p
               show_envvar=True, help="The event payload: a pull request's number, or a push to main.")
 @click.option("--run-id", type=click.IntRange(min=1), envvar="GITHUB_RUN_ID", show_envvar=True,
               help="This workflow run [set by GitHub Actions].")
-@click.option("--repository", default="", envvar="GITHUB_REPOSITORY", show_envvar=True)
+@repo_option("--repository", name="repository", default="", help="The repository whose Pages branch gets it.")
 @click.option("--branch", default="gh-pages", show_default=True, help="The branch Pages serves.")
 @click.option("--remote", default=None, help="Push there instead of the repository on github.com (tests, mirrors).")
 @click.option("--site", default="", envvar="CI_TOOLS_REPORT_SITE", show_envvar=True,

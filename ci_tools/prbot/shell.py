@@ -135,4 +135,4 @@ def read_repo_file(root: Path, rel: str) -> str:
         return (root / rel).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{rel}: cannot read ({exc.strerror}); run from a checkout of the default branch "
-                         "or pass --repo-root") from None
+                         "or pass --root") from None

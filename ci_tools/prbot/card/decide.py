@@ -120,8 +120,6 @@ def has(body: str | None, name: str, content: str) -> bool:
 
 CANARY = "canary"
 _STATES = ("queued", "running", "passed", "failed", "cancelled", "skipped")
-_STATES_ZH = {"queued": "排队", "running": "运行中", "passed": "通过", "failed": "失败", "cancelled": "取消",
-              "skipped": "跳过"}
 
 
 def job_state(job: Job) -> str:
@@ -167,7 +165,8 @@ def sweep_markdown(run: dict | None, rows: list[dict]) -> str:
     state = run.get("conclusion") or run.get("status") or "in progress"
     lines = [f"[Run {run['id']}]({run.get('url', '')}) on `{sha}`: **{state}**"]
     if rows:
-        lines += ["", "| family | jobs | " + " | ".join(f"{s} / {_STATES_ZH[s]}" for s in _STATES) + " |",
+        # one language a cell: a bilingual header breaks mid-word in a narrow column (the title is bilingual)
+        lines += ["", "| family | jobs | " + " | ".join(_STATES) + " |",
                   "|---|---:|" + "---:|" * len(_STATES)]
         for r in rows:
             total = sum(r[s] for s in _STATES)
