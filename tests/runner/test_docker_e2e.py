@@ -168,17 +168,17 @@ def test_the_engine_container_cannot_write_the_clients_exports(djob, image):
     run = subprocess.run([*djob["argv"](flags), "--format", "github"], env={**djob["env"], "GITHUB_OUTPUT": str(gh_out)},
                          capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stderr + run.stdout
+    log = (out / "server.log").read_text()
+    assert f"stub: {options} reads 'enable_attention_dp: true\\n'" in log, log
+    # what the container wrote elsewhere stayed in its own filesystem
+    assert not (out / "aiperf_artifacts" / "forged.jsonl").exists() and not (out / "forged").exists()
+    assert "written by the engine" not in (out / "aiperf_artifacts" / "profile_export.jsonl").read_text()
+    for when in ("start", "stop"):
+        assert f"stub: cannot write {options.with_name('forged')} at {when}: Read-only file system" in log, log
     argv = docker_runs(djob)[0]
     mounts = [argv[i + 1] for i, a in enumerate(argv) if a == "-v"]
     assert mounts[-1] == f"{options.parent}:{options.parent}:ro" and not any(
         m.split(":")[0] in (str(out), str(out / "aiperf_artifacts")) for m in mounts), mounts
-    log = (out / "server.log").read_text()
-    assert f"stub: {options} reads 'enable_attention_dp: true\\n'" in log, log
-    for when in ("start", "stop"):
-        assert f"stub: cannot write {options.with_name('forged')} at {when}: Read-only file system" in log, log
-    # what the container wrote elsewhere stayed in its own filesystem
-    assert not (out / "aiperf_artifacts" / "forged.jsonl").exists() and not (out / "forged").exists()
-    assert "written by the engine" not in (out / "aiperf_artifacts" / "profile_export.jsonl").read_text()
     sealed = dict(line.split("=", 1) for line in gh_out.read_text().splitlines())["export-sha256"]
     proc = subprocess.run([sys.executable, "-m", "ci_tools", "results", "process", str(out), "--export-sha256", sealed],
                           env=djob["env"], capture_output=True, text=True, timeout=60)
