@@ -196,7 +196,7 @@ def _row_and_recipe(req: RunRequest, row: dict | None = None):
         display = str(recipe_file.resolve().relative_to(req.root.resolve()))
     except ValueError:
         display = str(recipe_file)
-    recipe = load_recipe(recipe_file, display)
+    recipe = load_recipe(recipe_file, display, req.root)    # never a file from outside the repository
     check_image(req.image_policy, {recipe.image, str(row.get("image") or recipe.image)})
     return row, recipe
 
@@ -258,7 +258,7 @@ def prepare_acceptance(req: RunRequest, dataset_file: str | None, run_url: str |
     if "prefill" in serve or "decode" in serve:
         raise UsageError("`runner acceptance` measures single-node points only")
     recipe_file = recipe_path(serve, req.root, req.row_path)
-    recipe = load_recipe(recipe_file, str(recipe_file))
+    recipe = load_recipe(recipe_file, str(recipe_file), req.root)
     check_image(req.image_policy, {recipe.image, str(serve.get("image") or recipe.image)})
     port, worker_port = req.port, req.worker_port
     if 0 in (port, worker_port):
