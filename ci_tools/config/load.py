@@ -16,8 +16,8 @@ from ci_tools import names
 from ci_tools.config.masters import MasterSet, merge_master_docs
 from ci_tools.config.recipe import Recipe
 from ci_tools.errors import Finding, InputError, UsageError
-from ci_tools.yaml.load import load_yaml_file
-from ci_tools.yaml.located import YamlDoc
+from ci_tools.yaml.load import load_yaml_file, read_text
+from ci_tools.yaml.located import YamlDoc, load_yaml_text
 
 if TYPE_CHECKING:  # `matrix` and the runner read masters through here: keep validate's imports off that path
     from ci_tools.config.crossfile import Change
@@ -95,12 +95,17 @@ def load_recipe(path: Path | str, shown: str | None = None, root: Path | None = 
     return Recipe(doc.file, doc.data, doc)
 
 
-def _load(path: Path, shown: str, src: Sources) -> YamlDoc | None:
+def _load(path: Path, shown: str, src: Sources, texts: dict[str, str] | None = None) -> YamlDoc | None:
+    """The file's document (and, with TEXTS, its text under SHOWN); None, with its findings, when unreadable."""
     try:
-        return load_yaml_file(path, shown)
+        text = read_text(path, shown)
+        doc = load_yaml_text(text, shown)
     except InputError as exc:
         src.findings.extend(exc.findings or [Finding(shown, None, None, exc.message)])
         return None
+    if texts is not None:
+        texts[shown] = text
+    return doc
 
 
 def load_sources(root: Path | None, masters: list[Path] | None = None, runners: Path | None = None) -> Sources:
@@ -148,7 +153,7 @@ def load_sources(root: Path | None, masters: list[Path] | None = None, runners: 
             if path.suffix not in (".yaml", ".yml") or not path.is_file():
                 continue
             src.recipe_paths.add(rel)
-            doc = _load(path, rel, src)
+            doc = _load(path, rel, src, src.recipe_texts)
             if doc is not None:
                 src.recipes[rel] = doc
     else:
