@@ -10,7 +10,7 @@ from __future__ import annotations
 import glob
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ci_tools import names
 from ci_tools.config.masters import MasterSet, merge_master_docs
@@ -95,10 +95,16 @@ def load_recipe(path: Path | str, shown: str | None = None, root: Path | None = 
     return Recipe(doc.file, doc.data, doc)
 
 
-def _load(path: Path, shown: str, src: Sources, texts: dict[str, str] | None = None) -> YamlDoc | None:
-    """The file's document (and, with TEXTS, its text under SHOWN); None, with its findings, when unreadable."""
+def _load(path: Path, shown: str, src: Sources, texts: dict[str, str] | None = None,
+          refuse: Callable[[str, str], list[Finding]] | None = None) -> YamlDoc | None:
+    """The file's document (and, with TEXTS, its text under SHOWN); None, with its findings, when unreadable
+    or when REFUSE, a check of the text alone, finds something (then the costly located parse never runs)."""
     try:
         text = read_text(path, shown)
+        early = refuse(text, shown) if refuse is not None else []
+        if early:
+            src.findings.extend(early)
+            return None
         doc = load_yaml_text(text, shown)
     except InputError as exc:
         src.findings.extend(exc.findings or [Finding(shown, None, None, exc.message)])
@@ -106,6 +112,12 @@ def _load(path: Path, shown: str, src: Sources, texts: dict[str, str] | None = N
     if texts is not None:
         texts[shown] = text
     return doc
+
+
+def _repeated_rows(text: str, shown: str) -> list[Finding]:
+    from ci_tools.config import duplicates
+
+    return duplicates.findings(shown, text)
 
 
 def load_sources(root: Path | None, masters: list[Path] | None = None, runners: Path | None = None) -> Sources:
@@ -123,7 +135,7 @@ def load_sources(root: Path | None, masters: list[Path] | None = None, runners: 
                                         f"no master configs found ({names.MASTER_GLOB} under {root})",
                                         "run from the repository root, or pass --root DIR or --master FILE"))
     for path in masters:
-        doc = _load(path, display(path, root), src)
+        doc = _load(path, display(path, root), src, refuse=_repeated_rows)
         if doc is not None:
             src.masters.append(doc)
         else:
