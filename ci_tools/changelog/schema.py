@@ -17,6 +17,9 @@ from ci_tools.yaml.text import BAD_TEXT, char_name
 
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
 REQUIRED = ("config-keys", "description", "pr-link")
+# Characters of one entry's description, all items together: what shows it must hold it, and GitHub holds
+# at most 65,536 in a whole comment (a 1 MB description passed). InferenceX's longest is 6,266.
+MAX_DESCRIPTION_CHARS = 16_384
 OPTIONAL_BOOLS = ("evals-only", "all-evals", "append-only")
 FIELDS = REQUIRED + ("scenario-type",) + OPTIONAL_BOOLS + ("eval-min-prefill-ep",)
 
@@ -136,6 +139,10 @@ def entry_findings(entry: Entry, file: str) -> list[Finding]:
             at("description", "description must be a non-empty list of strings", "add at least one `    - \"...\"` line")
         elif not _strings(desc):
             at("description", "every description item must be non-empty text", "quote items YAML reads as numbers, booleans or null")
+        elif (size := sum(len(d) for d in desc)) > MAX_DESCRIPTION_CHARS:
+            at("description", f"description is {size:,} characters; at most {MAX_DESCRIPTION_CHARS:,} are allowed "
+                              "(GitHub holds 65,536 in a whole comment)",
+               "say what changed and why in a few lines; link the details (an issue, the PR) instead of pasting them")
     if "pr-link" in data and not (isinstance(data["pr-link"], str) and data["pr-link"]):
         at("pr-link", "pr-link must be a link to the pull request", "write `  pr-link: XXX` until the PR exists")
     if "scenario-type" in data and data["scenario-type"] is not None:
