@@ -138,14 +138,20 @@ def _run_job(prepare, fmt: str, **request) -> None:
 
 
 def _sealed(fmt: str):
-    """With --format github: the step output of the client's exports' record, written the moment the client
-    exits (runner/custody.py); GitHub keeps the step's last value when a multi-node job's clients each add theirs."""
+    """With --format github: the step output of the client's exports' record and a notice in the run's
+    log, written the moment the client exits (runner/custody.py); GitHub keeps the step's last value when
+    a multi-node job's clients each add theirs."""
     if fmt != "github":
         return None
     from ci_tools import names
-    from ci_tools.github.actions import append_outputs
+    from ci_tools.github.actions import annotate, append_outputs
 
-    return lambda digest: append_outputs({names.EXPORT_SHA256_OUTPUT: digest})
+    def sealed(digest: str) -> None:
+        append_outputs({names.EXPORT_SHA256_OUTPUT: digest})
+        annotate("notice", f"the client's exports are recorded in {names.EXPORT_RECORD}, sha256 {digest}",
+                 title="runner run: chain of custody")
+
+    return sealed
 
 
 def _optional_row(param: click.Parameter) -> click.Parameter:

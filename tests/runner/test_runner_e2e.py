@@ -76,6 +76,8 @@ def test_runner_then_results_process_matches_independent_values(job):
     assert subprocess.run(["sha256sum", "--strict", "-c", "client_exports.sha256"], cwd=out,
                           capture_output=True).returncode == 0
     assert f"recorded in client_exports.sha256: sha256 {outputs['export-sha256']}" in run.stderr
+    assert f"::notice title=runner run%3A chain of custody::the client's exports are recorded in " \
+           f"client_exports.sha256, sha256 {outputs['export-sha256']}" in run.stdout, run.stdout
     # the recipe's env and synthetic acceptance reached the server process
     assert "SGLANG_SIMULATE_ACC_LEN" in (out / "commands.txt").read_text()
 
