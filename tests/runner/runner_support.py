@@ -192,7 +192,7 @@ def runner_run(root: Path, row: str, *, backend: str, aiperf: str, hf_home: Path
             "--dataset", "synthetic:40:8", "--hf-cache", str(hf_home / "hub"), "--model-store", str(model_store),
             "--squash-dir", str(root / "squash"),
             "--server-cmd", server_cmd, "--port", str(port), "--ready-timeout", f"{ready_timeout:g}",
-            "--duration-override", str(duration), "--runner-name", "", *(extra or [])]
+            "--duration", str(duration), "--runner-name", "", *(extra or [])]
 
 
 def pyxis_log(path: Path) -> tuple[list[dict], list[dict]]:

@@ -106,13 +106,17 @@ def test_slurm_dep_point_end_to_end(sjob):
     assert "stub: CUDA_VISIBLE_DEVICES=(unset)" in (out / "router.log").read_text()   # --gres=none
     # both steps ran in our job, the router with --overlap; pyxis got the digest-only image and the flags
     recs = pyxis_records(sjob)
-    assert [r["srun"][:2] for r in recs] == [[f"--jobid={job}", "--overlap"]] * 2
+    # the engine's version command ran first, a step of the job in its image without a GPU
+    version, *recs = recs
+    assert version["command"][:2] == ["python3", "-c"] and "--gres=none" in version["srun"]
+    assert json.loads((out / "job.json").read_text())["engine"]["version"] is None   # no SGLang in this "image"
+    assert [r["srun"][:2] for r in [version, *recs]] == [[f"--jobid={job}", "--overlap"]] * 3
     server, router = sorted(recs, key=lambda r: "--gres=none" in r["srun"])  # both start at once
     # the image was imported once for the job, before the steps, and both steps ran that file
     sqsh = f"{sjob['dir']}/squash/example.org+stub+sha256+{'0' * 64}.sqsh"
     assert [(i["uri"], i["output"]) for i in enroot_imports(sjob)] == [
         ("docker://example.org/stub@sha256:" + "0" * 64, sqsh + ".part")]
-    assert server["image"] == router["image"] == sqsh and Path(sqsh).is_file()
+    assert server["image"] == router["image"] == version["image"] == sqsh and Path(sqsh).is_file()
     assert not Path(sqsh + ".part").exists() and status["image_import_s"] >= 1
     assert f"importing example.org/stub@sha256:{'0' * 64} into {sqsh}" in (out / "image_import.log").read_text()
     assert server["mounts"] == [f"{sjob['dir']}:/models:ro", f"{sjob['hf_home'] / 'hub'}:/hf_hub_cache"]
