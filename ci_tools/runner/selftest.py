@@ -222,7 +222,7 @@ def energy_check(facts: Facts) -> Check:
 def cancel_check(facts: Facts) -> Check:
     c = facts.cancel
     if c is None:
-        return Check("cancel", False, "-", "the cancelled job's client never started, so no cancel was sent")
+        return Check("cancel time", False, "-", "the cancelled job's client never started, so no cancel was sent")
     st = facts.jobs.get("cancel", JobFacts(None)).status or {}
     value = f"exit {c.exit_code} after {c.stop_s:.2f} s ({', '.join(c.signals)})"
     bad = []
