@@ -2,7 +2,7 @@
 """Size of the seed PR's sweep report page and how long Chromium takes to draw it from `file://`.
 
 Writes the report of docs/examples/seed-compare (with the recorded H200 telemetry of
-../shared/corpus/nvidia-smi-h200) through `ci-tools results report`, then opens it N times in a fresh
+tests/data/nvidia-smi-h200) through `ci-tools results report`, then opens it N times in a fresh
 headless Debian chromium (Playwright) and times navigation until the chart and the telemetry plots
 have drawn their traces. Prints the page size, its share that is plotly.js, and the median, min and
 max load time.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -23,7 +22,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("CI_TOOLS_SHARED", ROOT.parent / "shared"))
 SEED = ROOT / "docs" / "examples" / "seed-compare"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
@@ -43,7 +41,7 @@ def main() -> int:
         page = Path(tmp) / "report.html"
         subprocess.run([sys.executable, "-m", "ci_tools", "results", "report", str(SEED / "pr-local-results.csv"),
                         "--baseline", str(SEED / "main-baseline.csv"), "--telemetry",
-                        str(SHARED / "corpus" / "nvidia-smi-h200"), "--out", str(page)], check=True,
+                        str(ROOT / "tests" / "data" / "nvidia-smi-h200"), "--out", str(page)], check=True,
                        stdout=subprocess.DEVNULL)
         size = page.stat().st_size
         js = len(plotly.offline.get_plotlyjs().encode())

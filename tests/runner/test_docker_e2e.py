@@ -54,7 +54,7 @@ def labelled(label: str) -> list[str]:
 
 
 @pytest.fixture
-def djob(tmp_path, aiperf, hf_home, shared, image):
+def djob(tmp_path, aiperf, hf_home, image):
     (tmp_path / "recipe.yaml").write_text(stub_recipe().replace("example.org/stub:1@sha256:" + "0" * 64, image))
     store = tmp_path / "models"
     (store / "stub").mkdir(parents=True)
@@ -64,7 +64,7 @@ def djob(tmp_path, aiperf, hf_home, shared, image):
     (tmp_path / "row.json").write_text(json.dumps(stub_row(image=image)))
     port = free_port()
     with nothing_left_behind() as box:
-        host = gpu_host_env(shared)
+        host = gpu_host_env()
         env = box.env(hf_home, host, {"PATH": f"{NOGPU_DOCKER}{os.pathsep}{host['PATH']}",
                                       "CIT_DOCKER_LOG": str(tmp_path / "docker.jsonl"), "CUDA_VISIBLE_DEVICES": "2,3"})
 

@@ -123,10 +123,10 @@ def test_the_recipe_and_rows_are_what_runner_run_takes():
 
 
 @pytest.fixture
-def selftest_env(shared, hf_home, tmp_path):
+def selftest_env(hf_home, tmp_path):
     """The stub's host: one recorded GPU, SGLang 0.5.21's real metadata where the engine runs."""
     with nothing_left_behind() as box:
-        env = box.env(hf_home, gpu_host_env(shared, gpus=1))
+        env = box.env(hf_home, gpu_host_env(gpus=1))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(dist_dir("sglang", "0.5.21")), env.get("PYTHONPATH")]))
         yield env
 

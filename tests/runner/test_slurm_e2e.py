@@ -41,7 +41,7 @@ def ci_tools_cmd() -> list[str]:
 
 
 @pytest.fixture
-def sjob(tmp_path, aiperf, hf_home, slurm, shared):
+def sjob(tmp_path, aiperf, hf_home, slurm):
     (tmp_path / "recipe.yaml").write_text(RECIPE)
     (tmp_path / "stub").mkdir()
     (tmp_path / "stub" / "config.json").write_text("{}")   # the model store (--model-store) holds the model
@@ -49,8 +49,8 @@ def sjob(tmp_path, aiperf, hf_home, slurm, shared):
     (tmp_path / "row-dep.json").write_text(json.dumps(stub_row(ep=2, **{"dp-attn": True})))
     port, worker = free_port(), free_port()
     with nothing_left_behind(slurm) as box:
-        env = box.env(hf_home, slurm.env, gpu_host_env(shared),
-                      {"PATH": f"{PYXIS}{os.pathsep}{gpu_host_env(shared)['PATH']}",
+        env = box.env(hf_home, slurm.env, gpu_host_env(),
+                      {"PATH": f"{PYXIS}{os.pathsep}{gpu_host_env()['PATH']}",
                        "CIT_PYXIS_LOG": str(tmp_path / "pyxis.jsonl"), "PYTHONPATH": str(REPO)})
         env.pop("CUDA_VISIBLE_DEVICES", None)
 

@@ -1,14 +1,13 @@
 """Record nvidia-smi on one GPU the way ci-tools samples it, idle and under a bf16 matrix load.
 
-How tests/data/h100/telemetry-*.csv were made (README.md beside this file), on the machine that ran
-`ci-tools runner selftest` for tests/data/h100/selftest/. Needs ci_tools on PYTHONPATH (for the
-sampler's query) and torch with a GPU:
+The kind of recording tests/data/nvidia-smi-h200/ holds, made with the sampler's own query
+(ci_tools.runner.telemetry.FIELDS) on a GPU machine. Needs ci_tools on PYTHONPATH and torch with a GPU:
 
-    python3 record_telemetry.py OUT_DIR
+    python3 benchmarks/gpu_telemetry_record.py OUT_DIR
 
-- telemetry-idle-noheader.csv: the sampler's fields, `--format=csv,noheader,nounits -lms 500`, 12 s idle;
-- telemetry-load.csv: `--format=csv -lms 250` (units in every cell), 8 s idle, 24 s of back-to-back
-  8192x8192x8192 bf16 matrix products, 8 s idle;
+- telemetry-idle-noheader.csv: `--format=csv,noheader,nounits --loop-ms=500`, 12 s idle;
+- telemetry-load.csv: `--format=csv --loop-ms=250` (units in every cell), 8 s idle, 24 s of back-to-back
+  8192x8192x8192 bf16 matrix products, 8 s idle (the recorded H200 sat at its 700 W cap);
 - nvidia-smi-L.txt: `nvidia-smi -L`.
 """
 
