@@ -132,10 +132,11 @@ def selftest_env(hf_home, tmp_path):
 
 
 def run_selftest(env: dict, out: Path, aiperf: str, *extra: str) -> subprocess.CompletedProcess:
-    stub = f"{sys.executable} {STUB} --port {{port}} --model {{model}}"
+    # 32 tokens 30 ms apart: each benchmark window lasts several of the sampler's 1 s samples, on a busy machine too
+    stub = f"{sys.executable} {STUB} --port {{port}} --model {{model}} --tokens 32 --itl 0.03"
     return subprocess.run([sys.executable, "-m", "ci_tools", "runner", "selftest", "--out", str(out), "--engine",
                            "sglang", "--engine-python", str(python("torch")), "--model-size", "tiny",
-                           "--aiperf-bin", aiperf, "--server-cmd", stub, "--duration", "4", "--port",
+                           "--aiperf-bin", aiperf, "--server-cmd", stub, "--duration", "8", "--port",
                            str(free_port()), "--ready-timeout", "60", "--format", "json", *extra],
                           env=env, capture_output=True, text=True, timeout=900)
 
@@ -143,8 +144,8 @@ def run_selftest(env: dict, out: Path, aiperf: str, *extra: str) -> subprocess.C
 def test_selftest_against_the_stub_engine(selftest_env, aiperf, tmp_path):
     out = tmp_path / "selftest"
     run = run_selftest(selftest_env, out, aiperf, "--engine-version", "0.5.21")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    doc = json.loads(run.stdout)
+    doc = json.loads(run.stdout) if run.stdout.startswith("{") else {"checks": []}
+    assert run.returncode == 0, [c for c in doc["checks"] if not c["ok"]] or run.stderr[-3000:]
     assert doc == json.loads((out / "selftest.json").read_text())
     assert all(c["ok"] for c in doc["checks"]) and len(doc["checks"]) == 11
     checks = {c["check"]: c for c in doc["checks"]}
@@ -154,7 +155,7 @@ def test_selftest_against_the_stub_engine(selftest_env, aiperf, tmp_path):
         assert json.loads((out / name / "result.json").read_text())["engine"]["version"] == "0.5.21"
     cancel = json.loads((out / "cancel" / "status.json").read_text())
     assert cancel["reason"] == "cancelled (SIGINT)" and doc["cancel"]["signals"] == ["SIGINT"]
-    assert (out / "results.json").is_file() and (out / "report.html").stat().st_size > 100_000
+    assert (out / "results.json").is_file() and "tp1-c8" in (out / "report.html").read_text()
     assert "tp1-c8" in (out / "pareto.md").read_text() and "tp1-c4" in (out / "pareto.md").read_text()
     # the model was built by the engine's torch, and removed with the work folder
     assert doc["model"]["size"] == "tiny" and doc["model"]["parameters"] > 1_000_000 and doc["work"] is None
