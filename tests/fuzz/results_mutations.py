@@ -965,7 +965,8 @@ if __name__ == "__main__":
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--count", type=int, default=3000)
-    ap.add_argument("--corpus", type=Path, default=Path("../shared/corpus"))
+    ap.add_argument("--corpus", type=Path, default=Path(__file__).resolve().parents[1] / "data",
+                    help="the folder holding aiperf-0.13-export/ (default: tests/data)")
     ap.add_argument("--tolerance", type=float, default=0.005, help="headline move counted (compare.min-run-noise)")
     ap.add_argument("--extra", nargs="*", default=[])
     ap.add_argument("--families", nargs="*", help="only these families")

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from tests.conftest import shared_dir
+from tests.conftest import RECORDINGS
 
 from .harness import FIGURES, HANG_S
 from . import results_mutations as mutations
@@ -67,7 +67,7 @@ def test_no_corrupt_export_moves_a_headline_and_passes(tmp_path, repo_root):
         assert elapsed < HANG_S, f"a case took {elapsed:.1f} s: {argv}"
         return code, err
 
-    tally = measure(load_export(shared_dir() / "corpus"), COUNT, tmp_path, run, ["--policy", str(policy)])
+    tally = measure(load_export(RECORDINGS), COUNT, tmp_path, run, ["--policy", str(policy)])
     assert tally.cases == COUNT and not tally.tracebacks, tally.tracebacks[:3]
     missed = tally.missed(noise)
     assert not missed, f"{len(missed)} corrupt exports judged VALID with a headline moved > {noise:g}: {missed[:10]}"

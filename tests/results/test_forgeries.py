@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from ci_tools.results.process import PointInfo, process_dir
+from tests.conftest import RECORDINGS
 from tests.fuzz import results_mutations as mutations
 
 POINT = PointInfo(name="stub", tp=4, conc=4, scenario="fixed-seq-len", model="stub")
 
 
 @pytest.fixture
-def export(shared: Path) -> tuple[list, dict]:
-    return mutations.load_export(shared / "corpus")
+def export() -> tuple[list, dict]:
+    return mutations.load_export(RECORDINGS)
 
 
 def judged(tmp_path: Path, recs: list, agg: dict) -> dict:

@@ -1,5 +1,6 @@
 """The physical invariants of one AIPerf record (invariants.py, issue 35) as a table, the same verdicts
-on numpy's arrays and on Python floats, and no false rejection of any real export in ../shared."""
+on numpy's arrays and on Python floats, and no false rejection of any real export (tests/data and the
+H100 run in ../shared)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,14 @@ from ci_tools.results import invariants, records
 from ci_tools.results.invariants import Limits, Py, Values
 from ci_tools.results.policy import ResultsPolicy
 from ci_tools.results.process import PointInfo, process_dir
+from tests.conftest import AIPERF_EXPORT
 
 LIM = ResultsPolicy().limits()
 NAN = math.nan
 
 
 def base() -> dict:
-    """One record as AIPerf 0.13 wrote it (line 1 of the shared export), as the reader hands it over."""
+    """One record as AIPerf 0.13 wrote it (line 1 of the recorded export), as the reader hands it over."""
     ttft, e2el, osl, isl = 33.213601, 66.711635, 16.0, 100.0
     dd = e2el - ttft
     return {"span_ms": e2el + 2.2, "ack_ms": 12.698, "lead_ms": 1.63, "ttft": ttft, "itl": dd / (osl - 1), "e2el": e2el,
@@ -131,10 +133,12 @@ def test_numpy_and_python_give_the_same_verdicts(rows, rel, tail_ms, tail_itl):
 # ---- the real exports: no false rejection, with room to spare ------------------------------------------
 
 def real_exports(shared: Path) -> list[Path]:
+    """The recorded AIPerf 0.13 export (tests/data) and the four H100 job directories of the real-GPU
+    run in ../shared (tests/data holds one of them, fixed-c16; the agentic ones and the cancelled job
+    are there only)."""
     runs = sorted((shared / "reference/gpu-smoke/runs").glob("*/aiperf_artifacts"))
-    found = [shared / "corpus/aiperf-0.13-export", *runs]
-    assert len(found) == 5, f"expected the shared 0.13 export and 4 H100 job directories under {shared}: {found}"
-    return found
+    assert len(runs) == 4, f"expected 4 H100 job directories under {shared}/reference/gpu-smoke/runs: {runs}"
+    return [AIPERF_EXPORT, *runs]
 
 
 def test_every_record_of_every_real_export_keeps_every_invariant(shared):
@@ -165,7 +169,7 @@ def test_no_real_export_is_rejected(shared, repo_root):
     from ci_tools.results.flow import load_results_policy
 
     policy = load_results_policy(repo_root / "inferencex-e2e/ci-policy.yaml")
-    corpus = process_dir(shared / "corpus/aiperf-0.13-export",
+    corpus = process_dir(AIPERF_EXPORT,
                          PointInfo(name="stub", tp=4, conc=4, scenario="fixed-seq-len", model="stub"), policy=policy)
     assert corpus["valid"], corpus["failures"]
     for d in real_exports(shared)[1:]:
