@@ -156,22 +156,25 @@ def owner_check(signer: str, files: Iterable[str], codeowners_text: str,
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 
 
-def visible_text(body: str) -> str:
-    """What of `body` a reader sees as text: HTML comments removed (their line breaks kept, so a line
-    keeps its visible part), then the lines of fenced code (a ticked box there is an example, not a
-    tick, issue 35) and of markup that renders as nothing (`markdown.hidden_lines`) dropped."""
+def visible_lines(body: str) -> list[str | None]:
+    """The lines of `body` as a reader sees them: HTML comments removed (their line breaks kept, so a
+    line keeps its visible part), and None for a line of fenced code (a ticked box there is an example,
+    not a tick, issue 35), of raw HTML (shown as written: no Markdown, no checkbox) or of markup that
+    renders as nothing (`markdown.read`)."""
     text = _HTML_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), body.replace("\r\n", "\n"))
-    drop = markdown.fenced_lines(text) | markdown.hidden_lines(text)
-    return "\n".join(drop.keep(text.split("\n"))) if drop else text
+    seen = markdown.read(text)
+    drop = seen.fenced | seen.hidden | seen.html
+    return [None if i in drop else line for i, line in enumerate(text.split("\n"))] if drop else text.split("\n")
 
 
 def checklist_checks(body: str, signer: str, checklist: Checklist) -> list[Check]:
-    body = visible_text(body)
+    lines = visible_lines(body)
     ticked, unticked = set(), set()
-    for line in body.replace("\r\n", "\n").split("\n"):
-        m = _ITEM.match(line)
+    for line in lines:
+        m = _ITEM.match(line) if line is not None else None
         if m:
             (ticked if m.group(1) in "xX" else unticked).add(_norm(m.group(2)))
+    body = "\n".join(line for line in lines if line is not None) if None in lines else "\n".join(lines)
     found = _VERSION.search(body)
     version = int(found.group(1)) if found else None
     checks = [Check("current checklist version", version == checklist.version,
