@@ -475,3 +475,39 @@ def _elements(body: str, fenced: Lines, closers: list[tuple[int, str]]) -> Lines
     if any(depth.values()):
         spans.append((opened, len(body) + 1))
     return _line_ranges(body, spans, single=True)
+
+
+# A list item's marker (a bullet, or 1-9 digits and `.` or `)`), then blanks or the line's end.
+_LIST_MARKER = re.compile(r"([-+*]|\d{1,9}[.)])( *)(?=\S|$)")
+_THEMATIC_BREAK = re.compile(r"([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+
+
+def list_items(lines: Iterable[str | None]) -> Iterator[int]:
+    """The indices of the lines that open a list item as CommonMark reads them: a marker indented less
+    than four columns past the content of the item it would nest in (past the margin outside any list).
+    Deeper, the line is an indented code block (after a blank line) or a paragraph's continuation: text
+    either way, never a list item (`    - [x] a` after a paragraph shows "- [x] a"). A None (a line not
+    read: fenced code, raw HTML, hidden markup) ends every list, as would most blocks there. A line
+    continuing an item's paragraph less indented than its content ends the item here (CommonMark keeps it
+    lazily): the lines after it then count as less deep than they are, so as fewer items."""
+    content: list[int] = []     # the content columns of the open list items, innermost last
+    for i, raw in enumerate(lines):
+        if raw is None:
+            content.clear()
+            continue
+        line = raw.expandtabs(4) if "\t" in raw else raw
+        text = line.lstrip(" ")
+        if not text:
+            continue
+        indent = len(line) - len(text)
+        while content and indent < content[-1]:
+            content.pop()
+        if indent - (content[-1] if content else 0) >= 4:
+            continue
+        first = text[0]
+        if first in "-*_" and _THEMATIC_BREAK.match(text):
+            content.clear()
+        elif (first in "-+*" or first.isdigit()) and (m := _LIST_MARKER.match(text)):
+            spaces = len(m.group(2))
+            content.append(indent + m.end(1) + (spaces if 1 <= spaces <= 4 and m.end() < len(text) else 1))
+            yield i

@@ -909,6 +909,21 @@ def test_boxes_ticked_inside_a_code_fence_are_not_ticked(fake):
     assert "13 of 13 items not ticked" in verdict_statuses(fake)[-1]["description"]
 
 
+@pytest.mark.parametrize("before", ["", "\n"], ids=["after a paragraph", "after a blank line"])
+def test_boxes_indented_four_spaces_are_not_ticked(fake, before):
+    """The ticked copy is indented four spaces: GitHub shows it as a paragraph's text or as an indented code
+    block, never as ticked boxes; main counted it and verified the sign-off."""
+    setup_pr(fake, (AMD,))
+    body = signoff_body("amd-dev")
+    ticked = [line for line in body.splitlines() if line.startswith("- [x]")]
+    first = body.index(ticked[0])
+    hidden = body[:first] + before + "\n".join("    " + line for line in ticked) + body[first + len("\n".join(ticked)):]
+    c = fake.add_comment(1, hidden, author="amd-dev")
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["state"] == "failure"
+    assert "13 of 13 items not ticked" in verdict_statuses(fake)[-1]["description"]
+
+
 def test_a_signed_line_inside_a_code_fence_does_not_sign(fake):
     setup_pr(fake, (AMD,))
     body = signoff_body("amd-dev", signed="someone-else") + "\n```\nSigned: @amd-dev\n```\n"

@@ -185,6 +185,41 @@ def test_only_what_a_reader_sees_counts(body, passed, words):
     assert words in verdict.description
 
 
+def _indented(lines: str, spaces: int = 4) -> str:
+    return "\n".join(" " * spaces + line for line in lines.split("\n"))
+
+
+N = len(CHECKLIST.items)
+HEAD = f"Checklist version {CHECKLIST.version}\nAs a PR reviewer and CODEOWNER, I have reviewed this and have:\n"
+
+
+# (body, boxes GitHub ticks, items the sign-off counts ticked). A line indented four columns past the list
+# it would belong to is no list item: after a paragraph it continues the paragraph ("- [x] a" as text),
+# after a blank line it is an indented code block. Nested under an item, it is one.
+INDENTED = [
+    ("after a paragraph", HEAD + _indented(_ticked_lines()) + "\n\nSigned: @alice\n", 0, 0),
+    ("after a blank line", HEAD + "\n" + _indented(_ticked_lines()) + "\n\nSigned: @alice\n", 0, 0),
+    ("a tab, after a paragraph", HEAD + _indented(_ticked_lines(), 0).replace("- [x]", "\t- [x]") + "\n\nSigned: @alice\n",
+     0, 0),
+    ("nested under an item", HEAD + "- [x] the list\n" + _indented(_ticked_lines(), 2) + "\n\nSigned: @alice\n", N + 1, N),
+    ("nested four deep", HEAD + "- [x] the list\n" + _indented(_ticked_lines()) + "\n\nSigned: @alice\n", N + 1, N),
+    ("in an item's paragraph", HEAD + "- [x] the list\n" + _indented(_ticked_lines(), 6) + "\n\nSigned: @alice\n", 1, 0),
+    ("raw HTML", HEAD + "<div>\n" + _ticked_lines() + "\n</div>\n\nSigned: @alice\n", 0, 0),
+    ("three spaces", HEAD + _indented(_ticked_lines(), 3) + "\n\nSigned: @alice\n", N, N),
+]
+
+
+@pytest.mark.parametrize("body,github,counted", [row[1:] for row in INDENTED], ids=[row[0] for row in INDENTED])
+def test_a_box_counts_only_where_github_shows_one(body, github, counted):
+    """Issue 35: `    - [x]` lines (an indented code block, or a paragraph's text) counted as ticked boxes.
+    The first column is what cmark-gfm, GitHub's renderer, makes of the body: how many ticked boxes show."""
+    from tests import github_markdown
+
+    assert github_markdown.seen(body).checked == github
+    missing = [c for c in signoff.checklist_checks(body, "alice", CHECKLIST) if c.name == "every item ticked"][0]
+    assert missing.ok is (counted == N) and (counted == N or f"{N - counted} of {N} items not ticked" in missing.detail)
+
+
 @pytest.mark.parametrize("permission,ok", [("admin", True), ("maintain", True), ("write", True), ("triage", False),
                                            ("read", False), ("none", False), ("not-found", False)])
 def test_an_owner_without_write_access_owns_nothing(permission, ok):

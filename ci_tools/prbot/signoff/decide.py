@@ -170,8 +170,9 @@ def visible_lines(body: str) -> list[str | None]:
 def checklist_checks(body: str, signer: str, checklist: Checklist) -> list[Check]:
     lines = visible_lines(body)
     ticked, unticked = set(), set()
-    for line in lines:
-        m = _ITEM.match(line) if line is not None else None
+    # a box counts only on a line that is a list item (`    - [x]` after a paragraph is text)
+    for i in markdown.list_items(lines):
+        m = _ITEM.match(lines[i])
         if m:
             (ticked if m.group(1) in "xX" else unticked).add(_norm(m.group(2)))
     body = "\n".join(line for line in lines if line is not None) if None in lines else "\n".join(lines)
