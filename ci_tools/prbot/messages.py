@@ -178,6 +178,20 @@ def head_moved_after(pr: int, kind: str, when: str, said_at: str, head: str) -> 
             f"the head `{head}` and approve it again")
 
 
+def approval_gone(pr: int, comment_id: int) -> str:
+    return (f"the approving comment {comment_id} is no longer on PR #{pr} (deleted?); the approved sweep does not "
+            "run: review the head and comment `/sweep approve <sha>` again")
+
+
+def approval_withdrawn(pr: int, comment_id: int, sha: str) -> str:
+    return (f"comment {comment_id} on PR #{pr} no longer says `/sweep approve {sha}` (edited since); the approved "
+            "sweep does not run")
+
+
+def approval_no_longer_holds(pr: int, comment_id: int, problem: str) -> str:
+    return f"the approval in comment {comment_id} on PR #{pr} no longer holds: {problem}"
+
+
 # ---- reuse (`/use`, the card's reuse section) ------------------------------------------------------
 
 NOT_AUTHORISED = "not authorised."

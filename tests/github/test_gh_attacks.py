@@ -786,6 +786,33 @@ def test_the_approval_race(fake, before, given, after, swept):
         assert "not a full commit SHA" in reply and f"`/sweep approve {head}`" in reply
 
 
+# The same race after the approval was handled, before the trusted sweep starts: `comment check-approval`,
+# the sweep's first step, applies the approval's rule again. Main compared the head with the approved SHA
+# only, so a head moved away and back (the rows marked "main") started the sweep.
+SWEEP_START_RACE = [
+    # (what happened after the accepted approval, does the sweep start?)
+    ("force-pushed away and back (main)", away_and_back, False),
+    ("branch deleted and restored (main)", deleted_and_restored, False),
+    ("ground commit force-pushed", force_push(COLLIDING), False),
+    ("plain push", plain_push(SHA2), False),
+    ("nothing moved", None, True),
+]
+
+
+@pytest.mark.parametrize("after,starts", [row[1:] for row in SWEEP_START_RACE], ids=[row[0] for row in SWEEP_START_RACE])
+def test_the_approval_race_at_the_sweeps_start(fake, after, starts):
+    from ci_tools.prbot.approval.flow import check_approval
+
+    fork_pr(fake)
+    c = authorise(fake, 1321, f"/sweep approve {SHA1}")
+    handled = handle_comment(comment_event(fake, 1321, c), settings(), lazy(fake))
+    assert handled.outputs["approve-sha"] == SHA1 and handled.outputs["approve-comment"] == str(c["id"])
+    if after:
+        after(fake)
+    res = check_approval(settings(), lazy(fake), pr=1321, sha=SHA1, comment=c["id"])
+    assert (res.outputs["proceed"] == "true") is starts and (res.exit_code == 0) is starts, res.messages
+
+
 # ---- issue 35, 3: a rename, an owner without write access, a command the bot never answered ---------------
 
 def test_a_move_of_an_owned_file_needs_the_old_paths_owner(fake):
