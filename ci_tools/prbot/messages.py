@@ -39,6 +39,12 @@ $who""",
 $rows
 
 $footer""",
+    "signoff-revoked": """\
+### CODEOWNER sign-off: revoked ❌
+
+@$reviewer, a CODEOWNER of changed files, [requested changes]($review_url) on commit `$sha`.$earlier
+
+GitHub blocks the merge until that review is dismissed or @$reviewer approves. The `$context` status stays failed until a CODEOWNER signs off again after it (a new sign-off comment, or an approving review holding the checklist); dismissing the review does not restore it.""",
     "stage-ack": """\
 @$author staging [run $run_id]($run_url). Runs staged earlier stay staged; this comment will be updated when staging starts and when it finishes.""",
     "stage-failed": """\
@@ -293,6 +299,29 @@ def review_not_a_signoff(state: str) -> str:
     shown = (state or "unknown").lower().replace("_", " ")
     return (f"it is a review in state \"{shown}\"; only a review that approves or comments signs off (one that "
             "requests changes says the opposite)")
+
+
+def revoked_description(reviewer: str) -> str:
+    return f"Sign-off revoked: @{reviewer} requested changes"
+
+
+def revoked_earlier(previous: dict) -> str:
+    """What the revocation undoes, for its comment: the verified sign-off it replaces, if any."""
+    return (f" The verified sign-off by @{previous.get('signer')} no longer counts." if previous.get("passed") else "")
+
+
+def changes_request_not_an_owner(reviewer: str) -> str:
+    return f"@{reviewer} owns none of the changed files (or lacks write access)"
+
+
+def changes_request_older(signer: object, signed_at: object) -> str:
+    return (f"the verified sign-off by @{signer} was written after it ({signed_at}): a sign-off after a request "
+            "for changes counts again")
+
+
+def signoff_before_changes_request(reviewer: object, asked_at: object) -> str:
+    return (f"@{reviewer} requested changes at {asked_at}, after it was written, which revoked every earlier "
+            "sign-off: sign off again")
 
 
 def signoff_rows(checks) -> str:

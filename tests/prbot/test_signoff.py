@@ -246,3 +246,45 @@ def test_only_a_review_that_approves_or_comments_signs_off(state, ok):
     assert (why is None) is ok
     if state.upper() == "CHANGES_REQUESTED":
         assert "requests changes" in why
+
+
+# ---- issue 35: an owner's request for changes revokes the sign-off ---------------------------------------
+
+VERIFIED = {"passed": True, "signer": "alice", "sha": "a" * 40, "tree": "t", "at": "2026-10-01T12:00:00Z"}
+REVOKED = {"passed": False, "changes_requested": True, "signer": "bob", "at": "2026-10-01T12:00:00Z"}
+
+
+@pytest.mark.parametrize("owns,unverified,submitted,previous,revokes,words", [
+    (True, None, "2026-10-01T12:05:00Z", VERIFIED, True, "Sign-off revoked: @bob requested changes"),
+    (True, None, "2026-10-01T12:00:00Z", VERIFIED, True, "revoked"),             # the same second: revokes
+    (True, None, "2026-10-01T11:55:00Z", VERIFIED, False, "was written after it"),   # the sign-off is later
+    (True, None, "2026-10-01T12:05:00Z", {}, True, "revoked"),                   # nothing verified: failure anyway
+    (True, None, "2026-10-01T12:05:00Z", {**VERIFIED, "at": ""}, True, "revoked"),   # an older bot's record
+    (True, None, "not a time", VERIFIED, True, "revoked"),                       # unreadable: fail closed
+    (False, None, "2026-10-01T12:05:00Z", VERIFIED, False, "owns none of the changed files"),
+    (False, "cannot read team membership", "2026-10-01T12:05:00Z", VERIFIED, True, "revoked"),
+])
+def test_a_review_requesting_changes_revokes_when_an_owner_wrote_it(owns, unverified, submitted, previous, revokes,
+                                                                    words):
+    got = signoff.revocation(reviewer="bob", owns_any=owns, unverified=unverified, submitted_at=submitted,
+                             previous=previous)
+    assert isinstance(got, signoff.StatusUpdate) is revokes
+    assert (got.state == "failure" and words in got.description) if revokes else words in got
+
+
+@pytest.mark.parametrize("written,previous,counts", [
+    ("2026-10-01T12:05:00Z", REVOKED, True),         # signed off again after the request: counts
+    ("2026-10-01T11:55:00Z", REVOKED, False),        # written before it (a re-run, an old event)
+    ("2026-10-01T12:00:00Z", REVOKED, False),        # the same second: may be before
+    ("2026-10-01T11:55:00Z", VERIFIED, True),        # no request recorded
+    ("", REVOKED, False),
+])
+def test_only_a_signoff_written_after_the_request_counts(written, previous, counts):
+    why = signoff.revoked_problem(written_at=written, previous=previous)
+    assert (why is None) is counts
+    assert counts or "@bob requested changes at 2026-10-01T12:00:00Z" in why
+
+
+def test_a_push_after_a_request_for_changes_awaits_a_new_signoff():
+    update = signoff.after_push({**REVOKED, "tree": "t"}, "t")
+    assert update.state == "pending" and "@bob requested changes" in update.description

@@ -1,7 +1,9 @@
 """CODEOWNER sign-off: deterministic checks, a verdict, and when a verdict still holds.
 
 A sign-off is a comment or review containing `PHRASE` (a review only if it approves or comments: one
-requesting changes, dismissed or pending signs nothing off). It passes when:
+requesting changes, dismissed or pending signs nothing off; one requesting changes from an owner of the
+changed files revokes the sign-off, `revocation`, and only a sign-off written after it counts again).
+It passes when:
 1. the signer owns every changed path under `.github/CODEOWNERS` (gitignore-style patterns, last
    match wins; a team entry counts when the signer is an active member of that team), a renamed
    file's old path as well as its new one, and has write access to the repository (GitHub ignores a
@@ -217,6 +219,8 @@ class StatusUpdate:
 
 def after_push(previous: dict, head_tree: str) -> StatusUpdate:
     """Status for a new head commit given the bot's recorded verdict `previous` (state of its comment)."""
+    if previous.get("changes_requested"):
+        return StatusUpdate("pending", f"@{previous.get('signer')} requested changes: a CODEOWNER must sign off again")
     if previous.get("passed") and previous.get("tree") == head_tree:
         return StatusUpdate("success", f"Sign-off by @{previous.get('signer')} still holds: same tree as "
                                        f"{str(previous.get('sha', ''))[:12]}")
@@ -323,6 +327,40 @@ def head_at_writing_problem(*, written_at: str, head: str, seen_before: bool, fo
 
 # The review states that can carry a sign-off (GitHub's REST spelling; `models.Comment.review_state`).
 SIGNING_REVIEWS = ("APPROVED", "COMMENTED")
+REQUESTS_CHANGES = "CHANGES_REQUESTED"
+
+
+def requests_changes(review_state: str) -> bool:
+    return review_state.upper() == REQUESTS_CHANGES
+
+
+def revocation(*, reviewer: str, owns_any: bool, unverified: str | None, submitted_at: str,
+               previous: dict) -> StatusUpdate | str:
+    """What a review requesting changes does to the sign-off status. GitHub blocks the merge while a code
+    owner's request for changes stands, so a verified sign-off must not stay green: from an owner of any
+    changed file (or one whose ownership cannot be read: the status is then no longer green either) it is
+    a failure, whatever came before. Why it changes nothing otherwise (a string): the reviewer owns none of
+    the changed files (a drive-by review revokes nothing, as it cannot undo a sign-off), or the verified
+    sign-off in force was written after it (a later sign-off counts again; an old review's re-run must not
+    undo it). `previous` is the bot's recorded verdict, `submitted_at` the review's time."""
+    if not owns_any and not unverified:
+        return messages.changes_request_not_an_owner(reviewer)
+    signed, asked = ts(str(previous.get("at") or "")), ts(submitted_at)
+    if previous.get("passed") and signed is not None and asked is not None and signed > asked:
+        return messages.changes_request_older(previous.get("signer"), previous.get("at"))
+    return StatusUpdate("failure", messages.revoked_description(reviewer))
+
+
+def revoked_problem(*, written_at: str, previous: dict) -> str | None:
+    """A sign-off written before the owner's request for changes the bot last recorded (`previous`) does not
+    count: that review revoked it (a re-run of its verification, or the event of an older one, must not
+    turn the status green again). One written (or edited by its author) after it counts again."""
+    if not previous.get("changes_requested"):
+        return None
+    asked, written = ts(str(previous.get("at") or "")), ts(written_at)
+    if asked is None or written is None or written <= asked:
+        return messages.signoff_before_changes_request(previous.get("signer"), previous.get("at"))
+    return None
 
 
 def review_state_problem(state: str) -> str | None:
