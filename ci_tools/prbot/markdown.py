@@ -195,9 +195,9 @@ def markup_lines(body: str) -> Lines:
 
 
 # CommonMark's HTML blocks: raw HTML passed to the page as written. Kinds 1-5 end at their closing
-# text, 6 and 7 at a blank line. Kind 7 (any complete tag alone on its line) is taken to start wherever
-# such a line is, paragraph or not, and container prefixes (`>`, list markers) are looked through: both
-# only make more lines raw, so more lines hidden.
+# text, 6 and 7 at a blank line. A line of kind 7 (any complete tag alone on it) in a paragraph, an
+# indented one or one in a container (`>`, list markers, looked through) may start no block at all:
+# `read` takes such a block as one that may be none.
 _BLOCK_TAGS = ("address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|"
                "dialog|dir|div|dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h1|h2|h3|h4|h5|h6|"
                "head|header|hr|html|iframe|legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|"
@@ -253,7 +253,7 @@ def _tag_end(text: str, at: int, end: int) -> int | None:
     return None
 
 
-def raw_html(text: str, start: int = 0, end: int | None = None) -> tuple[list[tuple[int, int]], int | None]:
+def _raw_html(text: str, start: int = 0, end: int | None = None) -> tuple[list[tuple[int, int]], int | None]:
     """Read text[start:end] as raw HTML from the data state: (the spans of the tags, comments and bogus
     comments it closes, where the one still open at `end` began or None)."""
     end = len(text) if end is None else end
@@ -411,7 +411,7 @@ def read(body: str) -> Reading:
             if quoted:
                 seg = _QUOTE_MARKERS.sub(lambda q: " " * len(q.group()), seg)
             tokenized += len(seg)
-            found_spans, open_at = raw_html(seg, start - seg_start)
+            found_spans, open_at = _raw_html(seg, start - seg_start)
             closed = [(seg_start + a, seg_start + b) for a, b in found_spans]
             still_open = None if open_at is None else seg_start + open_at
         spans += closed
