@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from .harness import FIGURES, PROFILE, report
+from .harness import FIGURES, PROFILE, TALLIES, report
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -19,4 +19,5 @@ def pytest_terminal_summary(terminalreporter):
             "profile": PROFILE,
             "targets": {k: {"cases": f.cases, "tracebacks": f.tracebacks, "hangs": f.hangs,
                             "max_seconds": round(f.max_s, 4), "max_mib": round(f.max_bytes / 2**20, 2),
-                            "exits": dict(f.exits)} for k, f in sorted(FIGURES.items())}}, indent=2) + "\n")
+                            "exits": dict(f.exits)} for k, f in sorted(FIGURES.items())},
+            "tallies": {k: dict(v) for k, v in sorted(TALLIES.items())}}, indent=2) + "\n")

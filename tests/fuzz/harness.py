@@ -55,6 +55,13 @@ class Figures:
 
 
 FIGURES: dict[str, Figures] = defaultdict(Figures)
+# Counts a target reports beside its cases (how often something happened that is not a failure), printed
+# with the figures: name -> label -> count, labels in the order first counted.
+TALLIES: dict[str, dict[str, int]] = defaultdict(dict)
+
+
+def tally(target: str, label: str, n: int = 1) -> None:
+    TALLIES[target][label] = TALLIES[target].get(label, 0) + n
 
 
 @dataclass
@@ -133,4 +140,6 @@ def report() -> str:
         exits = ", ".join(f"{k}: {v}" for k, v in sorted(f.exits.items()))
         lines.append(f"  {name:<22} {f.cases:>6} {f.tracebacks:>3} {f.hangs:>3} {f.max_s:>8.3f} "
                      f"{f.max_bytes / 2**20:>8.1f}   {exits}")
+    for name, counts in sorted(TALLIES.items()):
+        lines.append(f"  {name}: " + ", ".join(f"{label} {n}" for label, n in counts.items()))
     return "\n".join(lines)
