@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 from types import SimpleNamespace
 
 from ci_tools.config.disagg import DisaggPoint, Group
 from ci_tools.config.recipe import render_args
 from ci_tools.errors import InputError
 from ci_tools.sweep.buckets import profile_of
+from ci_tools.sweep.row import MultiNodeRow, as_row
 from ci_tools import names
 from ci_tools import engines
 from ci_tools.engines import ServeSpec, WorkerSpec, compat, install, routers
@@ -115,7 +118,7 @@ class Client:
 
 @dataclass
 class MultiNodePlan:
-    row: dict
+    row: MultiNodeRow
     point: DisaggPoint
     scenario: str
     result_filename: str
@@ -174,7 +177,7 @@ class MultiNodePlan:
             "multinode": True,
             "point": self.point_for(None, placement),
             "recipe": self.point.as_dict(),
-            "row": self.row,
+            "row": self.row.as_dict(),
             "concurrencies": [{"conc": c.conc, "dir": c.subdir, "result-filename": c.result_filename}
                               for c in self.clients],
             "commands": {w.name: {"argv": w.argv, "env": w.env, "log": w.log} for w in self.workers}
@@ -318,8 +321,9 @@ def bud_minutes(seconds: float) -> int:
     return max(1, math.ceil(seconds / 60))
 
 
-def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_dir: str,
+def build_multinode_plan(row: Mapping[str, Any], point: DisaggPoint, settings: Settings, out_dir: str,
                          gpus_per_node: int | None, slurm: SlurmSettings | None = None) -> MultiNodePlan:
+    row = as_row(row)
     slurm = slurm or SlurmSettings()
     problems = check_row(row) + image_problems(row, point.image)
     if row.get("kv-p2p-transfer") and str(row["kv-p2p-transfer"]) != point.kv_transfer:

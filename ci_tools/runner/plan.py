@@ -21,6 +21,7 @@ Row keys read (everything else in the row is ignored):
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ from ci_tools.engines import routers
 from ci_tools.errors import InputError
 from ci_tools.evals.policy import split_simulated_acceptance
 from ci_tools.sweep.buckets import profile_of
+from ci_tools.sweep.row import SingleNodeRow, as_row
 from ci_tools import names
 
 AGENTIC = "agentic-coding"
@@ -96,7 +98,7 @@ class Proc:
 
 @dataclass
 class JobPlan:
-    row: dict
+    row: SingleNodeRow
     point: ResolvedPoint
     scenario: str
     result_filename: str
@@ -130,7 +132,7 @@ class JobPlan:
                       "image": self.image, "run-eval": self.run_eval, "profile": profile_of(self.row),
                       "canary": self.row.get("canary")},
             "recipe": pt.as_dict(),
-            "row": self.row,
+            "row": self.row.as_dict(),
             "commands": {p.role: {"argv": p.argv, "env": p.env, "log": p.log} for p in self.procs},
             "base-url": self.base_url,
             "ready-urls": self.ready_urls,
@@ -315,7 +317,8 @@ def offload_args(point: ResolvedPoint, row: dict) -> tuple[dict, dict, dict]:
     return {**dict(off.get("args") or {}), **args}, options, env
 
 
-def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str) -> JobPlan:
+def build_plan(row: Mapping[str, Any], point: ResolvedPoint, settings: Settings, out_dir: str) -> JobPlan:
+    row = as_row(row)
     problems = check_row(row) + image_problems(row, point.image) + point_problems(row, point)
     scenario, run_eval, fast, duration = run_shape(row, settings)
     plugin = engines.engine(point.engine)

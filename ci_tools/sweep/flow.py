@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from ci_tools import names
 from ci_tools.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    from ci_tools.sweep.row import MultiNodeRow, SingleNodeRow
 
 
 @dataclass(frozen=True)
@@ -264,7 +268,7 @@ def _resolve_keys(patterns: tuple[str, ...], keys: list[str], files: list[Path])
     return resolved
 
 
-def matrix_rows(req: MatrixRequest) -> list[dict]:
+def matrix_rows(req: MatrixRequest) -> list[SingleNodeRow | MultiNodeRow]:
     """The InferenceX rows of the master files on disk, filtered as the request says."""
     from ci_tools.config.load import default_master_paths, read_masters
     from ci_tools.sweep.matrix import Filters, expand, select_evals
@@ -299,4 +303,4 @@ def matrix_rows(req: MatrixRequest) -> list[dict]:
             raise UsageError(exc.message) from None
         raise
     rows = select_evals(rows, all_evals=req.all_evals, evals_only=req.evals_only, no_evals=req.no_evals)
-    return [dict(r.data, **{"config-key": r.key}) if req.with_config_key else r.data for r in rows]
+    return [r.row.replace(config_key=r.key) if req.with_config_key else r.row for r in rows]
