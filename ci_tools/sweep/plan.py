@@ -260,7 +260,7 @@ class Totals:
                    gpu_hours=round(sum(j.gpu_hours for j in jobs), 2),
                    canary_gpu_hours=round(sum(j.gpu_hours for j in jobs if j.canary), 2),
                    by_bucket={b: len(rows) for b, rows in buckets.items() if rows},
-                   families=sorted({j.runner for j in jobs}))
+                   families=sorted({j.runner for j in jobs if j.runner is not None}))
 
     def as_dict(self) -> dict:
         return {"jobs": self.jobs, "points": self.points, "smoke-canaries": self.smoke_canaries,
@@ -359,6 +359,7 @@ def plan_sweep(decision: GateDecision, entries: list[PlanEntry], head: Masters |
         return _no_sweep(decision, entries=entries,
                          reason="the changelog diff appends no entry, so there is nothing to sweep")
     mode = decision.mode
+    assert head is not None, "a sweep of appended entries needs the head's master configs"
     bench, evals = changelog_rows(entries, head, mode, base)
     if mode.trim:
         bench = bk.trim(bench)

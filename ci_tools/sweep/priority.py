@@ -177,7 +177,8 @@ def score(row: Mapping[str, Any], policy: PriorityPolicy, ctx: Context = Context
 
 def text(value: Decimal, policy: PriorityPolicy) -> str:
     """The score as the plan prints it: as many decimals as the quantum has."""
-    places = max(0, -policy.quantum.normalize().as_tuple().exponent)
+    exponent = policy.quantum.normalize().as_tuple().exponent    # an int: the quantum is a positive number
+    places = max(0, -exponent) if isinstance(exponent, int) else 0
     return f"{value:.{places}f}"
 
 

@@ -191,9 +191,9 @@ def render_table(plan) -> str:
     t = plan.totals
     out += _wrap("total: ", f"{_count(t.jobs, 'job')} ({job_counts(plan.jobs)}), {_hours(t.gpu_hours)} GPU-h "
                  f"(canaries {_hours(t.canary_gpu_hours)} GPU-h)")
-    jobs = ", ".join(f"{b} {n}" for b, n in t.by_bucket.items())
-    if jobs:
-        out += _wrap("matrix jobs after canaries: ", jobs)
+    per_bucket = ", ".join(f"{b} {n}" for b, n in t.by_bucket.items())
+    if per_bucket:
+        out += _wrap("matrix jobs after canaries: ", per_bucket)
     if plan.canaries:
         out += _wrap("canaries: ", "; ".join(
             f"{c['family']}: {c['config-key']} conc {_conc(c['conc'])}"
