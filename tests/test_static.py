@@ -49,10 +49,10 @@ def ruff_findings(paths: list[str]) -> list[str]:
     return [line for line in proc.stdout.splitlines() if re.match(r"\S+:\d+:\d+: ", line)]
 
 
-def mypy_findings(paths: list[str]) -> list[str]:
+def mypy_findings(paths: list[str], cache: Path = MYPY_CACHE) -> list[str]:
     """`file:line: error: message` for each finding in `paths` (modules they import are read, not judged)."""
     proc = _run([*_tool("mypy"), "--config-file", str(CONFIG), "--follow-imports", "silent",
-                 "--cache-dir", str(MYPY_CACHE), "--no-error-summary", "--no-pretty", *paths])
+                 "--cache-dir", str(cache), "--no-error-summary", "--no-pretty", *paths])
     return [line for line in proc.stdout.splitlines() if re.match(r"\S+:\d+: error: ", line)]
 
 
@@ -77,7 +77,8 @@ def test_a_planted_type_error_is_found_at_its_line(tmp_path):
     planted.write_text('"""A module that reads a string where it promised an integer."""\n\n'
                        "from ci_tools.errors import Finding\n\n"
                        "LINE: int = Finding('f.yaml', 1, None, 'a message').message\n")
-    found = mypy_findings([str(planted)])
+    # a cache of its own: mypy keys its cache by module name, and would answer for an earlier `planted`
+    found = mypy_findings([str(planted)], cache=tmp_path / "mypy-cache")
     assert len(found) == 1 and found[0].startswith(f"{planted}:5: error: Incompatible types in assignment"), found
 
 
