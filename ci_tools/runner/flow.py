@@ -227,7 +227,7 @@ def prepare_profile(req: RunRequest, requests: int | None) -> PreparedJob:
     if isinstance(row, MultiNodeRow):
         raise UsageError("`runner profile` serves single-node rows only; a prefill/decode row's workers would "
                          "each need their own profile calls (not supported yet)")
-    row, recipe = _row_and_recipe(req, row)
+    _, recipe = _row_and_recipe(req, row)
     port, worker_port = req.port, req.worker_port
     if 0 in (port, worker_port):
         port, worker_port = free_ports(req.backend, port, worker_port)
@@ -262,9 +262,9 @@ def prepare_acceptance(req: RunRequest, dataset_file: str | None, run_url: str |
         raise InputError(f"{req.row_path}: not a SPEED-Bench collection cell (no "
                          f"{', '.join(missing) if missing else '`serve` row'}); pass a row of "
                          "`ci-tools config acceptance-matrix --format json`")
-    if "prefill" in serve or "decode" in serve:
-        raise UsageError("`runner acceptance` measures single-node points only")
     serve = parse_row(serve, f"{req.row_path}: serve")
+    if isinstance(serve, MultiNodeRow):
+        raise UsageError("`runner acceptance` measures single-node points only")
     recipe_file = recipe_path(serve, req.root, req.row_path)
     recipe = load_recipe(recipe_file, str(recipe_file), req.root)
     check_image(req.image_policy, {recipe.image, str(serve.get("image") or recipe.image)})

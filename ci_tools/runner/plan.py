@@ -31,7 +31,7 @@ from ci_tools.engines import routers
 from ci_tools.errors import InputError
 from ci_tools.evals.policy import split_simulated_acceptance
 from ci_tools.sweep.buckets import profile_of
-from ci_tools.sweep.row import SingleNodeRow, as_row
+from ci_tools.sweep.row import MatrixRow, as_row
 from ci_tools import names
 
 AGENTIC = "agentic-coding"
@@ -102,7 +102,7 @@ class Proc:
 
 @dataclass
 class JobPlan:
-    row: SingleNodeRow
+    row: MatrixRow
     point: ResolvedPoint
     scenario: str
     result_filename: str
@@ -228,7 +228,7 @@ def session_header(point: ResolvedPoint) -> str | None:
     return rel.routing_key_header if rel else None
 
 
-def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, conc: int, scenario: str,
+def client_argv(row: Mapping[str, Any], plan_model: str, settings: Settings, base_url: str, conc: int, scenario: str,
                 duration: float | None, fast: bool, header: str | None, out_dir: str) -> list[str]:
     tokenizer = settings.tokenizer or plan_model
     argv = [settings.aiperf_bin, "profile", "--model", plan_model, "--tokenizer", tokenizer,
@@ -262,7 +262,7 @@ def _router_id(router: dict) -> tuple[str, str]:
     return str(router.get("name")), str(router.get("version"))
 
 
-def image_problems(row: dict, image: str) -> list[str]:
+def image_problems(row: Mapping[str, Any], image: str) -> list[str]:
     """The row and its recipe must name one digest-pinned image (single- and multi-node)."""
     problems = []
     if str(row.get("image")) != image:
@@ -273,7 +273,7 @@ def image_problems(row: dict, image: str) -> list[str]:
     return problems
 
 
-def run_shape(row: dict, settings: Settings) -> tuple[str, bool, bool, float | None]:
+def run_shape(row: Mapping[str, Any], settings: Settings) -> tuple[str, bool, bool, float | None]:
     """(scenario, eval run, AgentX-fast, benchmark duration in seconds or None) of a row."""
     scenario = row.get("scenario-type", "fixed-seq-len")
     run_eval = _truthy(row.get("run-eval")) or _truthy(row.get("eval-only"))
@@ -286,7 +286,7 @@ def run_shape(row: dict, settings: Settings) -> tuple[str, bool, bool, float | N
     return scenario, run_eval, fast, duration
 
 
-def point_problems(row: dict, point: ResolvedPoint) -> list[str]:
+def point_problems(row: Mapping[str, Any], point: ResolvedPoint) -> list[str]:
     """The row's parallelism beyond tp/ep/dp-attn and its KV offload must be the point's."""
     problems = []
     for key, have in (("pp", point.pp), ("dcp-size", point.dcp), ("pcp-size", point.pcp)):
@@ -310,7 +310,7 @@ def point_problems(row: dict, point: ResolvedPoint) -> list[str]:
     return problems
 
 
-def offload_args(point: ResolvedPoint, row: dict) -> tuple[dict, dict, dict]:
+def offload_args(point: ResolvedPoint, row: Mapping[str, Any]) -> tuple[dict, dict, dict]:
     """(engine args, engine file options, env) of the point's KV offload, sized from the row's budget."""
     off = point.kv_offload
     if not off or (row.get("kv-offloading") or "none") == "none":
@@ -409,7 +409,7 @@ def build_plan(row: Mapping[str, Any], point: ResolvedPoint, settings: Settings,
                    image=point.image, evals=evals)
 
 
-def _eval_plan(row: dict, model: str, base_url: str, removed: list[str], settings: Settings, out_dir: str) -> dict:
+def _eval_plan(row: MatrixRow, model: str, base_url: str, removed: list[str], settings: Settings, out_dir: str) -> dict:
     """The harness runs of an eval row (ci_tools.evals.policy), from the policy's `evals:` section."""
     from ci_tools.evals.policy import eval_spec, harness_runs
 

@@ -164,7 +164,8 @@ def screen_for(entries: Mapping[str, Mapping[str, Any]], recipes: Mapping[str, R
         entry = entries.get(key)
         path = entry.get("recipe") if isinstance(entry, Mapping) else None
         found = recipes.get(path) if isinstance(path, str) else None
-        gpn = (hardware.get(row.runner) or {}).get("gpus-per-node") if isinstance(hardware, Mapping) else None
+        facts = hardware.get(row.runner) if row.runner is not None and isinstance(hardware, Mapping) else None
+        gpn = (facts or {}).get("gpus-per-node")
         return refusals(row, Context(entry, found if isinstance(found, Recipe) else None,
                                      found if isinstance(found, str) else None, int(gpn) if gpn else None,
                                      evals))
