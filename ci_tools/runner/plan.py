@@ -228,7 +228,7 @@ def session_header(point: ResolvedPoint) -> str | None:
     return rel.routing_key_header if rel else None
 
 
-def client_argv(row: Mapping[str, Any], plan_model: str, settings: Settings, base_url: str, conc: int, scenario: str,
+def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, conc: int, scenario: str,
                 duration: float | None, fast: bool, header: str | None, out_dir: str) -> list[str]:
     tokenizer = settings.tokenizer or plan_model
     argv = [settings.aiperf_bin, "profile", "--model", plan_model, "--tokenizer", tokenizer,
