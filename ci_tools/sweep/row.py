@@ -60,6 +60,11 @@ def _truthy(value: Any) -> bool:
     return bool(value)
 
 
+def _count(value: Any) -> int:
+    """A worker count or size as the block gives it, 1 where it gives none (InferenceX's default)."""
+    return 1 if value is None else value
+
+
 class Worker:
     """One worker group of a multi-node row (its prefill or decode side)."""
 
@@ -70,15 +75,15 @@ class Worker:
 
     @property
     def num_worker(self) -> int:
-        return int(self._data.get("num-worker", 1))
+        return _count(self._data.get("num-worker"))
 
     @property
     def tp(self) -> int:
-        return int(self._data.get("tp", 1))
+        return _count(self._data.get("tp"))
 
     @property
     def ep(self) -> int:
-        return int(self._data.get("ep", 1))
+        return _count(self._data.get("ep"))
 
     @property
     def dp_attn(self) -> bool:
@@ -86,15 +91,15 @@ class Worker:
 
     @property
     def pp(self) -> int:
-        return int(self._data.get("pp", 1))
+        return _count(self._data.get("pp"))
 
     @property
     def dcp_size(self) -> int:
-        return int(self._data.get("dcp-size", 1))
+        return _count(self._data.get("dcp-size"))
 
     @property
     def pcp_size(self) -> int:
-        return int(self._data.get("pcp-size", 1))
+        return _count(self._data.get("pcp-size"))
 
     @property
     def hardware(self) -> str | None:
