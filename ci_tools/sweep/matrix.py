@@ -416,8 +416,15 @@ def mark_evals(rows: list[KeyedRow], include_agentic: bool) -> list[KeyedRow]:
             eval_conc[best] = best_conc
     for idx in ag_sn_groups.values():
         marked.add(max(idx, key=lambda i: (rows[i].row.concs[0], -i)))
-    return [KeyedRow(k, r.replace(run_eval=True, eval_conc=eval_conc[i]) if i in eval_conc
-                     else r.replace(run_eval=i in marked)) for i, (k, r) in enumerate(rows)]
+    out = []
+    for i, keyed in enumerate(rows):
+        k, r = keyed
+        if i in eval_conc:
+            out.append(KeyedRow(k, r.replace(run_eval=True, eval_conc=eval_conc[i])))
+        else:
+            new = r.replace(run_eval=i in marked)
+            out.append(keyed if new is r else KeyedRow(k, new))
+    return out
 
 
 def mark_all_evals(rows: list[KeyedRow]) -> list[KeyedRow]:

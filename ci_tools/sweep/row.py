@@ -167,11 +167,17 @@ class MatrixRow(Mapping[str, Any]):
         return dict(self._data)
 
     def replace(self: R, **changes: Any) -> R:
-        """A new row with these attributes set: an existing key keeps its place, a new one is appended."""
-        data = dict(self._data)
+        """A new row with these attributes set: an existing key keeps its place, a new one is appended.
+        The row itself when it already holds every one of them (rows are never changed, so it is shared)."""
+        old, new = self._data, None
         for attr, value in changes.items():
-            data[KEYS[attr]] = value
-        return type(self)(data)
+            key = KEYS[attr]
+            if new is None and key in old and type(old[key]) is type(value) and old[key] == value:
+                continue       # eval marking leaves most rows as they were: no copy for them
+            if new is None:
+                new = dict(old)
+            new[key] = value
+        return self if new is None else type(self)(new)
 
     def without(self: R, *attrs: str) -> R:
         data = dict(self._data)
