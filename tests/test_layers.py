@@ -82,8 +82,6 @@ ALLOWED_IMPORTS: dict[str, frozenset[str] | None] = {
     "pathlib": frozenset({"Path", "PurePath", "PurePosixPath"}),
     # third-party parsers and numerics over data handed in
     "yaml": None, "ruamel.yaml": None, "jsonschema": None, "numpy": None, "codeowners": None,
-    # the report page inlines plotly's own JavaScript bundle (package data, like resources.py's)
-    "plotly.offline": None,
 }
 # the ci_tools modules a core module may never import (besides every shell module)
 FORBIDDEN_MODULES = ("ci_tools.github", "ci_tools.gitio", "ci_tools.cli")
