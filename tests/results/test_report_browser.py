@@ -5,6 +5,11 @@ reviewer sees is checked the way a reviewer would see it: the chart's drawn poin
 hover over TP4 c16, the verdict table, the telemetry panel's power curve of the recorded H200 job,
 and a screenshot of the chart against the committed one (`docs/report-seed-chart.png`) within a
 tolerance. `python3 dev.py test` installs chromium when it is missing.
+
+The browser sees only the fonts pinned here (`pinned_fonts`: Debian's fonts-dejavu-core, which dev.py
+installs), through a fontconfig of its own: a machine's other fonts (fonts-liberation, a Recommends of
+chromium; fonts-wqy-zenhei) would draw the same text with other glyph widths and move the picture.
+The pictures are rewritten only by `python3 dev.py update-goldens tests/results/test_report_browser.py`.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import pytest
 from click.testing import CliRunner
 
 from ci_tools.cli import main
-from tests.conftest import REPO
+from tests.conftest import REPO, dev_py
 
 SEED = REPO / "docs" / "examples" / "seed-compare"
 GOLDEN = REPO / "docs" / "report-seed-chart.png"
@@ -37,6 +42,40 @@ def chromium() -> str:
         pytest.fail("the browser tests need Debian's chromium (apt-get install chromium); "
                     "`python3 dev.py test` installs it when it runs as root")
     return path
+
+
+def pinned_fonts(folder: Path) -> dict[str, str]:
+    """The environment that shows the browser only the fonts dev.py installs (FONT_FILES of FONT_DIR) and
+    maps every family the page names (system-ui, plotly's "Open Sans", verdana, arial, ...) to them, with
+    fixed rendering settings: the same pixels whatever else the machine has installed."""
+    dev = dev_py()
+    fonts = folder / "fonts"
+    fonts.mkdir(parents=True)
+    for name in dev.FONT_FILES:
+        src = Path(dev.FONT_DIR) / name
+        if not src.exists():
+            pytest.fail(f"{src} is missing: the browser tests draw with Debian's fonts-dejavu-core "
+                        "(apt-get install fonts-dejavu-core); `python3 dev.py test` installs it as root")
+        (fonts / name).symlink_to(src)
+    alias = "".join(f'<alias binding="same"><family>{generic}</family><prefer><family>{family}</family></prefer></alias>'
+                    for generic, family in (("sans-serif", "DejaVu Sans"), ("serif", "DejaVu Serif"),
+                                            ("monospace", "DejaVu Sans Mono")))
+    (folder / "fonts.conf").write_text(f"""<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig>
+  <dir>{fonts}</dir>
+  <cachedir>{folder / "cache"}</cachedir>
+  {alias}
+  <match target="pattern"><edit name="family" mode="append_last"><string>DejaVu Sans</string></edit></match>
+  <match target="font">
+    <edit name="antialias" mode="assign"><bool>true</bool></edit>
+    <edit name="hinting" mode="assign"><bool>true</bool></edit>
+    <edit name="hintstyle" mode="assign"><const>hintslight</const></edit>
+    <edit name="rgba" mode="assign"><const>none</const></edit>
+  </match>
+</fontconfig>
+""")
+    return {**os.environ, "FONTCONFIG_FILE": str(folder / "fonts.conf")}
 
 
 def write_report(out: Path, shared: Path) -> None:
@@ -57,7 +96,8 @@ def page(tmp_path_factory):
     outside: list[str] = []
     with sync_playwright() as pw, tempfile.TemporaryDirectory() as profile:
         ctx = pw.chromium.launch_persistent_context(profile, executable_path=chromium(), headless=True, args=FLAGS,
-                                                    viewport=VIEWPORT, device_scale_factor=1)
+                                                    viewport=VIEWPORT, device_scale_factor=1,
+                                                    env=pinned_fonts(Path(profile) / "fontconfig"))
 
         def route(r):
             if r.request.url.startswith("file://"):
@@ -168,9 +208,12 @@ def test_chart_screenshot_matches_the_committed_one(page, tmp_path):
     page.mouse.move(5, 5)
     shot = tmp_path / "chart.png"
     page.locator("#pareto").screenshot(path=str(shot))
-    if os.environ.get("CI_TOOLS_UPDATE_GOLDEN"):
+    if os.environ.get("CI_TOOLS_UPDATE_GOLDEN"):   # set by `python3 dev.py update-goldens` alone
         shutil.copy(shot, GOLDEN)
         page.screenshot(path=str(PAGE_SHOT), full_page=True)
-    assert GOLDEN.exists(), f"missing {GOLDEN}; run with CI_TOOLS_UPDATE_GOLDEN=1 once and look at it"
+    assert GOLDEN.exists(), f"missing {GOLDEN}: `python3 dev.py update-goldens {Path(__file__).relative_to(REPO)}` draws it"
     share = _difference(shot, GOLDEN)
-    assert share < 0.001, f"{share:.2%} of the chart's pixels differ from {GOLDEN} (CI_TOOLS_UPDATE_GOLDEN=1 rewrites it)"
+    kept = Path(tempfile.gettempdir()) / "report-seed-chart.actual.png"
+    shutil.copy(shot, kept)
+    assert share < 0.001, (f"{share:.2%} of the chart's pixels differ from {GOLDEN} (limit 0.1 %); this run's "
+                           f"picture is {kept}: compare the two")
