@@ -342,6 +342,7 @@ def ensure_dev_env() -> None:
     digest = _digest(lock.read_bytes(), (ROOT / "pyproject.toml").read_bytes(), python_identity())
     if stamp.exists() and stamp.read_text() == digest:
         return
+    uv()
     if not PY.exists():
         print(f"creating the virtual environment {VENV}", flush=True)
         uv_run(["venv", "--quiet", "--python", sys.executable, VENV], "creating .venv")
@@ -399,7 +400,9 @@ class ToolEnv:
                f"installing .ci/locks/{self.lock}.txt")
         if self.wheels:
             install_wheels(LOCK[self.wheels].path, home)
-        (home / ".complete").write_text(f"built in {time.monotonic() - started:.0f} s\n")
+        took = f"built in {time.monotonic() - started:.0f} s"
+        (home / ".complete").write_text(took + "\n")
+        print(f"{home.name}: {took}", flush=True)
 
 
 def _lock_entries(text: str) -> list[str]:

@@ -78,6 +78,25 @@ def pinned_fonts(folder: Path) -> dict[str, str]:
     return {**os.environ, "FONTCONFIG_FILE": str(folder / "fonts.conf")}
 
 
+def other_fonts(folder: Path) -> dict[str, str]:
+    """What a machine with more fonts does to a browser that reads the system's fontconfig: a user font
+    folder and configuration (XDG) that prefer matplotlib's STIX font, with other glyph widths than
+    DejaVu's, for every family the page names. The page is drawn under this and `pinned_fonts` together."""
+    import matplotlib
+
+    fonts = folder / "data" / "fonts"
+    fonts.mkdir(parents=True)
+    (fonts / "STIXGeneral.ttf").symlink_to(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "STIXGeneral.ttf")
+    conf = folder / "config" / "fontconfig"
+    conf.mkdir(parents=True)
+    prefer = "".join(f'<alias binding="strong"><family>{f}</family><prefer><family>STIXGeneral</family></prefer></alias>'
+                     for f in ("sans-serif", "serif", "system-ui", "Open Sans", "verdana", "arial", "Arial",
+                               "DejaVu Sans"))
+    (conf / "fonts.conf").write_text(f'<?xml version="1.0"?>\n<fontconfig>{prefer}</fontconfig>\n')
+    return {"XDG_DATA_HOME": str(folder / "data"), "XDG_CONFIG_HOME": str(folder / "config"),
+            "XDG_CACHE_HOME": str(folder / "cache")}
+
+
 def write_report(out: Path, shared: Path) -> None:
     argv = ["results", "report", str(SEED / "pr-local-results.csv"), "--baseline", str(SEED / "main-baseline.csv"),
             "--telemetry", str(shared / H200), "--title", "seed PR against main", "--out", str(out)]
@@ -97,7 +116,8 @@ def page(tmp_path_factory):
     with sync_playwright() as pw, tempfile.TemporaryDirectory() as profile:
         ctx = pw.chromium.launch_persistent_context(profile, executable_path=chromium(), headless=True, args=FLAGS,
                                                     viewport=VIEWPORT, device_scale_factor=1,
-                                                    env=pinned_fonts(Path(profile) / "fontconfig"))
+                                                    env={**pinned_fonts(Path(profile) / "fontconfig"),
+                                                         **other_fonts(Path(profile) / "other-fonts")})
 
         def route(r):
             if r.request.url.startswith("file://"):
@@ -117,6 +137,7 @@ def page(tmp_path_factory):
         pg.wait_for_function("document.querySelectorAll('#pareto .scatterlayer .trace').length > 0 && "
                              "document.querySelectorAll('.telemetry-plot .scatterlayer .trace').length > 0")
         pg.outside, pg.errors, pg.html = outside, errors, html
+        pg.launch = lambda env: pw.chromium.launch(executable_path=chromium(), headless=True, args=FLAGS, env=env)
         yield pg
         ctx.close()
     assert outside == [], f"the page asked for {outside}: it must draw from the file alone"
@@ -191,6 +212,22 @@ def test_telemetry_panel_draws_the_recorded_h200_power_curve(page):
     }""")
     # the recording's 158 samples: idle at ~80 W, then at the H200's 700 W cap
     assert curve["n"] == 158 and 680 < curve["max"] <= 700 and 75 < curve["min"] < 85 and curve["d"] > 500
+
+
+MEASURE = """() => { const c = document.createElement('canvas').getContext('2d');
+  c.font = '12px "Open Sans", verdana, arial, sans-serif'; return c.measureText('28,838 tok/s/GPU (main 28,694)').width; }"""
+
+
+def test_the_browser_draws_with_the_pinned_fonts_alone(page, tmp_path):
+    """The other fonts the page is drawn beside do change the text of a browser that is not pinned (so
+    the screenshot below would catch a pin that leaks), and do not change the pinned one's."""
+    widths = []
+    for env in ({**os.environ, **other_fonts(tmp_path / "other")}, pinned_fonts(tmp_path / "pinned")):
+        browser = page.launch(env)
+        widths.append(browser.new_page().evaluate(MEASURE))
+        browser.close()
+    unpinned, dejavu = widths
+    assert page.evaluate(MEASURE) == dejavu != unpinned, (page.evaluate(MEASURE), dejavu, unpinned)
 
 
 def _difference(a: Path, b: Path) -> float:
