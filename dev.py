@@ -345,7 +345,7 @@ def ensure_dev_env() -> None:
     uv()
     if not PY.exists():
         print(f"creating the virtual environment {VENV}", flush=True)
-        uv_run(["venv", "--quiet", "--python", sys.executable, VENV], "creating .venv")
+        uv_run(["venv", "--quiet", "--allow-existing", "--python", sys.executable, VENV], "creating .venv")
     uv_run(["pip", "sync", "--quiet", "--require-hashes", "--python", PY, lock], "installing .venv from its lock")
     uv_run(["pip", "install", "--quiet", "--no-deps", "--python", PY, "-e", ROOT], "installing ci-tools into .venv")
     stamp.write_text(digest)
@@ -477,10 +477,10 @@ TOOL_ENVS = (
 @dataclass(frozen=True)
 class NpmLock:
     """A package.json with its package-lock.json under .ci/node/, installed by `npm ci` into the machine's
-    cache (one folder per lock content) and linked from .venv/<link>."""
+    cache (one folder per lock content) and linked from .venv/<each of links>."""
     folder: str
-    link: str
-    node: bool = False   # installed with the system's npm (the pinned Node is what it installs)
+    links: tuple[str, ...]   # below .venv: the names older dev.py versions installed these under
+    node: bool = False       # installed with the system's npm (the pinned Node is what it installs)
 
     @property
     def lockfile(self) -> Path:
@@ -504,7 +504,8 @@ class NpmLock:
                     if rc != 0:
                         sys.exit(f"`npm ci` of .ci/node/{self.folder} failed (exit {rc})")
                     (home / ".complete").write_text("")
-        link(VENV / self.link, home)
+        for name in self.links:
+            link(VENV / name, home)
         return home
 
     def relock(self) -> bool:
@@ -516,7 +517,8 @@ class NpmLock:
 
 
 NODE_VERSION = "22.23.5"   # yaml-language-server 2.0.0 wants node >= 22.13; Debian 12 has 18, NodeSource 20
-NPM_LOCKS = (NpmLock("runtime", "node", node=True), NpmLock("tools", "npm-tools"))
+NPM_LOCKS = (NpmLock("runtime", ("node",), node=True),
+             NpmLock("tools", ("yaml-language-server", "github-graphql-schema")))
 
 
 def npm() -> str:

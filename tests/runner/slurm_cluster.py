@@ -90,22 +90,30 @@ def start_munge(folder: Path) -> int:
                            f"{(proc.stderr or proc.stdout).strip()[:400]}\n{_tail(folder / 'munged.log')}")
 
 
-def _terminate(pid: int) -> None:
-    """SIGTERM, up to 5 s for it to go, then SIGKILL."""
+def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, 0)
+        return True
     except ProcessLookupError:
-        return
-    for _ in range(50):
+        return False
+
+
+def _terminate(*pids: int) -> None:
+    """SIGTERM to every pid at once, up to 5 s for them to go, then SIGKILL. Together: each daemon takes
+    1.5-2 s to shut down, and one after the other a 3-node cluster took 10 s to stop."""
+    for pid in pids:
         try:
-            os.kill(pid, 0)
+            os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
-            return
-        time.sleep(0.1)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+            pass
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.05)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 @dataclass
@@ -260,8 +268,7 @@ PlugStackConfig={d}/plugstack.conf
                 self.wait_no_jobs(timeout_s=15)
             except (OSError, subprocess.TimeoutExpired):
                 pass
-        for pid in self._pids():
-            _terminate(pid)
+        _terminate(*self._pids())
         if self.munged:   # after Slurm's daemons, which need it to the end
             _terminate(self.munged)
             self.munged = 0
