@@ -699,17 +699,35 @@ def pytest(args: list[str], env: dict[str, str] | None = None) -> int:
     return rc
 
 
+# pytest-xdist workers for `dev.py test`: the suite's CPU-bound tables and its waiting end-to-end tests
+# overlap on two cores (docs/testing.md has the measurement). Each file stays on one worker
+# (--dist loadfile), so a module's fixtures (a browser, a cluster) start once. CI_TOOLS_TEST_WORKERS=0
+# runs in one process; `-n`/`-p no:xdist` among the arguments are taken as they are.
+WORKERS = 2
+
+
+def worker_args(args: list[str]) -> list[str]:
+    if any(a in ("-n", "--numprocesses", "no:xdist") or a.startswith(("-n", "--numprocesses=")) for a in args):
+        return []
+    workers = int(os.environ.get("CI_TOOLS_TEST_WORKERS", WORKERS))
+    return ["-n", str(workers), "--dist", "loadfile"] if workers > 1 else []
+
+
 def test(args: list[str]) -> int:
     if "--quick" in args:
         # the quick tier: no tool environment, no daemon, nothing installed as root (tests/conftest.py
         # marks the tier and fails a test in it that starts a daemon or a tool)
         ensure_dev_env()
-        rest = [a for a in args if a != "--quick"]
+        rest, marks = [a for a in args if a != "--quick"], "quick"
+        if "-m" in rest[:-1]:   # the tier and the caller's own selection
+            at = rest.index("-m")
+            marks = f"quick and ({rest[at + 1]})"
+            rest = rest[:at] + rest[at + 2:]
         env = {k: v for k, v in os.environ.items() if not k.startswith("CI_TOOLS_") or k == "CI_TOOLS_SHARED"}
-        return pytest(["-m", "quick", *rest], env=env)
+        return pytest(["-m", marks, *worker_args(rest), *rest], env=env)
     daemon = ensure_everything()
     try:
-        return pytest(args)
+        return pytest([*worker_args(args), *args])
     finally:
         stop_docker(daemon)
 

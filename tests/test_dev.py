@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 
@@ -115,6 +116,35 @@ def test_the_readme_names_the_pinned_versions():
     assert f"Node.js {DEV.NODE_VERSION}" in rows["Node.js"]
     assert f"uv {DEV.UV_VERSION}" in rows["uv"]
     assert "Python ≥ 3.11" in rows["Python"]
+
+
+# ---- the quick tier ---------------------------------------------------------------------------------------
+
+def test_every_path_kept_out_of_the_quick_tier_exists():
+    from tests import conftest
+
+    for entry in conftest.NOT_QUICK:
+        assert (REPO / "tests" / entry).exists(), f"NOT_QUICK names {entry}, which tests/ does not have"
+
+
+def test_a_quick_test_that_starts_a_daemon_fails(tmp_path):
+    """The guard of tests/conftest.py, in a pytest of its own: a test of the tier that starts munged or
+    listens on a socket fails with the fix; the same test outside the tier passes."""
+    (tmp_path / "tests").mkdir()
+    shutil.copy(REPO / "tests" / "conftest.py", tmp_path / "tests" / "conftest.py")   # verbatim, and dev.py beside
+    shutil.copy(REPO / "dev.py", tmp_path / "dev.py")
+    body = ("import socket, subprocess\n"
+            "def test_starts():\n    subprocess.run(['munged', '--version'], capture_output=True)\n"
+            "def test_listens():\n    s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); s.close()\n")
+    (tmp_path / "tests" / "test_x.py").write_text(body)
+    (tmp_path / "tests" / "runner").mkdir()
+    (tmp_path / "tests" / "runner" / "test_y.py").write_text(body.replace("['munged', '--version']", "['true']"))
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+                          "--rootdir", str(tmp_path), str(tmp_path / "tests")],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert "2 failed, 2 passed" in out.stdout, out.stdout[-3000:]
+    assert "starts `munged --version`" in out.stdout and "listens on a socket" in out.stdout
+    assert "add its file to NOT_QUICK in tests/conftest.py" in out.stdout
 
 
 # ---- the commands ---------------------------------------------------------------------------------------------
