@@ -137,7 +137,7 @@ def uv_env() -> dict[str, str]:
 
 
 def uv_run(args: list, what: str) -> None:
-    rc = run([uv(), *args], env=uv_env())
+    rc = run([uv(), *args], env=uv_env(), cwd=ROOT)   # paths in a lock's notes are relative to the clone
     if rc != 0:
         sys.exit(f"{what} failed (exit {rc})")
 
