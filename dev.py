@@ -699,17 +699,24 @@ def pytest(args: list[str], env: dict[str, str] | None = None) -> int:
     return rc
 
 
-# pytest-xdist workers for `dev.py test`: the suite's CPU-bound tables and its waiting end-to-end tests
-# overlap on two cores (docs/testing.md has the measurement). Each file stays on one worker
-# (--dist loadfile), so a module's fixtures (a browser, a cluster) start once. CI_TOOLS_TEST_WORKERS=0
-# runs in one process; `-n`/`-p no:xdist` among the arguments are taken as they are.
-WORKERS = 2
+def default_workers() -> int:
+    """pytest-xdist workers for `dev.py test`: one per core (at most 2) while the cores are free. A
+    second worker halves the wall time of the suite's CPU on an idle 2-core machine, and only adds its
+    start-up on one already loaded several times over (docs/performance.md has both measurements)."""
+    cores = min(2, os.cpu_count() or 1)
+    return cores if os.getloadavg()[0] < cores else 1
 
 
 def worker_args(args: list[str]) -> list[str]:
+    """Each file stays on one worker (--dist loadfile), so a module's fixtures (a browser, a cluster) start
+    once. CI_TOOLS_TEST_WORKERS=N chooses; `-n`/`-p no:xdist` among the arguments are taken as they are."""
     if any(a in ("-n", "--numprocesses", "no:xdist") or a.startswith(("-n", "--numprocesses=")) for a in args):
         return []
-    workers = int(os.environ.get("CI_TOOLS_TEST_WORKERS", WORKERS))
+    chosen = os.environ.get("CI_TOOLS_TEST_WORKERS")
+    workers = int(chosen) if chosen else default_workers()
+    print(f"dev.py: {max(workers, 1)} pytest process{'es' if workers > 1 else ''} "
+          f"({'CI_TOOLS_TEST_WORKERS' if chosen else f'load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores'})",
+          flush=True)
     return ["-n", str(workers), "--dist", "loadfile"] if workers > 1 else []
 
 

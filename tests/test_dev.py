@@ -174,3 +174,25 @@ def test_no_command_prints_the_usage_and_exits_2():
 def test_update_goldens_wants_the_tests_named():
     out = _dev("update-goldens")
     assert out.returncode == 2 and "name the tests" in out.stderr
+
+
+@pytest.mark.parametrize("args, chosen, want", [
+    (["tests/yaml"], "2", ["-n", "2", "--dist", "loadfile"]),
+    (["tests/yaml"], "0", []),
+    (["tests/yaml"], "1", []),
+    (["-n", "3", "tests/yaml"], "2", []),          # the caller's own -n wins
+    (["-n4"], "2", []),
+    (["-p", "no:xdist"], "2", []),
+])
+def test_the_workers_pytest_is_given(monkeypatch, args, chosen, want):
+    monkeypatch.setenv("CI_TOOLS_TEST_WORKERS", chosen)
+    assert DEV.worker_args(args) == want
+
+
+def test_a_loaded_machine_runs_one_pytest_process(monkeypatch):
+    monkeypatch.delenv("CI_TOOLS_TEST_WORKERS", raising=False)
+    monkeypatch.setattr(DEV.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(DEV.os, "getloadavg", lambda: (6.0, 5.0, 4.0))
+    assert DEV.worker_args([]) == []
+    monkeypatch.setattr(DEV.os, "getloadavg", lambda: (0.4, 0.5, 0.6))
+    assert DEV.worker_args([]) == ["-n", "2", "--dist", "loadfile"]
