@@ -746,10 +746,19 @@ def env_command(args: list[str]) -> int:
         print(f"dev.py env takes no arguments (got {' '.join(args)})", file=sys.stderr)
         return 2
     names = [t.found_by for t in TOOL_ENVS] + ["CI_TOOLS_YLS", "CI_TOOLS_GITHUB_GRAPHQL_SCHEMA"]
-    ensure_dev_env()
-    for tool in TOOL_ENVS:
-        tool.ensure()
-    ensure_node()
+    # what the builds print (uv, npm, the commands) goes to stderr: stdout is for `eval` alone
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        ensure_dev_env()
+        for tool in TOOL_ENVS:
+            tool.ensure()
+        ensure_node()
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
     for name in names:
         print(f"export {name}={os.environ[name]}")
     print(f"export PATH={os.environ['PATH']}")
