@@ -67,6 +67,10 @@ CANARY_FAMILY_MARKER = "family"
 #   DIR/node_check.txt              the pre-run node check's output
 #   DIR/gpu_telemetry.csv           nvidia-smi samples (power, clocks, memory, utilisation) of the job
 #   DIR/aiperf_artifacts/           AIPerf's --artifact-dir (profile_export.jsonl, ..._aiperf.json)
+#   DIR/client_exports.sha256       sha256 of every file the client wrote, taken when it exited
+#                                   (sha256sum's format; runner/custody.py)
+#   DIR/engine_files/               files the runner writes for the engine (TensorRT-LLM's options):
+#                                   the only part of DIR a container sees, read-only
 #   DIR/result.json                 written by `results process DIR`
 #   DIR/evals/                      eval jobs: results_conc<N>.json per concurrency, meta_env.json, logs
 #   DIR/eval_result.json            eval jobs: written by `results process DIR`
@@ -87,6 +91,12 @@ NODE_CHECK_TXT = "node_check.txt"   # the pre-run node check's output (GPUs, mod
 GPU_TELEMETRY_CSV = "gpu_telemetry.csv"   # nvidia-smi samples for the whole job (runner/telemetry.py)
 GPU_TELEMETRY_META = "gpu_telemetry.meta.json"   # the sampler host's UTC offset (nvidia-smi prints local time)
 AIPERF_DIR = "aiperf_artifacts"
+# Chain of custody (runner/custody.py): the client's exports are hashed the moment it exits, into this
+# file of the job directory, which no container mounts; its own sha256 is `runner run`'s step output
+# EXPORT_SHA256_OUTPUT, which `results process --export-sha256` checks the file against.
+EXPORT_RECORD = "client_exports.sha256"
+EXPORT_SHA256_OUTPUT = "export-sha256"
+ENGINE_FILES_DIR = "engine_files"
 AIPERF_TMP = "aiperf_tmp"  # AIPerf's memory-mapped dataset files; removed when the job ends
 PROFILE_JSONL = "profile_export.jsonl"
 PROFILE_JSON = "profile_export_aiperf.json"

@@ -20,15 +20,15 @@ def cli() -> None:
 
 
 def upper_checks() -> tuple:
-    """`config validate`'s checks that belong to the floors above config, in order: the priority policy
-    (sweep), the eval files and the acceptance comparison (evals), the results checks (results), then
+    """`config validate`'s checks that belong to the floors above config, in order: the sweep's numbers and
+    the priority policy (sweep), the eval files and the acceptance comparison (evals), the results checks (results), then
     what a runner can serve (runner: last, on otherwise clean files)."""
     from ci_tools.evals import acceptance, policy
     from ci_tools.results import policy as results_policy
     from ci_tools.runner import servable
-    from ci_tools.sweep import priority
+    from ci_tools.sweep import labels, priority
 
-    return (priority.config_findings, policy.config_findings, acceptance.config_findings,
+    return (labels.config_findings, priority.config_findings, policy.config_findings, acceptance.config_findings,
             results_policy.config_findings, servable.config_findings)
 
 

@@ -53,19 +53,24 @@ def cli() -> None:
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Policy file whose `results:` section sets the export's checks [default: inferencex-e2e/ci-policy.yaml "
                    "here, else ci-tools' default policy].")
+@click.option("--export-sha256", "export_sha256", default=None, metavar="SHA256",
+              help="The sha256 `runner run` gave its client's exports' record (its step output export-sha256): "
+                   "the record in DIRECTORY must have it, or the result is invalid (export-custody). "
+                   "Without it the record is checked as found.")
 def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: float, min_requests: int | None,
                 name, tp, ep, dp_attn, conc, gpus, scenario, duration, model, workers, thresholds_path,
-                policy_path) -> None:
+                policy_path, export_sha256: str | None) -> None:
     """Compute and judge one job's result from AIPerf's exports (streaming).
 
     DIRECTORY is the runner's --out directory (with job.json) or an AIPerf artifact directory
     plus --tp/--conc. Writes result.json; exits 1 when the result is invalid, listing every rule
-    that failed. An eval job (job.json with `evals`) is scored instead: every exact_match metric
+    that failed. The export must be byte for byte what the client left when it exited: every file
+    is checked against the hashes `runner run` recorded then (client_exports.sha256). An eval job (job.json with `evals`) is scored instead: every exact_match metric
     against eval-thresholds.yaml, the batch manifest, the files; writes eval_result.json.
 
     \b
     Example:
-      ci-tools results process out/dep2-c64
+      ci-tools results process out/dep2-c64 --export-sha256 "$EXPORT_SHA256"
       ci-tools results process aiperf-out --tp 4 --conc 4 --scenario fixed-seq-len --out r.json
     """
     from ci_tools.results import flow, render
@@ -74,7 +79,8 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
     point = None if tp is None else PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc,
                                               gpus=gpus, scenario=scenario, duration_s=duration, model=model)
     written = flow.run_process(directory, out, point, max_error_rate=max_error_rate, min_requests=min_requests,
-                               workers=workers, thresholds_path=thresholds_path, policy_path=policy_path)
+                               workers=workers, thresholds_path=thresholds_path, policy_path=policy_path,
+                               export_sha256=export_sha256)
     emit(render.process_output(written, str(directory)), fmt)
 
 

@@ -31,9 +31,10 @@ def cli() -> None:
 
 
 def _layout_output_names() -> list[str]:
+    """The job's names (written before anything starts) and its exports' record (when the client exits)."""
     from ci_tools import names
 
-    return list(names.github_outputs("", ""))
+    return [*names.github_outputs("", ""), names.EXPORT_SHA256_OUTPUT]
 
 
 @cli.command("run")
@@ -132,7 +133,25 @@ def _run_job(prepare, fmt: str, **request) -> None:
         append_outputs(job.outputs)
     if request["dry_run"]:
         return emit(render.dry_run(job.commands, job.outputs), fmt)
-    emit(render.outcome(job.result_filename, request["out"], job.status_path, job.execute(), job.done, job.stopped), fmt)
+    emit(render.outcome(job.result_filename, request["out"], job.status_path, job.execute(_sealed(fmt)), job.done,
+                        job.stopped), fmt)
+
+
+def _sealed(fmt: str):
+    """With --format github: the step output of the client's exports' record and a notice in the run's
+    log, written the moment the client exits (runner/custody.py); GitHub keeps the step's last value when
+    a multi-node job's clients each add theirs."""
+    if fmt != "github":
+        return None
+    from ci_tools import names
+    from ci_tools.github.actions import annotate, append_outputs
+
+    def sealed(digest: str) -> None:
+        append_outputs({names.EXPORT_SHA256_OUTPUT: digest})
+        annotate("notice", f"the client's exports are recorded in {names.EXPORT_RECORD}, sha256 {digest}",
+                 title="runner run: chain of custody")
+
+    return sealed
 
 
 def _optional_row(param: click.Parameter) -> click.Parameter:

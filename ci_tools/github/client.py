@@ -414,14 +414,21 @@ class GitHub:
         return pull_request_from(self._pull(number), f"pulls/{number}", _Reader("GitHub API"))
 
     def pull_files(self, number: int) -> list[str]:
-        """Every file the PR changes; GitHubError when GitHub listed fewer than the PR's `changed_files`
-        (the endpoint stops at 3,000): a sign-off is never verified on a partial list."""
-        files = [f["filename"] for f in self._list(self._r(f"/pulls/{number}/files"))]
+        """Every path the PR changes: each file's name and, for a renamed one, its old name too (a move
+        takes the file away from the old path, so whoever owns that path must approve it as well).
+        GitHubError when GitHub listed fewer than the PR's `changed_files` (the endpoint stops at
+        3,000): a sign-off is never verified on a partial list."""
+        entries = self._list(self._r(f"/pulls/{number}/files"))
         total = self._pull(number).get("changed_files")
-        if isinstance(total, int) and len(files) < total:
-            raise GitHubError(f"GitHub listed {len(files)} of the {total} files PR #{number} changes (it lists at most "
+        if isinstance(total, int) and len(entries) < total:
+            raise GitHubError(f"GitHub listed {len(entries)} of the {total} files PR #{number} changes (it lists at most "
                               "3,000); refusing to decide on a partial list.")
-        return files
+        paths: list[str] = []
+        for f in entries:
+            paths.append(f["filename"])
+            if f.get("previous_filename") and f["previous_filename"] != f["filename"]:
+                paths.append(str(f["previous_filename"]))
+        return paths
 
     def timeline(self, number: int) -> list[dict]:
         """Comments, label events and commits of a PR in one chronological list; GitHubError when it

@@ -18,13 +18,13 @@ TEMPLATES: dict[str, str] = {
     "approve-accepted": """\
 @$author approved commit `$sha` of this PR for a trusted sweep: `$workflow` checks out exactly this commit (never the merge commit), plans it from the labels the PR carries when it starts, and runs it with the same canaries and fail-fast as a same-repo PR.
 
-Only this commit is trusted. After a new push the sweep refuses to start; review the new commit and comment `/sweep approve <sha>` again.""",
+Only this commit is trusted. After a new push the sweep refuses to start; review the new commit and comment `/sweep approve <sha>` again with its full SHA.""",
     "approve-duplicate": """\
 @$author `$command` started nothing: $why ([run]($run_url)). Its result will show up there; to run it again once it has finished, re-run that workflow run.""",
     "approve-refused": """\
 @$author `$command` was not run: $why.
 
-Comment `/sweep approve <sha>` with the full or abbreviated (7 or more hex digits) head SHA once this is fixed.""",
+Comment `/sweep approve <sha>` with the full 40-character SHA of the head commit you reviewed once this is fixed.""",
     "denied": """\
 @$author `$command` was not run: $why.
 
@@ -134,6 +134,50 @@ def is_a_bot(login: str) -> str:
     return f"@{login} is a bot; a person with write access must authorise reuse"
 
 
+# ---- what the bot recorded when it answered a command (a `/use` counts by it, issue 35) ---------------
+
+def denied_when_handled(permission: str) -> str:
+    had = ("no permission GitHub reports (its collaborator-permission lookup answered 404), which counts as none"
+           if permission == PERMISSION_NOT_FOUND else f"{permission} permission")
+    return (f"when it was handled its author had {had}, and a command said without write permission does not "
+            "count later; post it again")
+
+
+UNANSWERED = ("the bot never answered it (its job did not run, or its reply was not written), so the permission its "
+              "author had when saying it is unknown, and a command counts only with the permission the bot "
+              "recorded when it answered; post it again")
+
+
+def not_what_was_answered(answered: Iterable[str]) -> str:
+    said = ", ".join(f"`{c}`" for c in answered) or "no command needing permission"
+    return (f"the bot's answer to this comment checked {said}, not this command (the comment was edited after "
+            "the answer, or the answer predates the record), so the permission its author had when saying it is "
+            "unknown; post it again")
+
+
+# ---- `/sweep approve`: a commit named in full, not moved since (issue 35) ----------------------------
+
+def sha_not_full(given: str, head: str, pr: int) -> str:
+    return (f"`{given}` is {len(given)} hex digits, not a full commit SHA: an approval names the commit you reviewed "
+            f"by all 40 characters, since a prefix could also name a commit pushed after your review. The head of "
+            f"PR #{pr} is now `{head}`; if that is the commit you reviewed, comment `/sweep approve {head}`")
+
+
+def sha_not_head(given: str, head: str, pr: int) -> str:
+    return (f"`{given}` is not the head of PR #{pr}, which is now `{head}`; review that commit and approve it by "
+            "its full SHA")
+
+
+HEAD_EVENT_WORDS = {"head_ref_force_pushed": "force-pushed", "head_ref_deleted": "deleted",
+                    "head_ref_restored": "restored"}
+
+
+def head_moved_after(pr: int, kind: str, when: str, said_at: str, head: str) -> str:
+    return (f"the head branch of PR #{pr} was {HEAD_EVENT_WORDS.get(kind, kind)} at {when}, after this comment was "
+            f"written ({said_at or 'time unknown'}), so the commit it approved may not be the one reviewed; review "
+            f"the head `{head}` and approve it again")
+
+
 # ---- reuse (`/use`, the card's reuse section) ------------------------------------------------------
 
 NOT_AUTHORISED = "not authorised."
@@ -224,6 +268,17 @@ def sweep_plan(pr: int, plan: str | None, run: dict) -> str:
 NO_TEAM_TOKEN = ("cannot read team membership with this token: the workflow's GITHUB_TOKEN cannot read "
                  "organization teams and no TEAM_MEMBERSHIP_TOKEN is set (a token with the organization "
                  "permission Members: read; see docs/workflows.md, \"Deployment prerequisites\")")
+
+
+def owner_without_write(signer: str, permission: str) -> str:
+    return (f"{permission_of(signer, permission)} on the repository; GitHub counts a code owner only with write "
+            f"access or higher, so @{signer} owns none of the changed files")
+
+
+def review_not_a_signoff(state: str) -> str:
+    shown = (state or "unknown").lower().replace("_", " ")
+    return (f"it is a review in state \"{shown}\"; only a review that approves or comments signs off (one that "
+            "requests changes says the opposite)")
 
 
 def signoff_rows(checks) -> str:

@@ -225,6 +225,9 @@ def process_output(written: list, directory: str) -> Output:
         out.summary += "\n".join([f"### results process: {name}: {'valid' if w.result['valid'] else 'INVALID'}", "",
                                   f"written to `{w.target}`", "",
                                   *(f"- `{fail.get('rule')}`: {fail.get('message')}" for fail in failures)]) + "\n"
+        note = (w.result.get("custody") or {}).get("note")
+        if note:
+            out.stderr.append(f"note: {note}")
         warning = (w.result.get("acceptance") or {}).get("warning") if w.eval else None
         if warning:
             out.annotations.append(("warning", f"{name}: {warning}", "results process: acceptance"))

@@ -120,6 +120,8 @@ def _docker(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch
                  "-e", "HF_TOKEN"]  # by name: docker copies the runner's value, no secret in argv or logs
     for path in proc.mounts:
         argv += ["-v", f"{path}:{path}"]
+    for path in proc.read_only:
+        argv += ["-v", f"{path}:{path}:ro"]
     for key, value in proc.env.items():
         argv += ["-e", f"{key}={value}"]
     argv += [plan.image, *proc.argv]
@@ -154,22 +156,22 @@ def squash_file(image: str, squash_dir: str) -> str:
     return f"{squash_dir.rstrip('/') or '/'}/{re.sub(r'[^A-Za-z0-9._-]+', '+', ref)}.sqsh"
 
 
-def import_script(image: str, sqsh: str, wait_s: float, job_dir: str | None = None) -> str:
+def import_script(image: str, sqsh: str, wait_s: float, must_see: str | None = None) -> str:
     """sh text importing IMAGE into SQSH once: under `flock` on SQSH.lock (so concurrent jobs and the
     nodes of one job import it once), skipped when SQSH exists; written as SQSH.part and renamed when
     complete, so a killed import never leaves a file that looks whole (no `unsquashfs -l` check needed).
 
-    With JOB_DIR (multi-node: every step mounts the runner's job directory, and Dynamo's store and the
-    recipe's install live there), each node first checks that it sees the job.json the runner wrote
-    there: a job directory that is not on a filesystem shared by all nodes fails here, naming the node,
-    instead of as a pyxis mount error or a Dynamo worker that never registers."""
+    With MUST_SEE (a file the runner wrote into the job directory before the job: multi-node, its job.json,
+    since Dynamo's store and the recipe's install live in that directory; single-node, the engine's options
+    file), each node first checks that it sees that file: a job directory that is not on a filesystem
+    shared by all nodes fails here, naming the node, instead of as a pyxis mount error or a Dynamo worker
+    that never registers."""
     wait = max(1, math.ceil(wait_s))
     ref = image_for_slurm(image)
-    shared = [] if job_dir is None else [
-        f"d={shlex.quote(job_dir)}",
-        f'[ -f "$d/{names.JOB_JSON}" ] || {{ echo "$(hostname): the job directory $d is not on this node (no '
-        f'{names.JOB_JSON}): every step mounts it, so the runner\'s work directory must be on a filesystem all '
-        'nodes mount at the same path" >&2; exit 78; }',
+    shared = [] if must_see is None else [
+        f"f={shlex.quote(must_see)}",
+        '[ -f "$f" ] || { echo "$(hostname): $f is not on this node: the job\'s containers mount folders of the '
+        'runner\'s work directory, so it must be on a filesystem all nodes mount at the same path" >&2; exit 78; }',
     ]
     return "\n".join([
         "set -e",
@@ -186,10 +188,10 @@ def import_script(image: str, sqsh: str, wait_s: float, job_dir: str | None = No
     ])
 
 
-def image_import(image: str, squash_dir: str, wait_s: float, prefix: list[str], job_dir: str | None = None) -> Launch:
+def image_import(image: str, squash_dir: str, wait_s: float, prefix: list[str], must_see: str | None = None) -> Launch:
     """The job's one import of its image (see import_script), run by `prefix` (an srun step)."""
     sqsh = squash_file(image, squash_dir)
-    return Launch("image", prefix + ["sh", "-c", import_script(image, sqsh, wait_s, job_dir)], {}, [],
+    return Launch("image", prefix + ["sh", "-c", import_script(image, sqsh, wait_s, must_see)], {}, [],
                   names.IMAGE_IMPORT_LOG)
 
 
@@ -200,7 +202,8 @@ def _slurm(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:
         argv.append("--gres=none")
     argv += [f"--container-image={squash_file(plan.image, host.squash_dir)}",
              f"--container-mounts={settings.model_store}:{MODELS_MOUNT}:ro,{settings.hf_cache}:{HF_CACHE_MOUNT}"
-             + "".join(f",{path}:{path}" for path in proc.mounts),
+             + "".join(f",{path}:{path}" for path in proc.mounts)
+             + "".join(f",{path}:{path}:ro" for path in proc.read_only),
              "--container-remap-root", "--no-container-mount-home"]
     env = {**proc.env, "HF_HUB_CACHE": HF_CACHE_MOUNT} if proc.role == "server" else dict(proc.env)
     if env:
@@ -264,10 +267,10 @@ def _on_node(backend: str) -> list[str]:
 def slurm_image_import(plan: JobPlan, settings: Settings, host: Host) -> Launch:
     """The single-node job's image import, a step of its allocation (no GPU) before the engine starts."""
     prefix = ["srun", f"--jobid={SERVER_JOBID}", "--overlap", "--nodes=1", "--ntasks=1", "--gres=none"]
-    # an engine that reads files the runner wrote (TensorRT-LLM's options file) needs the job directory
-    # on its node: checked there first, as for multi-node jobs
-    job_dir = plan.files[0][0].rsplit("/", 1)[0] if plan.files else None
-    return image_import(plan.image, host.squash_dir, settings.ready_timeout_s, prefix, job_dir)
+    # an engine that reads files the runner wrote (TensorRT-LLM's options file) needs them on its node:
+    # checked there first, as for multi-node jobs
+    must_see = plan.files[0][0] if plan.files else None
+    return image_import(plan.image, host.squash_dir, settings.ready_timeout_s, prefix, must_see)
 
 
 def model_path(plan: JobPlan, settings: Settings) -> str:

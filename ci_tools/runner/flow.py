@@ -61,15 +61,17 @@ class PreparedJob:
     result_filename: str
     status_path: Path
     stopped: str                  # what the failure message says was stopped
-    run: Callable[[], None]       # raises runner.job.JobFailed
+    # runs the job (raises runner.job.JobFailed); calls its argument with the sha256 of the record of the
+    # client's exports the moment the client exited (runner/custody.py: the step output)
+    run: Callable[[Callable[[str], None] | None], None]
     done: str = ""                # what the text output says after a successful run (default: next step)
 
-    def execute(self):
+    def execute(self, on_sealed: Callable[[str], None] | None = None):
         """Run the job; the `JobFailed` that ended it, or None when the client finished."""
         from ci_tools.runner.job import JobFailed
 
         try:
-            self.run()
+            self.run(on_sealed)
         except JobFailed as exc:
             return exc
         return None
@@ -194,7 +196,7 @@ def _row_and_recipe(req: RunRequest, row: dict | None = None):
         display = str(recipe_file.resolve().relative_to(req.root.resolve()))
     except ValueError:
         display = str(recipe_file)
-    recipe = load_recipe(recipe_file, display)
+    recipe = load_recipe(recipe_file, display, req.root)    # never a file from outside the repository
     check_image(req.image_policy, {recipe.image, str(row.get("image") or recipe.image)})
     return row, recipe
 
@@ -256,7 +258,7 @@ def prepare_acceptance(req: RunRequest, dataset_file: str | None, run_url: str |
     if "prefill" in serve or "decode" in serve:
         raise UsageError("`runner acceptance` measures single-node points only")
     recipe_file = recipe_path(serve, req.root, req.row_path)
-    recipe = load_recipe(recipe_file, str(recipe_file))
+    recipe = load_recipe(recipe_file, str(recipe_file), req.root)
     check_image(req.image_policy, {recipe.image, str(serve.get("image") or recipe.image)})
     port, worker_port = req.port, req.worker_port
     if 0 in (port, worker_port):
@@ -353,7 +355,7 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
         text += "\n# acceptance: the engine's metrics, before and after the client (runner/acceptance.py)\n"
         text += "".join(f"#   GET {url}\n" for url, _ in snaps)
 
-    def run() -> None:
+    def run(on_sealed: Callable[[str], None] | None = None) -> None:
         from ci_tools.runner.job import run_job
 
         out_abs.mkdir(parents=True, exist_ok=True)
@@ -379,7 +381,8 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
                 image=slurm_image_import(plan, settings, host) if backend == "slurm" else None,
                 ready_timeout_s=req.ready_timeout, client_timeout_s=budget.client_s,
                 queue_timeout_s=req.queue_timeout, client_outputs=outputs, client_name=client_name,
-                label=host.label, runner=req.runner_name, around_client=around, snapshots=snaps)
+                label=host.label, runner=req.runner_name, around_client=around, snapshots=snaps,
+                client_exports=plan.client_exports, on_sealed=on_sealed)
         if calls is not None:
             collect_traces(trace_dir, out_abs, plan, calls)
         if snaps:
@@ -438,14 +441,15 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
     text = render_dry_run(plan, str(out_abs)) + files_text(plan.files)
     rf = plan.clients[0].result_filename if len(plan.clients) == 1 else plan.result_filename
 
-    def run() -> None:
+    def run(on_sealed: Callable[[str], None] | None = None) -> None:
+        from ci_tools.runner.disagg import container_folders
         from ci_tools.runner.multinode import run_multinode
 
         out_abs.mkdir(parents=True, exist_ok=True)
         write_engine_files(plan.files)
-        if point.frontend.get("kind") == "dynamo":
-            (out_abs / names.DYNAMO_STORE).mkdir(parents=True, exist_ok=True)
-        run_multinode(plan, out_abs, text)
+        for folder in container_folders(plan, str(out_abs))[0]:   # a mount's source must exist (enroot)
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        run_multinode(plan, out_abs, text, on_sealed=on_sealed)
 
     return PreparedJob(commands=text, outputs=names.github_outputs(rf, str(req.out)),
                        result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,

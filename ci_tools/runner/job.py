@@ -301,6 +301,27 @@ def _snapshot(calls: list[tuple[str, str]], where: Path, timeout_s: float, say: 
     say(f"engine metrics saved in {where}")
 
 
+def seal_client(crun: Running | subprocess.Popen, out: Path, folders: tuple[str, ...],
+                on_sealed: Callable[[str], None] | None, say: Callable[[str], None]) -> None:
+    """The client exited: stop what it left in its process group (nothing may write its exports from
+    now on), then hash its export folders into the job directory's record (runner/custody.py)."""
+    if not folders:
+        return
+    from ci_tools.runner.custody_files import seal
+
+    popen = crun.popen if isinstance(crun, Running) else crun
+    try:
+        os.killpg(popen.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        digest = seal(out, folders, say)
+    except OSError as exc:
+        raise JobFailed("client", f"cannot record the hashes of the client's exports in {out}: {exc}") from None
+    if on_sealed is not None:
+        on_sealed(digest)
+
+
 def install_cancel_handlers() -> dict:
     """SIGINT/SIGTERM raise Cancelled from now on; returns the previous handlers."""
     def on_signal(signum, frame):  # noqa: ARG001
@@ -321,7 +342,8 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
             check: tuple[Launch, Callable[[str], list[str]]] | None = None,
             sampler: Launch | None = None, image: Launch | None = None,
             around_client: tuple[tuple[tuple[str, dict], ...], tuple[tuple[str, dict], ...]] | None = None,
-            call_timeout_s: float = 900.0, snapshots: tuple[tuple[str, str], ...] = ()) -> dict:
+            call_timeout_s: float = 900.0, snapshots: tuple[tuple[str, str], ...] = (),
+            client_exports: tuple[str, ...] = (), on_sealed: Callable[[str], None] | None = None) -> dict:
     """Run the launches (server, [router], client). Returns the status written to status.json.
 
     `check` (a command and the pure judge of its output) runs where the engine will run, before
@@ -331,6 +353,8 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
     the client starts and right after it succeeded, each a failure of phase `profile` when refused;
     `snapshots` ((url, file name): the engine's acceptance metrics) are fetched into
     OUT/acceptance/before and /after around the client, never failing the job.
+    `client_exports` (folders of OUT the client writes) are hashed the moment the client exits, before
+    the server is stopped (seal_client); `on_sealed` gets the record's sha256 (the step output).
     Raises JobFailed (clean message, log tail) on any failure and on SIGINT/SIGTERM (exit code
     130/143); the status file is written first."""
     out.mkdir(parents=True, exist_ok=True)
@@ -423,6 +447,7 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
             while True:
                 code = crun.popen.poll()
                 if code is not None:
+                    seal_client(crun, out, client_exports, on_sealed, say)
                     if code != 0:
                         raise JobFailed("client", f"{client_name} exited with code {code}", tail_file(crun.log_path))
                     # AIPerf 0.13 can exit 0 after an internal failure (seen: ZMQ socket paths too long)

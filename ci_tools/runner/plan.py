@@ -91,7 +91,11 @@ class Proc:
     log: str = ""
     in_container: bool = True
     command: engines.Command | None = None   # server/router: launcher + the options the engine's parser sees
-    mounts: tuple[str, ...] = ()   # host folders the container sees at the same path (the profiler's traces)
+    # host folders the container sees at the same path: `mounts` writable (the profiler's traces), `read_only`
+    # what the runner wrote for it (engine_files/); never the job directory, where the client's exports are
+    mounts: tuple[str, ...] = ()
+    read_only: tuple[str, ...] = ()
+    files: tuple[tuple[str, str], ...] = ()  # (path, text) the runner writes for it (the engine command's files)
 
 
 @dataclass
@@ -116,7 +120,12 @@ class JobPlan:
     @property
     def files(self) -> list[tuple[str, str]]:
         """(path, text) the commands read, written into the job directory before they start."""
-        return [f for p in self.procs if p.command is not None for f in p.command.files]
+        return [f for p in self.procs for f in p.files]
+
+    @property
+    def client_exports(self) -> tuple[str, ...]:
+        """The folders of the job directory the client writes: hashed the moment it exits (custody.py)."""
+        return (names.EVAL_DIR,) if self.run_eval else (names.AIPERF_DIR,)
 
     def job_json(self) -> dict:
         """What results/collectors need to know about the job (written to job.json)."""
@@ -134,6 +143,7 @@ class JobPlan:
             "commands": {p.role: {"argv": p.argv, "env": p.env, "log": p.log} for p in self.procs},
             "base-url": self.base_url,
             "ready-urls": self.ready_urls,
+            "client-exports": list(self.client_exports),
             **({"evals": self.evals} if self.evals is not None else {}),
         }
 
@@ -350,16 +360,18 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     elif point.synthetic_acceptance is not None:
         env[SIM_ACC_LEN] = f"{point.synthetic_acceptance:g}"
         env.update(SIM_ACC_ENV)
-    command = engine_command(point, model, engine_port, out_dir, row)
+    # the engine reads its files (TensorRT-LLM's options file) where the runner writes them: a folder of its
+    # own in the job directory, which the container sees read-only at the same path; the rest of the job
+    # directory (the client's exports) it never sees. A --server-cmd smoke run keeps the files and the mount.
+    command = engine_command(point, model, engine_port, f"{out_dir}/{names.ENGINE_FILES_DIR}", row)
+    files = command.files
     if settings.server_cmd:
         argv = [a.format(port=engine_port, model=model) for a in shlex.split(settings.server_cmd)]
         command = None
     else:
         argv = command.argv
-    # the engine reads its files (TensorRT-LLM's options file) where the runner writes them, in the job
-    # directory on the host: the container must see that folder at the same path
-    file_dirs = tuple(dict.fromkeys(path.rsplit("/", 1)[0] for path, _ in (command.files if command else ())))
-    procs = [Proc("server", argv, env, names.SERVER_LOG, command=command, mounts=file_dirs)]
+    file_dirs = tuple(dict.fromkeys(path.rsplit("/", 1)[0] for path, _ in files))
+    procs = [Proc("server", argv, env, names.SERVER_LOG, command=command, read_only=file_dirs, files=files)]
     engine_url = f"http://{settings.host}:{engine_port}"
     ready = [f"{engine_url}{path}" for path in engines.engine(point.engine).READY_PATHS]
     base_url = engine_url

@@ -198,7 +198,7 @@ class FakeGitHub:
         self.events: dict[int, list[dict]] = {}      # PR -> labeled/unlabeled/committed timeline items
         self.commit_pulls: dict[str, list[int]] = {}
         self.association_lag: dict[str, int] = {}    # sha -> how many more asks answer [] (GitHub's lag)
-        self.pr_files: dict[int, list[str]] = {}
+        self.pr_files: dict[int, list] = {}             # PR -> paths, or (old, new) for a rename
         self.runs: dict[int, dict] = {}
         self.artifacts: dict[int, list[dict]] = {}
         self.compares: dict[tuple[str, str], tuple[str, list[str]]] = {}
@@ -421,15 +421,29 @@ class FakeGitHub:
             obj["updated_at"] = at
         return obj
 
-    def force_push(self, pr: int, sha: str, tree: str | None = None, *, actor: str = "alice") -> None:
-        """The head branch force-pushed to `sha`: GitHub's `head_ref_force_pushed` timeline event, on its clock."""
+    def force_push(self, pr: int, sha: str, tree: str | None = None, *, actor: str = "alice",
+                   keep: tuple[str, ...] = ()) -> None:
+        """The head branch force-pushed to `sha`, as GitHub shows it: a `head_ref_force_pushed` event on
+        its clock (the common issue-event fields; `commit_id` the new head), and the PR's commits are
+        those of the new branch, so the `committed` items of commits it no longer has leave the
+        timeline. `keep`: earlier commits the new head still has (a rewrite of the last commit only)."""
         at = self.tick()
-        self.events[pr].append({"id": next(self._ids), "node_id": "HRFPE", "url": "https://x",
-                                "actor": _user(self._user_t, actor), "event": "head_ref_force_pushed",
-                                "commit_id": sha, "commit_url": "https://x", "created_at": at,
-                                "performed_via_github_app": None, "state_reason": None, "_at": at})
+        self.events[pr] = [e for e in self.events[pr] if e["event"] != "committed" or e["sha"] in keep]
+        self.branch_event(pr, "head_ref_force_pushed", actor=actor, commit=sha, at=at)
         self.add_commit(pr, sha, tree)
         self.pulls[pr]["head"]["sha"] = sha
+        self.pulls[pr]["commits"] = 1 + len(keep)
+
+    def branch_event(self, pr: int, kind: str, *, actor: str = "alice", commit: str | None = None,
+                     at: str | None = None) -> None:
+        """A timeline event that moves the head branch (`head_ref_force_pushed`, `head_ref_deleted`,
+        `head_ref_restored`): GitHub's common issue-event fields, `created_at` on its clock."""
+        at = at or self.tick()
+        self.events[pr].append({"id": next(self._ids), "node_id": f"HRE_{kind}", "url": "https://x",
+                                "actor": _user(self._user_t, actor), "event": kind, "commit_id": commit,
+                                "commit_url": f"https://api.github.com/repos/{self.repo}/commits/{commit}"
+                                if commit else None, "created_at": at, "performed_via_github_app": None,
+                                "_at": at})
 
     def add_app_run(self, repo: str, display_title: str) -> dict:
         """A repository_dispatch run in another repository (the results app), named `display_title`."""
@@ -488,9 +502,14 @@ class FakeGitHub:
                 "commit": {"url": "https://x", "author": None, "committer": None, "message": "m",
                            "comment_count": 0, "tree": {"sha": self.trees.get(sha, f"tree-{sha}"), "url": "https://x"}}}
 
-    def _diff(self, name: str) -> dict:
-        return {"sha": "0" * 40, "filename": name, "status": "modified", "additions": 1, "deletions": 0, "changes": 1,
-                "blob_url": "https://x", "raw_url": "https://x", "contents_url": "https://x"}
+    def _diff(self, name: str | tuple[str, str]) -> dict:
+        """A file of a PR or comparison: a path (modified), or (old path, new path): a rename, which
+        GitHub lists under the new name with status `renamed` and the old one as `previous_filename`."""
+        entry = {"sha": "0" * 40, "filename": name, "status": "modified", "additions": 1, "deletions": 0, "changes": 1,
+                 "blob_url": "https://x", "raw_url": "https://x", "contents_url": "https://x"}
+        if isinstance(name, tuple):
+            entry.update(filename=name[1], previous_filename=name[0], status="renamed", additions=0, changes=0)
+        return entry
 
     # ---- branches, files and new pull requests (a file-update PR) ---------------------------------
     def add_branch(self, name: str, sha: str, files: dict[str, str] | None = None) -> None:
@@ -844,7 +863,10 @@ class FakeGitHub:
         elif kind[0] == "list" and kind[1] == "timeline":
             names = {"commented": "TimelineCommentEvent", "labeled": "LabeledIssueEvent",
                      "unlabeled": "UnlabeledIssueEvent", "committed": "TimelineCommittedEvent",
-                     "head_ref_force_pushed": "StateChangeIssueEvent"}
+                     # GitHub's description has no model of its own for the head-branch events: the
+                     # generic issue event (common fields) is StateChangeIssueEvent
+                     "head_ref_force_pushed": "StateChangeIssueEvent", "head_ref_deleted": "StateChangeIssueEvent",
+                     "head_ref_restored": "StateChangeIssueEvent"}
             for item in obj:
                 one(names[item["event"]], item)
         elif kind[0] == "list":

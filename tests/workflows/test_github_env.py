@@ -157,12 +157,23 @@ def signed_off_pr(fake, number=1, fork=None):
         fake.add_run(9, head_sha=SHA1, pull_requests=(number,))
     fake.teams[("SemiAnalysisAI", "amd-reviewers")] = {"amd-dev"}
     fake.teams[("SemiAnalysisAI", "core")] = {"core-dev"}
+    fake.permissions.update({"amd-dev": "write", "core-dev": "write"})   # GitHub needs it of a code owner
     return pr
 
 
 def writer(fake, login="maint"):
     fake.permissions[login] = "write"
     return login
+
+
+def answered_use(fake, pr, body="/use 9"):
+    """A writer's `/use` and the reply with which comment-commands.yml's handle job answered it (its
+    record of the permission checked is what makes the `/use` count later)."""
+    from gh_scenarios import answer
+
+    c = fake.add_comment(pr, body, author=writer(fake))
+    answer(fake, pr, c, "write")
+    return c
 
 
 # ---- the scenarios: each returns the JobRuns whose token it used --------------------------------
@@ -354,7 +365,7 @@ def gate_refuses_a_superseded_rerun(s):
 def reuse_on_a_push_after_use(s):
     pr_with_sweep(s.fake, 7)
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
-    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    answered_use(s.fake, 7)
     s.fake.compares[(SHA2, SHA1)] = ("ahead", ["README.md"])
     job = s.job("sweep-pipeline.yml", "plan", "pull_request", pr_payload(s.fake, 7, "synchronize", before=SHA2, after=SHA1))
     assert ok(job.run("reuse")).outputs["skip-pr-sweep"] == "true"
@@ -364,7 +375,7 @@ def reuse_on_a_push_after_use(s):
 def reuse_at_merge(s):
     pr_with_sweep(s.fake, 7)
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
-    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    answered_use(s.fake, 7)
     merged(s.fake)
     job = s.job("sweep-pipeline.yml", "plan", "push", push_to_main())
     out = ok(job.run("reuse")).outputs
@@ -378,7 +389,7 @@ def reuse_refused_at_merge_lets_main_sweep(s):
     plan step's `if:` is then true: main plans and runs its own sweep instead of publishing nothing."""
     pr_with_sweep(s.fake, 7, labels=(FULL, "evals-only"))
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
-    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    answered_use(s.fake, 7)
     merged(s.fake)
     job = s.job("sweep-pipeline.yml", "plan", "push", push_to_main())
     out = ok(job.run("reuse")).outputs
@@ -434,7 +445,7 @@ def merge_ready_on_a_push_to_the_pr(s: Scenario):
     pr_with_sweep(s.fake, 7)
     s.fake.pr_files[7] = ["inferencex-e2e/perf-changelog.yaml"]
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
-    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    answered_use(s.fake, 7)
     which, job = ready_job(s, "pull_request_target", pr_payload(s.fake, 7, "synchronize"))
     out = ok(job.run("ready")).outputs
     assert out["state"] == "success" and [st["context"] for st in s.fake.statuses] == ["ci-tools / ready to merge"]
@@ -469,7 +480,7 @@ def merge_ready_pr_of_a_fork_sweep_end(s: Scenario):
 def merge_ready_after_the_merge(s: Scenario):
     pr_with_sweep(s.fake, 7, labels=(FULL, "evals-only"))
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
-    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    answered_use(s.fake, 7)
     merged(s.fake)
     _, job = ready_job(s, "push", push_to_main())
     ok(job.run("ready"))
@@ -561,6 +572,8 @@ def collect_compares_with_main(s: Scenario):
     job_dir = work / "artifacts" / "job_tp2-c64"
     job_dir.mkdir(parents=True)
     (job_dir / "job.json").write_text(json.dumps({"point": point}))
+    # results process wrote the job's result.json beside its samples: the report matches them by it
+    (job_dir / "result.json").write_text(json.dumps(result(1300.0)))
     (job_dir / "gpu_telemetry.csv").write_text((shared_dir() / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text())
     pr_with_sweep(s.fake, 1)
     job = s.job("sweep-stages.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,

@@ -125,12 +125,14 @@ def pin_checker(gh: reuse.Source, repo: str, settings: Settings) -> Callable[[in
                                                workflow=settings.workflow)
 
 
-def authorisation(gh: Client, tl: Timeline, pr: int, settings: Settings) -> reuse.Authorisation:
-    """Who authorised reuse, with permissions read from the API now (the client asks once per login per
-    run). The card's `writers` record says what a command's author had when the command was checked; it
-    is not used to decide: a writer demoted since then must not still authorise reuse."""
+def authorisation(gh: Client, tl: Timeline, pr: int, settings: Settings,
+                  answering: dict[int, reuse.Handled] | None = None) -> reuse.Authorisation:
+    """Who authorised reuse: the permission the bot recorded when it answered each command, and the
+    author's permission read from the API now (the client asks once per login per run), both needed
+    (`reuse.authorise`). The card's `writers` record is not used to decide. `answering`: the command
+    comment being answered now, whose reply (and its record) is written after this."""
     return reuse.authorise(tl.comments, gh.permission, pr_number=pr, pin_problem=pin_checker(gh, gh.repo, settings),
-                           bot=settings.bot)
+                           bot=settings.bot, answering=answering)
 
 
 def sweep_plan_text(tl: Timeline, settings: Settings, pr: int) -> str:

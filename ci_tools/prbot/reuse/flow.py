@@ -29,7 +29,7 @@ def use_command(use: Use, c: Comment, pr: int, tl: Timeline, gh: Client, setting
     if why:   # pins nothing: the card keeps what reuse was before, and no later decision counts it
         res.outputs["reuse-authorised"] = "false"
         return messages.denied_text(c.author, use.text, why, messages.PIN_A_SWEEP)
-    auth = authorisation(gh, tl, pr, settings)
+    auth = authorisation(gh, tl, pr, settings, answering={c.id: reuse.Handled(level, (use.text,))})
     res.outputs["reuse-authorised"] = str(auth.authorised).lower()
 
     def change(state: dict) -> None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ci_tools.github.models import Artifact
-from ci_tools.prbot.reuse.decide import ts
+from ci_tools.github.models import timestamp as ts
 
 CONTEXT = "ci-tools / ready to merge"
 DESCRIPTION_LIMIT = 140          # GitHub truncates a commit status description beyond this

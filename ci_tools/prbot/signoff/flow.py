@@ -20,6 +20,7 @@ from ci_tools.prbot.signoff import decide as signoff
 
 class Client(reuse.Source, Comments, Protocol):
     def pull_request(self, number: int) -> PullRequest: ...
+    def permission(self, login: str) -> str: ...
     def pull_files(self, number: int) -> list[str]: ...
     def commit(self, sha: str) -> dict: ...
     def create_status(self, sha: str, *, state: str, context: str, description: str, target_url: str = ...) -> dict: ...
@@ -97,7 +98,7 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
 
     verdict = signoff.verify(signer=c.author, body=c.body, files=files, codeowners_text=codeowners,
                              checklist=checklist, is_member=is_member,
-                             sweep_problem=None if sel.run else sel.error)
+                             sweep_problem=None if sel.run else sel.error, permission=client.permission(c.author))
     previous = sticky.state_of(sticky.find_sticky(tl.comments, sticky.SIGNOFF_VERDICT, bot_login=settings.bot))
     res.outputs.update(proceed="true", signer=c.author, **{"head-sha": prs.head_sha})
     values = dict(signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12], version=checklist.version,
@@ -179,8 +180,11 @@ def verify_review(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None
 
 def _binding_problem(event: Event, c: Comment, prs: context.PrContext, tree: str, tl, client: Client,
                      codeowners: str, settings: Settings) -> str | None:
-    """Why this sign-off is not bound to the PR's head (None: it is): an old event, a body someone else
-    edited, a review of another tree, a comment written before the head arrived."""
+    """Why this sign-off is not bound to the PR's head (None: it is): a review that does not approve or
+    comment, an old event, a body someone else edited, a review of another tree, a comment written
+    before the head arrived."""
+    if c.kind == "review" and (why := signoff.review_state_problem(c.review_state)):
+        return why
     why = signoff.stale_event_problem(event.pull_request.head_sha if event.pull_request else "", prs.head_sha)
     if why:
         return why
