@@ -593,9 +593,9 @@ def as_root() -> list[str] | None:
     return None
 
 
-def ensure_apt() -> None:
+def ensure_apt(wanted: tuple[AptNeed, ...] = APT_NEEDS) -> None:
     """Every AptNeed whose files are missing, in one apt-get run; nothing when all are there."""
-    needs = [n for n in APT_NEEDS if n.missing()]
+    needs = [n for n in wanted if n.missing()]
     if not needs:
         return
     packages = [p for n in needs for p in n.packages]
