@@ -15,7 +15,7 @@ and CUDA_VISIBLE_DEVICES behave as on a GPU node.
 
 Anything that keeps Slurm from starting raises `SlurmUnavailable` with the reason and the daemons'
 log tails; the fixture turns it into a test failure, never a skip (`python3 dev.py test` installs the
-packages, see dev.py `ensure_slurm`).
+packages, see dev.py `APT_NEEDS`).
 """
 
 from __future__ import annotations
