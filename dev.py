@@ -518,7 +518,7 @@ class NpmLock:
 
 NODE_VERSION = "22.23.5"   # yaml-language-server 2.0.0 wants node >= 22.13; Debian 12 has 18, NodeSource 20
 NPM_LOCKS = (NpmLock("runtime", ("node",), node=True),
-             NpmLock("tools", ("yaml-language-server", "github-graphql-schema")))
+             NpmLock("tools", ("yaml-language-server", "github-graphql-schema", "axe-core")))
 
 
 def npm() -> str:
@@ -543,12 +543,14 @@ def node_on_path() -> None:
 
 def ensure_node() -> None:
     """The pinned Node.js on PATH, then the npm tools installed under it: yaml-language-server
-    (tests/editors) and GitHub's GraphQL schema (tests/github)."""
+    (tests/editors), GitHub's GraphQL schema (tests/github) and axe-core's accessibility rules, which the
+    report page tests run in Chromium (tests/results)."""
     node_on_path()
     tools = NPM_LOCKS[1].ensure(dict(os.environ))
     modules = tools / "node_modules"
     os.environ.setdefault("CI_TOOLS_YLS", str(modules / ".bin" / "yaml-language-server"))
     os.environ.setdefault("CI_TOOLS_GITHUB_GRAPHQL_SCHEMA", str(modules / "@octokit" / "graphql-schema" / "schema.json"))
+    os.environ.setdefault("CI_TOOLS_AXE", str(modules / "axe-core" / "axe.min.js"))
 
 
 # ---- what is installed as root ---------------------------------------------------------------------------------
@@ -745,7 +747,7 @@ def env_command(args: list[str]) -> int:
     if args:
         print(f"dev.py env takes no arguments (got {' '.join(args)})", file=sys.stderr)
         return 2
-    names = [t.found_by for t in TOOL_ENVS] + ["CI_TOOLS_YLS", "CI_TOOLS_GITHUB_GRAPHQL_SCHEMA"]
+    names = [t.found_by for t in TOOL_ENVS] + ["CI_TOOLS_YLS", "CI_TOOLS_GITHUB_GRAPHQL_SCHEMA", "CI_TOOLS_AXE"]
     # what the builds print (uv, npm, the commands) goes to stderr: stdout is for `eval` alone
     sys.stdout.flush()
     saved = os.dup(1)

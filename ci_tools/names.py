@@ -131,7 +131,9 @@ PROFILE_ARTIFACT_PREFIX = "profile_"
 ACCEPTANCE_DIR = "acceptance"
 ACCEPTANCE_JSON = "acceptance.json"
 ACCEPTANCE_ARTIFACT_PREFIX = "acceptance_"
-REPORT_ARTIFACT = "sweep-report"   # the sweep report, one self-contained HTML file (results report)
+# the sweep report, one self-contained HTML file (results report), uploaded unzipped (upload-artifact v7,
+# `archive: false`: the file's name is the artifact's), so that GitHub opens it in the browser
+REPORT_ARTIFACT = "sweep-report.html"
 # The run's eval verdict, said by the artifact's name (ci_tools.evals.gate; `/use` reads the names)
 EVAL_VERDICT_ARTIFACTS = {"passed": "evals_passed", "failed": "evals_failed", "none": "evals_none"}
 EVAL_VERDICT_JSON = "eval-verdict.json"
@@ -175,3 +177,15 @@ def github_outputs(result_filename: str, out_dir: str) -> dict[str, str]:
         "artifact-job": artifact_name("job", result_filename),
         "artifact-server-logs": artifact_name("server-logs", result_filename),
     }
+
+
+# The checks a repository requires in branch protection (docs/workflows.md, "Checks to require"), each
+# with the workflow and job it comes from: a job's own check (by the job's name) or the check run or
+# status a command of that job writes. Each reports on every PR and on a merge queue's group
+# (tests/workflows/test_merge_group.py): a required check that never reports blocks merging.
+REQUIRED_CHECKS = {
+    "changelog lint": ("changelog.yml", "lint"),
+    "tests": ("toolkit-ci.yml", "tests"),
+    "ci-tools / ready to merge": ("merge-ready.yml", "ready"),
+    "codeowner-signoff-verify": ("signoff-verify.yml", "merge-group"),
+}

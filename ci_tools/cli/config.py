@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ci_tools.cli.options import repo_option
+
 from ci_tools.cli.emit import emit
 from ci_tools.render.findings import FORMATS
 
@@ -124,7 +126,7 @@ def acceptance_matrix(root: Path, mtp_levels: tuple[int, ...], thinking: str, fm
               help="Folder holding the collection cells' results (each measure job's acceptance.json, as the "
                    "acceptance_* artifacts download).")
 @click.option("--run-id", type=int, required=True, help="The speedbench-al run that measured them (recorded per entry).")
-@click.option("--repo", envvar="GITHUB_REPOSITORY", default=None, help="owner/name (env GITHUB_REPOSITORY).")
+@repo_option(help="The repository the update's PR goes to.")
 @click.option("--matrix", "matrix", type=click.Path(path_type=Path), default=None,
               help="The run's matrix (JSON rows of acceptance-matrix): cells without a result are named.")
 @click.option("--allow-partial", is_flag=True, envvar="CI_TOOLS_ACCEPTANCE_ALLOW_PARTIAL",

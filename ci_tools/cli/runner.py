@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ci_tools.cli.options import repo_option, root_option
+
 from ci_tools.cli.emit import emit
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
@@ -45,7 +47,7 @@ def _layout_output_names() -> list[str]:
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("out"), show_default=True,
               help="Job directory (logs, AIPerf artifacts, job.json, status.json).")
 @click.option("--dry-run", is_flag=True, help="Print the exact commands and environment; run nothing.")
-@click.option("--root", type=click.Path(path_type=Path), default=Path("."), show_default=True, help="Repository root.")
+@root_option(exists=False, help="The checkout (recipes, configs, the policy).")
 @click.option("--aiperf-bin", envvar="CI_TOOLS_AIPERF", default="aiperf", show_default=True,
               help="AIPerf executable (env CI_TOOLS_AIPERF).")
 @click.option("--lm-eval-bin", envvar="CI_TOOLS_LMEVAL", default="lm_eval", show_default=True,
@@ -310,10 +312,10 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str, fmt: str) 
 
 
 @cli.command("digest")
-@click.option("--repo", envvar="GITHUB_REPOSITORY", required=True, help="owner/name (env GITHUB_REPOSITORY).")
+@repo_option(required=True, help="The repository whose self-hosted runners to list.")
 @click.option("--runners", "runners_path", type=click.Path(path_type=Path), default=None,
               help="runners.yaml (default: inferencex-e2e/configs/runners.yaml under --root).")
-@click.option("--root", type=click.Path(path_type=Path), default=Path("."), show_default=True, help="Repository root.")
+@root_option(exists=False, help="The checkout (recipes, configs, the policy).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "github"]), default="text",
               show_default=True, help="github: Markdown to $GITHUB_STEP_SUMMARY, counts to $GITHUB_OUTPUT.")
 @click.option("--date", "date", default=None, help="Date shown in the heading [default: today, UTC].")

@@ -219,6 +219,30 @@ def use_accepted(author: str, pinned: int | None, run, refused: str | None, labe
 
 # ---- the status card and `/sweep plan` -------------------------------------------------------------
 
+# The sweep run's state on the card's first line: (emoji, English, Chinese). The emoji carries the
+# colour a skimmer reads first, as the sign-off comment's ✅/❌ do.
+RUN_STATES = {
+    "passed": ("✅", "passed", "通过"),
+    "failed": ("❌", "failed", "失败"),
+    "cancelled": ("⏹️", "cancelled", "已取消"),
+    "skipped": ("⏭️", "skipped", "已跳过"),
+    "waiting": ("✋", "waiting for approval", "等待批准"),
+    "queued": ("🕒", "queued", "排队中"),
+    "running": ("⏳", "running", "运行中"),
+    "none": ("⚪", "not run yet", "尚未运行"),
+}
+
+
+def card_heading(state: str, run: dict | None) -> str:
+    """`### ❌ Sweep failed / 扫描失败 · [run 50](…) on `aaaaaaaaaaaa``: state first, then which run."""
+    emoji, en, zh = RUN_STATES[state]
+    head = f"### {emoji} Sweep {en} / 扫描{zh}"
+    if state == "none" or not run:
+        return head
+    sha = str(run.get("head_sha") or "")[:12]
+    return head + f" · [run {run['id']}]({run.get('url', '')})" + (f" on `{sha}`" if sha else "")
+
+
 NO_EVALS_COLLECTED = ("**Evals:** no eval results were collected for this run (its collect job did not finish), so "
                       "`/use` refuses it.")
 
@@ -235,16 +259,31 @@ def _artifact_links(run: dict) -> str:
             f"[run {run['id']} artifacts]({run.get('url', '')}#artifacts).")
 
 
-def results_not_downloaded(artifact: str, error) -> str:
-    return f"The run's `{artifact}` artifact could not be downloaded ({error})."
+def results_expired(artifact: str, run: dict) -> str:
+    return (f"The results of [run {run['id']}]({run.get('url', '')}) cannot be shown: its `{artifact}` artifact has "
+            "expired (GitHub deletes a run's artifacts after the repository's retention, 90 days by default). "
+            "To see results here again, run the sweep again: re-run that workflow run, or remove and re-add "
+            "the PR's sweep label.")
 
 
-def results_unreadable(error) -> str:
-    return f"The run's results could not be read: {error}."
+def results_not_downloaded(artifact: str, error, run: dict) -> str:
+    if getattr(error, "status", None) == 410:
+        return results_expired(artifact, run)
+    return (f"The run's `{artifact}` artifact could not be downloaded ({error}). Re-run this card's job "
+            "(\"Re-run jobs\" on its status-card run) to try again; the results themselves are in "
+            f"[run {run['id']}'s artifacts]({run.get('url', '')}#artifacts).")
+
+
+def results_unreadable(error, run: dict) -> str:
+    return (f"The run's results could not be read: {error}. Re-run the `collect results` job of "
+            f"[run {run['id']}]({run.get('url', '')}) to write them again; if it fails the same way, the "
+            "collection was written by another ci-tools version than the card's: update the pinned version.")
 
 
 def no_valid_results(collected: int, run: dict) -> str:
-    return f"No valid result in this run ({collected} collected, all invalid: see the run's jobs).{_artifact_links(run)}"
+    return (f"No valid result in this run ({collected} collected, all invalid). Each job's `results process` step "
+            f"says which rules its result broke: open the failed jobs of [run {run['id']}]({run.get('url', '')}), "
+            f"fix the cause and push again.{_artifact_links(run)}")
 
 
 def results_against_main(table: str, main_runs, invalid: int, run: dict) -> str:
@@ -325,6 +364,19 @@ def label_what(r) -> tuple[str, str]:
         en += ", not reusable at merge"
         zh += "，合并时不可复用"
     return en, zh
+
+
+def modifier_what(r) -> str:
+    """What a modifier label does, in a few words (the label's description on GitHub)."""
+    parts = []
+    if r.evals == "all":
+        parts.append("the evals of every eligible point, not only the default ones")
+    elif r.evals == "only":
+        parts.append("only the eval rows")
+    if r.agentx_profile:
+        parts.append(f"the {r.agentx_profile} AgentX profile")
+    text = "; ".join(parts) or "adjusts the primary label's sweep"
+    return text + ("; blocks reuse at merge" if r.blocks_reuse else "")
 
 
 def denial(author: str, denied: list[tuple[str, str]], permission: str) -> str:

@@ -10,6 +10,7 @@ artifacts in, result files out; the CLI prints what they hand back.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,9 +110,29 @@ class Collected:
                 "invalid": self.data["invalid"] + sum(1 for e in evals if not e.get("valid"))}
 
 
+PROGRESS_MIN_BYTES = 256 * 1024 * 1024   # an export this big takes seconds: say so before reading it
+
+
+def _progress_lines(dirs: list[Path]) -> list[str]:
+    """What `results process` says before a long read: each big export, its size (2.6 GB took 37 s)."""
+    from ci_tools.results.process import find_aiperf_dir
+
+    out = []
+    for d in dirs:
+        try:
+            export = find_aiperf_dir(d) / names.PROFILE_JSONL
+            size = export.stat().st_size
+        except (InputError, OSError):
+            continue   # the read itself says what is missing
+        if size >= PROGRESS_MIN_BYTES:
+            out.append(f"reading {export} ({size / 1e9:,.1f} GB)…" if size >= 1e9 else
+                       f"reading {export} ({size / 1e6:,.0f} MB)…")
+    return out
+
+
 def run_process(directory: Path, out: Path | None, point: PointInfo | None, *, max_error_rate: float,
                 min_requests: int | None, workers: int | None, thresholds_path: Path | None,
-                policy_path: Path | None = None, export_sha256: str | None = None) -> list[Written]:
+                policy_path: Path | None = None, export_sha256: str | None = None, progress=None) -> list[Written]:
     """`results process`: an eval job is scored; otherwise each job directory's result (one per
     concurrency for a multi-node job, or DIRECTORY itself when the point is given) is computed. Each
     is checked against the hashes the runner took of the client's exports (EXPORT_SHA256: the run
@@ -126,8 +147,15 @@ def run_process(directory: Path, out: Path | None, point: PointInfo | None, *, m
         raise InputError(f"--out: {directory} holds {len(dirs)} results (one per concurrency); drop --out "
                          "to write each beside its export", exit_code=2)
     policy = load_results_policy(policy_path)
-    return list(process(dirs, point, out, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers,
-                        policy=policy, export_sha256=export_sha256))
+    said = _progress_lines(dirs) if progress is not None else []
+    for line in said:
+        progress(line)
+    started = time.monotonic()
+    written = list(process(dirs, point, out, max_error_rate=max_error_rate, min_requests=min_requests,
+                           workers=workers, policy=policy, export_sha256=export_sha256))
+    if said:
+        progress(f"read {len(said)} export(s) in {time.monotonic() - started:,.1f} s")
+    return written
 
 
 @dataclass(frozen=True)

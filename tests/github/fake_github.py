@@ -175,6 +175,8 @@ class FakeGitHub:
     requests: list[str] = field(default_factory=list)
     schema_errors: list[str] = field(default_factory=list)
     statuses: list[dict] = field(default_factory=list)
+    check_runs: list[dict] = field(default_factory=list)     # completed check runs, oldest first (`_sha` their commit)
+    repo_labels: dict = field(default_factory=dict)           # the repository's labels by lower-case name
     dispatches: list[dict] = field(default_factory=list)
     tokens: dict[str, Grant] = field(default_factory=dict)
     # one row per answered request: (token, "VERB template", the permissions any one of which it needed)
@@ -317,6 +319,76 @@ class FakeGitHub:
             self.add_artifact_files(run_id, "changelog-metadata", {} if plan_labels is None else {
                 "plan.json": json.dumps(recorded_plan(plan_labels)).encode()})
         return run
+
+    def add_repo_label(self, name: str, color: str = "ededed", description: str | None = None) -> dict:
+        lid = next(self._ids)
+        label = {"id": lid, "node_id": f"LA_{lid}", "url": f"https://api.github.com/repos/{self.repo}/labels/{name}",
+                 "name": name, "description": description, "color": color, "default": False,
+                 "archived_at": None, "archived_by": None}
+        self.repo_labels[name.lower()] = label
+        return label
+
+    def _put_label(self, name: str | None, body: dict):
+        """POST /labels (name taken: 422, as GitHub) or PATCH /labels/{name} (unknown: 404); GitHub's
+        rules: a colour is six hex digits without '#', a description at most 100 characters."""
+        color = body.get("color")
+        if color is not None and not re.fullmatch(r"[0-9a-fA-F]{6}", str(color)):
+            return 422, {"message": "Validation Failed", "errors": [{"resource": "Label", "code": "invalid",
+                                                                   "field": "color"}]}, None
+        if len(str(body.get("description") or "")) > 100:
+            return 422, {"message": "Validation Failed", "errors": [{"resource": "Label", "code": "invalid",
+                                                                   "field": "description"}]}, None
+        if name is None:
+            if str(body.get("name", "")).lower() in self.repo_labels or not body.get("name"):
+                return 422, {"message": "Validation Failed", "errors": [{"resource": "Label", "code": "already_exists",
+                                                                       "field": "name"}]}, None
+            return 201, self.add_repo_label(str(body["name"]), str(color or "ededed"), body.get("description")), "Label"
+        label = self.repo_labels.pop(name.lower(), None)
+        if label is None:
+            return 404, {"message": "Not Found"}, None
+        new = str(body.get("new_name") or label["name"])
+        label.update(name=new, color=str(color or label["color"]),
+                     description=body["description"] if "description" in body else label["description"])
+        self.repo_labels[new.lower()] = label
+        return 200, label, "Label"
+
+    @staticmethod
+    def _public(obj: dict) -> dict:
+        return {k: v for k, v in obj.items() if not k.startswith("_")}
+
+    def _create_check_run(self, body: dict):
+        """POST /check-runs as GitHub answers it: the body checked against GitHub's schema (a completed
+        run needs its conclusion), the run owned by the app of the token (a GITHUB_TOKEN's is GitHub
+        Actions)."""
+        from githubkit_schemas.latest import models as m
+
+        try:
+            (m.ReposOwnerRepoCheckRunsPostBodyOneof0 if body.get("status") == "completed" or "conclusion" in body
+             else m.ReposOwnerRepoCheckRunsPostBodyOneof1).model_validate(body)
+        except Exception as exc:  # pydantic.ValidationError: GitHub answers 422
+            return 422, {"message": "Invalid request.", "errors": [str(exc)[:300]],
+                         "documentation_url": "https://docs.github.com/rest/checks/runs#create-a-check-run"}, None
+        output = body.get("output") or {}
+        if len(str(output.get("summary") or "")) > 65_535:
+            return 422, {"message": "Invalid request.\n\noutput.summary is too long (maximum is 65535 characters)"}, None
+        cid, at = next(self._ids), self.tick()
+        sha = str(body["head_sha"])
+        app = {"id": 15368, "slug": "github-actions", "node_id": "MDM6QXBwMTUzNjg=", "client_id": None,
+               "owner": _user(self._user_t, "github", "Organization"), "name": "GitHub Actions", "description": "",
+               "external_url": "https://help.github.com/en/actions", "html_url": "https://github.com/apps/github-actions",
+               "created_at": T0, "updated_at": T0, "permissions": {"checks": "write", "metadata": "read"},
+               "events": ["check_run"], "installations_count": None}
+        run = {"id": cid, "head_sha": sha, "node_id": f"CR_{cid}", "external_id": body.get("external_id") or "",
+               "url": f"https://api.github.com/repos/{self.repo}/check-runs/{cid}",
+               "html_url": f"https://github.com/{self.repo}/runs/{cid}", "details_url": body.get("details_url"),
+               "status": body.get("status") or "queued", "conclusion": body.get("conclusion"),
+               "started_at": at, "completed_at": at if body.get("conclusion") else None,
+               "output": {"title": output.get("title"), "summary": output.get("summary"), "text": output.get("text"),
+                          "annotations_count": 0, "annotations_url": "https://x"},
+               "name": str(body["name"]), "check_suite": {"id": 1}, "app": app, "pull_requests": [],
+               "deployment": None, "_sha": sha}
+        self.check_runs.append(run)
+        return 201, self._public(run), "CheckRun"
 
     def _artifact(self, run_id: int, name: str, expired: bool, expires_at: str = FAR_EXPIRY) -> dict:
         aid = next(self._ids)
@@ -626,6 +698,22 @@ class FakeGitHub:
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-zA-Z]+)/statuses")):
             found = [{k: v for k, v in st.items() if k != "_sha"} for st in reversed(self.statuses) if st["_sha"] == g[1]]
             return 200, found, ("list", "Status")
+        if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-zA-Z]+)/check-runs")):
+            # newest first, as GitHub lists them; `check_name` filters by name
+            wanted = self._query.get("check_name", [None])[0]
+            found = [self._public(c) for c in reversed(self.check_runs)
+                     if c["_sha"] == g[1] and (wanted is None or c["name"] == wanted)]
+            return 200, {"total_count": len(found), "check_runs": found}, "ReposOwnerRepoCommitsRefCheckRunsGetResponse200"
+        if method == "POST" and m(rf"/repos/{r}/check-runs"):
+            return self._create_check_run(body or {})
+        if method == "GET" and m(rf"/repos/{r}/labels"):
+            return 200, list(self.repo_labels.values()), ("list", "Label")
+        if method == "POST" and m(rf"/repos/{r}/labels"):
+            return self._put_label(None, body or {})
+        if method == "PATCH" and (g := m(rf"/repos/{r}/labels/([^/]+)")):
+            from urllib.parse import unquote
+
+            return self._put_label(unquote(g[1]), body or {})
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-f]+)/pulls")):
             if self.association_lag.get(g[1], 0) > 0:
                 self.association_lag[g[1]] -= 1

@@ -158,7 +158,8 @@ def test_energy_columns_only_where_measured():
     with_energy = markdown(compare.compare_points([res("a", 0.7)], [res("a", 1.0)]))
     without = markdown(compare.compare_points([res("a", None)], [res("a", None)]))
     assert "J/output token" in with_energy.splitlines()[0] and "J/output token" not in without
-    assert "0.7 J<br><sub>main 1 J · -30.0% · **▲ improved" in with_energy
+    # the number fell (▼) and that is better for energy (improved): the arrow is the number's direction
+    assert "0.7\u00a0J<br><sub>main\u00a01\u00a0J · ▼\u00a0-30.0% · **🟢\u00a0improved" in with_energy
 
 
 def test_results_process_says_the_energy(job: Path):

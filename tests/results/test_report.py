@@ -33,9 +33,14 @@ def run(*args):
 def test_seed_headline_and_frontier_sentence():
     _, _, comparisons, shift = seed()
     h = report.headline(comparisons, shift)
-    assert h.verdicts == "7 improved, 1 regressed, 1 equivalent, 0 inconclusive (12 new)"
-    assert h.frontier == ("The PR offers more tok/s/GPU at P90 interactivity up to 424.9, 471.5–505.9, "
-                          "569.7–625.7 tok/s/user, main at 424.9–471.5, 505.9–569.7.")
+    # points counted once each (tp4-c4 regressed on throughput and improved on interactivity: regressed),
+    # the metric values behind them said apart
+    assert h.verdicts == "7 points: 1 regressed, 3 improved, 3 new"
+    assert h.values == "21 metric values: 9 compared with main (7 improved, 1 regressed, 1 equivalent), 12 new"
+    assert (h.overall.word, h.overall.tone) == ("Regressed", "bad")
+    # one sentence: how much of the interactivity range each side leads, where the one behind leads
+    assert h.frontier == ("The PR's frontier offers more tok/s/GPU over 82% of the P90 interactivity range (up to "
+                          "625.7 tok/s/user), main's over 18% (424.9–471.5, 505.9–569.7); the curves cross 4 times.")
     assert h.regressed == ["tp4-c4 throughput -6.8%"]
 
 
@@ -199,3 +204,18 @@ def test_the_card_links_the_pages_report_when_the_repository_publishes_them():
     published = Settings.from_env(Path("."), {"CI_TOOLS_REPORT_SITE": "https://octo.github.io/bench"})
     assert report_url(published, 7, run) == "https://octo.github.io/bench/pr-7/run-50/"
     assert report_url(Settings.from_env(Path("."), {}), 7, run) == run["url"] + "#artifacts"
+    # Pages on, no custom domain: Pages' own address of the repository, where `results publish` deploys it
+    on = Settings.from_env(Path("."), {"CI_TOOLS_REPORT_PAGES": "true", "GITHUB_REPOSITORY": "Octo/bench"})
+    assert report_url(on, 7, run) == "https://octo.github.io/bench/pr-7/run-50/"
+
+
+@pytest.mark.parametrize("given, enabled, repo, want", [
+    ("", "true", "octo/bench", "https://octo.github.io/bench/"),
+    ("", "true", "Octo/octo.github.io", "https://octo.github.io/"),       # the owner's own site is the root
+    ("https://bench.example.org/", "true", "octo/bench", "https://bench.example.org/"),   # a custom domain
+    ("", "", "octo/bench", ""),                                           # off: the card links the artifact
+])
+def test_where_the_reports_are_published(given, enabled, repo, want):
+    from ci_tools.results import pages
+
+    assert pages.site_of(given, enabled, repo) == want

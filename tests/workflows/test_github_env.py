@@ -440,7 +440,7 @@ def ready_job(s, event_name: str, payload: dict, **kw) -> tuple[rt.JobRun, rt.Jo
 
 
 def merge_ready_on_a_push_to_the_pr(s: Scenario):
-    """Issue 23: the readiness status (statuses: write) and the card line (a comment), from the pin's run,
+    """Issue 23: the readiness check run (checks: write) and the card line (a comment), from the pin's run,
     its artifacts (actions: read) and the PR's files (pull-requests)."""
     pr_with_sweep(s.fake, 7)
     s.fake.pr_files[7] = ["inferencex-e2e/perf-changelog.yaml"]
@@ -448,7 +448,7 @@ def merge_ready_on_a_push_to_the_pr(s: Scenario):
     answered_use(s.fake, 7)
     which, job = ready_job(s, "pull_request_target", pr_payload(s.fake, 7, "synchronize"))
     out = ok(job.run("ready")).outputs
-    assert out["state"] == "success" and [st["context"] for st in s.fake.statuses] == ["ci-tools / ready to merge"]
+    assert out["state"] == "success" and [c["name"] for c in s.fake.check_runs] == ["ci-tools / ready to merge"]
     return [job]
 
 
@@ -488,13 +488,41 @@ def merge_ready_after_the_merge(s: Scenario):
     return [job]
 
 
+def merge_group_payload(pr: int = 7, head: str = "f" * 40) -> dict:
+    """GitHub's example merge_group payload (checks_requested), its queue branch naming PR `pr` at SHA1."""
+    from tests.conftest import shared_dir
+
+    d = json.loads((shared_dir() / "reference" / "github-merge-group" / "checks_requested.payload.json").read_text())
+    d["merge_group"].update(head_sha=head, head_ref=f"refs/heads/gh-readonly-queue/main/pr-{pr}-{SHA1}")
+    return d
+
+
+def merge_ready_of_a_merge_group(s: Scenario):
+    """A merge queue's group: the PR's readiness, on the group's commit too (checks: write)."""
+    pr_with_sweep(s.fake, 7)
+    s.fake.pr_files[7] = ["README.md"]
+    _, job = ready_job(s, "merge_group", merge_group_payload())
+    ok(job.run("ready"))
+    assert {c["_sha"] for c in s.fake.check_runs} == {SHA1, "f" * 40}
+    return [job]
+
+
+def signoff_of_a_merge_group(s: Scenario):
+    """The PR head's sign-off status (pull-requests: read for the PR, statuses: write on the group's commit)."""
+    pr_with_sweep(s.fake, 7)
+    job = s.job("signoff-verify.yml", "merge-group", "merge_group", merge_group_payload())
+    ok(job.run("queue"))
+    assert s.fake.statuses[-1]["_sha"] == "f" * 40 and s.fake.statuses[-1]["state"] == "failure"
+    return [job]
+
+
 def merge_ready_daily_pass(s: Scenario):
     """The schedule lists the open PRs (pull-requests: read) and checks each."""
     pr_with_sweep(s.fake, 7)
     s.fake.pr_files[7] = ["inferencex-e2e/perf-changelog.yaml"]
     _, job = ready_job(s, "schedule", {"schedule": "17 6 * * *"})
     out = ok(job.run("ready")).outputs
-    assert out["ready"] == "false" and [st["state"] for st in s.fake.statuses] == ["failure"]
+    assert out["ready"] == "false" and [c["conclusion"] for c in s.fake.check_runs] == ["failure"]
     return [job]
 
 
@@ -582,8 +610,8 @@ def collect_compares_with_main(s: Scenario):
     assert "| tp2-c64 |" in step.summary and "improved" in step.summary
     assert (work / "results" / "compare.png").is_file()
     step = ok(job.run("report"))
-    page = (work / "report" / "report.html").read_text()
-    assert "1 improved, 0 regressed" in step.summary and "<script src" not in page
+    page = (work / "report" / "sweep-report.html").read_text()
+    assert "1 point: 1 improved" in step.summary and "<script src" not in page
     assert 'data-job="tp2-c64"' in page and "sw power cap" in page
     return [job]
 
@@ -601,20 +629,27 @@ def report_pages_of_a_pr_sweep(s: Scenario):
 
     def publish(pr: int, run_id: int):
         run = s.fake.add_run(run_id, head_sha=SHA1, pull_requests=(pr,))
+        decide = s.job("report-pages.yml", "decide", "workflow_run", run_payload(s.fake, run),
+                       vars={"CI_TOOLS_REPORT_PAGES": "true"})
+        decided = ok(decide.run("decide")).outputs
+        assert decided["publish"] == "true"
         job = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, run),
-                    vars={"CI_TOOLS_REPORT_PAGES": "true"}, extra_env={"GITHUB_SERVER_URL": str(server)})
-        assert ok(job.run("decide")).outputs["publish"] == "true"
+                    vars={"CI_TOOLS_REPORT_PAGES": "true"}, extra_env={"GITHUB_SERVER_URL": str(server)},
+                    needs={"decide": {"outputs": decided, "result": "success"}})
         (job.tmp / "report").mkdir()                                  # what download-artifact leaves
-        (job.tmp / "report" / "report.html").write_text("<!DOCTYPE html><title>Sweep report</title>")
-        step = ok(job.run(4))
+        (job.tmp / "report" / "sweep-report.html").write_text("<!DOCTYPE html><title>Sweep report</title>")
+        step = ok(job.run("publish"))
         assert step.outputs["published"] == "true" and step.outputs["path"] == f"pr-{pr}/run-{run_id}"
+        # the deployment's address: Pages' own for the repository, this PR's run
+        owner, name = s.fake.repo.split("/")
+        assert step.outputs["url"] == f"https://{owner.lower()}.github.io/{name}/pr-{pr}/run-{run_id}/"
         listed = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "gh-pages"],
                                 check=True, capture_output=True, text=True).stdout.split()
         return job, listed
 
     pr_with_sweep(s.fake, 1)
     pr_with_sweep(s.fake, 2)
-    off = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, s.fake.add_run(12, head_sha=SHA1,
+    off = s.job("report-pages.yml", "decide", "workflow_run", run_payload(s.fake, s.fake.add_run(12, head_sha=SHA1,
                                                                                                    pull_requests=(1,))))
     assert ok(off.run("decide")).outputs["publish"] == "false" and "publishing is off" in off.steps["decide"].summary
     first, listed = publish(2, 11)
@@ -670,6 +705,7 @@ SCENARIOS = {
     ("runner-digest.yml", "digest"): [runner_digest],
     ("profile.yml", "authorize"): [profile_authorize],
     ("report-pages.yml", "publish"): [report_pages_of_a_pr_sweep],
+    ("report-pages.yml", "decide"): [report_pages_of_a_pr_sweep],
     ("signoff-verify.yml", "verify"): [signoff_comment, signoff_with_a_minted_app_token],
     ("signoff-verify.yml", "after-push"): [signoff_carried_after_push],
     ("signoff-review.yml", "record"): [review_record_only],
@@ -683,7 +719,8 @@ SCENARIOS = {
     ("trusted-sweep.yml", "plan"): [trusted_sweep_checks_the_approval],
     ("welcome.yml", "welcome"): [welcome_on_open],
     ("merge-ready.yml", "ready"): [merge_ready_on_a_push_to_the_pr, merge_ready_after_the_merge,
-                                   merge_ready_daily_pass],
+                                   merge_ready_daily_pass, merge_ready_of_a_merge_group],
+    ("signoff-verify.yml", "merge-group"): [signoff_of_a_merge_group],
     ("merge-ready.yml", "pr"): [merge_ready_pr_of_a_push_and_a_sweep_end, merge_ready_pr_of_a_fork_sweep_end],
     ("recover-ingest.yml", "recover"): [recover_checks_before_dispatching],
 }

@@ -333,3 +333,17 @@ def stale_event_problem(payload_head: str, head: str) -> str | None:
         return (f"the event is for head {payload_head[:12]}, but the PR's head is now {head[:12]} (an old event, "
                 "or a re-run after a push): sign off again on the head")
     return None
+
+
+def queue_state(status: dict | None, *, pr_head: str, queued_head: str) -> tuple[str, str]:
+    """(state, why) of a merge queue group's sign-off: the PR head's own sign-off status, where the
+    group merged that head; pending or missing is a failure (a queue cannot wait for a sign-off)."""
+    if queued_head and not pr_head.startswith(queued_head):
+        return "failure", (f"the group merged {queued_head[:12]}, but the PR's head is now {pr_head[:12]}: "
+                           "the queue will test the new head")
+    if status is None:
+        return "failure", f"no sign-off on the PR's head {pr_head[:12]}: a CODEOWNER signs off first"
+    if status.get("state") == "success":
+        return "success", str(status.get("description") or "CODEOWNER sign-off verified")
+    return "failure", (f"the sign-off on the PR's head {pr_head[:12]} is {status.get('state')}: "
+                       f"{status.get('description') or 'not verified'}")
