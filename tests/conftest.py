@@ -70,6 +70,7 @@ NOT_QUICK = (
     "changelog/test_pre_commit.py",      # the real pre-commit, which builds its own environments
     "changelog/test_corpus.py",          # InferenceX's 217 real transitions, replayed
     "results/test_report_browser.py",    # chromium
+    "results/test_report_page.py",       # chromium
     "sweep/test_plan_pr.py",             # the fake GitHub
     "test_demo.py",                      # the demo's walkthrough starts the fake GitHub
 )
