@@ -2,7 +2,7 @@
 """Size of the seed PR's sweep report page and how long Chromium takes to show it from `file://`.
 
 Writes the report of docs/examples/seed-compare (with the recorded H200 telemetry of
-../shared/corpus/nvidia-smi-h200) through `ci-tools results report` of the tree it runs in, then
+tests/data/nvidia-smi-h200) through `ci-tools results report` of the tree it runs in, then
 opens it N times, each in a fresh headless Debian chromium (Playwright), and times, from the start
 of the navigation: the first chart drawn (the chart's SVG laid out and painted: a frame after it
 has a size) and the page's load event. Prints the page size and the median, min and max of both.
@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("CI_TOOLS_SHARED", ROOT.parent / "shared"))
 SEED = ROOT / "docs" / "examples" / "seed-compare"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
@@ -47,7 +46,7 @@ def main() -> int:
         page = Path(tmp) / "sweep-report.html"
         subprocess.run([sys.executable, "-m", "ci_tools", "results", "report", str(SEED / "pr-local-results.csv"),
                         "--baseline", str(SEED / "main-baseline.csv"), "--telemetry",
-                        str(SHARED / "corpus" / "nvidia-smi-h200"), "--out", str(page)], check=True,
+                        str(ROOT / "tests" / "data" / "nvidia-smi-h200"), "--out", str(page)], check=True,
                        stdout=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
         size = page.stat().st_size
         drawn, loaded = [], []

@@ -65,6 +65,7 @@ CANARY_FAMILY_MARKER = "family"
 #   DIR/client.log                  AIPerf stdout+stderr
 #   DIR/status.json                 how the job ended: {"ok", "phase", "reason", "exit_code", ...}
 #   DIR/node_check.txt              the pre-run node check's output
+#   DIR/engine_version.txt          what the engine's version command printed (job.json `engine` has the verdict)
 #   DIR/gpu_telemetry.csv           nvidia-smi samples (power, clocks, memory, utilisation) of the job
 #   DIR/aiperf_artifacts/           AIPerf's --artifact-dir (profile_export.jsonl, ..._aiperf.json)
 #   DIR/client_exports.sha256       sha256 of every file the client wrote, taken when it exited
@@ -88,6 +89,7 @@ CLIENT_LOG = "client.log"
 STATUS_JSON = "status.json"
 IMAGE_IMPORT_LOG = "image_import.log"   # Slurm: the job's one enroot import of its image (runner/backends.py)
 NODE_CHECK_TXT = "node_check.txt"   # the pre-run node check's output (GPUs, model, disk)
+ENGINE_VERSION_TXT = "engine_version.txt"   # what the engine plug-in's version command printed where it runs
 GPU_TELEMETRY_CSV = "gpu_telemetry.csv"   # nvidia-smi samples for the whole job (runner/telemetry.py)
 GPU_TELEMETRY_META = "gpu_telemetry.meta.json"   # the sampler host's UTC offset (nvidia-smi prints local time)
 AIPERF_DIR = "aiperf_artifacts"

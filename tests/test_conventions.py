@@ -147,6 +147,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "runner run": ["--row", "nope.json"],
     "runner profile": ["--row", "nope.json"],
     "runner acceptance": ["--row", "nope.json"],
+    "runner selftest": ["--out", "selftest", "--recipe", "nope.yaml"],
     "signoff record": ["--event-path", "nope.json", "--out", "record"],
     "signoff verify": ["--event-path", "nope.json"],
     "stage callback": ["--event-path", "nope.json"],

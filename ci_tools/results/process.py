@@ -214,6 +214,8 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
 
         result["gpu_telemetry"] = {**telemetry.summarize(samples, window, result.get("tokens")), "problems": problems}
     add_energy(result, samples, window, point.gpu_count, scan.records_profiled)
+    if job is not None and isinstance(job.get("engine"), dict):
+        result["engine"] = job["engine"]   # the release the runner found where the engine ran (and its image)
     return result
 
 

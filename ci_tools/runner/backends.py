@@ -24,10 +24,10 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from ci_tools import names
+from ci_tools import engines, names
 
 from ci_tools.runner import nodecheck, telemetry
-from ci_tools.runner.plan import MODELS_MOUNT, JobPlan, Proc, Settings, image_for_slurm
+from ci_tools.runner.plan import CONTAINER_BACKENDS, MODELS_MOUNT, JobPlan, Proc, Settings, image_for_slurm
 
 BACKENDS = ("docker", "slurm", "process")
 LABEL_KEY = "ci-tools.job"             # docker label / Slurm comment key carrying the job's label
@@ -69,6 +69,9 @@ class Launch:
     submit: list[str] | None = None
     locate: list[str] | None = None
     describe: list[str] | None = None
+    # raise the open-files limit to the host's hard limit before exec (an engine started as a plain process
+    # inherits the runner's soft limit; docker and Slurm set their own)
+    raise_nofile: bool = False
 
     def shell(self, width: int = 100) -> str:
         """Copy-pasteable shell text, wrapped with `\\` between whole `--flag value` pairs."""
@@ -221,7 +224,9 @@ def _process(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launc
     env = dict(proc.env)
     if proc.role == "server":
         env["CUDA_VISIBLE_DEVICES"] = ",".join(_devices(plan, host))
-    return Launch(proc.role, list(proc.argv), env, [], proc.log)
+    # vLLM and SGLang hold a socket per request and a file per shared-memory block: a runner service's
+    # soft limit (1024, or 20,000 where vLLM warned on the H100 run) is too low at high concurrency
+    return Launch(proc.role, list(proc.argv), env, [], proc.log, raise_nofile=proc.role == "server")
 
 
 def describe_node(node: str) -> list[str]:
@@ -283,6 +288,26 @@ def node_check(plan: JobPlan, backend: str, settings: Settings) -> Launch:
     return Launch("check", argv, {}, [], names.NODE_CHECK_TXT)
 
 
+def engine_version(plan: JobPlan, backend: str, settings: Settings, host: Host) -> Launch:
+    """The engine plug-in's version command where the engine will run: on the host (process), in the
+    recipe's image (docker: a container of its own, no GPU; Slurm: a step of the allocation in the
+    imported image); the recipe's environment is the engine's, not the version command's."""
+    plugin = engines.engine(plan.point.engine)
+    proc = Proc("version", list(plugin.VERSION_ARGV), {}, names.ENGINE_VERSION_TXT)
+    return {"docker": _docker, "slurm": _slurm, "process": _process}[backend](plan, proc, settings, host)
+
+
+def version_verdict(plan: JobPlan, backend: str, output: str) -> tuple[dict, list[str]]:
+    """What the version command printed, as job.json's `engine`, and why it cannot serve the recipe."""
+    plugin = engines.engine(plan.point.engine)
+    installed = engines.printed_version(output)
+    where = "the runner host" if backend not in CONTAINER_BACKENDS else f"image {plan.image}"
+    info = {"name": plugin.NAME, "version": installed, "declared": list(plan.point.engine_versions),
+            "backend": backend, "image": plan.image}
+    return info, engines.installed_version_problems(plugin.LABEL, installed, plan.point.engine_versions, where,
+                                                    output)
+
+
 def gpu_sampler(plan: JobPlan, backend: str, host: Host) -> Launch:
     """nvidia-smi sampling the job's GPUs for the whole job (Slurm: a step that sees the job's GPUs)."""
     devices = None if backend == "slurm" else _devices(plan, host)
@@ -323,6 +348,9 @@ def render_dry_run(plan: JobPlan, backend: str, settings: Settings, host: Host |
                          f"{shlex.join(check.argv[:-1])} '...'")
             if backend == "slurm":
                 lines += image_import_lines(slurm_image_import(plan, settings, host), plan.image)
+            declared = ", ".join(pt.engine_versions) or "none: recorded, not checked"
+            lines.append(f"# engine version (recipe's engine-versions: {declared}; log: {names.ENGINE_VERSION_TXT}): "
+                         f"{shlex.join(engine_version(plan, backend, settings, host).argv)}")
             lines.append(f"# GPU telemetry (log: {names.GPU_TELEMETRY_CSV}): "
                          f"{shlex.join(gpu_sampler(plan, backend, host).argv)}")
         lines.append(f"# {launch.role} (log: {launch.log})")

@@ -93,12 +93,22 @@ def _start(launch: Launch, out: Path, marks: dict[str, str]) -> Running:
     env = {**os.environ, **launch.env, **marks}
     try:
         popen = subprocess.Popen(launch.argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 env=env, start_new_session=True)
+                                 env=env, start_new_session=True,
+                                 preexec_fn=_raise_nofile if launch.raise_nofile else None)
     except OSError as exc:
         fh.close()
         raise JobFailed(launch.role, f"cannot start the {launch.role}: {launch.argv[0]}: {exc.strerror}") from None
     fh.close()
     return Running(launch, popen, log_path)
+
+
+def _raise_nofile() -> None:
+    """In the child before exec: the open-files soft limit up to the hard limit."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _signal_groups(runs: list[Running], sig: int) -> None:
@@ -136,7 +146,7 @@ def _fill(text: str, values: dict[str, str]) -> str:
 
 def _filled(lc: Launch, where: dict[str, str]) -> Launch:
     return Launch(lc.role, [_fill(a, where) for a in lc.argv], lc.env,
-                  [[_fill(a, where) for a in s] for s in lc.stop], lc.log)
+                  [[_fill(a, where) for a in s] for s in lc.stop], lc.log, raise_nofile=lc.raise_nofile)
 
 
 def _submit(lc: Launch, out: Path, marks: dict[str, str], say: Callable[[str], None]) -> str:
@@ -225,6 +235,26 @@ def _node_check(lc: Launch, judge: Callable[[str], list[str]], out: Path, marks:
         raise JobFailed("check", "the node is not ready for this point: " + "; ".join(problems),
                         "\n".join(text.splitlines()[-10:]))
     say("node check passed: GPUs, model and disk")
+
+
+def _engine_version(lc: Launch, judge: Callable[[str], tuple[dict, list[str]]], out: Path, marks: dict[str, str],
+                    deadline_s: float, say: Callable[[str], None]) -> dict:
+    """Run the engine's version command where the engine will run (a docker pull of the image counts
+    against the readiness deadline, as Slurm's import does); refuse a release the recipe does not declare."""
+    try:
+        res = subprocess.run(lc.argv, capture_output=True, text=True, timeout=deadline_s, stdin=subprocess.DEVNULL,
+                             env={**os.environ, **lc.env, **marks})
+        text = res.stdout + res.stderr
+        code: int | None = res.returncode
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        text, code = f"the version command could not run: {exc}", None
+    (out / lc.log).write_text(f"$ {' '.join(lc.argv)}\n{text}", encoding="utf-8")
+    info, problems = judge(text)
+    info["exit_code"] = code
+    if problems:
+        raise JobFailed("version", "; ".join(problems), "\n".join(text.splitlines()[-10:]))
+    say(f"engine {info['name']} {info['version'] or '(version not printed; the recipe declares none)'}")
+    return info
 
 
 def import_image(lc: Launch, out: Path, marks: dict[str, str], deadline_s: float, imports: list[Running],
@@ -341,13 +371,17 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
             client_name: str = "AIPerf",
             check: tuple[Launch, Callable[[str], list[str]]] | None = None,
             sampler: Launch | None = None, image: Launch | None = None,
+            version: tuple[Launch, Callable[[str], tuple[dict, list[str]]]] | None = None,
+            on_engine: Callable[[dict], None] = lambda info: None,
             around_client: tuple[tuple[tuple[str, dict], ...], tuple[tuple[str, dict], ...]] | None = None,
             call_timeout_s: float = 900.0, snapshots: tuple[tuple[str, str], ...] = (),
             client_exports: tuple[str, ...] = (), on_sealed: Callable[[str], None] | None = None) -> dict:
     """Run the launches (server, [router], client). Returns the status written to status.json.
 
     `check` (a command and the pure judge of its output) runs where the engine will run, before
-    it starts; `image` (Slurm: the job's one image import) runs after the check and counts against the
+    it starts; `version` (the engine's version command and its judge) runs there next, its verdict
+    in status.json and handed to `on_engine` (job.json), a release the recipe does not declare
+    failing the job (phase `version`) before the engine starts; `image` (Slurm: the job's one image import) runs after the check and counts against the
     readiness deadline; `sampler` (GPU telemetry) runs beside the job and never fails it;
     `around_client` (`runner profile`: the engine's start/stop profile calls) are POSTed right before
     the client starts and right after it succeeded, each a failure of phase `profile` when refused;
@@ -383,6 +417,7 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
         services = [lc for lc in launches if lc.role != "client"]
         client = next((lc for lc in launches if lc.role == "client"), None)
         where: dict[str, str] = {}
+        started_at = time.monotonic()
         for i, lc in enumerate(services):
             if lc.submit:
                 status["phase"] = "queue"
@@ -402,6 +437,12 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
                     status["image_import_s"] = round(import_image(_filled(image, where), out, marks,
                                                                    ready_timeout_s, imports, say, poll_s), 1)
                     status["phase"] = "start"
+                if version is not None:
+                    status["phase"] = "version"
+                    status["engine"] = _engine_version(_filled(version[0], where), version[1], out, marks,
+                                                       ready_timeout_s, say)
+                    on_engine(status["engine"])
+                    status["phase"] = "start"
                 if sampler is not None:
                     started = _start_sampler(_filled(sampler, where), out, marks, say)
                     helpers += [started] if started else []
@@ -410,6 +451,8 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
                 stops += [s for s in lc.stop if s not in stops]
             say(f"starting {lc.role}: {lc.argv[0]} ... (log: {out / lc.log})")
             running.append(_start(lc, out, marks))
+            if i == 0:
+                started_at = time.monotonic()
         ready_urls = [_fill(u, where) for u in ready_urls]
         if client is not None:
             client = _filled(client, where)
@@ -431,6 +474,7 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
         except NotReady as exc:
             less = f" ({ready_timeout_s:g} s less the image import's {imported:g} s)" if imported else ""
             raise JobFailed("ready", exc.message + less, exc.tail) from None
+        status["ready_s"] = round(time.monotonic() - started_at, 1)   # from the engine's start
 
         if around_client is not None:
             status["phase"] = "profile"
@@ -447,6 +491,7 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
             while True:
                 code = crun.popen.poll()
                 if code is not None:
+                    status["client_s"] = round(time.monotonic() - start, 1)
                     seal_client(crun, out, client_exports, on_sealed, say)
                     if code != 0:
                         raise JobFailed("client", f"{client_name} exited with code {code}", tail_file(crun.log_path))

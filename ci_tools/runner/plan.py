@@ -48,6 +48,8 @@ FIXED_SEQ_PROMPTS_PER_LANE = 10
 ENGINE_PORT = 8000          # where the client connects (the engine, or the router for DEP points)
 DEP_WORKER_PORT = 30000     # the engine behind the router
 MODELS_MOUNT = "/models"    # the model store inside the container
+# the backends that start the engine in a container (the recipe's image); `process` runs the host's engine
+CONTAINER_BACKENDS = ("docker", "slurm")
 
 # SGLang's simulated speculative acceptance (spec §6): applied on throughput runs only
 SIM_ACC_ENV = {"SGLANG_SIMULATE_ACC_METHOD": "match-expected",
@@ -65,9 +67,10 @@ class Settings:
 
     model_store: str = "/mnt/models"
     hf_cache: str = "/mnt/hf_hub_cache"
+    backend: str = "docker"               # docker | slurm | process (runner/backends.py)
     aiperf_bin: str = "aiperf"
     tokenizer: str | None = None          # default: the row's model
-    dataset: str = AGENTX_DATASET         # `synthetic:ISL:OSL` for offline tests
+    dataset: str = AGENTX_DATASET         # or `synthetic:ISL:OSL`: the offline agentic path (ignore_eos)
     server_cmd: str | None = None         # replaces the engine command ({port}, {model} filled in)
     host: str = "127.0.0.1"
     port: int = ENGINE_PORT
@@ -76,11 +79,21 @@ class Settings:
     ready_timeout_s: float = 4 * 3600.0   # big models load slowly; a hang still ends
     gpus_per_node: int | None = None
     runner_name: str = ""
-    duration_override_s: float | None = None  # tests only: shorter than any real scenario allows
+    duration_override_s: float | None = None  # `--duration`: agentic benchmark seconds instead of the row's
     evals: Any = None                     # ci_tools.evals.policy.EvalPolicy: needed by eval rows only
     lm_eval_bin: str = "lm_eval"
     ci_tools: str = "ci-tools"            # the eval client is `ci-tools runner evals` on the runner
     root: str = "."                       # repository root (eval task include paths)
+
+    @property
+    def in_container(self) -> bool:
+        return self.backend in CONTAINER_BACKENDS
+
+    def model_path(self, model: str) -> str:
+        """Where the engine finds the model: the store's mount point in a container, the store itself for a
+        process on the host (the one source of the path; the node check looks at `model_store/model` on the
+        host, which a container sees as this path)."""
+        return f"{MODELS_MOUNT if self.in_container else self.model_store}/{model}"
 
 
 @dataclass
@@ -111,7 +124,7 @@ class JobPlan:
     run_eval: bool
     gpus: int
     served_model: str
-    image: str
+    image: str | None                     # the container's; None where the engine runs on the host (process)
     evals: dict | None = None             # eval rows: ci_tools.evals.policy.eval_spec (harness runs, tasks)
 
     def proc(self, role: str) -> Proc | None:
@@ -154,10 +167,10 @@ def _truthy(value: Any) -> bool:
     return bool(value)
 
 
-def check_row(row: dict) -> list[str]:
-    """Problems with a row that make it unrunnable here (all of them)."""
+def check_row(row: dict, container: bool = True) -> list[str]:
+    """Problems with a row that make it unrunnable here (all of them); an image only where a container runs."""
     problems = []
-    for key in ("tp", "conc", "image", "model"):
+    for key in ("tp", "conc", "image", "model") if container else ("tp", "conc", "model"):
         if key not in row:
             problems.append(f"the row has no `{key}`")
     if "prefill" in row or "decode" in row:
@@ -182,23 +195,23 @@ def image_for_slurm(image: str) -> str:
 
 
 def serve_spec(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
-               row: dict | None = None) -> engines.ServeSpec:
+               row: dict | None = None, model_path: str | None = None) -> engines.ServeSpec:
     k = point.key
     args, options, _ = offload_args(point, row or {})
-    return engines.ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=port,
+    return engines.ServeSpec(model_path=model_path or f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=port,
                              tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args={**dict(point.args), **args},
                              versions=point.engine_versions, pp=point.pp, dcp=point.dcp, pcp=point.pcp,
                              files_dir=out_dir, options=options)
 
 
 def engine_command(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
-                   row: dict | None = None) -> engines.Command:
+                   row: dict | None = None, model_path: str | None = None) -> engines.Command:
     """The engine plug-in's server command for the point (ci_tools/engines/<engine>.py)."""
     plugin = engines.engine(point.engine)
     if plugin is None:
         raise InputError(f"{point.recipe_file}: engine {point.engine!r} has no ci-tools plug-in "
                          f"(known: {', '.join(engines.ENGINE_NAMES)})")
-    return plugin.server(serve_spec(point, model, port, out_dir, row))
+    return plugin.server(serve_spec(point, model, port, out_dir, row, model_path))
 
 
 def engine_argv(point: ResolvedPoint, model: str, settings: Settings, port: int) -> list[str]:
@@ -239,8 +252,10 @@ def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, c
         per_lane = AGENTX_FAST_WARMUP_PER_LANE if fast else AGENTX_WARMUP_PER_LANE
         argv += ["--benchmark-duration", f"{duration:g}", "--warmup-request-count", str(per_lane * conc)]
         if synthetic:
+            # the offline path: AIPerf's synthetic prompts, each answered with exactly OSL tokens (a random or
+            # small model may end early; without ignore_eos AIPerf counts OSL mismatches and empty answers)
             _, isl, osl = settings.dataset.split(":")
-            argv += ["--isl", isl, "--osl", osl]
+            argv += ["--isl", isl, "--osl", osl, "--extra-inputs", "ignore_eos:true"]
         else:
             argv += ["--scenario", AGENTX_SCENARIO, "--public-dataset", settings.dataset,
                      "--num-dataset-entries", str(AGENTX_DATASET_ENTRIES)]
@@ -282,6 +297,17 @@ def run_shape(row: dict, settings: Settings) -> tuple[str, bool, bool, float | N
         if settings.duration_override_s is not None:
             duration = settings.duration_override_s
     return scenario, run_eval, fast, duration
+
+
+def dataset_problems(dataset: str) -> list[str]:
+    """`synthetic:ISL:OSL` must give two positive token counts."""
+    if not dataset.startswith("synthetic:"):
+        return []
+    parts = dataset.split(":")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts[1:]):
+        return [f"--dataset {dataset!r}: the synthetic dataset is synthetic:ISL:OSL, two positive token counts "
+                "(e.g. synthetic:1024:256)"]
+    return []
 
 
 def point_problems(row: dict, point: ResolvedPoint) -> list[str]:
@@ -326,7 +352,9 @@ def offload_args(point: ResolvedPoint, row: dict) -> tuple[dict, dict, dict]:
 
 
 def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str) -> JobPlan:
-    problems = check_row(row) + image_problems(row, point.image) + point_problems(row, point)
+    container = settings.in_container
+    problems = check_row(row, container) + (image_problems(row, point.image) if container else []) \
+        + point_problems(row, point) + dataset_problems(settings.dataset)
     scenario, run_eval, fast, duration = run_shape(row, settings)
     plugin = engines.engine(point.engine)
     if plugin is None:
@@ -363,7 +391,8 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     # the engine reads its files (TensorRT-LLM's options file) where the runner writes them: a folder of its
     # own in the job directory, which the container sees read-only at the same path; the rest of the job
     # directory (the client's exports) it never sees. A --server-cmd smoke run keeps the files and the mount.
-    command = engine_command(point, model, engine_port, f"{out_dir}/{names.ENGINE_FILES_DIR}", row)
+    command = engine_command(point, model, engine_port, f"{out_dir}/{names.ENGINE_FILES_DIR}", row,
+                             settings.model_path(model))
     files = command.files
     if settings.server_cmd:
         argv = [a.format(port=engine_port, model=model) for a in shlex.split(settings.server_cmd)]
@@ -403,7 +432,7 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
                           {}, names.CLIENT_LOG, in_container=False))
     return JobPlan(row=row, point=point, scenario=scenario, result_filename=rf, procs=procs, base_url=base_url,
                    ready_urls=ready, duration_s=duration, run_eval=run_eval, gpus=gpus, served_model=model,
-                   image=point.image, evals=evals)
+                   image=point.image if container else None, evals=evals)
 
 
 def _eval_plan(row: dict, model: str, base_url: str, removed: list[str], settings: Settings, out_dir: str) -> dict:

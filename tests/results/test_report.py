@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from ci_tools.cli import main
 from ci_tools.results import compare, report
 from ci_tools.results.sources import load_side
-from tests.conftest import REPO
+from tests.conftest import NVIDIA_SMI_H200, REPO
 
 SEED = REPO / "docs" / "examples" / "seed-compare"
 
@@ -65,10 +65,10 @@ def test_hover_of_tp4_c16_gives_topology_values_interval_and_verdicts():
     assert lo < 0.912 < hi
 
 
-def test_telemetry_job_of_the_recorded_h200(shared):
+def test_telemetry_job_of_the_recorded_h200():
     from ci_tools.runner import telemetry
 
-    samples, _ = telemetry.parse_csv((shared / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text())
+    samples, _ = telemetry.parse_csv((NVIDIA_SMI_H200 / "telemetry-load.csv").read_text())
     job = report.telemetry_job("seed", samples)
     [gpu] = job.gpus
     assert len(gpu["t"]) == 158 and gpu["t"][0] == 0 and max(gpu["power_w"]) > 680
@@ -164,8 +164,8 @@ def test_command_errors_read_like_a_reviewer(tmp_path: Path):
     assert r.exit_code == 1 and "not readable JSON" in r.output and "Traceback" not in r.output
 
 
-def test_a_garbled_job_telemetry_file_is_a_note_not_silence(tmp_path: Path, shared):
-    corpus = (shared / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text().splitlines()
+def test_a_garbled_job_telemetry_file_is_a_note_not_silence(tmp_path: Path):
+    corpus = (NVIDIA_SMI_H200 / "telemetry-load.csv").read_text().splitlines()
     (tmp_path / "tel/a").mkdir(parents=True)
     (tmp_path / "tel/b").mkdir()
     (tmp_path / "tel/a/gpu_telemetry.csv").write_text("\n".join(corpus[:5] + ['garbage,"', "\x00,1"]) + "\n")

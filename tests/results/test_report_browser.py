@@ -25,13 +25,13 @@ import pytest
 from click.testing import CliRunner
 
 from ci_tools.cli import main
-from tests.conftest import REPO, dev_py
+from tests.conftest import NVIDIA_SMI_H200, REPO, dev_py
 
 SEED = REPO / "docs" / "examples" / "seed-compare"
 GOLDEN = REPO / "docs" / "report-seed-chart.png"
 PAGE_SHOT = REPO / "docs" / "report-seed.png"
 HOVER_SHOT = REPO / "docs" / "report-seed-hover.png"
-H200 = "corpus/nvidia-smi-h200"
+H200 = NVIDIA_SMI_H200
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 VIEWPORT = {"width": 1280, "height": 900}
@@ -98,9 +98,9 @@ def other_fonts(folder: Path) -> dict[str, str]:
             "XDG_CACHE_HOME": str(folder / "cache")}
 
 
-def write_report(out: Path, shared: Path) -> None:
+def write_report(out: Path) -> None:
     argv = ["results", "report", str(SEED / "pr-local-results.csv"), "--baseline", str(SEED / "main-baseline.csv"),
-            "--telemetry", str(shared / H200), "--title", "seed PR against main", "--out", str(out)]
+            "--telemetry", str(H200), "--title", "seed PR against main", "--out", str(out)]
     r = CliRunner().invoke(click.Command("ci-tools", callback=lambda: main(argv)), [])
     assert r.exit_code == 0, r.output
 
@@ -109,10 +109,8 @@ def write_report(out: Path, shared: Path) -> None:
 def page(tmp_path_factory):
     from playwright.sync_api import sync_playwright
 
-    from tests.conftest import shared_dir
-
     html = tmp_path_factory.mktemp("report") / "report.html"
-    write_report(html, shared_dir())
+    write_report(html)
     outside: list[str] = []
     with sync_playwright() as pw, tempfile.TemporaryDirectory() as profile:
         ctx = pw.chromium.launch_persistent_context(profile, executable_path=chromium(), headless=True, args=FLAGS,

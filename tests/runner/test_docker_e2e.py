@@ -54,7 +54,7 @@ def labelled(label: str) -> list[str]:
 
 
 @pytest.fixture
-def djob(tmp_path, aiperf, hf_home, shared, image):
+def djob(tmp_path, aiperf, hf_home, image):
     (tmp_path / "recipe.yaml").write_text(stub_recipe().replace("example.org/stub:1@sha256:" + "0" * 64, image))
     store = tmp_path / "models"
     (store / "stub").mkdir(parents=True)
@@ -64,7 +64,7 @@ def djob(tmp_path, aiperf, hf_home, shared, image):
     (tmp_path / "row.json").write_text(json.dumps(stub_row(image=image)))
     port = free_port()
     with nothing_left_behind() as box:
-        host = gpu_host_env(shared)
+        host = gpu_host_env()
         env = box.env(hf_home, host, {"PATH": f"{NOGPU_DOCKER}{os.pathsep}{host['PATH']}",
                                       "CIT_DOCKER_LOG": str(tmp_path / "docker.jsonl"), "CUDA_VISIBLE_DEVICES": "2,3"})
 
@@ -77,9 +77,11 @@ def djob(tmp_path, aiperf, hf_home, shared, image):
         yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "port": port}
 
 
-def docker_runs(job) -> list[list[str]]:
+def docker_runs(job, version: bool = False) -> list[list[str]]:
+    """The `docker run`s of the job: the engine's (and router's); with `version`, the version command's too."""
     lines = (job["dir"] / "docker.jsonl").read_text().splitlines()
-    return [a for a in map(json.loads, lines) if a[:1] == ["run"]]
+    runs = [a for a in map(json.loads, lines) if a[:1] == ["run"]]
+    return runs if version else [a for a in runs if not a[a.index("--name") + 1].endswith("-version")]
 
 
 def test_docker_point_end_to_end(djob, image):
@@ -94,9 +96,12 @@ def test_docker_point_end_to_end(djob, image):
     # the engine ran in the container, from the pinned image, with the job's label and mounts
     server_log = (out / "server.log").read_text()
     assert "stub: serving stub on" in server_log and "POST /v1/chat/completions" in server_log, server_log
-    runs = docker_runs(djob)
-    assert len(runs) == 1
-    argv = runs[0]
+    # first the engine's version command, in a container of the image of its own, without a GPU
+    version, argv = docker_runs(djob, version=True)
+    assert version[version.index("--name") + 1] == f"{label}-version" and "--gpus" not in version
+    assert version[version.index(image) + 1:][:2] == ["python3", "-c"]
+    engine = json.loads((out / "job.json").read_text())["engine"]
+    assert (engine["backend"], engine["image"], engine["declared"]) == ("docker", image, [])
     assert argv[argv.index("--label") + 1] == f"ci-tools.job={label}" and argv[argv.index("--name") + 1] == \
         f"{label}-server"
     assert argv[argv.index(image) + 1:][:2] == ["python3", "/models/stub_server.py"]

@@ -29,6 +29,7 @@ from wf_env import REPO, WORKFLOWS
 
 sys.path.insert(0, str(REPO / "tests" / "github"))
 from fake_github import LEVELS, FakeGitHub, Server  # noqa: E402
+from tests.conftest import NVIDIA_SMI_H200
 
 REPO_NAME = "octo/bench"
 FULL = "full-sweep-fail-fast"
@@ -595,14 +596,12 @@ def collect_compares_with_main(s: Scenario):
     (work / "results").mkdir(parents=True)
     (work / "results" / "results.json").write_text(json.dumps({"results": [result(1300.0)]}))
     # what download-artifact put there: a job's directory with its nvidia-smi samples (a real H200's)
-    from tests.conftest import shared_dir
-
     job_dir = work / "artifacts" / "job_tp2-c64"
     job_dir.mkdir(parents=True)
     (job_dir / "job.json").write_text(json.dumps({"point": point}))
     # results process wrote the job's result.json beside its samples: the report matches them by it
     (job_dir / "result.json").write_text(json.dumps(result(1300.0)))
-    (job_dir / "gpu_telemetry.csv").write_text((shared_dir() / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text())
+    (job_dir / "gpu_telemetry.csv").write_text((NVIDIA_SMI_H200 / "telemetry-load.csv").read_text())
     pr_with_sweep(s.fake, 1)
     job = s.job("sweep-stages.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
                 inputs={"sweep": True, "points": "0"})
