@@ -1,4 +1,5 @@
-"""Prints the fuzz tier's figures at the end of a session that ran it."""
+"""Prints the fuzz tier's figures at the end of a session that ran it (with pytest-xdist, each worker
+hands its figures to the controller, which adds them up)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,30 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from .harness import FIGURES, PROFILE, TALLIES, report
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None and FIGURES:   # an xdist worker
+        workeroutput["fuzz_figures"] = json.dumps({k: {**vars(f), "exits": dict(f.exits)} for k, f in FIGURES.items()})
+        workeroutput["fuzz_tallies"] = json.dumps({k: dict(v) for k, v in TALLIES.items()})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    for name, got in json.loads(getattr(node, "workeroutput", {}).get("fuzz_figures", "{}")).items():
+        fig = FIGURES[name]
+        fig.cases, fig.tracebacks, fig.hangs = fig.cases + got["cases"], fig.tracebacks + got["tracebacks"], \
+            fig.hangs + got["hangs"]
+        fig.max_s, fig.max_bytes = max(fig.max_s, got["max_s"]), max(fig.max_bytes, got["max_bytes"])
+        for code, n in got["exits"].items():
+            fig.exits[int(code) if code.lstrip("-").isdigit() else None] += n
+    for target, counts in json.loads(getattr(node, "workeroutput", {}).get("fuzz_tallies", "{}")).items():
+        for label, n in counts.items():
+            TALLIES[target][label] = TALLIES[target].get(label, 0) + n
 
 
 def pytest_terminal_summary(terminalreporter):
