@@ -35,6 +35,7 @@ from ci_tools.engines import ServeSpec, WorkerSpec, compat, install, routers
 from ci_tools.runner import budget as bud
 from ci_tools.runner.backends import (HF_CACHE_MOUNT, RUNNER_KEY, SQUASH_DIR, Launch, image_import, image_import_lines,
                                       job_id, squash_file)
+from ci_tools.runner.ready import HttpReady, ModelListed, WorkersHealthy, WorkersRegistered
 from ci_tools.runner.plan import (AGENTIC, AIPERF_TIMEOUTS_ENV, MODELS_MOUNT, SIM_ACC_ENV, SIM_ACC_LEN, Settings,
                                   client_argv, image_problems, run_shape)
 
@@ -638,73 +639,29 @@ def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]
     return steps
 
 
-@dataclass(frozen=True)
-class ReadyCheck:
-    step: str                 # whose process must stay alive meanwhile
-    url: str
-    expect: tuple = ()        # ("model", name) | ("workers", prefill, decode): what the body must say
-
-
 def ready_checks(plan: MultiNodePlan, placement: dict[str, list[str]],
-                 addresses: dict[str, str] | None = None) -> list[ReadyCheck]:
+                 addresses: dict[str, str] | None = None) -> list[HttpReady]:
     """In order: every worker's health, then the frontend's health, then its registration of the
     workers: sglang-router's /workers lists every prefill and decode worker healthy; Dynamo's
     /v1/models names the model once a worker has registered it."""
     addr = addresses or {}
-    out = []
+    out: list[HttpReady] = []
     dynamo = plan.point.frontend.get("kind") == "dynamo"
     for w in plan.workers:
         port = w.health_port if dynamo and not plan.settings.server_cmd else w.port
         node = placement[w.name][0]
-        out.append(ReadyCheck(w.name, f"http://{addr.get(node, node)}:{port}/health"))
+        out.append(HttpReady(f"http://{addr.get(node, node)}:{port}/health", w.name))
     node = placement["frontend"][0]
     fe = f"http://{addr.get(node, node)}:{plan.frontend_port}"
-    out.append(ReadyCheck("frontend", f"{fe}/health"))
+    out.append(HttpReady(f"{fe}/health", "frontend"))
     if dynamo:
-        out.append(ReadyCheck("frontend", f"{fe}/v1/models", ("model", plan.served_model)))
+        out.append(ModelListed(f"{fe}/v1/models", "frontend", model=plan.served_model))
     elif plan.point.aggregated:
-        out.append(ReadyCheck("frontend", f"{fe}/workers", ("healthy", len(plan.workers))))
+        out.append(WorkersHealthy(f"{fe}/workers", "frontend", count=len(plan.workers)))
     else:
-        out.append(ReadyCheck("frontend", f"{fe}/workers", ("workers", plan.point.prefill.key.workers,
-                                                          plan.point.decode.key.workers)))
+        out.append(WorkersRegistered(f"{fe}/workers", "frontend", prefill=plan.point.prefill.key.workers,
+                                     decode=plan.point.decode.key.workers))
     return out
-
-
-def registered(expect: tuple, body: str) -> bool:
-    """Whether a readiness answer says what `expect` needs (pure; malformed bodies say no)."""
-    if not expect:
-        return True
-    import json
-
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return False
-    if not isinstance(data, dict):
-        return False
-    if expect[0] == "model":
-        models = data.get("data")
-        return isinstance(models, list) and any(isinstance(m, dict) and m.get("id") == expect[1] for m in models)
-    if expect[0] in ("workers", "healthy"):
-        workers = data.get("workers")
-        if not isinstance(workers, list):
-            return False
-        healthy = [w for w in workers if isinstance(w, dict) and w.get("is_healthy") is True]
-        kinds = [w.get("worker_type") for w in healthy]
-        if expect[0] == "healthy":
-            return len(healthy) >= expect[1]
-        return kinds.count("prefill") >= expect[1] and kinds.count("decode") >= expect[2]
-    return False
-
-
-def describe_check(c: ReadyCheck) -> str:
-    if not c.expect:
-        return c.url
-    if c.expect[0] == "model":
-        return f"{c.url} (lists {c.expect[1]})"
-    if c.expect[0] == "healthy":
-        return f"{c.url} ({c.expect[1]} worker(s) healthy)"
-    return f"{c.url} ({c.expect[1]} prefill + {c.expect[2]} decode healthy)"
 
 
 def client_commands(plan: MultiNodePlan, placement: dict[str, list[str]],
@@ -746,7 +703,7 @@ def render_dry_run(plan: MultiNodePlan, out_dir: str) -> str:
         lines += ["", f"# {step.name} (log: {step.log})", _shell(step.argv, step.env)]
     lines += ["", "# readiness, in order (deadline "
               f"{plan.settings.ready_timeout_s:g} s): "
-              + " then ".join(describe_check(c) for c in ready_checks(plan, placement))]
+              + " then ".join(c.describe() for c in ready_checks(plan, placement))]
     for c in client_commands(plan, placement):
         what = f"client conc {c.conc}" if not plan.evals else f"{c.what}, against the frontend"
         lines += ["", f"# {what} (log: {c.log})", _shell(c.argv, c.env)]

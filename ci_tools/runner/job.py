@@ -27,7 +27,7 @@ from ci_tools import names
 from ci_tools.runner import early
 from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV, Launch, node_addr
 from ci_tools.runner.cleanup import run_stops, stop_labelled
-from ci_tools.runner.ready import NotReady, Probe, wait_ready
+from ci_tools.runner.ready import HttpReady, NotReady, Probe, wait_ready
 
 TAIL_LINES = 40
 CLIENT_GRACE_S = bud.CLIENT_GRACE_S
@@ -289,13 +289,14 @@ def _start_sampler(lc: Launch, out: Path, marks: dict[str, str], say: Callable[[
     return run
 
 
-def _http_status(url: str) -> int | None:
+def _http_get(url: str) -> tuple[int, str] | None:
     import httpx
 
     try:
-        return httpx.get(url, timeout=5.0).status_code
+        res = httpx.get(url, timeout=5.0)
     except httpx.HTTPError:
         return None
+    return res.status_code, res.text
 
 
 def _post_all(calls: list[tuple[str, dict]], timeout_s: float, say: Callable[[str], None]) -> None:
@@ -458,19 +459,25 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
             client = _filled(client, where)
         server = running[0]
 
-        def dead() -> int | None:
+        def dead_service() -> tuple[str, int] | None:
             for r in running[: len(services)]:
                 code = r.popen.poll()
                 if code is not None:
-                    return code
+                    return r.launch.role, code
             return None
 
+        def dead() -> int | None:
+            found = dead_service()
+            return found[1] if found else None
+
+        logs = {r.launch.role: r.log_path for r in running}
         status["phase"] = "ready"
-        probe = Probe(clock=time.monotonic, sleep=time.sleep, get=_http_status, exit_code=dead,
-                      tail=lambda: tail_file(server.log_path), say=say)
+        probe = Probe(clock=time.monotonic, sleep=time.sleep, get=_http_get, dead=dead_service,
+                      tail=lambda name: tail_file(logs[name]), what=lambda name: f"the {name}", say=say)
         imported = status.get("image_import_s")   # the import's time counts against readiness
         try:
-            wait_ready(ready_urls, round(max(ready_timeout_s - (imported or 0.0), 1.0), 1), probe)
+            wait_ready([HttpReady(u) for u in ready_urls], round(max(ready_timeout_s - (imported or 0.0), 1.0), 1),
+                       probe)
         except NotReady as exc:
             less = f" ({ready_timeout_s:g} s less the image import's {imported:g} s)" if imported else ""
             raise JobFailed("ready", exc.message + less, exc.tail) from None

@@ -26,7 +26,7 @@ from ci_tools import names
 from ci_tools.runner import early
 from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV, describe_node
 from ci_tools.runner.disagg import (MultiNodePlan, alloc_argv, client_commands, import_step, job_name, place,
-                                    ready_checks, registered, worker_steps)
+                                    ready_checks, worker_steps)
 from ci_tools.runner.job import JobFailed, import_image, node_addresses, seal_client, tail_file
 from ci_tools.runner.ready import NotReady, Probe, wait_ready
 
@@ -82,17 +82,14 @@ def _stop(proc: _Proc) -> None:
         pass
 
 
-def _http_status(url: str, expect: tuple = ()) -> int | None:
-    """The status; with `expect`, 200 only when the body says it (503, "not yet", otherwise)."""
+def _http_get(url: str) -> tuple[int, str] | None:
     import httpx
 
     try:
         res = httpx.get(url, timeout=5.0)
     except httpx.HTTPError:
         return None
-    if expect and res.status_code == 200 and not registered(expect, res.text):
-        return 503
-    return res.status_code
+    return res.status_code, res.text
 
 
 def _allocate(plan: MultiNodePlan, out: Path, say: Callable[[str], None], deadline_s: float,
@@ -220,20 +217,15 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
             return None
 
         status["phase"] = "ready"
+        logs = {p.name: p.log for p in services}
         for check in ready_checks(plan, placement, addresses):
-            owner = next(p for p in services if p.name == check.step)
             left = plan.settings.ready_timeout_s - (time.monotonic() - start)
-            probe = Probe(clock=time.monotonic, sleep=time.sleep,
-                          get=lambda u, e=check.expect: _http_status(u, e),
-                          exit_code=lambda: (dead() or (None, None))[1], tail=lambda o=owner: tail_file(o.log), say=say)
+            probe = Probe(clock=time.monotonic, sleep=time.sleep, get=_http_get, dead=dead,
+                          tail=lambda name: tail_file(logs[name]), what=lambda name: name, say=say)
             try:
-                wait_ready([check.url], float(max(round(left), 1)), probe)
+                wait_ready([check], float(max(round(left), 1)), probe)
             except NotReady as exc:
-                who = dead()
-                msg = (f"{who[0]} exited with code {who[1]} before {check.url} answered" if who
-                       else f"{check.step}: {exc.message}")
-                tail = tail_file(next(p for p in services if p.name == who[0]).log) if who else exc.tail
-                raise JobFailed("ready", msg, tail) from None
+                raise JobFailed("ready", exc.message, exc.tail) from None
 
         status["phase"] = "client"
         for c in client_commands(plan, placement, addresses):

@@ -14,6 +14,7 @@ from ci_tools.config.recipe import recipe_from_data, resolve_point
 from ci_tools.errors import InputError
 from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan, place, ready_checks, worker_steps
 from ci_tools.runner.plan import Settings, build_plan
+from ci_tools.runner.ready import WorkersHealthy
 
 from test_servable import EVALS
 
@@ -126,7 +127,8 @@ def test_aggregated_multinode_point_has_no_decode_workers_and_no_kv_transfer(kin
         i = plan.frontend_argv.index("--worker-urls")
         assert plan.frontend_argv[i + 1:i + 3] == ["http://{aggregated-0_node0}:30000",
                                                      "http://{aggregated-1_node0}:30010"]
-        assert ready_checks(plan, place(plan, list("abcd")))[-1].expect == ("healthy", 2)
+        assert ready_checks(plan, place(plan, list("abcd")))[-1] == WorkersHealthy("http://a:8000/workers", "frontend",
+                                                                                  count=2)
 
 
 def test_workers_smaller_than_a_node_are_packed_onto_shared_nodes():
