@@ -434,7 +434,8 @@ def _prepare_multinode(req: RunRequest, row: MultiNodeRow, recipe, hardware: dic
                        worker_port: int) -> PreparedJob:
     """A prefill/decode row: one allocation, one srun step per worker, the frontend, a client per concurrency."""
     from ci_tools.config.disagg import is_disagg, resolve_disagg
-    from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan, render_dry_run
+    from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan
+    from ci_tools.runner.disagg_slurm import render_dry_run
     from ci_tools.runner.plan import AGENTX_DATASET, Settings
 
     if not is_disagg(recipe.data):
@@ -463,7 +464,7 @@ def _prepare_multinode(req: RunRequest, row: MultiNodeRow, recipe, hardware: dic
     rf = plan.clients[0].result_filename if len(plan.clients) == 1 else plan.result_filename
 
     def run(on_sealed: Callable[[str], None] | None = None) -> None:
-        from ci_tools.runner.disagg import container_folders
+        from ci_tools.runner.disagg_slurm import container_folders
         from ci_tools.runner.multinode import run_multinode
 
         out_abs.mkdir(parents=True, exist_ok=True)

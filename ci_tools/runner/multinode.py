@@ -25,8 +25,9 @@ from typing import Callable
 from ci_tools import names
 from ci_tools.runner import early
 from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV, describe_node
-from ci_tools.runner.disagg import (MultiNodePlan, alloc_argv, client_commands, import_step, job_name, place,
-                                    ready_checks, worker_steps)
+from ci_tools.runner.disagg import MultiNodePlan
+from ci_tools.runner.disagg_slurm import (alloc_argv, client_commands, import_step, job_name, place, ready_checks,
+                                          worker_steps)
 from ci_tools.runner.job import JobFailed, import_image, node_addresses, seal_client, tail_file
 from ci_tools.runner.ready import NotReady, Probe, wait_ready
 

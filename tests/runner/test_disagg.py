@@ -10,8 +10,8 @@ import pytest
 from ci_tools.config.disagg import GroupKey, resolve_disagg
 from ci_tools.config.recipe import recipe_from_data
 from ci_tools.errors import InputError
-from ci_tools.runner.disagg import (SlurmSettings, alloc_argv, build_multinode_plan, place, ready_checks,
-                                    render_dry_run, worker_steps)
+from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan
+from ci_tools.runner.disagg_slurm import alloc_argv, place, ready_checks, render_dry_run, worker_steps
 from ci_tools.runner.ready import HttpReady, ModelListed, WorkersHealthy, WorkersRegistered
 from ci_tools.runner.plan import Settings
 

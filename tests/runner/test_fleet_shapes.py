@@ -12,7 +12,8 @@ import pytest
 from ci_tools.config.disagg import resolve_disagg
 from ci_tools.config.recipe import recipe_from_data, resolve_point
 from ci_tools.errors import InputError
-from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan, place, ready_checks, worker_steps
+from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan
+from ci_tools.runner.disagg_slurm import place, ready_checks, worker_steps
 from ci_tools.runner.plan import Settings, build_plan
 from ci_tools.runner.ready import WorkersHealthy
 
