@@ -50,6 +50,8 @@ ADAPTERS = {
     "runner/cleanup.py": "finds and stops what a job left behind (processes, containers, Slurm jobs)",
     "runner/multinode.py": "one Slurm allocation, its steps and readiness polling",
     "runner/early.py": "installs the signal handlers that remember an early cancel",
+    "runner/supervise.py": "the one job lifecycle: signals, the phases, the ExitStack that stops what started",
+    "runner/procs.py": "starts, stops and waits for the job's processes; its HTTP calls",
     "runner/slack.py": "posts the digest to Slack",
     "runner/screen_git.py": "reads recipes from git at the head ref for plan-time screening",
     "runner/selftest_model.py": "a script the engine's own Python runs: builds and writes the self-test's model",
@@ -72,7 +74,7 @@ ADAPTERS = {
 ALLOWED_IMPORTS: dict[str, frozenset[str] | None] = {
     # the language and its data types
     "__future__": None, "abc": None, "collections": None, "collections.abc": None, "dataclasses": None,
-    "functools": None, "itertools": None, "operator": None, "types": None, "typing": None,
+    "enum": None, "functools": None, "itertools": None, "operator": None, "types": None, "typing": None,
     # numbers, text and formats, computed in memory
     "array": None, "bisect": None, "datetime": None, "decimal": None, "difflib": None, "fnmatch": None,
     "hashlib": None, "heapq": None, "html": None, "json": None, "math": None, "random": None, "re": None,

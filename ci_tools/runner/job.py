@@ -28,20 +28,12 @@ from ci_tools.runner import early
 from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV, Launch, node_addr
 from ci_tools.runner.cleanup import run_stops, stop_labelled
 from ci_tools.runner.ready import HttpReady, NotReady, Probe, wait_ready
+from ci_tools.runner.spec import JobFailed
 
 TAIL_LINES = 40
 CLIENT_GRACE_S = bud.CLIENT_GRACE_S
 STOP_GRACE_S = bud.STOP_GRACE_S
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
-
-
-class JobFailed(Exception):
-    def __init__(self, phase: str, message: str, tail: str = "", exit_code: int = 1):
-        super().__init__(message)
-        self.phase = phase
-        self.message = message
-        self.tail = tail
-        self.exit_code = exit_code
 
 
 class Cancelled(BaseException):
@@ -406,8 +398,9 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
     previous = install_cancel_handlers()
     cancelled = False
     try:
-        if early.PENDING:  # cancelled while Python was still importing: start nothing
-            raise Cancelled(early.PENDING[0])
+        signum = early.remembered(previous.values())
+        if signum is not None:  # cancelled while Python was still importing: start nothing
+            raise Cancelled(signum)
         if label:
             # what an earlier attempt of this job, or any earlier job of this runner, left behind when
             # the machine or the runner crashed (no cleanup step ran) would hold GPUs, ports, names;

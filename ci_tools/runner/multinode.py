@@ -187,8 +187,9 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
     MARKS.update({RUNNER_ENV: plan.slurm.runner} if plan.slurm.runner else {})
     write_job_files(plan, out, None, commands_text)
     try:
-        if early.PENDING:  # cancelled while Python was still importing: start nothing
-            raise _Cancelled(early.PENDING[0])
+        signum = early.remembered(previous.values())
+        if signum is not None:  # cancelled while Python was still importing: start nothing
+            raise _Cancelled(signum)
         jobid, _ = _allocate(plan, out, say, plan.slurm.queue_timeout_s + 60, seen)
         status["slurm_job_id"] = jobid
         nodes = _nodes(jobid)
