@@ -23,6 +23,7 @@ from ci_tools.runner.ready import HttpReady, ModelListed, WorkersHealthy, Worker
 from ci_tools.errors import InputError
 
 NODE_PLACEHOLDER = "node{}"  # dry-run: the i-th node of the allocation
+ALLOCATION_LOG = "allocation.log"    # salloc's own output: its "Pending/Granted job allocation J" lines
 # a worker sharing its node keeps its slice of the GPUs Slurm gives the step
 GPU_SLICE = ('IFS=, read -ra g <<< "$CUDA_VISIBLE_DEVICES"; '
              'export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${{g[*]:{first}:{count}}}")"; exec "$@"')

@@ -3,8 +3,8 @@
 `runner run`: read the row, find its recipe (the row's `recipe`, or its master entry's), read the
 runner's `hardware:` facts and, for eval rows, the policy's `evals:`; plan the job with the pure
 modules (`plan`, `disagg`, `backends`, `budget`); hand back a `PreparedJob` whose `commands` is the
-`--dry-run` text and whose `run()` starts it (`job.run_job`, or `multinode.run_multinode` for a
-prefill/decode row). The CLI writes the step outputs, prints, and turns `JobFailed` into an exit code.
+`--dry-run` text and whose `run()` turns the plan into a `JobSpec` (produce.py) and runs it
+(`supervise.supervise`). The CLI writes the step outputs, prints, and turns `JobFailed` into an exit code.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from ci_tools import names
@@ -363,59 +362,17 @@ def _prepare_single(req: RunRequest, row: SingleNodeRow, recipe, hardware: dict,
         text += "\n# acceptance: the engine's metrics, before and after the client (runner/acceptance.py)\n"
         text += "".join(f"#   GET {url}\n" for url, _ in snaps)
 
-    def run_sbatch(on_sealed: Callable[[str], None] | None = None) -> None:
-        from ci_tools.runner import nodecheck
-        from ci_tools.runner.backends import (engine_version, gpu_sampler, launches, model_path, node_check,
-                                              ready_urls, slurm_image_import, version_verdict)
-        from ci_tools.runner.job import run_job
-
-        out_abs.mkdir(parents=True, exist_ok=True)
-        job_doc = {**plan.job_json(), "label": host.label}
-
-        def write_job(engine: dict | None = None) -> None:
-            if engine is not None:   # what the version command found, once it ran (results process copies it)
-                job_doc["engine"] = engine
-            (out_abs / names.JOB_JSON).write_text(json.dumps(job_doc, indent=2) + "\n", encoding="utf-8")
-
-        write_job()
-        (out_abs / names.COMMANDS_TXT).write_text(text, encoding="utf-8")
-        write_engine_files(plan.files)
-        if calls is not None:   # empty (an earlier run's traces are not this one's), before the container
-            import shutil       # mounts it (docker would create it as root)
-
-            shutil.rmtree(trace_dir, ignore_errors=True)
-            trace_dir.mkdir(parents=True, exist_ok=True)
-        if plan.evals is not None:
-            outputs, client_name = (f"{names.EVAL_DIR}/{names.EVAL_MANIFEST}",), "the eval harness"
-        else:
-            outputs = (f"{names.AIPERF_DIR}/{names.PROFILE_JSONL}", f"{names.AIPERF_DIR}/{names.PROFILE_JSON}")
-            client_name = "AIPerf"
-        judge = partial(nodecheck.problems, need_gpus=plan.gpus, devices=None, model=plan.served_model,
-                        model_path=model_path(plan, settings), hf_cache=settings.hf_cache)
-        check = None if req.skip_node_check else (node_check(plan, backend, settings), judge)
-        run_job(launches(plan, backend, settings, host), out_abs, ready_urls(plan, backend, settings),
-                check=check, sampler=None if req.no_telemetry else gpu_sampler(plan, backend, host),
-                version=(engine_version(plan, backend, settings, host), partial(version_verdict, plan, backend)),
-                on_engine=write_job, image=slurm_image_import(plan, settings, host),
-                ready_timeout_s=req.ready_timeout, client_timeout_s=budget.client_s,
-                queue_timeout_s=req.queue_timeout, client_outputs=outputs, client_name=client_name,
-                label=host.label, runner=req.runner_name, around_client=None if calls is None else
-                (calls.start, calls.stop), snapshots=snaps, client_exports=plan.client_exports, on_sealed=on_sealed)
-
     def run(on_sealed: Callable[[str], None] | None = None) -> None:
-        if backend == "slurm":
-            run_sbatch(on_sealed)
-        else:
-            from ci_tools.runner.produce import single_job, with_profile, with_snapshots
-            from ci_tools.runner.supervise import JobContext, supervise
+        from ci_tools.runner.produce import single_job, with_profile, with_snapshots
+        from ci_tools.runner.supervise import JobContext, supervise
 
-            spec = single_job(plan, backend, settings, host, budget, str(out_abs), text,
-                              check_node=not req.skip_node_check, telemetry=not req.no_telemetry)
-            if calls is not None:
-                spec = with_profile(spec, calls, str(trace_dir))
-            if snaps:
-                spec = with_snapshots(spec, snaps)
-            supervise(spec, JobContext(out_abs, runner=req.runner_name, on_sealed=on_sealed))
+        spec = single_job(plan, backend, settings, host, budget, str(out_abs), text,
+                          check_node=not req.skip_node_check, telemetry=not req.no_telemetry)
+        if calls is not None:
+            spec = with_profile(spec, calls, str(trace_dir))
+        if snaps:
+            spec = with_snapshots(spec, snaps)
+        supervise(spec, JobContext(out_abs, runner=req.runner_name, on_sealed=on_sealed))
         if calls is not None:
             collect_traces(trace_dir, out_abs, plan, calls)
         if snaps:
@@ -476,14 +433,11 @@ def _prepare_multinode(req: RunRequest, row: MultiNodeRow, recipe, hardware: dic
     rf = plan.clients[0].result_filename if len(plan.clients) == 1 else plan.result_filename
 
     def run(on_sealed: Callable[[str], None] | None = None) -> None:
-        from ci_tools.runner.disagg_slurm import container_folders
-        from ci_tools.runner.multinode import run_multinode
+        from ci_tools.runner.produce import multinode_job
+        from ci_tools.runner.supervise import JobContext, supervise
 
-        out_abs.mkdir(parents=True, exist_ok=True)
-        write_engine_files(plan.files)
-        for folder in container_folders(plan, str(out_abs))[0]:   # a mount's source must exist (enroot)
-            Path(folder).mkdir(parents=True, exist_ok=True)
-        run_multinode(plan, out_abs, text, on_sealed=on_sealed)
+        supervise(multinode_job(plan, str(out_abs), text),
+                  JobContext(out_abs, runner=req.runner_name, on_sealed=on_sealed))
 
     return PreparedJob(commands=text, outputs=names.github_outputs(rf, str(req.out)),
                        result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,
@@ -571,13 +525,6 @@ def files_text(files: list[tuple[str, str]]) -> str:
         out += f"\n# file {path} (written before the engine starts)\n" + "".join(f"#   {line}\n" for line in
                                                                               text.splitlines())
     return out
-
-
-def write_engine_files(files: list[tuple[str, str]]) -> None:
-    """The files engine commands name (TensorRT-LLM's LLM-API options), into the job directory."""
-    for path, text in files:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text, encoding="utf-8")
 
 
 @dataclass

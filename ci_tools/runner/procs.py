@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -144,6 +144,17 @@ def run_to_end(proc: Proc, marks: Mapping[str, str], timeout_s: float, what: str
     return res.stdout + res.stderr, res.returncode
 
 
+def query(argv: Sequence[str], timeout_s: float = 30.0, marks: Mapping[str, str] | None = None,
+          ) -> subprocess.CompletedProcess | str:
+    """A scheduler's answer (sbatch, squeue, scontrol): the finished process, or why it could not run. With
+    MARKS it runs as the job's processes do (sbatch: the allocation carries them)."""
+    try:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout_s,
+                              stdin=subprocess.DEVNULL, env=None if marks is None else child_env({}, marks))
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+
+
 def fetch(url: str, timeout_s: float) -> tuple[int, str] | str:
     """(status, body) of a GET, or why nothing answered."""
     import httpx
@@ -166,6 +177,14 @@ def post(url: str, body: Mapping, timeout_s: float) -> str:
     if answer.status_code >= 400:
         return f"POST {url} answered {answer.status_code}: {answer.text[:300]}"
     return ""
+
+
+def write_files(files: Sequence[tuple[str, str]]) -> None:
+    """Each (absolute path, text), its folder created: the files engine commands name (TensorRT-LLM's
+    LLM-API options) and commands.txt, before anything starts."""
+    for path, text in files:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text, encoding="utf-8")
 
 
 def write_json(path: Path, doc: dict) -> None:

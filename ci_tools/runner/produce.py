@@ -1,10 +1,12 @@
-"""The producers of a JobSpec (pure): a planned single-node point, wrapped for its backend,
+"""The producers of a JobSpec (pure): a planned single-node or multi-node point, wrapped for its backend,
 becomes the one description the supervisor runs; the transforms add what `runner profile` and `runner
 acceptance` do around the client.
 
 - `single_job`: a `JobPlan` (plan.py) through its backend's launches (backends.py): docker and process
-  on the runner host; the node check, the engine's version command, the GPU telemetry sampler; AIPerf
-  or the eval harness as the client.
+  on the runner host, or the steps of one sbatch allocation; the node check, the engine's version
+  command, the GPU telemetry sampler; AIPerf or the eval harness as the client.
+- `multinode_job`: a `MultiNodePlan` (disagg.py) as salloc's allocation and its srun steps
+  (disagg_slurm.py), its nodes by placeholder until Slurm grants them; one client per concurrency.
 - `with_profile`, `with_snapshots`: the engine's start/stop profile calls, or its metrics fetched before
   and after the client window.
 """
@@ -20,10 +22,14 @@ from ci_tools.runner import nodecheck
 from ci_tools.runner.backends import (Host, Launch, engine_version, gpu_sampler, launches, model_path, node_check,
                                       ready_urls, slurm_image_import, version_verdict)
 from ci_tools.runner.budget import Budget
+from ci_tools.runner.disagg import MultiNodePlan
+from ci_tools.runner.disagg_slurm import (ALLOCATION_LOG, alloc_argv, client_commands, container_folders,
+                                          import_step, job_name, place, ready_checks, worker_steps)
 from ci_tools.runner.plan import JobPlan, Settings
 from ci_tools.runner.profile import ProfileCalls
 from ci_tools.runner.ready import HttpReady
-from ci_tools.runner.spec import ClientRun, JobSpec, Local, NodeCheck, Post, Proc, Role, Snapshot, VersionCheck
+from ci_tools.runner.spec import (JOBID, ClientRun, JobSpec, Local, NodeCheck, Post, Proc, Role, SallocAllocation,
+                                  SbatchAllocation, Snapshot, VersionCheck, addr_placeholder, node_placeholder)
 
 AIPERF_EXPECTS = (f"{names.AIPERF_DIR}/{names.PROFILE_JSONL}", f"{names.AIPERF_DIR}/{names.PROFILE_JSON}")
 
@@ -38,6 +44,7 @@ def single_job(plan: JobPlan, backend: str, settings: Settings, host: Host, budg
                commands: str, *, check_node: bool = True, telemetry: bool = True) -> JobSpec:
     """The job of a single-node point in OUT_DIR: COMMANDS is its dry-run text (commands.txt)."""
     wrapped = launches(plan, backend, settings, host)
+    server = wrapped[0]
     services = tuple(_proc(lc, Role(lc.role), f"the {lc.role}") for lc in wrapped if lc.role != "client")
     client_lc = next(lc for lc in wrapped if lc.role == "client")
     evals = plan.evals is not None
@@ -45,6 +52,10 @@ def single_job(plan: JobPlan, backend: str, settings: Settings, host: Host, budg
                        "the eval harness" if evals else "AIPerf",
                        expects=(f"{names.EVAL_DIR}/{names.EVAL_MANIFEST}",) if evals else AIPERF_EXPECTS,
                        exports=plan.client_exports)
+    placement: Local | SbatchAllocation = Local()
+    if server.submit:
+        placement = SbatchAllocation(tuple(server.submit), tuple(server.locate or ()), tuple(server.describe or ()),
+                                     tuple(server.stop[0]), server.log)
     check = None
     if check_node:
         judge = partial(nodecheck.problems, need_gpus=plan.gpus,
@@ -53,7 +64,7 @@ def single_job(plan: JobPlan, backend: str, settings: Settings, host: Host, budg
         check = NodeCheck(_proc(node_check(plan, backend, settings), Role.STEP, "the node check"), judge)
     job = {**plan.job_json(), "label": host.label}
     return JobSpec(
-        label=host.label, placement=Local(), budget=budget, services=services,
+        label=host.label, placement=placement, budget=budget, services=services,
         ready=tuple(HttpReady(u) for u in ready_urls(plan, backend, settings)), clients=(client,),
         documents=partial(_single_documents, job), check=check,
         image=_proc(slurm_image_import(plan, settings, host), Role.STEP, "the image import") if backend == "slurm"
@@ -68,6 +79,49 @@ def _single_documents(job: dict, placement: Mapping[str, list[str]] | None, engi
                       ) -> list[tuple[str, dict]]:
     # what the version command found, once it ran (results process copies it)
     return [(names.JOB_JSON, {**job, **({"engine": engine} if engine is not None else {})})]
+
+
+def multinode_job(plan: MultiNodePlan, out_dir: str, commands: str) -> JobSpec:
+    """The job of a multi-node point: one salloc allocation of plan.nodes nodes, the image imported on
+    each, one step per worker and the frontend, readiness in order, a client per concurrency."""
+    nodes = [node_placeholder(i) for i in range(plan.nodes)]
+    placed = place(plan, nodes)
+    addresses = {n: addr_placeholder(i) for i, n in enumerate(nodes)}
+    services = tuple(Proc(Role.FRONTEND if s.name == "frontend" else Role.WORKER, s.name, tuple(s.argv), dict(s.env),
+                          s.log) for s in worker_steps(plan, JOBID, placed, out_dir, addresses))
+    clients = tuple(
+        ClientRun(Proc(Role.CLIENT, f"client-c{c.conc}", tuple(c.argv), dict(c.env), c.log,
+                       what=f"the client (conc {c.conc})"),
+                  plan.client_s, f"{c.what} (conc {c.conc})",
+                  expects=tuple(f"{c.subdir}/{n}" if c.subdir else n for n in c.expects), exports=c.exports)
+        for c in client_commands(plan, placed, addresses))
+    image = import_step(plan, JOBID, nodes, out_dir)
+    layout = {name: tuple(plan.layout[name]) for name in plan.layout} | {"frontend": (0,)}
+    return JobSpec(
+        label=plan.slurm.label,
+        placement=SallocAllocation(tuple(alloc_argv(plan)), job_name(plan), plan.nodes, plan.alloc_time_min, layout,
+                                   ALLOCATION_LOG),
+        budget=plan.budget, services=services, ready=tuple(ready_checks(plan, placed, addresses)), clients=clients,
+        documents=partial(_multinode_documents, plan), image=_proc(image, Role.STEP, "the image import"),
+        files=(*plan.files, (f"{out_dir}/{names.COMMANDS_TXT}", commands)),
+        folders=tuple(container_folders(plan, out_dir)[0]))
+
+
+def _multinode_documents(plan: MultiNodePlan, placement: Mapping[str, list[str]] | None, engine: dict | None,
+                         ) -> list[tuple[str, dict]]:
+    """job.json (its placement once granted) and, with several concurrencies, one per concurrency folder."""
+    where = dict(placement) if placement is not None else None
+    job = plan.job_json(where)
+    if len(plan.clients) == 1:
+        job["point"] = plan.point_for(plan.clients[0], where)
+        job["result-filename"] = plan.clients[0].result_filename
+    docs = [(names.JOB_JSON, job)]
+    for c in plan.clients:
+        if c.subdir:
+            docs.append((f"{c.subdir}/{names.JOB_JSON}", {"result-filename": c.result_filename, "multinode": True,
+                                                          "point": plan.point_for(c, where), "parent": "..",
+                                                          "command": c.argv}))
+    return docs
 
 
 def with_profile(spec: JobSpec, calls: ProfileCalls, trace_dir: str) -> JobSpec:

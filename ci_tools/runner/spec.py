@@ -4,8 +4,10 @@ client must leave. The producers (produce.py) build one from a planned point; su
     producers (plan.py, disagg.py -> produce.py)  ->  JobSpec  ->  supervise (the one lifecycle)
 
 A `JobSpec` holds:
-- `placement`: `Local` (the runner host: processes and docker containers; a Slurm job still runs
-  in job.py, a multi-node one in multinode.py);
+- `placement`: `Local` (the runner host: processes and docker containers), or a Slurm allocation,
+  `SbatchAllocation` (one node held by sbatch, single-node rows) or `SallocAllocation` (`salloc
+  --no-shell`, the workers placed on its nodes by index, multi-node rows). Commands that run in an
+  allocation name its job id and nodes by placeholder (`grant_values`), filled once it is granted;
 - the steps before the engine, each optional: the node check, the image import, the engine's version
   command (each with the pure judge of its output), and the GPU telemetry sampler beside the job;
 - `services` (engine, router; or workers and the frontend), started in order, and `ready`, the
@@ -24,6 +26,24 @@ from enum import StrEnum
 
 from ci_tools.runner.budget import Budget
 from ci_tools.runner.ready import HttpReady
+
+# Placeholders of commands that run in an allocation, filled once it is granted. A single-node job
+# names its one node as its dry run shows it; a multi-node job names each node by its index.
+SERVER_JOBID = "{server_jobid}"
+SERVER_NODE = "{server_node}"         # the node's NodeName, as squeue prints it
+SERVER_ADDR = "{server_addr}"         # its NodeAddr (scontrol show node): where the runner reaches it
+JOBID = "{jobid}"
+
+
+def node_placeholder(i: int) -> str:
+    """Placeholder of the i-th node's NodeName in a multi-node job's commands."""
+    return "{node%d}" % i
+
+
+def addr_placeholder(i: int) -> str:
+    """Placeholder of the i-th node's NodeAddr (where the runner and the other nodes reach it)."""
+    return "{addr%d}" % i
+
 
 class Phase(StrEnum):
     """Where a job is; status.json's `phase`, and the phase a failure names."""
@@ -90,12 +110,51 @@ def fill(text: str, values: Mapping[str, str]) -> str:
     return text
 
 
+def grant_values(jobid: str, nodes: list[str], addresses: Mapping[str, str]) -> dict[str, str]:
+    """What the placeholders stand for once Slurm granted job JOBID on NODES (a node without a NodeAddr
+    is reached by its name)."""
+    values = {"jobid": jobid, "server_jobid": jobid}
+    for i, node in enumerate(nodes):
+        values[f"node{i}"] = node
+        values[f"addr{i}"] = addresses.get(node, node)
+    if nodes:
+        values["server_node"], values["server_addr"] = nodes[0], addresses.get(nodes[0], nodes[0])
+    return values
+
+
 @dataclass(frozen=True)
 class Local:
     """The runner host itself: processes and docker containers (their GPUs are in their commands)."""
 
 
-Placement = Local
+@dataclass(frozen=True)
+class SbatchAllocation:
+    """Single-node Slurm: `submit` (sbatch --parsable) holds one node and prints the job id; `locate`
+    prints `<state> <node>` for it until it runs; `describe` gives the node's NodeAddr. The engine and
+    router run as steps of it; `cancel` ends it."""
+    submit: tuple[str, ...]
+    locate: tuple[str, ...]
+    describe: tuple[str, ...]
+    cancel: tuple[str, ...]
+    log: str                                    # where sbatch's answer is kept
+    phase: Phase = Phase.QUEUE
+
+
+@dataclass(frozen=True)
+class SallocAllocation:
+    """Multi-node Slurm: `salloc --no-shell` (its id from "Granted job allocation J", or while queued from
+    "Pending job allocation J", so a cancel can end it), its nodes by squeue, each worker on the nodes
+    `layout` names by index; `scancel J` (or, before any id was printed, by `name`) ends every step."""
+    argv: tuple[str, ...]
+    name: str
+    nodes: int
+    minutes: int                                # its time limit (--time)
+    layout: Mapping[str, tuple[int, ...]]       # worker (and `frontend`) -> the indexes of its nodes
+    log: str
+    phase: Phase = Phase.ALLOCATE
+
+
+Placement = Local | SbatchAllocation | SallocAllocation
 
 
 @dataclass(frozen=True)

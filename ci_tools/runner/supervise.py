@@ -1,14 +1,16 @@
 """The one lifecycle of a runner job (adapter): `supervise(spec, ctx)` runs a JobSpec and always stops
 everything it started.
 
-Phases, in order (`spec.Phase`; status.json names the one a job ended in): the node `check`, the
-`image` import, the engine's `version`, `start` (the services; the telemetry sampler beside them), `ready` (the checks in order,
+Phases, in order (`spec.Phase`; status.json names the one a job ended in): the allocation (Slurm only:
+`queue` for sbatch, `allocate` for salloc), the node `check`, the `image` import, the engine's
+`version`, `start` (the services; the telemetry sampler beside them), `ready` (the checks in order,
 within the readiness left after the image import), the hooks before the client (`profile` when they
 POST), `client` (each client; its exports hashed the moment it exits), the hooks after it, `done`.
 
 Each thing's stop is registered on one ExitStack as it starts, so cleanup runs on success, failure,
 deadline, SIGINT and SIGTERM alike, in this order: every process group SIGTERMed at once, a grace,
-SIGKILL, their own stop commands (`docker rm -f`), then a sweep of anything else carrying the job's label (cleanup.py); status.json last. SIGINT/SIGTERM (GitHub's cancel) are
+SIGKILL, their own stop commands (`docker rm -f`), the allocation's `scancel`, then a sweep of anything
+else carrying the job's label (cleanup.py); status.json last. SIGINT/SIGTERM (GitHub's cancel) are
 handled once, here (`CancelSignals`): the signal is recorded in the context and ends the current
 phase; a cancel's whole stop fits in GitHub's window between SIGINT and SIGTERM (budget.CANCEL_STOP_S),
 and a second signal during cleanup is ignored. A signal that came while Python was still importing
@@ -29,13 +31,14 @@ from pathlib import Path
 
 from ci_tools import names
 from ci_tools.runner import budget as bud
+from ci_tools.runner.allocation import Allocation
 from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV
 from ci_tools.runner.cleanup import stop_labelled
 from ci_tools.runner.early import remembered
-from ci_tools.runner.procs import Groups, Running, fetch, post, run_to_end, tail_file, write_json
+from ci_tools.runner.procs import Groups, Running, fetch, post, run_to_end, tail_file, write_files, write_json
 from ci_tools.runner.ready import NotReady, Probe, wait_ready
-from ci_tools.runner.spec import (ClientRun, Hook, JobFailed, JobSpec, NodeCheck, Phase, Post, Proc, Snapshot,
-                                  Status, VersionCheck, fill)
+from ci_tools.runner.spec import (ClientRun, Hook, JobFailed, JobSpec, Local, NodeCheck, Phase, Post, Proc,
+                                  SallocAllocation, Snapshot, Status, VersionCheck, fill)
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -134,7 +137,8 @@ def supervise(spec: JobSpec, ctx: JobContext) -> Status:
 class _Job:
     def __init__(self, spec: JobSpec, ctx: JobContext):
         self.spec, self.ctx, self.out, self.say = spec, ctx, ctx.out, ctx.say
-        self.status = Status(phase=Phase.START, label=spec.label)
+        first = Phase.ALLOCATE if isinstance(spec.placement, SallocAllocation) else Phase.START
+        self.status = Status(phase=first, label=spec.label)
         self.marks = {LABEL_ENV: spec.label, **({RUNNER_ENV: ctx.runner} if ctx.runner else {})}
         self.values: dict[str, str] = {}              # the allocation's placeholders, once granted
         self.placement: dict[str, list[str]] | None = None
@@ -146,9 +150,7 @@ class _Job:
     def write_before(self) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
         self.documents()
-        for path, text in self.spec.files:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_text(text, encoding="utf-8")
+        write_files(self.spec.files)
         for folder in self.spec.folders:       # a mount's source must exist (enroot), and be the runner's
             Path(folder).mkdir(parents=True, exist_ok=True)
         for folder in self.spec.fresh:         # an earlier run's files are not this one's
@@ -194,6 +196,16 @@ class _Job:
         swept = stop_labelled(spec.label, self.ctx.runner, budget_s=30.0, grace_s=2.0)
         if swept.stopped():
             self.say(f"stopped what an earlier job of this runner left: {', '.join(swept.stopped())}")
+        if not isinstance(spec.placement, Local):
+            alloc = Allocation(spec.placement, self.out, self.marks, self.say, self.ctx.poll_s)
+            stack.callback(lambda: alloc.cancel(self.left(60.0)))
+            st.phase = spec.placement.phase
+            slack = 60.0 if isinstance(spec.placement, SallocAllocation) else 0.0   # salloc --immediate ends first
+            grant = alloc.wait(spec.budget.queue_s + slack, st)
+            self.values, self.placement = grant.values, grant.placement
+            if grant.placement is not None:
+                self.documents()
+            st.phase = Phase.START
         self.groups = groups = stack.enter_context(Groups(self.out, self.marks, self.say, self.grace,
                                                           lambda: self.left(60.0)))
         if spec.check is not None:

@@ -279,11 +279,12 @@ def test_single_node_pipeline_and_context_parallel():
 
 
 def test_dry_run_shows_and_run_writes_the_options_file(tmp_path):
-    from ci_tools.runner.flow import files_text, write_engine_files
+    from ci_tools.runner.flow import files_text
+    from ci_tools.runner.procs import write_files
 
     files = [(str(tmp_path / "job" / "x.yaml"), "enable_attention_dp: true\n")]
     assert "#   enable_attention_dp: true" in files_text(files)
-    write_engine_files(files)
+    write_files(files)
     assert (tmp_path / "job" / "x.yaml").read_text() == "enable_attention_dp: true\n"
 
 
