@@ -15,8 +15,12 @@ import click
 from click.testing import CliRunner
 
 from ci_tools.cli import main
+from ci_tools.config.disagg import resolve_disagg
+from ci_tools.config.recipe import recipe_from_data, resolve_point
 from ci_tools.results import identity
-from ci_tools.results.process import process_dir
+from ci_tools.results.process import planned_client, point_from_job, process_dir
+from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan
+from ci_tools.runner.plan import Settings, build_plan
 from tests.conftest import H100_JOB, RECORDINGS
 from tests.fuzz import results_mutations as mutations
 
@@ -140,3 +144,46 @@ def test_an_unreadable_planned_count_is_an_input_error(tmp_path):
     assert res.exit_code == 1 and "job.json: error: the point is unreadable" in res.output
     assert "asks for 'many' requests, not one count" in res.output and "Traceback" not in res.output
 
+
+# What the runner writes: a fixed-sequence row's lengths in job.json's point, read back by `results process`
+TINY = {"recipe-version": 1, "config-key": "tiny", "engine": "vllm", "engine-versions": ["0.26.0"],
+        "model": "org/tiny", "serve": {"args": {"max-model-len": 4096}},
+        "points": {"tp1-c4": {"tp": 1, "ep": 1, "conc": 4}}}
+TINY_ROW = {"model": "org/tiny", "model-prefix": "tiny", "precision": "bf16", "framework": "vllm", "runner": "h100",
+            "tp": 1, "ep": 1, "conc": 4, "isl": 1024, "osl": 256, "exp-name": "tiny", "scenario-type": "fixed-seq-len"}
+
+
+def single_node_job(row: dict) -> dict:
+    point = resolve_point(recipe_from_data(TINY, "recipe.yaml"), 1, 1, False, 4)
+    return build_plan(row, point, Settings(backend="process", model_store="/m"), "/tmp/out").job_json()
+
+
+def test_a_single_node_job_records_its_lengths_and_its_count():
+    job = single_node_job(TINY_ROW)
+    assert (job["point"]["isl"], job["point"]["osl"]) == (1024, 256)
+    info = point_from_job(job)
+    argv = planned_client(job)
+    assert argv is not None and info.request_count == int(argv[argv.index("--request-count") + 1])
+    assert (info.isl, info.osl) == (1024, 256)
+
+
+def test_a_multinode_concurrency_records_its_lengths_and_its_own_count():
+    image = "lmsysorg/sglang:v0.5.21@sha256:" + "1" * 64
+    data = {"recipe-version": 1, "config-key": "k", "mode": "disaggregated", "engine": "sglang", "image": image,
+            "model": "org/model", "kv-transfer": "nixl",
+            "frontend": {"kind": "sglang-router", "name": "sglang-router", "version": "0.3.2", "args": {}},
+            "points": {"1p1d": {"prefill": {"num-worker": 1, "tp": 4, "nodes": 1},
+                                "decode": {"num-worker": 1, "tp": 4, "nodes": 1}, "conc": [8, 16]}}}
+    row = {"image": image, "model": "org/model", "precision": "fp4", "framework": "sglang-disagg", "runner": "gb300",
+           "isl": 8192, "osl": 1024, "spec-decoding": "none", "exp-name": "m_8k1k", "conc": [8, 16],
+           "prefill": {"num-worker": 1, "tp": 4, "ep": 1, "dp-attn": False, "pp": 1},
+           "decode": {"num-worker": 1, "tp": 4, "ep": 1, "dp-attn": False}, "kv-p2p-transfer": "nixl",
+           "router": {"name": "sglang-router", "version": "0.3.2"}}
+    pt = resolve_disagg(recipe_from_data(data), row["prefill"], row["decode"], row["conc"])
+    plan = build_multinode_plan(row, pt, Settings(), "/job", 4, SlurmSettings(queue_timeout_s=600))
+    for client in plan.clients:
+        # a concurrency's own directory, as runner/multinode.py writes it
+        job = {"point": plan.point_for(client), "parent": "..", "command": client.argv}
+        info = point_from_job(job)
+        assert (info.isl, info.osl, info.conc) == (8192, 1024, client.conc)
+        assert info.request_count == int(client.argv[client.argv.index("--request-count") + 1])
