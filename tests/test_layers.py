@@ -71,7 +71,7 @@ ADAPTERS = {
 # module that also reaches the world (checked in `from m import name` and in `m.name` alike).
 ALLOWED_IMPORTS: dict[str, frozenset[str] | None] = {
     # the language and its data types
-    "__future__": None, "abc": None, "collections": None, "collections.abc": None, "dataclasses": None,
+    "__future__": None, "abc": None, "collections": None, "collections.abc": None, "dataclasses": None, "enum": None,
     "functools": None, "itertools": None, "operator": None, "types": None, "typing": None,
     # numbers, text and formats, computed in memory
     "array": None, "bisect": None, "datetime": None, "decimal": None, "difflib": None, "fnmatch": None,

@@ -21,16 +21,25 @@ import json
 import os
 import re
 import time
-from typing import Any, Callable, Iterator
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Self
 
 from ci_tools.errors import InputError
 from ci_tools.github import http_policy as policy
 from ci_tools.github.http_policy import MAX_RETRIES, MAX_WAIT_SECONDS, rate_limit_reset
 from ci_tools.github.events import _Reader, pull_request_from
 from ci_tools.github.transport import CallLog, GaveUp, Transport
-from ci_tools.github.models import (PERMISSION_NOT_FOUND, Artifact, Comment, Comparison, EditHistory, Job,
-                                    PullRequest, WorkflowRun, artifact_from_json, comment_from_json,
-                                    comparison_from_json, job_from_json, named_artifact, run_from_json)
+from ci_tools.github.models import (PERMISSION_NOT_FOUND, Artifact, CheckRun, Comment, Commit, CommitStatus,
+                                    Comparison, EditHistory, Job, Label, PullRequest, Timeline, WorkflowRun,
+                                    artifact_from_json, check_run_from_json, comment_from_json, commit_from_json,
+                                    comparison_from_json, job_from_json, label_from_json, named_artifact,
+                                    run_from_json, status_from_json, timeline_from_json)
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from urllib3 import BaseHTTPResponse
+    from urllib3.connectionpool import ConnectionPool
 
 DEFAULT_API_URL = "https://api.github.com"
 # Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
@@ -164,7 +173,7 @@ def check_pygithub(version: str | None = None) -> None:
                          f"oldest release it is tested with). Upgrade it: pip install 'PyGithub>={need}'")
 
 
-def token_from_env(env: dict[str, str] | None = None) -> str:
+def token_from_env(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN")
     if not token:
@@ -173,7 +182,7 @@ def token_from_env(env: dict[str, str] | None = None) -> str:
     return token
 
 
-def _error_kind(error: BaseException) -> str:
+def _error_kind(error: BaseException | None) -> str:
     """What `http_policy` needs to know about a failure without an answer, from urllib3's public
     exception classes: was the request sent at all?"""
     from urllib3.exceptions import ConnectTimeoutError, ReadTimeoutError
@@ -193,21 +202,27 @@ def _make_retry(log: CallLog, sleep: Callable[[float], None], now: Callable[[], 
     from urllib3.exceptions import MaxRetryError, ResponseError
     from urllib3.util.retry import Retry
 
+    def _give_up(pool: ConnectionPool | None, url: str | None, reason: Exception | None) -> MaxRetryError:
+        # urllib3 types the hook's pool Optional yet wants one here; its own `Retry.increment` passes
+        # the pool on as given, under the same ignore
+        return MaxRetryError(pool, url, reason)  # type: ignore[arg-type]
+
     class _Retry(Retry):
         delay = 0.0
 
         def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
             return status_code in (403, 429) or 500 <= status_code < 600
 
-        def increment(self, method: str | None = None, url: str | None = None, response: Any = None,
-                      error: Exception | None = None, _pool: Any = None, _stacktrace: Any = None) -> Retry:
+        def increment(self, method: str | None = None, url: str | None = None,
+                      response: BaseHTTPResponse | None = None, error: Exception | None = None,
+                      _pool: ConnectionPool | None = None, _stacktrace: TracebackType | None = None) -> Self:
             verb, shown, attempt = (method or "GET").upper(), str(url), len(self.history) + 1
             if response is None:
                 decision = policy.decide(verb, attempt, None, error=_error_kind(error), now=now())
-                if decision.reason == policy.MAYBE_SENT:
+                if decision.reason == policy.MAYBE_SENT and error is not None:
                     raise error   # sent, maybe carried out: never again; the caller words it
                 if not decision.retry:
-                    raise MaxRetryError(_pool, url, error)
+                    raise _give_up(_pool, url, error)
             else:
                 status, headers = response.status, response.headers
                 message, read = "", False
@@ -227,7 +242,7 @@ def _make_retry(log: CallLog, sleep: Callable[[float], None], now: Callable[[], 
                     raise GitHubError(failure_message(verb, shown, url or "", status, message), status=status)
                 if not decision.retry:
                     # urllib3 hands the answer back (raise_on_status=False); PyGithub maps it to an error
-                    raise MaxRetryError(_pool, url, ResponseError(f"HTTP {status}"))
+                    raise _give_up(_pool, url, ResponseError(f"HTTP {status}"))
             log.retries += 1
             retry = super().increment(method, url, response, error, _pool, _stacktrace)
             retry.delay = decision.delay
@@ -299,7 +314,7 @@ class GitHub:
         self._requester = self._gh.requester
 
     @classmethod
-    def from_env(cls, repo: str | None = None, env: dict[str, str] | None = None, **kw: Any) -> "GitHub":
+    def from_env(cls, repo: str | None = None, env: Mapping[str, str] | None = None, **kw: Any) -> "GitHub":
         env = os.environ if env is None else env
         return cls(repo or env.get("GITHUB_REPOSITORY", ""), token_from_env(env),
                    api_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL, **kw)
@@ -436,13 +451,13 @@ class GitHub:
                 paths.append(str(f["previous_filename"]))
         return paths
 
-    def timeline(self, number: int) -> list[dict]:
-        """Comments, label events and commits of a PR in one chronological list; GitHubError when it
-        holds fewer comments than the PR counts (`_check_comments`)."""
+    def timeline(self, number: int) -> Timeline:
+        """Comments, label events, commits and head-branch events of a PR from its one chronological
+        list; GitHubError when it holds fewer comments than the PR counts (`_check_comments`)."""
         expected = self._comment_count(number)
         items = self._list(self._r(f"/issues/{number}/timeline"))
         self._check_comments(number, sum(1 for i in items if i.get("event") == "commented"), expected, "timeline")
-        return items
+        return timeline_from_json(items)
 
     def _comment_count(self, number: int) -> int | None:
         """The PR's own count of its conversation comments, read BEFORE a list is: comments posted
@@ -463,11 +478,12 @@ class GitHub:
     def comment(self, comment_id: int) -> Comment:
         return comment_from_json(self._get(self._r(f"/issues/comments/{comment_id}")))
 
-    def create_comment(self, number: int, body: str) -> dict:
-        return self._request("POST", self._r(f"/issues/{number}/comments"), body={"body": body})[1]
+    def create_comment(self, number: int, body: str) -> Comment:
+        return comment_from_json(self._request("POST", self._r(f"/issues/{number}/comments"), body={"body": body})[1])
 
-    def update_comment(self, comment_id: int, body: str) -> dict:
-        return self._request("PATCH", self._r(f"/issues/comments/{comment_id}"), body={"body": body})[1]
+    def update_comment(self, comment_id: int, body: str) -> Comment:
+        return comment_from_json(self._request("PATCH", self._r(f"/issues/comments/{comment_id}"),
+                                               body={"body": body})[1])
 
     def permission(self, login: str) -> str:
         """The user's repository permission; `PERMISSION_NOT_FOUND` where GitHub answers 404 (it does
@@ -517,12 +533,9 @@ class GitHub:
                 self._cache[key] = False
         return self._cache[key]
 
-    def review(self, number: int, review_id: int) -> dict:
-        return self._get(self._r(f"/pulls/{number}/reviews/{review_id}"))
-
     def review_comment(self, number: int, review_id: int) -> Comment:
         """A review, as the sign-off reads a comment: its body, author and when it was submitted."""
-        return comment_from_json(self.review(number, review_id), kind="review")
+        return comment_from_json(self._get(self._r(f"/pulls/{number}/reviews/{review_id}")), kind="review")
 
     def edit_history(self, node_id: str) -> EditHistory:
         """Who edited a comment or review body and when, from the edit history GitHub keeps (GraphQL
@@ -559,9 +572,9 @@ class GitHub:
                               "error means the token cannot read the comment (it needs `pull-requests: read`).")
         return data["data"]
 
-    def statuses(self, sha: str) -> list[dict]:
+    def statuses(self, sha: str) -> list[CommitStatus]:
         """Every commit status of `sha`, newest first (GitHub keeps each one ever set)."""
-        return self._list(self._r(f"/commits/{sha}/statuses"))
+        return [status_from_json(s) for s in self._list(self._r(f"/commits/{sha}/statuses")) if isinstance(s, dict)]
 
     def _run(self, run_id: int) -> dict:
         key = f"run:{run_id}"
@@ -626,10 +639,10 @@ class GitHub:
         """The repository's self-hosted runners (needs an admin-scoped token)."""
         return self._list(self._r("/actions/runners"), key="runners")
 
-    def commit(self, sha: str) -> dict:
+    def commit(self, sha: str) -> Commit:
         key = f"commit:{sha}"
         if key not in self._cache:
-            self._cache[key] = self._get(self._r(f"/commits/{sha}"))
+            self._cache[key] = commit_from_json(self._get(self._r(f"/commits/{sha}")))
         return self._cache[key]
 
     def compare(self, base: str, head: str) -> Comparison:
@@ -643,47 +656,47 @@ class GitHub:
         sha means an unchanged folder, however many files a comparison would have to list."""
         key = f"toptree:{sha}"
         if key not in self._cache:
-            tree = self.commit(sha)["commit"]["tree"]["sha"]
-            data = self._get(self._r(f"/git/trees/{tree}"))
+            data = self._get(self._r(f"/git/trees/{self.commit(sha).tree_sha}"))
             self._cache[key] = {str(e.get("path")): str(e.get("sha")) for e in data.get("tree") or []}
         return self._cache[key]
 
     def create_status(self, sha: str, *, state: str, context: str, description: str,
-                      target_url: str | None = None) -> dict:
+                      target_url: str | None = None) -> CommitStatus:
         body = {"state": state, "context": context, "description": description[:140]}
         if target_url:
             body["target_url"] = target_url
-        return self._request("POST", self._r(f"/statuses/{sha}"), body=body)[1]
+        return status_from_json(self._request("POST", self._r(f"/statuses/{sha}"), body=body)[1])
 
     def create_check_run(self, sha: str, *, name: str, conclusion: str, title: str, summary: str,
-                         details_url: str | None = None) -> dict:
+                         details_url: str | None = None) -> CheckRun:
         """A completed check run on `sha` (what branch protection requires by `name`), with a title
         and a Markdown summary a reviewer reads on the Checks tab (GitHub keeps 65,535 characters)."""
         body = {"name": name, "head_sha": sha, "status": "completed", "conclusion": conclusion,
                 "output": {"title": title[:255], "summary": summary[:MAX_CHECK_SUMMARY]}}
         if details_url:
             body["details_url"] = details_url
-        return self._request("POST", self._r("/check-runs"), body=body)[1]
+        return check_run_from_json(self._request("POST", self._r("/check-runs"), body=body)[1])
 
-    def check_runs(self, sha: str, name: str | None = None) -> list[dict]:
+    def check_runs(self, sha: str, name: str | None = None) -> list[CheckRun]:
         """The check runs of `sha` (fresh: a writer reads back what it and others set), by `name` when given."""
         params = {"check_name": name} if name else {}
         self._cache.pop(f"list:{self._r(f'/commits/{sha}/check-runs')}?{sorted(params.items())}", None)
-        return self._list(self._r(f"/commits/{sha}/check-runs"), params, key="check_runs")
+        return [check_run_from_json(c) for c in self._list(self._r(f"/commits/{sha}/check-runs"), params,
+                                                             key="check_runs") if isinstance(c, dict)]
 
-    def labels(self) -> list[dict]:
-        """The repository's labels (GitHub's objects: name, color, description)."""
-        return self._list(self._r("/labels"))
+    def labels(self) -> list[Label]:
+        """The repository's labels."""
+        return [label_from_json(x) for x in self._list(self._r("/labels")) if isinstance(x, dict)]
 
-    def create_label(self, name: str, *, color: str, description: str) -> dict:
-        return self._request("POST", self._r("/labels"), body={"name": name, "color": color,
-                                                               "description": description})[1]
+    def create_label(self, name: str, *, color: str, description: str) -> Label:
+        return label_from_json(self._request("POST", self._r("/labels"), body={"name": name, "color": color,
+                                                                               "description": description})[1])
 
-    def update_label(self, name: str, *, color: str, description: str) -> dict:
+    def update_label(self, name: str, *, color: str, description: str) -> Label:
         from urllib.parse import quote
 
-        return self._request("PATCH", self._r(f"/labels/{quote(name, safe='')}"),
-                             body={"new_name": name, "color": color, "description": description})[1]
+        return label_from_json(self._request("PATCH", self._r(f"/labels/{quote(name, safe='')}"),
+                                             body={"new_name": name, "color": color, "description": description})[1])
 
     def dispatch_run_names(self, repo: str) -> list[str]:
         """The run names of `repo`'s newest repository_dispatch runs (one page, fresh: a re-run asks
@@ -700,8 +713,8 @@ class GitHub:
     def branch_sha(self, branch: str) -> str:
         return str(self._get(self._r(f"/git/ref/heads/{branch}"))["object"]["sha"])
 
-    def create_branch(self, branch: str, sha: str) -> dict:
-        return self._request("POST", self._r("/git/refs"), body={"ref": f"refs/heads/{branch}", "sha": sha})[1]
+    def create_branch(self, branch: str, sha: str) -> None:
+        self._request("POST", self._r("/git/refs"), body={"ref": f"refs/heads/{branch}", "sha": sha})
 
     def file_sha(self, path: str, ref: str) -> str | None:
         """The blob sha of `path` at `ref` (what an update must name), None when the file is not there."""
@@ -713,16 +726,17 @@ class GitHub:
             raise
         return str(data.get("sha")) if isinstance(data, dict) else None
 
-    def put_file(self, path: str, text: str, *, branch: str, message: str, sha: str | None) -> dict:
+    def put_file(self, path: str, text: str, *, branch: str, message: str, sha: str | None) -> None:
+        """Create or update one file on `branch` (one commit)."""
         import base64
 
         body = {"message": message, "content": base64.b64encode(text.encode("utf-8")).decode("ascii"),
                 "branch": branch, **({"sha": sha} if sha else {})}
-        return self._request("PUT", self._r(f"/contents/{path}"), body=body)[1]
+        self._request("PUT", self._r(f"/contents/{path}"), body=body)
 
-    def create_pull(self, *, title: str, head: str, base: str, body: str) -> dict:
-        return self._request("POST", self._r("/pulls"), body={"title": title, "head": head, "base": base,
-                                                               "body": body})[1]
+    def create_pull(self, *, title: str, head: str, base: str, body: str) -> PullRequest:
+        data = self._request("POST", self._r("/pulls"), body={"title": title, "head": head, "base": base, "body": body})[1]
+        return pull_request_from(data, "pulls", _Reader("GitHub API"))
 
     def dispatch(self, repo: str, event_type: str, client_payload: dict) -> None:
         self._request("POST", f"/repos/{repo}/dispatches",

@@ -49,7 +49,7 @@ def test_a_rejected_status_says_what_is_wrong_not_the_rule_it_broke():
 
 # ---- issue 25: what a sign-off is bound to ---------------------------------------------------------
 
-from ci_tools.github.models import Comparison, EditHistory  # noqa: E402
+from ci_tools.github.models import CommitStatus, Comparison, EditHistory  # noqa: E402
 
 EDITS = [
     # author, history, expected reason substring (None: the author's own body)
@@ -100,7 +100,7 @@ BOT = "github-actions[bot]"
 
 
 def status(at, *, url=PR_URL, creator=BOT, context=signoff.STATUS_CONTEXT):
-    return {"created_at": at, "target_url": url, "creator": {"login": creator}, "context": context}
+    return CommitStatus("success", created_at=at, target_url=url, creator=creator, context=context)
 
 
 SEEN = [

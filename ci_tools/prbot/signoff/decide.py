@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ci_tools.errors import InputError
-from ci_tools.github.models import Comparison, EditHistory
+from ci_tools.github.models import CommitStatus, Comparison, EditHistory
 from ci_tools.prbot import markdown, messages
 from ci_tools.prbot.commands import WRITE_PERMISSIONS
 from ci_tools.github.models import timestamp as ts
@@ -166,18 +166,20 @@ def visible_lines(body: str) -> list[str | None]:
     text = _HTML_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), body.replace("\r\n", "\n"))
     seen = markdown.read(text)
     drop = seen.fenced | seen.hidden | seen.html
-    return [None if i in drop else line for i, line in enumerate(text.split("\n"))] if drop else text.split("\n")
+    return [None if i in drop else line for i, line in enumerate(text.split("\n"))]
 
 
 def checklist_checks(body: str, signer: str, checklist: Checklist) -> list[Check]:
     lines = visible_lines(body)
-    ticked, unticked = set(), set()
-    # a box counts only on a line that is a list item (`    - [x]` after a paragraph is text)
+    ticked: set[str] = set()
+    unticked: set[str] = set()
+    # a box counts only on a line that is a list item (`    - [x]` after a paragraph is text; a line
+    # not read, None, is never one)
     for i in markdown.list_items(lines):
-        m = _ITEM.match(lines[i])
+        m = _ITEM.match(lines[i] or "")
         if m:
             (ticked if m.group(1) in "xX" else unticked).add(_norm(m.group(2)))
-    body = "\n".join(line for line in lines if line is not None) if None in lines else "\n".join(lines)
+    body = "\n".join(line for line in lines if line is not None)
     found = _VERSION.search(body)
     version = int(found.group(1)) if found else None
     checks = [Check("current checklist version", version == checklist.version,
@@ -293,7 +295,7 @@ def reviewed_tree_problem(*, reviewed: str, head: str, reviewed_tree: str, head_
     return None
 
 
-def head_seen_before(*, written_at: str, statuses: Iterable[dict], pr_url: str, bot: str) -> bool:
+def head_seen_before(*, written_at: str, statuses: Iterable[CommitStatus], pr_url: str, bot: str) -> bool:
     """Whether the bot set a sign-off status for this PR on the head before `written_at`. No push time
     exists in GitHub's API (commit dates are the pusher's to choose, `pushedDate` is gone), but a
     status cannot predate the commit's arrival: the bot's own after-push status naming this PR,
@@ -302,9 +304,8 @@ def head_seen_before(*, written_at: str, statuses: Iterable[dict], pr_url: str, 
     if written is None:
         return False
     for s in statuses:
-        url = str(s.get("target_url") or "")
-        created = ts(str(s.get("created_at") or ""))
-        if (s.get("context") == STATUS_CONTEXT and (s.get("creator") or {}).get("login") == bot
+        url, created = s.target_url, ts(s.created_at)
+        if (s.context == STATUS_CONTEXT and s.creator == bot
                 and (url == pr_url or url.startswith(pr_url + "#")) and created is not None and created <= written):
             return True
     return False
@@ -377,7 +378,7 @@ def stale_event_problem(payload_head: str, head: str) -> str | None:
     return None
 
 
-def queue_state(status: dict | None, *, pr_head: str, queued_head: str) -> tuple[str, str]:
+def queue_state(status: CommitStatus | None, *, pr_head: str, queued_head: str) -> tuple[str, str]:
     """(state, why) of a merge queue group's sign-off: the PR head's own sign-off status, where the
     group merged that head; pending or missing is a failure (a queue cannot wait for a sign-off)."""
     if queued_head and not pr_head.startswith(queued_head):
@@ -385,7 +386,7 @@ def queue_state(status: dict | None, *, pr_head: str, queued_head: str) -> tuple
                            "the queue will test the new head")
     if status is None:
         return "failure", f"no sign-off on the PR's head {pr_head[:12]}: a CODEOWNER signs off first"
-    if status.get("state") == "success":
-        return "success", str(status.get("description") or "CODEOWNER sign-off verified")
-    return "failure", (f"the sign-off on the PR's head {pr_head[:12]} is {status.get('state')}: "
-                       f"{status.get('description') or 'not verified'}")
+    if status.state == "success":
+        return "success", status.description or "CODEOWNER sign-off verified"
+    return "failure", (f"the sign-off on the PR's head {pr_head[:12]} is {status.state}: "
+                       f"{status.description or 'not verified'}")
