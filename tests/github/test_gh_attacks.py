@@ -335,7 +335,7 @@ def test_a_timeline_cut_after_the_last_comment_does_not_hide_a_label(fake):
     starts under it, the label is removed again, and a proxy drops `Link: next` after the first full
     page, so neither label event is listed. Replayed, the history said "a full sweep only" and main
     reused an evals-only run; a full last page without `Link: next` is now checked for a next page."""
-    from ci_tools.github.client import PER_PAGE
+    from ci_tools.github.rest import PER_PAGE
 
     pr_with_sweep(fake, 7, filler=PER_PAGE - 3)              # committed, labeled, fillers: then `/use 9`
     authorise(fake, 7, "/use 9")
