@@ -11,8 +11,8 @@ Two paths read a record, and tests check they agree on every record:
   credit number and request id, the READ_METRICS values, the chunk gaps, error) and skips every other
   key in C. A batch of plain records
   (successful profiling requests with every value present, and plainly dropped ones) is then checked
-  and turned into columns element-wise with numpy, no Python code per record; any other batch (and
-  every batch where numpy is missing) goes record by record through the same rules as the json path.
+  and turned into columns element-wise with numpy, no Python code per record; any other batch goes
+  record by record through the same rules as the json path.
   msgspec is as strict as `json.loads` about JSON syntax and stricter about types (an int where a
   float is expected is accepted, a bool or string is not; a unit other than the metric's usual one
   is refused), so what it rejects is unusual;
@@ -30,8 +30,8 @@ once by reason). The rest are the successful profiling requests S. Reasons in BR
 measurement itself is wrong (the result is invalid when any occurs); those in DEGRADED invalidate it
 above a small share (validity.py). A one-token response has no inter-token latency: it stays in S
 and is counted in `itl_undefined`. Every record of S is held against the physical invariants of an
-AIPerf record as it is read (invariants.py: by numpy on a plain batch, else one by one through the
-same expressions); the records breaking each are counted in `violations` with the first one's figures.
+AIPerf record as it is read (invariants.py, element-wise over the batch's records, whichever path read
+them); the records breaking each are counted in `violations` with the first one's figures.
 
 Reading the chunk gaps costs: they are the one list decoded (about 50 ns a gap, the rest of a
 record's keys are skipped), so a record of 250 gaps is read in about 4x the time of one whose gaps are
@@ -52,10 +52,11 @@ from operator import add, and_, attrgetter, eq, not_
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Literal
 
+import numpy as np
+
 from ci_tools.errors import Finding, InputError
 from ci_tools.results import invariants, units
 from ci_tools.results.invariants import Limits
-from ci_tools.results.metrics import _numpy
 from ci_tools.results.scan import COLUMNS, RecordScan
 
 PROFILING = "profiling"
@@ -268,27 +269,29 @@ def record_problem(f: dict) -> str | None:
     return None
 
 
-def _add_slow(s: RecordScan, f: dict, lineno: int, limits: Limits) -> None:
+def _add_slow(s: RecordScan, f: dict) -> dict | None:
+    """Add one record by the general rules; a record of S returns the figures its invariants are
+    checked on (`_check_rows`, with the rest of its batch), any other None."""
     phase = f.get("phase")
     pname = phase if isinstance(phase, str) else "<none>" if phase is None else "<not text>"
     s.phases[pname] = s.phases.get(pname, 0) + 1
     if isinstance(phase, str) and phase != PROFILING:
         s.records_warmup_dropped += 1
         s.excluded["warmup"] = s.excluded.get("warmup", 0) + 1
-        return
+        return None
     if f.get("error"):
         s.records_error_dropped += 1
         s.excluded["error"] = s.excluded.get("error", 0) + 1
         cat = error_category(f["error"])
         s.error_categories[cat] = s.error_categories.get(cat, 0) + 1
-        return
+        return None
     # AIPerf writes benchmark_phase on every record: without one, the record's origin is unknown
     reason = "no-phase" if phase is None or not isinstance(phase, str) else record_problem(f)
     if reason is not None:
         s.excluded[reason] = s.excluded.get(reason, 0) + 1
         if reason == "bad-unit":
             s.unit_problems[f["bad_unit"]] = s.unit_problems.get(f["bad_unit"], 0) + 1
-        return
+        return None
     s.records_profiled += 1
     ttft, itl, e2el = f["ttft_ms"], f.get("itl_ms"), f["e2el_ms"]
     isl, osl = f["isl"], f["osl"]
@@ -320,10 +323,15 @@ def _add_slow(s: RecordScan, f: dict, lineno: int, limits: Limits) -> None:
         s.end_ns_max = end
     s.icl_count += f["icl_len"]
     s.icl_ns += round(f["icl_sum"] * 1e6)
-    values = invariant_values(f)
-    broken, gone = invariants.record_verdicts(values, limits)
-    for rule in broken:
-        invariants.note(s.violations, rule, 1, lineno, {**values, "missing": ", ".join(gone)})
+    return invariant_values(f)
+
+
+def _check_rows(s: RecordScan, rows: list[tuple[int, dict]], limits: Limits) -> None:
+    """The invariants of records added one by one, (line, figures) each, checked together."""
+    if rows:
+        v = invariants.Values(**{name: np.array([r[name] for _, r in rows], dtype=np.float64)
+                                 for name in invariants.FIELDS})
+        invariants.tally(s.violations, v, [line for line, _ in rows], limits)
 
 
 def invariant_values(f: dict) -> dict:
@@ -426,7 +434,7 @@ _FLOATS = ("ttft_ms", "itl_ms", "e2el_ms", "isl", "osl", "usage_osl", "usage_isl
            "decode")
 
 
-def _plain_columns(np: Any, c: dict) -> dict | None:
+def _plain_columns(c: dict) -> dict | None:
     """A batch's value columns as numpy arrays (keys of FIELD_NAMES, and the invariants' FIELDS), when
     record_problem() passes every record and each has every figure the checks read; None when some
     record needs the general rules (a value or timestamp missing, out of range or inconsistent). The
@@ -476,8 +484,7 @@ def _add_structs(s: RecordScan, recs: list, first_lineno: int, limits: Limits) -
         # a record without a phase and without an error is excluded as "no-phase": rare, so its
         # batch goes record by record rather than the columns learning that rule
         if any(p is None and not e for p, e in compress(zip(phase, error), map(not_, keep))):
-            for lineno, r in zip(lines, recs):
-                _add_slow(s, _struct_fields(r), lineno, limits)
+            _add_one_by_one(s, zip(lines, recs), limits)
             return
         good = list(compress(recs, keep))
         dropped = list(zip(compress(lines, map(not_, keep)), compress(recs, map(not_, keep))))
@@ -485,18 +492,26 @@ def _add_structs(s: RecordScan, recs: list, first_lineno: int, limits: Limits) -
         values = [list(compress(col, keep)) for col in values]
     if good:
         c = dict(zip(FIELD_NAMES[2:], values))
-        np = _numpy()
-        columns = None if np is None else _plain_columns(np, c)
+        columns = _plain_columns(c)
         if columns is None:  # some record needs record_problem's verdict: the general rules, one by one
-            for lineno, r in zip(lines, good):
-                _add_slow(s, _struct_fields(r), lineno, limits)
+            _add_one_by_one(s, zip(lines, good), limits)
         else:
-            _add_columns(s, np, columns, c, lines, limits)
-    for lineno, r in dropped:  # warmup and error records touch only counters
-        _add_slow(s, _struct_fields(r), lineno, limits)
+            _add_columns(s, columns, c, lines, limits)
+    for _, r in dropped:  # warmup and error records touch only counters
+        _add_slow(s, _struct_fields(r))
 
 
-def _add_columns(s: RecordScan, np: Any, columns: dict, c: dict, lines: Any, limits: Limits) -> None:
+def _add_one_by_one(s: RecordScan, numbered: Iterable[tuple[int, Any]], limits: Limits) -> None:
+    """Decoded records (line, struct) by the general rules, their invariants checked together."""
+    rows = []
+    for lineno, r in numbered:
+        values = _add_slow(s, _struct_fields(r))
+        if values is not None:
+            rows.append((lineno, values))
+    _check_rows(s, rows, limits)
+
+
+def _add_columns(s: RecordScan, columns: dict, c: dict, lines: Any, limits: Limits) -> None:
     """Add a plain batch (`_plain_columns`) to the scan, and the records that break an invariant."""
     k = len(columns["start"])
     s.records_profiled += k
@@ -525,14 +540,7 @@ def _add_columns(s: RecordScan, np: Any, columns: dict, c: dict, lines: Any, lim
         s.end_ns_max = emax
     v = invariants.Values(**{name: columns[_COLUMN_OF.get(name, name)] for name in invariants.FIELDS})
     v.session = v.session.astype(np.float64)
-    with np.errstate(all="ignore"):
-        for rule, ok in invariants.checks(v, np, limits):
-            bad = ~ok
-            count = int(bad.sum())
-            if count:
-                i = int(bad.argmax())
-                example = {name: float(getattr(v, name)[i]) for name in invariants.FIELDS}
-                invariants.note(s.violations, rule, count, lines[i], {**example, "missing": ""})
+    invariants.tally(s.violations, v, lines, limits)
 
 
 # the invariants' name of a figure -> the key _plain_columns gives it under
@@ -540,7 +548,9 @@ _COLUMN_OF = {"ttft": "ttft_ms", "itl": "itl_ms", "e2el": "e2el_ms"}
 
 
 def _add_lines(s: RecordScan, lines: list[bytes], first_lineno: int, decoder: tuple | None, limits: Limits) -> None:
-    """Add a batch line by line: msgspec where it accepts the line, else json.loads."""
+    """Add a batch line by line: msgspec where it accepts the line, else json.loads (the invariants of
+    those records checked together, in file order with the others)."""
+    rows: list[tuple[int, dict]] = []
     for lineno, line in enumerate(lines, first_lineno):
         if len(line) > MAX_LINE_BYTES:
             s.records_total += 1
@@ -554,6 +564,8 @@ def _add_lines(s: RecordScan, lines: list[bytes], first_lineno: int, decoder: tu
             else:
                 s.records_total += 1
                 s.fast_lines += 1
+                _check_rows(s, rows, limits)    # the records before it first: examples stay the first ones
+                rows = []
                 _add_structs(s, [rec], lineno, limits)
                 continue
         if not line.strip():
@@ -566,7 +578,10 @@ def _add_lines(s: RecordScan, lines: list[bytes], first_lineno: int, decoder: tu
         if not isinstance(obj, dict):
             s.bad_lines.append(lineno)
             continue
-        _add_slow(s, _slow_fields(obj), lineno, limits)
+        values = _add_slow(s, _slow_fields(obj))
+        if values is not None:
+            rows.append((lineno, values))
+    _check_rows(s, rows, limits)
 
 
 def too_deep(line: bytes, limit: int = MAX_DEPTH) -> bool:

@@ -23,27 +23,25 @@ from __future__ import annotations
 import math
 from array import array
 from datetime import datetime, timezone
-from operator import sub
 from typing import Callable
+
+import numpy as np
 
 from ci_tools.errors import Failure
 from ci_tools.results import units
-from ci_tools.results.metrics import _numpy, percentile
+from ci_tools.results.metrics import column
 from ci_tools.results.scan import RecordScan
 
-def decode_ms(scan: RecordScan) -> array:
+
+def decode_ms(scan: RecordScan) -> np.ndarray:
     """E2EL - TTFT of each record: what AIPerf's decode_duration is (computed when asked, not held)."""
-    np = _numpy()
-    if np is not None and len(scan.e2el_ms) > 1000:
-        x = np.frombuffer(scan.e2el_ms, dtype=np.float64) - np.frombuffer(scan.ttft_ms, dtype=np.float64)
-        return array("d", x.tobytes())
-    return array("d", map(sub, scan.e2el_ms, scan.ttft_ms))
+    return column(scan.e2el_ms) - column(scan.ttft_ms)
 
 
 _COLUMNS: dict = {}
 
 
-def _column(name: str) -> Callable[[RecordScan], array]:
+def _column(name: str) -> Callable[[RecordScan], array | np.ndarray]:
     """The reader of one RecordScan column (one per name, so that compare() computes its statistics once)."""
     return _COLUMNS.setdefault(name, lambda scan: getattr(scan, name))
 
@@ -69,27 +67,16 @@ PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0))
 RULE = "aiperf-summary"
 
 
-def statistics(values: array) -> dict[str, float] | None:
-    """avg, p50..p99, min and max as AIPerf reports them (numpy's linear percentiles) of a column, its
-    NaNs (absent values) left out; None when nothing is left."""
-    np = _numpy()
-    if np is not None and len(values) > 1000:
-        x = np.frombuffer(values, dtype=np.float32 if values.typecode == "f" else np.float64)
-        if values.typecode == "f":
-            x = x[~np.isnan(x)].astype(np.float64)
-        if len(x) > 1000:
-            ps = np.percentile(x, [p for _, p in PERCENTILES])
-            out = {"avg": float(x.mean()), **{k: float(v) for (k, _), v in zip(PERCENTILES, ps)}}
-            out.update(min=float(x.min()), max=float(x.max()), count=float(len(x)))
-            return out
-        values = array("d", x.tobytes())
-    col = array("d", (v for v in values if not math.isnan(v))) if values.typecode == "f" else values
-    n = len(col)
-    if n == 0:
+def statistics(values: array | np.ndarray) -> dict[str, float] | None:
+    """avg, p50..p99, min and max of a column as AIPerf computes them (numpy's mean and linear
+    percentiles), its NaNs (absent values) left out; None when nothing is left."""
+    x = np.asarray(values, dtype=np.float64)    # a float32 column (counts, rates) exactly as float64
+    x = x[~np.isnan(x)]
+    if len(x) == 0:
         return None
-    ordered = sorted(col)
-    out = {"avg": math.fsum(col) / n, **{k: percentile(ordered, p) for k, p in PERCENTILES}}
-    out.update(min=ordered[0], max=ordered[-1], count=float(n))
+    ps = np.percentile(x, [p for _, p in PERCENTILES])
+    out = {"avg": float(x.mean()), **{k: float(v) for (k, _), v in zip(PERCENTILES, ps)}}
+    out.update(min=float(x.min()), max=float(x.max()), count=float(len(x)))
     return out
 
 
@@ -147,10 +134,10 @@ def compare(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]:
     """Every difference between AIPerf's summary and the same statistic of the records."""
     fails: list[Failure] = []
     memo: dict = {}     # the lengths' statistics serve the usage counts too: computed once
-    for key, column, scale in COMPARED:
-        if column not in memo:
-            memo[column] = statistics(column(scan))
-        ours = memo[column]
+    for key, read, scale in COMPARED:
+        if read not in memo:
+            memo[read] = statistics(read(scan))
+        ours = memo[read]
         entry = agg.get(key)
         if entry is None and ours is None:
             continue
