@@ -114,7 +114,7 @@ def _close(a: np.ndarray, b: np.ndarray, rel: float) -> np.ndarray:
 
 def checks(v: Values, lim: Limits) -> Iterator[tuple[str, np.ndarray]]:
     """(rule, ok per record) per rule. An absent witness (NaN) passes here; `missing` is what counts it.
-    The reader only hands over records `records.record_problem` accepted: TTFT, E2EL > 0 and finite,
+    The reader only hands over records `record_fields.record_problem` accepted: TTFT, E2EL > 0 and finite,
     OSL >= 1, ITL > 0 or NaN."""
     rel = lim.relative
     dd = v.e2el - v.ttft

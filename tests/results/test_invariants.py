@@ -108,7 +108,7 @@ def test_failures_name_both_values():
 number = st.one_of(st.floats(allow_nan=True, allow_infinity=True, width=64),
                    st.floats(0.01, 5000.0), st.sampled_from([0.0, 1.0, 2.0, 15.0, 16.0, -1.0, 1e308]))
 positive = st.one_of(st.floats(min_value=1e-300, max_value=1e15), st.sampled_from([1.0, 2.0, 33.2136]))
-# what the reader hands over (records.record_problem): TTFT and E2EL finite and positive, an ITL
+# what the reader hands over (record_fields.record_problem): TTFT and E2EL finite and positive, an ITL
 # finite and positive or none, an OSL of at least one token; any other figure may be anything
 ROW = {name: number for name in invariants.FIELDS} | {"ttft": positive, "e2el": positive,
                                                        "itl": st.one_of(positive, st.just(NAN)),

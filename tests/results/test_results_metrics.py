@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ci_tools.results import metrics as m
-from ci_tools.results import records
+from ci_tools.results import record_fields, records
 from ci_tools.results.process import PointInfo, build_result
 from tests.conftest import AIPERF_EXPORT
 
@@ -108,7 +108,7 @@ def test_gpu_count(kw, expected):
     ({"type": "x" * 200}, "x" * 120),
 ])
 def test_error_category(err, cat):
-    assert records.error_category(err) == cat
+    assert record_fields.error_category(err) == cat
 
 
 def test_real_export_matches_aiperf_own_summary():

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ci_tools.results import records
+from ci_tools.results import record_batches, records
 from ci_tools.results.scan import COLUMNS
 from tests.conftest import AIPERF_EXPORT
 
@@ -200,7 +200,7 @@ def corpus_lines() -> list[bytes]:
 def test_without_msgspec_the_scan_is_the_same(monkeypatch):
     lines = corpus_lines()
     fast = records.scan_lines(lines)
-    monkeypatch.setattr(records, "_DECODER", [None])    # every line takes the json path
+    monkeypatch.setattr(record_batches, "_DECODER", [None])    # every line takes the json path
     plain = records.scan_lines(lines)
     assert plain.fast_lines == 0 and plain.column_records == 0
     same(plain, fast)
