@@ -28,6 +28,7 @@ import math
 import shlex
 from array import array
 from dataclasses import dataclass, field
+from typing import Callable, TypeVar
 
 import numpy as np
 
@@ -213,7 +214,10 @@ def _credits(scan: RecordScan, n: int) -> list[Failure]:
                                       "rewritten")]
 
 
-def _number(text: str, kind: type) -> float | int | None:
+N = TypeVar("N", int, float)
+
+
+def _number(text: str, kind: Callable[[str], N]) -> N | None:
     """A positive whole number (kind int) or finite number of the command line; None otherwise."""
     try:
         value = kind(text)

@@ -11,7 +11,7 @@ figures `invariants.py` holds it to. The limits below bound what a record may ho
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeGuard
 
 from ci_tools.results import units
 
@@ -81,9 +81,10 @@ def error_category(err: Any) -> str:
 def _metric_value(metrics: dict, name: str) -> tuple[float | None, object]:
     """(value, unit) of one metric as written: the value None when absent or not a number."""
     value = metrics.get(name)
-    unit = None
+    unit: object = None
     if isinstance(value, dict):
-        value, unit = value.get("value"), value.get("unit")
+        unit = value.get("unit")
+        value = value.get("value")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None, unit
     try:
@@ -156,8 +157,8 @@ def _chunks(out: dict, value: Any) -> dict:
 
 def json_fields(rec: dict) -> dict:
     """The same numbers from a parsed record; absent values are None. `error` is returned as is."""
-    meta = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
-    metrics = rec.get("metrics") if isinstance(rec.get("metrics"), dict) else {}
+    meta = m if isinstance(m := rec.get("metadata"), dict) else {}
+    metrics = m if isinstance(m := rec.get("metrics"), dict) else {}
     out: dict = {"error": rec.get("error"), "phase": meta.get("benchmark_phase"),
                  "rid": request_id_hash(meta.get("x_request_id")), "session": session_number(meta.get("session_num"))}
     for name in ("start", "end", "ack", "credit"):
@@ -171,7 +172,7 @@ def _good(x: float | None) -> bool:
     return x is not None and math.isfinite(x) and x > 0
 
 
-def _count(x: float | None) -> bool:
+def _count(x: float | None) -> TypeGuard[float]:
     return x is not None and math.isfinite(x) and 0 <= x <= MAX_TOKENS and x.is_integer()
 
 

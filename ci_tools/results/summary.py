@@ -95,6 +95,12 @@ def finite(value) -> float | None:
 _num = finite
 
 
+def _statistics_of(agg: dict, key: str) -> dict:
+    """AIPerf's statistics of `key`; empty when it has none (or something else under that key)."""
+    entry = agg.get(key)
+    return entry if isinstance(entry, dict) else {}
+
+
 def _differs(ours: float, theirs: float, tolerance: float) -> bool:
     return abs(ours - theirs) > tolerance * max(abs(theirs), abs(ours)) + 1e-12
 
@@ -179,28 +185,28 @@ def _totals(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]:
     """AIPerf's token totals and its count and sum of the chunk gaps against the records'."""
     fails = []
     for key, attr in TOTALS:
-        entry = agg.get(key)
-        theirs = _num(entry.get("avg")) if isinstance(entry, dict) else None
+        entry = _statistics_of(agg, key)
+        theirs = _num(entry.get("avg"))
         ours = getattr(scan, attr)
         if theirs is None:
             fails.append(Failure(RULE, f"profile_export_aiperf.json has no numeric {key}.avg"))
         elif units.TOKENS.factor(entry.get("unit")) != 1.0 or _differs(ours, theirs, tolerance):
             fails.append(Failure(RULE, f"AIPerf's {key} is {_show(theirs)} {units.shown(entry.get('unit'))}, the "
                                        f"records add up to {_show(ours)} tokens"))
-    entry = agg.get("inter_chunk_latency")
-    if not isinstance(entry, dict):
+    icl = agg.get("inter_chunk_latency")
+    if not isinstance(icl, dict):
         if scan.icl_count:
             fails.append(Failure(RULE, "profile_export_aiperf.json has no inter_chunk_latency statistics, though the "
                                        f"records hold {scan.icl_count} chunk gaps"))
         return fails
-    f = units.MILLISECONDS.factor(entry.get("unit"))
-    count, total = _num(entry.get("count")), _num(entry.get("sum"))
+    f = units.MILLISECONDS.factor(icl.get("unit"))
+    count, total = _num(icl.get("count")), _num(icl.get("sum"))
     if f is None:
         fails.append(Failure("units", f"profile_export_aiperf.json gives inter_chunk_latency in "
-                                      f"{units.shown(entry.get('unit'))}; refused"))
+                                      f"{units.shown(icl.get('unit'))}; refused"))
     elif count != scan.icl_count or total is None or _differs(scan.icl_ns / 1e6, total * f, tolerance):
-        fails.append(Failure(RULE, f"AIPerf's inter_chunk_latency holds {entry.get('count')!r} chunk gaps adding up to "
-                                   f"{entry.get('sum')!r} {units.shown(entry.get('unit'))}, the records {scan.icl_count} "
+        fails.append(Failure(RULE, f"AIPerf's inter_chunk_latency holds {icl.get('count')!r} chunk gaps adding up to "
+                                   f"{icl.get('sum')!r} {units.shown(icl.get('unit'))}, the records {scan.icl_count} "
                                    f"adding up to {_show(scan.icl_ns / 1e6)} ms (tolerance {tolerance:g} relative)"))
     return fails
 
@@ -222,8 +228,8 @@ def _throughputs(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]
                                    ("request_throughput", scan.records_profiled / window, units.REQUESTS_PER_SECOND,
                                     "requests"),
                                    ("effective_concurrency", in_flight, units.REQUESTS, "requests' time in flight")):
-        entry = agg.get(key)
-        theirs = _num(entry.get("avg")) if isinstance(entry, dict) else None
+        entry = _statistics_of(agg, key)
+        theirs = _num(entry.get("avg"))
         if theirs is None:
             fails.append(Failure(RULE, f"profile_export_aiperf.json has no numeric {key}.avg"))
             continue
