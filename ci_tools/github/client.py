@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Iterator
 
 from ci_tools.github.events import _Reader, pull_request_from
-from ci_tools.github.models import (PERMISSION_NOT_FOUND, Artifact, CheckRun, Comment, Commit, CommitStatus,
+from ci_tools.github.models import (PERMISSION_NOT_FOUND, Artifact, CheckRun, Comment, Commit,
                                     Comparison, EditHistory, Job, Label, PullRequest, Timeline, WorkflowRun,
                                     artifact_from_json, check_run_from_json, comment_from_json, commit_from_json,
                                     comparison_from_json, job_from_json, label_from_json, named_artifact,
-                                    run_from_json, status_from_json, timeline_from_json)
+                                    run_from_json, timeline_from_json)
 from ci_tools.github.rest import (DEFAULT_API_URL, MAX_PAGES, PER_PAGE, GitHubError, Rest, TeamUnreadable,
                                   token_from_env)
 
@@ -218,10 +218,6 @@ class GitHub(Rest):
                               "error means the token cannot read the comment (it needs `pull-requests: read`).")
         return data["data"]
 
-    def statuses(self, sha: str) -> list[CommitStatus]:
-        """Every commit status of `sha`, newest first (GitHub keeps each one ever set)."""
-        return [status_from_json(s) for s in self._list(self._r(f"/commits/{sha}/statuses")) if isinstance(s, dict)]
-
     def _run(self, run_id: int) -> dict:
         key = f"run:{run_id}"
         if key not in self._cache:
@@ -306,13 +302,6 @@ class GitHub(Rest):
             self._cache[key] = {str(e.get("path")): str(e.get("sha")) for e in data.get("tree") or []}
         return self._cache[key]
 
-    def create_status(self, sha: str, *, state: str, context: str, description: str,
-                      target_url: str | None = None) -> CommitStatus:
-        body = {"state": state, "context": context, "description": description[:140]}
-        if target_url:
-            body["target_url"] = target_url
-        return status_from_json(self._request("POST", self._r(f"/statuses/{sha}"), body=body)[1])
-
     def create_check_run(self, sha: str, *, name: str, conclusion: str, title: str, summary: str,
                          details_url: str | None = None) -> CheckRun:
         """A completed check run on `sha` (what branch protection requires by `name`), with a title
@@ -323,9 +312,12 @@ class GitHub(Rest):
             body["details_url"] = details_url
         return check_run_from_json(self._request("POST", self._r("/check-runs"), body=body)[1])
 
-    def check_runs(self, sha: str, name: str | None = None) -> list[CheckRun]:
-        """The check runs of `sha` (fresh: a writer reads back what it and others set), by `name` when given."""
-        params = {"check_name": name} if name else {}
+    def check_runs(self, sha: str, name: str | None = None, *, every: bool = False) -> list[CheckRun]:
+        """The check runs of `sha` (fresh: a writer reads back what it and others set), newest first, by
+        `name` when given: GitHub's newest of each name (its default `filter=latest`), or with `every`
+        each one ever created (`filter=all`: a record older than the newest verdict, the sign-off's
+        after-push check)."""
+        params = {**({"check_name": name} if name else {}), **({"filter": "all"} if every else {})}
         self._cache.pop(f"list:{self._r(f'/commits/{sha}/check-runs')}?{sorted(params.items())}", None)
         return [check_run_from_json(c) for c in self._list(self._r(f"/commits/{sha}/check-runs"), params,
                                                              key="check_runs") if isinstance(c, dict)]

@@ -128,18 +128,6 @@ class Commit:
 
 
 @dataclass(frozen=True)
-class CommitStatus:
-    """A commit status (GitHub keeps each one ever set, and lists them newest first)."""
-
-    state: str                         # "error" | "failure" | "pending" | "success"
-    context: str = ""
-    description: str = ""
-    target_url: str = ""
-    created_at: str = ""
-    creator: str = ""                  # the login that set it ("" when GitHub names none)
-
-
-@dataclass(frozen=True)
 class CheckRun:
     id: int
     name: str
@@ -150,6 +138,8 @@ class CheckRun:
     summary: str = ""
     details_url: str = ""
     app: str = ""                      # the slug of the GitHub App that made it ("github-actions" for a job's token)
+    started_at: str = ""               # ISO 8601, GitHub's clock where the writer sent none
+    completed_at: str = ""
 
 
 @dataclass(frozen=True)
@@ -261,19 +251,14 @@ def commit_from_json(data: dict) -> Commit:
     return Commit(sha=str(data.get("sha") or ""), tree_sha=str(obj(obj(data.get("commit")).get("tree")).get("sha") or ""))
 
 
-def status_from_json(data: dict) -> CommitStatus:
-    return CommitStatus(state=str(data.get("state") or ""), context=str(data.get("context") or ""),
-                        description=str(data.get("description") or ""), target_url=str(data.get("target_url") or ""),
-                        created_at=str(data.get("created_at") or ""), creator=str(obj(data.get("creator")).get("login") or ""))
-
-
 def check_run_from_json(data: dict) -> CheckRun:
     output = obj(data.get("output"))
     conclusion = data.get("conclusion")
     return CheckRun(id=int(data["id"]), name=str(data.get("name") or ""), head_sha=str(data.get("head_sha") or ""),
                     status=str(data.get("status") or ""), conclusion=str(conclusion) if conclusion else None,
                     title=str(output.get("title") or ""), summary=str(output.get("summary") or ""),
-                    details_url=str(data.get("details_url") or ""), app=str(obj(data.get("app")).get("slug") or ""))
+                    details_url=str(data.get("details_url") or ""), app=str(obj(data.get("app")).get("slug") or ""),
+                    started_at=str(data.get("started_at") or ""), completed_at=str(data.get("completed_at") or ""))
 
 
 def label_from_json(data: dict) -> Label:

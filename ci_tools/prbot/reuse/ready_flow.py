@@ -16,7 +16,7 @@ from typing import Protocol
 from ci_tools import names
 from ci_tools.changelog.coverage import relevant
 from ci_tools.github.events import Event
-from ci_tools.github.models import CommitStatus, PullRequest, Timeline, WorkflowRun
+from ci_tools.github.models import PullRequest, Timeline, WorkflowRun
 from ci_tools.prbot import context, messages
 from ci_tools.prbot.card.flow import authorisation, update_card
 from ci_tools.prbot.reuse import decide as reuse
@@ -35,8 +35,6 @@ class ReadyClient(Client, Protocol):
     def pulls_for_commit(self, sha: str) -> list[PullRequest]: ...
     def pull_files(self, number: int) -> list[str]: ...
     def open_pull_numbers(self, base: str | None) -> list[int]: ...
-    def create_status(self, sha: str, *, state: str, context: str, description: str,
-                      target_url: str | None = ...) -> CommitStatus: ...
 
 
 def _pr_of(event: Event | None, client: ReadyClient) -> int | None:
