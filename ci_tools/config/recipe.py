@@ -13,7 +13,6 @@ as a bare flag, anything else as `--name value` (`render_args`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 from ci_tools.errors import Finding, InputError
@@ -168,8 +167,10 @@ def render_args(args: Mapping[str, Any]) -> list[str]:
 def _check_point(recipe: Recipe, name: str, pt: Mapping, env: Mapping, args: Mapping) -> list[Finding]:
     problems: list[Finding] = []
     topology = topology_args(recipe.engine)
-    for section, where in ((recipe.data.get("serve") or {}).get("args") or {}, ("serve", "args")), \
-                          ((pt.get("args") or {}), ("points", name, "args")):
+    sections: list[tuple[Mapping, tuple[str, ...]]] = [
+        ((recipe.data.get("serve") or {}).get("args") or {}, ("serve", "args")),
+        (pt.get("args") or {}, ("points", name, "args"))]
+    for section, where in sections:
         for arg in section:
             if arg in topology:
                 problems.append(recipe.finding(where + (arg,),

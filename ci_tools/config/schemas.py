@@ -255,7 +255,7 @@ def _error_findings(doc: YamlDoc, base: tuple, err: Any, room: int | None = None
         # jsonschema reports the offending name as the instance of the nested error.
         inner = err.context[0] if err.context else None
         bad = inner.instance if inner is not None else value
-        msg, hint = _PATTERN_MESSAGES.get(getattr(inner, "validator_value", None), ("invalid name", ""))
+        msg, hint = _PATTERN_MESSAGES.get(str(getattr(inner, "validator_value", "")), ("invalid name", ""))
         return [doc.finding(path + (bad,), f"{_ctx(path + (bad,))}{msg}: {bad!r}", hint)]
     if kind in ("anyOf", "oneOf") and err.context:
         # Prefer the branch that has the value's type: its errors say what is really wrong.
@@ -304,7 +304,7 @@ def check(doc: YamlDoc, data: Any, name: str, ref: str | None = None, base: tupl
     findings: list[Finding] = []
     errors = sorted(validator(name, ref).iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     typed_paths = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
-    more, at = 0, None
+    more, at = 0, None   # what was counted without being built, and the place of the first of them
     required: set[tuple] = set()
     for err in errors:
         # A value of the wrong type also fails its const/enum/pattern; the type error says it all.
@@ -324,7 +324,7 @@ def check(doc: YamlDoc, data: Any, name: str, ref: str | None = None, base: tupl
         if room is not None and _count(doc, base, err, len(found)) > room:
             at = at or _first_place(doc, base, err, room)
             more += _count(doc, base, err, len(found)) - room
-    if more:
+    if more and at is not None and limit is not None:   # counting happens only under a limit, placing with it
         findings.append(more_findings(doc.file, *at, more, limit=limit))
     return findings
 

@@ -78,6 +78,7 @@ def worker_problems(w: WorkerSpec) -> list[str]:
 def worker(w: WorkerSpec) -> Command:
     """A worker of a multi-node point: `python3 -m dynamo.vllm` (vLLM's engine options) or `vllm serve`."""
     spec = w.serve
+    launcher: tuple[str, ...]
     if w.dynamo:
         launcher, args = DYNAMO_LAUNCHER, ["--model", spec.model_path, "--served-model-name", spec.served_model]
     else:
