@@ -17,6 +17,7 @@ import math
 from typing import Any, Iterable
 
 from ci_tools import resources
+from ci_tools.engines import VERSION_PATTERN
 from ci_tools.engines.install import PINNED
 from ci_tools.errors import Finding, more_findings
 from ci_tools.yaml.located import YamlDoc
@@ -44,7 +45,8 @@ _PATTERN_MESSAGES = {
     "^[a-z0-9][a-z0-9_-]*$": ("an engine argument name must be written as the engine spells it, without the leading "
                               "'--', in lowercase", "e.g. chunked-prefill-size: 16384 (SGLang), max_batch_size: 64 "
                               "(TensorRT-LLM)"),
-    "^[0-9]+(\\.[0-9]+)*$": ("an engine version must be a release number", "e.g. engine-versions: [\"0.5.21\", \"0.5.22\"]"),
+    VERSION_PATTERN: ("an engine version must be a published version (a release, with an rc, post or dev suffix "
+                      "where it has one)", "e.g. engine-versions: [\"0.5.21\", \"0.5.22\"] or [\"1.3.0rc24\"]"),
     PINNED.pattern: ("an install requirement must be pinned by version and hash",
                      "write `name==version --hash=sha256:<64 hex>`, one --hash per platform wheel (`pip hash FILE` "
                      "or the index's sha256 gives it)"),

@@ -25,6 +25,7 @@ May import: the standard library and `ci_tools.errors`; nothing here runs a proc
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Mapping
@@ -102,20 +103,40 @@ def parallel_args(spec: ServeSpec, pp: str, dcp: str, pcp: str) -> list[str]:
             for a in (flag, str(size))]
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """'0.5.22' -> (0, 5, 22); anything non-numeric sorts as 0 (versions here are release numbers)."""
-    out = []
-    for part in str(version).split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        out.append(int(digits) if digits else 0)
-    return tuple(out)
+# A published version as PEP 440 writes it, without epoch or local part: a release number with an optional
+# pre-release (1.3.0rc24), post-release (0.5.8.post1) and dev-release (1.3.0.dev20260718) suffix.
+VERSION_PATTERN = r"^[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?$"
+_VERSION = re.compile(VERSION_PATTERN)
+_PRE_RANK = {"a": 0, "b": 1, "rc": 2}
+
+
+def is_version(version: str) -> bool:
+    return bool(_VERSION.match(str(version)))
+
+
+def version_key(version: str) -> tuple:
+    """A sort key in PEP 440's order: 1.3.0.dev1 < 1.3.0rc1 < 1.3.0 < 1.3.0.post1 < 1.3.1.
+
+    Something that is not a version (a commit, a custom tag) sorts before every version, so a
+    comparison like `version_key(v) >= (0, 5, 22)` is False for it."""
+    m = re.match(r"^([0-9]+(?:\.[0-9]+)*)(?:(a|b|rc)([0-9]+))?(?:\.post([0-9]+))?(?:\.dev([0-9]+))?$", str(version))
+    if not m:
+        return (-1,)
+    release = tuple(int(p) for p in m.group(1).split("."))
+    release += (0,) * (4 - len(release)) if len(release) < 4 else ()
+    pre = (_PRE_RANK[m.group(2)], int(m.group(3))) if m.group(2) else (3, 0)   # a final release after its pre-releases
+    post = int(m.group(4)) if m.group(4) is not None else -1
+    dev = int(m.group(5)) if m.group(5) is not None else 1 << 62               # x.devN before x
+    if m.group(5) is not None and not m.group(2) and m.group(4) is None:
+        pre = (-1, 0)                                                           # 1.3.0.dev1 before 1.3.0a1
+    return (*release, *pre, post, dev)
 
 
 def release_number_problems(versions: tuple[str, ...]) -> list[str]:
     """`engine-versions` is optional (without it a builder uses the oldest spelling it knows); when
-    given, each entry must be a release number."""
-    return [f"engine-versions entry {v!r} is not a release number (e.g. \"0.5.22\")"
-            for v in versions if not all(part.isdigit() for part in str(v).split("."))]
+    given, each entry must be a published version."""
+    return [f"engine-versions entry {v!r} is not a published version (e.g. \"0.5.22\", \"1.3.0rc24\", "
+            "\"0.5.8.post1\")" for v in versions if not is_version(str(v))]
 
 
 def _registry() -> dict[str, ModuleType]:

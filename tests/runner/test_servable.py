@@ -101,7 +101,7 @@ CASES = [
      "router sglang-router 9.9 is not known to ci-tools", ""),
     ("runner", _seed_row(pp=2), {}, "the row's `pp: 2` differs from", "fix the master entry or its recipe"),
     ("runner", _seed_row(), dict(recipe=_recipe(lambda d: d.update({"engine-versions": ["nightly"]}))),
-     "engine-versions entry 'nightly' is not a release number", ""),
+     "engine-versions entry 'nightly' is not a published version", ""),
     ("runner", _seed_row(**{"kv-offloading": "dram", "kv-offload-backend": {"name": "hicache"}}), {},
      "the row offloads KV (dram, hicache), but recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml has no `kv-offload`",
      ""),
