@@ -195,6 +195,22 @@ def _type_hint(value: Any, types: Any) -> str:
 _NON_FINITE_HINT = "write a finite number: YAML reads .nan and .inf as not-a-number and infinity"
 
 
+def _refused_engine(path: tuple, value: str) -> tuple[str, str] | None:
+    """(what, fix) for an engine or frontend InferenceX runs that ci-tools refuses, by name (its reason)."""
+    from ci_tools.engines import UNSERVED_ENGINES, UNSERVED_FRONTENDS, engine
+
+    if _field(path) == "kind" and "frontend" in path and value in UNSERVED_FRONTENDS:
+        why, fix = UNSERVED_FRONTENDS[value]
+        return f"is not served by ci-tools: {why}", fix
+    if _field(path) == "engine" and value in UNSERVED_ENGINES:
+        why, fix = UNSERVED_ENGINES[value]
+        return f"is not served by ci-tools: {why}", fix
+    plugin = engine(value) if _field(path) == "engine" else None
+    if plugin is not None and getattr(plugin, "NO_WORKERS", ""):
+        return f"runs single-node only in ci-tools: {plugin.NO_WORKERS}", "write a single-node recipe for the entry"
+    return None
+
+
 def _unknown_names(err: Any) -> list:
     known = err.schema.get("properties") or {}
     return [name for name in err.instance if name not in known]
@@ -228,6 +244,10 @@ def _error_findings(doc: YamlDoc, base: tuple, err: Any, room: int | None = None
     if kind == "type":
         return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must be {_expected(err.validator_value)}, "
                             f"got {describe(value)}", _type_hint(value, err.validator_value))]
+    if kind == "enum" and _field(path) in ("engine", "kind") and isinstance(value, str):
+        refused = _refused_engine(path, value)
+        if refused:
+            return [doc.finding(path, f"{_ctx(path)}{_field(path)} {value!r} {refused[0]}", refused[1])]
     if kind in ("const", "enum"):
         options = [err.validator_value] if kind == "const" else err.validator_value
         shown = ", ".join("null" if o is None else json.dumps(o) for o in options)

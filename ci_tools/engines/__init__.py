@@ -140,12 +140,37 @@ def release_number_problems(versions: tuple[str, ...]) -> list[str]:
 
 
 def _registry() -> dict[str, ModuleType]:
-    from ci_tools.engines import sglang, trtllm, vllm
+    from ci_tools.engines import atom, sglang, trtllm, vllm
 
-    return {m.NAME: m for m in (sglang, vllm, trtllm)}
+    return {m.NAME: m for m in (sglang, vllm, trtllm, atom)}
 
 
-ENGINE_NAMES = ("sglang", "vllm", "trtllm")
+ENGINE_NAMES = ("sglang", "vllm", "trtllm", "atom")
+
+
+# What InferenceX's masters run that ci-tools refuses, with why and what to do instead: `config validate` and
+# `plan` say it for a recipe naming one (the recipe schemas' `engine` and `frontend.kind` reject the name).
+UNSERVED_ENGINES: dict[str, tuple[str, str]] = {
+    "tilert": ("TileRT is not published at the release InferenceX runs: its image ghcr.io/tile-ai/tilert:0.1.5 and "
+               "router tilert-pd-router 0.1.5.post2 have no package on PyPI (which holds tilert 0.1.1 and 0.1.3), so "
+               "neither command can be checked by its own code before GPUs are booked",
+               "serve the model with an engine ci-tools has a plug-in for (sglang, vllm, trtllm, atom)"),
+}
+UNSERVED_FRONTENDS: dict[str, tuple[str, str]] = {
+    "llm-d": ("llm-d's router (llm-d-router 0.9.0: the endpoint picker and P/D sidecar, Go binaries taken from "
+              "ghcr.io/llm-d images, behind an Envoy proxy) has no published package and no parser ci-tools can "
+              "check its commands with",
+              "run the vLLM prefill/decode workers under a Dynamo frontend (frontend kind: dynamo)"),
+    "atomesh": ("ATOM's prefill/decode workers run behind atomesh, the Rust router ATOM's images carry at "
+                "/usr/local/bin/atomesh: no published package holds it and no parser of its command can be had",
+                "serve the ATOM entry single-node (engine: atom), which ci-tools runs and checks"),
+}
+
+
+def unserved(kind: str, name: str) -> str | None:
+    """`why; fix` for an engine (kind "engine") or frontend (kind "frontend") ci-tools refuses, else None."""
+    found = (UNSERVED_ENGINES if kind == "engine" else UNSERVED_FRONTENDS).get(str(name))
+    return f"{found[0]}; {found[1]}" if found else None
 
 
 def engine(name: str) -> ModuleType | None:

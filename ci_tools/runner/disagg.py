@@ -332,8 +332,9 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
                         f"frontend {point.frontend.get('name')} {point.frontend.get('version')}")
     plugin = engines.engine(point.engine)
     if plugin is None or not hasattr(plugin, "worker"):
+        why = getattr(plugin, "NO_WORKERS", "") if plugin is not None else ""
         raise InputError(f"{point.recipe_file}: engine {point.engine!r} has no multi-node worker in ci-tools "
-                         "(known: sglang, vllm, trtllm)")
+                         f"(known: sglang, vllm, trtllm){': ' + why if why else ''}")
     problems += plugin.version_problems(point.engine_versions)
     fe = point.frontend
     if fe.get("kind") == "dynamo":      # a Dynamo release runs only on the engine releases it imports

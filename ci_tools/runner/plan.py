@@ -172,23 +172,41 @@ def image_for_slurm(image: str) -> str:
 
 
 def serve_spec(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
-               row: dict | None = None) -> engines.ServeSpec:
+               row: dict | None = None, extra_args: dict | None = None) -> engines.ServeSpec:
     k = point.key
     args, options, _ = offload_args(point, row or {})
     return engines.ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=port,
-                             tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args={**dict(point.args), **args},
+                             tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args={**dict(point.args), **args, **(extra_args or {})},
                              versions=point.engine_versions, pp=point.pp, dcp=point.dcp, pcp=point.pcp,
                              files_dir=out_dir, options=options)
 
 
 def engine_command(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
-                   row: dict | None = None) -> engines.Command:
+                   row: dict | None = None, extra_args: dict | None = None) -> engines.Command:
     """The engine plug-in's server command for the point (ci_tools/engines/<engine>.py)."""
     plugin = engines.engine(point.engine)
     if plugin is None:
         raise InputError(f"{point.recipe_file}: engine {point.engine!r} has no ci-tools plug-in "
                          f"(known: {', '.join(engines.ENGINE_NAMES)})")
-    return plugin.server(serve_spec(point, model, port, out_dir, row))
+    return plugin.server(serve_spec(point, model, port, out_dir, row, extra_args))
+
+
+def synthetic_acceptance(point: ResolvedPoint) -> tuple[dict, dict, list[str]]:
+    """(env, engine args, problems) fixing a throughput run's acceptance length at the recipe's value: the
+    plug-in's own switch where it has one (ATOM's --spec-decode-acceptance-length), else SGLang's variables."""
+    if point.synthetic_acceptance is None:
+        return {}, {}, []
+    hook = getattr(engines.engine(point.engine), "synthetic_acceptance", None)
+    if hook is not None:
+        return hook(point.synthetic_acceptance, point.engine_versions)
+    return {SIM_ACC_LEN: f"{point.synthetic_acceptance:g}", **SIM_ACC_ENV}, {}, []
+
+
+def served_name(point: ResolvedPoint, model: str, port: int) -> str:
+    """The model name the server answers to (the client's --model): the row's model, unless the engine
+    release serves under its model path (ATOM before --served-model-name)."""
+    hook = getattr(engines.engine(point.engine), "served_name", None)
+    return hook(serve_spec(point, model, port)) if hook is not None else model
 
 
 def engine_argv(point: ResolvedPoint, model: str, settings: Settings, port: int) -> list[str]:
@@ -217,8 +235,9 @@ def session_header(point: ResolvedPoint) -> str | None:
 
 
 def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, conc: int, scenario: str,
-                duration: float | None, fast: bool, header: str | None, out_dir: str) -> list[str]:
-    tokenizer = settings.tokenizer or plan_model
+                duration: float | None, fast: bool, header: str | None, out_dir: str,
+                tokenizer: str | None = None) -> list[str]:
+    tokenizer = settings.tokenizer or tokenizer or plan_model
     argv = [settings.aiperf_bin, "profile", "--model", plan_model, "--tokenizer", tokenizer,
             "--url", base_url, "--endpoint-type", "chat", "--endpoint", "/v1/chat/completions", "--streaming",
             "--concurrency", str(conc), "--random-seed", str(RANDOM_SEED), "--use-server-token-count",
@@ -326,6 +345,8 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
         problems += [f"{point.recipe_file}: {p}" for p in plugin.version_problems(point.engine_versions)]
         problems += [f"{point.recipe_file} point {point.name}: {p}"
                      for p in plugin.topology_problems(serve_spec(point, str(row.get("model")), 0))]
+        if not run_eval:
+            problems += [f"{point.recipe_file}: {p}" for p in synthetic_acceptance(point)[2]]
     problems += [f"{point.recipe_file} point {point.name}: {p}" for p in routers.problems(point.router)]
     declared = row.get("router")
     if isinstance(declared, dict) and point.router and _router_id(declared) != _router_id(point.router):
@@ -345,12 +366,14 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     engine_port = settings.worker_port if dep else settings.port
     env = {**dict(point.env), **offload_args(point, row)[2]}
     removed: list[str] = []
+    acceptance_args: dict = {}
     if run_eval:
         env, removed = split_simulated_acceptance(env)
-    elif point.synthetic_acceptance is not None:
-        env[SIM_ACC_LEN] = f"{point.synthetic_acceptance:g}"
-        env.update(SIM_ACC_ENV)
-    command = engine_command(point, model, engine_port, out_dir, row)
+    else:
+        acceptance_env, acceptance_args, _ = synthetic_acceptance(point)
+        env.update(acceptance_env)
+    command = engine_command(point, model, engine_port, out_dir, row, acceptance_args)
+    served = served_name(point, model, engine_port)
     if settings.server_cmd:
         argv = [a.format(port=engine_port, model=model) for a in shlex.split(settings.server_cmd)]
         command = None
@@ -379,14 +402,14 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     if not run_eval:
         # AIPerf leaves its memory-mapped dataset files in the system temp dir; keep them in the job
         # directory instead, where the job removes them (a runner host would fill up otherwise)
-        procs.append(Proc("client", client_argv(row, model, settings, base_url, point.key.conc, scenario,
-                                                duration, fast, header, out_dir),
+        procs.append(Proc("client", client_argv(row, served, settings, base_url, point.key.conc, scenario,
+                                                duration, fast, header, out_dir, tokenizer=model),
                           {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{names.AIPERF_TMP}",
                            "HF_HUB_CACHE": settings.hf_cache, **AIPERF_TIMEOUTS_ENV},
                           names.CLIENT_LOG, in_container=False))
     evals = None
     if run_eval:
-        evals = _eval_plan(row, model, base_url, removed, settings, out_dir)
+        evals = _eval_plan(row, served, base_url, removed, settings, out_dir)
         procs.append(Proc("client", [settings.ci_tools, "runner", "evals", out_dir, "--base-url", base_url],
                           {}, names.CLIENT_LOG, in_container=False))
     return JobPlan(row=row, point=point, scenario=scenario, result_filename=rf, procs=procs, base_url=base_url,

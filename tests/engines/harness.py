@@ -40,7 +40,9 @@ VENVS = {"engines": ParserVenv("CI_TOOLS_ENGINES_VENV", ".venv-engines", "wheels
          "torch": ParserVenv("CI_TOOLS_TORCH_ENGINES_VENV", ".venv-engines-torch", "wheels-torch.txt")}
 # parser name -> (the distribution whose wheel provides it, the venv it runs in)
 DISTRIBUTIONS = {"sglang": ("sglang", "engines"), "sglang-router": ("sglang-router", "engines"),
-                 "smg": ("smg", "engines"), "vllm": ("vllm", "torch")}
+                 "smg": ("smg", "engines"), "vllm": ("vllm", "torch"), "vllm-router": ("vllm-router", "engines")}
+# parser name -> (its release set in sources.json, the venv it runs in): built from pinned source files
+SOURCES = {"atom": ("atom", "engines")}
 # environment a parser's process needs (vLLM picks its platform at import: no GPU here, the CPU one)
 PARSER_ENV = {"vllm": {"VLLM_TARGET_DEVICE": "cpu"}}
 WHEELS_TXT = Path(__file__).with_name(VENVS["engines"].wheels)
@@ -82,9 +84,40 @@ def dist_dir(dist: str, version: str, kind: str = "engines") -> Path:
     return path
 
 
+def sources_root() -> Path:
+    """Where tests/engines/sources.py laid out the pinned source releases."""
+    return Path(os.environ.get("CI_TOOLS_ENGINE_SOURCES") or venv("engines") / "sources")
+
+
+def pinned_sources() -> dict[str, tuple[str, ...]]:
+    """release set -> pinned versions, from tests/engines/sources.json."""
+    from tests.engines.sources import load
+
+    return {name: tuple(src["releases"]) for name, src in load().items()}
+
+
+def source_dir(name: str, version: str) -> Path:
+    """The laid-out source files of one pinned release (fails the test with the fix when missing)."""
+    if version not in pinned_sources().get(name, ()):
+        pytest.fail(f"{name} {version} is not pinned in tests/engines/sources.json; pin it with "
+                    "`python3 tests/engines/sources.py pin ...` (see its docstring)")
+    path = sources_root() / f"{name}-{version}"
+    if not (path / ".complete").exists():
+        pytest.fail(f"the {name} {version} sources are not laid out in {path}: run `python3 dev.py test` or "
+                    "`python3 tests/engines/sources.py fetch` (with --git OWNER/NAME=CLONE where GitHub is out of "
+                    "reach), or point CI_TOOLS_ENGINE_SOURCES at a folder that has them")
+    return path
+
+
 def wheel_dir(parser: str, version: str) -> Path:
+    if parser in SOURCES:
+        return source_dir(SOURCES[parser][0], version)
     dist, kind = DISTRIBUTIONS[parser]
     return dist_dir(dist, version, kind)
+
+
+def parser_venv(parser: str) -> str:
+    return (SOURCES.get(parser) or DISTRIBUTIONS[parser])[1]
 
 
 def host_env(paths: list[Path], extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -107,14 +140,15 @@ class _Host:
 
     def __init__(self, parser: str, version: str):
         env = host_env([wheel_dir(parser, version)], PARSER_ENV.get(parser))
-        self.proc = subprocess.Popen([str(python(DISTRIBUTIONS[parser][1])), str(HOST), parser], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([str(python(parser_venv(parser))), str(HOST), parser], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         first = self.proc.stdout.readline()
         if not first:
             err = self.proc.stderr.read()
             pytest.fail(f"could not build the {parser} {version} parser from its wheel:\n{err[-3000:]}")
         self.info = json.loads(first)
-        assert self.info["version"] == version, f"{parser}: the wheel folder holds {self.info['version']}"
+        # a wheel reports its version; a source release is the folder its pinned files were checked into
+        assert self.info["version"] in (version, None), f"{parser}: the wheel folder holds {self.info['version']}"
 
     def ask(self, argvs: list[list[str]]) -> list[dict]:
         self.proc.stdin.write(json.dumps({"argvs": argvs}) + "\n")
@@ -170,6 +204,11 @@ def options(parser: str, version: str) -> frozenset[str]:
 
         return trtllm_options()
     return frozenset(_host(parser, version).info["options"])
+
+
+def abbreviations(parser: str, version: str) -> bool:
+    """Whether the parser takes a unique prefix of an option (argparse's allow_abbrev)."""
+    return bool(_host(parser, version).info.get("abbrev", True))
 
 
 def kinds(parser: str, version: str) -> dict[str, str]:

@@ -90,7 +90,7 @@ CASES = [
     ("no-recipe", _seed_row(), dict(entry={**MASTERS[SEED_KEY], "recipe": None}),
      "the master entry has no `recipe:`", "write a recipe"),
     ("unknown-engine", _seed_row(), dict(recipe=_recipe(lambda d: d.update(engine="tensorflow"))),
-     "engine 'tensorflow', which has no ci-tools plug-in", "use sglang, vllm or trtllm"),
+     "engine 'tensorflow', which has no ci-tools plug-in", "use sglang, vllm, trtllm, atom"),
     ("no-recipe-point", _seed_row(conc=8), {}, "no point with tp=4 ep=4 dp-attn=false conc=8", "add the point"),
     ("runner", _seed_row(image="lmsysorg/sglang:other@sha256:" + "0" * 64), {},
      "differs from the recipe's", "fix the master entry or its recipe"),
