@@ -213,12 +213,26 @@ def engine_argv(point: ResolvedPoint, model: str, settings: Settings, port: int)
     return engine_command(point, model, port).argv
 
 
-def router_command(point: ResolvedPoint, port: int, worker_port: int) -> engines.Command:
+def router_command(point: ResolvedPoint, port: int, worker_port: int, out_dir: str = ".") -> engines.Command:
     r = point.router or {}
     rel = routers.release(str(r.get("name")), str(r.get("version")))
     if rel is None:
         raise InputError(f"{point.recipe_file}: point {point.name}: " + "; ".join(routers.problems(r)))
-    return routers.command(rel, "0.0.0.0", port, [f"http://127.0.0.1:{worker_port}"], dict(r.get("args") or {}))
+    ranks = getattr(engines.engine(point.engine), "data_parallel_ranks", lambda _s: 1)(serve_spec(point, "", 0))
+    cmd = routers.command(rel, "0.0.0.0", port, [f"http://127.0.0.1:{worker_port}"], dict(r.get("args") or {}),
+                          dp_ranks=ranks, install_dir=f"{out_dir}/{ROUTER_DIR}/{names.INSTALL_DIR}")
+    if rel.requirements:
+        # the router's container sees its own folder of the job directory (mounted, created with this note),
+        # where the install guard puts the pinned wheels and its lock; nothing else of the job directory
+        from dataclasses import replace
+
+        cmd = replace(cmd, files=((f"{out_dir}/{ROUTER_DIR}/README", ROUTER_DIR_NOTE),))
+    return cmd
+
+
+ROUTER_DIR = "router"
+ROUTER_DIR_NOTE = ("The router's own folder: the job installs the router release the image lacks here (pip "
+                   "--require-hashes, once per job), the only part of the job directory its container sees.\n")
 
 
 def router_argv(point: ResolvedPoint, port: int, worker_port: int) -> list[str]:
@@ -388,12 +402,13 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     base_url = engine_url
     header = None
     if dep:
-        rcmd = router_command(point, settings.port, engine_port)
+        rcmd = router_command(point, settings.port, engine_port, out_dir)
         if settings.router_cmd:
             rargv = [a.format(port=settings.port, worker_port=engine_port) for a in shlex.split(settings.router_cmd)]
             procs.append(Proc("router", rargv, {}, names.ROUTER_LOG))
         else:
-            procs.append(Proc("router", rcmd.argv, {}, names.ROUTER_LOG, command=rcmd))
+            router_dirs = tuple(dict.fromkeys(path.rsplit("/", 1)[0] for path, _ in rcmd.files))
+            procs.append(Proc("router", rcmd.argv, {}, names.ROUTER_LOG, command=rcmd, mounts=router_dirs))
         base_url = f"http://{settings.host}:{settings.port}"
         ready += [f"{base_url}/health", f"{base_url}/v1/models"]
         header = session_header(point)

@@ -125,3 +125,33 @@ def test_a_nodes_dram_has_a_sane_bound(tmp_path: Path):
                "--runners", str(runners)])
     assert res.code == 1
     assert "'available-cpu-dram-mib' must be at most 67108864" in res.out and "check the unit" in res.out
+
+
+# Issue 35: recipes accepted unknown engine flags; the server then failed on the GPU host after queueing.
+# Each name below is refused at the line it is written, with the parser's own spelling as the fix.
+UNKNOWN = [
+    (RECIPE, "    chunked-prefill-size: 16384\n", "    chunked-prefil-size: 16384\n",
+     "sglang has no option --chunked-prefil-size (checked at 0.5.21, 0.5.22)", "did you mean `chunked-prefill-size`"),
+    (RECIPE, "    chunked-prefill-size: 16384\n", "    chunked-prefill-size: 16384\n    attn-dp-size: 2\n",
+     "sglang 0.5.21 has no option --attn-dp-size (only 0.5.22 has it)", "declare only releases that have it"),
+    ("recipes/b300-dsv41flash-fp4-vllm/fixed-seq.yaml", "    gpu-memory-utilization: 0.9\n",
+     "    gpu-memory-utilisation: 0.9\n", "vllm has no option --gpu-memory-utilisation (checked at 0.33.0)",
+     "did you mean `gpu-memory-utilization`"),
+    ("recipes/gb300-dsv41flash-fp4-dynamo-sglang/disagg-8k1k.yaml", "    router-mode: round-robin\n",
+     "    router-mod: round-robin\n", "--router-mod is an abbreviation of dynamo.frontend's --router-mode",
+     "write `router-mode`"),
+]
+
+
+@pytest.mark.parametrize("rel,old,new,message,hint", UNKNOWN, ids=["typo", "later-release", "vllm", "abbreviation"])
+def test_an_argument_the_parser_does_not_know_is_refused_where_it_is_written(tmp_path: Path, rel, old, new, message,
+                                                                             hint):
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", "tests", "docs"))
+    text = (root / rel).read_text()
+    assert old in text
+    (root / rel).write_text(text.replace(old, new, 1))
+    line = text[:text.index(old)].count("\n") + 1 + (1 if new.count("\n") > 1 else 0)
+    res = run(["config", "validate"], cwd=root)
+    assert res.code == (0 if "abbreviation" in message else 1), res.out
+    assert f"{rel}:{line}:" in res.out and message in res.out and hint in res.out, res.out

@@ -1,4 +1,4 @@
-"""Check command lines with the engine's own argument parser, built from a pinned wheel.
+"""Check command lines with the tool's own argument parser, built from a pinned wheel or pinned source files.
 
     from tests.engines.harness import parse_many
     results = parse_many("sglang", "0.5.22", [argv1, argv2])   # one process per (parser, version)
@@ -6,10 +6,11 @@
 
 The wheels are those pinned in tests/engines/wheels.txt (SGLang, routers) and wheels-torch.txt (vLLM,
 Dynamo: they need a CPU torch under them), installed by `python3 dev.py test` into .venv-engines and
-.venv-engines-torch (or $CI_TOOLS_ENGINES_VENV / $CI_TOOLS_TORCH_ENGINES_VENV). A missing wheel fails the
-test with the fix, never skips. TensorRT-LLM has no wheel to build from: `trtllm` parses with real click
-over a hand transcription of its serve.py's option declarations (trtllm_click.py, trtllm-serve.json),
-the one parser here that is not the tool's own code (docs/engines.md says why).
+.venv-engines-torch (or $CI_TOOLS_ENGINES_VENV / $CI_TOOLS_TORCH_ENGINES_VENV). ATOM and TensorRT-LLM have
+no wheel to build from: their parsers are built from their own source files at pinned commits
+(tests/engines/sources.json, laid out by tests/engines/sources.py into $CI_TOOLS_ENGINE_SOURCES or the
+engines venv's `sources/`); TensorRT-LLM's runs in trtllm_host.py. A missing wheel or source release fails
+the test with the fix, never skips.
 `argv` is what the parser sees: the options after the launcher (`Command.args`), not the launcher.
 """
 
@@ -42,7 +43,9 @@ VENVS = {"engines": ParserVenv("CI_TOOLS_ENGINES_VENV", ".venv-engines", "wheels
 DISTRIBUTIONS = {"sglang": ("sglang", "engines"), "sglang-router": ("sglang-router", "engines"),
                  "smg": ("smg", "engines"), "vllm": ("vllm", "torch"), "vllm-router": ("vllm-router", "engines")}
 # parser name -> (its release set in sources.json, the venv it runs in): built from pinned source files
-SOURCES = {"atom": ("atom", "engines")}
+SOURCES = {"atom": ("atom", "engines"), "trtllm": ("tensorrt-llm", "engines")}
+# the host module of a parser that needs more than parser_host.py (its own way to run the tool's code)
+HOSTS = {"trtllm": Path(__file__).with_name("trtllm_host.py")}
 # environment a parser's process needs (vLLM picks its platform at import: no GPU here, the CPU one)
 PARSER_ENV = {"vllm": {"VLLM_TARGET_DEVICE": "cpu"}}
 WHEELS_TXT = Path(__file__).with_name(VENVS["engines"].wheels)
@@ -140,7 +143,8 @@ class _Host:
 
     def __init__(self, parser: str, version: str):
         env = host_env([wheel_dir(parser, version)], PARSER_ENV.get(parser))
-        self.proc = subprocess.Popen([str(python(parser_venv(parser))), str(HOST), parser], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([str(python(parser_venv(parser))), str(HOSTS.get(parser, HOST)), parser],
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         first = self.proc.stdout.readline()
         if not first:
@@ -150,8 +154,8 @@ class _Host:
         # a wheel reports its version; a source release is the folder its pinned files were checked into
         assert self.info["version"] in (version, None), f"{parser}: the wheel folder holds {self.info['version']}"
 
-    def ask(self, argvs: list[list[str]]) -> list[dict]:
-        self.proc.stdin.write(json.dumps({"argvs": argvs}) + "\n")
+    def ask(self, argvs: list[list[str]], files: dict[str, str] | None = None) -> list[dict]:
+        self.proc.stdin.write(json.dumps({"argvs": argvs, "files": files or {}}) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
@@ -183,26 +187,27 @@ def _host(parser: str, version: str) -> _Host:
     return _HOSTS[key]
 
 
-def parse_many(parser: str, version: str, argvs: list[list[str]]) -> list[Parsed]:
-    if parser == "trtllm":
-        # no wheel: trtllm-serve's click declarations (trtllm-serve.json), parsed by click in-process
-        from tests.engines.trtllm_click import parse as parse_trtllm
-
-        return [Parsed(*parse_trtllm(a), ()) for a in argvs]
-    results = _host(parser, version).ask([list(a) for a in argvs])
+def parse_many(parser: str, version: str, argvs: list[list[str]], files: dict[str, str] | None = None) -> list[Parsed]:
+    """Each argv through the parser; FILES (path -> text) are what the commands name and the tool reads
+    (TensorRT-LLM's options file), laid out for the parser where the path stands."""
+    results = _host(parser, version).ask([list(a) for a in argvs], files)
     return [Parsed(r["ok"], r["error"], tuple(r["deprecated"])) for r in results]
 
 
-def parse(parser: str, version: str, argv: list[str]) -> Parsed:
-    return parse_many(parser, version, [argv])[0]
+def parse(parser: str, version: str, argv: list[str], files: dict[str, str] | None = None) -> Parsed:
+    return parse_many(parser, version, [argv], files)[0]
+
+
+def checked_versions(parser: str, declared: tuple[str, ...]) -> tuple[str, ...]:
+    """The releases a command is checked at: those declared that ci-tools has a parser of, else every pinned
+    one (as config validate checks option names, ci_tools/config/engineargs.py)."""
+    pinned_ = pinned_sources()[SOURCES[parser][0]] if parser in SOURCES else \
+        pinned(DISTRIBUTIONS[parser][1])[DISTRIBUTIONS[parser][0]]
+    return tuple(v for v in declared if v in pinned_) or pinned_
 
 
 def options(parser: str, version: str) -> frozenset[str]:
     """Every option string the parser defines."""
-    if parser == "trtllm":
-        from tests.engines.trtllm_click import options as trtllm_options
-
-        return trtllm_options()
     return frozenset(_host(parser, version).info["options"])
 
 
@@ -234,6 +239,7 @@ class DynamoRun:
     built: bool          # False: Dynamo's module did not import (or its parser could not be built)
     error: str           # then: the last line of its traceback
     results: list[dict]
+    info: dict | None = None   # the host's first line: version, Dynamo's own options
 
 
 def dynamo_run(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: list[list[str]]) -> DynamoRun:
@@ -249,8 +255,9 @@ def dynamo_run(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: 
     if res.returncode != 0 or len(lines) < 2:
         tail = res.stderr.strip().splitlines()
         return DynamoRun(False, tail[-1] if tail else f"exit {res.returncode}", [])
-    assert json.loads(lines[0])["version"] == dynamo, f"the ai-dynamo {dynamo} folder holds another release"
-    return DynamoRun(True, "", json.loads(lines[1])["results"])
+    info = json.loads(lines[0])
+    assert info["version"] == dynamo, f"the ai-dynamo {dynamo} folder holds another release"
+    return DynamoRun(True, "", json.loads(lines[1])["results"], info)
 
 
 def dynamo_parse(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: list[list[str]]) -> list[dict]:

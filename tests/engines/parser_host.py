@@ -272,6 +272,8 @@ class _VllmServe(argparse.ArgumentParser):
         self.cmd = ServeSubcommand()
         serve = self.cmd.subparser_init(self.top.add_subparsers(required=False, dest="subparser"))
         self._actions = serve._actions
+        self._option_string_actions = serve._option_string_actions
+        self.allow_abbrev = serve.allow_abbrev     # the serve parser's, which decides
 
     def parse_args(self, args=None, namespace=None):
         parsed = self.top.parse_args(["serve", *args])
@@ -296,6 +298,7 @@ def _vllm_router():
 
 
 ENTRY_FILES: list[str] = []
+SOURCE_VERSION: list[str] = []      # set by a host whose engine's source states its version
 
 
 class _Captured(Exception):
@@ -399,15 +402,21 @@ def main() -> int:
 
             sys.__stderr__.write(err.getvalue() + traceback.format_exc())
             return 1
-    options = sorted({o for a in parser._actions for o in a.option_strings})
-    # a parser built from pinned source files has no distribution to ask: its version is its folder's
-    version = importlib.metadata.version(dist) if dist else None
+    # the parser's registry, not each action's option_strings: vLLM's EnableDisableAction keeps accepting
+    # `--no-enable-x` while showing only `--disable-x` in its help
+    options = sorted(set(getattr(parser, "_option_string_actions", {})) |
+                     {o for a in parser._actions for o in a.option_strings})
+    # a parser built from pinned source files has no distribution to ask: the version its own source states
+    # where it has one (TensorRT-LLM's version.py), else None (the folder's, checked by its pinned hashes)
+    version = importlib.metadata.version(dist) if dist else (SOURCE_VERSION[0] if SOURCE_VERSION else None)
     out.write(json.dumps({"version": version, "options": options, "kinds": _kinds(parser),
                           "abbrev": bool(getattr(parser, "allow_abbrev", True)),
                           "stood-in": sorted(STUBBED), "files": _owner_files()}) + "\n")
     out.flush()
     for line in sys.stdin:
         request = json.loads(line)
+        if hasattr(parser, "files"):        # the files the commands name (TensorRT-LLM's options file)
+            parser.files = request.get("files") or {}
         out.write(json.dumps({"results": [_parse(parser, list(a)) for a in request["argvs"]]}) + "\n")
         out.flush()
     return 0
