@@ -129,8 +129,8 @@ def option_problem(parser: Parser, name: str) -> tuple[str, str, str] | None:
     """(severity, message, hint) when NAME is not an option the parser knows at the declared releases.
 
     The table is checked at the declared releases it was read from; where the recipe declares none of them
-    (no engine-versions, or only releases ci-tools has no parser of), at every pinned one, so only a name no
-    pinned release knows is refused. A launcher's own options (Dynamo's, at its declared release) are taken
+    (no engine-versions, or only releases ci-tools has no parser of), against every pinned one, so only a
+    name no pinned release knows is refused. A launcher's own options (Dynamo's, at its declared release) are taken
     at every engine release. Like argparse, a unique prefix of an option is taken (a warning: a later release
     adding an option with that prefix makes it ambiguous) and an ambiguous one is refused."""
     option = name.replace("-", "_") if parser.spelling == "underscores" else name
@@ -148,8 +148,8 @@ def option_problem(parser: Parser, name: str) -> tuple[str, str, str] | None:
     by_release = {v: _known(parser.table, v) | extra for v in releases}
     knowing = [v for v, names in by_release.items() if option in names]
     where = _releases(parser, releases, declared)
-    if len(knowing) == len(by_release):
-        return None
+    if len(knowing) == len(by_release) or (knowing and not declared):
+        return None         # undeclared releases: ci-tools cannot tell which one the image has, so any will do
     if knowing:
         missing = [v for v in by_release if v not in knowing]
         return ("error", f"{parser.name} {', '.join(missing)} has no option --{option} (only {', '.join(knowing)} "

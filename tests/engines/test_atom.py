@@ -71,7 +71,11 @@ def test_every_pinned_release_is_parsed_from_its_own_source():
     main-line releases (FlexibleArgumentParser)."""
     has = {v: options("atom", v) for v in RELEASES}
     assert all("--server-port" in o and "--enable-dp-attention" in o for o in has.values())
-    assert [v for v in RELEASES if "--served-model-name" in has[v]] == [NEW]
+    assert [v for v in RELEASES if "--served-model-name" in has[v]] == [v for v in RELEASES if atom.has(
+        "served-model-name", (v,))] == ["0.1.6rc1.dev307", NEW]          # the plug-in's gate is the parsers'
+    assert [v for v in RELEASES if "--spec-decode-acceptance-length" in has[v]] == [NEW]
+    for option in atom.SINCE:           # every version gate of the plug-in is where the parsers change
+        assert {v: f"--{option}" in has[v] for v in RELEASES} == {v: atom.has(option, (v,)) for v in RELEASES}, option
     assert "--kv-cache-dtype" in has[NEW] and "--kv-cache-dtype" not in has[OLD]
 
 
