@@ -16,7 +16,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ci_tools.results.pareto import Point, dominates
+from ci_tools.results.identity import display_names, group, same_group
+from ci_tools.results.pareto import Point, comparable, dominates
 
 X_TITLE = "interactivity, P90 (tok/s/user)"
 Y_TITLE = "throughput (tok/s/GPU)"
@@ -58,6 +59,7 @@ class ChartPoint:
     intvty_p90: float
     frontier: bool = False
     info: dict = field(default_factory=dict)   # hover and table details: topology, conc, values, verdict
+    group: tuple = ()                          # the workload (identity.group): a frontier never spans two
 
 
 @dataclass
@@ -68,6 +70,21 @@ class Series:
     @property
     def frontier(self) -> list[ChartPoint]:
         return sorted((p for p in self.points if p.frontier), key=lambda p: p.intvty_p90)
+
+    @property
+    def frontier_lines(self) -> list[list[ChartPoint]]:
+        """The frontier as lines to draw: one per workload (an agentic and a fixed-seq-len frontier of
+        one series are two lines, never one joining them)."""
+        lines: list[list[ChartPoint]] = []
+        keys: list[tuple] = []
+        for p in self.frontier:
+            i = next((n for n, k in enumerate(keys) if not p.group or not k or same_group(p.group, k)), None)
+            if i is None:
+                keys.append(p.group)
+                lines.append([p])
+            else:
+                lines[i].append(p)
+        return lines
 
 
 @dataclass
@@ -102,15 +119,15 @@ class Chart:
 
 
 def _with_frontier(points: list[ChartPoint]) -> list[ChartPoint]:
-    plain = [Point(p.name, p.tok_s_gpu, p.intvty_p90) for p in points]
+    plain = [Point(p.name, p.tok_s_gpu, p.intvty_p90, group=p.group) for p in points]
     for p, q in zip(points, plain):
-        p.frontier = not any(dominates(o, q) for o in plain if o is not q)
+        p.frontier = not any(comparable(o, q) and dominates(o, q) for o in plain if o is not q)
     return points
 
 
 def from_points(points: list[Point], title: str = "") -> Chart:
     """One set of points (`results pareto`): frontier and dominated points."""
-    pts = [ChartPoint(p.name, p.tok_s_gpu, p.intvty_p90) for p in points]
+    pts = [ChartPoint(p.name, p.tok_s_gpu, p.intvty_p90, group=p.group) for p in points]
     return Chart(title or TITLE, [Series("points", _with_frontier(pts))])
 
 
@@ -120,18 +137,15 @@ def _number(v) -> float | None:
 
 def side(name: str, results: Iterable[dict], info=None) -> tuple[Series, list[str]]:
     """A side of a comparison from result documents: drawable points, and the names of those left out."""
-    from ci_tools.results.compare import label
-
+    valid = [r for r in results if isinstance(r, dict) and r.get("valid") and isinstance(r.get("point"), dict)]
     pts, dropped = [], []
-    for r in results:
-        if not (isinstance(r, dict) and r.get("valid") and isinstance(r.get("point"), dict)):
-            continue
+    for r, shown in zip(valid, display_names([r["point"] for r in valid])):
         h = r.get("headline") or {}
         tok, iv = _number(h.get("tok_s_gpu")), _number(h.get("intvty_p90"))
         if tok is None or iv is None or tok <= 0:
-            dropped.append(f"{name} {label(r['point'])}")
+            dropped.append(f"{name} {shown}")
             continue
-        pts.append(ChartPoint(label(r["point"]), tok, iv, info=info(r) if info else {}))
+        pts.append(ChartPoint(shown, tok, iv, info=info(r) if info else {}, group=group(r["point"])))
     return Series(name, _with_frontier(pts)), dropped
 
 

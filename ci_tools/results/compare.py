@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ci_tools.results import stats
+from ci_tools.results.identity import (describe, display_names, group, group_words, identity, label,  # noqa: F401
+                                       same_group, topology)
 from ci_tools.results.pareto import Point, dominates
 
 IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE, NEW = "improved", "regressed", "equivalent", "inconclusive", "new"
@@ -70,39 +72,6 @@ class Policy:
         return cls(**{f: data[k] for f, k in names.items() if k in data})
 
 
-# ---- identity of a point ---------------------------------------------------------------------
-
-def topology(point: dict) -> tuple:
-    """What distinguishes two serving set-ups of one config at one concurrency."""
-    topo = point.get("topology")
-    if isinstance(topo, dict):  # multi-node: worker groups
-        return tuple(sorted((k, repr(v)) for k, v in topo.items()))
-    return (("tp", point.get("tp")), ("ep", point.get("ep") or 1), ("dp-attn", bool(point.get("dp-attn"))))
-
-
-def identity(point: dict) -> tuple:
-    """(config key, topology, concurrency): the config key names model, GPU, engine and scenario."""
-    return (point.get("config-key"), topology(point), point.get("conc"))
-
-
-def label(point: dict) -> str:
-    """The name a reviewer reads: the point's own name, e.g. `dep2-c128`."""
-    return str(point.get("name") or f"tp{point.get('tp')}-c{point.get('conc')}")
-
-
-def describe(point: dict) -> str:
-    """The name with its topology spelled out, for a baseline whose topology differs: `tp4-c4 (TP4 EP4)`."""
-    topo = point.get("topology")
-    if isinstance(topo, dict):
-        return f"{label(point)} ({', '.join(f'{k} {v}' for k, v in sorted(topo.items()))})"
-    parts = [f"TP{point.get('tp')}"]
-    if (point.get("ep") or 1) > 1:
-        parts.append(f"EP{point.get('ep')}")
-    if point.get("dp-attn"):
-        parts.append("DP attention")
-    return f"{label(point)} ({' '.join(parts)})"
-
-
 # ---- baselines --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -143,6 +112,15 @@ def _distance(a: dict, b: dict) -> tuple:
             bool(a.get("dp-attn")) != bool(b.get("dp-attn")))
 
 
+def _main_identity(ident: tuple, main: dict[tuple, list[dict]]) -> tuple | None:
+    """main's identity of the same point: the same one, else the one point of a group `same_group`
+    matches (a side that did not record the scenario); None when there is none or it is ambiguous."""
+    if ident in main:
+        return ident
+    loose = [k for k in main if k[1:] == ident[1:] and same_group(k[0], ident[0])]
+    return loose[0] if len(loose) == 1 else None
+
+
 def assign_baselines(points: list[dict], main: dict[tuple, list[dict]], policy: Policy) -> list[Baseline]:
     """For each PR point: main's results of the same point; else, when the PR changed a point's
     topology, main's point of the same config, concurrency and GPU count that no PR point kept
@@ -151,17 +129,19 @@ def assign_baselines(points: list[dict], main: dict[tuple, list[dict]], policy: 
     out: list[Baseline | None] = [None] * len(points)
     kept = set()
     for i, p in enumerate(points):
-        same = main.get(identity(p))
-        if same:
+        ident = _main_identity(identity(p), main)
+        if ident is not None:
+            same = main[ident]
             out[i] = Baseline("same", tuple(same[: policy.history]), label(same[0]["point"]))
-            kept.add(identity(p))
+            kept.add(ident)
     pairs = []
     for i, p in enumerate(points):
         if out[i] is not None:
             continue
-        key, _, conc = identity(p)
+        grp, _, conc = identity(p)
         for ident, rs in main.items():
-            if ident not in kept and ident[0] == key and ident[2] == conc and _gpus(rs[0]["point"]) == _gpus(p):
+            if (ident not in kept and same_group(ident[0], grp) and ident[2] == conc
+                    and _gpus(rs[0]["point"]) == _gpus(p)):
                 pairs.append((_distance(p, rs[0]["point"]), i, ident))
     taken = set()
     for _, i, ident in sorted(pairs, key=lambda t: (t[0], t[1], repr(t[2]))):
@@ -266,8 +246,9 @@ def compare_points(head_results: Iterable[dict], main_results: Iterable[dict],
     main = index_main(main_results)
     head = _valid(head_results)
     out: list[PointComparison] = []
-    for r, base in zip(head, assign_baselines([r["point"] for r in head], main, policy)):
-        pc = PointComparison(label(r["point"]), r["point"], base)
+    shown = display_names([r["point"] for r in head])
+    for r, name, base in zip(head, shown, assign_baselines([r["point"] for r in head], main, policy)):
+        pc = PointComparison(name, r["point"], base)
         for metric in METRICS:
             pc.cells[metric.key] = _cell(metric, r, base, policy)
         out.append(pc)
@@ -299,12 +280,13 @@ def summary(comparisons: list[PointComparison]) -> dict[str, int]:
 # ---- the frontier shift ---------------------------------------------------------------------
 
 def points_of(results: Iterable[dict], prefix: str = "") -> list[Point]:
-    pts = []
-    for r in _valid(results):
-        tok, iv = _headline(r, "tok_s_gpu"), _headline(r, "intvty_p90")
-        if tok is not None and iv is not None:
-            pts.append(Point(prefix + label(r["point"]), tok, iv))
-    return pts
+    """The valid results with both frontier axes as Pareto points: named as `display_names` tells
+    them apart, each in its group (configuration, scenario, sequence lengths)."""
+    drawable = [r for r in _valid(results)
+                if _headline(r, "tok_s_gpu") is not None and _headline(r, "intvty_p90") is not None]
+    return [Point(prefix + name, float(r["headline"]["tok_s_gpu"]), float(r["headline"]["intvty_p90"]),
+                  group=group(r["point"]))
+            for r, name in zip(drawable, display_names([r["point"] for r in drawable]))]
 
 
 def latest_per_point(main_results: Iterable[dict]) -> list[dict]:
@@ -330,9 +312,35 @@ class FrontierShift:
     dominance: list[dict]                 # per PR point: main points it dominates / is dominated by
     segments: list[dict]                  # {"lead", "above", "up_to"}: interactivity ranges (above, up_to]
     crossings: list[float]                # interactivity values where the lead changes hands
+    group: str = ""                       # the workload, where the sides hold several (group_words)
+    groups: list["FrontierShift"] = field(default_factory=list)   # one shift per workload, when several
 
 
 def frontier_shift(head: list[Point], main: list[Point]) -> FrontierShift:
+    """The frontier shift of one workload; where the points span several (`Point.group`), one shift
+    per workload under `groups`, the top level holding only their frontiers and dominance together
+    (a frontier across an agentic and a fixed-seq-len run compares two different benchmarks)."""
+    keys: list[tuple] = []
+    for p in head + main:
+        if p.group and not any(same_group(p.group, k) for k in keys):
+            keys.append(p.group)
+    if len(keys) <= 1:
+        return _shift(head, main)
+
+    def of(points: list[Point], k: tuple) -> list[Point]:
+        return [p for p in points if not p.group or same_group(p.group, k)]
+
+    parts = []
+    for k in keys:
+        part = _shift(of(head, k), of(main, k))
+        part.group = group_words(k)
+        parts.append(part)
+    return FrontierShift([n for s in parts for n in s.head_frontier], [n for s in parts for n in s.main_frontier],
+                         [c for s in parts for c in s.combined], [d for s in parts for d in s.dominance], [], [],
+                         groups=parts)
+
+
+def _shift(head: list[Point], main: list[Point]) -> FrontierShift:
     hf, mf = _frontier(head), _frontier(main)
     tagged = [(p, "PR") for p in head] + [(p, "main") for p in main]
     everyone = [p for p, _ in tagged]

@@ -59,11 +59,14 @@ def main_from_github(head: list[dict], policy: compare.Policy, gh=None) -> tuple
 
 
 def load_sides(head_path: Path, baseline_paths: list[Path], policy: compare.Policy, *, from_main: bool = False,
-               gh=None) -> tuple[list[dict], list[dict], list[str]]:
-    """(the PR's results, main's results newest first, notes) from the command's HEAD and baselines."""
+               gh=None, require_baseline: bool = True) -> tuple[list[dict], list[dict], list[str]]:
+    """(the PR's results, main's results newest first, notes) from the command's HEAD and baselines;
+    without `require_baseline` (the report of a first run) no baseline is main's results: none."""
     if baseline_paths and from_main:       # contradictory options: nothing else is worth reading first
         raise InputError("give either --baseline or --from-main, not both", exit_code=2)
     head = sources.load_side(head_path)     # a missing HEAD is said even when the baseline is missing too
+    if not baseline_paths and not from_main and not require_baseline:
+        return head, [], []
     if not baseline_paths and not from_main:
         raise InputError("nothing to compare with: give --baseline FILE (main's results; repeat for a history) "
                          "or --from-main", exit_code=2)

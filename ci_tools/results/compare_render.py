@@ -81,6 +81,11 @@ def markdown(comparisons: list[PointComparison], shift: FrontierShift | None = N
 
 
 def frontier_markdown(shift: FrontierShift) -> list[str]:
+    if shift.groups:    # one frontier per workload
+        out = ["**Frontier (tok/s/GPU vs P90 tok/s/user)**"]
+        for g in shift.groups:
+            out += ["", f"*{g.group}*", "", *frontier_markdown(g)[2:]]
+        return out
     out = ["**Frontier (tok/s/GPU vs P90 tok/s/user)**", "",
            f"- PR frontier: {', '.join(shift.head_frontier) or '–'}",
            f"- main frontier: {', '.join(shift.main_frontier) or '–'}"]

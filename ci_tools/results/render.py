@@ -96,17 +96,18 @@ def figure(chart: Chart):
         front = s.frontier
         if s.name == "points":
             dom = [p for p in s.points if not p.frontier]
+            for n, line in enumerate(s.frontier_lines):   # one line per workload
+                ax.plot([p.intvty_p90 for p in line], [p.tok_s_gpu for p in line], LINE[look.dash],
+                        color=look.colour, linewidth=1.5, label=None if n else look.words, zorder=1)
             if front:
-                ax.plot([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], LINE[look.dash],
-                        color=look.colour, linewidth=1.5, label=look.words, zorder=1)
                 ax.scatter([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], color=look.colour, zorder=2)
             if dom:
                 ax.scatter([p.intvty_p90 for p in dom], [p.tok_s_gpu for p in dom], color=DOMINATED.colour,
                            marker=MARKER[DOMINATED.marker], label=DOMINATED.words, zorder=2)
             continue
-        if len(front) > 1:
-            ax.plot([p.intvty_p90 for p in front], [p.tok_s_gpu for p in front], LINE[look.dash], color=look.colour,
-                    linewidth=1.5, label=f"{look.words} frontier", zorder=1)
+        for n, line in enumerate(ln for ln in s.frontier_lines if len(ln) > 1):
+            ax.plot([p.intvty_p90 for p in line], [p.tok_s_gpu for p in line], LINE[look.dash], color=look.colour,
+                    linewidth=1.5, label=None if n else f"{look.words} frontier", zorder=1)
         ax.scatter([p.intvty_p90 for p in s.points], [p.tok_s_gpu for p in s.points], color=look.colour,
                    marker=MARKER[look.marker], label=f"{look.words} points", zorder=2)
     if chart.log_y:
@@ -154,8 +155,8 @@ def _place_labels(fig, ax, chart: Chart) -> list:
     frame = ax.get_window_extent(renderer)
     every = [(s, p) for s in chart.series for p in s.points]
     markers = [ax.transData.transform((p.intvty_p90, p.tok_s_gpu)) for _, p in every]
-    lines = [LinePath(ax.transData.transform([(p.intvty_p90, p.tok_s_gpu) for p in s.frontier]))
-             for s in chart.series if len(s.frontier) > 1]
+    lines = [LinePath(ax.transData.transform([(p.intvty_p90, p.tok_s_gpu) for p in line]))
+             for s in chart.series for line in s.frontier_lines if len(line) > 1]
     placed: list = []
     out = []
     # left to right keeps the result stable and predictable

@@ -45,8 +45,18 @@ def _ranges(shift: FrontierShift, side: str) -> list[str]:
     return out
 
 
-def frontier_sentence(shift: FrontierShift | None) -> str:
-    """The frontier shift in one sentence: where each side offers more throughput per GPU."""
+def frontier_sentence(shift: FrontierShift | None, baseline: bool = True) -> str:
+    """The frontier shift in one sentence: where each side offers more throughput per GPU (per
+    workload, where the run holds several; the run's own frontier where there is no baseline)."""
+    if shift is not None and shift.groups and not baseline:
+        return ("The run's frontiers: "
+                + "; ".join(f"{g.group} {', '.join(g.head_frontier) or 'none'}" for g in shift.groups) + ".")
+    if shift is not None and shift.groups:
+        return " ".join(f"{g.group}: {frontier_sentence(g, baseline)}" for g in shift.groups)
+    if not baseline:
+        if shift is None or not shift.head_frontier:
+            return "No frontier: no point has both throughput and P90 interactivity."
+        return f"The run's frontier is {', '.join(shift.head_frontier)}."
     if shift is None or not (shift.head_frontier or shift.main_frontier):
         return "No frontier to compare: neither side has a point with both throughput and P90 interactivity."
     pr, main = _ranges(shift, "PR"), _ranges(shift, "main")
@@ -70,11 +80,13 @@ class Headline:
     regressed: list[str]   # "tp4-c4 throughput -6.8%"
 
 
-def headline(comparisons: list[PointComparison], shift: FrontierShift | None) -> Headline:
+def headline(comparisons: list[PointComparison], shift: FrontierShift | None, baseline: bool = True) -> Headline:
     counts = summary(comparisons)
     regressed = [f"{pc.name} {m.label} {pc.cells[m.key].change:+.1%}" for pc in comparisons for m in METRICS
                  if pc.cells[m.key].verdict == REGRESSED and pc.cells[m.key].change is not None]
-    return Headline(counts, counts_sentence(counts), frontier_sentence(shift), regressed)
+    verdicts = (counts_sentence(counts) if baseline else
+                f"No baseline: {len(comparisons)} point{'s' if len(comparisons) != 1 else ''} measured, nothing compared")
+    return Headline(counts, verdicts, frontier_sentence(shift, baseline), regressed)
 
 
 # ---- the verdict table and the hover text --------------------------------------------------------
@@ -141,11 +153,12 @@ def main_hover_lines(result: dict) -> list[str]:
 def chart_of(comparisons: list[PointComparison], head: list[dict], main_latest: list[dict],
              title: str = "") -> charts.Chart:
     """The report's chart: chart.from_sides with each point's hover lines and its config and scenario."""
-    by_name = {r["name"]: r for r in rows(comparisons)}
+    # by the point itself, never by its name: two results of one name are two workloads (identity.py)
+    by_point = {id(pc.point): r for pc, r in zip(comparisons, rows(comparisons))}
 
     def info(result: dict) -> dict:
         p = result["point"]
-        row = by_name.get(label(p)) if any(result is r for r in head) else None
+        row = by_point.get(id(p)) if any(result is r for r in head) else None
         lines = hover_lines(row) if row else main_hover_lines(result)
         verdicts = sorted({c["verdict"] for c in row["cells"] if c["verdict"]}) if row else []
         return {"hover": lines, "config": p.get("config-key") or "", "scenario": p.get("scenario") or "",
@@ -244,6 +257,7 @@ class Report:
     notes: list[str]
     method: str
     acceptance: list[dict] = field(default_factory=list)   # acceptance_rows of the evals
+    baseline: bool = True          # False: a first or smoke run, drawn alone
 
 
 def method_line(comparisons: list[PointComparison], policy) -> str:
@@ -255,8 +269,8 @@ def method_line(comparisons: list[PointComparison], policy) -> str:
 def build(comparisons: list[PointComparison], shift: FrontierShift | None, head: list[dict],
           main_latest: list[dict], policy, *, title: str = "", evals: list[dict] | None = None,
           eval_verdict: str | None = None, telemetry: list[TelemetryJob] | None = None,
-          notes: list[str] | None = None) -> Report:
-    return Report(title or "Sweep report", headline(comparisons, shift),
+          notes: list[str] | None = None, baseline: bool = True) -> Report:
+    return Report(title or "Sweep report", headline(comparisons, shift, baseline),
                   chart_of(comparisons, head, main_latest, charts.TITLE), rows(comparisons),
                   eval_rows(evals) if evals is not None else None, eval_verdict, telemetry or [],
-                  list(notes or []), method_line(comparisons, policy), acceptance_rows(evals or []))
+                  list(notes or []), method_line(comparisons, policy), acceptance_rows(evals or []), baseline)

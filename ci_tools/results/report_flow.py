@@ -3,8 +3,11 @@
 The sides are read as `results compare` reads them (compare_flow.load_sides). Evals come from
 `--evals` (a `results collect` file, an eval_result.json or a directory of them) or, when HEAD is a
 collection, from HEAD itself. Telemetry is every nvidia-smi CSV under `--telemetry DIR` (a job's
-gpu_telemetry.csv, named after the job, or any other CSV of the sampler's query, named after the
-file), or, when HEAD is a directory of job results, under HEAD.
+gpu_telemetry.csv, or any other CSV of the sampler's query, named after the file), or, when HEAD is a
+directory of job results, under HEAD. A job's CSV is matched with HEAD's result by the job, never by
+the point's name: by the result.json beside it (its point, result file name and AIPerf benchmark id),
+so a cancelled job or another scenario's job of the same point never borrows a result's energy.
+Without a baseline (a first or smoke run) the page draws the run alone and says so.
 """
 
 from __future__ import annotations
@@ -76,23 +79,49 @@ def _looks_like_telemetry(path: Path) -> bool:
     return len(first.split(", ")) == len(telemetry.FIELDS)
 
 
-def _job_name(csv: Path) -> str:
+def job_key(result: dict) -> tuple:
+    """What tells one job's result from every other: its point (configuration, scenario, topology,
+    concurrency), result file name and AIPerf's benchmark id (a cancelled re-run of a point writes the
+    same file name; a fixed-seq-len job of the point has the same name)."""
+    point = result.get("point") if isinstance(result.get("point"), dict) else {}
+    aiperf = result.get("aiperf") if isinstance(result.get("aiperf"), dict) else {}
+    return (repr(compare.identity(point)), point.get("result-filename"), aiperf.get("benchmark_id"))
+
+
+def _job_of(csv: Path) -> tuple[str, dict | None, str]:
+    """(the job's point name or "", the result.json beside the CSV or None, why there is none)."""
     job = csv.parent / names.JOB_JSON
+    name = ""
     if job.is_file():
         data = _read_json(job)
-        name = ((data or {}).get("point") or {}).get("name") if isinstance(data, dict) else None
-        if name:
-            return str(name)
-    return csv.parent.name if csv.name == names.GPU_TELEMETRY_CSV else csv.stem
+        point = data.get("point") if isinstance(data, dict) else None
+        name = str(point.get("name") or "") if isinstance(point, dict) else ""
+    result_path = csv.parent / names.RESULT_JSON
+    if result_path.is_file():
+        data = _read_json(result_path)
+        if isinstance(data, dict) and isinstance(data.get("point"), dict):
+            return name or str(data["point"].get("name") or ""), data, ""
+    status = csv.parent / names.STATUS_JSON
+    why = "no result"
+    if status.is_file():
+        data = _read_json(status)
+        if isinstance(data, dict) and data.get("ok") is False and data.get("reason"):
+            why = f"no result: {data['reason']}"
+    return name, None, why
 
 
-def load_telemetry(root: Path, head: list[dict]) -> tuple[list[report.TelemetryJob], list[str]]:
-    """Every nvidia-smi CSV under ROOT as a telemetry job, matched by name with the PR's results."""
+def load_telemetry(root: Path, head: list[dict],
+                   shown: dict[int, str] | None = None) -> tuple[list[report.TelemetryJob], list[str]]:
+    """Every nvidia-smi CSV under ROOT as a telemetry job, matched with HEAD's results by the job
+    (`job_key` of the result.json beside it); `shown` names HEAD's results as the page does (by id)."""
     from ci_tools.runner import telemetry
 
     if not root.is_dir():
         raise InputError(f"{root}: no such directory (--telemetry)", exit_code=2)
-    by_name = {compare.label(r["point"]): r for r in head if isinstance(r.get("point"), dict)}
+    by_job: dict[tuple, dict] = {}
+    for r in head:
+        if isinstance(r.get("point"), dict):
+            by_job.setdefault(job_key(r), r)
     jobs, notes = [], []
     csvs = sorted(p for p in root.rglob("*.csv") if p.is_file())
     # another CSV under DIR is not telemetry; a job's gpu_telemetry.csv is, whatever it holds
@@ -107,8 +136,19 @@ def load_telemetry(root: Path, head: list[dict]) -> tuple[list[report.TelemetryJ
         if not samples:
             notes.append(f"{csv}: no nvidia-smi samples")
             continue
-        name = _job_name(csv)
-        jobs.append(report.telemetry_job(name, samples, by_name.get(name)))
+        if csv.name != names.GPU_TELEMETRY_CSV:
+            jobs.append(report.telemetry_job(csv.stem, samples))
+            continue
+        point_name, own, why = _job_of(csv)
+        result = by_job.get(job_key(own)) if own is not None else None
+        folder = csv.parent.name
+        if result is not None:
+            name = (shown or {}).get(id(result)) or point_name or folder
+        elif point_name:
+            name = f"{point_name} ({folder}, {why if own is None else 'its result is not in this report'})"
+        else:
+            name = folder
+        jobs.append(report.telemetry_job(name, samples, result))
     return jobs, notes
 
 
@@ -121,7 +161,11 @@ def run_report(head_path: Path, baseline_paths: list[Path], out: Path, *, from_m
     except ImportError:
         raise InputError("results report needs plotly: pip install 'ci-tools[report]'", exit_code=2) from None
     policy = load_policy(policy_path)
-    head, main, notes = load_sides(head_path, baseline_paths, policy, from_main=from_main, gh=gh)
+    head, main, notes = load_sides(head_path, baseline_paths, policy, from_main=from_main, gh=gh,
+                                   require_baseline=False)
+    baseline = bool(baseline_paths) or from_main
+    if not baseline:
+        notes.append("no baseline given (--baseline or --from-main): the run is drawn alone, nothing is compared")
     comparisons = compare.compare_points(head, main, policy)
     if not comparisons:
         raise InputError(f"{head_path}: no valid result to report (invalid results are never compared)")
@@ -130,9 +174,10 @@ def run_report(head_path: Path, baseline_paths: list[Path], out: Path, *, from_m
     evals, verdict = load_evals(evals_path, head_path)
     if telemetry_dir is None and head_path.is_dir():
         telemetry_dir = head_path
-    jobs, tel_notes = load_telemetry(telemetry_dir, head) if telemetry_dir is not None else ([], [])
+    shown = {id(r): pc.name for pc in comparisons for r in head if r.get("point") is pc.point}
+    jobs, tel_notes = load_telemetry(telemetry_dir, head, shown) if telemetry_dir is not None else ([], [])
     doc = report.build(comparisons, shift, head, latest, policy, title=title, evals=evals, eval_verdict=verdict,
-                       telemetry=jobs, notes=notes + tel_notes)
+                       telemetry=jobs, notes=notes + tel_notes, baseline=baseline)
     page = report_html.render(doc).encode("utf-8")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(page)

@@ -84,6 +84,8 @@ def _results_from_csv(text: str, file: str, required: tuple[str, ...]) -> list[d
                  "ep": cell("ep", int, "1"), "dp-attn": dp in _TRUE, "conc": cell("conc", int)}
         if row.get("gpus"):
             point["gpus"] = cell("gpus", int)
+        if row.get("scenario"):     # with the config key, what a point is (identity.py)
+            point["scenario"] = row["scenario"]
         headline = {m: cell(m) for m in CSV_METRICS}
         out.append({"valid": True, "point": point, "headline": headline, "source": f"{file}:{n}"})
     if not out:

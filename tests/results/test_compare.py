@@ -21,8 +21,10 @@ GOLDEN = REPO / "tests" / "golden" / "results"
 
 
 def res(name: str, tp: int, conc: int, *, tok=None, p90=None, p50=None, ttft=None, ep=1, dp=False,
-        key="dsv41flash-fp4-gb300-sglang-agentic-dspark", valid=True, ci=None, gpus=None) -> dict:
+        key="dsv41flash-fp4-gb300-sglang-agentic-dspark", valid=True, ci=None, gpus=None, scenario=None) -> dict:
     point = {"name": name, "config-key": key, "tp": tp, "ep": ep, "dp-attn": dp, "conc": conc}
+    if scenario:
+        point["scenario"] = scenario
     if gpus:
         point["gpus"] = gpus
     out = {"valid": valid, "point": point,
@@ -135,6 +137,15 @@ def test_policy_from_the_policy_file_section():
      [res("tp2-c1", 2, 1, tok=1.0)], "none", None),
     ("other concurrency", res("tp2-c64", 2, 64), [res("tp2-c32", 2, 32, tok=1.0)], "none", None),
     ("other config", res("tp2-c64", 2, 64, key="other"), [res("tp2-c64", 2, 64, tok=1.0)], "none", None),
+    ("other scenario: another workload, not a baseline", res("tp2-c64", 2, 64, scenario="fixed-seq-len"),
+     [res("tp2-c64", 2, 64, tok=1.0, scenario="agentic-coding")], "none", None),
+    ("other scenario, other topology: not a replacement either", res("dep2-c64", 2, 64, ep=2, dp=True,
+     scenario="fixed-seq-len"), [res("tp2-c64", 2, 64, tok=1.0, scenario="agentic-coding")], "none", None),
+    ("a side that names no scenario (a CSV) matches", res("tp2-c64", 2, 64, scenario="agentic-coding"),
+     [res("tp2-c64", 2, 64, tok=1.0)], "same", "tp2-c64"),
+    ("the same scenario among two", res("tp2-c64", 2, 64, scenario="fixed-seq-len"),
+     [res("tp2-c64", 2, 64, tok=1.0, scenario="agentic-coding"), res("tp2-c64", 2, 64, tok=2.0,
+                                                                     scenario="fixed-seq-len")], "same", "tp2-c64"),
 ])
 def test_baseline_assignment(case, head, main, kind, name):
     (pc,) = compare_points([head], main)
