@@ -165,6 +165,11 @@ ENGINE_ENVS = (
 def ensure_engines() -> None:
     for env in ENGINE_ENVS:
         env.ensure()
+    # ATOM and TensorRT-LLM have no wheel: their parsers are built from source files pinned at a commit
+    # (tests/engines/sources.json), fetched by hash into the engines venv's sources/ (once; a no-op after)
+    if run([sys.executable, str(ROOT / "tests" / "engines" / "sources.py"), "fetch"]) != 0:
+        sys.exit("fetching the engines' pinned source files failed (above); with GitHub out of reach, pass a local "
+                 "clone: python3 tests/engines/sources.py fetch --git OWNER/NAME=CLONE/.git")
 
 
 SLURM_PROGRAMS = ("slurmctld", "slurmd", "srun", "sbatch", "squeue", "scancel", "munged", "munge")

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ci_tools.engines.argkinds import ABBREVIATIONS, COMMON, KINDS, RELEASES, SOME
+from ci_tools.engines.argkinds import ABBREVIATIONS, COMMON, KINDS, OPTION_FILES, RELEASES, SOME
 from ci_tools.errors import Finding
 from ci_tools.yaml.located import YamlDoc
 
@@ -209,6 +209,30 @@ def parsers(data: dict) -> Iterator[tuple[tuple, dict, Parser]]:
             yield path + ("args",), router["args"], Parser(str(router.get("name")), (str(router.get("version")),))
 
 
+def _option_sections(data: dict) -> Iterator[tuple[tuple, dict, dict]]:
+    """(path, the options the engine gets there, the options written there): a point's are merged into the
+    base's (config.recipe.merge_options), and only what the point itself writes is judged at the point."""
+    from ci_tools.config.recipe import merge_options
+
+    serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
+    base = serve.get("options") if isinstance(serve.get("options"), dict) else {}
+    if base:
+        yield ("serve", "options"), base, base
+    for name, point in (data.get("points") or {}).items():
+        if isinstance(point, dict) and isinstance(point.get("options"), dict):
+            yield ("points", name, "options"), merge_options(base, point["options"]), point["options"]
+
+
+def _written(own: dict, path: tuple) -> bool:
+    """Whether PATH (a key of the merged options) is written in OWN, the section's own options."""
+    node: Any = own
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
 def _routers(data: dict) -> Iterator[tuple[tuple, dict]]:
     serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
     if isinstance(serve.get("router"), dict):
@@ -218,10 +242,73 @@ def _routers(data: dict) -> Iterator[tuple[tuple, dict]]:
             yield ("points", name, "router"), point["router"]
 
 
-def findings(doc: YamlDoc) -> list[Finding]:
-    """Located findings for the arguments of a schema-valid recipe: names its parsers do not know, numbers."""
-    engine = str(doc.data.get("engine", "sglang"))
+# Options-file keys the runner writes from the point itself (a recipe sets them through the point's shape).
+RUNNER_OPTIONS = {"enable_attention_dp": "the point's dp-attn", "context_parallel_size": "the point's dcp-size / pcp-size",
+                  "tensor_parallel_size": "the point's tp", "moe_expert_parallel_size": "the point's ep",
+                  "pipeline_parallel_size": "the point's pp", "model": "the recipe's model"}
+
+
+def option_file_problems(engine: str, versions: tuple[str, ...], options: dict,
+                         path: tuple = ()) -> list[tuple[tuple, str, str]]:
+    """(path, message, hint) for each key of a recipe's `options` the engine's options file does not take: checked
+    against the engine's own argument model at the declared releases (else every pinned one), speculative_config
+    against the model its decoding_type selects."""
+    files = OPTION_FILES.get(engine)
+    if files is None:
+        known = ", ".join(OPTION_FILES)
+        return [(path, f"{engine} reads no options file; `options` is for {known} (its LLM-API options file)",
+                 f"give {engine} its settings as `args`")]
+    declared = tuple(v for v in versions if v in files)
+    out: list[tuple[tuple, str, str]] = []
+    for version in declared or tuple(files):
+        out += _option_tree(files[version], options, path, f"{engine} {version}", top=True)
+    seen: set = set()
+    return [f for f in out if not (f[:2] in seen or seen.add(f[:2]))]
+
+
+def _option_tree(tree: dict, options: Any, path: tuple, where: str, top: bool = False) -> list[tuple[tuple, str, str]]:
+    if not isinstance(options, dict):
+        return []
     out = []
+    for key, value in options.items():
+        at = path + (key,)
+        if top and key in RUNNER_OPTIONS:
+            out.append((at, f"options: `{key}` comes from {RUNNER_OPTIONS[key]}", "remove it: the runner writes it"))
+            continue
+        if key not in tree:
+            close = difflib.get_close_matches(str(key), list(tree), n=3, cutoff=0.6)
+            out.append((at, f"options: {where}'s options file has no key `{key}`"
+                        + (f" in {'.'.join(map(str, path))}" if path else ""),
+                        f"did you mean {' or '.join('`' + c + '`' for c in close)}?" if close
+                        else f"keys here: {', '.join(sorted(tree)[:12])}{', ...' if len(tree) > 12 else ''}"))
+            continue
+        sub = tree[key]
+        if isinstance(sub, dict) and set(sub) == {"decoding_type"} and isinstance(value, dict):
+            types = sub["decoding_type"]
+            chosen = value.get("decoding_type")
+            if chosen not in types:
+                close = difflib.get_close_matches(str(chosen), list(types), n=2, cutoff=0.5)
+                out.append((at + ("decoding_type",), f"options: {key}.decoding_type {chosen!r} is none of {where}'s "
+                            f"({', '.join(types)})", f"did you mean `{close[0]}`?" if close else
+                            "write the decoding type, e.g. MTP or Eagle3"))
+                continue
+            rest = {k: v for k, v in value.items() if k != "decoding_type"}
+            out += _option_tree(types[chosen], rest, at, f"{where} {chosen}")
+        elif isinstance(sub, dict):
+            out += _option_tree(sub, value, at, where)
+    return out
+
+
+def findings(doc: YamlDoc) -> list[Finding]:
+    """Located findings for the arguments of a schema-valid recipe: names its parsers do not know, numbers, and
+    options-file keys its engine does not take."""
+    engine = str(doc.data.get("engine", "sglang"))
+    versions = tuple(str(v) for v in doc.data.get("engine-versions") or ())
+    out = []
+    for path, options, own in _option_sections(doc.data):
+        for at, message, hint in option_file_problems(engine, versions, options, ()):
+            if _written(own, at):
+                out.append(doc.finding(path + at, message, hint))
     for path, args, parser in parsers(doc.data):
         for name, value in args.items():
             if name == "<<":

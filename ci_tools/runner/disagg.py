@@ -337,8 +337,9 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
                          f"(known: sglang, vllm, trtllm){': ' + why if why else ''}")
     problems += plugin.version_problems(point.engine_versions)
     fe = point.frontend
-    if fe.get("kind") == "dynamo":      # a Dynamo release runs only on the engine releases it imports
-        problems += compat.dynamo_problems(str(fe.get("version")), point.engine, point.engine_versions)
+    if fe.get("kind") == "dynamo":      # a release a runner can install, on the engine releases it imports
+        problems += compat.frontend_problems(str(fe.get("version")), point.engine, point.engine_versions,
+                                             point.image, fe.get("install"))
         problems += install.requirement_problems(fe["install"]) if "install" in fe else []
     for g in point.groups:
         if g.key.workers == 0:

@@ -173,12 +173,14 @@ def image_for_slurm(image: str) -> str:
 
 def serve_spec(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
                row: dict | None = None, extra_args: dict | None = None) -> engines.ServeSpec:
+    from ci_tools.config.recipe import merge_options
+
     k = point.key
     args, options, _ = offload_args(point, row or {})
     return engines.ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=port,
                              tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args={**dict(point.args), **args, **(extra_args or {})},
                              versions=point.engine_versions, pp=point.pp, dcp=point.dcp, pcp=point.pcp,
-                             files_dir=out_dir, options=options)
+                             files_dir=out_dir, options=merge_options(point.options, options))
 
 
 def engine_command(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
@@ -220,17 +222,16 @@ def router_command(point: ResolvedPoint, port: int, worker_port: int, out_dir: s
         raise InputError(f"{point.recipe_file}: point {point.name}: " + "; ".join(routers.problems(r)))
     ranks = getattr(engines.engine(point.engine), "data_parallel_ranks", lambda _s: 1)(serve_spec(point, "", 0))
     cmd = routers.command(rel, "0.0.0.0", port, [f"http://127.0.0.1:{worker_port}"], dict(r.get("args") or {}),
-                          dp_ranks=ranks, install_dir=f"{out_dir}/{ROUTER_DIR}/{names.INSTALL_DIR}")
+                          dp_ranks=ranks, install_dir=f"{out_dir}/{names.ROUTER_DIR}/{names.INSTALL_DIR}")
     if rel.requirements:
         # the router's container sees its own folder of the job directory (mounted, created with this note),
         # where the install guard puts the pinned wheels and its lock; nothing else of the job directory
         from dataclasses import replace
 
-        cmd = replace(cmd, files=((f"{out_dir}/{ROUTER_DIR}/README", ROUTER_DIR_NOTE),))
+        cmd = replace(cmd, files=((f"{out_dir}/{names.ROUTER_DIR}/README", ROUTER_DIR_NOTE),))
     return cmd
 
 
-ROUTER_DIR = "router"
 ROUTER_DIR_NOTE = ("The router's own folder: the job installs the router release the image lacks here (pip "
                    "--require-hashes, once per job), the only part of the job directory its container sees.\n")
 

@@ -140,10 +140,18 @@ UNKNOWN = [
     ("recipes/gb300-dsv41flash-fp4-dynamo-sglang/disagg-8k1k.yaml", "    router-mode: round-robin\n",
      "    router-mod: round-robin\n", "--router-mod is an abbreviation of dynamo.frontend's --router-mode",
      "write `router-mode`"),
+    ("recipes/b300-dsv41flash-fp4-trt/mtp.yaml", "      num_nextn_predict_layers: 3\n",
+     "      num_nextn_predict_layer: 3\n",
+     "options: trtllm 1.3.0rc3 MTP's options file has no key `num_nextn_predict_layer` in speculative_config",
+     "did you mean `num_nextn_predict_layers`"),
+    ("recipes/b300-dsv41flash-fp4-trt/mtp.yaml", "      speculative_config: {num_nextn_predict_layers: 1}",
+     "      speculative_config: {num_nextn_predict_layers: 1}\n      enable_attention_dp: true",
+     "options: `enable_attention_dp` comes from the point's dp-attn", "the runner writes it"),
 ]
 
 
-@pytest.mark.parametrize("rel,old,new,message,hint", UNKNOWN, ids=["typo", "later-release", "vllm", "abbreviation"])
+@pytest.mark.parametrize("rel,old,new,message,hint", UNKNOWN,
+                         ids=["typo", "later-release", "vllm", "abbreviation", "trtllm-option", "runner-option"])
 def test_an_argument_the_parser_does_not_know_is_refused_where_it_is_written(tmp_path: Path, rel, old, new, message,
                                                                              hint):
     root = tmp_path / "repo"
@@ -151,7 +159,8 @@ def test_an_argument_the_parser_does_not_know_is_refused_where_it_is_written(tmp
     text = (root / rel).read_text()
     assert old in text
     (root / rel).write_text(text.replace(old, new, 1))
-    line = text[:text.index(old)].count("\n") + 1 + (1 if new.count("\n") > 1 else 0)
+    # the finding points at the last line the change wrote (the one that names the refused argument)
+    line = text[:text.index(old)].count("\n") + 1 + new.rstrip("\n").count("\n")
     res = run(["config", "validate"], cwd=root)
     assert res.code == (0 if "abbreviation" in message else 1), res.out
     assert f"{rel}:{line}:" in res.out and message in res.out and hint in res.out, res.out

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.engines.harness import (DISTRIBUTIONS, SOURCES, abbreviations, dynamo_run, kinds, options, pinned,
+import pprint
+
+from tests.engines.harness import (DISTRIBUTIONS, SOURCES, _host, abbreviations, dynamo_run, kinds, options, pinned,
                                    pinned_sources)
 
 TARGET = Path(__file__).resolve().parents[2] / "ci_tools" / "engines" / "argkinds.py"
@@ -36,15 +38,20 @@ def parser_options(table: str) -> dict[str, tuple[frozenset[str], bool]]:
 
 
 def dynamo_options(table: str) -> dict[str, tuple[frozenset[str], bool]]:
+    from ci_tools.engines import version_key
+    from ci_tools.engines.compat import row
+
     engine = DYNAMO_TABLES[table]
     out = {}
-    for dynamo in pinned("torch")["ai-dynamo"]:
-        # the newest engine release the worker imports with (Dynamo 1.3's SGLang worker imports none)
-        for version in sorted(pinned("torch").get(engine, ()), reverse=True) if engine else [None]:
-            run = dynamo_run(dynamo, table, (engine, version) if engine else None, [[]])
-            if run.built:
-                out[dynamo] = (frozenset(o[2:] for o in run.info["options"] if o.startswith("--")), True)
-                break
+    for dynamo in sorted(pinned("torch")["ai-dynamo"], key=version_key):
+        # a worker on the newest engine release compat.py measured it to import with (none: not read)
+        works = row(dynamo, engine).works if engine and row(dynamo, engine) else ()
+        version = max(works, key=version_key) if works else None
+        if engine and version is None:
+            continue
+        run = dynamo_run(dynamo, table, (engine, version) if engine else None, [[]])
+        if run.built:
+            out[dynamo] = (frozenset(o[2:] for o in run.info["options"] if o.startswith("--")), True)
     return out
 
 
@@ -104,6 +111,12 @@ def source() -> str:
         lines += [f'        "{n}": ({", ".join(repr(v) for v, (names, _) in o.items() if n in names)},),' for n in some]
         lines.append("    },")
     lines.append("}")
+    # TensorRT-LLM's options file: the keys its PyTorch argument model takes, a nested model's keys below its
+    # own, speculative_config's by the decoding_type that selects its model
+    files = {"trtllm": {v: _host("trtllm", v).info["options-file"] for v in releases("trtllm")}}
+    lines += ["", "# The options file each engine reads (TensorRT-LLM's --extra_llm_api_options), per release: key -> the",
+              "# keys of the model it holds (None: a value), speculative_config's by the decoding_type selecting it.",
+              "OPTION_FILES: dict[str, dict[str, dict]] = " + pprint.pformat(files, width=110, sort_dicts=True)]
     return "\n".join(lines) + "\n"
 
 

@@ -248,6 +248,7 @@ def dynamo_run(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: 
     paths = [dist_dir("ai-dynamo", dynamo, "torch"), dist_dir("ai-dynamo-runtime", dynamo, "torch")]
     if engine:
         paths.append(dist_dir(*engine, "torch"))
+        paths += engine_pins(*engine)
     res = subprocess.run([str(python("torch")), str(DYNAMO_HOST), parser], env=host_env(paths, PARSER_ENV["vllm"]),
                          text=True, input=json.dumps({"argvs": argvs}) + "\n", capture_output=True, timeout=900)
     # Dynamo's Rust runtime may log to stdout: the protocol lines are the JSON ones
@@ -258,6 +259,19 @@ def dynamo_run(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: 
     info = json.loads(lines[0])
     assert info["version"] == dynamo, f"the ai-dynamo {dynamo} folder holds another release"
     return DynamoRun(True, "", json.loads(lines[1])["results"], info)
+
+
+# Engine releases whose import clashes with the torch venv's transformers (a newer one registers a config name
+# they register too): they run on the transformers their image carries (their `==` pin) and the hub client and
+# tokenizers that transformers requires, each a wheel of wheels-torch.txt. SGLang 0.5.21 pins the same
+# transformers but imports with the venv's, and with 5.12.1 here would need torchvision: it keeps the venv's.
+ENGINE_ENV = {("sglang", v): (("transformers", "5.12.1"), ("huggingface-hub", "1.33.0"), ("tokenizers", "0.22.2"))
+              for v in ("0.5.15.post1", "0.5.16", "0.5.17", "0.5.18")}
+
+
+def engine_pins(dist: str, version: str) -> list[Path]:
+    """The wheel folders an engine release runs on besides its own (ENGINE_ENV), ahead of the venv's."""
+    return [dist_dir(name, v, "torch") for name, v in ENGINE_ENV.get((dist, version), ())]
 
 
 def dynamo_parse(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: list[list[str]]) -> list[dict]:

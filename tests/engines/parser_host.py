@@ -264,6 +264,12 @@ class _VllmServe(argparse.ArgumentParser):
     `validate` (its quick checks before any model is loaded), whose errors exit 2 here."""
 
     def __init__(self):
+        import vllm.platforms
+        from vllm.platforms.cpu import CpuPlatform
+
+        # the CPU platform, as on a GPU-less host: VLLM_TARGET_DEVICE alone leaves 0.27's custom-op
+        # registration asking a stood-in device for its dispatch key (Dynamo's frontend does the same)
+        vllm.platforms.current_platform = CpuPlatform()
         from vllm.entrypoints.cli.serve import ServeSubcommand
         from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -411,7 +417,8 @@ def main() -> int:
     version = importlib.metadata.version(dist) if dist else (SOURCE_VERSION[0] if SOURCE_VERSION else None)
     out.write(json.dumps({"version": version, "options": options, "kinds": _kinds(parser),
                           "abbrev": bool(getattr(parser, "allow_abbrev", True)),
-                          "stood-in": sorted(STUBBED), "files": _owner_files()}) + "\n")
+                          "stood-in": sorted(STUBBED), "files": _owner_files(),
+                          **getattr(parser, "info", {})}) + "\n")
     out.flush()
     for line in sys.stdin:
         request = json.loads(line)

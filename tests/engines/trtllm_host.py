@@ -92,6 +92,12 @@ class Serve:
                          for p in command.params if isinstance(p, click.Option)]
         self._option_string_actions = {o: a for a in self._actions for o in a.option_strings}
         self.files: dict[str, str] = {}
+        # what the options file may hold: the PyTorch backend's argument model, and speculative_config by the
+        # decoding_type that selects its model (reported to tests/engines/arg_kinds.py)
+        model = importlib.import_module("tensorrt_llm.llmapi.llm_args")
+        fields = _fields(model.TorchLlmArgs)
+        fields["speculative_config"] = {"decoding_type": _decoding_types(model)}
+        self.info = {"options-file": fields}
 
     def parse_args(self, argv):
         import importlib
@@ -130,6 +136,42 @@ class Serve:
         elif backend in ("tensorrt", "trt"):
             llm_args.pop("backend")
             model.TrtLlmArgs.from_kwargs(**llm_args)
+
+
+def _fields(cls, seen: frozenset = frozenset()) -> dict:
+    """A pydantic model's fields as the options file may write them: name -> the same for a field that holds one
+    model (kv_cache_config), else None."""
+    import pydantic
+
+    out = {}
+    for name, field in cls.model_fields.items():
+        models = [m for m in _models(field.annotation) if issubclass(m, pydantic.BaseModel) and m not in seen]
+        out[name] = _fields(models[0], seen | {cls}) if len(models) == 1 else None
+    return out
+
+
+def _models(annotation) -> list:
+    import typing
+
+    if isinstance(annotation, type):
+        return [annotation]
+    return [m for arg in typing.get_args(annotation) for m in _models(arg)]
+
+
+def _decoding_types(model) -> dict:
+    """decoding_type -> the config it selects, as `DecodingBaseConfig.from_dict` dispatches (its own mapping,
+    read from its source: a dict of `"Name": ConfigClass`); for the PyTorch backend `Eagle` is Eagle3's."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(model.DecodingBaseConfig.from_dict)))
+    mapping = next(n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                   and any(getattr(t, "id", "") == "config_classes" for t in n.targets))
+    out = {k.value: _fields(getattr(model, v.id)) for k, v in zip(mapping.keys, mapping.values)}
+    if "Eagle" in out and hasattr(model, "Eagle3DecodingConfig"):
+        out["Eagle"] = _fields(model.Eagle3DecodingConfig)
+    return out
 
 
 def _trtllm():
