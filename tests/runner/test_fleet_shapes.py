@@ -24,7 +24,10 @@ def mn_recipe(engine: str = "vllm", kind: str = "dynamo", points: dict | None = 
     data = {"recipe-version": 1, "config-key": "k", "mode": "disaggregated", "engine": engine, "image": IMAGE,
             "model": "org/model", "kv-transfer": "nixl",
             "frontend": {"kind": kind, "name": "dynamo-router" if kind == "dynamo" else "sglang-router",
-                         "version": "1.3.0" if kind == "dynamo" else "0.3.2"},
+                         "version": "1.3.0" if kind == "dynamo" else "0.3.2",
+                         # the image has no Dynamo: its wheels, pinned (ci_tools/engines/compat.py)
+                         **({"install": [f"{d}==1.3.0.post1 --hash=sha256:{'1' * 64}"
+                                         for d in ("ai-dynamo", "ai-dynamo-runtime")]} if kind == "dynamo" else {})},
             "serve": {"args": {"trust-remote-code": True}},
             "points": points or {"1p1d": {"prefill": {"num-worker": 1, "tp": 4, "nodes": 1},
                                           "decode": {"num-worker": 1, "tp": 8, "nodes": 2}, "conc": [8]}}}
@@ -46,7 +49,10 @@ def mn_plan(data: dict, r: dict, gpn: int = 4, **settings):
 
 
 def argv_of(plan, name: str) -> list[str]:
-    return next(w.argv for w in plan.workers if w.name == name)
+    """A worker's command, after the guard that installs the recipe's pinned wheels (engines/install.py)."""
+    from ci_tools.engines.install import unwrap
+
+    return unwrap(next(w.argv for w in plan.workers if w.name == name))
 
 
 def test_vllm_prefill_and_decode_workers_under_dynamo():
