@@ -2,15 +2,16 @@
 """Lay out the reference corpus the tests read (`../shared/corpus`) on a machine that has none, such as
 GitHub's hosted runners, from pinned checkouts of its public sources (.ci/corpus.json):
 
-    python3 .ci/corpus.py --inferencex DIR --webhooks DIR --recordings DIR --out ../shared
+    python3 .ci/corpus.py --inferencex DIR --webhooks DIR --out ../shared
 
 - `inferencex/`: the pinned files of InferenceX at the pinned commit, and its SOURCE_COMMIT;
 - `inferencex-history/perf-changelog-history.bundle`: the last `versions` versions of InferenceX's
   `perf-changelog.yaml` and `configs/` on its main branch up to that commit, one commit per version
   (subject `ix <short sha>`), rebuilt from the checkout's history (it needs `fetch-depth: 0`): a
   version is a first-parent commit whose copy of those paths differs from its parent's;
-- `github-webhooks/`: GitHub's webhook payload examples of the pinned events (octokit/webhooks, MIT);
-- the recordings (an AIPerf export, nvidia-smi output) copied from DIR as they are.
+- `github-webhooks/`: GitHub's webhook payload examples of the pinned events (octokit/webhooks, MIT).
+
+The real-GPU recordings (an AIPerf export, nvidia-smi output) are the project's own, in tests/data/h100/.
 
 Each checkout must be at its pinned commit, and the history must start at the pinned first version,
 else nothing is written and the message says which pin does not hold. Python's standard library and
@@ -121,14 +122,6 @@ def webhooks(src: Path, pins: dict, out: Path) -> None:
     (dest / "LICENSE").write_bytes(git(src, "show", f"{pins['commit']}:LICENSE"))
 
 
-def recordings(src: Path, pins: dict, out: Path) -> None:
-    for name in pins["folders"]:
-        if not (src / name).is_dir():
-            raise Refused(f"recordings: {src} has no folder {name} (the recordings repository holds "
-                          f"{', '.join(pins['folders'])} as ../shared/corpus has them)")
-        shutil.copytree(src / name, out / name, dirs_exist_ok=True)
-
-
 def build(args: argparse.Namespace, pins: dict) -> None:
     ix, hooks = pins["inferencex"], pins["github-webhooks"]
     pinned(args.inferencex, ix["commit"], "inferencex")
@@ -138,7 +131,6 @@ def build(args: argparse.Namespace, pins: dict) -> None:
         inferencex(args.inferencex, ix, staged)
         history(args.inferencex, ix["commit"], pins["inferencex-history"], staged)
         webhooks(args.webhooks, hooks, staged)
-        recordings(args.recordings, pins["recordings"], staged)
         target = args.out / "corpus"
         if target.exists():
             shutil.rmtree(target)
@@ -154,7 +146,7 @@ def load_pins(path: Path) -> dict:
         raise Refused(f"{path}: cannot read the pins: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
         raise Refused(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
-    missing = [k for k in ("inferencex", "inferencex-history", "github-webhooks", "recordings")
+    missing = [k for k in ("inferencex", "inferencex-history", "github-webhooks")
                if not isinstance(pins, dict) or not isinstance(pins.get(k), dict)]
     if missing:
         raise Refused(f"{path}: no {', '.join(missing)} pin (each an object; see the docstring)")
@@ -165,10 +157,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--inferencex", type=Path, required=True, help="a checkout of InferenceX (whole history)")
     parser.add_argument("--webhooks", type=Path, required=True, help="a checkout of octokit/webhooks")
-    parser.add_argument("--recordings", type=Path, required=True, help="the recordings' folders")
     parser.add_argument("--out", type=Path, required=True, help="the folder to hold corpus/ (../shared)")
     args = parser.parse_args(argv)
-    for name in ("inferencex", "webhooks", "recordings", "out"):
+    for name in ("inferencex", "webhooks", "out"):
         setattr(args, name, getattr(args, name).resolve())
     try:
         build(args, load_pins(PINS))

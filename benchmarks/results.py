@@ -5,7 +5,7 @@
                                  [--against CHECKOUT]
 
 Writes a synthetic `profile_export.jsonl` with the real record shape (every key and metric of a
-record AIPerf 0.13 wrote, taken from ../shared/corpus/aiperf-0.13-export, with values varied per
+record AIPerf 0.13 wrote, taken from tests/data/aiperf-0.13-export, with values varied per
 record: 1,024 users in a closed loop, 1 % warmup records, 0.5 % errors) and the summary AIPerf
 writes for those records (so the run is valid: the benchmark measures a real run's path, and stops
 when the result is invalid), then times whole `ci-tools results process` runs
@@ -35,7 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 CONCURRENCY = 1024
-CORPUS = Path(os.environ.get("CI_TOOLS_SHARED", REPO.parent / "shared")) / "corpus/aiperf-0.13-export"
+CORPUS = REPO / "tests" / "data" / "aiperf-0.13-export"
 
 BASELINE = r"""
 import json, sys, math
@@ -230,7 +230,7 @@ def main() -> int:
                                                  "runs, interleaved: ratios of this tree to it")
     args = ap.parse_args()
     if not (CORPUS / "profile_export.jsonl").is_file():
-        sys.exit(f"the shared corpus is missing: {CORPUS}")
+        sys.exit(f"the recorded export is missing: {CORPUS}")
     work = args.dir or Path(tempfile.mkdtemp(prefix="ci-tools-bench-"))
     try:
         job = work / "job"

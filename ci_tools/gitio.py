@@ -38,7 +38,7 @@ class Git:
         except FileNotFoundError:
             raise GitMissing("git is not installed (or not on PATH); ci-tools needs it to read the history") from None
         if check and proc.returncode != 0:
-            raise InputError(self._failure(args, proc))
+            raise InputError(self._failure(args, proc), exit_code=2 if b"not a git repository" in proc.stderr else 1)
         return proc
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -48,7 +48,8 @@ class Git:
     def _failure(self, args: tuple[str, ...], proc: subprocess.CompletedProcess) -> str:
         err = proc.stderr.decode("utf-8", "replace").strip()
         if "not a git repository" in err:
-            return f"{self.repo.resolve()} is not inside a git repository (run from a clone, or pass the repository path)"
+            return (f"{self.repo.resolve()} is not inside a git repository: run the command in a clone of the "
+                    "repository, or point --root at one")
         return f"git {' '.join(args)} failed (exit {proc.returncode}): {err or 'no message'}"
 
     # -- refs -------------------------------------------------------------------------------------
@@ -60,8 +61,8 @@ class Git:
             raise InputError(f"unknown git ref {ref!r}: a ref cannot be empty or start with '-'", exit_code=2)
         proc = self._run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}", check=False)
         if proc.returncode != 0:
-            if b"not a git repository" in proc.stderr:
-                raise InputError(self._failure(("rev-parse", ref), proc))
+            if b"not a git repository" in proc.stderr:     # a missing input: exit 2 (docs/reference.md)
+                raise InputError(self._failure(("rev-parse", ref), proc), exit_code=2)
             # exit 2: a missing input, like a missing file (docs/reference.md, "Using the CLI")
             raise InputError(f"unknown git ref {ref!r}: no commit by that name in {self.repo.resolve()}"
                              " (fetch it first, e.g. `git fetch origin <branch>`, or check the spelling;"

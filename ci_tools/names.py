@@ -65,8 +65,13 @@ CANARY_FAMILY_MARKER = "family"
 #   DIR/client.log                  AIPerf stdout+stderr
 #   DIR/status.json                 how the job ended: {"ok", "phase", "reason", "exit_code", ...}
 #   DIR/node_check.txt              the pre-run node check's output
+#   DIR/engine_version.txt          what the engine's version command printed (job.json `engine` has the verdict)
 #   DIR/gpu_telemetry.csv           nvidia-smi samples (power, clocks, memory, utilisation) of the job
 #   DIR/aiperf_artifacts/           AIPerf's --artifact-dir (profile_export.jsonl, ..._aiperf.json)
+#   DIR/client_exports.sha256       sha256 of every file the client wrote, taken when it exited
+#                                   (sha256sum's format; runner/custody.py)
+#   DIR/engine_files/               files the runner writes for the engine (TensorRT-LLM's options):
+#                                   the only part of DIR a container sees, read-only
 #   DIR/result.json                 written by `results process DIR`
 #   DIR/evals/                      eval jobs: results_conc<N>.json per concurrency, meta_env.json, logs
 #   DIR/eval_result.json            eval jobs: written by `results process DIR`
@@ -85,9 +90,16 @@ CLIENT_LOG = "client.log"
 STATUS_JSON = "status.json"
 IMAGE_IMPORT_LOG = "image_import.log"   # Slurm: the job's one enroot import of its image (runner/backends.py)
 NODE_CHECK_TXT = "node_check.txt"   # the pre-run node check's output (GPUs, model, disk)
+ENGINE_VERSION_TXT = "engine_version.txt"   # what the engine plug-in's version command printed where it runs
 GPU_TELEMETRY_CSV = "gpu_telemetry.csv"   # nvidia-smi samples for the whole job (runner/telemetry.py)
 GPU_TELEMETRY_META = "gpu_telemetry.meta.json"   # the sampler host's UTC offset (nvidia-smi prints local time)
 AIPERF_DIR = "aiperf_artifacts"
+# Chain of custody (runner/custody.py): the client's exports are hashed the moment it exits, into this
+# file of the job directory, which no container mounts; its own sha256 is `runner run`'s step output
+# EXPORT_SHA256_OUTPUT, which `results process --export-sha256` checks the file against.
+EXPORT_RECORD = "client_exports.sha256"
+EXPORT_SHA256_OUTPUT = "export-sha256"
+ENGINE_FILES_DIR = "engine_files"
 AIPERF_TMP = "aiperf_tmp"  # AIPerf's memory-mapped dataset files; removed when the job ends
 PROFILE_JSONL = "profile_export.jsonl"
 PROFILE_JSON = "profile_export_aiperf.json"
@@ -122,7 +134,9 @@ PROFILE_ARTIFACT_PREFIX = "profile_"
 ACCEPTANCE_DIR = "acceptance"
 ACCEPTANCE_JSON = "acceptance.json"
 ACCEPTANCE_ARTIFACT_PREFIX = "acceptance_"
-REPORT_ARTIFACT = "sweep-report"   # the sweep report, one self-contained HTML file (results report)
+# the sweep report, one self-contained HTML file (results report), uploaded unzipped (upload-artifact v7,
+# `archive: false`: the file's name is the artifact's), so that GitHub opens it in the browser
+REPORT_ARTIFACT = "sweep-report.html"
 # The run's eval verdict, said by the artifact's name (ci_tools.evals.gate; `/use` reads the names)
 EVAL_VERDICT_ARTIFACTS = {"passed": "evals_passed", "failed": "evals_failed", "none": "evals_none"}
 EVAL_VERDICT_JSON = "eval-verdict.json"
@@ -166,3 +180,15 @@ def github_outputs(result_filename: str, out_dir: str) -> dict[str, str]:
         "artifact-job": artifact_name("job", result_filename),
         "artifact-server-logs": artifact_name("server-logs", result_filename),
     }
+
+
+# The checks a repository requires in branch protection (docs/workflows.md, "Checks to require"), each
+# with the workflow and job it comes from: a job's own check (by the job's name) or the check run or
+# status a command of that job writes. Each reports on every PR and on a merge queue's group
+# (tests/workflows/test_merge_group.py): a required check that never reports blocks merging.
+REQUIRED_CHECKS = {
+    "changelog lint": ("changelog.yml", "lint"),
+    "tests": ("toolkit-ci.yml", "tests"),
+    "ci-tools / ready to merge": ("merge-ready.yml", "ready"),
+    "codeowner-signoff-verify": ("signoff-verify.yml", "merge-group"),
+}

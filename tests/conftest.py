@@ -12,6 +12,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+# The project's own recordings of real tools and GPUs, in the repository (tests/data/README.md says how
+# each was made): the suite needs nothing beside the checkout but InferenceX's history and corpus.
+RECORDINGS = REPO / "tests" / "data"
+AIPERF_EXPORT = RECORDINGS / "aiperf-0.13-export"   # AIPerf 0.13's export of 40 requests at c4 (a stub server)
+NVIDIA_SMI_H200 = RECORDINGS / "nvidia-smi-h200"    # an H200's nvidia-smi, idle and at its power cap
+H100_JOB = RECORDINGS / "h100" / "fixed-c16"         # `runner run` of vLLM 0.26.0 on an H100: a whole job folder
 
 
 def shared_dir() -> Path:

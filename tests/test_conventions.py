@@ -114,13 +114,14 @@ def test_an_unknown_option_exits_2(name):
 # why (a string instead of arguments). The walk below fails for a command missing from this table.
 MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "bot card-pr": ["--event-path", "nope.json"],
+    "bot labels": ["--repo", "o/n", "--root", "nope"],
     "bot pr-body": ["--event-path", "nope.json"],
     "bot status-card": ["--event-path", "nope.json"],
     "bot welcome": ["--event-path", "nope.json"],
     "changelog canonicalize": ["--pr", "1", "--base", "HEAD", "--changelog-file", "nope.yaml"],
     "changelog lint": ["--base", "HEAD", "--head", "HEAD", "--changelog-file", "nope.yaml"],
     "changelog resolve-conflict": (["--pr", "1"], "no merge is in progress"),  # its input is the merge
-    "comment check-approval": ["--pr", "1", "--sha", "0" * 40, "--repo-root", "nope"],
+    "comment check-approval": ["--pr", "1", "--sha", "0" * 40, "--root", "nope"],
     "comment handle": ["--event-path", "nope.json"],
     "config bump-image": ["--config-key", "k", "--image", "r:t@sha256:" + "0" * 64, "--root", "nope"],
     "config acceptance-matrix": ["--root", "nope"],
@@ -138,7 +139,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "results process": ["nope"],
     "reuse ready": ["--event-path", "nope.json"],
     "reuse ready-pr": ["--event-path", "nope.json"],
-    "reuse recover": ["--merge-commit", "0" * 40, "--run", "1", "--repo-root", "nope"],
+    "reuse recover": ["--merge-commit", "0" * 40, "--run", "1", "--root", "nope"],
     "reuse resolve": ["--event-path", "nope.json"],
     "runner cleanup": "every input is optional: it runs under `if: always()` and must clean up whatever exists",
     "runner digest": ["--repo", "o/n", "--runners", "nope.yaml"],
@@ -146,6 +147,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "runner run": ["--row", "nope.json"],
     "runner profile": ["--row", "nope.json"],
     "runner acceptance": ["--row", "nope.json"],
+    "runner selftest": ["--out", "selftest", "--recipe", "nope.yaml"],
     "signoff record": ["--event-path", "nope.json", "--out", "record"],
     "signoff verify": ["--event-path", "nope.json"],
     "stage callback": ["--event-path", "nope.json"],

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from ci_tools.cli import cli
+from tests.conftest import AIPERF_EXPORT
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = ROOT / "docs" / "seed-points.csv"
@@ -30,9 +31,9 @@ def invoke(*args):
     return CliRunner().invoke(cli, list(args))
 
 
-def test_results_process_github_puts_every_failed_rule_in_the_summary(shared, tmp_path, actions):
+def test_results_process_github_puts_every_failed_rule_in_the_summary(tmp_path, actions):
     bad = tmp_path / "bad"
-    shutil.copytree(shared / "corpus/aiperf-0.13-export", bad / "aiperf_artifacts")
+    shutil.copytree(AIPERF_EXPORT, bad / "aiperf_artifacts")
     res = invoke("results", "process", str(bad), "--tp", "2", "--conc", "32", "--model", "other", "--duration", "3600",
                  "--name", "tp2-c32", "--format", "github")
     assert res.exit_code == 1
@@ -45,17 +46,17 @@ def test_results_process_github_puts_every_failed_rule_in_the_summary(shared, tm
         assert f"::error title=results process%3A {fail['rule']}::tp2-c32: " in res.output
 
 
-def test_results_process_json_is_one_document(shared, tmp_path):
+def test_results_process_json_is_one_document(tmp_path):
     good = tmp_path / "good"
-    shutil.copytree(shared / "corpus/aiperf-0.13-export", good / "aiperf_artifacts")
+    shutil.copytree(AIPERF_EXPORT, good / "aiperf_artifacts")
     res = CliRunner().invoke(cli, ["results", "process", str(good), "--tp", "4", "--conc", "4",
                                                    "--scenario", "fixed-seq-len", "--model", "stub", "--format", "json"])
     assert res.exit_code == 0 and json.loads(res.stdout)["valid"] is True
 
 
-def test_results_collect_json(shared, tmp_path):
+def test_results_collect_json(tmp_path):
     good = tmp_path / "runs" / "good"
-    shutil.copytree(shared / "corpus/aiperf-0.13-export", good / "aiperf_artifacts")
+    shutil.copytree(AIPERF_EXPORT, good / "aiperf_artifacts")
     assert invoke("results", "process", str(good), "--tp", "4", "--conc", "4", "--scenario", "fixed-seq-len",
                   "--model", "stub").exit_code == 0
     res = CliRunner().invoke(cli, ["results", "collect", str(tmp_path / "runs"), "--out",
@@ -65,9 +66,9 @@ def test_results_collect_json(shared, tmp_path):
     assert (body["results"], body["valid"], body["invalid"]) == (1, 1, 0) and "1 valid" in body["incomplete"]
 
 
-def test_results_collect_github_says_an_incomplete_sweep_in_the_summary(shared, tmp_path, actions):
+def test_results_collect_github_says_an_incomplete_sweep_in_the_summary(tmp_path, actions):
     good = tmp_path / "runs" / "good"
-    shutil.copytree(shared / "corpus/aiperf-0.13-export", good / "aiperf_artifacts")
+    shutil.copytree(AIPERF_EXPORT, good / "aiperf_artifacts")
     assert invoke("results", "process", str(good), "--tp", "4", "--conc", "4", "--scenario", "fixed-seq-len",
                   "--model", "stub").exit_code == 0
     res = invoke("results", "collect", str(tmp_path / "runs"), "--out", str(tmp_path / "r.json"), "--expect", "3",

@@ -51,6 +51,8 @@ ADAPTERS = {
     "runner/early.py": "installs the signal handlers that remember an early cancel",
     "runner/slack.py": "posts the digest to Slack",
     "runner/screen_git.py": "reads recipes from git at the head ref for plan-time screening",
+    "runner/selftest_model.py": "a script the engine's own Python runs: builds and writes the self-test's model",
+    "runner/custody_files.py": "hashes the client's exports and reads and writes their record",
     "results/records.py": "streams AIPerf's profile_export.jsonl, in parallel for big files",
     "results/process.py": "one job directory in, result.json out",
     "results/collect.py": "a run's downloaded artifacts in, results.json out",

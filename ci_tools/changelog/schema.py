@@ -12,9 +12,14 @@ import re
 from ci_tools.changelog.keys import is_pattern, resolve_keys
 from ci_tools.changelog.parse import Entry
 from ci_tools.errors import Finding
+# the characters no text of a new entry may hold: one definition, recipes use it too
+from ci_tools.yaml.text import BAD_TEXT, char_name
 
 SCENARIO_TYPES = ("fixed-seq-len", "agentic-coding")
 REQUIRED = ("config-keys", "description", "pr-link")
+# Characters of one entry's description, all items together: what shows it must hold it, and GitHub holds
+# at most 65,536 in a whole comment (a 1 MB description passed). InferenceX's longest is 6,266.
+MAX_DESCRIPTION_CHARS = 16_384
 OPTIONAL_BOOLS = ("evals-only", "all-evals", "append-only")
 FIELDS = REQUIRED + ("scenario-type",) + OPTIONAL_BOOLS + ("eval-min-prefill-ep",)
 
@@ -66,38 +71,6 @@ def did_you_mean(word: str, choices: list[str]) -> str | None:
 
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.8)
     return close[0] if close else None
-
-
-# Characters no text field of a new entry may hold, whatever way they got there (raw bytes are refused by
-# the byte rules; these come through YAML escapes: "\0", "\e[31m", "\u202e", "\x85"). From text they reach
-# PR comments and the results page: C0/C1 controls (terminal escapes, line breaks inside one item),
-# Unicode bidi controls (they reorder what a reviewer sees: "Trojan Source"), invisible format characters,
-# lone surrogates (not encodable as UTF-8) and noncharacters.
-BAD_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u2028-\u202e\u2060\u2066-\u2069"
-                       "\ufeff\ufff9-\ufffb\ufffe\uffff\ud800-\udfff]")
-_CONTROL_NAMES = {0: "NULL", 7: "BELL", 8: "BACKSPACE", 9: "TAB", 10: "LINE FEED", 11: "LINE TABULATION",
-                  12: "FORM FEED", 13: "CARRIAGE RETURN", 27: "ESCAPE", 127: "DELETE", 0x85: "NEXT LINE"}
-
-
-def char_name(ch: str) -> str:
-    """`U+202E RIGHT-TO-LEFT OVERRIDE`, with the kind of character for those Unicode leaves unnamed."""
-    import unicodedata
-
-    cp = ord(ch)
-    name = _CONTROL_NAMES.get(cp) or unicodedata.name(ch, "")
-    if cp < 0x20 or cp == 0x7F:
-        kind = "a C0 control character"
-    elif 0x80 <= cp <= 0x9F:
-        kind = "a C1 control character"
-    elif 0xD800 <= cp <= 0xDFFF:
-        kind = "a lone surrogate (not valid in UTF-8)"
-    elif cp in (0x61C, 0x200E, 0x200F) or 0x202A <= cp <= 0x202E or 0x2066 <= cp <= 0x2069:
-        kind = "a bidi control character"
-    elif cp in (0xFFFE, 0xFFFF):
-        kind = "a noncharacter"
-    else:
-        kind = "an invisible format character"
-    return f"U+{cp:04X}{' ' + name if name else ''} ({kind})"
 
 
 def text_findings(entry: Entry, file: str) -> list[Finding]:
@@ -166,6 +139,10 @@ def entry_findings(entry: Entry, file: str) -> list[Finding]:
             at("description", "description must be a non-empty list of strings", "add at least one `    - \"...\"` line")
         elif not _strings(desc):
             at("description", "every description item must be non-empty text", "quote items YAML reads as numbers, booleans or null")
+        elif (size := sum(len(d) for d in desc)) > MAX_DESCRIPTION_CHARS:
+            at("description", f"description is {size:,} characters; at most {MAX_DESCRIPTION_CHARS:,} are allowed "
+                              "(GitHub holds 65,536 in a whole comment)",
+               "say what changed and why in a few lines; link the details (an issue, the PR) instead of pasting them")
     if "pr-link" in data and not (isinstance(data["pr-link"], str) and data["pr-link"]):
         at("pr-link", "pr-link must be a link to the pull request", "write `  pr-link: XXX` until the PR exists")
     if "scenario-type" in data and data["scenario-type"] is not None:

@@ -76,8 +76,56 @@ def cli() -> None:
     """
 
 
+def _github_format(argv: list[str]) -> bool:
+    """Whether the command was asked for `--format github` (its errors then also go where a workflow
+    reader looks: an annotation on the run and a section in the job summary)."""
+    return any(a == "--format=github" or a == "github" and i and argv[i - 1] == "--format" for i, a in enumerate(argv))
+
+
+def _command_words(argv: list[str]) -> str:
+    words = []
+    for a in argv:
+        if a.startswith("-"):
+            break
+        words.append(a)
+    return "ci-tools " + " ".join(words[:2])
+
+
+def _report_for_github(argv: list[str], message: str, findings=(), hint: str = "") -> None:
+    """The error as an annotation (each finding on its file and line) and in the step summary."""
+    from ci_tools.github.actions import annotate, append_step_summary, finding_annotation
+
+    title = _command_words(argv)
+    if findings:
+        for f in findings:
+            click.echo(finding_annotation(f, title))
+    else:
+        annotate("error", message + (f" ({hint})" if hint else ""), title=title)
+    lines = [f"- {f.as_text()}" for f in findings] or [f"- {message}" + (f"\n  {hint}" if hint else "")]
+    append_step_summary(f"### {title}: failed\n\n" + "\n".join(lines) + "\n")
+
+
+def _style(line: str) -> str:
+    """`error:`/`warning:`/`note:` in colour (click drops it where stderr is no terminal; NO_COLOR:
+    never, as no-color.org asks)."""
+    if os.environ.get("NO_COLOR"):
+        return line
+    for word, colour in (("error:", "red"), ("warning:", "yellow"), ("note:", "cyan"), ("hint:", "cyan")):
+        head, sep, rest = line.partition(word)
+        if sep and (not head.strip() or head.rstrip().endswith(":")):
+            return head + click.style(word, fg=colour, bold=word == "error:") + rest
+    return line
+
+
+def echo_err(line: str) -> None:
+    """One line to stderr, its severity word coloured on a terminal."""
+    click.echo(_style(line), err=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the CLI and turn known errors into clean messages and exit codes."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    github = _github_format(args)
     try:
         rv = cli.main(args=argv, prog_name="ci-tools", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -87,13 +135,18 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except click.ClickException as exc:
         exc.show()
+        if github:
+            _report_for_github(args, exc.format_message(), hint="see the command's --help")
         sys.exit(exc.exit_code)
     except InputError as exc:
         if exc.findings:
             for finding in exc.findings:
-                click.echo(finding.as_text(), err=True)
+                for line in finding.as_text().splitlines():
+                    echo_err(line)
         else:
-            click.echo(f"error: {exc.message}", err=True)
+            echo_err(f"error: {exc.message}")
+        if github:
+            _report_for_github(args, exc.message, exc.findings)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)

@@ -7,15 +7,16 @@ from pathlib import Path
 
 import click
 
+from ci_tools.cli.options import root_option
+
 FORMATS = ("text", "json", "github")
 
 event_path_option = click.option("--event-path", type=click.Path(dir_okay=False), default=None,
                                  help="Event payload file [default: $GITHUB_EVENT_PATH].")
 event_name_option = click.option("--event-name", default=None,
                                  help="Event name [default: $GITHUB_EVENT_NAME, else guessed from the payload].")
-repo_root_option = click.option("--repo-root", type=click.Path(exists=True, file_okay=False, path_type=Path),
-                                default=Path("."),
-                                show_default=True, help="Checkout of the default branch (policy, CODEOWNERS, checklist).")
+repo_root_option = root_option("--repo-root", name="repo_root",
+                               help="Checkout of the default branch (policy, CODEOWNERS, checklist).")
 format_option = click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
                              help="github: also write step outputs to $GITHUB_OUTPUT.")
 

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import click
 
+from ci_tools.cli.options import repo_option
 from ci_tools.cli._prbot import event_name_option, event_path_option, format_option, repo_root_option, run_flow
 
-GITHUB_OUTPUTS = {"bot card-pr": ("pr", "group")}
+GITHUB_OUTPUTS = {"bot card-pr": ("pr", "group"), "bot labels": ("created", "updated", "unchanged")}
 
 
 @click.group("bot")
@@ -102,3 +103,29 @@ def pr_body(event_path, event_name, fmt) -> None:
 
     run_flow(lambda event, settings, gh: flow(event), event_path=event_path, event_name=event_name,
              repo_root=Path("."), fmt=fmt)
+
+
+@cli.command("labels")
+@repo_option(help="The repository whose labels to create or update.")
+@repo_root_option
+@format_option
+@click.option("--dry-run", is_flag=True, help="Say what would change; write nothing.")
+def labels(repo, repo_root, fmt, dry_run) -> None:
+    """Create or update the sweep labels the policy names (inferencex-e2e/ci-policy.yaml): a colour
+    per kind, a description of what each does. Labels the policy does not name are left alone. Needs
+    a token with `issues: write` in $GITHUB_TOKEN (or `gh auth token`'s).
+
+    \b
+    Example:
+      GITHUB_TOKEN=$(gh auth token) ci-tools bot labels --repo octo/bench
+      ci-tools bot labels --repo octo/bench --dry-run
+    """
+    import os
+
+    from ci_tools.prbot.welcome.flow import sync_labels
+
+    if not repo:
+        raise click.UsageError("give --repo OWNER/NAME (or set GITHUB_REPOSITORY)")
+    os.environ["GITHUB_REPOSITORY"] = repo
+    run_flow(sync_labels, event_path=None, event_name=None, repo_root=repo_root, fmt=fmt, uses_event=False,
+             dry_run=dry_run)

@@ -14,13 +14,15 @@ from pathlib import Path
 import click
 
 from ci_tools import names
+from ci_tools.cli.options import repo_option, root_option
 from ci_tools.errors import UsageError, cap_per_file
 
 _FILE = click.option("--changelog-file", "file", default=names.CHANGELOG, show_default=True, metavar="PATH",
                      help="The changelog, as a path inside the repository.")
-_REPO = click.option("--repo", metavar="OWNER/NAME",
-                     help="Repository that canonical pr-links name. Default: `repository:` in the policy file,"
-                          " else $GITHUB_REPOSITORY, else the origin remote.")
+_REPO = repo_option(envvar=False, callback=None, help="Repository that canonical pr-links name. Default: `repository:` in the policy "
+                                       "file, else $GITHUB_REPOSITORY, else the origin remote.")
+# the checkout: the commands read git objects and files relative to it
+_ROOT = root_option(help="The checkout (a git repository) [default: the current directory].")
 
 
 _FORMAT = click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text",
@@ -37,6 +39,12 @@ def _report(fmt: str, file: str, changed: bool, message: str) -> None:
         click.echo(annotation("notice", message, file=file, title="changelog"))
     else:
         click.echo(message)
+
+
+def _enter(root: Path) -> None:
+    """Work in the checkout `--root` names (the commands read git and files relative to it)."""
+    if str(root) not in ("", "."):
+        os.chdir(root)
 
 
 def _pr_option(required: bool):
@@ -74,12 +82,16 @@ def cli() -> None:
 @_FILE
 @_pr_option(False)
 @_REPO
+@_ROOT
 @click.option("--master", "masters", multiple=True, metavar="PATH",
               help=f"Master config (path inside the repository, read at the head version); repeatable."
                    f" Default: {names.MASTER_GLOB}.")
+@click.option("--event-path", type=click.Path(dir_okay=False), default=None, metavar="FILE",
+              help="A workflow's event payload instead of --base/--head/--pr: a pull request's base and head, or a "
+                   "merge queue group's base and head and the PR it tests.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True)
 def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool, file: str, pr: int | None,
-         repo: str | None, masters: tuple[str, ...], fmt: str) -> None:
+         repo: str | None, root: Path, masters: tuple[str, ...], event_path: str | None, fmt: str) -> None:
     """Check that the changelog change from BASE to HEAD is append-only and every new entry is valid.
 
     Both versions are read from git objects, not from the working tree. With --pr (PR mode) new
@@ -94,6 +106,11 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
     """
     from ci_tools.changelog import flow
 
+    _enter(root)
+    if event_path is not None:
+        if base or head or staged or hook:
+            raise UsageError("--event-path names the range itself; do not combine it with --base/--head/--staged/--hook")
+        base, head, pr = _range_of_event(event_path, pr)
     if (staged or hook) and (base or head):
         raise UsageError("--staged compares HEAD with the index; do not combine it with --base/--head" if staged else
                          "--hook chooses the comparison from how pre-commit runs; do not combine it with --base/--head")
@@ -120,6 +137,21 @@ def lint(base: str | None, head: str | None, staged: bool, hook: bool, fix: bool
         # sys.exit, not ctx.exit: the top-level main runs click with standalone_mode=False, where
         # ctx.exit's code is returned and lost.
         sys.exit(1)
+
+
+def _range_of_event(event_path: str, pr: int | None) -> tuple[str, str, int | None]:
+    """(base, head, PR) of the change a workflow's event is about: a pull request's base and head
+    commits, or a merge queue group's base and head and the PR it tests (PR mode: the PR passed the
+    same gate)."""
+    from ci_tools.github.events import load_event
+
+    event = load_event(event_path)
+    if event.merge_group is not None:
+        mg = event.merge_group
+        return mg.base, mg.head_sha, pr or mg.pr
+    if event.pull_request is not None:
+        return event.pull_request.base_sha, event.pull_request.head_sha, pr or event.pull_request.number
+    raise UsageError(f"{event_path}: a {event.name} event names no change to lint; give --base and --head")
 
 
 def render(result, file: str, fmt: str) -> str:
@@ -164,11 +196,12 @@ def _summary(result) -> str:
 @cli.command(short_help="Point the new entries' placeholder pr-links at the PR.")
 @_pr_option(True)
 @_REPO
+@_ROOT
 @click.option("--base", metavar="REF",
               help="What the PR is compared with; read at the merge base of BASE and HEAD. Default: origin/main.")
 @_FILE
 @_FORMAT
-def canonicalize(pr: int, repo: str | None, base: str | None, file: str, fmt: str) -> None:
+def canonicalize(pr: int, repo: str | None, root: Path, base: str | None, file: str, fmt: str) -> None:
     """Rewrite the placeholder pr-links of the entries appended since BASE to the PR's link.
 
     Reads the working-tree file, changes no other byte, and writes it back only when it changed.
@@ -184,6 +217,7 @@ def canonicalize(pr: int, repo: str | None, base: str | None, file: str, fmt: st
     from ci_tools.changelog.flow import read_worktree
     from ci_tools.errors import InputError
 
+    _enter(root)
     git = Git(".")
     if not base:
         try:
@@ -207,9 +241,10 @@ def canonicalize(pr: int, repo: str | None, base: str | None, file: str, fmt: st
 @cli.command("resolve-conflict", short_help="Resolve a changelog-only conflict of merging main into a PR.")
 @_pr_option(True)
 @_REPO
+@_ROOT
 @_FILE
 @_FORMAT
-def resolve_conflict(pr: int, repo: str | None, file: str, fmt: str) -> None:
+def resolve_conflict(pr: int, repo: str | None, root: Path, file: str, fmt: str) -> None:
     """Resolve a merge of main into the PR that conflicts only on the changelog.
 
     Starts from main's version and re-appends the PR's own entries (each once, linked to the PR),
@@ -228,6 +263,7 @@ def resolve_conflict(pr: int, repo: str | None, file: str, fmt: str) -> None:
     from ci_tools.errors import InputError
     from ci_tools.gitio import Git
 
+    _enter(root)
     git = Git(".")
     stages = shell.conflict_stages(git, file)
     repo = shell.check_repo(repo) if repo else shell.default_repo(git, None)

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ci_tools.cli.options import repo_option
+
 from ci_tools.cli.emit import emit
 from ci_tools.render.findings import FORMATS
 
@@ -20,15 +22,15 @@ def cli() -> None:
 
 
 def upper_checks() -> tuple:
-    """`config validate`'s checks that belong to the floors above config, in order: the priority policy
-    (sweep), the eval files and the acceptance comparison (evals), the results checks (results), then
+    """`config validate`'s checks that belong to the floors above config, in order: the sweep's numbers and
+    the priority policy (sweep), the eval files and the acceptance comparison (evals), the results checks (results), then
     what a runner can serve (runner: last, on otherwise clean files)."""
     from ci_tools.evals import acceptance, policy
     from ci_tools.results import policy as results_policy
     from ci_tools.runner import servable
-    from ci_tools.sweep import priority
+    from ci_tools.sweep import labels, priority
 
-    return (priority.config_findings, policy.config_findings, acceptance.config_findings,
+    return (labels.config_findings, priority.config_findings, policy.config_findings, acceptance.config_findings,
             results_policy.config_findings, servable.config_findings)
 
 
@@ -124,7 +126,7 @@ def acceptance_matrix(root: Path, mtp_levels: tuple[int, ...], thinking: str, fm
               help="Folder holding the collection cells' results (each measure job's acceptance.json, as the "
                    "acceptance_* artifacts download).")
 @click.option("--run-id", type=int, required=True, help="The speedbench-al run that measured them (recorded per entry).")
-@click.option("--repo", envvar="GITHUB_REPOSITORY", default=None, help="owner/name (env GITHUB_REPOSITORY).")
+@repo_option(help="The repository the update's PR goes to.")
 @click.option("--matrix", "matrix", type=click.Path(path_type=Path), default=None,
               help="The run's matrix (JSON rows of acceptance-matrix): cells without a result are named.")
 @click.option("--allow-partial", is_flag=True, envvar="CI_TOOLS_ACCEPTANCE_ALLOW_PARTIAL",

@@ -15,8 +15,10 @@ def emit(out: Output, fmt: str) -> None:
         click.echo(json.dumps(out.json, indent=2))
     elif out.text is not None:
         click.echo(out.text)
+    from ci_tools.cli import echo_err
+
     for line in out.stderr:
-        click.echo(line, err=True)
+        echo_err(line)
     if fmt == "github":
         from ci_tools.github.actions import annotate, append_outputs, append_step_summary, finding_annotation
 

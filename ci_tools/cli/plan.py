@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from ci_tools.cli.options import repo_option, root_option
+
 from ci_tools import names
 
 
@@ -37,6 +39,15 @@ def _split_labels(values: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
     return tuple(labels), notes
 
 
+def _repo_or_old_checkout(ctx, param, value):
+    """`--repo OWNER/NAME`; a directory given as `--repo` is the checkout (its name before `--root`)."""
+    if value and Path(value).is_dir():
+        return Path(value)
+    from ci_tools.cli.options import _owner_name
+
+    return _owner_name(ctx, param, value)
+
+
 @click.command("plan")
 @click.option("--base", help="Base ref (default: from --event-path; PRs use the merge base with --head).")
 @click.option("--head", help="Head ref (default: from --event-path).")
@@ -44,8 +55,8 @@ def _split_labels(values: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
               "event's (or the PR's) labels; labels the policy does not name are ignored, as CI ignores them.")
 @click.option("--pr", type=click.IntRange(min=1), help="Plan this PR as CI would on its next push: labels, head and "
               "base from GitHub ($GITHUB_TOKEN; the head must be fetched: git fetch origin pull/N/head).")
-@click.option("--github-repo", metavar="OWNER/NAME", help="With --pr: the PR's repository (default: "
-              "$GITHUB_REPOSITORY, else the origin remote).")
+@repo_option("--github-repo", name="github_repo", envvar=False, callback=_repo_or_old_checkout,
+             help="With --pr: the PR's repository (default: $GITHUB_REPOSITORY, else the origin remote).")
 @click.option("--event-path", type=click.Path(dir_okay=False), help="GitHub webhook payload ($GITHUB_EVENT_PATH).")
 @click.option("--event-name", envvar="GITHUB_EVENT_NAME", help="Event name (default: $GITHUB_EVENT_NAME, else "
               "inferred from the payload).")
@@ -57,7 +68,7 @@ def _split_labels(values: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
 @click.option("--master", "masters", multiple=True, help="Master config path in the repo (repeatable; default "
               f"{names.MASTER_GLOB} at the head ref).")
 @click.option("--runners", help="runners.yaml path in the repo (default: beside the first master).")
-@click.option("--repo", default=".", show_default=True, type=click.Path(file_okay=False), help="The git repository.")
+@root_option(name="root", exists=False, help="The checkout (a git repository).")
 @click.option("--after-canary", is_flag=True, help="The canaries have run: emit only the rows of families whose "
               "canary passed (--passed-family); the others run nothing.")
 @click.option("--passed-family", "passed", multiple=True, help="With --after-canary: a runner label whose canary "
@@ -72,7 +83,7 @@ def _split_labels(values: tuple[str, ...]) -> tuple[tuple[str, ...], list[str]]:
               help="Check images against this policy file's `images: allowed:` instead of the head's own (a "
                    "trusted sweep: the workflow commit's, as `runner run --image-policy` does).")
 def cli(base, head, labels, pr, github_repo, event_path, event_name, head_message, gate_only, fmt, changelog_file,
-        masters, runners, repo, after_canary, passed, canary_dir, unscreened, image_policy):
+        masters, runners, root, after_canary, passed, canary_dir, unscreened, image_policy):
     """Plan the sweep of a change: gate verdict, canaries, points, GPU-hours.
 
     \b
@@ -90,6 +101,9 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
     """
     from ci_tools.sweep import flow, render
 
+    if isinstance(github_repo, Path):     # `--repo DIR`, the checkout's old spelling
+        root, github_repo = github_repo, None
+    repo = root
     labels, split_notes = _split_labels(labels)
     for note in split_notes:
         click.echo(f"note: {note}", err=True)

@@ -7,11 +7,12 @@ from pathlib import Path
 import click
 
 from ci_tools.cli.emit import emit
+from ci_tools.cli.options import repo_option, root_option
 from ci_tools.errors import InputError
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
 GITHUB_OUTPUTS = {"results dispatch": ("dispatched", "ingest-run-id"),
-                  "results publish": ("publish", "published", "path"),
+                  "results publish": ("publish", "published", "path", "url"),
                   "results collect": lambda params: ("eval-verdict", "eval-artifact") if params.get("fmt") == "github" else ()}
 
 
@@ -53,19 +54,24 @@ def cli() -> None:
 @click.option("--policy", "policy_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Policy file whose `results:` section sets the export's checks [default: inferencex-e2e/ci-policy.yaml "
                    "here, else ci-tools' default policy].")
+@click.option("--export-sha256", "export_sha256", default=None, metavar="SHA256",
+              help="The sha256 `runner run` gave its client's exports' record (its step output export-sha256): "
+                   "the record in DIRECTORY must have it, or the result is invalid (export-custody). "
+                   "Without it the record is checked as found.")
 def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: float, min_requests: int | None,
                 name, tp, ep, dp_attn, conc, gpus, scenario, duration, model, workers, thresholds_path,
-                policy_path) -> None:
+                policy_path, export_sha256: str | None) -> None:
     """Compute and judge one job's result from AIPerf's exports (streaming).
 
     DIRECTORY is the runner's --out directory (with job.json) or an AIPerf artifact directory
     plus --tp/--conc. Writes result.json; exits 1 when the result is invalid, listing every rule
-    that failed. An eval job (job.json with `evals`) is scored instead: every exact_match metric
+    that failed. The export must be byte for byte what the client left when it exited: every file
+    is checked against the hashes `runner run` recorded then (client_exports.sha256). An eval job (job.json with `evals`) is scored instead: every exact_match metric
     against eval-thresholds.yaml, the batch manifest, the files; writes eval_result.json.
 
     \b
     Example:
-      ci-tools results process out/dep2-c64
+      ci-tools results process out/dep2-c64 --export-sha256 "$EXPORT_SHA256"
       ci-tools results process aiperf-out --tp 4 --conc 4 --scenario fixed-seq-len --out r.json
     """
     from ci_tools.results import flow, render
@@ -74,7 +80,9 @@ def process_cmd(directory: Path, out: Path | None, fmt: str, max_error_rate: flo
     point = None if tp is None else PointInfo(name=name or f"tp{tp}-c{conc}", tp=tp, ep=ep, dp_attn=dp_attn, conc=conc,
                                               gpus=gpus, scenario=scenario, duration_s=duration, model=model)
     written = flow.run_process(directory, out, point, max_error_rate=max_error_rate, min_requests=min_requests,
-                               workers=workers, thresholds_path=thresholds_path, policy_path=policy_path)
+                               workers=workers, thresholds_path=thresholds_path, policy_path=policy_path,
+                               export_sha256=export_sha256,
+                               progress=lambda line: click.echo(f"results process: {line}", err=True))
     emit(render.process_output(written, str(directory)), fmt)
 
 
@@ -153,7 +161,7 @@ def _run_id(value: str | None, option: str) -> int | None:
               help="Result of this run's collection job (success, failure, cancelled, skipped).")
 @click.option("--run-id", default=None, envvar="GITHUB_RUN_ID", show_envvar=True, help="This workflow run.")
 @click.option("--run-attempt", type=click.IntRange(min=1), default=1, envvar="GITHUB_RUN_ATTEMPT", show_envvar=True)
-@click.option("--repo-root", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True)
+@root_option("--repo-root", name="repo_root", exists=False, help="The checkout of the default branch (the policy).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
               help="github: also write step outputs to $GITHUB_OUTPUT.")
 def dispatch_cmd(event_path, event_name, source_run_id, collect_result, run_id, run_attempt, repo_root, fmt) -> None:
@@ -228,7 +236,8 @@ def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, po
 @cli.command("report")
 @click.argument("head", type=click.Path(path_type=Path))
 @click.option("--baseline", "baselines", multiple=True, type=click.Path(path_type=Path),
-              help="main's results, as for `results compare`; repeat for a history, newest first.")
+              help="main's results, as for `results compare`; repeat for a history, newest first. None: the run "
+                   "is drawn alone (a first or smoke run).")
 @click.option("--from-main", is_flag=True, help="Read main's results from its latest sweeps (as `results compare`).")
 @click.option("--evals", "evals_path", type=click.Path(path_type=Path),
               help="Eval results: a `results collect` file, an eval_result.json or a directory of them "
@@ -237,32 +246,47 @@ def compare_cmd(head: Path, baselines: tuple[Path, ...], claims: Path | None, po
               help="Folder of the jobs' nvidia-smi CSVs (gpu_telemetry.csv per job) [default: HEAD when it is a folder].")
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path),
               help="Policy file with a `compare:` section [default: inferencex-e2e/ci-policy.yaml when present].")
-@click.option("--title", default="", help="The page's title [default: Sweep report].")
+@click.option("--title", default="", help="The page's title [default: the verdict and the PR and run].")
+@click.option("--pr", type=click.IntRange(min=1), help="The PR the page links to [default: from --event-path].")
+@click.option("--commit", default="", help="The commit it links to [default: the PR's head from --event-path].")
+@repo_option(default="", help="The repository of the links.")
+@click.option("--run-id", type=click.IntRange(min=1), envvar="GITHUB_RUN_ID", show_envvar=True,
+              help="The sweep run it links to.")
+@click.option("--event-path", type=click.Path(dir_okay=False, path_type=Path), envvar="GITHUB_EVENT_PATH",
+              show_envvar=True, help="The workflow's event payload: the PR and its head commit.")
 @click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), required=True, help="The HTML file to write.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
-              help="github: the headline and the page's name into $GITHUB_STEP_SUMMARY.")
+              help="github: the verdict, the chart and the page's name into $GITHUB_STEP_SUMMARY.")
 def report_cmd(head: Path, baselines: tuple[Path, ...], from_main: bool, evals_path: Path | None,
-               telemetry_dir: Path | None, policy_path: Path | None, title: str, out: Path, fmt: str) -> None:
+               telemetry_dir: Path | None, policy_path: Path | None, title: str, pr: int | None, commit: str, repo: str,
+               run_id: int | None, event_path: Path | None, out: Path, fmt: str) -> None:
     """Write the sweep's report: one self-contained HTML page, verdict first.
 
-    The headline (verdict counts, the frontier shift), an interactive chart of tok/s/GPU against
-    P90 tok/s/user with both sides' points and frontiers, the sortable verdict table, the eval
-    scores against their thresholds and, where GPU telemetry was collected, power and SM clock over
-    time per job with energy per token and clock event reasons. HEAD and --baseline are read as by
-    `results compare`. The page draws offline: plotly's JavaScript is inlined, nothing is fetched.
+    The page opens with one overall verdict (regressed, improved, inconclusive, no change) and the
+    PR, commit and run it belongs to; then the points counted once each, the metric values behind
+    them, the frontier shift in a sentence, the chart of tok/s/GPU against P90 tok/s/user (both
+    sides' points and frontiers, regressed points ringed), the verdict table, the eval scores and,
+    where GPU telemetry was collected, power and SM clock per job. It reads completely without
+    JavaScript (the charts are inline SVG); a small script adds a tooltip, toggles and sorting.
+    Nothing is fetched. HEAD and --baseline are read as by `results compare`.
 
     \b
     Example:
       ci-tools results report docs/examples/seed-compare/pr-local-results.csv \\
         --baseline docs/examples/seed-compare/main-baseline.csv --out report.html
-      ci-tools results report results/results.json --from-main --telemetry artifacts --out results/report.html
+      ci-tools results report results/results.json --from-main --telemetry artifacts --out report/sweep-report.html
     """
-    from ci_tools.results.report_flow import run_report
+    import os
+
+    from ci_tools.results.report_flow import load_links, run_report
 
     from ci_tools.results.render import report_output
 
+    links = load_links(event_path, repo=repo, server=os.environ.get("GITHUB_SERVER_URL") or "", run_id=run_id, pr=pr,
+                       commit=commit)
     emit(report_output(run_report(head, list(baselines), out, from_main=from_main, evals_path=evals_path,
-                                  telemetry_dir=telemetry_dir, policy_path=policy_path, title=title), fmt), fmt)
+                                  telemetry_dir=telemetry_dir, policy_path=policy_path, title=title, links=links),
+                       fmt), fmt)
 
 
 @cli.command("publish")
@@ -274,15 +298,18 @@ def report_cmd(head: Path, baselines: tuple[Path, ...], from_main: bool, evals_p
               show_envvar=True, help="The event payload: a pull request's number, or a push to main.")
 @click.option("--run-id", type=click.IntRange(min=1), envvar="GITHUB_RUN_ID", show_envvar=True,
               help="This workflow run [set by GitHub Actions].")
-@click.option("--repository", default="", envvar="GITHUB_REPOSITORY", show_envvar=True)
+@repo_option("--repository", name="repository", default="", help="The repository whose Pages branch gets it.")
 @click.option("--branch", default="gh-pages", show_default=True, help="The branch Pages serves.")
 @click.option("--remote", default=None, help="Push there instead of the repository on github.com (tests, mirrors).")
+@click.option("--site", default="", envvar="CI_TOOLS_REPORT_SITE", show_envvar=True,
+              help="The Pages site's address, for a custom domain [default: https://OWNER.github.io/NAME/].")
 @click.option("--keep", type=click.IntRange(min=1), default=3, show_default=True, help="Runs kept per PR.")
 @click.option("--decide", is_flag=True, help="Only say whether this run's report would be published (`publish` output).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
-              help="github: `publish`, `published` and `path` as step outputs, a line in $GITHUB_STEP_SUMMARY.")
+              help="github: `publish`, `published`, `path` and `url` (the page's address) as step outputs, a line "
+                   "in $GITHUB_STEP_SUMMARY.")
 def publish_cmd(report: Path, enabled: str, event_name: str, event_path: Path | None, run_id: int | None, repository: str,
-                branch: str, remote: str | None, keep: int, decide: bool, fmt: str) -> None:
+                branch: str, remote: str | None, site: str, keep: int, decide: bool, fmt: str) -> None:
     """Put the sweep report on the repository's GitHub Pages branch, when the repository enables it.
 
     A PR's run goes to pr-<N>/run-<id>/, a push to main to main/run-<id>/ (main's sweeps are the
@@ -304,6 +331,6 @@ def publish_cmd(report: Path, enabled: str, event_name: str, event_path: Path | 
     token = os.environ.get("GITHUB_TOKEN")
     p = run_publish(report, enabled=enabled, event_name=event_name, event_path=event_path, run_id=run_id,
                     repository=repository, branch=branch, remote=remote, token=token, keep=keep, pr_of_run=card_pr,
-                    server=os.environ.get("GITHUB_SERVER_URL") or "https://github.com", decide=decide,
+                    server=os.environ.get("GITHUB_SERVER_URL") or "https://github.com", decide=decide, site=site,
                     open_prs=open_prs_of(repository, token, os.environ.get("GITHUB_API_URL") or "https://api.github.com"))
     emit(publish_output(p, report, branch, decide, fmt), fmt)

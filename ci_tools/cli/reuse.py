@@ -74,12 +74,13 @@ def resolve(event_path, event_name, repo_root, fmt) -> None:
 @click.option("--open-prs", is_flag=True, help="Check every open PR into the default branch (the daily pass: "
                                                "artifacts approach their expiry without an event).")
 def ready(event_path, event_name, repo_root, fmt, pr, open_prs) -> None:
-    """Post the `ci-tools / ready to merge` commit status and the card's readiness line.
+    """Post the `ci-tools / ready to merge` check run and the card's readiness line.
 
     Green only when merging now cannot leave main without results: nothing performance-relevant
     changed, the labels make main sweep itself, or a pinned run reuse accepts now keeps its artifacts
     longer than the policy's margin. On a push to main it writes what the merge did on the merged
-    PR's card. Exits 0 either way: the status is the gate.
+    PR's card; on a merge queue's group (merge_group) the PR's answer goes on the group's commit too.
+    Exits 0 either way: the check run is the gate.
 
     \b
     Example:

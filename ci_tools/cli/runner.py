@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ci_tools.cli.options import repo_option, root_option
+
 from ci_tools.cli.emit import emit
 
 # What `--format github` writes to $GITHUB_OUTPUT (read by the workflow contract test).
@@ -31,9 +33,10 @@ def cli() -> None:
 
 
 def _layout_output_names() -> list[str]:
+    """The job's names (written before anything starts) and its exports' record (when the client exits)."""
     from ci_tools import names
 
-    return list(names.github_outputs("", ""))
+    return [*names.github_outputs("", ""), names.EXPORT_SHA256_OUTPUT]
 
 
 @cli.command("run")
@@ -44,7 +47,7 @@ def _layout_output_names() -> list[str]:
 @click.option("--out", "out", type=click.Path(path_type=Path), default=Path("out"), show_default=True,
               help="Job directory (logs, AIPerf artifacts, job.json, status.json).")
 @click.option("--dry-run", is_flag=True, help="Print the exact commands and environment; run nothing.")
-@click.option("--root", type=click.Path(path_type=Path), default=Path("."), show_default=True, help="Repository root.")
+@root_option(exists=False, help="The checkout (recipes, configs, the policy).")
 @click.option("--aiperf-bin", envvar="CI_TOOLS_AIPERF", default="aiperf", show_default=True,
               help="AIPerf executable (env CI_TOOLS_AIPERF).")
 @click.option("--lm-eval-bin", envvar="CI_TOOLS_LMEVAL", default="lm_eval", show_default=True,
@@ -56,7 +59,10 @@ def _layout_output_names() -> list[str]:
               help="Slurm: folder of enroot squashfs images, one per image, imported once and reused by later "
               "jobs; on a filesystem every node sees (env CI_TOOLS_SQUASH_DIR).")
 @click.option("--tokenizer", help="Tokenizer for AIPerf (default: the row's model).")
-@click.option("--dataset", default=None, help="AIPerf public dataset, or synthetic:ISL:OSL (offline tests).")
+@click.option("--dataset", default=None, metavar="NAME|synthetic:ISL:OSL",
+              help="Agentic rows: AIPerf's public dataset (default: the AgentX traces, which AIPerf downloads), or "
+              "synthetic:ISL:OSL, AIPerf's synthetic prompts of ISL tokens answered with exactly OSL tokens "
+              "(ignore_eos): the offline path of a host without the dataset (docs/runner-operator.md).")
 @click.option("--server-cmd", help="Replace the engine command ({port}, {model} filled in); for tests and smoke runs.")
 @click.option("--router-cmd", help="Replace the router command ({port}, {worker_port}; multi-node frontend: {port}, "
               "{prefill}, {decode} URLs); for tests.")
@@ -75,7 +81,9 @@ def _layout_output_names() -> list[str]:
 @click.option("--skip-node-check", is_flag=True,
               help="Do not check GPUs, model and disk before starting (smoke runs on a host without GPUs).")
 @click.option("--no-telemetry", is_flag=True, help="Do not sample GPU telemetry with nvidia-smi.")
-@click.option("--duration-override", type=float, default=None, hidden=True, help="Tests only: benchmark seconds.")
+@click.option("--duration", "duration_override", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Agentic rows: benchmark seconds instead of the row's `duration` (a short offline run; "
+              "`runner selftest` uses it).")
 @click.option("--runner-name", envvar="RUNNER_NAME", default="", help="Concrete runner name (env RUNNER_NAME).")
 @click.option("--image-policy", type=click.Path(dir_okay=False, path_type=Path), default=None,
               envvar="CI_TOOLS_IMAGE_POLICY",
@@ -132,7 +140,25 @@ def _run_job(prepare, fmt: str, **request) -> None:
         append_outputs(job.outputs)
     if request["dry_run"]:
         return emit(render.dry_run(job.commands, job.outputs), fmt)
-    emit(render.outcome(job.result_filename, request["out"], job.status_path, job.execute(), job.done, job.stopped), fmt)
+    emit(render.outcome(job.result_filename, request["out"], job.status_path, job.execute(_sealed(fmt)), job.done,
+                        job.stopped), fmt)
+
+
+def _sealed(fmt: str):
+    """With --format github: the step output of the client's exports' record and a notice in the run's
+    log, written the moment the client exits (runner/custody.py); GitHub keeps the step's last value when
+    a multi-node job's clients each add theirs."""
+    if fmt != "github":
+        return None
+    from ci_tools import names
+    from ci_tools.github.actions import annotate, append_outputs
+
+    def sealed(digest: str) -> None:
+        append_outputs({names.EXPORT_SHA256_OUTPUT: digest})
+        annotate("notice", f"the client's exports are recorded in {names.EXPORT_RECORD}, sha256 {digest}",
+                 title="runner run: chain of custody")
+
+    return sealed
 
 
 def _optional_row(param: click.Parameter) -> click.Parameter:
@@ -237,6 +263,71 @@ cli.add_command(click.Command(
                          help="The run that measures (recorded with the length; the workflow passes its own).")]))
 
 
+@cli.command("selftest")
+@click.option("--out", "out", type=click.Path(path_type=Path), required=True,
+              help="An empty folder: the jobs (one folder each), the collection, the Pareto table, the report and "
+                   "selftest.json.")
+@click.option("--backend", type=click.Choice(["process", "docker"]), default="process", show_default=True,
+              envvar="CI_TOOLS_BACKEND", show_envvar=True,
+              help="process: the host's engine; docker: the recipe's image (a GPU host with the NVIDIA runtime).")
+@click.option("--engine", type=click.Choice(["vllm", "sglang"]), default="vllm", show_default=True,
+              help="The engine under test, without --recipe.")
+@click.option("--engine-version", "engine_versions", multiple=True, metavar="RELEASE",
+              help="A release the host's engine must be (repeatable: a range), without --recipe; none: recorded only.")
+@click.option("--recipe", type=click.Path(dir_okay=False, path_type=Path),
+              help="A recipe of the engine under test: its engine, engine-versions, image (docker) and serve env are "
+                   "used; its model and points are not (the self-test serves its own).")
+@click.option("--aiperf-bin", envvar="CI_TOOLS_AIPERF", default="aiperf", show_default=True,
+              help="AIPerf executable (env CI_TOOLS_AIPERF).")
+@click.option("--engine-python", default=None,
+              help="The Python with the engine's torch, transformers and tokenizers, which builds the model "
+                   "[default: the engine launcher's interpreter, else python3].")
+@click.option("--model-size", type=click.Choice(["0.5b", "tiny"]), default="0.5b", show_default=True,
+              help="0.5b loads a GPU for real; tiny (a few MB) checks only the flow.")
+@click.option("--work", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the model and the Hugging Face cache go (a temporary folder inside it, removed at the end; "
+                   "needs 20 GiB free) [default: the system temp folder].")
+@click.option("--keep-model", is_flag=True, help="Keep the model and the cache afterwards (the path is in selftest.json).")
+@click.option("--gpus", envvar="CI_TOOLS_GPUS", default=None, help="The GPU to use, e.g. 3 (env CI_TOOLS_GPUS).")
+@click.option("--port", type=int, default=8000, show_default=True, envvar="CI_TOOLS_PORT")
+@click.option("--ready-timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
+              help="Seconds each engine start may take; also the readiness check's limit.")
+@click.option("--duration", type=click.FloatRange(min=1), default=60.0, show_default=True,
+              help="Seconds of the agentic job's benchmark.")
+@click.option("--cancel-after", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Seconds into the third job's client before the cancel.")
+@click.option("--server-cmd", help="Replace the engine command ({port}, {model}); the version is still checked. "
+                                   "For tests against a stub.")
+@click.option("--runner-name", envvar="RUNNER_NAME", default="", help="Concrete runner name (env RUNNER_NAME).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "github"]), default="text", show_default=True,
+              help="json: selftest.json's document; github: also the table to $GITHUB_STEP_SUMMARY.")
+def selftest_cmd(fmt: str, **options) -> None:
+    """Check a GPU host end to end with its engine before it joins the fleet, or an engine bump.
+
+    Builds a small random-weight Llama where the engine runs (no hub access), then runs three
+    ordinary `runner run` jobs into OUT: a short agentic job on AIPerf's synthetic dataset with
+    exact output lengths, a fixed-sequence job, and a third job cancelled while its client runs, in
+    GitHub's signal sequence; then `results process`, `collect`, `pareto` and `report`. Prints a
+    verdict per check (engine version, GPUs seen, readiness, client run, validity, telemetry
+    coverage, energy, cancel time, GPU memory freed, nothing left, results) and writes them to
+    OUT/selftest.json. Exit 0 when every check passed; 1 when one failed; 2 on bad options.
+
+    \b
+    Example:
+      ci-tools runner selftest --out "$RUNNER_TEMP/selftest" --engine-version 0.26.0
+      ci-tools runner selftest --backend docker --recipe recipes/x/y.yaml --out selftest/
+    """
+    from ci_tools.render.output import Output
+    from ci_tools.runner.selftest import render
+    from ci_tools.runner.selftest_flow import SelftestRequest, selftest
+
+    options["engine_versions"] = tuple(options["engine_versions"])
+    report = selftest(SelftestRequest(**options), lambda m: click.echo(m, err=True))
+    text = render(report.checks)
+    emit(Output(text=text.rstrip("\n"), json=report.data, summary=f"### runner selftest\n\n```\n{text}```\n",
+                exit_code=0 if report.ok else 1), fmt)
+
+
 @cli.command("evals")
 @click.argument("job_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--base-url", default=None, help="Where the server answers (replaces the planned URL).")
@@ -291,10 +382,10 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str, fmt: str) 
 
 
 @cli.command("digest")
-@click.option("--repo", envvar="GITHUB_REPOSITORY", required=True, help="owner/name (env GITHUB_REPOSITORY).")
+@repo_option(required=True, help="The repository whose self-hosted runners to list.")
 @click.option("--runners", "runners_path", type=click.Path(path_type=Path), default=None,
               help="runners.yaml (default: inferencex-e2e/configs/runners.yaml under --root).")
-@click.option("--root", type=click.Path(path_type=Path), default=Path("."), show_default=True, help="Repository root.")
+@root_option(exists=False, help="The checkout (recipes, configs, the policy).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json", "github"]), default="text",
               show_default=True, help="github: Markdown to $GITHUB_STEP_SUMMARY, counts to $GITHUB_OUTPUT.")
 @click.option("--date", "date", default=None, help="Date shown in the heading [default: today, UTC].")

@@ -26,14 +26,14 @@ def cli() -> None:
 def verify(event_path, event_name, repo_root, fmt, review_file) -> None:
     """Verify the sign-off in a comment or review, or carry the status over after a push.
 
-    Reads .github/CODEOWNERS and docs/PR_REVIEW_CHECKLIST.md from --repo-root (a checkout of the
+    Reads .github/CODEOWNERS and docs/PR_REVIEW_CHECKLIST.md from --root (a checkout of the
     default branch, never the PR head). Posts one verdict comment per PR and the status.
     CODEOWNERS team entries are read with TEAM_MEMBERSHIP_TOKEN (organization Members: read; a
     GITHUB_TOKEN cannot read teams); without it a team-owned file fails closed with that reason.
 
     \b
     Example:
-      ci-tools signoff verify --event-path "$GITHUB_EVENT_PATH" --repo-root . --format github
+      ci-tools signoff verify --event-path "$GITHUB_EVENT_PATH" --root . --format github
     """
     from ci_tools.prbot.signoff.flow import verify_review, verify_signoff
 

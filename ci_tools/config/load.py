@@ -8,15 +8,16 @@ so `config validate` reports every broken file at once.
 from __future__ import annotations
 
 import glob
+import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from ci_tools import names
 from ci_tools.config.masters import MasterSet, merge_master_docs
 from ci_tools.config.recipe import Recipe
 from ci_tools.errors import Finding, InputError, UsageError
-from ci_tools.yaml.load import load_yaml_file
-from ci_tools.yaml.located import YamlDoc
+from ci_tools.yaml.load import load_yaml_file, read_text
+from ci_tools.yaml.located import YamlDoc, load_yaml_text
 
 if TYPE_CHECKING:  # `matrix` and the runner read masters through here: keep validate's imports off that path
     from ci_tools.config.crossfile import Change
@@ -63,7 +64,30 @@ def load_image_policy(path: Path) -> tuple[tuple[str, ...], str]:
     return patterns, str(path)
 
 
-def load_recipe(path: Path | str, shown: str | None = None) -> Recipe:
+def resolves_outside(path: Path, root: Path) -> Path | None:
+    """Where PATH really is, when that is outside ROOT (a symbolic link, or `..`, out of the repository);
+    None when it lies inside. A file outside was never part of the change under review."""
+    real = Path(os.path.realpath(path))
+    try:
+        real.relative_to(os.path.realpath(root))
+    except ValueError:
+        return real
+    return None
+
+
+def outside_finding(shown: str, real: Path) -> Finding:
+    return Finding(shown, None, None,
+                   f"a symbolic link to {real}, outside the repository: what it points at is no file of the change "
+                   "under review, and a runner would read whatever that path holds on its host",
+                   "commit the file itself (a symbolic link to another file inside the repository is fine)")
+
+
+def load_recipe(path: Path | str, shown: str | None = None, root: Path | None = None) -> Recipe:
+    """The recipe at PATH; with ROOT, one that resolves outside it is refused (`resolves_outside`)."""
+    real = resolves_outside(Path(path), root) if root is not None else None
+    if real is not None:
+        f = outside_finding(shown or str(path), real)
+        raise InputError(f"{f.file}: {f.message}", findings=[f])
     doc = load_yaml_file(path, shown)
     if not isinstance(doc.data, dict):
         raise InputError(f"{doc.file}: a recipe must be a mapping",
@@ -71,12 +95,29 @@ def load_recipe(path: Path | str, shown: str | None = None) -> Recipe:
     return Recipe(doc.file, doc.data, doc)
 
 
-def _load(path: Path, shown: str, src: Sources) -> YamlDoc | None:
+def _load(path: Path, shown: str, src: Sources, texts: dict[str, str] | None = None,
+          refuse: Callable[[str, str], list[Finding]] | None = None) -> YamlDoc | None:
+    """The file's document (and, with TEXTS, its text under SHOWN); None, with its findings, when unreadable
+    or when REFUSE, a check of the text alone, finds something (then the costly located parse never runs)."""
     try:
-        return load_yaml_file(path, shown)
+        text = read_text(path, shown)
+        early = refuse(text, shown) if refuse is not None else []
+        if early:
+            src.findings.extend(early)
+            return None
+        doc = load_yaml_text(text, shown)
     except InputError as exc:
         src.findings.extend(exc.findings or [Finding(shown, None, None, exc.message)])
         return None
+    if texts is not None:
+        texts[shown] = text
+    return doc
+
+
+def _repeated_rows(text: str, shown: str) -> list[Finding]:
+    from ci_tools.config import duplicates
+
+    return duplicates.findings(shown, text)
 
 
 def load_sources(root: Path | None, masters: list[Path] | None = None, runners: Path | None = None) -> Sources:
@@ -94,7 +135,7 @@ def load_sources(root: Path | None, masters: list[Path] | None = None, runners: 
                                         f"no master configs found ({names.MASTER_GLOB} under {root})",
                                         "run from the repository root, or pass --root DIR or --master FILE"))
     for path in masters:
-        doc = _load(path, display(path, root), src)
+        doc = _load(path, display(path, root), src, refuse=_repeated_rows)
         if doc is not None:
             src.masters.append(doc)
         else:
@@ -111,11 +152,20 @@ def load_sources(root: Path | None, masters: list[Path] | None = None, runners: 
         src.notes.append("runner labels not checked: no runners file (pass --runners FILE)")
     if root is not None:
         rdir = root / names.RECIPES_DIR
-        files = sorted(p for p in rdir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()) if rdir.is_dir() else []
-        for path in files:
+        found = sorted(rdir.rglob("*")) if rdir.is_dir() else []
+        for path in found:
             rel = path.relative_to(root).as_posix()
+            real = resolves_outside(path, root)
+            if real is not None:
+                # a recipe (or a folder of them) linked from outside the repository: refused, never read
+                src.findings.append(outside_finding(rel, real))
+                if path.suffix in (".yaml", ".yml"):
+                    src.recipe_paths.add(rel)
+                continue
+            if path.suffix not in (".yaml", ".yml") or not path.is_file():
+                continue
             src.recipe_paths.add(rel)
-            doc = _load(path, rel, src)
+            doc = _load(path, rel, src, src.recipe_texts)
             if doc is not None:
                 src.recipes[rel] = doc
     else:

@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ci_tools import names
-from ci_tools.config import crossfile, engineargs, rules, schemas
+from ci_tools.config import crossfile, engineargs, recipetext, rules, schemas
 from ci_tools.config.images import allowlist_of
 from ci_tools.config.crossfile import Change, Entry, Recipe
 from ci_tools.errors import MAX_FINDINGS_PER_FILE, Finding, InputError, cap_per_file
 from ci_tools.yaml.located import YamlDoc
+from ci_tools.yaml.readings import divergences
 
 
 @dataclass
@@ -29,6 +30,7 @@ class Sources:
     runners: YamlDoc | None = None
     recipes: dict[str, YamlDoc] = field(default_factory=dict)  # repo-relative path -> doc
     recipe_paths: set[str] = field(default_factory=set)  # every recipe file present, loadable or not
+    recipe_texts: dict[str, str] = field(default_factory=dict)  # what each loaded recipe's file says (recipetext)
     findings: list[Finding] = field(default_factory=list)  # files that could not be loaded
     notes: list[str] = field(default_factory=list)  # what was not checked, and why
     masters_failed: int = 0  # master files that could not be parsed
@@ -214,6 +216,7 @@ def check(src: Sources, change: Change = Change(), upper: Sequence[UpperCheck] =
         kind = "disagg-recipe" if isinstance(doc.data, dict) and doc.data.get("mode") == "disaggregated" else "recipe"
         problems = schemas.check(doc, doc.data, kind, limit=MAX_FINDINGS_PER_FILE)
         findings += problems or engineargs.findings(doc)
+        findings += recipetext.findings(doc, divergences(src.recipe_texts[rel]) if rel in src.recipe_texts else [])
         recipes[rel] = Recipe(rel, doc, valid=not problems)
 
     findings += crossfile.image_pins(valid, change)

@@ -12,7 +12,9 @@ module exposes the same small surface, all pure:
   READY_PATHS              readiness probes, in order
   worker(wspec) -> Command a prefill/decode/aggregated worker of a multi-node point (Dynamo or router-fronted)
   RANK_WRAPPER             bash that appends a multi-node worker's node rank ($SLURM_NODEID) to its argv
-  VERSION_ARGV             a command printing the installed engine version inside the image
+  VERSION_ARGV             a command printing the installed engine version where the engine runs (the
+                           runner runs it before the engine starts: `installed_version_problems` judges it)
+  LABEL                    the engine's name in messages
 
 The argv is split in two (`Command.launcher` + `Command.args`) so the tests can hand exactly the part
 the engine's own argument parser sees to that parser (tests/engines/).
@@ -176,3 +178,49 @@ def unserved(kind: str, name: str) -> str | None:
 def engine(name: str) -> ModuleType | None:
     """The plug-in for a recipe's `engine:` value, or None when ci-tools has none."""
     return _registry().get(name)
+
+
+_VERSION_LINE = re.compile(r"v?(\d+(?:\.\d+)+)([-+.a-zA-Z0-9]*)")
+
+
+def printed_version(output: str) -> str | None:
+    """The version a plug-in's VERSION_ARGV printed: its last line that is one version and nothing else
+    (engines log before they print it: vLLM's `--version` can print INFO lines first)."""
+    for line in reversed(output.splitlines()):
+        m = _VERSION_LINE.fullmatch(line.strip())
+        if m:
+            return m.group(1) + m.group(2)
+    return None
+
+
+def release_of(version: str) -> tuple[int, ...]:
+    """'0.26.0' -> (0, 26, 0); '0.5.22rc0' and '0.5.22.dev3+g1a2b' -> (0, 5, 22): the release a build is of."""
+    m = re.match(r"v?(\d+(?:\.\d+)*)", str(version))
+    return tuple(int(p) for p in m.group(1).split(".")) if m else ()
+
+
+def installed_version_problems(label: str, installed: str | None, declared: tuple[str, ...], where: str,
+                               output: str = "") -> list[str]:
+    """Why the engine found where the job runs cannot serve a recipe declaring `declared` (empty: it can).
+
+    The installed release must lie between the oldest and the newest declared one (a nightly's recipe
+    declares the releases before and after it; one declared release must be the installed one; a
+    pre-release or local build counts as the release it is of). A recipe that declares none is not
+    checked: the version is only recorded, and when none was printed, the job goes on without one."""
+    if not declared:
+        return []
+    shown = ", ".join(declared)
+    if installed is None:
+        said = " ".join(output.split())[-200:] or "nothing"
+        return [f"engine: {where} printed no {label} version (it said: {said}); the recipe declares engine-versions "
+                f"[{shown}], so the job is not started: install {label} there, or fix the version command"]
+    releases = [release_of(v) for v in (installed, *declared)]
+    width = max(len(r) for r in releases)
+    have, *known = [r + (0,) * (width - len(r)) for r in releases]   # 0.26 is 0.26.0
+    if min(known) <= have <= max(known):
+        return []
+    span = shown if len(declared) == 1 else f"{min(declared, key=version_key)} .. {max(declared, key=version_key)}"
+    return [f"engine: {where} has {label} {installed}, but the recipe declares engine-versions [{shown}] "
+            f"(it must be {span}); install the engine the recipe was checked with there (for the process "
+            f"backend, its engine lock: docs/runner-operator.md, 'Engine locks'), or declare this release in the "
+            f"recipe after checking its command line with it"]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from ci_tools.engines import Command, ServeSpec, WorkerSpec, release_number_problems, render_args, version_key
 
 NAME = "atom"
+LABEL = "ATOM"
 LAUNCHER = ("python3", "-m", "atom.entrypoints.openai_server")
 READY_PATHS = ("/health", "/v1/models")
 VERSION_ARGV = ("python3", "-c", "import importlib.metadata as m; print(m.version('atom'))")

@@ -6,6 +6,7 @@ from ci_tools.engines import (Command, ServeSpec, WorkerSpec, parallel_args, rel
                              version_key)
 
 NAME = "sglang"
+LABEL = "SGLang"
 LAUNCHER = ("python3", "-m", "sglang.launch_server")
 READY_PATHS = ("/health", "/v1/models")
 VERSION_ARGV = ("python3", "-c", "import importlib.metadata as m; print(m.version('sglang'))")

@@ -7,6 +7,7 @@ from typing import Any, Mapping
 from ci_tools.engines import Command, ServeSpec, WorkerSpec, release_number_problems, render_args
 
 NAME = "trtllm"
+LABEL = "TensorRT-LLM"
 LAUNCHER = ("trtllm-serve", "serve")
 READY_PATHS = ("/health", "/v1/models")
 VERSION_ARGV = ("python3", "-c", "import importlib.metadata as m; print(m.version('tensorrt_llm'))")

@@ -7,6 +7,7 @@ import json
 from ci_tools.engines import Command, ServeSpec, WorkerSpec, parallel_args, release_number_problems, render_args
 
 NAME = "vllm"
+LABEL = "vLLM"
 LAUNCHER = ("vllm", "serve")
 READY_PATHS = ("/health", "/v1/models")
 VERSION_ARGV = ("vllm", "--version")

@@ -66,6 +66,7 @@ class TeamUnreadable(GitHubError):
 # the run statuses of a run not yet completed that `active_runs` lists (a run is `in_progress` once any
 # of its jobs is; its other jobs can still wait for a runner)
 ACTIVE_RUN_STATUSES = ("queued", "in_progress")
+MAX_CHECK_SUMMARY = 65_535   # characters of a check run's output.summary (GitHub's limit)
 
 ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/commits/{commit_sha}/pulls"): "pull-requests: read",
@@ -92,6 +93,11 @@ ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/compare/{basehead}"): "contents: read",
     ("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}"): "contents: read",
     ("POST", "/repos/{owner}/{repo}/statuses/{sha}"): "statuses: write",
+    ("POST", "/repos/{owner}/{repo}/check-runs"): "checks: write",
+    ("GET", "/repos/{owner}/{repo}/labels"): "issues: read",
+    ("POST", "/repos/{owner}/{repo}/labels"): "issues: write",
+    ("PATCH", "/repos/{owner}/{repo}/labels/{name}"): "issues: write",
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs"): "checks: read",
     ("GET", "/repos/{owner}/{repo}/commits/{ref}/statuses"): "statuses: read",
     ("POST", "/repos/{owner}/{repo}/dispatches"): "contents: write",
     ("GET", "/repos/{owner}/{repo}/actions/runs"): "actions: read",
@@ -414,14 +420,21 @@ class GitHub:
         return pull_request_from(self._pull(number), f"pulls/{number}", _Reader("GitHub API"))
 
     def pull_files(self, number: int) -> list[str]:
-        """Every file the PR changes; GitHubError when GitHub listed fewer than the PR's `changed_files`
-        (the endpoint stops at 3,000): a sign-off is never verified on a partial list."""
-        files = [f["filename"] for f in self._list(self._r(f"/pulls/{number}/files"))]
+        """Every path the PR changes: each file's name and, for a renamed one, its old name too (a move
+        takes the file away from the old path, so whoever owns that path must approve it as well).
+        GitHubError when GitHub listed fewer than the PR's `changed_files` (the endpoint stops at
+        3,000): a sign-off is never verified on a partial list."""
+        entries = self._list(self._r(f"/pulls/{number}/files"))
         total = self._pull(number).get("changed_files")
-        if isinstance(total, int) and len(files) < total:
-            raise GitHubError(f"GitHub listed {len(files)} of the {total} files PR #{number} changes (it lists at most "
+        if isinstance(total, int) and len(entries) < total:
+            raise GitHubError(f"GitHub listed {len(entries)} of the {total} files PR #{number} changes (it lists at most "
                               "3,000); refusing to decide on a partial list.")
-        return files
+        paths: list[str] = []
+        for f in entries:
+            paths.append(f["filename"])
+            if f.get("previous_filename") and f["previous_filename"] != f["filename"]:
+                paths.append(str(f["previous_filename"]))
+        return paths
 
     def timeline(self, number: int) -> list[dict]:
         """Comments, label events and commits of a PR in one chronological list; GitHubError when it
@@ -641,6 +654,36 @@ class GitHub:
         if target_url:
             body["target_url"] = target_url
         return self._request("POST", self._r(f"/statuses/{sha}"), body=body)[1]
+
+    def create_check_run(self, sha: str, *, name: str, conclusion: str, title: str, summary: str,
+                         details_url: str | None = None) -> dict:
+        """A completed check run on `sha` (what branch protection requires by `name`), with a title
+        and a Markdown summary a reviewer reads on the Checks tab (GitHub keeps 65,535 characters)."""
+        body = {"name": name, "head_sha": sha, "status": "completed", "conclusion": conclusion,
+                "output": {"title": title[:255], "summary": summary[:MAX_CHECK_SUMMARY]}}
+        if details_url:
+            body["details_url"] = details_url
+        return self._request("POST", self._r("/check-runs"), body=body)[1]
+
+    def check_runs(self, sha: str, name: str | None = None) -> list[dict]:
+        """The check runs of `sha` (fresh: a writer reads back what it and others set), by `name` when given."""
+        params = {"check_name": name} if name else {}
+        self._cache.pop(f"list:{self._r(f'/commits/{sha}/check-runs')}?{sorted(params.items())}", None)
+        return self._list(self._r(f"/commits/{sha}/check-runs"), params, key="check_runs")
+
+    def labels(self) -> list[dict]:
+        """The repository's labels (GitHub's objects: name, color, description)."""
+        return self._list(self._r("/labels"))
+
+    def create_label(self, name: str, *, color: str, description: str) -> dict:
+        return self._request("POST", self._r("/labels"), body={"name": name, "color": color,
+                                                               "description": description})[1]
+
+    def update_label(self, name: str, *, color: str, description: str) -> dict:
+        from urllib.parse import quote
+
+        return self._request("PATCH", self._r(f"/labels/{quote(name, safe='')}"),
+                             body={"new_name": name, "color": color, "description": description})[1]
 
     def dispatch_run_names(self, repo: str) -> list[str]:
         """The run names of `repo`'s newest repository_dispatch runs (one page, fresh: a re-run asks

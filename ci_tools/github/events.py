@@ -1,7 +1,8 @@
 """Reading `$GITHUB_EVENT_PATH` payloads into plain dataclasses.
 
-Supported events: pull_request, issue_comment, pull_request_review, workflow_run, push and
-repository_dispatch. A malformed file is an `InputError` naming the file and the missing field, never
+Supported events: pull_request, issue_comment, pull_request_review, workflow_run, push,
+repository_dispatch and merge_group (a merge queue's checks_requested: its head commit, and the PR it
+tests, from the queue branch's name). A malformed file is an `InputError` naming the file and the missing field, never
 a KeyError traceback. Only the fields the decisions use are kept.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,38 @@ from ci_tools.errors import InputError
 from ci_tools.github.models import Comment, PullRequest, WorkflowRun, comment_from_json, run_from_json
 
 SUPPORTED = ("pull_request", "pull_request_target", "issue_comment", "pull_request_review", "workflow_run", "push",
-             "repository_dispatch")
+             "repository_dispatch", "merge_group")
+# a merge queue's branch: gh-readonly-queue/<base branch>/pr-<number>-<head sha of the PR>
+_QUEUE_REF = re.compile(r"^(?:refs/heads/)?gh-readonly-queue/(?P<base>.+)/pr-(?P<pr>\d+)-(?P<sha>[0-9a-f]{7,40})$")
+
+
+@dataclass(frozen=True)
+class MergeGroup:
+    """A merge queue's group: the commit the required checks must report on, and the PR it tests."""
+
+    head_sha: str
+    head_ref: str
+    base_sha: str = ""          # GitHub sends it; its own example payload lacks it
+    base_ref: str = ""
+
+    @property
+    def pr(self) -> int | None:
+        m = _QUEUE_REF.match(self.head_ref)
+        return int(m["pr"]) if m else None
+
+    @property
+    def pr_head_sha(self) -> str:
+        """The PR's head commit the queue merged (abbreviated as GitHub names the branch)."""
+        m = _QUEUE_REF.match(self.head_ref)
+        return m["sha"] if m else ""
+
+    @property
+    def base(self) -> str:
+        """What the group is compared with: its base commit, else its base branch on origin."""
+        if self.base_sha:
+            return self.base_sha
+        branch = self.base_ref.removeprefix("refs/heads/")
+        return f"origin/{branch}" if branch else ""
 
 
 @dataclass(frozen=True)
@@ -37,11 +70,14 @@ class Event:
     head_message: str = ""               # push: head commit message
     dispatch_type: str = ""              # repository_dispatch action / event_type
     client_payload: dict = field(default_factory=dict)
+    merge_group: MergeGroup | None = None
 
     @property
     def pr_number(self) -> int | None:
         if self.pull_request is not None:
             return self.pull_request.number
+        if self.merge_group is not None:
+            return self.merge_group.pr
         return self.issue_number if self.is_pull_request else None
 
 
@@ -106,6 +142,8 @@ def workflow_run_from(data: dict, where: str, r: _Reader) -> WorkflowRun:
 
 
 def guess_event_name(data: dict) -> str:
+    if "merge_group" in data:
+        return "merge_group"
     if "workflow_run" in data:
         return "workflow_run"
     if "review" in data and "pull_request" in data:
@@ -146,6 +184,13 @@ def parse_event(data: Any, name: str | None = None, file: str = "<event>") -> Ev
                      comment=comment_from(r.obj(data, "comment", "$"), "$.comment", r))
     if name == "workflow_run":
         return Event(**common, workflow_run=workflow_run_from(r.obj(data, "workflow_run", "$"), "$.workflow_run", r))
+    if name == "merge_group":
+        mg = r.obj(data, "merge_group", "$")
+        return Event(**common, merge_group=MergeGroup(head_sha=r.req(mg, "head_sha", "$.merge_group"),
+                                                      head_ref=r.req(mg, "head_ref", "$.merge_group"),
+                                                      base_sha=str(mg.get("base_sha") or ""),
+                                                      base_ref=str(mg.get("base_ref") or "")),
+                     after=str(mg.get("head_sha")))
     if name == "push":
         head = data.get("head_commit") if isinstance(data.get("head_commit"), dict) else {}
         return Event(**common, ref=r.req(data, "ref", "$"), after=r.req(data, "after", "$"),

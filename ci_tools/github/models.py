@@ -9,6 +9,7 @@ that talks to GitHub, so the packages above import them and the adapter imports 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from ci_tools.github.fork import is_fork
 
@@ -56,6 +57,7 @@ class Comment:
     kind: str = "comment"              # "comment" | "review"
     node_id: str = ""                  # the GraphQL id: its edit history is read through it
     commit_id: str = ""                # a review: the commit it reviewed (GitHub's `commit_id`)
+    review_state: str = ""             # a review: APPROVED, COMMENTED, CHANGES_REQUESTED, DISMISSED or PENDING
     issue_url: str = ""                # an issue comment: the API URL of the issue or PR it is on
 
 
@@ -124,12 +126,38 @@ class LabelEvent:
     created_at: str
 
 
+# The timeline events that move a PR's head branch, with GitHub's own time of the change. A plain push
+# has none: its `committed` items carry the commit's dates, which the pusher chooses.
+HEAD_EVENTS = ("head_ref_force_pushed", "head_ref_deleted", "head_ref_restored")
+
+
+@dataclass(frozen=True)
+class HeadEvent:
+    kind: str                          # one of HEAD_EVENTS
+    created_at: str                    # when GitHub recorded it
+
+
 @dataclass(frozen=True)
 class Timeline:
     comments: tuple[Comment, ...] = ()
     label_events: tuple[LabelEvent, ...] = ()
-    commits: tuple[str, ...] = ()
-    force_pushes: tuple[str, ...] = ()   # when the head branch was force-pushed (`head_ref_force_pushed`)
+    commits: tuple[str, ...] = ()      # the PR's commits, as GitHub lists them now (a force push drops the old ones)
+    head_events: tuple[HeadEvent, ...] = ()
+
+    @property
+    def force_pushes(self) -> tuple[str, ...]:
+        """When the head branch was force-pushed (`head_ref_force_pushed`)."""
+        return tuple(e.created_at for e in self.head_events if e.kind == "head_ref_force_pushed")
+
+
+def timestamp(value: str | None) -> datetime | None:
+    """One of GitHub's ISO 8601 times (`2026-10-01T00:00:00Z`), or None when empty or unreadable."""
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 def _full_name(repo: object) -> str:
@@ -160,6 +188,8 @@ def comment_from_json(data: dict, kind: str = "comment") -> Comment:
                    updated_at=str(data.get("updated_at") or data.get("submitted_at") or ""),
                    html_url=str(data.get("html_url") or ""), kind=kind, node_id=str(data.get("node_id") or ""),
                    commit_id=str(data.get("commit_id") or "") if kind == "review" else "",
+                   # the REST API spells the state upper-case, webhook payloads lower-case
+                   review_state=str(data.get("state") or "").upper() if kind == "review" else "",
                    issue_url=str(data.get("issue_url") or ""))
 
 

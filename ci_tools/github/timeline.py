@@ -1,20 +1,21 @@
 """A PR's issue timeline (`GET /issues/{n}/timeline`) as plain data.
 
-One paginated list gives the three things the reuse, staging and sticky-comment decisions need:
-comments (with author association), label history and the PR's commits. Reading it once replaces
-three separate lists (comments, issue events, PR commits) and keeps the call budget small.
+One paginated list gives the four things the reuse, staging, approval and sticky-comment decisions
+need: comments (with author association), label history, the PR's commits and the events that moved
+its head branch (force pushes, the branch deleted or restored, each at GitHub's time). Reading it
+once replaces three separate lists (comments, issue events, PR commits) and keeps the call budget small.
 """
 
 from __future__ import annotations
 
-from ci_tools.github.models import Comment, LabelEvent, Timeline, comment_from_json
+from ci_tools.github.models import HEAD_EVENTS, Comment, HeadEvent, LabelEvent, Timeline, comment_from_json
 
 
 def timeline_from_api(items: list[dict]) -> Timeline:
     comments: list[Comment] = []
     labels: list[LabelEvent] = []
     commits: list[str] = []
-    force_pushes: list[str] = []
+    heads: list[HeadEvent] = []
     for item in items:
         kind = item.get("event")
         if kind == "commented":
@@ -26,6 +27,6 @@ def timeline_from_api(items: list[dict]) -> Timeline:
                                          created_at=str(item.get("created_at") or "")))
         elif kind == "committed" and item.get("sha"):
             commits.append(str(item["sha"]))
-        elif kind == "head_ref_force_pushed":
-            force_pushes.append(str(item.get("created_at") or ""))
-    return Timeline(tuple(comments), tuple(labels), tuple(commits), tuple(force_pushes))
+        elif kind in HEAD_EVENTS:
+            heads.append(HeadEvent(kind=str(kind), created_at=str(item.get("created_at") or "")))
+    return Timeline(tuple(comments), tuple(labels), tuple(commits), tuple(heads))

@@ -6,13 +6,18 @@ the registry saying, per command word, its forms, the permission it needs and wh
     /reuse-sweep-run [id]    legacy spelling of /use, same meaning
     /stage-results [id]      stage a run's results in the results app
     /sweep plan              reply with the sweep plan of this PR
-    /sweep approve <sha>     approve one head commit of a fork PR for a trusted sweep (>= 7 hex digits)
+    /sweep approve <sha>     approve one head commit of a fork PR for a trusted sweep (its full 40-digit SHA)
 
 A command is a whole line of its own (surrounding spaces allowed). Lines inside fenced code blocks,
 indented code and quotes (`> ...`) are never commands, so quoting someone's command or showing it in
-an example does nothing. Neither are lines a reader of the rendered comment cannot see: inside an
-HTML comment (`<!-- ... -->`), a collapsed `<details>` block or a `<pre>` block. Only ASCII spaces and tabs separate a
-command's words: `/use` followed by a NO-BREAK or EM SPACE looks like a command but is not one. A line that starts with a known command word but has the wrong arguments is
+an example does nothing; nor are a quote's continuation lines or a code span over lines. Neither are
+lines a reader of the rendered comment cannot see: inside an HTML comment (`<!-- ... -->`), a collapsed
+`<details>` block, a `<pre>` block or an element GitHub removes with its content (`<script>`, `<style>`,
+`<textarea>`), and lines of markup that runs over several lines and renders as nothing, or that raw HTML
+left open swallows (`markdown.hidden_lines`: a tag's attribute such as a multi-line `<img alt="...">`, a
+link reference definition such as `[//]: # (...)`, a link's title, an image's alt text, `<div title="`
+and a blank line). Only ASCII spaces and tabs separate a command's words: `/use` followed by a
+NO-BREAK or EM SPACE looks like a command but is not one. A line that starts with a known command word but has the wrong arguments is
 a `UsageProblem` carrying the right forms, so the bot can reply instead of guessing; so is a word one
 typo away from a command (`/usee`, `/stage-result`), with a did-you-mean. Other slash words (`/foo`,
 `/assign`) are not ours and are ignored.
@@ -24,6 +29,7 @@ import re
 from dataclasses import dataclass
 
 from ci_tools import names
+from ci_tools.prbot import markdown
 
 MAX_RUN_ID_DIGITS = 20
 
@@ -55,7 +61,9 @@ class SweepPlan:
 
 @dataclass(frozen=True)
 class SweepApprove:
-    sha: str              # lower-case hex, 7 to 40 digits, as given (abbreviated or full)
+    # lower-case hex, 7 to 40 digits, as given: only the full 40 approves anything (`approval.decide`);
+    # a prefix parses so that its reply can say so and show the full SHA to copy
+    sha: str
 
     @property
     def text(self) -> str:
@@ -95,7 +103,7 @@ REGISTRY: tuple[Help, ...] = (
          "stage a run's results in the results app"),
     Help("/sweep plan", SweepPlan, ("/sweep plan",), "reply with the plan the sweep workflow last computed", None),
     Help("/sweep approve", SweepApprove, ("/sweep approve <sha>",),
-         "fork PRs: a trusted sweep of head commit <sha> (full, or 7+ hex digits)"),
+         "fork PRs: a trusted sweep of head commit <sha> (its full 40-character SHA)"),
 )
 # The forms shown for a command word used wrongly (`/sweep` alone: both of its forms).
 FORMS: dict[str, tuple[str, ...]] = {}
@@ -121,47 +129,61 @@ def required(commands) -> str | None:
 def allows(permission: str, needed: str | None) -> bool:
     return needed is None or permission in WRITE_PERMISSIONS
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SHA = re.compile(r"[0-9a-fA-F]{7,40}")
 _RUN_ID = re.compile(rf"[1-9][0-9]{{0,{MAX_RUN_ID_DIGITS - 1}}}")
 
 
 _WORDS = re.compile(r"[ \t]+")  # ASCII separators only (str.split() would also split on NBSP, EM SPACE...)
-_HIDDEN = re.compile(r"<!--|-->|</?(?:details|pre)\b", re.I)
+_HIDDEN = re.compile(r"<!--|-->|</?(?:details|pre|script|style|textarea)\b", re.I)
+# a quote line with text (an empty `>` opens no paragraph), in a list item too (`- > ...`)
+_QUOTE = re.compile(r"[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)*>(?![ \t>]*$)")
+_HIDING = ("<details", "<pre", "<script", "<style", "<textarea")
 
 
 def _command_lines(body: str):
     """(line number, stripped text) of lines that may hold a command: not in code, not quoted, not hidden."""
     fence: str | None = None
     in_comment = False
-    details = 0  # nesting depth of <details> and <pre> blocks (a <pre> block is code: issue 25)
-    for number, raw in enumerate(body.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
-        hidden = in_comment or details > 0
-        for tag in _HIDDEN.findall(raw) if fence is None else ():
+    quoted = False  # in a quote's paragraph: its lines without `>` continue it (CommonMark's lazy lines)
+    # open hiding blocks by tag (<details>, <pre>: a <pre> block is code, issue 25); a closing tag closes
+    # only its own kind, as a browser ignores a stray `</pre>` inside `<details>`
+    depth = dict.fromkeys(_HIDING, 0)
+    body = body.replace("\r\n", "\n").replace("\r", "\n")
+    markup = markdown.hidden_lines(body)
+    for number, raw in enumerate(body.split("\n"), start=1):
+        if fence is not None:
+            if markdown.closes_fence(raw, fence):
+                fence = None
+            continue
+        opened = markdown.opens_fence(raw)
+        if opened and not in_comment and not any(depth.values()):
+            fence = opened  # its info string may hold a tag: still a fence
+            continue
+        quoted = quoted or bool(_QUOTE.match(raw))
+        in_markup = number - 1 in markup
+        hidden = in_comment or any(depth.values()) or in_markup
+        for tag in _HIDDEN.findall(raw):
             tag = tag.lower()
+            if in_markup and tag.startswith(("-->", "</")):
+                continue  # maybe inside an attribute: closes nothing (an opener there still hides: safe)
             if tag == "<!--":
                 in_comment = True
             elif tag == "-->":
                 in_comment = False
             elif not in_comment:
-                details = details + 1 if tag in ("<details", "<pre") else max(0, details - 1)
+                key = "<" + tag.lstrip("</")
+                depth[key] = max(0, depth[key] - 1) if tag.startswith("</") else depth[key] + 1
             hidden = True  # a line holding such a tag is markup, not a command line
         if hidden:
             continue
-        match = _FENCE.match(raw)
-        if fence is not None:
-            if match and match.group(1)[0] == fence[0] and len(match.group(1)) >= len(fence):
-                fence = None
-            continue
-        if match:
-            fence = match.group(1)
+        if not raw.strip(" \t"):
+            quoted = False
             continue
         if raw.startswith("    ") or raw.startswith("\t"):
             continue  # indented code block
-        text = raw.strip(" \t")
-        if text.startswith(">"):
+        if quoted:
             continue
-        yield number, text
+        yield number, raw.strip(" \t")
 
 
 def _one_edit_apart(a: str, b: str) -> bool:

@@ -14,6 +14,7 @@ from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.approval.flow import approve_command
 from ci_tools.prbot.card.flow import sweep_plan_text
 from ci_tools.prbot.commands import StageResults, SweepApprove, SweepPlan, UsageProblem, Use
+from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.reuse.flow import use_command, use_deleted
 from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline, upsert
 from ci_tools.prbot.staging.flow import stage_command
@@ -61,6 +62,11 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy) -> Result:
     needed = cmds.required(runs)
     level = client.permission(c.author) if needed else ""
     denied = bool(needed) and not cmds.allows(level, needed)
+    # What the reply records, and a later decision reads (`reuse.answer_problem`): the permission the
+    # author had now and the commands it was checked for. A `/use` counts at merge only with it, so a
+    # command the bot never answered, or answered when its author lacked the permission, never does.
+    checked = [x.text for x in runs if cmds.REQUIRED[type(x)]]
+    state = reuse.handled_state(level, checked) if needed else None
     if denied:
         parts.append(messages.denial(c.author, [(cmds.word_of(x), x.text) for x in runs if cmds.REQUIRED[type(x)]], level))
         if any(isinstance(x, Use) for x in runs):
@@ -74,11 +80,9 @@ def handle_comment(event: Event, settings: Settings, gh: Lazy) -> Result:
         elif isinstance(x, SweepPlan):
             parts.append(messages.text("sweep-plan", author=c.author, plan=sweep_plan_text(tl, settings, pr)))
         else:
-            parts.append(approve_command(x, c, pr, client, settings, res))
+            parts.append(approve_command(x, c, pr, tl, client, settings, res))
     parts = [p for p in parts if p]
     if parts:
-        # a refusal is recorded (`reuse.denied_when_handled`): a later promotion does not revive the command
-        state = {"denied": level or "none"} if denied else None
         body = sticky.head(sticky.REPLY, c.id, state) + "\n\n".join(p.rstrip() for p in parts) + "\n"
         action, _ = upsert(client, pr, tl, sticky.REPLY, c.id, body, settings)
         res.messages.append(f"reply: {action}")

@@ -18,13 +18,13 @@ TEMPLATES: dict[str, str] = {
     "approve-accepted": """\
 @$author approved commit `$sha` of this PR for a trusted sweep: `$workflow` checks out exactly this commit (never the merge commit), plans it from the labels the PR carries when it starts, and runs it with the same canaries and fail-fast as a same-repo PR.
 
-Only this commit is trusted. After a new push the sweep refuses to start; review the new commit and comment `/sweep approve <sha>` again.""",
+Only this commit is trusted. After a new push the sweep refuses to start; review the new commit and comment `/sweep approve <sha>` again with its full SHA.""",
     "approve-duplicate": """\
 @$author `$command` started nothing: $why ([run]($run_url)). Its result will show up there; to run it again once it has finished, re-run that workflow run.""",
     "approve-refused": """\
 @$author `$command` was not run: $why.
 
-Comment `/sweep approve <sha>` with the full or abbreviated (7 or more hex digits) head SHA once this is fixed.""",
+Comment `/sweep approve <sha>` with the full 40-character SHA of the head commit you reviewed once this is fixed.""",
     "denied": """\
 @$author `$command` was not run: $why.
 
@@ -134,6 +134,50 @@ def is_a_bot(login: str) -> str:
     return f"@{login} is a bot; a person with write access must authorise reuse"
 
 
+# ---- what the bot recorded when it answered a command (a `/use` counts by it, issue 35) ---------------
+
+def denied_when_handled(permission: str) -> str:
+    had = ("no permission GitHub reports (its collaborator-permission lookup answered 404), which counts as none"
+           if permission == PERMISSION_NOT_FOUND else f"{permission} permission")
+    return (f"when it was handled its author had {had}, and a command said without write permission does not "
+            "count later; post it again")
+
+
+UNANSWERED = ("the bot never answered it (its job did not run, or its reply was not written), so the permission its "
+              "author had when saying it is unknown, and a command counts only with the permission the bot "
+              "recorded when it answered; post it again")
+
+
+def not_what_was_answered(answered: Iterable[str]) -> str:
+    said = ", ".join(f"`{c}`" for c in answered) or "no command needing permission"
+    return (f"the bot's answer to this comment checked {said}, not this command (the comment was edited after "
+            "the answer, or the answer predates the record), so the permission its author had when saying it is "
+            "unknown; post it again")
+
+
+# ---- `/sweep approve`: a commit named in full, not moved since (issue 35) ----------------------------
+
+def sha_not_full(given: str, head: str, pr: int) -> str:
+    return (f"`{given}` is {len(given)} hex digits, not a full commit SHA: an approval names the commit you reviewed "
+            f"by all 40 characters, since a prefix could also name a commit pushed after your review. The head of "
+            f"PR #{pr} is now `{head}`; if that is the commit you reviewed, comment `/sweep approve {head}`")
+
+
+def sha_not_head(given: str, head: str, pr: int) -> str:
+    return (f"`{given}` is not the head of PR #{pr}, which is now `{head}`; review that commit and approve it by "
+            "its full SHA")
+
+
+HEAD_EVENT_WORDS = {"head_ref_force_pushed": "force-pushed", "head_ref_deleted": "deleted",
+                    "head_ref_restored": "restored"}
+
+
+def head_moved_after(pr: int, kind: str, when: str, said_at: str, head: str) -> str:
+    return (f"the head branch of PR #{pr} was {HEAD_EVENT_WORDS.get(kind, kind)} at {when}, after this comment was "
+            f"written ({said_at or 'time unknown'}), so the commit it approved may not be the one reviewed; review "
+            f"the head `{head}` and approve it again")
+
+
 # ---- reuse (`/use`, the card's reuse section) ------------------------------------------------------
 
 NOT_AUTHORISED = "not authorised."
@@ -175,6 +219,30 @@ def use_accepted(author: str, pinned: int | None, run, refused: str | None, labe
 
 # ---- the status card and `/sweep plan` -------------------------------------------------------------
 
+# The sweep run's state on the card's first line: (emoji, English, Chinese). The emoji carries the
+# colour a skimmer reads first, as the sign-off comment's ✅/❌ do.
+RUN_STATES = {
+    "passed": ("✅", "passed", "通过"),
+    "failed": ("❌", "failed", "失败"),
+    "cancelled": ("⏹️", "cancelled", "已取消"),
+    "skipped": ("⏭️", "skipped", "已跳过"),
+    "waiting": ("✋", "waiting for approval", "等待批准"),
+    "queued": ("🕒", "queued", "排队中"),
+    "running": ("⏳", "running", "运行中"),
+    "none": ("⚪", "not run yet", "尚未运行"),
+}
+
+
+def card_heading(state: str, run: dict | None) -> str:
+    """`### ❌ Sweep failed / 扫描失败 · [run 50](…) on `aaaaaaaaaaaa``: state first, then which run."""
+    emoji, en, zh = RUN_STATES[state]
+    head = f"### {emoji} Sweep {en} / 扫描{zh}"
+    if state == "none" or not run:
+        return head
+    sha = str(run.get("head_sha") or "")[:12]
+    return head + f" · [run {run['id']}]({run.get('url', '')})" + (f" on `{sha}`" if sha else "")
+
+
 NO_EVALS_COLLECTED = ("**Evals:** no eval results were collected for this run (its collect job did not finish), so "
                       "`/use` refuses it.")
 
@@ -191,16 +259,31 @@ def _artifact_links(run: dict) -> str:
             f"[run {run['id']} artifacts]({run.get('url', '')}#artifacts).")
 
 
-def results_not_downloaded(artifact: str, error) -> str:
-    return f"The run's `{artifact}` artifact could not be downloaded ({error})."
+def results_expired(artifact: str, run: dict) -> str:
+    return (f"The results of [run {run['id']}]({run.get('url', '')}) cannot be shown: its `{artifact}` artifact has "
+            "expired (GitHub deletes a run's artifacts after the repository's retention, 90 days by default). "
+            "To see results here again, run the sweep again: re-run that workflow run, or remove and re-add "
+            "the PR's sweep label.")
 
 
-def results_unreadable(error) -> str:
-    return f"The run's results could not be read: {error}."
+def results_not_downloaded(artifact: str, error, run: dict) -> str:
+    if getattr(error, "status", None) == 410:
+        return results_expired(artifact, run)
+    return (f"The run's `{artifact}` artifact could not be downloaded ({error}). Re-run this card's job "
+            "(\"Re-run jobs\" on its status-card run) to try again; the results themselves are in "
+            f"[run {run['id']}'s artifacts]({run.get('url', '')}#artifacts).")
+
+
+def results_unreadable(error, run: dict) -> str:
+    return (f"The run's results could not be read: {error}. Re-run the `collect results` job of "
+            f"[run {run['id']}]({run.get('url', '')}) to write them again; if it fails the same way, the "
+            "collection was written by another ci-tools version than the card's: update the pinned version.")
 
 
 def no_valid_results(collected: int, run: dict) -> str:
-    return f"No valid result in this run ({collected} collected, all invalid: see the run's jobs).{_artifact_links(run)}"
+    return (f"No valid result in this run ({collected} collected, all invalid). Each job's `results process` step "
+            f"says which rules its result broke: open the failed jobs of [run {run['id']}]({run.get('url', '')}), "
+            f"fix the cause and push again.{_artifact_links(run)}")
 
 
 def results_against_main(table: str, main_runs, invalid: int, run: dict) -> str:
@@ -224,6 +307,17 @@ def sweep_plan(pr: int, plan: str | None, run: dict) -> str:
 NO_TEAM_TOKEN = ("cannot read team membership with this token: the workflow's GITHUB_TOKEN cannot read "
                  "organization teams and no TEAM_MEMBERSHIP_TOKEN is set (a token with the organization "
                  "permission Members: read; see docs/workflows.md, \"Deployment prerequisites\")")
+
+
+def owner_without_write(signer: str, permission: str) -> str:
+    return (f"{permission_of(signer, permission)} on the repository; GitHub counts a code owner only with write "
+            f"access or higher, so @{signer} owns none of the changed files")
+
+
+def review_not_a_signoff(state: str) -> str:
+    shown = (state or "unknown").lower().replace("_", " ")
+    return (f"it is a review in state \"{shown}\"; only a review that approves or comments signs off (one that "
+            "requests changes says the opposite)")
 
 
 def signoff_rows(checks) -> str:
@@ -270,6 +364,19 @@ def label_what(r) -> tuple[str, str]:
         en += ", not reusable at merge"
         zh += "，合并时不可复用"
     return en, zh
+
+
+def modifier_what(r) -> str:
+    """What a modifier label does, in a few words (the label's description on GitHub)."""
+    parts = []
+    if r.evals == "all":
+        parts.append("the evals of every eligible point, not only the default ones")
+    elif r.evals == "only":
+        parts.append("only the eval rows")
+    if r.agentx_profile:
+        parts.append(f"the {r.agentx_profile} AgentX profile")
+    text = "; ".join(parts) or "adjusts the primary label's sweep"
+    return text + ("; blocks reuse at merge" if r.blocks_reuse else "")
 
 
 def denial(author: str, denied: list[tuple[str, str]], permission: str) -> str:

@@ -29,6 +29,15 @@ STAGING_SITE = "https://inferencemax-app-git-staging-semianalysisai.vercel.app"
 RESULTS_REPO = "SemiAnalysisAI/InferenceX-app"
 
 
+def report_site(env) -> str:
+    """Where the sweep reports are published (results/pages.py): CI_TOOLS_REPORT_SITE, else Pages' own
+    address when CI_TOOLS_REPORT_PAGES is on; empty: the card links the report artifact."""
+    from ci_tools.results.pages import site_of
+
+    return site_of(env.get("CI_TOOLS_REPORT_SITE") or "", env.get("CI_TOOLS_REPORT_PAGES") or "",
+                   env.get("GITHUB_REPOSITORY") or "")
+
+
 @dataclass
 class Settings:
     repo_root: Path
@@ -56,7 +65,7 @@ class Settings:
                    staging_site=env.get("CI_TOOLS_STAGING_SITE") or STAGING_SITE,
                    results_repo=env.get("CI_TOOLS_RESULTS_REPO") or RESULTS_REPO,
                    card_settle=float(env.get("CI_TOOLS_CARD_SETTLE") or SETTLE_S),
-                   report_site=env.get("CI_TOOLS_REPORT_SITE") or "",
+                   report_site=report_site(env),
                    fetch_commits=(env.get("CI_TOOLS_FETCH_COMMITS") or "") in ("1", "true"))
 
     @property
@@ -126,4 +135,4 @@ def read_repo_file(root: Path, rel: str) -> str:
         return (root / rel).read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"{rel}: cannot read ({exc.strerror}); run from a checkout of the default branch "
-                         "or pass --repo-root") from None
+                         "or pass --root") from None

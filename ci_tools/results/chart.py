@@ -1,9 +1,10 @@
 """What a throughput-vs-interactivity chart shows, prepared once for every drawing of it (pure).
 
 `results pareto --plot` and `results compare --plot` draw a PNG with matplotlib (`render.py`), the
-sweep report draws the same chart with plotly (`report_html.py`); all three take a `Chart` from
-here, so the points, frontiers, the note about points left out, each series' look and the y axis
-(log or linear, its ticks and their words) cannot drift apart: the backends only draw.
+sweep report draws the same chart as inline SVG (`report_svg.py`) and in characters for the job
+summary (`report_text.py`); all take a `Chart` from here, so the points, frontiers, the note about
+points left out, each series' look and the y axis (log or linear, its ticks and their words) cannot
+drift apart: the backends only draw.
 
 A chart is one or more series (the PR's and main's points, or a single set), each with its points
 and its Pareto frontier, plus the points that could not be drawn and why (a point needs both
@@ -31,7 +32,7 @@ LOG_Y_ABOVE = 8.0
 
 @dataclass(frozen=True)
 class Look:
-    """How a series is drawn, in words both backends map to their own (matplotlib, plotly)."""
+    """How a series is drawn, in words each backend maps to its own (matplotlib, SVG)."""
 
     colour: str
     marker: str          # "circle" or "square"

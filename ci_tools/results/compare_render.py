@@ -14,9 +14,10 @@ _FORMATS = {"tok_s_gpu": ",.0f", "intvty_p90": ",.1f", "intvty_p50": ",.1f", "tt
             "j_per_request": ",.4g"}
 _UNITS = {"ttft_p90_s": " s", "j_per_output_token": " J", "j_per_input_token": " J", "j_per_total_token": " J",
           "j_per_request": " J"}
-_HEADERS = {"tok_s_gpu": "tok/s/GPU", "intvty_p90": "P90 tok/s/user", "intvty_p50": "median / 中位 tok/s/user",
+_HEADERS = {"tok_s_gpu": "tok/s/GPU", "intvty_p90": "P90 tok/s/user", "intvty_p50": "median tok/s/user",
             "ttft_p90_s": "P90 TTFT", "j_per_output_token": "J/output token", "j_per_input_token": "J/input token",
             "j_per_total_token": "J/token", "j_per_request": "J/request"}
+NBSP = "\u00a0"   # keeps a value with its unit, an arrow with its number: a narrow cell wraps between them
 
 
 def shown_metrics(comparisons: list[PointComparison]) -> list:
@@ -24,33 +25,65 @@ def shown_metrics(comparisons: list[PointComparison]) -> list:
     measured it (most sweeps have no valid power measurement, and an empty column says nothing)."""
     return [m for m in METRICS if m.key not in ENERGY_KEYS
             or any(pc.cells[m.key].head is not None or pc.cells[m.key].base is not None for pc in comparisons)]
-_MARK = {IMPROVED: "▲ improved / 提升", REGRESSED: "▼ regressed / 下降", EQUIVALENT: "= equivalent / 持平",
-         INCONCLUSIVE: "~ inconclusive / 无定论", NEW: "new / 新增"}
+
+
+# A verdict says better or worse; the arrow says which way the number moved. They are apart: a P90
+# TTFT that fell by 91.5 % is "▼ -91.5%" and "improved" (lower is better), never "▲ improved".
+_MARK = {IMPROVED: "🟢 improved", REGRESSED: "🔴 regressed", EQUIVALENT: "⚪ equivalent",
+         INCONCLUSIVE: "🟡 inconclusive", NEW: "🆕 new"}
+OVERALL_EMOJI = {"bad": "🔴", "good": "🟢", "warn": "🟡", "neutral": "⚪"}
+
+
+def arrow(change: float | None) -> str:
+    """The direction the number moved: ▲ up, ▼ down, = unchanged, – nothing to compare."""
+    if change is None:
+        return "–"
+    return "▲" if change > 0 else "▼" if change < 0 else "="
+
+
+def change_text(change: float | None) -> str:
+    """`▼ -91.5%` (one unbreakable piece), `–` where nothing was compared."""
+    return "–" if change is None else f"{arrow(change)}{NBSP}{change:+.1%}"
+
+
+def mark(verdict: str) -> str:
+    return _MARK[verdict].replace(" ", NBSP)
+
+
+def metric_words(m) -> str:
+    """A metric's name, saying which way is better where lower is (`P90 TTFT (lower is better)`)."""
+    return m.label if m.higher_is_better else f"{m.label} (lower is better)"
 
 
 def _value(key: str, v: float | None) -> str:
     return "–" if v is None else format(v, _FORMATS[key]) + _UNITS.get(key, "")
 
 
+def _md(key: str, v: float | None) -> str:
+    """A value in a Markdown cell: its number and unit never wrap apart."""
+    return _value(key, v).replace(" ", NBSP)
+
+
 def _cell_md(pc: PointComparison, key: str) -> str:
     c = pc.cells[key]
-    head = _value(key, c.head)
+    head = _md(key, c.head)
     if c.verdict is None:
         if c.head is not None and c.base is None and pc.baseline.kind != "none":
-            return f"{head}<br><sub>main: not measured / 未测</sub>"
+            return f"{head}<br><sub>main: not{NBSP}measured</sub>"
         return head
     if c.verdict == NEW:
-        return f"{head}<br><sub>{_MARK[NEW]}</sub>"
+        return f"{head}<br><sub>{mark(NEW)}</sub>"
+    main = f"main{NBSP}{_md(key, c.base)}"
     if c.change is None:
-        return f"{head}<br><sub>main {_value(key, c.base)} · {_MARK[c.verdict]}</sub>"
-    verdict = f"**{_MARK[c.verdict]}**" if c.verdict in (IMPROVED, REGRESSED) else _MARK[c.verdict]
-    return f"{head}<br><sub>main {_value(key, c.base)} · {c.change:+.1%} · {verdict}</sub>"
+        return f"{head}<br><sub>{main} · {mark(c.verdict)}</sub>"
+    verdict = f"**{mark(c.verdict)}**" if c.verdict in (IMPROVED, REGRESSED) else mark(c.verdict)
+    return f"{head}<br><sub>{main} · {change_text(c.change)} · {verdict}</sub>"
 
 
 def _vs(pc: PointComparison) -> str:
     b = pc.baseline
     if b.kind == "none":
-        return "no main result / main 无结果"
+        return "no main result"
     runs = f"{len(b.results)} run{'s' if len(b.results) != 1 else ''}"
     if b.kind == "replaced":
         return f"replaces {b.name}, {runs}"
@@ -60,14 +93,17 @@ def _vs(pc: PointComparison) -> str:
 def markdown(comparisons: list[PointComparison], shift: FrontierShift | None = None,
              claims: list[dict] | None = None) -> str:
     shown = shown_metrics(comparisons)
-    lines = ["| point / 点位 | vs main / 对比 | " + " | ".join(_HEADERS[m.key] for m in shown) + " |",
+    from ci_tools.results.report import points_sentence, values_sentence
+
+    lines = ["| point | vs main | " + " | ".join(_HEADERS[m.key] + ("" if m.higher_is_better else " ▽")
+                                                 for m in shown) + " |",
              "|---|---|" + "---:|" * len(shown)]
     for pc in comparisons:
         cells = " | ".join(_cell_md(pc, m.key) for m in shown)
         lines.append(f"| {pc.name} | {_vs(pc)} | {cells} |")
-    counts = summary(comparisons)
-    told = ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-    lines += ["", f"Verdicts over {sum(counts.values())} compared values: {told or 'none'}."]
+    lines += ["", f"{points_sentence(comparisons)}; {values_sentence(summary(comparisons))}."]
+    if any(not m.higher_is_better for m in shown):
+        lines.append("▽ lower is better. ▲ ▼ say which way a number moved; the verdict says whether that is better.")
     noise = sorted({c.noise for pc in comparisons for c in pc.cells.values() if c.noise})
     if noise:
         lines.append("Noise from: " + "; ".join(noise) + ".")
@@ -118,10 +154,11 @@ def text(comparisons: list[PointComparison], shift: FrontierShift | None = None,
                 continue
             detail = ""
             if c.change is not None:
-                detail = f"  main {_value(m.key, c.base)}  {c.change:+.1%}  {num.p_value(c.p)}"
+                detail = f"  main {_value(m.key, c.base)}  {arrow(c.change)} {c.change:+.1%}  {num.p_value(c.p)}"
             lines.append(f"  {m.label:<22} {_value(m.key, c.head):>12}{detail}  {c.verdict or 'not compared'}")
-    counts = summary(comparisons)
-    lines.append("verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n))
+    from ci_tools.results.report import points_sentence, values_sentence
+
+    lines.append(f"{points_sentence(comparisons)}; {values_sentence(summary(comparisons))}")
     if shift is not None:
         lines += [line.replace("**", "") for line in frontier_markdown(shift)]
     for c in claims or []:
@@ -129,11 +166,19 @@ def text(comparisons: list[PointComparison], shift: FrontierShift | None = None,
     return "\n".join(lines) + "\n"
 
 
+def point_summary(comparisons: list[PointComparison]) -> dict[str, int]:
+    from ci_tools.results.report import POINT_ORDER, point_verdict
+
+    per = [point_verdict(pc) for pc in comparisons]
+    return {v: per.count(v) for v in POINT_ORDER}
+
+
 def as_json(comparisons: list[PointComparison], shift: FrontierShift | None = None,
             claims: list[dict] | None = None) -> dict:
     return {
         "schema": "ci-tools/comparison/v1",
-        "summary": summary(comparisons),
+        "summary": summary(comparisons),                      # metric values per verdict
+        "point-summary": point_summary(comparisons),          # points per verdict, each point once
         "points": [{"name": pc.name, "point": pc.point,
                     "baseline": {"kind": pc.baseline.kind, "name": pc.baseline.name,
                                  "runs": len(pc.baseline.results)},
@@ -159,32 +204,35 @@ def regressions(comparisons: list[PointComparison]) -> list[str]:
 # ---- the status card: verdict first --------------------------------------------------------------
 
 CHANGED = (REGRESSED, INCONCLUSIVE, IMPROVED)   # the compact table's rows, in this order
-_SHORT = {IMPROVED: "▲ improved", REGRESSED: "▼ regressed", INCONCLUSIVE: "~ inconclusive"}
+
+
+def overall_line(h, report_url: str = "") -> str:
+    """The results' first line: one overall verdict (emoji and word), the points counted once each,
+    the report's link."""
+    link = f" · [open the report]({report_url})" if report_url else ""
+    return f"{OVERALL_EMOJI[h.overall.tone]} **{h.overall.word}** · {h.verdicts}{link}"
 
 
 def card_markdown(comparisons: list[PointComparison], shift: FrontierShift | None, *, report_url: str = "",
                   method: str = "") -> str:
-    """The card's results: the headline and the frontier sentence first, then only what changed
-    (regressed, inconclusive, improved) in a compact table, the method in one line, and the full
-    table and frontier behind <details>."""
+    """The card's results: the overall verdict and the points first, the values behind them and the
+    frontier sentence, then only what changed (regressed, inconclusive, improved) in a compact table,
+    the method in one line, and the full table and frontier behind <details>."""
     from ci_tools.results.report import headline
 
     h = headline(comparisons, shift)
-    link = f" · [report]({report_url})" if report_url else ""
-    lines = [f"**{h.verdicts}**{link}", "", h.frontier, ""]
+    lines = [overall_line(h, report_url), "", f"{h.values}. {h.frontier}", ""]
     changed = [(CHANGED.index(c.verdict), i, pc, m, c) for i, pc in enumerate(comparisons) for m in METRICS
                for c in [pc.cells[m.key]] if c.verdict in CHANGED]
     if changed:
         lines += ["| point | metric | PR | main | change | verdict |", "|---|---|---:|---:|---:|---|"]
         for _, _, pc, m, c in sorted(changed, key=lambda t: (t[0], t[1])):
-            change = "–" if c.change is None else f"{c.change:+.1%}"
-            lines.append(f"| {pc.name} | {m.label} | {_value(m.key, c.head)} | {_value(m.key, c.base)} | {change} "
-                         f"| {_SHORT[c.verdict]} |")
+            lines.append(f"| {pc.name} | {metric_words(m)} | {_md(m.key, c.head)} | {_md(m.key, c.base)} "
+                         f"| {change_text(c.change)} | {mark(c.verdict)} |")
     else:
         lines.append("Nothing changed beyond the noise: every compared value is equivalent or new.")
     if method:
         lines += ["", f"<sub>{method}</sub>"]
-    counts = summary(comparisons)
-    lines += ["", f"<details><summary>All {len(comparisons)} points, {sum(counts.values())} compared values, "
-                  "and the frontier</summary>", "", markdown(comparisons, shift).rstrip("\n"), "", "</details>"]
+    lines += ["", f"<details><summary>All {len(comparisons)} points, every value, and the frontier</summary>",
+              "", markdown(comparisons, shift).rstrip("\n"), "", "</details>"]
     return "\n".join(lines) + "\n"

@@ -10,6 +10,7 @@ artifacts in, result files out; the CLI prints what they hand back.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,13 +42,28 @@ def eval_job(directory: Path) -> dict | None:
     return job if is_eval_job(job) else None
 
 
+def with_custody(result: dict, directory: Path, read: list[Path], expected: str | None) -> dict:
+    """RESULT with its `custody` section: the export checked against the hashes the runner took when the
+    client exited (runner/custody.py); a difference makes it invalid (rule `export-custody`)."""
+    from ci_tools.runner import custody
+    from ci_tools.runner.custody_files import evidence
+
+    failures, section = custody.judge(evidence(directory, read_json(directory / names.JOB_JSON), read, expected))
+    result["custody"] = section
+    if failures:
+        result["valid"] = False
+        result["failures"] = [*result.get("failures", []), *(f.as_dict() for f in failures)]
+    return result
+
+
 def process_eval(directory: Path, job: dict, out: Path | None, thresholds_path: Path | None,
-                 policy_path: Path | None = None) -> Written:
+                 policy_path: Path | None = None, export_sha256: str | None = None) -> Written:
     from ci_tools.evals.load import load_acceptance_tolerance, load_thresholds
     from ci_tools.evals.process import process_eval_dir
 
     path = thresholds_path or Path(names.EVAL_THRESHOLDS)
     result = process_eval_dir(directory, job, load_thresholds(path, str(path)), load_acceptance_tolerance(policy_path))
+    result = with_custody(result, directory, [], export_sha256)
     target = out or (directory / names.EVAL_RESULT_JSON)
     _write_json(target, result)
     return Written(result, target, eval=True)
@@ -64,11 +80,14 @@ def load_results_policy(path: Path | None) -> ResultsPolicy:
 
 def process(dirs: list[Path], point: PointInfo | None, out: Path | None, *, max_error_rate: float,
             min_requests: int | None, workers: int | None,
-            policy: ResultsPolicy = ResultsPolicy()) -> Iterator[Written]:
+            policy: ResultsPolicy = ResultsPolicy(), export_sha256: str | None = None) -> Iterator[Written]:
     """Each directory's result, written as soon as it is computed (DIR/result.json, or OUT)."""
+    from ci_tools.results.process import export_files
+
     for d in dirs:
         result = process_dir(d, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers,
                              policy=policy)
+        result = with_custody(result, d, export_files(d), export_sha256)
         target = out or (d / names.RESULT_JSON)
         _write_json(target, result)
         yield Written(result, target)
@@ -91,23 +110,52 @@ class Collected:
                 "invalid": self.data["invalid"] + sum(1 for e in evals if not e.get("valid"))}
 
 
+PROGRESS_MIN_BYTES = 256 * 1024 * 1024   # an export this big takes seconds: say so before reading it
+
+
+def _progress_lines(dirs: list[Path]) -> list[str]:
+    """What `results process` says before a long read: each big export, its size (2.6 GB took 37 s)."""
+    from ci_tools.results.process import find_aiperf_dir
+
+    out = []
+    for d in dirs:
+        try:
+            export = find_aiperf_dir(d) / names.PROFILE_JSONL
+            size = export.stat().st_size
+        except (InputError, OSError):
+            continue   # the read itself says what is missing
+        if size >= PROGRESS_MIN_BYTES:
+            out.append(f"reading {export} ({size / 1e9:,.1f} GB)…" if size >= 1e9 else
+                       f"reading {export} ({size / 1e6:,.0f} MB)…")
+    return out
+
+
 def run_process(directory: Path, out: Path | None, point: PointInfo | None, *, max_error_rate: float,
                 min_requests: int | None, workers: int | None, thresholds_path: Path | None,
-                policy_path: Path | None = None) -> list[Written]:
+                policy_path: Path | None = None, export_sha256: str | None = None, progress=None) -> list[Written]:
     """`results process`: an eval job is scored; otherwise each job directory's result (one per
-    concurrency for a multi-node job, or DIRECTORY itself when the point is given) is computed."""
+    concurrency for a multi-node job, or DIRECTORY itself when the point is given) is computed. Each
+    is checked against the hashes the runner took of the client's exports (EXPORT_SHA256: the run
+    step's output, the record's own hash)."""
     from ci_tools.results.process import job_dirs
 
     job = eval_job(directory) if point is None else None
     if job is not None:
-        return [process_eval(directory, job, out, thresholds_path, policy_path)]
+        return [process_eval(directory, job, out, thresholds_path, policy_path, export_sha256)]
     dirs = job_dirs(directory) if point is None else [directory]
     if out is not None and len(dirs) > 1:
         raise InputError(f"--out: {directory} holds {len(dirs)} results (one per concurrency); drop --out "
                          "to write each beside its export", exit_code=2)
     policy = load_results_policy(policy_path)
-    return list(process(dirs, point, out, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers,
-                        policy=policy))
+    said = _progress_lines(dirs) if progress is not None else []
+    for line in said:
+        progress(line)
+    started = time.monotonic()
+    written = list(process(dirs, point, out, max_error_rate=max_error_rate, min_requests=min_requests,
+                           workers=workers, policy=policy, export_sha256=export_sha256))
+    if said:
+        progress(f"read {len(said)} export(s) in {time.monotonic() - started:,.1f} s")
+    return written
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,24 @@ def url(site: str, pr: int | None, run_id: int) -> str:
     return f"{site.rstrip('/')}/{run_dir(pr, run_id)}/"
 
 
+def default_site(repository: str) -> str:
+    """GitHub Pages' own address of a repository's site (`OWNER.github.io/NAME/`; the OWNER.github.io
+    repository is served at the root); a custom domain must be given (CI_TOOLS_REPORT_SITE)."""
+    owner, _, name = repository.partition("/")
+    if not owner or not name:
+        return ""
+    host = f"{owner.lower()}.github.io"
+    return f"https://{host}/" if name.lower() == host else f"https://{host}/{name}/"
+
+
+def site_of(given: str, enabled: str, repository: str) -> str:
+    """The site the reports are on: the one given (a custom domain), else Pages' own address when
+    publishing is on, else none (the card then links the report artifact)."""
+    if given.strip():
+        return given.strip()
+    return default_site(repository) if enabled.strip().lower() in ("true", "1", "yes") else ""
+
+
 def parse(path: str) -> tuple[int | None, int] | None:
     """(pr or None for main, run id) of a run directory, None for anything else."""
     m = _RUN.match(path.strip("/"))

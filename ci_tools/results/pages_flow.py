@@ -39,6 +39,7 @@ class Published:
     pruned: list[str] = field(default_factory=list)
     attempts: int = 0
     notes: list[str] = field(default_factory=list)
+    url: str = ""          # the page's address on the Pages site (the deployment's URL)
 
 
 def target_of(event_name: str, payload: dict, pr_of_run: PrOfRun,
@@ -134,7 +135,7 @@ def publish(report: Path, *, remote: str, branch: str, pr: int | None, run_id: i
 def run_publish(report: Path, *, enabled: str, event_name: str, event_path: Path | None, run_id: int,
                 repository: str, branch: str, remote: str | None, token: str | None, keep: int,
                 pr_of_run: PrOfRun, server: str = "https://github.com", decide: bool = False,
-                open_prs: Callable[[], list[int]] | None = None) -> Published:
+                open_prs: Callable[[], list[int]] | None = None, site: str = "") -> Published:
     """Publish the report, or only say whether it would be (`decide`: the workflow downloads the
     report artifact only then)."""
     if enabled.strip().lower() not in ("true", "1", "yes"):
@@ -150,8 +151,10 @@ def run_publish(report: Path, *, enabled: str, event_name: str, event_path: Path
     ok, pr, why = target_of(event_name, payload, pr_of_run)
     if not ok:
         return Published(False, why)
+    site = pages.site_of(site, enabled, repository)
+    page_url = pages.url(site, pr, run_id) if site else ""
     if decide:
-        return Published(False, "", path=pages.run_dir(pr, run_id))
+        return Published(False, "", path=pages.run_dir(pr, run_id), url=page_url)
     if remote is None:
         if not repository:
             raise InputError("no repository: pass --remote or set GITHUB_REPOSITORY", exit_code=2)
@@ -160,6 +163,7 @@ def run_publish(report: Path, *, enabled: str, event_name: str, event_path: Path
     done = publish(report, remote=remote, branch=branch, pr=pr, run_id=run_id, token=token, keep=keep,
                    open_prs=open_set)
     done.notes += notes
+    done.url = page_url
     return done
 
 

@@ -60,6 +60,12 @@ def find_aiperf_dir(path: Path) -> Path:
         f"see {names.CLIENT_LOG} and {names.STATUS_JSON} there")])
 
 
+def export_files(path: Path) -> list[Path]:
+    """The files of AIPerf's export that `results process` reads from PATH (custody checks they are recorded)."""
+    adir = find_aiperf_dir(path)
+    return [f for f in (adir / names.PROFILE_JSONL, adir / names.PROFILE_JSON) if f.exists() or f.is_symlink()]
+
+
 def read_json(path: Path) -> dict | None:
     if not path.is_file():
         return None
@@ -208,6 +214,8 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
 
         result["gpu_telemetry"] = {**telemetry.summarize(samples, window, result.get("tokens")), "problems": problems}
     add_energy(result, samples, window, point.gpu_count, scan.records_profiled)
+    if job is not None and isinstance(job.get("engine"), dict):
+        result["engine"] = job["engine"]   # the release the runner found where the engine ran (and its image)
     return result
 
 

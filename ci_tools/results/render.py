@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ci_tools.results.chart import DOMINATED, LOOKS, X_TITLE, Y_TITLE, Chart, tick_text
+from ci_tools import names
 from ci_tools.render.output import Output
 from ci_tools.results.pareto import Point
 
@@ -225,6 +226,9 @@ def process_output(written: list, directory: str) -> Output:
         out.summary += "\n".join([f"### results process: {name}: {'valid' if w.result['valid'] else 'INVALID'}", "",
                                   f"written to `{w.target}`", "",
                                   *(f"- `{fail.get('rule')}`: {fail.get('message')}" for fail in failures)]) + "\n"
+        note = (w.result.get("custody") or {}).get("note")
+        if note:
+            out.stderr.append(f"note: {note}")
         warning = (w.result.get("acceptance") or {}).get("warning") if w.eval else None
         if warning:
             out.annotations.append(("warning", f"{name}: {warning}", "results process: acceptance"))
@@ -285,19 +289,29 @@ def compare_output(report, fail_on_regression: bool) -> Output:
 
 
 def report_output(w, fmt: str) -> Output:
-    """`results report`: the headline and the page written; github: both in the job summary."""
-    return Output(text=f"{w.headline.verdicts}. {w.headline.frontier}\n"
+    """`results report`: the verdict and the page written; github: the verdict, the values behind it,
+    the frontier and the chart (in characters: a summary shows no script or inline SVG) in the job
+    summary."""
+    from ci_tools.results.compare_render import OVERALL_EMOJI
+
+    h = w.headline
+    values = f" {h.values}." if h.values else ""
+    return Output(text=f"{h.overall.word}: {h.verdicts}.{values} {h.frontier}\n"
                        f"report: {w.out} ({w.size:,} bytes, {w.points} points, "
                        f"{len(w.telemetry_jobs)} job(s) with GPU telemetry)",
-                  json={"out": str(w.out), "bytes": w.size, "points": w.points, "verdicts": w.headline.counts,
-                        "frontier": w.headline.frontier, "telemetry-jobs": w.telemetry_jobs, "notes": w.notes,
+                  json={"out": str(w.out), "bytes": w.size, "points": w.points, "overall": h.overall.key,
+                        "verdicts": h.counts, "point-verdicts": h.points,
+                        "frontier": h.frontier, "telemetry-jobs": w.telemetry_jobs, "notes": w.notes,
                         "acceptance-warnings": w.acceptance_warnings},
                   stderr=[f"note: {note}" for note in w.notes] if fmt != "json" else [],   # json holds them
                   annotations=[("warning", a, "results report: acceptance") for a in w.acceptance_warnings],
-                  summary=(f"### Sweep report\n\n**{w.headline.verdicts}.** {w.headline.frontier}\n\n"
+                  summary=(f"### {OVERALL_EMOJI[h.overall.tone]} {h.overall.word}: sweep report\n\n"
+                           f"**{h.verdicts}.**{values} {h.frontier}\n\n"
                            + "".join(f"- acceptance: {a}\n" for a in w.acceptance_warnings)
                            + ("\n" if w.acceptance_warnings else "")
-                           + f"The page (`{w.out.name}`, {w.size:,} bytes) is in this run's report artifact.\n"))
+                           + f"```text\n{w.chart_text}\n```\n\n"
+                           + f"The page ({w.size:,} bytes: the chart, every value and the GPU telemetry) is this run's "
+                             f"`{names.REPORT_ARTIFACT}` artifact: it opens in the browser.\n"))
 
 
 def publish_output(p, report: Path, branch: str, decide: bool, fmt: str = "text") -> Output:
@@ -311,10 +325,13 @@ def publish_output(p, report: Path, branch: str, decide: bool, fmt: str = "text"
         text = f"not published: {p.reason}"
     summary = "" if would else (f"Sweep report: published at `{p.path}/` on `{branch}`.\n" if p.published
                                 else f"Sweep report: not published ({p.reason}).\n")
+    if p.published and p.url:
+        text += f"\npage: {p.url}"
+        summary = f"Sweep report: published at [{p.url}]({p.url}) (`{p.path}/` on `{branch}`).\n"
     return Output(text=text, json={"publish": would or p.published, "published": p.published,
-                                   "reason": p.reason or None, "path": p.path or None, "pruned": p.pruned,
-                                   "notes": p.notes},
+                                   "reason": p.reason or None, "path": p.path or None, "url": p.url or None,
+                                   "pruned": p.pruned, "notes": p.notes},
                   stderr=[f"note: {n}" for n in p.notes] if fmt != "json" else [],
                   outputs={"publish": str(would or p.published).lower(), "published": str(p.published).lower(),
-                           "path": p.path},
+                           "path": p.path, "url": p.url},
                   summary=summary)

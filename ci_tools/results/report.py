@@ -30,10 +30,65 @@ def value(key: str, v) -> str:
 
 # ---- the headline ------------------------------------------------------------------------------
 
-def counts_sentence(counts: dict[str, int]) -> str:
-    """`7 improved, 1 regressed, 1 equivalent, 0 inconclusive (12 new)`."""
-    core = ", ".join(f"{counts.get(v, 0)} {v}" for v in (IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE))
-    return core + (f" ({counts[NEW]} new)" if counts.get(NEW) else "")
+# a point counts once, under the first of these its values got (a point that regressed on one
+# metric and improved on another is a regressed point: the reviewer must look at it)
+POINT_ORDER = (REGRESSED, IMPROVED, INCONCLUSIVE, EQUIVALENT, NEW)
+
+
+def point_verdict(pc: PointComparison) -> str | None:
+    """The point's one verdict (POINT_ORDER); None where no value could be compared or is new."""
+    got = {c.verdict for c in pc.cells.values()}
+    return next((v for v in POINT_ORDER if v in got), None)
+
+
+@dataclass(frozen=True)
+class Overall:
+    """The run's one verdict, as a word and a tone (the page colours it, the card gives it an emoji)."""
+
+    key: str       # a POINT_ORDER verdict, or "none" (no baseline) / "empty" (nothing comparable)
+    word: str
+    tone: str      # "bad", "good", "warn", "neutral"
+
+
+OVERALL = {
+    REGRESSED: Overall(REGRESSED, "Regressed", "bad"),
+    IMPROVED: Overall(IMPROVED, "Improved", "good"),
+    INCONCLUSIVE: Overall(INCONCLUSIVE, "Inconclusive", "warn"),
+    EQUIVALENT: Overall(EQUIVALENT, "No change", "neutral"),
+    NEW: Overall(NEW, "New points only", "neutral"),
+    "none": Overall("none", "No baseline", "neutral"),
+    "empty": Overall("empty", "Nothing compared", "warn"),
+}
+
+
+def overall(comparisons: list[PointComparison], baseline: bool = True) -> Overall:
+    """Regressed when any point regressed, else improved when any improved, and so on (POINT_ORDER)."""
+    if not baseline:
+        return OVERALL["none"]
+    got = {point_verdict(pc) for pc in comparisons}
+    return next((OVERALL[v] for v in POINT_ORDER if v in got), OVERALL["empty"])
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def points_sentence(comparisons: list[PointComparison]) -> str:
+    """`7 points: 1 regressed, 3 improved, 3 new`: each point once, under its own verdict."""
+    per = [point_verdict(pc) for pc in comparisons]
+    parts = [f"{per.count(v)} {v}" for v in POINT_ORDER if per.count(v)]
+    if per.count(None):
+        parts.append(f"{per.count(None)} not comparable")
+    return _plural(len(comparisons), "point") + (": " + ", ".join(parts) if parts else "")
+
+
+def values_sentence(counts: dict[str, int]) -> str:
+    """`21 metric values: 9 compared with main (7 improved, 1 regressed, 1 equivalent), 12 new`."""
+    compared = sum(counts.get(v, 0) for v in (IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE))
+    told = ", ".join(f"{counts[v]} {v}" for v in (IMPROVED, REGRESSED, EQUIVALENT, INCONCLUSIVE) if counts.get(v))
+    text = f"{_plural(compared + counts.get(NEW, 0), 'metric value')}: {compared} compared with main"
+    text += f" ({told})" if told else ""
+    return text + (f", {counts[NEW]} new" if counts.get(NEW) else "")
 
 
 def _ranges(shift: FrontierShift, side: str) -> list[str]:
@@ -68,25 +123,50 @@ def frontier_sentence(shift: FrontierShift | None, baseline: bool = True) -> str
         return "main's frontier is ahead of the PR's at every P90 interactivity."
     if not pr and not main:
         return "The two frontiers are level."
-    return (f"The PR offers more tok/s/GPU at P90 interactivity {', '.join(pr)} tok/s/user, "
-            f"main at {', '.join(main)}.")
+    share = _shares(shift)
+    crossings = len(shift.crossings)
+    cross = f"; the curves cross {crossings} time{'s' if crossings != 1 else ''}" if crossings else ""
+    top = max(s["up_to"] for s in shift.segments)
+    if share["PR"] >= share["main"]:
+        return (f"The PR's frontier offers more tok/s/GPU over {share['PR']:.0%} of the P90 interactivity range "
+                f"(up to {top:,.1f} tok/s/user), main's over {share['main']:.0%} ({', '.join(main)}){cross}.")
+    return (f"main's frontier offers more tok/s/GPU over {share['main']:.0%} of the P90 interactivity range "
+            f"(up to {top:,.1f} tok/s/user), the PR's over {share['PR']:.0%} ({', '.join(pr)}){cross}.")
+
+
+def _shares(shift: FrontierShift) -> dict[str, float]:
+    """Each side's share of the interactivity range (0 to the highest frontier point) where it leads."""
+    top = max(s["up_to"] for s in shift.segments) or 1.0
+    out = {"PR": 0.0, "main": 0.0, "tie": 0.0}
+    for seg in shift.segments:
+        out[seg["lead"]] += (seg["up_to"] - (seg["above"] or 0.0)) / top
+    return out
 
 
 @dataclass
 class Headline:
-    counts: dict[str, int]
-    verdicts: str          # counts_sentence
-    frontier: str          # frontier_sentence
-    regressed: list[str]   # "tp4-c4 throughput -6.8%"
+    counts: dict[str, int]  # metric values per verdict (compare.summary)
+    verdicts: str           # points_sentence: the points, each once
+    frontier: str           # frontier_sentence
+    regressed: list[str]    # "tp4-c4 throughput -6.8%"
+    values: str = ""        # values_sentence: the metric values behind it
+    overall: Overall = OVERALL["empty"]
+    points: dict[str, int] = field(default_factory=dict)   # points per verdict (point_verdict)
 
 
 def headline(comparisons: list[PointComparison], shift: FrontierShift | None, baseline: bool = True) -> Headline:
     counts = summary(comparisons)
     regressed = [f"{pc.name} {m.label} {pc.cells[m.key].change:+.1%}" for pc in comparisons for m in METRICS
                  if pc.cells[m.key].verdict == REGRESSED and pc.cells[m.key].change is not None]
-    verdicts = (counts_sentence(counts) if baseline else
-                f"No baseline: {len(comparisons)} point{'s' if len(comparisons) != 1 else ''} measured, nothing compared")
-    return Headline(counts, verdicts, frontier_sentence(shift, baseline), regressed)
+    per = [point_verdict(pc) for pc in comparisons]
+    points = {v: per.count(v) for v in POINT_ORDER}
+    if baseline:
+        verdicts, values = points_sentence(comparisons), values_sentence(counts)
+    else:
+        verdicts = f"No baseline: {_plural(len(comparisons), 'point')} measured, nothing compared"
+        values = ""
+    return Headline(counts, verdicts, frontier_sentence(shift, baseline), regressed, values,
+                    overall(comparisons, baseline), points)
 
 
 # ---- the verdict table and the hover text --------------------------------------------------------
@@ -243,6 +323,53 @@ def telemetry_job(name: str, samples: list[dict], result: dict | None = None) ->
     return TelemetryJob(name, gpus, summary, (result or {}).get("energy"), reasons)
 
 
+# ---- what the page belongs to -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Links:
+    """The PR, commit and run a report belongs to (each may be unknown: a report made by hand)."""
+
+    repo: str = ""                       # OWNER/NAME
+    server: str = "https://github.com"
+    pr: int | None = None
+    commit: str = ""
+    run_id: int | None = None
+
+    def _base(self) -> str:
+        return f"{self.server.rstrip('/')}/{self.repo}" if self.repo else ""
+
+    @property
+    def pr_url(self) -> str:
+        return f"{self._base()}/pull/{self.pr}" if self._base() and self.pr else ""
+
+    @property
+    def commit_url(self) -> str:
+        return f"{self._base()}/commit/{self.commit}" if self._base() and self.commit else ""
+
+    @property
+    def run_url(self) -> str:
+        return f"{self._base()}/actions/runs/{self.run_id}" if self._base() and self.run_id else ""
+
+
+def links_from_event(event: dict | None, *, repo: str = "", server: str = "", run_id: int | None = None,
+                     pr: int | None = None, commit: str = "") -> Links:
+    """The links of a report made in a workflow: the PR and its head commit from the event's payload
+    (a pull request's; a trusted sweep's dispatch inputs; a push's new head), unless given."""
+    event = event if isinstance(event, dict) else {}
+    pull = event.get("pull_request") if isinstance(event.get("pull_request"), dict) else {}
+    inputs = event.get("inputs") if isinstance(event.get("inputs"), dict) else {}
+
+    def number(v) -> int | None:
+        text = str(v or "").strip()
+        return int(text) if text.isdigit() and int(text) > 0 else None
+
+    head = pull.get("head") if isinstance(pull.get("head"), dict) else {}
+    found_pr = number(pull.get("number")) or number(inputs.get("pr"))
+    found_sha = str(head.get("sha") or inputs.get("sha") or event.get("after") or "")
+    return Links(repo=repo, server=server or "https://github.com", pr=pr or found_pr, commit=commit or found_sha,
+                 run_id=run_id)
+
+
 # ---- the whole report ------------------------------------------------------------------------------
 
 @dataclass
@@ -258,6 +385,7 @@ class Report:
     method: str
     acceptance: list[dict] = field(default_factory=list)   # acceptance_rows of the evals
     baseline: bool = True          # False: a first or smoke run, drawn alone
+    links: Links = Links()
 
 
 def method_line(comparisons: list[PointComparison], policy) -> str:
@@ -269,8 +397,16 @@ def method_line(comparisons: list[PointComparison], policy) -> str:
 def build(comparisons: list[PointComparison], shift: FrontierShift | None, head: list[dict],
           main_latest: list[dict], policy, *, title: str = "", evals: list[dict] | None = None,
           eval_verdict: str | None = None, telemetry: list[TelemetryJob] | None = None,
-          notes: list[str] | None = None, baseline: bool = True) -> Report:
-    return Report(title or "Sweep report", headline(comparisons, shift, baseline),
+          notes: list[str] | None = None, baseline: bool = True, links: Links = Links()) -> Report:
+    h = headline(comparisons, shift, baseline)
+    return Report(title or default_title(h, links), h,
                   chart_of(comparisons, head, main_latest, charts.TITLE), rows(comparisons),
                   eval_rows(evals) if evals is not None else None, eval_verdict, telemetry or [],
-                  list(notes or []), method_line(comparisons, policy), acceptance_rows(evals or []), baseline)
+                  list(notes or []), method_line(comparisons, policy), acceptance_rows(evals or []), baseline, links)
+
+
+def default_title(h: Headline, links: Links) -> str:
+    """`Regressed: PR #7, sweep run 50`: the verdict, then what it belongs to."""
+    of = [f"PR #{links.pr}"] if links.pr else []
+    of += [f"sweep run {links.run_id}"] if links.run_id else []
+    return f"{h.overall.word}: " + (", ".join(of) if of else "sweep report")

@@ -31,6 +31,7 @@ class Written:
     telemetry_jobs: list[str]
     notes: list[str] = field(default_factory=list)
     acceptance_warnings: list[str] = field(default_factory=list)   # each disagreeing eval row: point: warning
+    chart_text: str = ""      # the chart in characters, for the job summary (report_text.py)
 
 
 def _read_json(path: Path):
@@ -152,14 +153,22 @@ def load_telemetry(root: Path, head: list[dict],
     return jobs, notes
 
 
+def load_links(event_path: Path | None, *, repo: str = "", server: str = "", run_id: int | None = None,
+               pr: int | None = None, commit: str = "") -> report.Links:
+    """The PR, commit and run the page links to: given, else from the workflow's event payload."""
+    event = None
+    if event_path is not None and str(event_path):
+        if not event_path.is_file():
+            raise InputError(f"{event_path}: no such event file (--event-path, $GITHUB_EVENT_PATH)", exit_code=2)
+        event = _read_json(event_path)
+    return report.links_from_event(event, repo=repo, server=server, run_id=run_id, pr=pr, commit=commit)
+
+
 def run_report(head_path: Path, baseline_paths: list[Path], out: Path, *, from_main: bool = False,
                evals_path: Path | None = None, telemetry_dir: Path | None = None, policy_path: Path | None = None,
-               title: str = "", gh=None) -> Written:
-    try:
-        from ci_tools.results import report_html
-        import plotly  # noqa: F401
-    except ImportError:
-        raise InputError("results report needs plotly: pip install 'ci-tools[report]'", exit_code=2) from None
+               title: str = "", gh=None, links: report.Links = report.Links()) -> Written:
+    from ci_tools.results import report_html
+
     policy = load_policy(policy_path)
     head, main, notes = load_sides(head_path, baseline_paths, policy, from_main=from_main, gh=gh,
                                    require_baseline=False)
@@ -177,9 +186,12 @@ def run_report(head_path: Path, baseline_paths: list[Path], out: Path, *, from_m
     shown = {id(r): pc.name for pc in comparisons for r in head if r.get("point") is pc.point}
     jobs, tel_notes = load_telemetry(telemetry_dir, head, shown) if telemetry_dir is not None else ([], [])
     doc = report.build(comparisons, shift, head, latest, policy, title=title, evals=evals, eval_verdict=verdict,
-                       telemetry=jobs, notes=notes + tel_notes, baseline=baseline)
+                       telemetry=jobs, notes=notes + tel_notes, baseline=baseline, links=links)
     page = report_html.render(doc).encode("utf-8")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(page)
+    from ci_tools.results.report_text import text_chart
+
     return Written(out, len(page), doc.headline, len(comparisons), [j.name for j in jobs], notes + tel_notes,
-                   [f"{a['point']}: {a['why']}" for a in doc.acceptance if a["agrees"] is False])
+                   [f"{a['point']}: {a['why']}" for a in doc.acceptance if a["agrees"] is False],
+                   text_chart(doc.chart))

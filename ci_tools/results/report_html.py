@@ -1,42 +1,111 @@
-"""The sweep report as one self-contained HTML page (adapter: it inlines plotly's JavaScript bundle).
+"""The sweep report as one self-contained HTML page (rendering; the content comes from `report.py`).
 
-Everything the page needs is in the file: plotly.js (inlined, so a downloaded artifact or a Pages
-site draws offline and nothing is fetched at view time), the figures as JSON, the styles, and a few
-lines of script for the sortable table and the per-config and per-scenario toggles. The content
-comes from `report.py`; this module only lays it out.
+The page reads completely without JavaScript: GitHub opens an unzipped HTML artifact in the browser
+and its note on that speaks of "simple HTML files (without links to CSS or JS)", so the verdict, the
+links to the PR, commit and run, the table and the charts (inline SVG, `report_svg.py`) are all in
+the markup. A small inline script adds a tooltip on the chart's points, toggles per series and per
+workload, and sortable table columns (keyboard too); without it nothing is missing but those.
+
+Nothing is fetched: no font, no stylesheet, no script from anywhere. The colours follow the
+reader's scheme (`prefers-color-scheme`); the layout fits 390 to 1,920 px without scrolling the
+page sideways (wide tables scroll inside their own focusable region; a phone gets a chart drawn
+for its width).
 """
 
 from __future__ import annotations
 
 import html
-import json
 
-from ci_tools.results import chart as charts
+from ci_tools.results import report_svg
 from ci_tools.results.report import Report, TelemetryJob, value
 
 VERDICT_CLASS = {"improved": "good", "regressed": "bad", "equivalent": "same", "inconclusive": "unsure",
                  "new": "new"}
+ARROW_NBSP = "\u00a0"
 
 STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1180px;padding:16px 24px;color:#1b1f24}
-h1{font-size:22px;margin:4px 0 8px}h2{font-size:17px;margin:26px 0 8px;border-bottom:1px solid #d8dee4;padding-bottom:4px}
-h3{font-size:15px;margin:16px 0 4px}
-.headline{background:#f6f8fa;border:1px solid #d8dee4;border-radius:6px;padding:10px 14px}
-.headline .counts{font-size:18px;font-weight:600;margin:2px 0}.headline p{margin:4px 0}
-.method,.note{color:#57606a;font-size:12.5px}
-table{border-collapse:collapse;width:100%;font-size:13px}th,td{border:1px solid #d8dee4;padding:4px 6px;vertical-align:top}
-th{background:#f6f8fa;cursor:pointer;text-align:left;white-space:nowrap}th.num,td.num{text-align:right}
-th[aria-sort=ascending]::after{content:" ▲"}th[aria-sort=descending]::after{content:" ▼"}
-td small{color:#57606a;display:block;white-space:nowrap}
-.good{color:#1a7f37;font-weight:600}.bad{color:#cf222e;font-weight:600}.same{color:#57606a}.unsure{color:#9a6700}.new{color:#0969da}
-.pass{color:#1a7f37}.fail{color:#cf222e;font-weight:600}
-#toggles label{margin-right:14px;white-space:nowrap}#toggles{margin:6px 0}
-.job{border-top:1px solid #eaeef2;padding-top:4px}
+:root{color-scheme:light dark;--bg:#fff;--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--panel:#f6f8fa;--grid:#e6eaef;
+--pr:#0969da;--main:#6e7781;--bad:#cf222e;--good:#1a7f37;--warn:#9a6700;--new:#0969da;--link:#0969da}
+@media (prefers-color-scheme:dark){:root{--bg:#0d1117;--fg:#e6edf3;--muted:#9198a1;--line:#3d444d;--panel:#151b23;
+--grid:#262c36;--pr:#4493f8;--main:#9198a1;--bad:#ff7b72;--good:#3fb950;--warn:#d29922;--new:#58a6ff;--link:#58a6ff}}
+*{box-sizing:border-box}
+html{background:var(--bg);color:var(--fg)}
+body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans","DejaVu Sans",sans-serif;margin:0 auto;
+max-width:1200px;padding:12px clamp(12px,3vw,28px) 28px;overflow-wrap:break-word}
+a{color:var(--link)}code{font-size:.92em}
+h1{font-size:clamp(19px,2.4vw,24px);margin:6px 0 6px;line-height:1.3}
+h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid var(--line);padding-bottom:4px}
+h3{font-size:15px;margin:14px 0 4px}
+.crumbs{margin:0;color:var(--muted);font-size:14px}
+.pill{display:inline-block;padding:1px 10px;border-radius:999px;color:#fff;font-weight:700;margin-right:6px}
+.pill.tone-bad{background:#cf222e}.pill.tone-good{background:#1a7f37}.pill.tone-warn{background:#9a6700}
+.pill.tone-neutral{background:#59636e}
+.headline p{margin:4px 0}.headline .points{font-size:17px;font-weight:600}
+.method,.note{color:var(--muted);font-size:13px}
+figure{margin:8px 0 0}
+svg.chart{display:block;width:100%;height:auto;max-width:880px}
+.chart-compact{display:none}
+@media (max-width:600px){.chart-wide{display:none}.chart-compact{display:block}}
+svg text{fill:var(--fg)}svg .tick{fill:var(--muted)}svg .axis-title{fill:var(--muted)}
+svg .grid{stroke:var(--grid);stroke-width:1}svg .frame{fill:none;stroke:var(--line)}
+svg .s-pr{--c:var(--pr)}svg .s-main{--c:var(--main)}
+svg .frontier{fill:none;stroke:var(--c);stroke-width:2}svg .frontier.dashed{stroke-dasharray:6 4}
+svg .mk{fill:var(--c);stroke:var(--bg);stroke-width:1}svg path.mk{fill:none;stroke:var(--c);stroke-width:2}
+svg .off-frontier .mk{opacity:.75}
+svg .ring{fill:none;stroke:var(--bad);stroke-width:2.5}
+svg .label{font-size:.92em}svg .label.s-main{fill:var(--muted)}svg .label.bad{fill:var(--bad);font-weight:700}
+svg .pt:hover .mk,svg .pt.hot .mk{stroke:var(--fg);stroke-width:2}
+svg .gpu .power{fill:none;stroke:var(--g);stroke-width:1.5}svg .gpu .clock{fill:none;stroke:var(--g);stroke-width:1;stroke-dasharray:2 3}
+.gpu-0{--g:#0969da}.gpu-1{--g:#bf3989}.gpu-2{--g:#1a7f37}.gpu-3{--g:#9a6700}.gpu-4{--g:#8250df}.gpu-5{--g:#cf222e}
+.gpu-6{--g:#1b7c83}.gpu-7{--g:#6e7781}
+@media (prefers-color-scheme:dark){.gpu-0{--g:#4493f8}.gpu-1{--g:#db61a2}.gpu-2{--g:#3fb950}.gpu-3{--g:#d29922}
+.gpu-4{--g:#ab7df8}.gpu-5{--g:#ff7b72}.gpu-6{--g:#39c5cf}.gpu-7{--g:#9198a1}}
+.legend{display:flex;flex-wrap:wrap;gap:4px 16px;margin:6px 0;font-size:14px}
+.legend label,.legend span{white-space:nowrap}.legend svg{width:16px;height:16px;vertical-align:-3px}
+.legend input{margin:0 4px 0 0}
+.scroll{overflow-x:auto;max-width:100%;border:1px solid var(--line);border-radius:6px}
+.scroll:focus{outline:2px solid var(--link);outline-offset:2px}
+table{border-collapse:collapse;font-size:14px;min-width:100%}
+th,td{border-bottom:1px solid var(--line);padding:5px 8px;vertical-align:top;text-align:left}
+th{background:var(--panel);font-weight:600;min-width:5.5em}th.num,td.num{text-align:right}
+td.name{white-space:nowrap;font-weight:600}.nw{white-space:nowrap}
+th button{font:inherit;color:inherit;background:none;border:0;padding:0;cursor:pointer;text-align:inherit}
+th[aria-sort=ascending] button::after{content:" \\25B2"}th[aria-sort=descending] button::after{content:" \\25BC"}
+td small{color:var(--muted);display:block}
+.good{color:var(--good);font-weight:600}.bad{color:var(--bad);font-weight:600}.same{color:var(--muted)}
+.unsure{color:var(--warn)}.new{color:var(--new)}
+.pass{color:var(--good)}.fail{color:var(--bad);font-weight:600}
+#tip{position:absolute;z-index:5;max-width:min(420px,92vw);background:var(--panel);color:var(--fg);
+border:1px solid var(--line);border-radius:6px;padding:6px 9px;font-size:13px;white-space:pre-line;pointer-events:none;
+box-shadow:0 2px 8px rgba(0,0,0,.25)}
+.job{border-top:1px solid var(--line);padding-top:4px}
+footer{margin-top:28px;border-top:1px solid var(--line);padding-top:6px}
 """
 
+# Only additions: the tooltip (from each point's SVG <title>), the series and workload toggles, and
+# sortable columns. The page has all of its content without this.
 SCRIPT = """
 (function(){
-  function sortBy(th){
+  var tip=document.getElementById('tip');
+  document.querySelectorAll('svg.chart .pt').forEach(function(g){
+    var t=g.querySelector('title'); if(!t)return; g.setAttribute('data-tip',t.textContent); t.remove();
+    function show(){var r=g.getBoundingClientRect();tip.textContent=g.getAttribute('data-tip');tip.hidden=false;
+      var x=r.left+window.scrollX+r.width/2+10,y=r.top+window.scrollY-8,w=tip.offsetWidth;
+      if(x+w>window.scrollX+document.documentElement.clientWidth-8){x=Math.max(window.scrollX+8,r.left+window.scrollX-w-10);}
+      tip.style.left=x+'px';tip.style.top=(y-tip.offsetHeight>window.scrollY?y-tip.offsetHeight:y+r.height+16)+'px';
+      g.classList.add('hot');}
+    function hide(){tip.hidden=true;g.classList.remove('hot');}
+    g.addEventListener('mouseenter',show);g.addEventListener('mouseleave',hide);
+  });
+  var boxes=document.querySelectorAll('#legend input');
+  function apply(){
+    var off={};boxes.forEach(function(c){if(!c.checked){off[c.dataset.kind+':'+c.value]=1;}});
+    document.querySelectorAll('svg.chart [data-series], svg.chart [data-group]').forEach(function(e){
+      var d=e.dataset,hide=(d.series&&off['series:'+d.series])||(d.group&&off['group:'+d.group]);
+      e.style.display=hide?'none':'';});
+  }
+  boxes.forEach(function(c){c.hidden=false;c.addEventListener('change',apply);});
+  function sortBy(th,button){
     var table=th.closest('table'),body=table.tBodies[0],i=Array.prototype.indexOf.call(th.parentNode.children,th);
     var dir=th.getAttribute('aria-sort')==='ascending'?'descending':'ascending';
     Array.prototype.forEach.call(th.parentNode.children,function(h){h.removeAttribute('aria-sort');});
@@ -49,17 +118,11 @@ SCRIPT = """
       return dir==='ascending'?c:-c;});
     rows.forEach(function(r){body.appendChild(r);});
   }
-  document.querySelectorAll('table.sortable th').forEach(function(th){th.addEventListener('click',function(){sortBy(th);});});
-  var gd=document.getElementById('pareto');
-  function applyToggles(){
-    var off={};
-    document.querySelectorAll('#toggles input').forEach(function(c){if(!c.checked){off[c.dataset.kind+':'+c.value]=1;}});
-    var vis=gd.data.map(function(t){var m=t.meta||{};
-      if(m.config!==undefined&&off['config:'+m.config])return false;
-      if(m.scenario!==undefined&&off['scenario:'+m.scenario])return false;return true;});
-    Plotly.restyle(gd,{visible:vis});
-  }
-  document.querySelectorAll('#toggles input').forEach(function(c){c.addEventListener('change',applyToggles);});
+  document.querySelectorAll('table.sortable th').forEach(function(th){
+    var b=document.createElement('button');b.type='button';
+    while(th.firstChild){b.appendChild(th.firstChild);}th.appendChild(b);
+    b.addEventListener('click',function(){sortBy(th,b);});
+  });
 })();
 """
 
@@ -68,86 +131,86 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _json(obj) -> str:
-    # inside <script>: no "</" may close the element early
-    return json.dumps(obj, separators=(",", ":")).replace("</", "<\\/")
+def _links(report: Report) -> str:
+    lk = report.links
+    parts = []
+    if lk.pr_url:
+        parts.append(f'<a id="pr-link" href="{_e(lk.pr_url)}">PR #{lk.pr}</a>')
+    if lk.commit:
+        short = f"<code>{_e(lk.commit[:12])}</code>"
+        parts.append(f'commit <a href="{_e(lk.commit_url)}">{short}</a>' if lk.commit_url else f"commit {short}")
+    if lk.run_url:
+        parts.append(f'<a href="{_e(lk.run_url)}">sweep run {lk.run_id}</a>')
+    elif lk.run_id:
+        parts.append(f"sweep run {lk.run_id}")
+    if not parts:
+        return '<p class="crumbs">Made outside a workflow: no PR, commit or run was given.</p>'
+    return '<nav class="crumbs" aria-label="What this report belongs to">' + " · ".join(parts) + "</nav>"
 
 
-def _scenario(s: str) -> str:
-    return s or "unspecified"
+def _legend(report: Report) -> str:
+    """The chart's key; with the script, each entry also toggles what it names."""
+    items = []
+    names = {s.name for s in report.chart.series}
+    if "PR" in names or "points" in names:
+        items.append('<label><input type="checkbox" checked hidden data-kind="series" value="PR">'
+                     '<svg aria-hidden="true" viewBox="0 0 16 16" class="s-pr"><circle class="mk" cx="8" cy="8" r="5" '
+                     'style="fill:var(--pr)"/></svg> the PR: points and frontier</label>')
+    if "main" in names:
+        items.append('<label><input type="checkbox" checked hidden data-kind="series" value="main">'
+                     '<svg aria-hidden="true" viewBox="0 0 16 16"><rect x="3" y="3" width="10" height="10" '
+                     'style="fill:var(--main)"/></svg> main: points and frontier (dashed)</label>')
+    if any(report_svg.regressed(p) for s in report.chart.series for p in s.points):
+        items.append('<span><svg aria-hidden="true" viewBox="0 0 16 16"><circle cx="8" cy="8" r="6" '
+                     'style="fill:none;stroke:var(--bad);stroke-width:2.5"/></svg> regressed point</span>')
+    groups = sorted({report_svg.charts_group(p) for s in report.chart.series for p in s.points} - {""})
+    if len(groups) > 1:
+        items += [f'<label><input type="checkbox" checked hidden data-kind="group" value="{_e(g)}">{_e(g)}</label>'
+                  for g in groups]
+    return '<div class="legend" id="legend">' + "".join(items) + "</div>"
 
 
-def pareto_figure(chart: charts.Chart) -> dict:
-    """The chart as a plotly figure: per side, one marker trace per (config, scenario), and its frontier."""
-    data = []
-    for s in chart.series:
-        look = charts.LOOKS[s.name]
-        groups: dict[tuple, list] = {}
-        for p in s.points:
-            groups.setdefault((p.info.get("config", ""), _scenario(p.info.get("scenario", ""))), []).append(p)
-        several = len(groups) > 1
-        for (config, scenario), pts in groups.items():
-            name = s.name + (f" · {config} · {scenario}" if several else "")
-            data.append({"type": "scatter", "mode": "markers", "name": name,
-                         "x": [p.intvty_p90 for p in pts], "y": [p.tok_s_gpu for p in pts],
-                         "text": [p.name for p in pts],
-                         "customdata": ["<br>".join(_e(line) for line in p.info.get("hover") or [p.name]) for p in pts],
-                         "hovertemplate": "%{customdata}<extra></extra>",
-                         "marker": {"color": look.colour, "symbol": look.marker,
-                                    "size": 10 if s.name == "PR" else 9, "line": {"width": 1, "color": "white"}},
-                         "meta": {"side": s.name, "config": config, "scenario": scenario, "kind": "points"}})
-        front = s.frontier
-        if len(front) > 1:
-            data.append({"type": "scatter", "mode": "lines", "name": f"{s.name} frontier",
-                         "x": [p.intvty_p90 for p in front], "y": [p.tok_s_gpu for p in front],
-                         "hoverinfo": "skip",
-                         "line": {"color": look.colour, "width": 2, "dash": look.dash},
-                         "meta": {"side": s.name, "kind": "frontier"}})
-    layout = {"title": {"text": chart.title}, "height": 560, "margin": {"l": 70, "r": 20, "t": 50, "b": 60},
-              "hovermode": "closest", "hoverlabel": {"align": "left"}, "legend": {"orientation": "h", "y": -0.14},
-              "xaxis": {"title": {"text": charts.X_TITLE}, "zeroline": False},
-              "yaxis": {"title": {"text": charts.Y_TITLE}, "type": "log" if chart.log_y else "linear",
-                        "tickformat": "~s"},
-              "plot_bgcolor": "white", "paper_bgcolor": "white"}
-    if chart.y_ticks:   # plotly's default log ticks label every minor step
-        layout["yaxis"].update(tickvals=chart.y_ticks, ticktext=[charts.tick_text(t) for t in chart.y_ticks])
-    for ax in ("xaxis", "yaxis"):
-        layout[ax].update(showgrid=True, gridcolor="#eaeef2", linecolor="#888", mirror=True, showline=True)
-    return {"data": data, "layout": layout}
+def _chart(report: Report) -> str:
+    h = report.headline
+    desc = f"{h.verdicts}. {h.frontier}"
+    wide = report_svg.pareto_svg(report.chart, ident="pareto", title=report.chart.title, desc=desc)
+    narrow = report_svg.pareto_svg(report.chart, ident="pareto-compact", width=360, height=340, compact=True,
+                                   title=report.chart.title, desc=desc)
+    note = (report.chart.note[0].upper() + report.chart.note[1:] + ".") if report.chart.note else \
+        "Every point with both values is drawn."
+    return (f'<figure id="chart"><div class="chart-wide">{wide}</div><div class="chart-compact">{narrow}</div>'
+            f'<figcaption>{_legend(report)}<p class="note" id="chart-note">{_e(note)} Hover a point for its values; '
+            "every value is also in the table below.</p></figcaption></figure>")
 
 
-def telemetry_figure(job: TelemetryJob) -> dict:
-    data = []
-    for g in job.gpus:
-        data.append({"type": "scatter", "mode": "lines", "name": f"GPU {g['index']} power (W)", "x": g["t"],
-                     "y": g["power_w"], "line": {"width": 1.5}, "meta": {"kind": "power", "gpu": g["index"]},
-                     "hovertemplate": "%{x:.1f} s: %{y:.0f} W<extra>GPU " + _e(g["index"]) + "</extra>"})
-        data.append({"type": "scatter", "mode": "lines", "name": f"GPU {g['index']} SM clock (MHz)", "x": g["t"],
-                     "y": g["sm_mhz"], "yaxis": "y2", "line": {"width": 1, "dash": "dot"},
-                     "meta": {"kind": "sm_clock", "gpu": g["index"]},
-                     "hovertemplate": "%{x:.1f} s: %{y:.0f} MHz<extra>GPU " + _e(g["index"]) + "</extra>"})
-    layout = {"height": 320, "margin": {"l": 60, "r": 70, "t": 30, "b": 45}, "legend": {"orientation": "h", "y": -0.25},
-              "title": {"text": f"{job.name}: power and SM clock", "font": {"size": 13}},
-              "xaxis": {"title": {"text": "time since the first sample (s)"}},
-              "yaxis": {"title": {"text": "board power (W)"}, "rangemode": "tozero"},
-              "yaxis2": {"title": {"text": "SM clock (MHz)"}, "overlaying": "y", "side": "right",
-                         "rangemode": "tozero", "showgrid": False},
-              "plot_bgcolor": "white", "paper_bgcolor": "white"}
-    return {"data": data, "layout": layout}
+def _change(c: dict) -> str:
+    if c["change"] is None:
+        return ""
+    arrow = "▲" if c["change"] > 0 else "▼" if c["change"] < 0 else "="
+    return f"{arrow}{ARROW_NBSP}{c['change']:+.1%}"
 
 
 def _cell(c: dict) -> str:
     head = value(c["metric"], c["head"])
+    sort = _e(c["head"] if c["head"] is not None else "")
     if c["verdict"] is None:
         extra = "main: not measured" if c["head"] is not None and c["base"] is None else ""
-        return f'<td class="num" data-v="{_e(c["head"] if c["head"] is not None else "")}">{head}' \
-               + (f"<small>{extra}</small>" if extra else "") + "</td>"
+        return f'<td class="num" data-v="{sort}">{head}' + (f"<small>{extra}</small>" if extra else "") + "</td>"
     cls = VERDICT_CLASS.get(c["verdict"], "")
-    detail = "" if c["change"] is None else f"main {value(c['metric'], c['base'])} · {c['change']:+.1%}"
+    # the pieces wrap apart, never inside one: "main 10,017", "▼ -6.8%", "[-10.9%, -2.6%]"
+    detail = "" if c["change"] is None else f"main{ARROW_NBSP}{value(c['metric'], c['base'])} · {_change(c)}"
     if c["interval"]:
-        detail += f" [{c['interval'][0]:+.1%}, {c['interval'][1]:+.1%}]"
-    return (f'<td class="num" data-v="{_e(c["head"] if c["head"] is not None else "")}">{head}'
-            f'<small>{_e(detail)}</small><small class="{cls}">{_e(c["verdict"])}</small></td>')
+        detail += f" [{c['interval'][0]:+.1%},{ARROW_NBSP}{c['interval'][1]:+.1%}]"
+    return (f'<td class="num" data-v="{sort}">{head}'
+            + (f"<small>{_e(detail)}</small>" if detail else "")
+            + f'<small class="{cls}">{_e(c["verdict"])}</small></td>')
+
+
+def _nowrap_names(text: str) -> str:
+    """`replaces tp4-c16 (TP4 EP4)` with the point's name kept on one line (a hyphen is a place to wrap)."""
+    import re
+
+    return re.sub(r"[^\s()]+-[^\s()]+", lambda m: f'<span class="nw">{m.group(0)}</span>', _e(text))
 
 
 def _table(report: Report) -> str:
@@ -155,23 +218,32 @@ def _table(report: Report) -> str:
              ("tok_s_gpu", "intvty_p90", "intvty_p50", "ttft_p90_s")
              or any(r["cells"][i]["head"] is not None or r["cells"][i]["base"] is not None for r in report.rows)] \
         if report.rows else []
-    head = ["<th>point</th><th>topology</th><th class=num>conc</th><th>vs main</th>"]
+    groups = len({(r["config"], r["scenario"]) for r in report.rows}) > 1
+    head = ['<th scope="col">point</th>'] + (['<th scope="col">workload</th>'] if groups else []) + \
+        ['<th scope="col">topology</th><th scope="col" class="num">conc</th><th scope="col">vs main</th>']
     for i in shown:
         c = report.rows[0]["cells"][i]
-        head.append(f'<th class="num">{_e(c["label"])} ({_e(c["unit"])})</th>')
+        better = "" if c["metric"] in ("tok_s_gpu", "intvty_p90", "intvty_p50") else ", lower is better"
+        head.append(f'<th scope="col" class="num">{_e(c["label"])} ({_e(c["unit"])}{better})</th>')
     body = []
     for r in report.rows:
-        cells = [f'<td data-v="{_e(r["name"])}">{_e(r["name"])}</td>', f'<td data-v="{_e(r["topology"])}">{_e(r["topology"])}</td>',
-                 f'<td class="num" data-v="{_e(r["conc"])}">{_e(r["conc"])}</td>', f'<td data-v="{_e(r["vs"])}">{_e(r["vs"])}</td>']
+        workload = " ".join(x for x in (r["config"], r["scenario"]) if x)
+        cells = [f'<td class="name" data-v="{_e(r["name"])}">{_e(r["name"])}</td>']
+        if groups:
+            cells.append(f'<td data-v="{_e(workload)}">{_e(workload)}</td>')
+        cells += [f'<td data-v="{_e(r["topology"])}">{_e(r["topology"])}</td>',
+                  f'<td class="num" data-v="{_e(r["conc"])}">{_e(r["conc"])}</td>',
+                  f'<td data-v="{_e(r["vs"])}">{_nowrap_names(r["vs"])}</td>']
         cells += [_cell(r["cells"][i]) for i in shown]
         body.append(f'<tr data-point="{_e(r["name"])}">' + "".join(cells) + "</tr>")
-    return ('<table id="verdicts" class="sortable"><thead><tr>' + "".join(head) + "</tr></thead><tbody>"
-            + "".join(body) + "</tbody></table>")
+    return ('<div class="scroll" role="region" aria-label="The verdict table (scrolls sideways)" tabindex="0">'
+            '<table id="verdicts" class="sortable"><thead><tr>' + "".join(head) + "</tr></thead><tbody>"
+            + "".join(body) + "</tbody></table></div>")
 
 
 def _evals(report: Report) -> str:
     if report.evals is None:
-        return '<p class="note">No eval results were given (`--evals`, or a collection with evals).</p>'
+        return '<p class="note">No eval results were given (--evals, or a collection with evals).</p>'
     if not report.evals:
         return f'<p>No eval scores in this sweep (verdict: {_e(report.eval_verdict or "none")}).</p>'
     rows = []
@@ -182,9 +254,15 @@ def _evals(report: Report) -> str:
                     f'{e["score"]:.4f}</td><td class="num" data-v="{_e(e["threshold"])}">{e["threshold"]:.2f} '
                     f'<small>{_e(e["source"])}</small></td><td class="{"pass" if e["passed"] else "fail"}">{ok}</td></tr>')
     verdict = f'<p>Eval verdict: <b>{_e(report.eval_verdict)}</b></p>' if report.eval_verdict else ""
-    return (verdict + '<table id="evals-table" class="sortable"><thead><tr><th>task</th><th>point</th><th class=num>conc</th>'
-            '<th>metric</th><th class=num>score</th><th class=num>threshold</th><th>result</th></tr></thead><tbody>'
-            + "".join(rows) + "</tbody></table>")
+    return (verdict + '<div class="scroll" role="region" aria-label="Eval scores" tabindex="0">'
+            '<table id="evals-table" class="sortable"><thead><tr><th scope="col">task</th><th scope="col">point</th>'
+            '<th scope="col" class="num">conc</th><th scope="col">metric</th><th scope="col" class="num">score</th>'
+            '<th scope="col" class="num">threshold</th><th scope="col">result</th></tr></thead><tbody>'
+            + "".join(rows) + "</tbody></table></div>")
+
+
+def _fmt(v, spec: str, unit: str = "") -> str:
+    return "–" if v is None else format(v, spec) + unit
 
 
 def _acceptance(report: Report) -> str:
@@ -200,13 +278,11 @@ def _acceptance(report: Report) -> str:
                     f'<td class="num">{diff}</td><td class="{cls}">{state}</td><td>{_e(a["why"] or "")}</td></tr>')
     return ('<h3>Acceptance length</h3><p class="note">Throughput rows of a speculative recipe replay the synthetic '
             'length; the eval row of the same point measures the real one.</p>'
-            '<table id="acceptance-table" class="sortable"><thead><tr><th>point</th><th class=num>synthetic</th>'
-            '<th class=num>measured</th><th class=num>difference</th><th>result</th><th>why</th></tr></thead><tbody>'
-            + "".join(rows) + "</tbody></table>")
-
-
-def _fmt(v, spec: str, unit: str = "") -> str:
-    return "–" if v is None else format(v, spec) + unit
+            '<div class="scroll" role="region" aria-label="Acceptance lengths" tabindex="0">'
+            '<table id="acceptance-table" class="sortable"><thead><tr><th scope="col">point</th>'
+            '<th scope="col" class="num">synthetic</th><th scope="col" class="num">measured</th>'
+            '<th scope="col" class="num">difference</th><th scope="col">result</th><th scope="col">why</th></tr></thead>'
+            "<tbody>" + "".join(rows) + "</tbody></table></div>")
 
 
 def _job_summary(job: TelemetryJob) -> str:
@@ -239,48 +315,41 @@ def _job_summary(job: TelemetryJob) -> str:
 
 def render(report: Report) -> str:
     """The whole page."""
-    import plotly.offline
-
     h = report.headline
-    figures = {"pareto": pareto_figure(report.chart)}
-    configs = sorted({p.info.get("config", "") for s in report.chart.series for p in s.points})
-    scenarios = sorted({_scenario(p.info.get("scenario", "")) for s in report.chart.series for p in s.points})
-    toggles = "".join(f'<label><input type="checkbox" checked data-kind="config" value="{_e(c)}"> {_e(c or "no config")}</label>'
-                      for c in configs)
-    toggles += "".join(f'<label><input type="checkbox" checked data-kind="scenario" value="{_e(s)}"> {_e(s)}</label>'
-                       for s in scenarios)
-    tel = []
-    for n, job in enumerate(report.telemetry):
-        figures[f"telemetry-{n}"] = telemetry_figure(job)
-        tel.append(f'<div class="job" data-job="{_e(job.name)}"><h3>{_e(job.name)}</h3>{_job_summary(job)}'
-                   f'<div id="telemetry-{n}" class="telemetry-plot"></div></div>')
-    telemetry = "".join(tel) or '<p class="note">No GPU telemetry was collected for this sweep (`--telemetry DIR`).</p>'
+    tone = h.overall.tone
+    tel = "".join(f'<section class="job" data-job="{_e(job.name)}" aria-label="{_e(job.name)}"><h3>{_e(job.name)}</h3>'
+                  f"{_job_summary(job)}{report_svg.telemetry_svg(job, ident=f'telemetry-{n}')}</section>"
+                  for n, job in enumerate(report.telemetry))
+    telemetry = tel or '<p class="note">No GPU telemetry was collected for this sweep (--telemetry DIR).</p>'
     regressed = (f'<p class="bad">Regressed: {_e("; ".join(h.regressed))}</p>' if h.regressed else "")
-    notes = "".join(f'<p class="note">{_e(n)}</p>' for n in report.notes)
-    draw = "".join(f"Plotly.newPlot({_json(k)},{_json(f['data'])},{_json(f['layout'])},"
-                   "{responsive:true,displaylogo:false});" for k, f in figures.items())
+    values = f"<p>{_e(h.values)}.</p>" if h.values else ""
+    notes = "".join(f'<li>{_e(n)}</li>' for n in report.notes)
+    notes = f'<h2 id="notes-h">Notes</h2><ul class="note">{notes}</ul>' if notes else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark">
 <title>{_e(report.title)}</title><style>{STYLE}</style></head><body>
-<h1>{_e(report.title)}</h1>
-<section id="verdict" class="headline">
-<p class="counts">{_e(h.verdicts)}</p>
-<p class="frontier">{_e(h.frontier)}</p>{regressed}
+<header class="headline" id="verdict">
+{_links(report)}
+<h1><span class="pill tone-{tone}" id="overall">{_e(h.overall.word)}</span> {_e(report.title.split(": ", 1)[-1] if report.title.startswith(h.overall.word + ": ") else report.title)}</h1>
+<p class="points">{_e(h.verdicts)}</p>
+{values}<p class="frontier">{_e(h.frontier)}</p>{regressed}
+</header>
+<main>
+<section aria-labelledby="chart-h"><h2 id="chart-h">Throughput against interactivity</h2>
+{_chart(report)}
 <p class="method">{_e(report.method)}</p></section>
-<h2>Throughput against interactivity</h2>
-<div id="toggles">Show: {toggles}</div>
-<div id="pareto"></div>
-<p class="note" id="chart-note">{_e(report.chart.note.capitalize() + ".") if report.chart.note else "Every point with both values is drawn."} Hover a point for its values; click a legend entry to hide it.</p>
-<h2>Verdicts per point</h2>
-<p class="note">Click a column to sort. A value's line below: main's value, the change, its 95% interval, the verdict.</p>
-{_table(report)}
-<h2>Evals</h2>
-<section id="evals">{_evals(report)}{_acceptance(report)}</section>
-<h2>GPU telemetry</h2>
-<section id="telemetry">{telemetry}</section>
+<section aria-labelledby="table-h"><h2 id="table-h">Verdicts per point</h2>
+<p class="note">Under each value: main's value, the change (▲ up, ▼ down), its 95% interval, and the verdict, which says whether the change is better or worse.</p>
+{_table(report)}</section>
+<section aria-labelledby="evals-h"><h2 id="evals-h">Evals</h2>
+<div id="evals">{_evals(report)}{_acceptance(report)}</div></section>
+<section aria-labelledby="telemetry-h"><h2 id="telemetry-h">GPU telemetry</h2>
+<div id="telemetry">{telemetry}</div></section>
 {notes}
-<script>{plotly.offline.get_plotlyjs()}</script>
-<script>{draw}</script>
+</main>
+<footer class="note">Made by <code>ci-tools results report</code>: one file, nothing fetched.</footer>
+<div id="tip" role="tooltip" hidden></div>
 <script>{SCRIPT}</script>
 </body></html>
 """

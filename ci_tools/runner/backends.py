@@ -24,10 +24,10 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from ci_tools import names
+from ci_tools import engines, names
 
 from ci_tools.runner import nodecheck, telemetry
-from ci_tools.runner.plan import MODELS_MOUNT, JobPlan, Proc, Settings, image_for_slurm
+from ci_tools.runner.plan import CONTAINER_BACKENDS, MODELS_MOUNT, JobPlan, Proc, Settings, image_for_slurm
 
 BACKENDS = ("docker", "slurm", "process")
 LABEL_KEY = "ci-tools.job"             # docker label / Slurm comment key carrying the job's label
@@ -70,6 +70,9 @@ class Launch:
     submit: list[str] | None = None
     locate: list[str] | None = None
     describe: list[str] | None = None
+    # raise the open-files limit to the host's hard limit before exec (an engine started as a plain process
+    # inherits the runner's soft limit; docker and Slurm set their own)
+    raise_nofile: bool = False
 
     def shell(self, width: int = 100) -> str:
         """Copy-pasteable shell text, wrapped with `\\` between whole `--flag value` pairs."""
@@ -135,6 +138,8 @@ def _docker(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch
                  "-e", "HF_TOKEN"]  # by name: docker copies the runner's value, no secret in argv or logs
     for path in proc.mounts:
         argv += ["-v", f"{path}:{path}"]
+    for path in proc.read_only:
+        argv += ["-v", f"{path}:{path}:ro"]
     for key, value in proc.env.items():
         argv += ["-e", f"{key}={value}"]
     argv += [plan.image, *proc.argv]
@@ -169,22 +174,22 @@ def squash_file(image: str, squash_dir: str) -> str:
     return f"{squash_dir.rstrip('/') or '/'}/{re.sub(r'[^A-Za-z0-9._-]+', '+', ref)}.sqsh"
 
 
-def import_script(image: str, sqsh: str, wait_s: float, job_dir: str | None = None) -> str:
+def import_script(image: str, sqsh: str, wait_s: float, must_see: str | None = None) -> str:
     """sh text importing IMAGE into SQSH once: under `flock` on SQSH.lock (so concurrent jobs and the
     nodes of one job import it once), skipped when SQSH exists; written as SQSH.part and renamed when
     complete, so a killed import never leaves a file that looks whole (no `unsquashfs -l` check needed).
 
-    With JOB_DIR (multi-node: every step mounts the runner's job directory, and Dynamo's store and the
-    recipe's install live there), each node first checks that it sees the job.json the runner wrote
-    there: a job directory that is not on a filesystem shared by all nodes fails here, naming the node,
-    instead of as a pyxis mount error or a Dynamo worker that never registers."""
+    With MUST_SEE (a file the runner wrote into the job directory before the job: multi-node, its job.json,
+    since Dynamo's store and the recipe's install live in that directory; single-node, the engine's options
+    file), each node first checks that it sees that file: a job directory that is not on a filesystem
+    shared by all nodes fails here, naming the node, instead of as a pyxis mount error or a Dynamo worker
+    that never registers."""
     wait = max(1, math.ceil(wait_s))
     ref = image_for_slurm(image)
-    shared = [] if job_dir is None else [
-        f"d={shlex.quote(job_dir)}",
-        f'[ -f "$d/{names.JOB_JSON}" ] || {{ echo "$(hostname): the job directory $d is not on this node (no '
-        f'{names.JOB_JSON}): every step mounts it, so the runner\'s work directory must be on a filesystem all '
-        'nodes mount at the same path" >&2; exit 78; }',
+    shared = [] if must_see is None else [
+        f"f={shlex.quote(must_see)}",
+        '[ -f "$f" ] || { echo "$(hostname): $f is not on this node: the job\'s containers mount folders of the '
+        'runner\'s work directory, so it must be on a filesystem all nodes mount at the same path" >&2; exit 78; }',
     ]
     return "\n".join([
         "set -e",
@@ -201,10 +206,10 @@ def import_script(image: str, sqsh: str, wait_s: float, job_dir: str | None = No
     ])
 
 
-def image_import(image: str, squash_dir: str, wait_s: float, prefix: list[str], job_dir: str | None = None) -> Launch:
+def image_import(image: str, squash_dir: str, wait_s: float, prefix: list[str], must_see: str | None = None) -> Launch:
     """The job's one import of its image (see import_script), run by `prefix` (an srun step)."""
     sqsh = squash_file(image, squash_dir)
-    return Launch("image", prefix + ["sh", "-c", import_script(image, sqsh, wait_s, job_dir)], {}, [],
+    return Launch("image", prefix + ["sh", "-c", import_script(image, sqsh, wait_s, must_see)], {}, [],
                   names.IMAGE_IMPORT_LOG)
 
 
@@ -215,7 +220,8 @@ def _slurm(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:
         argv.append("--gres=none")
     argv += [f"--container-image={squash_file(plan.image, host.squash_dir)}",
              f"--container-mounts={settings.model_store}:{MODELS_MOUNT}:ro,{settings.hf_cache}:{HF_CACHE_MOUNT}"
-             + "".join(f",{path}:{path}" for path in proc.mounts),
+             + "".join(f",{path}:{path}" for path in proc.mounts)
+             + "".join(f",{path}:{path}:ro" for path in proc.read_only),
              "--container-remap-root", "--no-container-mount-home"]
     env = {**proc.env, "HF_HUB_CACHE": HF_CACHE_MOUNT} if proc.role == "server" else dict(proc.env)
     if env:
@@ -233,7 +239,9 @@ def _process(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launc
     env = dict(proc.env)
     if proc.role == "server":
         env[VISIBLE_DEVICES[host.vendor]] = ",".join(_devices(plan, host))
-    return Launch(proc.role, list(proc.argv), env, [], proc.log)
+    # vLLM and SGLang hold a socket per request and a file per shared-memory block: a runner service's
+    # soft limit (1024, or 20,000 where vLLM warned on the H100 run) is too low at high concurrency
+    return Launch(proc.role, list(proc.argv), env, [], proc.log, raise_nofile=proc.role == "server")
 
 
 def describe_node(node: str) -> list[str]:
@@ -279,10 +287,10 @@ def _on_node(backend: str) -> list[str]:
 def slurm_image_import(plan: JobPlan, settings: Settings, host: Host) -> Launch:
     """The single-node job's image import, a step of its allocation (no GPU) before the engine starts."""
     prefix = ["srun", f"--jobid={SERVER_JOBID}", "--overlap", "--nodes=1", "--ntasks=1", "--gres=none"]
-    # an engine that reads files the runner wrote (TensorRT-LLM's options file) needs the job directory
-    # on its node: checked there first, as for multi-node jobs
-    job_dir = plan.files[0][0].rsplit("/", 1)[0] if plan.files else None
-    return image_import(plan.image, host.squash_dir, settings.ready_timeout_s, prefix, job_dir)
+    # an engine that reads files the runner wrote (TensorRT-LLM's options file) needs them on its node:
+    # checked there first, as for multi-node jobs
+    must_see = plan.files[0][0] if plan.files else None
+    return image_import(plan.image, host.squash_dir, settings.ready_timeout_s, prefix, must_see)
 
 
 def model_path(plan: JobPlan, settings: Settings) -> str:
@@ -293,6 +301,26 @@ def node_check(plan: JobPlan, backend: str, settings: Settings, vendor: str = "n
     """The pre-run check of GPUs, model and disk (nodecheck.py), where the engine will run."""
     argv = _on_node(backend) + ["sh", "-c", nodecheck.script(model_path(plan, settings), settings.hf_cache, vendor)]
     return Launch("check", argv, {}, [], names.NODE_CHECK_TXT)
+
+
+def engine_version(plan: JobPlan, backend: str, settings: Settings, host: Host) -> Launch:
+    """The engine plug-in's version command where the engine will run: on the host (process), in the
+    recipe's image (docker: a container of its own, no GPU; Slurm: a step of the allocation in the
+    imported image); the recipe's environment is the engine's, not the version command's."""
+    plugin = engines.engine(plan.point.engine)
+    proc = Proc("version", list(plugin.VERSION_ARGV), {}, names.ENGINE_VERSION_TXT)
+    return {"docker": _docker, "slurm": _slurm, "process": _process}[backend](plan, proc, settings, host)
+
+
+def version_verdict(plan: JobPlan, backend: str, output: str) -> tuple[dict, list[str]]:
+    """What the version command printed, as job.json's `engine`, and why it cannot serve the recipe."""
+    plugin = engines.engine(plan.point.engine)
+    installed = engines.printed_version(output)
+    where = "the runner host" if backend not in CONTAINER_BACKENDS else f"image {plan.image}"
+    info = {"name": plugin.NAME, "version": installed, "declared": list(plan.point.engine_versions),
+            "backend": backend, "image": plan.image}
+    return info, engines.installed_version_problems(plugin.LABEL, installed, plan.point.engine_versions, where,
+                                                    output)
 
 
 def gpu_sampler(plan: JobPlan, backend: str, host: Host) -> Launch | None:
@@ -338,6 +366,9 @@ def render_dry_run(plan: JobPlan, backend: str, settings: Settings, host: Host |
                          f"{shlex.join(check.argv[:-1])} '...'")
             if backend == "slurm":
                 lines += image_import_lines(slurm_image_import(plan, settings, host), plan.image)
+            declared = ", ".join(pt.engine_versions) or "none: recorded, not checked"
+            lines.append(f"# engine version (recipe's engine-versions: {declared}; log: {names.ENGINE_VERSION_TXT}): "
+                         f"{shlex.join(engine_version(plan, backend, settings, host).argv)}")
             sampler = gpu_sampler(plan, backend, host)
             lines.append(f"# GPU telemetry (log: {names.GPU_TELEMETRY_CSV}): {shlex.join(sampler.argv)}" if sampler
                          else f"# GPU telemetry: none ({host.vendor} GPUs: ci-tools samples nvidia-smi only)")

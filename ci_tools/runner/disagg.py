@@ -107,6 +107,7 @@ class Client:
     # its own manifest and exits non-zero on a missing input)
     expects: tuple[str, ...] = (f"{names.AIPERF_DIR}/{names.PROFILE_JSONL}", f"{names.AIPERF_DIR}/{names.PROFILE_JSON}")
     what: str = "AIPerf"
+    exports: tuple[str, ...] = ()   # folders of the job directory it writes, hashed when it exits (custody.py)
 
     @property
     def log(self) -> str:
@@ -177,6 +178,7 @@ class MultiNodePlan:
             "row": self.row,
             "concurrencies": [{"conc": c.conc, "dir": c.subdir, "result-filename": c.result_filename}
                               for c in self.clients],
+            "client-exports": [f for c in self.clients for f in c.exports],
             "commands": {w.name: {"argv": w.argv, "env": w.env, "log": w.log} for w in self.workers}
             | {"frontend": {"argv": self.frontend_argv, "env": self.frontend_env, "log": names.ROUTER_LOG}}
             | {f"client-c{c.conc}": {"argv": c.argv, "env": c.env, "log": c.log} for c in self.clients},
@@ -250,7 +252,7 @@ def dynamo_runtime_args(namespace: str) -> list[str]:
 
 
 def worker_spec(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_per_node: int,
-                out_dir: str) -> WorkerSpec:
+                files_dir: str) -> WorkerSpec:
     g = worker.group
     k = g.key
     args = dict(g.args)
@@ -262,7 +264,7 @@ def worker_spec(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_
         args.update(more_args)
     spec = ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=worker.port,
                      tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args=args, versions=point.engine_versions, pp=k.pp,
-                     dcp=k.dcp, pcp=k.pcp, files_dir=out_dir, options=options)
+                     dcp=k.dcp, pcp=k.pcp, files_dir=files_dir, options=options)
     kind = point.frontend.get("kind")
     return WorkerSpec(spec, "aggregated" if point.aggregated else g.role, point.kv_transfer, kind == "dynamo",
                       worker.port + 1, g.nodes_per_worker if g.gpus_per_worker >= gpus_per_node else 1,
@@ -271,9 +273,9 @@ def worker_spec(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_
 
 
 def worker_command(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_per_node: int,
-                   namespace: str, out_dir: str = ".") -> engines.Command:
+                   namespace: str, files_dir: str = ".") -> engines.Command:
     """The engine command of one worker, from the engine plug-in (Dynamo's runtime options first)."""
-    ws = worker_spec(point, worker, model, row, gpus_per_node, out_dir)
+    ws = worker_spec(point, worker, model, row, gpus_per_node, files_dir)
     cmd = engines.engine(point.engine).worker(ws)
     if ws.dynamo:
         cmd = replace(cmd, args=(*dynamo_runtime_args(namespace), *cmd.args))
@@ -281,8 +283,8 @@ def worker_command(point: DisaggPoint, worker: Worker, model: str, row: dict, gp
 
 
 def worker_argv(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_per_node: int,
-                namespace: str, out_dir: str = ".") -> list[str]:
-    return worker_command(point, worker, model, row, gpus_per_node, namespace, out_dir).argv
+                namespace: str, files_dir: str = ".") -> list[str]:
+    return worker_command(point, worker, model, row, gpus_per_node, namespace, files_dir).argv
 
 
 def frontend_argv(plan_point: DisaggPoint, port: int, workers: list[Worker], namespace: str) -> list[str]:
@@ -393,7 +395,8 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
                 w.argv = [a.format(port=port, model=model, role=g.role, bootstrap=port + 1)
                           for a in shlex.split(settings.server_cmd)]
             else:
-                cmd = worker_command(point, w, model, row, gpus_per_node or 1, namespace, out_dir)
+                cmd = worker_command(point, w, model, row, gpus_per_node or 1, namespace,
+                                     f"{out_dir}/{names.ENGINE_FILES_DIR}")
                 w.argv, w.files, w.command = cmd.argv, cmd.files, cmd
                 # an image without the engine's launcher (Dynamo): the recipe's pinned install first
                 w.argv = install.wrap(w.argv, f"{out_dir}/{names.INSTALL_DIR}", point.frontend.get("install") or [])
@@ -436,7 +439,7 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
         # `runner evals --base-url` puts the frontend's real address into the planned harness commands
         evals = _eval_plan(row, model, base_url, [], settings, out_dir)
         clients.append(Client(0, [settings.ci_tools, "runner", "evals", out_dir, "--base-url", base_url], {}, "", rf,
-                              expects=(), what="the eval harness"))
+                              expects=(), what="the eval harness", exports=(names.EVAL_DIR,)))
     else:
         for c in concs:
             sub = f"conc{c}" if len(concs) > 1 else ""
@@ -445,7 +448,8 @@ def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_
             argv = client_argv(crow, model, settings, base_url, c, scenario, duration, fast, header, cdir)
             clients.append(Client(c, argv, {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{names.AIPERF_TMP}",
                                             "HF_HUB_CACHE": settings.hf_cache, **AIPERF_TIMEOUTS_ENV},
-                                  sub, result_filename(row, point, [c], settings.runner_name)))
+                                  sub, result_filename(row, point, [c], settings.runner_name),
+                                  exports=(f"{sub}/{names.AIPERF_DIR}" if sub else names.AIPERF_DIR,)))
     client_s = slurm.client_timeout_s or (bud.client_timeout(duration) if duration else FIXED_SEQ_CLIENT_S)
     if run_eval and not slurm.client_timeout_s and settings.evals is not None:
         client_s = float(settings.evals.timeout_s)
@@ -554,9 +558,25 @@ def alloc_argv(plan: MultiNodePlan) -> list[str]:
     return argv
 
 
+def container_folders(plan: MultiNodePlan, out_dir: str) -> tuple[list[str], list[str]]:
+    """(writable, read-only) folders of the job directory every container of the job mounts at the same
+    path: what the engine itself writes (Dynamo's file discovery, the recipe's pinned install) and what the
+    runner wrote for it (engine_files/: TensorRT-LLM's worker options). Never the job directory itself,
+    where the clients write their exports (runner/custody.py)."""
+    writable = []
+    if plan.point.frontend.get("kind") == "dynamo":
+        writable.append(f"{out_dir}/{names.DYNAMO_STORE}")
+    if plan.point.frontend.get("install"):
+        writable.append(f"{out_dir}/{names.INSTALL_DIR}")
+    read_only = [f"{out_dir}/{names.ENGINE_FILES_DIR}"] if plan.files else []
+    return writable, read_only
+
+
 def _container(plan: MultiNodePlan, env: dict[str, str], out_dir: str) -> list[str]:
     s = plan.settings
-    mounts = f"{s.model_store}:{MODELS_MOUNT}:ro,{s.hf_cache}:{HF_CACHE_MOUNT},{out_dir}:{out_dir}"
+    writable, read_only = container_folders(plan, out_dir)
+    mounts = ",".join([f"{s.model_store}:{MODELS_MOUNT}:ro", f"{s.hf_cache}:{HF_CACHE_MOUNT}",
+                       *(f"{p}:{p}" for p in writable), *(f"{p}:{p}:ro" for p in read_only)])
     argv = [f"--container-image={squash_file(plan.image, plan.slurm.squash_dir)}", f"--container-mounts={mounts}",
             "--container-remap-root", "--no-container-mount-home"]
     if env:
@@ -567,11 +587,12 @@ def _container(plan: MultiNodePlan, env: dict[str, str], out_dir: str) -> list[s
 def import_step(plan: MultiNodePlan, jobid: str, nodes: list[str], out_dir: str) -> Launch:
     """The image import, one task on every node: on a shared squash directory the first takes the lock and
     imports and the others find the file; on node-local ones each node imports once (for later jobs too).
-    Each task first checks that its node sees the job directory OUT_DIR (backends.import_script)."""
+    Each task first checks that its node sees the job directory OUT_DIR (its job.json, backends.import_script)."""
     n = len(nodes)
     prefix = ["srun", f"--jobid={jobid}", "--job-name=image", "--overlap", f"--nodelist={','.join(nodes)}",
               f"--nodes={n}", f"--ntasks={n}", "--ntasks-per-node=1", "--gres=none"]
-    return image_import(plan.image, plan.slurm.squash_dir, plan.settings.ready_timeout_s, prefix, out_dir)
+    return image_import(plan.image, plan.slurm.squash_dir, plan.settings.ready_timeout_s, prefix,
+                        f"{out_dir}/{names.JOB_JSON}")
 
 
 def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]], out_dir: str,

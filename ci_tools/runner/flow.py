@@ -61,15 +61,17 @@ class PreparedJob:
     result_filename: str
     status_path: Path
     stopped: str                  # what the failure message says was stopped
-    run: Callable[[], None]       # raises runner.job.JobFailed
+    # runs the job (raises runner.job.JobFailed); calls its argument with the sha256 of the record of the
+    # client's exports the moment the client exited (runner/custody.py: the step output)
+    run: Callable[[Callable[[str], None] | None], None]
     done: str = ""                # what the text output says after a successful run (default: next step)
 
-    def execute(self):
+    def execute(self, on_sealed: Callable[[str], None] | None = None):
         """Run the job; the `JobFailed` that ended it, or None when the client finished."""
         from ci_tools.runner.job import JobFailed
 
         try:
-            self.run()
+            self.run(on_sealed)
         except JobFailed as exc:
             return exc
         return None
@@ -187,6 +189,7 @@ def _row_and_recipe(req: RunRequest, row: dict | None = None):
     """The row and its recipe, the image checked against the trusted policy before anything starts
     (`runner run` and `runner profile` alike: a profiled container gets HF_TOKEN too)."""
     from ci_tools.config.load import load_recipe
+    from ci_tools.runner.plan import CONTAINER_BACKENDS
 
     row = load_row(req.row_path) if row is None else row
     recipe_file = recipe_path(row, req.root, req.row_path)
@@ -194,8 +197,9 @@ def _row_and_recipe(req: RunRequest, row: dict | None = None):
         display = str(recipe_file.resolve().relative_to(req.root.resolve()))
     except ValueError:
         display = str(recipe_file)
-    recipe = load_recipe(recipe_file, display)
-    check_image(req.image_policy, {recipe.image, str(row.get("image") or recipe.image)})
+    recipe = load_recipe(recipe_file, display, req.root)    # never a file from outside the repository
+    if req.backend in CONTAINER_BACKENDS:   # the process backend runs the host's engine, no image
+        check_image(req.image_policy, {recipe.image, str(row.get("image") or recipe.image)})
     return row, recipe
 
 
@@ -245,6 +249,7 @@ def prepare_acceptance(req: RunRequest, dataset_file: str | None, run_url: str |
     `serve` row's point with real speculative decoding at the cell's step count and thinking mode, the
     engine's acceptance metrics read around the client window, the length written to acceptance.json."""
     from ci_tools.config.load import load_recipe
+    from ci_tools.runner.plan import CONTAINER_BACKENDS
 
     cell = load_row(req.row_path)
     serve = cell.get("serve")
@@ -256,8 +261,9 @@ def prepare_acceptance(req: RunRequest, dataset_file: str | None, run_url: str |
     if "prefill" in serve or "decode" in serve:
         raise UsageError("`runner acceptance` measures single-node points only")
     recipe_file = recipe_path(serve, req.root, req.row_path)
-    recipe = load_recipe(recipe_file, str(recipe_file))
-    check_image(req.image_policy, {recipe.image, str(serve.get("image") or recipe.image)})
+    recipe = load_recipe(recipe_file, str(recipe_file), req.root)
+    if req.backend in CONTAINER_BACKENDS:
+        check_image(req.image_policy, {recipe.image, str(serve.get("image") or recipe.image)})
     port, worker_port = req.port, req.worker_port
     if 0 in (port, worker_port):
         port, worker_port = free_ports(req.backend, port, worker_port)
@@ -269,8 +275,9 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
                     profile: tuple[int | None] | None = None, acceptance: dict | None = None) -> PreparedJob:
     from ci_tools.config.recipe import resolve_point
     from ci_tools.runner import nodecheck
-    from ci_tools.runner.backends import (Host, gpu_sampler, job_id, launches, model_path, node_check, ready_urls,
-                                          render_dry_run, slurm_image_import, slurm_minutes)
+    from ci_tools.runner.backends import (Host, engine_version, gpu_sampler, job_id, launches, model_path, node_check,
+                                          ready_urls, render_dry_run, slurm_image_import, slurm_minutes,
+                                          version_verdict)
     from ci_tools.runner.budget import job_budget
     from ci_tools.runner.plan import AGENTX_DATASET, Settings, build_plan
 
@@ -288,7 +295,7 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
 
         point = _replace(point, args=spec_args(point.engine, point.args, int(cell["mtp"])),
                          env=split_simulated_acceptance(dict(point.env))[0], synthetic_acceptance=None)
-    settings = Settings(model_store=req.model_store, hf_cache=req.hf_cache, aiperf_bin=req.aiperf_bin,
+    settings = Settings(model_store=req.model_store, hf_cache=req.hf_cache, backend=req.backend, aiperf_bin=req.aiperf_bin,
                         tokenizer=req.tokenizer, dataset=req.dataset or AGENTX_DATASET, server_cmd=req.server_cmd,
                         router_cmd=req.router_cmd, port=port, worker_port=worker_port,
                         ready_timeout_s=req.ready_timeout,
@@ -353,12 +360,18 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
         text += "\n# acceptance: the engine's metrics, before and after the client (runner/acceptance.py)\n"
         text += "".join(f"#   GET {url}\n" for url, _ in snaps)
 
-    def run() -> None:
+    def run(on_sealed: Callable[[str], None] | None = None) -> None:
         from ci_tools.runner.job import run_job
 
         out_abs.mkdir(parents=True, exist_ok=True)
-        (out_abs / names.JOB_JSON).write_text(json.dumps({**plan.job_json(), "label": host.label}, indent=2) + "\n",
-                                               encoding="utf-8")
+        job_doc = {**plan.job_json(), "label": host.label}
+
+        def write_job(engine: dict | None = None) -> None:
+            if engine is not None:   # what the version command found, once it ran (results process copies it)
+                job_doc["engine"] = engine
+            (out_abs / names.JOB_JSON).write_text(json.dumps(job_doc, indent=2) + "\n", encoding="utf-8")
+
+        write_job()
         (out_abs / names.COMMANDS_TXT).write_text(text, encoding="utf-8")
         write_engine_files(plan.files)
         if calls is not None:   # empty (an earlier run's traces are not this one's), before the container
@@ -377,10 +390,13 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
         check = None if req.skip_node_check else (node_check(plan, backend, settings, host.vendor), judge)
         run_job(launches(plan, backend, settings, host), out_abs, ready_urls(plan, backend, settings),
                 check=check, sampler=None if req.no_telemetry else gpu_sampler(plan, backend, host),
+                version=(engine_version(plan, backend, settings, host), partial(version_verdict, plan, backend)),
+                on_engine=write_job,
                 image=slurm_image_import(plan, settings, host) if backend == "slurm" else None,
                 ready_timeout_s=req.ready_timeout, client_timeout_s=budget.client_s,
                 queue_timeout_s=req.queue_timeout, client_outputs=outputs, client_name=client_name,
-                label=host.label, runner=req.runner_name, around_client=around, snapshots=snaps)
+                label=host.label, runner=req.runner_name, around_client=around, snapshots=snaps,
+                client_exports=plan.client_exports, on_sealed=on_sealed)
         if calls is not None:
             collect_traces(trace_dir, out_abs, plan, calls)
         if snaps:
@@ -424,7 +440,7 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
     concs = [int(c) for c in concs] if isinstance(concs, list) else ([int(concs)] if concs is not None else None)
     point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs,
                                (row.get("kv-offloading") or "none") != "none")
-    settings = Settings(model_store=req.model_store, hf_cache=req.hf_cache, aiperf_bin=req.aiperf_bin,
+    settings = Settings(model_store=req.model_store, hf_cache=req.hf_cache, backend=req.backend, aiperf_bin=req.aiperf_bin,
                         tokenizer=req.tokenizer, dataset=req.dataset or AGENTX_DATASET, server_cmd=req.server_cmd,
                         port=port, ready_timeout_s=req.ready_timeout, runner_name=req.runner_name,
                         duration_override_s=req.duration_override, lm_eval_bin=req.lm_eval_bin,
@@ -439,14 +455,15 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
     text = render_dry_run(plan, str(out_abs)) + files_text(plan.files)
     rf = plan.clients[0].result_filename if len(plan.clients) == 1 else plan.result_filename
 
-    def run() -> None:
+    def run(on_sealed: Callable[[str], None] | None = None) -> None:
+        from ci_tools.runner.disagg import container_folders
         from ci_tools.runner.multinode import run_multinode
 
         out_abs.mkdir(parents=True, exist_ok=True)
         write_engine_files(plan.files)
-        if point.frontend.get("kind") == "dynamo":
-            (out_abs / names.DYNAMO_STORE).mkdir(parents=True, exist_ok=True)
-        run_multinode(plan, out_abs, text)
+        for folder in container_folders(plan, str(out_abs))[0]:   # a mount's source must exist (enroot)
+            Path(folder).mkdir(parents=True, exist_ok=True)
+        run_multinode(plan, out_abs, text, on_sealed=on_sealed)
 
     return PreparedJob(commands=text, outputs=names.github_outputs(rf, str(req.out)),
                        result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,

@@ -93,12 +93,22 @@ def _start(launch: Launch, out: Path, marks: dict[str, str]) -> Running:
     env = {**os.environ, **launch.env, **marks}
     try:
         popen = subprocess.Popen(launch.argv, stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                 env=env, start_new_session=True)
+                                 env=env, start_new_session=True,
+                                 preexec_fn=_raise_nofile if launch.raise_nofile else None)
     except OSError as exc:
         fh.close()
         raise JobFailed(launch.role, f"cannot start the {launch.role}: {launch.argv[0]}: {exc.strerror}") from None
     fh.close()
     return Running(launch, popen, log_path)
+
+
+def _raise_nofile() -> None:
+    """In the child before exec: the open-files soft limit up to the hard limit."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
 
 
 def _signal_groups(runs: list[Running], sig: int) -> None:
@@ -136,7 +146,7 @@ def _fill(text: str, values: dict[str, str]) -> str:
 
 def _filled(lc: Launch, where: dict[str, str]) -> Launch:
     return Launch(lc.role, [_fill(a, where) for a in lc.argv], lc.env,
-                  [[_fill(a, where) for a in s] for s in lc.stop], lc.log)
+                  [[_fill(a, where) for a in s] for s in lc.stop], lc.log, raise_nofile=lc.raise_nofile)
 
 
 def _submit(lc: Launch, out: Path, marks: dict[str, str], say: Callable[[str], None]) -> str:
@@ -227,6 +237,26 @@ def _node_check(lc: Launch, judge: Callable[[str], list[str]], out: Path, marks:
     say("node check passed: GPUs, model and disk")
 
 
+def _engine_version(lc: Launch, judge: Callable[[str], tuple[dict, list[str]]], out: Path, marks: dict[str, str],
+                    deadline_s: float, say: Callable[[str], None]) -> dict:
+    """Run the engine's version command where the engine will run (a docker pull of the image counts
+    against the readiness deadline, as Slurm's import does); refuse a release the recipe does not declare."""
+    try:
+        res = subprocess.run(lc.argv, capture_output=True, text=True, timeout=deadline_s, stdin=subprocess.DEVNULL,
+                             env={**os.environ, **lc.env, **marks})
+        text = res.stdout + res.stderr
+        code: int | None = res.returncode
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        text, code = f"the version command could not run: {exc}", None
+    (out / lc.log).write_text(f"$ {' '.join(lc.argv)}\n{text}", encoding="utf-8")
+    info, problems = judge(text)
+    info["exit_code"] = code
+    if problems:
+        raise JobFailed("version", "; ".join(problems), "\n".join(text.splitlines()[-10:]))
+    say(f"engine {info['name']} {info['version'] or '(version not printed; the recipe declares none)'}")
+    return info
+
+
 def import_image(lc: Launch, out: Path, marks: dict[str, str], deadline_s: float, imports: list[Running],
                   say: Callable[[str], None], poll_s: float) -> float:
     """Run the image import step to its end (in `imports` meanwhile, so a cancel stops it); returns its seconds."""
@@ -301,6 +331,27 @@ def _snapshot(calls: list[tuple[str, str]], where: Path, timeout_s: float, say: 
     say(f"engine metrics saved in {where}")
 
 
+def seal_client(crun: Running | subprocess.Popen, out: Path, folders: tuple[str, ...],
+                on_sealed: Callable[[str], None] | None, say: Callable[[str], None]) -> None:
+    """The client exited: stop what it left in its process group (nothing may write its exports from
+    now on), then hash its export folders into the job directory's record (runner/custody.py)."""
+    if not folders:
+        return
+    from ci_tools.runner.custody_files import seal
+
+    popen = crun.popen if isinstance(crun, Running) else crun
+    try:
+        os.killpg(popen.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        digest = seal(out, folders, say)
+    except OSError as exc:
+        raise JobFailed("client", f"cannot record the hashes of the client's exports in {out}: {exc}") from None
+    if on_sealed is not None:
+        on_sealed(digest)
+
+
 def install_cancel_handlers() -> dict:
     """SIGINT/SIGTERM raise Cancelled from now on; returns the previous handlers."""
     def on_signal(signum, frame):  # noqa: ARG001
@@ -320,17 +371,24 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
             client_name: str = "AIPerf",
             check: tuple[Launch, Callable[[str], list[str]]] | None = None,
             sampler: Launch | None = None, image: Launch | None = None,
+            version: tuple[Launch, Callable[[str], tuple[dict, list[str]]]] | None = None,
+            on_engine: Callable[[dict], None] = lambda info: None,
             around_client: tuple[tuple[tuple[str, dict], ...], tuple[tuple[str, dict], ...]] | None = None,
-            call_timeout_s: float = 900.0, snapshots: tuple[tuple[str, str], ...] = ()) -> dict:
+            call_timeout_s: float = 900.0, snapshots: tuple[tuple[str, str], ...] = (),
+            client_exports: tuple[str, ...] = (), on_sealed: Callable[[str], None] | None = None) -> dict:
     """Run the launches (server, [router], client). Returns the status written to status.json.
 
     `check` (a command and the pure judge of its output) runs where the engine will run, before
-    it starts; `image` (Slurm: the job's one image import) runs after the check and counts against the
+    it starts; `version` (the engine's version command and its judge) runs there next, its verdict
+    in status.json and handed to `on_engine` (job.json), a release the recipe does not declare
+    failing the job (phase `version`) before the engine starts; `image` (Slurm: the job's one image import) runs after the check and counts against the
     readiness deadline; `sampler` (GPU telemetry) runs beside the job and never fails it;
     `around_client` (`runner profile`: the engine's start/stop profile calls) are POSTed right before
     the client starts and right after it succeeded, each a failure of phase `profile` when refused;
     `snapshots` ((url, file name): the engine's acceptance metrics) are fetched into
     OUT/acceptance/before and /after around the client, never failing the job.
+    `client_exports` (folders of OUT the client writes) are hashed the moment the client exits, before
+    the server is stopped (seal_client); `on_sealed` gets the record's sha256 (the step output).
     Raises JobFailed (clean message, log tail) on any failure and on SIGINT/SIGTERM (exit code
     130/143); the status file is written first."""
     out.mkdir(parents=True, exist_ok=True)
@@ -359,6 +417,7 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
         services = [lc for lc in launches if lc.role != "client"]
         client = next((lc for lc in launches if lc.role == "client"), None)
         where: dict[str, str] = {}
+        started_at = time.monotonic()
         for i, lc in enumerate(services):
             if lc.submit:
                 status["phase"] = "queue"
@@ -378,6 +437,12 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
                     status["image_import_s"] = round(import_image(_filled(image, where), out, marks,
                                                                    ready_timeout_s, imports, say, poll_s), 1)
                     status["phase"] = "start"
+                if version is not None:
+                    status["phase"] = "version"
+                    status["engine"] = _engine_version(_filled(version[0], where), version[1], out, marks,
+                                                       ready_timeout_s, say)
+                    on_engine(status["engine"])
+                    status["phase"] = "start"
                 if sampler is not None:
                     started = _start_sampler(_filled(sampler, where), out, marks, say)
                     helpers += [started] if started else []
@@ -386,6 +451,8 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
                 stops += [s for s in lc.stop if s not in stops]
             say(f"starting {lc.role}: {lc.argv[0]} ... (log: {out / lc.log})")
             running.append(_start(lc, out, marks))
+            if i == 0:
+                started_at = time.monotonic()
         ready_urls = [_fill(u, where) for u in ready_urls]
         if client is not None:
             client = _filled(client, where)
@@ -407,6 +474,7 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
         except NotReady as exc:
             less = f" ({ready_timeout_s:g} s less the image import's {imported:g} s)" if imported else ""
             raise JobFailed("ready", exc.message + less, exc.tail) from None
+        status["ready_s"] = round(time.monotonic() - started_at, 1)   # from the engine's start
 
         if around_client is not None:
             status["phase"] = "profile"
@@ -423,6 +491,8 @@ def run_job(launches: list[Launch], out: Path, ready_urls: list[str], *, ready_t
             while True:
                 code = crun.popen.poll()
                 if code is not None:
+                    status["client_s"] = round(time.monotonic() - start, 1)
+                    seal_client(crun, out, client_exports, on_sealed, say)
                     if code != 0:
                         raise JobFailed("client", f"{client_name} exited with code {code}", tail_file(crun.log_path))
                     # AIPerf 0.13 can exit 0 after an internal failure (seen: ZMQ socket paths too long)

@@ -27,7 +27,7 @@ from ci_tools.runner import early
 from ci_tools.runner.backends import LABEL_ENV, RUNNER_ENV, describe_node
 from ci_tools.runner.disagg import (MultiNodePlan, alloc_argv, client_commands, import_step, job_name, place,
                                     ready_checks, registered, worker_steps)
-from ci_tools.runner.job import JobFailed, import_image, node_addresses, tail_file
+from ci_tools.runner.job import JobFailed, import_image, node_addresses, seal_client, tail_file
 from ci_tools.runner.ready import NotReady, Probe, wait_ready
 
 GRANTED = re.compile(r"Granted job allocation (\d+)")
@@ -169,8 +169,9 @@ def write_job_files(plan: MultiNodePlan, out: Path, placement: dict | None, comm
 
 def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
                   say: Callable[[str], None] = lambda m: print(m, file=sys.stderr, flush=True),
-                  poll_s: float = 0.2) -> dict:
-    """Run the point; returns the status written to status.json, raises JobFailed on any failure."""
+                  poll_s: float = 0.2, on_sealed: Callable[[str], None] | None = None) -> dict:
+    """Run the point; returns the status written to status.json, raises JobFailed on any failure. Each
+    client's exports are hashed the moment it exits (job.seal_client); `on_sealed` gets the record's sha256."""
     out.mkdir(parents=True, exist_ok=True)
     status: dict = {"ok": False, "phase": "allocate", "reason": "", "exit_code": 1}
     procs: list[_Proc] = []
@@ -245,6 +246,7 @@ def run_multinode(plan: MultiNodePlan, out: Path, commands_text: str, *,
             while True:
                 code = crun.popen.poll()
                 if code is not None:
+                    seal_client(crun.popen, out, c.exports, on_sealed, say)
                     if code != 0:
                         raise JobFailed("client", f"{c.what} (conc {c.conc}) exited with code {code}",
                                         tail_file(crun.log))

@@ -48,6 +48,8 @@ FIXED_SEQ_PROMPTS_PER_LANE = 10
 ENGINE_PORT = 8000          # where the client connects (the engine, or the router for DEP points)
 DEP_WORKER_PORT = 30000     # the engine behind the router
 MODELS_MOUNT = "/models"    # the model store inside the container
+# the backends that start the engine in a container (the recipe's image); `process` runs the host's engine
+CONTAINER_BACKENDS = ("docker", "slurm")
 
 # SGLang's simulated speculative acceptance (spec §6): applied on throughput runs only
 SIM_ACC_ENV = {"SGLANG_SIMULATE_ACC_METHOD": "match-expected",
@@ -65,9 +67,10 @@ class Settings:
 
     model_store: str = "/mnt/models"
     hf_cache: str = "/mnt/hf_hub_cache"
+    backend: str = "docker"               # docker | slurm | process (runner/backends.py)
     aiperf_bin: str = "aiperf"
     tokenizer: str | None = None          # default: the row's model
-    dataset: str = AGENTX_DATASET         # `synthetic:ISL:OSL` for offline tests
+    dataset: str = AGENTX_DATASET         # or `synthetic:ISL:OSL`: the offline agentic path (ignore_eos)
     server_cmd: str | None = None         # replaces the engine command ({port}, {model} filled in)
     host: str = "127.0.0.1"
     port: int = ENGINE_PORT
@@ -76,11 +79,21 @@ class Settings:
     ready_timeout_s: float = 4 * 3600.0   # big models load slowly; a hang still ends
     gpus_per_node: int | None = None
     runner_name: str = ""
-    duration_override_s: float | None = None  # tests only: shorter than any real scenario allows
+    duration_override_s: float | None = None  # `--duration`: agentic benchmark seconds instead of the row's
     evals: Any = None                     # ci_tools.evals.policy.EvalPolicy: needed by eval rows only
     lm_eval_bin: str = "lm_eval"
     ci_tools: str = "ci-tools"            # the eval client is `ci-tools runner evals` on the runner
     root: str = "."                       # repository root (eval task include paths)
+
+    @property
+    def in_container(self) -> bool:
+        return self.backend in CONTAINER_BACKENDS
+
+    def model_path(self, model: str) -> str:
+        """Where the engine finds the model: the store's mount point in a container, the store itself for a
+        process on the host (the one source of the path; the node check looks at `model_store/model` on the
+        host, which a container sees as this path)."""
+        return f"{MODELS_MOUNT if self.in_container else self.model_store}/{model}"
 
 
 @dataclass
@@ -91,7 +104,11 @@ class Proc:
     log: str = ""
     in_container: bool = True
     command: engines.Command | None = None   # server/router: launcher + the options the engine's parser sees
-    mounts: tuple[str, ...] = ()   # host folders the container sees at the same path (the profiler's traces)
+    # host folders the container sees at the same path: `mounts` writable (the profiler's traces), `read_only`
+    # what the runner wrote for it (engine_files/); never the job directory, where the client's exports are
+    mounts: tuple[str, ...] = ()
+    read_only: tuple[str, ...] = ()
+    files: tuple[tuple[str, str], ...] = ()  # (path, text) the runner writes for it (the engine command's files)
 
 
 @dataclass
@@ -107,7 +124,7 @@ class JobPlan:
     run_eval: bool
     gpus: int
     served_model: str
-    image: str
+    image: str | None                     # the container's; None where the engine runs on the host (process)
     evals: dict | None = None             # eval rows: ci_tools.evals.policy.eval_spec (harness runs, tasks)
 
     def proc(self, role: str) -> Proc | None:
@@ -116,7 +133,12 @@ class JobPlan:
     @property
     def files(self) -> list[tuple[str, str]]:
         """(path, text) the commands read, written into the job directory before they start."""
-        return [f for p in self.procs if p.command is not None for f in p.command.files]
+        return [f for p in self.procs for f in p.files]
+
+    @property
+    def client_exports(self) -> tuple[str, ...]:
+        """The folders of the job directory the client writes: hashed the moment it exits (custody.py)."""
+        return (names.EVAL_DIR,) if self.run_eval else (names.AIPERF_DIR,)
 
     def job_json(self) -> dict:
         """What results/collectors need to know about the job (written to job.json)."""
@@ -134,6 +156,7 @@ class JobPlan:
             "commands": {p.role: {"argv": p.argv, "env": p.env, "log": p.log} for p in self.procs},
             "base-url": self.base_url,
             "ready-urls": self.ready_urls,
+            "client-exports": list(self.client_exports),
             **({"evals": self.evals} if self.evals is not None else {}),
         }
 
@@ -144,10 +167,10 @@ def _truthy(value: Any) -> bool:
     return bool(value)
 
 
-def check_row(row: dict) -> list[str]:
-    """Problems with a row that make it unrunnable here (all of them)."""
+def check_row(row: dict, container: bool = True) -> list[str]:
+    """Problems with a row that make it unrunnable here (all of them); an image only where a container runs."""
     problems = []
-    for key in ("tp", "conc", "image", "model"):
+    for key in ("tp", "conc", "image", "model") if container else ("tp", "conc", "model"):
         if key not in row:
             problems.append(f"the row has no `{key}`")
     if "prefill" in row or "decode" in row:
@@ -172,25 +195,27 @@ def image_for_slurm(image: str) -> str:
 
 
 def serve_spec(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
-               row: dict | None = None, extra_args: dict | None = None) -> engines.ServeSpec:
+               row: dict | None = None, model_path: str | None = None,
+               extra_args: dict | None = None) -> engines.ServeSpec:
     from ci_tools.config.recipe import merge_options
 
     k = point.key
     args, options, _ = offload_args(point, row or {})
-    return engines.ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=port,
+    return engines.ServeSpec(model_path=model_path or f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=port,
                              tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args={**dict(point.args), **args, **(extra_args or {})},
                              versions=point.engine_versions, pp=point.pp, dcp=point.dcp, pcp=point.pcp,
                              files_dir=out_dir, options=merge_options(point.options, options))
 
 
 def engine_command(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
-                   row: dict | None = None, extra_args: dict | None = None) -> engines.Command:
+                   row: dict | None = None, model_path: str | None = None,
+                   extra_args: dict | None = None) -> engines.Command:
     """The engine plug-in's server command for the point (ci_tools/engines/<engine>.py)."""
     plugin = engines.engine(point.engine)
     if plugin is None:
         raise InputError(f"{point.recipe_file}: engine {point.engine!r} has no ci-tools plug-in "
                          f"(known: {', '.join(engines.ENGINE_NAMES)})")
-    return plugin.server(serve_spec(point, model, port, out_dir, row, extra_args))
+    return plugin.server(serve_spec(point, model, port, out_dir, row, model_path, extra_args))
 
 
 def synthetic_acceptance(point: ResolvedPoint) -> tuple[dict, dict, list[str]]:
@@ -204,11 +229,11 @@ def synthetic_acceptance(point: ResolvedPoint) -> tuple[dict, dict, list[str]]:
     return {SIM_ACC_LEN: f"{point.synthetic_acceptance:g}", **SIM_ACC_ENV}, {}, []
 
 
-def served_name(point: ResolvedPoint, model: str, port: int) -> str:
+def served_name(point: ResolvedPoint, model: str, model_path: str) -> str:
     """The model name the server answers to (the client's --model): the row's model, unless the engine
     release serves under its model path (ATOM before --served-model-name)."""
     hook = getattr(engines.engine(point.engine), "served_name", None)
-    return hook(serve_spec(point, model, port)) if hook is not None else model
+    return hook(serve_spec(point, model, 0, model_path=model_path)) if hook is not None else model
 
 
 def engine_argv(point: ResolvedPoint, model: str, settings: Settings, port: int) -> list[str]:
@@ -263,8 +288,10 @@ def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, c
         per_lane = AGENTX_FAST_WARMUP_PER_LANE if fast else AGENTX_WARMUP_PER_LANE
         argv += ["--benchmark-duration", f"{duration:g}", "--warmup-request-count", str(per_lane * conc)]
         if synthetic:
+            # the offline path: AIPerf's synthetic prompts, each answered with exactly OSL tokens (a random or
+            # small model may end early; without ignore_eos AIPerf counts OSL mismatches and empty answers)
             _, isl, osl = settings.dataset.split(":")
-            argv += ["--isl", isl, "--osl", osl]
+            argv += ["--isl", isl, "--osl", osl, "--extra-inputs", "ignore_eos:true"]
         else:
             argv += ["--scenario", AGENTX_SCENARIO, "--public-dataset", settings.dataset,
                      "--num-dataset-entries", str(AGENTX_DATASET_ENTRIES)]
@@ -306,6 +333,17 @@ def run_shape(row: dict, settings: Settings) -> tuple[str, bool, bool, float | N
         if settings.duration_override_s is not None:
             duration = settings.duration_override_s
     return scenario, run_eval, fast, duration
+
+
+def dataset_problems(dataset: str) -> list[str]:
+    """`synthetic:ISL:OSL` must give two positive token counts."""
+    if not dataset.startswith("synthetic:"):
+        return []
+    parts = dataset.split(":")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts[1:]):
+        return [f"--dataset {dataset!r}: the synthetic dataset is synthetic:ISL:OSL, two positive token counts "
+                "(e.g. synthetic:1024:256)"]
+    return []
 
 
 def point_problems(row: dict, point: ResolvedPoint) -> list[str]:
@@ -350,7 +388,9 @@ def offload_args(point: ResolvedPoint, row: dict) -> tuple[dict, dict, dict]:
 
 
 def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str) -> JobPlan:
-    problems = check_row(row) + image_problems(row, point.image) + point_problems(row, point)
+    container = settings.in_container
+    problems = check_row(row, container) + (image_problems(row, point.image) if container else []) \
+        + point_problems(row, point) + dataset_problems(settings.dataset)
     scenario, run_eval, fast, duration = run_shape(row, settings)
     plugin = engines.engine(point.engine)
     if plugin is None:
@@ -387,17 +427,20 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
     else:
         acceptance_env, acceptance_args, _ = synthetic_acceptance(point)
         env.update(acceptance_env)
-    command = engine_command(point, model, engine_port, out_dir, row, acceptance_args)
-    served = served_name(point, model, engine_port)
+    # the engine reads its files (TensorRT-LLM's options file) where the runner writes them: a folder of its
+    # own in the job directory, which the container sees read-only at the same path; the rest of the job
+    # directory (the client's exports) it never sees. A --server-cmd smoke run keeps the files and the mount.
+    command = engine_command(point, model, engine_port, f"{out_dir}/{names.ENGINE_FILES_DIR}", row,
+                             settings.model_path(model), acceptance_args)
+    served = served_name(point, model, settings.model_path(model))
+    files = command.files
     if settings.server_cmd:
         argv = [a.format(port=engine_port, model=model) for a in shlex.split(settings.server_cmd)]
         command = None
     else:
         argv = command.argv
-    # the engine reads its files (TensorRT-LLM's options file) where the runner writes them, in the job
-    # directory on the host: the container must see that folder at the same path
-    file_dirs = tuple(dict.fromkeys(path.rsplit("/", 1)[0] for path, _ in (command.files if command else ())))
-    procs = [Proc("server", argv, env, names.SERVER_LOG, command=command, mounts=file_dirs)]
+    file_dirs = tuple(dict.fromkeys(path.rsplit("/", 1)[0] for path, _ in files))
+    procs = [Proc("server", argv, env, names.SERVER_LOG, command=command, read_only=file_dirs, files=files)]
     engine_url = f"http://{settings.host}:{engine_port}"
     ready = [f"{engine_url}{path}" for path in engines.engine(point.engine).READY_PATHS]
     base_url = engine_url
@@ -408,8 +451,11 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
             rargv = [a.format(port=settings.port, worker_port=engine_port) for a in shlex.split(settings.router_cmd)]
             procs.append(Proc("router", rargv, {}, names.ROUTER_LOG))
         else:
+            # a router the image lacks is installed into its own folder of the job directory: the one part
+            # of it the router's container sees (writable), never the client's exports
             router_dirs = tuple(dict.fromkeys(path.rsplit("/", 1)[0] for path, _ in rcmd.files))
-            procs.append(Proc("router", rcmd.argv, {}, names.ROUTER_LOG, command=rcmd, mounts=router_dirs))
+            procs.append(Proc("router", rcmd.argv, {}, names.ROUTER_LOG, command=rcmd, mounts=router_dirs,
+                              files=rcmd.files))
         base_url = f"http://{settings.host}:{settings.port}"
         ready += [f"{base_url}/health", f"{base_url}/v1/models"]
         header = session_header(point)
@@ -430,7 +476,7 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
                           {}, names.CLIENT_LOG, in_container=False))
     return JobPlan(row=row, point=point, scenario=scenario, result_filename=rf, procs=procs, base_url=base_url,
                    ready_urls=ready, duration_s=duration, run_eval=run_eval, gpus=gpus, served_model=model,
-                   image=point.image, evals=evals)
+                   image=point.image if container else None, evals=evals)
 
 
 def _eval_plan(row: dict, model: str, base_url: str, removed: list[str], settings: Settings, out_dir: str) -> dict:

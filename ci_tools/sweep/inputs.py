@@ -53,12 +53,12 @@ _GITHUB_REMOTE = re.compile(r"(?:github\.com[:/])([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]
 
 
 def repository_of(git: "Git", given: str | None, env: Mapping[str, str]) -> str:
-    """OWNER/NAME of the PR's repository: `--github-repo`, else $GITHUB_REPOSITORY, else the origin remote."""
+    """OWNER/NAME of the PR's repository: `--repo`, else $GITHUB_REPOSITORY, else the origin remote."""
     if given or env.get("GITHUB_REPOSITORY"):
         return given or env["GITHUB_REPOSITORY"]
     match = _GITHUB_REMOTE.search(git.remote_url("origin") or "")
     if not match:
-        raise UsageError("cannot tell which GitHub repository the PR is in: pass --github-repo OWNER/NAME "
+        raise UsageError("cannot tell which GitHub repository the PR is in: pass --repo OWNER/NAME "
                          "(or set GITHUB_REPOSITORY)")
     return match.group(1)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ci_tools.errors import InputError
+from ci_tools.errors import Finding, InputError
 from ci_tools.sweep.priority import PriorityPolicy, priority_policy
 from ci_tools.yaml.located import YamlDoc
 from ci_tools.config.images import allowlist_of
@@ -128,8 +128,34 @@ def reuse_policy(section: dict) -> ReusePolicy:
                        optional_jobs=tuple(section.get("optional-jobs", d.optional_jobs)))
 
 
+# The sections read here whose numbers the schema bounds: a huge value (an estimate of 10^12 s, a compare
+# history of 10^9 results) is a located error on every read and in `config validate`, never a check
+# switched off or a figure that overflows. priority: has its own check (priority.priority_findings).
+CHECKED_SECTIONS = ("agentx-profiles", "estimates", "reuse", "compare")
+
+
+def section_findings(doc: YamlDoc) -> list[Finding]:
+    """CHECKED_SECTIONS of a policy document against their schema (located, with a did-you-mean)."""
+    from ci_tools.config import schemas
+
+    out: list[Finding] = []
+    data = doc.data if isinstance(doc.data, dict) else {}
+    for section in CHECKED_SECTIONS:
+        if data.get(section) is not None and schemas.is_valid("ci-policy", section, data[section]) is not True:
+            out += schemas.policy_section_findings(doc, section)
+    return out
+
+
+def config_findings(checked, findings: list[Finding]) -> list[Finding]:
+    """`config validate`'s check of CHECKED_SECTIONS (a `config.validate.UpperCheck`)."""
+    return section_findings(checked.src.policy) if checked.src.policy is not None else []
+
+
 def policy_from_doc(doc: YamlDoc) -> Policy:
     """A parsed policy file; shape errors become InputErrors naming the file (schema: ci-policy.schema.json)."""
+    problems = section_findings(doc)
+    if problems:
+        raise InputError(f"{doc.file}: the policy is not valid: {problems[0].message}", findings=problems)
     try:
         return policy_from_data(doc.data, doc.file)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:

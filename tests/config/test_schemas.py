@@ -44,3 +44,13 @@ def test_inlined_validator_agrees_with_the_schema_as_written():
             doc = {key: yaml.safe_load(yaml.safe_dump(variant))}
             ref = "mnEntry" if variant["multinode"] else "snEntry"
             assert plain.is_valid(doc) == schemas.validator("master", ref).is_valid(doc[key]), (key, variant)
+
+
+def test_the_framework_enum_names_every_engine_and_every_multinode_framework():
+    """A master's `framework` is one of a known list (an unknown one was accepted); that list keeps every
+    engine plug-in and every framework the multi-node rules know (config/disaggcheck.py)."""
+    from ci_tools import engines
+    from ci_tools.config.disaggcheck import ENGINE_OF_FRAMEWORK
+
+    known = set(schemas.schema("master")["$defs"]["framework"]["enum"])
+    assert set(engines.ENGINE_NAMES) <= known and set(ENGINE_OF_FRAMEWORK) <= known

@@ -42,6 +42,11 @@ CASES = [
     ("13-spec-mtp", "sn", {W + ".spec-decoding": "mtp"}, None),
     ("13-spec-draft", "sn", {W + ".spec-decoding": "draft_model"}, None),
     ("13-spec-none", "sn", {W + ".spec-decoding": "none"}, None),
+    # an unknown framework was accepted: it names the result files and picks the frontend rules
+    ("framework-unknown", "sn", {"framework": "tensorflow"}, "'framework' must be one of \"sglang\", \"vllm\""),
+    ("framework-typo", "mn", {"framework": "dynamo-sgl"}, "'framework' must be one of"),
+    ("framework-atom", "sn", {"framework": "atom"}, None),
+    ("framework-llmd", "mn", {"framework": "llmd-vllm"}, None),
     ("14-empty-list-plus-range", "sn", {W + ".conc-list": []}, None),
     ("15-router-no-version", "sn", {"router": {"name": "sglang-router"}}, "missing required field 'version'"),
     ("15-router-no-name", "sn", {"router": {"version": "1"}}, "missing required field 'name'"),

@@ -411,7 +411,8 @@ if __name__ == "__main__":
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--count", type=int, default=3000)
-    ap.add_argument("--corpus", type=Path, default=Path("../shared/corpus"))
+    ap.add_argument("--corpus", type=Path, default=Path(__file__).resolve().parents[1] / "data",
+                    help="the folder holding aiperf-0.13-export/ (default: tests/data)")
     ap.add_argument("--tolerance", type=float, default=0.001)
     ap.add_argument("--extra", nargs="*", default=[])
     args = ap.parse_args()

@@ -15,7 +15,7 @@ import shutil
 import pytest
 from hypothesis import given, strategies as st
 
-from tests.conftest import shared_dir
+from tests.conftest import AIPERF_EXPORT
 
 from .harness import cli_case, fuzz_settings
 from .hostile import byte_edit, mutate_bytes
@@ -25,9 +25,7 @@ POINT = ["--tp", "4", "--conc", "4", "--scenario", "fixed-seq-len", "--model", "
 
 @functools.cache
 def export() -> tuple[list[dict], dict]:
-    d = shared_dir() / "corpus/aiperf-0.13-export"
-    if not d.is_dir():
-        pytest.fail(f"the shared corpus is missing: expected {d} (set CI_TOOLS_SHARED)")
+    d = AIPERF_EXPORT
     recs = [json.loads(line) for line in (d / "profile_export.jsonl").read_text().splitlines()]
     return recs, json.loads((d / "profile_export_aiperf.json").read_text())
 
@@ -112,7 +110,7 @@ def test_fuzz_corrupt_exports_are_never_valid(tmp_path_factory, edits):
 @fuzz_settings(40)
 @given(st.lists(byte_edit, min_size=1, max_size=4), st.booleans())
 def test_fuzz_garbled_exports_end_cleanly(tmp_path_factory, edits, in_summary):
-    src = shared_dir() / "corpus/aiperf-0.13-export"
+    src = AIPERF_EXPORT
     d = tmp_path_factory.mktemp("garbled") / "run"
     shutil.copytree(src, d)
     target = d / ("profile_export_aiperf.json" if in_summary else "profile_export.jsonl")

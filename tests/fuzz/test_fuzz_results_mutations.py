@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from tests.conftest import shared_dir
+from tests.conftest import RECORDINGS
 
 from .harness import FIGURES, HANG_S
 from .results_mutations import FAMILIES, in_process, load_export, measure
@@ -51,7 +51,7 @@ def test_no_corrupt_export_moves_a_headline_and_passes(tmp_path, repo_root):
         assert elapsed < HANG_S, f"a case took {elapsed:.1f} s: {argv}"
         return code, err
 
-    tally = measure(load_export(shared_dir() / "corpus"), COUNT, tmp_path, run, ["--policy", str(policy)])
+    tally = measure(load_export(RECORDINGS), COUNT, tmp_path, run, ["--policy", str(policy)])
     assert tally.cases == COUNT and not tally.tracebacks
     moved = tally.valid_moved(noise)
     assert not moved, f"{len(moved)} corrupt exports judged VALID with a headline moved > {noise:g}: {moved[:10]}"

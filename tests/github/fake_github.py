@@ -175,6 +175,8 @@ class FakeGitHub:
     requests: list[str] = field(default_factory=list)
     schema_errors: list[str] = field(default_factory=list)
     statuses: list[dict] = field(default_factory=list)
+    check_runs: list[dict] = field(default_factory=list)     # completed check runs, oldest first (`_sha` their commit)
+    repo_labels: dict = field(default_factory=dict)           # the repository's labels by lower-case name
     dispatches: list[dict] = field(default_factory=list)
     tokens: dict[str, Grant] = field(default_factory=dict)
     # one row per answered request: (token, "VERB template", the permissions any one of which it needed)
@@ -198,7 +200,7 @@ class FakeGitHub:
         self.events: dict[int, list[dict]] = {}      # PR -> labeled/unlabeled/committed timeline items
         self.commit_pulls: dict[str, list[int]] = {}
         self.association_lag: dict[str, int] = {}    # sha -> how many more asks answer [] (GitHub's lag)
-        self.pr_files: dict[int, list[str]] = {}
+        self.pr_files: dict[int, list] = {}             # PR -> paths, or (old, new) for a rename
         self.runs: dict[int, dict] = {}
         self.artifacts: dict[int, list[dict]] = {}
         self.compares: dict[tuple[str, str], tuple[str, list[str]]] = {}
@@ -318,6 +320,76 @@ class FakeGitHub:
                 "plan.json": json.dumps(recorded_plan(plan_labels)).encode()})
         return run
 
+    def add_repo_label(self, name: str, color: str = "ededed", description: str | None = None) -> dict:
+        lid = next(self._ids)
+        label = {"id": lid, "node_id": f"LA_{lid}", "url": f"https://api.github.com/repos/{self.repo}/labels/{name}",
+                 "name": name, "description": description, "color": color, "default": False,
+                 "archived_at": None, "archived_by": None}
+        self.repo_labels[name.lower()] = label
+        return label
+
+    def _put_label(self, name: str | None, body: dict):
+        """POST /labels (name taken: 422, as GitHub) or PATCH /labels/{name} (unknown: 404); GitHub's
+        rules: a colour is six hex digits without '#', a description at most 100 characters."""
+        color = body.get("color")
+        if color is not None and not re.fullmatch(r"[0-9a-fA-F]{6}", str(color)):
+            return 422, {"message": "Validation Failed", "errors": [{"resource": "Label", "code": "invalid",
+                                                                   "field": "color"}]}, None
+        if len(str(body.get("description") or "")) > 100:
+            return 422, {"message": "Validation Failed", "errors": [{"resource": "Label", "code": "invalid",
+                                                                   "field": "description"}]}, None
+        if name is None:
+            if str(body.get("name", "")).lower() in self.repo_labels or not body.get("name"):
+                return 422, {"message": "Validation Failed", "errors": [{"resource": "Label", "code": "already_exists",
+                                                                       "field": "name"}]}, None
+            return 201, self.add_repo_label(str(body["name"]), str(color or "ededed"), body.get("description")), "Label"
+        label = self.repo_labels.pop(name.lower(), None)
+        if label is None:
+            return 404, {"message": "Not Found"}, None
+        new = str(body.get("new_name") or label["name"])
+        label.update(name=new, color=str(color or label["color"]),
+                     description=body["description"] if "description" in body else label["description"])
+        self.repo_labels[new.lower()] = label
+        return 200, label, "Label"
+
+    @staticmethod
+    def _public(obj: dict) -> dict:
+        return {k: v for k, v in obj.items() if not k.startswith("_")}
+
+    def _create_check_run(self, body: dict):
+        """POST /check-runs as GitHub answers it: the body checked against GitHub's schema (a completed
+        run needs its conclusion), the run owned by the app of the token (a GITHUB_TOKEN's is GitHub
+        Actions)."""
+        from githubkit_schemas.latest import models as m
+
+        try:
+            (m.ReposOwnerRepoCheckRunsPostBodyOneof0 if body.get("status") == "completed" or "conclusion" in body
+             else m.ReposOwnerRepoCheckRunsPostBodyOneof1).model_validate(body)
+        except Exception as exc:  # pydantic.ValidationError: GitHub answers 422
+            return 422, {"message": "Invalid request.", "errors": [str(exc)[:300]],
+                         "documentation_url": "https://docs.github.com/rest/checks/runs#create-a-check-run"}, None
+        output = body.get("output") or {}
+        if len(str(output.get("summary") or "")) > 65_535:
+            return 422, {"message": "Invalid request.\n\noutput.summary is too long (maximum is 65535 characters)"}, None
+        cid, at = next(self._ids), self.tick()
+        sha = str(body["head_sha"])
+        app = {"id": 15368, "slug": "github-actions", "node_id": "MDM6QXBwMTUzNjg=", "client_id": None,
+               "owner": _user(self._user_t, "github", "Organization"), "name": "GitHub Actions", "description": "",
+               "external_url": "https://help.github.com/en/actions", "html_url": "https://github.com/apps/github-actions",
+               "created_at": T0, "updated_at": T0, "permissions": {"checks": "write", "metadata": "read"},
+               "events": ["check_run"], "installations_count": None}
+        run = {"id": cid, "head_sha": sha, "node_id": f"CR_{cid}", "external_id": body.get("external_id") or "",
+               "url": f"https://api.github.com/repos/{self.repo}/check-runs/{cid}",
+               "html_url": f"https://github.com/{self.repo}/runs/{cid}", "details_url": body.get("details_url"),
+               "status": body.get("status") or "queued", "conclusion": body.get("conclusion"),
+               "started_at": at, "completed_at": at if body.get("conclusion") else None,
+               "output": {"title": output.get("title"), "summary": output.get("summary"), "text": output.get("text"),
+                          "annotations_count": 0, "annotations_url": "https://x"},
+               "name": str(body["name"]), "check_suite": {"id": 1}, "app": app, "pull_requests": [],
+               "deployment": None, "_sha": sha}
+        self.check_runs.append(run)
+        return 201, self._public(run), "CheckRun"
+
     def _artifact(self, run_id: int, name: str, expired: bool, expires_at: str = FAR_EXPIRY) -> dict:
         aid = next(self._ids)
         return {"id": aid, "node_id": f"A_{aid}", "name": name, "size_in_bytes": 10, "expired": expired,
@@ -421,15 +493,29 @@ class FakeGitHub:
             obj["updated_at"] = at
         return obj
 
-    def force_push(self, pr: int, sha: str, tree: str | None = None, *, actor: str = "alice") -> None:
-        """The head branch force-pushed to `sha`: GitHub's `head_ref_force_pushed` timeline event, on its clock."""
+    def force_push(self, pr: int, sha: str, tree: str | None = None, *, actor: str = "alice",
+                   keep: tuple[str, ...] = ()) -> None:
+        """The head branch force-pushed to `sha`, as GitHub shows it: a `head_ref_force_pushed` event on
+        its clock (the common issue-event fields; `commit_id` the new head), and the PR's commits are
+        those of the new branch, so the `committed` items of commits it no longer has leave the
+        timeline. `keep`: earlier commits the new head still has (a rewrite of the last commit only)."""
         at = self.tick()
-        self.events[pr].append({"id": next(self._ids), "node_id": "HRFPE", "url": "https://x",
-                                "actor": _user(self._user_t, actor), "event": "head_ref_force_pushed",
-                                "commit_id": sha, "commit_url": "https://x", "created_at": at,
-                                "performed_via_github_app": None, "state_reason": None, "_at": at})
+        self.events[pr] = [e for e in self.events[pr] if e["event"] != "committed" or e["sha"] in keep]
+        self.branch_event(pr, "head_ref_force_pushed", actor=actor, commit=sha, at=at)
         self.add_commit(pr, sha, tree)
         self.pulls[pr]["head"]["sha"] = sha
+        self.pulls[pr]["commits"] = 1 + len(keep)
+
+    def branch_event(self, pr: int, kind: str, *, actor: str = "alice", commit: str | None = None,
+                     at: str | None = None) -> None:
+        """A timeline event that moves the head branch (`head_ref_force_pushed`, `head_ref_deleted`,
+        `head_ref_restored`): GitHub's common issue-event fields, `created_at` on its clock."""
+        at = at or self.tick()
+        self.events[pr].append({"id": next(self._ids), "node_id": f"HRE_{kind}", "url": "https://x",
+                                "actor": _user(self._user_t, actor), "event": kind, "commit_id": commit,
+                                "commit_url": f"https://api.github.com/repos/{self.repo}/commits/{commit}"
+                                if commit else None, "created_at": at, "performed_via_github_app": None,
+                                "_at": at})
 
     def add_app_run(self, repo: str, display_title: str) -> dict:
         """A repository_dispatch run in another repository (the results app), named `display_title`."""
@@ -488,9 +574,14 @@ class FakeGitHub:
                 "commit": {"url": "https://x", "author": None, "committer": None, "message": "m",
                            "comment_count": 0, "tree": {"sha": self.trees.get(sha, f"tree-{sha}"), "url": "https://x"}}}
 
-    def _diff(self, name: str) -> dict:
-        return {"sha": "0" * 40, "filename": name, "status": "modified", "additions": 1, "deletions": 0, "changes": 1,
-                "blob_url": "https://x", "raw_url": "https://x", "contents_url": "https://x"}
+    def _diff(self, name: str | tuple[str, str]) -> dict:
+        """A file of a PR or comparison: a path (modified), or (old path, new path): a rename, which
+        GitHub lists under the new name with status `renamed` and the old one as `previous_filename`."""
+        entry = {"sha": "0" * 40, "filename": name, "status": "modified", "additions": 1, "deletions": 0, "changes": 1,
+                 "blob_url": "https://x", "raw_url": "https://x", "contents_url": "https://x"}
+        if isinstance(name, tuple):
+            entry.update(filename=name[1], previous_filename=name[0], status="renamed", additions=0, changes=0)
+        return entry
 
     # ---- branches, files and new pull requests (a file-update PR) ---------------------------------
     def add_branch(self, name: str, sha: str, files: dict[str, str] | None = None) -> None:
@@ -607,6 +698,22 @@ class FakeGitHub:
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-zA-Z]+)/statuses")):
             found = [{k: v for k, v in st.items() if k != "_sha"} for st in reversed(self.statuses) if st["_sha"] == g[1]]
             return 200, found, ("list", "Status")
+        if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-zA-Z]+)/check-runs")):
+            # newest first, as GitHub lists them; `check_name` filters by name
+            wanted = self._query.get("check_name", [None])[0]
+            found = [self._public(c) for c in reversed(self.check_runs)
+                     if c["_sha"] == g[1] and (wanted is None or c["name"] == wanted)]
+            return 200, {"total_count": len(found), "check_runs": found}, "ReposOwnerRepoCommitsRefCheckRunsGetResponse200"
+        if method == "POST" and m(rf"/repos/{r}/check-runs"):
+            return self._create_check_run(body or {})
+        if method == "GET" and m(rf"/repos/{r}/labels"):
+            return 200, list(self.repo_labels.values()), ("list", "Label")
+        if method == "POST" and m(rf"/repos/{r}/labels"):
+            return self._put_label(None, body or {})
+        if method == "PATCH" and (g := m(rf"/repos/{r}/labels/([^/]+)")):
+            from urllib.parse import unquote
+
+            return self._put_label(unquote(g[1]), body or {})
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-f]+)/pulls")):
             if self.association_lag.get(g[1], 0) > 0:
                 self.association_lag[g[1]] -= 1
@@ -844,7 +951,10 @@ class FakeGitHub:
         elif kind[0] == "list" and kind[1] == "timeline":
             names = {"commented": "TimelineCommentEvent", "labeled": "LabeledIssueEvent",
                      "unlabeled": "UnlabeledIssueEvent", "committed": "TimelineCommittedEvent",
-                     "head_ref_force_pushed": "StateChangeIssueEvent"}
+                     # GitHub's description has no model of its own for the head-branch events: the
+                     # generic issue event (common fields) is StateChangeIssueEvent
+                     "head_ref_force_pushed": "StateChangeIssueEvent", "head_ref_deleted": "StateChangeIssueEvent",
+                     "head_ref_restored": "StateChangeIssueEvent"}
             for item in obj:
                 one(names[item["event"]], item)
         elif kind[0] == "list":

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ci_tools.github.client import GitHub
 from ci_tools.github.events import Comment, Event, PullRequest
+from ci_tools.prbot import commands as cmds
 from ci_tools.prbot.shell import Lazy, Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -35,9 +36,27 @@ def pr_with_sweep(fake, number: int = 7, *, labels=(FULL,), commits=(SHA1,), fil
 
 
 def authorise(fake, number: int, body: str = "/use", *, author: str = "maint", association: str = "MEMBER",
-              permission: str = "write") -> dict:
+              permission: str = "write", answered: bool = True) -> dict:
+    """`author` (with `permission`) comments `body`. A `/use` in it is `answered` by default: the bot's
+    reply records the permission checked, as `comment handle` writes it (`answer`), since a `/use`
+    counts at merge only by that record; `answered=False` is a comment whose handling job never ran."""
     fake.permissions[author] = permission
-    return fake.add_comment(number, body, author=author, association=association)
+    comment = fake.add_comment(number, body, author=author, association=association)
+    if answered and cmds.effective_use(cmds.parse(body)) is not None:
+        answer(fake, number, comment, permission)
+    return comment
+
+
+def answer(fake, number: int, comment: dict, permission: str) -> dict:
+    """The bot's reply to a command comment with the record `comment handle` keeps in it (its tests
+    check that it does): the permission it found and the commands it checked it for."""
+    from ci_tools.prbot import sticky
+    from ci_tools.prbot.reuse.decide import handled_state
+
+    runs = cmds.to_run(cmds.parse(comment["body"]), created=True)
+    state = handled_state(permission, [x.text for x in runs if cmds.REQUIRED[type(x)]])
+    return fake.add_comment(number, sticky.head(sticky.REPLY, comment["id"], state) + "noted\n", author=fake.bot,
+                            association="NONE", type_="Bot")
 
 
 def merge(fake, number: int, sha: str = MERGE) -> str:
@@ -65,13 +84,15 @@ def pr_event(fake, number: int, action: str, *, before: str = "", after: str = "
 def comment_event(fake, number: int, comment: dict, action: str = "created", kind: str = "issue_comment") -> Event:
     c = Comment(id=comment["id"], body=comment["body"], author=comment["user"]["login"],
                 author_type=comment["user"]["type"], association=comment["author_association"],
-                created_at=comment["created_at"], html_url=comment["html_url"], node_id=comment.get("node_id", ""))
+                created_at=comment["created_at"], updated_at=comment.get("updated_at", ""), html_url=comment["html_url"],
+                node_id=comment.get("node_id", ""))
     if kind == "pull_request_review":
         p = fake.pulls[number]
         pr = PullRequest(number=number, head_sha=p["head"]["sha"], head_ref=p["head"]["ref"])
         return Event(name="pull_request_review", action="submitted", repo=fake.repo, pull_request=pr,
                      comment=Comment(**{**c.__dict__, "kind": "review",
-                                        "commit_id": comment.get("commit_id") or p["head"]["sha"]}))
+                                        "commit_id": comment.get("commit_id") or p["head"]["sha"],
+                                        "review_state": str(comment.get("state") or "COMMENTED").upper()}))
     return Event(name="issue_comment", action=action, repo=fake.repo, issue_number=number, is_pull_request=True,
                  comment=c)
 

@@ -25,8 +25,11 @@ def fork_pr(fake, number=3, **kw):
     return pr
 
 
-def approve(fake, body, *, action="created", **kw):
+def approve(fake, body, *, action="created", between=None, **kw):
+    """`body` commented on fork PR #3 and handled; `between(fake)` happens after the comment, before its job."""
     c = authorise(fake, 3, body, **kw)
+    if between:
+        between(fake)
     gh = lazy(fake)
     res = handle_comment(comment_event(fake, 3, c, action=action), settings(), gh)
     return res, gh, reply_of(fake, 3, c["id"])
@@ -40,7 +43,7 @@ def running_sweep(fake, run_id, pr, sha, status="in_progress"):
     return run
 
 
-@pytest.mark.parametrize("given", [SHA1, SHA1[:7], SHA1[:12].upper()])
+@pytest.mark.parametrize("given", [SHA1, SHA1.upper()])
 def test_authorised_approval_of_the_head_sets_the_outputs(fake, given):
     fork_pr(fake)
     res, gh, body = approve(fake, f"/sweep approve {given}")
@@ -71,11 +74,22 @@ def test_denied_approval_starts_nothing_and_says_who_may(fake, association, perm
 
 def test_a_stale_sha_is_refused_naming_the_head(fake):
     fork_pr(fake, commits=(SHA1, SHA2))
-    res, gh, body = approve(fake, f"/sweep approve {SHA1[:9]}")
+    res, gh, body = approve(fake, f"/sweep approve {SHA1}")
     assert res.outputs["approve-sha"] == ""
-    assert f"`{SHA1[:9]}` is not the head of PR #3, which is `{SHA2[:12]}`" in body
+    assert f"`{SHA1}` is not the head of PR #3, which is now `{SHA2}`" in body
     assert not any("/actions/" in r for r in fake.requests)      # no duplicate check needed to refuse
     assert gh.calls <= 4
+
+
+@pytest.mark.parametrize("given", [SHA1[:7], SHA1[:12].upper(), SHA1[:39]])
+def test_a_prefix_is_refused_showing_the_full_head_sha_to_copy(fake, given):
+    """Issue 35: a prefix could name a commit ground to share it and pushed after the review."""
+    fork_pr(fake)
+    res, gh, body = approve(fake, f"/sweep approve {given}")
+    assert res.outputs["approve-sha"] == "" and res.outputs["approve-pr"] == ""
+    assert f"is {len(given)} hex digits, not a full commit SHA" in body
+    assert f"comment `/sweep approve {SHA1}`" in body
+    assert not any("/actions/" in r for r in fake.requests) and gh.calls <= 4
 
 
 def test_a_same_repo_pr_needs_no_approval(fake):
@@ -93,7 +107,7 @@ def test_without_a_sweep_label_the_approval_is_refused(fake):
 def test_a_duplicate_while_the_sweep_runs_starts_nothing(fake):
     fork_pr(fake)
     running_sweep(fake, 77, 3, SHA1, status="queued")
-    res, gh, body = approve(fake, f"/sweep approve {SHA1[:7]}")
+    res, gh, body = approve(fake, f"/sweep approve {SHA1}")
     assert res.outputs["approve-sha"] == ""
     assert "started nothing" in body and "actions/runs/77" in body
     assert gh.calls <= 5
@@ -146,10 +160,13 @@ def test_check_approval_cli_fails_closed_with_an_annotation(fake, env, tmp_path)
 # ---- reply bodies as golden files -----------------------------------------------------------------
 
 @pytest.mark.parametrize("name,body,kw,setup", [
-    ("reply-approve-accepted", f"/sweep approve {SHA1[:7]}", {}, lambda fake: None),
-    ("reply-approve-stale", f"/sweep approve {SHA1[:7]}", {}, lambda fake: fake.add_commit(3, SHA2)),
-    ("reply-approve-denied", f"/sweep approve {SHA1[:7]}", {"permission": "read"}, lambda fake: None),
-    ("reply-approve-duplicate", f"/sweep approve {SHA1[:7]}", {}, lambda fake: running_sweep(fake, 77, 3, SHA1)),
+    ("reply-approve-accepted", f"/sweep approve {SHA1}", {}, lambda fake: None),
+    ("reply-approve-stale", f"/sweep approve {SHA1}", {}, lambda fake: fake.add_commit(3, SHA2)),
+    ("reply-approve-prefix", f"/sweep approve {SHA1[:7]}", {}, lambda fake: None),
+    ("reply-approve-moved", f"/sweep approve {SHA1}",                           # away and back after the comment
+     {"between": lambda fake: (fake.force_push(3, SHA2), fake.force_push(3, SHA1))}, lambda fake: None),
+    ("reply-approve-denied", f"/sweep approve {SHA1}", {"permission": "read"}, lambda fake: None),
+    ("reply-approve-duplicate", f"/sweep approve {SHA1}", {}, lambda fake: running_sweep(fake, 77, 3, SHA1)),
 ])
 def test_approve_goldens(fake, name, body, kw, setup):
     fork_pr(fake)

@@ -1,5 +1,7 @@
-"""The attack table (issue 15): each scenario an adversarial pass used against the fake GitHub, over real
-HTTP, with the decision it must get. One test per row; each failed on the main of 2026-12-01."""
+"""The attack table (issues 15, 25, 35): each scenario an adversarial pass used against the fake GitHub, over
+real HTTP, with the decision it must get. One test per row; each failed on the main of its issue's day
+(2026-12-01; issue 35's rows on 2026-12-07), except the controls beside them (the right decision main
+already made: "still", "the other side") and the approval-race rows not marked "(main)"."""
 
 from __future__ import annotations
 
@@ -324,7 +326,7 @@ def test_a_timeline_cut_short_does_not_hide_a_later_use(fake):
     authorise(fake, 7, "/use 10")
     merge(fake, 7)
     fake.page_size, fake.drop_next = 3, r"/timeline"          # committed, labeled, `/use 9`: then nothing
-    with pytest.raises(GitHubError, match="the list holds 1 of the 2 comments PR #7 counts"):
+    with pytest.raises(GitHubError, match="the list holds 1 of the 4 comments PR #7 counts"):   # and 2 replies
         resolve_reuse(push_event(fake), settings(), lazy(fake))
 
 
@@ -721,3 +723,220 @@ def test_a_promoted_writer_who_says_it_again_is_counted(fake):
     handle_comment(comment_event(fake, 7, new), settings(), lazy(fake))
     merge(fake, 7)
     assert resolve_reuse(push_event(fake), settings(), lazy(fake)).outputs["reuse-source-run-id"] == "9"
+
+
+# ---- issue 35, 1: an approval names the commit that was reviewed -----------------------------------------
+# The maintainer reviewed SHA1. A fork grinds a commit sharing its first 7 hex digits (2^28 SHA-1 tries)
+# and pushes it before or after the `/sweep approve` comment; the job handles the comment afterwards.
+# Main approved whatever head matched the prefix at handling time; the rows marked "main" failed there.
+
+COLLIDING = SHA1[:7] + "f" * 33
+
+
+def force_push(sha):
+    return lambda fake: fake.force_push(1321, sha)
+
+
+def plain_push(sha):
+    def push(fake):
+        fake.add_commit(1321, sha)
+        fake.pulls[1321]["head"]["sha"] = sha
+    return push
+
+
+def away_and_back(fake):
+    fake.force_push(1321, SHA2)
+    fake.force_push(1321, SHA1)
+
+
+def deleted_and_restored(fake):
+    fake.branch_event(1321, "head_ref_deleted")
+    fake.branch_event(1321, "head_ref_restored", commit=SHA1)
+
+
+APPROVAL_RACE = [
+    # (what happened before the comment, the SHA it names, what happened after it, the SHA swept or "")
+    ("prefix, ground commit force-pushed after (main)", None, SHA1[:7], force_push(COLLIDING), ""),
+    ("prefix, ground commit pushed after (main)", None, SHA1[:7], plain_push(COLLIDING), ""),
+    ("prefix, nothing pushed (main)", None, SHA1[:7], None, ""),
+    ("prefix of a commit pushed before (main)", force_push(SHA2), SHA2[:7], None, ""),
+    ("full SHA, ground commit force-pushed after", None, SHA1, force_push(COLLIDING), ""),
+    ("full SHA, pushed away and back after (main)", None, SHA1, away_and_back, ""),
+    ("full SHA, branch deleted and restored after (main)", None, SHA1, deleted_and_restored, ""),
+    ("full SHA, plain push after", None, SHA1, plain_push(SHA2), ""),
+    ("full SHA of a commit force-pushed before", force_push(SHA2), SHA2, None, SHA2),
+    ("full SHA, nothing pushed", None, SHA1, None, SHA1),
+]
+
+
+@pytest.mark.parametrize("before,given,after,swept", [row[1:] for row in APPROVAL_RACE],
+                         ids=[row[0] for row in APPROVAL_RACE])
+def test_the_approval_race(fake, before, given, after, swept):
+    fork_pr(fake)
+    if before:
+        before(fake)
+    c = authorise(fake, 1321, f"/sweep approve {given}")
+    if after:
+        after(fake)
+    res = handle_comment(comment_event(fake, 1321, c), settings(), lazy(fake))
+    assert res.outputs["approve-sha"] == swept and res.outputs["approve-pr"] == ("1321" if swept else "")
+    reply = fake.bot_comments(1321)[-1]["body"]
+    if len(given) < 40:
+        head = fake.pulls[1321]["head"]["sha"]
+        assert "not a full commit SHA" in reply and f"`/sweep approve {head}`" in reply
+
+
+# ---- issue 35, 3: a rename, an owner without write access, a command the bot never answered ---------------
+
+def test_a_move_of_an_owned_file_needs_the_old_paths_owner(fake):
+    """@nvidia-dev owns recipes/gb300-*/ but not amd-master.yaml; the PR moves amd-master.yaml there. GitHub
+    lists the move under its new name with `previous_filename`; main checked only the new path and
+    verified the sign-off."""
+    moved = "recipes/gb300-x/amd-master.yaml"
+    setup_pr(fake, [(AMD, moved)])
+    fake.teams[("SemiAnalysisAI", "nvidia-reviewers")] = {"nvidia-dev"}
+    fake.permissions["nvidia-dev"] = "write"
+    c = fake.add_comment(1, signoff_body("nvidia-dev"), author="nvidia-dev")
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["state"] == "failure", res.messages
+    assert f"@nvidia-dev does not own `{AMD}`" in fake.bot_comments(1)[-1]["body"]
+    core = fake.add_comment(1, signoff_body("core-dev"), author="core-dev")       # owns both paths
+    assert verify_signoff(comment_event(fake, 1, core), settings(), lazy(fake), lazy(fake)).outputs["state"] == "success"
+
+
+@pytest.mark.parametrize("permission", ["read", "none", "not found"])
+def test_an_owner_team_member_without_write_access_does_not_sign_off(fake, permission):
+    """@amd-dev is in @SemiAnalysisAI/amd-reviewers, which CODEOWNERS lists, but has read (or no)
+    access to the repository: GitHub ignores such a code owner; main verified the sign-off."""
+    setup_pr(fake, (AMD,))
+    if permission == "not found":
+        fake.permission_not_found.add("amd-dev")
+    else:
+        fake.permissions["amd-dev"] = permission
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["state"] == "failure", res.messages
+    assert "GitHub counts a code owner only with write access" in fake.bot_comments(1)[-1]["body"]
+
+
+@pytest.mark.parametrize("lost", ["its job never ran", "its reply got a 502"])
+def test_a_readers_unanswered_use_does_not_count_once_they_are_promoted(fake, lost):
+    """@reader's `/use 9` was never answered, so no record says they lacked write then; they were promoted,
+    and at the merge main counted the old comment with their permission now."""
+    pr_with_sweep(fake, 7)
+    fake.add_run(9, head_sha=SHA1)
+    c = authorise(fake, 7, "/use 9", author="reader", permission="read", answered=False)
+    if lost == "its reply got a 502":
+        fake.fail("POST", r"/issues/7/comments$", 502)
+        with pytest.raises(GitHubError):
+            handle_comment(comment_event(fake, 7, c), settings(), lazy(fake))
+    assert fake.bot_comments(7) == []
+    fake.permissions["reader"] = "write"
+    merge(fake, 7)
+    res = resolve_reuse(push_event(fake), settings(), lazy(fake))
+    assert res.outputs["reuse-authorised"] == "false" and res.outputs["reuse-enabled"] == "false"
+    assert "the bot never answered it" in "\n".join(res.messages)
+
+
+def test_a_writers_answered_use_counts_and_its_record_is_the_bots(fake):
+    """The other side: `comment handle` records the permission it found in its reply, and that record is
+    what makes a `/use` count at the merge."""
+    pr_with_sweep(fake, 7)
+    fake.add_run(9, head_sha=SHA1)
+    c = authorise(fake, 7, "/use 9", answered=False)
+    handle_comment(comment_event(fake, 7, c), settings(), lazy(fake))
+    record = [b["body"] for b in fake.bot_comments(7) if b["body"].startswith(f"<!-- ci-tools:reply {c['id']} -->")]
+    assert len(record) == 1 and '"checked":["/use 9"],"permission":"write"' in record[0]
+    merge(fake, 7)
+    assert resolve_reuse(push_event(fake), settings(), lazy(fake)).outputs["reuse-source-run-id"] == "9"
+
+
+def test_a_use_edited_after_its_answer_does_not_count(fake):
+    """Answered as `/use 10` (write); edited to `/use 9` and that edit's job never ran."""
+    pr_with_sweep(fake, 7)
+    fake.add_run(9, head_sha=SHA1)
+    fake.add_run(10, head_sha=SHA1)
+    c = authorise(fake, 7, "/use 10")
+    c["body"], c["updated_at"] = "/use 9", fake.tick()
+    merge(fake, 7)
+    res = resolve_reuse(push_event(fake), settings(), lazy(fake))
+    assert res.outputs["reuse-authorised"] == "false"
+    assert "checked `/use 10`, not this command" in "\n".join(res.messages)
+
+
+# ---- issue 35, 4: what nobody sees does nothing ------------------------------------------------------------
+
+INVISIBLE = {
+    "a multi-line <img alt>": '<img alt="\n{cmd}\n" src="https://example.com/x.png">',
+    "a link reference definition": "Thanks!\n\n[//]: # (\n{cmd}\n)\n",
+    "a link's title": 'see [the run](https://example.com/r "\n{cmd}\n")',
+    "raw HTML left open": '<div title="\n\n{cmd}\n',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(INVISIBLE))
+def test_an_invisible_approval_dispatches_nothing(fake, kind):
+    fork_pr(fake)
+    c = authorise(fake, 1321, INVISIBLE[kind].format(cmd=f"/sweep approve {SHA1}"))
+    res = handle_comment(comment_event(fake, 1321, c), settings(), lazy(fake))
+    assert res.outputs["approve-sha"] == "" and res.outputs["handled"] == "false"
+    assert fake.bot_comments(1321) == []
+
+
+@pytest.mark.parametrize("kind", sorted(INVISIBLE))
+def test_an_invisible_use_does_not_count_even_with_a_record(fake, kind):
+    """A writer's hidden `/use 9` that an older bot answered (its record says write): still not said."""
+    from gh_scenarios import answer
+
+    pr_with_sweep(fake, 7)
+    fake.add_run(9, head_sha=SHA1)
+    c = authorise(fake, 7, INVISIBLE[kind].format(cmd="/use 9"))
+    answer(fake, 7, {**c, "body": "/use 9"}, "write")
+    merge(fake, 7)
+    res = resolve_reuse(push_event(fake), settings(), lazy(fake))
+    assert res.outputs["reuse-enabled"] == "false" and res.outputs["reuse-authorised"] == "false"
+
+
+def test_boxes_ticked_inside_a_code_fence_are_not_ticked(fake):
+    """The visible checklist is unticked; a ticked copy sits in a code fence, which shows as code, not as
+    ticked boxes: main counted the fenced ticks and verified the sign-off."""
+    setup_pr(fake, (AMD,))
+    visible = signoff_body("amd-dev").replace("- [x]", "- [ ]")
+    ticked = "\n".join(line for line in signoff_body("amd-dev").splitlines() if line.startswith("- [x]"))
+    c = fake.add_comment(1, visible + "\n```\n" + ticked + "\n```\n", author="amd-dev")
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["state"] == "failure"
+    assert "13 of 13 items not ticked" in verdict_statuses(fake)[-1]["description"]
+
+
+def test_a_signed_line_inside_a_code_fence_does_not_sign(fake):
+    setup_pr(fake, (AMD,))
+    body = signoff_body("amd-dev", signed="someone-else") + "\n```\nSigned: @amd-dev\n```\n"
+    c = fake.add_comment(1, body, author="amd-dev")
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["state"] == "failure" and "not signed by @amd-dev" in verdict_statuses(fake)[-1]["description"]
+
+
+@pytest.mark.parametrize("state", ["changes_requested", "dismissed"])
+def test_a_review_requesting_changes_is_not_a_signoff(fake, tmp_path, state):
+    """The owner's review carries the whole ticked checklist but requests changes: main verified it."""
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", state=state)
+    res = recorded_review(fake, tmp_path, review)
+    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+    assert "only a review that approves or comments signs off" in res.messages[-1]
+
+
+def test_a_review_requesting_changes_is_not_a_signoff_on_the_direct_path_either(fake):
+    """A same-repository PR's review event is verified straight from its payload (state lower-case there)."""
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", state="changes_requested")
+    res = verify_signoff(comment_event(fake, 1, {**review, "state": "changes_requested", "created_at": review["submitted_at"]},
+                                       kind="pull_request_review"), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+
+
+def test_an_approving_review_still_signs_off(fake, tmp_path):
+    setup_pr(fake, (AMD,))
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", state="approved")
+    assert recorded_review(fake, tmp_path, review).outputs["state"] == "success"

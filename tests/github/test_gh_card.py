@@ -170,7 +170,7 @@ def test_the_card_of_a_finished_sweep_shows_progress_and_results_against_main(fa
     pr_with_sweep(fake, 1)
     fake.add_run(40, head_sha="d" * 40, branch="main", event="push", artifacts=())
     fake.add_artifact_files(40, "results_bmk", {"results/results.json": json.dumps({"results": main_points}).encode()})
-    fake.add_run(50, head_sha=SHA1, pull_requests=(1,), artifacts=("changelog-metadata",))
+    fake.add_run(50, head_sha=SHA1, pull_requests=(1,), artifacts=("changelog-metadata", "sweep-report.html"))
     fake.add_artifact_files(50, "results_bmk", {"results/results.json": json.dumps({"results": pr_results}).encode()})
     fake.add_job(50, "sweep / plan")
     fake.add_job(50, "sweep / canary / gb300-nv dsv41flash c1")
@@ -187,6 +187,9 @@ def test_the_card_of_a_finished_sweep_shows_progress_and_results_against_main(fa
     assert "| agentic-evals ([first failure](" in sections["sweep"]
     assert "| dep2-c128 | replaces tp2-c128 (TP2), 1 run |" in sections["results"]
     assert "main: 1 sweep run(s) (40)" in sections["results"]
+    # the report opens straight from the card: the unzipped artifact's own page, not the run's list
+    [report] = [a for a in fake.artifacts[50] if a["name"] == "sweep-report.html"]
+    assert f"[open the report](https://github.com/{fake.repo}/actions/runs/50/artifacts/{report['id']})" in sections["results"]
     assert_golden(REPO / "tests" / "golden" / "comments" / "status-card-results.md", c["body"])
 
 
@@ -206,11 +209,41 @@ def test_the_seed_card_reads_verdict_first_in_under_150_words():
 
     body = (REPO / "tests" / "golden" / "comments" / "status-card-results.md").read_text()
     shown = [line for line in body.splitlines() if line.strip() and not line.startswith("<!--")]
-    # the card's heading, the results title, then the headline and the frontier sentence
-    assert shown[2].startswith("**7 improved, 1 regressed, 1 equivalent, 0 inconclusive (12 new)** · [report](")
-    assert shown[3].startswith("The PR offers more tok/s/GPU at P90 interactivity")
+    # a failed run: its state (emoji and word) is the first line a reader sees, then the results title,
+    # the one overall verdict with the points counted once each, the values behind it and the frontier
+    assert shown[0].startswith("### ❌ Sweep failed / 扫描失败 · [run 50](")
+    assert shown[2].startswith("🔴 **Regressed** · 7 points: 1 regressed, 3 improved, 3 new · [open the report](")
+    assert shown[3].startswith("21 metric values: 9 compared with main (7 improved, 1 regressed, 1 equivalent), 12 new. "
+                               "The PR's frontier offers more tok/s/GPU over 82% of the P90 interactivity range")
     assert body.index("<details>") < body.index("**Sweep / 扫描**")
     assert words_above_details(body) <= 150
     # only what changed above the fold: no equivalent or new value in the compact table
     compact = body.split("<details>")[0]
-    assert "equivalent |" not in compact and "new |" not in compact and compact.count("▲ improved |") == 7
+    assert "equivalent |" not in compact and "new |" not in compact and compact.count("🟢\u00a0improved |") == 7
+
+
+def test_an_expired_collection_says_what_to_do(fake):
+    """A run's results_bmk expired (GitHub's retention): the card says so and how to get results
+    back, never GitHub's raw answer."""
+    from ci_tools.github.client import GitHubError
+    from ci_tools.github.events import Event, WorkflowRun
+    from ci_tools.prbot import messages
+    from ci_tools.prbot.card.flow import status_card
+    from gh_scenarios import SHA1, lazy, pr_with_sweep, settings
+
+    pr_with_sweep(fake, 1)
+    fake.add_run(50, head_sha=SHA1, pull_requests=(1,), artifacts=("changelog-metadata",), expired=("results_bmk",))
+    wr = Event(name="workflow_run", repo=fake.repo, workflow_run=WorkflowRun(
+        id=50, event="pull_request", status="completed", conclusion="success", head_sha=SHA1,
+        html_url=f"https://github.com/{fake.repo}/actions/runs/50", pull_requests=(1,)))
+    status_card(wr, settings(), lazy(fake), pr=None, run=None, plan=None)
+    (c,) = cards(fake)
+    results = card.sections_of(c["body"])["results"]
+    assert "`results_bmk` artifact has expired" in results and "run the sweep again" in results
+    assert c["body"].splitlines()[2].startswith("### ✅ Sweep passed")
+    # the same words when the download itself answers 410 (it expired between the listing and the download)
+    run = {"id": 50, "url": "https://github.com/o/r/actions/runs/50"}
+    gone = messages.results_not_downloaded("results_bmk", GitHubError("artifact 7 has expired", status=410), run)
+    assert gone == messages.results_expired("results_bmk", run)
+    other = messages.results_not_downloaded("results_bmk", GitHubError("HTTP 502", status=502), run)
+    assert "Re-run this card's job" in other and "HTTP 502" in other

@@ -142,3 +142,31 @@ def test_a_failing_gate_leaves_every_message_in_the_job_summary(shared, tmp_path
     text = summary.read_text()
     assert text.startswith("### ci-tools bot pr-body: failed (exit 1)\n\n- ")
     assert "AI model disclosure" in text and "GitHub API requests: 0" in text
+
+
+def test_bot_labels_creates_and_updates_the_policys_labels_and_leaves_others(fake, env, tmp_path):
+    """A new repository gets every sweep label of the policy, coloured by kind and described; a label
+    with a stale colour or description is updated; a label the policy does not name is untouched; a
+    second run changes nothing. GitHub's own rules hold: colour without '#', description <= 100."""
+    fake.add_repo_label("full-sweep-enabled", "ffffff", "old words")
+    fake.add_repo_label("bug", "d73a4a", "Something isn't working")
+    fake.grant("labels-token", "github_token", {"issues": "write"})
+    env = {**env, "GITHUB_TOKEN": "labels-token"}
+    dry = ci(["bot", "labels", "--repo", fake.repo, "--dry-run"], env)
+    assert dry.returncode == 0 and "would be created" in dry.stdout and len(fake.repo_labels) == 2
+    first = ci(["bot", "labels", "--repo", fake.repo, "--format", "github"], env)
+    assert first.returncode == 0, first.stderr
+    assert outputs(env) == {"created": "7", "updated": "1", "unchanged": "0"}
+    labels = fake.repo_labels
+    assert labels["full-sweep-fail-fast"]["description"].endswith("(recommended)")
+    assert labels["full-sweep-fail-fast"]["color"] == "0e8a16" and labels["evals-only"]["color"] == "1d76db"
+    assert "blocks reuse at merge" in labels["evals-only"]["description"]
+    assert labels["full-sweep-enabled"]["description"] != "old words"
+    assert labels["bug"]["description"] == "Something isn't working"            # not the policy's: untouched
+    assert all(len(lb["description"] or "") <= 100 for lb in labels.values())
+    second = ci(["bot", "labels", "--repo", fake.repo], env)
+    assert second.returncode == 0 and "0 to create, 0 to update, 8 already right" in second.stdout
+    fake.repo_labels["agentx-fast"]["description"] = "edited by hand"
+    fake.grant("read-only", "github_token", {"issues": "read"})
+    refused = ci(["bot", "labels", "--repo", fake.repo], {**env, "GITHUB_TOKEN": "read-only"})
+    assert refused.returncode != 0 and "issues: write" in refused.stderr and "Traceback" not in refused.stderr

@@ -91,3 +91,22 @@ def test_token_and_base_url_come_from_the_environment(fake):
     assert gh.permission("nobody") == "none"
     with pytest.raises(Exception, match="GITHUB_TOKEN"):
         GitHub.from_env(env={"GITHUB_REPOSITORY": fake.repo})
+
+
+def test_check_runs_with_a_summary_as_github_serves_them(fake, gh):
+    """A completed check run with its title and Markdown summary, read back newest first; GitHub's
+    schema holds both ways, and a token without `checks: write` is refused."""
+    sha = "c" * 40
+    made = gh.create_check_run(sha, name="ci-tools / ready to merge", conclusion="failure", title="not ready",
+                               summary="**Not ready**: the pinned run's artifacts expired.", details_url="https://x/pr/7")
+    assert made["status"] == "completed" and made["app"]["slug"] == "github-actions"
+    gh.create_check_run(sha, name="other", conclusion="success", title="t", summary="s")
+    [run] = gh.check_runs(sha, "ci-tools / ready to merge")
+    assert run["conclusion"] == "failure" and run["output"]["summary"].startswith("**Not ready**")
+    assert [r["name"] for r in gh.check_runs(sha)] == ["other", "ci-tools / ready to merge"]
+    fake.grant("ro", "github_token", {"checks": "read"})
+    from ci_tools.github.client import GitHub, GitHubError
+
+    ro = GitHub(fake.repo, "ro", api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
+    with pytest.raises(GitHubError, match="checks: write"):
+        ro.create_check_run(sha, name="x", conclusion="success", title="t", summary="s")

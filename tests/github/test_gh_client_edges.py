@@ -85,7 +85,8 @@ ARGS = {"number": 1, "sha": "a" * 40, "comment_id": None, "body": "hello", "logi
         "event": "pull_request", "base": "a" * 40, "head": "b" * 40, "state": "success", "context": "ci",
         "description": "d", "repo": "octo/bench", "event_type": "e", "client_payload": {"k": 1},
         "artifact_id": None, "node_id": None, "query": "query { viewer { login } }", "variables": {},
-        "path": "configs/al.yaml", "ref": "main", "text": "a: 1\n", "message": "m", "title": "t"}
+        "path": "configs/al.yaml", "ref": "main", "text": "a: 1\n", "message": "m", "title": "t", "name": "ci",
+        "conclusion": "success", "summary": "s", "color": "0e8a16"}
 
 
 def public_calls():

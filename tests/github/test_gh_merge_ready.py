@@ -145,8 +145,10 @@ def card(fake, number: int) -> str:
 
 
 def status(fake, sha: str) -> dict:
-    mine = [s for s in fake.statuses if s["_sha"] == sha and s["context"] == readiness.CONTEXT]
-    return mine[-1]
+    """The readiness check run of `sha`, as its state and one-line description (its title)."""
+    mine = [c for c in fake.check_runs if c["_sha"] == sha and c["name"] == readiness.CONTEXT]
+    return {"state": mine[-1]["conclusion"], "description": mine[-1]["output"]["title"],
+            "summary": mine[-1]["output"]["summary"]}
 
 
 def pr_at(fake, head: str, *, commits=None, files=("inferencex-e2e/perf-changelog.yaml",), **kw) -> dict:
@@ -443,4 +445,4 @@ def test_a_closed_pr_gets_no_status_and_costs_one_request(fake, shared, history)
     fake.pulls[7]["state"] = "closed"
     gh = lazy(fake)
     res = ready(pr_target_event(shared, fake, 7), settings_of(repo), gh, now=NOW)
-    assert res.messages == ["PR #7 is closed: no readiness to report"] and fake.statuses == [] and gh.calls == 1
+    assert res.messages == ["PR #7 is closed: no readiness to report"] and fake.check_runs == [] and gh.calls == 1

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from ci_tools.prbot.flow import handle_comment
 from ci_tools.prbot.reuse.flow import resolve_reuse
-from gh_scenarios import SHA1, authorise, comment_event, lazy, merge, pr_event, pr_with_sweep, push_event, settings
+from ci_tools.github.models import PERMISSION_NOT_FOUND
+from gh_scenarios import SHA1, answer, authorise, comment_event, lazy, merge, pr_event, pr_with_sweep, push_event, settings
 
 
 def test_a_404_for_one_use_commenter_does_not_fail_mains_resolution(fake):
@@ -14,7 +15,8 @@ def test_a_404_for_one_use_commenter_does_not_fail_mains_resolution(fake):
     fake.add_run(9, head_sha=SHA1)
     authorise(fake, 1321, "/use 9")                        # a maintainer with write pins run 9
     fake.permission_not_found.add("drive-by")
-    fake.add_comment(1321, "/use", author="drive-by", association="NONE")   # newer: read first
+    drive_by = fake.add_comment(1321, "/use", author="drive-by", association="NONE")   # newer: read first
+    answer(fake, 1321, drive_by, PERMISSION_NOT_FOUND)     # the bot's reply records the 404 it got
     merge(fake, 1321)
     res = resolve_reuse(push_event(fake), settings(), lazy(fake))
     assert res.exit_code == 0, res.messages

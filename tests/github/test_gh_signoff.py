@@ -34,6 +34,8 @@ def setup_pr(fake, files=(AMD,), sweep=True, number=1):
         fake.add_run(9, head_sha=SHA1)
     fake.teams[("SemiAnalysisAI", "amd-reviewers")] = {"amd-dev"}
     fake.teams[("SemiAnalysisAI", "core")] = {"core-dev"}
+    for login in ("amd-dev", "core-dev", "mallory"):       # writers (GitHub needs it of a code owner)
+        fake.permissions.setdefault(login, "write")
     verify_signoff(pr_event(fake, number, "opened"), settings(), lazy(fake))
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ci_tools.github.models import WorkflowRun
+from ci_tools.github.models import HeadEvent, WorkflowRun
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.approval.flow import outputs
 from ci_tools.prbot.context import PrContext
@@ -46,21 +46,20 @@ def test_malformed_approve_is_a_usage_problem_naming_the_form(body):
 
 @pytest.mark.parametrize("given_sha,head,ok", [
     (HEAD, HEAD, True),
-    (HEAD[:7], HEAD, True),
-    (HEAD[:12].upper(), HEAD, True),
-    (HEAD[:6], HEAD, False),                  # too short to name a commit
-    ("1" + HEAD[1:7], HEAD, False),
+    (HEAD.upper(), HEAD, True),               # hex case does not matter
+    (HEAD[:7], HEAD, False),                  # a prefix never names a commit for good (issue 35)
+    (HEAD[:39], HEAD, False),
     (HEAD + "0", HEAD, False),
     (HEAD, HEAD[:39] + "8", False),
 ])
-def test_sha_matches(given_sha, head, ok):
-    assert approval.sha_matches(given_sha, head) is ok
+def test_names_commit(given_sha, head, ok):
+    assert approval.names_commit(given_sha, head) is ok
 
 
-@given(st.text("0123456789abcdef", min_size=40, max_size=40), st.integers(min_value=7, max_value=40))
+@given(st.text("0123456789abcdef", min_size=40, max_size=40), st.integers(min_value=7, max_value=39))
 @settings(max_examples=50)
-def test_every_prefix_of_seven_or_more_names_the_head(head, n):
-    assert approval.sha_matches(head[:n], head)
+def test_no_prefix_names_the_head(head, n):
+    assert not approval.names_commit(head[:n], head)
 
 
 RUNNING = WorkflowRun(id=5, display_title=approval.run_name(12, HEAD), html_url="https://github.com/o/r/actions/runs/5")
@@ -68,11 +67,13 @@ RUNNING = WorkflowRun(id=5, display_title=approval.run_name(12, HEAD), html_url=
 
 @pytest.mark.parametrize("given_sha,facts,running,approved,words", [
     (HEAD, FORK, [], True, "approved with `full-sweep-fail-fast`"),
-    (HEAD[:7], FORK, [], True, "approved"),
+    (HEAD[:7], FORK, [], False, f"is 7 hex digits, not a full commit SHA"),
+    (HEAD[:12].upper(), FORK, [], False, f"comment `/sweep approve {HEAD}`"),   # the head's full SHA to copy
     (HEAD, replace(FORK, state="closed"), [], False, "is closed"),
     (HEAD, replace(FORK, draft=True), [], False, "is a draft"),
     (HEAD, replace(FORK, fork=False), [], False, "branch of this repository"),
-    ("fedcba9", FORK, [], False, "is not the head of PR #12, which is `0123456789ab`"),
+    ("fedcba9", FORK, [], False, f"The head of PR #12 is now `{HEAD}`"),
+    ("f" * 40, FORK, [], False, f"`{'f' * 40}` is not the head of PR #12, which is now `{HEAD}`"),
     (HEAD, replace(FORK, labels=()), [], False, "exactly one sweep label"),
     (HEAD, replace(FORK, labels=(PRIMARY, "sweep-enabled")), [], False, "found `full-sweep-fail-fast`, "),
     (HEAD, replace(FORK, labels=("all-evals",)), [], False, "found none"),
@@ -87,6 +88,52 @@ def test_decide(given_sha, facts, running, approved, words):
     assert outputs(d, 12) == ({"approve-sha": HEAD, "approve-pr": "12"} if approved
                              else {"approve-sha": "", "approve-pr": ""})
     assert bool(d.running_url) == bool(running and "already" in words)
+
+
+# ---- issue 35: the approval race. The maintainer reviewed HEAD and comments at 12:00:00; a fork grinds
+# COLLIDING (HEAD's first 7 hex digits) and may push it before or after the comment. Every row: the
+# decision at handling time, from the PR's head then and its timeline's head-branch events.
+
+SAID = "2026-10-01T12:00:00Z"
+COLLIDING = HEAD[:7] + "f" * 33
+OTHER = "e" * 40
+
+
+def pushed(minute: int, kind: str = "head_ref_force_pushed") -> HeadEvent:
+    return HeadEvent(kind, f"2026-10-01T{11 + (minute >= 0):02d}:{minute % 60:02d}:00Z")
+
+
+RACE = [
+    # given, head at handling, head events, approved?
+    (HEAD, HEAD, (), True),                                       # reviewed, named in full, nothing moved
+    (HEAD[:7], HEAD, (), False),                                  # a prefix: refused, head shown in full
+    (HEAD[:7], COLLIDING, (pushed(5),), False),                   # the attack: ground commit pushed after
+    (HEAD, COLLIDING, (pushed(5),), False),                       # full SHA: the ground commit is not it
+    (HEAD[:7], COLLIDING, (pushed(-5),), False),                  # pushed before the comment, prefix
+    (COLLIDING, COLLIDING, (pushed(-5),), True),                  # pushed before, reviewed and named in full
+    (HEAD, HEAD, (pushed(-5),), True),                            # an old force push changes nothing
+    (HEAD, HEAD, (pushed(2), pushed(3)), False),                  # away and back after the comment
+    (HEAD, HEAD, (HeadEvent("head_ref_force_pushed", SAID),), False),   # the same second: may be after
+    (HEAD, HEAD, (pushed(2, "head_ref_deleted"), pushed(3, "head_ref_restored")), False),
+    (HEAD, HEAD, (HeadEvent("head_ref_force_pushed", "not a time"),), False),   # unreadable: fail closed
+    (HEAD, OTHER, (), False),                                     # a plain push after: the head moved
+]
+
+
+@pytest.mark.parametrize("given_sha,head,events,approved", RACE)
+def test_the_approval_race_makes_no_wrong_decision(given_sha, head, events, approved):
+    d = approval.decide(given_sha, replace(FORK, head_sha=head), POLICY, said_at=SAID, head_events=events)
+    assert d.approved is approved, d.reason
+    assert d.sha == (head if approved else "")
+    if len(given_sha) < 40:
+        assert f"`/sweep approve {head}`" in d.reason
+    if events and not approved and given_sha == head:
+        assert "after this comment was written" in d.reason
+
+
+def test_an_unknown_comment_time_refuses_after_any_head_event():
+    d = approval.decide(HEAD, FORK, POLICY, said_at="", head_events=(pushed(-30),))
+    assert not d.approved and "time unknown" in d.reason
 
 
 @pytest.mark.parametrize("approved,head,state,problem", [

@@ -104,3 +104,78 @@ def test_progress_counts_per_family_in_order_with_the_first_failure():
 
 def test_no_run_yet():
     assert "No sweep has run" in card.sweep_markdown(None, [])
+
+
+# ---- the card's first line: the run's state ------------------------------------------------------
+
+RUN = {"id": 50, "url": "https://github.com/o/r/actions/runs/50", "head_sha": "a" * 40}
+
+
+@pytest.mark.parametrize("conclusion, first", [
+    ("failure", "### ❌ Sweep failed / 扫描失败 · [run 50]"),
+    ("timed_out", "### ❌ Sweep failed"),
+    ("success", "### ✅ Sweep passed / 扫描通过 · [run 50]"),
+    ("cancelled", "### ⏹️ Sweep cancelled"),
+    ("in_progress", "### ⏳ Sweep running"),
+    ("queued", "### 🕒 Sweep queued"),
+    ("action_required", "### ✋ Sweep waiting for approval"),
+    ("something new from GitHub", "### ❌ Sweep failed"),     # never reads as passed
+])
+def test_the_card_opens_with_the_runs_state(conclusion, first):
+    body = card.render({"results": "…", "sweep": "run 50"}, {"run": {**RUN, "conclusion": conclusion}})
+    shown = [line for line in body.splitlines() if line.strip() and not line.startswith("<!--")]
+    assert shown[0].startswith(first) and shown[0].endswith("on `aaaaaaaaaaaa`")
+    assert body.index(shown[0]) < body.index("**Results against main")
+
+
+def test_a_card_before_any_run_says_so():
+    body = card.render({"plan": "7 points"}, {})
+    assert [line for line in body.splitlines() if line.startswith("###")] == ["### ⚪ Sweep not run yet / 扫描尚未运行"]
+
+
+# ---- arrows: the direction of the number; the verdict: better or worse -----------------------------
+
+def _result(tok=None, ttft=None):
+    return {"valid": True, "point": {"name": "tp4-c16", "config-key": "k", "tp": 4, "conc": 16},
+            "headline": {"tok_s_gpu": tok, "ttft_p90_s": ttft}}
+
+
+@pytest.mark.parametrize("metric, head, base, cells", [
+    # higher is better: up is improved, down is regressed
+    ("throughput", _result(tok=1300.0), _result(tok=1000.0), ["▲\u00a0+30.0%", "🟢\u00a0improved"]),
+    ("throughput", _result(tok=700.0), _result(tok=1000.0), ["▼\u00a0-30.0%", "🔴\u00a0regressed"]),
+    # lower is better: down is improved (never "▲ improved"), up is regressed
+    ("P90 TTFT (lower is better)", _result(ttft=0.5), _result(ttft=2.0), ["▼\u00a0-75.0%", "🟢\u00a0improved"]),
+    ("P90 TTFT (lower is better)", _result(ttft=3.0), _result(ttft=2.0), ["▲\u00a0+50.0%", "🔴\u00a0regressed"]),
+])
+def test_every_arrow_direction(metric, head, base, cells):
+    from ci_tools.results import compare, compare_render
+
+    comparisons = compare.compare_points([head], [base])
+    text = compare_render.card_markdown(comparisons, None)
+    [row] = [line for line in text.splitlines() if line.startswith(f"| tp4-c16 | {metric} |")]
+    assert row.split(" | ")[-2:] == [cells[0], cells[1] + " |"]
+
+
+@pytest.mark.parametrize("change, want", [(0.3, "▲"), (-0.3, "▼"), (0.0, "="), (None, "–")])
+def test_arrow_of_a_change(change, want):
+    from ci_tools.results.compare_render import arrow
+
+    assert arrow(change) == want
+
+
+def test_card_cells_keep_a_number_with_its_unit_and_arrow_and_are_in_one_language():
+    """A narrow cell wraps between words, never inside one: a value and its unit, an arrow and its
+    number, an emoji and its verdict are joined by no-break spaces; no cell mixes two languages."""
+    import re
+
+    from ci_tools.results import compare, compare_render
+    from tests.results.test_report import seed
+
+    _, _, comparisons, shift = seed()
+    text = compare_render.card_markdown(comparisons, shift)
+    cells = [c.strip() for line in text.splitlines() if line.startswith("| ") for c in line.strip("|").split(" | ")]
+    assert cells and not any(re.search(r"[\u4e00-\u9fff]", c) for c in cells)
+    for c in cells:
+        for bad in (r"\d s\b", r"[▲▼] [+-]", r"[🟢🔴🟡⚪🆕] \w", r"main \d"):
+            assert not re.search(bad, c), (bad, c)

@@ -48,3 +48,45 @@ def test_parser_never_crashes_and_commands_are_whole_lines(body):
         if isinstance(cmd, (Use, StageResults)):
             assert any(line.strip().split() and line.strip().split()[0] == cmd.text.split()[0]
                        for line in body.replace("\r", "\n").split("\n"))
+
+
+# ---- issue 35: markup that renders as nothing (checked against cmark-gfm, GitHub's renderer) -------------
+
+SHA = "a" * 40
+
+
+@pytest.mark.parametrize("body", [
+    f'<img alt="\n/sweep approve {SHA}\n" src="x.png">',                # a quoted attribute over lines
+    f"<img alt='\n/use 9\n' src=x>",
+    f'<div title="\n/use 9\n">',                                         # an HTML block's tag
+    f"Thanks!\n\n[//]: # (\n/sweep approve {SHA}\n)",                    # a link reference definition
+    '[//]: # "\n/use 9\n"',
+    "[x]:\n/u\n'\n/use 9\n'",
+    'see [the run](https://x/r "\n/use 9\n")',                          # a link's title
+    "![\n/use 9\n](https://x/i.png)",                                    # an image's alt text
+    'x `code\n/use 9\nmore` y',                                          # a code span over lines
+    '<div title="\n\n/use 9\n',                                          # raw HTML left open swallows the rest
+    '> <div title="\n\n/use 9\n',
+    '- <div title="\n\n/use 9',
+    "<details>\n<div title=\"\n</details>\n\">\n/use 9\n",               # a closing tag inside an attribute
+    "<script>\n/use 9\n</script>",                                     # GitHub removes it with its content
+    "```a`\n```\n/use 9",                                                # "```a`" is text; the fence after it is one
+    "> quoted\n/use 9",                                                  # a quote's lazy continuation line
+])
+def test_what_renders_as_nothing_or_as_code_holds_no_command(body):
+    assert [c for c in parse(body) if not isinstance(c, UsageProblem)] == []
+
+
+@pytest.mark.parametrize("body,expected", [
+    ("hello\n/use 9\nbye", [Use(9)]),
+    ("<div>\n/use 9\n</div>", [Use(9)]),                                 # text inside an HTML block shows
+    ('<img alt="x" src="y.png">\n/use 9', [Use(9)]),                     # markup on its own line only
+    ("a<b\n/use 9", [Use(9)]),                                           # not a tag: escaped text
+    ("> quoted\n\n/use 9", [Use(9)]),                                    # a blank line ends the quote
+    (">\n/use 9", [Use(9)]),                                             # an empty quote opens no paragraph
+    ("```\ncode\n```\n/use 9", [Use(9)]),
+    ("```\n```x\n/use 8\n```\n/use 9", [Use(9)]),                        # "```x" closes nothing
+    ('<img alt="\n- a list ends the paragraph\n/use 9\n">', [Use(9)]),  # so the tag was no tag
+])
+def test_what_shows_still_runs(body, expected):
+    assert parse(body) == expected

@@ -156,3 +156,58 @@ def test_a_1_mb_comment_of_any_shape_is_read_in_under_half_a_second(unit):
     spent = time.process_time() - start
     assert spent < 0.5, f"{spent:.2f} s for a 1 MB comment of {unit!r}"
     assert checks[-1].name == "signed by the signer"
+
+
+# ---- issue 35: a sign-off counts only as a reader sees it, from an owner GitHub would count -------------
+
+def _ticked_lines() -> str:
+    return "\n".join(f"- [x] {item}" for item in CHECKLIST.items)
+
+
+def _unticked(signed: str = "alice") -> str:
+    return _signoff(0, signed=signed)
+
+
+@pytest.mark.parametrize("body,passed,words", [
+    (_unticked() + "```\n" + _ticked_lines() + "\n```\n", False, "13 of 13 items not ticked"),   # a code fence
+    (_unticked() + "~~~ markdown\n" + _ticked_lines() + "\n~~~\n", False, "13 of 13 items not ticked"),
+    (_unticked() + "```\n" + _ticked_lines() + "\n", False, "13 of 13 items not ticked"),       # unclosed: to the end
+    (_unticked() + "````\n```\n" + _ticked_lines() + "\n````\n", False, "items not ticked"),    # a longer fence
+    (_signoff(13, signed="bob") + "```\nSigned: @alice\n```\n", False, "not signed by @alice"),
+    (_unticked() + '<div title="\n' + _ticked_lines() + '\n">\n', False, "13 of 13 items not ticked"),  # an attribute
+    (_unticked() + '<div title="\n\n' + _ticked_lines() + "\n", False, "items not ticked"),     # raw HTML left open
+    (_signoff(13) + "```\nan example\n```\n", True, ""),                                         # code elsewhere: fine
+    (_signoff(13).replace("Signed: @alice", "Signed: @alice <!-- my login -->"), True, ""),      # the visible part
+])
+def test_only_what_a_reader_sees_counts(body, passed, words):
+    verdict = _verify(body)
+    assert verdict.passed is passed, verdict.description
+    assert words in verdict.description
+
+
+@pytest.mark.parametrize("permission,ok", [("admin", True), ("maintain", True), ("write", True), ("triage", False),
+                                           ("read", False), ("none", False), ("not-found", False)])
+def test_an_owner_without_write_access_owns_nothing(permission, ok):
+    """GitHub ignores a code owner without write access; so does the sign-off (and such a signer cannot
+    undo an owner's verified sign-off either: they own nothing)."""
+    check, owns, unknown = signoff.owner_check("alice", ["a.txt"], "*.txt @alice\n", lambda *a: 1 / 0, permission)
+    assert check.ok is ok and owns is ok and unknown is None
+    if not ok:
+        assert "GitHub counts a code owner only with write access" in check.detail
+
+
+def test_both_paths_of_a_rename_must_be_owned():
+    """`GitHub.pull_files` lists a renamed file's old path beside its new one: each must be the signer's."""
+    owners = "*.yaml @core\n/recipes/ @nvidia\n/configs/amd.yaml @amd\n"
+    check, owns, _ = signoff.owner_check("nvidia", ["recipes/amd.yaml", "configs/amd.yaml"], owners, lambda *a: 1 / 0)
+    assert not check.ok and owns and "does not own `configs/amd.yaml`" in check.detail
+
+
+@pytest.mark.parametrize("state,ok", [("APPROVED", True), ("COMMENTED", True), ("approved", True),
+                                      ("CHANGES_REQUESTED", False), ("changes_requested", False),
+                                      ("DISMISSED", False), ("PENDING", False), ("", False)])
+def test_only_a_review_that_approves_or_comments_signs_off(state, ok):
+    why = signoff.review_state_problem(state)
+    assert (why is None) is ok
+    if state.upper() == "CHANGES_REQUESTED":
+        assert "requests changes" in why

@@ -1,6 +1,6 @@
 """GPU energy over the benchmark window, as InferenceX's aggregate_power computes it (trapezoid per GPU,
 linear interpolation at the window's edges, a validity flag with reasons), on a real H200's nvidia-smi
-samples (`../shared/corpus/nvidia-smi-h200/`), in `results process` and with verdicts in `results compare`."""
+samples (`tests/data/nvidia-smi-h200/`), in `results process` and with verdicts in `results compare`."""
 
 from __future__ import annotations
 
@@ -13,14 +13,15 @@ import pytest
 from ci_tools.results import compare
 from ci_tools.results.process import PointInfo, process_dir
 from ci_tools.runner import telemetry as tel
+from tests.conftest import AIPERF_EXPORT, NVIDIA_SMI_H200
 
-H200 = "corpus/nvidia-smi-h200"
-EXPORT = "corpus/aiperf-0.13-export"
+H200 = NVIDIA_SMI_H200
+EXPORT = AIPERF_EXPORT
 
 
 @pytest.fixture
-def load(shared):
-    samples, problems = tel.parse_csv((shared / H200 / "telemetry-load.csv").read_text())
+def load():
+    samples, problems = tel.parse_csv((H200 / "telemetry-load.csv").read_text())
     assert problems == []
     return samples
 
@@ -89,10 +90,10 @@ def test_invalid_power_measurements_give_no_energy_and_say_why(load, case, edit,
 
 
 @pytest.fixture
-def job(shared, tmp_path: Path, load):
+def job(tmp_path: Path, load):
     """AIPerf's real export moved into the H200's load phase, the H200's CSV beside it as the runner writes it."""
     d = tmp_path / "job"
-    shutil.copytree(shared / EXPORT, d)
+    shutil.copytree(EXPORT, d)
     for f in d.iterdir():
         f.chmod(0o644)
     busy = [s for s in load if s["reasons"] == 0x4]
@@ -105,7 +106,7 @@ def job(shared, tmp_path: Path, load):
             if isinstance(r["metadata"].get(k), int):
                 r["metadata"][k] += shift
     path.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    shutil.copy(shared / H200 / "telemetry-load.csv", d / "gpu_telemetry.csv")
+    shutil.copy(H200 / "telemetry-load.csv", d / "gpu_telemetry.csv")
     (d / "gpu_telemetry.csv").chmod(0o644)
     return d
 
@@ -158,7 +159,8 @@ def test_energy_columns_only_where_measured():
     with_energy = markdown(compare.compare_points([res("a", 0.7)], [res("a", 1.0)]))
     without = markdown(compare.compare_points([res("a", None)], [res("a", None)]))
     assert "J/output token" in with_energy.splitlines()[0] and "J/output token" not in without
-    assert "0.7 J<br><sub>main 1 J · -30.0% · **▲ improved" in with_energy
+    # the number fell (▼) and that is better for energy (improved): the arrow is the number's direction
+    assert "0.7\u00a0J<br><sub>main\u00a01\u00a0J · ▼\u00a0-30.0% · **🟢\u00a0improved" in with_energy
 
 
 def test_results_process_says_the_energy(job: Path):

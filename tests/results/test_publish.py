@@ -90,6 +90,9 @@ def test_a_push_that_loses_a_race_is_redone(tmp_path, remote, report, monkeypatc
 def test_decide_says_whether_to_publish_without_a_report(tmp_path):
     r = run(tmp_path, tmp_path / "not-yet.html", "--decide", "--enabled", "true", "--run-id", 5)
     assert r.exit_code == 0 and r.output == "publish: pr-7/run-5\n"
+    r = run(tmp_path, tmp_path / "not-yet.html", "--decide", "--enabled", "true", "--run-id", 5, "--format", "json",
+            "--repository", "octo/bench")
+    assert json.loads(r.output)["url"] == "https://octo.github.io/bench/pr-7/run-5/"     # the deployment's address
     r = run(tmp_path, tmp_path / "not-yet.html", "--decide", "--enabled", "false", "--run-id", 5)
     assert r.exit_code == 0 and r.output.startswith("not published: publishing is off")
 

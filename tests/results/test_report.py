@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from ci_tools.cli import main
 from ci_tools.results import compare, report
 from ci_tools.results.sources import load_side
-from tests.conftest import REPO
+from tests.conftest import NVIDIA_SMI_H200, REPO
 
 SEED = REPO / "docs" / "examples" / "seed-compare"
 
@@ -33,9 +33,14 @@ def run(*args):
 def test_seed_headline_and_frontier_sentence():
     _, _, comparisons, shift = seed()
     h = report.headline(comparisons, shift)
-    assert h.verdicts == "7 improved, 1 regressed, 1 equivalent, 0 inconclusive (12 new)"
-    assert h.frontier == ("The PR offers more tok/s/GPU at P90 interactivity up to 424.9, 471.5–505.9, "
-                          "569.7–625.7 tok/s/user, main at 424.9–471.5, 505.9–569.7.")
+    # points counted once each (tp4-c4 regressed on throughput and improved on interactivity: regressed),
+    # the metric values behind them said apart
+    assert h.verdicts == "7 points: 1 regressed, 3 improved, 3 new"
+    assert h.values == "21 metric values: 9 compared with main (7 improved, 1 regressed, 1 equivalent), 12 new"
+    assert (h.overall.word, h.overall.tone) == ("Regressed", "bad")
+    # one sentence: how much of the interactivity range each side leads, where the one behind leads
+    assert h.frontier == ("The PR's frontier offers more tok/s/GPU over 82% of the P90 interactivity range (up to "
+                          "625.7 tok/s/user), main's over 18% (424.9–471.5, 505.9–569.7); the curves cross 4 times.")
     assert h.regressed == ["tp4-c4 throughput -6.8%"]
 
 
@@ -60,10 +65,10 @@ def test_hover_of_tp4_c16_gives_topology_values_interval_and_verdicts():
     assert lo < 0.912 < hi
 
 
-def test_telemetry_job_of_the_recorded_h200(shared):
+def test_telemetry_job_of_the_recorded_h200():
     from ci_tools.runner import telemetry
 
-    samples, _ = telemetry.parse_csv((shared / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text())
+    samples, _ = telemetry.parse_csv((NVIDIA_SMI_H200 / "telemetry-load.csv").read_text())
     job = report.telemetry_job("seed", samples)
     [gpu] = job.gpus
     assert len(gpu["t"]) == 158 and gpu["t"][0] == 0 and max(gpu["power_w"]) > 680
@@ -159,8 +164,8 @@ def test_command_errors_read_like_a_reviewer(tmp_path: Path):
     assert r.exit_code == 1 and "not readable JSON" in r.output and "Traceback" not in r.output
 
 
-def test_a_garbled_job_telemetry_file_is_a_note_not_silence(tmp_path: Path, shared):
-    corpus = (shared / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text().splitlines()
+def test_a_garbled_job_telemetry_file_is_a_note_not_silence(tmp_path: Path):
+    corpus = (NVIDIA_SMI_H200 / "telemetry-load.csv").read_text().splitlines()
     (tmp_path / "tel/a").mkdir(parents=True)
     (tmp_path / "tel/b").mkdir()
     (tmp_path / "tel/a/gpu_telemetry.csv").write_text("\n".join(corpus[:5] + ['garbage,"', "\x00,1"]) + "\n")
@@ -199,3 +204,18 @@ def test_the_card_links_the_pages_report_when_the_repository_publishes_them():
     published = Settings.from_env(Path("."), {"CI_TOOLS_REPORT_SITE": "https://octo.github.io/bench"})
     assert report_url(published, 7, run) == "https://octo.github.io/bench/pr-7/run-50/"
     assert report_url(Settings.from_env(Path("."), {}), 7, run) == run["url"] + "#artifacts"
+    # Pages on, no custom domain: Pages' own address of the repository, where `results publish` deploys it
+    on = Settings.from_env(Path("."), {"CI_TOOLS_REPORT_PAGES": "true", "GITHUB_REPOSITORY": "Octo/bench"})
+    assert report_url(on, 7, run) == "https://octo.github.io/bench/pr-7/run-50/"
+
+
+@pytest.mark.parametrize("given, enabled, repo, want", [
+    ("", "true", "octo/bench", "https://octo.github.io/bench/"),
+    ("", "true", "Octo/octo.github.io", "https://octo.github.io/"),       # the owner's own site is the root
+    ("https://bench.example.org/", "true", "octo/bench", "https://bench.example.org/"),   # a custom domain
+    ("", "", "octo/bench", ""),                                           # off: the card links the artifact
+])
+def test_where_the_reports_are_published(given, enabled, repo, want):
+    from ci_tools.results import pages
+
+    assert pages.site_of(given, enabled, repo) == want

@@ -9,25 +9,26 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ci_tools.cli import cli
+from tests.conftest import AIPERF_EXPORT
 
 
 def invoke(*args):
     return CliRunner().invoke(cli, list(args))
 
 
-def export_copy(shared: Path, dest: Path) -> Path:
-    shutil.copytree(shared / "corpus/aiperf-0.13-export", dest / "aiperf_artifacts")
+def export_copy(dest: Path) -> Path:
+    shutil.copytree(AIPERF_EXPORT, dest / "aiperf_artifacts")
     return dest
 
 
-def test_process_valid_and_invalid_then_collect(shared, tmp_path):
-    good = export_copy(shared, tmp_path / "runs/good")
+def test_process_valid_and_invalid_then_collect(tmp_path):
+    good = export_copy(tmp_path / "runs/good")
     res = invoke("results", "process", str(good), "--tp", "4", "--conc", "4", "--scenario", "fixed-seq-len",
                  "--model", "stub", "--name", "tp4-c4")
     assert res.exit_code == 0, res.output
     assert "tp4-c4: VALID" in res.output and "tok/s/GPU over 4 GPU(s)" in res.output
 
-    bad = export_copy(shared, tmp_path / "runs/bad")
+    bad = export_copy(tmp_path / "runs/bad")
     res = invoke("results", "process", str(bad), "--tp", "2", "--conc", "32", "--model", "other", "--duration", "3600",
                  "--name", "tp2-c32")
     assert res.exit_code == 1
@@ -48,14 +49,14 @@ def test_process_valid_and_invalid_then_collect(shared, tmp_path):
     assert names == ["tp4-c4"]  # the invalid result never reaches the frontier
 
 
-def test_process_without_job_json_asks_for_the_point(shared, tmp_path):
-    d = export_copy(shared, tmp_path / "x")
+def test_process_without_job_json_asks_for_the_point(tmp_path):
+    d = export_copy(tmp_path / "x")
     res = invoke("results", "process", str(d))
     assert res.exit_code == 1 and "no job.json" in str(res.exception)
 
 
-def test_process_with_workers_gives_the_same_result(shared, tmp_path):
-    d = export_copy(shared, tmp_path / "w")
+def test_process_with_workers_gives_the_same_result(tmp_path):
+    d = export_copy(tmp_path / "w")
     point = ["--tp", "4", "--conc", "4", "--scenario", "fixed-seq-len", "--model", "stub"]
     one = invoke("results", "process", str(d), *point, "--workers", "1", "--out", str(tmp_path / "one.json"))
     three = invoke("results", "process", str(d), *point, "--workers", "3", "--out", str(tmp_path / "three.json"))
@@ -88,10 +89,10 @@ def test_process_of_a_file_says_it_wants_the_directory(tmp_path):
     assert f"{f}: not a directory; pass the job directory" in str(res.exception)
 
 
-def test_an_incomplete_sweep_fails_collect_so_it_is_never_ingested(shared, tmp_path):
+def test_an_incomplete_sweep_fails_collect_so_it_is_never_ingested(tmp_path):
     """Issue 15 item 4: a canary or a family failed, so some points are invalid or missing; collect used to
     succeed whenever any result.json existed, and the results app was dispatched."""
-    good = export_copy(shared, tmp_path / "runs/good")
+    good = export_copy(tmp_path / "runs/good")
     assert invoke("results", "process", str(good), "--tp", "4", "--conc", "4", "--scenario", "fixed-seq-len",
                   "--model", "stub", "--name", "tp4-c4").exit_code == 0
     out = tmp_path / "results.json"
@@ -100,7 +101,7 @@ def test_an_incomplete_sweep_fails_collect_so_it_is_never_ingested(shared, tmp_p
     assert out.exists()                                    # still written, for the status card
     complete = invoke("results", "collect", str(tmp_path / "runs"), "--out", str(out), "--expect", "1")
     assert complete.exit_code == 0, complete.output
-    bad = export_copy(shared, tmp_path / "runs/bad")
+    bad = export_copy(tmp_path / "runs/bad")
     assert invoke("results", "process", str(bad), "--tp", "2", "--conc", "32", "--name", "tp2-c32").exit_code == 1
     invalid = invoke("results", "collect", str(tmp_path / "runs"), "--out", str(out), "--expect", "2")
     assert invalid.exit_code == 1 and "1 of its results are invalid" in invalid.output

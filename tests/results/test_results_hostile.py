@@ -12,15 +12,16 @@ from pathlib import Path
 import pytest
 
 from ci_tools.results.process import PointInfo, process_dir
+from tests.conftest import AIPERF_EXPORT
 
 POINT = PointInfo(name="stub", tp=4, conc=4, scenario="fixed-seq-len", model="stub")
-EXPORT = "corpus/aiperf-0.13-export"
+EXPORT = AIPERF_EXPORT
 
 
 @pytest.fixture
-def export(shared: Path, tmp_path: Path) -> Path:
+def export(tmp_path: Path) -> Path:
     d = tmp_path / "run"
-    shutil.copytree(shared / EXPORT, d)
+    shutil.copytree(EXPORT, d)
     for f in d.iterdir():
         f.chmod(0o644)
     return d

@@ -11,6 +11,7 @@ import pytest
 from ci_tools.results import metrics as m
 from ci_tools.results import records
 from ci_tools.results.process import PointInfo, build_result
+from tests.conftest import AIPERF_EXPORT
 
 
 def rec(phase="profiling", ttft=30.0, itl=18.0, e2el=1000.0, isl=100, osl=50, start=1.0, end=2.0, error=None):
@@ -110,9 +111,9 @@ def test_error_category(err, cat):
     assert records.error_category(err) == cat
 
 
-def test_real_export_matches_aiperf_own_summary(shared: Path):
+def test_real_export_matches_aiperf_own_summary():
     """On AIPerf's own export, our percentiles equal AIPerf's (same linear definition)."""
-    d = shared / "corpus/aiperf-0.13-export"
+    d = AIPERF_EXPORT
     agg = json.loads((d / "profile_export_aiperf.json").read_text())
     scan = records.scan_file(d / "profile_export.jsonl")
     assert scan.fast_lines == scan.records_total == 40  # the fast path reads AIPerf's real layout

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from ci_tools.results import metrics, records
 from ci_tools.results.scan import COLUMNS
+from tests.conftest import AIPERF_EXPORT
 
 METRICS = ["request_latency", "output_sequence_length", "input_sequence_length", "time_to_first_token",
            "inter_token_latency"]
@@ -151,16 +152,16 @@ def test_odd_record_between_plain_ones(odd):
     same(records.scan_lines(lines), records.scan_lines(lines, fast=False))
 
 
-def corpus_lines(shared: Path) -> list[bytes]:
-    return (shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes().splitlines(keepends=True)
+def corpus_lines() -> list[bytes]:
+    return (AIPERF_EXPORT / "profile_export.jsonl").read_bytes().splitlines(keepends=True)
 
 
 @pytest.mark.parametrize("missing,decoded,by_columns", [
     ((records, "_DECODER"), False, False),   # without msgspec every line takes the json path
     ((metrics, "_NUMPY"), True, False),      # without numpy (a dependency) every batch takes the general rules
 ])
-def test_without_an_accelerator_the_scan_is_the_same(shared: Path, monkeypatch, missing, decoded, by_columns):
-    lines = corpus_lines(shared)
+def test_without_an_accelerator_the_scan_is_the_same(monkeypatch, missing, decoded, by_columns):
+    lines = corpus_lines()
     fast = records.scan_lines(lines)
     monkeypatch.setattr(*missing, [None])
     plain = records.scan_lines(lines)
@@ -169,8 +170,8 @@ def test_without_an_accelerator_the_scan_is_the_same(shared: Path, monkeypatch, 
     same(plain, fast)
 
 
-def test_real_exports_take_the_fast_path(shared: Path):
-    lines = corpus_lines(shared)
+def test_real_exports_take_the_fast_path():
+    lines = corpus_lines()
     fast = records.scan_lines(lines)
     assert fast.fast_lines == len(lines)
     assert fast.column_records == fast.records_profiled > 0   # every successful record added by columns
@@ -212,10 +213,10 @@ def test_missing_file_is_clean(tmp_path):
 
 
 @pytest.mark.parametrize("workers,batch", [(2, 1024), (3, 4), (7, 3)])
-def test_parallel_scan_equals_sequential(tmp_path, shared, workers, batch, monkeypatch):
+def test_parallel_scan_equals_sequential(tmp_path, workers, batch, monkeypatch):
     monkeypatch.setattr(records, "BATCH_LINES", batch)  # ranges ending inside a batch, too
     monkeypatch.setattr(records, "SPILL_RECORDS", 5)    # each worker's columns come back in several chunks
-    lines = (shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes().splitlines(keepends=True)
+    lines = (AIPERF_EXPORT / "profile_export.jsonl").read_bytes().splitlines(keepends=True)
     body = lines[:10] + [b"oops\n", b"\n"] + lines[10:] + [lines[0].rstrip(b"\n")]  # no final newline
     path = tmp_path / "p.jsonl"
     path.write_bytes(b"".join(body))
@@ -252,12 +253,12 @@ def test_merging_scans_combines_every_counter():
 
 
 @pytest.mark.parametrize("where", ["no temp dir", "full disk", "cut short"])
-def test_a_worker_that_cannot_spill_leaves_the_scan_to_one_process(tmp_path, shared, monkeypatch, where):
+def test_a_worker_that_cannot_spill_leaves_the_scan_to_one_process(tmp_path, monkeypatch, where):
     """The workers' columns go through a temp dir: without one, on a full disk (/dev/full) or when a
     spill file is cut short, the scan is the one-process scan, not an "unreadable export" and never
     a column with values missing."""
     path = tmp_path / "p.jsonl"
-    path.write_bytes((shared / "corpus/aiperf-0.13-export/profile_export.jsonl").read_bytes())
+    path.write_bytes((AIPERF_EXPORT / "profile_export.jsonl").read_bytes())
     seq = records.scan_file(path, workers=1)
     if where == "no temp dir":
         import tempfile

@@ -20,14 +20,15 @@ from ci_tools.results.policy import ResultsPolicy
 from ci_tools.results.process import PointInfo, build_result, process_dir
 from ci_tools.results.records import scan_file
 from tests.aiperf_like import resummarise
+from tests.conftest import AIPERF_EXPORT
 
 POINT = PointInfo(name="stub", tp=4, conc=4, scenario="fixed-seq-len", model="stub")
-EXPORT = "corpus/aiperf-0.13-export"
+EXPORT = AIPERF_EXPORT
 
 
 @pytest.fixture
-def real(shared: Path) -> tuple[list[dict], dict]:
-    d = shared / EXPORT
+def real() -> tuple[list[dict], dict]:
+    d = EXPORT
     recs = [json.loads(line) for line in (d / "profile_export.jsonl").read_text().splitlines()]
     return recs, json.loads((d / "profile_export_aiperf.json").read_text())
 
@@ -176,9 +177,9 @@ def _process(args: list[str]):
     return r.exit_code, r.output
 
 
-def test_results_process_reads_the_policy_it_is_given(shared, tmp_path):
+def test_results_process_reads_the_policy_it_is_given(tmp_path):
     d = tmp_path / "run"
-    shutil.copytree(shared / EXPORT, d)
+    shutil.copytree(EXPORT, d)
     for f in d.iterdir():
         f.chmod(0o644)
     agg = json.loads((d / "profile_export_aiperf.json").read_text())

@@ -45,7 +45,7 @@ def slurm():
 
 
 @pytest.fixture
-def job(tmp_path, aiperf, hf_home, shared):
+def job(tmp_path, aiperf, hf_home):
     (tmp_path / "recipe.yaml").write_text(stub_recipe())
     (tmp_path / "models" / "stub").mkdir(parents=True)
     (tmp_path / "models" / "stub" / "config.json").write_text("{}")
@@ -58,5 +58,5 @@ def job(tmp_path, aiperf, hf_home, shared):
                               server_cmd=f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
                               extra=extra)
 
-        yield {"dir": tmp_path, "out": tmp_path / "out", "env": box.env(hf_home, gpu_host_env(shared)),
+        yield {"dir": tmp_path, "out": tmp_path / "out", "env": box.env(hf_home, gpu_host_env()),
                "argv": argv, "mark": box.mark, "systmp": box.systmp}

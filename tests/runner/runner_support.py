@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from ci_tools.config.load import default_master_paths, read_masters
+from tests.conftest import NVIDIA_SMI_H200
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -142,10 +143,10 @@ def marked_processes(mark: str) -> list[str]:
     return found
 
 
-def gpu_host_env(shared: Path, gpus: int = 4) -> dict:
+def gpu_host_env(gpus: int = 4) -> dict:
     """A GPU host's nvidia-smi for the node check and the telemetry sampler: a real H200's recorded output."""
     return {"PATH": f"{FAKE_GPU}{os.pathsep}{os.environ['PATH']}", "CIT_FAKE_GPUS": str(gpus),
-            "CIT_NVIDIA_SMI_CORPUS": str(shared / "corpus" / "nvidia-smi-h200")}
+            "CIT_NVIDIA_SMI_CORPUS": str(NVIDIA_SMI_H200)}
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ def runner_run(root: Path, row: str, *, backend: str, aiperf: str, hf_home: Path
             "--dataset", "synthetic:40:8", "--hf-cache", str(hf_home / "hub"), "--model-store", str(model_store),
             "--squash-dir", str(root / "squash"),
             "--server-cmd", server_cmd, "--port", str(port), "--ready-timeout", f"{ready_timeout:g}",
-            "--duration-override", str(duration), "--runner-name", "", *(extra or [])]
+            "--duration", str(duration), "--runner-name", "", *(extra or [])]
 
 
 def pyxis_log(path: Path) -> tuple[list[dict], list[dict]]:

@@ -19,6 +19,12 @@ each of --dp-ranks ranks once a request was served, and GET /metrics (Prometheus
 `vllm:spec_decode_num_accepted_tokens_total`, grown per generated token so that 1 + accepted / drafts = L.
 Without it /server_info has no acceptance and /metrics no speculative metric (speculation off).
 
+With --rewrite-on-stop PATH, SIGTERM (the runner stopping the engine, after the client exited) first
+rewrites PATH with each JSON line re-serialized (the same data, other bytes): an engine editing the
+client's export after the fact. With --try-write PATH (repeatable) the stub tries to create PATH at start
+and again on SIGTERM (its folders too, as an attacker would) and prints what happened; --show FILE prints
+a file it must be able to read (the options file the runner wrote for it).
+
 With --answers, the reply text comes from a table {substring: answer}: the first key found in the
 last user message (or the prompt of /v1/completions) picks the answer, so an eval harness gets
 known answers and its score is known exactly; no key found answers "I do not know.". Requests with
@@ -30,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -210,6 +217,28 @@ class Handler(BaseHTTPRequestHandler):
                          "choices": [choice], "usage": usage})
 
 
+def _try_write(path: str, when: str) -> None:
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"written by the engine at {when}\n")
+        print(f"stub: wrote {path} at {when}", flush=True)
+    except OSError as exc:
+        print(f"stub: cannot write {path} at {when}: {exc.strerror}", flush=True)
+
+
+def _on_stop(signum, frame) -> None:  # noqa: ARG001
+    if ARGS.rewrite_on_stop:
+        with open(ARGS.rewrite_on_stop, encoding="utf-8") as fh:
+            lines = [json.dumps(json.loads(line), sort_keys=True) for line in fh if line.strip()]
+        with open(ARGS.rewrite_on_stop, "w", encoding="utf-8") as fh:
+            fh.write("\n".join(lines) + "\n")
+        print(f"stub: rewrote {ARGS.rewrite_on_stop} on SIGTERM", flush=True)
+    for path in ARGS.try_write:
+        _try_write(path, "stop")
+    os._exit(0)
+
+
 def main() -> None:
     global ARGS, ANSWERS
     p = argparse.ArgumentParser()
@@ -230,7 +259,17 @@ def main() -> None:
     p.add_argument("--answers", help="JSON table {substring of the question: answer text}")
     p.add_argument("--role", choices=("serve", "prefill", "decode"), default="serve",
                    help="prefill: answer with the first token only, as a disaggregated prefill worker does")
+    p.add_argument("--rewrite-on-stop", help="on SIGTERM, rewrite this JSON-lines file (other bytes, same data)")
+    p.add_argument("--try-write", action="append", default=[], help="try to write this file at start and on SIGTERM")
+    p.add_argument("--show", help="print this file at start")
     ARGS = p.parse_args()
+    for path in ARGS.try_write:
+        _try_write(path, "start")
+    if ARGS.show:
+        with open(ARGS.show, encoding="utf-8") as fh:
+            print(f"stub: {ARGS.show} reads {fh.read()!r}", flush=True)
+    if ARGS.rewrite_on_stop or ARGS.try_write:
+        signal.signal(signal.SIGTERM, _on_stop)
     if ARGS.answers:
         with open(ARGS.answers, encoding="utf-8") as fh:
             ANSWERS = {k: v for k, v in json.load(fh).items() if not k.startswith("_")}

@@ -97,7 +97,8 @@ def mnjob(tmp_path, aiperf, hf_home, cluster, router_python):
                                          f"{server_flags}",
                               extra=["--worker-port", str(worker_port), *(extra or [])])
 
-        yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "cluster": cluster}
+        yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "cluster": cluster,
+               "hf_home": hf_home}
 
 
 class Watched:
@@ -175,19 +176,23 @@ def test_1p2d_point_runs_across_three_nodes(mnjob):
     assert posts["decode-0"] > 0 and posts["decode-1"] > 0
     assert posts["prefill-0"] == posts["decode-0"] + posts["decode-1"], posts
     # the image was imported once for the job, by one of the three nodes' import tasks (the others found
-    # the file under the lock), and every step ran that file with the job directory mounted
+    # the file under the lock), and every step ran that file with the model store read-only and the HF
+    # cache; none mounted the job directory, where AIPerf wrote its export (a router-fronted point's
+    # workers need nothing of it)
     records, imports = pyxis_log(mnjob["dir"] / "pyxis.jsonl")
     sqsh = f"{mnjob['dir']}/squash/example.org+stub+sha256+{'0' * 64}.sqsh"
     assert [i["output"] for i in imports] == [sqsh + ".part"]
     assert (out / "image_import.log").read_text().count(" is already imported") == 2
     assert len(records) == 4 and all(r["image"] == sqsh for r in records)
-    assert all(f"{out}:{out}" in r["mounts"] for r in records)
+    assert all(r["mounts"] == [f"{mnjob['dir']}:/models:ro", f"{mnjob['hf_home'] / 'hub'}:/hf_hub_cache"]
+               for r in records), [r["mounts"] for r in records]
 
     proc = subprocess.run([sys.executable, "-m", "ci_tools", "results", "process", str(out)], capture_output=True,
                           text=True, env=mnjob["env"])
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads((out / "result.json").read_text())
     assert result["valid"], result["failures"]
+    assert result["custody"]["checked"] and result["custody"]["files"] > 1     # hashed when AIPerf exited
     assert result["gpus"] == 12 and result["point"]["gpus"] == 12          # prefill 4 + decode 2 x 4
     topo = result["point"]["topology"]
     assert topo["prefill"]["num-worker"] == 1 and topo["decode"]["num-worker"] == 2 and topo["nodes"] == 3
@@ -209,6 +214,20 @@ def test_several_concurrencies_in_one_allocation_give_one_result_each(mnjob):
         assert result["valid"] and result["point"]["conc"] == conc and result["gpus"] == 12
         assert result["point"]["result-filename"].endswith(f"_conc{conc}")
     assert not (out / "result.json").exists()
+    # each client's exports were hashed as it exited, into the one record; a result is judged by its own
+    # folder: conc3's export edited, conc2's result stays valid
+    record = (out / "client_exports.sha256").read_text()
+    assert "  conc2/aiperf_artifacts/profile_export.jsonl\n" in record
+    assert "  conc3/aiperf_artifacts/profile_export.jsonl\n" in record
+    with (out / "conc3" / "aiperf_artifacts" / "profile_export.jsonl").open("a") as fh:
+        fh.write("\n")
+    proc = subprocess.run([sys.executable, "-m", "ci_tools", "results", "process", str(out)], capture_output=True,
+                          text=True, env=mnjob["env"])
+    assert proc.returncode == 1
+    assert json.loads((out / "conc2" / "result.json").read_text())["valid"]
+    failures = json.loads((out / "conc3" / "result.json").read_text())["failures"]
+    assert [f["rule"] for f in failures] == ["export-custody"], failures
+    assert failures[0]["message"].startswith("conc3/aiperf_artifacts/profile_export.jsonl changed after")
 
 
 def test_a_dying_worker_fails_the_job_and_cancels_the_allocation(mnjob):

@@ -54,7 +54,7 @@ def labelled(label: str) -> list[str]:
 
 
 @pytest.fixture
-def djob(tmp_path, aiperf, hf_home, shared, image):
+def djob(tmp_path, aiperf, hf_home, image):
     (tmp_path / "recipe.yaml").write_text(stub_recipe().replace("example.org/stub:1@sha256:" + "0" * 64, image))
     store = tmp_path / "models"
     (store / "stub").mkdir(parents=True)
@@ -64,7 +64,7 @@ def djob(tmp_path, aiperf, hf_home, shared, image):
     (tmp_path / "row.json").write_text(json.dumps(stub_row(image=image)))
     port = free_port()
     with nothing_left_behind() as box:
-        host = gpu_host_env(shared)
+        host = gpu_host_env()
         env = box.env(hf_home, host, {"PATH": f"{NOGPU_DOCKER}{os.pathsep}{host['PATH']}",
                                       "CIT_DOCKER_LOG": str(tmp_path / "docker.jsonl"), "CUDA_VISIBLE_DEVICES": "2,3"})
 
@@ -77,9 +77,11 @@ def djob(tmp_path, aiperf, hf_home, shared, image):
         yield {"dir": tmp_path, "out": tmp_path / "out", "env": env, "argv": argv, "port": port}
 
 
-def docker_runs(job) -> list[list[str]]:
+def docker_runs(job, version: bool = False) -> list[list[str]]:
+    """The `docker run`s of the job: the engine's (and router's); with `version`, the version command's too."""
     lines = (job["dir"] / "docker.jsonl").read_text().splitlines()
-    return [a for a in map(json.loads, lines) if a[:1] == ["run"]]
+    runs = [a for a in map(json.loads, lines) if a[:1] == ["run"]]
+    return runs if version else [a for a in runs if not a[a.index("--name") + 1].endswith("-version")]
 
 
 def test_docker_point_end_to_end(djob, image):
@@ -94,9 +96,12 @@ def test_docker_point_end_to_end(djob, image):
     # the engine ran in the container, from the pinned image, with the job's label and mounts
     server_log = (out / "server.log").read_text()
     assert "stub: serving stub on" in server_log and "POST /v1/chat/completions" in server_log, server_log
-    runs = docker_runs(djob)
-    assert len(runs) == 1
-    argv = runs[0]
+    # first the engine's version command, in a container of the image of its own, without a GPU
+    version, argv = docker_runs(djob, version=True)
+    assert version[version.index("--name") + 1] == f"{label}-version" and "--gpus" not in version
+    assert version[version.index(image) + 1:][:2] == ["python3", "-c"]
+    engine = json.loads((out / "job.json").read_text())["engine"]
+    assert (engine["backend"], engine["image"], engine["declared"]) == ("docker", image, [])
     assert argv[argv.index("--label") + 1] == f"ci-tools.job={label}" and argv[argv.index("--name") + 1] == \
         f"{label}-server"
     assert argv[argv.index(image) + 1:][:2] == ["python3", "/models/stub_server.py"]
@@ -136,3 +141,53 @@ def test_the_machine_refuses_an_unlimited_memlock_here(image):
     res = subprocess.run(["docker", "run", "--rm", "--ulimit", "memlock=-1", image, "python3", "-c", "1"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode != 0 and "setting rlimit type 8" in res.stderr, res.stderr
+
+
+TRT_RECIPE = """recipe-version: 1
+config-key: stub-trt
+engine: trtllm
+image: {image}
+model: stub
+serve:
+  args: {{trust-remote-code: true}}
+points:
+  dep2-c2: {{tp: 2, ep: 2, dp-attn: true, conc: 2}}
+"""
+
+
+def test_the_engine_container_cannot_write_the_clients_exports(djob, image):
+    """A TensorRT-LLM point with attention DP: the runner writes the engine's options file, the only file
+    of the job directory its container sees, read-only. The stub engine in the container reads it, then
+    tries to write into AIPerf's export folder, the options folder and the job directory, at start and
+    again when it is stopped after AIPerf exited: none of it reaches the host, and the export judged is
+    the one AIPerf left (its hashes match)."""
+    d, out = djob["dir"], djob["out"]
+    (d / "recipe.yaml").write_text(TRT_RECIPE.format(image=image))
+    (d / "row.json").write_text(json.dumps(stub_row(image=image, framework="trt", ep=2, **{"dp-attn": True,
+                                                                                       "spec-decoding": "none"})))
+    options = out / "engine_files" / "extra-llm-api-options.yaml"
+    targets = [out / "aiperf_artifacts" / "forged.jsonl", out / "aiperf_artifacts" / "profile_export.jsonl",
+               options.with_name("forged"), out / "forged"]
+    flags = f"--show {options} " + " ".join(f"--try-write {t}" for t in targets)
+    gh_out = d / "github_output"
+    run = subprocess.run([*djob["argv"](flags), "--format", "github"], env={**djob["env"], "GITHUB_OUTPUT": str(gh_out)},
+                         capture_output=True, text=True, timeout=180)
+    assert run.returncode == 0, run.stderr + run.stdout
+    log = (out / "server.log").read_text()
+    assert f"stub: {options} reads 'enable_attention_dp: true\\n'" in log, log
+    # what the container wrote elsewhere stayed in its own filesystem
+    assert not (out / "aiperf_artifacts" / "forged.jsonl").exists() and not (out / "forged").exists()
+    assert "written by the engine" not in (out / "aiperf_artifacts" / "profile_export.jsonl").read_text()
+    for when in ("start", "stop"):
+        assert f"stub: cannot write {options.with_name('forged')} at {when}: Read-only file system" in log, log
+    argv = docker_runs(djob)[0]
+    mounts = [argv[i + 1] for i, a in enumerate(argv) if a == "-v"]
+    assert mounts[-1] == f"{options.parent}:{options.parent}:ro" and not any(
+        m.split(":")[0] in (str(out), str(out / "aiperf_artifacts")) for m in mounts), mounts
+    sealed = dict(line.split("=", 1) for line in gh_out.read_text().splitlines())["export-sha256"]
+    proc = subprocess.run([sys.executable, "-m", "ci_tools", "results", "process", str(out), "--export-sha256", sealed],
+                          env=djob["env"], capture_output=True, text=True, timeout=60)
+    result = json.loads((out / "result.json").read_text())
+    assert result["custody"]["checked"] is True and result["custody"]["anchored"] is True
+    assert not [f for f in result["failures"] if f["rule"] == "export-custody"], result["failures"]
+    assert proc.returncode == 0, proc.stdout + proc.stderr

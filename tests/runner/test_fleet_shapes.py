@@ -96,9 +96,15 @@ def test_trtllm_workers_under_dynamo_write_their_engine_args_file():
     pre = argv_of(plan, "prefill-0")
     assert pre[:3] == ["python3", "-m", "dynamo.trtllm"] and "--enable-attention-dp" in pre
     path = pre[pre.index("--extra-engine-args") + 1]
-    assert path == "/job/prefill-0-engine-args.yaml"
+    assert path == "/job/engine_files/prefill-0-engine-args.yaml"
     files = dict(plan.files)
     assert files[path] == 'cache_transceiver_config:\n  backend: "UCX"\n'
+    # every container sees that folder read-only, and Dynamo's store writable; never the job directory,
+    # where the clients write their exports
+    for step in worker_steps(plan, "J", place(plan, ["a", "b"]), "/job"):
+        mounts = next(a for a in step.argv if a.startswith("--container-mounts=")).split("=", 1)[1].split(",")
+        assert mounts == ["/mnt/models:/models:ro", "/mnt/hf_hub_cache:/hf_hub_cache",
+                          "/job/dynamo_store:/job/dynamo_store", "/job/engine_files:/job/engine_files:ro"], step.name
 
 
 def test_trtllm_worker_over_two_nodes_is_one_mpi_rank_per_gpu():
@@ -187,9 +193,9 @@ def sn_recipe(engine: str, point: dict, **extra) -> object:
                              "model": "org/model", "serve": {}, "points": {"p": point}, **extra}, "recipes/k.yaml")
 
 
-def sn_plan(recipe, row: dict):
+def sn_plan(recipe, row: dict, **settings):
     pt = resolve_point(recipe, row["tp"], row.get("ep", 1), row.get("dp-attn", False), row["conc"])
-    return build_plan(row, pt, Settings(), "/job")
+    return build_plan(row, pt, Settings(**settings), "/job")
 
 
 def sn_row(**extra) -> dict:
@@ -223,28 +229,47 @@ def test_trtllm_attention_dp_is_written_to_its_llm_api_options_file():
     plan = sn_plan(rec, sn_row(ep=8, **{"dp-attn": True}))
     argv = plan.proc("server").argv
     path = argv[argv.index("--extra_llm_api_options") + 1]
-    assert path == "/job/extra-llm-api-options.yaml"
+    assert path == "/job/engine_files/extra-llm-api-options.yaml"
     assert plan.files == [(path, "enable_attention_dp: true\n")]
 
 
-@pytest.mark.parametrize("backend,mount", [("docker", ["-v", "/job:/job"]), ("slurm", None)])
-def test_the_container_sees_the_options_file_the_runner_writes(backend, mount):
-    """The file is written into the job directory on the host; the engine's container mounts that folder
-    (it did not: trtllm-serve was pointed at a path that does not exist inside its container)."""
-    from ci_tools.runner.backends import Host, launches
+def _docker_mounts(argv: list[str]) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == "-v"]
+
+
+@pytest.mark.parametrize("backend", ["docker", "slurm"])
+def test_the_container_reads_the_options_file_and_never_writes_the_job_directory(backend):
+    """The file is written into the job directory on the host; the engine's container sees only the folder
+    holding it, read-only (it did not see it at first: trtllm-serve was pointed at a path missing inside its
+    container; then it mounted the whole job directory writable, where AIPerf writes its export)."""
+    from ci_tools.runner.backends import Host, launches, slurm_image_import
 
     rec = sn_recipe("trtllm", {"tp": 8, "ep": 8, "dp-attn": True, "conc": 4})
     plan = sn_plan(rec, sn_row(ep=8, **{"dp-attn": True}))
-    assert plan.proc("server").mounts == ("/job",)
+    assert plan.proc("server").read_only == ("/job/engine_files",) and plan.proc("server").mounts == ()
     argv = next(lc for lc in launches(plan, backend, Settings(), Host(label="j")) if lc.role == "server").argv
-    if mount:
-        assert any(argv[i:i + 2] == mount for i in range(len(argv))), argv
+    if backend == "docker":
+        assert _docker_mounts(argv) == ["/mnt/models:/models:ro", "/mnt/hf_hub_cache:/hf_hub_cache",
+                                        "/job/engine_files:/job/engine_files:ro"], argv
     else:
-        assert any(a.startswith("--container-mounts=") and a.endswith(",/job:/job") for a in argv), argv
-        from ci_tools.runner.backends import slurm_image_import      # the node is checked to see /job first
-        assert '[ -f "$d/job.json" ]' in slurm_image_import(plan, Settings(), Host(label="j")).argv[-1]
+        mounts = next(a for a in argv if a.startswith("--container-mounts=")).split("=", 1)[1].split(",")
+        assert mounts == ["/mnt/models:/models:ro", "/mnt/hf_hub_cache:/hf_hub_cache",
+                          "/job/engine_files:/job/engine_files:ro"], argv
+        # the node is checked to see the file first
+        assert '[ -f "$f" ]' in slurm_image_import(plan, Settings(), Host(label="j")).argv[-1]
+        assert "f=/job/engine_files/extra-llm-api-options.yaml" in slurm_image_import(plan, Settings(),
+                                                                                      Host(label="j")).argv[-1]
     plain = sn_plan(sn_recipe("trtllm", {"tp": 8, "ep": 1, "conc": 4}), sn_row(ep=1))
-    assert plain.files == [] and plain.proc("server").mounts == ()      # no file, no mount
+    assert plain.files == [] and plain.proc("server").read_only == ()      # no file, no mount
+
+
+def test_a_smoke_command_keeps_the_engines_files_and_their_mount():
+    """--server-cmd replaces the engine's argv, not what the runner prepares for it: the docker e2e test's
+    stub engine sees the options file where trtllm-serve would."""
+    rec = sn_recipe("trtllm", {"tp": 8, "ep": 8, "dp-attn": True, "conc": 4})
+    plan = sn_plan(rec, sn_row(ep=8, **{"dp-attn": True}), server_cmd="stub --port {port}")
+    assert plan.proc("server").argv[0] == "stub" and plan.proc("server").read_only == ("/job/engine_files",)
+    assert [p for p, _ in plan.files] == ["/job/engine_files/extra-llm-api-options.yaml"]
 
 
 def test_single_node_pipeline_and_context_parallel():

@@ -5,6 +5,7 @@ independently, from the per-request records. Fault tests check that nothing is l
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import statistics
@@ -64,16 +65,30 @@ def test_runner_then_results_process_matches_independent_values(job):
     assert not list(job["systmp"].glob("aiperf_mmap_*"))
     outputs = dict(line.split("=", 1) for line in gh_out.read_text().splitlines())
     rf = "stub_tp2_conc2_fp4_sglang_tp2-ep1-dpafalse_spec-mtp_conc2"
+    record = (out / "client_exports.sha256").read_bytes()
     assert outputs == {"result-filename": rf, "out-dir": str(out), "artifact-result": f"bmk_{rf}",
-                       "artifact-job": f"job_{rf}", "artifact-server-logs": f"server_logs_{rf}"}
+                       "artifact-job": f"job_{rf}", "artifact-server-logs": f"server_logs_{rf}",
+                       "export-sha256": hashlib.sha256(record).hexdigest()}
+    # every file AIPerf wrote was hashed when it exited, as sha256sum checks them, and the log shows each
+    recorded = [line.split("  ", 1)[1] for line in record.decode().splitlines()]
+    written = sorted(p.relative_to(out).as_posix() for p in (out / "aiperf_artifacts").rglob("*") if p.is_file())
+    assert recorded == written and "aiperf_artifacts/profile_export.jsonl" in recorded
+    assert subprocess.run(["sha256sum", "--strict", "-c", "client_exports.sha256"], cwd=out,
+                          capture_output=True).returncode == 0
+    assert f"recorded in client_exports.sha256: sha256 {outputs['export-sha256']}" in run.stderr
+    assert f"::notice title=runner run%3A chain of custody::the client's exports are recorded in " \
+           f"client_exports.sha256, sha256 {outputs['export-sha256']}" in run.stdout, run.stdout
     # the recipe's env and synthetic acceptance reached the server process
     assert "SGLANG_SIMULATE_ACC_LEN" in (out / "commands.txt").read_text()
 
-    proc = subprocess.run([sys.executable, "-m", "ci_tools", "results", "process", str(out), "--format", "json"],
+    proc = subprocess.run([sys.executable, "-m", "ci_tools", "results", "process", str(out), "--format", "json",
+                           "--export-sha256", outputs["export-sha256"]],
                           env=job["env"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result = json.loads((out / "result.json").read_text())
     assert result["valid"] is True, result["failures"]
+    assert result["custody"] == {"record": "client_exports.sha256", "sha256": outputs["export-sha256"],
+                                 "checked": True, "files": len(recorded), "anchored": True}
     want = independent(out / "aiperf_artifacts/profile_export.jsonl", gpus=2)
     h = result["headline"]
     approx = lambda x: pytest.approx(x, rel=1e-9)  # noqa: E731
@@ -161,3 +176,48 @@ def test_aiperf_exit_zero_without_exports_is_a_failure(job):
     assert run.returncode == 1, run.stderr
     assert "AIPerf exited 0 but did not write aiperf_artifacts/profile_export.jsonl" in run.stderr
     assert "longer than 107 characters" in run.stderr  # the client log tail says why
+
+
+def test_an_export_the_engine_rewrites_after_the_client_exited_is_refused(job):
+    """The engine rewrites AIPerf's records when the runner stops it, after AIPerf exited: the same data in
+    other bytes, so every check of the data still passes and only the hashes taken at the client's exit
+    can tell. `results process` refuses it, naming the file and both hashes; so it does when the record
+    itself goes or is edited (the run step's output holds the record's hash)."""
+    export = job["out"] / "aiperf_artifacts" / "profile_export.jsonl"
+    gh_out = job["dir"] / "github_output"
+    run = subprocess.run([*job["argv"](f"--rewrite-on-stop {export}"), "--format", "github"],
+                         env={**job["env"], "GITHUB_OUTPUT": str(gh_out)}, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr + run.stdout
+    assert f"stub: rewrote {export} on SIGTERM" in (job["out"] / "server.log").read_text()
+    sealed = dict(line.split("=", 1) for line in gh_out.read_text().splitlines())["export-sha256"]
+    then = next(line.split()[0] for line in (job["out"] / "client_exports.sha256").read_text().splitlines()
+                if line.endswith("  aiperf_artifacts/profile_export.jsonl"))
+    now = hashlib.sha256(export.read_bytes()).hexdigest()
+    assert then != now
+
+    def process(*extra: str) -> tuple[subprocess.CompletedProcess, dict]:
+        proc = subprocess.run([sys.executable, "-m", "ci_tools", "results", "process", str(job["out"]), *extra],
+                              env=job["env"], capture_output=True, text=True, timeout=60)
+        return proc, json.loads((job["out"] / "result.json").read_text())
+
+    proc, result = process("--export-sha256", sealed)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert result["valid"] is False
+    # nothing but the hash found it: the records are the same data
+    assert result["failures"] == [{"rule": "export-custody", "message":
+                                   f"aiperf_artifacts/profile_export.jsonl changed after the client exited: "
+                                   f"sha256 {then} then, {now} now"}]
+    assert "export-custody" in proc.stderr or "1 rule(s) failed" in proc.stderr
+
+    # the record edited to match (a later step): its own hash no longer matches the run step's output
+    record = job["out"] / "client_exports.sha256"
+    record.write_text(record.read_text().replace(then, now))
+    proc, result = process("--export-sha256", sealed)
+    assert proc.returncode == 1 and result["failures"][0]["rule"] == "export-custody"
+    assert "the record was edited" in result["failures"][0]["message"]
+    # the record removed
+    record.unlink()
+    proc, result = process("--export-sha256", sealed)
+    assert proc.returncode == 1 and "the record of the client's exports was removed" in result["failures"][0]["message"]
+    proc, result = process()       # without the step output: job.json says this runner keeps a record
+    assert proc.returncode == 1 and "has lost it or was assembled by hand" in result["failures"][0]["message"]

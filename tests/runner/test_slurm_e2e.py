@@ -41,7 +41,7 @@ def ci_tools_cmd() -> list[str]:
 
 
 @pytest.fixture
-def sjob(tmp_path, aiperf, hf_home, slurm, shared):
+def sjob(tmp_path, aiperf, hf_home, slurm):
     (tmp_path / "recipe.yaml").write_text(RECIPE)
     (tmp_path / "stub").mkdir()
     (tmp_path / "stub" / "config.json").write_text("{}")   # the model store (--model-store) holds the model
@@ -49,8 +49,8 @@ def sjob(tmp_path, aiperf, hf_home, slurm, shared):
     (tmp_path / "row-dep.json").write_text(json.dumps(stub_row(ep=2, **{"dp-attn": True})))
     port, worker = free_port(), free_port()
     with nothing_left_behind(slurm) as box:
-        env = box.env(hf_home, slurm.env, gpu_host_env(shared),
-                      {"PATH": f"{PYXIS}{os.pathsep}{gpu_host_env(shared)['PATH']}",
+        env = box.env(hf_home, slurm.env, gpu_host_env(),
+                      {"PATH": f"{PYXIS}{os.pathsep}{gpu_host_env()['PATH']}",
                        "CIT_PYXIS_LOG": str(tmp_path / "pyxis.jsonl"), "PYTHONPATH": str(REPO)})
         env.pop("CUDA_VISIBLE_DEVICES", None)
 
@@ -106,13 +106,17 @@ def test_slurm_dep_point_end_to_end(sjob):
     assert "stub: CUDA_VISIBLE_DEVICES=(unset)" in (out / "router.log").read_text()   # --gres=none
     # both steps ran in our job, the router with --overlap; pyxis got the digest-only image and the flags
     recs = pyxis_records(sjob)
-    assert [r["srun"][:2] for r in recs] == [[f"--jobid={job}", "--overlap"]] * 2
+    # the engine's version command ran first, a step of the job in its image without a GPU
+    version, *recs = recs
+    assert version["command"][:2] == ["python3", "-c"] and "--gres=none" in version["srun"]
+    assert json.loads((out / "job.json").read_text())["engine"]["version"] is None   # no SGLang in this "image"
+    assert [r["srun"][:2] for r in [version, *recs]] == [[f"--jobid={job}", "--overlap"]] * 3
     server, router = sorted(recs, key=lambda r: "--gres=none" in r["srun"])  # both start at once
     # the image was imported once for the job, before the steps, and both steps ran that file
     sqsh = f"{sjob['dir']}/squash/example.org+stub+sha256+{'0' * 64}.sqsh"
     assert [(i["uri"], i["output"]) for i in enroot_imports(sjob)] == [
         ("docker://example.org/stub@sha256:" + "0" * 64, sqsh + ".part")]
-    assert server["image"] == router["image"] == sqsh and Path(sqsh).is_file()
+    assert server["image"] == router["image"] == version["image"] == sqsh and Path(sqsh).is_file()
     assert not Path(sqsh + ".part").exists() and status["image_import_s"] >= 1
     assert f"importing example.org/stub@sha256:{'0' * 64} into {sqsh}" in (out / "image_import.log").read_text()
     assert server["mounts"] == [f"{sjob['dir']}:/models:ro", f"{sjob['hf_home'] / 'hub'}:/hf_hub_cache"]

@@ -7,27 +7,28 @@ import datetime as dt
 import pytest
 
 from ci_tools.runner import nodecheck, telemetry
+from tests.conftest import NVIDIA_SMI_H200
 
-H200 = "corpus/nvidia-smi-h200"
+H200 = NVIDIA_SMI_H200
 
 
-def load_csv(shared, name: str):
-    samples, problems = telemetry.parse_csv((shared / H200 / name).read_text())
+def load_csv(name: str):
+    samples, problems = telemetry.parse_csv((H200 / name).read_text())
     assert problems == []
     return samples
 
 
-def test_the_recorded_query_is_the_one_the_sampler_sends(shared):
-    readme = " ".join((shared / H200 / "README.md").read_text().split())
+def test_the_recorded_query_is_the_one_the_sampler_sends():
+    readme = " ".join((H200 / "README.md").read_text().split())
     assert f"--query-gpu={','.join(telemetry.FIELDS)} --format=csv" in readme.replace(", ", ",")
     argv = telemetry.sampler_argv(["2", "3"])
     assert argv[:2] == ["nvidia-smi", f"--query-gpu={','.join(telemetry.FIELDS)}"]
     assert argv[2:] == ["--format=csv,nounits", "--loop-ms=1000", "--id=2,3"]
 
 
-def test_header_with_units_and_noheader_nounits_parse_alike(shared):
-    load = load_csv(shared, "telemetry-load.csv")
-    idle = load_csv(shared, "telemetry-idle-noheader.csv")
+def test_header_with_units_and_noheader_nounits_parse_alike():
+    load = load_csv("telemetry-load.csv")
+    idle = load_csv("telemetry-idle-noheader.csv")
     assert len(load) == 158 and len(idle) == 24
     first = load[0]
     assert first["t"] == dt.datetime(2026, 12, 1, 17, 43, 24, 309000, tzinfo=dt.timezone.utc).timestamp()
@@ -36,8 +37,8 @@ def test_header_with_units_and_noheader_nounits_parse_alike(shared):
     assert {s["name"] for s in load + idle} == {"NVIDIA H200"}
 
 
-def test_under_load_the_h200_is_power_capped(shared):
-    samples = load_csv(shared, "telemetry-load.csv")
+def test_under_load_the_h200_is_power_capped():
+    samples = load_csv("telemetry-load.csv")
     busy = [s for s in samples if s["reasons"] == 0x4]
     window = (busy[0]["t"], busy[-1]["t"])
     summary = telemetry.summarize(samples, window, {"input_total": 9000, "output_total": 1000})
@@ -55,15 +56,15 @@ def test_under_load_the_h200_is_power_capped(shared):
     assert 680 < summary["power_w_total_mean"] < 700
 
 
-def test_idle_is_not_power_capped(shared):
-    summary = telemetry.summarize(load_csv(shared, "telemetry-idle-noheader.csv"))
+def test_idle_is_not_power_capped():
+    summary = telemetry.summarize(load_csv("telemetry-idle-noheader.csv"))
     [gpu] = summary["gpus"]
     assert summary["power_capped"] is False and gpu["clock_event_share"]["gpu_idle"] == 1.0
     assert 80 < gpu["power_w"]["mean"] < 81 and gpu["utilization_pct"]["max"] == 0
 
 
-def test_window_beyond_the_samples_holds_the_edges_and_reports_coverage(shared):
-    samples = load_csv(shared, "telemetry-idle-noheader.csv")
+def test_window_beyond_the_samples_holds_the_edges_and_reports_coverage():
+    samples = load_csv("telemetry-idle-noheader.csv")
     t0, t1 = samples[0]["t"], samples[-1]["t"]
     summary = telemetry.summarize(samples, (t0 - (t1 - t0), t1))
     gpu = summary["gpus"][0]
@@ -71,8 +72,8 @@ def test_window_beyond_the_samples_holds_the_edges_and_reports_coverage(shared):
     assert gpu["energy_j"] == pytest.approx(2 * (t1 - t0) * gpu["power_w"]["mean"], rel=0.01)
 
 
-def test_unknown_power_gives_no_energy_and_bad_lines_are_counted(shared):
-    text = (shared / H200 / "telemetry-idle-noheader.csv").read_text().splitlines()
+def test_unknown_power_gives_no_energy_and_bad_lines_are_counted():
+    text = (H200 / "telemetry-idle-noheader.csv").read_text().splitlines()
     cells = text[0].split(", ")
     cells[7] = "[N/A]"
     na_rows = [", ".join(cells)] * 3 + ["2026/12/01 17:44:05.0, 0, cut by SIGKILL"]
@@ -85,8 +86,8 @@ def test_unknown_power_gives_no_energy_and_bad_lines_are_counted(shared):
     assert samples[0]["t"] == dt.datetime(2026, 12, 1, 16, 44, 4, 444000, tzinfo=dt.timezone.utc).timestamp()
 
 
-def test_several_gpus_add_up(shared):
-    one = load_csv(shared, "telemetry-idle-noheader.csv")
+def test_several_gpus_add_up():
+    one = load_csv("telemetry-idle-noheader.csv")
     two = one + [{**s, "index": "1", "uuid": "GPU-other"} for s in one]
     s1, s2 = telemetry.summarize(one), telemetry.summarize(two)
     assert len(s2["gpus"]) == 2 and s2["energy_j"] == pytest.approx(2 * s1["energy_j"])

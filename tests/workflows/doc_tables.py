@@ -20,6 +20,7 @@ import wf_contract as wc  # noqa: E402
 
 DOC = REPO / "docs" / "workflows.md"
 SECRET = re.compile(r"secrets\.([A-Z_][A-Z0-9_]*)")
+VARIABLE = re.compile(r"vars\.([A-Z_][A-Z0-9_]*)")
 
 
 def _perms(job: dict) -> str:
@@ -89,6 +90,59 @@ SECRETS = {
 }
 
 
+# What each repository variable (Settings → Secrets and variables → Actions → Variables) does, and its
+# value when unset. A variable a workflow reads and this table does not fails the docs test.
+VARIABLES = {
+    "CI_TOOLS_REPORT_PAGES": ("`true`: publish each sweep's report on the `gh-pages` branch, each page a deployment "
+                              "of the `sweep-report` environment, linked from the status card (set Pages up first: "
+                              "below)", "off: the card links the report artifact, which opens in the browser"),
+    "CI_TOOLS_REPORT_SITE": ("the Pages site's address, only for a custom domain",
+                             "`https://OWNER.github.io/NAME/`"),
+    "CI_TOOLS_RESULTS_REPO": ("the results app's repository (OWNER/NAME): it ingests main's sweeps "
+                              "(`repository_dispatch`) and stages a PR's run on `/stage-results`",
+                              "`SemiAnalysisAI/InferenceX-app`"),
+    "CI_TOOLS_RESULTS_SITE": ("the results app's public site, linked from the card's sweep section",
+                              "`https://inferencex.semianalysis.com`"),
+    "CI_TOOLS_STAGING_SITE": ("the results app's staging site, where `/stage-results` shows a run",
+                              "InferenceX's staging deployment"),
+    "TEAM_APP_CLIENT_ID": ("the client id of the GitHub App that reads team membership for the sign-off "
+                           "(with the secret `TEAM_APP_PRIVATE_KEY`)", "`TEAM_MEMBERSHIP_TOKEN` is used"),
+    "CI_TOOLS_RECORDINGS_REPO": ("toolkit-ci only: the repository holding the recordings the test suite reads",
+                                 "the checkout fails: ci-tools' own CI needs it"),
+    "CI_TOOLS_RECORDINGS_REF": ("toolkit-ci only: the commit of that repository", "the default branch"),
+}
+
+
+def variables_table(workflows: list[wc.Workflow]) -> str:
+    users: dict[str, list[str]] = {}
+    for wf in workflows:
+        for job_id, job in wf.jobs.items():
+            for name in sorted(set(VARIABLE.findall(str(job)))):
+                users.setdefault(name, []).append(f"{wf.name} `{job_id}`")
+    rows = ["| variable | read by | what it does | unset |", "|---|---|---|---|"]
+    for name in sorted(users):
+        if name not in VARIABLES:
+            raise SystemExit(f"variable {name} is read by {', '.join(users[name])} but not described in "
+                             "tests/workflows/doc_tables.py VARIABLES")
+        what, unset = VARIABLES[name]
+        rows.append(f"| `{name}` | {'<br>'.join(users[name])} | {what} | {unset} |")
+    return "\n".join(rows)
+
+
+def checks_table() -> str:
+    """The checks to require in branch protection (names.REQUIRED_CHECKS), where each comes from."""
+    from ci_tools import names
+
+    rows = ["| check to require | from | what it says |", "|---|---|---|"]
+    what = {"changelog lint": "the changelog is append-only and every recipe or master change has its entry",
+            "tests": "ci-tools' own test suite (this repository's CI)",
+            "ci-tools / ready to merge": "merging now cannot leave main without results (a check run, with why)",
+            "codeowner-signoff-verify": "a CODEOWNER of every changed file signed off the head (a commit status)"}
+    for check, (wf, job) in names.REQUIRED_CHECKS.items():
+        rows.append(f"| `{check}` | {wf} `{job}` | {what[check]} |")
+    return "\n".join(rows)
+
+
 def _self_references(wf: wc.Workflow) -> bool:
     return "uses: $/" in wf.text
 
@@ -139,7 +193,8 @@ def render_all() -> dict[str, str]:
     from ci_tools.sweep.load import load_policy
     workflows = wc.load_workflows(REPO / ".github" / "workflows")
     return {"jobs": jobs_table(workflows), "labels": labels_table(load_policy(REPO)),
-            "prerequisites": prerequisites_table(workflows)}
+            "prerequisites": prerequisites_table(workflows), "variables": variables_table(workflows),
+            "checks": checks_table()}
 
 
 def splice(text: str, name: str, table: str) -> str:

@@ -29,6 +29,7 @@ from wf_env import REPO, WORKFLOWS
 
 sys.path.insert(0, str(REPO / "tests" / "github"))
 from fake_github import LEVELS, FakeGitHub, Server  # noqa: E402
+from tests.conftest import NVIDIA_SMI_H200
 
 REPO_NAME = "octo/bench"
 FULL = "full-sweep-fail-fast"
@@ -157,12 +158,23 @@ def signed_off_pr(fake, number=1, fork=None):
         fake.add_run(9, head_sha=SHA1, pull_requests=(number,))
     fake.teams[("SemiAnalysisAI", "amd-reviewers")] = {"amd-dev"}
     fake.teams[("SemiAnalysisAI", "core")] = {"core-dev"}
+    fake.permissions.update({"amd-dev": "write", "core-dev": "write"})   # GitHub needs it of a code owner
     return pr
 
 
 def writer(fake, login="maint"):
     fake.permissions[login] = "write"
     return login
+
+
+def answered_use(fake, pr, body="/use 9"):
+    """A writer's `/use` and the reply with which comment-commands.yml's handle job answered it (its
+    record of the permission checked is what makes the `/use` count later)."""
+    from gh_scenarios import answer
+
+    c = fake.add_comment(pr, body, author=writer(fake))
+    answer(fake, pr, c, "write")
+    return c
 
 
 # ---- the scenarios: each returns the JobRuns whose token it used --------------------------------
@@ -354,7 +366,7 @@ def gate_refuses_a_superseded_rerun(s):
 def reuse_on_a_push_after_use(s):
     pr_with_sweep(s.fake, 7)
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
-    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    answered_use(s.fake, 7)
     s.fake.compares[(SHA2, SHA1)] = ("ahead", ["README.md"])
     job = s.job("sweep-pipeline.yml", "plan", "pull_request", pr_payload(s.fake, 7, "synchronize", before=SHA2, after=SHA1))
     assert ok(job.run("reuse")).outputs["skip-pr-sweep"] == "true"
@@ -364,7 +376,7 @@ def reuse_on_a_push_after_use(s):
 def reuse_at_merge(s):
     pr_with_sweep(s.fake, 7)
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
-    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    answered_use(s.fake, 7)
     merged(s.fake)
     job = s.job("sweep-pipeline.yml", "plan", "push", push_to_main())
     out = ok(job.run("reuse")).outputs
@@ -378,7 +390,7 @@ def reuse_refused_at_merge_lets_main_sweep(s):
     plan step's `if:` is then true: main plans and runs its own sweep instead of publishing nothing."""
     pr_with_sweep(s.fake, 7, labels=(FULL, "evals-only"))
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
-    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    answered_use(s.fake, 7)
     merged(s.fake)
     job = s.job("sweep-pipeline.yml", "plan", "push", push_to_main())
     out = ok(job.run("reuse")).outputs
@@ -429,15 +441,15 @@ def ready_job(s, event_name: str, payload: dict, **kw) -> tuple[rt.JobRun, rt.Jo
 
 
 def merge_ready_on_a_push_to_the_pr(s: Scenario):
-    """Issue 23: the readiness status (statuses: write) and the card line (a comment), from the pin's run,
+    """Issue 23: the readiness check run (checks: write) and the card line (a comment), from the pin's run,
     its artifacts (actions: read) and the PR's files (pull-requests)."""
     pr_with_sweep(s.fake, 7)
     s.fake.pr_files[7] = ["inferencex-e2e/perf-changelog.yaml"]
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
-    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    answered_use(s.fake, 7)
     which, job = ready_job(s, "pull_request_target", pr_payload(s.fake, 7, "synchronize"))
     out = ok(job.run("ready")).outputs
-    assert out["state"] == "success" and [st["context"] for st in s.fake.statuses] == ["ci-tools / ready to merge"]
+    assert out["state"] == "success" and [c["name"] for c in s.fake.check_runs] == ["ci-tools / ready to merge"]
     return [job]
 
 
@@ -469,11 +481,39 @@ def merge_ready_pr_of_a_fork_sweep_end(s: Scenario):
 def merge_ready_after_the_merge(s: Scenario):
     pr_with_sweep(s.fake, 7, labels=(FULL, "evals-only"))
     s.fake.add_run(9, head_sha=SHA1, pull_requests=(7,))
-    s.fake.add_comment(7, "/use 9", author=writer(s.fake))
+    answered_use(s.fake, 7)
     merged(s.fake)
     _, job = ready_job(s, "push", push_to_main())
     ok(job.run("ready"))
     assert any("reuse was refused" in c["body"] for c in s.fake.bot_comments(7))
+    return [job]
+
+
+def merge_group_payload(pr: int = 7, head: str = "f" * 40) -> dict:
+    """GitHub's example merge_group payload (checks_requested), its queue branch naming PR `pr` at SHA1."""
+    from tests.conftest import shared_dir
+
+    d = json.loads((shared_dir() / "reference" / "github-merge-group" / "checks_requested.payload.json").read_text())
+    d["merge_group"].update(head_sha=head, head_ref=f"refs/heads/gh-readonly-queue/main/pr-{pr}-{SHA1}")
+    return d
+
+
+def merge_ready_of_a_merge_group(s: Scenario):
+    """A merge queue's group: the PR's readiness, on the group's commit too (checks: write)."""
+    pr_with_sweep(s.fake, 7)
+    s.fake.pr_files[7] = ["README.md"]
+    _, job = ready_job(s, "merge_group", merge_group_payload())
+    ok(job.run("ready"))
+    assert {c["_sha"] for c in s.fake.check_runs} == {SHA1, "f" * 40}
+    return [job]
+
+
+def signoff_of_a_merge_group(s: Scenario):
+    """The PR head's sign-off status (pull-requests: read for the PR, statuses: write on the group's commit)."""
+    pr_with_sweep(s.fake, 7)
+    job = s.job("signoff-verify.yml", "merge-group", "merge_group", merge_group_payload())
+    ok(job.run("queue"))
+    assert s.fake.statuses[-1]["_sha"] == "f" * 40 and s.fake.statuses[-1]["state"] == "failure"
     return [job]
 
 
@@ -483,7 +523,7 @@ def merge_ready_daily_pass(s: Scenario):
     s.fake.pr_files[7] = ["inferencex-e2e/perf-changelog.yaml"]
     _, job = ready_job(s, "schedule", {"schedule": "17 6 * * *"})
     out = ok(job.run("ready")).outputs
-    assert out["ready"] == "false" and [st["state"] for st in s.fake.statuses] == ["failure"]
+    assert out["ready"] == "false" and [c["conclusion"] for c in s.fake.check_runs] == ["failure"]
     return [job]
 
 
@@ -556,12 +596,12 @@ def collect_compares_with_main(s: Scenario):
     (work / "results").mkdir(parents=True)
     (work / "results" / "results.json").write_text(json.dumps({"results": [result(1300.0)]}))
     # what download-artifact put there: a job's directory with its nvidia-smi samples (a real H200's)
-    from tests.conftest import shared_dir
-
     job_dir = work / "artifacts" / "job_tp2-c64"
     job_dir.mkdir(parents=True)
     (job_dir / "job.json").write_text(json.dumps({"point": point}))
-    (job_dir / "gpu_telemetry.csv").write_text((shared_dir() / "corpus/nvidia-smi-h200/telemetry-load.csv").read_text())
+    # results process wrote the job's result.json beside its samples: the report matches them by it
+    (job_dir / "result.json").write_text(json.dumps(result(1300.0)))
+    (job_dir / "gpu_telemetry.csv").write_text((NVIDIA_SMI_H200 / "telemetry-load.csv").read_text())
     pr_with_sweep(s.fake, 1)
     job = s.job("sweep-stages.yml", "collect", "pull_request", pr_payload(s.fake, 1, "synchronize"), cwd=work,
                 inputs={"sweep": True, "points": "0"})
@@ -569,8 +609,8 @@ def collect_compares_with_main(s: Scenario):
     assert "| tp2-c64 |" in step.summary and "improved" in step.summary
     assert (work / "results" / "compare.png").is_file()
     step = ok(job.run("report"))
-    page = (work / "report" / "report.html").read_text()
-    assert "1 improved, 0 regressed" in step.summary and "<script src" not in page
+    page = (work / "report" / "sweep-report.html").read_text()
+    assert "1 point: 1 improved" in step.summary and "<script src" not in page
     assert 'data-job="tp2-c64"' in page and "sw power cap" in page
     return [job]
 
@@ -588,20 +628,27 @@ def report_pages_of_a_pr_sweep(s: Scenario):
 
     def publish(pr: int, run_id: int):
         run = s.fake.add_run(run_id, head_sha=SHA1, pull_requests=(pr,))
+        decide = s.job("report-pages.yml", "decide", "workflow_run", run_payload(s.fake, run),
+                       vars={"CI_TOOLS_REPORT_PAGES": "true"})
+        decided = ok(decide.run("decide")).outputs
+        assert decided["publish"] == "true"
         job = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, run),
-                    vars={"CI_TOOLS_REPORT_PAGES": "true"}, extra_env={"GITHUB_SERVER_URL": str(server)})
-        assert ok(job.run("decide")).outputs["publish"] == "true"
+                    vars={"CI_TOOLS_REPORT_PAGES": "true"}, extra_env={"GITHUB_SERVER_URL": str(server)},
+                    needs={"decide": {"outputs": decided, "result": "success"}})
         (job.tmp / "report").mkdir()                                  # what download-artifact leaves
-        (job.tmp / "report" / "report.html").write_text("<!DOCTYPE html><title>Sweep report</title>")
-        step = ok(job.run(4))
+        (job.tmp / "report" / "sweep-report.html").write_text("<!DOCTYPE html><title>Sweep report</title>")
+        step = ok(job.run("publish"))
         assert step.outputs["published"] == "true" and step.outputs["path"] == f"pr-{pr}/run-{run_id}"
+        # the deployment's address: Pages' own for the repository, this PR's run
+        owner, name = s.fake.repo.split("/")
+        assert step.outputs["url"] == f"https://{owner.lower()}.github.io/{name}/pr-{pr}/run-{run_id}/"
         listed = subprocess.run(["git", "--git-dir", str(bare), "ls-tree", "-r", "--name-only", "gh-pages"],
                                 check=True, capture_output=True, text=True).stdout.split()
         return job, listed
 
     pr_with_sweep(s.fake, 1)
     pr_with_sweep(s.fake, 2)
-    off = s.job("report-pages.yml", "publish", "workflow_run", run_payload(s.fake, s.fake.add_run(12, head_sha=SHA1,
+    off = s.job("report-pages.yml", "decide", "workflow_run", run_payload(s.fake, s.fake.add_run(12, head_sha=SHA1,
                                                                                                    pull_requests=(1,))))
     assert ok(off.run("decide")).outputs["publish"] == "false" and "publishing is off" in off.steps["decide"].summary
     first, listed = publish(2, 11)
@@ -657,6 +704,7 @@ SCENARIOS = {
     ("runner-digest.yml", "digest"): [runner_digest],
     ("profile.yml", "authorize"): [profile_authorize],
     ("report-pages.yml", "publish"): [report_pages_of_a_pr_sweep],
+    ("report-pages.yml", "decide"): [report_pages_of_a_pr_sweep],
     ("signoff-verify.yml", "verify"): [signoff_comment, signoff_with_a_minted_app_token],
     ("signoff-verify.yml", "after-push"): [signoff_carried_after_push],
     ("signoff-review.yml", "record"): [review_record_only],
@@ -670,7 +718,8 @@ SCENARIOS = {
     ("trusted-sweep.yml", "plan"): [trusted_sweep_checks_the_approval],
     ("welcome.yml", "welcome"): [welcome_on_open],
     ("merge-ready.yml", "ready"): [merge_ready_on_a_push_to_the_pr, merge_ready_after_the_merge,
-                                   merge_ready_daily_pass],
+                                   merge_ready_daily_pass, merge_ready_of_a_merge_group],
+    ("signoff-verify.yml", "merge-group"): [signoff_of_a_merge_group],
     ("merge-ready.yml", "pr"): [merge_ready_pr_of_a_push_and_a_sweep_end, merge_ready_pr_of_a_fork_sweep_end],
     ("recover-ingest.yml", "recover"): [recover_checks_before_dispatching],
 }

@@ -157,9 +157,10 @@ def test_changelog_path_filters_match_paths_module():
             for pattern in (spec or {}).get("paths", []) if isinstance(spec, dict) else []:
                 assert pattern in allowed, f"{wf.name} {trigger}: paths filter {pattern!r}"
                 seen.add(pattern)
-            if wf.name == "changelog.yml" and isinstance(spec, dict):  # the gate runs on all of them
-                assert set(spec.get("paths", [])) == allowed, f"{wf.name} {trigger}: paths != {sorted(allowed)}"
-    assert seen == allowed
+            if wf.name == "changelog.yml":   # a required gate reports on every PR: no filter
+                assert not (spec or {}).get("paths") and not (spec or {}).get("paths-ignore"), \
+                    f"{wf.name} {trigger}: a path filter keeps a required check from reporting"
+    assert seen <= allowed
 
 
 def test_docs_tables_match_the_files():

@@ -75,7 +75,12 @@ def eval_job(row: dict, repo: Path, tmp: Path, event: Path) -> tuple[dict, int]:
     done, outputs = run_step(local, ctx, repo, tmp, event)
     assert done.returncode == 0, done.stderr + done.stdout
     assert "SIMULATE_ACC" not in (tmp / "out/commands.txt").read_text()
-    done, _ = run_step(step(bench, "run", "process"), ctx, repo, tmp, event)
+    # the run step's output reaches `results process` as benchmark.yml wires it: the eval harness's files
+    # are checked against the hashes taken when it exited
+    assert outputs["export-sha256"] and (tmp / "out/client_exports.sha256").is_file()
+    done, _ = run_step(step(bench, "run", "process"), {**ctx, "steps": {"run": {"outputs": outputs}}}, repo, tmp, event)
+    result = json.loads((tmp / "out/eval_result.json").read_text())
+    assert result["custody"]["checked"] and result["custody"]["anchored"], result["custody"]
     return outputs, done.returncode
 
 

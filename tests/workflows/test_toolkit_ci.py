@@ -6,7 +6,7 @@ user (nobody, through setpriv), in a workspace with no ../shared, with sudo and 
 what they are asked. The checkout steps cannot reach GitHub, so what they leave is made from the
 corpus itself: an InferenceX clone whose main branch replays the history bundle's 218 versions (with
 an older version before them, and commits between them that touch nothing the history keeps), a
-checkout of octokit/webhooks's payload examples, and the recordings. `.ci/corpus.py` must then lay
+checkout of octokit/webhooks's payload examples. `.ci/corpus.py` must then lay
 out exactly the corpus the developers have, and the tests that read it pass against it.
 """
 
@@ -136,8 +136,6 @@ def hosted():
     corpus = shared / "corpus"
     head, first = inferencex_checkout(corpus, ws / ".corpus" / "inferencex")
     hooks = webhooks_checkout(corpus, ws / ".corpus" / "webhooks")
-    for name in PINS["recordings"]["folders"]:
-        shutil.copytree(corpus / name, ws / ".corpus" / "recordings" / name)
     # The checkouts' commits are this simulation's, not GitHub's: the pins name them; nothing else changes.
     pins = copy.deepcopy(PINS)
     pins["inferencex"]["commit"], pins["github-webhooks"]["commit"] = head, hooks
@@ -180,15 +178,15 @@ def step(step_id: str) -> dict:
 
 @pytest.mark.parametrize("text, said", [
     ('{"inferencex": {"commit": "a"},\n  oops', "corpus.json:2:3: not valid JSON"),
-    ('{"inferencex": {}, "github-webhooks": {}, "recordings": {}}', "no inferencex-history pin"),
-    ("[]", "no inferencex, inferencex-history, github-webhooks, recordings pin"),
+    ('{"inferencex": {}, "github-webhooks": {}}', "no inferencex-history pin"),
+    ("[]", "no inferencex, inferencex-history, github-webhooks pin"),
 ])
 def test_a_broken_pins_file_is_named_without_a_traceback(tmp_path, text, said):
     (tmp_path / ".ci").mkdir()
     shutil.copy(REPO / ".ci" / "corpus.py", tmp_path / ".ci" / "corpus.py")
     (tmp_path / ".ci" / "corpus.json").write_text(text)
     done = subprocess.run([sys.executable, str(tmp_path / ".ci" / "corpus.py"), "--inferencex", str(tmp_path),
-                           "--webhooks", str(tmp_path), "--recordings", str(tmp_path), "--out", str(tmp_path / "out")],
+                           "--webhooks", str(tmp_path), "--out", str(tmp_path / "out")],
                           capture_output=True, text=True)
     assert done.returncode == 1 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
 
@@ -201,8 +199,7 @@ def test_a_pin_that_does_not_hold_stops_the_corpus_step(hosted, tmp_path):
     (work / ".ci" / "corpus.json").write_text(json.dumps(pins))
     src = hosted["ws"] / ".corpus"        # this module's first use of the checkouts (the corpus step removes them)
     done = subprocess.run([sys.executable, str(work / ".ci" / "corpus.py"), "--inferencex", str(src / "inferencex"),
-                           "--webhooks", str(src / "webhooks"), "--recordings", str(src / "recordings"),
-                           "--out", str(tmp_path / "shared")], capture_output=True, text=True,
+                           "--webhooks", str(src / "webhooks"), "--out", str(tmp_path / "shared")], capture_output=True, text=True,
                           env={**os.environ, "GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "safe.directory",
                                "GIT_CONFIG_VALUE_0": "*"})
     assert done.returncode == 1 and "pins 000000000" in done.stderr and not (tmp_path / "shared").exists()
@@ -217,7 +214,7 @@ def test_the_corpus_step_lays_out_the_corpus_the_developers_have(hosted, shared)
     # SOURCE_COMMIT names the checkout's commit: this simulation's here, the pin on GitHub
     pinned = json.loads((hosted["ws"] / ".ci" / "corpus.json").read_text())["inferencex"]["commit"]
     assert (made / "inferencex" / "SOURCE_COMMIT").read_text() == pinned
-    for folder in ("inferencex", "github-webhooks", *PINS["recordings"]["folders"]):
+    for folder in ("inferencex", "github-webhooks"):
         cmp = filecmp.dircmp(made / folder, have / folder, ignore=["SOURCE_COMMIT"])
         assert _differences(cmp) == [], f"{folder}: differs from the developers' corpus"
     bundle = PINS["inferencex-history"]["bundle"]

@@ -5,8 +5,13 @@ command, handled on default-branch code, that dispatches `trusted-sweep.yml` wit
 the approved head SHA. Differences from InferenceX's `trusted-external-sweep.yml` (spec §1.10, W18):
 - the sweep checks out the approved head SHA itself, never `merge_commit_sha` (which GitHub computes
   asynchronously and nobody checked to contain the approved head);
-- the SHA is named in the command and must be the PR's head when approved *and* when the sweep
-  starts, so a push after the approval needs a new approval;
+- the SHA is named in the command in full (40 hex digits: a prefix is refused, since a fork can grind
+  a commit sharing a short prefix and force-push it after the comment) and must be the PR's head when
+  approved *and* when the sweep starts, so a push after the approval needs a new approval;
+- the head branch must not have moved since the comment was written: a force push, or the branch
+  deleted or restored, after it (GitHub's timeline, on GitHub's clock) refuses the approval even
+  when the head is the named commit again. A plain push leaves no timed event (its commit dates are
+  the pusher's), but it changes the head, which the full SHA then no longer names;
 - a second approval of a SHA whose sweep is queued or running starts nothing (the run is found by
   its run name; the workflow's concurrency group, keyed on PR and SHA, covers races);
 - the sweep is planned by the same `ci-tools plan` from the PR's labels, so canaries and fail-fast
@@ -21,12 +26,13 @@ from typing import Iterable
 
 from ci_tools import names
 from ci_tools.sweep.labels import Policy
-from ci_tools.github.models import WorkflowRun
+from ci_tools.github.models import HeadEvent, WorkflowRun, timestamp
+from ci_tools.prbot import messages
 from ci_tools.prbot.context import PrContext
 
 # The workflow's `run-name:` spells names.TRUSTED_RUN_NAME with `${{ inputs.pr }}` and `${{ inputs.sha }}`
 # (a test keeps them equal); it is how a running sweep of a PR and SHA is found again.
-MIN_SHA = 7
+FULL_SHA = 40
 
 
 def run_name(pr: int, sha: str) -> str:
@@ -50,10 +56,31 @@ def concurrency_group(pr: int, sha: str) -> str:
     return f"trusted-sweep-{pr}-{sha}"
 
 
-def sha_matches(given: str, head: str) -> bool:
-    """An abbreviated (>= 7 hex digits) or full SHA names `head`; case does not matter."""
-    given, head = given.lower(), head.lower()
-    return len(given) >= MIN_SHA and len(given) <= len(head) and head.startswith(given)
+def names_commit(given: str, head: str) -> bool:
+    """`given` is `head`'s full 40-digit SHA (case does not matter): only that names one commit for good."""
+    return len(given) == FULL_SHA and given.lower() == head.lower()
+
+
+def moved_after(said_at: str, events: Iterable[HeadEvent]) -> HeadEvent | None:
+    """The last head-branch event (force push, branch deleted or restored) at or after `said_at`, or
+    None. GitHub's timestamps have whole seconds: an event in the comment's own second may be after it,
+    so it counts; an unreadable time counts too."""
+    said = timestamp(said_at)
+    later = [e for e in events if said is None or (t := timestamp(e.created_at)) is None or t >= said]
+    return later[-1] if later else None
+
+
+def commit_problem(given: str, pr: PrContext, *, said_at: str, head_events: Iterable[HeadEvent]) -> str | None:
+    """The rule for every command that names a commit: None when `given` is the PR head's full SHA and
+    the head branch did not move after the command was written, else why not (in reviewer words)."""
+    if len(given) != FULL_SHA:
+        return messages.sha_not_full(given, pr.head_sha, pr.number)
+    if not names_commit(given, pr.head_sha):
+        return messages.sha_not_head(given, pr.head_sha, pr.number)
+    moved = moved_after(said_at, head_events)
+    if moved is not None:
+        return messages.head_moved_after(pr.number, moved.kind, moved.created_at, said_at, pr.head_sha)
+    return None
 
 
 @dataclass(frozen=True)
@@ -69,10 +96,12 @@ def plan_labels(labels: Iterable[str], policy: Policy) -> list[str]:
     return sorted(l for l in set(labels) if l in policy.primary or l in policy.modifiers)
 
 
-def decide(given_sha: str, pr: PrContext, policy: Policy, running: Iterable[WorkflowRun] = ()) -> Approval:
+def decide(given_sha: str, pr: PrContext, policy: Policy, running: Iterable[WorkflowRun] = (), *, said_at: str = "",
+           head_events: Iterable[HeadEvent] = ()) -> Approval:
     """May a sweep of `given_sha` start now? The author's permission is checked before, for the whole comment (`commands.REQUIRED`).
 
-    `running` are the trusted-sweep workflow's queued or in-progress runs (`display_title`, `html_url`)."""
+    `running` are the trusted-sweep workflow's queued or in-progress runs (`display_title`, `html_url`);
+    `said_at` when the comment was created, `head_events` the PR timeline's head-branch events."""
     n = pr.number
     if pr.state != "open":
         return Approval(False, f"PR #{n} is {pr.state}; only open PRs are swept")
@@ -81,9 +110,9 @@ def decide(given_sha: str, pr: PrContext, policy: Policy, running: Iterable[Work
     if not pr.fork:
         return Approval(False, f"PR #{n} comes from a branch of this repository; it sweeps from its labels "
                                "without approval")
-    if not sha_matches(given_sha, pr.head_sha):
-        return Approval(False, f"`{given_sha}` is not the head of PR #{n}, which is `{pr.head_sha[:12]}`; "
-                               "review that commit and approve it by its SHA")
+    problem = commit_problem(given_sha, pr, said_at=said_at, head_events=head_events)
+    if problem:
+        return Approval(False, problem)
     primaries = policy.primaries_in(set(pr.labels))
     if len(primaries) != 1:
         found = ", ".join(f"`{p}`" for p in primaries) or "none"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Protocol
 
 from ci_tools.github.events import Comment
@@ -9,7 +10,7 @@ from ci_tools import names
 from ci_tools.prbot import context, messages
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import SweepApprove
-from ci_tools.github.models import PullRequest, WorkflowRun
+from ci_tools.github.models import PullRequest, Timeline, WorkflowRun
 from ci_tools.prbot.shell import Lazy, Result, Settings
 
 
@@ -23,14 +24,17 @@ def outputs(decision: approval.Approval, pr: int) -> dict[str, str]:
     return {"approve-sha": decision.sha if decision.approved else "", "approve-pr": str(pr) if decision.approved else ""}
 
 
-def approve_command(cmd: SweepApprove, c: Comment, pr: int, gh: Client, settings: Settings, res: Result) -> str:
-    """The reply to an authorised author's approval (the permission was checked for the whole comment)."""
+def approve_command(cmd: SweepApprove, c: Comment, pr: int, tl: Timeline, gh: Client, settings: Settings,
+                    res: Result) -> str:
+    """The reply to an authorised author's approval (the permission was checked for the whole comment).
+    `tl`, read before the PR, gives the head-branch events after the comment's creation."""
     facts = context.of(gh.pull_request(pr), settings.main_branch)
-    running: list[WorkflowRun] = []
-    if facts.fork and facts.state == "open" and approval.sha_matches(cmd.sha, facts.head_sha):
+    decide = functools.partial(approval.decide, cmd.sha, facts, settings.policy, said_at=c.created_at,
+                               head_events=tl.head_events)
+    decision = decide()
+    if decision.approved:   # only an approvable commit costs the duplicate check
         running = gh.recent_runs(names.TRUSTED_WORKFLOW, branch=settings.main_branch, event="workflow_dispatch")
-        running = [r for r in running if r.status != "completed"]
-    decision = approval.decide(cmd.sha, facts, settings.policy, running)
+        decision = decide([r for r in running if r.status != "completed"])
     res.outputs.update(outputs(decision, pr))
     res.messages.append(decision.reason)
     if decision.running_url:

@@ -40,13 +40,32 @@ SECTIONS = (
     Section("reuse", "Reuse at merge", "合并时复用"),
 )
 NAMES = tuple(s.name for s in SECTIONS)
-HEADING = "### Sweep status / 扫描状态"
+HEADING = "### Sweep status / 扫描状态"   # a card before its first sweep run (messages.card_heading)
 FOOTER = ("<sub>Maintained by ci-tools: each part is updated by the job that owns it "
           "(sweep runs, `/use`, `/sweep plan`); this comment is edited in place.</sub>")
 
 _OPEN = "<!-- ci-tools:section {} -->"
 _CLOSE = "<!-- /ci-tools:section {} -->"
 _SECTION = re.compile(r"<!-- ci-tools:section ([a-z-]+) -->\n(.*?)\n<!-- /ci-tools:section \1 -->", re.S)
+
+
+def run_state(run: dict | None) -> str:
+    """The state of the card's run, in the words of `messages.RUN_STATES` (`none` before any run).
+    The card keeps `conclusion` as GitHub's conclusion, or its status while the run is not done."""
+    if not isinstance(run, dict) or not run.get("id"):
+        return "none"
+    value = str(run.get("conclusion") or run.get("status") or "in_progress")
+    return {"success": "passed", "neutral": "passed", "failure": "failed", "timed_out": "failed",
+            "startup_failure": "failed", "cancelled": "cancelled", "skipped": "skipped", "stale": "cancelled",
+            "action_required": "waiting", "queued": "queued", "waiting": "queued", "pending": "queued",
+            "requested": "queued", "in_progress": "running", "in progress": "running"}.get(value, "failed")
+
+
+def heading(run: dict | None) -> str:
+    """The card's first line: the sweep run's state (emoji and word), the run and its commit."""
+    from ci_tools.prbot import messages
+
+    return messages.card_heading(run_state(run), run)
 
 
 def sections_of(body: str | None) -> dict[str, str]:
@@ -70,7 +89,7 @@ def render(sections: dict[str, str], state: dict | None = None) -> str:
     unknown = set(sections) - set(NAMES)
     if unknown:
         raise ValueError(f"unknown card section(s): {', '.join(sorted(unknown))}")
-    parts = [sticky.head(KIND, None, state) + HEADING]
+    parts = [sticky.head(KIND, None, state) + heading((state or {}).get("run"))]
     for s in SECTIONS:
         if s.name in sections and sections[s.name].strip():
             body = sections[s.name].strip("\n")
@@ -101,8 +120,6 @@ def has(body: str | None, name: str, content: str) -> bool:
 
 CANARY = "canary"
 _STATES = ("queued", "running", "passed", "failed", "cancelled", "skipped")
-_STATES_ZH = {"queued": "排队", "running": "运行中", "passed": "通过", "failed": "失败", "cancelled": "取消",
-              "skipped": "跳过"}
 
 
 def job_state(job: Job) -> str:
@@ -148,7 +165,8 @@ def sweep_markdown(run: dict | None, rows: list[dict]) -> str:
     state = run.get("conclusion") or run.get("status") or "in progress"
     lines = [f"[Run {run['id']}]({run.get('url', '')}) on `{sha}`: **{state}**"]
     if rows:
-        lines += ["", "| family | jobs | " + " | ".join(f"{s} / {_STATES_ZH[s]}" for s in _STATES) + " |",
+        # one language a cell: a bilingual header breaks mid-word in a narrow column (the title is bilingual)
+        lines += ["", "| family | jobs | " + " | ".join(_STATES) + " |",
                   "|---|---:|" + "---:|" * len(_STATES)]
         for r in rows:
             total = sum(r[s] for s in _STATES)

@@ -35,13 +35,17 @@ def run_line(run: dict, settings: Settings, families: list[dict] | None = None) 
     return messages.sweep_section(card.sweep_markdown(run, families or []), run["id"], settings.results_site)
 
 
-def report_url(settings: Settings, pr: int | None, run: dict) -> str:
-    """Where the run's sweep report is: its Pages page when the repository publishes them, else the
-    run's artifacts (the report is its own artifact, one HTML file)."""
+def report_url(settings: Settings, pr: int | None, run: dict, artifacts: list[Artifact] | None = None) -> str:
+    """Where the run's sweep report opens: its Pages page when the repository publishes them, else the
+    report artifact itself (one HTML file uploaded unzipped: GitHub shows it in the browser), else
+    the run's artifacts list."""
     from ci_tools.results import pages
 
     if settings.report_site and pr:
         return pages.url(settings.report_site, pr, int(run["id"]))
+    art = named_artifact(artifacts or [], names.REPORT_ARTIFACT)
+    if art is not None and run.get("url"):
+        return f"{run['url']}/artifacts/{art.id}"
     return f"{run.get('url', '')}#artifacts"
 
 
@@ -50,16 +54,19 @@ def results_section(gh: Client, run: dict, settings: Settings, pr: int | None = 
     from ci_tools.results.baselines import collection_from_zip, main_results
     from ci_tools.results import compare, compare_render, report
 
-    art = named_artifact(gh.artifacts(int(run["id"])), names.COLLECTION_ARTIFACT)
+    artifacts = gh.artifacts(int(run["id"]))
+    art = named_artifact(artifacts, names.COLLECTION_ARTIFACT)
     if art is None:
+        if any(a.name == names.COLLECTION_ARTIFACT and a.expired for a in artifacts):
+            return messages.results_expired(names.COLLECTION_ARTIFACT, run)
         return None
     try:
         head = collection_from_zip(gh.artifact_zip(art.id), f"run {run['id']} {names.COLLECTION_ARTIFACT}")
     except GitHubError as exc:
         # the card is information: say what is missing instead of failing the card job
-        return messages.results_not_downloaded(names.COLLECTION_ARTIFACT, exc)
+        return messages.results_not_downloaded(names.COLLECTION_ARTIFACT, exc, run)
     except ValueError as exc:
-        return messages.results_unreadable(exc)
+        return messages.results_unreadable(exc, run)
     policy = compare.Policy.from_mapping(settings.policy.compare)
     valid = [r for r in head if r.get("valid")]
     if not valid:
@@ -69,7 +76,7 @@ def results_section(gh: Client, run: dict, settings: Settings, pr: int | None = 
                         workflow=settings.workflow)
     comparisons = compare.compare_points(valid, main.results, policy)
     shift = compare.frontier_shift(compare.points_of(valid), compare.points_of(compare.latest_per_point(main.results)))
-    body = compare_render.card_markdown(comparisons, shift, report_url=report_url(settings, pr, run),
+    body = compare_render.card_markdown(comparisons, shift, report_url=report_url(settings, pr, run, artifacts),
                                         method=report.method_line(comparisons, policy))
     return messages.results_against_main(body, main.runs, len(head) - len(valid), run)
 
@@ -125,12 +132,14 @@ def pin_checker(gh: reuse.Source, repo: str, settings: Settings) -> Callable[[in
                                                workflow=settings.workflow)
 
 
-def authorisation(gh: Client, tl: Timeline, pr: int, settings: Settings) -> reuse.Authorisation:
-    """Who authorised reuse, with permissions read from the API now (the client asks once per login per
-    run). The card's `writers` record says what a command's author had when the command was checked; it
-    is not used to decide: a writer demoted since then must not still authorise reuse."""
+def authorisation(gh: Client, tl: Timeline, pr: int, settings: Settings,
+                  answering: dict[int, reuse.Handled] | None = None) -> reuse.Authorisation:
+    """Who authorised reuse: the permission the bot recorded when it answered each command, and the
+    author's permission read from the API now (the client asks once per login per run), both needed
+    (`reuse.authorise`). The card's `writers` record is not used to decide. `answering`: the command
+    comment being answered now, whose reply (and its record) is written after this."""
     return reuse.authorise(tl.comments, gh.permission, pr_number=pr, pin_problem=pin_checker(gh, gh.repo, settings),
-                           bot=settings.bot)
+                           bot=settings.bot, answering=answering)
 
 
 def sweep_plan_text(tl: Timeline, settings: Settings, pr: int) -> str:
@@ -221,7 +230,9 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         ranks["evals"] = int(run["id"])
 
     def change(state: dict) -> None:
-        if run:
+        shown = state.get("run") if isinstance(state.get("run"), dict) else {}
+        # the newest run heads the card: a late writer of an older run does not take its line back
+        if run and int(run.get("id") or 0) >= int(shown.get("id") or 0):
             state["run"] = run
         if plan:
             state["plan"] = plan.strip()

@@ -40,6 +40,7 @@ from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.commands import WRITE_PERMISSIONS, Use, effective_use, parse
 from ci_tools.prbot.context import PrContext
 from ci_tools.github.models import Artifact, Comment, Comparison, Job, LabelEvent, Timeline, WorkflowRun
+from ci_tools.github.models import timestamp as ts
 from ci_tools.prbot.reuse import jobs as job_rules
 from ci_tools.prbot.reuse import measured
 
@@ -67,15 +68,6 @@ InputsOf = Callable[[str], "measured.InputsCheck | None"]
 def _order(value: str | None) -> float:
     t = ts(value)
     return t.timestamp() if t else float("-inf")
-
-
-def ts(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 # ---- authorisation ----------------------------------------------------------------------------
@@ -122,36 +114,68 @@ def may_use(comment: Comment, permission_of: Callable[[str], str]) -> str | None
     return None
 
 
-def denied_when_handled(comments: Iterable[Comment], bot: str) -> dict[int, str]:
-    """comment id -> why, for each command the bot refused when it handled it (its reply's state says
-    `denied`, with the permission the author had then). A reader promoted to write later does not make
-    an old `/use` count (issue 25): what they said without the right stays unsaid; they can say it again."""
-    out: dict[int, str] = {}
+@dataclass(frozen=True)
+class Handled:
+    """What the bot recorded when it answered a command comment: its reply's state (`handled_state`)."""
+
+    permission: str                  # the author's repository permission when the bot checked it
+    commands: tuple[str, ...] = ()   # the commands that permission was checked for, as written
+
+
+def handled_state(permission: str, commands: Iterable[str]) -> dict:
+    """The state the bot's reply to a command comment keeps (`prbot/flow.py` writes it)."""
+    return {"permission": permission, "checked": list(commands)}
+
+
+def handled_replies(comments: Iterable[Comment], bot: str) -> dict[int, Handled]:
+    """comment id -> what the bot recorded in its reply to it (only the bot's own replies are read).
+    A reply of an older bot that recorded only a refusal (`denied`) reads as that permission."""
+    out: dict[int, Handled] = {}
     for c in comments:
         if c.author != bot or not sticky.is_marked(c.body, sticky.REPLY):
             continue
-        level = sticky.state_of_text(c.body).get("denied")
-        key = c.body.split("\n", 1)[0].split()[2] if len(c.body.split("\n", 1)[0].split()) > 3 else ""
+        words = c.body.split("\n", 1)[0].split()
+        key = words[2] if len(words) > 3 else ""
+        state = sticky.state_of_text(c.body)
+        level = state.get("permission", state.get("denied"))
         if isinstance(level, str) and key.isdigit():
-            out[int(key)] = (f"when it was handled its author had {level} permission, and a command said without "
-                             "write permission does not count later; post it again")
+            checked = state.get("checked") if isinstance(state.get("checked"), list) else []
+            out[int(key)] = Handled(level, tuple(str(x) for x in checked))
     return out
+
+
+def answer_problem(use: Use, handled: Handled | None) -> str | None:
+    """Why a `/use` does not count, judged by the permission its author had when the bot answered it
+    (issue 35), or None. The rule: a command counts only when the bot's reply records that it checked
+    this very command and found write permission. Unanswered (the job did not run, the reply was lost)
+    or answered for other text (edited since): the permission then is unknown, so it does not count,
+    and a reader promoted later cannot make an old command count; they say it again."""
+    if handled is None:
+        return messages.UNANSWERED
+    if handled.permission not in WRITE_PERMISSIONS:
+        return messages.denied_when_handled(handled.permission)
+    if use.text not in handled.commands:
+        return messages.not_what_was_answered(handled.commands)
+    return None
 
 
 def authorise(comments: Iterable[Comment], permission_of: Callable[[str], str], *, pr_number: int,
               merged_at: str | None = None, pin_problem: Callable[[int], str | None] | None = None,
-              bot: str = sticky.DEFAULT_BOT) -> Authorisation:
+              bot: str = sticky.DEFAULT_BOT, answering: dict[int, Handled] | None = None) -> Authorisation:
     """The newest command by an authorised person decides; a bare one un-pins an earlier pin. A pin of
-    a run that is no sweep of this repository (`pin_problem`, see `pin_problem_of`) counts as not said."""
+    a run that is no sweep of this repository (`pin_problem`, see `pin_problem_of`) counts as not said.
+    Authorised: the bot's answer recorded write permission for it then (`answer_problem`; `answering`:
+    the comment being answered now, whose reply is not written yet) and the author has it still
+    (`may_use`, from `permission_of` now: a writer demoted since no longer authorises reuse)."""
     ignored: list[str] = []
     comments = list(comments)
-    denied = denied_when_handled(comments, bot)
+    handled = handled_replies(comments, bot) | (answering or {})
     for comment, use in use_commands(comments, merged_at):
-        why_not = denied.get(comment.id) or may_use(comment, permission_of)
+        why_not = answer_problem(use, handled.get(comment.id)) or may_use(comment, permission_of)
         if not why_not and use.run_id is not None and pin_problem is not None:
             why_not = pin_problem(use.run_id)
         if why_not:
-            ignored.append(f"`{use.text}` ({comment.html_url or comment.id}): {why_not}")
+            ignored.append(f"`{use.text}` by @{comment.author} ({comment.html_url or comment.id}): {why_not}")
             continue
         what = f"pinned run {use.run_id}" if use.run_id is not None else "the newest eligible run"
         return Authorisation(True, f"PR #{pr_number} has `{use.text}` from @{comment.author} ({what})",

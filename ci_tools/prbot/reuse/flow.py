@@ -17,6 +17,8 @@ from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
 class Client(reuse.Source, CardClient, Protocol):
     def pull_request(self, number: int) -> PullRequest: ...
     def merged_pull_requests(self, sha: str) -> list[PullRequest]: ...
+    def create_check_run(self, sha: str, *, name: str, conclusion: str, title: str, summary: str,
+                         details_url: str | None = ...) -> dict: ...
 
 
 def use_command(use: Use, c: Comment, pr: int, tl: Timeline, gh: Client, settings: Settings, res: Result) -> str:
@@ -29,7 +31,7 @@ def use_command(use: Use, c: Comment, pr: int, tl: Timeline, gh: Client, setting
     if why:   # pins nothing: the card keeps what reuse was before, and no later decision counts it
         res.outputs["reuse-authorised"] = "false"
         return messages.denied_text(c.author, use.text, why, messages.PIN_A_SWEEP)
-    auth = authorisation(gh, tl, pr, settings)
+    auth = authorisation(gh, tl, pr, settings, answering={c.id: reuse.Handled(level, (use.text,))})
     res.outputs["reuse-authorised"] = str(auth.authorised).lower()
 
     def change(state: dict) -> None:

@@ -1,7 +1,8 @@
 """Merge readiness: could merging this PR now leave main without results? (pure)
 
-`ci-tools reuse ready` posts the answer as the commit status `CONTEXT` on the PR head, which a branch
-protection rule can require, and the status card shows the same line. Green only when merging now
+`ci-tools reuse ready` posts the answer as the check run `CONTEXT` on the PR head (and on a merge
+queue group's commit), which a branch protection rule can require, with why and what to do in its
+summary; the status card shows the same line. Green only when merging now
 cannot leave main without results:
 
 - the PR changes no performance-relevant file (the policy's `performance-relevant:` list and the
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from ci_tools.github.models import Artifact
-from ci_tools.prbot.reuse.decide import ts
+from ci_tools.github.models import timestamp as ts
 
 CONTEXT = "ci-tools / ready to merge"
 DESCRIPTION_LIMIT = 140          # GitHub truncates a commit status description beyond this
@@ -61,6 +62,11 @@ class Readiness:
     def card_line(self) -> str:
         head = "**Ready to merge: yes.**" if self.ready else "**Ready to merge: no.**"
         return f"{head} {self.detail}"
+
+    def check_summary(self, pr: int) -> str:
+        """The check run's summary: the answer, why and what to do, where to read more."""
+        return (f"{'✅' if self.ready else '❌'} {self.card_line()}\n\nPR #{pr}'s status card carries the same line; "
+                "docs/maintainer.md, \"Merge readiness and recovery\", says what each answer means.")
 
 
 def _short(text: str) -> str:

@@ -1,4 +1,4 @@
-"""`ci-tools reuse ready`: the `ci-tools / ready to merge` status and the card's readiness line.
+"""`ci-tools reuse ready`: the `ci-tools / ready to merge` check run and the card's readiness line.
 
 Run on every event that can change the answer: a push to the PR or a label change
 (`pull_request_target`), a `/use` comment (`issue_comment`), a sweep's end (`workflow_run`), and on a
@@ -127,8 +127,12 @@ def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None =
     tl = load_timeline(client, number)
     facts, prs, auth = facts_of(number, client, settings, tl, now)
     verdict = readiness.decide(facts, now)
-    client.create_status(prs.head_sha, state=verdict.state, context=readiness.CONTEXT, description=verdict.summary,
-                         target_url=f"https://github.com/{client.repo}/pull/{number}")
+    # a check run with the why and what to do (a status holds 140 characters); a merge queue's group
+    # gets the PR's answer on its own commit too, or the queue waits for the required check
+    shas = [prs.head_sha] + ([event.merge_group.head_sha] if event is not None and event.merge_group else [])
+    for sha in shas:
+        client.create_check_run(sha, name=readiness.CONTEXT, conclusion=verdict.state, title=verdict.summary,
+                                summary=verdict.check_summary(number), details_url=f"https://github.com/{client.repo}/pull/{number}")
     update_card(client, number, tl, settings,
                 lambda s: s.update(ready=verdict.card_line(), reuse=messages.reuse_text(auth)))
     return Result(outputs={"pr": str(number), "ready": str(verdict.ready).lower(), "state": verdict.state,

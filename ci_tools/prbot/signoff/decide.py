@@ -1,11 +1,15 @@
 """CODEOWNER sign-off: deterministic checks, a verdict, and when a verdict still holds.
 
-A sign-off is a comment or review containing `PHRASE`. It passes when:
-1. the signer owns every changed file under `.github/CODEOWNERS` (gitignore-style patterns, last
-   match wins; a team entry counts when the signer is an active member of that team);
+A sign-off is a comment or review containing `PHRASE` (a review only if it approves or comments: one
+requesting changes, dismissed or pending signs nothing off). It passes when:
+1. the signer owns every changed path under `.github/CODEOWNERS` (gitignore-style patterns, last
+   match wins; a team entry counts when the signer is an active member of that team), a renamed
+   file's old path as well as its new one, and has write access to the repository (GitHub ignores a
+   code owner without it);
 2. it uses the current checklist version of `docs/PR_REVIEW_CHECKLIST.md`;
 3. every item of that version's template is ticked;
 4. it is signed by the signer (`Signed: @login`);
+(2-4 read only what a reader sees: not HTML comments, code blocks or markup that renders as nothing);
 5. the PR has a successful full sweep.
 
 Only the bot's own verdict comment is ever read back (W7); the status is computed from the checks,
@@ -20,7 +24,9 @@ from typing import Callable, Iterable
 
 from ci_tools.errors import InputError
 from ci_tools.github.models import Comparison, EditHistory
-from ci_tools.prbot.reuse.decide import ts
+from ci_tools.prbot import markdown, messages
+from ci_tools.prbot.commands import WRITE_PERMISSIONS
+from ci_tools.github.models import timestamp as ts
 
 PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"
 STATUS_CONTEXT = "codeowner-signoff-verify"
@@ -96,11 +102,16 @@ class Verdict:
 
 
 def owner_check(signer: str, files: Iterable[str], codeowners_text: str,
-                is_member: Callable[[str, str, str], bool]) -> tuple[Check, bool, str | None]:
+                is_member: Callable[[str, str, str], bool], permission: str = "write") -> tuple[Check, bool, str | None]:
     """(the check, whether the signer owns any changed file, why ownership is unknown or None).
     `is_member` may raise `MembershipUnknown`: a file owned only through such a team is then neither
-    owned nor not owned, and the check fails with that reason."""
+    owned nor not owned, and the check fails with that reason. `permission`: the signer's repository
+    permission; below write they own nothing, as GitHub requires of a code owner."""
     from codeowners import CodeOwners
+
+    if permission not in WRITE_PERMISSIONS:
+        return Check("CODEOWNER of every changed file", False, messages.owner_without_write(signer, permission),
+                     f"@{signer} lacks write access"), False, None
 
     owners = CodeOwners(codeowners_text)
     not_owned: list[str] = []
@@ -146,7 +157,12 @@ _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 
 
 def visible_text(body: str) -> str:
-    return _HTML_COMMENT.sub("", body)
+    """What of `body` a reader sees as text: HTML comments removed (their line breaks kept, so a line
+    keeps its visible part), then the lines of fenced code (a ticked box there is an example, not a
+    tick, issue 35) and of markup that renders as nothing (`markdown.hidden_lines`) dropped."""
+    text = _HTML_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), body.replace("\r\n", "\n"))
+    drop = markdown.fenced_lines(text) | markdown.hidden_lines(text)
+    return "\n".join(drop.keep(text.split("\n"))) if drop else text
 
 
 def checklist_checks(body: str, signer: str, checklist: Checklist) -> list[Check]:
@@ -178,8 +194,10 @@ def checklist_checks(body: str, signer: str, checklist: Checklist) -> list[Check
 
 
 def verify(*, signer: str, body: str, files: Iterable[str], codeowners_text: str, checklist: Checklist,
-           is_member: Callable[[str, str, str], bool], sweep_problem: str | None) -> Verdict:
-    owner, owns_any, unverified = owner_check(signer, files, codeowners_text, is_member)
+           is_member: Callable[[str, str, str], bool], sweep_problem: str | None, permission: str = "write") -> Verdict:
+    """`files`: every path the PR changes, a rename's old path included (`GitHub.pull_files`);
+    `permission`: the signer's repository permission now."""
+    owner, owns_any, unverified = owner_check(signer, files, codeowners_text, is_member, permission)
     checks = [owner, *checklist_checks(body, signer, checklist),
               Check("successful full sweep", sweep_problem is None,
                     "a successful full sweep exists" if sweep_problem is None else sweep_problem,
@@ -299,9 +317,33 @@ def head_at_writing_problem(*, written_at: str, head: str, seen_before: bool, fo
     return None
 
 
+# The review states that can carry a sign-off (GitHub's REST spelling; `models.Comment.review_state`).
+SIGNING_REVIEWS = ("APPROVED", "COMMENTED")
+
+
+def review_state_problem(state: str) -> str | None:
+    """None when a review in `state` may sign off: one requesting changes says the opposite, and a
+    dismissed or pending one is not in force."""
+    return None if state.upper() in SIGNING_REVIEWS else messages.review_not_a_signoff(state)
+
+
 def stale_event_problem(payload_head: str, head: str) -> str | None:
     """A re-run carries its first run's payload: a payload naming another head is an old event."""
     if payload_head and payload_head != head:
         return (f"the event is for head {payload_head[:12]}, but the PR's head is now {head[:12]} (an old event, "
                 "or a re-run after a push): sign off again on the head")
     return None
+
+
+def queue_state(status: dict | None, *, pr_head: str, queued_head: str) -> tuple[str, str]:
+    """(state, why) of a merge queue group's sign-off: the PR head's own sign-off status, where the
+    group merged that head; pending or missing is a failure (a queue cannot wait for a sign-off)."""
+    if queued_head and not pr_head.startswith(queued_head):
+        return "failure", (f"the group merged {queued_head[:12]}, but the PR's head is now {pr_head[:12]}: "
+                           "the queue will test the new head")
+    if status is None:
+        return "failure", f"no sign-off on the PR's head {pr_head[:12]}: a CODEOWNER signs off first"
+    if status.get("state") == "success":
+        return "success", str(status.get("description") or "CODEOWNER sign-off verified")
+    return "failure", (f"the sign-off on the PR's head {pr_head[:12]} is {status.get('state')}: "
+                       f"{status.get('description') or 'not verified'}")

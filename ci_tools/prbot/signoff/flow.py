@@ -20,6 +20,7 @@ from ci_tools.prbot.signoff import decide as signoff
 
 class Client(reuse.Source, Comments, Protocol):
     def pull_request(self, number: int) -> PullRequest: ...
+    def permission(self, login: str) -> str: ...
     def pull_files(self, number: int) -> list[str]: ...
     def commit(self, sha: str) -> dict: ...
     def create_status(self, sha: str, *, state: str, context: str, description: str, target_url: str = ...) -> dict: ...
@@ -38,14 +39,16 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     """`teams`: a client whose token can read team membership (TEAM_MEMBERSHIP_TOKEN), or None when
     none is configured; a CODEOWNERS team entry then fails closed with that reason."""
     res = Result(outputs={"proceed": "false", "state": "", "signer": "", "head-sha": ""})
+    if event.name == "merge_group":
+        return _signoff_of_queue(event, settings, gh, res)
     if event.name == "pull_request":
         if event.action not in ("synchronize", "opened", "reopened"):
             res.messages.append(f"pull_request {event.action}: the sign-off status is unaffected")
             return res
         return _signoff_after_push(event, settings, gh, res)
     if event.name not in ("issue_comment", "pull_request_review"):
-        raise UsageError(f"`signoff verify` takes issue_comment, pull_request_review or pull_request events, "
-                         f"not {event.name}")
+        raise UsageError(f"`signoff verify` takes issue_comment, pull_request_review, pull_request or merge_group "
+                         f"events, not {event.name}")
     c = event.comment
     if event.action not in ("created", "edited", "submitted") or event.pr_number is None or c is None \
             or not signoff.has_phrase(c.body):
@@ -97,7 +100,7 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
 
     verdict = signoff.verify(signer=c.author, body=c.body, files=files, codeowners_text=codeowners,
                              checklist=checklist, is_member=is_member,
-                             sweep_problem=None if sel.run else sel.error)
+                             sweep_problem=None if sel.run else sel.error, permission=client.permission(c.author))
     previous = sticky.state_of(sticky.find_sticky(tl.comments, sticky.SIGNOFF_VERDICT, bot_login=settings.bot))
     res.outputs.update(proceed="true", signer=c.author, **{"head-sha": prs.head_sha})
     values = dict(signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12], version=checklist.version,
@@ -179,8 +182,11 @@ def verify_review(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None
 
 def _binding_problem(event: Event, c: Comment, prs: context.PrContext, tree: str, tl, client: Client,
                      codeowners: str, settings: Settings) -> str | None:
-    """Why this sign-off is not bound to the PR's head (None: it is): an old event, a body someone else
-    edited, a review of another tree, a comment written before the head arrived."""
+    """Why this sign-off is not bound to the PR's head (None: it is): a review that does not approve or
+    comment, an old event, a body someone else edited, a review of another tree, a comment written
+    before the head arrived."""
+    if c.kind == "review" and (why := signoff.review_state_problem(c.review_state)):
+        return why
     why = signoff.stale_event_problem(event.pull_request.head_sha if event.pull_request else "", prs.head_sha)
     if why:
         return why
@@ -215,4 +221,26 @@ def _signoff_after_push(event: Event, settings: Settings, gh: Lazy, res: Result)
                          description=update.description, target_url=signoff.pr_url(client.repo, pr.number))
     res.outputs.update(proceed="true", state=update.state, **{"head-sha": pr.head_sha})
     res.messages.append(f"{signoff.STATUS_CONTEXT}: {update.state}: {update.description}")
+    return res
+
+
+def _signoff_of_queue(event: Event, settings: Settings, gh: Lazy, res: Result) -> Result:
+    """A merge queue's group must carry the required sign-off status on its own commit, or the queue
+    waits until it times out: the PR's, as it stands on the PR's head now. The group merged that head;
+    a pending (not yet signed off) or missing status is a failure there, which removes the PR from the
+    queue instead of stalling it."""
+    client = gh()
+    mg = event.merge_group
+    number = mg.pr
+    if number is None:
+        raise InputError(f"merge group {mg.head_ref!r}: its branch names no pull request "
+                         "(GitHub names it gh-readonly-queue/<base>/pr-<number>-<sha>)")
+    pr = client.pull_request(number)
+    mine = [st for st in client.statuses(pr.head_sha)       # newest first
+            if st.get("context") == signoff.STATUS_CONTEXT and (st.get("creator") or {}).get("login") == settings.bot]
+    state, why = signoff.queue_state(mine[0] if mine else None, pr_head=pr.head_sha, queued_head=mg.pr_head_sha)
+    client.create_status(mg.head_sha, state=state, context=signoff.STATUS_CONTEXT,
+                         description=f"PR #{number}: {why}", target_url=signoff.pr_url(client.repo, number))
+    res.outputs.update(proceed="true", state=state, **{"head-sha": mg.head_sha})
+    res.messages.append(f"{signoff.STATUS_CONTEXT} of merge group {mg.head_sha[:12]} (PR #{number}): {state}: {why}")
     return res

@@ -27,3 +27,32 @@ def welcome(event: Event, settings: Settings, gh: Lazy) -> Result:
     body = messages.render("welcome", kind=sticky.WELCOME, **welcome_values(settings.policy, client.repo))
     action, cid = upsert(client, pr, tl, sticky.WELCOME, None, body, settings)
     return Result(outputs={"comment": action, "comment-id": str(cid)}, messages=[f"welcome comment: {action}"])
+
+
+class LabelClient(Protocol):
+    repo: str
+
+    def labels(self) -> list[dict]: ...
+    def create_label(self, name: str, *, color: str, description: str) -> dict: ...
+    def update_label(self, name: str, *, color: str, description: str) -> dict: ...
+
+
+def sync_labels(event, settings: Settings, gh: Lazy, *, dry_run: bool = False) -> Result:
+    """`bot labels`: create or update the policy's sweep labels on the repository (others untouched)."""
+    from ci_tools.prbot.welcome import labels
+
+    client: LabelClient = gh()
+    todo = labels.changes(labels.wanted(settings.policy), client.labels())
+    done = []
+    for c in todo:
+        if c.action == "create" and not dry_run:
+            client.create_label(c.label.name, color=c.label.colour, description=c.label.description)
+        elif c.action == "update" and not dry_run:
+            client.update_label(c.label.name, color=c.label.colour, description=c.label.description)
+        verb = {"create": "created", "update": "updated", "keep": "already right"}[c.action]
+        done.append(f"{c.label.name}: {'would be ' + verb if dry_run and c.action != 'keep' else verb}")
+    counts = {a: sum(1 for c in todo if c.action == a) for a in ("create", "update", "keep")}
+    outputs = {"created": str(counts["create"]), "updated": str(counts["update"]), "unchanged": str(counts["keep"])}
+    return Result(outputs=outputs, messages=[f"{client.repo}: {len(todo)} sweep label(s): {counts['create']} to create, "
+                                             f"{counts['update']} to update, {counts['keep']} already right"
+                                             + (" (dry run: nothing written)" if dry_run else ""), *done])
