@@ -99,12 +99,13 @@ def test_trtllm_workers_under_dynamo_write_their_engine_args_file():
     assert path == "/job/engine_files/prefill-0-engine-args.yaml"
     files = dict(plan.files)
     assert files[path] == 'cache_transceiver_config:\n  backend: "UCX"\n'
-    # every container sees that folder read-only, and Dynamo's store writable; never the job directory,
-    # where the clients write their exports
+    # every container sees that folder read-only, and Dynamo's store and the recipe's install folder (its
+    # pinned Dynamo wheels) writable; never the job directory, where the clients write their exports
     for step in worker_steps(plan, "J", place(plan, ["a", "b"]), "/job"):
         mounts = next(a for a in step.argv if a.startswith("--container-mounts=")).split("=", 1)[1].split(",")
         assert mounts == ["/mnt/models:/models:ro", "/mnt/hf_hub_cache:/hf_hub_cache",
-                          "/job/dynamo_store:/job/dynamo_store", "/job/engine_files:/job/engine_files:ro"], step.name
+                          "/job/dynamo_store:/job/dynamo_store", "/job/site:/job/site",
+                          "/job/engine_files:/job/engine_files:ro"], step.name
 
 
 def test_trtllm_worker_over_two_nodes_is_one_mpi_rank_per_gpu():
