@@ -1,6 +1,6 @@
 """Engine and router plug-ins: how one serving engine is started, probed and versioned.
 
-One module per engine (`sglang`, `vllm`, `trtllm`) and one table of routers (`routers`). Each engine
+One module per engine (`sglang`, `vllm`, `trtllm`, `atom`) and one table of routers (`routers`). Each engine
 module exposes the same small surface, all pure:
 
   NAME                     the recipe's `engine:` value
@@ -19,8 +19,13 @@ module exposes the same small surface, all pure:
 The argv is split in two (`Command.launcher` + `Command.args`) so the tests can hand exactly the part
 the engine's own argument parser sees to that parser (tests/engines/).
 
+Optional, where an engine needs them: `served_name(spec)` (the model name its server answers to),
+`synthetic_acceptance(length, versions)` (env, args, problems fixing a throughput run's acceptance
+length), `data_parallel_ranks(spec)` (engines behind one URL, for a router that addresses them),
+`offload(...)`, `NO_WORKERS` (why it has no multi-node worker).
+
 Adding an engine: a module like `vllm.py`, registered in ENGINES below, and a parser in
-tests/engines/parser_host.py if the engine's parser can be built from its wheel.
+tests/engines/parser_host.py (from its wheel, or from its source pinned in tests/engines/sources.json).
 
 May import: the standard library and `ci_tools.errors`; nothing here runs a process or reads a file.
 """
@@ -167,12 +172,6 @@ UNSERVED_FRONTENDS: dict[str, tuple[str, str]] = {
                 "/usr/local/bin/atomesh: no published package holds it and no parser of its command can be had",
                 "serve the ATOM entry single-node (engine: atom), which ci-tools runs and checks"),
 }
-
-
-def unserved(kind: str, name: str) -> str | None:
-    """`why; fix` for an engine (kind "engine") or frontend (kind "frontend") ci-tools refuses, else None."""
-    found = (UNSERVED_ENGINES if kind == "engine" else UNSERVED_FRONTENDS).get(str(name))
-    return f"{found[0]}; {found[1]}" if found else None
 
 
 def engine(name: str) -> ModuleType | None:

@@ -31,16 +31,12 @@ _TOPOLOGY = ("tensor-parallel-size", "tp", "data-parallel-size", "dp", "enable-e
 # both spellings: ATOM's parser takes either from 0.1.6rc1.dev (and the runner renders these itself)
 TOPOLOGY_ARGS = frozenset(n for name in _TOPOLOGY for n in (name, name.replace("-", "_")))
 
-SINCE = {
-    "served-model-name": version_key("0.1.6rc1.dev172"),
-    "spec-decode-acceptance-length": version_key("0.1.6rc1.dev311"),
-    "pipeline-parallel-size": version_key("0.1.6rc1.dev195"),
-    "decode-context-parallel-size": version_key("0.1.6rc1.dev151"),
-    "prefill-context-parallel-size": version_key("0.1.6rc0"),
-}
+# the first version with each option (its commit's setuptools_scm version; test_atom.py holds these to the
+# pinned parsers)
 FIRST = {"served-model-name": "0.1.6rc1.dev172", "spec-decode-acceptance-length": "0.1.6rc1.dev311",
          "pipeline-parallel-size": "0.1.6rc1.dev195", "decode-context-parallel-size": "0.1.6rc1.dev151",
          "prefill-context-parallel-size": "0.1.6rc0"}
+SINCE = {option: version_key(first) for option, first in FIRST.items()}
 
 
 def has(option: str, versions: tuple[str, ...]) -> bool:
