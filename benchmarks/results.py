@@ -79,7 +79,9 @@ def template() -> tuple[str, dict]:
         mark(md, key, "phase")
     for key in ("request_latency", "time_to_first_token", "inter_token_latency", "input_sequence_length",
                 "output_sequence_length", "time_to_first_output_token", "usage_prompt_tokens",
-                "usage_completion_tokens", "output_token_count", "output_token_throughput_per_user"):
+                "usage_completion_tokens", "output_token_count", "output_token_throughput_per_user",
+                "decode_duration", "prefill_throughput_per_user", "e2e_output_token_throughput",
+                "inter_chunk_latency", "time_to_second_token", "usage_total_tokens"):
         mark(mt, key, key, "value")
     text = json.dumps(rec, separators=(",", ":"))
     for name, token in marks.items():
@@ -90,14 +92,17 @@ def template() -> tuple[str, dict]:
     return text.replace("{{", "{{").replace("}}", "}}"), rec
 
 
-def write_export(path: Path, n: int, seed: int = 1) -> dict:
+def write_export(path: Path, n: int, seed: int = 1, chunks: int = 15) -> dict:
+    """n records (1 % warmup, 0.5 % errors), each with `chunks` chunk gaps (the corpus record has 15; a
+    real H100 record of 256 tokens has about 250), every figure AIPerf derives consistent with the others."""
     tmpl, _ = template()
     # escape literal braces of the JSON, then restore our fields
     fields = ["x_request_id", "x_correlation_id", "conversation_id", "root_correlation_id", "credit_issued_ns",
               "request_start_ns", "request_ack_ns", "request_end_ns", "session_num", "phase", "request_latency",
               "time_to_first_token", "inter_token_latency", "input_sequence_length", "output_sequence_length",
               "time_to_first_output_token", "usage_prompt_tokens", "usage_completion_tokens", "output_token_count",
-              "output_token_throughput_per_user"]
+              "output_token_throughput_per_user", "decode_duration", "prefill_throughput_per_user",
+              "e2e_output_token_throughput", "inter_chunk_latency", "time_to_second_token", "usage_total_tokens"]
     safe = tmpl.replace("{", "{{").replace("}", "}}")
     for f in fields:
         safe = safe.replace("{{" + f + "}}", "{" + f + "}")
@@ -110,7 +115,9 @@ def write_export(path: Path, n: int, seed: int = 1) -> dict:
     # a closed loop of CONCURRENCY users, each sending its next request 1 us after the last one ended:
     # at most CONCURRENCY in flight, about an hour for a million records
     free = [t0] * CONCURRENCY
-    cols: dict[str, list] = {k: [] for k in ("ttft", "itl", "e2el", "otpu", "osl", "isl", "start", "end")}
+    cols: dict[str, list] = {k: [] for k in ("ttft", "itl", "e2el", "otpu", "osl", "isl", "start", "end", "decode",
+                                             "prefill", "e2e")}
+    gaps_total = [0, 0.0]   # every chunk gap of the profiling records: how many, their sum
     errors = 0
     with path.open("w", buffering=1 << 22) as fh:
         for i in range(n):
@@ -121,29 +128,39 @@ def write_export(path: Path, n: int, seed: int = 1) -> dict:
             user = i % CONCURRENCY
             start = free[user]
             ttft = rng.uniform(200, 3000)
-            osl = rng.randint(20, 900)
+            osl = rng.randint(max(20, chunks + 1), max(900, chunks + 1))
             itl = rng.uniform(1.2, 12.0)
             e2el = ttft + itl * (osl - 1)
+            decode = e2el - ttft
+            gaps = [decode / chunks] * chunks    # a chunk carries several tokens: fewer gaps than OSL - 1
             end = start + int(e2el * 1e6)
             free[user] = end + 1000
             isl = rng.randint(2_000, 120_000)
+            itl = decode / (osl - 1)             # as AIPerf derives it
             u = f"{i:08x}-0000-4000-8000-{i:012x}"
             fh.write(safe.format(x_request_id=u, x_correlation_id=u, conversation_id=u, root_correlation_id=u,
                                  credit_issued_ns=start - 1000, request_start_ns=start, request_ack_ns=start + 5000,
-                                 request_end_ns=end, session_num=i,
+                                 request_end_ns=end, session_num=i if i < warm else i - warm,
                                  phase="warmup" if i < warm else "profiling", request_latency=e2el,
                                  time_to_first_token=ttft, inter_token_latency=itl, input_sequence_length=isl,
                                  output_sequence_length=osl, time_to_first_output_token=ttft,
                                  usage_prompt_tokens=isl, usage_completion_tokens=osl, output_token_count=osl,
-                                 output_token_throughput_per_user=1000.0 / itl) + "\n")
+                                 output_token_throughput_per_user=1000.0 / itl, decode_duration=decode,
+                                 prefill_throughput_per_user=1000.0 * isl / ttft,
+                                 e2e_output_token_throughput=1000.0 * osl / e2el,
+                                 inter_chunk_latency=json.dumps(gaps, separators=(",", ":")),
+                                 time_to_second_token=gaps[0], usage_total_tokens=isl + osl) + "\n")
             if i >= warm:
                 for k, v in (("ttft", ttft), ("itl", itl), ("e2el", e2el), ("otpu", 1000.0 / itl), ("osl", osl),
-                             ("isl", isl), ("start", start), ("end", end)):
+                             ("isl", isl), ("start", start), ("end", end), ("decode", decode),
+                             ("prefill", 1000.0 * isl / ttft), ("e2e", 1000.0 * osl / e2el)):
                     cols[k].append(v)
-    return {"profiled": len(cols["osl"]), "errors": errors, "summary": summarise(cols, errors)}
+                gaps_total[0] += chunks
+                gaps_total[1] += sum(gaps)
+    return {"profiled": len(cols["osl"]), "errors": errors, "summary": summarise(cols, errors, gaps_total)}
 
 
-def summarise(cols: dict[str, list], errors: int) -> dict:
+def summarise(cols: dict[str, list], errors: int, gaps: list) -> dict:
     """The profile_export_aiperf.json AIPerf writes for these records: the corpus's own summary with the
     statistics (numpy's mean and linear percentiles), totals, window and throughputs of the records, so
     that the export is valid and the benchmark measures the path a real run takes."""
@@ -153,7 +170,9 @@ def summarise(cols: dict[str, list], errors: int) -> dict:
     out = json.loads((CORPUS / "profile_export_aiperf.json").read_text())
     for key, col in (("time_to_first_token", "ttft"), ("inter_token_latency", "itl"), ("request_latency", "e2el"),
                      ("output_token_throughput_per_user", "otpu"), ("output_sequence_length", "osl"),
-                     ("input_sequence_length", "isl"), ("usage_completion_tokens", "osl")):
+                     ("input_sequence_length", "isl"), ("usage_completion_tokens", "osl"), ("usage_prompt_tokens", "isl"),
+                     ("decode_duration", "decode"), ("prefill_throughput_per_user", "prefill"),
+                     ("e2e_output_token_throughput", "e2e")):
         x = np.array(cols[col], dtype=np.float64)
         entry = {"unit": out[key]["unit"], "avg": float(x.mean()), "min": float(x.min()), "max": float(x.max()),
                  "std": float(x.std()), "count": len(x), "sum": float(x.sum())}
@@ -164,16 +183,24 @@ def summarise(cols: dict[str, list], errors: int) -> dict:
     n, osl, isl = len(cols["osl"]), sum(cols["osl"]), sum(cols["isl"])
     stamp = lambda ns: datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).replace(tzinfo=None).isoformat()
     out.update(start_time=stamp(first), end_time=stamp(last))
-    out["benchmark_duration"] = {"unit": "sec", "avg": window}
     out["request_count"] = {"unit": "requests", "avg": float(n)}
-    out["total_osl"] = {"unit": "tokens", "avg": float(osl)}
-    out["total_isl"] = {"unit": "tokens", "avg": float(isl)}
+    for key, total in (("total_osl", osl), ("total_isl", isl), ("total_output_tokens", osl),
+                       ("total_usage_completion_tokens", osl), ("total_usage_prompt_tokens", isl)):
+        out[key] = {"unit": "tokens", "avg": float(total)}
+    out["inter_chunk_latency"] = {"unit": "ms", "count": gaps[0], "sum": gaps[1], "avg": gaps[1] / gaps[0]}
+    # AIPerf's benchmark_duration: first start to the latest start plus request latency
+    last_response = max(s + round(e * 1e6) for s, e in zip(cols["start"], cols["e2el"]))
+    out["benchmark_duration"] = {"unit": "sec", "avg": (last_response - first) / 1e9}
     out["output_token_throughput"] = {"unit": "tokens/sec", "avg": osl / window}
+    out["input_token_throughput"] = {"unit": "tokens/sec", "avg": isl / window}
+    out["total_token_throughput"] = {"unit": "tokens/sec", "avg": (isl + osl) / window}
     out["request_throughput"] = {"unit": "requests/sec", "avg": n / window}
     out["effective_concurrency"] = {"unit": "requests", "avg": (sum(cols["end"]) - sum(cols["start"])) / 1e9 / window}
     for phase in out["input_config"]["phases"]:
         if phase.get("kind") == "profiling":
             phase.update(requests=n + errors, concurrency=CONCURRENCY)
+    out["run_info"]["cli_command"] = (f"aiperf profile --model 'stub' --streaming --concurrency {CONCURRENCY} "
+                                      f"--request-count {n + errors} --use-server-token-count")
     return out
 
 
@@ -226,6 +253,8 @@ def main() -> int:
     ap.add_argument("--dir", type=Path)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--reuse", action="store_true", help="with --dir: keep an export written by an earlier run")
+    ap.add_argument("--chunks", type=int, default=15, help="chunk gaps per record (the corpus record's 15; about 250 "
+                                                           "in a real H100 record of 256 tokens)")
     ap.add_argument("--against", type=Path, help="another checkout (e.g. a git worktree of main) timed in the same "
                                                  "runs, interleaved: ratios of this tree to it")
     args = ap.parse_args()
@@ -237,14 +266,14 @@ def main() -> int:
         adir = job / "aiperf_artifacts"
         adir.mkdir(parents=True, exist_ok=True)
         t = time.perf_counter()
-        marker = adir / f".records-{args.records}"
+        marker = adir / f".records-{args.records}-chunks-{args.chunks}"
         if args.reuse and marker.exists() and "summary" in json.loads(marker.read_text()):
             info = json.loads(marker.read_text())
         else:
             # in a child process: the generator's columns would stay in this process's heap, and every
             # timed child forked from it would start with that resident memory (wait4 counts it)
             with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
-                info = pool.submit(write_export, adir / "profile_export.jsonl", args.records).result()
+                info = pool.submit(write_export, adir / "profile_export.jsonl", args.records, 1, args.chunks).result()
             marker.write_text(json.dumps(info))
         size = (adir / "profile_export.jsonl").stat().st_size
         print(f"wrote {args.records:,} records ({size / 1e9:.2f} GB, {size / args.records:,.0f} B/record) "

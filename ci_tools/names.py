@@ -7,6 +7,12 @@ GitHub syntax; `tests/workflows/test_security.py` checks each spelling against t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
 # --- repository paths ------------------------------------------------------------------------------
 E2E_DIR = "inferencex-e2e"
 CHANGELOG = f"{E2E_DIR}/perf-changelog.yaml"
@@ -160,7 +166,7 @@ def result_filename(row: dict, runner_name: str = "") -> str:
 CANARY_SMOKE_SUFFIX = "_canary-smoke"
 
 
-def _finish(base: str, row: dict, runner_name: str) -> str:
+def _finish(base: str, row: Mapping[str, Any], runner_name: str) -> str:
     # a smoke canary runs the same point as a full job of the same sweep: its files and artifacts
     # must not collide with (or replace) the point's own
     if row.get("canary") == "smoke":

@@ -165,15 +165,16 @@ def test_the_demo_installs_what_the_documented_commands_need(monkeypatch):
     dev = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "devpy", dev)        # its dataclasses look their module up
     spec.loader.exec_module(dev)
-    asked: list[str] = []
-    monkeypatch.setattr(dev, "ensure_env", asked.append)
+    asked: list[bool] = []
+    monkeypatch.setattr(dev, "ensure_dev_env", lambda: asked.append(True))
     monkeypatch.setattr(dev, "run", lambda *a, **k: 0)
-    assert dev.demo([]) == 0
-    extras = {e for a in asked for e in a.split(",") if e}
+    assert dev.demo([]) == 0 and asked
+    # the demo installs .venv from the dev lock, compiled from these requirements
+    locked = dev.LOCK["dev"].inputs()
     needs = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     documented = (REPO / "README.md").read_text() + "".join(p.read_text() for p in (REPO / "docs").glob("*.md"))
     if "--plot" in documented:
-        assert "plot" in extras and any(d.startswith("matplotlib") for d in needs["plot"])
+        assert all(d in locked for d in needs["plot"]) and any(d.startswith("matplotlib") for d in needs["plot"])
 
 
 # ---- README samples are real output ----------------------------------------------------------------

@@ -121,7 +121,7 @@ MISSING: dict[str, list[str] | tuple[list[str], str] | str] = {
     "changelog canonicalize": ["--pr", "1", "--base", "HEAD", "--changelog-file", "nope.yaml"],
     "changelog lint": ["--base", "HEAD", "--head", "HEAD", "--changelog-file", "nope.yaml"],
     "changelog resolve-conflict": (["--pr", "1"], "no merge is in progress"),  # its input is the merge
-    "comment check-approval": ["--pr", "1", "--sha", "0" * 40, "--root", "nope"],
+    "comment check-approval": ["--pr", "1", "--sha", "0" * 40, "--comment", "1", "--root", "nope"],
     "comment handle": ["--event-path", "nope.json"],
     "config bump-image": ["--config-key", "k", "--image", "r:t@sha256:" + "0" * 64, "--root", "nope"],
     "config acceptance-matrix": ["--root", "nope"],

@@ -17,6 +17,7 @@ data; base is parsed only when history bytes differ, and then only from the firs
 from __future__ import annotations
 
 import re
+from typing import Any
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
@@ -193,6 +194,28 @@ def fix_appended(base: bytes | None, head: bytes) -> bytes | None:
     return base + text
 
 
+def _correction_finding(file: str, i: int, h: Entry, old_link: Any, repo: str) -> Finding | None:
+    """What is wrong with the pr-link correction of historical entry i (`h`: the head's), if anything."""
+    link = h.data.get("pr-link")
+    at = h.key_lines.get("pr-link", h.line)
+    if schema.canonical_link(old_link, repo):
+        # a correct link is history: re-pointing it would re-attribute the change to another PR
+        return Finding(file, at, None, f"entry {i + 1} already links {old_link}; only a placeholder (XXX) or a "
+                       "non-canonical link may be corrected", IMMUTABLE_HINT)
+    named = schema.linked_pr(old_link)
+    if named is not None and named[0].lower() == repo.lower() and link != schema.pr_url(repo, named[1]):
+        # a sub-page (`.../pull/2305/changes`), http, www or other-case form names this repository's PR as
+        # surely as the canonical link: only its canonical spelling may replace it, never another PR's. (A
+        # link into another repository, a fork's PR say, names no PR here and may be corrected.)
+        return Finding(file, at, None, f"entry {i + 1} links pull request #{named[1]} ({old_link}); a correction "
+                       f"may only write that link's canonical form, not {link!r}",
+                       f"write `  pr-link: {schema.pr_url(repo, named[1])}`, or leave the entry as it is")
+    if not schema.canonical_link(link, repo):
+        return Finding(file, at, None, f"entry {i + 1}: a pr-link correction must be a canonical link; found {link!r}",
+                       f"use {schema.pr_url(repo, '<number>')}")
+    return None
+
+
 def _history_findings(base: bytes, head: bytes, file: str, mode: Mode | None) -> tuple[list[Finding], int, list[Entry]]:
     """History differs byte-wise from base. Returns (errors, corrections, added entries).
 
@@ -214,9 +237,15 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode | None) ->
     if base_tail is None or head_tail is None:
         return errors, 0, []
     nb, nh = first + len(base_tail), first + len(head_tail)
-    base_entries = [None] * first + base_tail  # type: ignore[list-item]
-    head_entries = [None] * first + head_tail  # type: ignore[list-item]
-    added = head_entries[nb:] if nh > nb else []
+
+    # entry i of either version (only those from `first` on were parsed)
+    def base_entry(i: int) -> Entry:
+        return base_tail[i - first]
+
+    def head_entry(i: int) -> Entry:
+        return head_tail[i - first]
+
+    added = head_tail[nb - first:] if nh > nb else []
     if nh < nb:
         errors.append(Finding(file, diff_line, None,
                               f"{nb - nh} historical entr{'y was' if nb - nh == 1 else 'ies were'} deleted"
@@ -226,11 +255,11 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode | None) ->
     corrections: list[int] = []
     edited = False
     for i in range(first, nb):
-        b, h = base_entries[i], head_entries[i]
+        b, h = base_entry(i), head_entry(i)
         if b.data == h.data:
             continue
         if _without_link(b.data) != _without_link(h.data):
-            if nh > nb and i + 1 < nh and head_entries[i + 1].data == b.data:
+            if nh > nb and i + 1 < nh and head_entry(i + 1).data == b.data:
                 errors.append(Finding(file, h.line, None,
                                       f"a new entry was inserted at line {h.line}, before historical entry {i + 1};"
                                       " new entries go at the end of the file",
@@ -248,32 +277,15 @@ def _history_findings(base: bytes, head: bytes, file: str, mode: Mode | None) ->
     if edited:
         return errors, 0, added
     if corrections and added:
-        errors.append(Finding(file, head_entries[corrections[0]].line, None,
+        errors.append(Finding(file, head_entry(corrections[0]).line, None,
                               "do not mix historical pr-link corrections with new changelog entries",
                               "make the pr-link correction in its own pull request"))
         return errors, len(corrections), added
-    for i in corrections if mode is not None else ():
-        link = head_entries[i].data.get("pr-link")
-        h = head_entries[i]
-        if schema.canonical_link(base_entries[i].data.get("pr-link"), mode.repo):
-            # a correct link is history: re-pointing it would re-attribute the change to another PR
-            errors.append(Finding(file, h.key_lines.get("pr-link", h.line), None,
-                                  f"entry {i + 1} already links {base_entries[i].data.get('pr-link')}; only a "
-                                  "placeholder (XXX) or a non-canonical link may be corrected",
-                                  IMMUTABLE_HINT))
-        elif (named := schema.linked_pr(base_entries[i].data.get("pr-link"))) is not None \
-                and named[0].lower() == mode.repo.lower() and link != schema.pr_url(mode.repo, named[1]):
-            # a sub-page (`.../pull/2305/changes`), http, www or other-case form names this repository's
-            # PR as surely as the canonical link: only its canonical spelling may replace it, never another
-            # PR's. (A link into another repository, a fork's PR say, names no PR here and may be corrected.)
-            errors.append(Finding(file, h.key_lines.get("pr-link", h.line), None,
-                                  f"entry {i + 1} links pull request #{named[1]} ({base_entries[i].data.get('pr-link')});"
-                                  f" a correction may only write that link's canonical form, not {link!r}",
-                                  f"write `  pr-link: {schema.pr_url(mode.repo, named[1])}`, or leave the entry as it is"))
-        elif not schema.canonical_link(link, mode.repo):
-            errors.append(Finding(file, h.key_lines.get("pr-link", h.line), None,
-                                  f"entry {i + 1}: a pr-link correction must be a canonical link; found {link!r}",
-                                  f"use {schema.pr_url(mode.repo, '<number>')}"))
+    if mode is not None:
+        for i in corrections:
+            found = _correction_finding(file, i, head_entry(i), base_entry(i).data.get("pr-link"), mode.repo)
+            if found is not None:
+                errors.append(found)
     if corrections:
         old, new = base.splitlines(keepends=True), head.splitlines(keepends=True)
         if len(old) != len(new):

@@ -137,6 +137,7 @@ def resolve_conflict(base: bytes, ours: bytes, theirs: bytes, *, file: str, repo
             if m.data.get("pr-link") != base_by_i[i].data.get("pr-link"):
                 raise InputError(f"main has a different pr-link for entry {i + 1} ({m.data.get('pr-link')!r}) than"
                                  f" the PR's correction ({link!r}); resolve by hand")
+            assert isinstance(link, str)     # the PR side passed the gate: a correction writes a canonical link
             start, end = entry_block(out, i, main_starts)
             out = out[:start] + replace_link(out[start:end], link) + out[end:]
             replaced += 1

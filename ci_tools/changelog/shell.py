@@ -54,13 +54,14 @@ def read_sources(git: Git, *, base: str | None, head: str | None, file: str, mas
         master_files = master_paths(git, None, masters)
         blobs = git.show_staged_many([file, *master_files])
     else:
-        git.rev_parse_many([base, head])  # type: ignore[list-item]
+        if base is None:
+            raise UsageError(f"{head} is compared with a base ref: give both (--base REF --head REF)")
+        git.rev_parse_many([base, head])
         # Judge what head changed since it left base (`git diff base...head`): a PR behind main is
         # judged on its own entries, not on main's newer ones it does not have yet.
-        fork = git.merge_base(base, head)  # type: ignore[arg-type]
+        fork = git.merge_base(base, head)
         master_files = master_paths(git, head, masters)
-        got = git.read([(fork, file), (head, file), (fork, names.POLICY)]  # type: ignore[list-item]
-                       + [(head, m) for m in master_files])
+        got = git.read([(fork, file), (head, file), (fork, names.POLICY)] + [(head, m) for m in master_files])
         base_bytes = got[(fork, file)]
         git.prefetched[BASE_POLICY] = got[(fork, names.POLICY)]
         blobs = {f: got[(head, f)] for f in [file, *master_files]}
@@ -82,7 +83,7 @@ def read_sources(git: Git, *, base: str | None, head: str | None, file: str, mas
         keys += master_keys_from_bytes(content, path)
     if head is None:
         return Sources(base_bytes, head_bytes, keys, ", ".join(master_files))
-    return Sources(base_bytes, head_bytes, keys, ", ".join(master_files), fork=fork, head_ref=head,  # type: ignore[arg-type]
+    return Sources(base_bytes, head_bytes, keys, ", ".join(master_files), fork=fork, head_ref=head,
                    master_blobs=blobs)
 
 
@@ -116,9 +117,9 @@ def default_repo(git: Git, head: str | None) -> str:
             return m.group(1).decode()
     url = git.remote_url("origin")
     if url:
-        m = _REMOTE.search(url)
-        if m:
-            return m.group(1)
+        named = _REMOTE.search(url)
+        if named:
+            return named.group(1)
     raise UsageError("cannot tell which repository the pr-links must name: no `repository:` in "
                      f"{names.POLICY}, no $GITHUB_REPOSITORY, no GitHub `origin` remote; pass --repo OWNER/NAME")
 

@@ -9,7 +9,7 @@ from ci_tools.cli._prbot import event_name_option, event_path_option, format_opt
 
 GITHUB_OUTPUTS = {
     "comment handle": ("handled", "commands", "reuse-authorised", "stage-run-id", "stage-comment-id",
-                       "stage-payload", "approve-sha", "approve-pr"),
+                       "stage-payload", "approve-sha", "approve-pr", "approve-comment"),
     "comment check-approval": ("proceed", "base-sha", "labels"),
 }
 
@@ -40,8 +40,8 @@ def handle(event_path, event_name, repo_root, fmt) -> None:
     Replies once per command comment (edited in place on re-runs). An accepted `/stage-results`
     writes `stage-payload`, which `ci-tools stage dispatch` sends in a job of its own (the only one
     that holds RESULTS_DISPATCH_TOKEN). An accepted
-    `/sweep approve <sha>` writes the outputs `approve-pr` and `approve-sha` (the full head SHA),
-    which the workflow hands to trusted-sweep.yml.
+    `/sweep approve <sha>` writes the outputs `approve-pr`, `approve-sha` (the full head SHA) and
+    `approve-comment` (the comment's id), which the workflow hands to trusted-sweep.yml.
 
     \b
     Example:
@@ -55,17 +55,21 @@ def handle(event_path, event_name, repo_root, fmt) -> None:
 @cli.command("check-approval")
 @click.option("--pr", "pr", type=click.IntRange(min=1), required=True, help="The fork PR's number.")
 @click.option("--sha", required=True, help="The approved head SHA (from `/sweep approve`).")
+@click.option("--comment", "comment", type=click.IntRange(min=1), required=True,
+              help="The id of the comment that approved it (`approve-comment`).")
 @repo_root_option
 @format_option
-def check_approval(pr, sha, repo_root, fmt) -> None:
-    """Refuse a trusted sweep whose PR moved on since the approval; read the labels to plan with.
+def check_approval(pr, sha, comment, repo_root, fmt) -> None:
+    """Refuse a trusted sweep the approval no longer holds for; read the labels to plan with.
 
-    Exit 1 (and `proceed=false`) when the PR's head is no longer SHA or the PR is not open. Outputs:
-    `proceed`, `base-sha` (the PR's base commit) and `labels` (its sweep labels, one a line).
+    The approval's own rule, applied again: exit 1 (and `proceed=false`) when the PR is not open, its
+    head is no longer SHA, the head branch was force-pushed, deleted or restored after COMMENT was
+    written, or COMMENT no longer says `/sweep approve SHA`. Outputs: `proceed`, `base-sha` (the PR's
+    base commit) and `labels` (its sweep labels, one a line).
 
     \b
     Example:
-      ci-tools comment check-approval --pr 1234 --sha "$SHA" --format github
+      ci-tools comment check-approval --pr 1234 --sha "$SHA" --comment "$COMMENT" --format github
     """
     import re
 
@@ -74,5 +78,5 @@ def check_approval(pr, sha, repo_root, fmt) -> None:
 
     if not re.fullmatch(r"[0-9a-fA-F]{40}", sha):
         raise UsageError(f"--sha {sha!r}: give the full 40-digit head SHA the approval wrote (`approve-sha`)")
-    run_flow(lambda event, settings, gh: flow(settings, gh, pr=pr, sha=sha.lower()), event_path=None,
-             event_name=None, repo_root=repo_root, fmt=fmt, uses_event=False)
+    run_flow(lambda event, settings, gh: flow(settings, gh, pr=pr, sha=sha.lower(), comment=comment),
+             event_path=None, event_name=None, repo_root=repo_root, fmt=fmt, uses_event=False)

@@ -62,7 +62,7 @@ def _run(config_keys, concs, fmt, **options) -> None:
         click.echo(matrix_text(rows), nl=False)
         return
     # one write of the whole ~1 MB line: click.echo's per-call processing is measurable here
-    text = json.dumps(rows)
+    text = json.dumps([r.as_dict() for r in rows])
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
     if fmt == "github":

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass, field
-from typing import Any
 
-from ci_tools.errors import Finding, InputError
 from ci_tools import names
+from ci_tools.errors import Finding, InputError
+from ci_tools.sweep.row import MatrixRow
 
 AGENTIC = "agentic-coding"
 FIXED = "fixed-seq-len"
@@ -66,14 +66,8 @@ class EvalPolicy:
     file: str = ""
 
 
-def is_eval_row(row: dict) -> bool:
-    return any(_truthy(row.get(k)) for k in ("run-eval", "eval-only"))
-
-
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
+def is_eval_row(row: MatrixRow) -> bool:
+    return row.is_eval
 
 
 def policy_from_doc(doc) -> EvalPolicy:
@@ -131,22 +125,22 @@ def _template_problems(doc, path: tuple, template: str) -> list[Finding]:
     return found
 
 
-def suite_for(row: dict, policy: EvalPolicy) -> Suite:
-    scenario = AGENTIC if row.get("scenario-type") == AGENTIC else FIXED
+def suite_for(row: MatrixRow, policy: EvalPolicy) -> Suite:
+    scenario = AGENTIC if row.is_agentic else FIXED
     suite = policy.suites.get(scenario)
     if suite is None:
         raise InputError(f"{policy.file}: no eval suite for {scenario} rows (evals.suites.{scenario}); "
-                         f"the row {row.get('config-key', '')} conc {row.get('conc')} cannot be evaluated")
+                         f"the row {row.config_key or ''} conc {row.get('conc')} cannot be evaluated")
     return suite
 
 
-def eval_concurrencies(row: dict, policy: EvalPolicy) -> list[int]:
+def eval_concurrencies(row: MatrixRow, policy: EvalPolicy) -> list[int]:
+    """The policy's (a batched eval), else the concurrency eval marking picked, else the row's highest."""
     if policy.concurrencies:
         return list(policy.concurrencies)
-    conc = row.get("eval-conc", row.get("conc"))
-    if isinstance(conc, list):
-        conc = max(conc)
-    return [int(conc)]
+    if row.eval_conc is not None:
+        return [row.eval_conc]
+    return [max(row.concs)]
 
 
 def split_simulated_acceptance(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
@@ -195,7 +189,7 @@ def _command_run(suite: Suite, conc: int, *, model: str, base_url: str, out_dir:
     return HarnessRun(conc, tasks, argv, results)
 
 
-def harness_runs(row: dict, policy: EvalPolicy, *, model: str, base_url: str, lm_eval_bin: str, root: str,
+def harness_runs(row: MatrixRow, policy: EvalPolicy, *, model: str, base_url: str, lm_eval_bin: str, root: str,
                  out_dir: str) -> list[HarnessRun]:
     """Every harness run of the row, in order: per concurrency, per task (lm-eval) or once (command)."""
     suite = suite_for(row, policy)
@@ -209,7 +203,7 @@ def harness_runs(row: dict, policy: EvalPolicy, *, model: str, base_url: str, lm
     return runs
 
 
-def eval_spec(row: dict, policy: EvalPolicy, runs: list[HarnessRun], stripped: list[str]) -> dict:
+def eval_spec(row: MatrixRow, policy: EvalPolicy, runs: list[HarnessRun], stripped: list[str]) -> dict:
     """The eval part of job.json: what the driver runs and what `results process` checks."""
     suite = suite_for(row, policy)
     h = suite.harness
@@ -218,7 +212,7 @@ def eval_spec(row: dict, policy: EvalPolicy, runs: list[HarnessRun], stripped: l
         "harness": {"name": h.name, "type": h.type, "version": h.version, "requires": h.requires},
         "tasks": [t.name for t in suite.tasks],
         "concurrencies": eval_concurrencies(row, policy),
-        "model-prefix": row.get("model-prefix"),
+        "model-prefix": row.model_prefix,
         "timeout-s": policy.timeout_s,
         "acceptance": {"simulated": False, "removed-env": stripped},
         "runs": [r.as_dict() for r in runs],

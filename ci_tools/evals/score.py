@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable
 
 from ci_tools.evals.thresholds import Threshold
 from ci_tools.errors import Failure
@@ -132,7 +132,7 @@ def scores_of(conc: int, name: str, doc, tasks: list[str], lookup: Callable[[str
     return scores, fails
 
 
-def judge(*, meta: dict | None, files: dict[str, object], expected_concs: list[int], tasks: list[str],
+def judge(*, meta: dict | None, files: Mapping[str, object], expected_concs: list[int], tasks: list[str],
           lookup: Callable[[str], Threshold], job_status: dict | None) -> tuple[list[Score], list[Failure]]:
     """All scores and every failed check of one eval job. `files` maps result file name -> parsed JSON
     (None when it could not be read)."""

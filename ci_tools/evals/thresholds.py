@@ -26,7 +26,7 @@ class Thresholds:
     def lookup(self, model_prefix: str | None, task: str) -> Threshold:
         data = self.doc.data
         models = data.get("models") or {}
-        candidates = []
+        candidates: list[tuple[tuple[str, ...], str]] = []
         if model_prefix and task in (models.get(model_prefix) or {}):
             candidates.append((("models", model_prefix, task), f"models.{model_prefix}.{task}"))
         if task in (data.get("default") or {}):

@@ -8,15 +8,16 @@ the registry saying, per command word, its forms, the permission it needs and wh
     /sweep plan              reply with the sweep plan of this PR
     /sweep approve <sha>     approve one head commit of a fork PR for a trusted sweep (its full 40-digit SHA)
 
-A command is a whole line of its own (surrounding spaces allowed). Lines inside fenced code blocks,
-indented code and quotes (`> ...`) are never commands, so quoting someone's command or showing it in
-an example does nothing; nor are a quote's continuation lines or a code span over lines. Neither are
-lines a reader of the rendered comment cannot see: inside an HTML comment (`<!-- ... -->`), a collapsed
-`<details>` block, a `<pre>` block or an element GitHub removes with its content (`<script>`, `<style>`,
-`<textarea>`), and lines of markup that runs over several lines and renders as nothing, or that raw HTML
-left open swallows (`markdown.hidden_lines`: a tag's attribute such as a multi-line `<img alt="...">`, a
-link reference definition such as `[//]: # (...)`, a link's title, an image's alt text, `<div title="`
-and a blank line). Only ASCII spaces and tabs separate a command's words: `/use` followed by a
+A command is a whole line of its own (surrounding spaces allowed). Lines inside fenced code blocks (in
+a list item too), indented code and quotes (`> ...`) are never commands, so quoting someone's command or
+showing it in an example does nothing; nor are a quote's continuation lines or a code span over lines.
+Neither are lines a reader of the rendered comment cannot see (`markdown.read`): inside a collapsed
+`<details>` block, a `<pre>` block or a `<script>`, `<style>` or `<textarea>` (GitHub shows those as
+text; taken as hidden all the same), an HTML comment (`<!-- ... -->`), and lines of markup that runs
+over several lines and renders as nothing, or that raw HTML left open swallows (a tag's attribute such
+as a multi-line `<img alt="...">`, a link reference definition such as `[//]: # (...)`, a link's title,
+an image's alt text, `<div title="` and a blank line). The rule is checked against GitHub's renderer
+(cmark-gfm) by the fuzz tier: no command it takes is hidden there. Only ASCII spaces and tabs separate a command's words: `/use` followed by a
 NO-BREAK or EM SPACE looks like a command but is not one. A line that starts with a known command word but has the wrong arguments is
 a `UsageProblem` carrying the right forms, so the bot can reply instead of guessing; so is a word one
 typo away from a command (`/usee`, `/stage-result`), with a did-you-mean. Other slash words (`/foo`,
@@ -134,48 +135,20 @@ _RUN_ID = re.compile(rf"[1-9][0-9]{{0,{MAX_RUN_ID_DIGITS - 1}}}")
 
 
 _WORDS = re.compile(r"[ \t]+")  # ASCII separators only (str.split() would also split on NBSP, EM SPACE...)
-_HIDDEN = re.compile(r"<!--|-->|</?(?:details|pre|script|style|textarea)\b", re.I)
 # a quote line with text (an empty `>` opens no paragraph), in a list item too (`- > ...`)
 _QUOTE = re.compile(r"[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)*>(?![ \t>]*$)")
-_HIDING = ("<details", "<pre", "<script", "<style", "<textarea")
 
 
 def _command_lines(body: str):
     """(line number, stripped text) of lines that may hold a command: not in code, not quoted, not hidden."""
-    fence: str | None = None
-    in_comment = False
     quoted = False  # in a quote's paragraph: its lines without `>` continue it (CommonMark's lazy lines)
-    # open hiding blocks by tag (<details>, <pre>: a <pre> block is code, issue 25); a closing tag closes
-    # only its own kind, as a browser ignores a stray `</pre>` inside `<details>`
-    depth = dict.fromkeys(_HIDING, 0)
     body = body.replace("\r\n", "\n").replace("\r", "\n")
-    markup = markdown.hidden_lines(body)
+    seen = markdown.read(body)
+    skip = seen.fenced | seen.hidden | seen.elements
     for number, raw in enumerate(body.split("\n"), start=1):
-        if fence is not None:
-            if markdown.closes_fence(raw, fence):
-                fence = None
-            continue
-        opened = markdown.opens_fence(raw)
-        if opened and not in_comment and not any(depth.values()):
-            fence = opened  # its info string may hold a tag: still a fence
+        if number - 1 in skip:
             continue
         quoted = quoted or bool(_QUOTE.match(raw))
-        in_markup = number - 1 in markup
-        hidden = in_comment or any(depth.values()) or in_markup
-        for tag in _HIDDEN.findall(raw):
-            tag = tag.lower()
-            if in_markup and tag.startswith(("-->", "</")):
-                continue  # maybe inside an attribute: closes nothing (an opener there still hides: safe)
-            if tag == "<!--":
-                in_comment = True
-            elif tag == "-->":
-                in_comment = False
-            elif not in_comment:
-                key = "<" + tag.lstrip("</")
-                depth[key] = max(0, depth[key] - 1) if tag.startswith("</") else depth[key] + 1
-            hidden = True  # a line holding such a tag is markup, not a command line
-        if hidden:
-            continue
         if not raw.strip(" \t"):
             quoted = False
             continue

@@ -20,7 +20,7 @@ from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline, upsert
 from ci_tools.prbot.staging.flow import stage_command
 
 OUTPUTS = ("handled", "commands", "reuse-authorised", "stage-run-id", "stage-comment-id", "stage-payload", "approve-sha",
-           "approve-pr")
+           "approve-pr", "approve-comment")
 
 
 def handle_comment(event: Event, settings: Settings, gh: Lazy) -> Result:

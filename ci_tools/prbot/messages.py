@@ -39,6 +39,12 @@ $who""",
 $rows
 
 $footer""",
+    "signoff-revoked": """\
+### CODEOWNER sign-off: revoked ❌
+
+@$reviewer, a CODEOWNER of changed files, [requested changes]($review_url) on commit `$sha`.$earlier
+
+GitHub blocks the merge until that review is dismissed or @$reviewer approves. The `$context` status stays failed until a CODEOWNER signs off again after it (a new sign-off comment, or an approving review holding the checklist); dismissing the review does not restore it.""",
     "stage-ack": """\
 @$author staging [run $run_id]($run_url). Runs staged earlier stay staged; this comment will be updated when staging starts and when it finishes.""",
     "stage-failed": """\
@@ -176,6 +182,20 @@ def head_moved_after(pr: int, kind: str, when: str, said_at: str, head: str) -> 
     return (f"the head branch of PR #{pr} was {HEAD_EVENT_WORDS.get(kind, kind)} at {when}, after this comment was "
             f"written ({said_at or 'time unknown'}), so the commit it approved may not be the one reviewed; review "
             f"the head `{head}` and approve it again")
+
+
+def approval_gone(pr: int, comment_id: int) -> str:
+    return (f"the approving comment {comment_id} is no longer on PR #{pr} (deleted?); the approved sweep does not "
+            "run: review the head and comment `/sweep approve <sha>` again")
+
+
+def approval_withdrawn(pr: int, comment_id: int, sha: str) -> str:
+    return (f"comment {comment_id} on PR #{pr} no longer says `/sweep approve {sha}` (edited since); the approved "
+            "sweep does not run")
+
+
+def approval_no_longer_holds(pr: int, comment_id: int, problem: str) -> str:
+    return f"the approval in comment {comment_id} on PR #{pr} no longer holds: {problem}"
 
 
 # ---- reuse (`/use`, the card's reuse section) ------------------------------------------------------
@@ -318,6 +338,29 @@ def review_not_a_signoff(state: str) -> str:
     shown = (state or "unknown").lower().replace("_", " ")
     return (f"it is a review in state \"{shown}\"; only a review that approves or comments signs off (one that "
             "requests changes says the opposite)")
+
+
+def revoked_description(reviewer: str) -> str:
+    return f"Sign-off revoked: @{reviewer} requested changes"
+
+
+def revoked_earlier(previous: dict) -> str:
+    """What the revocation undoes, for its comment: the verified sign-off it replaces, if any."""
+    return (f" The verified sign-off by @{previous.get('signer')} no longer counts." if previous.get("passed") else "")
+
+
+def changes_request_not_an_owner(reviewer: str) -> str:
+    return f"@{reviewer} owns none of the changed files (or lacks write access)"
+
+
+def changes_request_older(signer: object, signed_at: object) -> str:
+    return (f"the verified sign-off by @{signer} was written after it ({signed_at}): a sign-off after a request "
+            "for changes counts again")
+
+
+def signoff_before_changes_request(reviewer: object, asked_at: object) -> str:
+    return (f"@{reviewer} requested changes at {asked_at}, after it was written, which revoked every earlier "
+            "sign-off: sign off again")
 
 
 def signoff_rows(checks) -> str:

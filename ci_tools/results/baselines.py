@@ -14,11 +14,12 @@ import io
 import json
 import zipfile
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ci_tools import names
-from ci_tools.github.client import GitHub
-from ci_tools.github.models import named_artifact
+from ci_tools.github.models import Artifact, WorkflowRun, named_artifact
 from ci_tools.results import compare
 
 MAX_RUNS = 20
@@ -47,7 +48,15 @@ def collection_from_zip(data: bytes, where: str) -> list[dict]:
     return [r for r in results if isinstance(r, dict)]
 
 
-def main_results(gh: GitHub, *, wanted: set[tuple] | None = None, history: int = 5, branch: str = "main",
+class RunSource(Protocol):
+    """What reading main's results asks of GitHub (the client, or a flow's narrower protocol of it)."""
+
+    def runs(self, workflow: str, *, branch: str, event: str = ..., status: str = ...) -> Iterable[WorkflowRun]: ...
+    def artifacts(self, run_id: int) -> list[Artifact]: ...
+    def artifact_zip(self, artifact_id: int, *, max_bytes: int = ...) -> bytes: ...
+
+
+def main_results(gh: RunSource, *, wanted: set[tuple] | None = None, history: int = 5, branch: str = "main",
                  workflow: str = names.SWEEP_WORKFLOW, max_runs: int = MAX_RUNS) -> MainResults:
     out = MainResults()
     have: Counter = Counter()

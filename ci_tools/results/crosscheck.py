@@ -1,20 +1,23 @@
-"""Per-record consistency of an AIPerf export (pure; issue 25, finding 4).
+"""Consistency of an AIPerf export across its records and with what the run was asked for (pure;
+issue 25, finding 4, and issue 35).
 
-AIPerf derives several figures of one record from the same clock readings, so a record edited after the
-run (one value changed, the others not) contradicts itself. Each rule below is checked over the
-successful profiling records S (`RecordScan`'s aligned columns) and every rule that fails is a
-`Failure` with the count and the first example; the thresholds are the policy's (`results:`):
+Each rule below is checked over the successful profiling records S (`RecordScan`'s aligned columns)
+and every rule that fails is a `Failure` with the count and the first example; the thresholds are the
+policy's (`results:`). The rules within one record (ITL, rates, token counts, decode duration, chunk
+gaps, timestamps) are `invariants.py`'s, checked as the records are read; their failures are added here.
 
-- `record-itl`: ITL_i = (E2EL_i - TTFT_i) / (OSL_i - 1) within `record-tolerance` (AIPerf computes it so);
-- `record-rate`: output_token_throughput_per_user_i = 1000 / ITL_i (ms) within `record-tolerance`;
-- `record-tokens`: OSL_i = usage_completion_tokens_i (the runs count tokens on the server);
-- `duplicate-ids`: no two records share an x_request_id;
+- `duplicate-ids`: no two records share an x_request_id, nor a session_num (AIPerf's number of the
+  credit that sent the request: one record per credit);
 - `outliers`: no ITL above `itl-outlier-factor` x the median ITL, no TTFT above
   `ttft-outlier-factor` x the median TTFT (robust: one edited record cannot move the median);
 - `window`: every record lies inside AIPerf's own profiling window (start_time..end_time, which AIPerf
   writes in the machine's zone: the whole quarter-hours between it and the records' clock are the
   zone's offset) give or take `window-slack-s`; in a fixed-count window the records span at least
   `window-fill` of it and their count is the configured one;
+- `aiperf-duration`: AIPerf's benchmark_duration is the records' first start to their latest start
+  plus request latency (how AIPerf computes it), within `duration-slack-s`;
+- `aiperf-command`: what `run_info.cli_command` asked AIPerf for (--request-count, --concurrency,
+  --benchmark-duration) is what the export holds and what its configuration echoes;
 - `concurrency`: at no instant are more requests in flight than the configured concurrency plus
   `concurrency-slack`.
 """
@@ -22,10 +25,12 @@ successful profiling records S (`RecordScan`'s aligned columns) and every rule t
 from __future__ import annotations
 
 import math
+import shlex
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ci_tools.errors import Failure
+from ci_tools.results import invariants
 from ci_tools.results.metrics import _numpy, percentile
 from ci_tools.results.policy import ResultsPolicy
 from ci_tools.results.scan import RecordScan
@@ -40,12 +45,17 @@ class Context:
     conc: int | None = None                      # configured concurrency (the point's, else AIPerf's echo)
     requests: int | None = None                  # a fixed-count window: the profiling requests configured
     window: tuple[float, float] | None = None    # AIPerf's start_time, end_time, read as UTC epoch seconds
-    errors: int = 0                              # profiling records with an error (they count in a fixed window)
+    profiled: int = 0                            # every profiling record, successful, failed or left out
+    duration_s: float | None = None              # AIPerf's benchmark_duration, in seconds
+    command: str | None = None                   # AIPerf's run_info.cli_command
+    echo: dict = field(default_factory=dict)     # the run's configuration as AIPerf echoes it (validity.config_echo)
+    summary: bool = False                        # whether there is an AIPerf summary to hold the records against
 
 
 def check(scan: RecordScan, ctx: Context, policy: ResultsPolicy) -> list[Failure]:
-    rules = (_itl(scan, policy), _rate(scan, policy), _tokens(scan), _duplicates(scan), *_outliers(scan, policy),
-             *_window(scan, ctx, policy), _concurrency(scan, ctx, policy))
+    rules = (*invariants.failures(scan.violations, policy.limits()), *_duplicates(scan), *_outliers(scan, policy),
+             *_window(scan, ctx, policy), _duration(scan, ctx, policy), *_command(scan, ctx),
+             _concurrency(scan, ctx, policy))
     return [f for f in rules if f is not None]
 
 
@@ -60,97 +70,28 @@ def _g(x: float) -> str:
 CHUNK = 1 << 16   # numpy works on this many records at a time: its temporaries stay a few MB
 
 
-def _flagged(columns: tuple, bad_one, bad_many) -> tuple[int | None, int]:
-    """(index of the first record a rule flags, how many it flags) over aligned columns: `bad_one(*values)`
-    per record in Python, or `bad_many(*arrays)` (the same IEEE operations, element-wise) on chunks with
-    numpy for a big run."""
-    n = len(columns[0])
-    np = _numpy()
-    if np is None or n <= 1000:
-        first, count = None, 0
-        for i, values in enumerate(zip(*columns)):
-            if bad_one(*values):
-                first = i if first is None else first
-                count += 1
-        return first, count
-    views = [np.frombuffer(c, dtype=np.float32 if c.typecode == "f" else np.float64) for c in columns]
-    first, count = None, 0
-    with np.errstate(all="ignore"):
-        for lo in range(0, n, CHUNK):
-            bad = bad_many(*(v[lo:lo + CHUNK].astype(np.float64) for v in views))
-            k = int(bad.sum())
-            if k and first is None:
-                first = lo + int(bad.argmax())
-            count += k
-    return first, count
-
-
-def _itl(scan: RecordScan, policy: ResultsPolicy) -> Failure | None:
-    tol = policy.record_tolerance
-    cols = (scan.itl_rec, scan.e2el_ms, scan.ttft_ms, scan.osl)
-
-    def bad_one(itl, e2el, ttft, osl):
-        if osl > 1 and not math.isnan(itl):
-            expected = (e2el - ttft) / (osl - 1)
-            return abs(itl - expected) > tol * abs(expected) + 1e-6
-        return False
-
-    def bad_many(itl, e2el, ttft, osl):
-        expected = (e2el - ttft) / (osl - 1)
-        return (osl > 1) & ~_numpy().isnan(itl) & (abs(itl - expected) > tol * abs(expected) + 1e-6)
-
-    first, n = _flagged(cols, bad_one, bad_many)
-    if not n:
-        return None
-    itl, e2el, ttft, osl = (c[first] for c in cols)
-    example = (f"ITL {_g(itl)} ms where (E2EL - TTFT) / (OSL - 1) = ({_g(e2el)} - {_g(ttft)}) / "
-               f"{_g(osl - 1)} = {_g((e2el - ttft) / (osl - 1))} ms")
-    return Failure("record-itl", f"{_count('whose ITL disagrees with its other values', n)}: e.g. {example}; AIPerf "
-                                 f"computes the ITL from those values (tolerance {tol:g} relative), so one of them was edited")
-
-
-def _rate(scan: RecordScan, policy: ResultsPolicy) -> Failure | None:
-    tol = policy.record_tolerance
-    cols = (scan.itl_rec, scan.otpu)
-
-    def bad_one(itl, rate):
-        return not (math.isnan(itl) or math.isnan(rate)) and itl > 0 and abs(rate - 1000.0 / itl) > tol * abs(rate) + 1e-6
-
-    def bad_many(itl, rate):
-        return (itl > 0) & ~_numpy().isnan(rate) & (abs(rate - 1000.0 / itl) > tol * abs(rate) + 1e-6)
-
-    first, n = _flagged(cols, bad_one, bad_many)
-    if not n:
-        return None
-    itl, rate = scan.itl_rec[first], scan.otpu[first]
-    example = f"a per-user rate of {_g(rate)} tokens/s with an ITL of {_g(itl)} ms (1000 / ITL = {_g(1000.0 / itl)})"
-    return Failure("record-rate", f"{_count('whose per-user rate disagrees with its ITL', n)}: e.g. {example} "
-                                  f"(tolerance {tol:g} relative)")
-
-
-def _tokens(scan: RecordScan) -> Failure | None:
-    cols = (scan.osl, scan.usage_osl)
-    first, n = _flagged(cols, lambda osl, usage: not math.isnan(usage) and usage != osl,
-                        lambda osl, usage: ~_numpy().isnan(usage) & (usage != osl))
-    if not n:
-        return None
-    example = f"OSL {_g(scan.osl[first])} where the server's usage says {_g(scan.usage_osl[first])} completion tokens"
-    return Failure("record-tokens", f"{_count('whose output length disagrees with the server', n)}: e.g. {example}")
-
-
-def _duplicates(scan: RecordScan) -> Failure | None:
-    ids = scan.request_ids
+def _repeats(ids: array) -> int:
+    """How many values of an int64 column repeat an earlier one."""
     np = _numpy()
     if np is not None and len(ids) > 1000:
         x = np.sort(np.frombuffer(ids, dtype=np.int64))
-        dups = int((x[1:] == x[:-1]).sum())
-    else:
-        ordered = sorted(ids)
-        dups = sum(1 for a, b in zip(ordered, ordered[1:]) if a == b)
-    if not dups:
-        return None
-    return Failure("duplicate-ids", f"{_count('repeating the x_request_id of another', dups)}: a request counted twice "
-                                    "(records copied within the export, or two exports joined)")
+        return int((x[1:] == x[:-1]).sum())
+    ordered = sorted(ids)
+    return sum(1 for a, b in zip(ordered, ordered[1:]) if a == b)
+
+
+def _duplicates(scan: RecordScan) -> list[Failure]:
+    out = []
+    dups = _repeats(scan.request_ids)
+    if dups:
+        out.append(Failure("duplicate-ids", f"{_count('repeating the x_request_id of another', dups)}: a request "
+                                            "counted twice (records copied within the export, or two exports joined)"))
+    dups = _repeats(scan.sessions)
+    if dups:
+        out.append(Failure("duplicate-ids", f"{_count('repeating the session_num of another', dups)}: AIPerf numbers "
+                                            "the credits that send requests and writes one record per credit, so "
+                                            "records were copied (their x_request_id rewritten) or two exports joined"))
+    return out
 
 
 def _median(values: array) -> float | None:
@@ -189,9 +130,9 @@ def zone_offset_s(window_start: float, first_start: float) -> float:
 
 def _window(scan: RecordScan, ctx: Context, policy: ResultsPolicy) -> list[Failure]:
     out = []
-    if ctx.requests is not None and scan.records_profiled + ctx.errors != ctx.requests:
+    if ctx.requests is not None and ctx.profiled != ctx.requests:
         out.append(Failure("window", f"the run was asked for {ctx.requests} profiling requests, the export holds "
-                                     f"{scan.records_profiled + ctx.errors} (successful and failed)"))
+                                     f"{ctx.profiled} (successful and failed)"))
     if ctx.window is None or scan.start_ns_min is None or scan.end_ns_max is None:
         return out
     first, last = scan.start_ns_min / 1e9, scan.end_ns_max / 1e9
@@ -206,6 +147,127 @@ def _window(scan: RecordScan, ctx: Context, policy: ResultsPolicy) -> list[Failu
         out.append(Failure("window", f"the records span {_g(last - first)} s of AIPerf's {_g(end - start)} s "
                                      f"fixed-count window, less than {policy.window_fill:g} of it; a timestamp was "
                                      "edited or records are missing"))
+    return out
+
+
+def last_response_ns(scan: RecordScan) -> int | None:
+    """The latest request_start_ns + request_latency of the records (AIPerf's last response, on the
+    records' clock), None without records."""
+    n = len(scan.start_ns)
+    if n == 0:
+        return None
+    np = _numpy()
+    if np is not None and n > 1000:
+        last = None
+        for lo in range(0, n, CHUNK):
+            st = np.frombuffer(scan.start_ns, dtype=np.int64)[lo:lo + CHUNK]
+            e2el = np.frombuffer(scan.e2el_ms, dtype=np.float64)[lo:lo + CHUNK]
+            m = int((st + np.rint(e2el * 1e6).astype(np.int64)).max())
+            last = m if last is None else max(last, m)
+        return last
+    return max(s + round(e * 1e6) for s, e in zip(scan.start_ns, scan.e2el_ms))
+
+
+def _duration(scan: RecordScan, ctx: Context, policy: ResultsPolicy) -> Failure | None:
+    """AIPerf's benchmark_duration = last response - first request (aiperf's BenchmarkDurationMetric);
+    a missing or unreadable one is validity.py's finding."""
+    last = last_response_ns(scan)
+    if ctx.duration_s is None or last is None or scan.start_ns_min is None:
+        return None
+    ours = (last - scan.start_ns_min) / 1e9
+    if abs(ours - ctx.duration_s) <= policy.duration_slack_s:
+        return None
+    return Failure("aiperf-duration", f"AIPerf's benchmark_duration is {ctx.duration_s:.9g} s, the records' first "
+                                      f"start to their latest start plus request latency (how AIPerf computes it) is "
+                                      f"{ours:.9g} s (duration-slack-s {policy.duration_slack_s:g}); a timestamp, a "
+                                      "latency or the summary was edited")
+
+
+# AIPerf's options for what a run is asked to do (aiperf/config/flags/cli_config.py): the first name is
+# the one shown
+ASKED = {"requests": ("--request-count", "--num-requests"), "concurrency": ("--concurrency",),
+         "duration": ("--benchmark-duration",)}
+MAX_COMMAND_CHARS = 65_536   # far beyond any AIPerf command line; longer is not one
+
+
+def asked(command: str) -> dict[str, str] | str:
+    """The ASKED options' values in an AIPerf command line (`option value` or `option=value`; the last
+    one counts, as AIPerf's parser takes it), or why the line cannot be read."""
+    if len(command) > MAX_COMMAND_CHARS:
+        return f"it is {len(command):,} characters long"
+    try:
+        words = shlex.split(command)
+    except ValueError as exc:
+        return f"it is not a shell command line ({exc})"
+    out: dict[str, str] = {}
+    for i, word in enumerate(words):
+        for key, names in ASKED.items():
+            for name in names:
+                if word == name and i + 1 < len(words):
+                    out[key] = words[i + 1]
+                elif word.startswith(name + "="):
+                    out[key] = word[len(name) + 1:]
+    return out
+
+
+def _credits(scan: RecordScan, n: int) -> list[Failure]:
+    """A run of n requests numbers its credits 0..n-1 (session_num; AIPerf writes one record per credit):
+    a record numbered outside them was added, or the count re-echoed after records were dropped. Only
+    fixed-count runs: a duration run's agentic replay leaves context-overflow records out of the export."""
+    if not scan.sessions:
+        return []
+    lo, hi = min(scan.sessions), max(scan.sessions)
+    if 0 <= lo and hi < n:
+        return []
+    return [Failure("aiperf-command", f"records numbered {lo}..{hi} (session_num) in a run asked for {n} requests, "
+                                      f"which AIPerf numbers 0..{n - 1}: records were added, or dropped and the count "
+                                      "rewritten")]
+
+
+def _number(text: str, kind: type) -> float | int | None:
+    """A positive whole number (kind int) or finite number of the command line; None otherwise."""
+    try:
+        value = kind(text)
+    except (ValueError, OverflowError):
+        return None
+    return value if value > 0 and math.isfinite(value) else None
+
+
+def _command(scan: RecordScan, ctx: Context) -> list[Failure]:
+    if not ctx.summary:
+        return []
+    rule = "aiperf-command"
+    if not isinstance(ctx.command, str):
+        return [Failure(rule, "profile_export_aiperf.json has no run_info.cli_command (AIPerf 0.13 writes the command "
+                              "it ran there), so what the run was asked for cannot be held against the records")]
+    found = asked(ctx.command)
+    if isinstance(found, str):
+        return [Failure(rule, f"run_info.cli_command cannot be read: {found}")]
+    out = []
+    if "requests" in found:
+        n = _number(found["requests"], int)
+        if n is None:
+            out.append(Failure(rule, f"run_info.cli_command asks for {found['requests']!r} requests, not one count"))
+        elif n != ctx.profiled:
+            out.append(Failure(rule, f"AIPerf was asked for {n} profiling requests (run_info.cli_command: "
+                                     f"--request-count {n}), the export holds {ctx.profiled} (successful and failed): "
+                                     "records were dropped or added"))
+        elif ctx.requests is not None and ctx.requests != n:
+            out.append(Failure(rule, f"run_info.cli_command asks for {n} profiling requests, the configuration AIPerf "
+                                     f"echoes says {ctx.requests}"))
+        else:
+            out += _credits(scan, n)
+    if "concurrency" in found:
+        c = _number(found["concurrency"], int)
+        if c is None or (ctx.conc is not None and c != ctx.conc):
+            out.append(Failure(rule, f"run_info.cli_command asks for concurrency {found['concurrency']}, the run's is "
+                                     f"{ctx.conc}"))
+    echoed = ctx.echo.get("duration")
+    if "duration" in found and echoed is not None:
+        d = _number(found["duration"], float)
+        if d is None or not isinstance(echoed, (int, float)) or isinstance(echoed, bool) or float(echoed) != d:
+            out.append(Failure(rule, f"run_info.cli_command asks for a benchmark duration of {found['duration']} s, "
+                                     f"the configuration AIPerf echoes says {echoed!r}"))
     return out
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from ci_tools.errors import Finding
+from ci_tools.results.invariants import Limits
 
 
 @dataclass(frozen=True)
@@ -14,13 +15,26 @@ class ResultsPolicy:
     # our statistic vs AIPerf's own summary of the same records: relative (both print the same
     # floating-point sums of the same values, so a real export agrees to 1e-15)
     summary_tolerance: float = 0.001
-    # per record (crosscheck.py): ITL vs (E2EL - TTFT) / (OSL - 1), per-user rate vs 1 / ITL, relative
-    record_tolerance: float = 0.001
+    # per record (invariants.py): what AIPerf derives from one record's clock readings (ITL, decode
+    # duration, the sum of the chunk gaps, the per-user rates) against the readings, relative (a real
+    # export agrees to 3e-15)
+    record_tolerance: float = 1e-6
+    # the stream's end after its last content chunk (request_end_ns - request_start_ns - E2EL): at most
+    # this many ms plus span-tail-itl x the record's ITL (measured: 0 to 7.97 ms, at most 2.41 x ITL)
+    span_tail_ms: float = 5.0
+    span_tail_itl: float = 4.0
+    # AIPerf's benchmark_duration against the records' first start to last response (it is that
+    # difference: measured within 9e-8 s)
+    duration_slack_s: float = 0.001
     itl_outlier_factor: float = 100.0      # an ITL above this x the median ITL
     ttft_outlier_factor: float = 1000.0    # a TTFT above this x the median TTFT
     window_slack_s: float = 0.001          # records outside AIPerf's window by more: a timestamp was edited
     window_fill: float = 0.98              # fixed-count windows: the records span at least this share of it
     concurrency_slack: int = 0             # requests in flight above the configured concurrency
+
+    def limits(self) -> Limits:
+        """The tolerances the reader applies to every record (invariants.py)."""
+        return Limits(relative=self.record_tolerance, tail_ms=self.span_tail_ms, tail_itl=self.span_tail_itl)
 
     @classmethod
     def from_mapping(cls, data: dict | None) -> "ResultsPolicy":

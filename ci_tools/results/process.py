@@ -145,9 +145,13 @@ def check_context(scan: records.RecordScan, agg: dict | None, point: PointInfo) 
     def count(value) -> int | None:
         return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
+    run_info = agg.get("run_info") if agg is not None else None
     return crosscheck.Context(conc=point.conc or count(echo.get("concurrency")), requests=count(echo.get("requests")),
                               window=summary.window(agg) if agg is not None else None,
-                              errors=scan.records_error_dropped)
+                              profiled=scan.profiling_total,
+                              duration_s=summary.benchmark_duration_s(agg) if agg is not None else None,
+                              command=run_info.get("cli_command") if isinstance(run_info, dict) else None,
+                              echo=echo, summary=agg is not None)
 
 
 def refuse_non_finite(result: dict) -> dict:
@@ -202,7 +206,7 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
                 "pass the point: --tp N --conc N [--ep N --dp-attn --gpus N --scenario S --duration S]")])
         point = point_from_job(job, str(path / names.JOB_JSON))
     adir = find_aiperf_dir(path)
-    scan = records.scan_file(adir / names.PROFILE_JSONL, workers=workers)
+    scan = records.scan_file(adir / names.PROFILE_JSONL, workers=workers, limits=policy.limits())
     agg = read_json(adir / names.PROFILE_JSON)
     result = build_result(scan, agg, point, max_error_rate, min_requests, policy)
     samples, problems = telemetry_samples(path)

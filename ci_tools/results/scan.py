@@ -15,7 +15,8 @@ from operator import truediv
 # Why a profiling record without an error is left out of S. BROKEN: a value no real request can have
 # (a clock or counter is wrong, so no number from the export can be trusted). DEGRADED: a value is
 # missing, which a few requests may legitimately lack.
-BROKEN = ("no-phase", "bad-unit", "bad-timestamps", "bad-token-counts", "bad-latency", "bad-ttft", "nonpositive-itl")
+BROKEN = ("no-phase", "bad-unit", "bad-timestamps", "bad-token-counts", "bad-latency", "bad-ttft", "nonpositive-itl",
+          "bad-value")
 DEGRADED = ("missing-timestamps", "missing-latency", "missing-ttft", "missing-itl", "zero-output")
 
 
@@ -41,13 +42,18 @@ class RecordScan:
     osl_count: int = 0
     # what the cross-checks read (crosscheck.py, summary.py), one per successful record in file order:
     osl: array = field(default_factory=lambda: array("f"))
-    itl_rec: array = field(default_factory=lambda: array("f"))     # NaN where the record has no ITL
+    isl: array = field(default_factory=lambda: array("f"))
     otpu: array = field(default_factory=lambda: array("f"))        # AIPerf's output_token_throughput_per_user, NaN: none
-    usage_osl: array = field(default_factory=lambda: array("f"))   # usage_completion_tokens, NaN: none
     start_ns: array = field(default_factory=lambda: array("q"))
     end_ns: array = field(default_factory=lambda: array("q"))
     request_ids: array = field(default_factory=lambda: array("q"))  # hash of x_request_id, where there is one
+    sessions: array = field(default_factory=lambda: array("q"))     # AIPerf's credit number (session_num), where there is one
     ids_missing: int = 0
+    # the per-record invariants (invariants.py), checked as the records are read: rule -> [records
+    # breaking it, the first one's line, its figures]
+    violations: dict[str, list] = field(default_factory=dict)
+    icl_count: int = 0        # inter_chunk_latency values of the successful records
+    icl_ns: int = 0           # their sum, each record's rounded to whole ns (AIPerf's unit): exact in any order
     unit_problems: dict[str, int] = field(default_factory=dict)    # "metric in 'unit'" -> records refused
     start_ns_min: int | None = None
     end_ns_max: int | None = None
@@ -59,6 +65,12 @@ class RecordScan:
     def e2e_per_token_ms(self) -> array:
         """E2EL_i / OSL_i of each record, computed when asked rather than held (8 bytes a record less)."""
         return array("d", map(truediv, self.e2el_ms, self.osl))
+
+    @property
+    def profiling_total(self) -> int:
+        """Every profiling record, successful, failed or left out for a reason (what AIPerf sent)."""
+        return self.records_profiled + self.records_error_dropped + sum(
+            n for reason, n in self.excluded.items() if reason not in ("warmup", "error"))
 
     @property
     def records_dropped_total(self) -> int:

@@ -8,11 +8,14 @@ headline statistic is recomputed here and compared within the policy's `summary-
 difference, a statistic the summary lacks or a unit no table holds makes the result invalid, naming
 both values.
 
-Compared: the per-request latencies (TTFT, ITL, request latency), the per-user output rate and the
-output length (avg, p50, p90, p95, p99, min, max and the count), then AIPerf's output token and request
-throughputs and its average effective concurrency against the records' totals (tokens, requests, time
-in flight) over AIPerf's own window (`start_time`..`end_time`): a latency edited with every value derived
-from it, the summary's statistics rewritten to match, still changes how long requests were in flight.
+Compared: the per-request latencies (TTFT, ITL, request latency, decode duration), the per-user output
+rate, the input and output lengths and the server's prompt and completion token counts (avg, p50, p90,
+p95, p99, min, max and the count; the per-record checks hold each count equal to its length), the count
+and sum of every chunk gap (`inter_chunk_latency`), the token totals, then AIPerf's input, output and
+total token and request throughputs and its average effective concurrency against the records' totals
+(tokens, requests, time in flight) over AIPerf's own window (`start_time`..`end_time`): a latency edited
+with every value derived from it, the summary's statistics rewritten to match, still changes how long
+requests were in flight.
 """
 
 from __future__ import annotations
@@ -20,20 +23,47 @@ from __future__ import annotations
 import math
 from array import array
 from datetime import datetime, timezone
+from operator import sub
+from typing import Callable
 
 from ci_tools.errors import Failure
 from ci_tools.results import units
 from ci_tools.results.metrics import _numpy, percentile
 from ci_tools.results.scan import RecordScan
 
-# AIPerf's summary key -> (the RecordScan column of the same values, the scale of our column's unit)
+def decode_ms(scan: RecordScan) -> array:
+    """E2EL - TTFT of each record: what AIPerf's decode_duration is (computed when asked, not held)."""
+    np = _numpy()
+    if np is not None and len(scan.e2el_ms) > 1000:
+        x = np.frombuffer(scan.e2el_ms, dtype=np.float64) - np.frombuffer(scan.ttft_ms, dtype=np.float64)
+        return array("d", x.tobytes())
+    return array("d", map(sub, scan.e2el_ms, scan.ttft_ms))
+
+
+_COLUMNS: dict = {}
+
+
+def _column(name: str) -> Callable[[RecordScan], array]:
+    """The reader of one RecordScan column (one per name, so that compare() computes its statistics once)."""
+    return _COLUMNS.setdefault(name, lambda scan: getattr(scan, name))
+
+
+# AIPerf's summary key -> (the records' values of it, the scale of their unit)
 COMPARED = (
-    ("time_to_first_token", "ttft_ms", units.MILLISECONDS),
-    ("inter_token_latency", "itl_ms", units.MILLISECONDS),
-    ("request_latency", "e2el_ms", units.MILLISECONDS),
-    ("output_token_throughput_per_user", "otpu", units.TOKENS_PER_USER),
-    ("output_sequence_length", "osl", units.TOKENS),
+    ("time_to_first_token", _column("ttft_ms"), units.MILLISECONDS),
+    ("inter_token_latency", _column("itl_ms"), units.MILLISECONDS),
+    ("request_latency", _column("e2el_ms"), units.MILLISECONDS),
+    ("decode_duration", decode_ms, units.MILLISECONDS),
+    ("output_token_throughput_per_user", _column("otpu"), units.TOKENS_PER_USER),
+    ("output_sequence_length", _column("osl"), units.TOKENS),
+    ("input_sequence_length", _column("isl"), units.TOKENS),
+    # equal record by record to the lengths (invariants.py: record-isl, record-tokens)
+    ("usage_prompt_tokens", _column("isl"), units.TOKENS),
+    ("usage_completion_tokens", _column("osl"), units.TOKENS),
 )
+# AIPerf's totals -> the records' (scan attribute), in tokens
+TOTALS = (("total_usage_prompt_tokens", "isl_sum"), ("total_usage_completion_tokens", "osl_sum"),
+          ("total_output_tokens", "osl_sum"))
 STATS = ("avg", "p50", "p90", "p95", "p99", "min", "max")
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0))
 RULE = "aiperf-summary"
@@ -63,7 +93,9 @@ def statistics(values: array) -> dict[str, float] | None:
     return out
 
 
-def _num(value) -> float | None:
+def finite(value) -> float | None:
+    """A JSON number as a finite float; None for anything else (a bool, text, NaN, infinity, or an
+    integer beyond any float: a huge value is then a finding, never an OverflowError)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     try:
@@ -71,6 +103,9 @@ def _num(value) -> float | None:
     except OverflowError:
         return None
     return value if math.isfinite(value) else None
+
+
+_num = finite
 
 
 def _differs(ours: float, theirs: float, tolerance: float) -> bool:
@@ -92,6 +127,16 @@ def window(agg: dict) -> tuple[float, float] | None:
     return (start, end) if end > start else None
 
 
+def benchmark_duration_s(agg: dict) -> float | None:
+    """AIPerf's benchmark_duration in seconds; None when missing, not a finite number or in a unit
+    ci-tools does not read (validity.py reports each)."""
+    entry = agg.get("benchmark_duration")
+    if not isinstance(entry, dict):
+        return None
+    value, f = _num(entry.get("avg")), units.SECONDS.factor(entry.get("unit"))
+    return None if value is None or f is None else value * f
+
+
 def window_s(agg: dict) -> float | None:
     """The window's length in seconds (the zone cancels out)."""
     w = window(agg)
@@ -101,8 +146,11 @@ def window_s(agg: dict) -> float | None:
 def compare(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]:
     """Every difference between AIPerf's summary and the same statistic of the records."""
     fails: list[Failure] = []
+    memo: dict = {}     # the lengths' statistics serve the usage counts too: computed once
     for key, column, scale in COMPARED:
-        ours = statistics(getattr(scan, column))
+        if column not in memo:
+            memo[column] = statistics(column(scan))
+        ours = memo[column]
         entry = agg.get(key)
         if entry is None and ours is None:
             continue
@@ -135,7 +183,38 @@ def compare(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]:
             unit = "" if scale is units.TOKENS else f" (in {scale.usual})"
             fails.append(Failure(RULE, f"AIPerf's summary of {key} disagrees with the records{unit}: "
                                        + "; ".join(wrong) + f" (tolerance {tolerance:g} relative)"))
+    fails += _totals(scan, agg, tolerance)
     fails += _throughputs(scan, agg, tolerance)
+    return fails
+
+
+def _totals(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]:
+    """AIPerf's token totals and its count and sum of the chunk gaps against the records'."""
+    fails = []
+    for key, attr in TOTALS:
+        entry = agg.get(key)
+        theirs = _num(entry.get("avg")) if isinstance(entry, dict) else None
+        ours = getattr(scan, attr)
+        if theirs is None:
+            fails.append(Failure(RULE, f"profile_export_aiperf.json has no numeric {key}.avg"))
+        elif units.TOKENS.factor(entry.get("unit")) != 1.0 or _differs(ours, theirs, tolerance):
+            fails.append(Failure(RULE, f"AIPerf's {key} is {_show(theirs)} {units.shown(entry.get('unit'))}, the "
+                                       f"records add up to {_show(ours)} tokens"))
+    entry = agg.get("inter_chunk_latency")
+    if not isinstance(entry, dict):
+        if scan.icl_count:
+            fails.append(Failure(RULE, "profile_export_aiperf.json has no inter_chunk_latency statistics, though the "
+                                       f"records hold {scan.icl_count} chunk gaps"))
+        return fails
+    f = units.MILLISECONDS.factor(entry.get("unit"))
+    count, total = _num(entry.get("count")), _num(entry.get("sum"))
+    if f is None:
+        fails.append(Failure("units", f"profile_export_aiperf.json gives inter_chunk_latency in "
+                                      f"{units.shown(entry.get('unit'))}; refused"))
+    elif count != scan.icl_count or total is None or _differs(scan.icl_ns / 1e6, total * f, tolerance):
+        fails.append(Failure(RULE, f"AIPerf's inter_chunk_latency holds {entry.get('count')!r} chunk gaps adding up to "
+                                   f"{entry.get('sum')!r} {units.shown(entry.get('unit'))}, the records {scan.icl_count} "
+                                   f"adding up to {_show(scan.icl_ns / 1e6)} ms (tolerance {tolerance:g} relative)"))
     return fails
 
 
@@ -149,6 +228,10 @@ def _throughputs(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]
     in_flight = (sum(scan.end_ns) - sum(scan.start_ns)) / 1e9 / window
     for key, ours, scale, what in (("output_token_throughput", scan.osl_sum / window, units.TOKENS_PER_SECOND,
                                     "output tokens"),
+                                   ("input_token_throughput", scan.isl_sum / window, units.TOKENS_PER_SECOND,
+                                    "input tokens"),
+                                   ("total_token_throughput", (scan.isl_sum + scan.osl_sum) / window,
+                                    units.TOKENS_PER_SECOND, "input and output tokens"),
                                    ("request_throughput", scan.records_profiled / window, units.REQUESTS_PER_SECOND,
                                     "requests"),
                                    ("effective_concurrency", in_flight, units.REQUESTS, "requests' time in flight")):

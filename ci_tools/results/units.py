@@ -48,6 +48,12 @@ RECORD_UNITS = {
     "output_sequence_length": TOKENS,
     "usage_completion_tokens": TOKENS,
     "output_token_throughput_per_user": TOKENS_PER_USER,
+    # read only to check the record against itself (invariants.py)
+    "usage_prompt_tokens": TOKENS,
+    "prefill_throughput_per_user": TOKENS_PER_USER,
+    "e2e_output_token_throughput": TOKENS_PER_USER,
+    "decode_duration": MILLISECONDS,
+    "inter_chunk_latency": MILLISECONDS,
 }
 
 

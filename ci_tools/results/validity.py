@@ -12,8 +12,9 @@ InferenceX checks the AgentX error rate on some paths only and never on GB300 mu
   ITL <= 0, a negative token count, a timestamp before the epoch or after the end, ...);
 - `records-missing`: at most MAX_MISSING_SHARE of the profiling records lack a value (scan.DEGRADED);
 - `aiperf-count`: AIPerf's own request count equals the profiling records counted here;
-- `aiperf-tokens`, `aiperf-duration`: AIPerf's own totals (`total_isl`, `total_osl`,
-  `benchmark_duration`) agree with the records: a record edited after the run disagrees;
+- `aiperf-tokens`: AIPerf's own totals (`total_isl`, `total_osl`) agree with the records: a record
+  edited after the run disagrees; `aiperf-duration` here only when `benchmark_duration` is missing or
+  in a unit ci-tools does not read (crosscheck.py holds its value against the records);
 - `aiperf-complete`: AIPerf marked the run complete (`is_complete: true`) and not cancelled
   (`was_cancelled: false`), as JSON booleans;
 - `echo-*`: the run's configuration echoes the requested point (concurrency, model, duration,
@@ -22,21 +23,17 @@ InferenceX checks the AgentX error rate on some paths only and never on GB300 mu
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from ci_tools.errors import Failure
 from ci_tools.render import numbers as num
 from ci_tools.results import units
 from ci_tools.results.scan import BROKEN, DEGRADED
+from ci_tools.results.summary import finite
 
 KNOWN_PHASES = ("warmup", "profiling")
 # Share of profiling records that may lack a value (a timestamp, TTFT, ITL) before the result is invalid.
 MAX_MISSING_SHARE = 0.01
-# How far the records' duration may be from AIPerf's benchmark_duration: relative, plus seconds (the
-# request span and AIPerf's phase window differ by the ramp and the last in-flight request).
-DURATION_TOLERANCE = (0.10, 2.0)
-
 # Per scenario: the minimum fraction of the requested duration, and successful requests per lane.
 SCENARIO_RULES = {
     "agentic-coding": {"min_duration_fraction": 0.9, "min_requests_per_conc": 2},
@@ -59,15 +56,10 @@ def _avg(agg: dict, key: str) -> float | None:
     value = agg.get(key)
     if isinstance(value, dict):
         value = value.get("avg")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+    return finite(value)
 
 
-def _num(value) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    return float(value)
+_num = finite
 
 
 def config_echo(agg: dict) -> dict:
@@ -164,15 +156,11 @@ def check(metrics: dict, agg: dict | None, req: Requirements) -> list[Failure]:
     theirs = _avg(agg, "benchmark_duration")
     unit = agg["benchmark_duration"].get("unit") if isinstance(agg.get("benchmark_duration"), dict) else None
     factor = units.SECONDS.factor(unit)
-    rel, slack = DURATION_TOLERANCE
     if theirs is None:
         fails.append(Failure("aiperf-duration", "profile_export_aiperf.json has no numeric benchmark_duration.avg"))
     elif factor is None:
         fails.append(Failure("units", f"profile_export_aiperf.json gives benchmark_duration in {units.shown(unit)}, "
                                       "not a unit of time ci-tools reads; refused rather than read as seconds"))
-    elif dur is not None and abs(dur - theirs * factor) > rel * theirs * factor + slack:
-        fails.append(Failure("aiperf-duration", f"the records span {dur:.1f} s, AIPerf measured {theirs * factor:.1f} s "
-                                                "(benchmark_duration); a timestamp is wrong"))
     if agg.get("was_cancelled") is not False:
         fails.append(Failure("aiperf-complete", "AIPerf cancelled the run or did not say (was_cancelled: "
                                                 f"{agg.get('was_cancelled')!r}, expected false)"))

@@ -19,13 +19,16 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Any
 from types import SimpleNamespace
 
 from ci_tools.config.disagg import DisaggPoint, Group
 from ci_tools.config.recipe import render_args
 from ci_tools.errors import InputError
 from ci_tools.sweep.buckets import profile_of
+from ci_tools.sweep.row import MatrixRow, as_row
 from ci_tools import names
 from ci_tools import engines
 from ci_tools.engines import ServeSpec, WorkerSpec, compat, install, routers
@@ -116,7 +119,7 @@ class Client:
 
 @dataclass
 class MultiNodePlan:
-    row: dict
+    row: MatrixRow
     point: DisaggPoint
     scenario: str
     result_filename: str
@@ -175,7 +178,7 @@ class MultiNodePlan:
             "multinode": True,
             "point": self.point_for(None, placement),
             "recipe": self.point.as_dict(),
-            "row": self.row,
+            "row": self.row.as_dict(),
             "concurrencies": [{"conc": c.conc, "dir": c.subdir, "result-filename": c.result_filename}
                               for c in self.clients],
             "client-exports": [f for c in self.clients for f in c.exports],
@@ -198,7 +201,7 @@ class MultiNodePlan:
                 "canary": self.row.get("canary")}
 
 
-def check_row(row: dict) -> list[str]:
+def check_row(row: Mapping[str, Any]) -> list[str]:
     problems = []
     for key in ("prefill", "decode", "conc", "image", "model"):
         if key not in row:
@@ -211,7 +214,7 @@ def check_row(row: dict) -> list[str]:
     return problems
 
 
-def _concs(row: dict) -> list[int]:
+def _concs(row: Mapping[str, Any]) -> list[int]:
     conc = row.get("conc")
     return [int(c) for c in conc] if isinstance(conc, list) else [int(conc)]
 
@@ -220,7 +223,7 @@ def _tag(g: Group) -> str:
     return f"tp{g.key.tp}-ep{g.key.ep}-dpa{'true' if g.key.dp_attn else 'false'}-nw{g.key.workers}"
 
 
-def result_filename(row: dict, point: DisaggPoint, concs: list[int], runner_name: str = "") -> str:
+def result_filename(row: Mapping[str, Any], point: DisaggPoint, concs: list[int], runner_name: str = "") -> str:
     """Like the single-node name, with both sides' topology in place of tp/ep/dpa."""
     base = (f"{row.get('exp-name', 'run')}_{row.get('precision', '')}_{row.get('framework', '')}"
             f"_prefill-{_tag(point.prefill)}_decode-{_tag(point.decode)}_spec-{row.get('spec-decoding', 'none')}"
@@ -228,7 +231,7 @@ def result_filename(row: dict, point: DisaggPoint, concs: list[int], runner_name
     return names._finish(base, row, runner_name)
 
 
-def offload_share(point: DisaggPoint, group: Group, row: dict, gpus_per_node: int) -> tuple[int, int] | None:
+def offload_share(point: DisaggPoint, group: Group, row: Mapping[str, Any], gpus_per_node: int) -> tuple[int, int] | None:
     """(GB of host DRAM one worker may use on each of its nodes, its ranks on a node) from the row's
     per-node budget (total-cpu-dram-gb), when this side offloads KV; None when it does not."""
     from ci_tools.config.disagg import offload_roles
@@ -251,7 +254,7 @@ def dynamo_runtime_args(namespace: str) -> list[str]:
     return ["--namespace", namespace, "--discovery-backend", "file", "--request-plane", "tcp", "--event-plane", "zmq"]
 
 
-def worker_spec(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_per_node: int,
+def worker_spec(point: DisaggPoint, worker: Worker, model: str, row: Mapping[str, Any], gpus_per_node: int,
                 files_dir: str) -> WorkerSpec:
     g = worker.group
     k = g.key
@@ -272,7 +275,7 @@ def worker_spec(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_
                       router_fronted=kind == "sglang-router")
 
 
-def worker_command(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_per_node: int,
+def worker_command(point: DisaggPoint, worker: Worker, model: str, row: Mapping[str, Any], gpus_per_node: int,
                    namespace: str, files_dir: str = ".") -> engines.Command:
     """The engine command of one worker, from the engine plug-in (Dynamo's runtime options first)."""
     ws = worker_spec(point, worker, model, row, gpus_per_node, files_dir)
@@ -282,7 +285,7 @@ def worker_command(point: DisaggPoint, worker: Worker, model: str, row: dict, gp
     return cmd
 
 
-def worker_argv(point: DisaggPoint, worker: Worker, model: str, row: dict, gpus_per_node: int,
+def worker_argv(point: DisaggPoint, worker: Worker, model: str, row: Mapping[str, Any], gpus_per_node: int,
                 namespace: str, files_dir: str = ".") -> list[str]:
     return worker_command(point, worker, model, row, gpus_per_node, namespace, files_dir).argv
 
@@ -320,8 +323,9 @@ def bud_minutes(seconds: float) -> int:
     return max(1, math.ceil(seconds / 60))
 
 
-def build_multinode_plan(row: dict, point: DisaggPoint, settings: Settings, out_dir: str,
+def build_multinode_plan(row: Mapping[str, Any], point: DisaggPoint, settings: Settings, out_dir: str,
                          gpus_per_node: int | None, slurm: SlurmSettings | None = None) -> MultiNodePlan:
+    row = as_row(row)
     slurm = slurm or SlurmSettings()
     problems = check_row(row) + image_problems(row, point.image)
     if row.get("kv-p2p-transfer") and str(row["kv-p2p-transfer"]) != point.kv_transfer:

@@ -21,6 +21,7 @@ from pathlib import Path
 from ci_tools import names
 from ci_tools.errors import InputError, UsageError
 from ci_tools.runner.digest import Digest
+from ci_tools.sweep.row import MatrixRow, MultiNodeRow, SingleNodeRow, parse_row
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ class PreparedJob:
         return None
 
 
-def load_row(path: Path) -> dict:
+def load_json_row(path: Path) -> dict:
+    """The one JSON object of a row file (or of a one-element list, as a matrix output holds it)."""
     from ci_tools.yaml.load import read_text
 
     try:
@@ -91,7 +93,12 @@ def load_row(path: Path) -> dict:
     return row
 
 
-def recipe_path(row: dict, root: Path, row_path: Path) -> Path:
+def load_row(path: Path) -> SingleNodeRow | MultiNodeRow:
+    """The matrix row of a `--row` file, read and checked once."""
+    return parse_row(load_json_row(path), str(path))
+
+
+def recipe_path(row: MatrixRow, root: Path, row_path: Path) -> Path:
     from ci_tools.config.load import default_master_paths, read_masters
 
     if row.get("recipe"):
@@ -109,7 +116,7 @@ def recipe_path(row: dict, root: Path, row_path: Path) -> Path:
     return root / str(entry["recipe"])
 
 
-def hardware_of(row: dict, root: Path) -> dict:
+def hardware_of(row: MatrixRow, root: Path) -> dict:
     """runners.yaml `hardware:` facts of the row's runner label ({} when none)."""
     from ci_tools.config.load import read_runners
 
@@ -153,7 +160,7 @@ def gpu_list(gpus: str | None) -> list[str] | None:
     return devices
 
 
-def eval_policy(row: dict, root: Path):
+def eval_policy(row: MatrixRow, root: Path):
     """The policy's `evals:` section, for eval rows only (other rows run without a policy file)."""
     from ci_tools.evals.policy import is_eval_row, policy_from_doc
     from ci_tools.yaml.load import load_yaml_file
@@ -185,7 +192,7 @@ def check_image(policy: Path | None, images: set[str]) -> None:
             raise InputError(f"not started: {why}")
 
 
-def _row_and_recipe(req: RunRequest, row: dict | None = None):
+def _row_and_recipe(req: RunRequest, row: MatrixRow | None = None):
     """The row and its recipe, the image checked against the trusted policy before anything starts
     (`runner run` and `runner profile` alike: a profiled container gets HF_TOKEN too)."""
     from ci_tools.config.load import load_recipe
@@ -210,7 +217,7 @@ def prepare_run(req: RunRequest) -> PreparedJob:
     port, worker_port = req.port, req.worker_port
     if 0 in (port, worker_port):
         port, worker_port = free_ports(req.backend, port, worker_port)
-    if "prefill" in row or "decode" in row:
+    if isinstance(row, MultiNodeRow):
         return _prepare_multinode(req, row, recipe, hardware, port, worker_port)
     return _prepare_single(req, row, recipe, hardware, port, worker_port)
 
@@ -219,10 +226,10 @@ def prepare_profile(req: RunRequest, requests: int | None) -> PreparedJob:
     """`runner profile`: `runner run`'s job for a single-node row, with the engine's profiler on, a short
     client window between the start and stop profile calls, and the traces merged afterwards."""
     row = load_row(req.row_path)
-    if "prefill" in row or "decode" in row:
+    if isinstance(row, MultiNodeRow):
         raise UsageError("`runner profile` serves single-node rows only; a prefill/decode row's workers would "
                          "each need their own profile calls (not supported yet)")
-    row, recipe = _row_and_recipe(req, row)
+    _, recipe = _row_and_recipe(req, row)
     port, worker_port = req.port, req.worker_port
     if 0 in (port, worker_port):
         port, worker_port = free_ports(req.backend, port, worker_port)
@@ -251,14 +258,15 @@ def prepare_acceptance(req: RunRequest, dataset_file: str | None, run_url: str |
     from ci_tools.config.load import load_recipe
     from ci_tools.runner.plan import CONTAINER_BACKENDS
 
-    cell = load_row(req.row_path)
+    cell = load_json_row(req.row_path)
     serve = cell.get("serve")
     missing = [k for k in ("id", "model", "engine", "mtp", "thinking") if k not in cell]
     if not isinstance(serve, dict) or missing:
         raise InputError(f"{req.row_path}: not a SPEED-Bench collection cell (no "
                          f"{', '.join(missing) if missing else '`serve` row'}); pass a row of "
                          "`ci-tools config acceptance-matrix --format json`")
-    if "prefill" in serve or "decode" in serve:
+    serve = parse_row(serve, f"{req.row_path}: serve")
+    if isinstance(serve, MultiNodeRow):
         raise UsageError("`runner acceptance` measures single-node points only")
     recipe_file = recipe_path(serve, req.root, req.row_path)
     recipe = load_recipe(recipe_file, str(recipe_file), req.root)
@@ -271,7 +279,7 @@ def prepare_acceptance(req: RunRequest, dataset_file: str | None, run_url: str |
                            acceptance={"cell": cell, "dataset": dataset_file, "run": run_url})
 
 
-def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: int, worker_port: int,
+def _prepare_single(req: RunRequest, row: SingleNodeRow, recipe, hardware: dict, port: int, worker_port: int,
                     profile: tuple[int | None] | None = None, acceptance: dict | None = None) -> PreparedJob:
     from ci_tools.config.recipe import resolve_point
     from ci_tools.runner import nodecheck
@@ -423,7 +431,7 @@ def _prepare_single(req: RunRequest, row: dict, recipe, hardware: dict, port: in
                        stopped="all processes of this job were stopped", run=run, done=done)
 
 
-def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port: int,
+def _prepare_multinode(req: RunRequest, row: MultiNodeRow, recipe, hardware: dict, port: int,
                        worker_port: int) -> PreparedJob:
     """A prefill/decode row: one allocation, one srun step per worker, the frontend, a client per concurrency."""
     from ci_tools.config.disagg import is_disagg, resolve_disagg
@@ -470,7 +478,7 @@ def _prepare_multinode(req: RunRequest, row: dict, recipe, hardware: dict, port:
                        stopped="the allocation and every step of this job were stopped", run=run)
 
 
-def _speculative(row: dict, point) -> bool:
+def _speculative(row: MatrixRow, point) -> bool:
     return str(row.get("spec-decoding") or "none") != "none" or point.synthetic_acceptance is not None or \
         any(str(k).startswith("speculative-") for k in point.args)
 

@@ -21,6 +21,7 @@ Row keys read (everything else in the row is ignored):
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ from ci_tools.engines import routers
 from ci_tools.errors import InputError
 from ci_tools.evals.policy import split_simulated_acceptance
 from ci_tools.sweep.buckets import profile_of
+from ci_tools.sweep.row import MatrixRow, as_row
 from ci_tools import names
 
 AGENTIC = "agentic-coding"
@@ -113,7 +115,7 @@ class Proc:
 
 @dataclass
 class JobPlan:
-    row: dict
+    row: MatrixRow
     point: ResolvedPoint
     scenario: str
     result_filename: str
@@ -152,7 +154,7 @@ class JobPlan:
                       "image": self.image, "run-eval": self.run_eval, "profile": profile_of(self.row),
                       "canary": self.row.get("canary")},
             "recipe": pt.as_dict(),
-            "row": self.row,
+            "row": self.row.as_dict(),
             "commands": {p.role: {"argv": p.argv, "env": p.env, "log": p.log} for p in self.procs},
             "base-url": self.base_url,
             "ready-urls": self.ready_urls,
@@ -167,7 +169,7 @@ def _truthy(value: Any) -> bool:
     return bool(value)
 
 
-def check_row(row: dict, container: bool = True) -> list[str]:
+def check_row(row: Mapping[str, Any], container: bool = True) -> list[str]:
     """Problems with a row that make it unrunnable here (all of them); an image only where a container runs."""
     problems = []
     for key in ("tp", "conc", "image", "model") if container else ("tp", "conc", "model"):
@@ -311,7 +313,7 @@ def _router_id(router: dict) -> tuple[str, str]:
     return str(router.get("name")), str(router.get("version"))
 
 
-def image_problems(row: dict, image: str) -> list[str]:
+def image_problems(row: Mapping[str, Any], image: str) -> list[str]:
     """The row and its recipe must name one digest-pinned image (single- and multi-node)."""
     problems = []
     if str(row.get("image")) != image:
@@ -322,7 +324,7 @@ def image_problems(row: dict, image: str) -> list[str]:
     return problems
 
 
-def run_shape(row: dict, settings: Settings) -> tuple[str, bool, bool, float | None]:
+def run_shape(row: Mapping[str, Any], settings: Settings) -> tuple[str, bool, bool, float | None]:
     """(scenario, eval run, AgentX-fast, benchmark duration in seconds or None) of a row."""
     scenario = row.get("scenario-type", "fixed-seq-len")
     run_eval = _truthy(row.get("run-eval")) or _truthy(row.get("eval-only"))
@@ -346,7 +348,7 @@ def dataset_problems(dataset: str) -> list[str]:
     return []
 
 
-def point_problems(row: dict, point: ResolvedPoint) -> list[str]:
+def point_problems(row: Mapping[str, Any], point: ResolvedPoint) -> list[str]:
     """The row's parallelism beyond tp/ep/dp-attn and its KV offload must be the point's."""
     problems = []
     for key, have in (("pp", point.pp), ("dcp-size", point.dcp), ("pcp-size", point.pcp)):
@@ -370,7 +372,7 @@ def point_problems(row: dict, point: ResolvedPoint) -> list[str]:
     return problems
 
 
-def offload_args(point: ResolvedPoint, row: dict) -> tuple[dict, dict, dict]:
+def offload_args(point: ResolvedPoint, row: Mapping[str, Any]) -> tuple[dict, dict, dict]:
     """(engine args, engine file options, env) of the point's KV offload, sized from the row's budget."""
     off = point.kv_offload
     if not off or (row.get("kv-offloading") or "none") == "none":
@@ -387,7 +389,8 @@ def offload_args(point: ResolvedPoint, row: dict) -> tuple[dict, dict, dict]:
     return {**dict(off.get("args") or {}), **args}, options, env
 
 
-def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str) -> JobPlan:
+def build_plan(row: Mapping[str, Any], point: ResolvedPoint, settings: Settings, out_dir: str) -> JobPlan:
+    row = as_row(row)
     container = settings.in_container
     problems = check_row(row, container) + (image_problems(row, point.image) if container else []) \
         + point_problems(row, point) + dataset_problems(settings.dataset)
@@ -479,7 +482,7 @@ def build_plan(row: dict, point: ResolvedPoint, settings: Settings, out_dir: str
                    image=point.image if container else None, evals=evals)
 
 
-def _eval_plan(row: dict, model: str, base_url: str, removed: list[str], settings: Settings, out_dir: str) -> dict:
+def _eval_plan(row: MatrixRow, model: str, base_url: str, removed: list[str], settings: Settings, out_dir: str) -> dict:
     """The harness runs of an eval row (ci_tools.evals.policy), from the policy's `evals:` section."""
     from ci_tools.evals.policy import eval_spec, harness_runs
 

@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping
 from ci_tools.config.recipe import Recipe, resolve_point
 from ci_tools.engines import engine as engine_plugin
 from ci_tools.errors import InputError
+from ci_tools.sweep.row import MatrixRow, MultiNodeRow, as_row
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,8 @@ def _int(row: Mapping[str, Any], key: str, default: int | None = None) -> int:
 
 def refusals(row: Mapping[str, Any], ctx: Context) -> list[Refusal]:
     """Everything that stops this row from running (empty: `runner run` serves it)."""
-    key = str(row.get("config-key") or "?")
+    row = as_row(row)
+    key = str(row.config_key or "?")
     for rule in PENDING_RULES:
         hit = rule(row)
         if hit:
@@ -110,7 +112,7 @@ def refusals(row: Mapping[str, Any], ctx: Context) -> list[Refusal]:
     if is_eval_row(row) and ctx.evals is None:
         return refuse("no-eval-policy", "it is an eval row and the policy file has no `evals:` section, so no "
                       "harness or task is known", "add evals: (suites, harnesses) to inferencex-e2e/ci-policy.yaml")
-    if row.get("prefill") is not None or row.get("decode") is not None:
+    if isinstance(row, MultiNodeRow):
         _multinode(row, ctx, refuse)
         return out
     try:
@@ -125,14 +127,14 @@ def refusals(row: Mapping[str, Any], ctx: Context) -> list[Refusal]:
     from ci_tools.runner.plan import Settings, build_plan
 
     try:
-        build_plan(dict(row), point, Settings(gpus_per_node=ctx.gpus_per_node, evals=ctx.evals), "out")
+        build_plan(row, point, Settings(gpus_per_node=ctx.gpus_per_node, evals=ctx.evals), "out")
     except InputError as exc:
         refuse("runner", f"`runner run` would refuse the row: {exc}", "fix the master entry or its recipe as the "
                "message says")
     return out
 
 
-def _multinode(row: Mapping[str, Any], ctx: Context, refuse) -> None:
+def _multinode(row: MultiNodeRow, ctx: Context, refuse) -> None:
     """A prefill/decode row: the multi-node planner decides, as `runner run` would (Slurm only)."""
     from ci_tools.config.disagg import is_disagg, resolve_disagg
     from ci_tools.runner.disagg import build_multinode_plan
@@ -149,7 +151,7 @@ def _multinode(row: Mapping[str, Any], ctx: Context, refuse) -> None:
     try:
         point = resolve_disagg(recipe, row.get("prefill") or {}, row.get("decode") or {}, concs,
                                (row.get("kv-offloading") or "none") != "none")
-        build_multinode_plan(dict(row), point, Settings(evals=ctx.evals), "out", ctx.gpus_per_node)
+        build_multinode_plan(row, point, Settings(evals=ctx.evals), "out", ctx.gpus_per_node)
     except InputError as exc:
         refuse("multinode-runner", f"`runner run` would refuse the row: {exc}", "fix the master entry or its "
                "disaggregated recipe as the message says")
@@ -158,15 +160,16 @@ def _multinode(row: Mapping[str, Any], ctx: Context, refuse) -> None:
 
 
 def screen_for(entries: Mapping[str, Mapping[str, Any]], recipes: Mapping[str, Recipe | str],
-               hardware: Mapping[str, Any], evals: Any = None) -> Callable[[str, Mapping[str, Any]], list[Refusal]]:
+               hardware: Mapping[str, Any], evals: Any = None) -> Callable[[str, MatrixRow], list[Refusal]]:
     """The plan builder's screen: `recipes` maps each `recipe:` path to its loaded recipe, or to the
     reason it could not be read (the shell reads them from git at the planned head); `evals` is the
     policy's `evals:` section (ci_tools.evals.policy.EvalPolicy), None when it has none."""
-    def screen(key: str, row: Mapping[str, Any]) -> list[Refusal]:
+    def screen(key: str, row: MatrixRow) -> list[Refusal]:
         entry = entries.get(key)
         path = entry.get("recipe") if isinstance(entry, Mapping) else None
         found = recipes.get(path) if isinstance(path, str) else None
-        gpn = (hardware.get(row.get("runner")) or {}).get("gpus-per-node") if isinstance(hardware, Mapping) else None
+        facts = hardware.get(row.runner) if row.runner is not None and isinstance(hardware, Mapping) else None
+        gpn = (facts or {}).get("gpus-per-node")
         return refusals(row, Context(entry, found if isinstance(found, Recipe) else None,
                                      found if isinstance(found, str) else None, int(gpn) if gpn else None,
                                      evals))
@@ -206,8 +209,8 @@ def servability(valid, recipes, hardware: dict, change) -> list:
         gpn = (hardware.get(e.data.get("runner")) or {}).get("gpus-per-node")
         ctx = Context(e.data, loaded, None, int(gpn) if gpn else None)
         seen: set[tuple[str, str]] = set()
-        for row in expand(entries, hardware, Filters(config_keys=(e.key,))):
-            for r in refusals(dict(row.data, **{"config-key": e.key}), ctx):
+        for keyed in expand(entries, hardware, Filters(config_keys=(e.key,))):
+            for r in refusals(keyed.row.replace(config_key=e.key), ctx):
                 # a missing point is crossfile.recipe_links' finding already (located in both files)
                 if r.pending or r.rule == "no-recipe-point" or (r.rule, r.message) in seen:
                     continue

@@ -144,7 +144,7 @@ def _energy_j(points: list[tuple[float, float | None]], start: float, end: float
         return None, 0.0
     ts = [start] + [t for t, _ in pts if start < t < end] + [end]
     vals = [_at(pts, t) for t in ts]
-    energy = sum((t1 - t0) * (v0 + v1) / 2 for t0, t1, v0, v1 in zip(ts, ts[1:], vals, vals[1:]))
+    energy = math.fsum((t1 - t0) * (v0 + v1) / 2 for t0, t1, v0, v1 in zip(ts, ts[1:], vals, vals[1:]))
     covered = max(0.0, min(pts[-1][0], end) - max(pts[0][0], start)) / (end - start)
     return energy, covered
 
@@ -204,7 +204,7 @@ def energy(samples: list[dict] | None, window: tuple[float, float] | None, *, ex
                expected_gpus=expected_gpus)
     if reasons:
         return out
-    total = sum(g["energy_j"] for g in gpus)
+    total = math.fsum(g["energy_j"] for g in gpus)
     tokens = tokens or {}
     inp, outp = tokens.get("input_total") or 0, tokens.get("output_total") or 0
 
@@ -254,7 +254,7 @@ def summarize(samples: list[dict], window: tuple[float, float] | None = None,
             "clock_event_share": share, "power_capped_share": capped,
         })
     energies = [g["energy_j"] for g in gpus]
-    energy = sum(energies) if gpus and all(e is not None for e in energies) else None
+    energy = math.fsum(energies) if gpus and all(e is not None for e in energies) else None
     per_token = None
     if energy is not None and tokens:
         out_t = tokens.get("output_total") or 0

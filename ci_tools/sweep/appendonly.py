@@ -6,11 +6,12 @@ recognise the other, with the config named where InferenceX leaves it out.
 
 from __future__ import annotations
 
-import copy
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ci_tools.errors import InputError
-from ci_tools.sweep.matrix import Row, is_agentic, row_key
+from ci_tools.sweep.matrix import KeyedRow, row_key
+from ci_tools.sweep.row import MatrixRow, MultiNodeRow
 
 _CURVE_EXCLUDED = frozenset({"conc", "exp-name", "recipe-fingerprint"})
 
@@ -19,8 +20,8 @@ def curve_key(row: Mapping[str, Any]) -> tuple:
     return row_key(row, _CURVE_EXCLUDED)
 
 
-def _concs(row: Mapping[str, Any]) -> tuple[int, ...]:
-    c = row.get("conc")
+def _concs(row: MatrixRow) -> tuple[int, ...]:
+    c = row.get("conc")          # as the master wrote it: checked here
     if isinstance(c, int) and not isinstance(c, bool):
         return (c,)
     if isinstance(c, list) and c and all(isinstance(x, int) and not isinstance(x, bool) for x in c):
@@ -28,25 +29,25 @@ def _concs(row: Mapping[str, Any]) -> tuple[int, ...]:
     raise InputError(f"append-only matrix entry has invalid concurrency value: {c!r}")
 
 
-def _series(row: Mapping[str, Any]) -> tuple:
-    agentic = is_agentic(row)
-    kv = row.get("kv-offloading")
-    return (row.get("model"), row.get("model-prefix"), row.get("precision"), row.get("framework"), row.get("runner"),
-            bool(row.get("disagg")), "agentic_traces" if agentic else "single_turn", row.get("isl"), row.get("osl"),
-            "on" if kv not in (None, "none") else "off", "" if agentic else row.get("spec-decoding"),
-            (row.get("prefill") or {}).get("hardware"), (row.get("decode") or {}).get("hardware"))
+def _series(row: MatrixRow) -> tuple:
+    agentic = row.is_agentic
+    kv = row.kv_offloading
+    workers = (row.prefill.hardware, row.decode.hardware) if isinstance(row, MultiNodeRow) else (None, None)
+    return (row.model, row.model_prefix, row.precision, row.framework, row.runner, row.disagg,
+            "agentic_traces" if agentic else "single_turn", row.isl, row.osl,
+            "on" if kv not in (None, "none") else "off", "" if agentic else row.spec_decoding, *workers)
 
 
-def append_only_delta(base_rows: list[Row], head_rows: list[Row]) -> list[Row]:
+def append_only_delta(base_rows: list[KeyedRow], head_rows: list[KeyedRow]) -> list[KeyedRow]:
     """The head rows' points that the base revision did not have; refuses removals and edits."""
     if not base_rows:
         raise InputError("append-only requires an existing curve in the base revision")
     base: dict[tuple, set[int]] = {}
     for r in base_rows:
-        base.setdefault(curve_key(r.data), set()).update(_concs(r.data))
+        base.setdefault(curve_key(r.row), set()).update(_concs(r.row))
     head: dict[tuple, set[int]] = {}
     for r in head_rows:
-        head.setdefault(curve_key(r.data), set()).update(_concs(r.data))
+        head.setdefault(curve_key(r.row), set()).update(_concs(r.row))
     for key, concs in base.items():
         if key not in head:
             raise InputError("append-only may not remove or modify existing generated recipes")
@@ -54,32 +55,30 @@ def append_only_delta(base_rows: list[Row], head_rows: list[Row]) -> list[Row]:
         if missing:
             raise InputError(f"append-only may not remove existing concurrency points: {missing}")
     emitted: dict[tuple, set[int]] = {}
-    delta: list[Row] = []
+    delta: list[KeyedRow] = []
     for r in head_rows:
-        key = curve_key(r.data)
+        key = curve_key(r.row)
         seen = emitted.setdefault(key, set())
         old = base.get(key, set())
         new: list[int] = []
-        for c in _concs(r.data):
+        for c in _concs(r.row):
             if c not in old and c not in seen:
                 seen.add(c)
                 new.append(c)
         if not new:
             continue
-        if isinstance(r.data["conc"], list):
-            data = copy.deepcopy(r.data)
-            data["conc"] = new
-            delta.append(Row(r.key, data))
+        if isinstance(r.row, MultiNodeRow):
+            delta.append(KeyedRow(r.key, r.row.replace(conc=new)))
         else:
             delta.append(r)
     if not delta:
         raise InputError("append-only did not add any generated points")
     images: dict[tuple, set] = {}
     for r in base_rows:
-        images.setdefault(_series(r.data), set()).add(r.data.get("image"))
+        images.setdefault(_series(r.row), set()).add(r.row.get("image"))
     for r in delta:
-        found = images.get(_series(r.data), set())
-        if len(found) != 1 or None in found or r.data.get("image") not in found:
+        found = images.get(_series(r.row), set())
+        if len(found) != 1 or None in found or r.row.get("image") not in found:
             raise InputError(f"{r.key}: append-only additions must belong to an existing visual curve with one "
                              "unchanged non-null image")
     return delta

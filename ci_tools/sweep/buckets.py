@@ -18,13 +18,13 @@ which profile measures it (`profile_of`), so a published curve never mixes profi
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
 
-from ci_tools.sweep.matrix import AGENTIC, Row, is_agentic, is_multinode, row_key, seq_len_name
+from ci_tools.sweep.matrix import AGENTIC, KeyedRow, row_key, seq_len_name
+from ci_tools.sweep.row import MatrixRow, MultiNodeRow, SingleNodeRow
 
 # Matrix families the workflows run, in the order canary ties are broken. Output names derive from these.
 BENCH_BUCKETS = ("single-node-1k1k", "single-node-8k1k", "single-node-agentic",
@@ -39,15 +39,15 @@ class CanarySelectionError(Exception):
     """Canary selection failed: the sweep must not fan out unguarded."""
 
 
-def bench_bucket(row: Mapping[str, Any]) -> str:
-    node = "multi-node" if is_multinode(row) else "single-node"
-    if is_agentic(row):
+def bench_bucket(row: MatrixRow) -> str:
+    node = "multi-node" if row.is_multinode else "single-node"
+    if row.is_agentic:
         return f"{node}-agentic"
-    return f"{node}-{seq_len_name(row.get('isl'), row.get('osl'))}"
+    return f"{node}-{seq_len_name(row.isl, row.osl)}"
 
 
-def eval_bucket(row: Mapping[str, Any]) -> str:
-    mn, ag = is_multinode(row), is_agentic(row)
+def eval_bucket(row: MatrixRow) -> str:
+    mn, ag = row.is_multinode, row.is_agentic
     return {(False, False): "evals", (False, True): "agentic-evals",
             (True, False): "multi-node-evals", (True, True): "multi-node-agentic-evals"}[(mn, ag)]
 
@@ -57,29 +57,23 @@ CANARY_SMOKE = "smoke"            # a short run that guards the family; the poin
 CANARY_FULL = "full-point"        # the canary run is the point's measurement
 
 
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
-
-
-def profile_of(row: Mapping[str, Any]) -> str:
+def profile_of(row: MatrixRow) -> str:
     """Which benchmark profile measures this row: one of PROFILES."""
-    if _truthy(row.get("eval-only")):
+    if row.eval_only:
         return "eval"
-    if is_agentic(row):
-        return "agentx-fast" if _truthy(row.get("agentx-fast")) else "agentx"
+    if row.is_agentic:
+        return "agentx-fast" if row.agentx_fast else "agentx"
     return "fixed-seq"
 
 
-def recipe_fingerprint(row: Mapping[str, Any]) -> str:
+def recipe_fingerprint(row: MatrixRow) -> str:
     """InferenceX's recipe fingerprint: what defines the serving recipe, not the load point."""
     recipe = {k: v for k, v in row.items() if k not in ("conc", "exp-name", "recipe-fingerprint")}
     text = json.dumps(recipe, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def trim(rows: list[Row]) -> list[Row]:
+def trim(rows: list[KeyedRow]) -> list[KeyedRow]:
     """`sweep-enabled`: each config at its lowest concurrency (spec §1.2). Throughput rows only.
 
     Multi-node rows keep `[min(conc)]`; single-node rows are grouped by every field except conc and
@@ -87,27 +81,23 @@ def trim(rows: list[Row]) -> list[Row]:
     """
     best: dict[tuple, int] = {}
     for i, r in enumerate(rows):
-        if is_multinode(r.data):
-            continue
-        key = row_key(r.data, ("conc", "exp-name"))
-        if key not in best or r.data["conc"] < rows[best[key]].data["conc"]:
-            best[key] = i
+        if isinstance(r.row, SingleNodeRow):
+            key = row_key(r.row, ("conc", "exp-name"))
+            if key not in best or r.row.conc < rows[best[key]].row.concs[0]:
+                best[key] = i
     keep = set(best.values())
-    out: list[Row] = []
+    out: list[KeyedRow] = []
     for i, r in enumerate(rows):
-        if is_multinode(r.data):
-            conc = r.data["conc"]
-            data = dict(r.data)
-            if isinstance(conc, list) and len(conc) > 1:
-                data["conc"] = [min(conc)]
-            out.append(Row(r.key, data))
+        if isinstance(r.row, MultiNodeRow):
+            concs = r.row.concs
+            out.append(KeyedRow(r.key, r.row.replace(conc=[min(concs)]) if len(concs) > 1 else r.row))
         elif i in keep:
             out.append(r)
     return out
 
 
-def min_conc(row: Mapping[str, Any]) -> int:
-    conc = row.get("conc")
+def min_conc(row: MatrixRow) -> int:
+    conc = row.get("conc")        # checked here: a canary is chosen by it
     if isinstance(conc, list):
         if not conc:
             raise CanarySelectionError(f"row {row.get('exp-name')!r} has an empty concurrency list")
@@ -117,15 +107,16 @@ def min_conc(row: Mapping[str, Any]) -> int:
     return conc
 
 
-@dataclass
+@dataclass(frozen=True)
 class Canary:
     family: str
     bucket: str
     key: str
-    row: dict
+    row: SingleNodeRow | MultiNodeRow
 
 
-def select_canaries(buckets: dict[str, list[Row]], *, fast_seconds: int) -> tuple[list[Canary], dict[str, list[Row]]]:
+def select_canaries(buckets: dict[str, list[KeyedRow]], *,
+                    fast_seconds: int) -> tuple[list[Canary], dict[str, list[KeyedRow]]]:
     """One canary per hardware family; returns (canaries, buckets after the canaries).
 
     A canary that is the full point leaves its bucket (a multi-node row runs its whole concurrency
@@ -138,12 +129,12 @@ def select_canaries(buckets: dict[str, list[Row]], *, fast_seconds: int) -> tupl
         this_pass: dict[str, tuple[int, str, int]] = {}
         for bucket in names:
             for i, r in enumerate(buckets.get(bucket, [])):
-                family = r.data.get("runner")
+                family = r.row.runner
                 if not isinstance(family, str) or not family:
-                    raise CanarySelectionError(f"row {r.data.get('exp-name')!r} in {bucket} has no runner label")
+                    raise CanarySelectionError(f"row {r.row.exp_name!r} in {bucket} has no runner label")
                 if family in chosen:
                     continue
-                c = min_conc(r.data)
+                c = min_conc(r.row)
                 if family not in this_pass or c < this_pass[family][0]:
                     this_pass[family] = (c, bucket, i)
         chosen.update(this_pass)
@@ -152,22 +143,20 @@ def select_canaries(buckets: dict[str, list[Row]], *, fast_seconds: int) -> tupl
     drop: dict[str, set[int]] = {}
     for family, (c, bucket, i) in chosen.items():
         src = buckets[bucket][i]
-        row = copy.deepcopy(src.data)
-        smoke = is_agentic(row) and profile_of(row) == "agentx" and not row.get("eval-only")
-        if isinstance(row.get("conc"), list):
-            row["conc"] = [c]
+        row = src.row
+        smoke = row.is_agentic and profile_of(row) == "agentx" and not row.eval_only
+        if isinstance(row, MultiNodeRow):
+            row = row.replace(conc=[c])
         if smoke:
             # the short AgentX profile only guards the family: the point itself still runs in full
-            row["duration"] = fast_seconds
-            row["agentx-fast"] = True
-            row["canary"] = CANARY_SMOKE
+            row = row.replace(duration=fast_seconds, agentx_fast=True, canary=CANARY_SMOKE)
         else:
-            row["canary"] = CANARY_FULL
-            if isinstance(src.data.get("conc"), list):
-                remaining = list(src.data["conc"])
+            row = row.replace(canary=CANARY_FULL)
+            if isinstance(src.row, MultiNodeRow):
+                remaining = list(src.row.concs)
                 remaining.remove(c)            # one occurrence: a list may repeat a point on purpose
                 if remaining:
-                    rest[bucket][i] = Row(src.key, {**src.data, "conc": remaining})
+                    rest[bucket][i] = KeyedRow(src.key, src.row.replace(conc=remaining))
                 else:
                     drop.setdefault(bucket, set()).add(i)
             else:

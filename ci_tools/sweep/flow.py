@@ -10,12 +10,20 @@ policy from the working tree. `matrix_rows`: master files on disk -> InferenceX 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from ci_tools import names
 from ci_tools.errors import InputError, UsageError
+
+if TYPE_CHECKING:
+    from ci_tools.gitio import Git
+    from ci_tools.sweep.gate import GateDecision
+    from ci_tools.sweep.labels import Policy
+    from ci_tools.sweep.plan import Masters, Plan, Screen
+    from ci_tools.sweep.row import MultiNodeRow, SingleNodeRow
 
 
 @dataclass(frozen=True)
@@ -52,14 +60,16 @@ UNSCREENED_NOTE = ("--no-runner-screen: no row was checked against what `ci-tool
 class Outcome:
     """A gate decision (`--gate-only`) or a plan, and notes for the person reading it."""
 
-    decision: object = None
-    plan: object = None            # a sweep.plan.Plan
+    decision: GateDecision | None = None
+    plan: Plan | None = None
     use_candidates: list | None = None   # with --pr: the runs `/use` could pin (UseCandidate)
     notes: list[str] = field(default_factory=list)
 
     @property
     def error(self) -> str | None:
-        return (self.plan or self.decision).error
+        if self.plan is not None:
+            return self.plan.error
+        return self.decision.error if self.decision is not None else None
 
 
 def _event(req: PlanRequest, *, need_head: bool, git=None, gh=None):
@@ -68,25 +78,27 @@ def _event(req: PlanRequest, *, need_head: bool, git=None, gh=None):
 
     if req.event_path and req.pr is not None:
         raise UsageError("pass --event-path FILE or --pr N, not both")
-    if req.event_path or req.pr is not None:
+    if req.event_path:
         from ci_tools.sweep import inputs
 
-        if req.event_path:
-            event, base_sha = inputs.read_event(req.event_path, req.event_name, req.run_id, req.head_message)
-        else:
-            if gh is None:
-                raise UsageError("--gate-only decides from an event file; pass --event-path, not --pr")
-            event, base_sha = inputs.pull_request_event(gh, req.pr, run_id=req.run_id, head_message=req.head_message)
-            inputs.require_commit(git, event.sha, f"PR #{req.pr}'s head commit", f"pull/{req.pr}/head")
-            if base_sha and not req.base:
-                inputs.require_commit(git, base_sha, f"PR #{req.pr}'s base commit", "<base branch>")
-        if req.labels:
-            event = dataclasses.replace(event, labels=tuple(req.labels))
-        return event, base_sha
-    if need_head and not req.head:
-        raise UsageError("pass --head REF (and --base REF), --pr N, or --event-path FILE")
-    return GateEvent(name="local", action="synchronize", labels=tuple(req.labels), head_message=req.head_message,
-                     sha=req.head, run_id=req.run_id), None
+        event, base_sha = inputs.read_event(req.event_path, req.event_name, req.run_id, req.head_message)
+    elif req.pr is not None:
+        from ci_tools.sweep import inputs
+
+        if gh is None:
+            raise UsageError("--gate-only decides from an event file; pass --event-path, not --pr")
+        event, base_sha = inputs.pull_request_event(gh, req.pr, run_id=req.run_id, head_message=req.head_message)
+        inputs.require_commit(git, event.sha, f"PR #{req.pr}'s head commit", f"pull/{req.pr}/head")
+        if base_sha and not req.base:
+            inputs.require_commit(git, base_sha, f"PR #{req.pr}'s base commit", "<base branch>")
+    else:
+        if need_head and not req.head:
+            raise UsageError("pass --head REF (and --base REF), --pr N, or --event-path FILE")
+        return GateEvent(name="local", action="synchronize", labels=tuple(req.labels), head_message=req.head_message,
+                         sha=req.head, run_id=req.run_id), None
+    if req.labels:
+        event = dataclasses.replace(event, labels=tuple(req.labels))
+    return event, base_sha
 
 
 def _notes(*notes: str | None) -> list[str]:
@@ -122,8 +134,8 @@ def _rerun_verdict(req: PlanRequest, event, policy, decision):
 # which rows a runner can serve (`runner.screen_git.screen_at(git, head, masters)`, a `plan_sweep`
 # screen) and, with --pr, which runs `/use` could pin (`prbot.reuse.candidates_flow.use_candidates(gh,
 # pr, policy)`).
-Screener = Callable[[object, str, object], object]
-Candidates = Callable[[object, int, object], list]
+Screener = Callable[["Git", str, "Masters"], "Screen"]
+Candidates = Callable[[object, int, "Policy"], list]      # (the GitHub client, PR number, policy) -> runs
 
 
 def plan(req: PlanRequest, *, screener: Screener, candidates: Candidates) -> Outcome:
@@ -143,7 +155,7 @@ def plan(req: PlanRequest, *, screener: Screener, candidates: Candidates) -> Out
         from ci_tools.github.client import GitHub
         from ci_tools.sweep.inputs import repository_of
 
-        gh = GitHub.from_env(repository_of(git, req.github_repo, req.env), req.env)
+        gh = GitHub.from_env(repository_of(git, req.github_repo, req.env), dict(req.env))
     event, base_sha = _event(req, need_head=True, git=git, gh=gh)
     head_ref = req.head or event.sha
     base_ref = req.base or base_sha
@@ -187,7 +199,7 @@ def plan(req: PlanRequest, *, screener: Screener, candidates: Candidates) -> Out
             raise
         # the change itself is refused: a verdict like any other, which every format shows in full
         return Outcome(plan=refused_change(decision, exc.findings, exc.message), notes=notes)
-    released = ()
+    released: tuple[str, ...] = ()
     if req.canary_dir is not None:
         from ci_tools.sweep.canary import released_families
         from ci_tools.sweep.load import canary_markers
@@ -198,7 +210,7 @@ def plan(req: PlanRequest, *, screener: Screener, candidates: Candidates) -> Out
         result = after_canary(result, set(req.passed))
     notes += list(released)
     pinnable = None
-    if gh is not None:
+    if gh is not None and req.pr is not None:
         from ci_tools.github.client import GitHubError
 
         try:
@@ -264,7 +276,7 @@ def _resolve_keys(patterns: tuple[str, ...], keys: list[str], files: list[Path])
     return resolved
 
 
-def matrix_rows(req: MatrixRequest) -> list[dict]:
+def matrix_rows(req: MatrixRequest) -> list[SingleNodeRow | MultiNodeRow]:
     """The InferenceX rows of the master files on disk, filtered as the request says."""
     from ci_tools.config.load import default_master_paths, read_masters
     from ci_tools.sweep.matrix import Filters, expand, select_evals
@@ -299,4 +311,4 @@ def matrix_rows(req: MatrixRequest) -> list[dict]:
             raise UsageError(exc.message) from None
         raise
     rows = select_evals(rows, all_evals=req.all_evals, evals_only=req.evals_only, no_evals=req.no_evals)
-    return [dict(r.data, **{"config-key": r.key}) if req.with_config_key else r.data for r in rows]
+    return [r.row.replace(config_key=r.key) if req.with_config_key else r.row for r in rows]

@@ -252,6 +252,7 @@ def _decide(event: GateEvent, policy: Policy) -> GateDecision:
         return GateDecision(True, False, reason, group, restarts=restarts)
 
     mode = mode_for(labels, policy)
+    assert mode is not None          # exactly one primary label, as checked above
     if event.fork:
         return GateDecision(True, False, "fork PRs never run on self-hosted runners from this workflow; a "
                             "maintainer approves each head SHA through the trusted sweep path", group, mode=mode,

@@ -75,8 +75,10 @@ def pull_request_event(gh, number: int, *, run_id: str | None,
                      run_id=run_id), pr.base_sha or None
 
 
-def require_commit(git: "Git", sha: str, what: str, fetch: str) -> None:
+def require_commit(git: "Git", sha: str | None, what: str, fetch: str) -> None:
     """`sha` must be in the clone: plans read everything from git objects."""
+    if not sha:
+        raise InputError(f"{what} is unknown: GitHub named no commit", exit_code=2)
     try:
         git.rev_parse(sha)
     except InputError:
@@ -212,19 +214,22 @@ def changelog_inputs(git: Git, base: str, head: str, changelog: str, master_path
     runners = runners or str(PurePosixPath(files[0]).parent / "runners.yaml")
     # one `git cat-file --batch` for every file at head plus the changelog at base
     got = git.read([(head, p) for p in files + [runners, changelog]] + [(base, changelog)])
-    blobs = {p: got[(head, p)] for p in files + [runners, changelog]}
-    if blobs[changelog] is None:
+    head_log = got[(head, changelog)]
+    if head_log is None:
         raise InputError(f"{changelog}: no such file at {head}; pass --changelog-file")
+    master_blobs: list[tuple[str, bytes]] = []
     for p in files:
-        if blobs[p] is None:
+        blob = got[(head, p)]
+        if blob is None:
             raise InputError(f"{p}: no such file at {head}")
-    index = MasterIndex([(p, blobs[p]) for p in files])
-    raw = appended_entries(got[(base, changelog)], blobs[changelog], changelog, index.keys)
+        master_blobs.append((p, blob))
+    index = MasterIndex(master_blobs)
+    raw = appended_entries(got[(base, changelog)], head_log, changelog, index.keys)
     resolved = resolve_entry_keys(raw, changelog, index.keys)
     append_only = any(e.data.get("append-only") for e in raw)
     selected = list(dict.fromkeys(k for keys in resolved for k in keys))
     head_set = index.select(index.keys if append_only else selected)
-    runners_doc = _runners_doc(blobs[runners], runners)
+    runners_doc = _runners_doc(got[(head, runners)], runners)
     check_selected(head_set, selected, runners_doc, images)
     entries = [PlanEntry(e.index, e.line, e.data, keys) for e, keys in zip(raw, resolved)]
     head_masters = Masters(head_set.entries, _hardware(runners_doc),
@@ -232,7 +237,7 @@ def changelog_inputs(git: Git, base: str, head: str, changelog: str, master_path
     base_masters = None
     if append_only:
         base_blobs = git.show_many(base, files + [runners])
-        present = [(p, base_blobs[p]) for p in files if base_blobs[p] is not None]
+        present = [(p, blob) for p in files if (blob := base_blobs[p]) is not None]
         base_index = MasterIndex(present) if present else None
         base_masters = Masters(base_index.select(base_index.keys).entries if base_index else {},
                                _hardware(_runners_doc(base_blobs[runners], runners)))

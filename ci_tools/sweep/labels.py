@@ -5,6 +5,7 @@ Label names are spelled only in that file. Code asks this module what a label do
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ci_tools.errors import Finding, InputError
@@ -66,14 +67,14 @@ class Policy:
     def recommended(self) -> str | None:
         return next((n for n, p in self.primary.items() if p.recommended), None)
 
-    def unknown_in(self, labels: list[str] | tuple[str, ...] | set[str]) -> list[str]:
-        return sorted(l for l in set(labels) if l not in self.primary and l not in self.modifiers)
+    def unknown_in(self, labels: Iterable[str]) -> list[str]:
+        return sorted(label for label in set(labels) if label not in self.primary and label not in self.modifiers)
 
-    def unknown_note(self, labels: list[str] | tuple[str, ...]) -> str | None:
+    def unknown_note(self, labels: Iterable[str]) -> str | None:
         """For labels a person pasted (`plan --label`): the ones the policy does not name, which CI ignores
         as well, with a "did you mean" for a near miss; None when every label is a sweep label."""
         # the priority labels (skip-queue, checklist complete) are read by the plan, not ignored
-        unknown = [l for l in self.unknown_in(labels) if l not in self.priority.labels()]
+        unknown = [label for label in self.unknown_in(labels) if label not in self.priority.labels()]
         if not unknown:
             return None
         import difflib
@@ -86,14 +87,14 @@ class Policy:
         return (f"label(s) {', '.join(named)} are not sweep labels, so the plan ignores them as CI does. "
                 f"Primary labels (pick one): {', '.join(self.primary)}; modifiers: {', '.join(self.modifiers)}")
 
-    def primaries_in(self, labels: list[str] | set[str]) -> list[str]:
-        return sorted(l for l in set(labels) if l in self.primary)
+    def primaries_in(self, labels: Iterable[str]) -> list[str]:
+        return sorted(label for label in set(labels) if label in self.primary)
 
-    def modifiers_in(self, labels: list[str] | set[str]) -> list[str]:
-        return sorted(l for l in set(labels) if l in self.modifiers)
+    def modifiers_in(self, labels: Iterable[str]) -> list[str]:
+        return sorted(label for label in set(labels) if label in self.modifiers)
 
-    def reuse_blockers_in(self, labels: list[str] | set[str]) -> list[str]:
-        return sorted(l for l in self.modifiers_in(labels) if self.modifiers[l].blocks_reuse)
+    def reuse_blockers_in(self, labels: Iterable[str]) -> list[str]:
+        return sorted(label for label in self.modifiers_in(labels) if self.modifiers[label].blocks_reuse)
 
     def reusable_primaries(self) -> list[str]:
         return sorted(name for name, p in self.primary.items() if p.reusable)

@@ -5,8 +5,9 @@ InferenceX's `generate_sweep_configs.py` emits them with `--no-evals` (same keys
 same defaults), so that workflows and result tooling written for InferenceX rows keep working.
 `mark_evals` / `mark_all_evals` / `eval_rows` reproduce its eval selection.
 
-Every row is produced together with the config key it came from (`Row.key`): InferenceX rows do not
-carry it, the planner needs it.
+Rows are typed (`sweep/row.py`), built in the generator's own order of assignments so that their JSON is
+InferenceX's byte for byte; eval marking returns new rows. Every row is produced together with the
+config key it came from (`KeyedRow.key`): InferenceX rows do not carry it, the planner needs it.
 
 Deliberate differences from InferenceX (each documented in docs/reference.md, "`plan` output"):
 - `conc-list: []` next to a range expands the range in both `full-sweep` and `test-config` (InferenceX's
@@ -17,11 +18,13 @@ Deliberate differences from InferenceX (each documented in docs/reference.md, "`
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, NamedTuple
 
 from ci_tools.config.points import conc_ladder
 from ci_tools.errors import InputError
+from ci_tools.sweep.row import MultiNodeRow, SingleNodeRow
 
 FIXED = "fixed-seq-len"
 AGENTIC = "agentic-coding"
@@ -60,10 +63,11 @@ class Filters:
     multi_node: bool = False
 
 
-@dataclass
-class Row:
+class KeyedRow(NamedTuple):
+    """A row and the master entry (config key) it came from."""
+
     key: str
-    data: dict
+    row: SingleNodeRow | MultiNodeRow
 
 
 def _conc_values(ss: Mapping[str, Any], step: int) -> tuple[list[int], bool]:
@@ -222,7 +226,7 @@ def _selected(key: str, entry: Mapping[str, Any], f: Filters) -> bool:
     return True
 
 
-def _expand_fixed(key: str, entry: Mapping[str, Any], f: Filters, out: list[Row]) -> None:
+def _expand_fixed(key: str, entry: Mapping[str, Any], f: Filters, out: list[KeyedRow]) -> None:
     multinode = bool(entry.get("multinode", False))
     disagg = entry.get("disagg", False)
     mp = entry["model-prefix"]
@@ -243,7 +247,7 @@ def _expand_fixed(key: str, entry: Mapping[str, Any], f: Filters, out: list[Row]
                             "conc": concs, "max-model-len": isl + osl + 256, "exp-name": exp_name,
                             "disagg": disagg, "run-eval": False})
                 _metadata(row, ss, entry)
-                out.append(Row(key, row))
+                out.append(KeyedRow(key, MultiNodeRow(row)))
                 continue
             tp = ss.get("tp")
             ep = ss.get("ep")
@@ -269,11 +273,11 @@ def _expand_fixed(key: str, entry: Mapping[str, Any], f: Filters, out: list[Row]
                 row = before.copy()
                 row["conc"] = conc
                 row.update(after)
-                out.append(Row(key, row))
+                out.append(KeyedRow(key, SingleNodeRow(row)))
 
 
 def _expand_agentic(key: str, entry: Mapping[str, Any], f: Filters, hardware: Mapping[str, Any],
-                    out: list[Row]) -> None:
+                    out: list[KeyedRow]) -> None:
     multinode = bool(entry.get("multinode", False))
     mp = entry["model-prefix"]
     runner = entry["runner"]
@@ -303,7 +307,7 @@ def _expand_agentic(key: str, entry: Mapping[str, Any], f: Filters, hardware: Ma
                     if backend is not None:
                         row["kv-offload-backend"] = backend
                     _metadata(row, ss, entry)
-                    out.append(Row(key, row))
+                    out.append(KeyedRow(key, MultiNodeRow(row)))
                 continue
             kv = ss.get("kv-offloading")
             dram = dram_budget_gb(ss, kv, util, runner, hardware, key)
@@ -326,10 +330,11 @@ def _expand_agentic(key: str, entry: Mapping[str, Any], f: Filters, hardware: Ma
                             "duration": DEFAULT_AGENTIC_DURATION, "exp-name": f"{mp}_tp{tp}_conc{conc}{suffix}",
                             "scenario-type": AGENTIC})
                 row.update(after)
-                out.append(Row(key, row))
+                out.append(KeyedRow(key, SingleNodeRow(row)))
 
 
-def expand(entries: Mapping[str, Mapping[str, Any]], hardware: Mapping[str, Any], f: Filters = Filters()) -> list[Row]:
+def expand(entries: Mapping[str, Mapping[str, Any]], hardware: Mapping[str, Any],
+           f: Filters = Filters()) -> list[KeyedRow]:
     """Rows of the selected entries, per entry in order: fixed-seq-len scenarios, then agentic."""
     if f.step <= 1:
         raise InputError("--step-size must be greater than 1")
@@ -337,7 +342,7 @@ def expand(entries: Mapping[str, Mapping[str, Any]], hardware: Mapping[str, Any]
         raise InputError("--min-conc must be less than or equal to --max-conc")
     keys: Iterable[str] = f.config_keys if f.config_keys is not None else entries.keys()
     scenarios = f.scenario_types or SCENARIOS
-    out: list[Row] = []
+    out: list[KeyedRow] = []
     for key in keys:
         entry = entries[key]
         if not _selected(key, entry, f):
@@ -376,114 +381,95 @@ def _parallelism_key(row: Mapping[str, Any]) -> tuple:
     return row_key(row, _PARALLELISM_EXCLUDED)
 
 
-def is_agentic(row: Mapping[str, Any]) -> bool:
-    return row.get("scenario-type") == AGENTIC
-
-
-def is_multinode(row: Mapping[str, Any]) -> bool:
-    return row.get("prefill") is not None
-
-
-def _conc_list(row: Mapping[str, Any]) -> list[int]:
-    c = row.get("conc")
-    return list(c) if isinstance(c, list) else [c]
-
-
-def mark_evals(rows: list[dict], include_agentic: bool) -> None:
-    """InferenceX's default eval subset, in place: sets `run-eval` on every row, `eval-conc` on MN picks."""
+def mark_evals(rows: list[KeyedRow], include_agentic: bool) -> list[KeyedRow]:
+    """InferenceX's default eval subset: every row with `run-eval` set, `eval-conc` on multi-node picks."""
     marked: set[int] = set()
     eval_conc: dict[int, int] = {}
     sn_groups: dict[tuple, list[int]] = {}
     mn_groups: dict[tuple, list[int]] = {}
     ag_sn_groups: dict[tuple, list[int]] = {}
-    for i, r in enumerate(rows):
-        agentic = is_agentic(r)
-        if not agentic and "tp" in r and (r.get("isl"), r.get("osl")) == SEQ_LENS["8k1k"]:
-            if r["conc"] >= MIN_EVAL_CONC:
-                key = (r.get("model"), r.get("runner"), r.get("framework"), r.get("precision"), r.get("isl"),
-                       r.get("osl"), r.get("spec-decoding"), r.get("dp-attn"))
-                sn_groups.setdefault(key, []).append(i)
-        elif "tp" not in r and is_multinode(r) and (
-                (not agentic and (r.get("isl"), r.get("osl")) == SEQ_LENS["8k1k"]) or (agentic and include_agentic)):
-            if any(c >= MIN_EVAL_CONC for c in _conc_list(r)):
+    for i, (_, r) in enumerate(rows):
+        agentic = r.is_agentic
+        if isinstance(r, SingleNodeRow):
+            if not agentic and (r.isl, r.osl) == SEQ_LENS["8k1k"]:
+                if r.conc >= MIN_EVAL_CONC:
+                    group = (r.model, r.runner, r.framework, r.precision, r.isl, r.osl, r.spec_decoding,
+                             r.get("dp-attn"))
+                    sn_groups.setdefault(group, []).append(i)
+            elif agentic and include_agentic:
+                ag_sn_groups.setdefault((r.model, r.runner, r.framework, r.precision), []).append(i)
+        elif (not agentic and (r.isl, r.osl) == SEQ_LENS["8k1k"]) or (agentic and include_agentic):
+            if any(c >= MIN_EVAL_CONC for c in r.concs):
                 mn_groups.setdefault(_parallelism_key(r), []).append(i)
-        elif agentic and include_agentic and not is_multinode(r):
-            key = (r.get("model"), r.get("runner"), r.get("framework"), r.get("precision"))
-            ag_sn_groups.setdefault(key, []).append(i)
     for idx in sn_groups.values():
-        vals = sorted({rows[i]["conc"] for i in idx})
+        vals = sorted({rows[i].row.concs[0] for i in idx})
         targets = {vals[-1], vals[len(vals) // 2]}
-        marked.update(i for i in idx if rows[i]["conc"] in targets)
+        marked.update(i for i in idx if rows[i].row.concs[0] in targets)
     for idx in mn_groups.values():
         best, best_conc = None, None
         for i in idx:
-            top = max(c for c in _conc_list(rows[i]) if c >= MIN_EVAL_CONC)
+            top = max(c for c in rows[i].row.concs if c >= MIN_EVAL_CONC)
             if best_conc is None or top > best_conc:
                 best, best_conc = i, top
-        marked.add(best)
-        eval_conc[best] = best_conc
+        if best is not None and best_conc is not None:
+            marked.add(best)
+            eval_conc[best] = best_conc
     for idx in ag_sn_groups.values():
-        best = max(idx, key=lambda i: (rows[i]["conc"], -i))
-        marked.add(best)
-    for i, r in enumerate(rows):
-        r["run-eval"] = i in marked
-    for i, c in eval_conc.items():
-        rows[i]["eval-conc"] = c
-
-
-def mark_all_evals(rows: list[dict]) -> list[dict]:
-    """InferenceX's `--all-evals` expansion, applied after `mark_evals`. Returns the new row list."""
-    out: list[dict] = []
-    merged: dict[tuple, dict] = {}
-    for r in rows:
-        agentic, mn = is_agentic(r), is_multinode(r)
-        if agentic and not mn:
-            r["run-eval"] = True
-            out.append(r)
-        elif agentic and mn:
-            key = ("agentic", _parallelism_key(r))
-            if key in merged:
-                m = merged[key]
-                m["conc"] = sorted(set(m["conc"]) | set(_conc_list(r)))
-                m["eval-conc"] = max(m["conc"])
-            else:
-                r["conc"] = sorted(set(_conc_list(r)))
-                r["run-eval"] = True
-                r["eval-conc"] = max(r["conc"])
-                merged[key] = r
-                out.append(r)
-        elif (r.get("isl"), r.get("osl")) != SEQ_LENS["8k1k"]:
-            out.append(r)
-        elif mn:
-            key = ("fixed", _parallelism_key(r))
-            if key in merged:
-                m = merged[key]
-                m["conc"] = sorted(set(m["conc"]) | set(_conc_list(r)))
-            else:
-                r["conc"] = sorted(set(_conc_list(r)))
-                r["run-eval"] = True
-                r["eval-all-concs"] = True
-                r.pop("eval-conc", None)
-                merged[key] = r
-                out.append(r)
+        marked.add(max(idx, key=lambda i: (rows[i].row.concs[0], -i)))
+    out = []
+    for i, keyed in enumerate(rows):
+        k, r = keyed
+        if i in eval_conc:
+            out.append(KeyedRow(k, r.replace(run_eval=True, eval_conc=eval_conc[i])))
         else:
-            r["run-eval"] = True
-            out.append(r)
+            new = r.replace(run_eval=i in marked)
+            out.append(keyed if new is r else KeyedRow(k, new))
     return out
 
 
-def select_evals(rows: list[Row], *, all_evals: bool, evals_only: bool, no_evals: bool = False) -> list[Row]:
-    """The generator's eval post-processing (spec §2.8) over `Row`s; returns the rows to emit."""
+def mark_all_evals(rows: list[KeyedRow]) -> list[KeyedRow]:
+    """InferenceX's `--all-evals` expansion, applied after `mark_evals`: every eligible row marked, the
+    multi-node rows of one parallelism merged into one (the first's key) over all their concurrencies."""
+    out: list[KeyedRow] = []
+    merged: dict[tuple, int] = {}          # group -> its row's index in `out`
+    for k, r in rows:
+        agentic, mn = r.is_agentic, r.is_multinode
+        if agentic and not mn:
+            out.append(KeyedRow(k, r.replace(run_eval=True)))
+        elif agentic and mn:
+            group = ("agentic", _parallelism_key(r))
+            if group in merged:
+                mk, m = out[merged[group]]
+                conc = sorted(set(m.concs) | set(r.concs))
+                out[merged[group]] = KeyedRow(mk, m.replace(conc=conc, eval_conc=max(conc)))
+            else:
+                conc = sorted(set(r.concs))
+                merged[group] = len(out)
+                out.append(KeyedRow(k, r.replace(conc=conc, run_eval=True, eval_conc=max(conc))))
+        elif (r.isl, r.osl) != SEQ_LENS["8k1k"]:
+            out.append(KeyedRow(k, r))
+        elif mn:
+            group = ("fixed", _parallelism_key(r))
+            if group in merged:
+                mk, m = out[merged[group]]
+                out[merged[group]] = KeyedRow(mk, m.replace(conc=sorted(set(m.concs) | set(r.concs))))
+            else:
+                merged[group] = len(out)
+                new = r.replace(conc=sorted(set(r.concs)), run_eval=True, eval_all_concs=True).without("eval_conc")
+                out.append(KeyedRow(k, new))
+        else:
+            out.append(KeyedRow(k, r.replace(run_eval=True)))
+    return out
+
+
+def select_evals(rows: list[KeyedRow], *, all_evals: bool, evals_only: bool,
+                 no_evals: bool = False) -> list[KeyedRow]:
+    """The generator's eval post-processing (spec §2.8); returns the rows to emit."""
     if no_evals:
         return rows
-    data = [r.data for r in rows]
-    mark_evals(data, include_agentic=evals_only or all_evals)
-    keep = rows
+    keep = mark_evals(rows, include_agentic=evals_only or all_evals)
     if all_evals:
-        index = {id(r.data): r.key for r in rows}
-        keep = [Row(index[id(d)], d) for d in mark_all_evals(data)]
+        keep = mark_all_evals(keep)
     if evals_only or all_evals:
-        keep = [r for r in keep if r.data.get("run-eval")]
-        for r in keep:
-            r.data["eval-only"] = True
+        keep = [KeyedRow(k, r.replace(eval_only=True)) for k, r in keep if r.run_eval]
     return keep

@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from ci_tools.errors import Finding, InputError
 from ci_tools.sweep import buckets as bk
 from ci_tools.sweep.appendonly import append_only_delta, validate_scope
 from ci_tools.sweep.gate import GateDecision, SweepMode
 from ci_tools.sweep.labels import Policy
+from ci_tools.sweep.matrix import SCENARIOS, Filters, KeyedRow, expand, select_evals
 from ci_tools.sweep.priority import Context, annotate
-from ci_tools.sweep.matrix import SCENARIOS, Filters, Row, expand, is_agentic, is_multinode, select_evals
+from ci_tools.sweep.row import MatrixRow, MultiNodeRow, SingleNodeRow
 
 
 @dataclass
@@ -67,23 +69,22 @@ def _group_unseen(keys: list[str], scenarios: tuple[str, ...], seen: dict[str, s
     return list(groups.items())
 
 
-def _filter_prefill_ep(rows: list[Row], min_ep: Any) -> list[Row]:
+def _filter_prefill_ep(rows: list[KeyedRow], min_ep: Any) -> list[KeyedRow]:
     if min_ep is None:
         return rows
     out = []
     for r in rows:
-        prefill = r.data.get("prefill")
-        if prefill is None:
+        if not isinstance(r.row, MultiNodeRow):
             out.append(r)
             continue
-        ep = prefill.get("ep", 1)
+        ep = r.row["prefill"].get("ep", 1)      # as the master wrote it: an entry may hold anything here
         if isinstance(ep, int) and not isinstance(ep, bool) and ep >= min_ep:
             out.append(r)
     return out
 
 
 def changelog_rows(entries: list[PlanEntry], head: Masters, mode: SweepMode,
-                   base: Masters | None = None) -> tuple[list[Row], list[Row]]:
+                   base: Masters | None = None) -> tuple[list[KeyedRow], list[KeyedRow]]:
     """(benchmark rows, eval rows) for the appended entries, before trimming and canary selection."""
     if not entries:
         return [], []
@@ -110,8 +111,8 @@ def changelog_rows(entries: list[PlanEntry], head: Masters, mode: SweepMode,
     ordered = sorted(entries, key=lambda e: not _flag(e, "all-evals"))
     bench_seen: dict[str, set[str]] = {}
     eval_seen: dict[str, set[str]] = {}
-    bench: list[Row] = []
-    evals: list[Row] = []
+    bench: list[KeyedRow] = []
+    evals: list[KeyedRow] = []
     for e in ordered:
         scenarios = tuple(e.data.get("scenario-type") or SCENARIOS)
         expand_all = mode.all_evals or _flag(e, "all-evals")
@@ -121,6 +122,7 @@ def changelog_rows(entries: list[PlanEntry], head: Masters, mode: SweepMode,
                 f = Filters(config_keys=tuple(keys), scenario_types=unseen)
                 rows = expand(head.entries, head.hardware, f)
                 if _flag(e, "append-only"):
+                    assert base is not None             # checked above: append-only entries need it
                     rows = append_only_delta(expand(base.entries, base.hardware, f), rows)
                 bench.extend(rows)
                 for k in keys:
@@ -138,36 +140,24 @@ def changelog_rows(entries: list[PlanEntry], head: Masters, mode: SweepMode,
 
 # ---- estimates ------------------------------------------------------------------------------------
 
-def gpus(row: Mapping[str, Any]) -> int:
-    """GPUs one job holds: tp*pp*pcp-size per replica (DCP reuses the TP GPUs), summed over workers."""
-    if is_multinode(row):
-        total = 0
-        for role in ("prefill", "decode"):
-            w = row.get(role) or {}
-            total += w.get("num-worker", 1) * w.get("tp", 1) * w.get("pp", 1) * w.get("pcp-size", 1)
-        return total
-    return row.get("tp", 1) * row.get("pp", 1) * row.get("pcp-size", 1)
-
-
-def seconds(row: Mapping[str, Any], policy: Policy) -> int:
-    if row.get("eval-only"):
+def seconds(row: MatrixRow, policy: Policy) -> int:
+    if row.eval_only:
         return policy.eval_seconds
-    if is_agentic(row):
-        return int(row.get("duration") or policy.agentx_profiles["default"])
-    conc = row.get("conc")
-    return policy.fixed_seq_seconds * (len(conc) if isinstance(conc, list) else 1)
+    if row.is_agentic:
+        return int(row.duration or policy.agentx_profiles["default"])
+    return policy.fixed_seq_seconds * len(row.concs)
 
 
-def _parallelism(row: Mapping[str, Any]) -> str:
+def _parallelism(row: MatrixRow) -> str:
     def one(tp: Any, ep: Any, dpa: Any) -> str:
         if dpa and ep == tp:
             return f"DEP{tp}"
         return f"TP{tp} EP{1 if ep is None else ep}" + (" DPA" if dpa else "")
-    if is_multinode(row):
-        p, d = row["prefill"], row["decode"]
-        return (f"{p.get('num-worker')}P {one(p.get('tp'), p.get('ep'), p.get('dp-attn'))} + "
-                f"{d.get('num-worker')}D {one(d.get('tp'), d.get('ep'), d.get('dp-attn'))}")
-    return one(row.get("tp"), row.get("ep"), row.get("dp-attn"))
+    if isinstance(row, MultiNodeRow):
+        p, d = row.prefill, row.decode
+        return f"{p.num_worker}P {one(p.tp, p.ep, p.dp_attn)} + {d.num_worker}D {one(d.tp, d.ep, d.dp_attn)}"
+    assert isinstance(row, SingleNodeRow)
+    return one(row.tp, row.ep, row.dp_attn)
 
 
 @dataclass(frozen=True)
@@ -207,32 +197,31 @@ class Job:
                 "profile": self.profile, "eval": self.eval, "exp-name": self.exp_name, "priority": self.priority}
 
 
-def _job(key: str, bucket: str, row: Mapping[str, Any], policy: Policy, canary: bool) -> Job:
-    n, s = gpus(row), seconds(row, policy)
-    mn = is_multinode(row)
-    return Job(config_key=key, bucket=bucket, scenario=bucket.split("-")[-1] if not row.get("eval-only") else "eval",
-               runner=row.get("runner"), parallelism=_parallelism(row),
-               tp=None if mn else row.get("tp"), ep=None if mn else row.get("ep"),
-               dp_attn=None if mn else row.get("dp-attn"), conc=row.get("conc"), gpus=n,
-               seconds=s, gpu_hours=round(n * s / 3600, 2), canary=canary,
-               canary_kind=row.get("canary") if canary else None, profile=bk.profile_of(row),
-               eval=bool(row.get("eval-only")), exp_name=row.get("exp-name"), priority=row.get("priority"))
+def _job(key: str, bucket: str, row: MatrixRow, policy: Policy, canary: bool) -> Job:
+    n, s = row.gpus, seconds(row, policy)
+    sn = row if isinstance(row, SingleNodeRow) else None
+    return Job(config_key=key, bucket=bucket, scenario=bucket.split("-")[-1] if not row.eval_only else "eval",
+               runner=row.runner, parallelism=_parallelism(row),
+               tp=sn.tp if sn else None, ep=sn.ep if sn else None, dp_attn=sn.dp_attn if sn else None,
+               conc=row.get("conc"), gpus=n, seconds=s, gpu_hours=round(n * s / 3600, 2), canary=canary,
+               canary_kind=row.canary if canary else None, profile=bk.profile_of(row),
+               eval=row.eval_only, exp_name=row.exp_name, priority=row.priority)
 
 
 # ---- servability (ci_tools/runner/servable.py decides; the CLI passes it in) ---------------------
 
-Screen = Callable[[str, Mapping[str, Any]], list]   # (config key, row) -> [servable.Refusal]
+Screen = Callable[[str, MatrixRow], list]   # (config key, row) -> [servable.Refusal]
 
 
-def _screen(rows: list[Row], bucket_of: Callable[[Mapping[str, Any]], str], screen: Screen,
-            policy: Policy) -> tuple[list[Row], list[dict]]:
+def _screen(rows: list[KeyedRow], bucket_of: Callable[[MatrixRow], str], screen: Screen,
+            policy: Policy) -> tuple[list[KeyedRow], list[dict]]:
     kept, refused = [], []
     for r in rows:
-        found = screen(r.key, dict(r.data, **{"config-key": r.key}))
+        found = screen(r.key, r.row.replace(config_key=r.key))
         if not found:
             kept.append(r)
             continue
-        job = _job(r.key, bucket_of(r.data), r.data, policy, False).as_dict()
+        job = _job(r.key, bucket_of(r.row), r.row, policy, False).as_dict()
         for f in found:
             refused.append({**{k: job[k] for k in ("config-key", "bucket", "runner", "parallelism", "conc",
                                                     "exp-name", "profile")}, **f.as_dict()})
@@ -271,7 +260,7 @@ class Totals:
                    gpu_hours=round(sum(j.gpu_hours for j in jobs), 2),
                    canary_gpu_hours=round(sum(j.gpu_hours for j in jobs if j.canary), 2),
                    by_bucket={b: len(rows) for b, rows in buckets.items() if rows},
-                   families=sorted({j.runner for j in jobs}))
+                   families=sorted({j.runner for j in jobs if j.runner is not None}))
 
     def as_dict(self) -> dict:
         return {"jobs": self.jobs, "points": self.points, "smoke-canaries": self.smoke_canaries,
@@ -370,6 +359,7 @@ def plan_sweep(decision: GateDecision, entries: list[PlanEntry], head: Masters |
         return _no_sweep(decision, entries=entries,
                          reason="the changelog diff appends no entry, so there is nothing to sweep")
     mode = decision.mode
+    assert head is not None, "a sweep of appended entries needs the head's master configs"
     bench, evals = changelog_rows(entries, head, mode, base)
     if mode.trim:
         bench = bk.trim(bench)
@@ -388,16 +378,13 @@ def plan_sweep(decision: GateDecision, entries: list[PlanEntry], head: Masters |
                    + "; ".join(_refusal_line(r) for r in refused))
             return _no_sweep(decision, reason=msg, error=msg, entries=entries, refused=refused)
     fast = policy.agentx_profiles["fast"]
-    buckets: dict[str, list[bk.Row]] = {b: [] for b in bk.BUCKETS}
+    buckets: dict[str, list[KeyedRow]] = {b: [] for b in bk.BUCKETS}
     for r in bench:
-        data = dict(r.data)
-        if mode.agentx_fast and is_agentic(data):
-            data["duration"] = fast
-            data["agentx-fast"] = True
-        data["recipe-fingerprint"] = bk.recipe_fingerprint(r.data)
-        buckets.setdefault(bk.bench_bucket(data), []).append(Row(r.key, data))
+        row = r.row.replace(duration=fast, agentx_fast=True) if mode.agentx_fast and r.row.is_agentic else r.row
+        row = row.replace(recipe_fingerprint=bk.recipe_fingerprint(r.row))
+        buckets.setdefault(bk.bench_bucket(row), []).append(KeyedRow(r.key, row))
     for r in evals:
-        buckets[bk.eval_bucket(r.data)].append(r)
+        buckets[bk.eval_bucket(r.row)].append(r)
     stray = sorted(b for b in buckets if b not in bk.BUCKETS and buckets[b])
     if stray:
         msg = (f"no workflow family runs sequence lengths {', '.join(stray)}; only 1k1k and 8k1k fixed-seq "
@@ -417,21 +404,22 @@ def plan_sweep(decision: GateDecision, entries: list[PlanEntry], head: Masters |
         return _no_sweep(decision, reason=msg, error=msg, entries=entries)
 
     ctx = priority or Context()
-    canary_rows = annotate([dict(c.row, **{"config-key": c.key, "family": c.family, "bucket": c.bucket})
-                            for c in canaries], "canary", policy.priority, ctx)
-    rows_out = {b: annotate([dict(r.data, **{"config-key": r.key}) for r in buckets[b]], b, policy.priority, ctx)
+    canary_rows = annotate([c.row.replace(config_key=c.key, family=c.family, bucket=c.bucket) for c in canaries],
+                           "canary", policy.priority, ctx)
+    rows_out = {b: annotate([r.row.replace(config_key=r.key) for r in buckets[b]], b, policy.priority, ctx)
                 for b in bk.BUCKETS}
-    jobs = [_job(c["config-key"], c["bucket"], c, policy, True) for c in canary_rows]
+    jobs = [_job(c.config_key or "", c.bucket or "", c, policy, True) for c in canary_rows]
     for b in bk.BUCKETS:
-        jobs.extend(_job(r["config-key"], b, r, policy, False) for r in rows_out[b])
+        jobs.extend(_job(r.config_key or "", b, r, policy, False) for r in rows_out[b])
     if not jobs:
         return _no_sweep(decision, entries=entries,
                          reason="the appended entries select no benchmark points (check scenario-type and the "
                                 "configs' search spaces)")
     totals = Totals.of(jobs, rows_out)
     return Plan(sweep=True, reason=decision.reason, gate=decision, entries=tuple(entries),
-                canaries=tuple(canary_rows),
-                buckets=rows_out, fail_fast={b: mode.fail_fast for b in bk.BUCKETS}, jobs=tuple(jobs),
+                canaries=tuple(r.as_dict() for r in canary_rows),
+                buckets={b: [r.as_dict() for r in rows] for b, rows in rows_out.items()},
+                fail_fast={b: mode.fail_fast for b in bk.BUCKETS}, jobs=tuple(jobs),
                 refused=tuple(refused), totals=totals, reuse=_reuse(mode, totals))
 
 

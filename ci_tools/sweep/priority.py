@@ -21,11 +21,17 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ci_tools.errors import Finding, InputError
+
+if TYPE_CHECKING:        # the gate (`plan --gate-only`) imports this module and needs no row
+    from ci_tools.sweep.row import MatrixRow
+
+R = TypeVar("R", bound="MatrixRow")
 
 FLAG_CRITERIA = ("multi-node", "agentic", "eval-only", "checklist-complete")
 VALUE_CRITERIA = ("precision", "spec-decoding", "framework-prefix", "model-prefix")
@@ -173,7 +179,8 @@ def score(row: Mapping[str, Any], policy: PriorityPolicy, ctx: Context = Context
 
 def text(value: Decimal, policy: PriorityPolicy) -> str:
     """The score as the plan prints it: as many decimals as the quantum has."""
-    places = max(0, -policy.quantum.normalize().as_tuple().exponent)
+    exponent = policy.quantum.normalize().as_tuple().exponent    # an int: the quantum is a positive number
+    places = max(0, -exponent) if isinstance(exponent, int) else 0
     return f"{value:.{places}f}"
 
 
@@ -183,7 +190,7 @@ def queue_token(namespace: str, path: str, row: Mapping[str, Any]) -> str:
     return hashlib.sha256(f"{namespace}:{path}:{body}".encode()).hexdigest()[:32]
 
 
-def annotate(rows: list[Mapping[str, Any]], bucket: str, policy: PriorityPolicy, ctx: Context) -> list[dict]:
+def annotate(rows: list[R], bucket: str, policy: PriorityPolicy, ctx: Context) -> list[R]:
     """The rows with `priority`, `queue-token` (and `skip-queue-pr`), highest priority first.
 
     Stable: rows of equal priority keep the planner's order. GitHub creates a matrix's jobs in the
@@ -192,12 +199,10 @@ def annotate(rows: list[Mapping[str, Any]], bucket: str, policy: PriorityPolicy,
     out = []
     for i, row in enumerate(rows):
         plain = {k: v for k, v in row.items() if k not in ("priority", "queue-token", "skip-queue-pr")}
-        new = dict(row, **{"priority": text(score(plain, policy, ctx), policy),
-                           "queue-token": queue_token(ctx.namespace, f"{bucket}/{i}", plain)})
-        if skip:
-            new["skip-queue-pr"] = ctx.pr
-        out.append(new)
-    return sorted(out, key=lambda r: -Decimal(r["priority"]))
+        new = row.replace(priority=text(score(plain, policy, ctx), policy),
+                          queue_token=queue_token(ctx.namespace, f"{bucket}/{i}", plain))
+        out.append(new.replace(skip_queue_pr=ctx.pr) if skip else new)
+    return sorted(out, key=lambda r: -Decimal(r.priority or 0))
 
 
 def priority_findings(doc) -> list[Finding]:

@@ -9,7 +9,10 @@ every value is one line; JSON values are compact. Names are built from the bucke
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ci_tools.sweep.row import MatrixRow
 
 
 def _buckets() -> tuple[str, ...]:
@@ -188,9 +191,9 @@ def render_table(plan) -> str:
     t = plan.totals
     out += _wrap("total: ", f"{_count(t.jobs, 'job')} ({job_counts(plan.jobs)}), {_hours(t.gpu_hours)} GPU-h "
                  f"(canaries {_hours(t.canary_gpu_hours)} GPU-h)")
-    jobs = ", ".join(f"{b} {n}" for b, n in t.by_bucket.items())
-    if jobs:
-        out += _wrap("matrix jobs after canaries: ", jobs)
+    per_bucket = ", ".join(f"{b} {n}" for b, n in t.by_bucket.items())
+    if per_bucket:
+        out += _wrap("matrix jobs after canaries: ", per_bucket)
     if plan.canaries:
         out += _wrap("canaries: ", "; ".join(
             f"{c['family']}: {c['config-key']} conc {_conc(c['conc'])}"
@@ -307,39 +310,41 @@ def render_summary(plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _row_line(row: dict) -> str:
+def _row_line(row: MatrixRow) -> str:
     """One row for people: what runs where, at which sizes."""
-    def size(part: dict) -> str:
-        return f"tp{part.get('tp')} ep{part.get('ep')}" + (" dp-attn" if part.get("dp-attn") else "")
+    from ci_tools.sweep.row import MultiNodeRow, SingleNodeRow
 
-    if "prefill" in row or "decode" in row:
-        shape = (f"prefill {row.get('prefill', {}).get('num-worker')}x({size(row.get('prefill') or {})}) "
-                 f"decode {row.get('decode', {}).get('num-worker')}x({size(row.get('decode') or {})})")
+    def size(tp: int, ep: int, dp_attn: bool) -> str:
+        return f"tp{tp} ep{ep}" + (" dp-attn" if dp_attn else "")
+
+    if isinstance(row, MultiNodeRow):
+        p, d = row.prefill, row.decode
+        shape = f"prefill {p.num_worker}x({size(p.tp, p.ep, p.dp_attn)}) decode {d.num_worker}x({size(d.tp, d.ep, d.dp_attn)})"
     else:
-        shape = size(row)
-    seq = row.get("scenario-type") or f"{row.get('isl')}/{row.get('osl')}"
-    conc = row.get("conc")
-    conc = ",".join(map(str, conc)) if isinstance(conc, list) else conc
-    return (f"{row.get('exp-name')} {row.get('precision')} {row.get('framework')} on {row.get('runner')}: "
-            f"{seq} {shape} conc {conc}" + (" +eval" if row.get("run-eval") else ""))
+        assert isinstance(row, SingleNodeRow)
+        shape = size(row.tp, row.ep, row.dp_attn)
+    seq = row.get("scenario-type") or f"{row.isl}/{row.osl}"
+    conc = ",".join(map(str, row.concs)) if isinstance(row, MultiNodeRow) else str(row.concs[0])
+    return (f"{row.exp_name} {row.precision} {row.framework} on {row.runner}: "
+            f"{seq} {shape} conc {conc}" + (" +eval" if row.run_eval else ""))
 
 
-def matrix_text(rows: list[dict]) -> str:
+def matrix_text(rows: list[MatrixRow]) -> str:
     """`matrix --format text`: one line per row, then the count."""
     return "".join(_row_line(r) + "\n" for r in rows) + f"{len(rows)} row(s)\n"
 
 
-def matrix_summary(rows: list[dict]) -> str:
+def matrix_summary(rows: list[MatrixRow]) -> str:
     """Markdown for `matrix --format github`'s step summary: rows per runner label and matrix family,
     and how many are marked for evals (the JSON itself goes to stdout, as without --format)."""
     from ci_tools.sweep.buckets import BENCH_BUCKETS, bench_bucket
 
     counts: dict[str, dict[str, int]] = {}
     for row in rows:
-        per = counts.setdefault(str(row.get("runner")), {})
+        per = counts.setdefault(str(row.runner), {})
         bucket = bench_bucket(row)
         per[bucket] = per.get(bucket, 0) + 1
-        per["evals"] = per.get("evals", 0) + bool(row.get("run-eval"))
+        per["evals"] = per.get("evals", 0) + row.run_eval
     columns = [b for b in BENCH_BUCKETS if any(b in per for per in counts.values())]
     columns += sorted({b for per in counts.values() for b in per} - set(BENCH_BUCKETS) - {"evals"})
     lines = [f"### matrix: {len(rows)} row(s)", ""]

@@ -132,13 +132,13 @@ def test_plan_with_the_trusted_policy_refuses_what_the_forks_own_policy_allows(e
 
 
 def test_every_plan_of_a_forks_commit_passes_the_trusted_policy():
-    """The workflow steps that plan the approved fork commit (`--repo pr`) read the trusted checkout's
+    """The workflow steps that plan the approved fork commit (`--root pr`) read the trusted checkout's
     policy for the image allowlist."""
     workflows = Path(__file__).resolve().parents[2] / ".github" / "workflows"
     steps = [line for wf in sorted(workflows.glob("*.yml")) for line in
-             wf.read_text().replace("\\\n", " ").splitlines() if "ci-tools plan" in line and "--repo pr" in line]
+             wf.read_text().replace("\\\n", " ").splitlines() if "ci-tools plan" in line and "--root pr" in line]
     pr_args = [line for wf in sorted(workflows.glob("*.yml")) for line in wf.read_text().splitlines()
-               if "args+=(--repo pr" in line]
+               if "args+=(--root pr" in line]
     assert len(steps) == 2 and len(pr_args) == 1
     assert all("--image-policy inferencex-e2e/ci-policy.yaml" in line for line in steps + pr_args)
 

@@ -22,7 +22,8 @@ from ci_tools.config.load import default_master_paths, load_recipe, read_masters
 from ci_tools.config.recipe import resolve_point
 from ci_tools.runner.flow import eval_policy
 from ci_tools.runner.plan import Settings, build_plan
-from ci_tools.sweep.matrix import Filters, expand, is_multinode
+from ci_tools.sweep.matrix import Filters, expand
+from ci_tools.sweep.row import parse_row
 from tests.engines.harness import REPO, checked_versions, parse_many
 
 
@@ -31,9 +32,9 @@ def example_rows() -> list[tuple[str, dict]]:
     hardware = (read_runners(REPO / names.RUNNERS, REPO).data or {}).get("hardware") or {}
     rows, seen = [], set()
     for r in expand(entries, hardware, Filters()):
-        if is_multinode(r.data):
+        if r.row.is_multinode:
             continue
-        d = {**r.data, "config-key": r.key}
+        d = r.row.replace(config_key=r.key).as_dict()
         name = (f"{r.key}/tp{d['tp']}-ep{d['ep']}{'-dpa' if d.get('dp-attn') else ''}-c{d['conc']}"
                 f"{'-eval' if d.get('run-eval') else ''}-{d.get('isl', 'agentic')}x{d.get('osl', '')}")
         if name not in seen:
@@ -51,7 +52,7 @@ def commands(row: dict) -> tuple[str, tuple[str, ...], list[tuple[str, str, list
     rel = read_masters(default_master_paths(REPO), REPO).entries[row["config-key"]]["recipe"]
     recipe = load_recipe(REPO / rel, rel)
     point = resolve_point(recipe, int(row["tp"]), int(row.get("ep", 1)), bool(row.get("dp-attn")), int(row["conc"]))
-    plan = build_plan(row, point, Settings(root=str(REPO), evals=eval_policy(row, REPO)), "out")
+    plan = build_plan(row, point, Settings(root=str(REPO), evals=eval_policy(parse_row(row, "row"), REPO)), "out")
     server = plan.proc("server").command
     versions = checked_versions(server.parser, recipe.engine_versions)
     out = [(server.parser, v, list(server.args), dict(server.files)) for v in versions]

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from ci_tools.cli import cli
 from ci_tools.evals import policy as ep
+from ci_tools.sweep.row import parse_row
 from ci_tools.yaml.load import load_yaml_file
 from tests.conftest import REPO
 
@@ -57,7 +58,7 @@ def test_simulated_acceptance_is_removed_from_eval_servers(env, kept, removed):
 
 
 def runs(row, policy=POLICY):
-    return ep.harness_runs(row, policy, model="org/m", base_url="http://h:8000", lm_eval_bin="lm_eval",
+    return ep.harness_runs(parse_row(row, "row"), policy, model="org/m", base_url="http://h:8000", lm_eval_bin="lm_eval",
                            root="/repo", out_dir="/o")
 
 
@@ -73,7 +74,8 @@ def test_lm_eval_command_of_a_fixed_sequence_row():
 @pytest.mark.parametrize("row,policy_concs,want", [
     (FIXED, (), [64]),
     ({**FIXED, "eval-conc": 16}, (), [16]),
-    ({**FIXED, "conc": [4, 8, 32]}, (), [32]),
+    ({**FIXED, "conc": [4, 8, 32], "prefill": {"num-worker": 1, "tp": 4}, "decode": {"num-worker": 1, "tp": 4}},
+     (), [32]),                       # a multi-node row: its highest concurrency
     (FIXED, (1, 4, 8), [1, 4, 8]),   # a batched eval: the policy's list
 ])
 def test_eval_concurrencies(row, policy_concs, want):

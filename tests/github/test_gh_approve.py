@@ -128,33 +128,79 @@ def test_editing_an_approval_comment_starts_no_second_sweep(fake):
     assert any("edited comment" in m for m in res.messages)
 
 
-# ---- the trusted sweep's first step -------------------------------------------------------------
+# ---- the trusted sweep's first step: the approval's rule again ------------------------------------------
+
+def approved(fake, **kw) -> int:
+    """`/sweep approve SHA1` on fork PR #3, handled and accepted: the approving comment's id."""
+    fork_pr(fake, **kw)
+    res, _, _ = approve(fake, f"/sweep approve {SHA1}")
+    assert res.outputs["approve-sha"] == SHA1
+    return int(res.outputs["approve-comment"])
+
 
 def test_check_approval_passes_at_the_approved_head_and_reads_the_labels_now(fake):
-    fork_pr(fake, labels=(FULL, "all-evals"))
+    comment = approved(fake, labels=(FULL, "all-evals"))
     fake.label(3, "bug")
     gh = lazy(fake)
-    res = check_approval(settings(), gh, pr=3, sha=SHA1)
-    assert res.exit_code == 0 and res.outputs["proceed"] == "true"
+    res = check_approval(settings(), gh, pr=3, sha=SHA1, comment=comment)
+    assert res.exit_code == 0 and res.outputs["proceed"] == "true", res.messages
     assert res.outputs["labels"] == f"all-evals\n{FULL}"                   # policy labels only
     assert res.outputs["base-sha"] == fake.pulls[3]["base"]["sha"]
-    assert gh.calls == 1
+    assert gh.calls <= 3                                                   # the timeline (and its count), the PR
 
 
 def test_check_approval_refuses_after_a_push(fake):
-    fork_pr(fake, commits=(SHA1, SHA2))
-    res = check_approval(settings(), lazy(fake), pr=3, sha=SHA1)
+    comment = approved(fake)
+    fake.add_commit(3, SHA2)
+    fake.pulls[3]["head"]["sha"] = SHA2
+    res = check_approval(settings(), lazy(fake), pr=3, sha=SHA1, comment=comment)
     assert res.exit_code == 1 and res.outputs["proceed"] == "false"
-    assert "moved from the approved commit" in res.messages[0]
+    assert f"`{SHA1}` is not the head of PR #3, which is now `{SHA2}`" in res.messages[0]
+
+
+@pytest.mark.parametrize("moved", ["force-pushed away and back", "deleted and restored"])
+def test_check_approval_refuses_a_head_branch_moved_after_the_approval(fake, moved):
+    """Issue 35: between the approval and the sweep's start the fork force-pushes another commit and then
+    the approved one again (or deletes and restores the branch): the head is the approved SHA again, so
+    main's check (the head alone) let the sweep run. The approval's rule refuses it, as it would have
+    refused the comment had the push come before its handling."""
+    comment = approved(fake)
+    if moved == "deleted and restored":
+        fake.branch_event(3, "head_ref_deleted")
+        fake.branch_event(3, "head_ref_restored", commit=SHA1)
+    else:
+        fake.force_push(3, SHA2)
+        fake.force_push(3, SHA1)
+    assert fake.pulls[3]["head"]["sha"] == SHA1
+    res = check_approval(settings(), lazy(fake), pr=3, sha=SHA1, comment=comment)
+    assert res.exit_code == 1 and res.outputs["proceed"] == "false"
+    assert f"the approval in comment {comment} on PR #3 no longer holds" in res.messages[0]
+    assert "after this comment was written" in res.messages[0]
+
+
+def test_check_approval_refuses_a_deleted_or_edited_approval(fake):
+    comment = approved(fake)
+    edited = fake.comments[comment]
+    edited["body"], edited["updated_at"] = "never mind", fake.tick()
+    res = check_approval(settings(), lazy(fake), pr=3, sha=SHA1, comment=comment)
+    assert res.exit_code == 1 and f"no longer says `/sweep approve {SHA1}`" in res.messages[0]
+    other = check_approval(settings(), lazy(fake), pr=3, sha=SHA1, comment=comment + 1000)
+    assert other.exit_code == 1 and f"comment {comment + 1000} is no longer on PR #3" in other.messages[0]
 
 
 def test_check_approval_cli_fails_closed_with_an_annotation(fake, env, tmp_path):
-    fork_pr(fake, commits=(SHA1, SHA2))
-    result = ci(["comment", "check-approval", "--pr", "3", "--sha", SHA1, "--format", "github"], env)
-    assert result.returncode == 1 and "::error title=ci-tools comment check-approval::PR #3 moved" in result.stdout, result.stderr
+    comment = approved(fake)
+    fake.add_commit(3, SHA2)
+    fake.pulls[3]["head"]["sha"] = SHA2
+    result = ci(["comment", "check-approval", "--pr", "3", "--sha", SHA1, "--comment", str(comment),
+                 "--format", "github"], env)
+    assert result.returncode == 1, result.stderr
+    assert f"::error title=ci-tools comment check-approval::the approval in comment {comment} on PR #3" in result.stdout
     assert outputs(env)["proceed"] == "false"
-    short = ci(["comment", "check-approval", "--pr", "3", "--sha", SHA1[:7]], env)
+    short = ci(["comment", "check-approval", "--pr", "3", "--sha", SHA1[:7], "--comment", str(comment)], env)
     assert short.returncode == 2 and "full 40-digit head SHA" in short.stderr and "Traceback" not in short.stderr
+    missing = ci(["comment", "check-approval", "--pr", "3", "--sha", SHA1], env)
+    assert missing.returncode == 2 and "--comment" in missing.stderr and "Traceback" not in missing.stderr
 
 
 # ---- reply bodies as golden files -----------------------------------------------------------------
@@ -182,5 +228,5 @@ def test_the_output_registry_names_what_the_flows_write(fake):
     fork_pr(fake)
     res, _, _ = approve(fake, f"/sweep approve {SHA1}")
     assert tuple(res.outputs) == GITHUB_OUTPUTS["comment handle"]
-    assert tuple(check_approval(settings(), lazy(fake), pr=3, sha=SHA1).outputs) == \
-        GITHUB_OUTPUTS["comment check-approval"]
+    assert tuple(check_approval(settings(), lazy(fake), pr=3, sha=SHA1, comment=int(res.outputs["approve-comment"])
+                                ).outputs) == GITHUB_OUTPUTS["comment check-approval"]

@@ -786,6 +786,33 @@ def test_the_approval_race(fake, before, given, after, swept):
         assert "not a full commit SHA" in reply and f"`/sweep approve {head}`" in reply
 
 
+# The same race after the approval was handled, before the trusted sweep starts: `comment check-approval`,
+# the sweep's first step, applies the approval's rule again. Main compared the head with the approved SHA
+# only, so a head moved away and back (the rows marked "main") started the sweep.
+SWEEP_START_RACE = [
+    # (what happened after the accepted approval, does the sweep start?)
+    ("force-pushed away and back (main)", away_and_back, False),
+    ("branch deleted and restored (main)", deleted_and_restored, False),
+    ("ground commit force-pushed", force_push(COLLIDING), False),
+    ("plain push", plain_push(SHA2), False),
+    ("nothing moved", None, True),
+]
+
+
+@pytest.mark.parametrize("after,starts", [row[1:] for row in SWEEP_START_RACE], ids=[row[0] for row in SWEEP_START_RACE])
+def test_the_approval_race_at_the_sweeps_start(fake, after, starts):
+    from ci_tools.prbot.approval.flow import check_approval
+
+    fork_pr(fake)
+    c = authorise(fake, 1321, f"/sweep approve {SHA1}")
+    handled = handle_comment(comment_event(fake, 1321, c), settings(), lazy(fake))
+    assert handled.outputs["approve-sha"] == SHA1 and handled.outputs["approve-comment"] == str(c["id"])
+    if after:
+        after(fake)
+    res = check_approval(settings(), lazy(fake), pr=1321, sha=SHA1, comment=c["id"])
+    assert (res.outputs["proceed"] == "true") is starts and (res.exit_code == 0) is starts, res.messages
+
+
 # ---- issue 35, 3: a rename, an owner without write access, a command the bot never answered ---------------
 
 def test_a_move_of_an_owned_file_needs_the_old_paths_owner(fake):
@@ -909,6 +936,21 @@ def test_boxes_ticked_inside_a_code_fence_are_not_ticked(fake):
     assert "13 of 13 items not ticked" in verdict_statuses(fake)[-1]["description"]
 
 
+@pytest.mark.parametrize("before", ["", "\n"], ids=["after a paragraph", "after a blank line"])
+def test_boxes_indented_four_spaces_are_not_ticked(fake, before):
+    """The ticked copy is indented four spaces: GitHub shows it as a paragraph's text or as an indented code
+    block, never as ticked boxes; main counted it and verified the sign-off."""
+    setup_pr(fake, (AMD,))
+    body = signoff_body("amd-dev")
+    ticked = [line for line in body.splitlines() if line.startswith("- [x]")]
+    first = body.index(ticked[0])
+    hidden = body[:first] + before + "\n".join("    " + line for line in ticked) + body[first + len("\n".join(ticked)):]
+    c = fake.add_comment(1, hidden, author="amd-dev")
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["state"] == "failure"
+    assert "13 of 13 items not ticked" in verdict_statuses(fake)[-1]["description"]
+
+
 def test_a_signed_line_inside_a_code_fence_does_not_sign(fake):
     setup_pr(fake, (AMD,))
     body = signoff_body("amd-dev", signed="someone-else") + "\n```\nSigned: @amd-dev\n```\n"
@@ -917,23 +959,71 @@ def test_a_signed_line_inside_a_code_fence_does_not_sign(fake):
     assert res.outputs["state"] == "failure" and "not signed by @amd-dev" in verdict_statuses(fake)[-1]["description"]
 
 
-@pytest.mark.parametrize("state", ["changes_requested", "dismissed"])
-def test_a_review_requesting_changes_is_not_a_signoff(fake, tmp_path, state):
-    """The owner's review carries the whole ticked checklist but requests changes: main verified it."""
+def test_a_dismissed_review_is_not_a_signoff(fake, tmp_path):
+    """The owner's review carries the whole ticked checklist but was dismissed: main verified it."""
     setup_pr(fake, (AMD,))
-    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", state=state)
+    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", state="dismissed")
     res = recorded_review(fake, tmp_path, review)
     assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
     assert "only a review that approves or comments signs off" in res.messages[-1]
 
 
-def test_a_review_requesting_changes_is_not_a_signoff_on_the_direct_path_either(fake):
-    """A same-repository PR's review event is verified straight from its payload (state lower-case there)."""
+def direct_review(fake, review):
+    """A same-repository PR's review event, verified straight from its payload (state lower-case there)."""
+    event = comment_event(fake, 1, {**review, "state": review["state"].lower(), "created_at": review["submitted_at"]},
+                          kind="pull_request_review")
+    return verify_signoff(event, settings(), lazy(fake), lazy(fake))
+
+
+def verified_signoff(fake):
+    """@amd-dev's verified sign-off comment on PR #1: the status is green."""
     setup_pr(fake, (AMD,))
-    review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", state="changes_requested")
-    res = verify_signoff(comment_event(fake, 1, {**review, "state": "changes_requested", "created_at": review["submitted_at"]},
-                                       kind="pull_request_review"), settings(), lazy(fake), lazy(fake))
-    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    assert verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake)).outputs["state"] == "success"
+    return c
+
+
+@pytest.mark.parametrize("path", ["recorded", "direct"])
+@pytest.mark.parametrize("body", ["The recipe must use the upstream image.", None], ids=["a note", "the checklist"])
+def test_an_owners_request_for_changes_revokes_the_signoff(fake, tmp_path, path, body):
+    """After @amd-dev's verified sign-off, @core-dev (who owns amd-master.yaml too) requests changes. GitHub
+    blocks the merge on an owner's requested changes; main kept codeowner-signoff-verify green (a review
+    without the sign-off phrase was not read, one with it was \"not counted\")."""
+    verified_signoff(fake)
+    fake.permissions["core-dev"] = "write"
+    review = fake.add_review(1, body or signoff_body("core-dev"), author="core-dev", state="changes_requested")
+    res = recorded_review(fake, tmp_path, review) if path == "recorded" else direct_review(fake, review)
+    assert res.outputs["state"] == "failure", res.messages
+    status = verdict_statuses(fake)[-1]
+    assert status["state"] == "failure" and status["description"] == "Sign-off revoked: @core-dev requested changes"
+    assert any(b["body"].startswith("<!-- ci-tools:signoff-verdict -->") and "revoked" in b["body"]
+               for b in fake.bot_comments(1))
+
+
+def test_a_later_owners_signoff_counts_again(fake, tmp_path):
+    """The other side: after the request for changes, an owner's approving review with the checklist signs
+    off again; a re-run of the old request does not revoke it; a re-run of the sign-off made before the
+    request does not count (the status stays as the last decision left it)."""
+    first = verified_signoff(fake)
+    asked = fake.add_review(1, "Please fix the image.", author="amd-dev", state="changes_requested")
+    assert recorded_review(fake, tmp_path, asked).outputs["state"] == "failure"
+    old = verify_signoff(comment_event(fake, 1, first), settings(), lazy(fake), lazy(fake))
+    assert old.outputs["proceed"] == "false" and verdict_statuses(fake)[-1]["state"] == "failure"
+    assert "requested changes at" in old.messages[-1]
+    again = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", state="approved")
+    assert recorded_review(fake, tmp_path, again).outputs["state"] == "success"
+    rerun = recorded_review(fake, tmp_path, asked)
+    assert rerun.outputs["state"] == "" and verdict_statuses(fake)[-1]["state"] == "success"
+    assert "was written after it" in rerun.messages[-1]
+
+
+def test_a_request_for_changes_from_a_non_owner_changes_nothing(fake, tmp_path):
+    """Still: a drive-by review requesting changes cannot undo an owner's verified sign-off."""
+    verified_signoff(fake)
+    fake.permissions["mallory"] = "write"
+    review = fake.add_review(1, "no", author="mallory", state="changes_requested")
+    res = recorded_review(fake, tmp_path, review)
+    assert res.outputs["state"] == "" and verdict_statuses(fake)[-1]["state"] == "success"
 
 
 def test_an_approving_review_still_signs_off(fake, tmp_path):

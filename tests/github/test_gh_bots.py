@@ -156,6 +156,10 @@ def test_signoff_goldens(fake):
     other = fake.add_comment(1, signoff_body("mallory"), author="mallory")
     verify_signoff(comment_event(fake, 1, other), settings(), lazy(fake), lazy(fake))
     golden("signoff-not-counted", only(fake, 1, f"<!-- ci-tools:signoff-reply {other['id']} -->"))
+    asked = fake.add_review(1, "The recipe needs the upstream image.", author="amd-dev", state="changes_requested")
+    verify_signoff(comment_event(fake, 1, {**asked, "state": "changes_requested", "created_at": asked["submitted_at"]},
+                                 kind="pull_request_review"), settings(), lazy(fake), lazy(fake))
+    golden("signoff-revoked", only(fake, 1, "<!-- ci-tools:signoff-verdict -->"))
 
 
 def test_sweep_plan_reply_shows_the_plan_the_sweep_workflow_recorded(fake):

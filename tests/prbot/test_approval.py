@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ci_tools.github.models import HeadEvent, WorkflowRun
+from ci_tools.github.models import Comment, HeadEvent, WorkflowRun
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.approval.flow import outputs
 from ci_tools.prbot.context import PrContext
@@ -85,8 +85,8 @@ RUNNING = WorkflowRun(id=5, display_title=approval.run_name(12, HEAD), html_url=
 def test_decide(given_sha, facts, running, approved, words):
     d = approval.decide(given_sha, facts, POLICY, running)
     assert d.approved is approved and words in d.reason
-    assert outputs(d, 12) == ({"approve-sha": HEAD, "approve-pr": "12"} if approved
-                             else {"approve-sha": "", "approve-pr": ""})
+    assert outputs(d, 12, 77) == ({"approve-sha": HEAD, "approve-pr": "12", "approve-comment": "77"} if approved
+                                 else {"approve-sha": "", "approve-pr": "", "approve-comment": ""})
     assert bool(d.running_url) == bool(running and "already" in words)
 
 
@@ -136,15 +136,42 @@ def test_an_unknown_comment_time_refuses_after_any_head_event():
     assert not d.approved and "time unknown" in d.reason
 
 
-@pytest.mark.parametrize("approved,head,state,problem", [
-    (HEAD, HEAD, "open", None),
-    (HEAD, HEAD.upper(), "open", None),
-    (HEAD, "f" * 40, "open", "moved from the approved commit 0123456789ab to ffffffffffff"),
-    (HEAD, HEAD, "closed", "is closed"),
-])
-def test_check_head_refuses_a_moved_pr(approved, head, state, problem):
-    got = approval.check_head(approved, head, pr=12, state=state)
-    assert got == problem or (problem and problem in got)
+def approving(body: str = f"/sweep approve {HEAD}", at: str = SAID) -> Comment:
+    return Comment(id=77, body=body, author="maint", created_at=at)
+
+
+# At the sweep's start: the approval's rule again. (head now, state, the approving comment or None, head
+# events since the start of the PR, words of the refusal or None). Rows marked "main" proceeded on main
+# of 2026-12-07, which compared the head with the approved SHA and nothing else.
+START = [
+    (HEAD, "open", approving(), (), None),
+    (HEAD.upper(), "open", approving(), (), None),                                       # hex case
+    (HEAD, "open", approving(), (pushed(-5),), None),                                    # an old force push
+    (OTHER, "open", approving(), (), f"is not the head of PR #12, which is now `{OTHER}`"),   # a plain push
+    (HEAD, "closed", approving(), (), "PR #12 is closed"),
+    (HEAD, "open", approving(), (pushed(2), pushed(3)), "was force-pushed"),              # away and back (main)
+    (HEAD, "open", approving(), (pushed(2, "head_ref_deleted"), pushed(3, "head_ref_restored")), "was restored"),
+    (HEAD, "open", None, (), "comment 77 is no longer on PR #12"),                       # deleted (main)
+    (HEAD, "open", approving("/sweep approve " + "e" * 40), (), "no longer says"),        # edited away (main)
+    (HEAD, "open", approving(f"thanks\n\n<!--\n/sweep approve {HEAD}\n-->"), (), "no longer says"),  # hidden since
+]
+
+
+@pytest.mark.parametrize("head,state,said,events,words", START)
+def test_the_sweep_starts_only_while_the_approval_holds(head, state, said, events, words):
+    got = approval.check_start(HEAD, replace(FORK, head_sha=head, state=state), approval=said, comment_id=77,
+                               head_events=events)
+    assert (got is None) is (words is None), got
+    assert words is None or words in got
+
+
+def test_the_start_applies_the_same_rule_as_the_approval():
+    """One rule (`commit_problem`): every race row decides the same at the sweep's start."""
+    for given_sha, head, events, approved in RACE:
+        if len(given_sha) == 40 and given_sha != "e" * 40:
+            start = approval.check_start(given_sha, replace(FORK, head_sha=head), comment_id=77, head_events=events,
+                                         approval=approving(f"/sweep approve {given_sha}"))
+            assert (start is None) is approved, (given_sha, head, events, start)
 
 
 def test_plan_labels_keeps_policy_labels_only():

@@ -90,3 +90,42 @@ def test_what_renders_as_nothing_or_as_code_holds_no_command(body):
 ])
 def test_what_shows_still_runs(body, expected):
     assert parse(body) == expected
+
+
+# ---- checked against GitHub's renderer (tests/github_markdown.py: cmark-gfm and a browser's parser) ---------
+# Each body hides `/use 9` on GitHub; the grammar of 2026-12-07 ran it (the fuzz tier found them).
+
+HIDDEN_ON_GITHUB = [
+    "<div>\n```\n<details>\n```\n/use 9",                   # no fence inside raw HTML: the <details> is real
+    '[l]: <x> "\n(\n1. [l]: <x> "\n/use 9\n"',              # a definition in a list item, its title over lines
+    "![\n[a]\n/use 9\n](https://e.com/x.png)",              # an image's alt text holding brackets
+    "text <?x\n/use 9\n?> more",                            # a processing instruction: a bogus comment
+    '[a]: https://e.com "x\\\n/use 9\n"',                   # a backslash before a title's line ending
+    'text\n<b>\n<?x>\n\nfoo <a title="\n\n/use 9\n?>',      # raw HTML starting inside a tag line's "block"
+]
+
+
+@pytest.mark.parametrize("body", HIDDEN_ON_GITHUB)
+def test_what_github_hides_holds_no_command(body):
+    from tests import github_markdown
+
+    assert not github_markdown.seen(body).shows("/use 9")
+    assert [c for c in parse(body) if not isinstance(c, UsageProblem)] == []
+
+
+@pytest.mark.parametrize("body", [
+    "<!-->\n/use 9",                                        # an empty comment ends where it starts
+    "text <!--\n\n/use 9\n-->",                             # a blank line ends the paragraph: no comment
+    "<details><summary>Logs</summary>\n\nx\n\n</details>\n/use 9",
+    "<pre>\nx\n</pre>\n/use 9",
+    "hello\n/use 9\nbye",
+])
+def test_what_github_shows_alone_still_runs(body):
+    from tests import github_markdown
+
+    assert "/use 9" in github_markdown.seen(body).plain
+    assert parse(body) == [Use(9)]
+
+
+def test_a_fence_in_a_list_item_is_code():
+    assert parse("- ```\n  /use 9\n  ```\n/use 8") == [Use(8)]

@@ -146,7 +146,8 @@ def test_what_an_html_comment_hides_is_not_read():
                                   "<!--\n", "looks good to me\n"])
 def test_a_1_mb_comment_of_any_shape_is_read_in_under_half_a_second(unit):
     """The `Signed:` regex was quadratic: 65k newlines from anyone cost 9.8 s. CPU time of this process
-    (not wall time, which other jobs on the machine share); benchmarks/signoff_parse.py: 0.02-0.12 s."""
+    (not wall time, which other jobs on the machine share); benchmarks/signoff_parse.py: 0.05-0.26 s
+    (0.04-0.15 s before the list items and raw HTML blocks of issue 35 were read)."""
     import time
 
     text = signoff.PHRASE + "\n" + unit * ((1 << 20) // len(unit)) + "Signed: @someone\n"
@@ -185,6 +186,41 @@ def test_only_what_a_reader_sees_counts(body, passed, words):
     assert words in verdict.description
 
 
+def _indented(lines: str, spaces: int = 4) -> str:
+    return "\n".join(" " * spaces + line for line in lines.split("\n"))
+
+
+N = len(CHECKLIST.items)
+HEAD = f"Checklist version {CHECKLIST.version}\nAs a PR reviewer and CODEOWNER, I have reviewed this and have:\n"
+
+
+# (body, boxes GitHub ticks, items the sign-off counts ticked). A line indented four columns past the list
+# it would belong to is no list item: after a paragraph it continues the paragraph ("- [x] a" as text),
+# after a blank line it is an indented code block. Nested under an item, it is one.
+INDENTED = [
+    ("after a paragraph", HEAD + _indented(_ticked_lines()) + "\n\nSigned: @alice\n", 0, 0),
+    ("after a blank line", HEAD + "\n" + _indented(_ticked_lines()) + "\n\nSigned: @alice\n", 0, 0),
+    ("a tab, after a paragraph", HEAD + _indented(_ticked_lines(), 0).replace("- [x]", "\t- [x]") + "\n\nSigned: @alice\n",
+     0, 0),
+    ("nested under an item", HEAD + "- [x] the list\n" + _indented(_ticked_lines(), 2) + "\n\nSigned: @alice\n", N + 1, N),
+    ("nested four deep", HEAD + "- [x] the list\n" + _indented(_ticked_lines()) + "\n\nSigned: @alice\n", N + 1, N),
+    ("in an item's paragraph", HEAD + "- [x] the list\n" + _indented(_ticked_lines(), 6) + "\n\nSigned: @alice\n", 1, 0),
+    ("raw HTML", HEAD + "<div>\n" + _ticked_lines() + "\n</div>\n\nSigned: @alice\n", 0, 0),
+    ("three spaces", HEAD + _indented(_ticked_lines(), 3) + "\n\nSigned: @alice\n", N, N),
+]
+
+
+@pytest.mark.parametrize("body,github,counted", [row[1:] for row in INDENTED], ids=[row[0] for row in INDENTED])
+def test_a_box_counts_only_where_github_shows_one(body, github, counted):
+    """Issue 35: `    - [x]` lines (an indented code block, or a paragraph's text) counted as ticked boxes.
+    The first column is what cmark-gfm, GitHub's renderer, makes of the body: how many ticked boxes show."""
+    from tests import github_markdown
+
+    assert github_markdown.seen(body).checked == github
+    missing = [c for c in signoff.checklist_checks(body, "alice", CHECKLIST) if c.name == "every item ticked"][0]
+    assert missing.ok is (counted == N) and (counted == N or f"{N - counted} of {N} items not ticked" in missing.detail)
+
+
 @pytest.mark.parametrize("permission,ok", [("admin", True), ("maintain", True), ("write", True), ("triage", False),
                                            ("read", False), ("none", False), ("not-found", False)])
 def test_an_owner_without_write_access_owns_nothing(permission, ok):
@@ -211,3 +247,45 @@ def test_only_a_review_that_approves_or_comments_signs_off(state, ok):
     assert (why is None) is ok
     if state.upper() == "CHANGES_REQUESTED":
         assert "requests changes" in why
+
+
+# ---- issue 35: an owner's request for changes revokes the sign-off ---------------------------------------
+
+VERIFIED = {"passed": True, "signer": "alice", "sha": "a" * 40, "tree": "t", "at": "2026-10-01T12:00:00Z"}
+REVOKED = {"passed": False, "changes_requested": True, "signer": "bob", "at": "2026-10-01T12:00:00Z"}
+
+
+@pytest.mark.parametrize("owns,unverified,submitted,previous,revokes,words", [
+    (True, None, "2026-10-01T12:05:00Z", VERIFIED, True, "Sign-off revoked: @bob requested changes"),
+    (True, None, "2026-10-01T12:00:00Z", VERIFIED, True, "revoked"),             # the same second: revokes
+    (True, None, "2026-10-01T11:55:00Z", VERIFIED, False, "was written after it"),   # the sign-off is later
+    (True, None, "2026-10-01T12:05:00Z", {}, True, "revoked"),                   # nothing verified: failure anyway
+    (True, None, "2026-10-01T12:05:00Z", {**VERIFIED, "at": ""}, True, "revoked"),   # an older bot's record
+    (True, None, "not a time", VERIFIED, True, "revoked"),                       # unreadable: fail closed
+    (False, None, "2026-10-01T12:05:00Z", VERIFIED, False, "owns none of the changed files"),
+    (False, "cannot read team membership", "2026-10-01T12:05:00Z", VERIFIED, True, "revoked"),
+])
+def test_a_review_requesting_changes_revokes_when_an_owner_wrote_it(owns, unverified, submitted, previous, revokes,
+                                                                    words):
+    got = signoff.revocation(reviewer="bob", owns_any=owns, unverified=unverified, submitted_at=submitted,
+                             previous=previous)
+    assert isinstance(got, signoff.StatusUpdate) is revokes
+    assert (got.state == "failure" and words in got.description) if revokes else words in got
+
+
+@pytest.mark.parametrize("written,previous,counts", [
+    ("2026-10-01T12:05:00Z", REVOKED, True),         # signed off again after the request: counts
+    ("2026-10-01T11:55:00Z", REVOKED, False),        # written before it (a re-run, an old event)
+    ("2026-10-01T12:00:00Z", REVOKED, False),        # the same second: may be before
+    ("2026-10-01T11:55:00Z", VERIFIED, True),        # no request recorded
+    ("", REVOKED, False),
+])
+def test_only_a_signoff_written_after_the_request_counts(written, previous, counts):
+    why = signoff.revoked_problem(written_at=written, previous=previous)
+    assert (why is None) is counts
+    assert counts or "@bob requested changes at 2026-10-01T12:00:00Z" in why
+
+
+def test_a_push_after_a_request_for_changes_awaits_a_new_signoff():
+    update = signoff.after_push({**REVOKED, "tree": "t"}, "t")
+    assert update.state == "pending" and "@bob requested changes" in update.description

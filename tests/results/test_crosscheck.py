@@ -1,5 +1,7 @@
-"""The per-record consistency rules (crosscheck.py) as a table: a run of 20 consistent records, one
-thing changed per case, and the rule that must fail (None: the run stays consistent)."""
+"""The rules across records (crosscheck.py) as a table: a run of 20 consistent records, one thing
+changed per case, and the rule that must fail (None: the run stays consistent). The rules within one
+record are invariants.py's (tests/results/test_invariants.py); crosscheck reports what the reader
+tallied."""
 
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ def row(i: int, conc: int = 4) -> dict:
     ttft, osl, itl = 20.0 + i % 3, 16 + i % 5, 2.0 + (i % 7) / 10
     e2el = ttft + itl * (osl - 1)
     start = T0 + (i // conc) * 100_000_000 + (i % conc) * 1000
-    return {"ttft": ttft, "itl": itl, "e2el": e2el, "osl": float(osl), "usage": float(osl), "otpu": 1000.0 / itl,
-            "start": start, "end": start + int(e2el * 1e6) + 2_000_000, "rid": hash(f"req-{i}")}
+    return {"ttft": ttft, "itl": itl, "e2el": e2el, "osl": float(osl), "isl": 100.0, "otpu": 1000.0 / itl,
+            "start": start, "end": start + int(e2el * 1e6) + 2_000_000, "rid": hash(f"req-{i}"), "session": i}
 
 
 def scan_of(rows: list[dict]) -> RecordScan:
@@ -34,14 +36,15 @@ def scan_of(rows: list[dict]) -> RecordScan:
         s.e2el_ms.append(r["e2el"])
         if not math.isnan(r["itl"]):
             s.itl_ms.append(r["itl"])
-        s.itl_rec.append(r["itl"])
         s.osl.append(r["osl"])
-        s.usage_osl.append(r["usage"])
+        s.isl.append(r["isl"])
         s.otpu.append(r["otpu"])
         s.start_ns.append(r["start"])
         s.end_ns.append(r["end"])
         if r["rid"] is not None:
             s.request_ids.append(r["rid"])
+        if r["session"] is not None:
+            s.sessions.append(r["session"])
     s.start_ns_min = min(r["start"] for r in rows) if rows else None
     s.end_ns_max = max(r["end"] for r in rows) if rows else None
     return s
@@ -77,10 +80,25 @@ def shift(i: int, seconds: float):
     return fn
 
 
-def copy_of(i: int, j: int):
+def copy_of(i: int, j: int, key: str = "rid"):
     def fn(rows):
-        rows[j]["rid"] = rows[i]["rid"]
+        rows[j][key] = rows[i][key]
     return fn
+
+
+def duration(rows: list[dict]) -> float:
+    """AIPerf's benchmark_duration of these rows: first start to latest start plus request latency."""
+    return (max(r["start"] + round(r["e2el"] * 1e6) for r in rows) - min(r["start"] for r in rows)) / 1e9
+
+
+def with_duration(d: float):
+    def fn(rows):
+        rows[0]["duration"] = d
+    return fn
+
+
+def command(text: str) -> Context:
+    return replace(CTX, command=text, summary=True)
 
 
 def nothing(rows):
@@ -93,34 +111,19 @@ def drop(k: int):
     return fn
 
 
-CTX = Context(conc=4, requests=20, window=WINDOW)
+CTX = Context(conc=4, requests=20, window=WINDOW, profiled=20)
 P = ResultsPolicy()
+AIPERF = "aiperf profile --model 'stub' --streaming --concurrency 4 --request-count 20 --use-server-token-count"
 
 # name: (edit of the rows, context, policy, the rule that fails or None)
 CASES = {
     "consistent run": (nothing, CTX, P, None),
     "no context": (nothing, Context(), P, None),
-    "ITL edited +10 %": (edit_by(3, "itl", lambda v: v * 1.1), CTX, P, "record-itl"),
-    "ITL edited -10 %": (edit_by(3, "itl", lambda v: v * 0.9), CTX, P, "record-itl"),
-    "ITL of 3600 s": (edit_by(5, "itl", lambda v: 3.6e6), CTX, P, ("record-itl", "outliers")),
-    "ITL within the tolerance": (edit_by(3, "itl", lambda v: v * 1.0005), CTX, P, None),
-    "ITL alone edited: the rate disagrees too": (lambda r: r[3].update(itl=r[3]["itl"] * 1.2), CTX, P,
-                                                 ("record-itl", "record-rate")),
-    "ITL 5 % off, loose policy": (edit_by(3, "itl", lambda v: v * 1.05), CTX, replace(P, record_tolerance=0.1), None),
-    "E2EL edited": (edit_by(7, "e2el", lambda v: v * 1.5), CTX, P, "record-itl"),
-    "TTFT edited": (edit_by(7, "ttft", lambda v: v + 5), CTX, P, "record-itl"),
-    "OSL edited": (edit_by(8, "osl", lambda v: v + 4), CTX, P, ("record-itl", "record-tokens")),
-    "OSL and usage edited": (lambda r: r[8].update(osl=r[8]["osl"] + 4, usage=r[8]["osl"] + 4), CTX, P, "record-itl"),
-    "one-token record without ITL": (edit(2, osl=1.0, usage=1.0, itl=math.nan, otpu=math.nan), CTX, P, None),
-    "record without an ITL": (edit(2, itl=math.nan, otpu=math.nan), CTX, P, None),
-    "per-user rate halved": (edit_by(4, "otpu", lambda v: v / 2), CTX, P, "record-rate"),
-    "per-user rate doubled": (edit_by(4, "otpu", lambda v: v * 2), CTX, P, "record-rate"),
-    "per-user rate absent": (edit(4, otpu=math.nan), CTX, P, None),
-    "usage tokens differ": (edit_by(6, "usage", lambda v: v + 1), CTX, P, "record-tokens"),
-    "usage tokens absent": (edit(6, usage=math.nan), CTX, P, None),
     "duplicated x_request_id": (copy_of(1, 9), CTX, P, "duplicate-ids"),
     "three copies of one id": (lambda r: (copy_of(1, 9)(r), copy_of(1, 10)(r)), CTX, P, "duplicate-ids"),
     "records without ids": (lambda r: [x.update(rid=None) for x in r], CTX, P, None),
+    "a repeated session_num (a copy with a new x_request_id)": (copy_of(2, 11, "session"), CTX, P, "duplicate-ids"),
+    "records without a session_num": (lambda r: [x.update(session=None) for x in r], CTX, P, None),
     "ITL 200x the median, consistent": (lambda r: r[5].update(itl=500.0, otpu=2.0, e2el=r[5]["ttft"] + 500.0 * (r[5]["osl"] - 1)),
                                         replace(CTX, window=None), P, "outliers"),
     "ITL 50x the median, consistent": (lambda r: r[5].update(itl=110.0, otpu=1000 / 110.0, e2el=r[5]["ttft"] + 110.0 * (r[5]["osl"] - 1)),
@@ -143,9 +146,35 @@ CASES = {
     "fill lowered in the policy": (nothing, replace(CTX, window=(WINDOW[0], WINDOW[0] + SPAN / 0.9)),
                                    replace(P, window_fill=0.8), None),
     "the last record ends 5 ms early": (lambda r: r[-1].update(end=r[-1]["end"] - 5_000_000), CTX, P, None),
-    "records dropped from a fixed window": (drop(2), CTX, P, "window"),
-    "dropped records counted as errors": (drop(1), replace(CTX, errors=1), P, None),
+    "records dropped from a fixed window": (drop(2), CTX, P, None),   # the count is the reader's: below
+    "fewer profiling records than asked for": (nothing, replace(CTX, profiled=18), P, "window"),
     "slack raised": (shift(19, 1.5), CTX, replace(P, window_slack_s=5.0), None),
+    "benchmark_duration as AIPerf computes it": (with_duration(0), CTX, P, None),
+    "benchmark_duration 1.5 ms longer": (with_duration(0.0015), CTX, P, "aiperf-duration"),
+    "benchmark_duration 0.5 ms shorter": (with_duration(-0.0005), CTX, P, None),
+    "benchmark_duration 2 s longer (the old slack)": (with_duration(2.0), CTX, P, "aiperf-duration"),
+    "benchmark_duration off, slack raised": (with_duration(0.0015), CTX, replace(P, duration_slack_s=0.002), None),
+    "the last request's latency edited": (lambda r: (with_duration(0)(r), r[-1].update(e2el=r[-1]["e2el"] * 0.7)), CTX, P,
+                                          "aiperf-duration"),
+    "the command asked for what the export holds": (nothing, command(AIPERF), P, None),
+    "the command asked for more requests": (nothing, command(AIPERF.replace("20", "24")), P, "aiperf-command"),
+    "the command's count as --num-requests=N": (nothing, command(AIPERF.replace("--request-count 20", "--num-requests=19")),
+                                                P, "aiperf-command"),
+    "the echo has no count": (nothing, replace(command(AIPERF), requests=None), P, None),
+    "a record numbered beyond the count": (lambda r: r[3].update(session=20), command(AIPERF), P, "aiperf-command"),
+    "a record numbered below 0": (lambda r: r[3].update(session=-1), command(AIPERF), P, "aiperf-command"),
+    "a duration run numbers its credits as it likes": (lambda r: r[3].update(session=2000),
+                                                       command(AIPERF.replace("--request-count 20", "")), P, None),
+    "the echo's count differs from the command's": (nothing, replace(command(AIPERF), requests=22), P,
+                                                    ("window", "aiperf-command")),
+    "a duration run asks for no count": (nothing, command(AIPERF.replace("--request-count 20", "--benchmark-duration 60")),
+                                         P, None),
+    "the command asked for another concurrency": (nothing, command(AIPERF.replace("--concurrency 4", "--concurrency 8")), P,
+                                                  "aiperf-command"),
+    "a count that is not one": (nothing, command(AIPERF.replace("20", "20,40")), P, "aiperf-command"),
+    "a command line that does not parse": (nothing, command("aiperf profile --model 'stub"), P, "aiperf-command"),
+    "no command in the summary": (nothing, replace(CTX, summary=True), P, "aiperf-command"),
+    "a command of a megabyte": (nothing, command(AIPERF + " x" * 600_000), P, "aiperf-command"),
     "five requests in flight at concurrency 4": (lambda r: r[4].update(start=r[0]["start"] + 10, end=r[0]["end"]),
                                                  CTX, P, "concurrency"),
     "concurrency with slack": (lambda r: r[4].update(start=r[0]["start"] + 10, end=r[0]["end"]), CTX,
@@ -162,16 +191,32 @@ def test_crosscheck_table(name):
     fn, ctx, policy, rule = CASES[name]
     rows = base()
     fn(rows)
+    if rows and "duration" in rows[0]:      # AIPerf's benchmark_duration of the unedited run, plus the case's offset
+        ctx = replace(ctx, duration_s=duration(base()) + rows[0].pop("duration"))
     got = {f.rule for f in crosscheck.check(scan_of(rows), ctx, policy)}
     want = set(rule) if isinstance(rule, tuple) else {rule} if rule else set()
     assert got == want, [f.message for f in crosscheck.check(scan_of(rows), ctx, policy)]
 
 
-def test_a_failure_names_the_values():
+def test_a_failure_names_both_values():
     rows = base()
-    rows[5]["itl"] = 3.6e6
-    (f,) = [f for f in crosscheck.check(scan_of(rows), CTX, P) if f.rule == "record-itl"]
-    assert f.message.startswith("1 record whose ITL disagrees") and "ITL 3.6e+06 ms" in f.message
+    ctx = replace(CTX, duration_s=duration(rows) + 2.0)
+    (f,) = crosscheck.check(scan_of(rows), ctx, P)
+    assert f.rule == "aiperf-duration" and f"{duration(rows) + 2.0:.9g} s" in f.message and f"{duration(rows):.9g} s" in f.message
+    (f,) = crosscheck.check(scan_of(rows), command(AIPERF.replace("20", "24")), P)
+    assert "asked for 24 profiling requests" in f.message and "the export holds 20" in f.message
+
+
+def test_the_last_response_on_both_paths(monkeypatch):
+    """AIPerf's last response (start + request latency, in ns) computed by numpy for a big run and in
+    Python for a small one: the same integer."""
+    from ci_tools.results import metrics
+
+    rows = [row(i, conc=4000) for i in range(3000)]
+    scan = scan_of(rows)
+    fast = crosscheck.last_response_ns(scan)
+    monkeypatch.setattr(metrics, "_NUMPY", [None])
+    assert crosscheck.last_response_ns(scan) == fast == max(r["start"] + round(r["e2el"] * 1e6) for r in rows)
 
 
 @pytest.mark.parametrize("n", [50, 3000])   # the pure path and numpy's
@@ -194,23 +239,10 @@ def test_zone_offset_is_whole_quarter_hours():
     assert crosscheck.zone_offset_s(1000.0 - 0.003, 1000.0) == 0.0
 
 
-def test_numpy_and_pure_paths_flag_the_same_records(monkeypatch):
-    """A big run goes through numpy in chunks; the same rules record by record must flag the same."""
-    from ci_tools.results import metrics, summary
+def test_repeats_on_both_paths(monkeypatch):
+    from ci_tools.results import metrics
 
-    rows = [row(i, conc=4000) for i in range(3000)]
-    for i in (5, 1200, 2999):
-        rows[i]["itl"] *= 1.3
-    rows[70]["otpu"] *= 2
-    rows[2500]["usage"] += 1
-    rows[9].update(osl=1.0, usage=1.0, itl=math.nan, otpu=math.nan)
-    scan = scan_of(rows)
-    ctx = Context(conc=4000)
-    fast = [(f.rule, f.message) for f in crosscheck.check(scan, ctx, P)]
-    stats_fast = summary.statistics(scan.otpu)
+    ids = array("q", list(range(3000)) + [5, 7, 7])
+    assert crosscheck._repeats(ids) == 3
     monkeypatch.setattr(metrics, "_NUMPY", [None])
-    assert [(f.rule, f.message) for f in crosscheck.check(scan, ctx, P)] == fast
-    assert {r for r, _ in fast} == {"record-itl", "record-rate", "record-tokens"}
-    assert "4 records whose per-user rate" in dict(fast)["record-rate"]
-    slow = summary.statistics(scan.otpu)
-    assert slow.keys() == stats_fast.keys() and all(math.isclose(slow[k], stats_fast[k], rel_tol=1e-12) for k in slow)
+    assert crosscheck._repeats(ids) == 3

@@ -72,7 +72,7 @@ def summary(key, value):
 # (records edit, which records (None: all), summary edit, a rule that must fail, an exclusion reason)
 CORRUPT = {
     "one ISL of -1e8": (metric("input_sequence_length", -1e8), {3}, None, "records-broken", "bad-token-counts"),
-    "one end +3600 s": (shift_end, {5}, None, "records-broken", "bad-latency"),
+    "one end +3600 s": (shift_end, {5}, None, "record-span", None),
     "one start at 0": (meta("request_start_ns", 0), {0}, None, "records-broken", "bad-timestamps"),
     "every OSL 0": (metric("output_sequence_length", 0), None, None, "records-missing", "zero-output"),
     "every TTFT missing": (metric("time_to_first_token", "<del>"), None, None, "records-missing", "missing-ttft"),
@@ -130,10 +130,19 @@ def test_a_one_token_response_stays_measured_without_an_itl(export):
     from tests.aiperf_like import resummarise
 
     def one_token(rec):
+        # what AIPerf writes for a one-chunk response: its last content chunk is its first
+        m = rec["metrics"]
         for name in ("output_sequence_length", "usage_completion_tokens", "output_token_count"):
-            rec["metrics"][name]["value"] = 1
-        rec["metrics"].pop("inter_token_latency")
-        rec["metrics"].pop("output_token_throughput_per_user")
+            m[name]["value"] = 1
+        m["usage_total_tokens"]["value"] = m["usage_prompt_tokens"]["value"] + 1
+        for name in ("inter_token_latency", "output_token_throughput_per_user", "inter_chunk_latency",
+                     "time_to_second_token"):
+            m.pop(name)
+        ttft = m["time_to_first_token"]["value"]
+        m["request_latency"]["value"] = ttft
+        m["decode_duration"]["value"] = 0.0
+        m["e2e_output_token_throughput"]["value"] = 1000.0 / ttft
+        rec["metadata"]["request_end_ns"] = rec["metadata"]["request_start_ns"] + round(ttft * 1e6) + 2_000_000
     edit_records(export, one_token, {0})
     recs = [json.loads(line) for line in (export / "profile_export.jsonl").read_text().splitlines()]
     edit_summary(export, lambda d: d.update(resummarise(recs, d)))

@@ -16,26 +16,35 @@ from tests.conftest import AIPERF_EXPORT
 
 METRICS = ["request_latency", "output_sequence_length", "input_sequence_length", "time_to_first_token",
            "inter_token_latency"]
+# read only to check a record against itself (invariants.py)
+WITNESSES = ["usage_completion_tokens", "usage_prompt_tokens", "output_token_throughput_per_user",
+             "prefill_throughput_per_user", "e2e_output_token_throughput", "decode_duration"]
 # the unit AIPerf writes beside each (a token count in "ms" is refused: test_units.py)
-UNIT = {m: "tokens" if m.endswith("sequence_length") else "ms" for m in METRICS}
+UNIT = {m: "tokens" if m.endswith(("sequence_length", "tokens")) else "tokens/sec/user" if "throughput" in m else "ms"
+        for m in METRICS + WITNESSES + ["inter_chunk_latency"]}
 finite = st.floats(min_value=-10, max_value=1e6, allow_nan=False, allow_infinity=False)
-value = st.one_of(finite, st.integers(min_value=-5, max_value=10**6), st.just(float("nan")), st.none())
+value = st.one_of(finite, st.integers(min_value=-5, max_value=10**6), st.just(float("nan")), st.none(), st.just(1e308))
+chunk_gaps = st.one_of(st.lists(st.one_of(finite, st.integers(0, 9)), max_size=5), st.just([1.5, 2.5]), st.none(),
+                       st.just([1.0, "x"]), st.just([float("inf")]), st.just(3.0), st.just([True]))
 
 
 @st.composite
 def record_line(draw) -> bytes:
-    meta = {"session_num": draw(st.integers(0, 9)), "request_start_ns": draw(st.integers(0, 10**19)),
-            "request_end_ns": draw(st.integers(0, 10**19))}
+    meta = {"session_num": draw(st.one_of(st.integers(0, 9), st.none(), st.just(2**70), st.just("7"))),
+            "request_start_ns": draw(st.integers(0, 10**19)), "request_end_ns": draw(st.integers(0, 10**19))}
+    for key in ("request_ack_ns", "credit_issued_ns"):
+        if draw(st.booleans()):
+            meta[key] = draw(st.one_of(st.integers(-5, 10**19), st.none()))
     phase = draw(st.sampled_from(["profiling", "profiling", "warmup", "other", None, "null"]))
     if phase == "null":
         meta["benchmark_phase"] = None
     elif phase is not None:
         meta["benchmark_phase"] = phase
-    names = draw(st.permutations(METRICS + ["inter_chunk_latency", "usage_total_tokens"]))
+    names = draw(st.permutations(METRICS + WITNESSES + ["inter_chunk_latency", "usage_total_tokens"]))
     metrics: dict | None = {}
     for name in names:
         if draw(st.booleans()) or name not in METRICS:
-            v = [1.5, 2.5] if name == "inter_chunk_latency" else draw(value)
+            v = draw(chunk_gaps) if name == "inter_chunk_latency" else draw(value)
             shape = draw(st.integers(0, 19))
             unit = UNIT.get(name, "ms") if shape > 3 else draw(st.sampled_from(["s", "us", "ns", "sec", "tokens", "x", None, 5]))
             metrics[name] = v if shape == 0 else None if shape == 1 else {"value": v, "unit": unit}
@@ -58,13 +67,33 @@ def record_line(draw) -> bytes:
     return text.encode() + b"\n"
 
 
-# mostly plain records (the column path), with odd ones and non-records mixed in
-plain_line = st.builds(lambda i, t, o: json.dumps(
-    {"metadata": {"request_start_ns": i, "request_end_ns": i + 5, "benchmark_phase": "profiling"},
-     "metrics": {m: {"value": t if m != "output_sequence_length" else o, "unit": UNIT[m]} for m in METRICS}},
-    separators=(",", ":")).encode() + b"\n",
-    st.integers(0, 10**18), st.floats(0.001, 1e5), st.integers(1, 900))
-any_line = st.one_of(plain_line, plain_line, plain_line, record_line(),
+@st.composite
+def plain_line(draw) -> bytes:
+    """A record as AIPerf 0.13 writes it, every figure its checks read present: mostly consistent, now
+    and then one figure off (the column path must flag it as the record-by-record path does)."""
+    start = draw(st.integers(1, 10**18))
+    ttft, itl = draw(st.floats(0.5, 500.0)), draw(st.floats(0.1, 50.0))
+    osl = draw(st.integers(2, 40))
+    gaps = [itl] * (osl - 1)
+    e2el = ttft + sum(gaps)
+    v = {"time_to_first_token": ttft, "inter_token_latency": (e2el - ttft) / (osl - 1), "request_latency": e2el,
+         "output_sequence_length": osl, "input_sequence_length": 100, "usage_completion_tokens": osl,
+         "usage_prompt_tokens": 100, "output_token_throughput_per_user": 1000.0 / ((e2el - ttft) / (osl - 1)),
+         "prefill_throughput_per_user": 1000.0 * 100 / ttft, "e2e_output_token_throughput": 1000.0 * osl / e2el,
+         "decode_duration": e2el - ttft}
+    tail = draw(st.sampled_from([0, 2_000_000, 10**9]))
+    meta = {"request_start_ns": start, "request_end_ns": start + round(e2el * 1e6) + tail,
+            "request_ack_ns": start + draw(st.sampled_from([1000, -1000, round(ttft * 1e6) + 10**6])),
+            "credit_issued_ns": start - 500, "session_num": draw(st.integers(0, 50)), "benchmark_phase": "profiling"}
+    off = draw(st.sampled_from([None] * 6 + list(v)))
+    if off is not None:
+        v[off] = v[off] * 1.5 if not off.endswith(("length", "tokens")) else v[off] + 1
+    metrics = {m: {"value": x, "unit": UNIT[m]} for m, x in v.items()}
+    metrics["inter_chunk_latency"] = {"value": gaps if draw(st.integers(0, 5)) else gaps[:-1] + [-1.0], "unit": "ms"}
+    return json.dumps({"metadata": meta, "metrics": metrics}, separators=(",", ":")).encode() + b"\n"
+
+
+any_line = st.one_of(plain_line(), plain_line(), plain_line(), record_line(),
                      st.sampled_from([b"\n", b"  \n", b"oops\n", b"[1]\n", b'{"a": NaN}\n', b'{"metadata": 1}\n']))
 
 
@@ -74,6 +103,8 @@ def same(a: records.RecordScan, b: records.RecordScan) -> None:
     for col in COLUMNS:   # as bytes: NaN-safe, and every column RecordScan has
         assert getattr(a, col).tobytes() == getattr(b, col).tobytes(), col
     assert (a.unit_problems, a.ids_missing) == (b.unit_problems, b.ids_missing)
+    assert repr(sorted(a.violations.items())) == repr(sorted(b.violations.items()))   # repr: NaN-safe
+    assert (a.icl_count, a.icl_ns) == (b.icl_count, b.icl_ns)
     assert (a.isl_sum, a.osl_sum, a.start_ns_min, a.end_ns_max) == (b.isl_sum, b.osl_sum, b.start_ns_min, b.end_ns_max)
     assert a.bad_lines == b.bad_lines
 
@@ -107,8 +138,10 @@ def test_a_timestamp_beyond_int64_is_a_bad_timestamp_on_both_paths():
         assert scan.accounting()["excluded"] == {"bad-timestamps": 1}
 
 
-PLAIN = {"metadata": {"request_start_ns": 10, "request_end_ns": 20, "benchmark_phase": "profiling"},
-         "metrics": {m: {"value": 7.5, "unit": UNIT[m]} for m in METRICS}}
+PLAIN = {"metadata": {"request_start_ns": 10, "request_end_ns": 20, "benchmark_phase": "profiling", "session_num": 1,
+                      "request_ack_ns": 11, "credit_issued_ns": 9},
+         "metrics": {**{m: {"value": 7.5, "unit": UNIT[m]} for m in METRICS + WITNESSES},
+                     "inter_chunk_latency": {"value": [1.0, 2.0], "unit": "ms"}}}
 
 
 def _variant(path: str, value) -> bytes:
@@ -135,6 +168,14 @@ def _variant(path: str, value) -> bytes:
     _variant("metrics.time_to_first_token", "<del>"),        # missing metric
     _variant("metrics.inter_token_latency.value", None),
     _variant("metrics.request_latency.value", -3.0),         # excluded: bad-latency
+    _variant("metrics.inter_token_latency.value", 1e308),    # excluded: bad-value
+    _variant("metrics.usage_completion_tokens.value", 7.25), # not a count: bad-value
+    _variant("metrics.inter_chunk_latency.value", [1.0, "x"]),
+    _variant("metrics.inter_chunk_latency.value", []),
+    _variant("metrics.inter_chunk_latency", "<del>"),        # record-missing
+    _variant("metrics.decode_duration", "<del>"),
+    _variant("metadata.request_ack_ns", -1),                 # bad-timestamps
+    _variant("metadata.session_num", 2**70),
     _variant("metrics.output_sequence_length.value", 0),
     _variant("metrics.input_sequence_length", 12),           # scalar metric
     _variant("metadata.request_start_ns", None),
@@ -183,7 +224,8 @@ def test_a_convertible_unit_leaves_the_fast_path_and_is_converted(unit, factor):
     """The decoder accepts only each metric's usual unit, so a record in another one is read by
     json.loads and converted there, never added by columns as if it were milliseconds."""
     rec = json.loads(json.dumps(PLAIN))
-    rec["metrics"]["input_sequence_length"]["value"] = rec["metrics"]["output_sequence_length"]["value"] = 100
+    for name in ("input_sequence_length", "output_sequence_length", "usage_prompt_tokens", "usage_completion_tokens"):
+        rec["metrics"][name]["value"] = 100
     rec["metrics"]["request_latency"]["value"] = 10_000.0   # longer than any ITL below: a measurable record
     rec["metadata"]["request_end_ns"] = rec["metadata"]["request_start_ns"] + 10_000 * 10**6
     plain = json.dumps(rec).encode() + b"\n"
@@ -237,18 +279,21 @@ def test_merging_scans_combines_every_counter():
     def part(n: int) -> RecordScan:
         s = RecordScan(records_total=n, records_profiled=n, records_warmup_dropped=n, records_error_dropped=n,
                        itl_undefined=n, isl_sum=n, osl_sum=n, isl_count=n, osl_count=n, fast_lines=n, column_records=n,
-                       lines_read=n, ids_missing=n)
+                       lines_read=n, ids_missing=n, icl_count=n, icl_ns=n)
+        s.violations = {"record-span": [n, n, {"part": n}], f"rule-{n}": [n, n, {}]}
         s.phases, s.error_categories, s.excluded = {"profiling": n}, {"HTTP 500": n}, {"error": n, "warmup": n}
         s.unit_problems = {"inter_token_latency in 'x'": n}
         return s
 
     merged = merge_scans([part(1), part(2)])
     assert merged.unit_problems == {"inter_token_latency in 'x'": 3}
+    # counts added, the first example kept, a later part's line made absolute (after the 1 line of the first)
+    assert merged.violations == {"record-span": [3, 1, {"part": 1}], "rule-1": [1, 1, {}], "rule-2": [2, 3, {}]}
     for f in fields(RecordScan):
         value = getattr(merged, f.name)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and f.name not in ("start_ns_min", "end_ns_max"):
             assert value == 3, f.name
-        elif isinstance(value, dict):
+        elif isinstance(value, dict) and f.name != "violations":
             assert all(v == 3 for v in value.values()) and value, f.name
 
 

@@ -65,8 +65,8 @@ def test_good_run_is_valid():
     ({"isl": -1e8}, {}, {}, ["aiperf-tokens"]),                               # the records disagree with AIPerf
     ({}, {"osl": 0.0}, {}, ["aiperf-tokens"]),
     ({}, {"isl": None}, {}, ["aiperf-tokens"]),
-    ({"duration": 7200.0}, {}, {}, ["aiperf-duration"]),                     # one end moved by an hour
-    ({"duration": 3300.0}, {}, {}, []),                                      # within 10 % + 2 s
+    # benchmark_duration's value against the records is crosscheck.py's (tests/results/test_crosscheck.py)
+    ({"duration": 7200.0}, {}, {}, []),
     ({}, {"bench": None}, {}, ["aiperf-duration"]),
     ({}, {"conc": 8}, {}, ["echo-concurrency"]),
     ({}, {"model": "other"}, {}, ["echo-model"]),
@@ -85,7 +85,7 @@ def test_rules(m_kw, a_kw, req_kw, expected):
 def test_all_failures_reported_together():
     fails = check(measured(ok=50, errors=50, duration=100.0, phases={"profiling": 100, "x": 1}),
                   agg(count=49, conc=2, model="z", token_count=False, cancelled=True), REQ)
-    assert rules(fails) == ["error-rate", "min-duration", "phases", "aiperf-count", "aiperf-duration",
+    assert rules(fails) == ["error-rate", "min-duration", "phases", "aiperf-count",
                             "aiperf-complete", "echo-concurrency", "echo-model", "echo-token-count"]
     assert "error rate 50.0% (50 of 100) is above 10% [HTTPStatusError: 50]" in fails[0].message
 

@@ -44,6 +44,15 @@ def slurm():
     cluster.stop()
 
 
+@pytest.fixture(scope="session")
+def cluster():
+    """A three-node Slurm (4 fake GPUs a node) of this test session, for the multi-node tests: started
+    once, not per module (each test checks it leaves no job behind)."""
+    slurm = start_slurm(nodes=3, gpus=4)
+    yield slurm
+    slurm.stop()
+
+
 @pytest.fixture
 def job(tmp_path, aiperf, hf_home):
     (tmp_path / "recipe.yaml").write_text(stub_recipe())

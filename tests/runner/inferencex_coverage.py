@@ -222,7 +222,8 @@ def rows(shared: Path) -> list[tuple[str, str, dict]]:
     hardware = (read_runners(cfg / "runners.yaml").data or {}).get("hardware") or {}
     bench = expand(masters, hardware, Filters())
     evals = select_evals(expand(masters, hardware, Filters()), all_evals=False, evals_only=True)
-    return ([("throughput", r.key, r.data) for r in bench] + [("eval", r.key, r.data) for r in evals]), hardware
+    return ([("throughput", r.key, r.row.as_dict()) for r in bench]
+            + [("eval", r.key, r.row.as_dict()) for r in evals]), hardware
 
 
 def judge(shared: Path) -> list[Verdict]:

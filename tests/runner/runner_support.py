@@ -80,19 +80,19 @@ def multinode_rows() -> list[tuple[str, dict]]:
     """Every multi-node row the example repository plans (matrix expansion, as `plan` emits them)."""
     from ci_tools import names
     from ci_tools.config.load import read_runners
-    from ci_tools.sweep.matrix import Filters, expand, is_multinode
+    from ci_tools.sweep.matrix import Filters, expand
 
     entries = read_masters(default_master_paths(REPO), REPO).entries
     hardware = (read_runners(REPO / names.RUNNERS, REPO).data or {}).get("hardware") or {}
     out = []
     for r in expand(entries, hardware, Filters()):
-        if not is_multinode(r.data) or r.data.get("run-eval"):
+        if not r.row.is_multinode or r.row.run_eval:
             continue
-        p, d = r.data["prefill"], r.data["decode"]
-        concs = "x".join(str(c) for c in r.data["conc"])
-        scen = "agentic" if r.data.get("scenario-type") == "agentic-coding" else f"{r.data['isl']}-{r.data['osl']}"
+        p, d = r.row["prefill"], r.row["decode"]
+        concs = "x".join(str(c) for c in r.row.concs)
+        scen = "agentic" if r.row.is_agentic else f"{r.row.isl}-{r.row.osl}"
         name = f"{scen}-{p['num-worker']}p{d['num-worker']}d-tp{p['tp']}-tp{d['tp']}-c{concs}"
-        out.append((name, {**r.data, "config-key": r.key}))
+        out.append((name, r.row.replace(config_key=r.key).as_dict()))
     return out
 
 

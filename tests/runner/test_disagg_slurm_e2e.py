@@ -22,8 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import (IMAGE, PYXIS, REPO, STUB, free_port, nothing_left_behind, pyxis_log, runner_run,
-                            start_slurm)
+from runner_support import IMAGE, PYXIS, REPO, STUB, free_port, nothing_left_behind, pyxis_log, runner_run
 ROUTER_VERSION = "0.3.2"
 RECIPE = f"""recipe-version: 1
 config-key: stub-disagg
@@ -48,13 +47,6 @@ ROW = {"image": IMAGE, "model": "stub", "model-prefix": "stub", "precision": "fp
        "recipe": "recipe.yaml", "kv-p2p-transfer": "nixl", "router": {"name": "sglang-router", "version": ROUTER_VERSION}}
 # shared nodes (schema-valid): the allocation itself must ask for the GPUs its worker steps take
 RUNNERS = "labels:\n  gb300: [stub-0]\nhardware:\n  gb300: {gpus-per-node: 4, nodes: 3, slurm: {exclusive: false}}\n"
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    slurm = start_slurm(nodes=3, gpus=4)
-    yield slurm
-    slurm.stop()
 
 
 @pytest.fixture(scope="session")

@@ -17,16 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import PYXIS, STUB, free_port, nothing_left_behind, runner_run, start_slurm
+from runner_support import PYXIS, STUB, free_port, nothing_left_behind, runner_run
 from test_disagg_slurm_e2e import RECIPE, ROW, RUNNERS, router_python  # noqa: F401 (fixture)
 from test_eval_e2e import DATA, EVALS, THRESHOLDS, policy_without_evals
-
-
-@pytest.fixture(scope="module")
-def cluster():
-    slurm = start_slurm(nodes=3, gpus=4)
-    yield slurm
-    slurm.stop()
 
 
 def test_a_multinode_eval_row_runs_the_harness_against_the_frontend(tmp_path, cluster, router_python, lm_eval,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 
 from ci_tools.runner import selftest as st
+from ci_tools.runner.selftest_flow import Selftest, SelftestRequest
 from runner_support import STUB, free_port, gpu_host_env, nothing_left_behind
+from tests.conftest import H200_SELFTEST, REPO
 from tests.engines.harness import dist_dir, python
 
 NODE = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-00000000-0000-4000-8000-000000000000)\nnvidia_smi=0\nmodel=ok\n"
@@ -104,6 +107,63 @@ def test_no_cancel_fails_both_cancel_checks():
     checks = {c.name: c for c in st.verdict(dataclasses.replace(passing(), cancel=None))}
     assert [n for n, c in checks.items() if not c.ok] == ["cancel time", "GPU memory freed"]
     assert "client never started" in checks["cancel time"].detail
+
+
+# the engine printed its release, then died before it answered (on a real H200: the entry script that
+# started it lacked a `__main__` guard, so vLLM's spawned engine core ran the script again and failed)
+DIED = {"ok": False, "phase": "ready", "reason": "the server exited with code 1 before http://127.0.0.1:8000/health "
+        "answered", "exit_code": 1, "engine": ENGINE, "stop_s": 0.07}
+
+
+def engine_died() -> st.Facts:
+    died = job(exit_code=1, status=DIED, result=None, process_error="results process exit 1 (see results.log)")
+    return dataclasses.replace(passing(), jobs={"agentic": died, "fixed": died,
+                                                "cancel": dataclasses.replace(died, exit_code=None, process_error="")},
+                               cancel=None, commands={"process agentic": 1, "process fixed": 1})
+
+
+def test_an_engine_that_dies_before_answering_fails_every_check_after_its_start():
+    checks = st.verdict(engine_died())
+    failed = [c.name for c in checks if not c.ok]
+    # its version command and the node check ran, and nothing was left behind: those three hold
+    assert failed == ["readiness", "client run", "validity", "telemetry coverage", "energy", "cancel time",
+                      "GPU memory freed", "results"]
+    by = {c.name: c for c in checks}
+    assert by["readiness"].value == "agentic - s, fixed - s, cancel - s"
+    assert by["readiness"].detail.startswith("the engine never answered its readiness probes in: agentic, fixed, cancel")
+    assert by["client run"].detail.startswith("agentic: exit 1, phase ready: the server exited with code 1 before")
+    assert by["validity"].detail.startswith("agentic: no result.json (results process exit 1 (see results.log))")
+    assert by["results"].detail == "process agentic exit 1; process fixed exit 1"
+    assert st.render(checks).endswith(f"selftest failed: {', '.join(failed)}\n")
+
+
+def recorded_facts(out: Path) -> tuple[st.Facts, dict]:
+    """A recorded self-test's facts, read back as its flow read them: the jobs' files by the flow's own reader,
+    the exit codes, the cancel, the idle memory and the results commands from selftest.json. Two facts are
+    not in selftest.json: the readiness limit (the runner's commands.txt gives its deadline) and what was left
+    behind (none: `_left` looks at live processes, not files)."""
+    doc = json.loads((out / "selftest.json").read_text())
+    deadline = re.search(r"\(deadline ([0-9.]+) s\)", (out / "agentic" / "commands.txt").read_text())
+    flow = Selftest(SelftestRequest(out=out, ready_timeout=float(deadline.group(1))), say=lambda line: None)
+    cancel = st.CancelFacts(**{k: tuple(v) if isinstance(v, list) else v for k, v in doc["cancel"].items()})
+    errors = {n: f"results process exit {code} (see results.log)" for n in ("agentic", "fixed")
+              if (code := doc["commands"].get(f"process {n}")) not in (0, None)}
+    return flow.facts({n: j["exit_code"] for n, j in doc["jobs"].items()}, cancel, doc["idle_memory_mib"], {},
+                      doc["commands"], errors), doc
+
+
+def test_the_recorded_h200_selftest_is_judged_today_as_it_was_there():
+    """`runner selftest` of vLLM 0.26.0 on an H200 (tests/data/h200-selftest/): every check passed there; the
+    pure verdict over what it left gives the same checks, figures and words, printed the same way."""
+    facts, doc = recorded_facts(H200_SELFTEST)
+    checks = st.verdict(facts)
+    assert [c.as_dict() for c in checks] == doc["checks"] and all(c.ok for c in checks) and doc["ok"] is True
+    assert (H200_SELFTEST / "console.txt").read_text().endswith("\n" + st.render(checks))
+    # the jobs' own status.json is what selftest.json summarised
+    assert {n: j.status for n, j in facts.jobs.items()} == {n: j["status"] for n, j in doc["jobs"].items()}
+    # docs/runner-operator.md shows each check's figures as printed there
+    page = (REPO / "docs" / "runner-operator.md").read_text()
+    assert [c.name for c in checks if f"| {c.name} | {c.value} |" not in page] == []
 
 
 def test_the_recipe_and_rows_are_what_runner_run_takes():

@@ -33,7 +33,7 @@ def ctx(key: str, *, recipe=None, entry=None, gpn=None, evals=EVALS) -> Context:
 def example_rows() -> list[dict]:
     bench = expand(MASTERS, HARDWARE, Filters())
     evals = select_evals(expand(MASTERS, HARDWARE, Filters()), all_evals=False, evals_only=True)
-    return [dict(r.data, **{"config-key": r.key}) for r in bench + evals]
+    return [r.row.replace(config_key=r.key).as_dict() for r in bench + evals]
 
 
 def test_every_example_row_runs_the_multinode_eval_rows_too():

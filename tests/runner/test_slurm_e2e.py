@@ -175,8 +175,9 @@ def test_github_cancel_while_queued_removes_the_pending_job(sjob):
 def test_sigterm_only_cancel(sjob):
     """A bare SIGTERM (a runner that skips SIGINT, or `timeout`) ends the same way with 143."""
     p = step(sjob, sjob["argv"]("row.json", "--never-ready"))
+    # the runner's own readiness deadline (120 s): 60 s ran out once with two suites on the loaded 2 cores
     wait_for(lambda: (sjob["out"] / "server.log").exists() and "serving" in (sjob["out"] / "server.log").read_text(),
-             60, "the server to start")
+             120, "the server to start")
     os.killpg(os.getpgid(p.pid), signal.SIGTERM)
     _, err = p.communicate(timeout=15)
     assert p.returncode == 143, err

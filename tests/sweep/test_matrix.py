@@ -7,7 +7,9 @@ import json
 import pytest
 
 from ci_tools.errors import InputError
-from ci_tools.sweep.matrix import (Filters, expand, mark_all_evals, mark_evals, select_evals, seq_len_name)
+from ci_tools.sweep.matrix import (Filters, KeyedRow, expand, mark_all_evals, mark_evals, select_evals,
+                                  seq_len_name)
+from ci_tools.sweep.row import make_row
 
 S_KEY = "dsr1-fp8-mi300x-sglang"
 S = {S_KEY: {"image": "img", "model": "m", "model-prefix": "dsr1", "precision": "fp8", "framework": "sglang",
@@ -27,7 +29,7 @@ HW = {"cluster:b300-nv": {"available-cpu-dram-mib": 2964436, "gpus-per-node": 8}
 
 
 def rows(entries, hw=HW, **kw):
-    return [r.data for r in expand(entries, hw, Filters(**kw))]
+    return [r.row for r in expand(entries, hw, Filters(**kw))]
 
 
 def sn(search, seq=(1024, 1024), **top):
@@ -273,6 +275,15 @@ def mn_row(conc, seq=(8192, 1024), nw=1, dpa=True):
             "decode": W(1, 8, 8, dpa), "conc": conc, "exp-name": "x", "run-eval": False}
 
 
+def marked_rows(rs, include_agentic):
+    """`mark_evals` over these row objects (it returns new rows)."""
+    return [k.row for k in mark_evals([KeyedRow("k", make_row(r)) for r in rs], include_agentic=include_agentic)]
+
+
+def all_marked(rs):
+    return [k.row for k in mark_all_evals([KeyedRow("k", r) for r in rs])]
+
+
 def ag_sn(conc):
     return {"model": "m", "runner": "r", "framework": "f", "precision": "p", "tp": 8, "conc": conc,
             "exp-name": f"x{conc}", "scenario-type": "agentic-coding"}
@@ -284,20 +295,22 @@ def ag_mn(conc, tp=4):
 
 
 def test_81_agentic_single_node_evals():
-    rs = [ag_sn(32), ag_sn(64)]
-    mark_evals(rs, include_agentic=True)
+    given = [KeyedRow("k", make_row(ag_sn(32))), KeyedRow("k", make_row(ag_sn(64)))]
+    rs = [k.row for k in mark_evals(given, include_agentic=True)]
     assert [r["run-eval"] for r in rs] == [False, True]
+    assert [k.row for k in given] == [ag_sn(32), ag_sn(64)]          # marking returns new rows
+    assert [r.run_eval for r in all_marked(rs)] == [True, True] and not rs[0].run_eval
     rs = [ag_sn(32), ag_sn(64)]
-    mark_evals(rs, include_agentic=False)
+    rs = marked_rows(rs, False)
     assert [r["run-eval"] for r in rs] == [False, False]
 
 
 def test_82_agentic_multi_node_evals():
     rs = [ag_mn(8), ag_mn(16), ag_mn(32)]
-    mark_evals(rs, include_agentic=True)
+    rs = marked_rows(rs, True)
     assert [r["run-eval"] for r in rs] == [False, False, True] and rs[2]["eval-conc"] == 32
     rs = [ag_mn(16, 4), ag_mn(32, 4), ag_mn(64, 8), ag_mn(96, 8)]
-    mark_evals(rs, include_agentic=True)
+    rs = marked_rows(rs, True)
     assert [(r["conc"], r.get("eval-conc")) for r in rs if r["run-eval"]] == [([32], 32), ([96], 96)]
 
 
@@ -306,56 +319,56 @@ def test_82_agentic_multi_node_evals():
                                            ([16, 32, 64, 128], [False, False, True, True])])
 def test_83_84_fixed_single_node_evals(concs, marked):
     rs = [sn_row(c) for c in concs]
-    mark_evals(rs, include_agentic=False)
+    rs = marked_rows(rs, False)
     assert [r["run-eval"] for r in rs] == marked
 
 
 def test_84_1k1k_never_marked():
     rs = [sn_row(c, seq=(1024, 1024)) for c in (16, 32, 64)]
-    mark_evals(rs, include_agentic=False)
+    rs = marked_rows(rs, False)
     assert not any(r["run-eval"] for r in rs)
 
 
 def test_85_86_87_fixed_multi_node_evals():
     rs = [mn_row([1])]
-    mark_evals(rs, include_agentic=False)
+    rs = marked_rows(rs, False)
     assert rs[0]["run-eval"] is False and "eval-conc" not in rs[0]
     rs = [mn_row([8, 16, 32], dpa=True), mn_row([8, 16, 64], dpa=False)]
-    mark_evals(rs, include_agentic=False)
+    rs = marked_rows(rs, False)
     assert [r["eval-conc"] for r in rs] == [32, 64]
     rs = [mn_row([32], nw=1), mn_row([64], nw=2), mn_row([128], nw=3)]
-    mark_evals(rs, include_agentic=False)
+    rs = marked_rows(rs, False)
     assert [r["eval-conc"] for r in rs] == [32, 64, 128]
     rs = [mn_row([2, 4, 8, 16, 32]), mn_row([64, 128, 256])]
-    mark_evals(rs, include_agentic=False)
+    rs = marked_rows(rs, False)
     assert [r["run-eval"] for r in rs] == [False, True] and rs[1]["eval-conc"] == 256
 
 
 def test_88_mark_all():
     rs = [sn_row(16, seq=(1024, 1024)), sn_row(16), mn_row([1, 4, 8, 16], dpa=True), mn_row([32], dpa=False)]
-    mark_evals(rs, include_agentic=True)
-    out = mark_all_evals(rs)
+    rs = marked_rows(rs, True)
+    out = all_marked(rs)
     assert [r["run-eval"] for r in out] == [False, True, True, True]
     assert all(r.get("eval-all-concs") and "eval-conc" not in r for r in out[2:])
 
 
 def test_89_90_mark_all_merges_multi_node():
     rs = [mn_row([1, 4, 8, 16, 32])]
-    mark_evals(rs, include_agentic=True)
-    out = mark_all_evals(rs)
+    rs = marked_rows(rs, True)
+    out = all_marked(rs)
     assert len(out) == 1 and out[0]["conc"] == [1, 4, 8, 16, 32] and out[0]["eval-all-concs"]
     assert "eval-conc" not in out[0]
     rs = [mn_row([4, 8, 16]), mn_row([16, 32]), mn_row([4, 8], seq=(1024, 1024))]
-    mark_evals(rs, include_agentic=True)
-    out = mark_all_evals(rs)
+    rs = marked_rows(rs, True)
+    out = all_marked(rs)
     assert out[0]["conc"] == [4, 8, 16, 32] and out[0]["eval-all-concs"] and "eval-conc" not in out[0]
     assert len(out) == 2 and "eval-all-concs" not in out[1]
 
 
 def test_91_mark_all_agentic():
     rs = [ag_sn(4), ag_mn(2), ag_mn(16), ag_mn(32)]
-    mark_evals(rs, include_agentic=True)
-    out = mark_all_evals(rs)
+    rs = marked_rows(rs, True)
+    out = all_marked(rs)
     assert out[0]["run-eval"] is True and "eval-conc" not in out[0]
     assert len(out) == 2 and out[1]["conc"] == [2, 16, 32] and out[1]["eval-conc"] == 32
     assert "eval-all-concs" not in out[1]
@@ -364,16 +377,16 @@ def test_91_mark_all_agentic():
 @pytest.mark.parametrize("flags", [{"all_evals": True, "evals_only": False}, {"all_evals": True, "evals_only": True}])
 def test_92_test_config_all_evals(flags):
     out = select_evals(expand(S, HW, Filters(config_keys=(S_KEY,))), **flags)
-    assert len(out) == 5 and all(r.data["isl"] == 8192 for r in out)
-    assert min(r.data["conc"] for r in out) == 4
-    assert all(r.data["run-eval"] and r.data["eval-only"] for r in out)
+    assert len(out) == 5 and all(r.row["isl"] == 8192 for r in out)
+    assert min(r.row["conc"] for r in out) == 4
+    assert all(r.row["run-eval"] and r.row["eval-only"] for r in out)
 
 
 def test_93_multi_node_all_evals():
     m = mn([{"conc-list": [4, 16, 64], "prefill": W(), "decode": W()}])
     out = select_evals(expand(m, HW, Filters()), all_evals=True, evals_only=False)
-    assert len(out) == 1 and out[0].data["conc"] == [4, 16, 64]
-    assert out[0].data["eval-all-concs"] and "eval-conc" not in out[0].data and out[0].data["eval-only"]
+    assert len(out) == 1 and out[0].row["conc"] == [4, 16, 64]
+    assert out[0].row["eval-all-concs"] and "eval-conc" not in out[0].row and out[0].row["eval-only"]
 
 
 # ---- corpus equivalence (spec §6: InferenceX's generator on both masters) ------------------------
@@ -399,7 +412,7 @@ def _generate(corpus, no_evals=False, evals_only=False, all_evals=False, **kw):
     entries, hw, _ = corpus
     out = select_evals(expand(entries, hw, Filters(**kw)), all_evals=all_evals, evals_only=evals_only,
                        no_evals=no_evals)
-    return [r.data for r in out]
+    return [r.row.as_dict() for r in out]
 
 
 @pytest.mark.parametrize("kw, count, size", [

@@ -31,7 +31,7 @@ def test_conc_filters_bound_every_row(spaces, lo, span, multinode):
     hi = lo + span
     rows = expand(entry(spaces, multinode), {}, Filters(min_conc=lo, max_conc=hi))
     for r in rows:
-        concs = r.data["conc"] if isinstance(r.data["conc"], list) else [r.data["conc"]]
+        concs = r.row["conc"] if isinstance(r.row["conc"], list) else [r.row["conc"]]
         assert concs and all(lo <= c <= hi for c in concs)
 
 
@@ -42,13 +42,13 @@ def test_trim_keeps_one_lowest_point_per_recipe(spaces, multinode):
     trimmed = bk.trim(rows)
     if multinode:
         assert len(trimmed) == len(rows)
-        assert all(t.data["conc"] == [min(r.data["conc"])] for t, r in zip(trimmed, rows))
+        assert all(t.row["conc"] == [min(r.row["conc"])] for t, r in zip(trimmed, rows))
         return
-    fp = {bk.recipe_fingerprint(r.data) for r in rows}
+    fp = {bk.recipe_fingerprint(r.row) for r in rows}
     assert len(trimmed) == len(fp)
     for t in trimmed:
-        same = [r.data["conc"] for r in rows if bk.recipe_fingerprint(r.data) == bk.recipe_fingerprint(t.data)]
-        assert t.data["conc"] == min(same)
+        same = [r.row["conc"] for r in rows if bk.recipe_fingerprint(r.row) == bk.recipe_fingerprint(t.row)]
+        assert t.row["conc"] == min(same)
 
 
 @settings(max_examples=100, deadline=None)
@@ -57,11 +57,11 @@ def test_canaries_take_exactly_one_point_per_family(spaces, multinode):
     rows = expand(entry(spaces, multinode), {}, Filters())
     buckets = {b: [] for b in bk.BUCKETS}
     for r in rows:
-        buckets[bk.bench_bucket(r.data)].append(r)
-    before = sum(len(r.data["conc"]) if isinstance(r.data["conc"], list) else 1 for r in rows)
+        buckets[bk.bench_bucket(r.row)].append(r)
+    before = sum(len(r.row["conc"]) if isinstance(r.row["conc"], list) else 1 for r in rows)
     canaries, rest = bk.select_canaries(buckets, fast_seconds=1200)
-    after = sum(len(r.data["conc"]) if isinstance(r.data["conc"], list) else 1 for rs in rest.values() for r in rs)
+    after = sum(len(r.row["conc"]) if isinstance(r.row["conc"], list) else 1 for rs in rest.values() for r in rs)
     assert len(canaries) == 1 and before - after == 1
-    lowest = min(c for r in rows for c in (r.data["conc"] if isinstance(r.data["conc"], list) else [r.data["conc"]]))
+    lowest = min(c for r in rows for c in (r.row["conc"] if isinstance(r.row["conc"], list) else [r.row["conc"]]))
     got = canaries[0].row["conc"]
     assert (got[0] if isinstance(got, list) else got) == lowest

@@ -13,8 +13,10 @@ from ci_tools.sweep import buckets as bk
 from ci_tools.sweep.appendonly import append_only_delta, validate_scope
 from ci_tools.sweep.gate import GateEvent, decide, mode_for
 from ci_tools.sweep.load import load_policy
-from ci_tools.sweep.matrix import Row
-from ci_tools.sweep.plan import Masters, PlanEntry, changelog_rows, gpus, plan_sweep
+from ci_tools.sweep.matrix import KeyedRow
+from ci_tools.sweep.row import make_row
+from ci_tools.sweep.plan import Masters, PlanEntry, changelog_rows, plan_sweep
+
 
 REPO = Path(__file__).resolve().parents[2]
 FFF = "full-sweep-fail-fast"
@@ -138,9 +140,9 @@ def test_evals_only_family_canary_falls_back_to_an_eval_row(policy, example):
 def test_canary_selection_failure_fails_closed(policy):
     broken = {"runner": "r", "exp-name": "x", "conc": None, "tp": 1, "isl": 1024, "osl": 1024}
     with pytest.raises(bk.CanarySelectionError):
-        bk.select_canaries({"single-node-1k1k": [Row("k", broken)]}, fast_seconds=1200)
+        bk.select_canaries({"single-node-1k1k": [R("k", broken)]}, fast_seconds=1200)
     with pytest.raises(bk.CanarySelectionError, match="runner"):
-        bk.select_canaries({"single-node-1k1k": [Row("k", {**broken, "conc": 1, "runner": ""})]}, fast_seconds=1)
+        bk.select_canaries({"single-node-1k1k": [R("k", {**broken, "conc": 1, "runner": ""})]}, fast_seconds=1)
 
 
 def test_canary_failure_in_plan_is_an_error_not_a_sweep(policy, example, monkeypatch):
@@ -165,7 +167,7 @@ def test_release_keeps_only_passed_families():
     ({"prefill": {"num-worker": 2, "tp": 16}, "decode": {"num-worker": 0, "tp": 16}}, 32),
 ])
 def test_gpus_per_point(row, n):
-    assert gpus(row) == n
+    assert make_row(row).gpus == n        # tp*pp*pcp-size per replica, summed over workers
 
 
 # ---- changelog flags x labels (spec §3.4.1) --------------------------------------------------------
@@ -183,8 +185,8 @@ def test_flag_by_entry_matrix(policy, example, labels, flags, bench, eval_all):
     b, e = changelog_rows([entry([B300], **flags)], example, mode_for(labels, policy))
     assert bool(b) == bench
     # all seven 8k1k rows vs the default subset: TP4 group {16,32,64} -> 32, 64; DEP8 group {128,256} -> 256
-    assert sorted(r.data["conc"] for r in e) == ([4, 8, 16, 32, 64, 128, 256] if eval_all else [32, 64, 256])
-    assert all(r.data["eval-only"] for r in e)
+    assert sorted(r.row["conc"] for r in e) == ([4, 8, 16, 32, 64, 128, 256] if eval_all else [32, 64, 256])
+    assert all(r.row["eval-only"] for r in e)
 
 
 @pytest.mark.parametrize("labels", [[NC, "all-evals"], [NC, "evals-only"]])
@@ -213,7 +215,7 @@ def test_108_all_evals_entry_sorted_first(policy, example):
 
 def test_eval_min_prefill_ep(policy, example):
     b, e = changelog_rows([entry([DISAGG], **{"eval-min-prefill-ep": 4})], example, mode_for([NC], policy))
-    assert e and all(r.data["prefill"]["ep"] >= 4 for r in e)
+    assert e and all(r.row["prefill"]["ep"] >= 4 for r in e)
     b, e = changelog_rows([entry([DISAGG], **{"eval-min-prefill-ep": 5})], example, mode_for([NC], policy))
     assert e == []
 
@@ -263,9 +265,9 @@ def corpus_masters():
 def _counts(bench, evals):
     out = {}
     for r in bench:
-        out[bk.bench_bucket(r.data)] = out.get(bk.bench_bucket(r.data), 0) + 1
+        out[bk.bench_bucket(r.row)] = out.get(bk.bench_bucket(r.row), 0) + 1
     for r in evals:
-        out[bk.eval_bucket(r.data)] = out.get(bk.eval_bucket(r.data), 0) + 1
+        out[bk.eval_bucket(r.row)] = out.get(bk.eval_bucket(r.row), 0) + 1
     return out
 
 
@@ -285,15 +287,15 @@ def test_corpus_two_entry_example(policy, corpus_masters):
     b, ev = changelog_rows([entry(keys)], corpus_masters, mode_for([NC], policy))
     c = _counts(b, ev)
     assert (c["single-node-8k1k"], c["multi-node-8k1k"], c["evals"], c["multi-node-evals"]) == (11, 4, 3, 4)
-    evals = [(r.data["tp"], r.data["ep"], r.data["dp-attn"], r.data["conc"]) for r in ev if "tp" in r.data]
+    evals = [(r.row["tp"], r.row["ep"], r.row["dp-attn"], r.row["conc"]) for r in ev if "tp" in r.row]
     assert sorted(evals) == [(8, 1, False, 32), (8, 8, True, 256), (8, 8, True, 1024)]
-    assert sorted(r.data["eval-conc"] for r in ev if "prefill" in r.data) == [256, 2048, 5120, 5120]
+    assert sorted(r.row["eval-conc"] for r in ev if "prefill" in r.row) == [256, 2048, 5120, 5120]
     t = bk.trim(b)
-    assert sorted(r.data["conc"] for r in t if "tp" in r.data) == [1, 64]
-    assert sorted(r.data["conc"] for r in t if "prefill" in r.data) == [[1], [2048], [5120], [5120]]
+    assert sorted(r.row["conc"] for r in t if "tp" in r.row) == [1, 64]
+    assert sorted(r.row["conc"] for r in t if "prefill" in r.row) == [[1], [2048], [5120], [5120]]
     b, ev = changelog_rows([entry(keys)], corpus_masters, mode_for([NC, "all-evals"], policy))
-    mn_evals = [r.data for r in ev if "prefill" in r.data]
-    assert len([r for r in ev if "tp" in r.data]) == 11
+    mn_evals = [r.row for r in ev if "prefill" in r.row]
+    assert len([r for r in ev if "tp" in r.row]) == 11
     assert all(r["eval-all-concs"] and "eval-conc" not in r for r in mn_evals)
     b, ev = changelog_rows([entry(keys)], corpus_masters, mode_for([NC, "evals-only"], policy))
     assert b == []
@@ -310,32 +312,36 @@ def test_corpus_recipe_fingerprint_example():
     assert bk.recipe_fingerprint({**row, "conc": 16}) == bk.recipe_fingerprint(row)
 
 
+def R(key, data):
+    return KeyedRow(key, make_row(data))
+
+
 # ---- trimming (spec §5 case 96) ----------------------------------------------------------------------
 
 def test_96_trim():
     def r(conc, backend):
-        return Row("k", {"tp": 8, "conc": conc, "exp-name": f"x{conc}", "kv-offload-backend": {"name": backend}})
+        return R("k", {"tp": 8, "conc": conc, "exp-name": f"x{conc}", "kv-offload-backend": {"name": backend}})
     out = bk.trim([r(8, "a"), r(2, "a"), r(4, "b")])
-    assert [x.data["conc"] for x in out] == [2, 4]
-    mn = Row("k", {"prefill": {"tp": 1}, "conc": [8, 4, 16]})
-    assert bk.trim([mn])[0].data["conc"] == [4]
+    assert [x.row["conc"] for x in out] == [2, 4]
+    mn = R("k", {"prefill": {"tp": 1}, "conc": [8, 4, 16]})
+    assert bk.trim([mn])[0].row["conc"] == [4]
 
 
 def test_trim_ties_keep_the_first():
-    a = Row("a", {"tp": 8, "conc": 4, "exp-name": "one"})
-    b = Row("b", {"tp": 8, "conc": 4, "exp-name": "two"})
+    a = R("a", {"tp": 8, "conc": 4, "exp-name": "one"})
+    b = R("b", {"tp": 8, "conc": 4, "exp-name": "two"})
     assert bk.trim([a, b]) == [a]
 
 
 # ---- append-only (spec §3.4.2-3.4.3, cases 98-103) ----------------------------------------------------
 
 def sn_row(conc, image="img", tp=8):
-    return Row("k", {"image": image, "model": "m", "runner": "r", "tp": tp, "isl": 8192, "osl": 1024,
+    return R("k", {"image": image, "model": "m", "runner": "r", "tp": tp, "isl": 8192, "osl": 1024,
                      "conc": conc, "exp-name": f"e{conc}"})
 
 
 def mn_row(concs):
-    return Row("k", {"image": "img", "model": "m", "runner": "r", "isl": 8192, "osl": 1024,
+    return R("k", {"image": "img", "model": "m", "runner": "r", "isl": 8192, "osl": 1024,
                      "prefill": {"tp": 4}, "decode": {"tp": 8}, "conc": concs, "exp-name": "e"})
 
 
@@ -347,7 +353,7 @@ def mn_row(concs):
     ([sn_row(12)], [sn_row(12), sn_row(12, tp=4), sn_row(16, tp=4)], [12, 16]),
 ])
 def test_98_append_only_delta(base, head, expected):
-    assert [r.data["conc"] for r in append_only_delta(base, head)] == expected
+    assert [r.row["conc"] for r in append_only_delta(base, head)] == expected
 
 
 @pytest.mark.parametrize("base, head, message", [

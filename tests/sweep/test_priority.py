@@ -10,6 +10,7 @@ import pytest
 
 from ci_tools.errors import InputError
 from ci_tools.sweep.priority import Context, annotate, priority_policy, queue_token, score, text
+from ci_tools.sweep.row import make_row
 
 # InferenceX's configs/ci-priority.yaml (spec inferencex-pr-policy.md §7.1), in our section's shape
 IX = {"version": 1, "quantum": 0.001, "base": 1.0, "events": {"push": 2.0},
@@ -93,7 +94,8 @@ def test_no_section_scores_every_row_equal():
 
 
 def test_annotate_sorts_stably_and_marks_skip_queue_only_for_a_pr():
-    rows = [dict(PLAIN, id="a"), dict(RICH, id="b"), dict(PLAIN, id="c"), dict(SGL_FP4, id="d")]
+    rows = [make_row(dict(PLAIN, id="a")), make_row(dict(RICH, id="b")), make_row(dict(PLAIN, id="c")),
+            make_row(dict(SGL_FP4, id="d"))]
     out = annotate(rows, "single-node-1k1k", P, Context(labels=("skip_queue",), pr=7, namespace="9:1"))
     assert [r["id"] for r in out] == ["b", "d", "a", "c"]
     assert [r["priority"] for r in out] == ["6.000", "2.250", "1.000", "1.000"]

@@ -1,6 +1,8 @@
 """`.github/constraints.txt` pins every package ci-tools installs (its runtime dependency closure), so
 the workflows (through the setup-ci-tools action, with pip's cache keyed on that file) and `dev.py`
-install exactly the same versions. Regenerate after a dependency change:
+install exactly the same versions; and the closure of the renderer the tests read comments with as GitHub
+does (`RENDERER`: cmark-gfm and html5lib), so that reading cannot change with a dependency's release.
+Regenerate after a dependency change:
 
     .venv/bin/python tests/workflows/test_constraints.py --write
 """
@@ -17,8 +19,12 @@ from packaging.requirements import Requirement
 ROOT = Path(__file__).resolve().parents[2]
 CONSTRAINTS = ROOT / ".github" / "constraints.txt"
 HEADER = ("# Exact versions of everything `pip install ci-tools[plot,report]` brings in (the runtime dependency closure\n"
-          "# of pyproject.toml). The workflows install with `-c` this file and cache pip on it; dev.py too.\n"
+          "# of pyproject.toml), and of the `test` extra's GitHub comment renderer (cmarkgfm, html5lib and theirs).\n"
+          "# The workflows install with `-c` this file and cache pip on it; dev.py too.\n"
           "# Kept current by tests/workflows/test_constraints.py (`--write` regenerates it from .venv).\n")
+# The test extra's packages pinned here with their closure: GitHub renders comments with cmark-gfm, and the
+# comment grammar is checked against it (tests/github_markdown.py).
+RENDERER = ("cmarkgfm", "html5lib")
 
 
 def _norm(name: str) -> str:
@@ -26,7 +32,8 @@ def _norm(name: str) -> str:
 
 
 def closure() -> dict[str, str]:
-    """name -> installed version for every runtime dependency of ci-tools and its `plot` and `report` extras."""
+    """name -> installed version for every runtime dependency of ci-tools and its `plot` and `report` extras,
+    and for the renderer's closure (`RENDERER`)."""
     seen: dict[str, tuple[str, set[str]]] = {}
 
     def walk(name: str, extras: frozenset[str]) -> None:
@@ -43,6 +50,8 @@ def closure() -> dict[str, str]:
 
     walk("ci-tools", frozenset({"plot", "report"}))  # the extras the collect job installs (--plot, results report)
     seen.pop("ci-tools")
+    for name in RENDERER:
+        walk(name, frozenset())
     return {k: v for k, (v, _) in sorted(seen.items())}
 
 

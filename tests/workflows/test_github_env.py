@@ -576,9 +576,10 @@ def trusted_sweep_checks_the_approval(s: Scenario):
     """#16.1: the check step runs under workflow_dispatch (whose payload ci-tools does not parse)."""
     pr = pr_with_sweep(s.fake, 3, fork="someone/bench")
     pr["base"]["sha"] = SHA2
-    payload = dict(rt.webhook("workflow_dispatch", "payload.json"), inputs={"pr": "3", "sha": SHA1},
+    comment = s.fake.add_comment(3, f"/sweep approve {SHA1}", author="maint")["id"]
+    payload = dict(rt.webhook("workflow_dispatch", "payload.json"), inputs={"pr": "3", "sha": SHA1, "comment": str(comment)},
                    ref="refs/heads/main")
-    job = s.job("trusted-sweep.yml", "plan", "workflow_dispatch", payload, inputs={"pr": 3, "sha": SHA1})
+    job = s.job("trusted-sweep.yml", "plan", "workflow_dispatch", payload, inputs={"pr": 3, "sha": SHA1, "comment": comment})
     step = ok(job.run("check"))
     assert step.outputs["proceed"] == "true" and step.outputs["base-sha"] == SHA2
     return [job]

@@ -271,7 +271,7 @@ def ensure_as(hosted, tmp: Path, sudo: bool) -> subprocess.CompletedProcess:
         f.chmod(0o755)
     log = tmp / "calls.log"
     code = (f"import sys; sys.path.insert(0, {str(tmp)!r}); import dev; "
-            "dev.ensure_programs(('cit-slurmd',), ('slurm-wlm', 'munge'), 'Slurm tests'); print('ok')")
+            "dev.ensure_apt((dev.AptNeed(('slurm-wlm', 'munge'), ('cit-slurmd',), 'Slurm tests'),)); print('ok')")
     shutil.copy(REPO / "dev.py", tmp / "dev.py")
     sh("chown", "-R", f"{NOBODY}:{NOBODY}", str(tmp))
     tmp.chmod(0o777)

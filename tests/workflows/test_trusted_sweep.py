@@ -97,8 +97,10 @@ def test_comment_commands_start_it_only_on_an_accepted_approval():
     [s] = job["steps"]
     assert f"gh workflow run {names.TRUSTED_WORKFLOW} " in s["run"]
     assert job["permissions"] == {"actions": "write"}
+    assert '-f comment="$COMMENT"' in s["run"] and s["env"]["COMMENT"] == "${{ needs.handle.outputs.approve-comment }}"
     for sha, runs in (("", False), ("a" * 40, True)):
-        context = {"needs": {"handle": {"result": "success", "outputs": {"approve-sha": sha, "approve-pr": "3"}}}}
+        context = {"needs": {"handle": {"result": "success", "outputs": {"approve-sha": sha, "approve-pr": "3",
+                                                                          "approve-comment": "77"}}}}
         assert gh_expr.job_runs(job["if"], context, gh_expr.Status(needs_results=("success",))) is runs
 
 
@@ -126,6 +128,7 @@ def fake_pr(shared, repo, monkeypatch):
         pr["labels"] = []
         for label in (PRIMARY, "bug"):
             fake.label(3, label)
+        fake.add_comment(3, f"/sweep approve {rev('head')}", author="maint")      # the approval dispatched
         monkeypatch.setenv("GITHUB_API_URL", server.url)
         yield fake, rev("head")
     assert not fake.schema_errors, fake.schema_errors
@@ -134,10 +137,11 @@ def fake_pr(shared, repo, monkeypatch):
 def run_plan_job(tree: Path, fake, sha: str, tmp: Path) -> tuple[dict, dict]:
     """The plan job's steps as GitHub runs them: a workflow_dispatch event (its real payload), the
     job's token scopes, $GITHUB_OUTPUT and $GITHUB_STEP_SUMMARY (see gh_runtime)."""
+    [comment] = [c["id"] for c in fake.comments.values() if c["body"].startswith("/sweep approve")]
     payload = gh_runtime.adjust(gh_runtime.webhook("workflow_dispatch", "payload.json"), fake.repo,
-                                inputs={"pr": "3", "sha": sha}, ref="refs/heads/main")
+                                inputs={"pr": "3", "sha": sha, "comment": str(comment)}, ref="refs/heads/main")
     job = gh_runtime.JobRun(TRUSTED, "plan", fake, "workflow_dispatch", payload, tmp / "plan-job",
-                            inputs={"pr": 3, "sha": sha}, cwd=tree)
+                            inputs={"pr": 3, "sha": sha, "comment": comment}, cwd=tree)
     results = {}
     for sid in ("check", "plan"):
         results[sid] = job.run(sid).done
@@ -161,15 +165,21 @@ def test_plan_job_plans_what_the_same_repo_sweep_plans(tree, fake_pr, same_repo_
 
     assert untokened(outputs["canary"]) == untokened(same_repo_planned["canary"])
     assert all(len(r["queue-token"]) == 32 for r in json.loads(outputs["canary"]))
-    assert fake.requests == ["GET /repos/Codertocat/Hello-World/pulls/3"]
+    assert {r.split("?")[0] for r in fake.requests} == {"GET /repos/Codertocat/Hello-World/issues/3/timeline",
+                                                        "GET /repos/Codertocat/Hello-World/pulls/3"}
 
 
-def test_plan_job_refuses_after_a_push(tree, fake_pr, tmp_path):
+@pytest.mark.parametrize("moved", ["a push", "away and back"])
+def test_plan_job_refuses_after_a_push(tree, fake_pr, tmp_path, moved):
     fake, head = fake_pr
-    fake.pulls[3]["head"]["sha"] = "f" * 40
+    if moved == "a push":
+        fake.pulls[3]["head"]["sha"] = "f" * 40
+    else:                               # the head is the approved commit again, the branch moved since
+        fake.force_push(3, "f" * 40)
+        fake.force_push(3, head)
     results, _ = run_plan_job(tree, fake, head, tmp_path)
     assert results["check"].returncode == 1 and "plan" not in results
-    assert "moved from the approved commit" in results["check"].stdout
+    assert "no longer holds" in results["check"].stdout
 
 
 def test_the_self_hosted_template_installs_ci_tools_from_the_trusted_commit():

@@ -10,7 +10,8 @@ the approved head SHA. Differences from InferenceX's `trusted-external-sweep.yml
   approved *and* when the sweep starts, so a push after the approval needs a new approval;
 - the head branch must not have moved since the comment was written: a force push, or the branch
   deleted or restored, after it (GitHub's timeline, on GitHub's clock) refuses the approval even
-  when the head is the named commit again. A plain push leaves no timed event (its commit dates are
+  when the head is the named commit again, when the comment is handled and again when the sweep
+  starts (`check_start`: the same rule, and the comment must still be there saying it). A plain push leaves no timed event (its commit dates are
   the pusher's), but it changes the head, which the full SHA then no longer names;
 - a second approval of a SHA whose sweep is queued or running starts nothing (the run is found by
   its run name; the workflow's concurrency group, keyed on PR and SHA, covers races);
@@ -26,8 +27,9 @@ from typing import Iterable
 
 from ci_tools import names
 from ci_tools.sweep.labels import Policy
-from ci_tools.github.models import HeadEvent, WorkflowRun, timestamp
-from ci_tools.prbot import messages
+from ci_tools.github.models import Comment, HeadEvent, WorkflowRun, timestamp
+from ci_tools.prbot import commands, messages
+from ci_tools.prbot.commands import SweepApprove
 from ci_tools.prbot.context import PrContext
 
 # The workflow's `run-name:` spells names.TRUSTED_RUN_NAME with `${{ inputs.pr }}` and `${{ inputs.sha }}`
@@ -127,12 +129,19 @@ def decide(given_sha: str, pr: PrContext, policy: Policy, running: Iterable[Work
                     sha=pr.head_sha)
 
 
-def check_head(approved_sha: str, head_sha: str, *, pr: int, state: str = "open") -> str | None:
-    """At the start of the trusted sweep: None when the PR still points at the approved commit, else why
-    the sweep must not run (a push after the approval needs a new approval)."""
-    if state != "open":
-        return f"PR #{pr} is {state}; the approved sweep does not run"
-    if head_sha.lower() != approved_sha.lower():
-        return (f"PR #{pr} moved from the approved commit {approved_sha[:12]} to {head_sha[:12]}; "
-                f"review the new commit and comment `/sweep approve <sha>` again")
-    return None
+def check_start(approved_sha: str, pr: PrContext, *, approval: Comment | None, comment_id: int,
+                head_events: Iterable[HeadEvent]) -> str | None:
+    """At the start of the trusted sweep, the approval's own rule again (`commit_problem`): None when the PR
+    is open, its comment `comment_id` (`approval`, None when it is not on the PR) still approves
+    `approved_sha`, and that commit is the head, the head branch not force-pushed, deleted or restored
+    since the comment was written; else why the sweep must not run. The head may have moved away and back
+    between the approval and now: the head alone would not show it."""
+    n = pr.number
+    if pr.state != "open":
+        return f"PR #{n} is {pr.state}; the approved sweep does not run"
+    if approval is None:
+        return messages.approval_gone(n, comment_id)
+    if SweepApprove(approved_sha.lower()) not in commands.parse(approval.body):
+        return messages.approval_withdrawn(n, comment_id, approved_sha)
+    problem = commit_problem(approved_sha, pr, said_at=approval.created_at, head_events=head_events)
+    return messages.approval_no_longer_holds(n, comment_id, problem) if problem else None

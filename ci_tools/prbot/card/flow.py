@@ -19,8 +19,9 @@ from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline
 
 
-class Client(card_writer.CardClient, Comments, Protocol):
-    """What the card flow asks of GitHub (and `results/baselines.main_results`, for main's results)."""
+class Client(card_writer.CardClient, Comments, reuse.Source, Protocol):
+    """What the card flow asks of GitHub (and `results/baselines.main_results`, for main's results, and
+    `pin_checker`, for the runs a `/use` names)."""
 
     def permission(self, login: str) -> str: ...
     def workflow_run(self, run_id: int) -> WorkflowRun: ...

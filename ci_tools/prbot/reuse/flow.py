@@ -14,7 +14,7 @@ from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
 
 
-class Client(reuse.Source, CardClient, Protocol):
+class Client(CardClient, reuse.Source, Protocol):
     def pull_request(self, number: int) -> PullRequest: ...
     def merged_pull_requests(self, sha: str) -> list[PullRequest]: ...
     def create_check_run(self, sha: str, *, name: str, conclusion: str, title: str, summary: str,

@@ -10,10 +10,12 @@ exactly the rules `reuse resolve` applies at merge (reuse/decide.py), plus the a
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Protocol
 
 from ci_tools import names
 from ci_tools.changelog.coverage import relevant
 from ci_tools.github.events import Event
+from ci_tools.github.models import PullRequest
 from ci_tools.prbot import context, messages
 from ci_tools.prbot.card.flow import authorisation, update_card
 from ci_tools.prbot.reuse import decide as reuse
@@ -24,7 +26,17 @@ from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
 OUTPUTS = ("pr", "ready", "state", "summary")
 
 
-def _pr_of(event: Event | None, client: Client) -> int | None:
+class ReadyClient(Client, Protocol):
+    """What the readiness flow asks of GitHub besides what `/use` does."""
+
+    def pulls_for_commit(self, sha: str) -> list[PullRequest]: ...
+    def pull_files(self, number: int) -> list[str]: ...
+    def open_pull_numbers(self, base: str | None) -> list[int]: ...
+    def create_status(self, sha: str, *, state: str, context: str, description: str,
+                      target_url: str | None = ...) -> dict: ...
+
+
+def _pr_of(event: Event | None, client: ReadyClient) -> int | None:
     if event is None:
         return None
     if event.pr_number is not None:
@@ -71,8 +83,8 @@ def which_pr(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | Non
                   messages=[f"PR #{number}"])
 
 
-def facts_of(number: int, client: Client, settings: Settings, tl=None, now: datetime | None = None
-             ) -> tuple[readiness.Facts, object, reuse.Authorisation]:
+def facts_of(number: int, client: ReadyClient, settings: Settings, tl=None, now: datetime | None = None
+             ) -> tuple[readiness.Facts, context.PrContext, reuse.Authorisation]:
     """Everything the decision needs for PR `number`, read now; (facts, the PR's context, who pinned
     which run: the card's reuse line shows the same)."""
     policy = settings.policy
@@ -115,7 +127,7 @@ def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None =
         return merged(event, settings, gh)
     if open_prs:
         return every_open_pr(settings, gh, now)
-    client: Client = gh()
+    client: ReadyClient = gh()
     number = pr or _pr_of(event, client)
     empty = dict.fromkeys(OUTPUTS, "")
     if number is None:
@@ -145,7 +157,7 @@ def every_open_pr(settings: Settings, gh: Lazy, now: datetime) -> Result:
     again (a PR that cannot be checked is reported and the others still are)."""
     from ci_tools.github.client import GitHubError
 
-    client: Client = gh()
+    client: ReadyClient = gh()
     messages_, red, failed = [], [], []
     for number in client.open_pull_numbers(settings.main_branch):
         try:
@@ -171,7 +183,7 @@ def merged(event: Event, settings: Settings, gh: Lazy) -> Result:
     if decision.pr_number is None:
         return Result(outputs=empty, messages=[decision.summary()])
     line = merge_line(decision, event.after)
-    client: Client = gh()
+    client: ReadyClient = gh()
     update_card(client, decision.pr_number, load_timeline(client, decision.pr_number), settings,
                 lambda s: s.update(ready=line))
     return Result(outputs={**empty, "pr": str(decision.pr_number)},
@@ -197,7 +209,7 @@ RECOVER_OUTPUTS = ("dispatched", "pr", "source-run-id", "merge-run-id")
 MAINTAINERS = ("admin", "maintain")        # who may re-ingest a merged PR's results
 
 
-def _merge_run(client: Client, settings: Settings, merge_commit: str, limit: int = 100):
+def _merge_run(client: ReadyClient, settings: Settings, merge_commit: str, limit: int = 100):
     """Main's sweep run of `merge_commit` (the run whose changelog metadata describes the merge)."""
     for n, run in enumerate(client.runs(settings.workflow, branch=settings.main_branch, event="push")):
         if n >= limit:
@@ -226,7 +238,7 @@ def recover(event: Event | None, settings: Settings, gh: Lazy, dispatcher: Lazy 
     if not dry_run and request_id is None:
         raise InputError("a recovery's dispatch needs a request id: pass --request-id N (recover-ingest.yml passes "
                          "its run id, GITHUB_RUN_ID); a re-send with the same id is not sent twice", exit_code=2)
-    client: Client = gh()
+    client: ReadyClient = gh()
     out = dict.fromkeys(RECOVER_OUTPUTS, "")
     out.update({"dispatched": "false", "source-run-id": str(run_id)})
     checks: list[rc.Check] = []

@@ -1,7 +1,9 @@
 """CODEOWNER sign-off: deterministic checks, a verdict, and when a verdict still holds.
 
 A sign-off is a comment or review containing `PHRASE` (a review only if it approves or comments: one
-requesting changes, dismissed or pending signs nothing off). It passes when:
+requesting changes, dismissed or pending signs nothing off; one requesting changes from an owner of the
+changed files revokes the sign-off, `revocation`, and only a sign-off written after it counts again).
+It passes when:
 1. the signer owns every changed path under `.github/CODEOWNERS` (gitignore-style patterns, last
    match wins; a team entry counts when the signer is an active member of that team), a renamed
    file's old path as well as its new one, and has write access to the repository (GitHub ignores a
@@ -156,22 +158,26 @@ def owner_check(signer: str, files: Iterable[str], codeowners_text: str,
 _HTML_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
 
 
-def visible_text(body: str) -> str:
-    """What of `body` a reader sees as text: HTML comments removed (their line breaks kept, so a line
-    keeps its visible part), then the lines of fenced code (a ticked box there is an example, not a
-    tick, issue 35) and of markup that renders as nothing (`markdown.hidden_lines`) dropped."""
+def visible_lines(body: str) -> list[str | None]:
+    """The lines of `body` as a reader sees them: HTML comments removed (their line breaks kept, so a
+    line keeps its visible part), and None for a line of fenced code (a ticked box there is an example,
+    not a tick, issue 35), of raw HTML (shown as written: no Markdown, no checkbox) or of markup that
+    renders as nothing (`markdown.read`)."""
     text = _HTML_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), body.replace("\r\n", "\n"))
-    drop = markdown.fenced_lines(text) | markdown.hidden_lines(text)
-    return "\n".join(drop.keep(text.split("\n"))) if drop else text
+    seen = markdown.read(text)
+    drop = seen.fenced | seen.hidden | seen.html
+    return [None if i in drop else line for i, line in enumerate(text.split("\n"))] if drop else text.split("\n")
 
 
 def checklist_checks(body: str, signer: str, checklist: Checklist) -> list[Check]:
-    body = visible_text(body)
+    lines = visible_lines(body)
     ticked, unticked = set(), set()
-    for line in body.replace("\r\n", "\n").split("\n"):
-        m = _ITEM.match(line)
+    # a box counts only on a line that is a list item (`    - [x]` after a paragraph is text)
+    for i in markdown.list_items(lines):
+        m = _ITEM.match(lines[i])
         if m:
             (ticked if m.group(1) in "xX" else unticked).add(_norm(m.group(2)))
+    body = "\n".join(line for line in lines if line is not None) if None in lines else "\n".join(lines)
     found = _VERSION.search(body)
     version = int(found.group(1)) if found else None
     checks = [Check("current checklist version", version == checklist.version,
@@ -213,6 +219,8 @@ class StatusUpdate:
 
 def after_push(previous: dict, head_tree: str) -> StatusUpdate:
     """Status for a new head commit given the bot's recorded verdict `previous` (state of its comment)."""
+    if previous.get("changes_requested"):
+        return StatusUpdate("pending", f"@{previous.get('signer')} requested changes: a CODEOWNER must sign off again")
     if previous.get("passed") and previous.get("tree") == head_tree:
         return StatusUpdate("success", f"Sign-off by @{previous.get('signer')} still holds: same tree as "
                                        f"{str(previous.get('sha', ''))[:12]}")
@@ -319,6 +327,40 @@ def head_at_writing_problem(*, written_at: str, head: str, seen_before: bool, fo
 
 # The review states that can carry a sign-off (GitHub's REST spelling; `models.Comment.review_state`).
 SIGNING_REVIEWS = ("APPROVED", "COMMENTED")
+REQUESTS_CHANGES = "CHANGES_REQUESTED"
+
+
+def requests_changes(review_state: str) -> bool:
+    return review_state.upper() == REQUESTS_CHANGES
+
+
+def revocation(*, reviewer: str, owns_any: bool, unverified: str | None, submitted_at: str,
+               previous: dict) -> StatusUpdate | str:
+    """What a review requesting changes does to the sign-off status. GitHub blocks the merge while a code
+    owner's request for changes stands, so a verified sign-off must not stay green: from an owner of any
+    changed file (or one whose ownership cannot be read: the status is then no longer green either) it is
+    a failure, whatever came before. Why it changes nothing otherwise (a string): the reviewer owns none of
+    the changed files (a drive-by review revokes nothing, as it cannot undo a sign-off), or the verified
+    sign-off in force was written after it (a later sign-off counts again; an old review's re-run must not
+    undo it). `previous` is the bot's recorded verdict, `submitted_at` the review's time."""
+    if not owns_any and not unverified:
+        return messages.changes_request_not_an_owner(reviewer)
+    signed, asked = ts(str(previous.get("at") or "")), ts(submitted_at)
+    if previous.get("passed") and signed is not None and asked is not None and signed > asked:
+        return messages.changes_request_older(previous.get("signer"), previous.get("at"))
+    return StatusUpdate("failure", messages.revoked_description(reviewer))
+
+
+def revoked_problem(*, written_at: str, previous: dict) -> str | None:
+    """A sign-off written before the owner's request for changes the bot last recorded (`previous`) does not
+    count: that review revoked it (a re-run of its verification, or the event of an older one, must not
+    turn the status green again). One written (or edited by its author) after it counts again."""
+    if not previous.get("changes_requested"):
+        return None
+    asked, written = ts(str(previous.get("at") or "")), ts(written_at)
+    if asked is None or written is None or written <= asked:
+        return messages.signoff_before_changes_request(previous.get("signer"), previous.get("at"))
+    return None
 
 
 def review_state_problem(state: str) -> str | None:

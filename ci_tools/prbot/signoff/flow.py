@@ -35,6 +35,21 @@ class Teams(Protocol):
 
     def team_member(self, org: str, team: str, login: str) -> bool: ...
 
+def _membership(teams: Lazy | None):
+    """`is_member` for the owner check, reading teams with the team token (MembershipUnknown without one)."""
+    def is_member(org: str, team: str, login: str) -> bool:
+        if teams is None:
+            raise signoff.MembershipUnknown(messages.NO_TEAM_TOKEN)
+        try:
+            return teams().team_member(org, team, login)
+        except TeamUnreadable as exc:
+            raise signoff.MembershipUnknown(exc.message) from None
+        except GitHubError as exc:
+            raise InputError(f"cannot check whether @{login} is in @{org}/{team} ({exc.message}). Give the "
+                             "workflow a token that can read team membership (organization members: read).")
+    return is_member
+
+
 def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None = None) -> Result:
     """`teams`: a client whose token can read team membership (TEAM_MEMBERSHIP_TOKEN), or None when
     none is configured; a CODEOWNERS team entry then fails closed with that reason."""
@@ -50,14 +65,16 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
         raise UsageError(f"`signoff verify` takes issue_comment, pull_request_review, pull_request or merge_group "
                          f"events, not {event.name}")
     c = event.comment
+    # a review requesting changes is read whatever its body: from an owner it revokes the sign-off
+    changes = c is not None and c.kind == "review" and signoff.requests_changes(c.review_state)
     if event.action not in ("created", "edited", "submitted") or event.pr_number is None or c is None \
-            or not signoff.has_phrase(c.body):
+            or not (changes or signoff.has_phrase(c.body)):
         res.messages.append("no sign-off in this event: nothing to do")
         return res
     if c.author == settings.bot or c.author_type == "Bot":
         res.messages.append("a bot cannot sign off")
         return res
-    if event.action == "edited" and event.sender != c.author:
+    if event.action == "edited" and event.sender != c.author and not changes:
         # GitHub lets maintainers edit anyone's comment: an edit by someone else is not the author's sign-off
         res.messages.append(f"the comment by @{c.author} was edited by @{event.sender or '(unknown)'}: a sign-off "
                             "counts only as its author wrote it, so this edit changes nothing")
@@ -72,8 +89,13 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
                                         names.REVIEW_CHECKLIST)
     codeowners = read_repo_file(settings.repo_root, names.CODEOWNERS)
     tl = load_timeline(client, pr)
+    previous = sticky.state_of(sticky.find_sticky(tl.comments, sticky.SIGNOFF_VERDICT, bot_login=settings.bot))
+    if changes:
+        return _changes_requested(c, prs, tl, previous, codeowners, client, teams, settings, res)
     tree = client.commit(prs.head_sha)["commit"]["tree"]["sha"]
-    unbound = _binding_problem(event, c, prs, tree, tl, client, codeowners, settings)
+    history = client.edit_history(c.node_id) if c.node_id else None
+    written = (history.last_edited_at if history else None) or c.created_at
+    unbound = _binding_problem(event, c, prs, tree, tl, client, codeowners, settings, history, previous)
     if unbound:
         body = messages.render("signoff-verdict", kind=sticky.SIGNOFF_REPLY, key=c.id, headline="not counted",
                                signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12],
@@ -86,22 +108,9 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     files = client.pull_files(pr)
     sel = reuse.select_run(reuse.reuse_rules(False), pinned=None, pr=prs, timeline=tl, policy=settings.policy,
                            workflow=settings.workflow, source=client)
-
-    def is_member(org: str, team: str, login: str) -> bool:
-        if teams is None:
-            raise signoff.MembershipUnknown(messages.NO_TEAM_TOKEN)
-        try:
-            return teams().team_member(org, team, login)
-        except TeamUnreadable as exc:
-            raise signoff.MembershipUnknown(exc.message) from None
-        except GitHubError as exc:
-            raise InputError(f"cannot check whether @{login} is in @{org}/{team} ({exc.message}). Give the "
-                             "workflow a token that can read team membership (organization members: read).")
-
     verdict = signoff.verify(signer=c.author, body=c.body, files=files, codeowners_text=codeowners,
-                             checklist=checklist, is_member=is_member,
+                             checklist=checklist, is_member=_membership(teams),
                              sweep_problem=None if sel.run else sel.error, permission=client.permission(c.author))
-    previous = sticky.state_of(sticky.find_sticky(tl.comments, sticky.SIGNOFF_VERDICT, bot_login=settings.bot))
     res.outputs.update(proceed="true", signer=c.author, **{"head-sha": prs.head_sha})
     values = dict(signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12], version=checklist.version,
                   rows=messages.signoff_rows(verdict.checks))
@@ -113,8 +122,9 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
         res.verdict = "not counted: the earlier verified sign-off stands"
         res.messages.append("sign-off by a non-owner ignored; the earlier verified sign-off stands")
         return res
+    # `at`: when the sign-off was written, so that an older review requesting changes does not revoke it
     state = {"sha": prs.head_sha, "tree": tree, "signer": c.author, "passed": verdict.passed,
-             "url": c.html_url, "version": checklist.version}
+             "url": c.html_url, "version": checklist.version, "at": written}
     headline, footer = messages.signoff_footer(verdict, c.author, signoff.STATUS_CONTEXT)
     body = messages.render("signoff-verdict", kind=sticky.SIGNOFF_VERDICT, state=state, headline=headline, footer=footer,
                            **values)
@@ -125,6 +135,34 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     res.outputs["state"] = verdict.state
     res.verdict = verdict.description
     res.messages.append(f"{signoff.STATUS_CONTEXT}: {verdict.state}: {verdict.description}")
+    return res
+
+
+def _changes_requested(c: Comment, prs: context.PrContext, tl, previous: dict, codeowners: str, client: Client,
+                       teams: Lazy | None, settings: Settings, res: Result) -> Result:
+    """A review requesting changes: from an owner of the changed files it revokes the sign-off (status
+    failure, the verdict comment says so and records when); from anyone else it changes nothing."""
+    pr = prs.number
+    _, owns_any, unverified = signoff.owner_check(c.author, client.pull_files(pr), codeowners, _membership(teams),
+                                                  client.permission(c.author))
+    outcome = signoff.revocation(reviewer=c.author, owns_any=owns_any, unverified=unverified,
+                                 submitted_at=c.created_at, previous=previous)
+    if isinstance(outcome, str):
+        res.messages.append(f"the review by @{c.author} requesting changes changes no status: {outcome}")
+        return res
+    tree = client.commit(prs.head_sha)["commit"]["tree"]["sha"]
+    state = {"sha": prs.head_sha, "tree": tree, "signer": c.author, "passed": False, "changes_requested": True,
+             "url": c.html_url, "at": c.created_at}
+    body = messages.render("signoff-revoked", kind=sticky.SIGNOFF_VERDICT, state=state, reviewer=c.author,
+                           review_url=c.html_url, sha=prs.head_sha[:12], earlier=messages.revoked_earlier(previous),
+                           context=signoff.STATUS_CONTEXT)
+    _, cid = upsert(client, pr, tl, sticky.SIGNOFF_VERDICT, None, body, settings)
+    client.create_status(prs.head_sha, state=outcome.state, context=signoff.STATUS_CONTEXT,
+                         description=outcome.description,
+                         target_url=f"{signoff.pr_url(client.repo, pr)}#issuecomment-{cid}")
+    res.outputs.update(proceed="true", state=outcome.state, signer=c.author, **{"head-sha": prs.head_sha})
+    res.verdict = outcome.description
+    res.messages.append(f"{signoff.STATUS_CONTEXT}: {outcome.state}: {outcome.description}")
     return res
 
 
@@ -181,19 +219,22 @@ def verify_review(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None
 
 
 def _binding_problem(event: Event, c: Comment, prs: context.PrContext, tree: str, tl, client: Client,
-                     codeowners: str, settings: Settings) -> str | None:
+                     codeowners: str, settings: Settings, history: EditHistory | None, previous: dict) -> str | None:
     """Why this sign-off is not bound to the PR's head (None: it is): a review that does not approve or
     comment, an old event, a body someone else edited, a review of another tree, a comment written
-    before the head arrived."""
+    before the head arrived, a sign-off written before an owner requested changes."""
     if c.kind == "review" and (why := signoff.review_state_problem(c.review_state)):
         return why
     why = signoff.stale_event_problem(event.pull_request.head_sha if event.pull_request else "", prs.head_sha)
     if why:
         return why
-    if not c.node_id:
+    if history is None:
         return "GitHub gave it no node id, so its edit history cannot be read"
-    history = client.edit_history(c.node_id)
     why = signoff.edit_problem(c.author, history)
+    if why:
+        return why
+    written = history.last_edited_at or c.created_at
+    why = signoff.revoked_problem(written_at=written, previous=previous)
     if why:
         return why
     if c.kind == "review":
@@ -201,7 +242,6 @@ def _binding_problem(event: Event, c: Comment, prs: context.PrContext, tree: str
         return signoff.reviewed_tree_problem(reviewed=c.commit_id, head=prs.head_sha, reviewed_tree=reviewed_tree,
                                              head_tree=tree, diff=lambda: client.compare(c.commit_id, prs.head_sha),
                                              codeowners_text=codeowners)
-    written = history.last_edited_at or c.created_at
     seen = signoff.head_seen_before(written_at=written, statuses=client.statuses(prs.head_sha),
                                     pr_url=signoff.pr_url(client.repo, prs.number), bot=settings.bot)
     return signoff.head_at_writing_problem(written_at=written, head=prs.head_sha, seen_before=seen,
