@@ -96,17 +96,19 @@ def test_enroot_refuses_what_the_script_must_avoid(tmp_path):
 
 
 def test_a_node_that_does_not_see_the_job_directory_fails_before_importing(tmp_path):
-    """Multi-node: every step mounts the runner's job directory (Dynamo's store, the recipe's install),
-    so a node where it is not the runner's (no job.json there) stops the job here, naming the node."""
+    """Multi-node: the steps mount folders of the runner's job directory (Dynamo's store, the recipe's
+    install), so a node that does not see the file the runner wrote there (its job.json) stops the job
+    here, naming the node and the file."""
     sqsh = squash_file(IMAGE, str(tmp_path / "squash"))
     job = tmp_path / "job"
     job.mkdir()
-    res = subprocess.run(["sh", "-c", import_script(IMAGE, sqsh, 60, str(job))], env=_env(tmp_path, 0),
+    must_see = job / "job.json"
+    res = subprocess.run(["sh", "-c", import_script(IMAGE, sqsh, 60, str(must_see))], env=_env(tmp_path, 0),
                          capture_output=True, text=True, timeout=30)
     assert res.returncode == 78, res.stdout + res.stderr
-    assert f"the job directory {job} is not on this node (no job.json)" in res.stderr
+    assert f"{must_see} is not on this node" in res.stderr
     assert "all nodes mount at the same path" in res.stderr and not os.path.exists(sqsh)
-    (job / "job.json").write_text("{}")          # what the runner wrote before the allocation
-    res = subprocess.run(["sh", "-c", import_script(IMAGE, sqsh, 60, str(job))], env=_env(tmp_path, 0),
+    must_see.write_text("{}")                    # what the runner wrote before the allocation
+    res = subprocess.run(["sh", "-c", import_script(IMAGE, sqsh, 60, str(must_see))], env=_env(tmp_path, 0),
                          capture_output=True, text=True, timeout=30)
     assert res.returncode == 0 and os.path.isfile(sqsh), res.stdout + res.stderr

@@ -8,6 +8,7 @@ process` scores it, the collect job judges it against the plan and names the ver
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import socket
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import gh_expr
+from tests.engines.harness import dist_dir
 from ci_tools.evals import gate
 from ci_tools import names
 from test_sweep_end_to_end import event, planned, release, repo, run_step, step, workflow  # noqa: F401
@@ -69,9 +71,13 @@ def eval_job(row: dict, repo: Path, tmp: Path, event: Path) -> tuple[dict, int]:
     server = f"{sys.executable} {STUB} --port {{port}} --model {{model}} --answers {DATA / 'agentic_answers.json'}"
     # the DEP point's router is a second stub on the client port (it answers like the engine)
     router = f"{sys.executable} {STUB} --port {{port}} --answers {DATA / 'agentic_answers.json'}"
-    local = {**serve, "run": serve["run"] + f" --backend process --port {free_port()} --ready-timeout 30 "
-                                            "--skip-node-check --no-telemetry "
-                                            f"--server-cmd {shlex.quote(server)} --router-cmd {shlex.quote(router)}"}
+    # the recipe declares engine-versions [0.5.21, 0.5.22]: the runner host has SGLang 0.5.21's real wheel,
+    # whose metadata the runner's version check reads before it starts the stub in the engine's place
+    host = os.pathsep.join(filter(None, [str(dist_dir("sglang", "0.5.21")), os.environ.get("PYTHONPATH")]))
+    local = {**serve, "env": {**(serve.get("env") or {}), "PYTHONPATH": host},
+             "run": serve["run"] + f" --backend process --port {free_port()} --ready-timeout 30 "
+                                   "--skip-node-check --no-telemetry "
+                                   f"--server-cmd {shlex.quote(server)} --router-cmd {shlex.quote(router)}"}
     done, outputs = run_step(local, ctx, repo, tmp, event)
     assert done.returncode == 0, done.stderr + done.stdout
     assert "SIMULATE_ACC" not in (tmp / "out/commands.txt").read_text()
