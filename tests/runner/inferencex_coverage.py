@@ -258,8 +258,10 @@ def table(verdicts: list[Verdict]) -> str:
     for kind in ("throughput", "eval"):
         mine = [v for v in verdicts if v.kind == kind]
         ok = sum(v.accepted for v in mine)
+        stated = sum(v.accepted and v.versions for v in mine)
         lines.append(f"{kind}: {ok} of {len(mine)} accepted ({100 * ok / max(1, len(mine)):.1f} %); the recipe states "
-                     f"the engine releases for {sum(v.versions for v in mine)} (the image tag names none for the rest)")
+                     f"the engine releases for {sum(v.versions for v in mine)} (the image tag names none for the rest); "
+                     f"accepted and stating them: {stated} ({100 * stated / max(1, len(mine)):.1f} %)")
         for reason, n in collections.Counter(v.reason for v in mine if not v.accepted).most_common():
             lines.append(f"  {n:5d}  {reason}")
     return "\n".join(lines)

@@ -21,13 +21,22 @@ import inferencex_coverage as coverage
 
 pytestmark = pytest.mark.heavy
 
-# the reasons a row may be refused for, as its message says them (a refusal of any other kind is a regression)
-KNOWN = ["is a git commit of ai-dynamo/dynamo", "is a nightly dev build, published only on NVIDIA's own package index",
-         "TensorRT-LLM worker cannot be checked against TensorRT-LLM 1.3.0rc18",
-         "vllm worker (ai-dynamo 1.3.0.post1) on vllm 0.25.1 is not known to import",
-         "sglang worker (ai-dynamo 1.1.0) on sglang 0.5.14 is not known to import",
-         "kind 'llm-d' is not served by ci-tools", "engine 'tilert' is not served by ci-tools",
-         "engine 'atom' runs single-node only in ci-tools"]
+# Every refusal left, by the reason its message gives, with its (throughput, eval) rows. The goal is
+# 99 % of each accepted with recipes that state their releases; measured here it is not met: the Dynamo nightly
+# dev builds and git commits the masters declare are most of the gap (docs/engines.md says why they are
+# refused). A change to any count, up or down, is a change to this table, made with the measurement.
+REFUSED = {
+    "is a git commit of ai-dynamo/dynamo": (89, 72),
+    "is a nightly dev build, published only on NVIDIA's own package index": (85, 65),
+    "TensorRT-LLM worker cannot be checked against TensorRT-LLM 1.3.0rc18": (18, 17),
+    "vllm worker (ai-dynamo 1.3.0.post1) on vllm 0.25.1 is not known to import": (5, 5),
+    "sglang worker (ai-dynamo 1.1.0) on sglang 0.5.14 is not known to import": (4, 4),
+    "kind 'llm-d' is not served by ci-tools": (3, 2),
+    "engine 'tilert' is not served by ci-tools": (2, 0),
+    "engine 'atom' runs single-node only in ci-tools": (2, 2),
+}
+# (rows, accepted, accepted by a recipe that states its engine releases) as measured
+MEASURED = {"throughput": (1820, 1612, 1275), "eval": (645, 478, 390)}
 
 
 def test_inferencex_rows_are_served_or_refused_for_a_named_reason(shared, tmp_path):
@@ -35,15 +44,19 @@ def test_inferencex_rows_are_served_or_refused_for_a_named_reason(shared, tmp_pa
     text = coverage.table(verdicts)
     print(text)
     (tmp_path / "inferencex-coverage.txt").write_text(text + "\n", encoding="utf-8")
-    for kind, total, floor in (("throughput", 1820, 1612), ("eval", 645, 478)):
+    for column, kind in enumerate(("throughput", "eval")):
         mine = [v for v in verdicts if v.kind == kind]
+        total, accepted, stated = MEASURED[kind]
         assert len(mine) == total, (kind, len(mine))   # the corpus expands as it did when this was measured
-        accepted = sum(v.accepted for v in mine)
-        assert accepted >= floor, f"{kind}: {accepted} of {len(mine)} accepted (was {floor})\n{text}"
+        got = (sum(v.accepted for v in mine), sum(v.accepted and v.versions for v in mine))
+        assert got == (accepted, stated), f"{kind}: {got} accepted (and stating releases), table says " \
+                                          f"{(accepted, stated)}\n{text}"
+        named = {reason: sum(1 for v in mine if not v.accepted and reason in v.message) for reason in REFUSED}
+        assert named == {r: n[column] for r, n in REFUSED.items()}, f"{kind}\n{text}"
+        assert sum(named.values()) == total - accepted, f"{kind}: a refusal no reason of REFUSED names\n{text}"
     for v in verdicts:
         if not v.accepted:
             assert v.reason and len(v.message) > 20, v     # a rule and a sentence, never a bare failure
-            assert any(k in v.message for k in KNOWN), v.message
 
 
 def test_atom_and_the_vllm_router_rows_are_served_and_the_rest_refused_by_name(shared):
