@@ -20,6 +20,7 @@ not import, as Dynamo 1.3 with SGLang >= 0.5.21, fails to build) and its own par
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from pathlib import Path
 
@@ -122,9 +123,20 @@ def _dynamo_trtllm():
 def _dynamo_frontend():
     import dynamo.frontend.main as main
 
+    class _ToStderr(logging.Handler):
+        # the frontend logs what it refuses ("Unknown arguments specified: [...]") and exits 1; its handlers
+        # write to the stream they were given at start, so the refusal is copied to the stderr parser_host reads
+        def emit(self, record: logging.LogRecord) -> None:
+            sys.stderr.write(self.format(record) + "\n")
+
     def call(argv):
         sys.argv = ["dynamo.frontend", *argv]
-        main.parse_args()
+        handler = _ToStderr(logging.ERROR)
+        main.logger.addHandler(handler)
+        try:
+            main.parse_args()
+        finally:
+            main.logger.removeHandler(handler)
 
     return _Call(call, []), "ai-dynamo"
 
