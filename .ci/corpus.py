@@ -11,7 +11,8 @@ GitHub's hosted runners, from pinned checkouts of its public sources (.ci/corpus
   version is a first-parent commit whose copy of those paths differs from its parent's;
 - `github-webhooks/`: GitHub's webhook payload examples of the pinned events (octokit/webhooks, MIT).
 
-The real-GPU recordings (an AIPerf export, nvidia-smi output) are the project's own, in tests/data/h100/.
+The real-GPU recordings (AIPerf exports, nvidia-smi output, whole job folders) are the project's own, in
+tests/data/; a test reads nothing else of ../shared than the folders laid out here (tests/public_clone.py).
 
 Each checkout must be at its pinned commit, and the history must start at the pinned first version,
 else nothing is written and the message says which pin does not hold. Python's standard library and

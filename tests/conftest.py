@@ -10,11 +10,15 @@ import contextlib
 import difflib
 import functools
 import importlib.util
+import lzma
 import os
+import shutil
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests import public_clone
 
 REPO = Path(__file__).resolve().parents[1]
 # The project's own recordings of real tools and GPUs, in the repository (tests/data/README.md says how
@@ -22,9 +26,12 @@ REPO = Path(__file__).resolve().parents[1]
 RECORDINGS = REPO / "tests" / "data"
 AIPERF_EXPORT = RECORDINGS / "aiperf-0.13-export"      # AIPerf 0.13's export of 40 requests at c4 (a stub server)
 NVIDIA_SMI_H200 = RECORDINGS / "nvidia-smi-h200"       # an H200's nvidia-smi, idle and at its power cap
-H100_JOB = RECORDINGS / "h100" / "fixed-c16"            # `runner run` of vLLM 0.26.0 on an H100: a whole job folder
+H100_RUN = RECORDINGS / "h100"                          # `runner run` of vLLM 0.26.0 on an H100: four job folders
+H100_JOB = H100_RUN / "fixed-c16"                        # its fixed-seq-len job
 H200_SELFTEST = RECORDINGS / "h200-selftest"            # `runner selftest` of vLLM 0.26.0 on an H200: its OUT folder
 NVIDIA_SMI_H200_SELFTEST = RECORDINGS / "nvidia-smi-h200-selftest"   # that H200's nvidia-smi, idle and capped
+# GitHub's example merge_group payload (octokit/webhooks, MIT): no pinned part of the corpus has that event
+MERGE_GROUP_PAYLOAD = RECORDINGS / "github-merge-group" / "checks_requested.payload.json"
 
 
 @functools.lru_cache(maxsize=1)
@@ -37,8 +44,23 @@ def dev_py():
     return module
 
 
-def shared_dir() -> Path:
-    return Path(os.environ.get("CI_TOOLS_SHARED", REPO.parent / "shared"))
+shared_dir = public_clone.shared_dir
+
+
+def lay_out(recorded: Path, dest: Path) -> Path:
+    """A copy of a recorded folder at DEST as the runner wrote it: an export the repository keeps
+    xz-compressed (`NAME.xz`, tests/data/README.md) is written out as NAME."""
+    shutil.copytree(recorded, dest, ignore=shutil.ignore_patterns("*.xz"))
+    for packed in recorded.rglob("*.xz"):
+        with lzma.open(packed) as src, open(dest / packed.relative_to(recorded).with_suffix(""), "wb") as out:
+            shutil.copyfileobj(src, out)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def h100_run(tmp_path_factory) -> Path:
+    """The H100 run's four job folders as the runner wrote them (read-only for the tests that share it)."""
+    return lay_out(H100_RUN, tmp_path_factory.mktemp("h100") / "runs")
 
 
 @pytest.fixture
@@ -149,6 +171,13 @@ def _quick_guard(item):
 def _guarded(item):
     # setup and call only: the teardown of the last test also ends the session's daemons
     return _quick_guard(item) if item.get_closest_marker("quick") else contextlib.nullcontext()
+
+
+def pytest_configure(config):
+    # tests/public_clone.py: a test (its fixtures and its collection too) that reads a file of ../shared which
+    # .ci/corpus.py does not rebuild fails, in every tier, naming the file
+    if not config.pluginmanager.is_registered(public_clone):
+        config.pluginmanager.register(public_clone, "public-clone")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from ci_tools.cli import main
-from tests.conftest import REPO
+from tests.conftest import H100_RUN, REPO
 
 SEED = REPO / "docs" / "examples" / "seed-compare"
 OLD = ("--repo-root", "--github-repo", "--repository")
@@ -113,15 +113,14 @@ def test_every_error_under_format_github_is_an_annotation_and_in_the_summary(tmp
 
 # ---- a progress line on long work -------------------------------------------------------------------
 
-def test_results_process_says_what_it_reads_before_a_long_read(tmp_path, monkeypatch, shared):
+def test_results_process_says_what_it_reads_before_a_long_read(tmp_path, monkeypatch):
     """A 2.6 GB export took 37 s in silence; a big export is named, with its size, before it is read."""
     import shutil
 
     from ci_tools.results import flow
 
     job = tmp_path / "job"
-    shutil.copytree(shared / "reference" / "gpu-smoke" / "runs" / "agentic-c4", job,
-                    ignore=shutil.ignore_patterns("result.json", "server.log", "client.log"))
+    shutil.copytree(H100_RUN / "agentic-c4", job, ignore=shutil.ignore_patterns("result.json"))
     monkeypatch.setattr(flow, "PROGRESS_MIN_BYTES", 1)          # the real export is small: every size is "big"
     r = run("results", "process", str(job))
     assert r.exit_code == 0, r.output

@@ -5,8 +5,8 @@ figure of its record from those readings, so a record edited after the run contr
 every derived figure is rewritten with it. Each rule below is checked on every successful profiling
 record by the reader (`records.py`, element-wise with numpy on a batch, or one record at a time through
 the same expressions) and counted with its first example; `failures` turns the counts into results'
-failures naming both values. Measured on every real export at hand (the recorded AIPerf 0.13 export of
-tests/data and the four H100 job directories of `../shared/reference/gpu-smoke/`, 3,545 records;
+failures naming both values. Measured on every real export at hand (in tests/data: a stub server's AIPerf
+0.13 export and the four H100 job directories of vLLM, 3,545 records;
 docs/reference.md, "Result checks", gives the figures):
 
 - `record-decode`: `decode_duration` = E2EL - TTFT = sum(`inter_chunk_latency`) (AIPerf: decode

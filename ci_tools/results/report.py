@@ -163,7 +163,8 @@ def headline(comparisons: list[PointComparison], shift: FrontierShift | None, ba
     if baseline:
         verdicts, values = points_sentence(comparisons), values_sentence(counts)
     else:
-        verdicts = f"No baseline: {_plural(len(comparisons), 'point')} measured, nothing compared"
+        # every renderer puts the verdict word (OVERALL["none"]) before this sentence: it is not repeated here
+        verdicts = f"{_plural(len(comparisons), 'point')} measured, nothing compared"
         values = ""
     return Headline(counts, verdicts, frontier_sentence(shift, baseline), regressed, values,
                     overall(comparisons, baseline), points)

@@ -19,7 +19,7 @@ import statistics
 
 from ci_tools.errors import InputError
 
-# the query recorded on a real H200 (../shared/corpus/nvidia-smi-h200/README.md), in this order
+# the query recorded on a real H200 (tests/data/nvidia-smi-h200/README.md), in this order
 FIELDS = ("timestamp", "index", "uuid", "name", "pci.bus_id", "driver_version", "pstate", "power.draw",
           "power.draw.instant", "power.limit", "enforced.power.limit", "clocks.sm", "clocks.mem", "clocks.max.sm",
           "temperature.gpu", "temperature.memory", "utilization.gpu", "utilization.memory", "memory.used",

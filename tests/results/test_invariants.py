@@ -1,6 +1,6 @@
 """The physical invariants of one AIPerf record (invariants.py, issue 35) as a table, the same verdicts
-on numpy's arrays and on Python floats, and no false rejection of any real export (tests/data and the
-H100 run in ../shared)."""
+on numpy's arrays and on Python floats, and no false rejection of any real export (tests/data: a stub server's
+and the H100 run's)."""
 
 from __future__ import annotations
 
@@ -132,20 +132,19 @@ def test_numpy_and_python_give_the_same_verdicts(rows, rel, tail_ms, tail_itl):
 
 # ---- the real exports: no false rejection, with room to spare ------------------------------------------
 
-def real_exports(shared: Path) -> list[Path]:
-    """The recorded AIPerf 0.13 export (tests/data) and the four H100 job directories of the real-GPU
-    run in ../shared (tests/data holds one of them, fixed-c16; the agentic ones and the cancelled job
-    are there only)."""
-    runs = sorted((shared / "reference/gpu-smoke/runs").glob("*/aiperf_artifacts"))
-    assert len(runs) == 4, f"expected 4 H100 job directories under {shared}/reference/gpu-smoke/runs: {runs}"
+def real_exports(h100_run: Path) -> list[Path]:
+    """The recorded AIPerf 0.13 export of a stub server and the four H100 job directories of the real-GPU
+    run (tests/data, laid out as the runner wrote them)."""
+    runs = sorted(h100_run.glob("*/aiperf_artifacts"))
+    assert [d.parent.name for d in runs] == ["agentic-c16", "agentic-c4", "cancel", "fixed-c16"], runs
     return [AIPERF_EXPORT, *runs]
 
 
-def test_every_record_of_every_real_export_keeps_every_invariant(shared):
+def test_every_record_of_every_real_export_keeps_every_invariant(h100_run):
     """3,545 records of 5 real exports (a stub server and vLLM on an H100; warmup and the cancelled job's
     records go through the same rules when read as profiling ones)."""
     total = 0
-    for d in real_exports(shared):
+    for d in real_exports(h100_run):
         lines = (d / "profile_export.jsonl").read_bytes().replace(b'"benchmark_phase":"warmup"',
                                                                   b'"benchmark_phase":"profiling"').splitlines(True)
         scan = records.scan_lines(lines)
@@ -155,16 +154,16 @@ def test_every_record_of_every_real_export_keeps_every_invariant(shared):
     assert total == 3544    # every record but the one AIPerf error of agentic-c16
 
 
-def test_the_real_exports_keep_them_at_half_the_shipped_tolerances(shared):
+def test_the_real_exports_keep_them_at_half_the_shipped_tolerances(h100_run):
     """The tolerances have room: the real exports pass with half of each (and record-tolerance 1000x
     tighter), so a slower machine's exports are not on the edge."""
     tight = Limits(relative=LIM.relative / 1000, tail_ms=LIM.tail_ms / 2, tail_itl=LIM.tail_itl / 2)
-    for d in real_exports(shared):
+    for d in real_exports(h100_run):
         scan = records.scan_file(d / "profile_export.jsonl", limits=tight)
         assert scan.violations == {}, (d, invariants.failures(scan.violations, tight))
 
 
-def test_no_real_export_is_rejected(shared, repo_root):
+def test_no_real_export_is_rejected(h100_run, repo_root):
     """Every real export with a summary judged VALID by `results process` with the shipped policy."""
     from ci_tools.results.flow import load_results_policy
 
@@ -172,19 +171,19 @@ def test_no_real_export_is_rejected(shared, repo_root):
     corpus = process_dir(AIPERF_EXPORT,
                          PointInfo(name="stub", tp=4, conc=4, scenario="fixed-seq-len", model="stub"), policy=policy)
     assert corpus["valid"], corpus["failures"]
-    for d in real_exports(shared)[1:]:
+    for d in real_exports(h100_run)[1:]:
         if not (d / "profile_export_aiperf.json").is_file():   # the cancelled job: no summary, nothing to judge
             continue
         result = process_dir(d.parent, policy=policy)
         assert result["valid"], (d, result["failures"])
 
 
-def test_the_measured_figures_the_docs_give(shared):
+def test_the_measured_figures_the_docs_give(h100_run):
     """docs/reference.md derives each tolerance from these figures of the real exports; recomputed here
     so that the page stays true."""
     tail_ms = tail_per_itl = decode = itl = rate = 0.0
     fewest = ack_after = ack_before = lead = math.inf
-    for d in real_exports(shared):
+    for d in real_exports(h100_run):
         for line in (d / "profile_export.jsonl").read_text().splitlines():
             r = json.loads(line)
             if r.get("error"):

@@ -156,7 +156,9 @@ def test_measured_acceptance_is_shown_beside_the_synthetic_and_a_disagreement_is
 
 def test_command_errors_read_like_a_reviewer(tmp_path: Path):
     r = run(SEED / "pr-local-results.csv", "--out", tmp_path / "r.html")     # a first run: drawn alone
-    assert r.exit_code == 0 and "No baseline: 7 points measured, nothing compared" in r.output
+    assert r.exit_code == 0 and r.output.splitlines()[0] == (     # the verdict word once, then the sentence
+        "No baseline: 7 points measured, nothing compared. "
+        "The run's frontier is dep2-c128, dep2-c64, tp2-c32, tp2-c16, tp4-c16, tp4-c4, tp4-c1.")
     r = run(tmp_path / "nope.csv", "--out", tmp_path / "r.html")      # HEAD's absence first, not the baseline's
     assert r.exit_code == 2 and "nope.csv: no such file or directory" in r.output
     r = run(SEED / "pr-local-results.csv", "--baseline", SEED / "main-baseline.csv", "--evals", SEED / "claims.txt",

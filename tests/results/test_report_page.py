@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from ci_tools.cli import main
-from tests.conftest import REPO, shared_dir
+from tests.conftest import NVIDIA_SMI_H200, REPO
 
 SEED = REPO / "docs" / "examples" / "seed-compare"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -55,7 +55,7 @@ def seed_page(tmp_path_factory) -> Path:
     """The seed PR against main, as the collect job writes it for PR 7 of octo/bench, run 50."""
     out = tmp_path_factory.mktemp("page") / "sweep-report.html"
     write(out, str(SEED / "pr-local-results.csv"), "--baseline", str(SEED / "main-baseline.csv"),
-          "--telemetry", str(shared_dir() / "corpus" / "nvidia-smi-h200"),
+          "--telemetry", str(NVIDIA_SMI_H200),
           "--repo", "octo/bench", "--pr", "7", "--commit", "ab" * 20, "--run-id", "50")
     return out
 
@@ -196,9 +196,9 @@ def test_the_script_adds_a_tooltip_toggles_and_keyboard_sorting(browser, seed_pa
         ctx.close()
 
 
-def test_a_smoke_run_page_draws_without_a_baseline_and_keeps_its_workloads_apart(browser, tmp_path, shared):
+def test_a_smoke_run_page_draws_without_a_baseline_and_keeps_its_workloads_apart(browser, tmp_path, h100_run):
     """The real H100 run: no baseline, an agentic and a fixed-seq-len result of tp1-c16, a cancelled job."""
-    runs = shared / "reference" / "gpu-smoke" / "runs"
+    runs = h100_run
     coll = tmp_path / "results.json"
     r = CliRunner().invoke(click.Command("ci-tools", callback=lambda: main(
         ["results", "collect", str(runs), "--out", str(coll)])), [])

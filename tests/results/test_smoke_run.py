@@ -1,5 +1,5 @@
-"""The real H100 smoke run (`reference/gpu-smoke/runs`: vLLM, an agentic c4 and c16 job, a fixed-seq-len c16
-job, a cancelled c16 job) through `results collect`, `pareto`, `compare` and `report` (issue 37, gaps 4 and 5).
+"""The real H100 smoke run (tests/data/h100: vLLM, an agentic c4 and c16 job, a fixed-seq-len c16 job, a
+cancelled c16 job) through `results collect`, `pareto`, `compare` and `report` (issue 37, gaps 4 and 5).
 
 One collection holds an agentic and a fixed-seq-len result of the same point `tp1-c16`: they are two
 workloads, keyed apart by configuration, scenario and point, never one the other's baseline, never on
@@ -27,11 +27,8 @@ def run(*args):
 
 
 @pytest.fixture
-def runs(shared: Path) -> Path:
-    path = shared / "reference" / "gpu-smoke" / "runs"
-    if not (path / "fixed-c16" / "result.json").is_file():
-        pytest.fail(f"the real GPU run is missing: expected {path}/fixed-c16/result.json")
-    return path
+def runs(h100_run: Path) -> Path:
+    return h100_run
 
 
 @pytest.fixture
@@ -81,6 +78,19 @@ def test_report_draws_a_run_without_a_baseline_and_says_so(collection: Path, run
     assert "no baseline" in " ".join(doc["notes"]).lower()
     page = out.read_text()
     assert "No baseline" in page
+
+
+def test_report_says_no_baseline_once_in_each_format(collection: Path, tmp_path: Path, monkeypatch):
+    """The verdict word, then the sentence: "No baseline: No baseline: 3 points…" was printed before."""
+    r = run("results", "report", collection, "--out", tmp_path / "r.html")
+    assert r.exit_code == 0, r.output
+    assert r.output.splitlines()[0] == ("No baseline: 3 points measured, nothing compared. The run's frontiers: "
+                                        "agentic-coding tp1-c16 (agentic-coding), tp1-c4; "
+                                        "fixed-seq-len tp1-c16 (fixed-seq-len).")
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert run("results", "report", collection, "--out", tmp_path / "r.html", "--format", "github").exit_code == 0
+    assert summary.read_text().startswith("### ⚪ No baseline: sweep report\n\n**3 points measured, nothing compared.** ")
 
 
 def test_telemetry_is_matched_by_job_never_by_point_name(collection: Path, runs: Path, tmp_path: Path):

@@ -107,9 +107,6 @@ VARIABLES = {
                               "InferenceX's staging deployment"),
     "TEAM_APP_CLIENT_ID": ("the client id of the GitHub App that reads team membership for the sign-off "
                            "(with the secret `TEAM_APP_PRIVATE_KEY`)", "`TEAM_MEMBERSHIP_TOKEN` is used"),
-    "CI_TOOLS_RECORDINGS_REPO": ("toolkit-ci only: the repository holding the recordings the test suite reads",
-                                 "the checkout fails: ci-tools' own CI needs it"),
-    "CI_TOOLS_RECORDINGS_REF": ("toolkit-ci only: the commit of that repository", "the default branch"),
 }
 
 

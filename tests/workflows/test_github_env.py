@@ -29,7 +29,7 @@ from wf_env import REPO, WORKFLOWS
 
 sys.path.insert(0, str(REPO / "tests" / "github"))
 from fake_github import LEVELS, FakeGitHub, Server  # noqa: E402
-from tests.conftest import NVIDIA_SMI_H200
+from tests.conftest import MERGE_GROUP_PAYLOAD, NVIDIA_SMI_H200
 
 REPO_NAME = "octo/bench"
 FULL = "full-sweep-fail-fast"
@@ -491,9 +491,7 @@ def merge_ready_after_the_merge(s: Scenario):
 
 def merge_group_payload(pr: int = 7, head: str = "f" * 40) -> dict:
     """GitHub's example merge_group payload (checks_requested), its queue branch naming PR `pr` at SHA1."""
-    from tests.conftest import shared_dir
-
-    d = json.loads((shared_dir() / "reference" / "github-merge-group" / "checks_requested.payload.json").read_text())
+    d = json.loads(MERGE_GROUP_PAYLOAD.read_text())
     d["merge_group"].update(head_sha=head, head_ref=f"refs/heads/gh-readonly-queue/main/pr-{pr}-{SHA1}")
     return d
 

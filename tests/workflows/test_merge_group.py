@@ -1,6 +1,6 @@
 """A merge queue: every check a repository requires (`names.REQUIRED_CHECKS`, the list docs/workflows.md
 gives) reports on the queue group's commit, driven by GitHub's own `merge_group` payload
-(`../shared/reference/github-merge-group/`); the changelog gate reports on every PR, passing quickly
+(`tests/data/github-merge-group/`); the changelog gate reports on every PR, passing quickly
 where nothing it guards changed (a required check that never reports blocks the PR forever).
 """
 
@@ -17,16 +17,16 @@ import wf_contract as wc
 from test_github_env import REPO_NAME, SHA1, Scenario, ok, pr_payload, pr_with_sweep
 
 from ci_tools import names
-from tests.conftest import REPO
+from tests.conftest import MERGE_GROUP_PAYLOAD, REPO
 
 WORKFLOWS = REPO / ".github" / "workflows"
 QUEUE = "f" * 40          # the queue group's commit: main plus PR 7's head
 PR = 7
 
 
-def merge_group_payload(shared: Path, *, head: str = QUEUE, pr_head: str = SHA1) -> dict:
+def merge_group_payload(*, head: str = QUEUE, pr_head: str = SHA1) -> dict:
     """GitHub's example checks_requested payload, its queue branch naming PR 7 at `pr_head`."""
-    data = json.loads((shared / "reference" / "github-merge-group" / "checks_requested.payload.json").read_text())
+    data = json.loads(MERGE_GROUP_PAYLOAD.read_text())
     data = copy.deepcopy(data)
     data["merge_group"].update(head_sha=head, head_ref=f"refs/heads/gh-readonly-queue/main/pr-{PR}-{pr_head}")
     return data
@@ -45,7 +45,7 @@ def test_every_required_check_listens_to_merge_groups_and_runs_for_one(shared, t
     wf_name, job_id = names.REQUIRED_CHECKS[check]
     assert "merge_group" in triggers(wf_name), f"{wf_name} does not run for a merge queue: the queue would wait"
     with Scenario(shared, tmp_path) as s:
-        job = s.job(wf_name, job_id, "merge_group", merge_group_payload(shared),
+        job = s.job(wf_name, job_id, "merge_group", merge_group_payload(),
                     needs={"pr": {"outputs": {"pr": str(PR), "group": f"merge-ready-pr-{PR}"}, "result": "success"}})
         assert job.would_run(), f"{wf_name}: {job_id}: its if: skips a merge group"
         assert job.job.get("name") == check or check in CHECKS_OF_COMMANDS, \
@@ -56,7 +56,7 @@ def test_readiness_reports_the_prs_answer_on_the_groups_commit(shared, tmp_path)
     with Scenario(shared, tmp_path) as s:
         pr_with_sweep(s.fake, PR)
         s.fake.pr_files[PR] = ["README.md"]            # nothing performance-relevant: ready
-        payload = merge_group_payload(shared)
+        payload = merge_group_payload()
         which = s.job("merge-ready.yml", "pr", "merge_group", payload)
         outputs = ok(which.run("pr")).outputs
         assert outputs["pr"] == str(PR)
@@ -79,7 +79,7 @@ def test_the_sign_off_of_the_prs_head_goes_on_the_groups_commit(shared, tmp_path
                          sleep=lambda _: None, seconds_between_writes=0)
             bot.create_status(SHA1, state=pr_state, context="codeowner-signoff-verify", description="as it stands",
                               target_url=f"https://github.com/{REPO_NAME}/pull/{PR}")
-        job = s.job("signoff-verify.yml", "merge-group", "merge_group", merge_group_payload(shared))
+        job = s.job("signoff-verify.yml", "merge-group", "merge_group", merge_group_payload())
         ok(job.run("queue"))
         [st] = [st for st in s.fake.statuses if st["_sha"] == QUEUE]
         assert st["context"] == "codeowner-signoff-verify" and st["state"] == want
@@ -112,7 +112,7 @@ def scratch_repo(tmp_path: Path, changed: dict[str, str]) -> tuple[Path, str, st
 def test_the_changelog_gate_passes_a_merge_group_that_changes_nothing_it_guards(shared, tmp_path):
     root, _, head = scratch_repo(tmp_path, {"README.md": "a change the gate does not guard\n"})
     with Scenario(shared, tmp_path / "s") as s:
-        job = s.job("changelog.yml", "lint", "merge_group", merge_group_payload(shared, head=head), cwd=root)
+        job = s.job("changelog.yml", "lint", "merge_group", merge_group_payload(head=head), cwd=root)
         step = ok(job.run(2))
         assert "changelog lint" in step.done.stdout
 
@@ -137,7 +137,7 @@ def test_the_gate_fails_a_merge_group_whose_recipe_change_has_no_entry(shared, t
     changed = {str(recipe.relative_to(REPO)): text.replace("chunked-prefill-size: 16384", "chunked-prefill-size: 8192")}
     root, _, head = scratch_repo(tmp_path, changed)
     with Scenario(shared, tmp_path / "s") as s:
-        job = s.job("changelog.yml", "lint", "merge_group", merge_group_payload(shared, head=head), cwd=root)
+        job = s.job("changelog.yml", "lint", "merge_group", merge_group_payload(head=head), cwd=root)
         step = job.run(2)
         assert step.done.returncode == 1 and "Traceback" not in step.done.stderr
         assert "dsv41flash-fp4-b300-sglang" in step.done.stdout       # the entry it needs, named

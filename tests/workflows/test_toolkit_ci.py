@@ -27,6 +27,7 @@ import pytest
 import gh_expr
 import gh_runtime as rt
 from wf_env import REPO
+from tests import public_clone
 
 PINS = json.loads((REPO / ".ci" / "corpus.json").read_text())
 JOB = rt.workflow("toolkit-ci.yml").jobs["tests"]
@@ -211,6 +212,8 @@ def test_the_corpus_step_lays_out_the_corpus_the_developers_have(hosted, shared)
     assert done.returncode == 0, done.stderr
     assert not (hosted["ws"] / ".corpus").exists(), "the checkouts are removed before the tests run"
     made, have = hosted["shared"] / "corpus", shared / "corpus"
+    # exactly the parts a test may read beside the checkout (tests/public_clone.py)
+    assert sorted(p.name for p in made.iterdir()) == sorted(public_clone.public_parts(PINS))
     # SOURCE_COMMIT names the checkout's commit: this simulation's here, the pin on GitHub
     pinned = json.loads((hosted["ws"] / ".ci" / "corpus.json").read_text())["inferencex"]["commit"]
     assert (made / "inferencex" / "SOURCE_COMMIT").read_text() == pinned
