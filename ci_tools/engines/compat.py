@@ -50,12 +50,12 @@ DYNAMO_WORKERS = (
                  fails=("0.5.21", "0.5.22", "0.5.23"),
                  why="ModuleNotFoundError: No module named 'sglang.srt.server_args_config_parser' (moved to "
                      "sglang.srt.utils in 0.5.21)"),
-    WorkerCompat("1.3.0.post1", "vllm", works=("0.27.1", "0.33.0")),
+    WorkerCompat("1.3.0.post1", "vllm", works=("0.25.1", "0.27.1", "0.33.0")),
     WorkerCompat("1.3.1", "sglang", works=("0.5.15.post1", "0.5.16", "0.5.17", "0.5.18")),
-    WorkerCompat("1.3.1", "vllm", works=("0.27.1",)),
+    WorkerCompat("1.3.1", "vllm", works=("0.25.1", "0.27.1")),
     # what the example repository declares
     WorkerCompat("1.6.1", "sglang", works=("0.5.18", "0.5.21", "0.5.22", "0.5.23")),
-    WorkerCompat("1.6.1", "vllm", works=("0.27.1", "0.33.0")),
+    WorkerCompat("1.6.1", "vllm", works=("0.25.1", "0.27.1", "0.33.0")),
 )
 
 # What each release's `ai-dynamo[<extra>]` pins (its wheel's METADATA, Requires-Dist): the engine release it

@@ -8,8 +8,8 @@ What is refused, and why it is not served (docs/engines.md says the same):
 - Dynamo releases that cannot be had as published or checked here: git commits (built from source on the GPU
   host), nightly dev builds (NVIDIA's own index), custom tags outside NVIDIA's runtime image of that name;
 - Dynamo/engine pairs not measured to import (ci_tools/engines/compat.py): TensorRT-LLM workers outside
-  NVIDIA's runtime images (no TensorRT-LLM wheel), vLLM 0.25.1 (no wheel pinned), SGLang 0.5.14 (it does not
-  import in the parser environment);
+  NVIDIA's runtime images (no TensorRT-LLM wheel), SGLang 0.5.14 (it does not import in the parser
+  environment);
 - the engines and frontends no parser of which can be had: TileRT 0.1.5, llm-d's router, ATOM's atomesh.
 """
 
@@ -29,14 +29,13 @@ REFUSED = {
     "is a git commit of ai-dynamo/dynamo": (89, 72),
     "is a nightly dev build, published only on NVIDIA's own package index": (85, 65),
     "TensorRT-LLM worker cannot be checked against TensorRT-LLM 1.3.0rc18": (18, 17),
-    "vllm worker (ai-dynamo 1.3.0.post1) on vllm 0.25.1 is not known to import": (5, 5),
     "sglang worker (ai-dynamo 1.1.0) on sglang 0.5.14 is not known to import": (4, 4),
     "kind 'llm-d' is not served by ci-tools": (3, 2),
     "engine 'tilert' is not served by ci-tools": (2, 0),
     "engine 'atom' runs single-node only in ci-tools": (2, 2),
 }
 # (rows, accepted, accepted by a recipe that states its engine releases) as measured
-MEASURED = {"throughput": (1820, 1612, 1275), "eval": (645, 478, 390)}
+MEASURED = {"throughput": (1820, 1617, 1280), "eval": (645, 483, 395)}
 
 
 def test_inferencex_rows_are_served_or_refused_for_a_named_reason(shared, tmp_path):
