@@ -189,8 +189,8 @@ def github_outputs(result_filename: str, out_dir: str) -> dict[str, str]:
 
 
 # The checks a repository requires in branch protection (docs/workflows.md, "Checks to require"), each
-# with the workflow and job it comes from: a job's own check (by the job's name) or the check run or
-# status a command of that job writes. Each reports on every PR and on a merge queue's group
+# with the workflow and job it comes from: a job's own check (by the job's name) or the check run a
+# command of that job writes. Each reports on every PR and on a merge queue's group
 # (tests/workflows/test_merge_group.py): a required check that never reports blocks merging.
 REQUIRED_CHECKS = {
     "changelog lint": ("changelog.yml", "lint"),

@@ -108,7 +108,7 @@ def test_every_error_under_format_github_is_an_annotation_and_in_the_summary(tmp
     assert out.returncode in (1, 2), out.stderr
     assert re.search(r"^::error[ :]", out.stdout, re.M), out.stdout
     text = summary.read_text()
-    assert text.startswith("### ci-tools ") and "failed" in text and "nope" in text or "no-such-option" in text
+    assert text.startswith("### ci-tools ") and "failed" in text and ("nope" in text or "no-such-option" in text), text
 
 
 # ---- a progress line on long work -------------------------------------------------------------------
@@ -172,8 +172,22 @@ def test_the_demo_installs_what_the_documented_commands_need(monkeypatch):
     locked = dev.LOCK["dev"].inputs()
     needs = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     documented = (REPO / "README.md").read_text() + "".join(p.read_text() for p in (REPO / "docs").glob("*.md"))
-    if "--plot" in documented:
-        assert all(d in locked for d in needs["plot"]) and any(d.startswith("matplotlib") for d in needs["plot"])
+    assert "--plot" in documented
+    assert all(d in locked for d in needs["plot"]) and any(d.startswith("matplotlib") for d in needs["plot"])
+
+
+def test_the_report_page_needs_no_plotting_package(tmp_path):
+    """`results report` after `dev.py demo` exited 2 (plotly missing). The page is drawn by ci-tools
+    itself (inline SVG): with plotly and matplotlib unimportable it still writes the whole page."""
+    out = tmp_path / "sweep-report.html"
+    blocked = ("import sys; sys.modules.update(dict.fromkeys(('plotly', 'matplotlib'))); "
+               "from ci_tools.cli import main; main()")
+    res = subprocess.run([sys.executable, "-c", blocked, "results", "report", str(SEED / "pr-local-results.csv"),
+                          "--baseline", str(SEED / "main-baseline.csv"), "--out", str(out)], cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    page = out.read_text(encoding="utf-8")
+    assert 'class="chart"' in page and 'id="overall"' in page
 
 
 # ---- README samples are real output ----------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""`ci-tools signoff verify`: check a CODEOWNER sign-off and set the codeowner-signoff-verify status."""
+"""`ci-tools signoff verify`: check a CODEOWNER sign-off and write the codeowner-signoff-verify check run."""
 
 from __future__ import annotations
 
@@ -24,10 +24,10 @@ def cli() -> None:
               help="A review record (`signoff record`): verify that review; the event is then the "
                    "workflow_run of the record run.")
 def verify(event_path, event_name, repo_root, fmt, review_file) -> None:
-    """Verify the sign-off in a comment or review, or carry the status over after a push.
+    """Verify the sign-off in a comment or review, or carry the check over after a push.
 
     Reads .github/CODEOWNERS and docs/PR_REVIEW_CHECKLIST.md from --root (a checkout of the
-    default branch, never the PR head). Posts one verdict comment per PR and the status.
+    default branch, never the PR head). Posts one verdict comment per PR and the check run.
     CODEOWNERS team entries are read with TEAM_MEMBERSHIP_TOKEN (organization Members: read; a
     GITHUB_TOKEN cannot read teams); without it a team-owned file fails closed with that reason.
 

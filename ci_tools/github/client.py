@@ -92,13 +92,11 @@ ENDPOINTS: dict[tuple[str, str], str] = {
     ("GET", "/repos/{owner}/{repo}/commits/{ref}"): "contents: read",
     ("GET", "/repos/{owner}/{repo}/compare/{basehead}"): "contents: read",
     ("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}"): "contents: read",
-    ("POST", "/repos/{owner}/{repo}/statuses/{sha}"): "statuses: write",
     ("POST", "/repos/{owner}/{repo}/check-runs"): "checks: write",
     ("GET", "/repos/{owner}/{repo}/labels"): "issues: read",
     ("POST", "/repos/{owner}/{repo}/labels"): "issues: write",
     ("PATCH", "/repos/{owner}/{repo}/labels/{name}"): "issues: write",
     ("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs"): "checks: read",
-    ("GET", "/repos/{owner}/{repo}/commits/{ref}/statuses"): "statuses: read",
     ("POST", "/repos/{owner}/{repo}/dispatches"): "contents: write",
     ("GET", "/repos/{owner}/{repo}/actions/runs"): "actions: read",
     ("GET", "/repos/{owner}/{repo}/git/ref/{ref}"): "contents: read",
@@ -559,10 +557,6 @@ class GitHub:
                               "error means the token cannot read the comment (it needs `pull-requests: read`).")
         return data["data"]
 
-    def statuses(self, sha: str) -> list[dict]:
-        """Every commit status of `sha`, newest first (GitHub keeps each one ever set)."""
-        return self._list(self._r(f"/commits/{sha}/statuses"))
-
     def _run(self, run_id: int) -> dict:
         key = f"run:{run_id}"
         if key not in self._cache:
@@ -648,13 +642,6 @@ class GitHub:
             self._cache[key] = {str(e.get("path")): str(e.get("sha")) for e in data.get("tree") or []}
         return self._cache[key]
 
-    def create_status(self, sha: str, *, state: str, context: str, description: str,
-                      target_url: str | None = None) -> dict:
-        body = {"state": state, "context": context, "description": description[:140]}
-        if target_url:
-            body["target_url"] = target_url
-        return self._request("POST", self._r(f"/statuses/{sha}"), body=body)[1]
-
     def create_check_run(self, sha: str, *, name: str, conclusion: str, title: str, summary: str,
                          details_url: str | None = None) -> dict:
         """A completed check run on `sha` (what branch protection requires by `name`), with a title
@@ -665,9 +652,12 @@ class GitHub:
             body["details_url"] = details_url
         return self._request("POST", self._r("/check-runs"), body=body)[1]
 
-    def check_runs(self, sha: str, name: str | None = None) -> list[dict]:
-        """The check runs of `sha` (fresh: a writer reads back what it and others set), by `name` when given."""
-        params = {"check_name": name} if name else {}
+    def check_runs(self, sha: str, name: str | None = None, *, every: bool = False) -> list[dict]:
+        """The check runs of `sha` (fresh: a writer reads back what it and others set), newest first, by
+        `name` when given: GitHub's newest of each name (its default `filter=latest`), or with `every`
+        each one ever created (`filter=all`: a record older than the newest verdict, the sign-off's
+        after-push check)."""
+        params = {**({"check_name": name} if name else {}), **({"filter": "all"} if every else {})}
         self._cache.pop(f"list:{self._r(f'/commits/{sha}/check-runs')}?{sorted(params.items())}", None)
         return self._list(self._r(f"/commits/{sha}/check-runs"), params, key="check_runs")
 

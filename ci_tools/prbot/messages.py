@@ -1,4 +1,4 @@
-"""Every word the PR bot writes: comment bodies, replies, status descriptions (one place, Conbench's formatter).
+"""Every word the PR bot writes: comment bodies, replies, check titles and summaries (one place, Conbench's formatter).
 
 A body is a `string.Template` (`$name`) below, filled in by `text` (one part of a combined reply) or
 `render` (a whole sticky comment: marker line, optional state line, then the text). The golden files
@@ -11,6 +11,7 @@ from __future__ import annotations
 from string import Template
 from typing import Iterable
 
+from ci_tools import names
 from ci_tools.github.models import PERMISSION_NOT_FOUND
 from ci_tools.prbot import sticky
 
@@ -44,7 +45,7 @@ $footer""",
 
 @$reviewer, a CODEOWNER of changed files, [requested changes]($review_url) on commit `$sha`.$earlier
 
-GitHub blocks the merge until that review is dismissed or @$reviewer approves. The `$context` status stays failed until a CODEOWNER signs off again after it (a new sign-off comment, or an approving review holding the checklist); dismissing the review does not restore it.""",
+GitHub blocks the merge until that review is dismissed or @$reviewer approves. The `$context` check stays failed until a CODEOWNER signs off again after it (a new sign-off comment, or an approving review holding the checklist); dismissing the review does not restore it.""",
     "stage-ack": """\
 @$author staging [run $run_id]($run_url). Runs staged earlier stay staged; this comment will be updated when staging starts and when it finishes.""",
     "stage-failed": """\
@@ -71,7 +72,7 @@ To change this, comment `/use <run_id>` to pin another run or `/use` to go back 
     "welcome": """\
 Thanks for opening this pull request! Here is how it gets from here to merged.
 
-**Review.** Ask a CODEOWNER of the files you changed to review it. They sign off by filling in the current [review checklist]($checklist_url) in a comment that starts with `$phrase`. A bot then checks the sign-off (that the signer owns every changed file, that every item is ticked, that a full sweep passed) and reports it as the `$signoff_context` status.
+**Review.** Ask a CODEOWNER of the files you changed to review it. They sign off by filling in the current [review checklist]($checklist_url) in a comment that starts with `$phrase`. A bot then checks the sign-off (that the signer owns every changed file, that every item is ticked, that a full sweep passed) and reports it as the `$signoff_context` check.
 
 **Benchmarks.** Nothing runs until the PR appends an entry to the end of `$changelog` and carries exactly one primary sweep label. We recommend `$recommended` ($recommended_what). The others: $other_primaries. The modifiers $modifiers need a primary label; $blockers block reuse while applied. On a PR from a fork a maintainer applies the label.
 
@@ -85,7 +86,7 @@ Commands: `/use [run_id]`, `/stage-results [run_id]`, `/sweep plan`, each on a l
 
 感谢提交 PR！下面说明从现在到合并的流程。
 
-**审阅：** 请你所改文件的 CODEOWNER 审阅本 PR。签核方式：在评论中填写最新的[审阅清单]($checklist_url)，评论以 `$phrase` 开头。随后机器人会核验签核（签核人是否拥有每个改动文件、每一项是否都已勾选、是否有通过的完整扫描），结果显示为 `$signoff_context` 状态。
+**审阅：** 请你所改文件的 CODEOWNER 审阅本 PR。签核方式：在评论中填写最新的[审阅清单]($checklist_url)，评论以 `$phrase` 开头。随后机器人会核验签核（签核人是否拥有每个改动文件、每一项是否都已勾选、是否有通过的完整扫描），结果显示为 `$signoff_context` 检查。
 
 **基准测试：** 只有当 PR 在 `$changelog` 末尾追加了条目，并且恰好带有一个主扫描标签时，才会运行扫描。推荐使用 `$recommended`（$recommended_what_zh）。其他主标签：$other_primaries_zh。修饰标签 $modifiers_zh 必须与主标签一起使用；其中 $blockers_zh 在添加期间会阻止复用。fork 提交的 PR 由维护者添加标签。
 
@@ -373,14 +374,14 @@ def signoff_not_counted(signer: str, standing: str) -> str:
 
 
 def signoff_unbound(signer: str) -> str:
-    return (f"@{signer}, this sign-off is not counted and no status changed: a sign-off counts only for the tree "
+    return (f"@{signer}, this sign-off is not counted and no check changed: a sign-off counts only for the tree "
             "its author reviewed, as its author wrote it. Post it again (a new comment, or a review of the head).")
 
 
-def signoff_footer(verdict, signer: str, status_context: str) -> tuple[str, str]:
+def signoff_footer(verdict, signer: str, check: str) -> tuple[str, str]:
     """(headline, footer) of the verdict comment."""
     if verdict.passed:
-        footer = ("The `" + status_context + "` status is set on this commit. It carries over to later "
+        footer = ("The `" + check + "` check passes on this commit. It carries over to later "
                   "commits only while their tree is identical.")
     elif verdict.unverified:
         footer = (f"@{signer}, this sign-off could not be checked, through no fault of yours: ci-tools "
@@ -389,6 +390,20 @@ def signoff_footer(verdict, signer: str, status_context: str) -> tuple[str, str]
         footer = f"@{signer}, please fix the items marked ❌ and post the sign-off again (edit it or add a new comment)."
     headline = "verified ✅" if verdict.passed else "not verified ⚠️" if verdict.unverified else "rejected ❌"
     return headline, footer
+
+
+def signoff_after_push(title: str, head: str, signoff_url: object) -> str:
+    """The summary of the check a push puts on the new head (`signoff_url`: the last sign-off judged, if any)."""
+    said = f" ([the last sign-off]({signoff_url}) was judged on an earlier commit)" if signoff_url else ""
+    return (f"**{title}.**\n\nCommit `{head[:12]}` is this PR's head{said}. A CODEOWNER of every changed file signs "
+            f"off with the review checklist ({names.REVIEW_CHECKLIST}) in a comment or a review written after this "
+            "check: one written before it signed off an earlier commit.")
+
+
+def signoff_of_queue(number: int, head: str, why: str) -> str:
+    """The summary of the check on a merge queue group's commit."""
+    return (f"{why}.\n\nThe group merges PR #{number} at `{head[:12]}`; its sign-off there is what counts here. A "
+            "group without a verified sign-off leaves the queue instead of waiting for one.")
 
 
 # ---- welcome -----------------------------------------------------------------------------------

@@ -18,6 +18,10 @@ gaps, timestamps) are `invariants.py`'s, checked as the records are read; their 
   plus request latency (how AIPerf computes it), within `duration-slack-s`;
 - `aiperf-command`: what `run_info.cli_command` asked AIPerf for (--request-count, --concurrency,
   --benchmark-duration) is what the export holds and what its configuration echoes;
+- `planned-requests`: the request count the runner planned (job.json's client command, written where
+  no container can write) is what AIPerf says it was asked for, what it echoes and what the export
+  holds: an export whose records and every echo of their count were edited together still differs
+  from the plan;
 - `concurrency`: at no instant are more requests in flight than the configured concurrency plus
   `concurrency-slack`.
 """
@@ -48,13 +52,14 @@ class Context:
     profiled: int = 0                            # every profiling record, successful, failed or left out
     duration_s: float | None = None              # AIPerf's benchmark_duration, in seconds
     command: str | None = None                   # AIPerf's run_info.cli_command
+    planned: int | None = None                   # the profiling requests the runner planned (job.json), if any
     echo: dict = field(default_factory=dict)     # the run's configuration as AIPerf echoes it (validity.config_echo)
     summary: bool = False                        # whether there is an AIPerf summary to hold the records against
 
 
 def check(scan: RecordScan, ctx: Context, policy: ResultsPolicy) -> list[Failure]:
     rules = (*invariants.failures(scan.violations, policy.limits()), *_duplicates(scan), *_outliers(scan, policy),
-             *_window(scan, ctx, policy), _duration(scan, ctx, policy), *_command(scan, ctx),
+             *_window(scan, ctx, policy), _duration(scan, ctx, policy), *_command(scan, ctx), _planned(ctx),
              _concurrency(scan, ctx, policy))
     return [f for f in rules if f is not None]
 
@@ -269,6 +274,40 @@ def _command(scan: RecordScan, ctx: Context) -> list[Failure]:
             out.append(Failure(rule, f"run_info.cli_command asks for a benchmark duration of {found['duration']} s, "
                                      f"the configuration AIPerf echoes says {echoed!r}"))
     return out
+
+
+def planned_requests(argv: list[str]) -> int | None:
+    """The profiling requests an AIPerf command line asks for (`--request-count`), None where it asks
+    for none (a duration run). Raises ValueError when the count is not one positive whole number."""
+    found = asked(shlex.join(argv))
+    if isinstance(found, str):
+        raise ValueError(f"the client command cannot be read: {found}")
+    if "requests" not in found:
+        return None
+    n = _number(found["requests"], int)
+    if not isinstance(n, int):
+        raise ValueError(f"the client command asks for {found['requests']!r} requests, not one count")
+    return n
+
+
+def _planned(ctx: Context) -> Failure | None:
+    """What the runner planned against every count the export gives: AIPerf's command line, its echo
+    and the records themselves. One failure naming each value that differs from the plan."""
+    if ctx.planned is None:
+        return None
+    found = asked(ctx.command) if isinstance(ctx.command, str) else {}
+    differ = []
+    if isinstance(found, dict) and "requests" in found and _number(found["requests"], int) != ctx.planned:
+        differ.append(f"run_info.cli_command asks for {found['requests']}")
+    if ctx.requests is not None and ctx.requests != ctx.planned:
+        differ.append(f"the configuration AIPerf echoes says {ctx.requests}")
+    if ctx.profiled != ctx.planned:
+        differ.append(f"the export holds {ctx.profiled} (successful and failed)")
+    if not differ:
+        return None
+    return Failure("planned-requests", f"the runner planned {ctx.planned} profiling requests (job.json's client "
+                                       f"command: --request-count {ctx.planned}), but {'; '.join(differ)}: records "
+                                       "were dropped or added and their count rewritten, or this is another run's export")
 
 
 def max_in_flight(starts, ends) -> int:

@@ -39,6 +39,13 @@ class PointInfo:
     topology: dict | None = None   # multi-node: prefill/decode groups, nodes, placement (gpus = all workers)
     profile: str | None = None     # which benchmark profile measured it (agentx, agentx-fast, fixed-seq)
     canary: str | None = None      # "smoke" (not the point's measurement) or "full-point"; None: not a canary
+    # What the runner asked the client for (job.json): a fixed-sequence point's input and output lengths
+    # (compare, report and pareto key points by them: `identity.group`), and the profiling requests the
+    # records are held to (`crosscheck`, rule `planned-requests`); None where nothing was planned (an
+    # agentic point's lengths, a duration run's count, a bare AIPerf directory)
+    isl: int | None = None
+    osl: int | None = None
+    request_count: int | None = None
 
     @property
     def gpu_count(self) -> int:
@@ -99,13 +106,42 @@ def _point_from_job(job: dict) -> PointInfo:
     if not isinstance(p, dict):
         raise TypeError("point is not an object")
     num = (int, float)
+    scenario = _typed(p, "scenario", (str,), "agentic-coding")
+    # the lengths the runner records in the point; a job.json of an older runner has them in its row only
+    lengths = p if "isl" in p or scenario == "agentic-coding" else job.get("row") or {}
+    argv = planned_client(job)
     return PointInfo(name=str(p["name"]), tp=int(_typed(p, "tp", (int,))), ep=int(_typed(p, "ep", (int,), 1)),
                      dp_attn=bool(p.get("dp-attn")), conc=_typed(p, "conc", (int,)), gpus=_typed(p, "gpus", (int,)),
-                     scenario=_typed(p, "scenario", (str,), "agentic-coding"),
+                     scenario=scenario,
                      duration_s=_typed(p, "duration", num), model=_typed(p, "model", (str,)), config_key=p.get("config-key"),
                      runner=p.get("runner"), image=p.get("image"), result_filename=job.get("result-filename"),
                      topology=_typed(p, "topology", (dict,)), profile=_typed(p, "profile", (str,)),
-                     canary=_typed(p, "canary", (str,)))
+                     canary=_typed(p, "canary", (str,)), isl=_length(lengths, "isl"), osl=_length(lengths, "osl"),
+                     request_count=crosscheck.planned_requests(argv) if argv is not None else None)
+
+
+def _length(p: dict, key: str) -> int | None:
+    value = _typed(p, key, (int,))
+    if value is not None and value <= 0:
+        raise ValueError(f"{key} is {value}, expected a positive number of tokens")
+    return value
+
+
+def planned_client(job: dict) -> list[str] | None:
+    """The client command the runner planned for this directory's point, as job.json records it: a
+    multi-node concurrency's own `command`, a single-node job's `client`, a one-concurrency multi-node
+    job's `client-c<N>`; None where it records none (an eval job's harness)."""
+    argv = job.get("command")
+    if argv is None:
+        commands = job.get("commands") if isinstance(job.get("commands"), dict) else {}
+        conc = (job.get("point") or {}).get("conc") if isinstance(job.get("point"), dict) else None
+        entry = commands.get("client") or commands.get(f"client-c{conc}")
+        argv = entry.get("argv") if isinstance(entry, dict) else None
+    if argv is None:
+        return None
+    if not isinstance(argv, list) or not all(isinstance(a, str) for a in argv):
+        raise TypeError("the client command is not a list of words")
+    return argv
 
 
 def build_result(scan: records.RecordScan, agg: dict | None, point: PointInfo,
@@ -151,7 +187,7 @@ def check_context(scan: records.RecordScan, agg: dict | None, point: PointInfo) 
                               profiled=scan.profiling_total,
                               duration_s=summary.benchmark_duration_s(agg) if agg is not None else None,
                               command=run_info.get("cli_command") if isinstance(run_info, dict) else None,
-                              echo=echo, summary=agg is not None)
+                              planned=point.request_count, echo=echo, summary=agg is not None)
 
 
 def refuse_non_finite(result: dict) -> dict:

@@ -36,7 +36,7 @@ from ci_tools.runner import budget as bud
 from ci_tools.runner.backends import (HF_CACHE_MOUNT, RUNNER_KEY, SQUASH_DIR, Launch, image_import, image_import_lines,
                                       job_id, squash_file)
 from ci_tools.runner.plan import (AGENTIC, AIPERF_TIMEOUTS_ENV, MODELS_MOUNT, SIM_ACC_ENV, SIM_ACC_LEN, Settings,
-                                  client_argv, image_problems, run_shape)
+                                  client_argv, image_problems, run_shape, sequence_lengths)
 
 WORKER_PORT_BASE = 30000
 PORT_STRIDE = 10            # per worker: http, +1 bootstrap, +2 dist-init, +3 dynamo system (health)
@@ -198,7 +198,7 @@ class MultiNodePlan:
                 "model": self.served_model, "config-key": self.row.get("config-key"),
                 "runner": self.row.get("runner"), "image": self.image, "run-eval": self.run_eval,
                 "topology": self.topology(placement), "profile": profile_of(self.row),
-                "canary": self.row.get("canary")}
+                "canary": self.row.get("canary"), **sequence_lengths(self.row, self.scenario)}
 
 
 def check_row(row: Mapping[str, Any]) -> list[str]:

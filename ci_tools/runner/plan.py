@@ -152,7 +152,7 @@ class JobPlan:
                       "duration": self.duration_s, "model": self.served_model,
                       "config-key": self.row.get("config-key"), "runner": self.row.get("runner"),
                       "image": self.image, "run-eval": self.run_eval, "profile": profile_of(self.row),
-                      "canary": self.row.get("canary")},
+                      "canary": self.row.get("canary"), **sequence_lengths(self.row, self.scenario)},
             "recipe": pt.as_dict(),
             "row": self.row.as_dict(),
             "commands": {p.role: {"argv": p.argv, "env": p.env, "log": p.log} for p in self.procs},
@@ -161,6 +161,12 @@ class JobPlan:
             "client-exports": list(self.client_exports),
             **({"evals": self.evals} if self.evals is not None else {}),
         }
+
+
+def sequence_lengths(row: Mapping[str, Any], scenario: str) -> dict[str, int]:
+    """The input and output lengths a fixed-sequence point asks for, as job.json's point records them
+    (results key points by them); an agentic point replays traces of every length and records none."""
+    return {} if scenario == AGENTIC else {"isl": int(row["isl"]), "osl": int(row["osl"])}
 
 
 def _truthy(value: Any) -> bool:

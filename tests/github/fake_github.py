@@ -132,6 +132,7 @@ def permission_table(path: Path = PERMISSIONS_FILE) -> list[Endpoint]:
 class Grant:
     kind: str                                # "github_token" | "app" | "test"
     permissions: dict[str, str] | None       # None: every permission ("test" tokens)
+    app: str = "github-actions"              # the GitHub App whose token it is (a GITHUB_TOKEN: GitHub Actions)
 
     def allows(self, permission: str, access: str) -> bool:
         if self.permissions is None:
@@ -224,6 +225,7 @@ class FakeGitHub:
         self.branches: dict[str, str] = {}           # branch -> head commit sha (git refs, contents, new PRs)
         self.files: dict[tuple[str, str], str] = {}  # (branch, path) -> text
         self._query: dict = {}
+        self._grant = Grant("test", None)     # the token of the request being answered
         self._flaked: set[str] = set()
         self._ids = itertools.count(1000)
         self._clock = itertools.count(1)
@@ -359,7 +361,7 @@ class FakeGitHub:
     def _create_check_run(self, body: dict):
         """POST /check-runs as GitHub answers it: the body checked against GitHub's schema (a completed
         run needs its conclusion), the run owned by the app of the token (a GITHUB_TOKEN's is GitHub
-        Actions)."""
+        Actions), its `started_at` and `completed_at` the creator's where it sends them, else the clock's."""
         from githubkit_schemas.latest import models as m
 
         try:
@@ -373,16 +375,20 @@ class FakeGitHub:
             return 422, {"message": "Invalid request.\n\noutput.summary is too long (maximum is 65535 characters)"}, None
         cid, at = next(self._ids), self.tick()
         sha = str(body["head_sha"])
-        app = {"id": 15368, "slug": "github-actions", "node_id": "MDM6QXBwMTUzNjg=", "client_id": None,
-               "owner": _user(self._user_t, "github", "Organization"), "name": "GitHub Actions", "description": "",
-               "external_url": "https://help.github.com/en/actions", "html_url": "https://github.com/apps/github-actions",
+        slug = self._grant.app
+        app = {"id": 15368 if slug == "github-actions" else abs(hash(slug)) % 10**6, "slug": slug,
+               "node_id": f"A_{slug}", "client_id": None,
+               "owner": _user(self._user_t, "github", "Organization"), "name": "GitHub Actions" if slug == "github-actions"
+               else slug, "description": "",
+               "external_url": "https://help.github.com/en/actions", "html_url": f"https://github.com/apps/{slug}",
                "created_at": T0, "updated_at": T0, "permissions": {"checks": "write", "metadata": "read"},
                "events": ["check_run"], "installations_count": None}
         run = {"id": cid, "head_sha": sha, "node_id": f"CR_{cid}", "external_id": body.get("external_id") or "",
                "url": f"https://api.github.com/repos/{self.repo}/check-runs/{cid}",
                "html_url": f"https://github.com/{self.repo}/runs/{cid}", "details_url": body.get("details_url"),
-               "status": body.get("status") or "queued", "conclusion": body.get("conclusion"),
-               "started_at": at, "completed_at": at if body.get("conclusion") else None,
+               "status": "completed" if body.get("conclusion") else body.get("status") or "queued",
+               "conclusion": body.get("conclusion"), "started_at": body.get("started_at") or at,
+               "completed_at": (body.get("completed_at") or at) if body.get("conclusion") else None,
                "output": {"title": output.get("title"), "summary": output.get("summary"), "text": output.get("text"),
                           "annotations_count": 0, "annotations_url": "https://x"},
                "name": str(body["name"]), "check_suite": {"id": 1}, "app": app, "pull_requests": [],
@@ -461,10 +467,10 @@ class FakeGitHub:
                   body={"message": "API rate limit exceeded for installation ID 1.",
                         "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"})
 
-    def grant(self, token: str, kind: str, permissions: dict[str, str]) -> str:
+    def grant(self, token: str, kind: str, permissions: dict[str, str], app: str = "github-actions") -> str:
         """Register `token`: kind "github_token" (a job's GITHUB_TOKEN with its `permissions:`) or "app"
-        (an installation token with these repository and organization permissions)."""
-        self.tokens[token] = Grant(kind, {k.replace("_", "-"): v for k, v in permissions.items()})
+        (an installation token of the GitHub App `app` with these repository and organization permissions)."""
+        self.tokens[token] = Grant(kind, {k.replace("_", "-"): v for k, v in permissions.items()}, app)
         return token
 
     def add_review(self, pr: int, body: str, *, author: str = "alice", state: str = "commented",
@@ -699,10 +705,16 @@ class FakeGitHub:
             found = [{k: v for k, v in st.items() if k != "_sha"} for st in reversed(self.statuses) if st["_sha"] == g[1]]
             return 200, found, ("list", "Status")
         if method == "GET" and (g := m(rf"/repos/{r}/commits/([0-9a-zA-Z]+)/check-runs")):
-            # newest first, as GitHub lists them; `check_name` filters by name
+            # newest first; `check_name` filters by name; GitHub's default `filter=latest` keeps the newest
+            # of each name in a check suite (one per app here), `filter=all` every one
             wanted = self._query.get("check_name", [None])[0]
-            found = [self._public(c) for c in reversed(self.check_runs)
-                     if c["_sha"] == g[1] and (wanted is None or c["name"] == wanted)]
+            every = self._query.get("filter", ["latest"])[0] == "all"
+            found, seen = [], set()
+            for c in reversed(self.check_runs):
+                if c["_sha"] == g[1] and (wanted is None or c["name"] == wanted) \
+                        and (every or (c["name"], c["app"]["slug"]) not in seen):
+                    seen.add((c["name"], c["app"]["slug"]))
+                    found.append(self._public(c))
             return 200, {"total_count": len(found), "check_runs": found}, "ReposOwnerRepoCommitsRefCheckRunsGetResponse200"
         if method == "POST" and m(rf"/repos/{r}/check-runs"):
             return self._create_check_run(body or {})
@@ -1025,6 +1037,7 @@ class FakeGitHub:
                     f.times -= 1
                     return f.status, f.body, f.headers
             self._query = query
+            self._grant = self.tokens.get(token, Grant("test", None))
             status, obj, kind = self.route(method, url.path, body)
             for rule in self.after_write:
                 if rule[3] > 0 and rule[0] == method and rule[1].search(url.path):

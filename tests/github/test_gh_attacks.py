@@ -15,12 +15,13 @@ from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Event
 from ci_tools.prbot.flow import handle_comment
 from ci_tools.prbot.reuse.flow import resolve_reuse
+from ci_tools.prbot.signoff import decide as signoff
 from ci_tools.prbot.signoff.flow import verify_signoff
 from ci_tools.prbot.staging.flow import stage_callback, stage_dispatch
 from ci_tools.prbot.approval import decide as approval
 from gh_scenarios import SHA1, SHA2, authorise, comment_event, lazy, merge, pr_with_sweep, push_event, settings
 from test_gh_commands import comment_jobs, dispatcher
-from test_gh_signoff import AMD, setup_pr, signoff_body, verdict_statuses
+from test_gh_signoff import AMD, setup_pr, signoff_body, signoff_checks, verdict_checks
 
 FORK = "mallory/bench"
 TRUSTED = f".github/workflows/{names.TRUSTED_WORKFLOW}"
@@ -172,7 +173,7 @@ def test_a_signoff_edited_by_someone_else_is_not_the_authors(fake):
     event = Event(**{**event.__dict__, "sender": "mallory"})
     res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
     assert res.outputs["proceed"] == "false" and res.outputs["state"] == ""
-    assert verdict_statuses(fake) == []
+    assert verdict_checks(fake) == []
     assert any("edited by @mallory" in m for m in res.messages)
 
 
@@ -237,7 +238,7 @@ def test_a_signoff_is_not_verified_on_a_truncated_file_list(fake):
     c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     with pytest.raises(GitHubError, match="listed 3000 of the 3001 files"):
         verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
-    assert verdict_statuses(fake) == []
+    assert verdict_checks(fake) == []
 
 
 # ---- 7. drive-by revoke, demoted writer, edited after merge, hidden commands, truncated lists -------
@@ -257,7 +258,7 @@ def test_a_drive_by_comment_cannot_revoke_a_carried_over_signoff(fake):
     drive_by = fake.add_comment(1, signoff_body("randomer"), author="randomer", association="NONE")
     res = verify_signoff(comment_event(fake, 1, drive_by), settings(), lazy(fake), lazy(fake))
     assert res.outputs["state"] == "success"
-    assert [s["state"] for s in fake.statuses if s["_sha"] == SHA2] == ["success"]
+    assert [c["conclusion"] for c in signoff_checks(fake, SHA2)] == ["success"]
 
 
 def test_a_demoted_writer_can_no_longer_authorise_reuse(fake):
@@ -396,7 +397,7 @@ def test_an_edited_review_does_not_forge_an_owners_signoff(fake, tmp_path):
     review = fake.add_review(1, "LGTM", author="amd-dev")
     fake.edit(review, signoff_body("amd-dev"), editor="mallory")
     res = recorded_review(fake, tmp_path, review)
-    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+    assert res.outputs["proceed"] == "false" and verdict_checks(fake) == []
     assert "its body was edited by @mallory" in res.messages[-1]
     assert "not counted" in fake.bot_comments(1)[-1]["body"]
 
@@ -410,7 +411,7 @@ def test_a_signoff_edited_by_someone_else_stays_void_after_its_authors_own_edit(
     fake.edit(c, signoff_body("amd-dev") + "\n(typo)", editor="amd-dev")
     event = Event(**{**comment_event(fake, 1, c, action="edited").__dict__, "sender": "amd-dev"})
     res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
-    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+    assert res.outputs["proceed"] == "false" and verdict_checks(fake) == []
     assert "edited by @mallory" in res.messages[-1]
 
 
@@ -439,7 +440,7 @@ def test_edits_by_the_author_alone_count_over_several_pages(fake):
 def test_an_edit_history_the_token_cannot_read_fails_closed(fake):
     setup_pr(fake, (AMD,))
     c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
-    token = fake.grant("ghs_no_pr", "github_token", {"contents": "read", "statuses": "write", "actions": "read"})
+    token = fake.grant("ghs_no_pr", "github_token", {"contents": "read", "checks": "write", "actions": "read"})
     gh = GitHub(fake.repo, token, api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
     with pytest.raises(GitHubError, match="FORBIDDEN"):
         gh.edit_history(c["node_id"])
@@ -478,9 +479,9 @@ def test_a_review_of_one_commit_does_not_sign_off_another(fake, tmp_path):
     push(fake, SHA2)
     fake.compares[(SHA1, SHA2)] = ("ahead", [AMD])
     res = recorded_review(fake, tmp_path, review, run_head=SHA2)
-    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+    assert res.outputs["proceed"] == "false" and verdict_checks(fake) == []
     assert f"it reviewed commit {SHA1[:12]}; later commits change owned files (`{AMD}`)" in res.messages[-1]
-    assert fake.statuses[-1]["_sha"] == SHA2 and fake.statuses[-1]["state"] == "pending"
+    assert signoff_checks(fake)[-1]["_sha"] == SHA2 and signoff_checks(fake)[-1]["conclusion"] == "action_required"
 
 
 def test_a_review_of_a_commit_with_the_heads_tree_counts(fake, tmp_path):
@@ -489,7 +490,7 @@ def test_a_review_of_a_commit_with_the_heads_tree_counts(fake, tmp_path):
     push(fake, SHA2, tree=fake.trees[SHA1])                          # a rebase onto the same tree
     fake.compares[(SHA1, SHA2)] = ("ahead", [])
     res = recorded_review(fake, tmp_path, review, run_head=SHA2)
-    assert res.outputs["state"] == "success" and verdict_statuses(fake)[-1]["_sha"] == SHA2
+    assert res.outputs["state"] == "success" and verdict_checks(fake)[-1]["_sha"] == SHA2
 
 
 def test_a_review_of_a_force_pushed_away_commit_does_not_count(fake, tmp_path):
@@ -519,7 +520,7 @@ def test_a_rerun_for_an_owners_old_comment_after_a_push_does_not_sign_off_the_ne
     res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
     assert res.outputs["proceed"] == "false"
     assert f"the head {SHA2[:12]} became this PR's head after it was written" in res.messages[-1]
-    assert [s["state"] for s in fake.statuses if s["_sha"] == SHA2] == ["pending"]
+    assert [c["conclusion"] for c in signoff_checks(fake, SHA2)] == ["action_required"]
 
 
 def test_a_push_racing_a_signoff_comment_is_not_signed_off(fake):
@@ -529,12 +530,12 @@ def test_a_push_racing_a_signoff_comment_is_not_signed_off(fake):
     c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     push(fake, SHA2, after_push=False)
     res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
-    assert res.outputs["proceed"] == "false" and fake.statuses[-1]["_sha"] == SHA1
+    assert res.outputs["proceed"] == "false" and signoff_checks(fake)[-1]["_sha"] == SHA1
 
 
 def test_a_force_push_back_to_an_old_head_after_a_signoff_does_not_inherit_it(fake):
     """SHA1, force-pushed to SHA2, the owner signs SHA2, force-pushed back to SHA1 (whose after-push
-    status predates the comment): the comment signed SHA2's tree."""
+    check predates the comment): the comment signed SHA2's tree."""
     from gh_scenarios import SHA3
 
     setup_pr(fake, (AMD,))
@@ -547,8 +548,8 @@ def test_a_force_push_back_to_an_old_head_after_a_signoff_does_not_inherit_it(fa
     assert res.outputs["proceed"] == "false" and "force-pushed after it was written" in res.messages[-1]
 
 
-def test_a_signoff_status_of_another_pr_does_not_vouch_for_the_head(fake):
-    """SHA2 was another PR's head first (its after-push status names PR #2); pushed to PR #1 after the
+def test_a_signoff_check_of_another_pr_does_not_vouch_for_the_head(fake):
+    """SHA2 was another PR's head first (its after-push check names PR #2); pushed to PR #1 after the
     owner's comment, it was not PR #1's head when the comment was written."""
     from gh_scenarios import pr_event
 
@@ -559,6 +560,40 @@ def test_a_signoff_status_of_another_pr_does_not_vouch_for_the_head(fake):
     push(fake, SHA2, tree=fake.trees[SHA2], after_push=False)
     res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
     assert res.outputs["proceed"] == "false" and "became this PR's head after it was written" in res.messages[-1]
+
+
+def test_still_another_apps_backdated_check_does_not_vouch_for_the_head(fake):
+    """Still, with the sign-off a check run (issue 39): another GitHub App installed on the repository
+    (checks: write) writes a `codeowner-signoff-verify` check on SHA2 naming PR #1, its `started_at` set
+    before the owner's comment (the creator's to choose): not the bot's record, so the comment, written
+    while SHA1 was the head, does not sign off SHA2; and its green check is no sign-off for a merge queue."""
+    import httpx
+
+    setup_pr(fake, (AMD,))
+    c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
+    push(fake, SHA2, after_push=False)
+    token = fake.grant("ghs_other_ci", "app", {"checks": "write"}, app="other-ci")
+    made = httpx.post(f"{fake.url}/repos/{fake.repo}/check-runs", headers={"Authorization": f"token {token}"},
+                      json={"name": signoff.CHECK, "head_sha": SHA2, "status": "completed", "conclusion": "success",
+                            "started_at": "2000-01-01T00:00:00Z", "details_url": signoff.pr_url(fake.repo, 1),
+                            "output": {"title": "verified", "summary": "verified"}})
+    assert made.status_code == 201 and made.json()["started_at"] == "2000-01-01T00:00:00Z"
+    res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
+    assert res.outputs["proceed"] == "false" and "became this PR's head after it was written" in res.messages[-1]
+    assert signoff.queue_state([r for r in fake.check_runs if signoff.by_bot(r, settings().bot) and r["_sha"] == SHA2],
+                               pr_head=SHA2, queued_head="")[0] == "failure"
+
+
+def test_still_a_fork_prs_token_cannot_write_the_signoff_check(fake):
+    """Still: a fork PR's own pull_request run gets a read-only token, so it can neither write a sign-off
+    check nor the after-push record the anti-backdating rule reads (GitHub: only a GitHub App's token
+    with checks: write creates a check run)."""
+    token = fake.grant("ghs_fork_run", "github_token", {"checks": "read", "contents": "read", "pull-requests": "read"})
+    gh = GitHub(fake.repo, token, api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0)
+    with pytest.raises(GitHubError, match="checks: write"):
+        gh.create_check_run(SHA1, name=signoff.CHECK, conclusion="success", title="verified", summary="verified",
+                            details_url=signoff.pr_url(fake.repo, 1))
+    assert fake.check_runs == []
 
 
 # ---- issue 25, 3: a run is bound to its PR, and judged by the plan it recorded -------------------------
@@ -696,7 +731,7 @@ def test_boxes_ticked_inside_an_html_comment_are_not_ticked(fake):
     c = fake.add_comment(1, visible + "\n<!--\n" + hidden + "\n-->\n", author="amd-dev")
     res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
     assert res.outputs["state"] == "failure"
-    assert "13 of 13 items not ticked" in verdict_statuses(fake)[-1]["description"]
+    assert "13 of 13 items not ticked" in verdict_checks(fake)[-1]["output"]["title"]
 
 
 def test_a_readers_old_use_does_not_count_once_they_are_promoted(fake):
@@ -933,7 +968,7 @@ def test_boxes_ticked_inside_a_code_fence_are_not_ticked(fake):
     c = fake.add_comment(1, visible + "\n```\n" + ticked + "\n```\n", author="amd-dev")
     res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
     assert res.outputs["state"] == "failure"
-    assert "13 of 13 items not ticked" in verdict_statuses(fake)[-1]["description"]
+    assert "13 of 13 items not ticked" in verdict_checks(fake)[-1]["output"]["title"]
 
 
 @pytest.mark.parametrize("before", ["", "\n"], ids=["after a paragraph", "after a blank line"])
@@ -948,7 +983,7 @@ def test_boxes_indented_four_spaces_are_not_ticked(fake, before):
     c = fake.add_comment(1, hidden, author="amd-dev")
     res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
     assert res.outputs["state"] == "failure"
-    assert "13 of 13 items not ticked" in verdict_statuses(fake)[-1]["description"]
+    assert "13 of 13 items not ticked" in verdict_checks(fake)[-1]["output"]["title"]
 
 
 def test_a_signed_line_inside_a_code_fence_does_not_sign(fake):
@@ -956,7 +991,7 @@ def test_a_signed_line_inside_a_code_fence_does_not_sign(fake):
     body = signoff_body("amd-dev", signed="someone-else") + "\n```\nSigned: @amd-dev\n```\n"
     c = fake.add_comment(1, body, author="amd-dev")
     res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
-    assert res.outputs["state"] == "failure" and "not signed by @amd-dev" in verdict_statuses(fake)[-1]["description"]
+    assert res.outputs["state"] == "failure" and "not signed by @amd-dev" in verdict_checks(fake)[-1]["output"]["title"]
 
 
 def test_a_dismissed_review_is_not_a_signoff(fake, tmp_path):
@@ -964,7 +999,7 @@ def test_a_dismissed_review_is_not_a_signoff(fake, tmp_path):
     setup_pr(fake, (AMD,))
     review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", state="dismissed")
     res = recorded_review(fake, tmp_path, review)
-    assert res.outputs["proceed"] == "false" and verdict_statuses(fake) == []
+    assert res.outputs["proceed"] == "false" and verdict_checks(fake) == []
     assert "only a review that approves or comments signs off" in res.messages[-1]
 
 
@@ -976,7 +1011,7 @@ def direct_review(fake, review):
 
 
 def verified_signoff(fake):
-    """@amd-dev's verified sign-off comment on PR #1: the status is green."""
+    """@amd-dev's verified sign-off comment on PR #1: the check is green."""
     setup_pr(fake, (AMD,))
     c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     assert verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake)).outputs["state"] == "success"
@@ -994,8 +1029,9 @@ def test_an_owners_request_for_changes_revokes_the_signoff(fake, tmp_path, path,
     review = fake.add_review(1, body or signoff_body("core-dev"), author="core-dev", state="changes_requested")
     res = recorded_review(fake, tmp_path, review) if path == "recorded" else direct_review(fake, review)
     assert res.outputs["state"] == "failure", res.messages
-    status = verdict_statuses(fake)[-1]
-    assert status["state"] == "failure" and status["description"] == "Sign-off revoked: @core-dev requested changes"
+    check = verdict_checks(fake)[-1]
+    assert check["conclusion"] == "failure" and check["output"]["title"] == "Sign-off revoked: @core-dev requested changes"
+    assert "GitHub blocks the merge until that review is dismissed" in check["output"]["summary"]
     assert any(b["body"].startswith("<!-- ci-tools:signoff-verdict -->") and "revoked" in b["body"]
                for b in fake.bot_comments(1))
 
@@ -1003,17 +1039,17 @@ def test_an_owners_request_for_changes_revokes_the_signoff(fake, tmp_path, path,
 def test_a_later_owners_signoff_counts_again(fake, tmp_path):
     """The other side: after the request for changes, an owner's approving review with the checklist signs
     off again; a re-run of the old request does not revoke it; a re-run of the sign-off made before the
-    request does not count (the status stays as the last decision left it)."""
+    request does not count (the check stays as the last decision left it)."""
     first = verified_signoff(fake)
     asked = fake.add_review(1, "Please fix the image.", author="amd-dev", state="changes_requested")
     assert recorded_review(fake, tmp_path, asked).outputs["state"] == "failure"
     old = verify_signoff(comment_event(fake, 1, first), settings(), lazy(fake), lazy(fake))
-    assert old.outputs["proceed"] == "false" and verdict_statuses(fake)[-1]["state"] == "failure"
+    assert old.outputs["proceed"] == "false" and verdict_checks(fake)[-1]["conclusion"] == "failure"
     assert "requested changes at" in old.messages[-1]
     again = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev", state="approved")
     assert recorded_review(fake, tmp_path, again).outputs["state"] == "success"
     rerun = recorded_review(fake, tmp_path, asked)
-    assert rerun.outputs["state"] == "" and verdict_statuses(fake)[-1]["state"] == "success"
+    assert rerun.outputs["state"] == "" and verdict_checks(fake)[-1]["conclusion"] == "success"
     assert "was written after it" in rerun.messages[-1]
 
 
@@ -1023,7 +1059,7 @@ def test_a_request_for_changes_from_a_non_owner_changes_nothing(fake, tmp_path):
     fake.permissions["mallory"] = "write"
     review = fake.add_review(1, "no", author="mallory", state="changes_requested")
     res = recorded_review(fake, tmp_path, review)
-    assert res.outputs["state"] == "" and verdict_statuses(fake)[-1]["state"] == "success"
+    assert res.outputs["state"] == "" and verdict_checks(fake)[-1]["conclusion"] == "success"
 
 
 def test_an_approving_review_still_signs_off(fake, tmp_path):

@@ -104,6 +104,11 @@ def test_check_runs_with_a_summary_as_github_serves_them(fake, gh):
     [run] = gh.check_runs(sha, "ci-tools / ready to merge")
     assert run["conclusion"] == "failure" and run["output"]["summary"].startswith("**Not ready**")
     assert [r["name"] for r in gh.check_runs(sha)] == ["other", "ci-tools / ready to merge"]
+    # GitHub's default `filter=latest`: the newest of a name; `every` (filter=all): each one ever created
+    gh.create_check_run(sha, name="ci-tools / ready to merge", conclusion="success", title="ready", summary="s")
+    assert [r["output"]["title"] for r in gh.check_runs(sha, "ci-tools / ready to merge")] == ["ready"]
+    assert [r["output"]["title"] for r in gh.check_runs(sha, "ci-tools / ready to merge", every=True)] == \
+        ["ready", "not ready"]
     fake.grant("ro", "github_token", {"checks": "read"})
     from ci_tools.github.client import GitHub, GitHubError
 

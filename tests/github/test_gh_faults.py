@@ -10,7 +10,7 @@ from ci_tools.prbot.reuse.flow import resolve_reuse
 from ci_tools.prbot.signoff.flow import verify_signoff
 from ci_tools.prbot.welcome.flow import welcome
 from gh_scenarios import SHA1, authorise, comment_event, lazy, merge, pr_event, pr_with_sweep, push_event, settings
-from test_gh_signoff import setup_pr, signoff_body
+from test_gh_signoff import setup_pr, signoff_body, signoff_checks
 
 
 def world(fake):
@@ -55,7 +55,7 @@ def test_faults_change_nothing_and_reruns_duplicate_nothing(shared, fault):
             assert first == second
             comments = final_comments(fake)
             assert len({head for head, _ in comments}) == len(comments), "a duplicate bot comment"
-            results[flaky] = (first, comments, [s["state"] for s in fake.statuses])
+            results[flaky] = (first, comments, [c["conclusion"] for c in signoff_checks(fake)])
         assert not fake.schema_errors
     assert results[None] == results[fault]
-    assert results[None][0][3]["reuse-enabled"] == "true" and results[None][2] == ["pending", "success", "success"]   # opened, then the sign-off twice
+    assert results[None][0][3]["reuse-enabled"] == "true" and results[None][2] == ["action_required", "success", "success"]   # opened, then the sign-off twice

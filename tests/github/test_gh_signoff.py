@@ -1,5 +1,5 @@
-"""CODEOWNER sign-off against the fake: owners, teams, checklist version and items, sweep, status,
-forged verdicts (W7), deterministic owner check (W8), status carry-over by tree (W6), API head (W24)."""
+"""CODEOWNER sign-off against the fake: owners, teams, checklist version and items, sweep, the check run,
+forged verdicts (W7), deterministic owner check (W8), check carry-over by tree (W6), API head (W24)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def signoff_body(signer: str, *, version: int | None = None, untick: int | None 
 
 
 def setup_pr(fake, files=(AMD,), sweep=True, number=1):
-    """An open PR with a sweep; its `opened` run of signoff-verify.yml has set the after-push status,
+    """An open PR with a sweep; its `opened` run of signoff-verify.yml has written the after-push check,
     the bot's record that SHA1 was the PR's head from then on (sign-off comments are judged by it)."""
     pr_with_sweep(fake, number)
     fake.pr_files[number] = list(files)
@@ -39,9 +39,14 @@ def setup_pr(fake, files=(AMD,), sweep=True, number=1):
     verify_signoff(pr_event(fake, number, "opened"), settings(), lazy(fake))
 
 
-def verdict_statuses(fake):
-    """The statuses verifications set (an after-push status links the PR itself, not a verdict)."""
-    return [s for s in fake.statuses if "#issuecomment-" in (s["target_url"] or "")]
+def signoff_checks(fake, sha=None):
+    """The sign-off check runs written (on `sha`), oldest first."""
+    return [c for c in fake.check_runs if c["name"] == signoff.CHECK and sha in (None, c["_sha"])]
+
+
+def verdict_checks(fake):
+    """The checks verifications wrote (an after-push check links the PR itself, not a verdict)."""
+    return [c for c in signoff_checks(fake) if "#issuecomment-" in (c["details_url"] or "")]
 
 
 def verify(fake, comment, kind="issue_comment"):
@@ -72,9 +77,11 @@ def test_signoff_table(fake, signer, files, kw, state, why):
     setup_pr(fake, files)
     res, _ = verify(fake, fake.add_comment(1, signoff_body(signer, **kw), author=signer))
     assert res.outputs["state"] == state
-    (st,) = verdict_statuses(fake)
-    assert st["context"] == "codeowner-signoff-verify" and st["state"] == state and st["_sha"] == SHA1
+    (st,) = verdict_checks(fake)
+    assert st["name"] == "codeowner-signoff-verify" and st["conclusion"] == state and st["_sha"] == SHA1
     (v,) = verdicts(fake)
+    # the check's summary is the verdict: a reviewer reads the table on the Checks tab too
+    assert st["output"]["summary"] == v["body"].split("-->\n")[-1] and "| check | result |" in st["output"]["summary"]
     assert ("verified ✅" if state == "success" else "rejected ❌") in v["body"]
     if why:
         assert why in v["body"]
@@ -88,7 +95,7 @@ def test_no_successful_full_sweep_rejects(fake):
 
 
 def test_review_bodies_count_and_the_head_comes_from_the_api_not_the_payload(fake):
-    """W24: the status goes on the PR's current head as GitHub reports it at verification time; and
+    """W24: the check goes on the PR's current head as GitHub reports it at verification time; and
     (issue 25) an event whose payload names an older head is an old event: it is not counted at all."""
     setup_pr(fake)
     review = fake.add_review(1, signoff_body("amd-dev"), author="amd-dev")
@@ -98,7 +105,7 @@ def test_review_bodies_count_and_the_head_comes_from_the_api_not_the_payload(fak
     fake.add_commit(1, SHA2, tree=fake.trees[SHA1])
     fake.compares[(SHA1, SHA2)] = ("ahead", [])
     res = verify_signoff(event, settings(), lazy(fake), lazy(fake))
-    assert res.outputs["proceed"] == "false" and [s["_sha"] for s in verdict_statuses(fake)] == [SHA1]
+    assert res.outputs["proceed"] == "false" and [s["_sha"] for s in verdict_checks(fake)] == [SHA1]
     assert f"the event is for head {SHA1[:12]}, but the PR's head is now {SHA2[:12]}" in res.messages[-1]
 
 
@@ -112,26 +119,30 @@ def test_w7_forged_verdict_comments_are_never_read_as_verdicts(fake):
     fake.pulls[1]["head"]["sha"] = SHA2
     fake.add_commit(1, SHA2)
     res = verify_signoff(pr_event(fake, 1, "synchronize"), settings(), lazy(fake))
-    assert res.outputs["state"] == "pending" and fake.statuses[-1]["state"] == "pending"
+    assert res.outputs["state"] == "pending" and signoff_checks(fake)[-1]["conclusion"] == "action_required"
 
 
 def test_a_non_owner_cannot_undo_an_owners_verified_signoff(fake):
     setup_pr(fake)
     verify(fake, fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev"))
     res, _ = verify(fake, fake.add_comment(1, signoff_body("mallory"), author="mallory"))
-    assert res.outputs["state"] == "success" and [s["state"] for s in verdict_statuses(fake)] == ["success"]
+    assert res.outputs["state"] == "success" and [s["conclusion"] for s in verdict_checks(fake)] == ["success"]
     assert "verified ✅" in verdicts(fake)[0]["body"]
     assert any("not counted" in c["body"] for c in fake.bot_comments(1))
 
 
 @pytest.mark.parametrize("same_tree,expected", [(True, "success"), (False, "pending")])
-def test_w6_status_carries_over_to_a_new_commit_only_with_the_same_tree(fake, same_tree, expected):
+def test_w6_the_check_carries_over_to_a_new_commit_only_with_the_same_tree(fake, same_tree, expected):
     setup_pr(fake)
     verify(fake, fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev"))
     fake.pulls[1]["head"]["sha"] = SHA2
     fake.add_commit(1, SHA2, tree=fake.trees[SHA1] if same_tree else "other-tree")
     res = verify_signoff(pr_event(fake, 1, "synchronize"), settings(), lazy(fake))
-    assert res.outputs["state"] == expected and fake.statuses[-1]["_sha"] == SHA2
+    new = signoff_checks(fake)[-1]
+    assert res.outputs["state"] == expected and new["_sha"] == SHA2
+    assert new["conclusion"] == signoff.CONCLUSIONS[expected] and new["details_url"] == signoff.pr_url(fake.repo, 1)
+    assert new["output"]["title"] in new["output"]["summary"] and f"`{SHA2[:12]}` is this PR's head" in \
+        new["output"]["summary"]
 
 
 def test_rerunning_verification_twice_keeps_one_verdict_comment(fake):
@@ -140,21 +151,21 @@ def test_rerunning_verification_twice_keeps_one_verdict_comment(fake):
     for _ in range(2):
         fake.fail("GET", r"/files$", 502)
         verify(fake, c)
-    assert len(verdicts(fake)) == 1 and [s["state"] for s in verdict_statuses(fake)] == ["success", "success"]
+    assert len(verdicts(fake)) == 1 and [s["conclusion"] for s in verdict_checks(fake)] == ["success", "success"]
 
 
 def test_team_membership_lookup_failure_fails_closed(fake):
     setup_pr(fake)
     fake.fail("GET", r"/memberships/", 403, times=5, body={"message": "Resource not accessible by integration"})
     res, _ = verify(fake, fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev"))
-    (st,) = verdict_statuses(fake)
-    assert st["state"] == "error" and "cannot read team membership with this token" in st["description"]
+    (st,) = verdict_checks(fake)
+    assert st["conclusion"] == "action_required" and "cannot read team membership with this token" in st["output"]["title"]
     assert "does not own" not in verdicts(fake)[0]["body"]
 
 
 def team_token_cases(fake):
     """(name, teams client): no team token at all; the job's GITHUB_TOKEN (org endpoints answer 404)."""
-    job = fake.grant("ghs_job", "github_token", {"contents": "read", "pull-requests": "write", "statuses": "write"})
+    job = fake.grant("ghs_job", "github_token", {"contents": "read", "pull-requests": "write", "checks": "write"})
     client = Lazy(lambda: GitHub(fake.repo, job, api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0))
     return [("no TEAM_MEMBERSHIP_TOKEN", None), ("a GITHUB_TOKEN", client)]
 
@@ -162,14 +173,14 @@ def team_token_cases(fake):
 @pytest.mark.parametrize("case", [0, 1], ids=["no team token", "GITHUB_TOKEN as team token"])
 def test_an_owner_is_never_told_they_do_not_own_the_files_when_teams_cannot_be_read(fake, case):
     """#16.2: every CODEOWNERS entry is a team and a GITHUB_TOKEN cannot read teams (GitHub: 404). The
-    sign-off is not verified, with the true reason; the status is `error`, not `failure`."""
+    sign-off is not verified, with the true reason; the state is `error` (an admin must act), not `failure`."""
     setup_pr(fake)
     _, teams = team_token_cases(fake)[case]
     c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), teams)
-    (st,) = verdict_statuses(fake)
-    assert res.outputs["state"] == st["state"] == "error"
-    assert st["description"] == "Sign-off not verified: cannot read team membership with this token"
+    (st,) = verdict_checks(fake)
+    assert res.outputs["state"] == "error" and st["conclusion"] == "action_required"
+    assert st["output"]["title"] == "Sign-off not verified: cannot read team membership with this token"
     (v,) = verdicts(fake)
     assert "not verified ⚠️" in v["body"] and "cannot read team membership with this token" in v["body"]
     assert "TEAM_MEMBERSHIP_TOKEN" in v["body"] and "does not own" not in v["body"]
@@ -181,7 +192,7 @@ def test_an_app_token_with_members_read_verifies_team_owners(fake):
     teams = Lazy(lambda: GitHub(fake.repo, app, api_url=fake.url, sleep=lambda s: None, seconds_between_writes=0))
     c = fake.add_comment(1, signoff_body("mallory"), author="mallory")
     verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), teams)
-    assert fake.statuses[-1]["state"] == "failure" and "does not own" in verdicts(fake)[0]["body"]
+    assert signoff_checks(fake)[-1]["conclusion"] == "failure" and "does not own" in verdicts(fake)[0]["body"]
     c = fake.add_comment(1, signoff_body("amd-dev"), author="amd-dev")
     assert verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), teams).outputs["state"] == "success"
 
@@ -205,7 +216,7 @@ def test_a_recorded_review_is_read_back_from_the_api_and_verified(fake, tmp_path
                                 kind="pull_request_review"), tmp_path)
     assert read_review_record(tmp_path / names.REVIEW_FILE) == (1, review["id"])
     res = verify_review(review_run_event(fake), settings(), lazy(fake), lazy(fake), tmp_path / names.REVIEW_FILE)
-    assert res.outputs["state"] == "success" and fake.statuses[-1]["_sha"] == SHA1
+    assert res.outputs["state"] == "success" and signoff_checks(fake)[-1]["_sha"] == SHA1
     assert any(r.endswith(f"/pulls/1/reviews/{review['id']}") for r in fake.requests)
 
 
@@ -230,7 +241,7 @@ def test_a_record_naming_a_review_of_another_pr_is_refused(fake, tmp_path):
     (tmp_path / "r.json").write_text(f'{{"pr": 1, "review": {other["id"]}}}')
     with pytest.raises(GitHubError, match="404"):
         verify_review(review_run_event(fake), settings(), lazy(fake), lazy(fake), tmp_path / "r.json")
-    assert verdict_statuses(fake) == []
+    assert verdict_checks(fake) == []
 
 
 @pytest.mark.parametrize("kw", [{"path": ".github/workflows/other.yml"}, {"event": "pull_request"},
@@ -243,15 +254,15 @@ def test_only_a_successful_record_run_is_acted_on(fake, tmp_path, kw):
     assert res.outputs["proceed"] == "false" and gh.calls == 0
 
 
-def test_an_unticked_box_reads_rejected_on_the_status_and_in_the_job_summary(fake):
+def test_an_unticked_box_reads_rejected_on_the_check_and_in_the_job_summary(fake):
     """Issue 24: the status said "Sign-off rejected: every item ticked" (the rule, not what is wrong)
     and the job summary headed a rejection with "done"."""
     from ci_tools.cli._prbot import summary_section
 
     setup_pr(fake)
     res, _ = verify(fake, fake.add_comment(1, signoff_body("amd-dev", untick=3), author="amd-dev"))
-    (st,) = verdict_statuses(fake)
-    assert st["state"] == "failure" and st["description"] == "Sign-off rejected: 1 of 13 items not ticked"
+    (st,) = verdict_checks(fake)
+    assert st["conclusion"] == "failure" and st["output"]["title"] == "Sign-off rejected: 1 of 13 items not ticked"
     section = summary_section("ci-tools signoff verify", res)
     assert section.startswith("### ci-tools signoff verify: Sign-off rejected: 1 of 13 items not ticked\n")
     assert "done" not in section.splitlines()[0]

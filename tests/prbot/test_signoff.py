@@ -35,8 +35,8 @@ def _verify(body: str, sweep_problem=None):
                           checklist=CHECKLIST, is_member=lambda *a: 1 / 0, sweep_problem=sweep_problem)
 
 
-def test_a_rejected_status_says_what_is_wrong_not_the_rule_it_broke():
-    """Issue 24: one box unticked gave the status "Sign-off rejected: every item ticked"."""
+def test_a_rejected_check_says_what_is_wrong_not_the_rule_it_broke():
+    """Issue 24: one box unticked gave the title "Sign-off rejected: every item ticked"."""
     n = len(CHECKLIST.items)
     verdict = _verify(_signoff(n - 1))
     assert not verdict.passed
@@ -44,7 +44,7 @@ def test_a_rejected_status_says_what_is_wrong_not_the_rule_it_broke():
     both = _verify(_signoff(n, signed="bob"), sweep_problem="no successful full-sweep run")
     assert both.description == "Sign-off rejected: not signed by @alice; no successful full sweep"
     assert _verify(_signoff(n)).description == "CODEOWNER sign-off verified"
-    assert all(len(_verify(_signoff(k)).description) <= 140 for k in range(n + 1))   # GitHub's limit
+    assert all(len(_verify(_signoff(k)).description) <= 140 for k in range(n + 1))   # one line of the list
 
 
 # ---- issue 25: what a sign-off is bound to ---------------------------------------------------------
@@ -99,26 +99,68 @@ PR_URL = signoff.pr_url("o/r", 1)
 BOT = "github-actions[bot]"
 
 
-def status(at, *, url=PR_URL, creator=BOT, context=signoff.STATUS_CONTEXT):
-    return {"created_at": at, "target_url": url, "creator": {"login": creator}, "context": context}
+def check(at, *, url=PR_URL, app="github-actions", name=signoff.CHECK, completed=None):
+    """A check run as GitHub lists it: the app that created it, its start by GitHub's clock."""
+    return {"name": name, "started_at": at, "completed_at": completed or at, "details_url": url,
+            "app": {"slug": app} if app else None}
 
 
 SEEN = [
-    ([status("2026-10-01T00:00:00Z")], True),
-    ([status("2026-10-01T00:05:00Z")], False),                                   # after the comment
-    ([status("2026-10-01T00:00:00Z", url=PR_URL + "#issuecomment-5")], True),     # a verdict of this PR
-    ([status("2026-10-01T00:00:00Z", url=signoff.pr_url("o/r", 2))], False),      # another PR's
-    ([status("2026-10-01T00:00:00Z", url=PR_URL + "0")], False),                  # PR #10
-    ([status("2026-10-01T00:00:00Z", creator="mallory")], False),
-    ([status("2026-10-01T00:00:00Z", context="ci/other")], False),
+    ([check("2026-10-01T00:00:00Z")], True),
+    ([check("2026-10-01T00:05:00Z")], False),                                   # after the comment
+    ([check("2026-10-01T00:00:00Z", url=PR_URL + "#issuecomment-5")], True),     # a verdict of this PR
+    ([check("2026-10-01T00:00:00Z", url=signoff.pr_url("o/r", 2))], False),      # another PR's
+    ([check("2026-10-01T00:00:00Z", url=PR_URL + "0")], False),                  # PR #10
+    ([check("2026-10-01T00:00:00Z", app="other-ci")], False),                    # another GitHub App's
+    ([check("2026-10-01T00:00:00Z", app=None)], False),                          # no app named
+    ([check("2026-10-01T00:00:00Z", name="ci/other")], False),
+    ([{**check(""), "started_at": None, "completed_at": "2026-10-01T00:00:00Z"}], True),   # no start: its end
+    ([{**check(""), "started_at": None, "completed_at": None}], False),          # no time: no proof
+    ([check("2026-10-01T00:05:00Z"), check("2026-10-01T00:00:00Z")], True),      # an older one among them
     ([], False),
 ]
 
 
-@pytest.mark.parametrize("statuses,expected", SEEN)
-def test_head_seen_before(statuses, expected):
-    assert signoff.head_seen_before(written_at="2026-10-01T00:01:00Z", statuses=statuses, pr_url=PR_URL,
+@pytest.mark.parametrize("checks,expected", SEEN)
+def test_head_seen_before(checks, expected):
+    assert signoff.head_seen_before(written_at="2026-10-01T00:01:00Z", checks=checks, pr_url=PR_URL,
                                     bot=BOT) is expected
+
+
+@pytest.mark.parametrize("slug,bot,mine", [
+    ("github-actions", "github-actions[bot]", True),     # a job's GITHUB_TOKEN
+    ("ci-tools-bot", "ci-tools-bot[bot]", True),         # the bot's own GitHub App
+    ("GitHub-Actions", "github-actions[bot]", True),     # logins ignore case
+    ("ci-tools-bot", "github-actions[bot]", False),
+    ("github-actions", "github-actions", False),         # a user named so is no app's account
+    ("", "[bot]", False),
+])
+def test_a_check_run_is_the_bots_when_its_app_is(slug, bot, mine):
+    assert signoff.by_bot({"app": {"slug": slug}}, bot) is mine
+
+
+@pytest.mark.parametrize("state,conclusion", [("success", "success"), ("failure", "failure"),
+                                              ("pending", "action_required"), ("error", "action_required")])
+def test_only_a_verified_signoff_is_a_passing_conclusion(state, conclusion):
+    # a required check passes on success, neutral and skipped
+    assert signoff.CONCLUSIONS[state] == conclusion
+
+
+@pytest.mark.parametrize("checks,queued,want,words", [
+    ([{"id": 1, "conclusion": "success", "output": {"title": "CODEOWNER sign-off verified"}}], A[:7], "success",
+     "CODEOWNER sign-off verified"),
+    # the newest counts whatever order GitHub lists them in
+    ([{"id": 2, "conclusion": "action_required", "output": {"title": "New commits since the verified sign-off"}},
+      {"id": 1, "conclusion": "success", "output": {"title": "verified"}}], "", "failure", "is action_required: New"),
+    ([{"id": 1, "conclusion": "success", "output": {"title": "old"}},
+      {"id": 3, "conclusion": "failure", "output": {"title": "Sign-off revoked: @bob requested changes"}}], "",
+     "failure", "revoked"),
+    ([], "", "failure", "no sign-off on the PR's head"),
+    ([{"id": 1, "conclusion": "success", "output": {"title": "verified"}}], "b" * 7, "failure", "the queue will test"),
+])
+def test_a_merge_groups_signoff_is_the_prs_newest(checks, queued, want, words):
+    state, why = signoff.queue_state(checks, pr_head=A, queued_head=queued)
+    assert state == want and words in why
 
 
 def test_a_force_push_after_the_comment_unbinds_it_and_one_before_does_not():
@@ -269,7 +311,7 @@ def test_a_review_requesting_changes_revokes_when_an_owner_wrote_it(owns, unveri
                                                                     words):
     got = signoff.revocation(reviewer="bob", owns_any=owns, unverified=unverified, submitted_at=submitted,
                              previous=previous)
-    assert isinstance(got, signoff.StatusUpdate) is revokes
+    assert isinstance(got, signoff.CheckUpdate) is revokes
     assert (got.state == "failure" and words in got.description) if revokes else words in got
 
 

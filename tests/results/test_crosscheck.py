@@ -175,6 +175,16 @@ CASES = {
     "a command line that does not parse": (nothing, command("aiperf profile --model 'stub"), P, "aiperf-command"),
     "no command in the summary": (nothing, replace(CTX, summary=True), P, "aiperf-command"),
     "a command of a megabyte": (nothing, command(AIPERF + " x" * 600_000), P, "aiperf-command"),
+    # issue 35's leftover: the count the runner planned (job.json's client command), against every count
+    # the export gives
+    "the plan asked for what the export holds": (nothing, replace(command(AIPERF), planned=20), P, None),
+    "no plan (a bare AIPerf directory)": (nothing, replace(command(AIPERF), planned=None), P, None),
+    "the plan asked for more than every count says": (nothing, replace(command(AIPERF), planned=24), P,
+                                                      "planned-requests"),
+    "records dropped, command and echo rewritten": (drop(2), replace(command(AIPERF.replace("20", "18")), requests=18,
+                                                                     profiled=18, planned=20), P, "planned-requests"),
+    "the plan against the records alone (no summary)": (nothing, replace(CTX, requests=None, planned=24), P,
+                                                        "planned-requests"),
     "five requests in flight at concurrency 4": (lambda r: r[4].update(start=r[0]["start"] + 10, end=r[0]["end"]),
                                                  CTX, P, "concurrency"),
     "concurrency with slack": (lambda r: r[4].update(start=r[0]["start"] + 10, end=r[0]["end"]), CTX,
@@ -246,3 +256,28 @@ def test_repeats_on_both_paths(monkeypatch):
     assert crosscheck._repeats(ids) == 3
     monkeypatch.setattr(metrics, "_NUMPY", [None])
     assert crosscheck._repeats(ids) == 3
+
+
+def test_a_planned_count_that_differs_names_every_value():
+    ctx = replace(command(AIPERF.replace("20", "18")), requests=18, profiled=18, planned=20)
+    [f] = [f for f in crosscheck.check(scan_of(base()[:18]), ctx, P) if f.rule == "planned-requests"]
+    assert f.message.startswith("the runner planned 20 profiling requests (job.json's client command: "
+                                "--request-count 20), but run_info.cli_command asks for 18; the configuration "
+                                "AIPerf echoes says 18; the export holds 18 (successful and failed)")
+
+
+@pytest.mark.parametrize("argv,count", [
+    (["aiperf", "profile", "--request-count", "160"], 160),
+    (["aiperf", "profile", "--request-count=40", "--concurrency", "4"], 40),
+    (["aiperf", "profile", "--benchmark-duration", "600"], None),              # a duration run plans no count
+    (["aiperf", "profile", "--num-requests", "7", "--request-count", "9"], 9),  # the last one, as AIPerf reads it
+])
+def test_the_planned_count_is_the_client_commands(argv, count):
+    assert crosscheck.planned_requests(argv) == count
+
+
+@pytest.mark.parametrize("argv", [["aiperf", "--request-count", "x"], ["aiperf", "--request-count", "0"],
+                                  ["aiperf", "--request-count", "1e3"]])
+def test_a_planned_count_that_is_not_one_is_refused(argv):
+    with pytest.raises(ValueError, match="not one count"):
+        crosscheck.planned_requests(argv)

@@ -134,7 +134,7 @@ def checks_table() -> str:
     what = {"changelog lint": "the changelog is append-only and every recipe or master change has its entry",
             "tests": "ci-tools' own test suite (this repository's CI)",
             "ci-tools / ready to merge": "merging now cannot leave main without results (a check run, with why)",
-            "codeowner-signoff-verify": "a CODEOWNER of every changed file signed off the head (a commit status)"}
+            "codeowner-signoff-verify": "a CODEOWNER of every changed file signed off the head (a check run, with the verdict)"}
     for check, (wf, job) in names.REQUIRED_CHECKS.items():
         rows.append(f"| `{check}` | {wf} `{job}` | {what[check]} |")
     return "\n".join(rows)

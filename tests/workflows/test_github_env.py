@@ -230,9 +230,14 @@ def comment_sweep_plan(s):
 
 
 def opened(s, number=1):
-    """signoff-verify.yml's after-push job for the PR's opening: its status is the bot's record that
+    """signoff-verify.yml's after-push job for the PR's opening: its check is the bot's record that
     SHA1 was the PR's head before any sign-off comment (issue 25)."""
     ok(s.job("signoff-verify.yml", "after-push", "pull_request_target", pr_payload(s.fake, number, "opened")).run(2))
+
+
+def signoff_check(s) -> dict:
+    """The newest sign-off check run the jobs wrote."""
+    return [c for c in s.fake.check_runs if c["name"] == "codeowner-signoff-verify"][-1]
 
 
 def signoff_comment(s):
@@ -242,7 +247,7 @@ def signoff_comment(s):
     job = s.job("signoff-verify.yml", "verify", "issue_comment", comment_payload(s.fake, 1, c),
                 secrets={"TEAM_MEMBERSHIP_TOKEN": s.app_token("teams", members="read")})
     ok(job.run("verify"))
-    assert s.fake.statuses[-1]["state"] == "success"
+    assert signoff_check(s)["conclusion"] == "success"
     return [job]
 
 
@@ -256,7 +261,7 @@ def signoff_with_a_minted_app_token(s):
     minted = s.app_token("minted", members="read")
     job.steps["team-token"] = rt.StepRun(subprocess.CompletedProcess([], 0), {"token": minted}, "")
     ok(job.run("verify"))
-    assert s.fake.statuses[-1]["state"] == "success"
+    assert signoff_check(s)["conclusion"] == "success"
     assert any(token == minted and "memberships" in call for token, call, _ in s.fake.authorised)
     return [job]
 
@@ -266,7 +271,7 @@ def signoff_carried_after_push(s):
     job = s.job("signoff-verify.yml", "after-push", "pull_request_target",
                 pr_payload(s.fake, 1, "synchronize", before=SHA2, after=SHA1))
     ok(job.run(2))
-    assert s.fake.statuses[-1]["state"] == "success"
+    assert signoff_check(s)["conclusion"] == "success"
     return [job]
 
 
@@ -287,7 +292,7 @@ def review_signoff_two_phases(s, fork="someone/bench"):
     (verify.tmp / "review").mkdir()
     (verify.tmp / "review" / names.REVIEW_FILE).write_text(recorded)      # what download-artifact leaves
     ok(verify.run("verify"))
-    assert s.fake.statuses[-1]["state"] == "success" and s.fake.statuses[-1]["_sha"] == SHA1
+    assert signoff_check(s)["conclusion"] == "success" and signoff_check(s)["_sha"] == SHA1
     s.record_jobs = [record]
     return [verify]
 
@@ -507,11 +512,11 @@ def merge_ready_of_a_merge_group(s: Scenario):
 
 
 def signoff_of_a_merge_group(s: Scenario):
-    """The PR head's sign-off status (pull-requests: read for the PR, statuses: write on the group's commit)."""
+    """The PR head's sign-off check (read on the PR's head, written on the group's commit: checks: write)."""
     pr_with_sweep(s.fake, 7)
     job = s.job("signoff-verify.yml", "merge-group", "merge_group", merge_group_payload())
     ok(job.run("queue"))
-    assert s.fake.statuses[-1]["_sha"] == "f" * 40 and s.fake.statuses[-1]["state"] == "failure"
+    assert signoff_check(s)["_sha"] == "f" * 40 and signoff_check(s)["conclusion"] == "failure"
     return [job]
 
 

@@ -68,22 +68,29 @@ def test_readiness_reports_the_prs_answer_on_the_groups_commit(shared, tmp_path)
         assert "Ready to merge: yes." in on[QUEUE]["output"]["summary"]
 
 
-@pytest.mark.parametrize("pr_state, want", [("success", "success"), ("pending", "failure"), (None, "failure")])
-def test_the_sign_off_of_the_prs_head_goes_on_the_groups_commit(shared, tmp_path, pr_state, want):
+@pytest.mark.parametrize("pr_conclusion, want", [("success", "success"), ("action_required", "failure"),
+                                                 (None, "failure")])
+def test_the_sign_off_of_the_prs_head_goes_on_the_groups_commit(shared, tmp_path, pr_conclusion, want):
     from ci_tools.github.client import GitHub
 
     with Scenario(shared, tmp_path) as s:
         pr_with_sweep(s.fake, PR)
-        if pr_state:
-            bot = GitHub(REPO_NAME, s.fake.grant("ghs_bot", "github_token", {"statuses": "write"}), api_url=s.fake.url,
+        if pr_conclusion:
+            bot = GitHub(REPO_NAME, s.fake.grant("ghs_bot", "github_token", {"checks": "write"}), api_url=s.fake.url,
                          sleep=lambda _: None, seconds_between_writes=0)
-            bot.create_status(SHA1, state=pr_state, context="codeowner-signoff-verify", description="as it stands",
-                              target_url=f"https://github.com/{REPO_NAME}/pull/{PR}")
+            bot.create_check_run(SHA1, name="codeowner-signoff-verify", conclusion=pr_conclusion, title="as it stands",
+                                 summary="as it stands", details_url=f"https://github.com/{REPO_NAME}/pull/{PR}")
+            # another GitHub App's green check of that name vouches for nothing
+            other = GitHub(REPO_NAME, s.fake.grant("ghs_other", "app", {"checks": "write"}, app="other-ci"),
+                           api_url=s.fake.url, sleep=lambda _: None, seconds_between_writes=0)
+            other.create_check_run(SHA1, name="codeowner-signoff-verify", conclusion="success", title="forged",
+                                   summary="forged", details_url=f"https://github.com/{REPO_NAME}/pull/{PR}")
         job = s.job("signoff-verify.yml", "merge-group", "merge_group", merge_group_payload())
         ok(job.run("queue"))
-        [st] = [st for st in s.fake.statuses if st["_sha"] == QUEUE]
-        assert st["context"] == "codeowner-signoff-verify" and st["state"] == want
-        assert st["description"].startswith(f"PR #{PR}: ")
+        [check] = [c for c in s.fake.check_runs if c["_sha"] == QUEUE]
+        assert check["name"] == "codeowner-signoff-verify" and check["conclusion"] == want
+        assert check["output"]["title"].startswith(f"PR #{PR}: ") and "forged" not in check["output"]["title"]
+        assert f"The group merges PR #{PR}" in check["output"]["summary"]
 
 
 def scratch_repo(tmp_path: Path, changed: dict[str, str]) -> tuple[Path, str, str]:

@@ -224,6 +224,22 @@ def test_artifact_names_match_the_code_that_defines_them():
     assert {p for p in patterns if p.startswith("canary")} == {names.CANARY_PASSED_PATTERN}
 
 
+def test_the_report_is_uploaded_unzipped_so_the_card_opens_it_in_the_browser():
+    """GitHub shows a single-file artifact uploaded with `archive: false` (upload-artifact v7) in the
+    browser, named after the file; zipped, a reviewer downloads and unpacks 40 KB to read the page."""
+    steps = [s for wf in wc.load_workflows(WORKFLOWS) for job in wf.jobs.values() for s in job.get("steps") or []
+             if s.get("uses", "").startswith("actions/upload-artifact@") and s["with"]["name"] == names.REPORT_ARTIFACT]
+    assert steps, "no workflow uploads the report page"
+    for step in steps:
+        assert step["with"].get("archive") is False, step
+        [path] = [line.strip() for line in step["with"]["path"].splitlines() if line.strip()]
+        assert path.rsplit("/", 1)[-1] == names.REPORT_ARTIFACT, path      # the artifact is the file
+    # `archive` is an input from v7 on; an older pin would zip the page again
+    pins = {m.group(1) for wf in WORKFLOWS.glob("*.y*ml")
+            for m in re.finditer(r"actions/upload-artifact@[0-9a-f]{40} # v(\d+)\.", wf.read_text())}
+    assert pins and all(int(v) >= 7 for v in pins), pins
+
+
 def test_job_upload_excludes_what_the_runner_layout_excludes():
     job = next(wf for wf in wc.load_workflows(WORKFLOWS) if wf.name == "benchmark.yml").jobs["run"]
     [upload] = [s for s in job["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")

@@ -14,8 +14,8 @@ It passes when:
 (2-4 read only what a reader sees: not HTML comments, code blocks or markup that renders as nothing);
 5. the PR has a successful full sweep.
 
-Only the bot's own verdict comment is ever read back (W7); the status is computed from the checks,
-never from comment text. A new commit keeps the verdict only if its tree equals the verified tree.
+Only the bot's own verdict comment is ever read back (W7); the check run `CHECK` is computed from the
+checks, never from comment text. A new commit keeps the verdict only if its tree equals the verified tree.
 """
 
 from __future__ import annotations
@@ -31,7 +31,14 @@ from ci_tools.prbot.commands import WRITE_PERMISSIONS
 from ci_tools.github.models import timestamp as ts
 
 PHRASE = "As a PR reviewer and CODEOWNER, I have reviewed this and have"
-STATUS_CONTEXT = "codeowner-signoff-verify"
+# The check run the bot writes on the PR's head (and a merge queue group's commit), which branch
+# protection requires by this name: the verdict, and after a push the record that the commit was the
+# PR's head by then (`head_seen_before`).
+CHECK = "codeowner-signoff-verify"
+# GitHub's check run conclusion for each state of the sign-off. A required check passes on success,
+# neutral or skipped only, so nothing but a verified sign-off maps to one of them; `action_required`
+# where a person must act: a CODEOWNER signs off, or an admin gives the bot a token that reads teams.
+CONCLUSIONS = {"success": "success", "failure": "failure", "pending": "action_required", "error": "action_required"}
 _VERSION = re.compile(r"checklist version[:\s]+(\d+)", re.I)
 _ITEM = re.compile(r"^\s*[-*]\s+\[( |x|X)\]\s+(.*\S)\s*$")
 # Blanks, not \s: with re.M, `^\s*` at every line start ran over all the newlines after it, so a
@@ -77,7 +84,7 @@ class Check:
     name: str
     ok: bool
     detail: str
-    failed: str = ""       # what is wrong, in a few words, for the commit status (the name says the rule)
+    failed: str = ""       # what is wrong, in a few words, for the check's title (the name says the rule)
 
 
 @dataclass(frozen=True)
@@ -89,18 +96,25 @@ class Verdict:
 
     @property
     def state(self) -> str:
-        """The commit status: `error` when the sign-off could not be checked at all."""
+        """success, failure, or `error` when the sign-off could not be checked at all (`CONCLUSIONS`)."""
         return "success" if self.passed else "error" if self.unverified else "failure"
 
     @property
     def description(self) -> str:
+        """The check run's title: one line, the rules it broke in a few words each."""
         if self.passed:
             return "CODEOWNER sign-off verified"
         if self.unverified:
             return "Sign-off not verified: cannot read team membership with this token"
         failed = "; ".join(c.failed or f"not met: {c.name}" for c in self.checks if not c.ok)
-        text = "Sign-off rejected: " + failed
-        return text if len(text) <= 140 else text[:139] + "…"    # GitHub's limit for a status description
+        return title("Sign-off rejected: " + failed)
+
+
+TITLE_LIMIT = 140   # a check run's title may be longer, but GitHub's checks list shows one line of it
+
+
+def title(text: str) -> str:
+    return text if len(text) <= TITLE_LIMIT else text[:TITLE_LIMIT - 1] + "…"
 
 
 def owner_check(signer: str, files: Iterable[str], codeowners_text: str,
@@ -212,27 +226,27 @@ def verify(*, signer: str, body: str, files: Iterable[str], codeowners_text: str
 
 
 @dataclass(frozen=True)
-class StatusUpdate:
-    state: str          # "success" | "failure" | "pending"
-    description: str
+class CheckUpdate:
+    state: str          # "success" | "failure" | "pending" (`CONCLUSIONS`)
+    description: str    # the check run's title
 
 
-def after_push(previous: dict, head_tree: str) -> StatusUpdate:
-    """Status for a new head commit given the bot's recorded verdict `previous` (state of its comment)."""
+def after_push(previous: dict, head_tree: str) -> CheckUpdate:
+    """The check for a new head commit given the bot's recorded verdict `previous` (state of its comment)."""
     if previous.get("changes_requested"):
-        return StatusUpdate("pending", f"@{previous.get('signer')} requested changes: a CODEOWNER must sign off again")
+        return CheckUpdate("pending", f"@{previous.get('signer')} requested changes: a CODEOWNER must sign off again")
     if previous.get("passed") and previous.get("tree") == head_tree:
-        return StatusUpdate("success", f"Sign-off by @{previous.get('signer')} still holds: same tree as "
-                                       f"{str(previous.get('sha', ''))[:12]}")
+        return CheckUpdate("success", f"Sign-off by @{previous.get('signer')} still holds: same tree as "
+                                      f"{str(previous.get('sha', ''))[:12]}")
     if previous.get("passed"):
-        return StatusUpdate("pending", "New commits since the verified sign-off: a CODEOWNER must sign off again")
-    return StatusUpdate("pending", "Awaiting a CODEOWNER sign-off")
+        return CheckUpdate("pending", "New commits since the verified sign-off: a CODEOWNER must sign off again")
+    return CheckUpdate("pending", "Awaiting a CODEOWNER sign-off")
 
 
 def stands(verdict: Verdict, previous: dict, head_sha: str, head_tree: str) -> bool:
     """Whether an earlier verified sign-off stands against this one: someone who owns none of the
     changed files cannot undo an owner's verified sign-off of this commit (or of a commit with the
-    same tree, to which the status was carried over)."""
+    same tree, to which the check was carried over)."""
     return (not verdict.passed and not verdict.owns_any and not verdict.unverified and bool(previous.get("passed"))
             and (previous.get("sha") == head_sha or previous.get("tree") == head_tree))
 
@@ -240,7 +254,7 @@ def stands(verdict: Verdict, previous: dict, head_sha: str, head_tree: str) -> b
 # ---- what a sign-off is bound to (issue 25) -----------------------------------------------------
 # A verdict is only ever about the body its author wrote and the tree they looked at. These checks
 # say whether a sign-off is bound to the PR's head at all; one that is not is "not counted" and
-# changes no status (so nobody can use an old or edited sign-off to revoke a newer verified one).
+# changes no check (so nobody can use an old or edited sign-off to revoke a newer verified one).
 
 def pr_url(repo: str, number: int) -> str:
     return f"https://github.com/{repo}/pull/{number}"
@@ -293,19 +307,31 @@ def reviewed_tree_problem(*, reviewed: str, head: str, reviewed_tree: str, head_
     return None
 
 
-def head_seen_before(*, written_at: str, statuses: Iterable[dict], pr_url: str, bot: str) -> bool:
-    """Whether the bot set a sign-off status for this PR on the head before `written_at`. No push time
-    exists in GitHub's API (commit dates are the pusher's to choose, `pushedDate` is gone), but a
-    status cannot predate the commit's arrival: the bot's own after-push status naming this PR,
-    created by GitHub's clock, proves the head was this PR's head by then."""
+def by_bot(check: dict, bot: str) -> bool:
+    """Whether the bot created this check run. GitHub names the app whose token created one (a job's
+    GITHUB_TOKEN: `github-actions`, whose account is github-actions[bot]; a GitHub App: its slug, its
+    account `<slug>[bot]`); only a GitHub App's token with checks: write on this repository can create
+    one: no user, no OAuth app, and no fork PR's token, which is read-only."""
+    slug = str((check.get("app") or {}).get("slug") or "")
+    return bool(slug) and f"{slug}[bot]".lower() == bot.lower()
+
+
+def head_seen_before(*, written_at: str, checks: Iterable[dict], pr_url: str, bot: str) -> bool:
+    """Whether the bot wrote a sign-off check run for this PR on the head before `written_at` (`checks`:
+    every check run of the head, GitHub's `filter=all`). No push time exists in GitHub's API (commit
+    dates are the pusher's to choose, `pushedDate` is gone), but the bot's record cannot predate the
+    commit's arrival: its after-push check naming this PR proves the head was this PR's head by its
+    start. The bot sends no `started_at` or `completed_at`, so both are GitHub's clock; whoever else
+    could create a check run as the bot's app (a workflow of this repository with checks: write) could
+    as well write the sign-off's verdict itself, so this record is no weaker than that verdict."""
     written = ts(written_at)
     if written is None:
         return False
-    for s in statuses:
-        url = str(s.get("target_url") or "")
-        created = ts(str(s.get("created_at") or ""))
-        if (s.get("context") == STATUS_CONTEXT and (s.get("creator") or {}).get("login") == bot
-                and (url == pr_url or url.startswith(pr_url + "#")) and created is not None and created <= written):
+    for c in checks:
+        url = str(c.get("details_url") or "")
+        started = ts(str(c.get("started_at") or c.get("completed_at") or ""))
+        if (c.get("name") == CHECK and by_bot(c, bot) and (url == pr_url or url.startswith(pr_url + "#"))
+                and started is not None and started <= written):
             return True
     return False
 
@@ -320,7 +346,7 @@ def head_at_writing_problem(*, written_at: str, head: str, seen_before: bool, fo
         return (f"the head branch was force-pushed after it was written ({later[-1]}), so which commit it "
                 f"signed off is unknown: sign off again on the head {head[:12]}")
     if not seen_before:
-        return (f"the head {head[:12]} became this PR's head after it was written (or its after-push status is "
+        return (f"the head {head[:12]} became this PR's head after it was written (or its after-push check is "
                 f"missing), so it signed off an earlier commit: sign off again on the head {head[:12]}")
     return None
 
@@ -335,10 +361,10 @@ def requests_changes(review_state: str) -> bool:
 
 
 def revocation(*, reviewer: str, owns_any: bool, unverified: str | None, submitted_at: str,
-               previous: dict) -> StatusUpdate | str:
-    """What a review requesting changes does to the sign-off status. GitHub blocks the merge while a code
+               previous: dict) -> CheckUpdate | str:
+    """What a review requesting changes does to the sign-off check. GitHub blocks the merge while a code
     owner's request for changes stands, so a verified sign-off must not stay green: from an owner of any
-    changed file (or one whose ownership cannot be read: the status is then no longer green either) it is
+    changed file (or one whose ownership cannot be read: the check is then no longer green either) it is
     a failure, whatever came before. Why it changes nothing otherwise (a string): the reviewer owns none of
     the changed files (a drive-by review revokes nothing, as it cannot undo a sign-off), or the verified
     sign-off in force was written after it (a later sign-off counts again; an old review's re-run must not
@@ -348,13 +374,13 @@ def revocation(*, reviewer: str, owns_any: bool, unverified: str | None, submitt
     signed, asked = ts(str(previous.get("at") or "")), ts(submitted_at)
     if previous.get("passed") and signed is not None and asked is not None and signed > asked:
         return messages.changes_request_older(previous.get("signer"), previous.get("at"))
-    return StatusUpdate("failure", messages.revoked_description(reviewer))
+    return CheckUpdate("failure", messages.revoked_description(reviewer))
 
 
 def revoked_problem(*, written_at: str, previous: dict) -> str | None:
     """A sign-off written before the owner's request for changes the bot last recorded (`previous`) does not
     count: that review revoked it (a re-run of its verification, or the event of an older one, must not
-    turn the status green again). One written (or edited by its author) after it counts again."""
+    turn the check green again). One written (or edited by its author) after it counts again."""
     if not previous.get("changes_requested"):
         return None
     asked, written = ts(str(previous.get("at") or "")), ts(written_at)
@@ -377,15 +403,18 @@ def stale_event_problem(payload_head: str, head: str) -> str | None:
     return None
 
 
-def queue_state(status: dict | None, *, pr_head: str, queued_head: str) -> tuple[str, str]:
-    """(state, why) of a merge queue group's sign-off: the PR head's own sign-off status, where the
-    group merged that head; pending or missing is a failure (a queue cannot wait for a sign-off)."""
+def queue_state(checks: Iterable[dict], *, pr_head: str, queued_head: str) -> tuple[str, str]:
+    """(state, why) of a merge queue group's sign-off: the PR head's own sign-off check (`checks`: the
+    bot's on that head; the newest counts, GitHub numbering check runs in creation order), where the
+    group merged that head; awaiting or missing is a failure (a queue cannot wait for a sign-off)."""
     if queued_head and not pr_head.startswith(queued_head):
         return "failure", (f"the group merged {queued_head[:12]}, but the PR's head is now {pr_head[:12]}: "
                            "the queue will test the new head")
-    if status is None:
+    check = max(checks, key=lambda c: int(c.get("id") or 0), default=None)
+    if check is None:
         return "failure", f"no sign-off on the PR's head {pr_head[:12]}: a CODEOWNER signs off first"
-    if status.get("state") == "success":
-        return "success", str(status.get("description") or "CODEOWNER sign-off verified")
-    return "failure", (f"the sign-off on the PR's head {pr_head[:12]} is {status.get('state')}: "
-                       f"{status.get('description') or 'not verified'}")
+    said = str((check.get("output") or {}).get("title") or "")
+    if check.get("conclusion") == "success":
+        return "success", said or "CODEOWNER sign-off verified"
+    return "failure", (f"the sign-off on the PR's head {pr_head[:12]} is "
+                       f"{check.get('conclusion') or check.get('status')}: {said or 'not verified'}")

@@ -1,4 +1,4 @@
-"""`signoff verify` and `signoff record`: CODEOWNER sign-offs in comments and reviews, and the status."""
+"""`signoff verify` and `signoff record`: CODEOWNER sign-offs in comments and reviews, and their check run."""
 
 from __future__ import annotations
 
@@ -23,10 +23,11 @@ class Client(reuse.Source, Comments, Protocol):
     def permission(self, login: str) -> str: ...
     def pull_files(self, number: int) -> list[str]: ...
     def commit(self, sha: str) -> dict: ...
-    def create_status(self, sha: str, *, state: str, context: str, description: str, target_url: str = ...) -> dict: ...
+    def create_check_run(self, sha: str, *, name: str, conclusion: str, title: str, summary: str,
+                         details_url: str | None = ...) -> dict: ...
     def review_comment(self, number: int, review_id: int) -> Comment: ...
     def edit_history(self, node_id: str) -> EditHistory: ...
-    def statuses(self, sha: str) -> list[dict]: ...
+    def check_runs(self, sha: str, name: str | None = ..., *, every: bool = ...) -> list[dict]: ...
     def compare(self, base: str, head: str) -> dict: ...
 
 
@@ -50,6 +51,13 @@ def _membership(teams: Lazy | None):
     return is_member
 
 
+def write_check(client: Client, sha: str, state: str, title: str, summary: str, details_url: str) -> None:
+    """The sign-off's check run on `sha`: its state as GitHub's conclusion (`signoff.CONCLUSIONS`), the
+    one-line title and a Markdown summary a reviewer reads on the Checks tab."""
+    client.create_check_run(sha, name=signoff.CHECK, conclusion=signoff.CONCLUSIONS[state], title=title,
+                            summary=summary, details_url=details_url)
+
+
 def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | None = None) -> Result:
     """`teams`: a client whose token can read team membership (TEAM_MEMBERSHIP_TOKEN), or None when
     none is configured; a CODEOWNERS team entry then fails closed with that reason."""
@@ -58,7 +66,7 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
         return _signoff_of_queue(event, settings, gh, res)
     if event.name == "pull_request":
         if event.action not in ("synchronize", "opened", "reopened"):
-            res.messages.append(f"pull_request {event.action}: the sign-off status is unaffected")
+            res.messages.append(f"pull_request {event.action}: the sign-off check is unaffected")
             return res
         return _signoff_after_push(event, settings, gh, res)
     if event.name not in ("issue_comment", "pull_request_review"):
@@ -103,7 +111,7 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
                                    [signoff.Check("bound to the head it is applied to", False, unbound)]),
                                footer=messages.signoff_unbound(c.author))
         upsert(client, pr, tl, sticky.SIGNOFF_REPLY, c.id, body, settings)
-        res.messages.append(f"the sign-off by @{c.author} is not counted, and no status changed: {unbound}")
+        res.messages.append(f"the sign-off by @{c.author} is not counted, and no check changed: {unbound}")
         return res
     files = client.pull_files(pr)
     sel = reuse.select_run(reuse.reuse_rules(False), pinned=None, pr=prs, timeline=tl, policy=settings.policy,
@@ -125,22 +133,22 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     # `at`: when the sign-off was written, so that an older review requesting changes does not revoke it
     state = {"sha": prs.head_sha, "tree": tree, "signer": c.author, "passed": verdict.passed,
              "url": c.html_url, "version": checklist.version, "at": written}
-    headline, footer = messages.signoff_footer(verdict, c.author, signoff.STATUS_CONTEXT)
-    body = messages.render("signoff-verdict", kind=sticky.SIGNOFF_VERDICT, state=state, headline=headline, footer=footer,
-                           **values)
+    headline, footer = messages.signoff_footer(verdict, c.author, signoff.CHECK)
+    values.update(headline=headline, footer=footer)
+    body = messages.render("signoff-verdict", kind=sticky.SIGNOFF_VERDICT, state=state, **values)
     _, cid = upsert(client, pr, tl, sticky.SIGNOFF_VERDICT, None, body, settings)
-    client.create_status(prs.head_sha, state=verdict.state, context=signoff.STATUS_CONTEXT,
-                         description=verdict.description,
-                         target_url=f"{signoff.pr_url(client.repo, pr)}#issuecomment-{cid}")
+    # the check's summary is the verdict comment's text: what was checked, and what to fix
+    write_check(client, prs.head_sha, verdict.state, verdict.description, messages.text("signoff-verdict", **values),
+                f"{signoff.pr_url(client.repo, pr)}#issuecomment-{cid}")
     res.outputs["state"] = verdict.state
     res.verdict = verdict.description
-    res.messages.append(f"{signoff.STATUS_CONTEXT}: {verdict.state}: {verdict.description}")
+    res.messages.append(f"{signoff.CHECK}: {signoff.CONCLUSIONS[verdict.state]}: {verdict.description}")
     return res
 
 
 def _changes_requested(c: Comment, prs: context.PrContext, tl, previous: dict, codeowners: str, client: Client,
                        teams: Lazy | None, settings: Settings, res: Result) -> Result:
-    """A review requesting changes: from an owner of the changed files it revokes the sign-off (status
+    """A review requesting changes: from an owner of the changed files it revokes the sign-off (check
     failure, the verdict comment says so and records when); from anyone else it changes nothing."""
     pr = prs.number
     _, owns_any, unverified = signoff.owner_check(c.author, client.pull_files(pr), codeowners, _membership(teams),
@@ -148,21 +156,20 @@ def _changes_requested(c: Comment, prs: context.PrContext, tl, previous: dict, c
     outcome = signoff.revocation(reviewer=c.author, owns_any=owns_any, unverified=unverified,
                                  submitted_at=c.created_at, previous=previous)
     if isinstance(outcome, str):
-        res.messages.append(f"the review by @{c.author} requesting changes changes no status: {outcome}")
+        res.messages.append(f"the review by @{c.author} requesting changes changes no check: {outcome}")
         return res
     tree = client.commit(prs.head_sha)["commit"]["tree"]["sha"]
     state = {"sha": prs.head_sha, "tree": tree, "signer": c.author, "passed": False, "changes_requested": True,
              "url": c.html_url, "at": c.created_at}
-    body = messages.render("signoff-revoked", kind=sticky.SIGNOFF_VERDICT, state=state, reviewer=c.author,
-                           review_url=c.html_url, sha=prs.head_sha[:12], earlier=messages.revoked_earlier(previous),
-                           context=signoff.STATUS_CONTEXT)
+    values = dict(reviewer=c.author, review_url=c.html_url, sha=prs.head_sha[:12],
+                  earlier=messages.revoked_earlier(previous), context=signoff.CHECK)
+    body = messages.render("signoff-revoked", kind=sticky.SIGNOFF_VERDICT, state=state, **values)
     _, cid = upsert(client, pr, tl, sticky.SIGNOFF_VERDICT, None, body, settings)
-    client.create_status(prs.head_sha, state=outcome.state, context=signoff.STATUS_CONTEXT,
-                         description=outcome.description,
-                         target_url=f"{signoff.pr_url(client.repo, pr)}#issuecomment-{cid}")
+    write_check(client, prs.head_sha, outcome.state, outcome.description, messages.text("signoff-revoked", **values),
+                f"{signoff.pr_url(client.repo, pr)}#issuecomment-{cid}")
     res.outputs.update(proceed="true", state=outcome.state, signer=c.author, **{"head-sha": prs.head_sha})
     res.verdict = outcome.description
-    res.messages.append(f"{signoff.STATUS_CONTEXT}: {outcome.state}: {outcome.description}")
+    res.messages.append(f"{signoff.CHECK}: {signoff.CONCLUSIONS[outcome.state]}: {outcome.description}")
     return res
 
 
@@ -242,7 +249,7 @@ def _binding_problem(event: Event, c: Comment, prs: context.PrContext, tree: str
         return signoff.reviewed_tree_problem(reviewed=c.commit_id, head=prs.head_sha, reviewed_tree=reviewed_tree,
                                              head_tree=tree, diff=lambda: client.compare(c.commit_id, prs.head_sha),
                                              codeowners_text=codeowners)
-    seen = signoff.head_seen_before(written_at=written, statuses=client.statuses(prs.head_sha),
+    seen = signoff.head_seen_before(written_at=written, checks=client.check_runs(prs.head_sha, signoff.CHECK, every=True),
                                     pr_url=signoff.pr_url(client.repo, prs.number), bot=settings.bot)
     return signoff.head_at_writing_problem(written_at=written, head=prs.head_sha, seen_before=seen,
                                            force_pushes=tl.force_pushes)
@@ -255,20 +262,21 @@ def _signoff_after_push(event: Event, settings: Settings, gh: Lazy, res: Result)
     previous = sticky.state_of(sticky.find_sticky(tl.comments, sticky.SIGNOFF_VERDICT, bot_login=settings.bot))
     tree = client.commit(pr.head_sha)["commit"]["tree"]["sha"] if previous.get("passed") else ""
     update = signoff.after_push(previous, tree)
-    # Naming the PR, this status is also the bot's record that the commit was this PR's head by now
+    # Naming the PR, this check is also the bot's record that the commit was this PR's head by now
     # (`signoff.head_seen_before`): GitHub's API keeps no push time.
-    client.create_status(pr.head_sha, state=update.state, context=signoff.STATUS_CONTEXT,
-                         description=update.description, target_url=signoff.pr_url(client.repo, pr.number))
+    write_check(client, pr.head_sha, update.state, update.description,
+                messages.signoff_after_push(update.description, pr.head_sha, previous.get("url")),
+                signoff.pr_url(client.repo, pr.number))
     res.outputs.update(proceed="true", state=update.state, **{"head-sha": pr.head_sha})
-    res.messages.append(f"{signoff.STATUS_CONTEXT}: {update.state}: {update.description}")
+    res.messages.append(f"{signoff.CHECK}: {signoff.CONCLUSIONS[update.state]}: {update.description}")
     return res
 
 
 def _signoff_of_queue(event: Event, settings: Settings, gh: Lazy, res: Result) -> Result:
-    """A merge queue's group must carry the required sign-off status on its own commit, or the queue
+    """A merge queue's group must carry the required sign-off check on its own commit, or the queue
     waits until it times out: the PR's, as it stands on the PR's head now. The group merged that head;
-    a pending (not yet signed off) or missing status is a failure there, which removes the PR from the
-    queue instead of stalling it."""
+    an awaiting (not yet signed off) or missing check is a failure there, which removes the PR from
+    the queue instead of stalling it."""
     client = gh()
     mg = event.merge_group
     number = mg.pr
@@ -276,11 +284,10 @@ def _signoff_of_queue(event: Event, settings: Settings, gh: Lazy, res: Result) -
         raise InputError(f"merge group {mg.head_ref!r}: its branch names no pull request "
                          "(GitHub names it gh-readonly-queue/<base>/pr-<number>-<sha>)")
     pr = client.pull_request(number)
-    mine = [st for st in client.statuses(pr.head_sha)       # newest first
-            if st.get("context") == signoff.STATUS_CONTEXT and (st.get("creator") or {}).get("login") == settings.bot]
-    state, why = signoff.queue_state(mine[0] if mine else None, pr_head=pr.head_sha, queued_head=mg.pr_head_sha)
-    client.create_status(mg.head_sha, state=state, context=signoff.STATUS_CONTEXT,
-                         description=f"PR #{number}: {why}", target_url=signoff.pr_url(client.repo, number))
+    mine = [c for c in client.check_runs(pr.head_sha, signoff.CHECK) if signoff.by_bot(c, settings.bot)]
+    state, why = signoff.queue_state(mine, pr_head=pr.head_sha, queued_head=mg.pr_head_sha)
+    write_check(client, mg.head_sha, state, signoff.title(f"PR #{number}: {why}"),
+                messages.signoff_of_queue(number, pr.head_sha, why), signoff.pr_url(client.repo, number))
     res.outputs.update(proceed="true", state=state, **{"head-sha": mg.head_sha})
-    res.messages.append(f"{signoff.STATUS_CONTEXT} of merge group {mg.head_sha[:12]} (PR #{number}): {state}: {why}")
+    res.messages.append(f"{signoff.CHECK} of merge group {mg.head_sha[:12]} (PR #{number}): {state}: {why}")
     return res

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ci_tools import names
 from ci_tools.sweep.labels import Policy
 from ci_tools.prbot.messages import label_what
-from ci_tools.prbot.signoff.decide import PHRASE, STATUS_CONTEXT
+from ci_tools.prbot.signoff.decide import CHECK, PHRASE
 
 
 def welcome_values(policy: Policy, repo: str) -> dict:
@@ -16,7 +16,7 @@ def welcome_values(policy: Policy, repo: str) -> dict:
     blockers = [m for m in sorted(policy.modifiers) if policy.modifiers[m].blocks_reuse]
     code = lambda names, sep: sep.join(f"`{n}`" for n in names)  # noqa: E731
     return dict(checklist_url=f"https://github.com/{repo}/blob/main/{names.REVIEW_CHECKLIST}", phrase=PHRASE,
-                signoff_context=STATUS_CONTEXT, changelog=names.CHANGELOG, recommended=recommended,
+                signoff_context=CHECK, changelog=names.CHANGELOG, recommended=recommended,
                 recommended_what=what, recommended_what_zh=what_zh,
                 other_primaries="; ".join(f"`{p}` ({label_what(policy.primary[p])[0]})" for p in others),
                 other_primaries_zh="；".join(f"`{p}`（{label_what(policy.primary[p])[1]}）" for p in others),
