@@ -264,17 +264,18 @@ def _recipe_agrees(e: Entry, rec: Recipe, change: Change, hardware: dict | None 
 
 
 def dynamo_engine(rec: Recipe) -> list[Finding]:
-    """A Dynamo frontend's release must run the recipe's engine at its engine-versions (its workers import
-    the engine's modules: ci_tools/engines/compat.py)."""
-    from ci_tools.engines.compat import dynamo_problems
+    """A Dynamo frontend's release must be one a runner can install as it is published, and run the recipe's
+    engine at its engine-versions (its workers import the engine's modules: ci_tools/engines/compat.py)."""
+    from ci_tools.engines.compat import frontend_problems
 
     fe = rec.data.get("frontend")
     if not isinstance(fe, dict) or fe.get("kind") != "dynamo" or fe.get("version") is None:
         return []
     versions = tuple(str(v) for v in rec.data.get("engine-versions") or ())
-    return [rec.doc.finding(("frontend", "version"), p, "the pairs that import are listed in "
-                                                        "ci_tools/engines/compat.py")
-            for p in dynamo_problems(str(fe["version"]), str(rec.data.get("engine", "sglang")), versions)]
+    found = frontend_problems(str(fe["version"]), str(rec.data.get("engine", "sglang")), versions,
+                              str(rec.data.get("image", "")), fe.get("install"))
+    return [rec.doc.finding(("frontend", "version"), p, "the releases and pairs ci-tools runs are listed in "
+                                                        "ci_tools/engines/compat.py") for p in found]
 
 
 def _points_agree(e: Entry, rec: Recipe) -> list[Finding]:

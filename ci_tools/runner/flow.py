@@ -353,7 +353,7 @@ def _prepare_single(req: RunRequest, row: SingleNodeRow, recipe, hardware: dict,
     host = Host(label=job_id(plan, str(out_abs)), runner=req.runner_name, gpu_devices=devices,
                 partition=slurm.get("partition"), account=slurm.get("account"),
                 exclusive=bool(slurm.get("exclusive", True)), time_limit_s=budget.allocation_s,
-                squash_dir=req.squash_dir)
+                squash_dir=req.squash_dir, vendor=str(hardware.get("gpu-vendor") or "nvidia"))
     text = render_dry_run(plan, backend, settings, host) + files_text(plan.files)
     around = None
     if calls is not None:
@@ -393,8 +393,9 @@ def _prepare_single(req: RunRequest, row: SingleNodeRow, recipe, hardware: dict,
             outputs = (f"{names.AIPERF_DIR}/{names.PROFILE_JSONL}", f"{names.AIPERF_DIR}/{names.PROFILE_JSON}")
             client_name = "AIPerf"
         judge = partial(nodecheck.problems, need_gpus=plan.gpus, devices=None if backend == "slurm" else devices,
-                        model=plan.served_model, model_path=model_path(plan, settings), hf_cache=settings.hf_cache)
-        check = None if req.skip_node_check else (node_check(plan, backend, settings), judge)
+                        model=plan.served_model, model_path=model_path(plan, settings), hf_cache=settings.hf_cache,
+                        vendor=host.vendor)
+        check = None if req.skip_node_check else (node_check(plan, backend, settings, host.vendor), judge)
         run_job(launches(plan, backend, settings, host), out_abs, ready_urls(plan, backend, settings),
                 check=check, sampler=None if req.no_telemetry else gpu_sampler(plan, backend, host),
                 version=(engine_version(plan, backend, settings, host), partial(version_verdict, plan, backend)),
