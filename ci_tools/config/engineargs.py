@@ -141,7 +141,7 @@ def option_problem(parser: Parser, name: str) -> tuple[str, str, str] | None:
     releases, declared = _checked(parser.table, parser.versions)
     if not releases:
         return None                      # no parser table for this tool: nothing to check against
-    extra = frozenset()
+    extra: frozenset[str] = frozenset()
     if parser.launcher:
         for version in _checked(parser.launcher, parser.launcher_versions)[0]:
             extra |= _known(parser.launcher, version)
@@ -214,7 +214,7 @@ def _option_sections(data: dict) -> Iterator[tuple[tuple, dict, dict]]:
     base's (config.recipe.merge_options), and only what the point itself writes is judged at the point."""
     from ci_tools.config.recipe import merge_options
 
-    serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
+    serve: dict = data["serve"] if isinstance(data.get("serve"), dict) else {}
     base = serve.get("options") if isinstance(serve.get("options"), dict) else {}
     if base:
         yield ("serve", "options"), base, base
@@ -234,7 +234,7 @@ def _written(own: dict, path: tuple) -> bool:
 
 
 def _routers(data: dict) -> Iterator[tuple[tuple, dict]]:
-    serve = data.get("serve") if isinstance(data.get("serve"), dict) else {}
+    serve: dict = data["serve"] if isinstance(data.get("serve"), dict) else {}
     if isinstance(serve.get("router"), dict):
         yield ("serve", "router"), serve["router"]
     for name, point in (data.get("points") or {}).items():
@@ -262,8 +262,10 @@ def option_file_problems(engine: str, versions: tuple[str, ...], options: dict,
     out: list[tuple[tuple, str, str]] = []
     for version in declared or tuple(files):
         out += _option_tree(files[version], options, path, f"{engine} {version}", top=True)
-    seen: set = set()
-    return [f for f in out if not (f[:2] in seen or seen.add(f[:2]))]
+    first: dict[tuple, tuple[tuple, str, str]] = {}
+    for finding in out:                   # one finding per (path, message), as the first release gave it
+        first.setdefault(finding[:2], finding)
+    return list(first.values())
 
 
 def _option_tree(tree: dict, options: Any, path: tuple, where: str, top: bool = False) -> list[tuple[tuple, str, str]]:

@@ -206,8 +206,9 @@ def _refused_engine(path: tuple, value: str) -> tuple[str, str] | None:
         why, fix = UNSERVED_ENGINES[value]
         return f"is not served by ci-tools: {why}", fix
     plugin = engine(value) if _field(path) == "engine" else None
-    if plugin is not None and getattr(plugin, "NO_WORKERS", ""):
-        return f"runs single-node only in ci-tools: {plugin.NO_WORKERS}", "write a single-node recipe for the entry"
+    no_workers = str(getattr(plugin, "NO_WORKERS", "") or "") if plugin is not None else ""
+    if no_workers:
+        return f"runs single-node only in ci-tools: {no_workers}", "write a single-node recipe for the entry"
     return None
 
 

@@ -17,7 +17,7 @@ The versions are those setuptools_scm gives a build of that commit (tests/engine
 
 from __future__ import annotations
 
-from ci_tools.engines import Command, ServeSpec, WorkerSpec, release_number_problems, render_args, version_key
+from ci_tools.engines import Command, ServeSpec, release_number_problems, render_args, version_key
 
 NAME = "atom"
 LABEL = "ATOM"

@@ -116,6 +116,7 @@ def problems(router: dict | None) -> list[str]:
         return [f"`routing-key: {key}` is not supported; the only routing key ci-tools sends is `session-id` "
                 "(AIPerf's session id)"]
     rel = release(str(name), str(version))
+    assert rel is not None       # refused above when unknown
     policy = str((router.get("args") or {}).get("policy", ""))
     if key == "session-id" and rel.key_policies == ("consistent_hash",) and policy != "consistent_hash":
         return [f"{name} {version} routes by the session key only under `policy: consistent_hash` (its args say "

@@ -9,9 +9,8 @@ this file names each release's repository, commit and files with their sha256; t
 `fetch` writes each release into DIR/<name>-<version>/ (its paths as in the repository) and marks it whole
 with `.complete`: from a local clone where `--git` names one for the repository (git show COMMIT:PATH),
 else from raw.githubusercontent.com at the pinned commit. A file whose sha256 differs from the pin is
-refused, and nothing of that release is marked complete. DIR defaults to $CI_TOOLS_ENGINE_SOURCES, else
-`sources/` in the engines venv ($CI_TOOLS_ENGINES_VENV, else .venv-engines), where `python3 dev.py test`
-puts it. `pin` records files of a local clone at a commit into sources.json (a maintainer's step when a
+refused, and nothing of that release is marked complete. DIR defaults to $CI_TOOLS_ENGINE_SOURCES (`python3 dev.py test`
+sets it to the machine's cache, engine-sources/), else `sources/` in the engines venv. `pin` records files of a local clone at a commit into sources.json (a maintainer's step when a
 release is added: the files are those the tests' parser host imports, tests/engines/parser_host.py).
 
 The standard library only: dev.py runs it before any virtual environment exists.
