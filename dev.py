@@ -472,6 +472,18 @@ TOOL_ENVS = (
 )
 
 
+def ensure_engine_sources() -> None:
+    """ATOM and TensorRT-LLM have no wheel: their parsers are built from source files pinned at a commit by
+    sha256 (tests/engines/sources.json), fetched once per machine into the cache's engine-sources/ (each release
+    stamped with its commit and hashes, so a changed engines lock keeps them and a changed pin refetches it).
+    Where that fails the suite still runs: the tests of those parsers fail, each saying how to lay them out."""
+    os.environ.setdefault("CI_TOOLS_ENGINE_SOURCES", str(cache_root() / "engine-sources"))
+    if run([sys.executable, ROOT / "tests" / "engines" / "sources.py", "fetch"]) != 0:
+        print("dev.py: the engines' pinned source files could not be fetched (above), so the ATOM and TensorRT-LLM "
+              "parser tests will fail; where GitHub is out of reach, lay them out from local clones: python3 "
+              "tests/engines/sources.py fetch --git OWNER/NAME=CLONE/.git", file=sys.stderr, flush=True)
+
+
 # ---- Node.js and the npm tools --------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -686,6 +698,7 @@ def ensure_everything() -> subprocess.Popen | None:
     ensure_dev_env()
     for tool in TOOL_ENVS:
         tool.ensure()
+    ensure_engine_sources()
     ensure_apt()
     ensure_node()
     daemon = ensure_docker()
@@ -747,7 +760,8 @@ def env_command(args: list[str]) -> int:
     if args:
         print(f"dev.py env takes no arguments (got {' '.join(args)})", file=sys.stderr)
         return 2
-    names = [t.found_by for t in TOOL_ENVS] + ["CI_TOOLS_YLS", "CI_TOOLS_GITHUB_GRAPHQL_SCHEMA", "CI_TOOLS_AXE"]
+    names = [t.found_by for t in TOOL_ENVS] + ["CI_TOOLS_ENGINE_SOURCES", "CI_TOOLS_YLS",
+                                               "CI_TOOLS_GITHUB_GRAPHQL_SCHEMA", "CI_TOOLS_AXE"]
     # what the builds print (uv, npm, the commands) goes to stderr: stdout is for `eval` alone
     sys.stdout.flush()
     saved = os.dup(1)
@@ -756,6 +770,7 @@ def env_command(args: list[str]) -> int:
         ensure_dev_env()
         for tool in TOOL_ENVS:
             tool.ensure()
+        ensure_engine_sources()
         ensure_node()
     finally:
         sys.stdout.flush()

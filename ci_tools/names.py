@@ -91,6 +91,7 @@ SERVER_LOG = "server.log"
 ROUTER_LOG = "router.log"
 DYNAMO_STORE = "dynamo_store"  # multi-node Dynamo: file discovery shared by every node (DYN_FILE_KV)
 INSTALL_DIR = "site"           # a recipe's `install:` requirements, installed once per job (engines/install.py)
+ROUTER_DIR = "router"          # a single-node router's own folder (its pinned install), all its container sees
 CLIENT_LOG = "client.log"
 STATUS_JSON = "status.json"
 IMAGE_IMPORT_LOG = "image_import.log"   # Slurm: the job's one enroot import of its image (runner/backends.py)
@@ -121,7 +122,7 @@ COLLECTION_JSON = "results.json"
 UPLOAD_EXCLUDE = (f"{AIPERF_DIR}/inputs.json", f"{AIPERF_DIR}/profile_export_raw.jsonl", f"{AIPERF_TMP}/",
                   # multi-node jobs with several concurrencies: one AIPerf directory per conc<N>/
                   f"*/{AIPERF_DIR}/inputs.json", f"*/{AIPERF_DIR}/profile_export_raw.jsonl",
-                  f"{DYNAMO_STORE}/", f"{INSTALL_DIR}/")
+                  f"{DYNAMO_STORE}/", f"{INSTALL_DIR}/", f"{ROUTER_DIR}/{INSTALL_DIR}/")
 
 ARTIFACT_KINDS = {
     "result": "bmk",            # result.json (valid or not; `results collect` filters)

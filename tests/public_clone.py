@@ -36,10 +36,15 @@ OPENS = frozenset({"open", "os.listdir", "os.scandir"})
 PROGRAMS = frozenset({"subprocess.Popen", "os.system", "os.posix_spawn", "os.exec"})
 
 
-def public_parts(pins: dict) -> frozenset[str]:
+def pins() -> dict:
+    """.ci/corpus.json: what .ci/corpus.py lays out under ../shared/corpus."""
+    return json.loads(PINS.read_text())
+
+
+def public_parts(pinned: dict) -> frozenset[str]:
     """The folders of ../shared/corpus that .ci/corpus.py lays out: one per part .ci/corpus.json pins (its keys,
     but the `_`-prefixed notes)."""
-    return frozenset(k for k in pins if not k.startswith("_"))
+    return frozenset(k for k in pinned if not k.startswith("_"))
 
 
 def private_part(path: str, root: str, parts: frozenset[str]) -> str | None:
@@ -116,7 +121,7 @@ def install() -> Watch:
     an audit hook cannot be removed."""
     global _watch
     if _watch is None:
-        _watch = Watch([shared_dir(), REPO.parent / "shared"], public_parts(json.loads(PINS.read_text())))
+        _watch = Watch([shared_dir(), REPO.parent / "shared"], public_parts(pins()))
         sys.addaudithook(_watch)
     return _watch
 

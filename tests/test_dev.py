@@ -132,6 +132,9 @@ def test_a_quick_test_that_starts_a_daemon_fails(tmp_path):
     listens on a socket fails with the fix; the same test outside the tier passes."""
     (tmp_path / "tests").mkdir()
     shutil.copy(REPO / "tests" / "conftest.py", tmp_path / "tests" / "conftest.py")   # verbatim, and dev.py beside
+    shutil.copy(REPO / "tests" / "public_clone.py", tmp_path / "tests" / "public_clone.py")   # conftest's plug-in
+    (tmp_path / ".ci").mkdir()
+    shutil.copy(REPO / ".ci" / "corpus.json", tmp_path / ".ci" / "corpus.json")       # which the plug-in reads
     shutil.copy(REPO / "dev.py", tmp_path / "dev.py")
     body = ("import socket, subprocess\n"
             "def test_starts():\n    subprocess.run(['munged', '--version'], capture_output=True)\n"

@@ -190,7 +190,7 @@ def test_the_readme_limits_are_the_codes():
     assert len(rows) == section.count("\n| ") - 1, "a row of the limits table does not read as | what | N | `where` |"
     wanted = {"ci_tools.errors.MAX_FINDINGS_PER_FILE", "ci_tools.yaml.located.MAX_DEPTH",
               "ci_tools.yaml.located.ALIAS_FACTOR", "ci_tools.yaml.located.ALIAS_SLACK",
-              "ci_tools.results.records.MAX_LINE_BYTES", "ci_tools.results.records.MAX_DEPTH"}
+              "ci_tools.results.record_fields.MAX_LINE_BYTES", "ci_tools.results.record_fields.MAX_DEPTH"}
     assert wanted <= {r["where"] for r in rows}
     wrong = {r["where"]: (r["value"], _limit(r["where"], r["field"])) for r in rows
              if int(r["value"].replace(",", "")) != _limit(r["where"], r["field"])}

@@ -72,18 +72,18 @@ ADAPTERS = {
 # module that also reaches the world (checked in `from m import name` and in `m.name` alike).
 ALLOWED_IMPORTS: dict[str, frozenset[str] | None] = {
     # the language and its data types
-    "__future__": None, "abc": None, "collections": None, "collections.abc": None, "dataclasses": None,
-    "enum": None, "functools": None, "itertools": None, "operator": None, "types": None, "typing": None,
+    "__future__": None, "abc": None, "collections": None, "collections.abc": None, "dataclasses": None, "enum": None,
+    "functools": None, "itertools": None, "operator": None, "types": None, "typing": None,
     # numbers, text and formats, computed in memory
     "array": None, "bisect": None, "datetime": None, "decimal": None, "difflib": None, "fnmatch": None,
-    "hashlib": None, "heapq": None, "html": None, "json": None, "math": None, "random": None, "re": None,
+    "hashlib": None, "heapq": None, "html": None, "json": None, "math": None, "re": None,
     "shlex": None, "statistics": None, "string": None, "unicodedata": None,
     "urllib.parse": None,
     # in-memory streams only (io also opens files); paths as values (their file methods: FILE_METHODS)
     "io": frozenset({"StringIO", "BytesIO"}),
     "pathlib": frozenset({"Path", "PurePath", "PurePosixPath"}),
     # third-party parsers and numerics over data handed in
-    "yaml": None, "ruamel.yaml": None, "jsonschema": None, "numpy": None, "codeowners": None,
+    "yaml": None, "ruamel.yaml": None, "jsonschema": None, "numpy": None, "codeowners": None, "msgspec": None,
 }
 # the ci_tools modules a core module may never import (besides every shell module)
 FORBIDDEN_MODULES = ("ci_tools.github", "ci_tools.gitio", "ci_tools.cli")

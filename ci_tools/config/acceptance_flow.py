@@ -129,8 +129,8 @@ def acceptance_update(root: Path, results: Path, run_id: int, repo: str | None, 
                     sha=gh.file_sha(names.ACCEPTANCE_REFERENCES, branch))
         pr = gh.create_pull(title=f"Acceptance lengths from SPEED-Bench run {run_id}", head=branch, base=base,
                             body=report.body)
-        report.outputs["pr-url"] = str(pr.get("html_url"))
-        report.lines.append(f"opened {pr.get('html_url')} ({branch} -> {base})")
+        report.outputs["pr-url"] = pr.html_url
+        report.lines.append(f"opened {pr.html_url} ({branch} -> {base})")
     report.lines.append(f"GitHub API requests: {gh.log.count}")
     return report
 

@@ -9,6 +9,7 @@ and every other byte stay as they were: the diff is exactly the image lines.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 PINNED = re.compile(r"[a-z0-9][a-z0-9._/-]*(?::[0-9]+)?/?[a-z0-9._/-]*:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}@sha256:[0-9a-f]{64}")
@@ -56,7 +57,7 @@ def _located(text: str, file: str, path: tuple) -> tuple[int, int, object]:
     return line + 1, col, node[path[-1]]
 
 
-def plan_bump(master_texts: dict[str, str], recipe_texts: dict[str, str | None], key: str,
+def plan_bump(master_texts: Mapping[str, str], recipe_texts: Mapping[str, str | None], key: str,
               image: str) -> tuple[list[Edit], dict[str, str]]:
     """The edits (and new file texts) that point `key`'s image at `image`. Pure over file texts."""
     from ci_tools.config.crossfile import recipe_refs

@@ -264,17 +264,18 @@ def _recipe_agrees(e: Entry, rec: Recipe, change: Change, hardware: dict | None 
 
 
 def dynamo_engine(rec: Recipe) -> list[Finding]:
-    """A Dynamo frontend's release must run the recipe's engine at its engine-versions (its workers import
-    the engine's modules: ci_tools/engines/compat.py)."""
-    from ci_tools.engines.compat import dynamo_problems
+    """A Dynamo frontend's release must be one a runner can install as it is published, and run the recipe's
+    engine at its engine-versions (its workers import the engine's modules: ci_tools/engines/compat.py)."""
+    from ci_tools.engines.compat import frontend_problems
 
     fe = rec.data.get("frontend")
     if not isinstance(fe, dict) or fe.get("kind") != "dynamo" or fe.get("version") is None:
         return []
     versions = tuple(str(v) for v in rec.data.get("engine-versions") or ())
-    return [rec.doc.finding(("frontend", "version"), p, "the pairs that import are listed in "
-                                                        "ci_tools/engines/compat.py")
-            for p in dynamo_problems(str(fe["version"]), str(rec.data.get("engine", "sglang")), versions)]
+    found = frontend_problems(str(fe["version"]), str(rec.data.get("engine", "sglang")), versions,
+                              str(rec.data.get("image", "")), fe.get("install"))
+    return [rec.doc.finding(("frontend", "version"), p, "the releases and pairs ci-tools runs are listed in "
+                                                        "ci_tools/engines/compat.py") for p in found]
 
 
 def _points_agree(e: Entry, rec: Recipe) -> list[Finding]:
@@ -340,21 +341,23 @@ def _shape_agrees(e: Entry, ss_path: tuple, rec: Recipe, name: str) -> list[Find
         ss = ss[part]
     point = rec.data["points"][name]
     out = []
-    for field in ("pp", "dcp-size", "pcp-size"):
-        want, have = int(ss.get(field, 1) or 1), int(point.get(field, 1))
+    for size in ("pp", "dcp-size", "pcp-size"):
+        want, have = int(ss.get(size, 1) or 1), int(point.get(size, 1))
         if want != have:
-            out.append(rec.doc.finding(("points", name), f"recipe point '{name}' has {field} {have}, but master "
-                                                         f"entry {e.key} runs {field} {want} ({e.where(*ss_path)})",
-                                       f"set {field}: {want} on the point"))
+            out.append(rec.doc.finding(("points", name), f"recipe point '{name}' has {size} {have}, but master "
+                                                         f"entry {e.key} runs {size} {want} ({e.where(*ss_path)})",
+                                       f"set {size}: {want} on the point"))
     kv = ss.get("kv-offloading") or "none"
     backend = (ss.get("kv-offload-backend") or {}).get("name")
     off = rec.data.get("kv-offload")
-    if kv != "none" and not off:
+    if kv == "none":
+        return out
+    if not off or not isinstance(off, dict):   # the schema makes a present one a mapping
         out.append(rec.doc.finding(("points", name), f"master entry {e.key} offloads KV for point '{name}' ({kv}, "
                                                      f"{backend}; {e.where(*ss_path)}), but the recipe has no "
                                                      "`kv-offload`", f"add kv-offload: {{backend: {backend}, "
                                                                      f"medium: {kv}}}"))
-    elif kv != "none" and (off.get("medium"), off.get("backend")) != (kv, backend):
+    elif (off.get("medium"), off.get("backend")) != (kv, backend):
         out.append(rec.doc.finding(("kv-offload",), f"kv-offload {off.get('medium')}/{off.get('backend')} differs "
                                                     f"from master entry {e.key}'s {kv}/{backend} for point '{name}'",
                                    "make them the same backend"))

@@ -187,16 +187,15 @@ def recipe_problems(recipe: Recipe) -> list[Finding]:
 
 def _placement_problems(recipe: Recipe, name: str, shared: bool = True) -> list[Finding]:
     out = []
-    sections = []
+    sections: list[tuple[tuple[str, ...], dict | None]] = []   # (where, the args or env there)
+    envs: list[tuple[tuple[str, ...], dict | None]] = []
     if shared:
         sections += [(("serve", "args"), (recipe.data.get("serve") or {}).get("args"))]
         sections += [((role, "args"), (recipe.data.get(role) or {}).get("args")) for role in ROLES]
         sections += [(("kv-offload", "args"), (recipe.data.get("kv-offload") or {}).get("args"))]
-        envs = [(("serve", "env"), (recipe.data.get("serve") or {}).get("env"))]
+        envs += [(("serve", "env"), (recipe.data.get("serve") or {}).get("env"))]
         envs += [((role, "env"), (recipe.data.get(role) or {}).get("env")) for role in ROLES]
         envs += [(("frontend", "env"), (recipe.data.get("frontend") or {}).get("env"))]
-    else:
-        envs = []
     sections += [(("points", name, role, "args"), ((points(recipe)[name].get(role) or {}).get("args")))
                  for role in ROLES]
     envs += [(("points", name, role, "env"), ((points(recipe)[name].get(role) or {}).get("env"))) for role in ROLES]
@@ -241,15 +240,15 @@ def resolve_disagg(recipe: Recipe, prefill: Mapping, decode: Mapping, conc: list
     if problems:
         raise InputError(problems[0].message, findings=problems)
     serve = recipe.data.get("serve") or {}
-    offload = recipe.data.get("kv-offload") if offload else None
+    how = recipe.data.get("kv-offload") if offload else None
     groups = {}
     for role in ROLES:
         side = recipe.data.get(role) or {}
         ptside = pt.get(role) or {}
         env = merge_env(merge_env(serve.get("env"), side.get("env")), ptside.get("env"))
         args = merge_args(merge_args(serve.get("args"), side.get("args")), ptside.get("args"))
-        if isinstance(offload, dict) and role in offload_roles(offload, GroupKey.of(pt.get("decode") or {})):
-            args = merge_args(args, offload.get("args"))
+        if isinstance(how, dict) and role in offload_roles(how, GroupKey.of(pt.get("decode") or {})):
+            args = merge_args(args, how.get("args"))
         groups[role] = Group(role, GroupKey.of(ptside), int(ptside.get("nodes", 1)), env, args)
     concs = [int(c) for c in (pt.get("conc") or [])]
     if conc is not None and any(c not in concs for c in conc):
@@ -263,6 +262,6 @@ def resolve_disagg(recipe: Recipe, prefill: Mapping, decode: Mapping, conc: list
                        model=recipe.model, kv_transfer=str(recipe.data.get("kv-transfer", "")),
                        frontend=dict(recipe.data.get("frontend") or {}), prefill=groups["prefill"],
                        decode=groups["decode"], concs=list(conc) if conc is not None else concs,
-                       kv_offload=dict(offload) if isinstance(offload, dict) else None,
+                       kv_offload=dict(how) if isinstance(how, dict) else None,
                        synthetic_acceptance=None if synth is None else float(synth),
                        engine_versions=recipe.engine_versions)

@@ -55,7 +55,7 @@ def repeated_rows(text: str, limit: int | None = None) -> list[Repeat]:
                 space = kind == "seq" and parent is not None and parent[0] == "map" and not parent[2] \
                     and parent[3] == KEY
                 keep = bool(ev.anchor) or (parent is not None and (parent[7] or parent[6] is not None))
-                if len(stack) == 1 and parent[0] == "map":
+                if parent is not None and len(stack) == 1 and parent[0] == "map":
                     entry = str(parent[3])
                 stack.append([kind, [], True, None, ev.anchor, ev.start_mark, {} if space else None, keep])
                 continue

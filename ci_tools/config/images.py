@@ -43,13 +43,18 @@ def allowed(image: str, patterns: tuple[str, ...] | list[str]) -> bool:
 def problem(image: str, patterns: tuple[str, ...] | list[str] | None, policy_file: str) -> str | None:
     """Why `image` may not run, or None. `patterns` None: the policy names no allowlist."""
     if patterns is None:
-        return (f"{policy_file} has no `images: allowed:` list, so no image can be checked; name the registries "
-                "and repositories the GPU runners may pull")
+        return no_allowlist(policy_file)
     if allowed(image, patterns):
         return None
     return (f"image {image!r} ({repository_of(image)}) is not on the image allowlist of {policy_file} "
             f"({', '.join(patterns)}); use an allowed image, or add its registry/repository to `images: allowed:` "
             "in a reviewed change of the policy")
+
+
+def no_allowlist(policy_file: str) -> str:
+    """Why nothing can be checked against a policy file that names no allowlist."""
+    return (f"{policy_file} has no `images: allowed:` list, so no image can be checked; name the registries "
+            "and repositories the GPU runners may pull")
 
 
 def allowlist_of(data: object) -> tuple[str, ...] | None:

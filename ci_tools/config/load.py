@@ -54,13 +54,13 @@ def load_image_policy(path: Path) -> tuple[tuple[str, ...], str]:
     """(`images.allowed`, file) of a trusted policy file (`runner run` / `plan --image-policy`): the
     workflow commit's policy, so a fork's change cannot allow its own registry. A missing file or one
     without an allowlist is refused: nothing could be checked."""
-    from ci_tools.config.images import allowlist_of, problem
+    from ci_tools.config.images import allowlist_of, no_allowlist
 
     if not path.is_file():
         raise InputError(f"{path}: image policy not found; no image can be checked without it", exit_code=2)
     patterns = allowlist_of(load_yaml_file(path, str(path)).data)
     if patterns is None:
-        raise InputError(problem("", None, str(path)))
+        raise InputError(no_allowlist(str(path)))
     return patterns, str(path)
 
 
@@ -259,5 +259,6 @@ def validate_flow(root: Path | None, masters: list[Path], runners: Path | None, 
     src = load_sources(root, masters or None, runners)
     change = Change(frozenset(changed_keys))
     if base:
-        change = change_since(root, base, src.masters, change.keys)
+        # `--base` compares with the working tree: of the current directory when no --root is given (above)
+        change = change_since(root or Path.cwd(), base, src.masters, change.keys)
     return check(src, change, upper=upper)

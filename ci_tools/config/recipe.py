@@ -13,7 +13,6 @@ as a bare flag, anything else as `--name value` (`render_args`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Mapping
 
 from ci_tools.errors import Finding, InputError
@@ -106,6 +105,7 @@ class ResolvedPoint:
     dcp: int = 1
     pcp: int = 1
     kv_offload: dict | None = None        # the recipe's `kv-offload` (backend, medium, args, env)
+    options: dict[str, Any] = field(default_factory=dict)   # the engine's options file (TensorRT-LLM's LLM API)
 
     @property
     def gpus(self) -> int:
@@ -119,7 +119,8 @@ class ResolvedPoint:
                 "args": dict(self.args), "router": self.router,
                 "synthetic-acceptance": self.synthetic_acceptance,
                 **{k: v for k, v in (("pp", self.pp), ("dcp-size", self.dcp), ("pcp-size", self.pcp)) if v > 1},
-                **({"kv-offload": self.kv_offload} if self.kv_offload else {})}
+                **({"kv-offload": self.kv_offload} if self.kv_offload else {}),
+                **({"options": self.options} if self.options else {})}
 
 
 def recipe_from_data(data: dict, file: str = "<recipe>") -> Recipe:
@@ -145,6 +146,19 @@ def merge_args(base: Mapping[str, Any] | None, override: Mapping[str, Any] | Non
     return {k: v for k, v in out.items() if v is not None and v is not False}
 
 
+def merge_options(base: Mapping[str, Any] | None, override: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A point's options over the base's, mapping into mapping (a point may change one key of the base's
+    `speculative_config`); null removes a key."""
+    out: dict[str, Any] = {}
+    for name, value in list((base or {}).items()) + list((override or {}).items()):
+        if isinstance(value, Mapping) and isinstance(out.get(name), dict):
+            value = merge_options(out[name], value)
+        elif isinstance(value, Mapping):
+            value = merge_options({}, value)
+        out[name] = value
+    return {k: v for k, v in out.items() if v is not None}
+
+
 def merge_env(base: Mapping[str, Any] | None, override: Mapping[str, Any] | None) -> dict[str, str]:
     out = {str(k): v for k, v in (base or {}).items()}
     out.update({str(k): v for k, v in (override or {}).items()})
@@ -168,8 +182,10 @@ def render_args(args: Mapping[str, Any]) -> list[str]:
 def _check_point(recipe: Recipe, name: str, pt: Mapping, env: Mapping, args: Mapping) -> list[Finding]:
     problems: list[Finding] = []
     topology = topology_args(recipe.engine)
-    for section, where in ((recipe.data.get("serve") or {}).get("args") or {}, ("serve", "args")), \
-                          ((pt.get("args") or {}), ("points", name, "args")):
+    sections: list[tuple[Mapping, tuple[str, ...]]] = [
+        ((recipe.data.get("serve") or {}).get("args") or {}, ("serve", "args")),
+        (pt.get("args") or {}, ("points", name, "args"))]
+    for section, where in sections:
         for arg in section:
             if arg in topology:
                 problems.append(recipe.finding(where + (arg,),
@@ -215,4 +231,5 @@ def resolve_point(recipe: Recipe, tp: int, ep: int, dp_attn: bool, conc: int) ->
                          synthetic_acceptance=recipe.synthetic_acceptance,
                          engine_versions=recipe.engine_versions, pp=int(pt.get("pp", 1)),
                          dcp=int(pt.get("dcp-size", 1)), pcp=int(pt.get("pcp-size", 1)),
-                         kv_offload=dict(offload) if isinstance(offload, dict) else None)
+                         kv_offload=dict(offload) if isinstance(offload, dict) else None,
+                         options=merge_options(serve.get("options"), pt.get("options")))

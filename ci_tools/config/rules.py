@@ -104,11 +104,6 @@ def concurrency_issues(path: tuple, ss: dict) -> Iterator[Issue]:
         yield Issue(path + ("conc-list",), "both a 'conc-list' and a 'conc-start'/'conc-end' range are given",
                     "keep one form: a list (conc-list: [4, 8, 16]) or a range (conc-start/conc-end, doubling)")
         return
-    if not has_range and not lst:
-        partial = "only 'conc-start'" if start is not None else "only 'conc-end'" if end is not None else "none"
-        yield Issue(path, f"no concurrency given ({partial}): give 'conc-list' or both 'conc-start' and 'conc-end'",
-                    "e.g. conc-list: [4, 16, 64], or conc-start: 4 with conc-end: 64")
-        return
     if lst:
         bad = [c for c in lst if c <= 0]
         if bad:
@@ -118,6 +113,11 @@ def concurrency_issues(path: tuple, ss: dict) -> Iterator[Issue]:
             lone = "conc-start" if start is not None else "conc-end"
             yield Issue(path + (lone,), f"'{lone}' is ignored: without both range ends, 'conc-list' is used",
                         f"remove '{lone}'", "warning")
+        return
+    if start is None or end is None:
+        partial = "only 'conc-start'" if start is not None else "only 'conc-end'" if end is not None else "none"
+        yield Issue(path, f"no concurrency given ({partial}): give 'conc-list' or both 'conc-start' and 'conc-end'",
+                    "e.g. conc-list: [4, 16, 64], or conc-start: 4 with conc-end: 64")
         return
     if start <= 0 or end <= 0:
         yield Issue(path + ("conc-start" if start <= 0 else "conc-end",),

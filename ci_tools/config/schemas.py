@@ -17,6 +17,7 @@ import math
 from typing import Any, Iterable
 
 from ci_tools import resources
+from ci_tools.engines import VERSION_PATTERN
 from ci_tools.engines.install import PINNED
 from ci_tools.errors import Finding, more_findings
 from ci_tools.yaml.located import YamlDoc
@@ -44,7 +45,8 @@ _PATTERN_MESSAGES = {
     "^[a-z0-9][a-z0-9_-]*$": ("an engine argument name must be written as the engine spells it, without the leading "
                               "'--', in lowercase", "e.g. chunked-prefill-size: 16384 (SGLang), max_batch_size: 64 "
                               "(TensorRT-LLM)"),
-    "^[0-9]+(\\.[0-9]+)*$": ("an engine version must be a release number", "e.g. engine-versions: [\"0.5.21\", \"0.5.22\"]"),
+    VERSION_PATTERN: ("an engine version must be a published version (a release, with an rc, post or dev suffix "
+                      "where it has one)", "e.g. engine-versions: [\"0.5.21\", \"0.5.22\"] or [\"1.3.0rc24\"]"),
     PINNED.pattern: ("an install requirement must be pinned by version and hash",
                      "write `name==version --hash=sha256:<64 hex>`, one --hash per platform wheel (`pip hash FILE` "
                      "or the index's sha256 gives it)"),
@@ -193,6 +195,23 @@ def _type_hint(value: Any, types: Any) -> str:
 _NON_FINITE_HINT = "write a finite number: YAML reads .nan and .inf as not-a-number and infinity"
 
 
+def _refused_engine(path: tuple, value: str) -> tuple[str, str] | None:
+    """(what, fix) for an engine or frontend InferenceX runs that ci-tools refuses, by name (its reason)."""
+    from ci_tools.engines import UNSERVED_ENGINES, UNSERVED_FRONTENDS, engine
+
+    if _field(path) == "kind" and "frontend" in path and value in UNSERVED_FRONTENDS:
+        why, fix = UNSERVED_FRONTENDS[value]
+        return f"is not served by ci-tools: {why}", fix
+    if _field(path) == "engine" and value in UNSERVED_ENGINES:
+        why, fix = UNSERVED_ENGINES[value]
+        return f"is not served by ci-tools: {why}", fix
+    plugin = engine(value) if _field(path) == "engine" else None
+    no_workers = str(getattr(plugin, "NO_WORKERS", "") or "") if plugin is not None else ""
+    if no_workers:
+        return f"runs single-node only in ci-tools: {no_workers}", "write a single-node recipe for the entry"
+    return None
+
+
 def _unknown_names(err: Any) -> list:
     known = err.schema.get("properties") or {}
     return [name for name in err.instance if name not in known]
@@ -226,6 +245,10 @@ def _error_findings(doc: YamlDoc, base: tuple, err: Any, room: int | None = None
     if kind == "type":
         return [doc.finding(path, f"{_ctx(path)}'{_field(path)}' must be {_expected(err.validator_value)}, "
                             f"got {describe(value)}", _type_hint(value, err.validator_value))]
+    if kind == "enum" and _field(path) in ("engine", "kind") and isinstance(value, str):
+        refused = _refused_engine(path, value)
+        if refused:
+            return [doc.finding(path, f"{_ctx(path)}{_field(path)} {value!r} {refused[0]}", refused[1])]
     if kind in ("const", "enum"):
         options = [err.validator_value] if kind == "const" else err.validator_value
         shown = ", ".join("null" if o is None else json.dumps(o) for o in options)
@@ -255,7 +278,7 @@ def _error_findings(doc: YamlDoc, base: tuple, err: Any, room: int | None = None
         # jsonschema reports the offending name as the instance of the nested error.
         inner = err.context[0] if err.context else None
         bad = inner.instance if inner is not None else value
-        msg, hint = _PATTERN_MESSAGES.get(getattr(inner, "validator_value", None), ("invalid name", ""))
+        msg, hint = _PATTERN_MESSAGES.get(str(getattr(inner, "validator_value", "")), ("invalid name", ""))
         return [doc.finding(path + (bad,), f"{_ctx(path + (bad,))}{msg}: {bad!r}", hint)]
     if kind in ("anyOf", "oneOf") and err.context:
         # Prefer the branch that has the value's type: its errors say what is really wrong.
@@ -304,7 +327,7 @@ def check(doc: YamlDoc, data: Any, name: str, ref: str | None = None, base: tupl
     findings: list[Finding] = []
     errors = sorted(validator(name, ref).iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
     typed_paths = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
-    more, at = 0, None
+    more, at = 0, None   # what was counted without being built, and the place of the first of them
     required: set[tuple] = set()
     for err in errors:
         # A value of the wrong type also fails its const/enum/pattern; the type error says it all.
@@ -324,7 +347,7 @@ def check(doc: YamlDoc, data: Any, name: str, ref: str | None = None, base: tupl
         if room is not None and _count(doc, base, err, len(found)) > room:
             at = at or _first_place(doc, base, err, room)
             more += _count(doc, base, err, len(found)) - room
-    if more:
+    if more and at is not None and limit is not None:   # counting happens only under a limit, placing with it
         findings.append(more_findings(doc.file, *at, more, limit=limit))
     return findings
 

@@ -12,11 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ci_tools import names
 from ci_tools.config import crossfile, engineargs, recipetext, rules, schemas
 from ci_tools.config.images import allowlist_of
 from ci_tools.config.crossfile import Change, Entry, Recipe
-from ci_tools.errors import MAX_FINDINGS_PER_FILE, Finding, InputError, cap_per_file
+from ci_tools.errors import MAX_FINDINGS_PER_FILE, Finding, cap_per_file
 from ci_tools.yaml.located import YamlDoc
 from ci_tools.yaml.readings import divergences
 
@@ -103,8 +102,9 @@ def _acceptance_findings(src: Sources, recipes: dict[str, Recipe]) -> list[Findi
 
 
 def entry_findings(key: str, data: object, doc: YamlDoc, *, quick: bool = False,
-                   limit: int | None = None) -> tuple[list[Finding], bool]:
-    """(findings, passed the schema) for one master entry: the schema, then its cross-field rules.
+                   limit: int | None = None) -> tuple[list[Finding], dict | None]:
+    """(findings, the entry when it passed the schema) for one master entry: the schema, then its
+    cross-field rules.
 
     `quick`: ask `schemas.is_valid` first and import jsonschema only for an entry it does not pass
     (same verdict, same messages; the planner cannot afford jsonschema's import on every run).
@@ -115,15 +115,15 @@ def entry_findings(key: str, data: object, doc: YamlDoc, *, quick: bool = False,
         problems = []
     else:
         problems = schemas.check(doc, data, "master", ref, (key,), limit)
-    if problems:
-        return problems, False
+    if problems or not isinstance(data, dict):   # the schema passes mappings only: isinstance holds then
+        return problems, None
     out = []
     for issue in rules.entry_issues(data):
         message = f"{key}: {issue.message}"
         if issue.related is not None:
             message += f" (see line {doc.mark((key, *issue.related))[0]})"
         out.append(doc.finding((key, *issue.path), message, issue.hint, issue.severity))
-    return out, True
+    return out, data
 
 
 def selected_errors(entries: list[tuple[str, object, YamlDoc]], runners: YamlDoc | None,
@@ -135,10 +135,10 @@ def selected_errors(entries: list[tuple[str, object, YamlDoc]], runners: YamlDoc
     findings: list[Finding] = []
     valid: list[Entry] = []
     for key, data, doc in entries:
-        problems, schema_ok = entry_findings(key, data, doc, quick=True)
+        problems, entry = entry_findings(key, data, doc, quick=True)
         findings += problems
-        if schema_ok:
-            valid.append(Entry(key, data, doc))
+        if entry is not None:
+            valid.append(Entry(key, entry, doc))
     if runners is not None and valid and _runners_ok(runners):
         findings += crossfile.runner_labels(valid, runners)
         findings += crossfile.dram_hardware(valid, runners)
@@ -193,14 +193,15 @@ def check(src: Sources, change: Change = Change(), upper: Sequence[UpperCheck] =
             break
         # quick: jsonschema only for an entry the schema interpreter does not pass (the same verdict and
         # messages): it was 5 of the 18 s of an entry of 200,000 search-space entries
-        problems, schema_ok = entry_findings(key, data, doc, quick=True, limit=MAX_FINDINGS_PER_FILE)
+        problems, entry = entry_findings(key, data, doc, quick=True, limit=MAX_FINDINGS_PER_FILE)
         findings += problems
-        if not schema_ok:
+        if entry is None:
             invalid += 1
             continue
-        valid.append(Entry(key, data, doc))
+        valid.append(Entry(key, entry, doc))
 
     runners_ok = False
+    hardware = None   # runners.yaml's `hardware:` once the file passed its schema
     if src.runners is not None:
         problems = schemas.check(src.runners, src.runners.data, "runners", limit=MAX_FINDINGS_PER_FILE)
         findings += problems
@@ -208,6 +209,7 @@ def check(src: Sources, change: Change = Change(), upper: Sequence[UpperCheck] =
         if runners_ok:
             findings += crossfile.runner_labels(valid, src.runners)
             findings += crossfile.dram_hardware(valid, src.runners)
+            hardware = src.runners.data.get("hardware") if isinstance(src.runners.data, dict) else None
         else:
             notes.append("runner labels not checked: fix the runners file first")
 
@@ -223,7 +225,6 @@ def check(src: Sources, change: Change = Change(), upper: Sequence[UpperCheck] =
     if src.policy is not None and (patterns := allowlist_of(src.policy.data)) is not None:
         findings += crossfile.image_allowlist(valid, patterns, src.policy.file)
     if src.root is not None:
-        hardware = (src.runners.data or {}).get("hardware") if runners_ok and isinstance(src.runners.data, dict) else None
         findings += crossfile.recipe_links(valid, recipes, src.recipe_paths, change, hardware)
         if not src.masters_failed:  # otherwise the references may sit in the file that did not parse
             referenced = {ref for _, data, _ in merged if isinstance(data, dict)
@@ -232,8 +233,7 @@ def check(src: Sources, change: Change = Change(), upper: Sequence[UpperCheck] =
     findings += crossfile.naming(valid)
     if src.root is not None:
         findings += _acceptance_findings(src, recipes)
-    checked = Checked(src, change, valid, recipes,
-                      ((src.runners.data or {}).get("hardware") or {}) if runners_ok else None)
+    checked = Checked(src, change, valid, recipes, (hardware or {}) if runners_ok else None)
     for upper_check in upper:
         findings += upper_check(checked, findings)
 

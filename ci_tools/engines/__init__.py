@@ -1,6 +1,6 @@
 """Engine and router plug-ins: how one serving engine is started, probed and versioned.
 
-One module per engine (`sglang`, `vllm`, `trtllm`) and one table of routers (`routers`). Each engine
+One module per engine (`sglang`, `vllm`, `trtllm`, `atom`) and one table of routers (`routers`). Each engine
 module exposes the same small surface, all pure:
 
   NAME                     the recipe's `engine:` value
@@ -19,8 +19,13 @@ module exposes the same small surface, all pure:
 The argv is split in two (`Command.launcher` + `Command.args`) so the tests can hand exactly the part
 the engine's own argument parser sees to that parser (tests/engines/).
 
+Optional, where an engine needs them: `served_name(spec)` (the model name its server answers to),
+`synthetic_acceptance(length, versions)` (env, args, problems fixing a throughput run's acceptance
+length), `data_parallel_ranks(spec)` (engines behind one URL, for a router that addresses them),
+`offload(...)`, `NO_WORKERS` (why it has no multi-node worker).
+
 Adding an engine: a module like `vllm.py`, registered in ENGINES below, and a parser in
-tests/engines/parser_host.py if the engine's parser can be built from its wheel.
+tests/engines/parser_host.py (from its wheel, or from its source pinned in tests/engines/sources.json).
 
 May import: the standard library and `ci_tools.errors`; nothing here runs a process or reads a file.
 """
@@ -105,29 +110,68 @@ def parallel_args(spec: ServeSpec, pp: str, dcp: str, pcp: str) -> list[str]:
             for a in (flag, str(size))]
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """'0.5.22' -> (0, 5, 22); anything non-numeric sorts as 0 (versions here are release numbers)."""
-    out = []
-    for part in str(version).split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        out.append(int(digits) if digits else 0)
-    return tuple(out)
+# A published version as PEP 440 writes it, without epoch or local part: a release number with an optional
+# pre-release (1.3.0rc24), post-release (0.5.8.post1) and dev-release (1.3.0.dev20260718) suffix.
+VERSION_PATTERN = r"^[0-9]+(\.[0-9]+)*((a|b|rc)[0-9]+)?(\.post[0-9]+)?(\.dev[0-9]+)?$"
+_VERSION = re.compile(VERSION_PATTERN)
+_PRE_RANK = {"a": 0, "b": 1, "rc": 2}
+
+
+def is_version(version: str) -> bool:
+    return bool(_VERSION.match(str(version)))
+
+
+def version_key(version: str) -> tuple:
+    """A sort key in PEP 440's order: 1.3.0.dev1 < 1.3.0rc1 < 1.3.0 < 1.3.0.post1 < 1.3.1.
+
+    Something that is not a version (a commit, a custom tag) sorts before every version, so a
+    comparison like `version_key(v) >= (0, 5, 22)` is False for it."""
+    m = re.match(r"^([0-9]+(?:\.[0-9]+)*)(?:(a|b|rc)([0-9]+))?(?:\.post([0-9]+))?(?:\.dev([0-9]+))?$", str(version))
+    if not m:
+        return (-1,)
+    release = tuple(int(p) for p in m.group(1).split("."))
+    release += (0,) * (4 - len(release)) if len(release) < 4 else ()
+    pre = (_PRE_RANK[m.group(2)], int(m.group(3))) if m.group(2) else (3, 0)   # a final release after its pre-releases
+    post = int(m.group(4)) if m.group(4) is not None else -1
+    dev = int(m.group(5)) if m.group(5) is not None else 1 << 62               # x.devN before x
+    if m.group(5) is not None and not m.group(2) and m.group(4) is None:
+        pre = (-1, 0)                                                           # 1.3.0.dev1 before 1.3.0a1
+    return (*release, *pre, post, dev)
 
 
 def release_number_problems(versions: tuple[str, ...]) -> list[str]:
     """`engine-versions` is optional (without it a builder uses the oldest spelling it knows); when
-    given, each entry must be a release number."""
-    return [f"engine-versions entry {v!r} is not a release number (e.g. \"0.5.22\")"
-            for v in versions if not all(part.isdigit() for part in str(v).split("."))]
+    given, each entry must be a published version."""
+    return [f"engine-versions entry {v!r} is not a published version (e.g. \"0.5.22\", \"1.3.0rc24\", "
+            "\"0.5.8.post1\")" for v in versions if not is_version(str(v))]
 
 
 def _registry() -> dict[str, ModuleType]:
-    from ci_tools.engines import sglang, trtllm, vllm
+    from ci_tools.engines import atom, sglang, trtllm, vllm
 
-    return {m.NAME: m for m in (sglang, vllm, trtllm)}
+    return {m.NAME: m for m in (sglang, vllm, trtllm, atom)}
 
 
-ENGINE_NAMES = ("sglang", "vllm", "trtllm")
+ENGINE_NAMES = ("sglang", "vllm", "trtllm", "atom")
+
+
+# What InferenceX's masters run that ci-tools refuses, with why and what to do instead: `config validate` and
+# `plan` say it for a recipe naming one (the recipe schemas' `engine` and `frontend.kind` reject the name).
+UNSERVED_ENGINES: dict[str, tuple[str, str]] = {
+    "tilert": ("TileRT is not published at the release InferenceX runs: its image ghcr.io/tile-ai/tilert:0.1.5 and "
+               "router tilert-pd-router 0.1.5.post2 have no package on PyPI (which holds tilert 0.1.1 and 0.1.3), so "
+               "neither command can be checked by its own code before GPUs are booked",
+               "serve the model with an engine ci-tools has a plug-in for (sglang, vllm, trtllm, atom)"),
+}
+UNSERVED_FRONTENDS: dict[str, tuple[str, str]] = {
+    "llm-d": ("llm-d's router (llm-d-router 0.9.0: the endpoint picker and P/D sidecar, Go binaries taken from "
+              "ghcr.io/llm-d images, behind an Envoy proxy) has no published package and no parser ci-tools can "
+              "check its commands with",
+              "run the vLLM prefill/decode workers under a Dynamo frontend (frontend kind: dynamo)"),
+    "atomesh": ("ATOM's prefill/decode workers run behind atomesh, the Rust router ATOM's images carry at "
+                "/usr/local/bin/atomesh: no published package holds it and no parser of its command can be had",
+                "serve the ATOM entry single-node (engine: atom), which ci-tools runs and checks"),
+}
 
 
 def engine(name: str) -> ModuleType | None:

@@ -26,6 +26,12 @@ class RouterRelease:
     routing_key_header: str       # the header this release reads as the routing key
     key_policies: tuple[str, ...]  # policies under which that key decides the worker
     note: str = ""
+    # pinned wheels installed into the job directory before it starts, where the engine's image lacks it
+    # (engines/install.py: pip --require-hashes once per job)
+    requirements: tuple[str, ...] = ()
+    # the option telling the router how many data-parallel ranks stand behind one worker URL (it then routes
+    # to a rank by header), rendered from the point; None: the router sees only the URL
+    dp_ranks_option: str | None = None
 
 
 RELEASES = {
@@ -37,6 +43,16 @@ RELEASES = {
         "smg", "1.13.0", "smg", "smg.launch_router", "x-smg-routing-key",
         ("manual", "*routing-key-override"),
         note="any policy keeps a session on one worker with --routing-key-override (--sticky-sessions)"),
+    # vllm-project/router: the vLLM images do not carry it (InferenceX pip-installs it per job); its compiled
+    # core reads the session key from x-session-id under consistent_hash, and with
+    # --intra-node-data-parallel-size it expands one vLLM URL into one worker per DP rank (X-data-parallel-rank)
+    ("vllm-router", "0.1.14"): RouterRelease(
+        "vllm-router", "0.1.14", "vllm-router", "vllm_router.launch_router", "x-session-id", ("consistent_hash",),
+        note="routes a session by x-session-id under consistent_hash only",
+        requirements=("vllm-router==0.1.14 "
+                      "--hash=sha256:1926530bb9eb9137404a421c9970ec4a6a5ddc258b22aac93bf5804ff73d79db "
+                      "--hash=sha256:adf8ad24f47ccd2714a0e9f876c86de76026ac5109e2386419e65218ff95b452",),
+        dp_ranks_option="--intra-node-data-parallel-size"),
 }
 
 # `python3 -c GUARD DIST VERSION MODULE ARGS...`: refuse to start any other version than the declared
@@ -67,10 +83,19 @@ def metrics_options(port: int, args: dict | None) -> list[str]:
     return ["--prometheus-port", str(port + 1)]
 
 
-def command(rel: RouterRelease, host: str, port: int, worker_urls: list[str], args: dict) -> Command:
-    options = ["--host", host, "--port", str(port), "--worker-urls", *worker_urls, *metrics_options(port, args),
-               *render_args(args)]
-    return Command(("python3", "-c", GUARD, rel.dist, rel.version, rel.module), tuple(options), rel.name)
+def command(rel: RouterRelease, host: str, port: int, worker_urls: list[str], args: dict, dp_ranks: int = 1,
+            install_dir: str = "") -> Command:
+    """The router in front of WORKER_URLS; with DP_RANKS > 1 and a release that can address them, told how many
+    data-parallel ranks each URL holds. A release the image lacks is installed into INSTALL_DIR first."""
+    options = ["--host", host, "--port", str(port), "--worker-urls", *worker_urls, *metrics_options(port, args)]
+    if rel.dp_ranks_option and dp_ranks > 1 and rel.dp_ranks_option.lstrip("-") not in args:
+        options += [rel.dp_ranks_option, str(dp_ranks)]
+    launcher: tuple[str, ...] = ("python3", "-c", GUARD, rel.dist, rel.version, rel.module)
+    if rel.requirements:
+        from ci_tools.engines import install
+
+        launcher = tuple(install.wrap(list(launcher), install_dir or "router-install", list(rel.requirements)))
+    return Command(launcher, (*options, *render_args(args)), rel.name)
 
 
 def problems(router: dict | None) -> list[str]:
@@ -90,4 +115,10 @@ def problems(router: dict | None) -> list[str]:
     if key not in (None, "session-id"):
         return [f"`routing-key: {key}` is not supported; the only routing key ci-tools sends is `session-id` "
                 "(AIPerf's session id)"]
+    rel = release(str(name), str(version))
+    assert rel is not None       # refused above when unknown
+    policy = str((router.get("args") or {}).get("policy", ""))
+    if key == "session-id" and rel.key_policies == ("consistent_hash",) and policy != "consistent_hash":
+        return [f"{name} {version} routes by the session key only under `policy: consistent_hash` (its args say "
+                f"{policy or 'nothing, so its default'}); set `args: {{policy: consistent_hash}}` on the router"]
     return []

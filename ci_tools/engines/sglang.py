@@ -15,7 +15,7 @@ TOPOLOGY_ARGS = frozenset({"tp", "tp-size", "tensor-parallel-size", "ep", "ep-si
                            "attention-data-parallel-size", "pp-size", "dcp-size", "attn-cp-size"})
 # From 0.5.22 `--attn-dp-size N` replaces `--dp-size N --enable-dp-attention` (still accepted, with a
 # deprecation warning, until its announced removal); 0.5.21 knows only the old spelling.
-ATTN_DP_SIZE_SINCE = (0, 5, 22)
+ATTN_DP_SIZE_SINCE = version_key("0.5.22")
 
 
 def uses_attn_dp_size(versions: tuple[str, ...]) -> bool:

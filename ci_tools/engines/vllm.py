@@ -35,6 +35,13 @@ def topology_args(spec: ServeSpec) -> list[str]:
                                 "--prefill-context-parallel-size")
 
 
+def data_parallel_ranks(spec: ServeSpec) -> int:
+    """How many data-parallel engines `topology_args` starts behind the one API server (a router addresses them)."""
+    if spec.dp_attn and spec.ep > spec.tp:
+        return spec.ep // spec.tp
+    return spec.tp if spec.dp_attn else 1
+
+
 def engine_args(spec: ServeSpec) -> list[str]:
     """vLLM's engine options for one point, after any launcher that takes them (`vllm serve MODEL`; a
     Dynamo vLLM worker adds its own role options to these)."""
@@ -78,6 +85,7 @@ def worker_problems(w: WorkerSpec) -> list[str]:
 def worker(w: WorkerSpec) -> Command:
     """A worker of a multi-node point: `python3 -m dynamo.vllm` (vLLM's engine options) or `vllm serve`."""
     spec = w.serve
+    launcher: tuple[str, ...]
     if w.dynamo:
         launcher, args = DYNAMO_LAUNCHER, ["--model", spec.model_path, "--served-model-name", spec.served_model]
     else:

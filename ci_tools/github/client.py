@@ -1,257 +1,32 @@
-"""The GitHub REST adapter: exactly the calls ci-tools makes, nothing else.
+"""The GitHub adapter: exactly the calls ci-tools makes, nothing else, each answering the plain models of
+`models.py` (the requests, their retries, pagination and caching are `rest.py`'s).
 
-PyGithub's `Requester` does the API's HTTP (auth headers, API version, JSON, error mapping); artifact
-archives come through httpx, because PyGithub refuses hosts outside GitHub's domains and GitHub
-redirects a download to its blob storage. Both apply one retry policy (`http_policy.decide`, pure),
-through public hooks only (urllib3's `Retry`, `transport.Transport`). This module adds:
-
-- bounded retries with backoff on 5xx, 429 and secondary rate limits, honouring `Retry-After`, with
-  the sleep injectable so tests stay fast; a write is never sent again once it may have reached GitHub
-  (a retry could post a second comment); the token only ever goes to the API's own origin;
-- pagination by following `Link: rel="next"` (never by guessing from a short page), and a list that
-  ended early refused: against `total_count` where GitHub gives one, against the PR's `comments`
-  count for the timeline and the comment list, which have none;
-- a per-process cache so no list is fetched twice, and a request counter tests assert budgets on;
-- fail closed: every failure becomes a `GitHubError` naming the call, never a partial answer.
+A list that ended early is refused: the timeline and the comment list carry no total, so they are
+checked against the PR's own `comments` count, read before the list.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import time
-from typing import Any, Callable, Iterator
+from typing import Iterator
 
-from ci_tools.errors import InputError
-from ci_tools.github import http_policy as policy
-from ci_tools.github.http_policy import MAX_RETRIES, MAX_WAIT_SECONDS, rate_limit_reset
 from ci_tools.github.events import _Reader, pull_request_from
-from ci_tools.github.transport import CallLog, GaveUp, Transport
-from ci_tools.github.models import (PERMISSION_NOT_FOUND, Artifact, Comment, Comparison, EditHistory, Job,
-                                    PullRequest, WorkflowRun, artifact_from_json, comment_from_json,
-                                    comparison_from_json, job_from_json, named_artifact, run_from_json)
+from ci_tools.github.models import (PERMISSION_NOT_FOUND, Artifact, CheckRun, Comment, Commit,
+                                    Comparison, EditHistory, Job, Label, PullRequest, Timeline, WorkflowRun,
+                                    artifact_from_json, check_run_from_json, comment_from_json, commit_from_json,
+                                    comparison_from_json, job_from_json, label_from_json, named_artifact,
+                                    run_from_json, timeline_from_json)
+from ci_tools.github.rest import (DEFAULT_API_URL, MAX_PAGES, PER_PAGE, GitHubError, Rest, TeamUnreadable,
+                                  token_from_env)
 
-DEFAULT_API_URL = "https://api.github.com"
-# Sent on every request (X-GitHub-Api-Version), so GitHub answers with the shapes ci-tools was written
-# and tested against rather than whatever becomes the default later.
-API_VERSION = "2022-11-28"
-# The PyGithub the suite runs against (.github/constraints.txt); an older one is refused with a clear
-# message rather than trusted untested. pyproject.toml's lower bound is this version (a test checks).
-MIN_PYGITHUB = (2, 10, 0)
-PER_PAGE = 100
-MAX_REDIRECTS = 5       # GitHub's artifact download redirects once, to its blob storage
-MAX_PAGES = 50            # 5,000 items: beyond that we refuse rather than decide on a partial list
+__all__ = ["DEFAULT_API_URL", "GitHub", "GitHubError", "TeamUnreadable", "token_from_env"]
+
 # GitHub links a fresh merge commit to its pull request a few seconds late; asking again after these
 # pauses (a push with no PR at all costs ~9 s more) keeps main from running a full sweep for lack of it.
 ASSOCIATION_WAITS = (3.0, 6.0)
-
-
-class GitHubError(InputError):
-    """A GitHub API call failed after bounded retries; the command made no decision from partial data."""
-
-    def __init__(self, message: str, status: int | None = None):
-        super().__init__(message, exit_code=1)
-        self.status = status
-
-
-class TeamUnreadable(GitHubError):
-    """The token cannot tell whether someone is in a team (GitHub answers 404 both for "not a member"
-    and for "this token may not see the team"); callers must fail closed with this reason."""
-
-
-# Every endpoint ci-tools calls, with the token permission it needs: GitHub's per-endpoint table for
-# installation tokens (a GITHUB_TOKEN is one), `tests/github/data/github-permissions.json`, is checked
-# against this in the tests. Used to say which permission a 403 is missing; the docs list it per job.
 # the run statuses of a run not yet completed that `active_runs` lists (a run is `in_progress` once any
 # of its jobs is; its other jobs can still wait for a runner)
 ACTIVE_RUN_STATUSES = ("queued", "in_progress")
 MAX_CHECK_SUMMARY = 65_535   # characters of a check run's output.summary (GitHub's limit)
-
-ENDPOINTS: dict[tuple[str, str], str] = {
-    ("GET", "/repos/{owner}/{repo}/commits/{commit_sha}/pulls"): "pull-requests: read",
-    ("GET", "/repos/{owner}/{repo}/pulls"): "pull-requests: read",
-    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"): "pull-requests: read",
-    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/files"): "pull-requests: read",
-    ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}/reviews/{review_id}"): "pull-requests: read",
-    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/timeline"): "issues: read",
-    ("GET", "/repos/{owner}/{repo}/issues/comments/{comment_id}"): "issues: read",
-    ("GET", "/repos/{owner}/{repo}/issues/{issue_number}/comments"): "issues: read",
-    ("DELETE", "/repos/{owner}/{repo}/issues/comments/{comment_id}"): "issues: write",
-    ("POST", "/repos/{owner}/{repo}/issues/{issue_number}/comments"): "issues: write",
-    ("PATCH", "/repos/{owner}/{repo}/issues/comments/{comment_id}"): "issues: write",
-    ("GET", "/repos/{owner}/{repo}/collaborators/{username}/permission"): "metadata: read",
-    ("GET", "/orgs/{org}/teams/{team_slug}"): "members: read",
-    ("GET", "/orgs/{org}/teams/{team_slug}/memberships/{username}"): "members: read",
-    ("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}"): "actions: read",
-    ("GET", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs"): "actions: read",
-    ("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}/artifacts"): "actions: read",
-    ("GET", "/repos/{owner}/{repo}/actions/runs/{run_id}/jobs"): "actions: read",
-    ("GET", "/repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}"): "actions: read",
-    ("GET", "/repos/{owner}/{repo}/actions/runners"): "administration: read",
-    ("GET", "/repos/{owner}/{repo}/commits/{ref}"): "contents: read",
-    ("GET", "/repos/{owner}/{repo}/compare/{basehead}"): "contents: read",
-    ("GET", "/repos/{owner}/{repo}/git/trees/{tree_sha}"): "contents: read",
-    ("POST", "/repos/{owner}/{repo}/check-runs"): "checks: write",
-    ("GET", "/repos/{owner}/{repo}/labels"): "issues: read",
-    ("POST", "/repos/{owner}/{repo}/labels"): "issues: write",
-    ("PATCH", "/repos/{owner}/{repo}/labels/{name}"): "issues: write",
-    ("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs"): "checks: read",
-    ("POST", "/repos/{owner}/{repo}/dispatches"): "contents: write",
-    ("GET", "/repos/{owner}/{repo}/actions/runs"): "actions: read",
-    ("GET", "/repos/{owner}/{repo}/git/ref/{ref}"): "contents: read",
-    ("POST", "/repos/{owner}/{repo}/git/refs"): "contents: write",
-    ("GET", "/repos/{owner}/{repo}/contents/{path}"): "contents: read",
-    ("PUT", "/repos/{owner}/{repo}/contents/{path}"): "contents: write",
-    ("POST", "/repos/{owner}/{repo}/pulls"): "pull-requests: write",
-}
-
-# GraphQL has one endpoint; a query may read what the token's repository permissions allow (a PR's
-# comments and reviews: `pull-requests: read`), so it is not in the REST table above.
-GRAPHQL = ("POST", "/graphql")
-
-
-def _template_regex(template: str) -> re.Pattern:
-    # A file path and a git reference hold slashes (`configs/al.yaml`, `heads/feature`), as GitHub reads them.
-    pattern = re.sub(r"(/contents/|/git/ref/)\\{(ref|path)\\}$", r"\1.+", re.escape(template))
-    return re.compile("^" + re.sub(r"\\{[a-z_]+\\}", "[^/]+", pattern) + "$")
-
-
-_ENDPOINT_RE = [(verb, _template_regex(t), t, perm) for (verb, t), perm in ENDPOINTS.items()]
-
-
-def endpoint_of(verb: str, url: str) -> tuple[str, str] | None:
-    """(template, permission) of a request path; the most specific template wins."""
-    path = re.sub(r"^https?://[^/]+", "", url).split("?")[0]
-    hits = [(t, perm) for v, rx, t, perm in _ENDPOINT_RE if v == verb and rx.match(path)]
-    return min(hits, key=lambda h: h[0].count("{")) if hits else None
-
-
-def rate_limit_message(verb: str, shown: str, status: int | None, reset: int, now: float) -> str:
-    """A used-up rate limit is not a missing permission: it says when the limit resets."""
-    if reset:
-        at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(reset))
-        when = f"it resets at {at} (in {max(0, round((reset - now) / 60))} min)"
-    else:
-        when = "GitHub gave no reset time"
-    return (f"GitHub API {verb} {shown} failed: HTTP {status}: the token's API rate limit is used up; {when}. "
-            "Nothing was decided; re-run the job after the reset (the permission is not the problem).")
-
-
-def _failure_advice(verb: str, url: str, status: int | None) -> str:
-    """What to do about a failed call: a permission problem is not cured by re-running."""
-    if status in (401, 403):
-        found = endpoint_of(verb, url)
-        need = f"`{found[1]}`" if found else "the permission this endpoint needs"
-        return (f"The token was refused: this call needs {need}. Re-running will not help; grant it in the "
-                "job's `permissions:` (or give the step a token that has it).")
-    return "Nothing was decided from partial data; re-run the job once GitHub recovers."
-
-
-def check_pygithub(version: str | None = None) -> None:
-    from importlib.metadata import PackageNotFoundError, version as installed
-
-    try:
-        found = version or installed("PyGithub")
-    except PackageNotFoundError:
-        raise InputError("PyGithub is not installed; `pip install ci-tools` brings it") from None
-    numbers = tuple(int(x) for x in re.findall(r"\d+", found)[:3])
-    if numbers < MIN_PYGITHUB:
-        need = ".".join(map(str, MIN_PYGITHUB))
-        raise InputError(f"PyGithub {found} is too old: ci-tools needs PyGithub >= {need} (the "
-                         f"oldest release it is tested with). Upgrade it: pip install 'PyGithub>={need}'")
-
-
-def token_from_env(env: dict[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN")
-    if not token:
-        raise InputError("no GitHub token: set GITHUB_TOKEN (in a workflow: `env: GITHUB_TOKEN: ${{ github.token }}`)"
-                         " or GH_TOKEN")
-    return token
-
-
-def _error_kind(error: BaseException) -> str:
-    """What `http_policy` needs to know about a failure without an answer, from urllib3's public
-    exception classes: was the request sent at all?"""
-    from urllib3.exceptions import ConnectTimeoutError, ReadTimeoutError
-
-    if isinstance(error, ConnectTimeoutError):      # NewConnectionError and NameResolutionError are ones
-        return policy.CONNECT
-    if isinstance(error, (ReadTimeoutError, TimeoutError)):
-        return policy.TIMEOUT
-    return policy.LOST
-
-
-def _make_retry(log: CallLog, sleep: Callable[[float], None], now: Callable[[], float] = time.time):
-    """A urllib3 `Retry` (PyGithub's `retry=`) whose every decision is `http_policy.decide`'s.
-
-    Only urllib3's documented hooks are overridden: `is_retry` (which answers are worth a look),
-    `increment` (ask again or not) and `sleep` (the pause, through the injected `sleep`)."""
-    from urllib3.exceptions import MaxRetryError, ResponseError
-    from urllib3.util.retry import Retry
-
-    class _Retry(Retry):
-        delay = 0.0
-
-        def is_retry(self, method: str, status_code: int, has_retry_after: bool = False) -> bool:
-            return status_code in (403, 429) or 500 <= status_code < 600
-
-        def increment(self, method: str | None = None, url: str | None = None, response: Any = None,
-                      error: Exception | None = None, _pool: Any = None, _stacktrace: Any = None) -> Retry:
-            verb, shown, attempt = (method or "GET").upper(), str(url), len(self.history) + 1
-            if response is None:
-                decision = policy.decide(verb, attempt, None, error=_error_kind(error), now=now())
-                if decision.reason == policy.MAYBE_SENT:
-                    raise error   # sent, maybe carried out: never again; the caller words it
-                if not decision.retry:
-                    raise MaxRetryError(_pool, url, error)
-            else:
-                status, headers = response.status, response.headers
-                message, read = "", False
-                if status == 403 and not policy.header(headers, "retry-after") \
-                        and policy.rate_limit_reset(status, headers) is None:
-                    message, read = _message_of(response.data), True   # a secondary limit says so in the body only
-                decision = policy.decide(verb, attempt, status, headers, message=message, now=now())
-                if decision.reason == policy.RATE_LIMITED:
-                    raise GitHubError(rate_limit_message(verb, shown, status, decision.reset or 0, now()),
-                                      status=status)
-                if decision.reason == policy.WAIT_TOO_LONG:
-                    raise GitHubError(f"GitHub API {verb} {shown} failed: HTTP {status}: GitHub asked us to wait "
-                                      f"{decision.delay:.0f}s (more than {MAX_WAIT_SECONDS:.0f}s); giving up without "
-                                      "deciding. Re-run the job later.", status=status)
-                if not decision.retry and read:
-                    # the body is consumed, so PyGithub would see none: word the refusal here
-                    raise GitHubError(failure_message(verb, shown, url or "", status, message), status=status)
-                if not decision.retry:
-                    # urllib3 hands the answer back (raise_on_status=False); PyGithub maps it to an error
-                    raise MaxRetryError(_pool, url, ResponseError(f"HTTP {status}"))
-            log.retries += 1
-            retry = super().increment(method, url, response, error, _pool, _stacktrace)
-            retry.delay = decision.delay
-            return retry
-
-        def sleep(self, response: Any = None) -> None:
-            log.sleeps.append(self.delay)
-            if self.delay > 0:
-                sleep(self.delay)
-
-    return _Retry(total=MAX_RETRIES, allowed_methods=None, raise_on_status=False, respect_retry_after_header=False)
-
-
-def _message_of(body: bytes | None) -> str:
-    try:
-        data = json.loads(body or b"null")
-    except ValueError:
-        return ""
-    return str(data.get("message") or "") if isinstance(data, dict) else ""
-
-
-def failure_message(verb: str, shown: str, url: str, status: int | None, message: Any) -> str:
-    return f"GitHub API {verb} {shown} failed: HTTP {status}: {message}. " + _failure_advice(verb, url, status)
-
-
-_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
 
 # GitHub's edit history of a comment or review (the Comment interface of its GraphQL schema).
 _EDITS_QUERY = """
@@ -271,120 +46,8 @@ query($id: ID!, $after: String) {
 """
 
 
-class GitHub:
+class GitHub(Rest):
     """The narrow interface. `repo` is "owner/name". Construct with `GitHub.from_env()` in commands."""
-
-    def __init__(self, repo: str, token: str, *, api_url: str = DEFAULT_API_URL,
-                 sleep: Callable[[float], None] = time.sleep, timeout: int = 30,
-                 seconds_between_writes: float = 1.0, now: Callable[[], float] = time.time):
-        from github import Auth, Github
-
-        check_pygithub()
-        if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo or ""):
-            raise InputError(f"repository {repo!r} is not of the form owner/name (set GITHUB_REPOSITORY or --repo)")
-        self.repo = repo
-        self._api_url, self._token = api_url.rstrip("/"), token
-        self.log = CallLog()
-        self._sleep = sleep
-        self._now = now
-        self._cache: dict[str, Any] = {}
-        self._deleted = 0   # comments this client deleted (see _check_comments)
-        self._gh = Github(auth=Auth.Token(token), base_url=api_url.rstrip("/"), timeout=timeout,
-                          retry=_make_retry(self.log, sleep, now), per_page=PER_PAGE, api_version=API_VERSION,
-                          # Reads are not throttled (a command makes a handful); writes keep GitHub's
-                          # advice of a pause between content-creating requests.
-                          seconds_between_requests=None, seconds_between_writes=seconds_between_writes)
-        self._requester = self._gh.requester
-
-    @classmethod
-    def from_env(cls, repo: str | None = None, env: dict[str, str] | None = None, **kw: Any) -> "GitHub":
-        env = os.environ if env is None else env
-        return cls(repo or env.get("GITHUB_REPOSITORY", ""), token_from_env(env),
-                   api_url=env.get("GITHUB_API_URL") or DEFAULT_API_URL, **kw)
-
-    # ---- transport ------------------------------------------------------------------------------
-    def _request(self, verb: str, url: str, params: dict | None = None, body: Any = None) -> tuple[dict, Any]:
-        from github.GithubException import GithubException
-
-        shown = url + ("?" + "&".join(f"{k}={v}" for k, v in params.items()) if params else "")
-        self.log.calls.append(f"{verb} {shown}")
-        try:
-            return self._requester.requestJsonAndCheck(verb, url, parameters=params, input=body)
-        except GitHubError:
-            raise
-        except GithubException as exc:
-            reset = rate_limit_reset(exc.status, exc.headers)
-            if reset is not None:
-                raise GitHubError(rate_limit_message(verb, shown, exc.status, reset, self._now()),
-                                  status=exc.status) from None
-            message = exc.data.get("message") if isinstance(exc.data, dict) else exc.data
-            raise GitHubError(failure_message(verb, shown, url, exc.status, message), status=exc.status) from None
-        except Exception as exc:  # connection refused, retries exhausted at the transport level, ...
-            if verb == "POST" and "timeout" in type(exc).__name__.lower():
-                raise GitHubError(f"GitHub API {verb} {shown} did not answer in time ({type(exc).__name__}); it may "
-                                  "have been carried out, so it was not sent again. Re-run the job: it reads the "
-                                  "current state before writing.") from None
-            raise GitHubError(f"GitHub API {verb} {shown} failed: {type(exc).__name__}: {exc}. "
-                              "Nothing was decided; re-run the job.") from None
-
-    def _get(self, path: str, params: dict | None = None) -> Any:
-        return self._request("GET", path, params)[1]
-
-    def _list(self, path: str, params: dict | None = None, key: str | None = None) -> list[dict]:
-        """All pages of a list endpoint, cached: the same list is never fetched twice per process."""
-        return list(self._iter(path, params, key))
-
-    def _iter(self, path: str, params: dict | None = None, key: str | None = None):
-        """Items of a list endpoint, fetched page by page only as far as the caller reads.
-
-        Pages already fetched are kept, and a later reader continues where the last one stopped, so
-        each page is requested at most once per process.
-        """
-        cache_key = f"list:{path}?{sorted((params or {}).items())}"
-        state = self._cache.setdefault(cache_key, {"items": [], "next": (path, {**(params or {}), "per_page": PER_PAGE}),
-                                                   "pages": 0})
-        i = 0
-        while True:
-            while i < len(state["items"]):
-                yield state["items"][i]
-                i += 1
-            if state["next"] is None:
-                return
-            if state["pages"] >= MAX_PAGES:
-                raise GitHubError(f"GitHub API GET {path}: more than {MAX_PAGES} pages; "
-                                  "refusing to decide on a partial list.")
-            url, query = state["next"]
-            headers, data = self._request("GET", url, query)
-            page = data.get(key) if key and isinstance(data, dict) else data
-            if not isinstance(page, list):
-                raise GitHubError(f"GitHub API GET {path}: expected a list{f' under {key!r}' if key else ''}, "
-                                  f"got {type(page).__name__}; refusing to decide.")
-            state["pages"] += 1
-            state["items"].extend(page)
-            match = _NEXT.search(headers.get("link", "") or "")
-            state["next"] = (match.group(1), None) if match else None
-            total = data.get("total_count") if key and isinstance(data, dict) else None
-            if state["next"] is None and isinstance(total, int) and len(state["items"]) < total:
-                # the last page came without `Link: next` yet GitHub counts more: never decide on a partial list
-                raise GitHubError(f"GitHub API GET {path}: the list ended after {len(state['items'])} of its "
-                                  f"{total} items; refusing to decide on a partial list. Re-run the job.")
-            if state["next"] is None and total is None and len(page) >= PER_PAGE:
-                self._probe_after_full_page(path, params, key, state["pages"])
-
-    def _probe_after_full_page(self, path: str, params: dict | None, key: str | None, pages: int) -> None:
-        """A list without a total ended on a full page and no `Link: next`. GitHub fills every page but
-        the last, so that is either a list of an exact multiple of PER_PAGE items or a page whose link
-        a proxy dropped; the timeline's label events after the last comment are covered by no count,
-        so ask for the next page by number (these REST lists are page-numbered) and refuse if it holds
-        anything."""
-        _, data = self._request("GET", path, {**(params or {}), "per_page": PER_PAGE, "page": pages + 1})
-        more = data.get(key) if key and isinstance(data, dict) else data
-        if more:
-            raise GitHubError(f"GitHub API GET {path}: page {pages} came full without `Link: next`, yet page "
-                              f"{pages + 1} has items; refusing to decide on a partial list. Re-run the job.")
-
-    def _r(self, suffix: str) -> str:
-        return f"/repos/{self.repo}{suffix}"
 
     # ---- the calls ci-tools makes ---------------------------------------------------------------
     def pulls_for_commit(self, sha: str) -> list[PullRequest]:
@@ -434,13 +97,13 @@ class GitHub:
                 paths.append(str(f["previous_filename"]))
         return paths
 
-    def timeline(self, number: int) -> list[dict]:
-        """Comments, label events and commits of a PR in one chronological list; GitHubError when it
-        holds fewer comments than the PR counts (`_check_comments`)."""
+    def timeline(self, number: int) -> Timeline:
+        """Comments, label events, commits and head-branch events of a PR from its one chronological
+        list; GitHubError when it holds fewer comments than the PR counts (`_check_comments`)."""
         expected = self._comment_count(number)
         items = self._list(self._r(f"/issues/{number}/timeline"))
         self._check_comments(number, sum(1 for i in items if i.get("event") == "commented"), expected, "timeline")
-        return items
+        return timeline_from_json(items)
 
     def _comment_count(self, number: int) -> int | None:
         """The PR's own count of its conversation comments, read BEFORE a list is: comments posted
@@ -461,11 +124,12 @@ class GitHub:
     def comment(self, comment_id: int) -> Comment:
         return comment_from_json(self._get(self._r(f"/issues/comments/{comment_id}")))
 
-    def create_comment(self, number: int, body: str) -> dict:
-        return self._request("POST", self._r(f"/issues/{number}/comments"), body={"body": body})[1]
+    def create_comment(self, number: int, body: str) -> Comment:
+        return comment_from_json(self._request("POST", self._r(f"/issues/{number}/comments"), body={"body": body})[1])
 
-    def update_comment(self, comment_id: int, body: str) -> dict:
-        return self._request("PATCH", self._r(f"/issues/comments/{comment_id}"), body={"body": body})[1]
+    def update_comment(self, comment_id: int, body: str) -> Comment:
+        return comment_from_json(self._request("PATCH", self._r(f"/issues/comments/{comment_id}"),
+                                               body={"body": body})[1])
 
     def permission(self, login: str) -> str:
         """The user's repository permission; `PERMISSION_NOT_FOUND` where GitHub answers 404 (it does
@@ -515,12 +179,9 @@ class GitHub:
                 self._cache[key] = False
         return self._cache[key]
 
-    def review(self, number: int, review_id: int) -> dict:
-        return self._get(self._r(f"/pulls/{number}/reviews/{review_id}"))
-
     def review_comment(self, number: int, review_id: int) -> Comment:
         """A review, as the sign-off reads a comment: its body, author and when it was submitted."""
-        return comment_from_json(self.review(number, review_id), kind="review")
+        return comment_from_json(self._get(self._r(f"/pulls/{number}/reviews/{review_id}")), kind="review")
 
     def edit_history(self, node_id: str) -> EditHistory:
         """Who edited a comment or review body and when, from the edit history GitHub keeps (GraphQL
@@ -620,10 +281,10 @@ class GitHub:
         """The repository's self-hosted runners (needs an admin-scoped token)."""
         return self._list(self._r("/actions/runners"), key="runners")
 
-    def commit(self, sha: str) -> dict:
+    def commit(self, sha: str) -> Commit:
         key = f"commit:{sha}"
         if key not in self._cache:
-            self._cache[key] = self._get(self._r(f"/commits/{sha}"))
+            self._cache[key] = commit_from_json(self._get(self._r(f"/commits/{sha}")))
         return self._cache[key]
 
     def compare(self, base: str, head: str) -> Comparison:
@@ -637,43 +298,43 @@ class GitHub:
         sha means an unchanged folder, however many files a comparison would have to list."""
         key = f"toptree:{sha}"
         if key not in self._cache:
-            tree = self.commit(sha)["commit"]["tree"]["sha"]
-            data = self._get(self._r(f"/git/trees/{tree}"))
+            data = self._get(self._r(f"/git/trees/{self.commit(sha).tree_sha}"))
             self._cache[key] = {str(e.get("path")): str(e.get("sha")) for e in data.get("tree") or []}
         return self._cache[key]
 
     def create_check_run(self, sha: str, *, name: str, conclusion: str, title: str, summary: str,
-                         details_url: str | None = None) -> dict:
+                         details_url: str | None = None) -> CheckRun:
         """A completed check run on `sha` (what branch protection requires by `name`), with a title
         and a Markdown summary a reviewer reads on the Checks tab (GitHub keeps 65,535 characters)."""
         body = {"name": name, "head_sha": sha, "status": "completed", "conclusion": conclusion,
                 "output": {"title": title[:255], "summary": summary[:MAX_CHECK_SUMMARY]}}
         if details_url:
             body["details_url"] = details_url
-        return self._request("POST", self._r("/check-runs"), body=body)[1]
+        return check_run_from_json(self._request("POST", self._r("/check-runs"), body=body)[1])
 
-    def check_runs(self, sha: str, name: str | None = None, *, every: bool = False) -> list[dict]:
+    def check_runs(self, sha: str, name: str | None = None, *, every: bool = False) -> list[CheckRun]:
         """The check runs of `sha` (fresh: a writer reads back what it and others set), newest first, by
         `name` when given: GitHub's newest of each name (its default `filter=latest`), or with `every`
         each one ever created (`filter=all`: a record older than the newest verdict, the sign-off's
         after-push check)."""
         params = {**({"check_name": name} if name else {}), **({"filter": "all"} if every else {})}
         self._cache.pop(f"list:{self._r(f'/commits/{sha}/check-runs')}?{sorted(params.items())}", None)
-        return self._list(self._r(f"/commits/{sha}/check-runs"), params, key="check_runs")
+        return [check_run_from_json(c) for c in self._list(self._r(f"/commits/{sha}/check-runs"), params,
+                                                             key="check_runs") if isinstance(c, dict)]
 
-    def labels(self) -> list[dict]:
-        """The repository's labels (GitHub's objects: name, color, description)."""
-        return self._list(self._r("/labels"))
+    def labels(self) -> list[Label]:
+        """The repository's labels."""
+        return [label_from_json(x) for x in self._list(self._r("/labels")) if isinstance(x, dict)]
 
-    def create_label(self, name: str, *, color: str, description: str) -> dict:
-        return self._request("POST", self._r("/labels"), body={"name": name, "color": color,
-                                                               "description": description})[1]
+    def create_label(self, name: str, *, color: str, description: str) -> Label:
+        return label_from_json(self._request("POST", self._r("/labels"), body={"name": name, "color": color,
+                                                                               "description": description})[1])
 
-    def update_label(self, name: str, *, color: str, description: str) -> dict:
+    def update_label(self, name: str, *, color: str, description: str) -> Label:
         from urllib.parse import quote
 
-        return self._request("PATCH", self._r(f"/labels/{quote(name, safe='')}"),
-                             body={"new_name": name, "color": color, "description": description})[1]
+        return label_from_json(self._request("PATCH", self._r(f"/labels/{quote(name, safe='')}"),
+                                             body={"new_name": name, "color": color, "description": description})[1])
 
     def dispatch_run_names(self, repo: str) -> list[str]:
         """The run names of `repo`'s newest repository_dispatch runs (one page, fresh: a re-run asks
@@ -690,8 +351,8 @@ class GitHub:
     def branch_sha(self, branch: str) -> str:
         return str(self._get(self._r(f"/git/ref/heads/{branch}"))["object"]["sha"])
 
-    def create_branch(self, branch: str, sha: str) -> dict:
-        return self._request("POST", self._r("/git/refs"), body={"ref": f"refs/heads/{branch}", "sha": sha})[1]
+    def create_branch(self, branch: str, sha: str) -> None:
+        self._request("POST", self._r("/git/refs"), body={"ref": f"refs/heads/{branch}", "sha": sha})
 
     def file_sha(self, path: str, ref: str) -> str | None:
         """The blob sha of `path` at `ref` (what an update must name), None when the file is not there."""
@@ -703,16 +364,17 @@ class GitHub:
             raise
         return str(data.get("sha")) if isinstance(data, dict) else None
 
-    def put_file(self, path: str, text: str, *, branch: str, message: str, sha: str | None) -> dict:
+    def put_file(self, path: str, text: str, *, branch: str, message: str, sha: str | None) -> None:
+        """Create or update one file on `branch` (one commit)."""
         import base64
 
         body = {"message": message, "content": base64.b64encode(text.encode("utf-8")).decode("ascii"),
                 "branch": branch, **({"sha": sha} if sha else {})}
-        return self._request("PUT", self._r(f"/contents/{path}"), body=body)[1]
+        self._request("PUT", self._r(f"/contents/{path}"), body=body)
 
-    def create_pull(self, *, title: str, head: str, base: str, body: str) -> dict:
-        return self._request("POST", self._r("/pulls"), body={"title": title, "head": head, "base": base,
-                                                               "body": body})[1]
+    def create_pull(self, *, title: str, head: str, base: str, body: str) -> PullRequest:
+        data = self._request("POST", self._r("/pulls"), body={"title": title, "head": head, "base": base, "body": body})[1]
+        return pull_request_from(data, "pulls", _Reader("GitHub API"))
 
     def dispatch(self, repo: str, event_type: str, client_payload: dict) -> None:
         self._request("POST", f"/repos/{repo}/dispatches",
@@ -738,57 +400,3 @@ class GitHub:
         """The jobs of a run's latest attempt (called workflows' jobs included, named `caller / job`)."""
         return [job_from_json(j) for j in self._list(self._r(f"/actions/runs/{run_id}/jobs"), {"filter": "latest"},
                                                      key="jobs") if isinstance(j, dict)]
-
-    def artifact_zip(self, artifact_id: int, *, max_bytes: int = 256 * 1024 * 1024) -> bytes:
-        """An artifact's zip archive. GitHub answers with a redirect to short-lived storage on another
-        host; each hop is followed here, and the token goes only to the API's own origin
-        (`http_policy.sends_token`), whatever the redirect says."""
-        import httpx
-
-        path = self._r(f"/actions/artifacts/{artifact_id}/zip")
-        url, what = f"{self._api_url}{path}", f"artifact {artifact_id}"
-        self.log.calls.append(f"GET {path}")
-        try:
-            with httpx.Client(timeout=120, follow_redirects=False) as http:
-                transport = Transport(http, self.log, sleep=self._sleep, now=self._now)
-                for _ in range(MAX_REDIRECTS + 1):
-                    headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": API_VERSION}
-                    if policy.sends_token(url, self._api_url):
-                        headers["Authorization"] = f"Bearer {self._token}"
-                    resp = transport.send(http.build_request("GET", url, headers=headers), stream=True)
-                    try:
-                        if resp.is_redirect and "location" in resp.headers:
-                            url = str(resp.url.join(resp.headers["location"]))
-                            continue
-                        return self._archive(resp, artifact_id, max_bytes)
-                    finally:
-                        resp.close()
-                raise GitHubError(f"GitHub API GET {what} failed: more than {MAX_REDIRECTS} redirects; nothing was "
-                                  "decided, re-run the job")
-        except GaveUp as exc:
-            status = exc.response.status_code if exc.response is not None else None
-            if exc.decision.reason == policy.RATE_LIMITED:
-                raise GitHubError(rate_limit_message("GET", what, status, exc.decision.reset or 0, self._now()),
-                                  status=status) from None
-            raise GitHubError(f"GitHub API GET {what} failed: HTTP {status}: GitHub asked us to wait "
-                              f"{exc.decision.delay:.0f}s (more than {MAX_WAIT_SECONDS:.0f}s); nothing was decided, "
-                              "re-run the job later", status=status) from None
-        except httpx.HTTPError as exc:
-            raise GitHubError(f"GitHub API GET {what} failed: {type(exc).__name__}: {exc}; nothing was decided, "
-                              "re-run the job") from None
-
-    @staticmethod
-    def _archive(resp: Any, artifact_id: int, max_bytes: int) -> bytes:
-        if resp.status_code == 410:
-            raise GitHubError(f"artifact {artifact_id} has expired (GitHub answers 410 once an artifact's "
-                              "retention, 90 days by default, is over); it cannot be downloaded any more", status=410)
-        if resp.status_code != 200:
-            raise GitHubError(f"GitHub API GET artifact {artifact_id} failed: HTTP {resp.status_code}"
-                              + (" (after retries)" if resp.status_code >= 500 else ""), status=resp.status_code)
-        chunks, size = [], 0
-        for chunk in resp.iter_bytes():
-            size += len(chunk)
-            if size > max_bytes:
-                raise GitHubError(f"artifact {artifact_id} is larger than {max_bytes} bytes; not read")
-            chunks.append(chunk)
-        return b"".join(chunks)

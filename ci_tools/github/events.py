@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ci_tools.errors import InputError
-from ci_tools.github.models import Comment, PullRequest, WorkflowRun, comment_from_json, run_from_json
+from ci_tools.github.models import Comment, PullRequest, WorkflowRun, comment_from_json, obj, run_from_json
 
 SUPPORTED = ("pull_request", "pull_request_target", "issue_comment", "pull_request_review", "workflow_run", "push",
              "repository_dispatch", "merge_group")
@@ -72,6 +72,23 @@ class Event:
     client_payload: dict = field(default_factory=dict)
     merge_group: MergeGroup | None = None
 
+    # The payload parts a flow that handles one kind of event reads. `parse_event` requires each for its
+    # events, so these fail only when a flow is handed an event it does not handle.
+    def expect_pull_request(self) -> PullRequest:
+        if self.pull_request is None:
+            raise InputError(f"a {self.name} event carries no pull request; this command handles pull_request events")
+        return self.pull_request
+
+    def expect_workflow_run(self) -> WorkflowRun:
+        if self.workflow_run is None:
+            raise InputError(f"a {self.name} event carries no workflow run; this command handles workflow_run events")
+        return self.workflow_run
+
+    def expect_merge_group(self) -> MergeGroup:
+        if self.merge_group is None:
+            raise InputError(f"a {self.name} event carries no merge group; this command handles merge_group events")
+        return self.merge_group
+
     @property
     def pr_number(self) -> int | None:
         if self.pull_request is not None:
@@ -111,15 +128,14 @@ class _Reader:
 def _labels(raw: Any) -> tuple[str, ...]:
     if not isinstance(raw, list):
         return ()
-    return tuple(sorted({str(l.get("name")) for l in raw if isinstance(l, dict) and l.get("name")}))
+    return tuple(sorted({str(label.get("name")) for label in raw if isinstance(label, dict) and label.get("name")}))
 
 
 def pull_request_from(data: dict, where: str, r: _Reader) -> PullRequest:
     head = r.obj(data, "head", where)
     base = r.obj(data, "base", where)
-    head_repo = head.get("repo") if isinstance(head.get("repo"), dict) else {}
-    base_repo = base.get("repo") if isinstance(base.get("repo"), dict) else {}
-    author = data.get("user", {}).get("login", "") if isinstance(data.get("user"), dict) else ""
+    head_repo, base_repo = obj(head.get("repo")), obj(base.get("repo"))
+    author = obj(data.get("user")).get("login", "")
     return PullRequest(
         number=r.req(data, "number", where, int), title=str(data.get("title") or ""),
         body=str(data.get("body") or ""), state=str(data.get("state") or "open"), draft=bool(data.get("draft")),
@@ -167,39 +183,38 @@ def parse_event(data: Any, name: str | None = None, file: str = "<event>") -> Ev
     if name not in SUPPORTED:
         raise InputError(f"{file}: event {name or '(unknown)'!r} is not one ci-tools handles "
                          f"(supported: {', '.join(SUPPORTED)}); set GITHUB_EVENT_NAME or --event-name")
-    repo = data.get("repository", {}).get("full_name", "") if isinstance(data.get("repository"), dict) else ""
-    sender = data.get("sender", {}).get("login", "") if isinstance(data.get("sender"), dict) else ""
-    common = dict(name=name, action=str(data.get("action") or ""), repo=repo, sender=sender)
+    common = Event(name=name, action=str(data.get("action") or ""), repo=obj(data.get("repository")).get("full_name", ""),
+                   sender=obj(data.get("sender")).get("login", ""))
     if name in ("pull_request", "pull_request_target"):   # the same payload; the name says which token ran
-        return Event(**common, pull_request=pull_request_from(r.obj(data, "pull_request", "$"), "$.pull_request", r),
+        return replace(common, pull_request=pull_request_from(r.obj(data, "pull_request", "$"), "$.pull_request", r),
                      before=str(data.get("before") or ""), after=str(data.get("after") or ""))
     if name == "pull_request_review":
         pr = pull_request_from(r.obj(data, "pull_request", "$"), "$.pull_request", r)
-        return Event(**common, pull_request=pr,
+        return replace(common, pull_request=pr,
                      comment=comment_from(r.obj(data, "review", "$"), "$.review", r, kind="review"))
     if name == "issue_comment":
         issue = r.obj(data, "issue", "$")
-        return Event(**common, issue_number=r.req(issue, "number", "$.issue", int),
+        return replace(common, issue_number=r.req(issue, "number", "$.issue", int),
                      is_pull_request=isinstance(issue.get("pull_request"), dict),
                      comment=comment_from(r.obj(data, "comment", "$"), "$.comment", r))
     if name == "workflow_run":
-        return Event(**common, workflow_run=workflow_run_from(r.obj(data, "workflow_run", "$"), "$.workflow_run", r))
+        return replace(common, workflow_run=workflow_run_from(r.obj(data, "workflow_run", "$"), "$.workflow_run", r))
     if name == "merge_group":
         mg = r.obj(data, "merge_group", "$")
-        return Event(**common, merge_group=MergeGroup(head_sha=r.req(mg, "head_sha", "$.merge_group"),
+        return replace(common, merge_group=MergeGroup(head_sha=r.req(mg, "head_sha", "$.merge_group"),
                                                       head_ref=r.req(mg, "head_ref", "$.merge_group"),
                                                       base_sha=str(mg.get("base_sha") or ""),
                                                       base_ref=str(mg.get("base_ref") or "")),
                      after=str(mg.get("head_sha")))
     if name == "push":
-        head = data.get("head_commit") if isinstance(data.get("head_commit"), dict) else {}
-        return Event(**common, ref=r.req(data, "ref", "$"), after=r.req(data, "after", "$"),
+        head = obj(data.get("head_commit"))
+        return replace(common, ref=r.req(data, "ref", "$"), after=r.req(data, "after", "$"),
                      before=str(data.get("before") or ""),
                      head_message=str(head.get("message") or ""))
     payload = data.get("client_payload")
     if payload is not None and not isinstance(payload, dict):
         raise r.fail("$.client_payload", "not an object")
-    return Event(**common, dispatch_type=str(data.get("action") or data.get("event_type") or ""),
+    return replace(common, dispatch_type=str(data.get("action") or data.get("event_type") or ""),
                  client_payload=payload or {})
 
 

@@ -120,6 +120,38 @@ class Job:
 
 
 @dataclass(frozen=True)
+class Commit:
+    """A commit as the sign-off reads it: its tree (equal trees, equal files, whatever the history)."""
+
+    sha: str
+    tree_sha: str
+
+
+@dataclass(frozen=True)
+class CheckRun:
+    id: int
+    name: str
+    head_sha: str = ""
+    status: str = ""
+    conclusion: str | None = None
+    title: str = ""                    # its output's title and Markdown summary
+    summary: str = ""
+    details_url: str = ""
+    app: str = ""                      # the slug of the GitHub App that made it ("github-actions" for a job's token)
+    started_at: str = ""               # ISO 8601, GitHub's clock where the writer sent none
+    completed_at: str = ""
+
+
+@dataclass(frozen=True)
+class Label:
+    """A repository label as GitHub holds it (`color`: six hex digits, no `#`)."""
+
+    name: str
+    color: str = ""
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class LabelEvent:
     label: str
     added: bool
@@ -160,6 +192,11 @@ def timestamp(value: str | None) -> datetime | None:
         return None
 
 
+def obj(value: object) -> dict:
+    """A JSON value where GitHub sends an object: itself, or {} for anything else (null, absent)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _full_name(repo: object) -> str:
     return str(repo.get("full_name") or "") if isinstance(repo, dict) else ""
 
@@ -181,7 +218,7 @@ def run_from_json(data: dict) -> WorkflowRun:
 def comment_from_json(data: dict, kind: str = "comment") -> Comment:
     """An issue comment, a timeline `commented` item or a review (`kind="review"`: its `submitted_at` is
     when it was made, and `commit_id` the commit it reviewed), its `id` already checked."""
-    user = data.get("user") if isinstance(data.get("user"), dict) else {}
+    user = obj(data.get("user"))
     return Comment(id=int(data["id"]), body=str(data.get("body") or ""), author=str(user.get("login") or ""),
                    author_type=str(user.get("type") or "User"), association=str(data.get("author_association") or "NONE"),
                    created_at=str(data.get("created_at") or data.get("submitted_at") or ""),
@@ -207,6 +244,51 @@ def comparison_from_json(data: object) -> Comparison:
 def named_artifact(artifacts: list[Artifact], name: str) -> Artifact | None:
     """The run's artifact of that name that GitHub still lists as downloadable."""
     return next((a for a in artifacts if a.name == name and not a.expired), None)
+
+
+def commit_from_json(data: dict) -> Commit:
+    """`GET /commits/{ref}`: its tree is under `commit.tree.sha` (a KeyError-free read; "" when absent)."""
+    return Commit(sha=str(data.get("sha") or ""), tree_sha=str(obj(obj(data.get("commit")).get("tree")).get("sha") or ""))
+
+
+def check_run_from_json(data: dict) -> CheckRun:
+    output = obj(data.get("output"))
+    conclusion = data.get("conclusion")
+    return CheckRun(id=int(data["id"]), name=str(data.get("name") or ""), head_sha=str(data.get("head_sha") or ""),
+                    status=str(data.get("status") or ""), conclusion=str(conclusion) if conclusion else None,
+                    title=str(output.get("title") or ""), summary=str(output.get("summary") or ""),
+                    details_url=str(data.get("details_url") or ""), app=str(obj(data.get("app")).get("slug") or ""),
+                    started_at=str(data.get("started_at") or ""), completed_at=str(data.get("completed_at") or ""))
+
+
+def label_from_json(data: dict) -> Label:
+    return Label(name=str(data.get("name") or ""), color=str(data.get("color") or ""),
+                 description=str(data.get("description") or ""))
+
+
+def timeline_from_json(items: list[dict]) -> Timeline:
+    """A PR's issue timeline (`GET /issues/{n}/timeline`, every page): one list gives the comments (with
+    author association), the label history, the PR's commits and the events that moved its head branch
+    (force pushes, the branch deleted or restored, each at GitHub's time), so reading it once replaces
+    three lists (comments, issue events, PR commits) and keeps the call budget small."""
+    comments: list[Comment] = []
+    labels: list[LabelEvent] = []
+    commits: list[str] = []
+    heads: list[HeadEvent] = []
+    for item in items:
+        kind = item.get("event")
+        if kind == "commented":
+            comments.append(comment_from_json(item))
+        elif kind in ("labeled", "unlabeled"):
+            name = obj(item.get("label")).get("name")
+            if name:
+                labels.append(LabelEvent(label=str(name), added=kind == "labeled",
+                                         created_at=str(item.get("created_at") or "")))
+        elif kind == "committed" and item.get("sha"):
+            commits.append(str(item["sha"]))
+        elif kind in HEAD_EVENTS:
+            heads.append(HeadEvent(kind=str(kind), created_at=str(item.get("created_at") or "")))
+    return Timeline(tuple(comments), tuple(labels), tuple(commits), tuple(heads))
 
 
 def job_from_json(data: dict) -> Job:

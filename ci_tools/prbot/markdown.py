@@ -236,11 +236,18 @@ _ATTRIBUTE = re.compile(rf"[{_HTML_SPACE}/]*(?:(?P<end>>)|=?[^{_HTML_SPACE}/>=]*
 _QUOTE_MARKERS = re.compile(r"^[ \t]*(?:>[ \t]*)+", re.M)
 
 
+def _always(m: re.Match[str] | None) -> re.Match[str]:
+    """The match of a pattern that also matches the empty string, so it matches at any place."""
+    if m is None:
+        raise AssertionError("a pattern that matches the empty string did not match")
+    return m
+
+
 def _tag_end(text: str, at: int, end: int) -> int | None:
     """Where the tag whose name starts at `at` ends (after its `>`), or None when it is still open at `end`."""
-    at = _TAG_NAME.match(text, at, end).end()
+    at = _always(_TAG_NAME.match(text, at, end)).end()
     while at < end:
-        step = _ATTRIBUTE.match(text, at, end)
+        step = _always(_ATTRIBUTE.match(text, at, end))
         if step.group("end"):
             return step.end()
         if step.group("quote"):
@@ -300,7 +307,7 @@ def _starts(body: str, at: int) -> Iterator[tuple[int, int, re.Match | tuple[int
         if not m:
             return
         line_start = body.rfind("\n", 0, m.start()) + 1
-        prefix_end = _BEFORE_TAG.match(body, line_start, m.start()).end()
+        prefix_end = _always(_BEFORE_TAG.match(body, line_start, m.start())).end()
         if m.group() == "<" and prefix_end == m.start():
             yield line_start, m.start(), None
         elif m.group() != "<" and m.start() - line_start <= 3 and (fence := _FENCED.match(body, line_start)):

@@ -9,6 +9,7 @@ writes and returns a `Result` (step outputs, messages, exit code) that `cli/` re
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
@@ -16,12 +17,11 @@ from typing import Callable, Protocol
 from ci_tools import names
 from ci_tools.errors import InputError
 from ci_tools.github.client import GitHub
-from ci_tools.github.timeline import timeline_from_api
 from ci_tools.sweep.labels import Policy
 from ci_tools.sweep.load import load_policy
 from ci_tools.prbot import sticky
 from ci_tools.prbot.card.shell import SETTLE_S
-from ci_tools.github.models import Timeline
+from ci_tools.github.models import Comment, Timeline
 
 SWEEP_WORKFLOW = names.SWEEP_WORKFLOW
 RESULTS_SITE = "https://inferencex.semianalysis.com"
@@ -29,7 +29,7 @@ STAGING_SITE = "https://inferencemax-app-git-staging-semianalysisai.vercel.app"
 RESULTS_REPO = "SemiAnalysisAI/InferenceX-app"
 
 
-def report_site(env) -> str:
+def report_site(env: Mapping[str, str]) -> str:
     """Where the sweep reports are published (results/pages.py): CI_TOOLS_REPORT_SITE, else Pages' own
     address when CI_TOOLS_REPORT_PAGES is on; empty: the card links the report artifact."""
     from ci_tools.results.pages import site_of
@@ -56,7 +56,7 @@ class Settings:
     _policy: Policy | None = None
 
     @classmethod
-    def from_env(cls, repo_root: Path, env: dict | None = None) -> "Settings":
+    def from_env(cls, repo_root: Path, env: Mapping[str, str] | None = None) -> "Settings":
         env = os.environ if env is None else env
         return cls(repo_root=repo_root, bot=env.get("CI_TOOLS_BOT_LOGIN") or sticky.DEFAULT_BOT,
                    workflow=env.get("CI_TOOLS_SWEEP_WORKFLOW") or SWEEP_WORKFLOW,
@@ -110,23 +110,23 @@ class Comments(Protocol):
 
     repo: str
 
-    def timeline(self, number: int) -> list[dict]: ...
-    def create_comment(self, number: int, body: str) -> dict: ...
-    def update_comment(self, comment_id: int, body: str) -> dict: ...
+    def timeline(self, number: int) -> Timeline: ...
+    def create_comment(self, number: int, body: str) -> Comment: ...
+    def update_comment(self, comment_id: int, body: str) -> Comment: ...
 
 
 def load_timeline(gh: Comments, pr: int) -> Timeline:
-    return timeline_from_api(gh.timeline(pr))
+    return gh.timeline(pr)
 
 
 def upsert(gh: Comments, pr: int, tl: Timeline, kind: str, key, body: str, settings: Settings) -> tuple[str, int]:
     """Create or edit the bot's sticky comment `kind`/`key`; returns (action, comment id)."""
     write = sticky.plan_write(sticky.find_sticky(tl.comments, kind, key, settings.bot), body)
-    if write.action == "create":
-        return "create", int(gh.create_comment(pr, body)["id"])
+    if write.comment_id is None:    # none yet: "create"
+        return "create", gh.create_comment(pr, body).id
     if write.action == "update":
         gh.update_comment(write.comment_id, body)
-    return write.action, int(write.comment_id)
+    return write.action, write.comment_id
 
 
 def read_repo_file(root: Path, rel: str) -> str:

@@ -1,7 +1,8 @@
 """Judged results: AIPerf's exports -> result.json -> a run's collection -> Pareto, comparisons, tables.
 
 Core (pure; may import `ci_tools.errors`, `ci_tools.names` and each other, never a file,
-process, network or CLI module): `scan.py` (`RecordScan`, the excluded-record reasons), `metrics.py`,
+process, network or CLI module): `scan.py` (`RecordScan`, the excluded-record reasons), `record_fields.py`
+and `record_batches.py` (one record's fields and checks; a batch of lines into the scan), `metrics.py`,
 `validity.py`, `intervals.py`, `stats.py`, `pareto.py` (frontier, claims; CSV and collection
 parsers over text and data), `compare.py`, `compare_render.py` (Markdown, text, JSON, PNG bytes).
 

@@ -252,9 +252,9 @@ def compare_points(head_results: Iterable[dict], main_results: Iterable[dict],
         for metric in METRICS:
             pc.cells[metric.key] = _cell(metric, r, base, policy)
         out.append(pc)
-    tested = [c for pc in out for c in pc.cells.values() if c.p is not None]
-    rejected = stats.benjamini_hochberg([c.p for c in tested], policy.fdr)
-    for c, significant in zip(tested, rejected):
+    tested = [(c, c.p) for pc in out for c in pc.cells.values() if c.p is not None]
+    rejected = stats.benjamini_hochberg([p for _, p in tested], policy.fdr)
+    for (c, _), significant in zip(tested, rejected):
         assert c.better is not None and c.se is not None
         if c.se == 0:
             c.verdict = EQUIVALENT if c.better == 0 else (IMPROVED if c.better > 0 else REGRESSED)

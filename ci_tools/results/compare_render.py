@@ -153,7 +153,7 @@ def text(comparisons: list[PointComparison], shift: FrontierShift | None = None,
             if c.verdict is None and c.head is None:
                 continue
             detail = ""
-            if c.change is not None:
+            if c.change is not None and c.p is not None:     # a change has its p-value (compare._cell)
                 detail = f"  main {_value(m.key, c.base)}  {arrow(c.change)} {c.change:+.1%}  {num.p_value(c.p)}"
             lines.append(f"  {m.label:<22} {_value(m.key, c.head):>12}{detail}  {c.verdict or 'not compared'}")
     from ci_tools.results.report import points_sentence, values_sentence
@@ -161,8 +161,8 @@ def text(comparisons: list[PointComparison], shift: FrontierShift | None = None,
     lines.append(f"{points_sentence(comparisons)}; {values_sentence(summary(comparisons))}")
     if shift is not None:
         lines += [line.replace("**", "") for line in frontier_markdown(shift)]
-    for c in claims or []:
-        lines.append(f"{'holds' if c['holds'] else 'FALSE'}: {c['claim']} ({c['why']})")
+    for claim in claims or []:
+        lines.append(f"{'holds' if claim['holds'] else 'FALSE'}: {claim['claim']} ({claim['why']})")
     return "\n".join(lines) + "\n"
 
 
@@ -195,7 +195,7 @@ def regressions(comparisons: list[PointComparison]) -> list[str]:
     for pc in comparisons:
         for m in METRICS:
             c = pc.cells[m.key]
-            if c.verdict == REGRESSED and c.change is not None:
+            if c.verdict == REGRESSED and c.change is not None and c.p is not None:
                 out.append(f"{pc.name}: {m.label} {_value(m.key, c.head)} against main's {_value(m.key, c.base)} "
                            f"({c.change:+.1%}, {num.p_value(c.p)} after the false-discovery control)")
     return out
@@ -222,13 +222,13 @@ def card_markdown(comparisons: list[PointComparison], shift: FrontierShift | Non
 
     h = headline(comparisons, shift)
     lines = [overall_line(h, report_url), "", f"{h.values}. {h.frontier}", ""]
-    changed = [(CHANGED.index(c.verdict), i, pc, m, c) for i, pc in enumerate(comparisons) for m in METRICS
-               for c in [pc.cells[m.key]] if c.verdict in CHANGED]
+    changed = [(CHANGED.index(c.verdict), i, pc, m, c, c.verdict) for i, pc in enumerate(comparisons) for m in METRICS
+               for c in [pc.cells[m.key]] if c.verdict is not None and c.verdict in CHANGED]
     if changed:
         lines += ["| point | metric | PR | main | change | verdict |", "|---|---|---:|---:|---:|---|"]
-        for _, _, pc, m, c in sorted(changed, key=lambda t: (t[0], t[1])):
+        for _, _, pc, m, c, verdict in sorted(changed, key=lambda t: (t[0], t[1])):
             lines.append(f"| {pc.name} | {metric_words(m)} | {_md(m.key, c.head)} | {_md(m.key, c.base)} "
-                         f"| {change_text(c.change)} | {mark(c.verdict)} |")
+                         f"| {change_text(c.change)} | {mark(verdict)} |")
     else:
         lines.append("Nothing changed beyond the noise: every compared value is equivalent or new.")
     if method:

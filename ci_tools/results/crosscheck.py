@@ -32,10 +32,13 @@ import math
 import shlex
 from array import array
 from dataclasses import dataclass, field
+from typing import Callable, TypeVar
+
+import numpy as np
 
 from ci_tools.errors import Failure
 from ci_tools.results import invariants
-from ci_tools.results.metrics import _numpy, percentile
+from ci_tools.results.metrics import column, percentiles
 from ci_tools.results.policy import ResultsPolicy
 from ci_tools.results.scan import RecordScan
 
@@ -75,14 +78,14 @@ def _g(x: float) -> str:
 CHUNK = 1 << 16   # numpy works on this many records at a time: its temporaries stay a few MB
 
 
+def _ints(values: array) -> np.ndarray:
+    return np.frombuffer(values, dtype=np.int64)
+
+
 def _repeats(ids: array) -> int:
     """How many values of an int64 column repeat an earlier one."""
-    np = _numpy()
-    if np is not None and len(ids) > 1000:
-        x = np.sort(np.frombuffer(ids, dtype=np.int64))
-        return int((x[1:] == x[:-1]).sum())
-    ordered = sorted(ids)
-    return sum(1 for a, b in zip(ordered, ordered[1:]) if a == b)
+    x = np.sort(_ints(ids))
+    return int((x[1:] == x[:-1]).sum())
 
 
 def _duplicates(scan: RecordScan) -> list[Failure]:
@@ -100,10 +103,7 @@ def _duplicates(scan: RecordScan) -> list[Failure]:
 
 
 def _median(values: array) -> float | None:
-    np = _numpy()
-    if np is not None and len(values) > 1000:
-        return float(np.median(np.frombuffer(values, dtype=np.float64)))
-    return percentile(sorted(values), 50.0) if len(values) else None
+    return percentiles(column(values), [50.0])[0] if len(values) else None
 
 
 def _outliers(scan: RecordScan, policy: ResultsPolicy) -> list[Failure]:
@@ -114,12 +114,8 @@ def _outliers(scan: RecordScan, policy: ResultsPolicy) -> list[Failure]:
         if median is None or median <= 0:
             continue
         limit = factor * median
-        np = _numpy()
-        if np is not None and len(col) > 1000:
-            x = np.frombuffer(col, dtype=np.float64)
-            high = x[x > limit].tolist()
-        else:
-            high = [v for v in col if v > limit]
+        x = column(col)
+        high = x[x > limit].tolist()
         if high:
             out.append(Failure("outliers", f"{_count(f'with a {name} above {factor:g} x the median', len(high))} "
                                            f"({_g(median)} ms): the largest is {_g(max(high))} ms; no real request "
@@ -161,16 +157,10 @@ def last_response_ns(scan: RecordScan) -> int | None:
     n = len(scan.start_ns)
     if n == 0:
         return None
-    np = _numpy()
-    if np is not None and n > 1000:
-        last = None
-        for lo in range(0, n, CHUNK):
-            st = np.frombuffer(scan.start_ns, dtype=np.int64)[lo:lo + CHUNK]
-            e2el = np.frombuffer(scan.e2el_ms, dtype=np.float64)[lo:lo + CHUNK]
-            m = int((st + np.rint(e2el * 1e6).astype(np.int64)).max())
-            last = m if last is None else max(last, m)
-        return last
-    return max(s + round(e * 1e6) for s, e in zip(scan.start_ns, scan.e2el_ms))
+    starts, e2el = _ints(scan.start_ns), column(scan.e2el_ms)
+    # in chunks: the temporaries stay a few MB
+    return max(int((starts[lo:lo + CHUNK] + np.rint(e2el[lo:lo + CHUNK] * 1e6).astype(np.int64)).max())
+               for lo in range(0, n, CHUNK))
 
 
 def _duration(scan: RecordScan, ctx: Context, policy: ResultsPolicy) -> Failure | None:
@@ -229,7 +219,10 @@ def _credits(scan: RecordScan, n: int) -> list[Failure]:
                                       "rewritten")]
 
 
-def _number(text: str, kind: type) -> float | int | None:
+N = TypeVar("N", int, float)
+
+
+def _number(text: str, kind: Callable[[str], N]) -> N | None:
     """A positive whole number (kind int) or finite number of the command line; None otherwise."""
     try:
         value = kind(text)
@@ -316,19 +309,12 @@ def max_in_flight(starts, ends) -> int:
     n = len(starts)
     if n == 0:
         return 0
-    np = _numpy()
-    if np is not None and n > 1000:
-        s = np.sort(np.frombuffer(starts, dtype=np.int64))
-        e = np.sort(np.frombuffer(ends, dtype=np.int64))
-        most = 0
-        for lo in range(0, n, CHUNK):   # in chunks: the two sorted copies are the only big arrays
-            chunk = s[lo:lo + CHUNK]
-            most = max(most, int((np.arange(lo + 1, lo + 1 + len(chunk)) - np.searchsorted(e, chunk, side="right")).max()))
-        return most
-    from bisect import bisect_right
-
-    s, e = sorted(starts), sorted(ends)
-    return max(i + 1 - bisect_right(e, t) for i, t in enumerate(s))
+    s, e = np.sort(_ints(starts)), np.sort(_ints(ends))
+    most = 0
+    for lo in range(0, n, CHUNK):   # in chunks: the two sorted copies are the only big arrays
+        chunk = s[lo:lo + CHUNK]
+        most = max(most, int((np.arange(lo + 1, lo + 1 + len(chunk)) - np.searchsorted(e, chunk, side="right")).max()))
+    return most
 
 
 def _concurrency(scan: RecordScan, ctx: Context, policy: ResultsPolicy) -> Failure | None:

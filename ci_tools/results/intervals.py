@@ -8,11 +8,11 @@ a precision its run-to-run noise does not have. Throughput is a run total over
 the run's duration, not a per-request statistic: its uncertainty is the run-to-run noise
 `results compare` takes from main's history, so it gets no interval here.
 
-The generator is seeded and the method is one, in Python: the same records give the same intervals
-on every machine, with or without numpy importable (a second, numpy path once drew other resamples
-and gave other intervals). The ITL percentiles share their resamples. Each
-resample draws only the order statistics its percentiles need (`stats.bootstrap_percentiles`), so a
-result costs a sort and a few thousand draws: ~15 ms for 100,000 requests (`benchmarks/intervals.py`).
+The generator is seeded and the method is one: the same records give the same intervals on every
+machine with the numpy the installs pin (numpy keeps a seeded generator's stream within a release).
+The ITL percentiles share their resamples. Each resample draws only the order statistics its
+percentiles need (`stats.bootstrap_percentiles`), a vector of draws per order statistic, so a result
+costs a sort and a few thousand draws (`benchmarks/intervals.py`).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@
 AIPerf measures a streamed request once, in integer nanoseconds of one clock, and derives every other
 figure of its record from those readings, so a record edited after the run contradicts itself unless
 every derived figure is rewritten with it. Each rule below is checked on every successful profiling
-record by the reader (`records.py`, element-wise with numpy on a batch, or one record at a time through
-the same expressions) and counted with its first example; `failures` turns the counts into results'
+record by the reader (`record_batches.py`, element-wise with numpy, a batch of records at a time) and counted
+with its first example; `failures` turns the counts into results'
 failures naming both values. Measured on every real export at hand (in tests/data: a stub server's AIPerf
 0.13 export and the four H100 job directories of vLLM, 3,545 records;
 docs/reference.md, "Result checks", gives the figures):
@@ -31,16 +31,20 @@ docs/reference.md, "Result checks", gives the figures):
 An absent optional reading (`request_ack_ns`, `credit_issued_ns`) leaves its part of `record-ack`
 unchecked: AIPerf writes them only where the transport has them.
 
-Every expression is written once and evaluated on numpy arrays (a batch) or on Python floats (one
-record): comparisons with NaN are false and `|`/`&` act element-wise on both, so both paths give the
-same verdicts (tests/results/test_invariants.py checks it under Hypothesis).
+Every expression is written once, over numpy arrays of a batch's figures: comparisons with NaN are
+false, and each record's verdict is its own (tests/results/test_invariants.py checks a batch against
+its records one by one, under Hypothesis).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any, Iterator
+from dataclasses import dataclass, fields
+from functools import reduce
+from operator import or_
+from typing import Iterator, Sequence
+
+import numpy as np
 
 from ci_tools.errors import Failure
 
@@ -65,10 +69,33 @@ RULES = (
 )
 RULE_NAMES = tuple(name for name, _ in RULES)
 
-# The per-record figures the rules read, as the reader hands them over (ms, tokens, tokens/s; NaN where
-# the record has none): the request's timestamps enter only as differences in ms.
-FIELDS = ("span_ms", "ack_ms", "lead_ms", "ttft", "itl", "e2el", "isl", "osl", "usage_isl", "usage_osl",
-          "otpu", "prefill", "e2e_rate", "decode", "icl_sum", "icl_len", "session")
+
+@dataclass
+class Values:
+    """The per-record figures the rules read, a batch's as equal-length float64 arrays, as the reader
+    hands them over (ms, tokens, tokens/s; NaN where the record has none): the request's timestamps
+    enter only as differences in ms."""
+
+    span_ms: np.ndarray
+    ack_ms: np.ndarray
+    lead_ms: np.ndarray
+    ttft: np.ndarray
+    itl: np.ndarray
+    e2el: np.ndarray
+    isl: np.ndarray
+    osl: np.ndarray
+    usage_isl: np.ndarray
+    usage_osl: np.ndarray
+    otpu: np.ndarray
+    prefill: np.ndarray
+    e2e_rate: np.ndarray
+    decode: np.ndarray
+    icl_sum: np.ndarray
+    icl_len: np.ndarray
+    session: np.ndarray
+
+
+FIELDS = tuple(f.name for f in fields(Values))
 
 
 @dataclass(frozen=True)
@@ -80,85 +107,76 @@ class Limits:
     tail_itl: float = 4.0         # span-tail-itl
 
 
-class Py:
-    """The few numpy functions the rules call, on Python floats."""
-
-    isnan = staticmethod(math.isnan)
-
-    @staticmethod
-    def where(cond: bool, a: float, b: float) -> float:
-        return a if cond else b
-
-
-def _close(a, b, rel: float):
+def _close(a: np.ndarray, b: np.ndarray, rel: float) -> np.ndarray:
     """|a - b| within rel of |b| plus a nanosecond: false for NaN and infinity."""
     return abs(a - b) <= rel * abs(b) + NS_MS
 
 
-def checks(v: Any, x: Any, lim: Limits) -> Iterator[tuple[str, Any]]:
-    """(rule, ok) per rule: `v` holds FIELDS as floats (x = Py) or as equal-length arrays (x = numpy).
-    An absent witness (NaN) passes here; `missing` is what counts it. The reader only hands over
-    records `records.record_problem` accepted: TTFT, E2EL > 0 and finite, OSL >= 1, ITL > 0 or NaN."""
+def checks(v: Values, lim: Limits) -> Iterator[tuple[str, np.ndarray]]:
+    """(rule, ok per record) per rule. An absent witness (NaN) passes here; `missing` is what counts it.
+    The reader only hands over records `record_fields.record_problem` accepted: TTFT, E2EL > 0 and finite,
+    OSL >= 1, ITL > 0 or NaN."""
     rel = lim.relative
     dd = v.e2el - v.ttft
     no_chunks = v.icl_len == 0
-    yield "record-decode", ((x.isnan(v.decode) | _close(v.decode, dd, rel))
+    yield "record-decode", ((np.isnan(v.decode) | _close(v.decode, dd, rel))
                             & (no_chunks | _close(v.icl_sum, dd, rel)))
     yield "record-chunks", no_chunks | (v.icl_len <= v.osl - 1)
     tail = v.span_ms - v.e2el
-    one_token = x.isnan(v.itl)
-    yield "record-span", (tail >= -CLOCK_MS) & (tail <= lim.tail_ms + lim.tail_itl * x.where(one_token, v.ttft, v.itl))
-    yield "record-ack", ((x.isnan(v.ack_ms) | ((v.ack_ms >= -CLOCK_MS) & (v.ack_ms <= v.ttft + CLOCK_MS)))
-                         & (x.isnan(v.lead_ms) | (v.lead_ms >= -CLOCK_MS)))
-    yield "record-isl", x.isnan(v.usage_isl) | (v.usage_isl == v.isl)
-    yield "record-tokens", x.isnan(v.usage_osl) | (v.usage_osl == v.osl)
+    one_token = np.isnan(v.itl)
+    yield "record-span", (tail >= -CLOCK_MS) & (tail <= lim.tail_ms + lim.tail_itl * np.where(one_token, v.ttft, v.itl))
+    yield "record-ack", ((np.isnan(v.ack_ms) | ((v.ack_ms >= -CLOCK_MS) & (v.ack_ms <= v.ttft + CLOCK_MS)))
+                         & (np.isnan(v.lead_ms) | (v.lead_ms >= -CLOCK_MS)))
+    yield "record-isl", np.isnan(v.usage_isl) | (v.usage_isl == v.isl)
+    yield "record-tokens", np.isnan(v.usage_osl) | (v.usage_osl == v.osl)
     several = v.osl > 1
-    per_token = dd / x.where(several, v.osl - 1, 1.0)
+    per_token = dd / np.where(several, v.osl - 1, 1.0)
     yield "record-itl", one_token | _close(v.itl, per_token, rel)
-    yield "record-rate", ((one_token | x.isnan(v.otpu) | _close(v.otpu, 1000.0 / x.where(one_token, 1.0, v.itl), rel))
-                          & (x.isnan(v.prefill) | _close(v.prefill, 1000.0 * v.isl / v.ttft, rel))
-                          & (x.isnan(v.e2e_rate) | _close(v.e2e_rate, 1000.0 * v.osl / v.e2el, rel)))
+    yield "record-rate", ((one_token | np.isnan(v.otpu) | _close(v.otpu, 1000.0 / np.where(one_token, 1.0, v.itl), rel))
+                          & (np.isnan(v.prefill) | _close(v.prefill, 1000.0 * v.isl / v.ttft, rel))
+                          & (np.isnan(v.e2e_rate) | _close(v.e2e_rate, 1000.0 * v.osl / v.e2el, rel)))
 
 
-def missing(v: Any) -> list[str]:
-    """The figures one record lacks (Python floats): AIPerf 0.13 writes each on every streamed record
-    that has what it is derived from."""
-    out = []
-    isnan = math.isnan
-    if isnan(v.decode):
-        out.append("decode_duration")
-    if v.icl_len == 0 and v.e2el > v.ttft:   # a response after the first: at least two content chunks
-        out.append("inter_chunk_latency")
-    if isnan(v.usage_isl):
-        out.append("usage_prompt_tokens")
-    if isnan(v.usage_osl):
-        out.append("usage_completion_tokens")
-    if isnan(v.otpu) and not isnan(v.itl):
-        out.append("output_token_throughput_per_user")
-    if isnan(v.prefill):
-        out.append("prefill_throughput_per_user")
-    if isnan(v.e2e_rate):
-        out.append("e2e_output_token_throughput")
-    if isnan(v.session):
-        out.append("session_num")
-    return out
+def missing(v: Values) -> list[tuple[str, np.ndarray]]:
+    """(figure, lacking per record) for the figures AIPerf 0.13 writes on every streamed record that has
+    what it is derived from."""
+    isnan = np.isnan
+    return [("decode_duration", isnan(v.decode)),
+            # a response after the first token: at least two content chunks
+            ("inter_chunk_latency", (v.icl_len == 0) & (v.e2el > v.ttft)),
+            ("usage_prompt_tokens", isnan(v.usage_isl)),
+            ("usage_completion_tokens", isnan(v.usage_osl)),
+            ("output_token_throughput_per_user", isnan(v.otpu) & ~isnan(v.itl)),
+            ("prefill_throughput_per_user", isnan(v.prefill)),
+            ("e2e_output_token_throughput", isnan(v.e2e_rate)),
+            ("session_num", isnan(v.session))]
 
 
-class Values:
-    """FIELDS as attributes (a record's, or a batch's arrays)."""
+def verdicts(v: Values, lim: Limits) -> tuple[list[tuple[str, np.ndarray]], list[tuple[str, np.ndarray]]]:
+    """((rule, ok per record) for every rule, `record-missing` last; (figure, lacking per record))."""
+    with np.errstate(all="ignore"):
+        gone = missing(v)
+        return [*checks(v, lim), ("record-missing", ~reduce(or_, (mask for _, mask in gone)))], gone
 
-    def __init__(self, **values: Any) -> None:
-        self.__dict__.update(values)
+
+def tally(into: dict, v: Values, lines: Sequence[int], lim: Limits) -> None:
+    """Note in `into` the records of a batch (`lines`: each one's line) that break each rule, the first
+    one's figures as the example."""
+    rules, gone = verdicts(v, lim)
+    for rule, ok in rules:
+        bad = ~ok
+        count = int(bad.sum())
+        if count:
+            i = int(bad.argmax())
+            example: dict = {name: float(getattr(v, name)[i]) for name in FIELDS}
+            example["missing"] = ", ".join(name for name, lacking in gone if lacking[i])
+            note(into, rule, count, lines[i], example)
 
 
 def record_verdicts(values: dict, lim: Limits) -> tuple[list[str], list[str]]:
-    """(rules one record breaks, figures it lacks)."""
-    v = Values(**values)
-    gone = missing(v)
-    broken = [rule for rule, ok in checks(v, Py, lim) if not ok]
-    if gone:
-        broken.append("record-missing")
-    return broken, gone
+    """(rules one record breaks, figures it lacks): `values` holds FIELDS as floats."""
+    rules, gone = verdicts(Values(**{k: np.array([values[k]], dtype=np.float64) for k in FIELDS}), lim)
+    return [rule for rule, ok in rules if not ok[0]], [name for name, lacking in gone if lacking[0]]
 
 
 # ---- the tally the reader keeps, and the failures it becomes --------------------------------------

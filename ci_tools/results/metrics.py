@@ -14,10 +14,10 @@ Definitions, all over S = successful profiling records:
 from __future__ import annotations
 
 import math
-import operator
 from array import array
-from itertools import repeat
 from typing import Sequence
+
+import numpy as np
 
 from ci_tools.results.scan import RecordScan
 
@@ -36,67 +36,51 @@ def percentile(sorted_values: Sequence[float], p: float) -> float:
     return sorted_values[f] + (k - f) * (sorted_values[c] - sorted_values[f])
 
 
-def _mean_pstdev(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and population std: fsum of the values, then fsum of the squared deviations."""
-    n = len(values)
-    np = _numpy()
-    if np is not None and n > 1000:
-        # the same element-wise IEEE operations done by numpy, and the same exact sums: identical
-        # results, without a million Python-level subtractions and multiplications
-        x = np.frombuffer(values, dtype=np.float64) if isinstance(values, array) else np.asarray(values, dtype=float)
-        mean = math.fsum(memoryview(x)) / n
-        dev = x - mean
-        dev *= dev
-        return mean, math.sqrt(math.fsum(memoryview(dev)) / n)
-    # two-pass with C-level iteration (map over operator functions)
-    mean = math.fsum(values) / n
-    dev = array("d", map(operator.sub, values, repeat(mean, n)))
-    return mean, (math.sqrt(math.fsum(map(operator.mul, dev, dev)) / n) if n > 1 else 0.0)
+def column(values: Sequence[float]) -> np.ndarray:
+    """A column of float64 values as numpy reads it: an `array('d')` without a copy."""
+    if isinstance(values, array) and values.typecode == "d":
+        return np.frombuffer(values, dtype=np.float64)
+    return np.asarray(values, dtype=np.float64)
 
 
-def _location(values: Sequence[float]) -> dict | None:
-    """mean, p50..p95 and pstdev of the raw values (None when empty)."""
-    n = len(values)
+def percentiles(x: np.ndarray, ps: Sequence[float]) -> list[float]:
+    """`percentile` of a non-empty column at each of `ps`, in the same IEEE operations, without sorting
+    it: a partial sort puts the two order statistics around each rank in place (numpy's default
+    method is this interpolation; its own arithmetic can differ in the last bit)."""
+    n = len(x)
     if n == 0:
+        raise ValueError("percentile of an empty sequence")
+    spots = []
+    for p in ps:
+        k = (n - 1) * p / 100.0
+        f = math.floor(k)
+        spots.append((k - f, f, min(f + 1, n - 1)))
+    part = np.partition(x, sorted({i for _, f, c in spots for i in (f, c)}))
+    return [float(part[f]) + w * (float(part[c]) - float(part[f])) for w, f, c in spots]
+
+
+def _mean_pstdev(x: np.ndarray) -> tuple[float, float]:
+    """Mean and population std: the exact sum of the values, then of the squared deviations (fsum
+    over numpy's element-wise differences and squares)."""
+    n = len(x)
+    mean = math.fsum(x.data) / n     # read one float at a time: no list of a million floats
+    dev = x - mean
+    dev *= dev
+    return mean, math.sqrt(math.fsum(dev.data) / n)
+
+
+def _location(x: np.ndarray) -> dict | None:
+    """mean, p50..p95 and pstdev of the raw values (None when empty)."""
+    if len(x) == 0:
         return None
-    np = _numpy()
-    if np is not None and n > 1000:
-        # same definitions (numpy's default percentile is the linear one); only faster on big runs
-        x = np.frombuffer(values, dtype=np.float64) if isinstance(values, array) else np.asarray(values, dtype=float)
-        ps = np.percentile(x, [p for _, p in PERCENTILES])
-        out = {"mean": float(x.mean())}
-        out.update({key: float(v) for (key, _), v in zip(PERCENTILES, ps)})
-        out["std"] = float(x.std())
-        return out
-    ordered = sorted(values)
-    mean, std = _mean_pstdev(values)
-    out = {"mean": mean}
-    for key, p in PERCENTILES:
-        out[key] = percentile(ordered, p)
-    out["std"] = std
-    return out
-
-
-_NUMPY: list = []
-
-
-def _numpy():
-    """numpy (a dependency; None only where it was left out of an install), looked up once. Small
-    inputs take the pure path anyway: both give the same results, and tests run both."""
-    if not _NUMPY:
-        try:
-            import numpy
-            _NUMPY.append(numpy)
-        except ImportError:
-            _NUMPY.append(None)
-    return _NUMPY[0]
+    mean, std = _mean_pstdev(x)
+    return {"mean": mean, **dict(zip((key for key, _ in PERCENTILES), percentiles(x, [p for _, p in PERCENTILES]))),
+            "std": std}
 
 
 def stats(values: Sequence[float], scale: float = 1.0) -> dict:
     """{mean, p50, p75, p90, p95, std} of values × scale; {} when there are none."""
-    if not isinstance(values, array):
-        values = array("d", values)
-    base = _location(values)
+    base = _location(column(values))
     if base is None:
         return {}
     return {k: (v * abs(scale) if k == "std" else v * scale) for k, v in base.items()}
@@ -107,20 +91,12 @@ def inverse_stats(values: Sequence[float], scale: float = 1.0, base: dict | None
 
     With ITL in ms and scale 1e-3 this is interactivity in tok/s/user. `base` (= stats(values,
     scale)) may be passed when already computed."""
-    if not isinstance(values, array):
-        values = array("d", values)
     if base is None:
         base = stats(values, scale)
     if not base:
         return {}
     out = {k: (1.0 / base[k] if base[k] > 0 else None) for k in ("mean", "p50", "p75", "p90", "p95")}
-    np = _numpy()
-    if np is not None and len(values) > 1000:  # the same divisions, element-wise in numpy
-        # kept as numpy's array (_mean_pstdev reads it as is): two copies of a million rates fewer at the peak
-        rates = 1.0 / scale / np.frombuffer(values, dtype=np.float64)
-    else:
-        rates = array("d", map(operator.truediv, repeat(1.0 / scale, len(values)), values))
-    out["std"] = _mean_pstdev(rates)[1]
+    out["std"] = _mean_pstdev(1.0 / scale / column(values))[1]
     return out
 
 

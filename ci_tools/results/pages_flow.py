@@ -63,9 +63,9 @@ def target_of(event_name: str, payload: dict, pr_of_run: PrOfRun,
     if event_name == "push":
         return _push(payload.get("ref"), main_branch)
     if event_name == "workflow_dispatch":
-        pr = str((payload.get("inputs") or {}).get("pr") or "")
-        if pr.isdigit():
-            return True, int(pr), ""
+        asked = str((payload.get("inputs") or {}).get("pr") or "")
+        if asked.isdigit():
+            return True, int(asked), ""
     return False, None, f"a {event_name} run is not a PR's or main's sweep"
 
 

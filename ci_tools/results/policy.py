@@ -37,8 +37,9 @@ class ResultsPolicy:
         return Limits(relative=self.record_tolerance, tail_ms=self.span_tail_ms, tail_itl=self.span_tail_itl)
 
     @classmethod
-    def from_mapping(cls, data: dict | None) -> "ResultsPolicy":
-        data = data or {}
+    def from_mapping(cls, data: object) -> "ResultsPolicy":
+        """The policy file's `results:` section (schema-checked by `section_findings`); None: the defaults."""
+        data = data if isinstance(data, dict) else {}
         return cls(**{f.name: data[f.name.replace("_", "-")] for f in fields(cls) if f.name.replace("_", "-") in data})
 
 

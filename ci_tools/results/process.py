@@ -133,8 +133,8 @@ def planned_client(job: dict) -> list[str] | None:
     job's `client-c<N>`; None where it records none (an eval job's harness)."""
     argv = job.get("command")
     if argv is None:
-        commands = job.get("commands") if isinstance(job.get("commands"), dict) else {}
-        conc = (job.get("point") or {}).get("conc") if isinstance(job.get("point"), dict) else None
+        commands = v if isinstance(v := job.get("commands"), dict) else {}
+        conc = v.get("conc") if isinstance(v := job.get("point"), dict) else None
         entry = commands.get("client") or commands.get(f"client-c{conc}")
         argv = entry.get("argv") if isinstance(entry, dict) else None
     if argv is None:

@@ -277,11 +277,11 @@ def acceptance_rows(evals: list[dict]) -> list[dict]:
 
     out = []
     for e in evals:
-        a = e.get("acceptance") if isinstance(e, dict) and isinstance(e.get("acceptance"), dict) else {}
+        a = v if isinstance(e, dict) and isinstance(v := e.get("acceptance"), dict) else {}
         synthetic, measured = number(a.get("synthetic")), number(a.get("measured"))
         if synthetic is None and measured is None:
             continue
-        point = e.get("point") if isinstance(e.get("point"), dict) else {}
+        point = v if isinstance(v := e.get("point"), dict) else {}
         out.append({"point": eval_point(point), "synthetic": synthetic, "measured": measured,
                     "source": text(a.get("measured-source")), "difference": number(a.get("difference")),
                     "agrees": a.get("agrees") if isinstance(a.get("agrees"), bool) else None,
@@ -357,14 +357,14 @@ def links_from_event(event: dict | None, *, repo: str = "", server: str = "", ru
     """The links of a report made in a workflow: the PR and its head commit from the event's payload
     (a pull request's; a trusted sweep's dispatch inputs; a push's new head), unless given."""
     event = event if isinstance(event, dict) else {}
-    pull = event.get("pull_request") if isinstance(event.get("pull_request"), dict) else {}
-    inputs = event.get("inputs") if isinstance(event.get("inputs"), dict) else {}
+    pull = v if isinstance(v := event.get("pull_request"), dict) else {}
+    inputs = v if isinstance(v := event.get("inputs"), dict) else {}
 
     def number(v) -> int | None:
         text = str(v or "").strip()
         return int(text) if text.isdigit() and int(text) > 0 else None
 
-    head = pull.get("head") if isinstance(pull.get("head"), dict) else {}
+    head = v if isinstance(v := pull.get("head"), dict) else {}
     found_pr = number(pull.get("number")) or number(inputs.get("pr"))
     found_sha = str(head.get("sha") or inputs.get("sha") or event.get("after") or "")
     return Links(repo=repo, server=server or "https://github.com", pr=pr or found_pr, commit=commit or found_sha,

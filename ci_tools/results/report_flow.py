@@ -84,8 +84,8 @@ def job_key(result: dict) -> tuple:
     """What tells one job's result from every other: its point (configuration, scenario, topology,
     concurrency), result file name and AIPerf's benchmark id (a cancelled re-run of a point writes the
     same file name; a fixed-seq-len job of the point has the same name)."""
-    point = result.get("point") if isinstance(result.get("point"), dict) else {}
-    aiperf = result.get("aiperf") if isinstance(result.get("aiperf"), dict) else {}
+    point = v if isinstance(v := result.get("point"), dict) else {}
+    aiperf = v if isinstance(v := result.get("aiperf"), dict) else {}
     return (repr(compare.identity(point)), point.get("result-filename"), aiperf.get("benchmark_id"))
 
 

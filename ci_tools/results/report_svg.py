@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 from ci_tools.results import chart as charts
 
@@ -162,7 +163,7 @@ def _crosses(box: tuple[float, float, float, float], a: tuple[float, float], b: 
 
 
 def _labels(f: Frame, placed_points: list[tuple], font: float,
-            lines: list[list[tuple[float, float]]] = ()) -> list[str]:
+            lines: Sequence[list[tuple[float, float]]] = ()) -> list[str]:
     """A label per point where it overlaps no other label or marker and stays inside the plot, first
     also off the frontier lines (a label across one reads as naming the point on its other side); a
     point with no clear place gets none (its name is in the table and its tooltip)."""

@@ -47,9 +47,9 @@ def text_chart(chart: charts.Chart, width: int = 60, height: int = 14) -> str:
     top, bottom = _short(max(ys)), _short(min(ys))
     pad = max(len(top), len(bottom))
     lines = []
-    for i, row in enumerate(grid):
+    for i, cells in enumerate(grid):
         tick = top if i == 0 else bottom if i == height - 1 else ""
-        lines.append(f"{tick:>{pad}} │{''.join(row)}".rstrip())
+        lines.append(f"{tick:>{pad}} │{''.join(cells)}".rstrip())
     lines.append(" " * pad + " └" + "─" * width)
     left, right = f"{x0:,.0f}", f"{x1:,.0f}"
     lines.append(" " * (pad + 2) + left + " " * max(1, width - len(left) - len(right)) + right)

@@ -66,31 +66,34 @@ def _results_from_csv(text: str, file: str, required: tuple[str, ...]) -> list[d
         raise InputError(f"{file}:1: unknown column(s) {', '.join(unknown)}", findings=[Finding(
             file, 1, None, f"unknown column(s) {', '.join(unknown)}",
             "known columns: " + ",".join(CSV_REQUIRED + CSV_POINT + CSV_METRICS))])
-    out: list[dict] = []
-    for n, raw_row in enumerate(reader, 2):
-        row = {(k or "").strip(): (v or "").strip() for k, v in raw_row.items()}
-        if not row.get("point"):
-            raise InputError(f"{file}:{n}: empty point name")
-        dp = row.get("dp-attn", "").lower()
-        if dp not in _TRUE | _FALSE:
-            raise InputError(f"{file}:{n}: dp-attn {row['dp-attn']!r} is not true or false")
-
-        def cell(column: str, kind=float, default: str = ""):
-            """The cell's number; None where it is empty and may be (a required one may not)."""
-            raw = row.get(column) or default
-            return _number(raw, file, n, column, kind) if raw or column in required else None
-
-        point = {"name": row["point"], "config-key": row.get("config-key") or None, "tp": cell("tp", int),
-                 "ep": cell("ep", int, "1"), "dp-attn": dp in _TRUE, "conc": cell("conc", int)}
-        if row.get("gpus"):
-            point["gpus"] = cell("gpus", int)
-        if row.get("scenario"):     # with the config key, what a point is (identity.py)
-            point["scenario"] = row["scenario"]
-        headline = {m: cell(m) for m in CSV_METRICS}
-        out.append({"valid": True, "point": point, "headline": headline, "source": f"{file}:{n}"})
+    out = [_row_result({(k or "").strip(): (v or "").strip() for k, v in raw_row.items()}, file, n, required)
+           for n, raw_row in enumerate(reader, 2)]
     if not out:
         raise InputError(f"{file}: no points")
     return out
+
+
+def _row_result(row: dict[str, str], file: str, n: int, required: tuple[str, ...]) -> dict:
+    """The result document of the CSV's line `n`."""
+    if not row.get("point"):
+        raise InputError(f"{file}:{n}: empty point name")
+    dp = row.get("dp-attn", "").lower()
+    if dp not in _TRUE | _FALSE:
+        raise InputError(f"{file}:{n}: dp-attn {row['dp-attn']!r} is not true or false")
+
+    def cell(column: str, kind=float, default: str = ""):
+        """The cell's number; None where it is empty and may be (a required one may not)."""
+        raw = row.get(column) or default
+        return _number(raw, file, n, column, kind) if raw or column in required else None
+
+    point = {"name": row["point"], "config-key": row.get("config-key") or None, "tp": cell("tp", int),
+             "ep": cell("ep", int, "1"), "dp-attn": dp in _TRUE, "conc": cell("conc", int)}
+    if row.get("gpus"):
+        point["gpus"] = cell("gpus", int)
+    if row.get("scenario"):     # with the config key, what a point is (identity.py)
+        point["scenario"] = row["scenario"]
+    headline = {m: cell(m) for m in CSV_METRICS}
+    return {"valid": True, "point": point, "headline": headline, "source": f"{file}:{n}"}
 
 
 def _from_collection(data, file: str) -> list[dict]:

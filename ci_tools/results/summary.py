@@ -23,27 +23,25 @@ from __future__ import annotations
 import math
 from array import array
 from datetime import datetime, timezone
-from operator import sub
 from typing import Callable
+
+import numpy as np
 
 from ci_tools.errors import Failure
 from ci_tools.results import units
-from ci_tools.results.metrics import _numpy, percentile
+from ci_tools.results.metrics import column
 from ci_tools.results.scan import RecordScan
 
-def decode_ms(scan: RecordScan) -> array:
+
+def decode_ms(scan: RecordScan) -> np.ndarray:
     """E2EL - TTFT of each record: what AIPerf's decode_duration is (computed when asked, not held)."""
-    np = _numpy()
-    if np is not None and len(scan.e2el_ms) > 1000:
-        x = np.frombuffer(scan.e2el_ms, dtype=np.float64) - np.frombuffer(scan.ttft_ms, dtype=np.float64)
-        return array("d", x.tobytes())
-    return array("d", map(sub, scan.e2el_ms, scan.ttft_ms))
+    return column(scan.e2el_ms) - column(scan.ttft_ms)
 
 
 _COLUMNS: dict = {}
 
 
-def _column(name: str) -> Callable[[RecordScan], array]:
+def _column(name: str) -> Callable[[RecordScan], array | np.ndarray]:
     """The reader of one RecordScan column (one per name, so that compare() computes its statistics once)."""
     return _COLUMNS.setdefault(name, lambda scan: getattr(scan, name))
 
@@ -69,27 +67,16 @@ PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p95", 95.0), ("p99", 99.0))
 RULE = "aiperf-summary"
 
 
-def statistics(values: array) -> dict[str, float] | None:
-    """avg, p50..p99, min and max as AIPerf reports them (numpy's linear percentiles) of a column, its
-    NaNs (absent values) left out; None when nothing is left."""
-    np = _numpy()
-    if np is not None and len(values) > 1000:
-        x = np.frombuffer(values, dtype=np.float32 if values.typecode == "f" else np.float64)
-        if values.typecode == "f":
-            x = x[~np.isnan(x)].astype(np.float64)
-        if len(x) > 1000:
-            ps = np.percentile(x, [p for _, p in PERCENTILES])
-            out = {"avg": float(x.mean()), **{k: float(v) for (k, _), v in zip(PERCENTILES, ps)}}
-            out.update(min=float(x.min()), max=float(x.max()), count=float(len(x)))
-            return out
-        values = array("d", x.tobytes())
-    col = array("d", (v for v in values if not math.isnan(v))) if values.typecode == "f" else values
-    n = len(col)
-    if n == 0:
+def statistics(values: array | np.ndarray) -> dict[str, float] | None:
+    """avg, p50..p99, min and max of a column as AIPerf computes them (numpy's mean and linear
+    percentiles), its NaNs (absent values) left out; None when nothing is left."""
+    x = np.asarray(values, dtype=np.float64)    # a float32 column (counts, rates) exactly as float64
+    x = x[~np.isnan(x)]
+    if len(x) == 0:
         return None
-    ordered = sorted(col)
-    out = {"avg": math.fsum(col) / n, **{k: percentile(ordered, p) for k, p in PERCENTILES}}
-    out.update(min=ordered[0], max=ordered[-1], count=float(n))
+    ps = np.percentile(x, [p for _, p in PERCENTILES])
+    out = {"avg": float(x.mean()), **{k: float(v) for (k, _), v in zip(PERCENTILES, ps)}}
+    out.update(min=float(x.min()), max=float(x.max()), count=float(len(x)))
     return out
 
 
@@ -106,6 +93,12 @@ def finite(value) -> float | None:
 
 
 _num = finite
+
+
+def _statistics_of(agg: dict, key: str) -> dict:
+    """AIPerf's statistics of `key`; empty when it has none (or something else under that key)."""
+    entry = agg.get(key)
+    return entry if isinstance(entry, dict) else {}
 
 
 def _differs(ours: float, theirs: float, tolerance: float) -> bool:
@@ -147,10 +140,10 @@ def compare(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]:
     """Every difference between AIPerf's summary and the same statistic of the records."""
     fails: list[Failure] = []
     memo: dict = {}     # the lengths' statistics serve the usage counts too: computed once
-    for key, column, scale in COMPARED:
-        if column not in memo:
-            memo[column] = statistics(column(scan))
-        ours = memo[column]
+    for key, read, scale in COMPARED:
+        if read not in memo:
+            memo[read] = statistics(read(scan))
+        ours = memo[read]
         entry = agg.get(key)
         if entry is None and ours is None:
             continue
@@ -192,28 +185,28 @@ def _totals(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]:
     """AIPerf's token totals and its count and sum of the chunk gaps against the records'."""
     fails = []
     for key, attr in TOTALS:
-        entry = agg.get(key)
-        theirs = _num(entry.get("avg")) if isinstance(entry, dict) else None
+        entry = _statistics_of(agg, key)
+        theirs = _num(entry.get("avg"))
         ours = getattr(scan, attr)
         if theirs is None:
             fails.append(Failure(RULE, f"profile_export_aiperf.json has no numeric {key}.avg"))
         elif units.TOKENS.factor(entry.get("unit")) != 1.0 or _differs(ours, theirs, tolerance):
             fails.append(Failure(RULE, f"AIPerf's {key} is {_show(theirs)} {units.shown(entry.get('unit'))}, the "
                                        f"records add up to {_show(ours)} tokens"))
-    entry = agg.get("inter_chunk_latency")
-    if not isinstance(entry, dict):
+    icl = agg.get("inter_chunk_latency")
+    if not isinstance(icl, dict):
         if scan.icl_count:
             fails.append(Failure(RULE, "profile_export_aiperf.json has no inter_chunk_latency statistics, though the "
                                        f"records hold {scan.icl_count} chunk gaps"))
         return fails
-    f = units.MILLISECONDS.factor(entry.get("unit"))
-    count, total = _num(entry.get("count")), _num(entry.get("sum"))
+    f = units.MILLISECONDS.factor(icl.get("unit"))
+    count, total = _num(icl.get("count")), _num(icl.get("sum"))
     if f is None:
         fails.append(Failure("units", f"profile_export_aiperf.json gives inter_chunk_latency in "
-                                      f"{units.shown(entry.get('unit'))}; refused"))
+                                      f"{units.shown(icl.get('unit'))}; refused"))
     elif count != scan.icl_count or total is None or _differs(scan.icl_ns / 1e6, total * f, tolerance):
-        fails.append(Failure(RULE, f"AIPerf's inter_chunk_latency holds {entry.get('count')!r} chunk gaps adding up to "
-                                   f"{entry.get('sum')!r} {units.shown(entry.get('unit'))}, the records {scan.icl_count} "
+        fails.append(Failure(RULE, f"AIPerf's inter_chunk_latency holds {icl.get('count')!r} chunk gaps adding up to "
+                                   f"{icl.get('sum')!r} {units.shown(icl.get('unit'))}, the records {scan.icl_count} "
                                    f"adding up to {_show(scan.icl_ns / 1e6)} ms (tolerance {tolerance:g} relative)"))
     return fails
 
@@ -235,8 +228,8 @@ def _throughputs(scan: RecordScan, agg: dict, tolerance: float) -> list[Failure]
                                    ("request_throughput", scan.records_profiled / window, units.REQUESTS_PER_SECOND,
                                     "requests"),
                                    ("effective_concurrency", in_flight, units.REQUESTS, "requests' time in flight")):
-        entry = agg.get(key)
-        theirs = _num(entry.get("avg")) if isinstance(entry, dict) else None
+        entry = _statistics_of(agg, key)
+        theirs = _num(entry.get("avg"))
         if theirs is None:
             fails.append(Failure(RULE, f"profile_export_aiperf.json has no numeric {key}.avg"))
             continue

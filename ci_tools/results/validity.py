@@ -35,10 +35,18 @@ KNOWN_PHASES = ("warmup", "profiling")
 # Share of profiling records that may lack a value (a timestamp, TTFT, ITL) before the result is invalid.
 MAX_MISSING_SHARE = 0.01
 # Per scenario: the minimum fraction of the requested duration, and successful requests per lane.
+@dataclass(frozen=True)
+class ScenarioRules:
+    min_duration_fraction: float | None     # None: no duration to reach (the run is a request count)
+    min_requests_per_conc: int
+
+
 SCENARIO_RULES = {
-    "agentic-coding": {"min_duration_fraction": 0.9, "min_requests_per_conc": 2},
-    "fixed-seq-len": {"min_duration_fraction": None, "min_requests_per_conc": 5},
+    "agentic-coding": ScenarioRules(min_duration_fraction=0.9, min_requests_per_conc=2),
+    "fixed-seq-len": ScenarioRules(min_duration_fraction=None, min_requests_per_conc=5),
 }
+# a scenario of neither kind
+OTHER_RULES = ScenarioRules(min_duration_fraction=None, min_requests_per_conc=1)
 
 
 @dataclass(frozen=True)
@@ -73,7 +81,7 @@ def config_echo(agg: dict) -> dict:
     cfg = obj(agg.get("input_config"))
     endpoint = obj(cfg.get("endpoint"))
     phases = items(cfg.get("phases"))
-    prof = next((p for p in phases if p.get("kind", p.get("name")) == "profiling"), {})
+    prof: dict = next((p for p in phases if p.get("kind", p.get("name")) == "profiling"), {})
     models = [m.get("name") for m in items(obj(cfg.get("models")).get("items"))]
     return {
         "concurrency": prof.get("concurrency"),
@@ -90,7 +98,7 @@ def check(metrics: dict, agg: dict | None, req: Requirements) -> list[Failure]:
     fails: list[Failure] = []
     r = metrics["requests"]
     ok, errors = r["successful"], r["errors"]
-    rules = SCENARIO_RULES.get(req.scenario, {"min_duration_fraction": None, "min_requests_per_conc": 1})
+    rules = SCENARIO_RULES.get(req.scenario, OTHER_RULES)
 
     if ok <= 0:
         fails.append(Failure("completed", "no successful profiling request"))
@@ -101,11 +109,11 @@ def check(metrics: dict, agg: dict | None, req: Requirements) -> list[Failure]:
                                            f"{req.max_error_rate:.0%}" + (f" [{cats}]" if cats else "")))
     min_req = req.min_requests
     if min_req is None and req.conc:
-        min_req = rules["min_requests_per_conc"] * req.conc
+        min_req = rules.min_requests_per_conc * req.conc
     if min_req and ok < min_req:
         fails.append(Failure("min-requests", f"{ok} successful requests, fewer than the {min_req} "
                                              f"required for {req.scenario} at concurrency {req.conc}"))
-    frac = req.min_duration_fraction if req.min_duration_fraction is not None else rules["min_duration_fraction"]
+    frac = req.min_duration_fraction if req.min_duration_fraction is not None else rules.min_duration_fraction
     dur = metrics.get("duration_s")
     if frac and req.duration_s:
         need = frac * req.duration_s

@@ -54,6 +54,7 @@ class Host:
     time_limit_s: float | None = None      # Slurm --time of the allocation (from the row's budget)
     stop_grace_s: float = 10.0             # docker --stop-timeout, SIGTERM grace of every process
     squash_dir: str = SQUASH_DIR           # slurm: where the job's image is imported (every node sees it)
+    vendor: str = "nvidia"                 # runners.yaml gpu-vendor: nvidia | amd (ROCm)
 
 
 @dataclass
@@ -108,6 +109,20 @@ def _devices(plan: JobPlan, host: Host) -> list[str]:
     return host.gpu_devices[: plan.gpus]
 
 
+# The variable that limits a process to the job's GPUs: CUDA's, or ROCm's runtime's.
+VISIBLE_DEVICES = {"nvidia": "CUDA_VISIBLE_DEVICES", "amd": "ROCR_VISIBLE_DEVICES"}
+
+
+def _docker_gpus(plan: JobPlan, host: Host) -> list[str]:
+    """How a container gets the job's GPUs: NVIDIA's container runtime, or ROCm's device files (the kernel
+    driver and the render nodes), the groups that may open them and the job's devices by ROCm's variable."""
+    devices = ",".join(_devices(plan, host))
+    if host.vendor == "amd":
+        return ["--device", "/dev/kfd", "--device", "/dev/dri", "--group-add", "video", "--group-add", "render",
+                "--security-opt", "seccomp=unconfined", "-e", f"{VISIBLE_DEVICES['amd']}={devices}"]
+    return ["--gpus", f'"device={devices}"']
+
+
 def _docker(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:
     name = f"{host.label}-{proc.role}"
     argv = ["docker", "run", "--rm", "--init", "--name", name, "--label", f"{LABEL_KEY}={host.label}"]
@@ -116,7 +131,7 @@ def _docker(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch
     argv += ["--stop-timeout", f"{math.ceil(host.stop_grace_s)}", "--network", "host", "--ipc", "host",
              "--shm-size", "32g", "--ulimit", "memlock=-1", "--ulimit", "stack=67108864"]
     if proc.role == "server":
-        argv += ["--gpus", f'"device={",".join(_devices(plan, host))}"',
+        argv += [*_docker_gpus(plan, host),
                  "-v", f"{settings.model_store}:{MODELS_MOUNT}:ro",
                  "-v", f"{settings.hf_cache}:{HF_CACHE_MOUNT}",
                  "-e", f"HF_HUB_CACHE={HF_CACHE_MOUNT}",
@@ -223,7 +238,7 @@ def _slurm(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:
 def _process(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:
     env = dict(proc.env)
     if proc.role == "server":
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(_devices(plan, host))
+        env[VISIBLE_DEVICES[host.vendor]] = ",".join(_devices(plan, host))
     # vLLM and SGLang hold a socket per request and a file per shared-memory block: a runner service's
     # soft limit (1024, or 20,000 where vLLM warned on the H100 run) is too low at high concurrency
     return Launch(proc.role, list(proc.argv), env, [], proc.log, raise_nofile=proc.role == "server")
@@ -282,9 +297,9 @@ def model_path(plan: JobPlan, settings: Settings) -> str:
     return f"{settings.model_store}/{plan.served_model}"
 
 
-def node_check(plan: JobPlan, backend: str, settings: Settings) -> Launch:
+def node_check(plan: JobPlan, backend: str, settings: Settings, vendor: str = "nvidia") -> Launch:
     """The pre-run check of GPUs, model and disk (nodecheck.py), where the engine will run."""
-    argv = _on_node(backend) + ["sh", "-c", nodecheck.script(model_path(plan, settings), settings.hf_cache)]
+    argv = _on_node(backend) + ["sh", "-c", nodecheck.script(model_path(plan, settings), settings.hf_cache, vendor)]
     return Launch("check", argv, {}, [], names.NODE_CHECK_TXT)
 
 
@@ -308,8 +323,11 @@ def version_verdict(plan: JobPlan, backend: str, output: str) -> tuple[dict, lis
                                                     output)
 
 
-def gpu_sampler(plan: JobPlan, backend: str, host: Host) -> Launch:
-    """nvidia-smi sampling the job's GPUs for the whole job (Slurm: a step that sees the job's GPUs)."""
+def gpu_sampler(plan: JobPlan, backend: str, host: Host) -> Launch | None:
+    """nvidia-smi sampling the job's GPUs for the whole job (Slurm: a step that sees the job's GPUs); None on
+    AMD runners, whose sampler (amd-smi) ci-tools does not read yet: the job runs without energy figures."""
+    if host.vendor != "nvidia":
+        return None
     devices = None if backend == "slurm" else _devices(plan, host)
     return Launch("telemetry", _on_node(backend) + telemetry.sampler_argv(devices), {}, [],
                   names.GPU_TELEMETRY_CSV)
@@ -343,7 +361,7 @@ def render_dry_run(plan: JobPlan, backend: str, settings: Settings, host: Host |
             lines.append(f"# then, until RUNNING: {shlex.join(launch.locate or [])}  ->  RUNNING {SERVER_NODE}")
             lines.append(f"# reached at {SERVER_ADDR}, the NodeAddr of {shlex.join(launch.describe or [])}")
         if launch.role == "server":
-            check = node_check(plan, backend, settings)
+            check = node_check(plan, backend, settings, host.vendor)
             lines.append(f"# node check (GPUs, model {model_path(plan, settings)}, disk of {settings.hf_cache}): "
                          f"{shlex.join(check.argv[:-1])} '...'")
             if backend == "slurm":
@@ -351,8 +369,9 @@ def render_dry_run(plan: JobPlan, backend: str, settings: Settings, host: Host |
             declared = ", ".join(pt.engine_versions) or "none: recorded, not checked"
             lines.append(f"# engine version (recipe's engine-versions: {declared}; log: {names.ENGINE_VERSION_TXT}): "
                          f"{shlex.join(engine_version(plan, backend, settings, host).argv)}")
-            lines.append(f"# GPU telemetry (log: {names.GPU_TELEMETRY_CSV}): "
-                         f"{shlex.join(gpu_sampler(plan, backend, host).argv)}")
+            sampler = gpu_sampler(plan, backend, host)
+            lines.append(f"# GPU telemetry (log: {names.GPU_TELEMETRY_CSV}): {shlex.join(sampler.argv)}" if sampler
+                         else f"# GPU telemetry: none ({host.vendor} GPUs: ci-tools samples nvidia-smi only)")
         lines.append(f"# {launch.role} (log: {launch.log})")
         lines.append(launch.shell())
         for stop in launch.stop:

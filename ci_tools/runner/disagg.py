@@ -329,12 +329,14 @@ def check_multinode(row: MatrixRow, point: DisaggPoint, gpus_per_node: int | Non
                         f"frontend {point.frontend.get('name')} {point.frontend.get('version')}")
     plugin = engines.engine(point.engine)
     if plugin is None or not hasattr(plugin, "worker"):
+        why = getattr(plugin, "NO_WORKERS", "") if plugin is not None else ""
         raise InputError(f"{point.recipe_file}: engine {point.engine!r} has no multi-node worker in ci-tools "
-                         "(known: sglang, vllm, trtllm)")
+                         f"(known: sglang, vllm, trtllm){': ' + why if why else ''}")
     problems += plugin.version_problems(point.engine_versions)
     fe = point.frontend
-    if fe.get("kind") == "dynamo":      # a Dynamo release runs only on the engine releases it imports
-        problems += compat.dynamo_problems(str(fe.get("version")), point.engine, point.engine_versions)
+    if fe.get("kind") == "dynamo":      # a release a runner can install, on the engine releases it imports
+        problems += compat.frontend_problems(str(fe.get("version")), point.engine, point.engine_versions,
+                                             point.image, fe.get("install"))
         problems += install.requirement_problems(fe["install"]) if "install" in fe else []
     for g in point.groups:
         if g.key.workers == 0:

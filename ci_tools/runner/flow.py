@@ -349,7 +349,7 @@ def _prepare_single(req: RunRequest, row: SingleNodeRow, recipe, hardware: dict,
     host = Host(label=job_id(plan, str(out_abs)), runner=req.runner_name, gpu_devices=devices,
                 partition=slurm.get("partition"), account=slurm.get("account"),
                 exclusive=bool(slurm.get("exclusive", True)), time_limit_s=budget.allocation_s,
-                squash_dir=req.squash_dir)
+                squash_dir=req.squash_dir, vendor=str(hardware.get("gpu-vendor") or "nvidia"))
     text = render_dry_run(plan, backend, settings, host) + files_text(plan.files)
     if calls is not None:
         from ci_tools.runner.backends import remote_url

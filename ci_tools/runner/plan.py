@@ -203,35 +203,70 @@ def image_for_slurm(image: str) -> str:
 
 
 def serve_spec(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
-               row: dict | None = None, model_path: str | None = None) -> engines.ServeSpec:
+               row: dict | None = None, model_path: str | None = None,
+               extra_args: dict | None = None) -> engines.ServeSpec:
+    from ci_tools.config.recipe import merge_options
+
     k = point.key
     args, options, _ = offload_args(point, row or {})
     return engines.ServeSpec(model_path=model_path or f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=port,
-                             tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args={**dict(point.args), **args},
+                             tp=k.tp, ep=k.ep, dp_attn=k.dp_attn, args={**dict(point.args), **args, **(extra_args or {})},
                              versions=point.engine_versions, pp=point.pp, dcp=point.dcp, pcp=point.pcp,
-                             files_dir=out_dir, options=options)
+                             files_dir=out_dir, options=merge_options(point.options, options))
 
 
 def engine_command(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
-                   row: dict | None = None, model_path: str | None = None) -> engines.Command:
+                   row: dict | None = None, model_path: str | None = None,
+                   extra_args: dict | None = None) -> engines.Command:
     """The engine plug-in's server command for the point (ci_tools/engines/<engine>.py)."""
     plugin = engines.engine(point.engine)
     if plugin is None:
         raise InputError(f"{point.recipe_file}: engine {point.engine!r} has no ci-tools plug-in "
                          f"(known: {', '.join(engines.ENGINE_NAMES)})")
-    return plugin.server(serve_spec(point, model, port, out_dir, row, model_path))
+    return plugin.server(serve_spec(point, model, port, out_dir, row, model_path, extra_args))
+
+
+def synthetic_acceptance(point: ResolvedPoint) -> tuple[dict, dict, list[str]]:
+    """(env, engine args, problems) fixing a throughput run's acceptance length at the recipe's value: the
+    plug-in's own switch where it has one (ATOM's --spec-decode-acceptance-length), else SGLang's variables."""
+    if point.synthetic_acceptance is None:
+        return {}, {}, []
+    hook = getattr(engines.engine(point.engine), "synthetic_acceptance", None)
+    if hook is not None:
+        return hook(point.synthetic_acceptance, point.engine_versions)
+    return {SIM_ACC_LEN: f"{point.synthetic_acceptance:g}", **SIM_ACC_ENV}, {}, []
+
+
+def served_name(point: ResolvedPoint, model: str, model_path: str) -> str:
+    """The model name the server answers to (the client's --model): the row's model, unless the engine
+    release serves under its model path (ATOM before --served-model-name)."""
+    hook = getattr(engines.engine(point.engine), "served_name", None)
+    return hook(serve_spec(point, model, 0, model_path=model_path)) if hook is not None else model
 
 
 def engine_argv(point: ResolvedPoint, model: str, settings: Settings, port: int) -> list[str]:
     return engine_command(point, model, port).argv
 
 
-def router_command(point: ResolvedPoint, port: int, worker_port: int) -> engines.Command:
+def router_command(point: ResolvedPoint, port: int, worker_port: int, out_dir: str = ".") -> engines.Command:
     r = point.router or {}
     rel = routers.release(str(r.get("name")), str(r.get("version")))
     if rel is None:
         raise InputError(f"{point.recipe_file}: point {point.name}: " + "; ".join(routers.problems(r)))
-    return routers.command(rel, "0.0.0.0", port, [f"http://127.0.0.1:{worker_port}"], dict(r.get("args") or {}))
+    ranks = getattr(engines.engine(point.engine), "data_parallel_ranks", lambda _s: 1)(serve_spec(point, "", 0))
+    cmd = routers.command(rel, "0.0.0.0", port, [f"http://127.0.0.1:{worker_port}"], dict(r.get("args") or {}),
+                          dp_ranks=ranks, install_dir=f"{out_dir}/{names.ROUTER_DIR}/{names.INSTALL_DIR}")
+    if rel.requirements:
+        # the router's container sees its own folder of the job directory (mounted, created with this note),
+        # where the install guard puts the pinned wheels and its lock; nothing else of the job directory
+        from dataclasses import replace
+
+        cmd = replace(cmd, files=((f"{out_dir}/{names.ROUTER_DIR}/README", ROUTER_DIR_NOTE),))
+    return cmd
+
+
+ROUTER_DIR_NOTE = ("The router's own folder: the job installs the router release the image lacks here (pip "
+                   "--require-hashes, once per job), the only part of the job directory its container sees.\n")
 
 
 def router_argv(point: ResolvedPoint, port: int, worker_port: int) -> list[str]:
@@ -248,8 +283,9 @@ def session_header(point: ResolvedPoint) -> str | None:
 
 
 def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, conc: int, scenario: str,
-                duration: float | None, fast: bool, header: str | None, out_dir: str) -> list[str]:
-    tokenizer = settings.tokenizer or plan_model
+                duration: float | None, fast: bool, header: str | None, out_dir: str,
+                tokenizer: str | None = None) -> list[str]:
+    tokenizer = settings.tokenizer or tokenizer or plan_model
     argv = [settings.aiperf_bin, "profile", "--model", plan_model, "--tokenizer", tokenizer,
             "--url", base_url, "--endpoint-type", "chat", "--endpoint", "/v1/chat/completions", "--streaming",
             "--concurrency", str(conc), "--random-seed", str(RANDOM_SEED), "--use-server-token-count",
@@ -373,6 +409,8 @@ def build_plan(row: Mapping[str, Any], point: ResolvedPoint, settings: Settings,
         problems += [f"{point.recipe_file}: {p}" for p in plugin.version_problems(point.engine_versions)]
         problems += [f"{point.recipe_file} point {point.name}: {p}"
                      for p in plugin.topology_problems(serve_spec(point, str(row.get("model")), 0))]
+        if not run_eval:
+            problems += [f"{point.recipe_file}: {p}" for p in synthetic_acceptance(point)[2]]
     problems += [f"{point.recipe_file} point {point.name}: {p}" for p in routers.problems(point.router)]
     declared = row.get("router")
     if isinstance(declared, dict) and point.router and _router_id(declared) != _router_id(point.router):
@@ -392,16 +430,18 @@ def build_plan(row: Mapping[str, Any], point: ResolvedPoint, settings: Settings,
     engine_port = settings.worker_port if dep else settings.port
     env = {**dict(point.env), **offload_args(point, row)[2]}
     removed: list[str] = []
+    acceptance_args: dict = {}
     if run_eval:
         env, removed = split_simulated_acceptance(env)
-    elif point.synthetic_acceptance is not None:
-        env[SIM_ACC_LEN] = f"{point.synthetic_acceptance:g}"
-        env.update(SIM_ACC_ENV)
+    else:
+        acceptance_env, acceptance_args, _ = synthetic_acceptance(point)
+        env.update(acceptance_env)
     # the engine reads its files (TensorRT-LLM's options file) where the runner writes them: a folder of its
     # own in the job directory, which the container sees read-only at the same path; the rest of the job
     # directory (the client's exports) it never sees. A --server-cmd smoke run keeps the files and the mount.
     command = engine_command(point, model, engine_port, f"{out_dir}/{names.ENGINE_FILES_DIR}", row,
-                             settings.model_path(model))
+                             settings.model_path(model), acceptance_args)
+    served = served_name(point, model, settings.model_path(model))
     files = command.files
     if settings.server_cmd:
         argv = [a.format(port=engine_port, model=model) for a in shlex.split(settings.server_cmd)]
@@ -415,12 +455,16 @@ def build_plan(row: Mapping[str, Any], point: ResolvedPoint, settings: Settings,
     base_url = engine_url
     header = None
     if dep:
-        rcmd = router_command(point, settings.port, engine_port)
+        rcmd = router_command(point, settings.port, engine_port, out_dir)
         if settings.router_cmd:
             rargv = [a.format(port=settings.port, worker_port=engine_port) for a in shlex.split(settings.router_cmd)]
             procs.append(Proc("router", rargv, {}, names.ROUTER_LOG))
         else:
-            procs.append(Proc("router", rcmd.argv, {}, names.ROUTER_LOG, command=rcmd))
+            # a router the image lacks is installed into its own folder of the job directory: the one part
+            # of it the router's container sees (writable), never the client's exports
+            router_dirs = tuple(dict.fromkeys(path.rsplit("/", 1)[0] for path, _ in rcmd.files))
+            procs.append(Proc("router", rcmd.argv, {}, names.ROUTER_LOG, command=rcmd, mounts=router_dirs,
+                              files=rcmd.files))
         base_url = f"http://{settings.host}:{settings.port}"
         ready += [f"{base_url}/health", f"{base_url}/v1/models"]
         header = session_header(point)
@@ -429,14 +473,14 @@ def build_plan(row: Mapping[str, Any], point: ResolvedPoint, settings: Settings,
     if not run_eval:
         # AIPerf leaves its memory-mapped dataset files in the system temp dir; keep them in the job
         # directory instead, where the job removes them (a runner host would fill up otherwise)
-        procs.append(Proc("client", client_argv(row, model, settings, base_url, point.key.conc, scenario,
-                                                duration, fast, header, out_dir),
+        procs.append(Proc("client", client_argv(row, served, settings, base_url, point.key.conc, scenario,
+                                                duration, fast, header, out_dir, tokenizer=model),
                           {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{names.AIPERF_TMP}",
                            "HF_HUB_CACHE": settings.hf_cache, **AIPERF_TIMEOUTS_ENV},
                           names.CLIENT_LOG, in_container=False))
     evals = None
     if run_eval:
-        evals = _eval_plan(row, model, base_url, removed, settings, out_dir)
+        evals = _eval_plan(row, served, base_url, removed, settings, out_dir)
         procs.append(Proc("client", [settings.ci_tools, "runner", "evals", out_dir, "--base-url", base_url],
                           {}, names.CLIENT_LOG, in_container=False))
     return JobPlan(row=row, point=point, scenario=scenario, result_filename=rf, procs=procs, base_url=base_url,

@@ -60,8 +60,11 @@ def single_job(plan: JobPlan, backend: str, settings: Settings, host: Host, budg
     if check_node:
         judge = partial(nodecheck.problems, need_gpus=plan.gpus,
                         devices=None if backend == "slurm" else host.gpu_devices,
-                        model=plan.served_model, model_path=model_path(plan, settings), hf_cache=settings.hf_cache)
-        check = NodeCheck(_proc(node_check(plan, backend, settings), Role.STEP, "the node check"), judge)
+                        model=plan.served_model, model_path=model_path(plan, settings), hf_cache=settings.hf_cache,
+                        vendor=host.vendor)
+        check = NodeCheck(_proc(node_check(plan, backend, settings, host.vendor), Role.STEP, "the node check"), judge)
+    # none on a runner whose GPUs ci-tools cannot sample (AMD: amd-smi is not read yet)
+    sampler = gpu_sampler(plan, backend, host) if telemetry else None
     job = {**plan.job_json(), "label": host.label}
     return JobSpec(
         label=host.label, placement=placement, budget=budget, services=services,
@@ -71,7 +74,7 @@ def single_job(plan: JobPlan, backend: str, settings: Settings, host: Host, budg
         else None,
         version=VersionCheck(_proc(engine_version(plan, backend, settings, host), Role.STEP, "the version command"),
                              partial(version_verdict, plan, backend)),
-        telemetry=_proc(gpu_sampler(plan, backend, host), Role.HELPER, "the telemetry sampler") if telemetry else None,
+        telemetry=_proc(sampler, Role.HELPER, "the telemetry sampler") if sampler is not None else None,
         files=(*plan.files, (f"{out_dir}/{names.COMMANDS_TXT}", commands)))
 
 

@@ -101,8 +101,12 @@ def refusals(row: Mapping[str, Any], ctx: Context) -> list[Refusal]:
     recipe = ctx.recipe
     plugin = engine_plugin(recipe.engine)
     if plugin is None:
+        from ci_tools.engines import ENGINE_NAMES, UNSERVED_ENGINES
+
+        why, fix = UNSERVED_ENGINES.get(recipe.engine, ("", ""))
         return refuse("unknown-engine", f"recipe {recipe.file} uses engine {recipe.engine!r}, which has no ci-tools "
-                      "plug-in", "use sglang, vllm or trtllm, or add a plug-in in ci_tools/engines/")
+                      f"plug-in{': ' + why if why else ''}",
+                      fix or f"use {', '.join(ENGINE_NAMES)}, or add a plug-in in ci_tools/engines/")
     from ci_tools.evals.policy import is_eval_row
 
     if is_eval_row(row) and ctx.evals is None:

@@ -19,6 +19,7 @@ from ci_tools import names
 from ci_tools.errors import InputError, UsageError
 
 if TYPE_CHECKING:
+    from ci_tools.github.client import GitHub
     from ci_tools.gitio import Git
     from ci_tools.sweep.gate import GateDecision
     from ci_tools.sweep.labels import Policy
@@ -135,7 +136,7 @@ def _rerun_verdict(req: PlanRequest, event, policy, decision):
 # screen) and, with --pr, which runs `/use` could pin (`prbot.reuse.candidates_flow.use_candidates(gh,
 # pr, policy)`).
 Screener = Callable[["Git", str, "Masters"], "Screen"]
-Candidates = Callable[[object, int, "Policy"], list]      # (the GitHub client, PR number, policy) -> runs
+Candidates = Callable[["GitHub", int, "Policy"], list]    # (the GitHub client, PR number, policy) -> runs
 
 
 def plan(req: PlanRequest, *, screener: Screener, candidates: Candidates) -> Outcome:

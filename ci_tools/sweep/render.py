@@ -9,6 +9,7 @@ every value is one line; JSON values are compact. Names are built from the bucke
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -329,12 +330,12 @@ def _row_line(row: MatrixRow) -> str:
             f"{seq} {shape} conc {conc}" + (" +eval" if row.run_eval else ""))
 
 
-def matrix_text(rows: list[MatrixRow]) -> str:
+def matrix_text(rows: Sequence[MatrixRow]) -> str:
     """`matrix --format text`: one line per row, then the count."""
     return "".join(_row_line(r) + "\n" for r in rows) + f"{len(rows)} row(s)\n"
 
 
-def matrix_summary(rows: list[MatrixRow]) -> str:
+def matrix_summary(rows: Sequence[MatrixRow]) -> str:
     """Markdown for `matrix --format github`'s step summary: rows per runner label and matrix family,
     and how many are marked for evals (the JSON itself goes to stdout, as without --format)."""
     from ci_tools.sweep.buckets import BENCH_BUCKETS, bench_bucket

@@ -61,7 +61,7 @@ CASES = [
      "warning", ("recipes/extra/agentic.yaml", "config-key:", "this recipe is not referenced by any master entry, so it never runs")),
     ("recipe-schema-error-is-not-orphan",
      lambda r: _edit(r, RECIPE, "engine: sglang", "engine: tensorflow"),
-     "error", (RECIPE, "engine:", "'engine' must be one of \"sglang\", \"vllm\", \"trtllm\", got string 'tensorflow'")),
+     "error", (RECIPE, "engine:", "'engine' must be one of \"sglang\", \"vllm\", \"trtllm\", \"atom\", got string 'tensorflow'")),
     ("dram-needs-runner-hardware",
      lambda r: _edit(r, names.RUNNERS, "  cluster:gb300-nv:\n    available-cpu-dram-mib: 860160\n", "  cluster:gb300-nv:\n"),
      "error", (MASTER, "  runner: cluster:gb300-nv", "kv-offloading: dram needs the CPU DRAM of runner 'cluster:gb300-nv'")),

@@ -30,7 +30,7 @@ def test_the_repository_validates_clean():
     res = run(["config", "validate", "--root", str(REPO)])
     assert res.code == 0, res.out + res.err
     assert res.out.endswith("0 error(s), 0 warning(s)\n")
-    assert "checked 1 master file(s) with 6 entries, 1 runners file, 6 recipe(s)" in res.out
+    assert "checked 2 master file(s) with 9 entries, 1 runners file, 9 recipe(s)" in res.out
 
 
 def test_changing_only_the_recipe_digest_fails_naming_both_files_and_lines(scratch):

@@ -125,3 +125,42 @@ def test_a_nodes_dram_has_a_sane_bound(tmp_path: Path):
                "--runners", str(runners)])
     assert res.code == 1
     assert "'available-cpu-dram-mib' must be at most 67108864" in res.out and "check the unit" in res.out
+
+
+# Issue 35: recipes accepted unknown engine flags; the server then failed on the GPU host after queueing.
+# Each name below is refused at the line it is written, with the parser's own spelling as the fix.
+UNKNOWN = [
+    (RECIPE, "    chunked-prefill-size: 16384\n", "    chunked-prefil-size: 16384\n",
+     "sglang has no option --chunked-prefil-size (checked at 0.5.21, 0.5.22)", "did you mean `chunked-prefill-size`"),
+    (RECIPE, "    chunked-prefill-size: 16384\n", "    chunked-prefill-size: 16384\n    attn-dp-size: 2\n",
+     "sglang 0.5.21 has no option --attn-dp-size (only 0.5.22 has it)", "declare only releases that have it"),
+    ("recipes/b300-dsv41flash-fp4-vllm/fixed-seq.yaml", "    gpu-memory-utilization: 0.9\n",
+     "    gpu-memory-utilisation: 0.9\n", "vllm has no option --gpu-memory-utilisation (checked at 0.33.0)",
+     "did you mean `gpu-memory-utilization`"),
+    ("recipes/gb300-dsv41flash-fp4-dynamo-sglang/disagg-8k1k.yaml", "    router-mode: round-robin\n",
+     "    router-mod: round-robin\n", "--router-mod is an abbreviation of dynamo.frontend's --router-mode",
+     "write `router-mode`"),
+    ("recipes/b300-dsv41flash-fp4-trt/mtp.yaml", "      num_nextn_predict_layers: 3\n",
+     "      num_nextn_predict_layer: 3\n",
+     "options: trtllm 1.3.0rc3 MTP's options file has no key `num_nextn_predict_layer` in speculative_config",
+     "did you mean `num_nextn_predict_layers`"),
+    ("recipes/b300-dsv41flash-fp4-trt/mtp.yaml", "      speculative_config: {num_nextn_predict_layers: 1}",
+     "      speculative_config: {num_nextn_predict_layers: 1}\n      enable_attention_dp: true",
+     "options: `enable_attention_dp` comes from the point's dp-attn", "the runner writes it"),
+]
+
+
+@pytest.mark.parametrize("rel,old,new,message,hint", UNKNOWN,
+                         ids=["typo", "later-release", "vllm", "abbreviation", "trtllm-option", "runner-option"])
+def test_an_argument_the_parser_does_not_know_is_refused_where_it_is_written(tmp_path: Path, rel, old, new, message,
+                                                                             hint):
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT, root, ignore=shutil.ignore_patterns(".git", ".venv*", "__pycache__", "tests", "docs"))
+    text = (root / rel).read_text()
+    assert old in text
+    (root / rel).write_text(text.replace(old, new, 1))
+    # the finding points at the last line the change wrote (the one that names the refused argument)
+    line = text[:text.index(old)].count("\n") + 1 + new.rstrip("\n").count("\n")
+    res = run(["config", "validate"], cwd=root)
+    assert res.code == (0 if "abbreviation" in message else 1), res.out
+    assert f"{rel}:{line}:" in res.out and message in res.out and hint in res.out, res.out

@@ -20,6 +20,7 @@ not import, as Dynamo 1.3 with SGLang >= 0.5.21, fails to build) and its own par
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from pathlib import Path
 
@@ -34,20 +35,39 @@ class _Parsed(Exception):
 
 
 class _Call:
-    """A parser-like object whose parse_args calls one of Dynamo's own functions; argparse errors exit 2."""
+    """A parser-like object whose parse_args calls one of Dynamo's own functions; argparse errors exit 2.
 
-    def __init__(self, call, actions):
-        self.call, self._actions = call, actions
+    Its `_actions` (what parser_host reports as the parser's options) are those of Dynamo's own parser: the
+    first parser Dynamo's function hands the command line to (`parse_known_args`), seen once on PROBE;
+    the engine's options it passes on are the engine parser's (ci_tools/engines/argkinds.py keeps both)."""
+
+    def __init__(self, call, probe: list[str]):
+        self.call = call
+        import argparse
+
+        seen: list[argparse.ArgumentParser] = []
+        original = argparse.ArgumentParser.parse_known_args
+
+        def record(parser, args=None, namespace=None):
+            seen.append(parser)
+            return original(parser, args, namespace)
+
+        argparse.ArgumentParser.parse_known_args = record
+        try:
+            call(list(probe))
+        except BaseException:       # noqa: BLE001 - the probe only needs Dynamo's parser to be built
+            pass
+        finally:
+            argparse.ArgumentParser.parse_known_args = original
+        self._actions = list(seen[0]._actions) if seen else []
+        self._option_string_actions = dict(seen[0]._option_string_actions) if seen else {}
 
     def parse_args(self, argv):
         self.call(list(argv))
 
 
 def _dynamo_sglang():
-    import argparse
-
     import dynamo.sglang.args as args
-    from sglang.srt.server_args import ServerArgs
 
     def stop():
         raise _Parsed
@@ -60,9 +80,7 @@ def _dynamo_sglang():
         except _Parsed:
             return
 
-    options = argparse.ArgumentParser()
-    ServerArgs.add_cli_args(options)
-    return _Call(call, options._actions), "ai-dynamo"
+    return _Call(call, ["--model-path", "/models/m"]), "ai-dynamo"
 
 
 def _dynamo_vllm():
@@ -73,7 +91,7 @@ def _dynamo_vllm():
     import dynamo.vllm.args as args
 
     if hasattr(args, "_parse_cli_args"):
-        return _Call(args._parse_cli_args, []), "ai-dynamo"
+        return _Call(args._parse_cli_args, ["--model", "/models/m"]), "ai-dynamo"
 
     # before 1.6, parse_args goes on from the parsed vLLM namespace to the engine config: stop there
     class _Stop(args.AsyncEngineArgs):
@@ -89,7 +107,7 @@ def _dynamo_vllm():
         except _Parsed:
             return
 
-    return _Call(call, []), "ai-dynamo"
+    return _Call(call, ["--model", "/models/m"]), "ai-dynamo"
 
 
 def _dynamo_trtllm():
@@ -99,15 +117,26 @@ def _dynamo_trtllm():
     parser_host.OWNERS = tuple(o for o in parser_host.OWNERS if o != "tensorrt_llm")
     import dynamo.trtllm.args as args
 
-    return _Call(args.parse_args, []), "ai-dynamo"
+    return _Call(args.parse_args, ["--model", "/models/m"]), "ai-dynamo"
 
 
 def _dynamo_frontend():
     import dynamo.frontend.main as main
 
+    class _ToStderr(logging.Handler):
+        # the frontend logs what it refuses ("Unknown arguments specified: [...]") and exits 1; its handlers
+        # write to the stream they were given at start, so the refusal is copied to the stderr parser_host reads
+        def emit(self, record: logging.LogRecord) -> None:
+            sys.stderr.write(self.format(record) + "\n")
+
     def call(argv):
         sys.argv = ["dynamo.frontend", *argv]
-        main.parse_args()
+        handler = _ToStderr(logging.ERROR)
+        main.logger.addHandler(handler)
+        try:
+            main.parse_args()
+        finally:
+            main.logger.removeHandler(handler)
 
     return _Call(call, []), "ai-dynamo"
 

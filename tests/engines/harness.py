@@ -1,4 +1,4 @@
-"""Check command lines with the engine's own argument parser, built from a pinned wheel.
+"""Check command lines with the tool's own argument parser, built from a pinned wheel or pinned source files.
 
     from tests.engines.harness import parse_many
     results = parse_many("sglang", "0.5.22", [argv1, argv2])   # one process per (parser, version)
@@ -6,10 +6,11 @@
 
 The wheels are those pinned in tests/engines/wheels.txt (SGLang, routers) and wheels-torch.txt (vLLM,
 Dynamo: they need a CPU torch under them), installed by `python3 dev.py test` into .venv-engines and
-.venv-engines-torch (or $CI_TOOLS_ENGINES_VENV / $CI_TOOLS_TORCH_ENGINES_VENV). A missing wheel fails the
-test with the fix, never skips. TensorRT-LLM has no wheel to build from: `trtllm` parses with real click
-over a hand transcription of its serve.py's option declarations (trtllm_click.py, trtllm-serve.json),
-the one parser here that is not the tool's own code (docs/engines.md says why).
+.venv-engines-torch (or $CI_TOOLS_ENGINES_VENV / $CI_TOOLS_TORCH_ENGINES_VENV). ATOM and TensorRT-LLM have
+no wheel to build from: their parsers are built from their own source files at pinned commits
+(tests/engines/sources.json, laid out by tests/engines/sources.py into $CI_TOOLS_ENGINE_SOURCES or the
+engines venv's `sources/`); TensorRT-LLM's runs in trtllm_host.py. A missing wheel or source release fails
+the test with the fix, never skips.
 `argv` is what the parser sees: the options after the launcher (`Command.args`), not the launcher.
 """
 
@@ -40,7 +41,11 @@ VENVS = {"engines": ParserVenv("CI_TOOLS_ENGINES_VENV", ".venv-engines", "wheels
          "torch": ParserVenv("CI_TOOLS_TORCH_ENGINES_VENV", ".venv-engines-torch", "wheels-torch.txt")}
 # parser name -> (the distribution whose wheel provides it, the venv it runs in)
 DISTRIBUTIONS = {"sglang": ("sglang", "engines"), "sglang-router": ("sglang-router", "engines"),
-                 "smg": ("smg", "engines"), "vllm": ("vllm", "torch")}
+                 "smg": ("smg", "engines"), "vllm": ("vllm", "torch"), "vllm-router": ("vllm-router", "engines")}
+# parser name -> (its release set in sources.json, the venv it runs in): built from pinned source files
+SOURCES = {"atom": ("atom", "engines"), "trtllm": ("tensorrt-llm", "engines")}
+# the host module of a parser that needs more than parser_host.py (its own way to run the tool's code)
+HOSTS = {"trtllm": Path(__file__).with_name("trtllm_host.py")}
 # environment a parser's process needs (vLLM picks its platform at import: no GPU here, the CPU one)
 PARSER_ENV = {"vllm": {"VLLM_TARGET_DEVICE": "cpu"}}
 WHEELS_TXT = Path(__file__).with_name(VENVS["engines"].wheels)
@@ -82,9 +87,40 @@ def dist_dir(dist: str, version: str, kind: str = "engines") -> Path:
     return path
 
 
+def sources_root() -> Path:
+    """Where tests/engines/sources.py laid out the pinned source releases."""
+    return Path(os.environ.get("CI_TOOLS_ENGINE_SOURCES") or venv("engines") / "sources")
+
+
+def pinned_sources() -> dict[str, tuple[str, ...]]:
+    """release set -> pinned versions, from tests/engines/sources.json."""
+    from tests.engines.sources import load
+
+    return {name: tuple(src["releases"]) for name, src in load().items()}
+
+
+def source_dir(name: str, version: str) -> Path:
+    """The laid-out source files of one pinned release (fails the test with the fix when missing)."""
+    if version not in pinned_sources().get(name, ()):
+        pytest.fail(f"{name} {version} is not pinned in tests/engines/sources.json; pin it with "
+                    "`python3 tests/engines/sources.py pin ...` (see its docstring)")
+    path = sources_root() / f"{name}-{version}"
+    if not (path / ".complete").exists():
+        pytest.fail(f"the {name} {version} sources are not laid out in {path}: run `python3 dev.py test` or "
+                    "`python3 tests/engines/sources.py fetch` (with --git OWNER/NAME=CLONE where GitHub is out of "
+                    "reach), or point CI_TOOLS_ENGINE_SOURCES at a folder that has them")
+    return path
+
+
 def wheel_dir(parser: str, version: str) -> Path:
+    if parser in SOURCES:
+        return source_dir(SOURCES[parser][0], version)
     dist, kind = DISTRIBUTIONS[parser]
     return dist_dir(dist, version, kind)
+
+
+def parser_venv(parser: str) -> str:
+    return (SOURCES.get(parser) or DISTRIBUTIONS[parser])[1]
 
 
 def host_env(paths: list[Path], extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -107,17 +143,19 @@ class _Host:
 
     def __init__(self, parser: str, version: str):
         env = host_env([wheel_dir(parser, version)], PARSER_ENV.get(parser))
-        self.proc = subprocess.Popen([str(python(DISTRIBUTIONS[parser][1])), str(HOST), parser], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([str(python(parser_venv(parser))), str(HOSTS.get(parser, HOST)), parser],
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         first = self.proc.stdout.readline()
         if not first:
             err = self.proc.stderr.read()
             pytest.fail(f"could not build the {parser} {version} parser from its wheel:\n{err[-3000:]}")
         self.info = json.loads(first)
-        assert self.info["version"] == version, f"{parser}: the wheel folder holds {self.info['version']}"
+        # a wheel reports its version; a source release is the folder its pinned files were checked into
+        assert self.info["version"] in (version, None), f"{parser}: the wheel folder holds {self.info['version']}"
 
-    def ask(self, argvs: list[list[str]]) -> list[dict]:
-        self.proc.stdin.write(json.dumps({"argvs": argvs}) + "\n")
+    def ask(self, argvs: list[list[str]], files: dict[str, str] | None = None) -> list[dict]:
+        self.proc.stdin.write(json.dumps({"argvs": argvs, "files": files or {}}) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
@@ -149,27 +187,33 @@ def _host(parser: str, version: str) -> _Host:
     return _HOSTS[key]
 
 
-def parse_many(parser: str, version: str, argvs: list[list[str]]) -> list[Parsed]:
-    if parser == "trtllm":
-        # no wheel: trtllm-serve's click declarations (trtllm-serve.json), parsed by click in-process
-        from tests.engines.trtllm_click import parse as parse_trtllm
-
-        return [Parsed(*parse_trtllm(a), ()) for a in argvs]
-    results = _host(parser, version).ask([list(a) for a in argvs])
+def parse_many(parser: str, version: str, argvs: list[list[str]], files: dict[str, str] | None = None) -> list[Parsed]:
+    """Each argv through the parser; FILES (path -> text) are what the commands name and the tool reads
+    (TensorRT-LLM's options file), laid out for the parser where the path stands."""
+    results = _host(parser, version).ask([list(a) for a in argvs], files)
     return [Parsed(r["ok"], r["error"], tuple(r["deprecated"])) for r in results]
 
 
-def parse(parser: str, version: str, argv: list[str]) -> Parsed:
-    return parse_many(parser, version, [argv])[0]
+def parse(parser: str, version: str, argv: list[str], files: dict[str, str] | None = None) -> Parsed:
+    return parse_many(parser, version, [argv], files)[0]
+
+
+def checked_versions(parser: str, declared: tuple[str, ...]) -> tuple[str, ...]:
+    """The releases a command is checked at: those declared that ci-tools has a parser of, else every pinned
+    one (as config validate checks option names, ci_tools/config/engineargs.py)."""
+    pinned_ = pinned_sources()[SOURCES[parser][0]] if parser in SOURCES else \
+        pinned(DISTRIBUTIONS[parser][1])[DISTRIBUTIONS[parser][0]]
+    return tuple(v for v in declared if v in pinned_) or pinned_
 
 
 def options(parser: str, version: str) -> frozenset[str]:
     """Every option string the parser defines."""
-    if parser == "trtllm":
-        from tests.engines.trtllm_click import options as trtllm_options
-
-        return trtllm_options()
     return frozenset(_host(parser, version).info["options"])
+
+
+def abbreviations(parser: str, version: str) -> bool:
+    """Whether the parser takes a unique prefix of an option (argparse's allow_abbrev)."""
+    return bool(_host(parser, version).info.get("abbrev", True))
 
 
 def kinds(parser: str, version: str) -> dict[str, str]:
@@ -195,6 +239,7 @@ class DynamoRun:
     built: bool          # False: Dynamo's module did not import (or its parser could not be built)
     error: str           # then: the last line of its traceback
     results: list[dict]
+    info: dict | None = None   # the host's first line: version, Dynamo's own options
 
 
 def dynamo_run(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: list[list[str]]) -> DynamoRun:
@@ -203,6 +248,7 @@ def dynamo_run(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: 
     paths = [dist_dir("ai-dynamo", dynamo, "torch"), dist_dir("ai-dynamo-runtime", dynamo, "torch")]
     if engine:
         paths.append(dist_dir(*engine, "torch"))
+        paths += engine_pins(*engine)
     res = subprocess.run([str(python("torch")), str(DYNAMO_HOST), parser], env=host_env(paths, PARSER_ENV["vllm"]),
                          text=True, input=json.dumps({"argvs": argvs}) + "\n", capture_output=True, timeout=900)
     # Dynamo's Rust runtime may log to stdout: the protocol lines are the JSON ones
@@ -210,8 +256,22 @@ def dynamo_run(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: 
     if res.returncode != 0 or len(lines) < 2:
         tail = res.stderr.strip().splitlines()
         return DynamoRun(False, tail[-1] if tail else f"exit {res.returncode}", [])
-    assert json.loads(lines[0])["version"] == dynamo, f"the ai-dynamo {dynamo} folder holds another release"
-    return DynamoRun(True, "", json.loads(lines[1])["results"])
+    info = json.loads(lines[0])
+    assert info["version"] == dynamo, f"the ai-dynamo {dynamo} folder holds another release"
+    return DynamoRun(True, "", json.loads(lines[1])["results"], info)
+
+
+# Engine releases whose import clashes with the torch venv's transformers (a newer one registers a config name
+# they register too): they run on the transformers their image carries (their `==` pin) and the hub client and
+# tokenizers that transformers requires, each a wheel of wheels-torch.txt. SGLang 0.5.21 pins the same
+# transformers but imports with the venv's, and with 5.12.1 here would need torchvision: it keeps the venv's.
+ENGINE_ENV = {("sglang", v): (("transformers", "5.12.1"), ("huggingface-hub", "1.33.0"), ("tokenizers", "0.22.2"))
+              for v in ("0.5.15.post1", "0.5.16", "0.5.17", "0.5.18")}
+
+
+def engine_pins(dist: str, version: str) -> list[Path]:
+    """The wheel folders an engine release runs on besides its own (ENGINE_ENV), ahead of the venv's."""
+    return [dist_dir(name, v, "torch") for name, v in ENGINE_ENV.get((dist, version), ())]
 
 
 def dynamo_parse(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: list[list[str]]) -> list[dict]:

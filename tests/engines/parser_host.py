@@ -30,7 +30,7 @@ import types
 import warnings
 
 # Packages whose code may ask for a stand-in (the engines and routers under test).
-OWNERS = ("sglang", "sglang_router", "smg", "vllm", "tensorrt_llm")
+OWNERS = ("sglang", "sglang_router", "smg", "vllm", "vllm_router", "tensorrt_llm", "atom")
 # Versions reported by stand-ins whose version the engine compares at import time.
 STUB_VERSIONS = {"torch": "2.9.1", "triton": "3.5.0", "flashinfer": "0.5.3", "transformers": "4.57.1"}
 # Attributes a stand-in must *not* have: engines probe `hasattr(torch, "npu")` to pick a platform.
@@ -176,6 +176,9 @@ def _caller() -> str:
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_globals.get("__name__") or ""
+        spec = frame.f_globals.get("__spec__")
+        if name == "__main__" and spec is not None:
+            name = spec.name    # an entry module run as `python3 -m` (runpy): its own name decides
         if not name.startswith(("importlib", "_frozen_importlib")) and name != __name__:
             return name
         frame = frame.f_back
@@ -261,6 +264,12 @@ class _VllmServe(argparse.ArgumentParser):
     `validate` (its quick checks before any model is loaded), whose errors exit 2 here."""
 
     def __init__(self):
+        import vllm.platforms
+        from vllm.platforms.cpu import CpuPlatform
+
+        # the CPU platform, as on a GPU-less host: VLLM_TARGET_DEVICE alone leaves 0.27's custom-op
+        # registration asking a stood-in device for its dispatch key (Dynamo's frontend does the same)
+        vllm.platforms.current_platform = CpuPlatform()
         from vllm.entrypoints.cli.serve import ServeSubcommand
         from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -269,6 +278,8 @@ class _VllmServe(argparse.ArgumentParser):
         self.cmd = ServeSubcommand()
         serve = self.cmd.subparser_init(self.top.add_subparsers(required=False, dest="subparser"))
         self._actions = serve._actions
+        self._option_string_actions = serve._option_string_actions
+        self.allow_abbrev = serve.allow_abbrev     # the serve parser's, which decides
 
     def parse_args(self, args=None, namespace=None):
         parsed = self.top.parse_args(["serve", *args])
@@ -284,7 +295,55 @@ def _vllm():
     return _VllmServe(), "vllm"
 
 
-PARSERS = {"sglang": _sglang, "sglang-router": _sglang_router, "smg": _smg, "vllm": _vllm}
+def _vllm_router():
+    from vllm_router.router_args import RouterArgs
+
+    parser = argparse.ArgumentParser()
+    RouterArgs.add_cli_args(parser, use_router_prefix=False)   # vllm_router.launch_router.parse_router_args
+    return parser, "vllm-router"
+
+
+ENTRY_FILES: list[str] = []
+SOURCE_VERSION: list[str] = []      # set by a host whose engine's source states its version
+
+
+class _Captured(Exception):
+    """Raised in place of an entry point's first parse_args: its parser is built, nothing else is done."""
+
+
+def _entry_parser(module: str) -> argparse.ArgumentParser:
+    """The parser `python3 -m MODULE` builds, exactly as its `__main__` builds it (run here, stopped at its
+    first `parse_args`, before it loads a tokenizer or touches a GPU)."""
+    import importlib.util
+    import runpy
+
+    ENTRY_FILES.append(importlib.util.find_spec(module).origin)   # run as __main__, so not in sys.modules
+    seen: list[argparse.ArgumentParser] = []
+    original = argparse.ArgumentParser.parse_args
+
+    def capture(self, args=None, namespace=None):
+        seen.append(self)
+        raise _Captured
+
+    argparse.ArgumentParser.parse_args = capture
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+    except _Captured:
+        pass
+    finally:
+        argparse.ArgumentParser.parse_args = original
+    if not seen:
+        raise RuntimeError(f"python3 -m {module} returned without building an argument parser")
+    return seen[0]
+
+
+def _atom():
+    # ATOM has no wheel: its source at a pinned commit is on PYTHONPATH (tests/engines/sources.json)
+    return _entry_parser("atom.entrypoints.openai_server"), None
+
+
+PARSERS = {"sglang": _sglang, "sglang-router": _sglang_router, "smg": _smg, "vllm": _vllm,
+           "vllm-router": _vllm_router, "atom": _atom}
 
 
 def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> dict:
@@ -318,6 +377,24 @@ def _kinds(parser: argparse.ArgumentParser) -> dict[str, str]:
     return {o: kind for a in parser._actions if (kind := _kind(a)) for o in a.option_strings if o.startswith("--")}
 
 
+def _owner_files() -> list[str]:
+    """The engine's own source files the parser was built from, relative to their PYTHONPATH entry (what a
+    pinned source release must hold, tests/engines/sources.py)."""
+    import os
+
+    roots = [os.path.abspath(p) for p in sys.path if p]
+    found = set()
+    paths = [getattr(m, "__file__", None) for n, m in list(sys.modules.items()) if n.split(".")[0] in OWNERS]
+    for path in paths + ENTRY_FILES:
+        if not path or not os.path.isfile(path):
+            continue
+        path = os.path.abspath(path)
+        root = max((r for r in roots if path.startswith(r + os.sep)), key=len, default=None)
+        if root is not None:
+            found.add(os.path.relpath(path, root))
+    return sorted(found)
+
+
 def main() -> int:
     sys.meta_path.append(_StandIns())
     name = sys.argv[1]
@@ -331,12 +408,22 @@ def main() -> int:
 
             sys.__stderr__.write(err.getvalue() + traceback.format_exc())
             return 1
-    options = sorted({o for a in parser._actions for o in a.option_strings})
-    out.write(json.dumps({"version": importlib.metadata.version(dist), "options": options,
-                          "kinds": _kinds(parser), "stood-in": sorted(STUBBED)}) + "\n")
+    # the parser's registry, not each action's option_strings: vLLM's EnableDisableAction keeps accepting
+    # `--no-enable-x` while showing only `--disable-x` in its help
+    options = sorted(set(getattr(parser, "_option_string_actions", {})) |
+                     {o for a in parser._actions for o in a.option_strings})
+    # a parser built from pinned source files has no distribution to ask: the version its own source states
+    # where it has one (TensorRT-LLM's version.py), else None (the folder's, checked by its pinned hashes)
+    version = importlib.metadata.version(dist) if dist else (SOURCE_VERSION[0] if SOURCE_VERSION else None)
+    out.write(json.dumps({"version": version, "options": options, "kinds": _kinds(parser),
+                          "abbrev": bool(getattr(parser, "allow_abbrev", True)),
+                          "stood-in": sorted(STUBBED), "files": _owner_files(),
+                          **getattr(parser, "info", {})}) + "\n")
     out.flush()
     for line in sys.stdin:
         request = json.loads(line)
+        if hasattr(parser, "files"):        # the files the commands name (TensorRT-LLM's options file)
+            parser.files = request.get("files") or {}
         out.write(json.dumps({"results": [_parse(parser, list(a)) for a in request["argvs"]]}) + "\n")
         out.flush()
     return 0

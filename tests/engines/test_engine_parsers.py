@@ -267,3 +267,58 @@ def test_the_router_command_runs_only_the_declared_version():
     wrong = _guard("0.3.1")
     assert wrong.returncode == 1
     assert "the master declares router sglang-router 0.3.1, but the image has 0.3.2" in wrong.stderr
+
+
+# ---- vllm-router (vllm-project/router): installed into the job, one worker per DP rank --------------
+
+VLLM_ROUTER = ("vllm-router", "0.1.14")
+
+
+def _vllm_dep8_plan():
+    from dataclasses import replace
+
+    from ci_tools.config.recipe import ResolvedPoint, PointKey
+
+    point = ResolvedPoint("recipes/x.yaml", "dep8-c64", PointKey(8, 8, True, 64), "vllm",
+                          "vllm/vllm-openai:v0.33.0@sha256:" + "a" * 64, "org/m", engine_versions=("0.33.0",),
+                          router={"name": "vllm-router", "version": "0.1.14", "routing-key": "session-id",
+                                  "args": {"policy": "consistent_hash"}})
+    row = {"tp": 8, "ep": 8, "dp-attn": True, "conc": 64, "image": point.image, "model": "org/m",
+           "scenario-type": "agentic-coding", "router": {"name": "vllm-router", "version": "0.1.14"}}
+    return build_plan(row, replace(point), Settings(), "/job")
+
+
+def test_vllm_router_command_parses_with_its_own_parser_and_addresses_every_dp_rank():
+    plan = _vllm_dep8_plan()
+    cmd = plan.proc("router").command
+    args = list(cmd.args)
+    assert args[args.index("--intra-node-data-parallel-size") + 1] == "8"   # vLLM DP8: eight engines behind :30000
+    assert parse(*VLLM_ROUTER, args).ok, parse(*VLLM_ROUTER, args)
+    broken = args + ["--policy", "sticky"]
+    assert "invalid choice: 'sticky'" in parse(*VLLM_ROUTER, broken).error
+
+
+def test_vllm_router_is_installed_into_its_own_folder_of_the_job_by_hash():
+    from ci_tools.engines import install
+
+    plan = _vllm_dep8_plan()
+    router = plan.proc("router")
+    assert router.argv[:3] == ["python3", "-c", install.GUARD]
+    target, reqs = router.argv[3], router.argv[5:5 + int(router.argv[4])]
+    assert target == "/job/router/site" and router.mounts == ("/job/router",)
+    assert reqs == list(routers.release(*VLLM_ROUTER).requirements) and install.requirement_problems(reqs) == []
+    assert ("/job/router/README" in dict(plan.files)) and install.unwrap(router.argv)[3:6] == \
+        ["vllm-router", "0.1.14", "vllm_router.launch_router"]
+
+
+def test_vllm_router_reads_the_session_id_header_the_client_sends():
+    client = _vllm_dep8_plan().proc("client").argv
+    assert client[client.index("--session-header") + 1] == "x-session-id"
+    so = next(wheel_dir(*VLLM_ROUTER).glob("vllm_router_rs*.so"))
+    assert b"x-session-id" in so.read_bytes() and b"X-data-parallel-rank" in so.read_bytes()
+
+
+def test_vllm_router_routes_by_session_only_under_consistent_hash():
+    r = {"name": "vllm-router", "version": "0.1.14", "routing-key": "session-id"}
+    assert "only under `policy: consistent_hash`" in routers.problems(r)[0]
+    assert routers.problems({**r, "args": {"policy": "consistent_hash"}}) == []

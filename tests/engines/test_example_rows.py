@@ -1,7 +1,9 @@
 """Every single-node row the example repository plans renders engine and router commands that parse with
 that tool's own parser: SGLang (each declared release), vLLM 0.33.0 (`vllm serve`, from the wheel),
-TensorRT-LLM (a transcription of trtllm-serve's click options), sglang-router/smg. The rows come from the
-matrix expansion `plan` uses, so a new config or point is checked without naming it here; each row also dry-runs.
+TensorRT-LLM (`trtllm-serve serve` from its source, its options file merged and validated by its own
+llm_args model), ATOM (its openai_server's parser from its source), sglang-router/smg/vllm-router. The
+rows come from the matrix expansion `plan` uses, so a new config or point is checked without naming it
+here; each row also dry-runs.
 
 Multi-node rows (Dynamo and sglang-router PD workers) are checked by test_disagg_parsers.py.
 """
@@ -22,7 +24,7 @@ from ci_tools.runner.flow import eval_policy
 from ci_tools.runner.plan import Settings, build_plan
 from ci_tools.sweep.matrix import Filters, expand
 from ci_tools.sweep.row import parse_row
-from tests.engines.harness import REPO, parse_many
+from tests.engines.harness import REPO, checked_versions, parse_many
 
 
 def example_rows() -> list[tuple[str, dict]]:
@@ -44,25 +46,25 @@ def example_rows() -> list[tuple[str, dict]]:
 ROWS = example_rows()
 
 
-def commands(row: dict) -> tuple[str, tuple[str, ...], list[tuple[str, str, list[str]]]]:
-    """(engine, versions to check, [(parser, version, args)]) of one row's server and router commands."""
+def commands(row: dict) -> tuple[str, tuple[str, ...], list[tuple[str, str, list[str], dict]]]:
+    """(engine, versions to check, [(parser, version, args, files)]) of one row's server and router commands:
+    at the declared releases ci-tools has a parser of, else at every pinned one."""
     rel = read_masters(default_master_paths(REPO), REPO).entries[row["config-key"]]["recipe"]
     recipe = load_recipe(REPO / rel, rel)
     point = resolve_point(recipe, int(row["tp"]), int(row.get("ep", 1)), bool(row.get("dp-attn")), int(row["conc"]))
     plan = build_plan(row, point, Settings(root=str(REPO), evals=eval_policy(parse_row(row, "row"), REPO)), "out")
     server = plan.proc("server").command
-    # TensorRT-LLM recipes name no release (one option table, tests/engines/trtllm-serve.json)
-    versions = recipe.engine_versions or ("serve.py",)
-    out = [(server.parser, v, list(server.args)) for v in versions]
+    versions = checked_versions(server.parser, recipe.engine_versions)
+    out = [(server.parser, v, list(server.args), dict(server.files)) for v in versions]
     router = plan.proc("router")
     if router is not None:
-        out.append((router.command.parser, point.router["version"], list(router.command.args)))
+        out.append((router.command.parser, point.router["version"], list(router.command.args), {}))
     return recipe.engine, versions, out
 
 
 def test_the_examples_cover_every_engine():
     engines = {commands(row)[0] for _, row in ROWS}
-    assert engines == {"sglang", "vllm", "trtllm"}, engines
+    assert engines == {"sglang", "vllm", "trtllm", "atom"}, engines
     assert len(ROWS) >= 20
 
 
@@ -70,8 +72,8 @@ def test_the_examples_cover_every_engine():
 def test_every_command_of_every_example_row_parses(name, row):
     _, _, cmds = commands(row)
     bad = []
-    for parser, version, args in cmds:
-        result = parse_many(parser, version, [args])[0]
+    for parser, version, args, files in cmds:
+        result = parse_many(parser, version, [args], files)[0]
         if not result.ok:
             bad.append(f"{name}: {parser} {version} rejects `{shlex.join(args)}`: {result.error}")
     assert not bad, "\n".join(bad)
@@ -92,9 +94,13 @@ BROKEN = [
     ("vllm", "0.33.0", ["/models/m", "--tensor-parallel-size", "8", "--max-num-seq", "4x"], "--max-num-seq"),
     ("vllm", "0.33.0", ["/models/m", "--tensor-paralel-size", "8"], "unrecognized arguments"),
     ("vllm", "0.33.0", ["/models/m", "--enable-auto-tool-choice"], "requires --tool-call-parser"),
-    ("trtllm", "serve.py", ["/models/m", "--trust-remote-code"], "No such option '--trust-remote-code'"),
-    ("trtllm", "serve.py", ["/models/m", "--tp_size", "eight"], "is not a valid integer"),
-    ("trtllm", "serve.py", ["/models/m", "--backend", "vllm"], "is not one of"),
+    ("trtllm", "1.3.0rc3", ["/models/m", "--trust-remote-code"], "No such option '--trust-remote-code'"),
+    ("trtllm", "1.3.0rc3", ["/models/m", "--tp_size", "eight"], "is not a valid integer"),
+    ("trtllm", "1.3.0rc3", ["/models/m", "--backend", "vllm"], "is not one of"),
+    ("trtllm", "1.3.0rc3", ["/models/m", "--log_level", "loud"], "is not one of"),      # a choice its code computes
+    ("atom", "0.1.3", ["--model", "/models/m", "--kv-cache-dtype", "fp8"], "unrecognized arguments"),
+    ("atom", "0.1.6rc1.dev323", ["--model", "/models/m", "--method", "medusa"], "invalid choice: 'medusa'"),
+    ("vllm-router", "0.1.14", ["--worker-urls", "http://w:1", "--policy", "sticky"], "invalid choice"),
     ("sglang", "0.5.22", ["--model-path", "/models/m", "--tp-size", "8", "--cuda-graph-max-bs", "4"], "ambiguous option"),
 ]
 
@@ -111,19 +117,22 @@ def test_a_broken_flag_is_rejected_by_its_engine(parser, version, args, error):
 FLEET_TOPOLOGIES = [(8, 1, False), (8, 8, False), (8, 8, True), (1, 8, True), (2, 8, True), (4, 4, True)]
 
 
-@pytest.mark.parametrize("engine,version", [("sglang", "0.5.22"), ("vllm", "0.33.0"), ("trtllm", "serve.py")])
+@pytest.mark.parametrize("engine,version", [("sglang", "0.5.22"), ("vllm", "0.33.0"), ("trtllm", "1.3.0rc3"),
+                                            ("atom", "0.1.3"), ("atom", "0.1.6rc1.dev323")])
 def test_every_topology_the_fleet_runs_parses(engine, version):
     from ci_tools.engines import ServeSpec
     from ci_tools.engines import engine as plugin_of
 
     plugin, named = plugin_of(engine), {}
     for tp, ep, dpa in FLEET_TOPOLOGIES:
-        spec = ServeSpec("/models/m", "m", "0.0.0.0", 8000, tp=tp, ep=ep, dp_attn=dpa, files_dir="/job")
+        spec = ServeSpec("/models/m", "m", "0.0.0.0", 8000, tp=tp, ep=ep, dp_attn=dpa, files_dir="/job",
+                         versions=(version,))
         if not plugin.topology_problems(spec):      # a refused topology is refused before any command
-            named[f"tp{tp} ep{ep}{' dp-attn' if dpa else ''}"] = list(plugin.server(spec).args)
-    assert "tp1 ep8 dp-attn" in named or engine == "sglang", named
-    results = parse_many(engine, version, list(named.values()))
-    bad = [f"{n}: rejects `{shlex.join(a)}`: {r.error}" for (n, a), r in zip(named.items(), results) if not r.ok]
+            cmd = plugin.server(spec)
+            named[f"tp{tp} ep{ep}{' dp-attn' if dpa else ''}"] = (list(cmd.args), dict(cmd.files))
+    assert "tp1 ep8 dp-attn" in named or engine in ("sglang", "atom"), named
+    results = [parse_many(engine, version, [a], f)[0] for a, f in named.values()]
+    bad = [f"{n}: rejects `{shlex.join(a)}`: {r.error}" for (n, (a, _)), r in zip(named.items(), results) if not r.ok]
     assert not bad, "\n".join(bad)
 
 
@@ -136,7 +145,7 @@ def test_a_trtllm_recipe_may_write_options_with_hyphens():
                      args={"trust-remote-code": True, "kv-cache-free-gpu-memory-fraction": 0.85, "max_batch_size": 4})
     args = list(trtllm.server(spec).args)
     assert "--trust_remote_code" in args and "--kv_cache_free_gpu_memory_fraction" in args
-    assert parse_many("trtllm", "serve.py", [args])[0].ok
+    assert parse_many("trtllm", "1.3.0rc3", [args])[0].ok
 
 
 def test_profile_dry_run_of_the_seed_dep2_c64_row_parses_with_sglang(tmp_path):

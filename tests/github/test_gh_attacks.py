@@ -13,6 +13,7 @@ from ci_tools import names
 from ci_tools.github.client import GitHub
 from ci_tools.github.client import GitHubError
 from ci_tools.github.events import Event
+from ci_tools.github.models import check_run_from_json
 from ci_tools.prbot.flow import handle_comment
 from ci_tools.prbot.reuse.flow import resolve_reuse
 from ci_tools.prbot.signoff import decide as signoff
@@ -336,7 +337,7 @@ def test_a_timeline_cut_after_the_last_comment_does_not_hide_a_label(fake):
     starts under it, the label is removed again, and a proxy drops `Link: next` after the first full
     page, so neither label event is listed. Replayed, the history said "a full sweep only" and main
     reused an evals-only run; a full last page without `Link: next` is now checked for a next page."""
-    from ci_tools.github.client import PER_PAGE
+    from ci_tools.github.rest import PER_PAGE
 
     pr_with_sweep(fake, 7, filler=PER_PAGE - 3)              # committed, labeled, fillers: then `/use 9`
     authorise(fake, 7, "/use 9")
@@ -580,7 +581,8 @@ def test_still_another_apps_backdated_check_does_not_vouch_for_the_head(fake):
     assert made.status_code == 201 and made.json()["started_at"] == "2000-01-01T00:00:00Z"
     res = verify_signoff(comment_event(fake, 1, c), settings(), lazy(fake), lazy(fake))
     assert res.outputs["proceed"] == "false" and "became this PR's head after it was written" in res.messages[-1]
-    assert signoff.queue_state([r for r in fake.check_runs if signoff.by_bot(r, settings().bot) and r["_sha"] == SHA2],
+    on_head = [check_run_from_json(r) for r in fake.check_runs if r["_sha"] == SHA2]
+    assert signoff.queue_state([r for r in on_head if signoff.by_bot(r, settings().bot)],
                                pr_head=SHA2, queued_head="")[0] == "failure"
 
 

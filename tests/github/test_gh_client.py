@@ -15,8 +15,7 @@ def _prs_with_comments(fake, n: int):
 
 def test_timeline_pages_follow_link_headers_and_are_fetched_once(fake, gh):
     _prs_with_comments(fake, 151)
-    items = gh.timeline(1)
-    assert len([i for i in items if i["event"] == "commented"]) == 151
+    assert len(gh.timeline(1).comments) == 151
     assert gh.timeline(1) is not None and gh.log.count == 3   # cached: nothing fetched twice
     assert fake.requests == [f"GET /repos/{fake.repo}/pulls/1",    # its comment count, read first
                              f"GET /repos/{fake.repo}/issues/1/timeline?per_page=100",
@@ -26,7 +25,7 @@ def test_timeline_pages_follow_link_headers_and_are_fetched_once(fake, gh):
 def test_short_pages_are_followed_not_taken_as_the_end(fake, gh):
     _prs_with_comments(fake, 25)
     fake.page_size = 10    # the server returns fewer than asked, with a next link
-    assert len([i for i in gh.timeline(1) if i["event"] == "commented"]) == 25
+    assert len(gh.timeline(1).comments) == 25
     assert gh.log.count == 4    # the PR, then three pages
 
 
@@ -99,16 +98,15 @@ def test_check_runs_with_a_summary_as_github_serves_them(fake, gh):
     sha = "c" * 40
     made = gh.create_check_run(sha, name="ci-tools / ready to merge", conclusion="failure", title="not ready",
                                summary="**Not ready**: the pinned run's artifacts expired.", details_url="https://x/pr/7")
-    assert made["status"] == "completed" and made["app"]["slug"] == "github-actions"
+    assert made.status == "completed" and made.app == "github-actions"
     gh.create_check_run(sha, name="other", conclusion="success", title="t", summary="s")
     [run] = gh.check_runs(sha, "ci-tools / ready to merge")
-    assert run["conclusion"] == "failure" and run["output"]["summary"].startswith("**Not ready**")
-    assert [r["name"] for r in gh.check_runs(sha)] == ["other", "ci-tools / ready to merge"]
+    assert run.conclusion == "failure" and run.summary.startswith("**Not ready**") and run.title == "not ready"
+    assert [r.name for r in gh.check_runs(sha)] == ["other", "ci-tools / ready to merge"]
     # GitHub's default `filter=latest`: the newest of a name; `every` (filter=all): each one ever created
     gh.create_check_run(sha, name="ci-tools / ready to merge", conclusion="success", title="ready", summary="s")
-    assert [r["output"]["title"] for r in gh.check_runs(sha, "ci-tools / ready to merge")] == ["ready"]
-    assert [r["output"]["title"] for r in gh.check_runs(sha, "ci-tools / ready to merge", every=True)] == \
-        ["ready", "not ready"]
+    assert [r.title for r in gh.check_runs(sha, "ci-tools / ready to merge")] == ["ready"]
+    assert [r.title for r in gh.check_runs(sha, "ci-tools / ready to merge", every=True)] == ["ready", "not ready"]
     fake.grant("ro", "github_token", {"checks": "read"})
     from ci_tools.github.client import GitHub, GitHubError
 

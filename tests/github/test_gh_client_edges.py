@@ -11,7 +11,7 @@ from types import GeneratorType
 import pytest
 
 from ci_tools.github.client import GitHub, GitHubError
-from ci_tools.github import client as gh_client
+from ci_tools.github import endpoints
 
 
 @pytest.mark.parametrize("status", [403, 429])
@@ -119,9 +119,9 @@ def test_endpoints_lists_every_endpoint_the_client_calls(fake):
         assert gh.log.calls, f"GitHub.{name} sent no request"
         for call in gh.log.calls:
             verb, url = call.split(" ", 1)
-            if (verb, url.split("?")[0].replace(fake.url, "")) == gh_client.GRAPHQL:
+            if (verb, url.split("?")[0].replace(fake.url, "")) == endpoints.GRAPHQL:
                 continue    # one endpoint for every query: what it may read is the token's REST permissions
-            found = gh_client.endpoint_of(verb, url)
-            assert found, f"GitHub.{name} calls {verb} {url}, which client.ENDPOINTS does not list"
+            found = endpoints.endpoint_of(verb, url)
+            assert found, f"GitHub.{name} calls {verb} {url}, which endpoints.ENDPOINTS does not list"
             used.add((verb, found[0]))
-    assert set(gh_client.ENDPOINTS) - used == set(), "ENDPOINTS lists endpoints no call of the client uses"
+    assert set(endpoints.ENDPOINTS) - used == set(), "ENDPOINTS lists endpoints no call of the client uses"

@@ -12,13 +12,13 @@ from ci_tools.prbot import shell
 from ci_tools.prbot.approval import flow as approval
 from ci_tools.prbot.card import flow as card
 from ci_tools.prbot.card import shell as card_shell
-from ci_tools.prbot.reuse import decide as reuse_decide
+from ci_tools.prbot.reuse import runs_flow
 from ci_tools.prbot.reuse import flow as reuse
 from ci_tools.prbot.signoff import flow as signoff
 from ci_tools.prbot.staging import flow as staging
 from ci_tools.prbot.welcome import flow as welcome
 
-PROTOCOLS = [shell.Comments, card_shell.CardClient, card.Client, reuse_decide.Source, reuse.Client, approval.Client,
+PROTOCOLS = [shell.Comments, card_shell.CardClient, card.Client, runs_flow.Source, reuse.Client, approval.Client,
              staging.Client, staging.Dispatcher, signoff.Client, signoff.Teams, welcome.Client]
 
 

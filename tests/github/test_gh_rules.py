@@ -10,7 +10,8 @@ import tomllib
 import pytest
 
 from ci_tools.github.client import GitHub, GitHubError
-from ci_tools.github import client as gh_client
+from ci_tools.errors import InputError
+from ci_tools.github import endpoints, rest
 from fake_github import API_VERSIONS, PERMISSIONS_FILE, permission_table
 from gh_scenarios import REPO_ROOT
 
@@ -28,7 +29,7 @@ def test_the_permission_table_names_its_source_version():
 
 def test_every_endpoint_the_client_calls_is_in_githubs_table_with_the_permission_the_client_names():
     table = {(e.verb, e.template): e for e in permission_table()}
-    for (verb, template), permission in gh_client.ENDPOINTS.items():
+    for (verb, template), permission in endpoints.ENDPOINTS.items():
         assert (verb, template) in table, f"{verb} {template} is not in {PERMISSIONS_FILE.name}"
         name, access = permission.split(": ")
         assert (name, access) in table[(verb, template)].needs, (verb, template, table[(verb, template)].needs)
@@ -38,7 +39,7 @@ def test_the_client_sends_an_api_version_and_the_fake_answers_with_it(fake):
     fake.add_pr(1, head_sha="a" * 40)
     gh = client(fake, "t")
     gh.pull_request(1)
-    assert fake.api_versions == [gh_client.API_VERSION] and gh_client.API_VERSION in API_VERSIONS
+    assert fake.api_versions == [rest.API_VERSION] and rest.API_VERSION in API_VERSIONS
 
 
 def test_an_unsupported_api_version_is_refused_like_github_does(fake):
@@ -76,7 +77,7 @@ def test_a_github_token_gets_404_from_organization_endpoints_and_the_client_says
     client must not read as "not a member"."""
     fake.teams[("org", "core")] = {"alice"}
     token = fake.grant("ghs_job", "github_token", {"contents": "write", "pull-requests": "write"})
-    with pytest.raises(gh_client.TeamUnreadable, match="cannot read team membership with this token"):
+    with pytest.raises(rest.TeamUnreadable, match="cannot read team membership with this token"):
         client(fake, token).team_member("org", "core", "alice")
 
 
@@ -86,10 +87,10 @@ def test_an_app_token_with_members_read_reads_membership(fake):
     gh = client(fake, token)
     assert gh.team_member("org", "core", "alice") is True
     assert gh.team_member("org", "core", "mallory") is False          # the team is readable: a real "no"
-    with pytest.raises(gh_client.TeamUnreadable):
+    with pytest.raises(rest.TeamUnreadable):
         gh.team_member("org", "no-such-team", "alice")                 # 404 for the team itself: cannot tell
     no_members = fake.grant("ghs_app2", "app", {"contents": "read"})
-    with pytest.raises(gh_client.TeamUnreadable, match="403"):
+    with pytest.raises(rest.TeamUnreadable, match="403"):
         client(fake, no_members).team_member("org", "core", "alice")
 
 
@@ -107,7 +108,7 @@ def test_pygithub_lower_bound_is_the_version_the_suite_runs_against():
     [spec] = [d for d in deps if d.lower().startswith("pygithub")]
     floor = tuple(int(x) for x in re.search(r">=\s*([\d.]+)", spec).group(1).split("."))
     pinned = re.search(r"(?im)^pygithub==([\d.]+)$", (REPO_ROOT / ".github/constraints.txt").read_text())
-    assert floor == gh_client.MIN_PYGITHUB == tuple(int(x) for x in pinned.group(1).split("."))
+    assert floor == rest.MIN_PYGITHUB == tuple(int(x) for x in pinned.group(1).split("."))
 
 
 def test_retries_go_through_public_hooks_only():
@@ -115,7 +116,7 @@ def test_retries_go_through_public_hooks_only():
     `_sleep_backoff`, PyGithub's GithubRetry internals): a dependency update cannot break them quietly."""
     import ast
 
-    tree = ast.parse((REPO_ROOT / "ci_tools/github/client.py").read_text())
+    tree = ast.parse((REPO_ROOT / "ci_tools/github/rest.py").read_text())
     [retry] = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "_Retry"]
     assert [ast.unparse(b) for b in retry.bases] == ["Retry"]
     overridden = sorted(f.name for f in retry.body if isinstance(f, ast.FunctionDef))
@@ -127,7 +128,7 @@ def test_retries_go_through_public_hooks_only():
 @pytest.mark.parametrize("version,ok", [("2.9.1", False), ("2.3.0", False), ("2.10.0", True), ("3.0.0", True)])
 def test_an_older_pygithub_is_a_clear_error_not_a_type_error(version, ok):
     if ok:
-        gh_client.check_pygithub(version)
+        rest.check_pygithub(version)
         return
-    with pytest.raises(gh_client.InputError, match=r"PyGithub .* is too old: ci-tools needs PyGithub >= 2\.10\.0"):
-        gh_client.check_pygithub(version)
+    with pytest.raises(InputError, match=r"PyGithub .* is too old: ci-tools needs PyGithub >= 2\.10\.0"):
+        rest.check_pygithub(version)

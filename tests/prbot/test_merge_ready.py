@@ -78,7 +78,7 @@ def test_earliest_expiry_skips_expired_artifacts():
 
 
 def test_an_artifact_past_its_expiry_is_expired_before_the_listing_says_so():
-    from ci_tools.prbot.reuse.decide import unexpired_names
+    from ci_tools.prbot.reuse.verdict import unexpired_names
 
     arts = [artifact_from_json(a) for a in ({"id": 1, "name": "results_bmk", "expires_at": "2026-10-01T00:00:00Z"},
                                             {"id": 2, "name": "run-stats", "expires_at": "2026-10-03T00:00:00Z"},

@@ -9,6 +9,7 @@ from ci_tools.github.models import Comment, LabelEvent
 from ci_tools.prbot import commands as cmds
 from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.reuse import decide as reuse
+from ci_tools.prbot.reuse.verdict import labels_at
 
 # ---- authorisation: pure table (41-45, W3, W4, W5) ----------------------------------------------
 
@@ -129,7 +130,7 @@ def test_the_comment_being_answered_counts_by_what_is_being_recorded():
 ])
 def test_labels_at(events, when, expected):
     evs = [LabelEvent(l, added, f"2026-10-01T{t}:00Z") for l, added, t in events]
-    assert reuse.labels_at(evs, when) == expected
+    assert labels_at(evs, when) == expected
 
 
 @hsettings(max_examples=100, deadline=None)

@@ -49,7 +49,7 @@ def test_a_rejected_check_says_what_is_wrong_not_the_rule_it_broke():
 
 # ---- issue 25: what a sign-off is bound to ---------------------------------------------------------
 
-from ci_tools.github.models import Comparison, EditHistory  # noqa: E402
+from ci_tools.github.models import Comparison, EditHistory, check_run_from_json  # noqa: E402
 
 EDITS = [
     # author, history, expected reason substring (None: the author's own body)
@@ -100,8 +100,9 @@ BOT = "github-actions[bot]"
 
 
 def check(at, *, url=PR_URL, app="github-actions", name=signoff.CHECK, completed=None):
-    """A check run as GitHub lists it: the app that created it, its start by GitHub's clock."""
-    return {"name": name, "started_at": at, "completed_at": completed or at, "details_url": url,
+    """A check run as GitHub lists it (its JSON, read by the client's parser in the tests): the app that
+    created it, its start by GitHub's clock."""
+    return {"id": 1, "name": name, "started_at": at, "completed_at": completed or at, "details_url": url,
             "app": {"slug": app} if app else None}
 
 
@@ -123,8 +124,8 @@ SEEN = [
 
 @pytest.mark.parametrize("checks,expected", SEEN)
 def test_head_seen_before(checks, expected):
-    assert signoff.head_seen_before(written_at="2026-10-01T00:01:00Z", checks=checks, pr_url=PR_URL,
-                                    bot=BOT) is expected
+    assert signoff.head_seen_before(written_at="2026-10-01T00:01:00Z", checks=map(check_run_from_json, checks),
+                                    pr_url=PR_URL, bot=BOT) is expected
 
 
 @pytest.mark.parametrize("slug,bot,mine", [
@@ -136,7 +137,7 @@ def test_head_seen_before(checks, expected):
     ("", "[bot]", False),
 ])
 def test_a_check_run_is_the_bots_when_its_app_is(slug, bot, mine):
-    assert signoff.by_bot({"app": {"slug": slug}}, bot) is mine
+    assert signoff.by_bot(check_run_from_json({"id": 1, "app": {"slug": slug}}), bot) is mine
 
 
 @pytest.mark.parametrize("state,conclusion", [("success", "success"), ("failure", "failure"),
@@ -159,7 +160,7 @@ def test_only_a_verified_signoff_is_a_passing_conclusion(state, conclusion):
     ([{"id": 1, "conclusion": "success", "output": {"title": "verified"}}], "b" * 7, "failure", "the queue will test"),
 ])
 def test_a_merge_groups_signoff_is_the_prs_newest(checks, queued, want, words):
-    state, why = signoff.queue_state(checks, pr_head=A, queued_head=queued)
+    state, why = signoff.queue_state(map(check_run_from_json, checks), pr_head=A, queued_head=queued)
     assert state == want and words in why
 
 

@@ -1,5 +1,6 @@
 """A fork PR's trusted sweep (workflow_dispatch of trusted-sweep.yml) as a reuse/staging source (W18):
-pure tables over `reuse.check_run` / `reuse.select_run` with an in-memory source that records its calls."""
+tables over the verdict (`reuse/verdict.py`), judged by `runs_flow.check_run` / `runs_flow.select_run` with
+an in-memory source that records its calls; and the verdict's staged protocol on its own, fact by fact."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ci_tools.github.models import Artifact, Comparison, WorkflowRun, run_from_json
+from ci_tools.github.models import Artifact, Comparison, Job, WorkflowRun, run_from_json
 from ci_tools.github.models import LabelEvent, Timeline
 from ci_tools.prbot.approval import decide as approval
 from ci_tools.prbot.context import PrContext
-from ci_tools.prbot.reuse import decide as reuse
+from ci_tools.prbot.reuse import runs_flow, verdict
+from ci_tools.prbot.reuse.measured import InputsCheck
+from ci_tools.prbot.reuse.verdict import Kind
 from ci_tools.sweep.gate import mode_for
 from ci_tools.sweep.load import load_policy
 
@@ -22,7 +25,7 @@ POLICY = load_policy(Path(__file__).resolve().parents[2])
 FULL = "full-sweep-fail-fast"
 def api_run(data):
     """A run as the adapter hands it to reuse: parsed from the API's JSON."""
-    return reuse.sweep_run(run_from_json(data))
+    return verdict.sweep_run(run_from_json(data))
 
 
 A, B, C, OTHER = "a" * 40, "b" * 40, "c" * 40, "d" * 40
@@ -76,7 +79,7 @@ class Source:
 
 
 def trusted(run_id, *, pr=5, sha=A, at="2026-10-01T02:00:00Z", conclusion="success", branch="main",
-            title=None, path=reuse.TRUSTED_PATH, status="completed"):
+            title=None, path=verdict.TRUSTED_PATH, status="completed"):
     return {"id": run_id, "event": "workflow_dispatch", "path": path, "status": status, "conclusion": conclusion,
             "head_sha": "f" * 40, "head_branch": branch, "created_at": at, "name": "trusted-sweep",
             "display_title": approval.run_name(pr, sha) if title is None else title,
@@ -121,68 +124,68 @@ def test_a_trusted_run_reads_its_swept_commit_from_the_run_name():
 BLOCKER = next(m for m in sorted(POLICY.modifiers) if POLICY.modifiers[m].blocks_reuse)
 
 CHECKS = [
-    # name, run, rules, timeline/compare/artifacts overrides, expected reason substring (None: usable)
-    ("head commit, success", trusted(1, sha=B), reuse.reuse_rules(False), {}, None),
-    ("older commit, later commits leave inputs alone", trusted(1, sha=A), reuse.reuse_rules(False),
+    # name, run, rules, timeline/compare/artifacts overrides, expected (refusal kind, reason substring) (None: usable)
+    ("head commit, success", trusted(1, sha=B), verdict.reuse_rules(False), {}, None),
+    ("older commit, later commits leave inputs alone", trusted(1, sha=A), verdict.reuse_rules(False),
      dict(compares={(A, B): ("ahead", ["docs/x.md"])}), None),
-    ("older commit, later commit changes benchmark inputs", trusted(1, sha=A), reuse.reuse_rules(False),
-     dict(compares={(A, B): ("ahead", ["recipes/x.yaml"])}), "change benchmark inputs: recipes/x.yaml"),
-    ("another PR's sweep", trusted(1, pr=6, sha=B), reuse.reuse_rules(True), {},
-     "trusted sweep of PR #6 (commit bbbbbbbbbbbb), not of PR #5"),
-    ("a SHA that is not in the PR", trusted(1, sha=C), reuse.reuse_rules(True), {},
-     "cccccccccccc is not one of PR #5's commits"),
-    ("run name names nothing", trusted(1, title="manual run"), reuse.reuse_rules(True), {},
-     "does not name a PR and a full commit SHA"),
-    ("dispatched from another branch", trusted(1, sha=B, branch="experiment"), reuse.reuse_rules(True), {},
-     "ran from branch experiment, not main"),
+    ("older commit, later commit changes benchmark inputs", trusted(1, sha=A), verdict.reuse_rules(False),
+     dict(compares={(A, B): ("ahead", ["recipes/x.yaml"])}), (Kind.STALE, "change benchmark inputs: recipes/x.yaml")),
+    ("another PR's sweep", trusted(1, pr=6, sha=B), verdict.reuse_rules(True), {},
+     (Kind.OTHER_PR, "trusted sweep of PR #6 (commit bbbbbbbbbbbb), not of PR #5")),
+    ("a SHA that is not in the PR", trusted(1, sha=C), verdict.reuse_rules(True), {},
+     (Kind.OTHER_PR, "cccccccccccc is not one of PR #5's commits")),
+    ("run name names nothing", trusted(1, title="manual run"), verdict.reuse_rules(True), {},
+     (Kind.NOT_A_SWEEP, "does not name a PR and a full commit SHA")),
+    ("dispatched from another branch", trusted(1, sha=B, branch="experiment"), verdict.reuse_rules(True), {},
+     (Kind.FOREIGN, "ran from branch experiment, not main")),
     ("another workflow dispatched", trusted(1, sha=B, path=".github/workflows/runner-digest.yml"),
-     reuse.reuse_rules(True), {}, "not .github/workflows/trusted-sweep.yml"),
-    ("unpinned failure", trusted(1, sha=B, conclusion="failure"), reuse.reuse_rules(False), {},
-     "concluded 'failure'; reuse needs success"),
-    ("pinned failure", trusted(1, sha=B, conclusion="failure"), reuse.reuse_rules(True), {}, None),
-    ("pinned cancelled", trusted(1, sha=B, conclusion="cancelled"), reuse.reuse_rules(True), {}, None),
-    ("pinned skipped", trusted(1, sha=B, conclusion="skipped"), reuse.reuse_rules(True), {}, "concluded 'skipped'"),
-    ("still running", trusted(1, sha=B, status="in_progress", conclusion=None), reuse.reuse_rules(True), {},
-     "not completed"),
-    ("before the full-sweep label", trusted(1, sha=B, at="2026-09-30T00:00:00Z"), reuse.reuse_rules(True), {},
-     "not created while a full-sweep label"),
-    ("with a reuse blocker applied", trusted(1, sha=B), reuse.reuse_rules(True),       # removed after the run
+     verdict.reuse_rules(True), {}, (Kind.NOT_A_SWEEP, "not .github/workflows/trusted-sweep.yml")),
+    ("unpinned failure", trusted(1, sha=B, conclusion="failure"), verdict.reuse_rules(False), {},
+     (Kind.FAILED, "concluded 'failure'; reuse needs success")),
+    ("pinned failure", trusted(1, sha=B, conclusion="failure"), verdict.reuse_rules(True), {}, None),
+    ("pinned cancelled", trusted(1, sha=B, conclusion="cancelled"), verdict.reuse_rules(True), {}, None),
+    ("pinned skipped", trusted(1, sha=B, conclusion="skipped"), verdict.reuse_rules(True), {}, (Kind.FAILED, "concluded 'skipped'")),
+    ("still running", trusted(1, sha=B, status="in_progress", conclusion=None), verdict.reuse_rules(True), {},
+     (Kind.UNFINISHED, "not completed")),
+    ("before the full-sweep label", trusted(1, sha=B, at="2026-09-30T00:00:00Z"), verdict.reuse_rules(True), {},
+     (Kind.LABELS, "not created while a full-sweep label")),
+    ("with a reuse blocker applied", trusted(1, sha=B), verdict.reuse_rules(True),       # removed after the run
      dict(events=(LabelEvent(BLOCKER, True, "2026-10-01T01:00:00Z"), LabelEvent(BLOCKER, False, "2026-10-02T00:00:00Z"))),
-     f"ran with {BLOCKER} applied"),
-    ("label history cut short", trusted(1, sha=B), reuse.reuse_rules(True),  # the removal above never listed
-     dict(events=(LabelEvent(BLOCKER, True, "2026-10-01T01:00:00Z"),)), "label history cannot be trusted"),
-    ("a label added and never listed", trusted(1, sha=B), reuse.reuse_rules(True),
-     dict(pr_labels=(FULL, BLOCKER)), f"end with {FULL} applied, but the PR has {', '.join(sorted((FULL, BLOCKER)))}"),
-    ("expired results", trusted(1, sha=B), reuse.reuse_rules(True), dict(artifacts={1: ("run-stats",)}),
-     "no unexpired benchmark"),
-    ("staging needs changelog metadata", trusted(1, sha=B), reuse.staging_rules(True),
-     dict(artifacts={1: ("results_bmk",)}), "no unexpired changelog-metadata"),
-    ("staging with metadata", trusted(1, sha=B), reuse.staging_rules(True),
+     (Kind.LABELS, f"ran with {BLOCKER} applied")),
+    ("label history cut short", trusted(1, sha=B), verdict.reuse_rules(True),  # the removal above never listed
+     dict(events=(LabelEvent(BLOCKER, True, "2026-10-01T01:00:00Z"),)), (Kind.LABELS, "label history cannot be trusted")),
+    ("a label added and never listed", trusted(1, sha=B), verdict.reuse_rules(True),
+     dict(pr_labels=(FULL, BLOCKER)), (Kind.LABELS, f"end with {FULL} applied, but the PR has {', '.join(sorted((FULL, BLOCKER)))}")),
+    ("expired results", trusted(1, sha=B), verdict.reuse_rules(True), dict(artifacts={1: ("run-stats",)}),
+     (Kind.ARTIFACTS, "no unexpired benchmark")),
+    ("staging needs changelog metadata", trusted(1, sha=B), verdict.staging_rules(True),
+     dict(artifacts={1: ("results_bmk",)}), (Kind.ARTIFACTS, "no unexpired changelog-metadata")),
+    ("staging with metadata", trusted(1, sha=B), verdict.staging_rules(True),
      dict(artifacts={1: ("results_bmk", "changelog-metadata")}), None),
-    ("a push run is still refused", {**pr_run(1, sha=B), "event": "push"}, reuse.reuse_rules(True), {},
-     "not a pull_request run or a trusted sweep (push event)"),
+    ("a push run is still refused", {**pr_run(1, sha=B), "event": "push"}, verdict.reuse_rules(True), {},
+     (Kind.NOT_A_SWEEP, "not a pull_request run or a trusted sweep (push event)")),
     # issue 25, 3: a run is bound to its PR, and judged by what it recorded it swept
-    ("this PR's own run", pr_run(1, sha=B), reuse.reuse_rules(True), {}, None),
-    ("another PR's run of the same head", {**pr_run(1, sha=B), "head_branch": "other-pr"}, reuse.reuse_rules(True), {},
-     "ran on branch other-pr, not this PR's branch fork-branch"),
+    ("this PR's own run", pr_run(1, sha=B), verdict.reuse_rules(True), {}, None),
+    ("another PR's run of the same head", {**pr_run(1, sha=B), "head_branch": "other-pr"}, verdict.reuse_rules(True), {},
+     (Kind.OTHER_PR, "ran on branch other-pr, not this PR's branch fork-branch")),
     ("another PR's run of a commit both PRs have", {**pr_run(1, sha=A), "head_branch": "other-pr"},
-     reuse.reuse_rules(True), dict(compares={(A, B): ("ahead", [])}), "not this PR's branch"),
+     verdict.reuse_rules(True), dict(compares={(A, B): ("ahead", [])}), (Kind.OTHER_PR, "not this PR's branch")),
     ("another PR's staging run of the same head", {**pr_run(1, sha=B), "head_branch": "other-pr"},
-     reuse.staging_rules(True), dict(artifacts={1: ("results_bmk", "changelog-metadata")}), "not this PR's branch"),
+     verdict.staging_rules(True), dict(artifacts={1: ("results_bmk", "changelog-metadata")}), (Kind.OTHER_PR, "not this PR's branch")),
     ("a run GitHub associates with another PR", {**pr_run(1, sha=B), "pull_requests": [{"number": 6}]},
-     reuse.reuse_rules(True), {}, "GitHub associates it with PR #6, not #5"),
-    ("its plan was evals-only (the labels read full)", pr_run(1, sha=B), reuse.reuse_rules(True),
-     dict(plans={1: plan_for(FULL, "evals-only")}), "its recorded plan ran with evals-only"),
-    ("its plan was trimmed", trusted(1, sha=B), reuse.reuse_rules(True), dict(plans={1: plan_for("sweep-enabled")}),
-     "its recorded plan swept sweep-enabled, which is not a full sweep"),
-    ("its plan planned no sweep", pr_run(1, sha=B), reuse.reuse_rules(True),
-     dict(plans={1: {"sweep": False, "reason": "no labels", "mode": None}}), "planned no sweep"),
-    ("no recorded plan", pr_run(1, sha=B), reuse.reuse_rules(True), dict(plans={1: None}), "has no recorded plan"),
-    ("no metadata artifact for reuse", pr_run(1, sha=B), reuse.reuse_rules(True),
-     dict(artifacts={1: ("results_bmk", "evals_passed")}), "has no recorded plan"),
-    ("staging a run planned with a reuse blocker", trusted(1, sha=B), reuse.staging_rules(True),
+     verdict.reuse_rules(True), {}, (Kind.OTHER_PR, "GitHub associates it with PR #6, not #5")),
+    ("its plan was evals-only (the labels read full)", pr_run(1, sha=B), verdict.reuse_rules(True),
+     dict(plans={1: plan_for(FULL, "evals-only")}), (Kind.PLAN, "its recorded plan ran with evals-only")),
+    ("its plan was trimmed", trusted(1, sha=B), verdict.reuse_rules(True), dict(plans={1: plan_for("sweep-enabled")}),
+     (Kind.PLAN, "its recorded plan swept sweep-enabled, which is not a full sweep")),
+    ("its plan planned no sweep", pr_run(1, sha=B), verdict.reuse_rules(True),
+     dict(plans={1: {"sweep": False, "reason": "no labels", "mode": None}}), (Kind.PLAN, "planned no sweep")),
+    ("no recorded plan", pr_run(1, sha=B), verdict.reuse_rules(True), dict(plans={1: None}), (Kind.PLAN, "has no recorded plan")),
+    ("no metadata artifact for reuse", pr_run(1, sha=B), verdict.reuse_rules(True),
+     dict(artifacts={1: ("results_bmk", "evals_passed")}), (Kind.PLAN, "has no recorded plan")),
+    ("staging a run planned with a reuse blocker", trusted(1, sha=B), verdict.staging_rules(True),
      dict(artifacts={1: ("results_bmk", "changelog-metadata")}, plans={1: plan_for(FULL, "agentx-fast")}),
-     "ran with agentx-fast"),
+     (Kind.PLAN, "ran with agentx-fast")),
 ]
 
 
@@ -191,28 +194,76 @@ def test_check_trusted_run(name, data, rules, over, expected):
     source = Source(artifacts=over.get("artifacts"), compares=over.get("compares"), plans=over.get("plans"))
     tl = Timeline(label_events=TL.label_events + over.get("events", ()), commits=TL.commits)
     pr = replace(PR, labels=over["pr_labels"]) if "pr_labels" in over else PR
-    why = reuse.check_run(api_run(data), rules, pr=pr, timeline=tl, policy=POLICY,
-                          workflow_path=SWEEP, source=source)
+    answer = runs_flow.check_run(api_run(data), rules, pr=pr, timeline=tl, policy=POLICY,
+                                 workflow_path=SWEEP, source=source)
     if expected is None:
-        assert why is None
+        assert isinstance(answer, verdict.Usable), answer
     else:
-        assert why is not None and expected in why, why
+        kind, words = expected
+        assert isinstance(answer, verdict.Refusal) and words in answer.why and answer.kind is kind, answer
 
 
 def test_a_plain_workflow_run_of_a_dispatch_is_checked_by_its_name_too():
-    # check_run is also handed events.WorkflowRun (no run name): it is then not a trusted sweep of anything
-    bare = WorkflowRun(id=1, event="workflow_dispatch", path=reuse.TRUSTED_PATH, status="completed",
+    # the verdict is also handed events.WorkflowRun (no run name): it is then not a trusted sweep of anything
+    bare = WorkflowRun(id=1, event="workflow_dispatch", path=verdict.TRUSTED_PATH, status="completed",
                        conclusion="success", head_sha=B, created_at="2026-10-01T02:00:00Z")
-    why = reuse.check_run(bare, reuse.reuse_rules(True), pr=PR, timeline=TL, policy=POLICY, workflow_path=SWEEP,
-                          source=Source())
-    assert "does not name a PR" in why
+    answer = runs_flow.check_run(bare, verdict.reuse_rules(True), pr=PR, timeline=TL, policy=POLICY,
+                                 workflow_path=SWEEP, source=Source())
+    assert isinstance(answer, verdict.Refusal) and "does not name a PR" in answer.why
+
+
+# ---- the verdict alone: one fact at a time, cheapest first ---------------------------------------
+
+def case_of(run, rules=None, measures_inputs=False):
+    return verdict.Case(api_run(run), rules or verdict.reuse_rules(True), PR, TL, POLICY, SWEEP,
+                        measures_inputs=measures_inputs)
+
+
+def test_the_verdict_asks_for_each_fact_once_in_order_of_cost():
+    """A failed trusted sweep of an older commit, with a checkout that cannot compare: jobs, what its head
+    measured, the comparison, both trees (the comparison lists 300 files), artifacts and, last, the plan."""
+    case = case_of(trusted(1, sha=A, conclusion="failure"), measures_inputs=True)
+    many = Comparison("ahead", tuple(f"docs/{i}.md" for i in range(verdict.COMPARE_FILE_LIMIT)))
+    answers = [(verdict.NeedJobs(1), dict(jobs=(Job("benchmark / b1", "completed", "success"),))),
+               (verdict.NeedInputs(A), dict(inputs=InputsCheck(A, B, unknown="no checkout"))),
+               (verdict.NeedComparison(A, B), dict(comparison=many)),
+               (verdict.NeedTrees(A, B), dict(trees=({"recipes": "t1"}, {"recipes": "t1"}))),
+               (verdict.NeedArtifacts(1), dict(artifacts=(Artifact(1, "results_bmk"), Artifact(2, "evals_passed"),
+                                                          Artifact(3, "changelog-metadata")))),
+               (verdict.NeedPlan(1), dict(plan=plan_for(FULL)))]
+    facts = verdict.RunFacts()
+    for need, fact in answers:
+        assert verdict.judge(case, facts) == need
+        facts = replace(facts, **fact)
+    usable = verdict.judge(case, facts)
+    assert isinstance(usable, verdict.Usable)
+    assert usable.notes == ("could not compare what run head `aaaaaaaaaaaa` measured with `bbbbbbbbbbbb`: no checkout",)
+
+
+def test_a_refusal_asks_for_nothing_past_the_rule_that_refused():
+    # the labels refuse before any fact is fetched; a changed folder refuses after the trees, before artifacts
+    early = verdict.judge(case_of(trusted(1, sha=B, at="2026-09-30T00:00:00Z")), verdict.RunFacts())
+    assert isinstance(early, verdict.Refusal) and early.kind is Kind.LABELS and "not created while" in early.why
+    many = Comparison("ahead", tuple(f"docs/{i}.md" for i in range(verdict.COMPARE_FILE_LIMIT)))
+    stale = verdict.judge(case_of(trusted(1, sha=A)), verdict.RunFacts(comparison=many, trees=({"recipes": "t1"},
+                                                                                                {"recipes": "t2"})))
+    assert isinstance(stale, verdict.Refusal) and stale.kind is Kind.STALE and "recipes/ (the comparison" in stale.why
+
+
+def test_a_checkout_that_compares_decides_instead_of_the_commit_graph():
+    case = case_of(trusted(1, sha=C), measures_inputs=True)       # C is not one of the PR's commits
+    same = verdict.RunFacts(inputs=InputsCheck(C, B))
+    assert verdict.judge(case, same) == verdict.Refusal(Kind.OTHER_PR, "its head commit cccccccccccc is not one of "
+                                                                       "PR #5's commits")
+    changed = verdict.judge(case, verdict.RunFacts(inputs=InputsCheck(C, B, changed=("recipes/x.yaml changed",))))
+    assert isinstance(changed, verdict.Refusal) and changed.kind is Kind.STALE and "recipes/x.yaml changed" in changed.why
 
 
 # ---- select_run: where trusted runs are looked for ---------------------------------------------
 
 def select(source, pr=PR, pinned=None, rules=None):
-    return reuse.select_run(rules or reuse.reuse_rules(pinned is not None), pinned=pinned, pr=pr, timeline=TL,
-                            policy=POLICY, workflow="run-sweep.yml", source=source)
+    return runs_flow.select_run(rules or verdict.reuse_rules(pinned is not None), pinned=pinned, pr=pr, timeline=TL,
+                                policy=POLICY, workflow="run-sweep.yml", source=source)
 
 
 def test_unpinned_fork_picks_the_newest_usable_run_of_either_kind():

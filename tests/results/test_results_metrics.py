@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ci_tools.results import metrics as m
-from ci_tools.results import records
+from ci_tools.results import record_fields, records
 from ci_tools.results.process import PointInfo, build_result
 from tests.conftest import AIPERF_EXPORT
 
@@ -108,7 +108,7 @@ def test_gpu_count(kw, expected):
     ({"type": "x" * 200}, "x" * 120),
 ])
 def test_error_category(err, cat):
-    assert records.error_category(err) == cat
+    assert record_fields.error_category(err) == cat
 
 
 def test_real_export_matches_aiperf_own_summary():
@@ -137,14 +137,20 @@ def test_real_export_matches_aiperf_own_summary():
     assert math.isclose(result["duration_s"], agg["benchmark_duration"]["avg"], rel_tol=0.05)
 
 
-def test_numpy_and_pure_paths_agree(monkeypatch):
+@pytest.mark.parametrize("n", [1, 2, 7, 1000, 5001])
+def test_stats_are_the_definitions_to_the_last_bit(n):
+    """The module's definitions written out in Python floats (percentile on the sorted values, the
+    exact sum's mean, the population std of the exact sums), and numpy's partial sort and element-wise
+    arithmetic: the same numbers for every size, not merely close ones."""
     import random
 
-    rng = random.Random(7)
-    values = [rng.lognormvariate(3, 0.5) for _ in range(5001)]
-    fast = m.stats(values, 1e-3)
-    monkeypatch.setattr(m, "_numpy", lambda: None)
-    pure = m.stats(values, 1e-3)
-    assert fast.keys() == pure.keys()
-    for k in fast:
-        assert fast[k] == pytest.approx(pure[k], rel=1e-12), k
+    rng = random.Random(n)
+    values = [rng.lognormvariate(3, 0.5) for _ in range(n)]
+    ordered = sorted(values)
+    mean = math.fsum(values) / n
+    want = {"mean": mean, **{k: m.percentile(ordered, p) for k, p in m.PERCENTILES},
+            "std": math.sqrt(math.fsum((v - mean) * (v - mean) for v in values) / n)}
+    assert m.stats(values) == want
+    rates = [1.0 / 1e-3 / v for v in values]
+    rate_mean = math.fsum(rates) / n
+    assert m.inverse_stats(values, 1e-3)["std"] == math.sqrt(math.fsum((r - rate_mean) * (r - rate_mean) for r in rates) / n)

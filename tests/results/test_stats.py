@@ -141,11 +141,3 @@ def test_bootstrap_percentiles_are_deterministic_and_thinned():
     assert a == stats.bootstrap_percentiles(data[::20], [50.0, 90.0], seed=3, max_samples=1000)
     assert stats.bootstrap_percentiles([3.0], [50.0]) == {}
     assert stats.bootstrap_percentiles([7.0] * 9, [50.0, 90.0]) == {50.0: (7.0, 7.0), 90.0: (7.0, 7.0)}
-
-
-@pytest.mark.parametrize("shape", [1.0, 2.5, 40.0, 3000.0])
-def test_the_gamma_draws_under_the_bootstrap_have_gammas_mean_and_variance(shape):
-    rng = random.Random(7)
-    xs = [stats._gamma(rng, shape) for _ in range(40_000)]
-    assert statistics.fmean(xs) == pytest.approx(shape, rel=0.02)
-    assert statistics.pvariance(xs) == pytest.approx(shape, rel=0.04)

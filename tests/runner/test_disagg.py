@@ -160,23 +160,44 @@ def test_registration_table(check, body, ok):
     assert check.accepts(body) is ok
 
 
+def dynamo(version: str) -> dict:
+    """A Dynamo frontend of a PyPI release, its wheels pinned (the image has no Dynamo)."""
+    from ci_tools.engines.compat import published
+
+    pins = [f"{d}=={published(version)} --hash=sha256:{'1' * 64}" for d in ("ai-dynamo", "ai-dynamo-runtime")]
+    return {"kind": "dynamo", "name": "dynamo-router", "version": version, "install": pins}
+
+
 def test_a_dynamo_release_whose_worker_does_not_import_on_the_engine_is_refused():
     """ci_tools/engines/compat.py: Dynamo 1.3's SGLang worker fails to import on SGLang >= 0.5.21."""
-    fe = {"kind": "dynamo", "name": "dynamo-router", "version": "1.3.0"}
-    data = recipe("dynamo", frontend=fe, **{"engine-versions": ["0.5.22"]})
+    data = recipe("dynamo", frontend=dynamo("1.3.0"), **{"engine-versions": ["0.5.22"]})
     with pytest.raises(InputError, match="fails to import.*declare Dynamo 1.6.1"):
         plan_of(row(router={"name": "dynamo-router", "version": "1.3.0"}), data)
-    ok = recipe("dynamo", frontend={**fe, "version": "1.6.1"}, **{"engine-versions": ["0.5.22"]})
+    ok = recipe("dynamo", frontend=dynamo("1.6.1"), **{"engine-versions": ["0.5.22"]})
     assert plan_of(row(router={"name": "dynamo-router", "version": "1.6.1"}), ok).workers
 
 
+@pytest.mark.parametrize("frontend,says", [
+    ({"kind": "dynamo", "name": "dynamo-router", "version": "1.6.1"}, "is not in the image"),
+    ({"kind": "dynamo", "name": "dynamo-router", "version": "1.3.0.dev20260718"}, "is a nightly dev build"),
+    ({"kind": "dynamo", "name": "dynamo-router", "version": "92f5b3b8d7dd5ab9179d4b1034bd2c1c0803693e"},
+     "is a git commit of ai-dynamo/dynamo")])
+def test_a_dynamo_release_no_runner_can_have_is_refused_at_plan(frontend, says):
+    """Issue 40: a Dynamo release a runner cannot install as it is published is refused before GPUs are booked."""
+    data = recipe("dynamo", frontend=frontend)
+    with pytest.raises(InputError, match=says):
+        plan_of(row(router={"name": "dynamo-router", "version": frontend["version"]}), data)
+
+
 def test_dynamo_workers_register_through_the_shared_job_directory():
-    data = recipe("dynamo", frontend={"kind": "dynamo", "name": "dynamo-router", "version": "1.3.0"})
+    data = recipe("dynamo", frontend=dynamo("1.3.0"))
     plan = plan_of(row(router={"name": "dynamo-router", "version": "1.3.0"}), data)
+    from ci_tools.engines.install import unwrap
+
     w = plan.workers[0]
-    assert w.argv[:3] == ["python3", "-m", "dynamo.sglang"]
+    assert unwrap(w.argv)[:3] == ["python3", "-m", "dynamo.sglang"]     # after its pinned wheels are installed
     assert w.env["DYN_FILE_KV"] == "/job/dynamo_store" and w.env["DYN_SYSTEM_PORT"] == "30003"
-    assert plan.frontend_argv[:3] == ["python3", "-m", "dynamo.frontend"]
+    assert unwrap(plan.frontend_argv)[:3] == ["python3", "-m", "dynamo.frontend"]
     checks = ready_checks(plan, place(plan, ["a", "b", "c"]))
     assert checks[0].url == "http://a:30003/health"
     assert checks[-1] == ModelListed("http://a:8000/v1/models", "frontend", model="org/model")

@@ -26,7 +26,10 @@ def mn_recipe(engine: str = "vllm", kind: str = "dynamo", points: dict | None = 
     data = {"recipe-version": 1, "config-key": "k", "mode": "disaggregated", "engine": engine, "image": IMAGE,
             "model": "org/model", "kv-transfer": "nixl",
             "frontend": {"kind": kind, "name": "dynamo-router" if kind == "dynamo" else "sglang-router",
-                         "version": "1.3.0" if kind == "dynamo" else "0.3.2"},
+                         "version": "1.3.0" if kind == "dynamo" else "0.3.2",
+                         # the image has no Dynamo: its wheels, pinned (ci_tools/engines/compat.py)
+                         **({"install": [f"{d}==1.3.0.post1 --hash=sha256:{'1' * 64}"
+                                         for d in ("ai-dynamo", "ai-dynamo-runtime")]} if kind == "dynamo" else {})},
             "serve": {"args": {"trust-remote-code": True}},
             "points": points or {"1p1d": {"prefill": {"num-worker": 1, "tp": 4, "nodes": 1},
                                           "decode": {"num-worker": 1, "tp": 8, "nodes": 2}, "conc": [8]}}}
@@ -48,7 +51,10 @@ def mn_plan(data: dict, r: dict, gpn: int = 4, **settings):
 
 
 def argv_of(plan, name: str) -> list[str]:
-    return next(w.argv for w in plan.workers if w.name == name)
+    """A worker's command, after the guard that installs the recipe's pinned wheels (engines/install.py)."""
+    from ci_tools.engines.install import unwrap
+
+    return unwrap(next(w.argv for w in plan.workers if w.name == name))
 
 
 def test_vllm_prefill_and_decode_workers_under_dynamo():
@@ -95,12 +101,13 @@ def test_trtllm_workers_under_dynamo_write_their_engine_args_file():
     assert path == "/job/engine_files/prefill-0-engine-args.yaml"
     files = dict(plan.files)
     assert files[path] == 'cache_transceiver_config:\n  backend: "UCX"\n'
-    # every container sees that folder read-only, and Dynamo's store writable; never the job directory,
-    # where the clients write their exports
+    # every container sees that folder read-only, and Dynamo's store and the recipe's install folder (its
+    # pinned Dynamo wheels) writable; never the job directory, where the clients write their exports
     for step in worker_steps(plan, "J", place(plan, ["a", "b"]), "/job"):
         mounts = next(a for a in step.argv if a.startswith("--container-mounts=")).split("=", 1)[1].split(",")
         assert mounts == ["/mnt/models:/models:ro", "/mnt/hf_hub_cache:/hf_hub_cache",
-                          "/job/dynamo_store:/job/dynamo_store", "/job/engine_files:/job/engine_files:ro"], step.name
+                          "/job/dynamo_store:/job/dynamo_store", "/job/site:/job/site",
+                          "/job/engine_files:/job/engine_files:ro"], step.name
 
 
 def test_trtllm_worker_over_two_nodes_is_one_mpi_rank_per_gpu():

@@ -43,9 +43,9 @@ def test_every_example_row_runs_the_multinode_eval_rows_too():
         kind = "runs" if not found else ("pending" if found[0].pending else "refused")
         verdicts.setdefault(kind, []).append((row["config-key"], row.get("exp-name"), [f.text() for f in found]))
     assert set(verdicts) == {"runs"}, verdicts
-    # 12 B300 SGLang + 3 B300 vLLM + 3 B300 TRT-LLM + 7 seed + 4 multi-node benchmark rows, the 4
-    # single-node and the 3 multi-node eval rows
-    assert len(verdicts["runs"]) == 36
+    # 12 B300 SGLang + 3 B300 vLLM + 3 B300 TRT-LLM + 3 B300 TRT-LLM MTP + 7 seed + 11 MI355X ATOM + 4 ATOM
+    # MTP + 4 multi-node benchmark rows, the 7 single-node and the 3 multi-node eval rows
+    assert len(verdicts["runs"]) == 57
     assert {k for k, _, _ in verdicts["runs"]} == set(MASTERS)
 
 
@@ -90,7 +90,7 @@ CASES = [
     ("no-recipe", _seed_row(), dict(entry={**MASTERS[SEED_KEY], "recipe": None}),
      "the master entry has no `recipe:`", "write a recipe"),
     ("unknown-engine", _seed_row(), dict(recipe=_recipe(lambda d: d.update(engine="tensorflow"))),
-     "engine 'tensorflow', which has no ci-tools plug-in", "use sglang, vllm or trtllm"),
+     "engine 'tensorflow', which has no ci-tools plug-in", "use sglang, vllm, trtllm, atom"),
     ("no-recipe-point", _seed_row(conc=8), {}, "no point with tp=4 ep=4 dp-attn=false conc=8", "add the point"),
     ("runner", _seed_row(image="lmsysorg/sglang:other@sha256:" + "0" * 64), {},
      "differs from the recipe's", "fix the master entry or its recipe"),
@@ -101,7 +101,7 @@ CASES = [
      "router sglang-router 9.9 is not known to ci-tools", ""),
     ("runner", _seed_row(pp=2), {}, "the row's `pp: 2` differs from", "fix the master entry or its recipe"),
     ("runner", _seed_row(), dict(recipe=_recipe(lambda d: d.update({"engine-versions": ["nightly"]}))),
-     "engine-versions entry 'nightly' is not a release number", ""),
+     "engine-versions entry 'nightly' is not a published version", ""),
     ("runner", _seed_row(**{"kv-offloading": "dram", "kv-offload-backend": {"name": "hicache"}}), {},
      "the row offloads KV (dram, hicache), but recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml has no `kv-offload`",
      ""),
@@ -164,9 +164,9 @@ def test_every_row_the_plan_emits_for_all_four_configs_is_accepted_by_runner_run
     plan = plan_sweep(decision, [entry], Masters(MASTERS, HARDWARE), policy,
                       screen=screen_for(MASTERS, recipes, HARDWARE, evals)).as_dict()
     rows = [r for rs in plan["buckets"].values() for r in rs] + plan["canaries"]
-    # the 31 benchmark jobs (6 of them vLLM and TRT-LLM), the 4 single-node and the 3 multi-node eval
-    # rows run; nothing is withheld
-    assert plan["error"] is None and len(rows) == 38, (plan["error"], len(rows))
+    # the 49 benchmark jobs (9 of them vLLM and TRT-LLM, 15 ATOM), the 7 single-node and the 3 multi-node
+    # eval rows run, with the canaries; nothing is withheld
+    assert plan["error"] is None and len(rows) == 59, (plan["error"], len(rows))
     assert plan["refused"] == []
     for i, row in enumerate(rows):
         path = tmp_path / f"row{i}.json"

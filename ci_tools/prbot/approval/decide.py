@@ -95,7 +95,7 @@ class Approval:
 
 def plan_labels(labels: Iterable[str], policy: Policy) -> list[str]:
     """The PR labels `ci-tools plan` takes (`--label`): policy labels only, sorted."""
-    return sorted(l for l in set(labels) if l in policy.primary or l in policy.modifiers)
+    return sorted(label for label in set(labels) if label in policy.primary or label in policy.modifiers)
 
 
 def decide(given_sha: str, pr: PrContext, policy: Policy, running: Iterable[WorkflowRun] = (), *, said_at: str = "",

@@ -16,10 +16,11 @@ from ci_tools.prbot.card import decide as card
 from ci_tools.prbot.card import shell as card_writer
 from ci_tools.github.models import Artifact, Job, Timeline, WorkflowRun, named_artifact
 from ci_tools.prbot.reuse import decide as reuse
+from ci_tools.prbot.reuse import runs_flow, verdict
 from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline
 
 
-class Client(card_writer.CardClient, Comments, reuse.Source, Protocol):
+class Client(card_writer.CardClient, Comments, runs_flow.Source, Protocol):
     """What the card flow asks of GitHub (and `results/baselines.main_results`, for main's results, and
     `pin_checker`, for the runs a `/use` names)."""
 
@@ -126,10 +127,10 @@ def update_card(gh: card_writer.CardClient, pr: int, tl: Timeline, settings: Set
                                       settle=settings.card_settle).action
 
 
-def pin_checker(gh: reuse.Source, repo: str, settings: Settings) -> Callable[[int], str | None]:
+def pin_checker(gh: runs_flow.Source, repo: str, settings: Settings) -> Callable[[int], str | None]:
     """Why a run id cannot be pinned at all (no such run, another repository's, not a sweep), from GitHub
     now; the client fetches each run once per process."""
-    return lambda run_id: reuse.pin_problem_of(reuse.fetch_run(gh, run_id), run_id, repository=repo,
+    return lambda run_id: reuse.pin_problem_of(runs_flow.fetch_run(gh, run_id), run_id, repository=repo,
                                                workflow=settings.workflow)
 
 
@@ -186,12 +187,13 @@ def which_pr(event: Event, settings: Settings, gh: Lazy) -> Result:
 def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None, run: dict | None,
                 plan: str | None, evals: str | None = None) -> Result:
     observed = False  # a workflow_run event of a sweep that planned: its jobs and artifacts can be read
+    finished = False  # ... and it has completed: its results can be read too
     idle = None
     if event is not None and event.name == "workflow_run":
-        wr = event.workflow_run
-        if wr.event == "workflow_dispatch" and wr.path.split("@")[0] == reuse.TRUSTED_PATH:
+        wr = event.expect_workflow_run()
+        if wr.event == "workflow_dispatch" and wr.path.split("@")[0] == verdict.TRUSTED_PATH:
             # A fork PR's trusted sweep: the run name says which PR and commit (one call to read it).
-            wr = reuse.sweep_run(gh().workflow_run(wr.id))
+            wr = verdict.sweep_run(gh().workflow_run(wr.id))
             if wr.trusted_pr is None:
                 return Result(outputs={"comment": "none"},
                               messages=[f"run {wr.id} does not name a PR in its run name: no status card"])
@@ -199,9 +201,9 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         if wr.event not in ("pull_request", "workflow_dispatch") or not wr.pull_requests:
             return Result(outputs={"comment": "none"}, messages=["not a pull-request sweep run: no status card"])
         pr = pr or wr.pull_requests[0]
-        if run is None and names.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(wr.id)):
+        if run is None and names.CHANGELOG_METADATA in verdict.unexpired_names(gh().artifacts(wr.id)):
             run = {"id": wr.id, "url": wr.html_url, "conclusion": wr.conclusion or wr.status, "head_sha": wr.head_sha}
-            observed = True
+            observed, finished = True, wr.status == "completed"
         elif run is None:
             # The gate or the reuse step stopped it before planning (a label change that restarts
             # nothing, a push after /use): it did no GPU work, so the card keeps the last sweep.
@@ -220,7 +222,7 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         families = card.progress(client.run_jobs(int(run["id"])), BUCKETS) if observed else []
         sections["sweep"] = run_line(run, settings, families)
         ranks["sweep"] = int(run["id"])
-        if observed and event.workflow_run.status == "completed":
+        if finished:
             results = results_section(client, run, settings, pr)
             if results is not None:
                 sections["results"] = results
@@ -231,7 +233,8 @@ def status_card(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | 
         ranks["evals"] = int(run["id"])
 
     def change(state: dict) -> None:
-        shown = state.get("run") if isinstance(state.get("run"), dict) else {}
+        shown = state.get("run")
+        shown = shown if isinstance(shown, dict) else {}
         # the newest run heads the card: a late writer of an older run does not take its line back
         if run and int(run.get("id") or 0) >= int(shown.get("id") or 0):
             state["run"] = run

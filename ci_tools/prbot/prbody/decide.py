@@ -20,7 +20,8 @@ def _sections(body: str) -> dict[str, list[str]]:
     current = None
     for line in _COMMENT.sub("", body.replace("\r\n", "\n")).split("\n"):
         if line.lstrip().startswith("#"):
-            current = _HEADING.match(line).group(1).strip().lower()
+            heading = _HEADING.match(line)     # matches every line that is not blank
+            current = (heading.group(1) if heading else line).strip().lower()
             sections.setdefault(current, [])
         elif current is not None:
             sections[current].append(line)

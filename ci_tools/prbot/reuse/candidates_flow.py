@@ -6,6 +6,16 @@ bot and takes this as its `candidates` argument from the command (`cli/plan.py`)
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:   # `plan` imports this module on every run: the reuse rules load only when asked
+    from ci_tools.github.models import PullRequest, Timeline
+    from ci_tools.prbot.reuse.runs_flow import Source
+    from ci_tools.sweep.labels import Policy
+
+    class Client(Source, Protocol):
+        def pull_request(self, number: int) -> PullRequest: ...
+        def timeline(self, number: int) -> Timeline: ...
 
 
 @dataclass(frozen=True)
@@ -23,20 +33,20 @@ class UseCandidate:
                 "conclusion": self.conclusion, "usable": self.problem is None, "problem": self.problem}
 
 
-def use_candidates(gh, number: int, policy, *, limit: int = 10) -> list[UseCandidate]:
+def use_candidates(gh: Client, number: int, policy: Policy, *, limit: int = 10) -> list[UseCandidate]:
     """The PR's newest sweep runs (at most `limit`), each checked by the reuse rules a `/use <run_id>`
-    pin is checked by at merge (`reuse.check_run`): which one a maintainer could pin, and why not the others."""
+    pin is checked by at merge (`runs_flow.check_run`): which one a maintainer could pin, and why not the others."""
     from ci_tools import names
     from ci_tools.prbot import context
-    from ci_tools.prbot.reuse import decide as reuse
-    from ci_tools.prbot.shell import load_timeline
+    from ci_tools.prbot.reuse import runs_flow, verdict
 
     pr = context.of(gh.pull_request(number))
-    timeline = load_timeline(gh, number)
+    timeline = gh.timeline(number)
     out = []
     for _, listed in zip(range(limit), gh.runs(names.SWEEP_WORKFLOW, branch=pr.head_ref)):
-        run = reuse.sweep_run(listed)
-        problem = reuse.check_run(run, reuse.reuse_rules(pinned=True), pr=pr, timeline=timeline, policy=policy,
-                                  workflow_path=f"{names.WORKFLOWS_DIR}/{names.SWEEP_WORKFLOW}", source=gh)
+        run = verdict.sweep_run(listed)
+        answer = runs_flow.check_run(run, verdict.reuse_rules(pinned=True), pr=pr, timeline=timeline, policy=policy,
+                                     workflow_path=f"{names.WORKFLOWS_DIR}/{names.SWEEP_WORKFLOW}", source=gh)
+        problem = answer.why if isinstance(answer, verdict.Refusal) else None
         out.append(UseCandidate(run.id, run.created_at or "", run.head_sha, run.conclusion, problem))
     return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime, timezone
 from typing import Protocol
 
 from ci_tools.github.events import Comment, Event
@@ -9,16 +11,18 @@ from ci_tools.prbot import context, messages
 from ci_tools.prbot.card.flow import Client as CardClient
 from ci_tools.prbot.card.flow import authorisation, pin_checker, update_card
 from ci_tools.prbot.commands import Use
-from ci_tools.github.models import PullRequest, Timeline
+from ci_tools.github.models import CheckRun, PullRequest, Timeline
 from ci_tools.prbot.reuse import decide as reuse
+from ci_tools.prbot.reuse import runs_flow, verdict
+from ci_tools.prbot.reuse.runs_flow import InputsOf
 from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
 
 
-class Client(CardClient, reuse.Source, Protocol):
+class Client(CardClient, runs_flow.Source, Protocol):
     def pull_request(self, number: int) -> PullRequest: ...
     def merged_pull_requests(self, sha: str) -> list[PullRequest]: ...
     def create_check_run(self, sha: str, *, name: str, conclusion: str, title: str, summary: str,
-                         details_url: str | None = ...) -> dict: ...
+                         details_url: str | None = ...) -> CheckRun: ...
 
 
 def use_command(use: Use, c: Comment, pr: int, tl: Timeline, gh: Client, settings: Settings, res: Result) -> str:
@@ -40,9 +44,9 @@ def use_command(use: Use, c: Comment, pr: int, tl: Timeline, gh: Client, setting
 
     update_card(gh, pr, tl, settings, change)
     policy = settings.policy
-    sel = reuse.select_run(reuse.reuse_rules(use.run_id is not None, policy.reuse.optional_jobs), pinned=use.run_id,
-                           pr=prs, timeline=tl, policy=policy, workflow=settings.workflow, source=gh,
-                           inputs=pr_inputs(settings, prs.head_sha))
+    sel = runs_flow.select_run(verdict.reuse_rules(use.run_id is not None, policy.reuse.optional_jobs),
+                               pinned=use.run_id, pr=prs, timeline=tl, policy=policy, workflow=settings.workflow,
+                               source=gh, inputs=pr_inputs(settings, prs.head_sha))
     return messages.use_accepted(c.author, use.run_id, sel.run, sel.error, reuse.label_problems(prs.labels, policy),
                                  notes=sel.notes)
 
@@ -76,7 +80,7 @@ def outputs(decision: reuse.ReuseDecision) -> dict[str, str]:
 
 def resolve_reuse(event: Event, settings: Settings, gh: Lazy) -> Result:
     if event.name == "pull_request":
-        pr = event.pull_request
+        pr = event.expect_pull_request()
 
         def authorised() -> reuse.Authorisation:
             client = gh()
@@ -90,12 +94,11 @@ def resolve_reuse(event: Event, settings: Settings, gh: Lazy) -> Result:
             check = pr_inputs(settings, event.after)(event.before)
             if check.unknown is None:
                 return list(check.changed)
-            diff = gh().compare(event.before, event.after)
-            return reuse.changed_inputs(diff, gh(), event.before, event.after)
+            return runs_flow.pushed_inputs(gh(), event.before, event.after)
 
         decision = reuse.decide_pr_event(event.action, label_problem=reuse.label_problems(pr.labels, settings.policy),
                                          authorisation=authorised, pushed_inputs=pushed_inputs)
-        decision = reuse.ReuseDecision(**{**decision.__dict__, "pr_number": pr.number})
+        decision = replace(decision, pr_number=pr.number)
     elif event.name == "push" and event.ref == settings.main_ref:
         decision = _resolve_push(event, settings, gh)
     else:
@@ -130,20 +133,18 @@ def _resolve_push(event: Event, settings: Settings, gh: Lazy) -> reuse.ReuseDeci
     auth = reuse.authorise(tl.comments, client.permission, pr_number=prs.number, merged_at=prs.merged_at,
                            pin_problem=pin_checker(client, client.repo, settings), bot=settings.bot)
     inputs = measured_inputs(settings, base=f"{event.after}^", target=event.after)
-    from datetime import datetime, timezone
-
-    return reuse.decide_merge(prs, auth, timeline=tl, policy=settings.policy, workflow=settings.workflow,
-                              source=client, inputs=inputs, now=datetime.now(timezone.utc))
+    return runs_flow.decide_merge(prs, auth, timeline=tl, policy=settings.policy, workflow=settings.workflow,
+                                  source=client, inputs=inputs, now=datetime.now(timezone.utc))
 
 
-def measured_inputs(settings: Settings, *, base: str, target: str):
+def measured_inputs(settings: Settings, *, base: str, target: str) -> InputsOf:
     """The rebase-safe comparison against `target` (reuse/shell.py), from the job's checkout."""
     from ci_tools.prbot.reuse.shell import inputs_against
 
     return inputs_against(settings.repo_root, base, target, fetch=settings.fetch_commits)
 
 
-def pr_inputs(settings: Settings, head: str):
+def pr_inputs(settings: Settings, head: str) -> InputsOf:
     """The comparison against a PR head, from the default branch's checkout (its branch ref when the
     checkout has one, else HEAD: the workflows check out the default branch)."""
     from ci_tools.gitio import Git

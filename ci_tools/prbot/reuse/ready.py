@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Callable
 
 from ci_tools.github.models import Artifact
 from ci_tools.github.models import timestamp as ts
@@ -117,8 +118,7 @@ def decide(f: Facts, now: datetime) -> Readiness:
                      f"Main will reuse run {f.run_id} ({f.pin_text}); its artifacts are kept until {until}.{notes}")
 
 
-def earliest_expiry(artifacts: list[Artifact], wanted) -> datetime | None:
+def earliest_expiry(artifacts: list[Artifact], wanted: Callable[[str], bool]) -> datetime | None:
     """The earliest `expires_at` among the unexpired artifacts whose name `wanted` accepts."""
-    times = [ts(a.expires_at) for a in artifacts if not a.expired and wanted(a.name)]
-    times = [t for t in times if t is not None]
+    times = [t for a in artifacts if not a.expired and wanted(a.name) and (t := ts(a.expires_at)) is not None]
     return min(times) if times else None

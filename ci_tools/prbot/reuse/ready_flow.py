@@ -4,22 +4,25 @@ Run on every event that can change the answer: a push to the PR or a label chang
 (`pull_request_target`), a `/use` comment (`issue_comment`), a sweep's end (`workflow_run`), and on a
 push to main, where it writes what happened at merge on the merged PR's card (reused, or refused
 and main swept itself, with the reason). The decision is reuse/ready.py; the pin is judged by
-exactly the rules `reuse resolve` applies at merge (reuse/decide.py), plus the artifact margin.
+exactly the rules `reuse resolve` applies at merge (reuse/verdict.py), plus the artifact margin.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Protocol
 
 from ci_tools import names
 from ci_tools.changelog.coverage import relevant
 from ci_tools.github.events import Event
-from ci_tools.github.models import PullRequest
+from ci_tools.github.models import PullRequest, Timeline, WorkflowRun
 from ci_tools.prbot import context, messages
 from ci_tools.prbot.card.flow import authorisation, update_card
 from ci_tools.prbot.reuse import decide as reuse
 from ci_tools.prbot.reuse import ready as readiness
+from ci_tools.prbot.reuse import runs_flow
+from ci_tools.prbot.reuse.verdict import Refusal, Usable, reuse_rules, sweep_run, workflow_path
 from ci_tools.prbot.reuse.flow import Client, _resolve_push, measured_inputs, pr_inputs
 from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline
 
@@ -42,7 +45,7 @@ def _pr_of(event: Event | None, client: ReadyClient) -> int | None:
     if event.name == "workflow_run" and event.workflow_run is not None:
         wr = event.workflow_run
         if wr.event == "workflow_dispatch":
-            run = reuse.sweep_run(client.workflow_run(wr.id))   # a trusted sweep names its PR in the run name
+            run = sweep_run(client.workflow_run(wr.id))   # a trusted sweep names its PR in the run name
             return run.trusted_pr
         if wr.pull_requests:
             return wr.pull_requests[0]
@@ -81,8 +84,8 @@ def which_pr(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | Non
                   messages=[f"PR #{number}"])
 
 
-def facts_of(number: int, client: ReadyClient, settings: Settings, tl=None, now: datetime | None = None
-             ) -> tuple[readiness.Facts, context.PrContext, reuse.Authorisation]:
+def facts_of(number: int, client: ReadyClient, settings: Settings, tl: Timeline | None = None,
+             now: datetime | None = None) -> tuple[readiness.Facts, context.PrContext, reuse.Authorisation]:
     """Everything the decision needs for PR `number`, read now; (facts, the PR's context, who pinned
     which run: the card's reuse line shows the same)."""
     policy = settings.policy
@@ -92,30 +95,29 @@ def facts_of(number: int, client: ReadyClient, settings: Settings, tl=None, now:
     tl = tl or load_timeline(client, number)
     auth = authorisation(client, tl, number, settings)
     label_problem = reuse.label_problems(prs.labels, policy)
-    base = dict(pr=number, relevant_files=relevant_files, reusable_label=label_problem is None,
-                label_problem=label_problem, authorised=auth.authorised,
-                main_sweeps_on_refusal=policy.reuse.main_sweeps_on_refusal,
-                margin_days=policy.reuse.artifact_margin_days)
+    facts = readiness.Facts(pr=number, relevant_files=relevant_files, reusable_label=label_problem is None,
+                            label_problem=label_problem, authorised=auth.authorised,
+                            main_sweeps_on_refusal=policy.reuse.main_sweeps_on_refusal,
+                            margin_days=policy.reuse.artifact_margin_days)
     if not relevant_files:
-        return readiness.Facts(**base), prs, auth
-    rules = reuse.reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs, now)
+        return facts, prs, auth
+    rules = reuse_rules(auth.pinned_run is not None, policy.reuse.optional_jobs, now)
     inputs = pr_inputs(settings, prs.head_sha)
     if not auth.authorised:
         if label_problem:
-            return readiness.Facts(**base), prs, auth
-        sel = reuse.select_run(rules, pinned=None, pr=prs, timeline=tl, policy=policy, workflow=settings.workflow,
-                               source=client, inputs=inputs)
-        return readiness.Facts(**base, candidate=sel.run.id if sel.run else None), prs, auth
-    pin = f"`{auth.command.text}` by @{auth.comment.author}"
+            return facts, prs, auth
+        sel = runs_flow.select_run(rules, pinned=None, pr=prs, timeline=tl, policy=policy,
+                                   workflow=settings.workflow, source=client, inputs=inputs)
+        return replace(facts, candidate=sel.run.id if sel.run else None), prs, auth
+    facts = replace(facts, pin_text=auth.pin_text)
     if label_problem:
-        return readiness.Facts(**base, pin_text=pin), prs, auth
-    sel = reuse.select_run(rules, pinned=auth.pinned_run, pr=prs, timeline=tl, policy=policy,
-                           workflow=settings.workflow, source=client, inputs=inputs)
+        return facts, prs, auth
+    sel = runs_flow.select_run(rules, pinned=auth.pinned_run, pr=prs, timeline=tl, policy=policy,
+                               workflow=settings.workflow, source=client, inputs=inputs)
     if sel.run is None:
-        return readiness.Facts(**base, pin_text=pin, refused=sel.error), prs, auth
+        return replace(facts, refused=sel.error), prs, auth
     expiry = readiness.earliest_expiry(client.artifacts(sel.run.id), lambda name: True)
-    return readiness.Facts(**base, pin_text=pin, run_id=sel.run.id, run_sha=sel.run.head_sha, expires_at=expiry,
-                           notes=sel.notes), prs, auth
+    return replace(facts, run_id=sel.run.id, run_sha=sel.run.head_sha, expires_at=expiry, notes=sel.notes), prs, auth
 
 
 def ready(event: Event | None, settings: Settings, gh: Lazy, *, pr: int | None = None,
@@ -207,7 +209,7 @@ RECOVER_OUTPUTS = ("dispatched", "pr", "source-run-id", "merge-run-id")
 MAINTAINERS = ("admin", "maintain")        # who may re-ingest a merged PR's results
 
 
-def _merge_run(client: ReadyClient, settings: Settings, merge_commit: str, limit: int = 100):
+def _merge_run(client: ReadyClient, settings: Settings, merge_commit: str, limit: int = 100) -> WorkflowRun | None:
     """Main's sweep run of `merge_commit` (the run whose changelog metadata describes the merge)."""
     for n, run in enumerate(client.runs(settings.workflow, branch=settings.main_branch, event="push")):
         if n >= limit:
@@ -261,7 +263,7 @@ def recover(event: Event | None, settings: Settings, gh: Lazy, dispatcher: Lazy 
     out["pr"] = str(prs.number)
     checks.append(rc.Check("merged PR", True, f"#{prs.number}, merged at {prs.merged_at}"))
     try:
-        run = reuse.sweep_run(client.workflow_run(run_id))
+        run = sweep_run(client.workflow_run(run_id))
     except GitHubError as exc:
         if exc.status != 404:
             raise
@@ -270,12 +272,12 @@ def recover(event: Event | None, settings: Settings, gh: Lazy, dispatcher: Lazy 
     tl = load_timeline(client, prs.number)
     inputs = measured_inputs(settings, base=f"{merge_commit}^", target=merge_commit)
     policy = settings.policy
-    workflow_path = reuse.workflow_path(settings.workflow)
-    notes: list[str] = []
     now = datetime.now(timezone.utc)
-    problem = reuse.check_run(run, reuse.reuse_rules(True, policy.reuse.optional_jobs, now), pr=prs, timeline=tl,
-                              policy=policy, workflow_path=workflow_path, source=client, inputs=inputs, notes=notes)
-    checks.append(rc.run_check(problem, run_id, prs.number))
+    answer = runs_flow.check_run(run, reuse_rules(True, policy.reuse.optional_jobs, now), pr=prs,
+                                 timeline=tl, policy=policy, workflow_path=workflow_path(settings.workflow),
+                                 source=client, inputs=inputs)
+    notes = answer.notes if isinstance(answer, Usable) else ()
+    checks.append(rc.run_check(answer.why if isinstance(answer, Refusal) else None, run_id, prs.number))
     checks.append(rc.inputs_check(inputs(run.head_sha)))
     merge_run = client.workflow_run(merge_run_id) if merge_run_id else _merge_run(client, settings, merge_commit)
     if merge_run is None:
@@ -287,7 +289,7 @@ def recover(event: Event | None, settings: Settings, gh: Lazy, dispatcher: Lazy 
     else:
         checks.append(rc.Check("merge run", True, f"run {merge_run.id} of {merge_commit[:12]}"))
     out["merge-run-id"] = str(merge_run.id) if merge_run else ""
-    if not all(c.ok for c in checks):
+    if merge_run is None or not all(c.ok for c in checks):    # no merge run: a failed check above
         return refused()
     payload = staging.ingest_payload(source_repo=client.repo, run_id=run.id, run_attempt=run.run_attempt,
                                      head_sha=run.head_sha, pr_number=prs.number, merge_run_id=merge_run.id,

@@ -36,7 +36,7 @@ class Recovery:
 
 
 def run_check(problem: str | None, run_id: int, pr: int) -> Check:
-    """The reuse rules (`reuse.check_run`, as at merge) judged the run: this PR's, green where it must be,
+    """The reuse rules (`runs_flow.check_run`, as at merge) judged the run: this PR's, green where it must be,
     artifacts alive, inputs equal."""
     if problem:
         return Check("run", False, f"run {run_id} cannot be ingested for PR #{pr}: {problem}")

@@ -56,8 +56,10 @@ def inputs_against(repo: Path | None, base: str, target: str, *, fetch: bool = F
         if run_head == target:
             return measured.InputsCheck(run_head, target)
         a, b = of(target), of(run_head)
-        if isinstance(a, str) or isinstance(b, str):
-            return measured.InputsCheck(run_head, target, unknown=a if isinstance(a, str) else b)
+        if isinstance(a, str):
+            return measured.InputsCheck(run_head, target, unknown=a)
+        if isinstance(b, str):
+            return measured.InputsCheck(run_head, target, unknown=b)
         return measured.compare(b, a)
 
     return check

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from ci_tools.errors import InputError
-from ci_tools.github.models import Comparison, EditHistory
+from ci_tools.github.models import CheckRun, Comparison, EditHistory
 from ci_tools.prbot import markdown, messages
 from ci_tools.prbot.commands import WRITE_PERMISSIONS
 from ci_tools.github.models import timestamp as ts
@@ -180,18 +180,20 @@ def visible_lines(body: str) -> list[str | None]:
     text = _HTML_COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), body.replace("\r\n", "\n"))
     seen = markdown.read(text)
     drop = seen.fenced | seen.hidden | seen.html
-    return [None if i in drop else line for i, line in enumerate(text.split("\n"))] if drop else text.split("\n")
+    return [None if i in drop else line for i, line in enumerate(text.split("\n"))]
 
 
 def checklist_checks(body: str, signer: str, checklist: Checklist) -> list[Check]:
     lines = visible_lines(body)
-    ticked, unticked = set(), set()
-    # a box counts only on a line that is a list item (`    - [x]` after a paragraph is text)
+    ticked: set[str] = set()
+    unticked: set[str] = set()
+    # a box counts only on a line that is a list item (`    - [x]` after a paragraph is text; a line
+    # not read, None, is never one)
     for i in markdown.list_items(lines):
-        m = _ITEM.match(lines[i])
+        m = _ITEM.match(lines[i] or "")
         if m:
             (ticked if m.group(1) in "xX" else unticked).add(_norm(m.group(2)))
-    body = "\n".join(line for line in lines if line is not None) if None in lines else "\n".join(lines)
+    body = "\n".join(line for line in lines if line is not None)
     found = _VERSION.search(body)
     version = int(found.group(1)) if found else None
     checks = [Check("current checklist version", version == checklist.version,
@@ -307,16 +309,15 @@ def reviewed_tree_problem(*, reviewed: str, head: str, reviewed_tree: str, head_
     return None
 
 
-def by_bot(check: dict, bot: str) -> bool:
+def by_bot(check: CheckRun, bot: str) -> bool:
     """Whether the bot created this check run. GitHub names the app whose token created one (a job's
     GITHUB_TOKEN: `github-actions`, whose account is github-actions[bot]; a GitHub App: its slug, its
     account `<slug>[bot]`); only a GitHub App's token with checks: write on this repository can create
     one: no user, no OAuth app, and no fork PR's token, which is read-only."""
-    slug = str((check.get("app") or {}).get("slug") or "")
-    return bool(slug) and f"{slug}[bot]".lower() == bot.lower()
+    return bool(check.app) and f"{check.app}[bot]".lower() == bot.lower()
 
 
-def head_seen_before(*, written_at: str, checks: Iterable[dict], pr_url: str, bot: str) -> bool:
+def head_seen_before(*, written_at: str, checks: Iterable[CheckRun], pr_url: str, bot: str) -> bool:
     """Whether the bot wrote a sign-off check run for this PR on the head before `written_at` (`checks`:
     every check run of the head, GitHub's `filter=all`). No push time exists in GitHub's API (commit
     dates are the pusher's to choose, `pushedDate` is gone), but the bot's record cannot predate the
@@ -328,9 +329,9 @@ def head_seen_before(*, written_at: str, checks: Iterable[dict], pr_url: str, bo
     if written is None:
         return False
     for c in checks:
-        url = str(c.get("details_url") or "")
-        started = ts(str(c.get("started_at") or c.get("completed_at") or ""))
-        if (c.get("name") == CHECK and by_bot(c, bot) and (url == pr_url or url.startswith(pr_url + "#"))
+        url = c.details_url
+        started = ts(c.started_at or c.completed_at)
+        if (c.name == CHECK and by_bot(c, bot) and (url == pr_url or url.startswith(pr_url + "#"))
                 and started is not None and started <= written):
             return True
     return False
@@ -403,18 +404,18 @@ def stale_event_problem(payload_head: str, head: str) -> str | None:
     return None
 
 
-def queue_state(checks: Iterable[dict], *, pr_head: str, queued_head: str) -> tuple[str, str]:
+def queue_state(checks: Iterable[CheckRun], *, pr_head: str, queued_head: str) -> tuple[str, str]:
     """(state, why) of a merge queue group's sign-off: the PR head's own sign-off check (`checks`: the
     bot's on that head; the newest counts, GitHub numbering check runs in creation order), where the
     group merged that head; awaiting or missing is a failure (a queue cannot wait for a sign-off)."""
     if queued_head and not pr_head.startswith(queued_head):
         return "failure", (f"the group merged {queued_head[:12]}, but the PR's head is now {pr_head[:12]}: "
                            "the queue will test the new head")
-    check = max(checks, key=lambda c: int(c.get("id") or 0), default=None)
+    check = max(checks, key=lambda c: c.id, default=None)
     if check is None:
         return "failure", f"no sign-off on the PR's head {pr_head[:12]}: a CODEOWNER signs off first"
-    said = str((check.get("output") or {}).get("title") or "")
-    if check.get("conclusion") == "success":
+    said = check.title
+    if check.conclusion == "success":
         return "success", said or "CODEOWNER sign-off verified"
     return "failure", (f"the sign-off on the PR's head {pr_head[:12]} is "
-                       f"{check.get('conclusion') or check.get('status')}: {said or 'not verified'}")
+                       f"{check.conclusion or check.status}: {said or 'not verified'}")

@@ -5,30 +5,31 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ci_tools import names
 from ci_tools.errors import InputError, UsageError
 from ci_tools.github.client import GitHubError, TeamUnreadable
 from ci_tools.github.events import Comment, Event, PullRequest
-from ci_tools.github.models import EditHistory
+from ci_tools.github.models import CheckRun, Commit, Comparison, EditHistory
 from ci_tools.prbot import context, messages, sticky
-from ci_tools.prbot.reuse import decide as reuse
+from ci_tools.prbot.reuse import runs_flow
+from ci_tools.prbot.reuse.verdict import reuse_rules
 from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline, read_repo_file, upsert
 from ci_tools.prbot.signoff import decide as signoff
 
 
-class Client(reuse.Source, Comments, Protocol):
+class Client(runs_flow.Source, Comments, Protocol):
     def pull_request(self, number: int) -> PullRequest: ...
     def permission(self, login: str) -> str: ...
     def pull_files(self, number: int) -> list[str]: ...
-    def commit(self, sha: str) -> dict: ...
+    def commit(self, sha: str) -> Commit: ...
     def create_check_run(self, sha: str, *, name: str, conclusion: str, title: str, summary: str,
-                         details_url: str | None = ...) -> dict: ...
+                         details_url: str | None = ...) -> CheckRun: ...
     def review_comment(self, number: int, review_id: int) -> Comment: ...
     def edit_history(self, node_id: str) -> EditHistory: ...
-    def check_runs(self, sha: str, name: str | None = ..., *, every: bool = ...) -> list[dict]: ...
-    def compare(self, base: str, head: str) -> dict: ...
+    def check_runs(self, sha: str, name: str | None = ..., *, every: bool = ...) -> list[CheckRun]: ...
+    def compare(self, base: str, head: str) -> Comparison: ...
 
 
 class Teams(Protocol):
@@ -47,7 +48,7 @@ def _membership(teams: Lazy | None):
             raise signoff.MembershipUnknown(exc.message) from None
         except GitHubError as exc:
             raise InputError(f"cannot check whether @{login} is in @{org}/{team} ({exc.message}). Give the "
-                             "workflow a token that can read team membership (organization members: read).")
+                             "workflow a token that can read team membership (organization members: read).") from None
     return is_member
 
 
@@ -100,7 +101,7 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
     previous = sticky.state_of(sticky.find_sticky(tl.comments, sticky.SIGNOFF_VERDICT, bot_login=settings.bot))
     if changes:
         return _changes_requested(c, prs, tl, previous, codeowners, client, teams, settings, res)
-    tree = client.commit(prs.head_sha)["commit"]["tree"]["sha"]
+    tree = client.commit(prs.head_sha).tree_sha
     history = client.edit_history(c.node_id) if c.node_id else None
     written = (history.last_edited_at if history else None) or c.created_at
     unbound = _binding_problem(event, c, prs, tree, tl, client, codeowners, settings, history, previous)
@@ -114,17 +115,18 @@ def verify_signoff(event: Event, settings: Settings, gh: Lazy, teams: Lazy | Non
         res.messages.append(f"the sign-off by @{c.author} is not counted, and no check changed: {unbound}")
         return res
     files = client.pull_files(pr)
-    sel = reuse.select_run(reuse.reuse_rules(False), pinned=None, pr=prs, timeline=tl, policy=settings.policy,
-                           workflow=settings.workflow, source=client)
+    sel = runs_flow.select_run(reuse_rules(False), pinned=None, pr=prs, timeline=tl, policy=settings.policy,
+                               workflow=settings.workflow, source=client)
     verdict = signoff.verify(signer=c.author, body=c.body, files=files, codeowners_text=codeowners,
                              checklist=checklist, is_member=_membership(teams),
                              sweep_problem=None if sel.run else sel.error, permission=client.permission(c.author))
     res.outputs.update(proceed="true", signer=c.author, **{"head-sha": prs.head_sha})
-    values = dict(signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12], version=checklist.version,
-                  rows=messages.signoff_rows(verdict.checks))
+    # the template's values (messages.render reads each by name)
+    values: dict[str, Any] = dict(signer=c.author, signoff_url=c.html_url, sha=prs.head_sha[:12],
+                                  version=checklist.version, rows=messages.signoff_rows(verdict.checks))
     if signoff.stands(verdict, previous, prs.head_sha, tree):
         body = messages.render("signoff-verdict", kind=sticky.SIGNOFF_REPLY, key=c.id, headline="not counted",
-                               footer=messages.signoff_not_counted(c.author, previous.get("signer")), **values)
+                               footer=messages.signoff_not_counted(c.author, str(previous.get("signer", ""))), **values)
         upsert(client, pr, tl, sticky.SIGNOFF_REPLY, c.id, body, settings)
         res.outputs["state"] = "success"
         res.verdict = "not counted: the earlier verified sign-off stands"
@@ -158,7 +160,7 @@ def _changes_requested(c: Comment, prs: context.PrContext, tl, previous: dict, c
     if isinstance(outcome, str):
         res.messages.append(f"the review by @{c.author} requesting changes changes no check: {outcome}")
         return res
-    tree = client.commit(prs.head_sha)["commit"]["tree"]["sha"]
+    tree = client.commit(prs.head_sha).tree_sha
     state = {"sha": prs.head_sha, "tree": tree, "signer": c.author, "passed": False, "changes_requested": True,
              "url": c.html_url, "at": c.created_at}
     values = dict(reviewer=c.author, review_url=c.html_url, sha=prs.head_sha[:12],
@@ -245,7 +247,7 @@ def _binding_problem(event: Event, c: Comment, prs: context.PrContext, tree: str
     if why:
         return why
     if c.kind == "review":
-        reviewed_tree = client.commit(c.commit_id)["commit"]["tree"]["sha"] if c.commit_id else ""
+        reviewed_tree = client.commit(c.commit_id).tree_sha if c.commit_id else ""
         return signoff.reviewed_tree_problem(reviewed=c.commit_id, head=prs.head_sha, reviewed_tree=reviewed_tree,
                                              head_tree=tree, diff=lambda: client.compare(c.commit_id, prs.head_sha),
                                              codeowners_text=codeowners)
@@ -257,10 +259,10 @@ def _binding_problem(event: Event, c: Comment, prs: context.PrContext, tree: str
 
 def _signoff_after_push(event: Event, settings: Settings, gh: Lazy, res: Result) -> Result:
     client = gh()
-    pr = event.pull_request
+    pr = event.expect_pull_request()
     tl = load_timeline(client, pr.number)
     previous = sticky.state_of(sticky.find_sticky(tl.comments, sticky.SIGNOFF_VERDICT, bot_login=settings.bot))
-    tree = client.commit(pr.head_sha)["commit"]["tree"]["sha"] if previous.get("passed") else ""
+    tree = client.commit(pr.head_sha).tree_sha if previous.get("passed") else ""
     update = signoff.after_push(previous, tree)
     # Naming the PR, this check is also the bot's record that the commit was this PR's head by now
     # (`signoff.head_seen_before`): GitHub's API keeps no push time.
@@ -278,7 +280,7 @@ def _signoff_of_queue(event: Event, settings: Settings, gh: Lazy, res: Result) -
     an awaiting (not yet signed off) or missing check is a failure there, which removes the PR from
     the queue instead of stalling it."""
     client = gh()
-    mg = event.merge_group
+    mg = event.expect_merge_group()
     number = mg.pr
     if number is None:
         raise InputError(f"merge group {mg.head_ref!r}: its branch names no pull request "

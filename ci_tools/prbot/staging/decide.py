@@ -1,6 +1,6 @@
 """`/stage-results [run_id]`: who may stage, which run, what the results app is sent, and the callback.
 
-Run selection shares `reuse.select_run` with staging's rules (any completed conclusion, needs the
+Run selection shares `reuse/runs_flow.select_run` with staging's rules (any completed conclusion, needs the
 `changelog-metadata` artifact, pinned runs may be associated historically via `run.pull_requests`).
 The callback from the results app updates the acknowledgement comment in place; the phase only moves
 forward (requested < started < completed), so callbacks arriving out of order cannot undo a
@@ -29,7 +29,7 @@ def label_problem(labels, policy: Policy) -> str | None:
     full = policy.reusable_primaries()
     if not set(labels) & set(full):
         return ("staging needs a completed sweep from a PR carrying a full-sweep label: "
-                + ", ".join(f"`{l}`" for l in full) + ".")
+                + ", ".join(f"`{label}`" for label in full) + ".")
     return None
 
 
@@ -201,7 +201,7 @@ def parse_callback(event_type: str, payload: dict, *, app_repo: str) -> Callback
         if flag not in ("true", "false"):
             problems.append(f"stage-succeeded must be 'true' or 'false', got {flag!r}")
         succeeded = flag == "true"
-    if problems:
+    if problems or pr is None or run is None or app_run is None:   # a missing number is a problem listed
         raise ValueError("; ".join(problems))
     return Callback(phase=event_type.rsplit("-", 1)[-1], pr_number=pr, run_id=run, app_run_id=app_run,
                     run_date=payload["run-date"], requested_by=payload["requested-by"], comment_id=comment,

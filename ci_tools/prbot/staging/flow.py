@@ -14,11 +14,12 @@ from ci_tools.github.events import Comment, Event
 from ci_tools.prbot import context, messages, sticky
 from ci_tools.prbot.commands import StageResults
 from ci_tools.github.models import PullRequest, Timeline
-from ci_tools.prbot.reuse import decide as reuse
+from ci_tools.prbot.reuse import runs_flow, verdict
 from ci_tools.prbot.shell import Comments, Lazy, Result, Settings, load_timeline, upsert
+from ci_tools.prbot.staging import decide as staging
 
 
-class Client(reuse.Source, Comments, Protocol):
+class Client(runs_flow.Source, Comments, Protocol):
     def pull_request(self, number: int) -> PullRequest: ...
     def merged_pull_requests(self, sha: str) -> list[PullRequest]: ...
 
@@ -45,7 +46,6 @@ def send_once(dispatcher: Dispatcher, app_repo: str, event_type: str, payload: d
                           f"`{staging.acknowledgement_name(event_type, key)}` and sends nothing if it is there.",
                           status=exc.status) from None
     return True
-from ci_tools.prbot.staging import decide as staging
 
 
 def stage_command(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: Client, settings: Settings,
@@ -53,13 +53,13 @@ def stage_command(cmd: StageResults, c: Comment, pr: int, tl: Timeline, gh: Clie
     """An authorised author's `/stage-results` (the permission was checked for the whole comment)."""
     prs = context.of(gh.pull_request(pr), settings.main_branch)
     problem = staging.label_problem(prs.labels, settings.policy)
+    run = None
     if problem is None:
-        sel = reuse.select_run(reuse.staging_rules(cmd.run_id is not None), pinned=cmd.run_id, pr=prs, timeline=tl,
-                               policy=settings.policy, workflow=settings.workflow, source=gh)
-        problem = sel.error
-    if problem:
+        sel = runs_flow.select_run(verdict.staging_rules(cmd.run_id is not None), pinned=cmd.run_id, pr=prs,
+                                   timeline=tl, policy=settings.policy, workflow=settings.workflow, source=gh)
+        problem, run = sel.error, sel.run
+    if run is None:   # a selection without a run says why
         return messages.text("stage-refused", author=c.author, command=cmd.text, why=problem)
-    run = sel.run
     body = messages.render("stage-ack", kind=sticky.STAGE, key=c.id, author=c.author, run_id=run.id, run_url=run.html_url,
                            state={"run": run.id, "phase": "requested", "url": run.html_url})
     _, comment_id = upsert(gh, pr, tl, sticky.STAGE, c.id, body, settings)
@@ -146,7 +146,7 @@ def results_dispatch(event: Event, settings: Settings, gh: Lazy, dispatcher: Laz
     decision = staging.ingest_decision(
         event_name=event.name, ref=event.ref, main_ref=settings.main_ref, collect_result=collect_result,
         source_run_id=source_run_id,
-        metadata_present=lambda: names.CHANGELOG_METADATA in reuse.unexpired_names(gh().artifacts(run_id)))
+        metadata_present=lambda: names.CHANGELOG_METADATA in verdict.unexpired_names(gh().artifacts(run_id)))
     res = Result(outputs={"dispatched": "false", "ingest-run-id": ""}, messages=[decision.reason])
     if not decision.dispatch:
         return res

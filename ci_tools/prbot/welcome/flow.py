@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from ci_tools.github.events import Event
+from ci_tools.github.models import Comment, Label, Timeline
 from ci_tools.prbot import messages, sticky
 from ci_tools.prbot.shell import Lazy, Result, Settings, load_timeline, upsert
 from ci_tools.prbot.welcome.decide import welcome_values
@@ -13,16 +14,16 @@ from ci_tools.prbot.welcome.decide import welcome_values
 class Client(Protocol):
     repo: str
 
-    def timeline(self, number: int) -> list[dict]: ...
-    def create_comment(self, number: int, body: str) -> dict: ...
-    def update_comment(self, comment_id: int, body: str) -> dict: ...
+    def timeline(self, number: int) -> Timeline: ...
+    def create_comment(self, number: int, body: str) -> Comment: ...
+    def update_comment(self, comment_id: int, body: str) -> Comment: ...
 
 
 def welcome(event: Event, settings: Settings, gh: Lazy) -> Result:
     if event.name != "pull_request" or event.action not in ("opened", "reopened", "ready_for_review"):
         return Result(outputs={"comment": "none"}, messages=[f"{event.name} {event.action}: no welcome needed"])
     client: Client = gh()
-    pr = event.pull_request.number
+    pr = event.expect_pull_request().number
     tl = load_timeline(client, pr)
     body = messages.render("welcome", kind=sticky.WELCOME, **welcome_values(settings.policy, client.repo))
     action, cid = upsert(client, pr, tl, sticky.WELCOME, None, body, settings)
@@ -32,9 +33,9 @@ def welcome(event: Event, settings: Settings, gh: Lazy) -> Result:
 class LabelClient(Protocol):
     repo: str
 
-    def labels(self) -> list[dict]: ...
-    def create_label(self, name: str, *, color: str, description: str) -> dict: ...
-    def update_label(self, name: str, *, color: str, description: str) -> dict: ...
+    def labels(self) -> list[Label]: ...
+    def create_label(self, name: str, *, color: str, description: str) -> Label: ...
+    def update_label(self, name: str, *, color: str, description: str) -> Label: ...
 
 
 def sync_labels(event, settings: Settings, gh: Lazy, *, dry_run: bool = False) -> Result:

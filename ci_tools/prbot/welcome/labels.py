@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ci_tools.github.models import Label as RepoLabel
 from ci_tools.prbot import messages
 
 PRIMARY_COLOUR = "0e8a16"      # the labels that start a sweep
@@ -44,17 +45,16 @@ class Change:
     label: Label
 
 
-def changes(want: list[Label], have: list[dict]) -> list[Change]:
-    """What to do for each wanted label against the repository's (`have`: GitHub's label objects).
-    GitHub matches label names without regard to case."""
-    by_name = {str(h.get("name", "")).lower(): h for h in have}
+def changes(want: list[Label], have: list[RepoLabel]) -> list[Change]:
+    """What to do for each wanted label against the repository's. GitHub matches label names without
+    regard to case."""
+    by_name = {h.name.lower(): h for h in have}
     out = []
     for w in want:
         h = by_name.get(w.name.lower())
         if h is None:
             out.append(Change("create", w))
-        elif str(h.get("color", "")).lower() != w.colour or (h.get("description") or "") != w.description \
-                or h.get("name") != w.name:
+        elif h.color.lower() != w.colour or h.description != w.description or h.name != w.name:
             out.append(Change("update", w))
         else:
             out.append(Change("keep", w))
