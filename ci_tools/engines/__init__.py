@@ -27,7 +27,8 @@ length), `data_parallel_ranks(spec)` (engines behind one URL, for a router that 
 Adding an engine: a module like `vllm.py`, registered in ENGINES below, and a parser in
 tests/engines/parser_host.py (from its wheel, or from its source pinned in tests/engines/sources.json).
 
-May import: the standard library and `ci_tools.errors`; nothing here runs a process or reads a file.
+May import: the standard library, `ci_tools.errors` and `ci_tools.resources` (argkinds.py reads the
+parser tables, package data, at import); nothing here runs a process or reads a file of the repository.
 """
 
 from __future__ import annotations

@@ -62,7 +62,7 @@ def test_a_right_engine_argument_passes(engine, name, value):
 
 def test_the_range_rules_name_number_arguments_of_the_engines_parser():
     """A misspelt name in POSITIVE or FRACTIONS would check nothing: each is an integer (or number)
-    argument of the engine's parser (argkinds.py is generated from the wheels, tests/engines)."""
+    argument of the engine's parser (argkinds.json is generated from the wheels, tests/engines)."""
     for engine, names in engineargs.POSITIVE.items():
         assert {n: KINDS[engine].get(n) for n in names} == {n: "int" for n in names}
     for engine, names in engineargs.FRACTIONS.items():

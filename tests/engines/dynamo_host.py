@@ -39,7 +39,7 @@ class _Call:
 
     Its `_actions` (what parser_host reports as the parser's options) are those of Dynamo's own parser: the
     first parser Dynamo's function hands the command line to (`parse_known_args`), seen once on PROBE;
-    the engine's options it passes on are the engine parser's (ci_tools/engines/argkinds.py keeps both)."""
+    the engine's options it passes on are the engine parser's (ci_tools/engines/argkinds.json keeps both)."""
 
     def __init__(self, call, probe: list[str]):
         self.call = call

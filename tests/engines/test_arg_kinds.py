@@ -1,4 +1,4 @@
-"""ci_tools/engines/argkinds.py is what the tools' own parsers say (issue 25, finding 8; issue 35: unknown
+"""ci_tools/engines/argkinds.json is what the tools' own parsers say (issue 25, finding 8; issue 35: unknown
 engine flags), and config validate's verdict on an argument's name and number is the parser's."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tests.engines.harness import parse_many
 
 @pytest.mark.heavy     # builds every pinned parser, Dynamo's over torch included: minutes on 2 cores
 def test_the_committed_tables_are_the_parsers():
-    assert TARGET.read_text() == source(), ("ci_tools/engines/argkinds.py differs from the pinned parsers: run "
+    assert TARGET.read_text() == source(), ("ci_tools/engines/argkinds.json differs from the pinned parsers: run "
                                             "`.venv/bin/python -m tests.engines.arg_kinds`")
 
 

@@ -2,7 +2,7 @@
 reach the options file the runner writes, and that file is what TensorRT-LLM's own code takes: trtllm-serve's
 serve command merges it (update_llm_args_with_extra_dict) and its argument model validates it (TorchLlmArgs),
 both from 1.3.0rc3's source (tests/engines/trtllm_host.py). config validate checks the same keys against the
-table generated from that model (ci_tools/engines/argkinds.py OPTION_FILES)."""
+table generated from that model (ci_tools/engines/argkinds.json, OPTION_FILES)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """ci-tools' default sweep-label policy is this repository's own inferencex-e2e/ci-policy.yaml: a
 checkout reads that file, and the package build (setup.py) writes it into the wheel, so there is no
-second copy to keep in step by hand."""
+second copy to keep in step by hand. The built package carries its other package data too: the engine
+parsers' tables (ci_tools/engines/argkinds.json), read at import."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -53,11 +55,33 @@ def test_the_built_package_carries_the_policy_and_reads_it(tmp_path):
     assert out.stdout.strip() == "# yaml-language-server: $schema=../schemas/ci-policy.schema.json"
 
 
-def test_the_source_distribution_holds_the_policy_file(tmp_path):
+def test_the_built_package_carries_the_parser_tables_and_reads_them(tmp_path):
+    src = _build_tree(tmp_path)
+    lib = tmp_path / "lib"
+    res = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(lib)], cwd=src,
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    # imported from the build (not this checkout, not an installed copy): the tables it read are the tree's
+    probe = ("import json; from ci_tools.engines import argkinds; "
+             "print(json.dumps([argkinds.__file__, argkinds.RELEASES, sorted(argkinds.COMMON['sglang'])]))")
+    env = {**os.environ, "PYTHONPATH": str(lib)}
+    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    where, releases, sglang = json.loads(out.stdout)
+    from ci_tools.engines import argkinds
+    assert Path(where).is_relative_to(lib)
+    assert releases == {t: list(r) for t, r in argkinds.RELEASES.items()}
+    assert sglang == sorted(argkinds.COMMON["sglang"]) and len(sglang) > 100
+
+
+def test_the_source_distribution_holds_the_policy_file_and_the_parser_tables(tmp_path):
     src = _build_tree(tmp_path)
     res = subprocess.run([sys.executable, "setup.py", "-q", "sdist", "--dist-dir", str(tmp_path / "dist")], cwd=src,
                          capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
     (sdist,) = (tmp_path / "dist").glob("*.tar.gz")
     with tarfile.open(sdist) as tar:
-        assert any(n.endswith("/" + POLICY) for n in tar.getnames()), tar.getnames()
+        names = tar.getnames()
+    assert any(n.endswith("/" + POLICY) for n in names), names
+    assert any(n.endswith("/ci_tools/engines/argkinds.json") for n in names), names
