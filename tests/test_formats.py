@@ -137,7 +137,7 @@ def test_runner_evals_refuses_a_job_that_is_not_an_eval_job(tmp_path):
 
 def test_runner_run_outcome_in_json_and_text(tmp_path):
     from ci_tools.runner import render
-    from ci_tools.runner.job import JobFailed
+    from ci_tools.runner.spec import JobFailed
 
     status = tmp_path / "status.json"
     ok = render.outcome("r.json", Path("out"), status)

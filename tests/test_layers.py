@@ -46,10 +46,11 @@ CORE_IN_SHELL_PACKAGES = {
 
 # Adapters by nature: what they are for is the I/O itself.
 ADAPTERS = {
-    "runner/job.py": "starts and stops the engine, router and client processes",
     "runner/cleanup.py": "finds and stops what a job left behind (processes, containers, Slurm jobs)",
-    "runner/multinode.py": "one Slurm allocation, its steps and readiness polling",
     "runner/early.py": "installs the signal handlers that remember an early cancel",
+    "runner/supervise.py": "the one job lifecycle: signals, the phases, the ExitStack that stops what started",
+    "runner/procs.py": "starts, stops and waits for the job's processes; its HTTP calls",
+    "runner/allocation.py": "asks Slurm for the job's allocation, waits for it, cancels it",
     "runner/slack.py": "posts the digest to Slack",
     "runner/screen_git.py": "reads recipes from git at the head ref for plan-time screening",
     "runner/selftest_model.py": "a script the engine's own Python runs: builds and writes the self-test's model",

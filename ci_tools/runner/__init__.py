@@ -5,10 +5,11 @@ Core (pure; may import `ci_tools.config`, `ci_tools.engines`, `ci_tools.evals` c
 `plan.py` (row + point -> engine/router/client commands, `JobPlan`), `backends.py` (docker /
 slurm / process launches and their stops), `disagg.py` (multi-node plans and placement),
 `budget.py`, `ready.py` (readiness over injected clock and HTTP), `nodecheck.py`, `telemetry.py`,
-`servable.py`, `digest.py` (job file and artifact names are in `ci_tools.names`).
+`servable.py`, `digest.py` (job file and artifact names are in `ci_tools.names`), `spec.py` (one job as
+data, `JobSpec`) and `produce.py` (a planned point -> `JobSpec`).
 
 Shell (I/O): `flow.py` (the commands' flows: row -> recipe -> job, cleanup, digest; what `cli/runner.py`
-calls), and the adapters `job.py` (processes, Slurm allocation, watch), `multinode.py`, `cleanup.py`,
-`early.py`, `slack.py`, `screen_git.py`. Shell modules may import anything; core may not import them
+calls), and the adapters `supervise.py` (the one lifecycle that runs a `JobSpec`), `procs.py`
+(processes), `allocation.py` (Slurm), `cleanup.py`, `early.py`, `slack.py`, `screen_git.py`. Shell modules may import anything; core may not import them
 (tests/test_layers.py checks both).
 """

@@ -2,14 +2,11 @@
 
 The row (prefill/decode worker groups, conc list, kv-p2p-transfer, router) and its resolved recipe
 point become a `MultiNodePlan`: one worker per prefill/decode worker, the frontend, and one AIPerf
-run per concurrency of the row. `slurm_launch(plan, settings, nodes)` places it on the nodes of one
-allocation (workers in order prefill-0.., decode-0.., each on its own whole nodes; the frontend on
-the first node) and returns the exact commands:
-
-  salloc --no-shell [--exclusive] --nodes=N --gpus-per-node=G --time=M --immediate=Q   one allocation
-  srun --jobid=J --nodelist=... --nodes=k --ntasks-per-node=1 ...   one step per worker (pyxis flags)
-  srun --jobid=J --overlap --nodelist=<node 0> ...                  the frontend step
-  scancel J                                                         cleanup, always
+run per concurrency of the row. `build_multinode_plan` checks the row and point (every problem at
+once: `check_multinode`), builds the workers' engine commands, the frontend and the clients, lays the
+workers out on the nodes of one allocation (`layout`: workers in order prefill-0.., decode-0.., each on
+its own whole nodes or sharing one; the frontend on the first node) and fits the budget
+(`multinode_budget`). disagg_slurm.py turns the plan into the Slurm commands.
 
 Ports are distinct per worker (base + 10 x index), so several workers may share a host (the test
 cluster runs every slurmd on one machine) without a collision; on exclusive nodes that is harmless.
@@ -33,8 +30,7 @@ from ci_tools import names
 from ci_tools import engines
 from ci_tools.engines import ServeSpec, WorkerSpec, compat, install, routers
 from ci_tools.runner import budget as bud
-from ci_tools.runner.backends import (HF_CACHE_MOUNT, RUNNER_KEY, SQUASH_DIR, Launch, image_import, image_import_lines,
-                                      job_id, squash_file)
+from ci_tools.runner.backends import HF_CACHE_MOUNT, SQUASH_DIR, job_id
 from ci_tools.runner.plan import (AGENTIC, AIPERF_TIMEOUTS_ENV, MODELS_MOUNT, SIM_ACC_ENV, SIM_ACC_LEN, Settings,
                                   client_argv, image_problems, run_shape, sequence_lengths)
 
@@ -45,11 +41,7 @@ PORT_STRIDE = 10            # per worker: http, +1 bootstrap, +2 dist-init, +3 d
 # concurrencies in one allocation: 30 min each keeps two of them, 1 h queue and 4 h readiness inside
 # benchmark.yml's timeout (ci_tools/runner/budget.py).
 FIXED_SEQ_CLIENT_S = 1800.0
-NODE_PLACEHOLDER = "node{}"  # dry-run: the i-th node of the allocation
 MIN_READY_S = 3600.0         # the least readiness a multi-node row's clients may leave it
-# a worker sharing its node keeps its slice of the GPUs Slurm gives the step
-GPU_SLICE = ('IFS=, read -ra g <<< "$CUDA_VISIBLE_DEVICES"; '
-             'export CUDA_VISIBLE_DEVICES="$(IFS=,; echo "${{g[*]:{first}:{count}}}")"; exec "$@"')
 
 
 @dataclass
@@ -323,10 +315,9 @@ def bud_minutes(seconds: float) -> int:
     return max(1, math.ceil(seconds / 60))
 
 
-def build_multinode_plan(row: Mapping[str, Any], point: DisaggPoint, settings: Settings, out_dir: str,
-                         gpus_per_node: int | None, slurm: SlurmSettings | None = None) -> MultiNodePlan:
-    row = as_row(row)
-    slurm = slurm or SlurmSettings()
+def check_multinode(row: MatrixRow, point: DisaggPoint, gpus_per_node: int | None) -> list[str]:
+    """Every reason the row's point cannot run as planned (empty: it can). An engine without a multi-node
+    worker is refused at once: the rest cannot be checked without it."""
     problems = check_row(row) + image_problems(row, point.image)
     if row.get("kv-p2p-transfer") and str(row["kv-p2p-transfer"]) != point.kv_transfer:
         problems.append(f"the row's kv-p2p-transfer {row['kv-p2p-transfer']!r} differs from the recipe's "
@@ -359,106 +350,123 @@ def build_multinode_plan(row: Mapping[str, Any], point: DisaggPoint, settings: S
     if fe.get("kind") == "sglang-router" and routers.release(fe.get("name"), fe.get("version")) is None:
         problems.append(f"frontend {fe.get('name')} {fe.get('version')} is not a router release ci-tools knows "
                         f"(known: {routers.known()}); add it to ci_tools/engines/routers.py")
+    return problems + _placement_problems(row, point, gpus_per_node)
+
+
+def _placement_problems(row: MatrixRow, point: DisaggPoint, gpus_per_node: int | None) -> list[str]:
+    from ci_tools.config.disagg import fits
+
     if not gpus_per_node:
-        problems.append(f"runner {row.get('runner')!r} has no gpus-per-node in runners.yaml: workers cannot be "
-                        "placed on nodes")
-    else:
-        from ci_tools.config.disagg import fits
+        return [f"runner {row.get('runner')!r} has no gpus-per-node in runners.yaml: workers cannot be placed on "
+                "nodes"]
+    return [f"{g.role} workers need {g.gpus_per_worker} GPUs on {g.nodes_per_worker} node(s) of {gpus_per_node} "
+            "GPUs: a worker fills whole nodes, or an equal share of one node"
+            for g in point.groups if g.key.workers and not fits(g.gpus_per_worker, g.nodes_per_worker, gpus_per_node)]
 
-        for g in point.groups:
-            if g.key.workers and not fits(g.gpus_per_worker, g.nodes_per_worker, gpus_per_node):
-                problems.append(f"{g.role} workers need {g.gpus_per_worker} GPUs on {g.nodes_per_worker} node(s) of "
-                                f"{gpus_per_node} GPUs: a worker fills whole nodes, or an equal share of one node")
-    if problems:
-        raise InputError("; ".join(problems))
 
-    scenario, run_eval, fast, duration = run_shape(row, settings)
+def _workers(row: MatrixRow, point: DisaggPoint, settings: Settings, slurm: SlurmSettings, out_dir: str,
+             gpus_per_node: int, namespace: str, run_eval: bool) -> list[Worker]:
+    """One worker per prefill and decode worker of the point, in that order, each with its own ports and
+    its engine command (the recipe's pinned install first, a KV offload sized from the row's budget)."""
     model = str(row["model"])
-    concs = _concs(row)
-    rf = result_filename(row, point, concs, settings.runner_name)
-    namespace = _job_tag(rf)
-    if not slurm.label:
-        # the single-node rule (backends.job_id): from the result file name and the job directory
-        slurm = replace(slurm, label=job_id(SimpleNamespace(result_filename=rf), out_dir))
-
     env_extra: dict[str, str] = {}
     if not run_eval and point.synthetic_acceptance is not None:
         env_extra[SIM_ACC_LEN] = f"{point.synthetic_acceptance:g}"
         env_extra.update(SIM_ACC_ENV)
     workers: list[Worker] = []
-    index = 0
     for g in point.groups:
         for i in range(g.key.workers):
-            port = slurm.worker_port_base + PORT_STRIDE * index
+            port = slurm.worker_port_base + PORT_STRIDE * len(workers)
             w = Worker("aggregated" if point.aggregated else g.role, i, g, [], {}, port, port + 3, port + 2)
-            env = dict(g.env) | env_extra | {"HF_HUB_CACHE": HF_CACHE_MOUNT}
+            w.env = dict(g.env) | env_extra | {"HF_HUB_CACHE": HF_CACHE_MOUNT}
             if point.frontend.get("kind") == "dynamo":
-                env |= {"DYN_FILE_KV": f"{out_dir}/{names.DYNAMO_STORE}", "DYN_SYSTEM_PORT": str(w.health_port)}
-            w.env = env
+                w.env |= {"DYN_FILE_KV": f"{out_dir}/{names.DYNAMO_STORE}", "DYN_SYSTEM_PORT": str(w.health_port)}
             if settings.server_cmd:
                 w.argv = [a.format(port=port, model=model, role=g.role, bootstrap=port + 1)
                           for a in shlex.split(settings.server_cmd)]
             else:
-                cmd = worker_command(point, w, model, row, gpus_per_node or 1, namespace,
-                                     f"{out_dir}/{names.ENGINE_FILES_DIR}")
-                w.argv, w.files, w.command = cmd.argv, cmd.files, cmd
-                # an image without the engine's launcher (Dynamo): the recipe's pinned install first
-                w.argv = install.wrap(w.argv, f"{out_dir}/{names.INSTALL_DIR}", point.frontend.get("install") or [])
-                share = offload_share(point, g, row, gpus_per_node or 1)
-                if share and not any(engines.engine(point.engine).offload(str(point.kv_offload["backend"]), *share)):
-                    # a backend the plug-in does not size is configured by the recipe's kv-offload env/args,
-                    # with InferenceX's documented variable for the budget
-                    w.env = {**w.env, **{str(k): str(v) for k, v in (point.kv_offload.get("env") or {}).items()},
-                             "TOTAL_CPU_DRAM_GB": str(share[0])}
+                _engine_command(w, point, row, model, gpus_per_node, namespace, out_dir)
             workers.append(w)
-            index += 1
-    fport = settings.port
+    return workers
+
+
+def _engine_command(w: Worker, point: DisaggPoint, row: MatrixRow, model: str, gpus_per_node: int, namespace: str,
+                    out_dir: str) -> None:
+    cmd = worker_command(point, w, model, row, gpus_per_node, namespace, f"{out_dir}/{names.ENGINE_FILES_DIR}")
+    w.files, w.command = cmd.files, cmd
+    # an image without the engine's launcher (Dynamo): the recipe's pinned install first
+    w.argv = install.wrap(cmd.argv, f"{out_dir}/{names.INSTALL_DIR}", point.frontend.get("install") or [])
+    share = offload_share(point, w.group, row, gpus_per_node)
+    plugin = engines.engine(point.engine)
+    if share and point.kv_offload and not any(plugin.offload(str(point.kv_offload["backend"]), *share)):
+        # a backend the plug-in does not size is configured by the recipe's kv-offload env/args, with
+        # InferenceX's documented variable for the budget
+        w.env = {**w.env, **{str(k): str(v) for k, v in (point.kv_offload.get("env") or {}).items()},
+                 "TOTAL_CPU_DRAM_GB": str(share[0])}
+
+
+def _frontend(point: DisaggPoint, workers: list[Worker], port: int, slurm: SlurmSettings, out_dir: str,
+              namespace: str) -> tuple[list[str], dict[str, str]]:
+    """The frontend's command and environment (a test's --router-cmd with the workers' URLs filled in)."""
     if slurm.router_cmd:
         urls = {role: [f"http://{{{w.name}_node0}}:{w.port}" for w in workers
                        if w.role == role or (role == "prefill" and w.role == "aggregated")]
                 for role in ("prefill", "decode")}
-        fargv = []
+        argv: list[str] = []
         for word in shlex.split(slurm.router_cmd):
             if word in ("{prefill}", "{decode}"):
-                fargv += urls[word.strip("{}")]
+                argv += urls[word.strip("{}")]
             else:
-                fargv.append(word.format(port=fport))
+                argv.append(word.format(port=port))
     else:
-        fargv = install.wrap(frontend_argv(point, fport, workers, namespace), f"{out_dir}/{names.INSTALL_DIR}",
-                             point.frontend.get("install") or [])
-    fenv = dict(point.frontend.get("env") or {})
+        argv = install.wrap(frontend_argv(point, port, workers, namespace), f"{out_dir}/{names.INSTALL_DIR}",
+                            point.frontend.get("install") or [])
+    env = dict(point.frontend.get("env") or {})
     if point.frontend.get("kind") == "dynamo":
-        fenv["DYN_FILE_KV"] = f"{out_dir}/{names.DYNAMO_STORE}"
-    base_url = f"http://{{frontend_node}}:{fport}"
-    header = None
-    if point.frontend.get("routing-key") == "session-id":
-        rel = routers.release(point.frontend.get("name"), point.frontend.get("version"))
-        header = rel.routing_key_header if rel else None
-    clients = []
-    evals = None
+        env["DYN_FILE_KV"] = f"{out_dir}/{names.DYNAMO_STORE}"
+    return argv, env
+
+
+def _clients(row: MatrixRow, point: DisaggPoint, settings: Settings, out_dir: str, base_url: str, shape: tuple,
+             rf: str) -> tuple[list[Client], dict | None]:
+    """One AIPerf run per concurrency against the frontend (a folder each when there are several), or the
+    eval harness once; the eval plan beside it."""
+    scenario, run_eval, fast, duration = shape
+    model = str(row["model"])
     if run_eval:
         from ci_tools.runner.plan import _eval_plan
 
         # the eval harness against the frontend, as a single-node eval row runs it against its server;
         # `runner evals --base-url` puts the frontend's real address into the planned harness commands
         evals = _eval_plan(row, model, base_url, [], settings, out_dir)
-        clients.append(Client(0, [settings.ci_tools, "runner", "evals", out_dir, "--base-url", base_url], {}, "", rf,
-                              expects=(), what="the eval harness", exports=(names.EVAL_DIR,)))
-    else:
-        for c in concs:
-            sub = f"conc{c}" if len(concs) > 1 else ""
-            cdir = f"{out_dir}/{sub}" if sub else out_dir
-            crow = {**row, "conc": c}
-            argv = client_argv(crow, model, settings, base_url, c, scenario, duration, fast, header, cdir)
-            clients.append(Client(c, argv, {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{names.AIPERF_TMP}",
-                                            "HF_HUB_CACHE": settings.hf_cache, **AIPERF_TIMEOUTS_ENV},
-                                  sub, result_filename(row, point, [c], settings.runner_name),
-                                  exports=(f"{sub}/{names.AIPERF_DIR}" if sub else names.AIPERF_DIR,)))
+        return [Client(0, [settings.ci_tools, "runner", "evals", out_dir, "--base-url", base_url], {}, "", rf,
+                       expects=(), what="the eval harness", exports=(names.EVAL_DIR,))], evals
+    header = None
+    if point.frontend.get("routing-key") == "session-id":
+        rel = routers.release(point.frontend.get("name"), point.frontend.get("version"))
+        header = rel.routing_key_header if rel else None
+    concs = _concs(row)
+    clients = []
+    for c in concs:
+        sub = f"conc{c}" if len(concs) > 1 else ""
+        cdir = f"{out_dir}/{sub}" if sub else out_dir
+        argv = client_argv({**row, "conc": c}, model, settings, base_url, c, scenario, duration, fast, header, cdir)
+        clients.append(Client(c, argv, {"AIPERF_DATASET_MMAP_BASE_PATH": f"{out_dir}/{names.AIPERF_TMP}",
+                                        "HF_HUB_CACHE": settings.hf_cache, **AIPERF_TIMEOUTS_ENV},
+                              sub, result_filename(row, point, [c], settings.runner_name),
+                              exports=(f"{sub}/{names.AIPERF_DIR}" if sub else names.AIPERF_DIR,)))
+    return clients, None
+
+
+def multinode_budget(row: MatrixRow, settings: Settings, slurm: SlurmSettings, duration: float | None,
+                     run_eval: bool, clients: int) -> tuple[Settings, bud.Budget, float, int]:
+    """(settings with the readiness the clients leave, the budget, each client's limit, the allocation's
+    minutes); InputError when the job cannot fit benchmark.yml's timeout or the partition's time limit."""
     client_s = slurm.client_timeout_s or (bud.client_timeout(duration) if duration else FIXED_SEQ_CLIENT_S)
     if run_eval and not slurm.client_timeout_s and settings.evals is not None:
         client_s = float(settings.evals.timeout_s)
     budget = bud.job_budget(duration, queue_s=slurm.queue_timeout_s, ready_s=settings.ready_timeout_s,
-                            client_s=client_s * max(1, len(clients)))
+                            client_s=client_s * max(1, clients))
     left = bud.JOB_TIMEOUT_MINUTES * 60 - bud.OTHER_STEPS_S - budget.queue_s - budget.client_s - budget.stop_s
     if budget.problems() and left >= MIN_READY_S and settings.ready_timeout_s <= bud.READY_TIMEOUT_S:
         # a row of many concurrencies runs them all in one allocation (as InferenceX does, whose whole
@@ -474,11 +482,36 @@ def build_multinode_plan(row: Mapping[str, Any], point: DisaggPoint, settings: S
                         "max-time-minutes")
     if problems:
         raise InputError("; ".join(problems))
+    return settings, budget, client_s, minutes
+
+
+def build_multinode_plan(row: Mapping[str, Any], point: DisaggPoint, settings: Settings, out_dir: str,
+                         gpus_per_node: int | None, slurm: SlurmSettings | None = None) -> MultiNodePlan:
+    """Check the row's point (all problems at once), then its workers, frontend and clients, then the
+    budget; the placement on an allocation's nodes is `layout` here and disagg_slurm.place at run time."""
+    row = as_row(row)
+    slurm = slurm or SlurmSettings()
+    problems = check_multinode(row, point, gpus_per_node)
+    if problems:
+        raise InputError("; ".join(problems))
+    gpn = gpus_per_node or 1
+    shape = run_shape(row, settings)
+    scenario, run_eval, _, duration = shape
+    rf = result_filename(row, point, _concs(row), settings.runner_name)
+    namespace = _job_tag(rf)
+    if not slurm.label:
+        # the single-node rule (backends.job_id): from the result file name and the job directory
+        slurm = replace(slurm, label=job_id(SimpleNamespace(result_filename=rf), out_dir))
+    workers = _workers(row, point, settings, slurm, out_dir, gpn, namespace, run_eval)
+    fargv, fenv = _frontend(point, workers, settings.port, slurm, out_dir, namespace)
+    clients, evals = _clients(row, point, settings, out_dir, f"http://{{frontend_node}}:{settings.port}", shape, rf)
+    settings, budget, client_s, minutes = multinode_budget(row, settings, slurm, duration, run_eval, len(clients))
     return MultiNodePlan(row=row, point=point, scenario=scenario, result_filename=rf, workers=workers,
                          frontend_argv=fargv, frontend_env=fenv, clients=clients, duration_s=duration,
-                         run_eval=run_eval, served_model=model, image=point.image, settings=settings, slurm=slurm,
-                         gpus_per_node=gpus_per_node or 0, alloc_time_min=minutes, frontend_port=fport,
-                         client_s=client_s, budget=budget, layout=layout(workers, gpus_per_node or 1), evals=evals)
+                         run_eval=run_eval, served_model=str(row["model"]), image=point.image, settings=settings,
+                         slurm=slurm, gpus_per_node=gpus_per_node or 0, alloc_time_min=minutes,
+                         frontend_port=settings.port, client_s=client_s, budget=budget, layout=layout(workers, gpn),
+                         evals=evals)
 
 
 def layout(workers: list[Worker], gpus_per_node: int) -> dict[str, list[int]]:
@@ -508,250 +541,3 @@ def _packing(workers: list[Worker], gpus_per_node: int) -> dict[str, tuple[list[
         out[w.name] = ([shared[0]], (shared[1], need))
         shared = (shared[0], shared[1] + need)
     return out
-
-
-# ---- placement and the Slurm commands -------------------------------------------------------------
-
-
-def place(plan: MultiNodePlan, nodes: list[str]) -> dict[str, list[str]]:
-    """Worker name -> its nodes, in allocation order (`layout`); `frontend` -> the first node."""
-    if len(nodes) < plan.nodes:
-        raise InputError(f"the allocation has {len(nodes)} node(s); the point needs {plan.nodes}")
-    out: dict[str, list[str]] = {w.name: [nodes[i] for i in plan.layout[w.name]] for w in plan.workers}
-    out["frontend"] = [nodes[0]]
-    return out
-
-
-def fill(text: str, placement: dict[str, list[str]], addresses: dict[str, str] | None = None) -> str:
-    """Placeholders -> where to reach a worker's first node: Slurm's NodeAddr (the name by default)."""
-    addr = addresses or {}
-    for name, nodes in placement.items():
-        text = text.replace(f"{{{name}_node0}}", addr.get(nodes[0], nodes[0]))
-    fe = placement["frontend"][0]
-    return text.replace("{frontend_node}", addr.get(fe, fe))
-
-
-@dataclass
-class Step:
-    name: str                      # prefill-0, decode-1, frontend
-    argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-    log: str = ""
-
-
-def job_name(plan: MultiNodePlan) -> str:
-    """The allocation's name: the job's label, which `runner cleanup` stops by (cleanup.py)."""
-    return plan.slurm.label or _job_tag(plan.result_filename)
-
-
-def alloc_argv(plan: MultiNodePlan) -> list[str]:
-    s = plan.slurm
-    # the GPUs are asked for even when --exclusive grants the whole node: without them a step's
-    # --gpus-per-node fails ("Step requested GRES but job doesn't have GRES") on a shared node
-    argv = ["salloc", "--no-shell", f"--job-name={job_name(plan)}", f"--nodes={plan.nodes}",
-            f"--gpus-per-node={plan.gpus_per_node}"]
-    if s.runner:
-        argv.append(f"--comment={RUNNER_KEY}={s.runner}")
-    if s.exclusive:
-        argv.append("--exclusive")
-    argv += [f"--time={plan.alloc_time_min}", f"--immediate={math.ceil(s.queue_timeout_s)}"]
-    if s.partition:
-        argv.append(f"--partition={s.partition}")
-    if s.account:
-        argv.append(f"--account={s.account}")
-    return argv
-
-
-def container_folders(plan: MultiNodePlan, out_dir: str) -> tuple[list[str], list[str]]:
-    """(writable, read-only) folders of the job directory every container of the job mounts at the same
-    path: what the engine itself writes (Dynamo's file discovery, the recipe's pinned install) and what the
-    runner wrote for it (engine_files/: TensorRT-LLM's worker options). Never the job directory itself,
-    where the clients write their exports (runner/custody.py)."""
-    writable = []
-    if plan.point.frontend.get("kind") == "dynamo":
-        writable.append(f"{out_dir}/{names.DYNAMO_STORE}")
-    if plan.point.frontend.get("install"):
-        writable.append(f"{out_dir}/{names.INSTALL_DIR}")
-    read_only = [f"{out_dir}/{names.ENGINE_FILES_DIR}"] if plan.files else []
-    return writable, read_only
-
-
-def _container(plan: MultiNodePlan, env: dict[str, str], out_dir: str) -> list[str]:
-    s = plan.settings
-    writable, read_only = container_folders(plan, out_dir)
-    mounts = ",".join([f"{s.model_store}:{MODELS_MOUNT}:ro", f"{s.hf_cache}:{HF_CACHE_MOUNT}",
-                       *(f"{p}:{p}" for p in writable), *(f"{p}:{p}:ro" for p in read_only)])
-    argv = [f"--container-image={squash_file(plan.image, plan.slurm.squash_dir)}", f"--container-mounts={mounts}",
-            "--container-remap-root", "--no-container-mount-home"]
-    if env:
-        argv.append(f"--container-env={','.join(env)}")
-    return argv
-
-
-def import_step(plan: MultiNodePlan, jobid: str, nodes: list[str], out_dir: str) -> Launch:
-    """The image import, one task on every node: on a shared squash directory the first takes the lock and
-    imports and the others find the file; on node-local ones each node imports once (for later jobs too).
-    Each task first checks that its node sees the job directory OUT_DIR (its job.json, backends.import_script)."""
-    n = len(nodes)
-    prefix = ["srun", f"--jobid={jobid}", "--job-name=image", "--overlap", f"--nodelist={','.join(nodes)}",
-              f"--nodes={n}", f"--ntasks={n}", "--ntasks-per-node=1", "--gres=none"]
-    return image_import(plan.image, plan.slurm.squash_dir, plan.settings.ready_timeout_s, prefix,
-                        f"{out_dir}/{names.JOB_JSON}")
-
-
-def worker_steps(plan: MultiNodePlan, jobid: str, placement: dict[str, list[str]], out_dir: str,
-                 addresses: dict[str, str] | None = None) -> list[Step]:
-    steps = []
-    slices = gpu_slices(plan.workers, plan.gpus_per_node or 1)
-    for w in plan.workers:
-        nodes = placement[w.name]
-        k = len(nodes)
-        per_node = w.group.gpus_per_worker // k
-        wrapper = getattr(engines.engine(plan.point.engine), "RANK_WRAPPER", None)
-        mpi = k > 1 and wrapper is None and not plan.settings.server_cmd
-        tasks = per_node if mpi else 1      # MPI engines (TensorRT-LLM): one rank per GPU
-        gpus = [f"--gpus-per-node={per_node}"]
-        if w.name in slices:
-            # a worker sharing its node: every step on it may use the whole node (without --overlap a
-            # step takes every CPU of the node and the next one waits for ever), and each keeps its own
-            # GPUs of the ones Slurm gives the step (CUDA_VISIBLE_DEVICES, positions first..first+count)
-            gpus = [f"--gpus-per-node={plan.gpus_per_node}", "--overlap"]
-        argv = ["srun", f"--jobid={jobid}", f"--job-name={w.name}", f"--nodelist={','.join(nodes)}",
-                f"--nodes={k}", f"--ntasks={k * tasks}", f"--ntasks-per-node={tasks}",
-                *gpus, "--kill-on-bad-exit=1", "--label" if k > 1 else "", "--mpi=pmix" if mpi else ""]
-        argv = [a for a in argv if a] + _container(plan, w.env, out_dir)
-        engine = [fill(a, placement, addresses) for a in w.argv]
-        if w.name in slices:
-            first, count = slices[w.name]
-            engine = ["bash", "-c", GPU_SLICE.format(first=first, count=count), "bash", *engine]
-        if mpi:
-            engine = [*engines.trtllm.MPI_LAUNCHER, *engine]
-        elif k > 1:
-            # one task per node; each passes its step-relative node index as the engine's node rank
-            engine = ["bash", "-c", wrapper or 'exec "$@" --node-rank "$SLURM_NODEID"', "bash", *engine]
-        steps.append(Step(w.name, argv + engine, dict(w.env), w.log))
-    fe = placement["frontend"]
-    # the frontend shares the first node with prefill-0 (--overlap) and uses no GPU
-    argv = ["srun", f"--jobid={jobid}", "--job-name=frontend", "--overlap", f"--nodelist={fe[0]}", "--nodes=1",
-            "--ntasks=1", "--gres=none"] + _container(plan, plan.frontend_env, out_dir)
-    steps.append(Step("frontend", argv + [fill(a, placement, addresses) for a in plan.frontend_argv],
-                      dict(plan.frontend_env),
-                      names.ROUTER_LOG))
-    return steps
-
-
-@dataclass(frozen=True)
-class ReadyCheck:
-    step: str                 # whose process must stay alive meanwhile
-    url: str
-    expect: tuple = ()        # ("model", name) | ("workers", prefill, decode): what the body must say
-
-
-def ready_checks(plan: MultiNodePlan, placement: dict[str, list[str]],
-                 addresses: dict[str, str] | None = None) -> list[ReadyCheck]:
-    """In order: every worker's health, then the frontend's health, then its registration of the
-    workers: sglang-router's /workers lists every prefill and decode worker healthy; Dynamo's
-    /v1/models names the model once a worker has registered it."""
-    addr = addresses or {}
-    out = []
-    dynamo = plan.point.frontend.get("kind") == "dynamo"
-    for w in plan.workers:
-        port = w.health_port if dynamo and not plan.settings.server_cmd else w.port
-        node = placement[w.name][0]
-        out.append(ReadyCheck(w.name, f"http://{addr.get(node, node)}:{port}/health"))
-    node = placement["frontend"][0]
-    fe = f"http://{addr.get(node, node)}:{plan.frontend_port}"
-    out.append(ReadyCheck("frontend", f"{fe}/health"))
-    if dynamo:
-        out.append(ReadyCheck("frontend", f"{fe}/v1/models", ("model", plan.served_model)))
-    elif plan.point.aggregated:
-        out.append(ReadyCheck("frontend", f"{fe}/workers", ("healthy", len(plan.workers))))
-    else:
-        out.append(ReadyCheck("frontend", f"{fe}/workers", ("workers", plan.point.prefill.key.workers,
-                                                          plan.point.decode.key.workers)))
-    return out
-
-
-def registered(expect: tuple, body: str) -> bool:
-    """Whether a readiness answer says what `expect` needs (pure; malformed bodies say no)."""
-    if not expect:
-        return True
-    import json
-
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return False
-    if not isinstance(data, dict):
-        return False
-    if expect[0] == "model":
-        models = data.get("data")
-        return isinstance(models, list) and any(isinstance(m, dict) and m.get("id") == expect[1] for m in models)
-    if expect[0] in ("workers", "healthy"):
-        workers = data.get("workers")
-        if not isinstance(workers, list):
-            return False
-        healthy = [w for w in workers if isinstance(w, dict) and w.get("is_healthy") is True]
-        kinds = [w.get("worker_type") for w in healthy]
-        if expect[0] == "healthy":
-            return len(healthy) >= expect[1]
-        return kinds.count("prefill") >= expect[1] and kinds.count("decode") >= expect[2]
-    return False
-
-
-def describe_check(c: ReadyCheck) -> str:
-    if not c.expect:
-        return c.url
-    if c.expect[0] == "model":
-        return f"{c.url} (lists {c.expect[1]})"
-    if c.expect[0] == "healthy":
-        return f"{c.url} ({c.expect[1]} worker(s) healthy)"
-    return f"{c.url} ({c.expect[1]} prefill + {c.expect[2]} decode healthy)"
-
-
-def client_commands(plan: MultiNodePlan, placement: dict[str, list[str]],
-                    addresses: dict[str, str] | None = None) -> list[Client]:
-    return [replace(c, argv=[fill(a, placement, addresses) for a in c.argv], env=dict(c.env)) for c in plan.clients]
-
-
-def _shell(argv: list[str], env: dict[str, str] | None = None, width: int = 100) -> str:
-    from ci_tools.runner.backends import Launch
-
-    return Launch("", argv, dict(env or {})).shell(width)
-
-
-def render_dry_run(plan: MultiNodePlan, out_dir: str) -> str:
-    """The complete launch, with node<i> standing for the i-th node of the allocation (golden-tested)."""
-    nodes = [NODE_PLACEHOLDER.format(i) for i in range(plan.nodes)]
-    placement = place(plan, nodes)
-    pt = plan.point
-    p, d = pt.prefill, pt.decode
-    lines = [f"# job {plan.result_filename}",
-             f"# recipe {pt.recipe_file} point {pt.name}: prefill {p.key.describe()}, decode {d.key.describe()}; "
-             f"{plan.gpus} GPUs on {plan.nodes} node(s) of {plan.gpus_per_node}, kv-transfer {pt.kv_transfer}, "
-             f"frontend {pt.frontend.get('kind')} ({pt.frontend.get('name')} {pt.frontend.get('version')}), "
-             f"backend slurm",
-             f"# scenario {plan.scenario}" + (f", duration {plan.duration_s:g} s" if plan.duration_s else "")
-             + (f", eval concurrencies {' '.join(str(c) for c in plan.evals['concurrencies'])}" if plan.evals
-                else f", concurrencies {' '.join(str(c.conc) for c in plan.clients)}")
-             + (", eval run: no synthetic acceptance, no throughput client" if plan.run_eval else ""),
-             "# node<i> is the i-th node of the allocation (`scontrol show hostnames`); placement: "
-             + ", ".join(f"{k} on {'+'.join(v)}" for k, v in placement.items()),
-             "",
-             f"# allocation ({'exclusive' if plan.slurm.exclusive else 'shared nodes'}, time bounded; its job id J "
-             "comes from salloc's `Granted job allocation J`)",
-             _shell(alloc_argv(plan)),
-             "# then: squeue --noheader --format=%N --jobs=J  ->  scontrol show hostnames <list>; "
-             "each node's NodeAddr (scontrol show node) is where it is reached"]
-    lines += [""] + image_import_lines(import_step(plan, "J", nodes, out_dir), plan.image)
-    for step in worker_steps(plan, "J", placement, out_dir):
-        lines += ["", f"# {step.name} (log: {step.log})", _shell(step.argv, step.env)]
-    lines += ["", "# readiness, in order (deadline "
-              f"{plan.settings.ready_timeout_s:g} s): "
-              + " then ".join(describe_check(c) for c in ready_checks(plan, placement))]
-    for c in client_commands(plan, placement):
-        what = f"client conc {c.conc}" if not plan.evals else f"{c.what}, against the frontend"
-        lines += ["", f"# {what} (log: {c.log})", _shell(c.argv, c.env)]
-    lines += ["", "# cleanup on success, failure, timeout and cancel: every step ends with the allocation",
-              f"# stop: scancel J  (and, if salloc never printed J: scancel --name={job_name(plan)})"]
-    return "\n".join(lines) + "\n"

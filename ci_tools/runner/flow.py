@@ -3,8 +3,8 @@
 `runner run`: read the row, find its recipe (the row's `recipe`, or its master entry's), read the
 runner's `hardware:` facts and, for eval rows, the policy's `evals:`; plan the job with the pure
 modules (`plan`, `disagg`, `backends`, `budget`); hand back a `PreparedJob` whose `commands` is the
-`--dry-run` text and whose `run()` starts it (`job.run_job`, or `multinode.run_multinode` for a
-prefill/decode row). The CLI writes the step outputs, prints, and turns `JobFailed` into an exit code.
+`--dry-run` text and whose `run()` turns the plan into a `JobSpec` (produce.py) and runs it
+(`supervise.supervise`). The CLI writes the step outputs, prints, and turns `JobFailed` into an exit code.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 
 from ci_tools import names
@@ -62,14 +61,14 @@ class PreparedJob:
     result_filename: str
     status_path: Path
     stopped: str                  # what the failure message says was stopped
-    # runs the job (raises runner.job.JobFailed); calls its argument with the sha256 of the record of the
+    # runs the job (raises runner.spec.JobFailed); calls its argument with the sha256 of the record of the
     # client's exports the moment the client exited (runner/custody.py: the step output)
     run: Callable[[Callable[[str], None] | None], None]
     done: str = ""                # what the text output says after a successful run (default: next step)
 
     def execute(self, on_sealed: Callable[[str], None] | None = None):
         """Run the job; the `JobFailed` that ended it, or None when the client finished."""
-        from ci_tools.runner.job import JobFailed
+        from ci_tools.runner.spec import JobFailed
 
         try:
             self.run(on_sealed)
@@ -282,10 +281,7 @@ def prepare_acceptance(req: RunRequest, dataset_file: str | None, run_url: str |
 def _prepare_single(req: RunRequest, row: SingleNodeRow, recipe, hardware: dict, port: int, worker_port: int,
                     profile: tuple[int | None] | None = None, acceptance: dict | None = None) -> PreparedJob:
     from ci_tools.config.recipe import resolve_point
-    from ci_tools.runner import nodecheck
-    from ci_tools.runner.backends import (Host, engine_version, gpu_sampler, job_id, launches, model_path, node_check,
-                                          ready_urls, render_dry_run, slurm_image_import, slurm_minutes,
-                                          version_verdict)
+    from ci_tools.runner.backends import (Host, job_id, render_dry_run, slurm_minutes)
     from ci_tools.runner.budget import job_budget
     from ci_tools.runner.plan import AGENTX_DATASET, Settings, build_plan
 
@@ -355,7 +351,6 @@ def _prepare_single(req: RunRequest, row: SingleNodeRow, recipe, hardware: dict,
                 exclusive=bool(slurm.get("exclusive", True)), time_limit_s=budget.allocation_s,
                 squash_dir=req.squash_dir, vendor=str(hardware.get("gpu-vendor") or "nvidia"))
     text = render_dry_run(plan, backend, settings, host) + files_text(plan.files)
-    around = None
     if calls is not None:
         from ci_tools.runner.backends import remote_url
         from ci_tools.runner.profile import ProfileCalls, render_calls
@@ -363,48 +358,21 @@ def _prepare_single(req: RunRequest, row: SingleNodeRow, recipe, hardware: dict,
         calls = ProfileCalls(*(tuple((remote_url(u, settings, backend), b) for u, b in side)
                                for side in (calls.start, calls.stop)))
         text += render_calls(calls)
-        around = (calls.start, calls.stop)
     if snaps:
         text += "\n# acceptance: the engine's metrics, before and after the client (runner/acceptance.py)\n"
         text += "".join(f"#   GET {url}\n" for url, _ in snaps)
 
     def run(on_sealed: Callable[[str], None] | None = None) -> None:
-        from ci_tools.runner.job import run_job
+        from ci_tools.runner.produce import single_job, with_profile, with_snapshots
+        from ci_tools.runner.supervise import JobContext, supervise
 
-        out_abs.mkdir(parents=True, exist_ok=True)
-        job_doc = {**plan.job_json(), "label": host.label}
-
-        def write_job(engine: dict | None = None) -> None:
-            if engine is not None:   # what the version command found, once it ran (results process copies it)
-                job_doc["engine"] = engine
-            (out_abs / names.JOB_JSON).write_text(json.dumps(job_doc, indent=2) + "\n", encoding="utf-8")
-
-        write_job()
-        (out_abs / names.COMMANDS_TXT).write_text(text, encoding="utf-8")
-        write_engine_files(plan.files)
-        if calls is not None:   # empty (an earlier run's traces are not this one's), before the container
-            import shutil       # mounts it (docker would create it as root)
-
-            shutil.rmtree(trace_dir, ignore_errors=True)
-            trace_dir.mkdir(parents=True, exist_ok=True)
-        if plan.evals is not None:
-            outputs, client_name = (f"{names.EVAL_DIR}/{names.EVAL_MANIFEST}",), "the eval harness"
-        else:
-            outputs = (f"{names.AIPERF_DIR}/{names.PROFILE_JSONL}", f"{names.AIPERF_DIR}/{names.PROFILE_JSON}")
-            client_name = "AIPerf"
-        judge = partial(nodecheck.problems, need_gpus=plan.gpus, devices=None if backend == "slurm" else devices,
-                        model=plan.served_model, model_path=model_path(plan, settings), hf_cache=settings.hf_cache,
-                        vendor=host.vendor)
-        check = None if req.skip_node_check else (node_check(plan, backend, settings, host.vendor), judge)
-        run_job(launches(plan, backend, settings, host), out_abs, ready_urls(plan, backend, settings),
-                check=check, sampler=None if req.no_telemetry else gpu_sampler(plan, backend, host),
-                version=(engine_version(plan, backend, settings, host), partial(version_verdict, plan, backend)),
-                on_engine=write_job,
-                image=slurm_image_import(plan, settings, host) if backend == "slurm" else None,
-                ready_timeout_s=req.ready_timeout, client_timeout_s=budget.client_s,
-                queue_timeout_s=req.queue_timeout, client_outputs=outputs, client_name=client_name,
-                label=host.label, runner=req.runner_name, around_client=around, snapshots=snaps,
-                client_exports=plan.client_exports, on_sealed=on_sealed)
+        spec = single_job(plan, backend, settings, host, budget, str(out_abs), text,
+                          check_node=not req.skip_node_check, telemetry=not req.no_telemetry)
+        if calls is not None:
+            spec = with_profile(spec, calls, str(trace_dir))
+        if snaps:
+            spec = with_snapshots(spec, snaps)
+        supervise(spec, JobContext(out_abs, runner=req.runner_name, on_sealed=on_sealed))
         if calls is not None:
             collect_traces(trace_dir, out_abs, plan, calls)
         if snaps:
@@ -435,7 +403,8 @@ def _prepare_multinode(req: RunRequest, row: MultiNodeRow, recipe, hardware: dic
                        worker_port: int) -> PreparedJob:
     """A prefill/decode row: one allocation, one srun step per worker, the frontend, a client per concurrency."""
     from ci_tools.config.disagg import is_disagg, resolve_disagg
-    from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan, render_dry_run
+    from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan
+    from ci_tools.runner.disagg_slurm import render_dry_run
     from ci_tools.runner.plan import AGENTX_DATASET, Settings
 
     if not is_disagg(recipe.data):
@@ -464,14 +433,11 @@ def _prepare_multinode(req: RunRequest, row: MultiNodeRow, recipe, hardware: dic
     rf = plan.clients[0].result_filename if len(plan.clients) == 1 else plan.result_filename
 
     def run(on_sealed: Callable[[str], None] | None = None) -> None:
-        from ci_tools.runner.disagg import container_folders
-        from ci_tools.runner.multinode import run_multinode
+        from ci_tools.runner.produce import multinode_job
+        from ci_tools.runner.supervise import JobContext, supervise
 
-        out_abs.mkdir(parents=True, exist_ok=True)
-        write_engine_files(plan.files)
-        for folder in container_folders(plan, str(out_abs))[0]:   # a mount's source must exist (enroot)
-            Path(folder).mkdir(parents=True, exist_ok=True)
-        run_multinode(plan, out_abs, text, on_sealed=on_sealed)
+        supervise(multinode_job(plan, str(out_abs), text),
+                  JobContext(out_abs, runner=req.runner_name, on_sealed=on_sealed))
 
     return PreparedJob(commands=text, outputs=names.github_outputs(rf, str(req.out)),
                        result_filename=plan.result_filename, status_path=out_abs / names.STATUS_JSON,
@@ -499,7 +465,8 @@ def record_acceptance(out: Path, engine: str, cell: dict | None, run_url: str | 
     """acceptance.json from the metric bodies the job saved. A collection cell without a length fails
     (phase `acceptance`); an eval row only records what was (not) measured."""
     from ci_tools.runner.acceptance import check_range, document, measure
-    from ci_tools.runner.job import JobFailed, write_status
+    from ci_tools.runner.spec import JobFailed, Phase, Status
+    from ci_tools.runner.supervise import write_status
 
     def bodies(side: str) -> dict[str, str | None]:
         where = out / names.ACCEPTANCE_DIR / side
@@ -515,8 +482,8 @@ def record_acceptance(out: Path, engine: str, cell: dict | None, run_url: str | 
     doc = document(cell or {"engine": engine, "mtp": mtp}, m, run_url)
     (out / names.ACCEPTANCE_JSON).write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     if m.length is None and cell is not None:
-        write_status(out, {"ok": False, "phase": "acceptance", "reason": m.problem, "exit_code": 1})
-        raise JobFailed("acceptance", m.problem)
+        write_status(out, Status(Phase.ACCEPTANCE, reason=m.problem))
+        raise JobFailed(Phase.ACCEPTANCE, m.problem)
     return doc
 
 
@@ -524,8 +491,9 @@ def collect_traces(trace_dir: Path, out: Path, plan, calls) -> None:
     """Merge the per-rank traces the engine wrote and put the README beside them; none is a failure."""
     import gzip
 
-    from ci_tools.runner.job import JobFailed, write_status
     from ci_tools.runner.profile import MERGED_TRACE, README, is_trace_file, merge_traces, readme
+    from ci_tools.runner.spec import JobFailed, Phase, Status
+    from ci_tools.runner.supervise import write_status
 
     files = sorted(p for p in trace_dir.iterdir() if p.is_file() and is_trace_file(p.name)) \
         if trace_dir.is_dir() else []
@@ -540,8 +508,8 @@ def collect_traces(trace_dir: Path, out: Path, plan, calls) -> None:
             problem = f"{f}: not a readable Chrome trace: {exc}"
             break
     if problem:
-        write_status(out, {"ok": False, "phase": "traces", "reason": problem, "exit_code": 1})
-        raise JobFailed("traces", problem)
+        write_status(out, Status(Phase.TRACES, reason=problem))
+        raise JobFailed(Phase.TRACES, problem)
     merged = merge_traces(traces)
     (trace_dir / (MERGED_TRACE + ".gz")).write_bytes(gzip.compress(json.dumps(merged).encode("utf-8")))
     client = plan.proc("client")
@@ -559,13 +527,6 @@ def files_text(files: list[tuple[str, str]]) -> str:
     return out
 
 
-def write_engine_files(files: list[tuple[str, str]]) -> None:
-    """The files engine commands name (TensorRT-LLM's LLM-API options), into the job directory."""
-    for path, text in files:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_text(text, encoding="utf-8")
-
-
 @dataclass
 class CleanupReport:
     lines: list[str] = field(default_factory=list)      # for people, in order
@@ -578,7 +539,7 @@ def cleanup(out: Path, labels: tuple[str, ...], runner_name: str) -> CleanupRepo
     """Stop what carries the job's label (OUT/job.json, --label) and, with a runner name, the runner's;
     write a status.json when the run step left none."""
     from ci_tools.runner.cleanup import stop_labelled
-    from ci_tools.runner.job import write_status
+    from ci_tools.runner.supervise import write_status
 
     report = CleanupReport()
     found = list(labels)

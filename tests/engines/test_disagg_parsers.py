@@ -24,7 +24,8 @@ from ci_tools.config.recipe import recipe_from_data
 from ci_tools.config.load import load_recipe
 from ci_tools.engines import install
 from ci_tools.engines.compat import published
-from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan, fill, place
+from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan
+from ci_tools.runner.disagg_slurm import fill, place
 from ci_tools.runner.plan import Settings
 from tests.engines.harness import dynamo_parse, failures, pinned
 from tests.runner.runner_support import multinode_rows

@@ -10,8 +10,9 @@ import pytest
 from ci_tools.config.disagg import GroupKey, resolve_disagg
 from ci_tools.config.recipe import recipe_from_data
 from ci_tools.errors import InputError
-from ci_tools.runner.disagg import (SlurmSettings, alloc_argv, build_multinode_plan, place, ready_checks,
-                                    registered, render_dry_run, worker_steps)
+from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan
+from ci_tools.runner.disagg_slurm import alloc_argv, place, ready_checks, render_dry_run, worker_steps
+from ci_tools.runner.ready import HttpReady, ModelListed, WorkersHealthy, WorkersRegistered
 from ci_tools.runner.plan import Settings
 
 IMAGE = "example.org/sglang:1@sha256:" + "a" * 64
@@ -119,10 +120,10 @@ def test_readiness_is_every_worker_then_the_frontend_then_registration():
     plan = plan_of()
     placement = place(plan, ["a", "b", "c"])
     checks = ready_checks(plan, placement, {"a": "10.0.0.1", "b": "10.0.0.2"})
-    assert [(c.step, c.url, c.expect) for c in checks] == [
-        ("prefill-0", "http://10.0.0.1:30000/health", ()), ("decode-0", "http://10.0.0.2:30010/health", ()),
-        ("decode-1", "http://c:30020/health", ()), ("frontend", "http://10.0.0.1:8000/health", ()),
-        ("frontend", "http://10.0.0.1:8000/workers", ("workers", 1, 2))]
+    assert checks == [
+        HttpReady("http://10.0.0.1:30000/health", "prefill-0"), HttpReady("http://10.0.0.2:30010/health", "decode-0"),
+        HttpReady("http://c:30020/health", "decode-1"), HttpReady("http://10.0.0.1:8000/health", "frontend"),
+        WorkersRegistered("http://10.0.0.1:8000/workers", "frontend", prefill=1, decode=2)]
 
 
 def test_worker_urls_use_the_node_address_slurm_reports():
@@ -137,20 +138,26 @@ W = {"worker_type": "prefill", "is_healthy": True}
 D = {"worker_type": "decode", "is_healthy": True}
 
 
-@pytest.mark.parametrize("expect,body,ok", [
-    ((), "anything", True),
-    (("workers", 1, 2), json.dumps({"workers": [W, D, D]}), True),
-    (("workers", 1, 2), json.dumps({"workers": [W, D]}), False),                        # one decode missing
-    (("workers", 1, 2), json.dumps({"workers": [W, D, {**D, "is_healthy": False}]}), False),
-    (("workers", 1, 1), json.dumps({"workers": [D, D]}), False),
-    (("workers", 1, 1), "<html>", False),
-    (("workers", 1, 1), json.dumps([W, D]), False),
-    (("model", "org/m"), json.dumps({"data": [{"id": "org/m"}]}), True),
-    (("model", "org/m"), json.dumps({"data": []}), False),                               # nothing registered
-    (("model", "org/m"), json.dumps({"data": [{"id": "unknown"}]}), False),
+def workers(prefill: int, decode: int) -> WorkersRegistered:
+    return WorkersRegistered("u", prefill=prefill, decode=decode)
+
+
+@pytest.mark.parametrize("check,body,ok", [
+    (HttpReady("u"), "anything", True),
+    (workers(1, 2), json.dumps({"workers": [W, D, D]}), True),
+    (workers(1, 2), json.dumps({"workers": [W, D]}), False),                        # one decode missing
+    (workers(1, 2), json.dumps({"workers": [W, D, {**D, "is_healthy": False}]}), False),
+    (workers(1, 1), json.dumps({"workers": [D, D]}), False),
+    (workers(1, 1), "<html>", False),
+    (workers(1, 1), json.dumps([W, D]), False),
+    (WorkersHealthy("u", count=2), json.dumps({"workers": [D, W]}), True),
+    (WorkersHealthy("u", count=2), json.dumps({"workers": [D, {**W, "is_healthy": False}]}), False),
+    (ModelListed("u", model="org/m"), json.dumps({"data": [{"id": "org/m"}]}), True),
+    (ModelListed("u", model="org/m"), json.dumps({"data": []}), False),                  # nothing registered
+    (ModelListed("u", model="org/m"), json.dumps({"data": [{"id": "unknown"}]}), False),
 ])
-def test_registration_table(expect, body, ok):
-    assert registered(expect, body) is ok
+def test_registration_table(check, body, ok):
+    assert check.accepts(body) is ok
 
 
 def dynamo(version: str) -> dict:
@@ -193,7 +200,7 @@ def test_dynamo_workers_register_through_the_shared_job_directory():
     assert unwrap(plan.frontend_argv)[:3] == ["python3", "-m", "dynamo.frontend"]
     checks = ready_checks(plan, place(plan, ["a", "b", "c"]))
     assert checks[0].url == "http://a:30003/health"
-    assert (checks[-1].url, checks[-1].expect) == ("http://a:8000/v1/models", ("model", "org/model"))
+    assert checks[-1] == ModelListed("http://a:8000/v1/models", "frontend", model="org/model")
 
 
 def test_one_allocation_exclusive_and_time_bounded():

@@ -12,8 +12,10 @@ import pytest
 from ci_tools.config.disagg import resolve_disagg
 from ci_tools.config.recipe import recipe_from_data, resolve_point
 from ci_tools.errors import InputError
-from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan, place, ready_checks, worker_steps
+from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan
+from ci_tools.runner.disagg_slurm import place, ready_checks, worker_steps
 from ci_tools.runner.plan import Settings, build_plan
+from ci_tools.runner.ready import WorkersHealthy
 
 from test_servable import EVALS
 
@@ -133,7 +135,8 @@ def test_aggregated_multinode_point_has_no_decode_workers_and_no_kv_transfer(kin
         i = plan.frontend_argv.index("--worker-urls")
         assert plan.frontend_argv[i + 1:i + 3] == ["http://{aggregated-0_node0}:30000",
                                                      "http://{aggregated-1_node0}:30010"]
-        assert ready_checks(plan, place(plan, list("abcd")))[-1].expect == ("healthy", 2)
+        assert ready_checks(plan, place(plan, list("abcd")))[-1] == WorkersHealthy("http://a:8000/workers", "frontend",
+                                                                                  count=2)
 
 
 def test_workers_smaller_than_a_node_are_packed_onto_shared_nodes():
@@ -283,11 +286,12 @@ def test_single_node_pipeline_and_context_parallel():
 
 
 def test_dry_run_shows_and_run_writes_the_options_file(tmp_path):
-    from ci_tools.runner.flow import files_text, write_engine_files
+    from ci_tools.runner.flow import files_text
+    from ci_tools.runner.procs import write_files
 
     files = [(str(tmp_path / "job" / "x.yaml"), "enable_attention_dp: true\n")]
     assert "#   enable_attention_dp: true" in files_text(files)
-    write_engine_files(files)
+    write_files(files)
     assert (tmp_path / "job" / "x.yaml").read_text() == "enable_attention_dp: true\n"
 
 

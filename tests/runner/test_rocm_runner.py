@@ -109,3 +109,13 @@ def test_the_example_amd_row_dry_runs_with_rocm(tmp_path):
     assert res.exit_code == 0, res.output
     assert "--device /dev/kfd" in res.output and "--gpus" not in res.output
     assert "python3 -m atom.entrypoints.openai_server" in res.output and "--enable-dp-attention" in res.output
+
+
+def test_the_amd_job_lists_its_gpus_with_amd_smi_and_starts_no_sampler():
+    from ci_tools.runner.budget import job_budget
+    from ci_tools.runner.produce import single_job
+
+    spec = single_job(_plan(), "docker", Settings(), AMD, job_budget(None), "/job", "")
+    assert spec.telemetry is None
+    assert spec.check is not None and "amd-smi list" in spec.check.proc.argv[-1]
+    assert spec.check.judge(AMD_LIST + "amd_smi=0\nmodel=ok\ndisk_free_kb=99999999\ndisk_path=/h\n") == []

@@ -1,4 +1,4 @@
-"""run_job with real processes: placeholders resolved from the scheduler, cleanup of what started."""
+"""The supervisor with real processes: placeholders resolved from the scheduler, cleanup of what started."""
 
 from __future__ import annotations
 
@@ -8,16 +8,38 @@ from pathlib import Path
 
 import pytest
 
-from ci_tools.runner.backends import Launch
-from ci_tools.runner.job import JobFailed, run_job
+from ci_tools.runner.budget import Budget
+from ci_tools.runner.ready import HttpReady
+from ci_tools.runner.spec import ClientRun, JobFailed, JobSpec, Local, Proc, Role, SbatchAllocation
+from ci_tools.runner.supervise import JobContext, supervise
 
 STUB = Path(__file__).with_name("stub_server.py")
+LOCAL = Local()
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def sbatch(submit: list[str], locate: list[str], describe: tuple[str, ...] = ()) -> SbatchAllocation:
+    return SbatchAllocation(tuple(submit), tuple(locate), describe, ("true",), "server.log")
+
+
+def job(services: list[Proc], ready: list[str], placement: Local | SbatchAllocation = LOCAL, clients: tuple[ClientRun, ...] = (),
+        queue_s: float = 600.0, ready_s: float = 20.0) -> JobSpec:
+    return JobSpec(label="", placement=placement, budget=Budget(queue_s, ready_s, 30.0), services=tuple(services),
+                   ready=tuple(HttpReady(u) for u in ready), clients=clients, documents=lambda placed, engine: [])
+
+
+def run(spec: JobSpec, out: Path, said: list[str] | None = None, grace_s: float = 5.0) -> dict:
+    ctx = JobContext(out, say=said.append if said is not None else lambda m: None, stop_grace_s=grace_s)
+    return supervise(spec, ctx).as_dict()
+
+
+def server(argv: list[str], name: str = "server") -> Proc:
+    return Proc(Role(name), name, tuple(argv), log=f"{name}.log", what=f"the {name}")
 
 
 def test_scheduler_job_id_and_node_address_fill_urls_and_later_commands(tmp_path):
@@ -27,16 +49,15 @@ def test_scheduler_job_id_and_node_address_fill_urls_and_later_commands(tmp_path
     submit = [sys.executable, "-c", "print('4242;cluster')"]
     locate = [sys.executable, "-c", "import sys; assert sys.argv[1] == '--jobs=4242'; print('RUNNING gpu-17')",
               "--jobs={server_jobid}"]
-    describe = [sys.executable, "-c", "import sys; assert sys.argv[1] == 'gpu-17'; "
-                "print('NodeName=gpu-17 Arch=x86_64 NodeAddr=127.0.0.1 NodeHostName=gpu-17')", "{server_node}"]
-    server = Launch("server", [sys.executable, str(STUB), "--port", str(port)], {}, [], "server.log",
-                    submit=submit, locate=locate, describe=describe)
-    client = Launch("client", [sys.executable, "-c",
-                               "import sys; assert sys.argv[1:] == ['4242', 'http://127.0.0.1:%d']; print('ok')" % port,
-                               "{server_jobid}", f"http://{{server_addr}}:{port}"], {}, [], "client.log")
+    describe = (sys.executable, "-c", "import sys; assert sys.argv[1] == 'gpu-17'; "
+                "print('NodeName=gpu-17 Arch=x86_64 NodeAddr=127.0.0.1 NodeHostName=gpu-17')", "{server_node}")
+    client = ClientRun(Proc(Role.CLIENT, "client", (
+        sys.executable, "-c", "import sys; assert sys.argv[1:] == ['4242', 'http://127.0.0.1:%d']; print('ok')" % port,
+        "{server_jobid}", f"http://{{server_addr}}:{port}"), log="client.log", what="the client"), 30.0, "AIPerf")
     said: list[str] = []
-    status = run_job([server, client], tmp_path, [f"http://{{server_addr}}:{port}/health"], ready_timeout_s=20,
-                     client_timeout_s=30, say=said.append, stop_grace_s=5)
+    status = run(job([server([sys.executable, str(STUB), "--port", str(port)])],
+                     [f"http://{{server_addr}}:{port}/health"], sbatch(submit, locate, describe), (client,)),
+                 tmp_path, said)
     assert status["ok"] is True and status["slurm_job_id"] == "4242"
     assert status["node"] == "gpu-17" and status["node_addr"] == "127.0.0.1"
     assert "server node gpu-17 is reached at its NodeAddr 127.0.0.1" in said
@@ -45,13 +66,11 @@ def test_scheduler_job_id_and_node_address_fill_urls_and_later_commands(tmp_path
 
 def test_a_node_without_a_nodeaddr_is_reached_by_its_name_and_says_so(tmp_path):
     port = free_port()
-    server = Launch("server", [sys.executable, str(STUB), "--port", str(port)], {}, [], "server.log",
-                    submit=[sys.executable, "-c", "print(5)"],
-                    locate=[sys.executable, "-c", "print('RUNNING 127.0.0.1')"],
-                    describe=[sys.executable, "-c", "import sys; sys.exit('slurm_load_node error')"])
+    placement = sbatch([sys.executable, "-c", "print(5)"], [sys.executable, "-c", "print('RUNNING 127.0.0.1')"],
+                       (sys.executable, "-c", "import sys; sys.exit('slurm_load_node error')"))
     said: list[str] = []
-    status = run_job([server], tmp_path, [f"http://{{server_addr}}:{port}/health"], ready_timeout_s=20,
-                     client_timeout_s=30, say=said.append, stop_grace_s=5)
+    status = run(job([server([sys.executable, str(STUB), "--port", str(port)])],
+                     [f"http://{{server_addr}}:{port}/health"], placement), tmp_path, said)
     assert status["ok"] is True and status["node_addr"] == "127.0.0.1"
     assert any(m.startswith("Slurm gave no NodeAddr for 127.0.0.1") for m in said), said
 
@@ -61,31 +80,26 @@ def test_a_node_without_a_nodeaddr_is_reached_by_its_name_and_says_so(tmp_path):
     ("FAILED (null)", "Slurm job 7 ended before it ran (state FAILED)"),
 ])
 def test_allocation_that_ends_before_running_is_reported(tmp_path, state, message):
-    server = Launch("server", [sys.executable, "-c", "print('never started')"], {}, [["true"]], "server.log",
-                    submit=[sys.executable, "-c", "print(7)"], locate=[sys.executable, "-c", f"print({state!r})"])
+    placement = sbatch([sys.executable, "-c", "print(7)"], [sys.executable, "-c", f"print({state!r})"])
     with pytest.raises(JobFailed) as exc:
-        run_job([server], tmp_path, ["http://{server_node}:1/health"], ready_timeout_s=10, client_timeout_s=10,
-                say=lambda m: None, stop_grace_s=1)
+        run(job([server([sys.executable, "-c", "print('never started')"])], ["http://{server_node}:1/health"],
+                placement, ready_s=10), tmp_path, grace_s=1)
     assert exc.value.phase == "queue" and exc.value.message.startswith(message)
     assert not (tmp_path / "server.log").read_text().count("never started")
 
 
 def test_allocation_refused_by_the_scheduler(tmp_path):
-    server = Launch("server", ["true"], {}, [], "server.log",
-                    submit=[sys.executable, "-c", "import sys; sys.exit('sbatch: error: invalid partition')"],
-                    locate=["true"])
+    placement = sbatch([sys.executable, "-c", "import sys; sys.exit('sbatch: error: invalid partition')"], ["true"])
     with pytest.raises(JobFailed) as exc:
-        run_job([server], tmp_path, [], ready_timeout_s=10, client_timeout_s=10, say=lambda m: None)
+        run(job([server(["true"])], [], placement, ready_s=10), tmp_path)
     assert exc.value.message == "the scheduler refused the server's allocation (exit 1)"
     assert "invalid partition" in exc.value.tail
 
 
 def test_queue_deadline(tmp_path):
-    server = Launch("server", ["true"], {}, [], "server.log", submit=[sys.executable, "-c", "print(9)"],
-                    locate=[sys.executable, "-c", "print('PENDING (null)')"])
+    placement = sbatch([sys.executable, "-c", "print(9)"], [sys.executable, "-c", "print('PENDING (null)')"])
     with pytest.raises(JobFailed) as exc:
-        run_job([server], tmp_path, [], ready_timeout_s=10, client_timeout_s=10, queue_timeout_s=0.5,
-                say=lambda m: None)
+        run(job([server(["true"])], [], placement, queue_s=0.5, ready_s=10), tmp_path)
     assert exc.value.message.startswith("Slurm job 9 did not start within 0.5 s (state PENDING)")
 
 
@@ -93,15 +107,15 @@ def test_engine_and_router_both_waited_for_then_stopped(tmp_path):
     import re
 
     engine, router = free_port(), free_port()
-    server = Launch("server", [sys.executable, str(STUB), "--port", str(engine)], {}, [], "server.log")
     # the stub answers like a router too; what matters is two services, both waited for and stopped
-    front = Launch("router", [sys.executable, str(STUB), "--port", str(router)], {}, [], "router.log")
-    client = Launch("client", [sys.executable, "-c", "print('ok')"], {}, [], "client.log")
+    services = [server([sys.executable, str(STUB), "--port", str(engine)]),
+                server([sys.executable, str(STUB), "--port", str(router)], "router")]
+    client = ClientRun(Proc(Role.CLIENT, "client", (sys.executable, "-c", "print('ok')"), log="client.log"), 20.0,
+                       "AIPerf")
     urls = [f"http://127.0.0.1:{engine}/health", f"http://127.0.0.1:{router}/health",
             f"http://127.0.0.1:{router}/v1/models"]
     said: list[str] = []
-    status = run_job([server, front, client], tmp_path, urls, ready_timeout_s=20, client_timeout_s=20,
-                     say=said.append, stop_grace_s=5)
+    status = run(job(services, urls, clients=(client,)), tmp_path, said)
     assert status["ok"] is True
     assert [s.split(" after")[0] for s in said if s.startswith("ready:")] == [f"ready: {u}" for u in urls]
     for log in ("server.log", "router.log"):
