@@ -19,9 +19,11 @@ EMPTY_QUEUE = "\n### Queue\n\nNo job is waiting for or running on a self-hosted 
 
 
 def register(fake):
-    """The repository's runners.yaml lists b300-nv_00/01 and gb300-nv_0..3 (under two labels)."""
+    """The repository's runners.yaml lists b300-nv_00/01, gb300-nv_0..3 (under two labels) and mi355x-amd_00/01."""
     fake.add_runner("b300-nv_00", busy=True, labels=("self-hosted", "b300"))
     fake.add_runner("b300-nv_01", labels=("self-hosted", "b300"))
+    for name in ("mi355x-amd_00", "mi355x-amd_01"):
+        fake.add_runner(name, labels=("self-hosted", "mi355x"))
     for i in range(3):
         fake.add_runner(f"gb300-nv_{i}", status="offline", labels=("self-hosted", "gb300"))
     fake.add_runner("old-box", status="offline")
@@ -29,7 +31,7 @@ def register(fake):
 
 def test_all_pages_are_read_once(fake, gh):
     register(fake)
-    fake.page_size = 2
+    fake.page_size = 3           # 8 runners: three pages
     assert [x["name"] for x in gh.runners()] == [x["name"] for x in fake.runners]
     gh.runners()
     assert gh.log.count == 3 and fake.requests == [
@@ -72,7 +74,7 @@ def test_cli_writes_the_summary_and_outputs(fake, env, tmp_path):
     r = ci(["runner", "digest", "--repo", fake.repo, "--format", "github", "--date", "2026-11-30"], e)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "summary.md").read_text() == (GOLDEN / "digest-problems.md").read_text() + EMPTY_QUEUE
-    assert outputs(e) == {"offline": "4", "missing": "1", "busy": "1", "total": "6",
+    assert outputs(e) == {"offline": "4", "missing": "1", "busy": "1", "total": "8",
                           "down-labels": "cluster:gb300-nv,gb300", "healthy": "false", "queued": "0"}
     assert tuple(outputs(e)) == GITHUB_OUTPUTS["runner digest"]   # the registry the contract test reads
     assert "GitHub API requests: 3" in r.stdout
@@ -185,13 +187,13 @@ def test_slack_gets_the_digest_when_runners_are_down_and_a_refusal_fails(fake, e
 
 def test_nothing_is_posted_when_all_is_well(fake, env, tmp_path, slack):
     url, posts = slack
-    for name in ("b300-nv_00", "b300-nv_01", *(f"gb300-nv_{i}" for i in range(4))):
+    for name in ("b300-nv_00", "b300-nv_01", *(f"gb300-nv_{i}" for i in range(4)), "mi355x-amd_00", "mi355x-amd_01"):
         fake.add_runner(name)
     e = digest_env(fake, env, tmp_path, SLACK_WEBHOOK_URL=url)
     r = ci(["runner", "digest", "--repo", fake.repo, "--format", "github"], e)
     assert r.returncode == 0, r.stderr
     assert posts == [] and outputs(e)["healthy"] == "true"
-    assert "All 6 self-hosted runners" in (tmp_path / "summary.md").read_text()
+    assert "All 8 self-hosted runners" in (tmp_path / "summary.md").read_text()
 
 
 def test_a_failing_api_is_a_clean_error(fake, env, tmp_path):
