@@ -67,9 +67,10 @@ def test_expected_runners_reads_the_labels_map():
 
 def digest_fixture():
     runners = [r("b300-nv_00", busy=True), r("b300-nv_01"), r("gb300-nv_0", "offline"), r("gb300-nv_1", "offline"),
-               r("gb300-nv_2", "offline"), r("old-box", "offline")]
+               r("gb300-nv_2", "offline"), r("old-box", "offline"), r("mi355x-amd_00"), r("mi355x-amd_01")]
+    # the example's runners.yaml, as the GitHub-side test registers it (tests/github/test_gh_runner_digest.py)
     expected = {"b300": ["b300-nv_00", "b300-nv_01"], "gb300": [f"gb300-nv_{i}" for i in range(4)],
-                "cluster:gb300-nv": [f"gb300-nv_{i}" for i in range(4)]}
+                "cluster:gb300-nv": [f"gb300-nv_{i}" for i in range(4)], "mi355x": ["mi355x-amd_00", "mi355x-amd_01"]}
     return build_digest("octo/bench", runners, expected)
 
 
