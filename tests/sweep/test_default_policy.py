@@ -13,6 +13,8 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from ci_tools.names import POLICY
 
 REPO = Path(__file__).resolve().parents[2]
@@ -37,40 +39,41 @@ def _build_tree(tmp_path: Path) -> Path:
     return src
 
 
-def test_the_built_package_carries_the_policy_and_reads_it(tmp_path):
-    src = _build_tree(tmp_path)
-    lib = tmp_path / "lib"
-    res = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(lib)], cwd=src,
-                         capture_output=True, text=True, timeout=300)
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """The package as `setup.py build_py` lays it out (what a wheel holds), built once for this module."""
+    tmp = tmp_path_factory.mktemp("build")
+    lib = tmp / "lib"
+    res = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(lib)],
+                         cwd=_build_tree(tmp), capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
+    return lib
+
+
+def probe_built(lib: Path, code: str, cwd: Path) -> str:
+    """What CODE prints when ci_tools is imported from the build alone (no checkout around it)."""
+    out = subprocess.run([sys.executable, "-c", code], cwd=cwd, env={**os.environ, "PYTHONPATH": str(lib)},
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_the_built_package_carries_the_policy_and_reads_it(built, tmp_path):
     want = (REPO / POLICY).read_text(encoding="utf-8").replace("$schema=../ci_tools/schemas/", "$schema=../schemas/", 1)
-    assert (lib / PACKAGED).read_text(encoding="utf-8") == want
-    # installed (no checkout around it), ci-tools reads its own copy: the rewritten schema comment shows it
+    assert (built / PACKAGED).read_text(encoding="utf-8") == want
+    # installed, ci-tools reads its own copy: the rewritten schema comment shows it
     probe = ("from ci_tools.sweep.load import default_policy, default_policy_text; default_policy(); "
              "print(default_policy_text().splitlines()[0])")
-    env = {**os.environ, "PYTHONPATH": str(lib)}
-    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "# yaml-language-server: $schema=../schemas/ci-policy.schema.json"
+    assert probe_built(built, probe, tmp_path).strip() == "# yaml-language-server: $schema=../schemas/ci-policy.schema.json"
 
 
-def test_the_built_package_carries_the_parser_tables_and_reads_them(tmp_path):
-    src = _build_tree(tmp_path)
-    lib = tmp_path / "lib"
-    res = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(lib)], cwd=src,
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stdout + res.stderr
+def test_the_built_package_carries_the_parser_tables_and_reads_them(built, tmp_path):
     # imported from the build (not this checkout, not an installed copy): the tables it read are the tree's
     probe = ("import json; from ci_tools.engines import argkinds; "
              "print(json.dumps([argkinds.__file__, argkinds.RELEASES, sorted(argkinds.COMMON['sglang'])]))")
-    env = {**os.environ, "PYTHONPATH": str(lib)}
-    out = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=60)
-    assert out.returncode == 0, out.stderr
-    where, releases, sglang = json.loads(out.stdout)
+    where, releases, sglang = json.loads(probe_built(built, probe, tmp_path))
     from ci_tools.engines import argkinds
-    assert Path(where).is_relative_to(lib)
+    assert Path(where).is_relative_to(built)
     assert releases == {t: list(r) for t, r in argkinds.RELEASES.items()}
     assert sglang == sorted(argkinds.COMMON["sglang"]) and len(sglang) > 100
 
