@@ -24,14 +24,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import run_timed
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CI_TOOLS_SHARED", ROOT.parent / "shared"))
@@ -71,17 +71,6 @@ def build(repo: Path) -> None:
     git(repo, "tag", "head")
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess]:
-    """(wall seconds, CPU seconds of the child, process). CPU time is far less sensitive than wall time
-    to other work on a shared machine, so it is reported beside it."""
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True)
-    wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), proc
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", type=int, default=9)
@@ -113,7 +102,7 @@ def main() -> int:
         env_ok = {}
         for _ in range(args.runs):
             for name, cmd in cmds.items():
-                dt, ct, proc = timed(cmd, repo)
+                dt, ct, proc = run_timed(cmd, repo)
                 cpu[name].append(ct)
                 if proc.returncode != 0:
                     sys.exit(f"{name} failed (exit {proc.returncode}): {proc.stderr.decode()[-2000:]}")

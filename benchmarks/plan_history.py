@@ -28,14 +28,14 @@ import collections
 import json
 import math
 import os
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import run_timed
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("CI_TOOLS_SHARED", ROOT.parent / "shared"))
@@ -43,15 +43,6 @@ BUNDLE = SHARED / "corpus" / "inferencex-history" / "perf-changelog-history.bund
 ARGS = ["--label", "full-sweep-fail-fast-no-canary", "--format", "json", "--changelog-file", "perf-changelog.yaml",
         "--master", "configs/amd-master.yaml", "--master", "configs/nvidia-master.yaml",
         "--runners", "configs/runners.yaml", "--no-runner-screen"]   # InferenceX serves its rows itself
-
-
-def timed(cmd: list[str], cwd: Path) -> tuple[float, float, subprocess.CompletedProcess]:
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), proc
 
 
 def outcome(proc: subprocess.CompletedProcess) -> str:
@@ -94,8 +85,9 @@ def main() -> int:
         pairs = list(zip(log, log[1:]))[: args.limit]
         walls, cpus, base_walls, kinds = [], [], [], collections.Counter()
         for base, head in pairs:
-            base_walls.append(timed([py, "-c", "pass"], repo)[0])
-            wall, cpu, proc = timed([py, "-m", "ci_tools", "plan", "--base", base, "--head", head, *ARGS], repo)
+            base_walls.append(run_timed([py, "-c", "pass"], repo, text=True)[0])
+            wall, cpu, proc = run_timed([py, "-m", "ci_tools", "plan", "--base", base, "--head", head, *ARGS], repo,
+                                       text=True)
             walls.append(wall)
             cpus.append(cpu)
             kinds[outcome(proc)] += 1

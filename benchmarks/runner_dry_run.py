@@ -21,13 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import run_timed
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXED = ["--aiperf-bin", "aiperf", "--model-store", "/mnt/models", "--hf-cache", "/mnt/hf_hub_cache",
@@ -82,16 +82,8 @@ def commands(folder: Path) -> list[tuple[str, str, list[str]]]:
     return out
 
 
-def timed(argv: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
-    """(wall seconds, CPU seconds of the child, process)."""
-    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    # the GPUs and backend of a bare host: the dry runs are the same on every machine
-    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "CI_TOOLS_GPUS", "CI_TOOLS_BACKEND")}
-    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, env=env)
-    wall = time.perf_counter() - t0
-    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime), proc
+# the GPUs and backend of a bare host: the dry runs are the same on every machine
+BARE_ENV = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "CI_TOOLS_GPUS", "CI_TOOLS_BACKEND")}
 
 
 def main() -> int:
@@ -109,7 +101,7 @@ def main() -> int:
         for _ in range(args.runs):
             for kind, name, argv in cmds:
                 for k, a in (("baseline", [sys.executable, "-c", "pass"]), (kind, argv)):
-                    w, c, proc = timed(a)
+                    w, c, proc = run_timed(a, ROOT, BARE_ENV)
                     wall.setdefault(k, []).append(w)
                     cpu.setdefault(k, []).append(c)
                 if proc.returncode not in (0, 1):
