@@ -101,7 +101,7 @@ def render_markdown(d: Digest, *, date: str, run_url: str = "") -> str:
             + (f" ([run]({run_url}))" if run_url else "") + ".\n")
     lines = [head]
     if d.down_labels:
-        lines.append("**No online runner** for " + ", ".join(f"`{l}`" for l in d.down_labels)
+        lines.append("**No online runner** for " + ", ".join(f"`{label}`" for label in d.down_labels)
                      + ": rows with these labels cannot start.\n")
     lines += ["| label | online | offline | missing | busy |", "|---|---|---|---|---|"]
     for row in d.labels:
