@@ -228,7 +228,8 @@ def _number(text: str, kind: Callable[[str], N]) -> N | None:
         value = kind(text)
     except (ValueError, OverflowError):
         return None
-    return value if value > 0 and math.isfinite(value) else None
+    # math.isfinite of an int beyond any float raises: a whole number is finite by its kind
+    return value if value > 0 and (isinstance(value, int) or math.isfinite(value)) else None
 
 
 def _command(scan: RecordScan, ctx: Context) -> list[Failure]:

@@ -265,6 +265,7 @@ def test_a_planned_count_that_differs_names_every_value():
     (["aiperf", "profile", "--request-count=40", "--concurrency", "4"], 40),
     (["aiperf", "profile", "--benchmark-duration", "600"], None),              # a duration run plans no count
     (["aiperf", "profile", "--num-requests", "7", "--request-count", "9"], 9),  # the last one, as AIPerf reads it
+    pytest.param(["aiperf", "profile", "--request-count", "1" + "0" * 400], 10 ** 400, id="beyond-any-float"),
 ])
 def test_the_planned_count_is_the_client_commands(argv, count):
     assert crosscheck.planned_requests(argv) == count

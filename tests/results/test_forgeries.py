@@ -6,6 +6,7 @@ rule that sees it. The mutation fuzz (tests/fuzz/results_mutations.py) runs the 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,9 @@ def test_the_cheapest_forgery_names_both_values(export, tmp_path):
     (lambda recs, agg: agg["benchmark_duration"].update(avg=agg["benchmark_duration"]["avg"] + 1.9), "aiperf-duration"),
     # a request count beyond any float in the summary
     (lambda recs, agg: agg["request_count"].update(avg=10 ** 400), "aiperf-count"),
+    # ... and in the command AIPerf echoes: exit 3 (OverflowError in math.isfinite of an int) before
+    (lambda recs, agg: agg["run_info"].update(cli_command=re.sub(r"--request-count \S+", "--request-count 1" + "0" * 400,
+                                                                 agg["run_info"]["cli_command"])), "aiperf-command"),
 ])
 def test_a_hostile_number_is_a_finding(export, tmp_path, edit, rule):
     recs, agg = json.loads(json.dumps(export[0])), json.loads(json.dumps(export[1]))
