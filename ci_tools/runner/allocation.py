@@ -53,8 +53,9 @@ class Allocation:
     supervisor's ExitStack from before the request) ends it, queued or running, and stops salloc."""
 
     def __init__(self, placement: SbatchAllocation | SallocAllocation, out: Path, marks: Mapping[str, str],
-                 say: Callable[[str], None], poll_s: float):
+                 say: Callable[[str], None], poll_s: float, pause: Callable[[float], None] = time.sleep):
         self.placement, self.out, self.marks, self.say, self.poll_s = placement, out, marks, say, poll_s
+        self.pause = pause    # the job's: a cancel that landed where it was dropped is raised at the next one
         self.jobid: str | None = None
         self.salloc: Running | None = None
 
@@ -115,7 +116,7 @@ class Allocation:
             if not announced:
                 self.say(f"waiting for the scheduler to start job {job} ({state or 'no answer'})")
                 announced = True
-            time.sleep(1.0)
+            self.pause(1.0)
 
     def _address(self, p: SbatchAllocation, node: str) -> str:
         if not p.describe:
@@ -152,8 +153,8 @@ class Allocation:
                                 tail_file(self.salloc.log_path))
             if time.monotonic() - start_t > deadline_s:
                 raise JobFailed(Phase.ALLOCATE, f"no allocation within {deadline_s:g} s", tail_file(self.salloc.log_path))
-            time.sleep(self.poll_s)
-        nodes = _nodes(self.jobid)
+            self.pause(self.poll_s)
+        nodes = _nodes(self.jobid, self.pause)
         if len(nodes) < p.nodes:
             raise JobFailed(Phase.ALLOCATE, f"the allocation has {len(nodes)} node(s); the point needs {p.nodes}")
         placement = {name: [nodes[i] for i in idx] for name, idx in p.layout.items()}
@@ -163,7 +164,7 @@ class Allocation:
         return Grant(grant_values(self.jobid, nodes, addresses), placement)
 
 
-def _nodes(jobid: str) -> list[str]:
+def _nodes(jobid: str, pause: Callable[[float], None]) -> list[str]:
     """The allocation's nodes, in Slurm's order (squeue by id, then `scontrol show hostnames`)."""
     def answer(argv: list[str]) -> str:
         res = query(argv, 60.0)
@@ -180,7 +181,7 @@ def _nodes(jobid: str) -> list[str]:
             return answer(["scontrol", "show", "hostnames", listing]).split()
         if time.monotonic() > deadline:
             raise JobFailed(Phase.ALLOCATE, f"allocation {jobid} has no nodes (squeue shows {listing!r})")
-        time.sleep(1.0)
+        pause(1.0)
 
 
 def _stop(p: subprocess.Popen, grace_s: float = 2.0) -> None:

@@ -59,6 +59,16 @@ class JobContext:
     stop_grace_s: float = bud.STOP_GRACE_S
     clock: Callable[[], float] = time.monotonic
     cancelled: int | None = None                      # the signal that cancelled the job, once one did
+    stopping: bool = False                            # the cleanup has begun: a cancel no longer interrupts
+
+    def pause(self, seconds: float) -> None:
+        """Every wait of a running job sleeps here. The signal handler raises Cancelled wherever Python
+        happens to be; when that is a finalizer (a `__del__` run by the garbage collector, say, inside
+        httpx), Python prints the exception and drops it. The recorded signal is raised again at the
+        next pause, so a cancel is never lost to where it landed."""
+        if self.cancelled is not None and not self.stopping:
+            raise Cancelled(self.cancelled)
+        time.sleep(seconds)
 
 
 class Cancelled(BaseException):
@@ -75,12 +85,21 @@ class CancelSignals:
     def __init__(self, ctx: JobContext):
         self.ctx = ctx
         self.previous: dict = {}
+        self.unraisable = sys.unraisablehook
 
     def __enter__(self) -> CancelSignals:
         self.previous = {s: signal.getsignal(s) for s in SIGNALS}
         for s in SIGNALS:
             signal.signal(s, self._on_signal)
+        self.unraisable = sys.unraisablehook
+        sys.unraisablehook = self._on_unraisable
         return self
+
+    def _on_unraisable(self, unraisable: sys.UnraisableHookArgs) -> None:
+        """A Cancelled that landed in a finalizer is dropped by Python; the job raises it again at its next
+        wait (JobContext.pause), so the log gets no traceback for it. Anything else is reported as usual."""
+        if not isinstance(unraisable.exc_value, Cancelled):
+            self.unraisable(unraisable)
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.ctx.cancelled = signum
@@ -101,6 +120,7 @@ class CancelSignals:
     def __exit__(self, *exc: object) -> None:
         for s, h in self.previous.items():
             signal.signal(s, h)
+        sys.unraisablehook = self.unraisable
 
 
 def supervise(spec: JobSpec, ctx: JobContext) -> Status:
@@ -126,6 +146,7 @@ def supervise(spec: JobSpec, ctx: JobContext) -> Status:
                                        "stopped", exit_code=job.status.exit_code)
                 finally:
                     signals.quiet()
+                    ctx.stopping = True
                     job.stopping_since = ctx.clock()
         finally:
             job.finish()
@@ -197,7 +218,7 @@ class _Job:
         if swept.stopped():
             self.say(f"stopped what an earlier job of this runner left: {', '.join(swept.stopped())}")
         if not isinstance(spec.placement, Local):
-            alloc = Allocation(spec.placement, self.out, self.marks, self.say, self.ctx.poll_s)
+            alloc = Allocation(spec.placement, self.out, self.marks, self.say, self.ctx.poll_s, self.ctx.pause)
             stack.callback(lambda: alloc.cancel(self.left(60.0)))
             st.phase = spec.placement.phase
             slack = 60.0 if isinstance(spec.placement, SallocAllocation) else 0.0   # salloc --immediate ends first
@@ -257,7 +278,7 @@ class _Job:
             if self.ctx.clock() - start > deadline:
                 raise JobFailed(Phase.IMAGE, f"the image import did not finish within {deadline:g} s (the readiness "
                                 "deadline)", tail_file(run.log_path))
-            time.sleep(self.ctx.poll_s)
+            self.ctx.pause(self.ctx.poll_s)
         groups.forget(run)
         took = self.ctx.clock() - start
         if run.popen.returncode != 0:
@@ -303,7 +324,7 @@ class _Job:
             r = self._dead(services)
             return None if r is None else (r.proc.name, r.popen.returncode)
 
-        probe = Probe(clock=self.ctx.clock, sleep=time.sleep, dead=dead, say=self.say,
+        probe = Probe(clock=self.ctx.clock, sleep=self.ctx.pause, dead=dead, say=self.say,
                       get=lambda url: (lambda a: a if isinstance(a, tuple) else None)(fetch(url, 5.0)),
                       tail=lambda name: tail_file(by_name[name].log_path) if name in by_name else "",
                       what=lambda name: by_name[name].proc.called if name in by_name else name)
@@ -375,7 +396,7 @@ class _Job:
                 last = tail_file(run.log_path, 1).strip()[:160] or "(no output yet)"
                 self.say(f"client running for {now - start:.0f} s (limit {client.limit_s:g} s); client log: {last}")
                 last_say = now
-            time.sleep(self.ctx.poll_s)
+            self.ctx.pause(self.ctx.poll_s)
 
     def seal(self, run: Running, exports: tuple[str, ...]) -> None:
         """The client exited: stop what it left in its process group (nothing may write its exports from now

@@ -123,3 +123,40 @@ def test_engine_and_router_both_waited_for_then_stopped(tmp_path):
         port = int(re.search(r"127\.0\.0\.1:(\d+)", text).group(1))
         with socket.socket() as s:  # nobody listens any more: the service was stopped
             assert s.connect_ex(("127.0.0.1", port)) != 0, log
+
+
+class _SignalInFinalizer:
+    """Sends this process SIGINT from inside `__del__`: the handler's Cancelled is raised in the finalizer,
+    where Python prints it and drops it (seen in CI: a cancel during the readiness wait landed in one)."""
+
+    def __del__(self) -> None:
+        import os
+        import signal
+        import time
+
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.05)       # the handler runs here, inside the finalizer
+
+
+def test_a_cancel_dropped_by_a_finalizer_still_cancels_the_job(tmp_path, capsys):
+    """The signal is recorded before it is raised; the next wait raises it again, so the job is cancelled
+    and stopped at once instead of waiting out its readiness deadline."""
+    import signal
+    import time
+
+    port = free_port()
+    said: list[str] = []
+
+    def say(message: str) -> None:
+        said.append(message)
+        if message.startswith("waiting for"):
+            _SignalInFinalizer()   # dropped at once: its __del__ runs here
+
+    ctx = JobContext(tmp_path, say=say, stop_grace_s=1.0)
+    never = server([sys.executable, str(STUB), "--port", str(port), "--never-ready"])
+    start = time.monotonic()
+    with pytest.raises(JobFailed) as exc:
+        supervise(job([never], [f"http://127.0.0.1:{port}/health"], ready_s=30.0), ctx)
+    assert exc.value.exit_code == 128 + signal.SIGINT and "cancelled by SIGINT" in exc.value.message
+    assert time.monotonic() - start < 15, "the cancel was lost: the job waited for its readiness deadline"
+    assert "Traceback" not in capsys.readouterr().err   # the dropped Cancelled is no error of its own
