@@ -117,7 +117,7 @@ def run_cmd(row_path: Path, backend: str, out: Path, dry_run: bool, root: Path, 
       ci-tools runner run --row row.json --backend docker --dry-run
       CI_TOOLS_BACKEND=slurm ci-tools runner run --row row.json --out results/ --format github
     """
-    from ci_tools.runner.flow import prepare_run
+    from ci_tools.runner.run_flow import prepare_run
 
     _run_job(prepare_run, fmt, row_path=row_path, backend=backend, out=out, dry_run=dry_run, root=root,
              aiperf_bin=aiperf_bin, lm_eval_bin=lm_eval_bin, model_store=model_store, hf_cache=hf_cache,
@@ -131,7 +131,7 @@ def _run_job(prepare, fmt: str, **request) -> None:
     """`runner run` / `runner profile` / `runner acceptance`: plan the job, write the step outputs
     before anything starts (a failed or cancelled job still uploads under its own names), dry-run or run it."""
     from ci_tools.runner import render
-    from ci_tools.runner.flow import RunRequest
+    from ci_tools.runner.run_flow import RunRequest
 
     job = prepare(RunRequest(**request))
     if fmt == "github":
@@ -195,7 +195,7 @@ def _profile_callback(requests: int | None, requested_by: str | None, authorize_
 
     from ci_tools.errors import UsageError
     from ci_tools.render.output import Output
-    from ci_tools.runner.flow import authorize_profile, prepare_profile
+    from ci_tools.runner.run_flow import authorize_profile, prepare_profile
 
     fmt = params.pop("fmt")
     if authorize_only and not requested_by:
@@ -246,7 +246,7 @@ def _acceptance_callback(speed_bench: str | None, run_url: str | None, **params)
     """
     from functools import partial
 
-    from ci_tools.runner.flow import prepare_acceptance
+    from ci_tools.runner.run_flow import prepare_acceptance
 
     fmt = params.pop("fmt")
     _run_job(partial(prepare_acceptance, dataset_file=speed_bench, run_url=run_url), fmt, **params)
@@ -376,7 +376,7 @@ def cleanup_cmd(out: Path, labels: tuple[str, ...], runner_name: str, fmt: str) 
       ci-tools runner cleanup --out "$RUNNER_TEMP/out"
     """
     from ci_tools.runner import render
-    from ci_tools.runner.flow import cleanup
+    from ci_tools.runner.cleanup_flow import cleanup
 
     emit(render.cleanup(cleanup(out, labels, runner_name)), fmt)
 
@@ -411,7 +411,7 @@ def digest_cmd(repo: str, runners_path: Path | None, root: Path, fmt: str, date:
     import datetime
 
     from ci_tools.github.actions import append_summary, write_outputs
-    from ci_tools.runner.flow import digest
+    from ci_tools.runner.digest_flow import digest
 
     report = digest(repo, runners_path, root, date, now.replace(tzinfo=datetime.timezone.utc) if now else None)
     if fmt in ("markdown", "text"):

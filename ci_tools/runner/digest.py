@@ -111,3 +111,10 @@ def render_markdown(d: Digest, *, date: str, run_url: str = "") -> str:
     if unlisted_offline:
         lines.append(f"\nOffline and under no label in `runners.yaml`: {_names(unlisted_offline)}.")
     return "\n".join(lines) + "\n"
+
+
+def digest_outputs(d: Digest, queued: int = 0) -> dict[str, str]:
+    """`runner digest`'s step outputs (names in cli/runner.py GITHUB_OUTPUTS)."""
+    return {"offline": str(len(d.offline)), "missing": str(len(d.missing)), "busy": str(len(d.busy)),
+            "total": str(d.registered), "down-labels": ",".join(d.down_labels),
+            "healthy": "true" if not (d.offline or d.missing) else "false", "queued": str(queued)}

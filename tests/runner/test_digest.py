@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ci_tools.runner.digest import build_digest, expected_runners, render_markdown
-from ci_tools.runner.flow import digest_outputs
+from ci_tools.runner.digest import digest_outputs
 from tests.conftest import assert_golden
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "runner"

@@ -1,4 +1,4 @@
-"""The runner commands' flows (shell): row -> recipe -> job, cleanup, digest.
+"""`runner run`, `runner profile` and `runner acceptance`'s flow (shell): row -> recipe -> job.
 
 `runner run`: read the row, find its recipe (the row's `recipe`, or its master entry's), read the
 runner's `hardware:` facts and, for eval rows, the policy's `evals:`; plan the job with the pure
@@ -9,17 +9,15 @@ modules (`plan`, `disagg`, `backends`, `budget`); hand back a `PreparedJob` whos
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 import socket
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ci_tools import names
 from ci_tools.errors import InputError, UsageError
-from ci_tools.runner.digest import Digest
 from ci_tools.sweep.row import MatrixRow, MultiNodeRow, SingleNodeRow, parse_row
 
 
@@ -525,124 +523,3 @@ def files_text(files: list[tuple[str, str]]) -> str:
         out += f"\n# file {path} (written before the engine starts)\n" + "".join(f"#   {line}\n" for line in
                                                                               text.splitlines())
     return out
-
-
-@dataclass
-class CleanupReport:
-    lines: list[str] = field(default_factory=list)      # for people, in order
-    problems: list[str] = field(default_factory=list)   # what could not be stopped (exit 1)
-    stopped: list[str] = field(default_factory=list)
-    wrote_status: bool = False                          # the run step left no status.json: one was written
-
-
-def cleanup(out: Path, labels: tuple[str, ...], runner_name: str) -> CleanupReport:
-    """Stop what carries the job's label (OUT/job.json, --label) and, with a runner name, the runner's;
-    write a status.json when the run step left none."""
-    from ci_tools.runner.cleanup import stop_labelled
-    from ci_tools.runner.supervise import write_status
-
-    report = CleanupReport()
-    found = list(labels)
-    job_file = out / names.JOB_JSON
-    if job_file.is_file():
-        try:
-            label = json.loads(job_file.read_text(encoding="utf-8")).get("label")
-        except ValueError:
-            label = None
-        if label and label not in found:
-            found.append(label)
-    if not found and not runner_name:
-        report.lines.append(f"nothing to clean up: {job_file} does not exist (the job started nothing) and no "
-                            "--label or RUNNER_NAME was given")
-    stopped = report.stopped
-    for i, label in enumerate(found or [""]):
-        sweep = stop_labelled(label, runner_name if i == 0 else "", budget_s=8.0, grace_s=1.0)
-        stopped += sweep.stopped()
-        report.problems += sweep.problems
-    report.wrote_status = out.is_dir() and not (out / names.STATUS_JSON).exists()
-    if report.wrote_status:
-        write_status(out, {"ok": False, "phase": "start", "exit_code": 1,
-                           "reason": "the run step ended without a status (killed, or cancelled before it started)"})
-        report.lines.append(f"wrote {out / names.STATUS_JSON}: the run step left none")
-    report.lines += [f"stopped {line}" for line in stopped]
-    if not stopped:
-        who = found + ([f"runner {runner_name}"] if runner_name else [])
-        report.lines.append(f"nothing left running for {', '.join(who) or '-'}")
-    return report
-
-
-@dataclass(frozen=True)
-class DigestReport:
-    outputs: dict[str, str]
-    markdown: str
-    messages: list[str]          # requests made, whether Slack was posted to
-    data: dict = field(default_factory=dict)    # --format json: the runners and the queue (their as_dict)
-
-
-def digest_outputs(d: Digest, queued: int = 0) -> dict[str, str]:
-    """`runner digest`'s step outputs (names in cli/runner.py GITHUB_OUTPUTS)."""
-    return {"offline": str(len(d.offline)), "missing": str(len(d.missing)), "busy": str(len(d.busy)),
-            "total": str(d.registered), "down-labels": ",".join(d.down_labels),
-            "healthy": "true" if not (d.offline or d.missing) else "false", "queued": str(queued)}
-
-
-def _active_runs(gh, families: set[str], messages: list[str]) -> list[dict]:
-    """The repository's active runs with their jobs and, for a run with a job on a family's runner,
-    the points of the plan it recorded (an unreadable plan: no points, said)."""
-    from ci_tools.github.client import GitHubError
-
-    runs = []
-    for run in gh.active_runs():
-        jobs = gh.run_jobs(int(run["id"]))
-        points: list = []
-        if any(set(j.labels) & families for j in jobs):
-            try:
-                plan = gh.run_plan(int(run["id"])) or {}
-            except GitHubError as exc:
-                messages.append(f"run {run['id']}: its plan could not be read ({exc}); its jobs show no GPU-hours")
-                plan = {}
-            points = [p for p in plan.get("points") or [] if isinstance(p, dict)]
-        runs.append({**run, "jobs": jobs, "points": points})
-    return runs
-
-
-def digest(repo: str, runners_path: Path | None, root: Path, date: str | None,
-           now: datetime.datetime | None = None) -> DigestReport:
-    """List the repository's runners, compare them with runners.yaml, show what is queued for them,
-    post to Slack when one is down. Runners are listed with RUNNERS_TOKEN (administration: read);
-    runs, jobs and plans with GITHUB_TOKEN (actions: read), else RUNNERS_TOKEN too."""
-    from ci_tools.config.load import read_runners
-    from ci_tools.github.client import GitHub, token_from_env
-    from ci_tools.runner import queue
-    from ci_tools.runner.digest import as_dict as digest_dict, build_digest, expected_runners, render_markdown
-
-    path = runners_path or (root / names.RUNNERS)
-    if not path.is_file():
-        raise InputError(f"{path}: runners file not found (pass --runners or --root)", exit_code=2)
-    expected = expected_runners(read_runners(path, None if runners_path else root).data)
-    api_url = os.environ.get("GITHUB_API_URL") or "https://api.github.com"
-    token = os.environ.get("RUNNERS_TOKEN") or token_from_env()
-    gh = GitHub(repo, token, api_url=api_url)
-    d = build_digest(repo, gh.runners(), expected)
-    actions_token = os.environ.get("GITHUB_TOKEN") or os.environ.get("GH_TOKEN") or token
-    gh_actions = gh if actions_token == token else GitHub(repo, actions_token, api_url=api_url)
-    now = now or datetime.datetime.now(datetime.timezone.utc)
-    messages: list[str] = []
-    runs = _active_runs(gh_actions, set(expected), messages)
-    q = queue.build_queue(runs, {row.label: row.available for row in d.labels}, now)
-    date = date or now.strftime("%Y-%m-%d")
-    run_url = ""
-    if os.environ.get("GITHUB_RUN_ID"):
-        run_url = (f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{repo}/actions/runs/"
-                   f"{os.environ['GITHUB_RUN_ID']}")
-    markdown = render_markdown(d, date=date, run_url=run_url) + "\n" + queue.render_markdown(q, now)
-    requests = gh.log.count + (gh_actions.log.count if gh_actions is not gh else 0)
-    messages.insert(0, f"GitHub API requests: {requests}")
-    webhook = os.environ.get("SLACK_WEBHOOK_URL")
-    if webhook and (d.offline or d.missing):
-        from ci_tools.runner.slack import post
-
-        post(webhook, markdown)
-        messages.append("posted to Slack")
-    return DigestReport(outputs=digest_outputs(d, q.queued), markdown=markdown, messages=messages,
-                        data={"runners": digest_dict(d), "queue": queue.as_dict(q)})
