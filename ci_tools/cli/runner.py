@@ -131,7 +131,7 @@ def _run_job(prepare, fmt: str, **request) -> None:
     """`runner run` / `runner profile` / `runner acceptance`: plan the job, write the step outputs
     before anything starts (a failed or cancelled job still uploads under its own names), dry-run or run it."""
     from ci_tools.runner import render
-    from ci_tools.runner.run_flow import RunRequest
+    from ci_tools.runner.run_plan import RunRequest
 
     job = prepare(RunRequest(**request))
     if fmt == "github":

@@ -20,7 +20,7 @@ from ci_tools import names
 from ci_tools.cli import cli
 from ci_tools.config.load import default_master_paths, load_recipe, read_masters, read_runners
 from ci_tools.config.recipe import resolve_point
-from ci_tools.runner.run_flow import eval_policy
+from ci_tools.runner.inputs import eval_policy
 from ci_tools.runner.plan import Settings, build_plan
 from ci_tools.sweep.matrix import Filters, expand
 from ci_tools.sweep.row import parse_row
@@ -151,7 +151,8 @@ def test_a_trtllm_recipe_may_write_options_with_hyphens():
 def test_profile_dry_run_of_the_seed_dep2_c64_row_parses_with_sglang(tmp_path):
     """`runner profile --dry-run` of the seed's DEP2 c64 row: the server command parses with each declared
     SGLang release's parser and runs with the profiler switch; the profile calls go to the engine."""
-    from ci_tools.runner.run_flow import RunRequest, prepare_profile
+    from ci_tools.runner.run_flow import prepare_profile
+    from ci_tools.runner.run_plan import RunRequest
 
     name, row = next((n, r) for n, r in ROWS if r.get("framework") == "sglang" and r.get("dp-attn")
                      and int(r["tp"]) == 2 and int(r["conc"]) == 64 and not r.get("run-eval"))

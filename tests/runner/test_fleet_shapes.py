@@ -286,7 +286,7 @@ def test_single_node_pipeline_and_context_parallel():
 
 
 def test_dry_run_shows_and_run_writes_the_options_file(tmp_path):
-    from ci_tools.runner.run_flow import files_text
+    from ci_tools.runner.run_plan import files_text
     from ci_tools.runner.procs import write_files
 
     files = [(str(tmp_path / "job" / "x.yaml"), "enable_attention_dp: true\n")]

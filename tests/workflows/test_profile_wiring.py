@@ -62,7 +62,8 @@ def test_the_rows_it_asks_for_are_rows_runner_profile_can_serve(tmp_path, monkey
 
     import wf_contract as wc
     from ci_tools.cli import cli
-    from ci_tools.runner.run_flow import RunRequest, prepare_profile
+    from ci_tools.runner.run_flow import prepare_profile
+    from ci_tools.runner.run_plan import RunRequest
     from wf_env import REPO
 
     step = next(s for s in _profile()["jobs"]["rows"]["steps"] if s.get("id") == "rows")

@@ -62,7 +62,8 @@ def test_the_cells_it_asks_for_are_cells_runner_acceptance_can_measure(tmp_path,
 
     import wf_contract as wc
     from ci_tools.cli import cli
-    from ci_tools.runner.run_flow import RunRequest, prepare_acceptance
+    from ci_tools.runner.run_flow import prepare_acceptance
+    from ci_tools.runner.run_plan import RunRequest
     from wf_env import REPO
 
     step = next(s for s in _wf()["jobs"]["matrix"]["steps"] if s.get("id") == "matrix")
