@@ -16,17 +16,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 from ci_tools import names
 from ci_tools.errors import InputError
-from ci_tools.github.client import GitHub
-from ci_tools.runner.acceptance import check_range, document, measure
 from ci_tools.runner.inputs import read_acceptance, read_run
-from ci_tools.runner.plan import JobPlan
-from ci_tools.runner.profile import (MERGED_TRACE, README, ProfileCalls, is_trace_file, merge_traces, readme,
-                                     requester_refusal)
 from ci_tools.runner.run_plan import PlannedJob, RunRequest, plan_job
-from ci_tools.runner.spec import JobFailed, Phase, Status
-from ci_tools.runner.supervise import JobContext, supervise, write_status
+
+if TYPE_CHECKING:
+    from ci_tools.runner.plan import JobPlan
+    from ci_tools.runner.profile import ProfileCalls
+    from ci_tools.runner.spec import JobFailed
+
+# the supervisor, the profile merger and the acceptance reader load only when a job runs: a dry run
+# of every row of a sweep stays at its measured cost (benchmarks/runner_dry_run.py)
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class PreparedJob:
 
     def execute(self, on_sealed: Callable[[str], None] | None = None) -> JobFailed | None:
         """Run the job; the `JobFailed` that ended it, or None when the client finished."""
+        from ci_tools.runner.spec import JobFailed
+
         try:
             self.run(on_sealed)
         except JobFailed as exc:
@@ -73,7 +78,9 @@ def _prepared(job: PlannedJob, runner_name: str) -> PreparedJob:
     out = job.out
 
     def run(on_sealed: Callable[[str], None] | None = None) -> None:
-        supervise(job.spec, JobContext(out, runner=runner_name, on_sealed=on_sealed))
+        from ci_tools.runner.supervise import JobContext, supervise
+
+        supervise(job.spec(), JobContext(out, runner=runner_name, on_sealed=on_sealed))
         if job.traces is not None:
             collect_traces(job.traces.trace_dir, out, job.traces.plan, job.traces.calls)
         if job.acceptance is not None:
@@ -88,6 +95,9 @@ def authorize_profile(login: str) -> str:
     """`runner profile --requested-by`: ask GitHub for `login`'s permission on this repository
     (GITHUB_TOKEN, metadata: read, which every job token has); a non-maintainer is refused (exit 1)
     before any row is read or runner held. Returns the line that says who may."""
+    from ci_tools.github.client import GitHub
+    from ci_tools.runner.profile import requester_refusal
+
     permission = GitHub.from_env().permission(login)
     refusal = requester_refusal(login, permission)
     if refusal:
@@ -99,6 +109,10 @@ def record_acceptance(out: Path, engine: str, cell: Mapping[str, Any] | None, ru
                       mtp: int | None) -> dict:
     """acceptance.json from the metric bodies the job saved. A collection cell without a length fails
     (phase `acceptance`); an eval row only records what was (not) measured."""
+    from ci_tools.runner.acceptance import check_range, document, measure
+    from ci_tools.runner.spec import JobFailed, Phase, Status
+    from ci_tools.runner.supervise import write_status
+
     def bodies(side: str) -> dict[str, str | None]:
         where = out / names.ACCEPTANCE_DIR / side
         return {p.name: p.read_text(encoding="utf-8") for p in where.iterdir() if p.is_file()
@@ -120,6 +134,10 @@ def record_acceptance(out: Path, engine: str, cell: Mapping[str, Any] | None, ru
 
 def collect_traces(trace_dir: Path, out: Path, plan: JobPlan, calls: ProfileCalls) -> None:
     """Merge the per-rank traces the engine wrote and put the README beside them; none is a failure."""
+    from ci_tools.runner.profile import MERGED_TRACE, README, is_trace_file, merge_traces, readme
+    from ci_tools.runner.spec import JobFailed, Phase, Status
+    from ci_tools.runner.supervise import write_status
+
     files = sorted(p for p in trace_dir.iterdir() if p.is_file() and is_trace_file(p.name)) \
         if trace_dir.is_dir() else []
     problem = "" if files else (f"the engine wrote no trace file into {trace_dir} between the start and stop "

@@ -11,29 +11,29 @@ runs the result.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ci_tools import names
-from ci_tools.config.acceptance import _spec_steps
-from ci_tools.config.disagg import is_disagg, resolve_disagg
-from ci_tools.config.images import problem as image_problem
 from ci_tools.config.recipe import Recipe, ResolvedPoint, resolve_point
 from ci_tools.errors import InputError, UsageError
-from ci_tools.evals.policy import EvalPolicy, split_simulated_acceptance
-from ci_tools.runner import disagg_slurm
-from ci_tools.runner.acceptance import snapshots, spec_args, speedbench_argv
 from ci_tools.runner.backends import Host, job_id, remote_url, render_dry_run, slurm_minutes
 from ci_tools.runner.budget import Budget, job_budget
-from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan
 from ci_tools.runner.plan import AGENTX_DATASET, CONTAINER_BACKENDS, JobPlan, Settings, build_plan
-from ci_tools.runner.produce import multinode_job, single_job, with_profile, with_snapshots
-from ci_tools.runner.profile import MERGED_TRACE, README, ProfileCalls, profile_plan, render_calls
-from ci_tools.runner.spec import JobSpec
 from ci_tools.sweep.row import MatrixRow, MultiNodeRow, SingleNodeRow
 
+if TYPE_CHECKING:
+    from ci_tools.evals.policy import EvalPolicy
+    from ci_tools.runner.disagg import MultiNodePlan
+    from ci_tools.runner.profile import ProfileCalls
+    from ci_tools.runner.spec import JobSpec
+
+# A dry run plans every row a sweep has, one process each: what only a multi-node row, a profile, an
+# acceptance cell or the run itself needs (the JobSpec's producers, disagg, profile) is imported where
+# it is used, which keeps `runner run --dry-run` at its measured cost (benchmarks/runner_dry_run.py).
 
 @dataclass(frozen=True)
 class RunRequest:
@@ -125,7 +125,7 @@ class PlannedJob:
     status_path: Path
     stopped: str                  # what the failure message says was stopped
     out: Path                     # the job directory (absolute unless --dry-run)
-    spec: JobSpec
+    spec: Callable[[], JobSpec]   # the job the supervisor runs, produced when it runs (a dry run never needs it)
     done: str = ""                # what the text output says after a successful run (default: next step)
     traces: Traces | None = None
     acceptance: AcceptanceRecord | None = None
@@ -146,6 +146,8 @@ def image_refusal(inputs: RunInputs) -> str | None:
     a trusted sweep the recipe is a fork's); the process backend runs the host's engine, no image."""
     if inputs.images is None or inputs.request.backend not in CONTAINER_BACKENDS:
         return None
+    from ci_tools.config.images import problem as image_problem
+
     recipe = inputs.recipe
     for image in sorted({recipe.image, str(inputs.row.get("image") or recipe.image)}):
         why = image_problem(image, inputs.images.patterns, inputs.images.file)
@@ -185,6 +187,9 @@ def _point(inputs: RunInputs, row: SingleNodeRow) -> ResolvedPoint:
     except KeyError as exc:
         raise InputError(f"{inputs.request.row_path}: the row has no `{exc.args[0]}`") from None
     if inputs.acceptance is not None:   # no simulated acceptance anywhere
+        from ci_tools.evals.policy import split_simulated_acceptance
+        from ci_tools.runner.acceptance import spec_args
+
         point = replace(point, args=spec_args(point.engine, point.args, int(inputs.acceptance.cell["mtp"])),
                         env=split_simulated_acceptance(dict(point.env))[0], synthetic_acceptance=None)
     return point
@@ -207,6 +212,8 @@ def speculative(row: MatrixRow, point: ResolvedPoint) -> bool:
 
 def speculative_steps(point: ResolvedPoint) -> int | None:
     """The point's speculative step count, when it names exactly one."""
+    from ci_tools.config.acceptance import _spec_steps
+
     steps = _spec_steps({"args": dict(point.args)})
     if point.engine == "vllm" and isinstance(point.args.get("speculative-config"), str):
         try:
@@ -221,6 +228,8 @@ def _snapshots(inputs: RunInputs, plan: JobPlan, point: ResolvedPoint,
     """The engine's acceptance metrics read around the client: a collection cell, a speculative eval row."""
     if inputs.acceptance is None and (plan.evals is None or not speculative(inputs.row, point)):
         return ()
+    from ci_tools.runner.acceptance import snapshots
+
     engine_url = plan.ready_urls[0].rsplit("/", 1)[0]   # the engine itself, not the router
     return tuple((remote_url(engine_url + path, settings, inputs.request.backend), name)
                  for path, name in snapshots(point.engine))
@@ -228,6 +237,8 @@ def _snapshots(inputs: RunInputs, plan: JobPlan, point: ResolvedPoint,
 
 def _speedbench(plan: JobPlan, point: ResolvedPoint, cell: AcceptanceCell) -> JobPlan:
     """A collection cell's client: SPEED-Bench's coding prompts in the cell's thinking mode, no duration."""
+    from ci_tools.runner.acceptance import speedbench_argv
+
     procs = [replace(p, argv=speedbench_argv(p.argv, point.key.conc, bool(cell.cell["thinking"]), cell.dataset))
              if p.role == "client" else p for p in plan.procs]
     return replace(plan, procs=procs, duration_s=None)
@@ -280,6 +291,8 @@ def _outputs(inputs: RunInputs, plan: JobPlan, profiled: bool) -> tuple[dict[str
         done = (f"done: the measured acceptance length is in {out / names.ACCEPTANCE_JSON}; next: "
                 f"`ci-tools config acceptance-update` over the collected cells")
     if profiled:   # the profiled window's numbers are perturbed by the profiler: no result to process
+        from ci_tools.runner.profile import MERGED_TRACE, README
+
         traces = out / names.PROFILE_TRACE_DIR
         done = (f"done: traces merged into {traces / (MERGED_TRACE + '.gz')}; next: open it in https://ui.perfetto.dev "
                 f"({traces / README} says how); the profiled window's numbers are no benchmark result")
@@ -294,6 +307,8 @@ def _plan_single(inputs: RunInputs, row: SingleNodeRow) -> PlannedJob:
     trace_dir = inputs.out / names.PROFILE_TRACE_DIR
     calls = None
     if inputs.profile is not None:
+        from ci_tools.runner.profile import profile_plan
+
         plan, calls = profile_plan(plan, str(trace_dir), inputs.profile[0])
     snaps = _snapshots(inputs, plan, point, settings)
     if inputs.acceptance is not None:
@@ -302,31 +317,53 @@ def _plan_single(inputs: RunInputs, row: SingleNodeRow) -> PlannedJob:
     host = _host(inputs, plan, budget)
     text = render_dry_run(plan, req.backend, settings, host) + files_text(plan.files)
     if calls is not None:
-        calls = ProfileCalls(*(tuple((remote_url(u, settings, req.backend), b) for u, b in side)
-                               for side in (calls.start, calls.stop)))
-        text += render_calls(calls)
+        calls, shown = _remote_calls(calls, settings, req.backend)
+        text += shown
     if snaps:
         text += "\n# acceptance: the engine's metrics, before and after the client (runner/acceptance.py)\n"
         text += "".join(f"#   GET {url}\n" for url, _ in snaps)
-    spec = single_job(plan, req.backend, settings, host, budget, str(inputs.out), text,
-                      check_node=not req.skip_node_check, telemetry=not req.no_telemetry)
-    if calls is not None:
-        spec = with_profile(spec, calls, str(trace_dir))
-    if snaps:
-        spec = with_snapshots(spec, snaps)
     outputs, done = _outputs(inputs, plan, calls is not None)
     cell = inputs.acceptance
     return PlannedJob(commands=text, outputs=outputs, result_filename=plan.result_filename,
                       status_path=inputs.out / names.STATUS_JSON, stopped="all processes of this job were stopped",
-                      out=inputs.out, spec=spec, done=done,
+                      out=inputs.out, done=done,
+                      spec=partial(_single_spec, plan, settings, host, budget, inputs, text, calls, snaps),
                       traces=Traces(trace_dir, plan, calls) if calls is not None else None,
                       acceptance=AcceptanceRecord(point.engine, cell.cell if cell else None,
                                                   cell.run_url if cell else None, speculative_steps(point))
                       if snaps else None)
 
 
+def _remote_calls(calls: ProfileCalls, settings: Settings, backend: str) -> tuple[ProfileCalls, str]:
+    """The profile calls as the runner makes them (to a Slurm node's address), and their dry-run lines."""
+    from ci_tools.runner.profile import ProfileCalls, render_calls
+
+    calls = ProfileCalls(*(tuple((remote_url(u, settings, backend), b) for u, b in side)
+                           for side in (calls.start, calls.stop)))
+    return calls, render_calls(calls)
+
+
+def _single_spec(plan: JobPlan, settings: Settings, host: Host, budget: Budget, inputs: RunInputs, text: str,
+                 calls: ProfileCalls | None, snaps: tuple[tuple[str, str], ...]) -> JobSpec:
+    """The single-node job through its backend, with the profile calls or the metric reads around the client."""
+    from ci_tools.runner.produce import single_job, with_profile, with_snapshots
+
+    req = inputs.request
+    spec = single_job(plan, req.backend, settings, host, budget, str(inputs.out), text,
+                      check_node=not req.skip_node_check, telemetry=not req.no_telemetry)
+    if calls is not None:
+        spec = with_profile(spec, calls, str(inputs.out / names.PROFILE_TRACE_DIR))
+    if snaps:
+        spec = with_snapshots(spec, snaps)
+    return spec
+
+
 def _plan_multinode(inputs: RunInputs, row: MultiNodeRow) -> PlannedJob:
     """A prefill/decode row: one allocation, one srun step per worker, the frontend, a client per concurrency."""
+    from ci_tools.config.disagg import is_disagg, resolve_disagg
+    from ci_tools.runner import disagg_slurm
+    from ci_tools.runner.disagg import SlurmSettings, build_multinode_plan
+
     req, recipe = inputs.request, inputs.recipe
     if not is_disagg(recipe.data):
         raise InputError(f"{recipe.file}: the row is multi-node (prefill/decode), but this is not a disaggregated "
@@ -354,4 +391,10 @@ def _plan_multinode(inputs: RunInputs, row: MultiNodeRow) -> PlannedJob:
     return PlannedJob(commands=text, outputs=names.github_outputs(rf, str(req.out)),
                       result_filename=plan.result_filename, status_path=inputs.out / names.STATUS_JSON,
                       stopped="the allocation and every step of this job were stopped", out=inputs.out,
-                      spec=multinode_job(plan, out, text))
+                      spec=partial(_multinode_spec, plan, out, text))
+
+
+def _multinode_spec(plan: MultiNodePlan, out: str, text: str) -> JobSpec:
+    from ci_tools.runner.produce import multinode_job
+
+    return multinode_job(plan, out, text)

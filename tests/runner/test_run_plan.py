@@ -41,7 +41,7 @@ def inputs(backend: str = "docker", row: dict = ROW, recipe: dict = RECIPE, **ch
 
 def planned(job: PlannedJob) -> dict[str, Any]:
     """What each case looks at of a plan."""
-    return {"placement": type(job.spec.placement).__name__, "stopped": job.stopped.split()[1],
+    return {"placement": type(job.spec().placement).__name__, "stopped": job.stopped.split()[1],
             "outputs": sorted(set(job.outputs) - set(names.github_outputs("x", "o"))),
             "traces": job.traces is not None, "acceptance": job.acceptance is not None}
 
@@ -91,14 +91,14 @@ def test_plan_job(inp, expected):
 def test_the_plan_is_the_inputs_alone():
     """The same inputs plan the same job: the dry-run text, the outputs, the job the supervisor runs."""
     one, two = plan_job(inputs(gpus="0,1,2,3,4,5,6,7")), plan_job(inputs(gpus="0,1,2,3,4,5,6,7"))
-    assert one.commands == two.commands and one.outputs == two.outputs and one.spec.label == two.spec.label
-    assert one.spec.files[-1] == (f"{NOWHERE / 'out'}/{names.COMMANDS_TXT}", one.commands)
+    assert one.commands == two.commands and one.outputs == two.outputs and one.spec().label == two.spec().label
+    assert one.spec().files[-1] == (f"{NOWHERE / 'out'}/{names.COMMANDS_TXT}", one.commands)
     assert "docker run" in one.commands and one.status_path == NOWHERE / "out" / names.STATUS_JSON
 
 
 def test_what_each_mode_adds_to_the_job():
     profiled = plan_job(inputs(profile=(16,)))
-    assert "/start_profile" in profiled.commands and profiled.spec.before_client and profiled.spec.after_client
+    assert "/start_profile" in profiled.commands and profiled.spec().before_client and profiled.spec().after_client
     assert profiled.traces is not None and profiled.traces.trace_dir == NOWHERE / "out" / names.PROFILE_TRACE_DIR
     cell = plan_job(inputs(recipe=SPECULATIVE, acceptance=AcceptanceCell(CELL, "/data/coding.jsonl", "https://run")))
     assert "--speculative-num-steps 3 " in cell.commands and "/server_info" in cell.commands
