@@ -18,7 +18,7 @@ from pathlib import Path
 from ci_tools import names
 from ci_tools.errors import InputError
 from ci_tools.results.policy import ResultsPolicy
-from ci_tools.results.process import PointInfo, process_dir, read_json
+from ci_tools.results.process import PointInfo, read_json
 
 
 @dataclass(frozen=True)
@@ -34,21 +34,15 @@ def _write_json(target: Path, doc: dict) -> None:
     target.write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
 
 
-def eval_job(directory: Path) -> dict | None:
-    """DIRECTORY's job.json when it is an eval job, else None."""
-    from ci_tools.evals.process import is_eval_job
-
-    job = read_json(directory / names.JOB_JSON) if directory.is_dir() else None
-    return job if is_eval_job(job) else None
-
-
-def with_custody(result: dict, directory: Path, read: list[Path], expected: str | None) -> dict:
+def with_custody(result: dict, directory: Path, job: dict | None, read: list[Path], expected: str | None,
+                 known: tuple[Path, dict | None] | None = None) -> dict:
     """RESULT with its `custody` section: the export checked against the hashes the runner took when the
-    client exited (runner/custody.py); a difference makes it invalid (rule `export-custody`)."""
+    client exited (runner/custody.py); a difference makes it invalid (rule `export-custody`). JOB is
+    DIRECTORY's job.json, KNOWN a parent job directory's, as already read."""
     from ci_tools.runner import custody
     from ci_tools.runner.custody_files import evidence
 
-    failures, section = custody.judge(evidence(directory, read_json(directory / names.JOB_JSON), read, expected))
+    failures, section = custody.judge(evidence(directory, job, read, expected, known))
     result["custody"] = section
     if failures:
         result["valid"] = False
@@ -63,7 +57,7 @@ def process_eval(directory: Path, job: dict, out: Path | None, thresholds_path: 
 
     path = thresholds_path or Path(names.EVAL_THRESHOLDS)
     result = process_eval_dir(directory, job, load_thresholds(path, str(path)), load_acceptance_tolerance(policy_path))
-    result = with_custody(result, directory, [], export_sha256)
+    result = with_custody(result, directory, job, [], export_sha256)
     target = out or (directory / names.EVAL_RESULT_JSON)
     _write_json(target, result)
     return Written(result, target, eval=True)
@@ -79,15 +73,18 @@ def load_results_policy(path: Path | None) -> ResultsPolicy:
 
 
 def process(dirs: list[Path], point: PointInfo | None, out: Path | None, *, max_error_rate: float,
-            min_requests: int | None, workers: int | None,
-            policy: ResultsPolicy = ResultsPolicy(), export_sha256: str | None = None) -> Iterator[Written]:
-    """Each directory's result, written as soon as it is computed (DIR/result.json, or OUT)."""
-    from ci_tools.results.process import export_files
+            min_requests: int | None, workers: int | None, policy: ResultsPolicy = ResultsPolicy(),
+            export_sha256: str | None = None, known: tuple[Path, dict | None] | None = None) -> Iterator[Written]:
+    """Each directory's result, written as soon as it is computed (DIR/result.json, or OUT). KNOWN: the
+    job directory whose job.json was read already, and what it held; every other one is read once here."""
+    from ci_tools.results.process import export_files, is_job_dir, process_job
 
     for d in dirs:
-        result = process_dir(d, point, max_error_rate=max_error_rate, min_requests=min_requests, workers=workers,
-                             policy=policy)
-        result = with_custody(result, d, export_files(d), export_sha256)
+        is_job_dir(d)
+        job = known[1] if known is not None and d == known[0] else read_json(d / names.JOB_JSON)
+        result = process_job(d, job, point, max_error_rate=max_error_rate, min_requests=min_requests,
+                             workers=workers, policy=policy)
+        result = with_custody(result, d, job, export_files(d), export_sha256, known)
         target = out or (d / names.RESULT_JSON)
         _write_json(target, result)
         yield Written(result, target)
@@ -137,12 +134,14 @@ def run_process(directory: Path, out: Path | None, point: PointInfo | None, *, m
     concurrency for a multi-node job, or DIRECTORY itself when the point is given) is computed. Each
     is checked against the hashes the runner took of the client's exports (EXPORT_SHA256: the run
     step's output, the record's own hash)."""
+    from ci_tools.evals.process import is_eval_job
     from ci_tools.results.process import job_dirs
 
-    job = eval_job(directory) if point is None else None
-    if job is not None:
+    # DIRECTORY's job.json, read once: whether it is an eval job, its concurrency folders, its point, custody
+    job = read_json(directory / names.JOB_JSON) if directory.is_dir() else None
+    if point is None and job is not None and is_eval_job(job):
         return [process_eval(directory, job, out, thresholds_path, policy_path, export_sha256)]
-    dirs = job_dirs(directory) if point is None else [directory]
+    dirs = job_dirs(directory, job) if point is None else [directory]
     if out is not None and len(dirs) > 1:
         raise InputError(f"--out: {directory} holds {len(dirs)} results (one per concurrency); drop --out "
                          "to write each beside its export", exit_code=2)
@@ -152,7 +151,8 @@ def run_process(directory: Path, out: Path | None, point: PointInfo | None, *, m
         progress(line)
     started = time.monotonic()
     written = list(process(dirs, point, out, max_error_rate=max_error_rate, min_requests=min_requests,
-                           workers=workers, policy=policy, export_sha256=export_sha256))
+                           workers=workers, policy=policy, export_sha256=export_sha256,
+                           known=(directory, job) if directory.is_dir() else None))
     if said:
         progress(f"read {len(said)} export(s) in {time.monotonic() - started:,.1f} s")
     return written

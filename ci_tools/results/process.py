@@ -215,10 +215,9 @@ def refuse_non_finite(result: dict) -> dict:
     return out
 
 
-def job_dirs(path: Path) -> list[Path]:
+def job_dirs(path: Path, job: dict | None) -> list[Path]:
     """The directories holding one result each: DIR, or DIR/conc<N>/ for a multi-node job that ran
-    several concurrencies in one allocation (its job.json lists them)."""
-    job = read_json(Path(path) / names.JOB_JSON) if Path(path).is_dir() else None
+    several concurrencies in one allocation (JOB, DIR's job.json, lists them)."""
     subs = [c.get("dir") for c in (job or {}).get("concurrencies") or [] if isinstance(c, dict)]
     if subs and all(subs):
         return [Path(path) / str(s) for s in subs]
@@ -229,12 +228,24 @@ def process_dir(path: Path, point: PointInfo | None = None, *, max_error_rate: f
                 min_requests: int | None = None, workers: int | None = None,
                 policy: ResultsPolicy = ResultsPolicy()) -> dict:
     path = Path(path)
+    is_job_dir(path)
+    return process_job(path, read_json(path / names.JOB_JSON), point, max_error_rate=max_error_rate,
+                       min_requests=min_requests, workers=workers, policy=policy)
+
+
+def is_job_dir(path: Path) -> None:
+    """Refuse a PATH that is no directory, saying what to pass."""
     if not path.exists():
         raise InputError(f"{path}: no such directory", exit_code=2)
     if not path.is_dir():
         raise InputError(f"{path}: not a directory; pass the job directory (`runner run --out`) holding "
                          "job.json and aiperf_artifacts/")
-    job = read_json(path / names.JOB_JSON)
+
+
+def process_job(path: Path, job: dict | None, point: PointInfo | None = None, *, max_error_rate: float = 0.10,
+                min_requests: int | None = None, workers: int | None = None,
+                policy: ResultsPolicy = ResultsPolicy()) -> dict:
+    """The result of the job directory PATH whose job.json the caller read (JOB; None: it has none)."""
     if point is None:
         if job is None:
             raise InputError(f"{path}: no {names.JOB_JSON}, so the point is unknown", findings=[Finding(

@@ -70,13 +70,18 @@ def seal(out: Path, folders: Sequence[str], say: Callable[[str], None]) -> str:
     return digest
 
 
-def evidence(directory: Path, job: dict | None, read: Sequence[Path], expected: str | None) -> custody.Evidence:
+def evidence(directory: Path, job: dict | None, read: Sequence[Path], expected: str | None,
+             known: tuple[Path, dict | None] | None = None) -> custody.Evidence:
     """What custody.judge needs for the result of DIRECTORY (a job directory, or a multi-node job's
-    conc<N>/ folder, whose job.json names its parent)."""
+    conc<N>/ folder, whose job.json names its parent). KNOWN: a job directory whose job.json the caller
+    has read (the parent of every concurrency folder `results process` reads), not read again."""
     root = directory
     if isinstance(job, dict) and isinstance(job.get("parent"), str):
         root = Path(os.path.normpath(directory / job["parent"]))
-        parent = _read_json(root / names.JOB_JSON)
+        if known is not None and os.path.abspath(known[0]) == os.path.abspath(root):
+            parent = known[1]
+        else:
+            parent = _read_json(root / names.JOB_JSON)
     else:
         parent = job
     scope = _relative(directory, root) or ""
