@@ -25,18 +25,10 @@ def cleanup(out: Path, labels: tuple[str, ...], runner_name: str) -> CleanupRepo
     from ci_tools.runner.supervise import write_status
 
     report = CleanupReport()
-    found = list(labels)
-    job_file = out / names.JOB_JSON
-    if job_file.is_file():
-        try:
-            label = json.loads(job_file.read_text(encoding="utf-8")).get("label")
-        except ValueError:
-            label = None
-        if label and label not in found:
-            found.append(label)
+    found = job_labels(out, labels)
     if not found and not runner_name:
-        report.lines.append(f"nothing to clean up: {job_file} does not exist (the job started nothing) and no "
-                            "--label or RUNNER_NAME was given")
+        report.lines.append(f"nothing to clean up: {out / names.JOB_JSON} does not exist (the job started nothing) "
+                            "and no --label or RUNNER_NAME was given")
     stopped = report.stopped
     for i, label in enumerate(found or [""]):
         sweep = stop_labelled(label, runner_name if i == 0 else "", budget_s=8.0, grace_s=1.0)
@@ -52,3 +44,17 @@ def cleanup(out: Path, labels: tuple[str, ...], runner_name: str) -> CleanupRepo
         who = found + ([f"runner {runner_name}"] if runner_name else [])
         report.lines.append(f"nothing left running for {', '.join(who) or '-'}")
     return report
+
+
+def job_labels(out: Path, labels: tuple[str, ...]) -> list[str]:
+    """LABELS and the one OUT/job.json carries (an unreadable job.json carries none)."""
+    found = list(labels)
+    job_file = out / names.JOB_JSON
+    if job_file.is_file():
+        try:
+            label = json.loads(job_file.read_text(encoding="utf-8")).get("label")
+        except ValueError:
+            label = None
+        if label and label not in found:
+            found.append(label)
+    return found

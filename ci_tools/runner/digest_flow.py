@@ -67,18 +67,29 @@ def digest(repo: str, runners_path: Path | None, root: Path, date: str | None,
     runs = _active_runs(gh_actions, set(expected), messages)
     q = queue.build_queue(runs, {row.label: row.available for row in d.labels}, now)
     date = date or now.strftime("%Y-%m-%d")
-    run_url = ""
-    if os.environ.get("GITHUB_RUN_ID"):
-        run_url = (f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{repo}/actions/runs/"
-                   f"{os.environ['GITHUB_RUN_ID']}")
-    markdown = render_markdown(d, date=date, run_url=run_url) + "\n" + queue.render_markdown(q, now)
+    markdown = render_markdown(d, date=date, run_url=_run_url(repo)) + "\n" + queue.render_markdown(q, now)
     requests = gh.log.count + (gh_actions.log.count if gh_actions is not gh else 0)
     messages.insert(0, f"GitHub API requests: {requests}")
-    webhook = os.environ.get("SLACK_WEBHOOK_URL")
-    if webhook and (d.offline or d.missing):
-        from ci_tools.runner.slack import post
-
-        post(webhook, markdown)
-        messages.append("posted to Slack")
+    if d.offline or d.missing:
+        messages += _post_to_slack(markdown)
     return DigestReport(outputs=digest_outputs(d, q.queued), markdown=markdown, messages=messages,
                         data={"runners": digest_dict(d), "queue": queue.as_dict(q)})
+
+
+def _run_url(repo: str) -> str:
+    """The link to this workflow run (none outside GitHub Actions)."""
+    if not os.environ.get("GITHUB_RUN_ID"):
+        return ""
+    return (f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{repo}/actions/runs/"
+            f"{os.environ['GITHUB_RUN_ID']}")
+
+
+def _post_to_slack(markdown: str) -> list[str]:
+    """The digest to SLACK_WEBHOOK_URL when one is set; what was done, for the messages."""
+    webhook = os.environ.get("SLACK_WEBHOOK_URL")
+    if not webhook:
+        return []
+    from ci_tools.runner.slack import post
+
+    post(webhook, markdown)
+    return ["posted to Slack"]
