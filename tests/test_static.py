@@ -19,8 +19,8 @@ import pytest
 
 from tests.conftest import REPO
 
-# the packages not yet at zero findings (the one list; each leaves it when it gets there)
-NOT_YET = ("ci_tools/runner",)
+# the packages not yet at zero findings (the one list; each leaves it when it gets there): none today
+NOT_YET: tuple[str, ...] = ()
 # every other package and module of ci_tools/
 CLEAN = tuple(sorted(p.relative_to(REPO).as_posix() for p in (REPO / "ci_tools").iterdir()
                      if (p.suffix == ".py" or (p / "__init__.py").is_file())
