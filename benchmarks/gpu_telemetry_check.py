@@ -5,9 +5,9 @@
 
 Needs only python3 and nvidia-smi (ci_tools is imported from this checkout; its telemetry and
 node-check modules are pure Python). Runs the exact sampler command `runner run` starts
-(ci_tools.runner.telemetry.sampler_argv) for --seconds, optionally with a GPU load in the middle
+(ci_tools.runner.sampler.sampler_argv) for --seconds, optionally with a GPU load in the middle
 third (--load: bf16 matrix products with torch, when torch is installed), then parses the samples
-with the same code `results process` uses and writes into --out:
+with the same code `results process` uses (ci_tools.results.telemetry) and writes into --out:
   gpu_telemetry.csv   the raw samples          summary.json   telemetry.summarize() of them
   node_check.txt      the node check's output  report.txt     what was checked, and the verdicts
 Exit 0 when nvidia-smi accepted the query, every line parsed and the summary has power and energy.
@@ -25,7 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ci_tools.runner import nodecheck, telemetry  # noqa: E402
+from ci_tools.results import telemetry  # noqa: E402
+from ci_tools.runner import nodecheck  # noqa: E402
+from ci_tools.runner.sampler import sampler_argv  # noqa: E402
 
 
 def load(seconds: float, report: list[str]) -> None:
@@ -51,7 +53,7 @@ def main() -> int:
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     report: list[str] = []
-    argv = telemetry.sampler_argv()
+    argv = sampler_argv()
     report.append("sampler: " + " ".join(argv))
     csv_path = args.out / "gpu_telemetry.csv"
     with csv_path.open("wb") as fh:

@@ -1,7 +1,7 @@
 """Record nvidia-smi on one GPU the way ci-tools samples it, idle and under a bf16 matrix load.
 
 The kind of recording tests/data/nvidia-smi-h200/ holds, made with the sampler's own query
-(ci_tools.runner.telemetry.FIELDS) on a GPU machine. Needs ci_tools on PYTHONPATH and torch with a GPU:
+(ci_tools.names.GPU_TELEMETRY_FIELDS) on a GPU machine. Needs ci_tools on PYTHONPATH and torch with a GPU:
 
     python3 benchmarks/gpu_telemetry_record.py OUT_DIR
 
@@ -18,11 +18,11 @@ from pathlib import Path
 
 import torch
 
-from ci_tools.runner import telemetry
+from ci_tools import names
 
 out = Path(sys.argv[1])
 out.mkdir(parents=True, exist_ok=True)
-query = f"--query-gpu={','.join(telemetry.FIELDS)}"
+query = f"--query-gpu={','.join(names.GPU_TELEMETRY_FIELDS)}"
 (out / "nvidia-smi-L.txt").write_text(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout)
 
 

@@ -75,7 +75,7 @@ CANARY_FAMILY_MARKER = "family"
 #   DIR/gpu_telemetry.csv           nvidia-smi samples (power, clocks, memory, utilisation) of the job
 #   DIR/aiperf_artifacts/           AIPerf's --artifact-dir (profile_export.jsonl, ..._aiperf.json)
 #   DIR/client_exports.sha256       sha256 of every file the client wrote, taken when it exited
-#                                   (sha256sum's format; runner/custody.py)
+#                                   (sha256sum's format; custody/record.py)
 #   DIR/engine_files/               files the runner writes for the engine (TensorRT-LLM's options):
 #                                   the only part of DIR a container sees, read-only
 #   DIR/result.json                 written by `results process DIR`
@@ -97,10 +97,18 @@ STATUS_JSON = "status.json"
 IMAGE_IMPORT_LOG = "image_import.log"   # Slurm: the job's one enroot import of its image (runner/backends.py)
 NODE_CHECK_TXT = "node_check.txt"   # the pre-run node check's output (GPUs, model, disk)
 ENGINE_VERSION_TXT = "engine_version.txt"   # what the engine plug-in's version command printed where it runs
-GPU_TELEMETRY_CSV = "gpu_telemetry.csv"   # nvidia-smi samples for the whole job (runner/telemetry.py)
+GPU_TELEMETRY_CSV = "gpu_telemetry.csv"   # nvidia-smi samples for the whole job (runner/sampler.py)
 GPU_TELEMETRY_META = "gpu_telemetry.meta.json"   # the sampler host's UTC offset (nvidia-smi prints local time)
+# The sampler's nvidia-smi query, which is also the CSV's columns in this order: the runner's sampler
+# asks for them (runner/sampler.py) and results reads them (results/telemetry.py). The query recorded
+# on a real H200 (tests/data/nvidia-smi-h200/README.md).
+GPU_TELEMETRY_FIELDS = (
+    "timestamp", "index", "uuid", "name", "pci.bus_id", "driver_version", "pstate", "power.draw",
+    "power.draw.instant", "power.limit", "enforced.power.limit", "clocks.sm", "clocks.mem", "clocks.max.sm",
+    "temperature.gpu", "temperature.memory", "utilization.gpu", "utilization.memory", "memory.used",
+    "memory.total", "clocks_event_reasons.active", "ecc.errors.uncorrected.volatile.total")
 AIPERF_DIR = "aiperf_artifacts"
-# Chain of custody (runner/custody.py): the client's exports are hashed the moment it exits, into this
+# Chain of custody (custody/record.py): the client's exports are hashed the moment it exits, into this
 # file of the job directory, which no container mounts; its own sha256 is `runner run`'s step output
 # EXPORT_SHA256_OUTPUT, which `results process --export-sha256` checks the file against.
 EXPORT_RECORD = "client_exports.sha256"

@@ -54,7 +54,9 @@ ADAPTERS = {
     "runner/slack.py": "posts the digest to Slack",
     "runner/screen_git.py": "reads recipes from git at the head ref for plan-time screening",
     "runner/selftest_model.py": "a script the engine's own Python runs: builds and writes the self-test's model",
-    "runner/custody_files.py": "hashes the client's exports and reads and writes their record",
+    "runner/seal.py": "hashes the client's exports into their record when the client exits",
+    "custody/hashing.py": "reads the client's exports to hash them (the runner's seal and results' check alike)",
+    "results/custody_files.py": "reads a job's custody record and hashes its exports again",
     "results/records.py": "streams AIPerf's profile_export.jsonl, in parallel for big files",
     "results/process.py": "one job directory in, result.json out",
     "results/collect.py": "a run's downloaded artifacts in, results.json out",
@@ -387,16 +389,17 @@ def test_each_package_says_what_it_may_import(rel):
 # import a package of a lower floor only: never one of its own floor or above. Top-level modules count
 # as packages of their own (`gitio.py` is `gitio`). No exception list: a check a lower floor needs from
 # a higher one is passed in by the higher floor's flow or the command, or the knowledge moves down.
+# The runner and results share a floor, so neither imports the other: what both must agree on (the
+# telemetry CSV's columns, the custody record) lies below them (`names`, `custody`).
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("errors", "names", "resources", "schemas"),
-    ("yaml", "gitio", "render"),
+    ("yaml", "gitio", "render", "custody"),
     ("github", "engines"),
     ("config",),
     ("changelog",),
     ("sweep",),
     ("evals",),
-    ("runner",),
-    ("results",),
+    ("runner", "results"),
     ("prbot",),
     ("cli",),
     ("__main__",),
@@ -584,6 +587,17 @@ STACK_CASES = [
 @pytest.mark.parametrize("rel,source,expected", STACK_CASES)
 def test_the_stack_check_names_each_import(rel, source, expected):
     assert against_the_stack(package_imports(rel, source), STACK) == expected
+
+
+def test_results_may_not_import_runner():
+    """A results module that imports the runner (as results once did for the telemetry parser) fails the
+    stack with the real floors, and so does the runner importing results."""
+    planted = package_imports("results/process.py", "def f():\n    from ci_tools.runner import telemetry\n")
+    assert against_the_stack(planted, FLOOR_OF) == [
+        "ci_tools/results/process.py:2: results imports runner (floor 7 imports its own floor, 7)"]
+    planted = package_imports("runner/seal.py", "from ci_tools.results.custody import judge\n")
+    assert against_the_stack(planted, FLOOR_OF) == [
+        "ci_tools/runner/seal.py:1: runner imports results (floor 7 imports its own floor, 7)"]
 
 
 def test_the_cycle_check_names_the_loop():

@@ -146,7 +146,7 @@ def _run_job(prepare, fmt: str, **request) -> None:
 
 def _sealed(fmt: str):
     """With --format github: the step output of the client's exports' record and a notice in the run's
-    log, written the moment the client exits (runner/custody.py); GitHub keeps the step's last value when
+    log, written the moment the client exits (runner/seal.py); GitHub keeps the step's last value when
     a multi-node job's clients each add theirs."""
     if fmt != "github":
         return None

@@ -37,10 +37,10 @@ def _write_json(target: Path, doc: dict) -> None:
 def with_custody(result: dict, directory: Path, job: dict | None, read: list[Path], expected: str | None,
                  known: tuple[Path, dict | None] | None = None) -> dict:
     """RESULT with its `custody` section: the export checked against the hashes the runner took when the
-    client exited (runner/custody.py); a difference makes it invalid (rule `export-custody`). JOB is
+    client exited (runner/seal.py); a difference makes it invalid (rule `export-custody`). JOB is
     DIRECTORY's job.json, KNOWN a parent job directory's, as already read."""
-    from ci_tools.runner import custody
-    from ci_tools.runner.custody_files import evidence
+    from ci_tools.results import custody
+    from ci_tools.results.custody_files import evidence
 
     failures, section = custody.judge(evidence(directory, job, read, expected, known))
     result["custody"] = section

@@ -261,7 +261,7 @@ def process_job(path: Path, job: dict | None, point: PointInfo | None = None, *,
     if scan.start_ns_min is not None and scan.end_ns_max is not None:
         window = (scan.start_ns_min / 1e9, scan.end_ns_max / 1e9)
     if samples is not None:
-        from ci_tools.runner import telemetry
+        from ci_tools.results import telemetry
 
         result["gpu_telemetry"] = {**telemetry.summarize(samples, window, result.get("tokens")), "problems": problems}
     add_energy(result, samples, window, point.gpu_count, scan.records_profiled)
@@ -278,7 +278,7 @@ def add_energy(result: dict, samples: list[dict] | None, window: tuple[float, fl
                successful: int) -> None:
     """result["energy"] (InferenceX's power metrics with a validity flag and reasons) and the
     per-token figures in the headline (None when the power measurement is not valid)."""
-    from ci_tools.runner import telemetry
+    from ci_tools.results import telemetry
 
     e = telemetry.energy(samples, window, expected_gpus=gpus, tokens=result.get("tokens"), successful=successful)
     result["energy"] = e
@@ -286,8 +286,8 @@ def add_energy(result: dict, samples: list[dict] | None, window: tuple[float, fl
 
 
 def telemetry_samples(path: Path) -> tuple[list[dict] | None, list[str]]:
-    """The runner's nvidia-smi samples (runner/telemetry.py), times in UTC; None without the file."""
-    from ci_tools.runner import telemetry
+    """The runner's nvidia-smi samples (results/telemetry.py parses them), times in UTC; None without the file."""
+    from ci_tools.results import telemetry
 
     csv = path / names.GPU_TELEMETRY_CSV
     if not csv.is_file():

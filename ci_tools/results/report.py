@@ -298,13 +298,13 @@ MAX_SAMPLES_DRAWN = 1000   # per GPU: fifty 8-GPU jobs of hours at 1 Hz stay a p
 class TelemetryJob:
     name: str
     gpus: list[dict]               # {"index", "t": [s since the first sample], "power_w", "sm_mhz"}
-    summary: dict                  # runner/telemetry.summarize over the benchmark window (or the recording)
+    summary: dict                  # telemetry.summarize over the benchmark window (or the recording)
     energy: dict | None = None     # the result's energy (telemetry.energy), when the job's result is known
     reasons: list[str] = field(default_factory=list)   # clock event reasons seen, with their largest share
 
 
 def telemetry_job(name: str, samples: list[dict], result: dict | None = None) -> TelemetryJob:
-    from ci_tools.runner import telemetry
+    from ci_tools.results import telemetry
 
     t0 = min((s["t"] for s in samples), default=0.0)
     summary = (result or {}).get("gpu_telemetry") or telemetry.summarize(samples)

@@ -68,7 +68,7 @@ def load_evals(path: Path | None, head_path: Path) -> tuple[list[dict] | None, s
 
 
 def _looks_like_telemetry(path: Path) -> bool:
-    from ci_tools.runner import telemetry
+    from ci_tools.results import telemetry
 
     try:
         with path.open(encoding="utf-8", errors="replace") as f:
@@ -115,7 +115,7 @@ def load_telemetry(root: Path, head: list[dict],
                    shown: dict[int, str] | None = None) -> tuple[list[report.TelemetryJob], list[str]]:
     """Every nvidia-smi CSV under ROOT as a telemetry job, matched with HEAD's results by the job
     (`job_key` of the result.json beside it); `shown` names HEAD's results as the page does (by id)."""
-    from ci_tools.runner import telemetry
+    from ci_tools.results import telemetry
 
     if not root.is_dir():
         raise InputError(f"{root}: no such directory (--telemetry)", exit_code=2)

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 
 from ci_tools import engines, names
 
-from ci_tools.runner import nodecheck, telemetry
+from ci_tools.runner import nodecheck
 from ci_tools.runner.plan import CONTAINER_BACKENDS, MODELS_MOUNT, JobPlan, Proc, Settings, image_for_slurm
+from ci_tools.runner.sampler import sampler_argv
 
 BACKENDS = ("docker", "slurm", "process")
 LABEL_KEY = "ci-tools.job"             # docker label / Slurm comment key carrying the job's label
@@ -344,7 +345,7 @@ def gpu_sampler(plan: JobPlan, backend: str, host: Host) -> Launch | None:
     if host.vendor != "nvidia":
         return None
     devices = None if backend == "slurm" else _devices(plan, host)
-    return Launch("telemetry", _on_node(backend) + telemetry.sampler_argv(devices), {}, [],
+    return Launch("telemetry", _on_node(backend) + sampler_argv(devices), {}, [],
                   names.GPU_TELEMETRY_CSV)
 
 

@@ -101,7 +101,7 @@ class Client:
     # its own manifest and exits non-zero on a missing input)
     expects: tuple[str, ...] = (f"{names.AIPERF_DIR}/{names.PROFILE_JSONL}", f"{names.AIPERF_DIR}/{names.PROFILE_JSON}")
     what: str = "AIPerf"
-    exports: tuple[str, ...] = ()   # folders of the job directory it writes, hashed when it exits (custody.py)
+    exports: tuple[str, ...] = ()   # folders of the job directory it writes, hashed when it exits (seal.py)
 
     @property
     def log(self) -> str:

@@ -82,7 +82,7 @@ def container_folders(plan: MultiNodePlan, out_dir: str) -> tuple[list[str], lis
     """(writable, read-only) folders of the job directory every container of the job mounts at the same
     path: what the engine itself writes (Dynamo's file discovery, the recipe's pinned install) and what the
     runner wrote for it (engine_files/: TensorRT-LLM's worker options). Never the job directory itself,
-    where the clients write their exports (runner/custody.py)."""
+    where the clients write their exports (runner/seal.py)."""
     writable = []
     if plan.point.frontend.get("kind") == "dynamo":
         writable.append(f"{out_dir}/{names.DYNAMO_STORE}")

@@ -139,7 +139,7 @@ class JobPlan:
 
     @property
     def client_exports(self) -> tuple[str, ...]:
-        """The folders of the job directory the client writes: hashed the moment it exits (custody.py)."""
+        """The folders of the job directory the client writes: hashed the moment it exits (seal.py)."""
         return (names.EVAL_DIR,) if self.run_eval else (names.AIPERF_DIR,)
 
     def job_json(self) -> dict:

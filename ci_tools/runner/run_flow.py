@@ -41,7 +41,7 @@ class PreparedJob:
     status_path: Path
     stopped: str                  # what the failure message says was stopped
     # runs the job (raises runner.spec.JobFailed); calls its argument with the sha256 of the record of the
-    # client's exports the moment the client exited (runner/custody.py: the step output)
+    # client's exports the moment the client exited (runner/seal.py: the step output)
     run: Callable[[Callable[[str], None] | None], None]
     done: str = ""                # what the text output says after a successful run (default: next step)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ci_tools import names
 from ci_tools.runner import nodecheck
 
 MODEL = "selftest/rand-llama"          # under the self-test's own model store
@@ -31,6 +32,23 @@ CANCEL_SIGTERM_AFTER_S = 7.5
 CANCEL_SIGKILL_AFTER_S = 2.5
 MEMORY_SLACK_MIB = 1024                # GPU memory counts as freed within this much of the idle reading
 MIN_COVERAGE = 0.95                    # telemetry: share of the benchmark window the samples cover
+
+
+def memory_used(csv_text: str) -> list[float]:
+    """memory.used per GPU in MiB, from one reading of the sampler's query (`nvidia-smi
+    --query-gpu=<names.GPU_TELEMETRY_FIELDS> --format=csv,nounits`): the header and any line that is not
+    a sample (an nvidia-smi error) are skipped; a value nvidia-smi does not report ([N/A]) reads 0."""
+    column = names.GPU_TELEMETRY_FIELDS.index("memory.used")
+    out = []
+    for line in csv_text.splitlines():
+        cells = [c.strip() for c in line.split(", ")]
+        if line.startswith("timestamp") or len(cells) != len(names.GPU_TELEMETRY_FIELDS):
+            continue
+        try:
+            out.append(float(cells[column].split(" ")[0]))
+        except ValueError:
+            out.append(0.0)
+    return out
 
 
 def recipe(engine: str, versions: list[str], image: str | None, env: dict[str, str]) -> dict:

@@ -155,16 +155,14 @@ def tokenizer_to_hub_cache(model_dir: Path, hub: Path, model: str) -> None:
 
 def gpu_memory(devices: list[str] | None) -> list[float]:
     """memory.used per GPU now, in MiB (the sampler's query, one reading); [] when nvidia-smi cannot answer."""
-    from ci_tools.runner import telemetry
+    from ci_tools.runner.sampler import sampler_argv
 
-    argv = telemetry.sampler_argv(devices)
-    argv = [a for a in argv if not a.startswith("--loop-ms")]
+    argv = [a for a in sampler_argv(devices) if not a.startswith("--loop-ms")]
     try:
         res = subprocess.run(argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return []
-    samples, _ = telemetry.parse_csv(res.stdout)
-    return [s["mem_used_mib"] or 0.0 for s in samples]
+    return st.memory_used(res.stdout)
 
 
 def _left(label: str) -> list[str]:

@@ -175,7 +175,7 @@ class VersionCheck:
 @dataclass(frozen=True)
 class ClientRun:
     """One client run: its process, its limit, what must be in the job directory when it exits 0, and
-    the folders of the job directory it writes, hashed the moment it exits (custody.py)."""
+    the folders of the job directory it writes, hashed the moment it exits (seal.py)."""
     proc: Proc
     limit_s: float
     program: str                                # how messages name what exited ("AIPerf (conc 64)")

@@ -400,10 +400,10 @@ class _Job:
 
     def seal(self, run: Running, exports: tuple[str, ...]) -> None:
         """The client exited: stop what it left in its process group (nothing may write its exports from now
-        on), then hash its export folders into the job directory's record (custody.py)."""
+        on), then hash its export folders into the job directory's record (seal.py)."""
         import os
 
-        from ci_tools.runner.custody_files import seal
+        from ci_tools.runner.seal import seal
 
         try:
             os.killpg(run.popen.pid, signal.SIGKILL)

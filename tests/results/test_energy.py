@@ -12,7 +12,7 @@ import pytest
 
 from ci_tools.results import compare
 from ci_tools.results.process import PointInfo, process_dir
-from ci_tools.runner import telemetry as tel
+from ci_tools.results import telemetry as tel
 from tests.conftest import AIPERF_EXPORT, NVIDIA_SMI_H200
 
 H200 = NVIDIA_SMI_H200

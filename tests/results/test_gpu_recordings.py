@@ -18,10 +18,11 @@ from click.testing import CliRunner
 
 from ci_tools import names
 from ci_tools.cli import main
-from ci_tools.results import report_flow
+from ci_tools.custody.record import parse_record
+from ci_tools.results import custody, report_flow, telemetry
 from ci_tools.results.flow import load_results_policy
 from ci_tools.results.sources import load_side
-from ci_tools.runner import custody, nodecheck, telemetry
+from ci_tools.runner import nodecheck
 from tests.conftest import H100_JOB, H200_SELFTEST, RECORDINGS, REPO, lay_out
 
 POLICY = REPO / names.POLICY
@@ -136,7 +137,7 @@ def test_the_selftest_jobs_carry_a_custody_record():
 
 @pytest.mark.parametrize("recorded", CUSTODY, ids=rel)
 def test_the_custody_record_verifies(recorded: Path, tmp_path: Path):
-    record = custody.parse_record((recorded / names.EXPORT_RECORD).read_text())
+    record = parse_record((recorded / names.EXPORT_RECORD).read_text())
     # sha256sum -c by hand: every file the client left is here as it was, but the prompts a job artifact
     # leaves out (AIPerf's inputs.json, kept out of the recording too)
     absent = [p for p in record if not (recorded / p).is_file()]

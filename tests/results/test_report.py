@@ -66,7 +66,7 @@ def test_hover_of_tp4_c16_gives_topology_values_interval_and_verdicts():
 
 
 def test_telemetry_job_of_the_recorded_h200():
-    from ci_tools.runner import telemetry
+    from ci_tools.results import telemetry
 
     samples, _ = telemetry.parse_csv((NVIDIA_SMI_H200 / "telemetry-load.csv").read_text())
     job = report.telemetry_job("seed", samples)

@@ -1,5 +1,5 @@
-"""GPU telemetry parsing and summary on two real H200s' recorded nvidia-smi output (tests/data/nvidia-smi-h200/ and
-the self-test host's, nvidia-smi-h200-selftest/); the node check's verdicts."""
+"""GPU telemetry parsing and summary (results/telemetry.py) on two real H200s' recorded nvidia-smi output
+(tests/data/nvidia-smi-h200/ and the self-test host's, nvidia-smi-h200-selftest/)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ci_tools.runner import nodecheck, telemetry
+from ci_tools.results import telemetry
 from tests.conftest import H200_SELFTEST, NVIDIA_SMI_H200, NVIDIA_SMI_H200_SELFTEST
 
 H200 = NVIDIA_SMI_H200
@@ -21,15 +21,6 @@ def load_csv(name: str, folder: Path = H200):
     samples, problems = telemetry.parse_csv((folder / name).read_text())
     assert problems == []
     return samples
-
-
-@each_h200
-def test_the_recorded_query_is_the_one_the_sampler_sends(folder):
-    readme = " ".join((folder / "README.md").read_text().split())
-    assert f"--query-gpu={','.join(telemetry.FIELDS)} --format=csv" in readme.replace(", ", ",")
-    argv = telemetry.sampler_argv(["2", "3"])
-    assert argv[:2] == ["nvidia-smi", f"--query-gpu={','.join(telemetry.FIELDS)}"]
-    assert argv[2:] == ["--format=csv,nounits", "--loop-ms=1000", "--id=2,3"]
 
 
 def test_header_with_units_and_noheader_nounits_parse_alike():
@@ -114,50 +105,3 @@ def test_several_gpus_add_up():
     two = one + [{**s, "index": "1", "uuid": "GPU-other"} for s in one]
     s1, s2 = telemetry.summarize(one), telemetry.summarize(two)
     assert len(s2["gpus"]) == 2 and s2["energy_j"] == pytest.approx(2 * s1["energy_j"])
-
-
-L_LINES = "\n".join(f"GPU {i}: NVIDIA H200 (UUID: GPU-5e1f0c2a-7b3d-4c9e-8a61-2f4d9b0e000{i})" for i in range(4))
-
-
-def check_output(gpus: str = L_LINES, smi: str = "0", model: str = "ok", free_kb: int = 50 * 2**20) -> str:
-    return f"{gpus}\nnvidia_smi={smi}\nmodel={model}\ndisk_free_kb={free_kb}\ndisk_path=/mnt/hf_hub_cache\n"
-
-
-@pytest.mark.parametrize("output,need,devices,expect", [
-    (check_output(), 4, None, []),
-    (check_output(), 2, ["2", "3"], []),
-    (check_output(), 1, ["GPU-5e1f0c2a-7b3d-4c9e-8a61-2f4d9b0e0003"], []),
-    (check_output(), 8, None, ["GPUs: the point needs 8, the node shows 4"]),
-    (check_output(), 2, ["3", "7"], ["GPUs: device(s) 7 given to this runner are not on the node"]),
-    (check_output(gpus="", smi="missing"), 1, None, ["GPUs: nvidia-smi is not on the node's PATH"]),
-    (check_output(gpus="NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver", smi="9"),
-     1, None, ["GPUs: `nvidia-smi -L` failed (exit 9)"]),
-    (check_output(model="missing"), 1, None, ["model: org/m is not in the model store (/store/org/m does not exist)"]),
-    (check_output(model="no-config"), 1, None, ["model: /store/org/m exists but has no config.json"]),
-    (check_output(free_kb=5 * 2**20), 1, None, ["disk: 5.0 GiB free on /mnt/hf_hub_cache"]),
-    ("nvidia_smi=0\n", 0, None, ["model: the check printed no model line", "disk: could not read"]),
-])
-def test_node_check_verdicts(output, need, devices, expect):
-    found = nodecheck.problems(output, need_gpus=need, devices=devices, model="org/m", model_path="/store/org/m",
-                               hf_cache="/mnt/hf_hub_cache")
-    assert len(found) == len(expect), found
-    for got, want in zip(found, expect):
-        assert got.startswith(want), (got, want)
-
-
-def test_node_check_script_runs_in_sh(tmp_path):
-    import subprocess
-
-    (tmp_path / "m").mkdir()
-    (tmp_path / "m" / "config.json").write_text("{}")
-    import shutil
-
-    bin_dir = tmp_path / "bin"  # a PATH with the script's tools and no nvidia-smi, even on a GPU machine
-    bin_dir.mkdir()
-    for tool in ("sh", "df", "awk", "dirname"):
-        (bin_dir / tool).symlink_to(shutil.which(tool))
-    out = subprocess.run([str(bin_dir / "sh"), "-c", nodecheck.script(str(tmp_path / "m"), str(tmp_path / "no" / "x"))],
-                         capture_output=True, text=True, env={"PATH": str(bin_dir)}).stdout
-    facts, gpus = nodecheck.parse(out)
-    assert facts["model"] == "ok" and facts["nvidia_smi"] == "missing" and gpus == []
-    assert int(facts["disk_free_kb"]) > 0 and facts["disk_path"] == str(tmp_path)

@@ -1,7 +1,8 @@
-"""GPU telemetry of a job: the nvidia-smi sampler's command line, and its CSV turned into a summary (pure).
+"""GPU telemetry of a job: the nvidia-smi sampler's CSV turned into a summary and an energy figure (pure).
 
-The sampler (`sampler_argv`) runs beside the engine for the whole job, one row per GPU per second,
-into the job directory (names.GPU_TELEMETRY_CSV). `summarize` reads those rows over the benchmark's
+The runner's sampler (runner/sampler.py) runs beside the engine for the whole job, one row per GPU per
+second, into the job directory (names.GPU_TELEMETRY_CSV), its columns names.GPU_TELEMETRY_FIELDS in
+that order. `parse_csv` reads those rows, `summarize` reads them over the benchmark's
 own window (first request start .. last request end) and gives per GPU: power (mean, max, limit),
 energy (trapezoid over the samples), SM clock (mean, min, max), memory, utilisation, temperature, and
 the share of samples with each clock-event reason; for the job: total energy, energy per token where
@@ -18,14 +19,10 @@ import math
 import statistics
 from collections.abc import Sequence
 
+from ci_tools import names
 from ci_tools.errors import InputError
 
-# the query recorded on a real H200 (tests/data/nvidia-smi-h200/README.md), in this order
-FIELDS = ("timestamp", "index", "uuid", "name", "pci.bus_id", "driver_version", "pstate", "power.draw",
-          "power.draw.instant", "power.limit", "enforced.power.limit", "clocks.sm", "clocks.mem", "clocks.max.sm",
-          "temperature.gpu", "temperature.memory", "utilization.gpu", "utilization.memory", "memory.used",
-          "memory.total", "clocks_event_reasons.active", "ecc.errors.uncorrected.volatile.total")
-INTERVAL_MS = 1000
+FIELDS = names.GPU_TELEMETRY_FIELDS    # the CSV's columns, in the sampler's order
 POWER_CAPPED_SHARE = 0.10
 # InferenceX's power validity (utils/aggregate_power.py): every GPU's samples must bracket the
 # benchmark window, no two consecutive samples over it more than MAX_GAP_S apart
@@ -45,14 +42,6 @@ REASONS = {"gpu_idle": 0x1, "applications_clocks": 0x2, "sw_power_cap": 0x4, "hw
            "sync_boost": 0x10, "sw_thermal": 0x20, "hw_thermal": 0x40, "hw_power_brake": 0x80}
 POWER_CAP_BITS = REASONS["sw_power_cap"] | REASONS["hw_power_brake"]
 TIMESTAMP_FORMAT = "%Y/%m/%d %H:%M:%S.%f"
-
-
-def sampler_argv(devices: list[str] | None = None, interval_ms: int = INTERVAL_MS) -> list[str]:
-    """nvidia-smi looping over the job's GPUs (all visible ones when devices is None)."""
-    argv = ["nvidia-smi", f"--query-gpu={','.join(FIELDS)}", "--format=csv,nounits", f"--loop-ms={interval_ms}"]
-    if devices:
-        argv.append(f"--id={','.join(devices)}")
-    return argv
 
 
 def _number(text: str) -> float | None:

@@ -1,5 +1,5 @@
-"""The chain of custody of the client's exports, as plain data (runner/custody.py): the record's format,
-what counts as a change, and the verdict over the evidence `results process` gathers."""
+"""The chain of custody of the client's exports, as plain data: the record's format (custody/record.py),
+what counts as a change, and the verdict over the evidence `results process` gathers (results/custody.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
-from ci_tools.runner import custody
-from ci_tools.runner.custody import Change, Evidence, changes, judge, parse_record, record_text
+from ci_tools.custody.record import merged, parse_record, record_text, sha256_hex
+from ci_tools.results import custody
+from ci_tools.results.custody import Change, Evidence, changes, judge
 
 A, B, C = "a" * 64, "b" * 64, "c" * 64
 
@@ -46,7 +47,7 @@ def test_a_malformed_record_names_its_line(text, problem):
 
 def test_a_later_client_keeps_the_earlier_clients_entries():
     before = {"conc4/aiperf_artifacts/x": A, "conc8/aiperf_artifacts/x": B, "conc8/aiperf_artifacts/old": C}
-    assert custody.merged(before, ["conc8/aiperf_artifacts"], {"conc8/aiperf_artifacts/x": C}) == \
+    assert merged(before, ["conc8/aiperf_artifacts"], {"conc8/aiperf_artifacts/x": C}) == \
         {"conc4/aiperf_artifacts/x": A, "conc8/aiperf_artifacts/x": C}
 
 
@@ -84,7 +85,7 @@ def _ev(**kw) -> Evidence:
     return Evidence(**{**base, **kw})
 
 
-DIGEST = custody.sha256_hex(record_text(REC).encode())
+DIGEST = sha256_hex(record_text(REC).encode())
 
 
 @pytest.mark.parametrize("ev,valid,words", [

@@ -1,4 +1,4 @@
-"""Chain of custody of the client's exports (pure: the record's text and the verdict over plain data).
+"""Chain of custody of the client's exports: the verdict `results process` adds (pure, over plain data).
 
 The moment the client (AIPerf, or the eval harness) exits, the runner hashes every file it wrote and
 keeps the hashes where no container of the job can write them: `client_exports.sha256` at the root of
@@ -13,74 +13,22 @@ job edited them. What it does not prove: that the client measured honestly (the 
 AIPerf and ci-tools are trusted), nor anything about what the client read (the model store, the HF cache
 it shares with the engine).
 
-The record is sha256sum's format (`<64 hex>  <path>`, a path with a backslash or a newline escaped as
-GNU coreutils does), paths relative to the job directory, so `sha256sum -c client_exports.sha256` run
-there checks it too.
+The record's format and the hashing are custody/record.py's and custody/hashing.py's, shared with
+the runner's seal (runner/seal.py).
 """
 
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ci_tools import names
+from ci_tools.custody.record import parse_record, sha256_hex, under
 from ci_tools.errors import Failure
 
 RULE = "export-custody"
 MAX_SHOWN = 20            # changed files named in a result; the rest are counted
-_LINE = re.compile(r"^(\\?)([0-9a-f]{64}) [ *](.+)$")
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _escape(path: str) -> tuple[str, str]:
-    if "\\" not in path and "\n" not in path and "\r" not in path:
-        return "", path
-    return "\\", path.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-
-
-def _unescape(path: str) -> str:
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "r": "\r", "\\": "\\"}.get(m.group(1), m.group(0)), path)
-
-
-def record_text(entries: Mapping[str, str]) -> str:
-    """The record of `entries` (path relative to the job directory -> sha256), one line per file, sorted."""
-    lines = []
-    for path in sorted(entries):
-        mark, shown = _escape(path)
-        lines.append(f"{mark}{entries[path]}  {shown}\n")
-    return "".join(lines)
-
-
-def parse_record(text: str) -> dict[str, str]:
-    """The entries of a record; ValueError naming the first line that is not `<sha256>  <path>`."""
-    out: dict[str, str] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        m = _LINE.match(line)
-        if not m:
-            raise ValueError(f"line {n} is not `<sha256>  <path>`: {line[:120]!r}")
-        path = _unescape(m.group(3)) if m.group(1) else m.group(3)
-        if path in out:
-            raise ValueError(f"line {n} names {path} a second time")
-        out[path] = m.group(2)
-    return out
-
-
-def merged(previous: Mapping[str, str], dirs: Sequence[str], entries: Mapping[str, str]) -> dict[str, str]:
-    """A record's entries after one more client exited: its directories' entries replace the previous
-    ones under them (a multi-node job records each concurrency's client as it exits)."""
-    keep = {p: h for p, h in previous.items() if not any(under(p, d) for d in dirs)}
-    return {**keep, **entries}
-
-
-def under(path: str, folder: str) -> bool:
-    folder = folder.strip("/")
-    return not folder or path == folder or path.startswith(folder + "/")
 
 
 def dropped_by_upload(path: str) -> bool:
@@ -175,9 +123,3 @@ def judge(ev: Evidence) -> tuple[list[Failure], dict]:
         failures.append(Failure(RULE, f"and {more} more file(s) differ from {names.EXPORT_RECORD}"))
     return failures, {**section, "changed": len(found)}
 
-
-def log_lines(entries: Mapping[str, str], digest: str) -> list[str]:
-    """What the run step's log shows when the client exited: each file as sha256sum prints it, then the record's hash."""
-    return ([f"client exports when the client exited ({len(entries)} file(s)):"]
-            + [f"  {line}" for line in record_text(entries).splitlines()]
-            + [f"recorded in {names.EXPORT_RECORD}: sha256 {digest} (step output {names.EXPORT_SHA256_OUTPUT})"])
