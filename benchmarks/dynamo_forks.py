@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/dynamo_forks.py [--only 1.6.1] [--json]
 
 For every worker-on-engine run the suite makes (each row of the compatibility table with the argv its test
-parses, and the run tests/engines/arg_kinds.py reads each worker's options from), runs dynamo_host.py both
+parses, which is also the run tests/engines/arg_kinds.py reads each worker's options from, and refusals), runs dynamo_host.py both
 ways (tests/engines/harness.py: dynamo_process, dynamo_forked) and prints whether the answers are the same
 (exit status, every protocol line, the last line of stderr: what dynamo_run reads) and the wall and CPU
 seconds of each. Exits 1 when any answer differs. Run with the tool environments dev.py builds
@@ -24,19 +24,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ci_tools.engines import version_key  # noqa: E402
 from ci_tools.engines.compat import DYNAMO_WORKERS  # noqa: E402
 from tests.engines import harness  # noqa: E402
-from tests.engines.test_dynamo_compat import MINIMAL  # noqa: E402
 
 
 def runs() -> list[tuple[str, str, tuple[str, str], list[list[str]]]]:
     out = []
     for r in DYNAMO_WORKERS:
         for v in (*r.works, *r.fails):
-            out.append((r.dynamo, f"dynamo.{r.engine}", (r.engine, v), [MINIMAL[r.engine]]))
-        if r.works:
-            out.append((r.dynamo, f"dynamo.{r.engine}", (r.engine, max(r.works, key=version_key)), [[]]))
+            out.append((r.dynamo, f"dynamo.{r.engine}", (r.engine, v), [harness.WORKER_ARGV[r.engine]]))
     # refusals, as the misspelled-flag tests ask them
     out.append(("1.6.1", "dynamo.sglang", ("sglang", "0.5.22"), [["--model-path", "/m", "--swa-tail-tokens", "1"],
                                                                 ["--model-path", "/m", "--disaggregation-mode",

@@ -17,6 +17,8 @@ the test with the fix, never skips.
 from __future__ import annotations
 
 import atexit
+import dataclasses
+import hashlib
 import json
 import os
 import select
@@ -236,6 +238,9 @@ def failures(parser: str, version: str, named: dict[str, list[str]]) -> list[str
 
 DYNAMO_HOST = Path(__file__).with_name("dynamo_host.py")
 FORK_HOST = Path(__file__).with_name("fork_host.py")
+# the least command line each Dynamo worker takes (a model): what each row of the compatibility table parses,
+# and what arg_kinds.py parses when it reads a release's options from the same pair (one run of the session)
+WORKER_ARGV = {"sglang": ["--model-path", "/models/m"], "vllm": ["--model", "/models/m"]}
 
 
 @dataclass(frozen=True)
@@ -260,6 +265,25 @@ def dynamo_process(parser: str, paths: list[Path], pins: list[Path], argvs: list
                                                                                        PARSER_ENV["vllm"]),
                          text=True, input=json.dumps({"argvs": argvs}) + "\n", capture_output=True, timeout=900)
     return res.returncode, res.stdout, res.stderr
+
+
+# Where this test session keeps the Dynamo runs it has made (set by tests/engines/conftest.py for the session,
+# shared by its pytest-xdist workers; None outside pytest): a run asked again with the same inputs, the
+# compatibility table's row and the parser table's read of the same release, is read back, not run again.
+# Never across sessions: each session checks the wheels itself.
+SESSION_RUNS: Path | None = None
+_HOST_FILES = (Path(__file__).with_name("dynamo_host.py"), Path(__file__).with_name("parser_host.py"),
+               Path(__file__).with_name("fork_host.py"))
+
+
+def _memo_file(parser: str, paths: list[Path], pins: list[Path], argvs: list[list[str]]) -> Path | None:
+    """The session's file for one run's inputs: the wheel folders (their venv's name carries its lock's hash),
+    the parser, the argvs and the hosts' own code."""
+    if SESSION_RUNS is None:
+        return None
+    key = hashlib.sha256(json.dumps([parser, [str(p) for p in paths], [str(p) for p in pins], argvs,
+                                     [hashlib.sha256(f.read_bytes()).hexdigest() for f in _HOST_FILES]]).encode())
+    return SESSION_RUNS / f"{key.hexdigest()}.json"
 
 
 class _ForkHost:
@@ -340,7 +364,20 @@ def dynamo_run(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: 
     (which imports torch) is forked (dynamo_forked), the frontend and the TensorRT-LLM worker (which do not,
     and take a fraction of a second) get a process of their own (dynamo_process)."""
     paths, pins = dynamo_paths(dynamo, engine)
-    returncode, stdout, stderr = (start or (dynamo_forked if engine else dynamo_process))(parser, paths, pins, argvs)
+    memo = _memo_file(parser, paths, pins, argvs) if start is None else None
+    if memo is not None and memo.exists():
+        return DynamoRun(**json.loads(memo.read_text()))
+    run = _dynamo_run(dynamo, *(start or (dynamo_forked if engine else dynamo_process))(parser, paths, pins, argvs))
+    if memo is not None:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        partial = memo.with_name(f"{memo.name}.{os.getpid()}")
+        partial.write_text(json.dumps(dataclasses.asdict(run)))
+        partial.replace(memo)         # whole or not at all: the other worker may read it at once
+    return run
+
+
+def _dynamo_run(dynamo: str, returncode: int, stdout: str, stderr: str) -> DynamoRun:
+    """What a run of dynamo_host.py answered, from its exit status and output."""
     # Dynamo's Rust runtime may log to stdout: the protocol lines are the JSON ones
     lines = [line for line in stdout.splitlines() if line.startswith("{")]
     if returncode != 0 or len(lines) < 2:
