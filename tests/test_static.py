@@ -19,8 +19,8 @@ import pytest
 
 from tests.conftest import REPO
 
-# the packages not yet at zero findings (the one list; each leaves it when it gets there)
-NOT_YET = ("ci_tools/runner",)
+# the packages not yet at zero findings (the one list; each leaves it when it gets there): none today
+NOT_YET: tuple[str, ...] = ()
 # every other package and module of ci_tools/
 CLEAN = tuple(sorted(p.relative_to(REPO).as_posix() for p in (REPO / "ci_tools").iterdir()
                      if (p.suffix == ".py" or (p / "__init__.py").is_file())
@@ -94,4 +94,4 @@ def test_not_yet_names_paths_that_exist():
 def test_every_module_outside_not_yet_is_checked():
     modules = {p.relative_to(REPO).as_posix() for p in (REPO / "ci_tools").rglob("*.py")}
     unchecked = {m for m in modules if not any(m == c or m.startswith(c + "/") for c in (*CLEAN, *NOT_YET))}
-    assert not unchecked and "ci_tools/results" in CLEAN and "ci_tools/cli" in CLEAN, sorted(unchecked)
+    assert not unchecked and {"ci_tools/results", "ci_tools/cli", "ci_tools/runner"} <= set(CLEAN), sorted(unchecked)

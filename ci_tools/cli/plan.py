@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import cast
 
 import click
 
@@ -121,8 +120,7 @@ def cli(base, head, labels, pr, github_repo, event_path, event_name, head_messag
         from ci_tools.prbot.reuse.candidates_flow import use_candidates
         from ci_tools.runner.screen_git import screen_at
 
-        # screen_at is annotated `-> object` in runner/ (being rebuilt beside this): it returns a Screen
-        outcome = flow.plan(req, screener=cast(flow.Screener, screen_at), candidates=use_candidates)
+        outcome = flow.plan(req, screener=screen_at, candidates=use_candidates)
     for note in outcome.notes:
         click.echo(f"note: {note}", err=True)
     if fmt == "github":

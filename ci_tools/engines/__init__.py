@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Mapping
 
+from ci_tools.errors import InputError
+
 
 @dataclass(frozen=True)
 class ServeSpec:
@@ -178,6 +180,15 @@ UNSERVED_FRONTENDS: dict[str, tuple[str, str]] = {
 def engine(name: str) -> ModuleType | None:
     """The plug-in for a recipe's `engine:` value, or None when ci-tools has none."""
     return _registry().get(name)
+
+
+def require(name: str, where: str) -> ModuleType:
+    """The plug-in for a recipe's `engine:` value; InputError naming WHERE (the recipe) when ci-tools has
+    none. For code past the check that refuses such a recipe, and for callers that skip that check."""
+    plugin = _registry().get(name)
+    if plugin is None:
+        raise InputError(f"{where}: engine {name!r} has no ci-tools plug-in (known: {', '.join(ENGINE_NAMES)})")
+    return plugin
 
 
 _VERSION_LINE = re.compile(r"v?(\d+(?:\.\d+)+)([-+.a-zA-Z0-9]*)")

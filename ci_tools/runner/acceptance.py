@@ -93,8 +93,8 @@ def _sglang(after: dict[str, str | None]) -> Measured:
         except ValueError:
             doc = None
         states = doc.get("internal_states") if isinstance(doc, dict) else None
-        lengths = [s.get("avg_spec_accept_length") for s in states or [] if isinstance(s, dict)]
-        lengths = [float(v) for v in lengths if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        reported = [s.get("avg_spec_accept_length") for s in states or [] if isinstance(s, dict)]
+        lengths = [float(v) for v in reported if isinstance(v, (int, float)) and not isinstance(v, bool)]
         if lengths:
             return Measured(round(sum(lengths) / len(lengths), 4),
                             f"sglang /server_info internal_states[].avg_spec_accept_length ({len(lengths)} rank(s))")

@@ -98,9 +98,24 @@ def shell_text(argv: list[str], env: dict[str, str] | None = None, width: int = 
 
 
 def job_id(plan: JobPlan, out_dir: str = "") -> str:
-    """Short, stable label of this job's containers, Slurm job and processes: from the result file name
-    (which names the runner) and the job directory, so two jobs of one row on one host never share it."""
-    return "cit-" + hashlib.sha256(f"{plan.result_filename}\0{out_dir}".encode()).hexdigest()[:12]
+    """Short, stable label of this job's containers, Slurm job and processes (see job_label)."""
+    return job_label(plan.result_filename, out_dir)
+
+
+def job_label(result_filename: str, out_dir: str = "") -> str:
+    """A job's label from its result file name (which names the runner) and the job directory, so two
+    jobs of one row on one host never share it (a multi-node job's too, which has no JobPlan)."""
+    return "cit-" + hashlib.sha256(f"{result_filename}\0{out_dir}".encode()).hexdigest()[:12]
+
+
+def container_image(plan: JobPlan, backend: str) -> str:
+    """The recipe's image, which the docker and Slurm backends run the engine in. A plan made for the
+    process backend (the host's engine) has none: wrapping it for a container is the caller's mistake,
+    named here instead of a container started from no image."""
+    if plan.image is None:
+        raise ValueError(f"job {plan.result_filename} was planned for the host's engine (backend process), so "
+                         f"it has no image for backend {backend}; plan it with Settings(backend={backend!r})")
+    return plan.image
 
 
 def _devices(plan: JobPlan, host: Host) -> list[str]:
@@ -142,7 +157,7 @@ def _docker(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch
         argv += ["-v", f"{path}:{path}:ro"]
     for key, value in proc.env.items():
         argv += ["-e", f"{key}={value}"]
-    argv += [plan.image, *proc.argv]
+    argv += [container_image(plan, "docker"), *proc.argv]
     # the docker CLI forwards SIGTERM to the container; `rm -f` removes it even when the CLI is gone
     return Launch(proc.role, argv, {}, [["docker", "rm", "-f", name]], proc.log)
 
@@ -218,7 +233,7 @@ def _slurm(plan: JobPlan, proc: Proc, settings: Settings, host: Host) -> Launch:
     if proc.role != "server":
         # the router shares the engine's node (it reaches the engine on 127.0.0.1) but no GPU
         argv.append("--gres=none")
-    argv += [f"--container-image={squash_file(plan.image, host.squash_dir)}",
+    argv += [f"--container-image={squash_file(container_image(plan, 'slurm'), host.squash_dir)}",
              f"--container-mounts={settings.model_store}:{MODELS_MOUNT}:ro,{settings.hf_cache}:{HF_CACHE_MOUNT}"
              + "".join(f",{path}:{path}" for path in proc.mounts)
              + "".join(f",{path}:{path}:ro" for path in proc.read_only),
@@ -290,7 +305,7 @@ def slurm_image_import(plan: JobPlan, settings: Settings, host: Host) -> Launch:
     # an engine that reads files the runner wrote (TensorRT-LLM's options file) needs them on its node:
     # checked there first, as for multi-node jobs
     must_see = plan.files[0][0] if plan.files else None
-    return image_import(plan.image, host.squash_dir, settings.ready_timeout_s, prefix, must_see)
+    return image_import(container_image(plan, "slurm"), host.squash_dir, settings.ready_timeout_s, prefix, must_see)
 
 
 def model_path(plan: JobPlan, settings: Settings) -> str:
@@ -307,14 +322,14 @@ def engine_version(plan: JobPlan, backend: str, settings: Settings, host: Host) 
     """The engine plug-in's version command where the engine will run: on the host (process), in the
     recipe's image (docker: a container of its own, no GPU; Slurm: a step of the allocation in the
     imported image); the recipe's environment is the engine's, not the version command's."""
-    plugin = engines.engine(plan.point.engine)
+    plugin = engines.require(plan.point.engine, plan.point.recipe_file)
     proc = Proc("version", list(plugin.VERSION_ARGV), {}, names.ENGINE_VERSION_TXT)
     return {"docker": _docker, "slurm": _slurm, "process": _process}[backend](plan, proc, settings, host)
 
 
 def version_verdict(plan: JobPlan, backend: str, output: str) -> tuple[dict, list[str]]:
     """What the version command printed, as job.json's `engine`, and why it cannot serve the recipe."""
-    plugin = engines.engine(plan.point.engine)
+    plugin = engines.require(plan.point.engine, plan.point.recipe_file)
     installed = engines.printed_version(output)
     where = "the runner host" if backend not in CONTAINER_BACKENDS else f"image {plan.image}"
     info = {"name": plugin.NAME, "version": installed, "declared": list(plan.point.engine_versions),
@@ -365,7 +380,7 @@ def render_dry_run(plan: JobPlan, backend: str, settings: Settings, host: Host |
             lines.append(f"# node check (GPUs, model {model_path(plan, settings)}, disk of {settings.hf_cache}): "
                          f"{shlex.join(check.argv[:-1])} '...'")
             if backend == "slurm":
-                lines += image_import_lines(slurm_image_import(plan, settings, host), plan.image)
+                lines += image_import_lines(slurm_image_import(plan, settings, host), container_image(plan, backend))
             declared = ", ".join(pt.engine_versions) or "none: recorded, not checked"
             lines.append(f"# engine version (recipe's engine-versions: {declared}; log: {names.ENGINE_VERSION_TXT}): "
                          f"{shlex.join(engine_version(plan, backend, settings, host).argv)}")

@@ -19,7 +19,6 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
-from types import SimpleNamespace
 
 from ci_tools.config.disagg import DisaggPoint, Group
 from ci_tools.config.recipe import render_args
@@ -30,7 +29,7 @@ from ci_tools import names
 from ci_tools import engines
 from ci_tools.engines import ServeSpec, WorkerSpec, compat, install, routers
 from ci_tools.runner import budget as bud
-from ci_tools.runner.backends import HF_CACHE_MOUNT, SQUASH_DIR, job_id
+from ci_tools.runner.backends import HF_CACHE_MOUNT, SQUASH_DIR, job_label
 from ci_tools.runner.plan import (AGENTIC, AIPERF_TIMEOUTS_ENV, MODELS_MOUNT, SIM_ACC_ENV, SIM_ACC_LEN, Settings,
                                   client_argv, image_problems, run_shape, sequence_lengths)
 
@@ -151,10 +150,11 @@ class MultiNodePlan:
                "kv-transfer": self.point.kv_transfer,
                "frontend": {k: self.point.frontend[k] for k in ("kind", "name", "version")}}
         for g in self.point.groups:
-            out[g.role] = {"num-worker": g.key.workers, "tp": g.key.tp, "ep": g.key.ep, "dp-attn": g.key.dp_attn,
-                           "nodes-per-worker": g.nodes_per_worker, "gpus": g.gpus}
-            out[g.role].update({k: v for k, v in (("pp", g.key.pp), ("dcp-size", g.key.dcp),
-                                                  ("pcp-size", g.key.pcp)) if v > 1})
+            side = {"num-worker": g.key.workers, "tp": g.key.tp, "ep": g.key.ep, "dp-attn": g.key.dp_attn,
+                    "nodes-per-worker": g.nodes_per_worker, "gpus": g.gpus}
+            side.update({k: v for k, v in (("pp", g.key.pp), ("dcp-size", g.key.dcp),
+                                           ("pcp-size", g.key.pcp)) if v > 1})
+            out[g.role] = side
         if self.point.aggregated:
             out["aggregated"] = True
         if self.point.kv_offload:
@@ -208,6 +208,8 @@ def check_row(row: Mapping[str, Any]) -> list[str]:
 
 def _concs(row: Mapping[str, Any]) -> list[int]:
     conc = row.get("conc")
+    if conc is None:        # check_row refuses such a row first; this names it for a caller that did not
+        raise InputError("the row has no `conc`")
     return [int(c) for c in conc] if isinstance(conc, list) else [int(conc)]
 
 
@@ -253,8 +255,9 @@ def worker_spec(point: DisaggPoint, worker: Worker, model: str, row: Mapping[str
     args = dict(g.args)
     options: dict = {}
     share = offload_share(point, g, row, gpus_per_node)
-    plugin = engines.engine(point.engine)
-    if share is not None and hasattr(plugin, "offload"):
+    plugin = engines.require(point.engine, point.recipe_file)
+    # a share is sized only for a point that offloads (kv_offload set)
+    if share is not None and point.kv_offload and hasattr(plugin, "offload"):
         more_args, options = plugin.offload(str(point.kv_offload.get("backend")), share[0], share[1])
         args.update(more_args)
     spec = ServeSpec(model_path=f"{MODELS_MOUNT}/{model}", served_model=model, host="0.0.0.0", port=worker.port,
@@ -271,7 +274,7 @@ def worker_command(point: DisaggPoint, worker: Worker, model: str, row: Mapping[
                    namespace: str, files_dir: str = ".") -> engines.Command:
     """The engine command of one worker, from the engine plug-in (Dynamo's runtime options first)."""
     ws = worker_spec(point, worker, model, row, gpus_per_node, files_dir)
-    cmd = engines.engine(point.engine).worker(ws)
+    cmd = engines.require(point.engine, point.recipe_file).worker(ws)
     if ws.dynamo:
         cmd = replace(cmd, args=(*dynamo_runtime_args(namespace), *cmd.args))
     return cmd
@@ -289,7 +292,9 @@ def frontend_argv(plan_point: DisaggPoint, port: int, workers: list[Worker], nam
                 "--namespace", namespace, "--discovery-backend", "file", "--request-plane", "tcp",
                 "--event-plane", "zmq"]
     else:
-        rel = routers.release(fe.get("name"), fe.get("version"))
+        rel = routers.release(str(fe.get("name")), str(fe.get("version")))
+        if rel is None:     # check_multinode refuses such a point first; this names it for a caller that did not
+            raise InputError(f"{plan_point.recipe_file}: {_unknown_router(fe)}")
         # the engine plug-ins' version guard: the router that runs is the release the master declares
         argv = ["python3", "-c", routers.GUARD, rel.dist, rel.version, rel.module, "--host", "0.0.0.0",
                 "--port", str(port)]
@@ -303,6 +308,11 @@ def frontend_argv(plan_point: DisaggPoint, port: int, workers: list[Worker], nam
                 argv += ["--prefill", url, str(w.port + 1)] if w.role == "prefill" else ["--decode", url]
         argv += routers.metrics_options(port, fe.get("args"))
     return argv + render_args(fe.get("args") or {})
+
+
+def _unknown_router(frontend: Mapping[str, Any]) -> str:
+    return (f"frontend {frontend.get('name')} {frontend.get('version')} is not a router release ci-tools knows "
+            f"(known: {routers.known()}); add it to ci_tools/engines/routers.py")
 
 
 def _job_tag(result_filename: str) -> str:
@@ -347,9 +357,8 @@ def check_multinode(row: MatrixRow, point: DisaggPoint, gpus_per_node: int | Non
         ws = WorkerSpec(spec, "aggregated" if point.aggregated else g.role, point.kv_transfer,
                         fe.get("kind") == "dynamo")
         problems += [f"{g.role}: {p}" for p in getattr(plugin, "worker_problems", lambda _w: [])(ws)]
-    if fe.get("kind") == "sglang-router" and routers.release(fe.get("name"), fe.get("version")) is None:
-        problems.append(f"frontend {fe.get('name')} {fe.get('version')} is not a router release ci-tools knows "
-                        f"(known: {routers.known()}); add it to ci_tools/engines/routers.py")
+    if fe.get("kind") == "sglang-router" and routers.release(str(fe.get("name")), str(fe.get("version"))) is None:
+        problems.append(_unknown_router(fe))
     return problems + _placement_problems(row, point, gpus_per_node)
 
 
@@ -397,7 +406,7 @@ def _engine_command(w: Worker, point: DisaggPoint, row: MatrixRow, model: str, g
     # an image without the engine's launcher (Dynamo): the recipe's pinned install first
     w.argv = install.wrap(cmd.argv, f"{out_dir}/{names.INSTALL_DIR}", point.frontend.get("install") or [])
     share = offload_share(point, w.group, row, gpus_per_node)
-    plugin = engines.engine(point.engine)
+    plugin = engines.require(point.engine, point.recipe_file)
     if share and point.kv_offload and not any(plugin.offload(str(point.kv_offload["backend"]), *share)):
         # a backend the plug-in does not size is configured by the recipe's kv-offload env/args, with
         # InferenceX's documented variable for the budget
@@ -443,7 +452,7 @@ def _clients(row: MatrixRow, point: DisaggPoint, settings: Settings, out_dir: st
                        expects=(), what="the eval harness", exports=(names.EVAL_DIR,))], evals
     header = None
     if point.frontend.get("routing-key") == "session-id":
-        rel = routers.release(point.frontend.get("name"), point.frontend.get("version"))
+        rel = routers.release(str(point.frontend.get("name")), str(point.frontend.get("version")))
         header = rel.routing_key_header if rel else None
     concs = _concs(row)
     clients = []
@@ -500,8 +509,8 @@ def build_multinode_plan(row: Mapping[str, Any], point: DisaggPoint, settings: S
     rf = result_filename(row, point, _concs(row), settings.runner_name)
     namespace = _job_tag(rf)
     if not slurm.label:
-        # the single-node rule (backends.job_id): from the result file name and the job directory
-        slurm = replace(slurm, label=job_id(SimpleNamespace(result_filename=rf), out_dir))
+        # the single-node rule: from the result file name and the job directory
+        slurm = replace(slurm, label=job_label(rf, out_dir))
     workers = _workers(row, point, settings, slurm, out_dir, gpn, namespace, run_eval)
     fargv, fenv = _frontend(point, workers, settings.port, slurm, out_dir, namespace)
     clients, evals = _clients(row, point, settings, out_dir, f"http://{{frontend_node}}:{settings.port}", shape, rf)

@@ -323,7 +323,7 @@ def _prepare_single(req: RunRequest, row: SingleNodeRow, recipe, hardware: dict,
         engine_url = plan.ready_urls[0].rsplit("/", 1)[0]   # the engine itself, not the router
         snaps = tuple((remote_url(engine_url + path, settings, backend), name)
                       for path, name in snapshots(point.engine))
-        if cell is not None:
+        if cell is not None and acceptance is not None:     # a cell comes with its acceptance request
             from dataclasses import replace as _replace
 
             plan = _replace(plan, procs=[_replace(p, argv=speedbench_argv(p.argv, point.key.conc, bool(cell["thinking"]),

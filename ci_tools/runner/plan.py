@@ -203,7 +203,7 @@ def image_for_slurm(image: str) -> str:
 
 
 def serve_spec(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
-               row: dict | None = None, model_path: str | None = None,
+               row: Mapping[str, Any] | None = None, model_path: str | None = None,
                extra_args: dict | None = None) -> engines.ServeSpec:
     from ci_tools.config.recipe import merge_options
 
@@ -216,13 +216,10 @@ def serve_spec(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
 
 
 def engine_command(point: ResolvedPoint, model: str, port: int, out_dir: str = ".",
-                   row: dict | None = None, model_path: str | None = None,
+                   row: Mapping[str, Any] | None = None, model_path: str | None = None,
                    extra_args: dict | None = None) -> engines.Command:
     """The engine plug-in's server command for the point (ci_tools/engines/<engine>.py)."""
-    plugin = engines.engine(point.engine)
-    if plugin is None:
-        raise InputError(f"{point.recipe_file}: engine {point.engine!r} has no ci-tools plug-in "
-                         f"(known: {', '.join(engines.ENGINE_NAMES)})")
+    plugin = engines.require(point.engine, point.recipe_file)
     return plugin.server(serve_spec(point, model, port, out_dir, row, model_path, extra_args))
 
 
@@ -282,7 +279,7 @@ def session_header(point: ResolvedPoint) -> str | None:
     return rel.routing_key_header if rel else None
 
 
-def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, conc: int, scenario: str,
+def client_argv(row: Mapping[str, Any], plan_model: str, settings: Settings, base_url: str, conc: int, scenario: str,
                 duration: float | None, fast: bool, header: str | None, out_dir: str,
                 tokenizer: str | None = None) -> list[str]:
     tokenizer = settings.tokenizer or tokenizer or plan_model
@@ -298,8 +295,8 @@ def client_argv(row: dict, plan_model: str, settings: Settings, base_url: str, c
         if synthetic:
             # the offline path: AIPerf's synthetic prompts, each answered with exactly OSL tokens (a random or
             # small model may end early; without ignore_eos AIPerf counts OSL mismatches and empty answers)
-            _, isl, osl = settings.dataset.split(":")
-            argv += ["--isl", isl, "--osl", osl, "--extra-inputs", "ignore_eos:true"]
+            _, isl_text, osl_text = settings.dataset.split(":")
+            argv += ["--isl", isl_text, "--osl", osl_text, "--extra-inputs", "ignore_eos:true"]
         else:
             argv += ["--scenario", AGENTX_SCENARIO, "--public-dataset", settings.dataset,
                      "--num-dataset-entries", str(AGENTX_DATASET_ENTRIES)]
@@ -385,8 +382,8 @@ def offload_args(point: ResolvedPoint, row: Mapping[str, Any]) -> tuple[dict, di
         return {}, {}, {}
     budget = int(row.get("total-cpu-dram-gb") or 0)
     plugin = engines.engine(point.engine)
-    args, options = plugin.offload(str(off.get("backend")), budget, point.gpus) if hasattr(plugin, "offload") \
-        else ({}, {})
+    args, options = plugin.offload(str(off.get("backend")), budget, point.gpus) \
+        if plugin is not None and hasattr(plugin, "offload") else ({}, {})
     env = {str(k): str(v) for k, v in (off.get("env") or {}).items()}
     if not args and not options:
         # a backend the plug-in does not size is configured by the recipe's kv-offload env/args, with
@@ -422,7 +419,7 @@ def build_plan(row: Mapping[str, Any], point: ResolvedPoint, settings: Settings,
     gpus = point.gpus
     if settings.gpus_per_node is not None and gpus > settings.gpus_per_node:
         problems.append(f"the point needs {gpus} GPUs; runner {row.get('runner')!r} has {settings.gpus_per_node} per node")
-    if problems:
+    if problems or plugin is None:      # no plug-in is one of the problems
         raise InputError("; ".join(problems))
 
     model = str(row["model"])
@@ -443,15 +440,17 @@ def build_plan(row: Mapping[str, Any], point: ResolvedPoint, settings: Settings,
                              settings.model_path(model), acceptance_args)
     served = served_name(point, model, settings.model_path(model))
     files = command.files
+    # a --server-cmd smoke run records no engine command: what runs is the test's own argv
+    server_command: engines.Command | None = command
     if settings.server_cmd:
         argv = [a.format(port=engine_port, model=model) for a in shlex.split(settings.server_cmd)]
-        command = None
+        server_command = None
     else:
         argv = command.argv
     file_dirs = tuple(dict.fromkeys(path.rsplit("/", 1)[0] for path, _ in files))
-    procs = [Proc("server", argv, env, names.SERVER_LOG, command=command, read_only=file_dirs, files=files)]
+    procs = [Proc("server", argv, env, names.SERVER_LOG, command=server_command, read_only=file_dirs, files=files)]
     engine_url = f"http://{settings.host}:{engine_port}"
-    ready = [f"{engine_url}{path}" for path in engines.engine(point.engine).READY_PATHS]
+    ready = [f"{engine_url}{path}" for path in plugin.READY_PATHS]
     base_url = engine_url
     header = None
     if dep:

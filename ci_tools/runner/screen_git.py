@@ -12,12 +12,19 @@ by something else (InferenceX's own launch scripts, a replay of its history) say
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ci_tools.errors import InputError
 
+if TYPE_CHECKING:   # for the annotations: each reader loads when it is used, as below
+    from ci_tools.config.recipe import Recipe
+    from ci_tools.gitio import Git
+    from ci_tools.runner.servable import Refusal
+    from ci_tools.sweep.plan import Masters
+    from ci_tools.sweep.row import MatrixRow
 
-def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict[str, object]:
+
+def recipes_at(git: Git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict[str, Recipe | str]:
     """recipe path -> loaded `Recipe`, or the reason it cannot be read, for every entry's `recipe:`."""
     from ci_tools.config.recipe import Recipe
     from ci_tools.yaml.located import load_yaml_text
@@ -27,7 +34,7 @@ def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict
     if not wanted:
         return {}
     blobs = git.show_many(head, wanted)
-    out: dict[str, object] = {}
+    out: dict[str, Recipe | str] = {}
     for path in wanted:
         blob = blobs.get(path)
         if blob is None:
@@ -45,14 +52,14 @@ def recipes_at(git, head: str, entries: Mapping[str, Mapping[str, Any]]) -> dict
     return out
 
 
-def screen_at(git, head: str, masters) -> object:
+def screen_at(git: Git, head: str, masters: Masters) -> Callable[[str, MatrixRow], list[Refusal]]:
     """`plan_sweep(screen=...)` for the head's masters (a `sweep.plan.Masters`)."""
     from ci_tools.runner.servable import screen_for
 
     return screen_for(masters.entries, recipes_at(git, head, masters.entries), masters.hardware, evals_at(git, head))
 
 
-def evals_at(git, head: str):
+def evals_at(git: Git, head: str):
     """The `evals:` section of the policy file at `head` (the shipped default's when the repository has
     no policy file); None when it has none or it is malformed (eval rows are then refused, named)."""
     from ci_tools import names

@@ -96,7 +96,7 @@ def engine_python(req: SelftestRequest, engine: str) -> str:
     launcher on PATH (a console script's #! line), else python3."""
     if req.engine_python:
         return req.engine_python
-    launcher = engines.engine(engine).LAUNCHER[0]
+    launcher = engines.require(engine, "the self-test").LAUNCHER[0]
     path = shutil.which(launcher)
     if path and launcher not in ("python", "python3"):
         try:

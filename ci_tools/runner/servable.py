@@ -113,7 +113,7 @@ def refusals(row: Mapping[str, Any], ctx: Context) -> list[Refusal]:
         return refuse("no-eval-policy", "it is an eval row and the policy file has no `evals:` section, so no "
                       "harness or task is known", "add evals: (suites, harnesses) to inferencex-e2e/ci-policy.yaml")
     if isinstance(row, MultiNodeRow):
-        _multinode(row, ctx, refuse)
+        _multinode(row, recipe, ctx, refuse)
         return out
     try:
         tp, ep, conc = _int(row, "tp"), _int(row, "ep", 1), _int(row, "conc")
@@ -134,13 +134,12 @@ def refusals(row: Mapping[str, Any], ctx: Context) -> list[Refusal]:
     return out
 
 
-def _multinode(row: MultiNodeRow, ctx: Context, refuse) -> None:
+def _multinode(row: MultiNodeRow, recipe: Recipe, ctx: Context, refuse) -> None:
     """A prefill/decode row: the multi-node planner decides, as `runner run` would (Slurm only)."""
     from ci_tools.config.disagg import is_disagg, resolve_disagg
     from ci_tools.runner.disagg import build_multinode_plan
     from ci_tools.runner.plan import Settings
 
-    recipe = ctx.recipe
     if not is_disagg(recipe.data):
         refuse("not-a-disaggregated-recipe", f"the row is multi-node (prefill/decode) but {recipe.file} is not "
                       "a disaggregated recipe", "set `mode: disaggregated` in the recipe and describe its "

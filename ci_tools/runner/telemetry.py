@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import statistics
+from collections.abc import Sequence
 
 from ci_tools.errors import InputError
 
@@ -137,7 +138,7 @@ def _at(pts: list[tuple[float, float]], t: float) -> float:
     return pts[-1][1]
 
 
-def _energy_j(points: list[tuple[float, float | None]], start: float, end: float) -> tuple[float | None, float]:
+def _energy_j(points: Sequence[tuple[float, float | None]], start: float, end: float) -> tuple[float | None, float]:
     """(trapezoid integral of power over [start, end], share of the window the samples cover)."""
     pts = sorted((t, p) for t, p in points if p is not None)
     if not pts or end <= start:
@@ -194,17 +195,21 @@ def energy(samples: list[dict] | None, window: tuple[float, float] | None, *, ex
     if expected_gpus is not None and len(per_gpu) != expected_gpus:
         reasons.append(GPU_COUNT)
     gpus = []
+    energies: list[float] = []
     for index in sorted(per_gpu, key=lambda i: (len(i), i)):
         pts = sorted(per_gpu[index])
         problems = _window_problems(pts, start, end) if pts else [NO_POWER]
         reasons += [r for r in problems if r not in reasons]
+        # without problems the GPU has power samples and the window a length: _energy_j gives a number
         e = None if problems else _energy_j(pts, start, end)[0]
+        if e is not None:
+            energies.append(e)
         gpus.append({"index": index, "energy_j": e, "reasons": problems})
     out.update(reasons=reasons, window_s=end - start, gpus=gpus, observed_gpus=len(per_gpu),
                expected_gpus=expected_gpus)
     if reasons:
         return out
-    total = math.fsum(g["energy_j"] for g in gpus)
+    total = math.fsum(energies)     # no reasons: every GPU's energy is in it
     tokens = tokens or {}
     inp, outp = tokens.get("input_total") or 0, tokens.get("output_total") or 0
 

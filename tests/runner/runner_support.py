@@ -9,7 +9,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,6 +23,7 @@ import pytest
 
 from ci_tools.config.load import default_master_paths, read_masters
 from tests.conftest import NVIDIA_SMI_H200
+from tests.ports import free_port  # noqa: F401  (the runner tests import it from here)
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
@@ -120,10 +120,6 @@ def stub_row(**fields) -> dict:
             "scenario-type": "agentic-coding", "run-eval": False, "recipe": "recipe.yaml", **fields}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def marked_processes(mark: str) -> list[str]:

@@ -23,12 +23,13 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from tests.ports import free_ports
 
 DAEMONS = ("slurmctld", "slurmd", "srun", "sbatch", "squeue", "scancel", "sinfo", "scontrol", "munge", "munged",
            "unmunge")
@@ -38,19 +39,6 @@ INSTALL_HINT = ("install them with `apt-get install slurm-wlm munge` as root, or
 
 class SlurmUnavailable(Exception):
     pass
-
-
-def _free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("0.0.0.0", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -213,7 +201,7 @@ PlugStackConfig={d}/plugstack.conf
         last = ""
         for _attempt in range(3):  # a free port can be taken between choosing it and binding it
             self.root = Path(tempfile.mkdtemp(prefix="cit-slurm-"))
-            self.ports = _free_ports(1 + self.nodes)
+            self.ports = free_ports(1 + self.nodes)
             self._write_config()
             try:
                 self.munged = start_munge(self.root / "munge")

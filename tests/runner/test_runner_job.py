@@ -12,15 +12,12 @@ from ci_tools.runner.budget import Budget
 from ci_tools.runner.ready import HttpReady
 from ci_tools.runner.spec import ClientRun, JobFailed, JobSpec, Local, Proc, Role, SbatchAllocation
 from ci_tools.runner.supervise import JobContext, supervise
+from tests.ports import free_port
 
 STUB = Path(__file__).with_name("stub_server.py")
 LOCAL = Local()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sbatch(submit: list[str], locate: list[str], describe: tuple[str, ...] = ()) -> SbatchAllocation:

@@ -11,7 +11,6 @@ import json
 import os
 import shlex
 import shutil
-import socket
 import sys
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import pytest
 
 import gh_expr
 from tests.engines.harness import dist_dir
+from tests.ports import free_port
 from ci_tools.evals import gate
 from ci_tools import names
 from test_sweep_end_to_end import event, planned, release, repo, run_step, step, workflow  # noqa: F401
@@ -33,10 +33,6 @@ STUB = REPO / "tests/runner/stub_server.py"
 COLLECT_NEEDS = {"inputs": {"sweep": False, "points": "0"}}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
