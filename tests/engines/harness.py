@@ -291,9 +291,10 @@ class _ForkHost:
 
     def __init__(self, pins: tuple[Path, ...]):
         self.dir = tempfile.TemporaryDirectory(prefix="dynamo-forks-")
-        self.proc = subprocess.Popen([str(python("torch")), str(FORK_HOST)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=open(Path(self.dir.name) / "host.err", "w"),
-                                     text=True, env=host_env(list(pins), PARSER_ENV["vllm"]))
+        with open(Path(self.dir.name) / "host.err", "w") as err:
+            self.proc = subprocess.Popen([str(python("torch")), str(FORK_HOST)], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=err, text=True,
+                                         env=host_env(list(pins), PARSER_ENV["vllm"]))
         if self._line() != "ready\n":
             pytest.fail(f"the Dynamo fork host did not start:\n{self._err()}")
         self.runs = 0
@@ -347,9 +348,12 @@ def _close_fork_hosts() -> None:
 def fork_host(pins: list[Path]) -> _ForkHost:
     """The session's fork_host.py for PINS (one per pytest process and set of pins)."""
     key = tuple(pins)
-    if key not in _FORK_HOSTS:
-        _FORK_HOSTS[key] = _ForkHost(key)
-    return _FORK_HOSTS[key]
+    host = _FORK_HOSTS.get(key)
+    if host is None or host.proc.poll() is not None:        # none yet, or it died (its failing test said why)
+        if host is not None:
+            host.close()
+        host = _FORK_HOSTS[key] = _ForkHost(key)
+    return host
 
 
 def dynamo_forked(parser: str, paths: list[Path], pins: list[Path], argvs: list[list[str]]) -> tuple[int, str, str]:
