@@ -12,8 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.engines.harness import (DISTRIBUTIONS, SOURCES, _host, abbreviations, dynamo_run, kinds, options, pinned,
-                                   pinned_sources)
+from tests.engines.harness import (DISTRIBUTIONS, SOURCES, WORKER_ARGV, _host, abbreviations, dynamo_run, kinds,
+                                   options, pinned, pinned_sources)
 
 TARGET = Path(__file__).resolve().parents[2] / "ci_tools" / "engines" / "argkinds.json"
 # the engines whose `args` config validate checks by kind, and every table of known options
@@ -49,7 +49,9 @@ def dynamo_options(table: str) -> dict[str, tuple[frozenset[str], bool]]:
         version = max(works, key=version_key) if works else None
         if engine and version is None:
             continue
-        run = dynamo_run(dynamo, table, (engine, version) if engine else None, [[]])
+        # the options are the parser's, whatever it parses: a worker parses what the table's row for this pair
+        # does, so a session that ran that row reads this run back (tests/engines/harness.py: SESSION_RUNS)
+        run = dynamo_run(dynamo, table, (engine, version) if engine else None, [WORKER_ARGV[engine] if engine else []])
         if run.built:
             out[dynamo] = (frozenset(o[2:] for o in run.info["options"] if o.startswith("--")), True)
     return out

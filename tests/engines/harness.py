@@ -17,12 +17,17 @@ the test with the fix, never skips.
 from __future__ import annotations
 
 import atexit
+import dataclasses
+import hashlib
 import json
 import os
+import select
 import shlex
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -232,6 +237,10 @@ def failures(parser: str, version: str, named: dict[str, list[str]]) -> list[str
 # ---- Dynamo: the workers' and frontend's own parsing, from one release's wheels (dynamo_host.py) -----
 
 DYNAMO_HOST = Path(__file__).with_name("dynamo_host.py")
+FORK_HOST = Path(__file__).with_name("fork_host.py")
+# the least command line each Dynamo worker takes (a model): what each row of the compatibility table parses,
+# and what arg_kinds.py parses when it reads a release's options from the same pair (one run of the session)
+WORKER_ARGV = {"sglang": ["--model-path", "/models/m"], "vllm": ["--model", "/models/m"]}
 
 
 @dataclass(frozen=True)
@@ -242,20 +251,142 @@ class DynamoRun:
     info: dict | None = None   # the host's first line: version, Dynamo's own options
 
 
-def dynamo_run(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: list[list[str]]) -> DynamoRun:
-    """Run Dynamo DYNAMO's PARSER (`dynamo.sglang`, `dynamo.vllm`, `dynamo.frontend`) on ENGINE's
-    (distribution, version) wheel, for each argv."""
+def dynamo_paths(dynamo: str, engine: tuple[str, str] | None) -> tuple[list[Path], list[Path]]:
+    """(the release's and its engine's wheel folders, ENGINE_ENV's pins the engine runs on): PYTHONPATH in order."""
     paths = [dist_dir("ai-dynamo", dynamo, "torch"), dist_dir("ai-dynamo-runtime", dynamo, "torch")]
     if engine:
         paths.append(dist_dir(*engine, "torch"))
-        paths += engine_pins(*engine)
-    res = subprocess.run([str(python("torch")), str(DYNAMO_HOST), parser], env=host_env(paths, PARSER_ENV["vllm"]),
+    return paths, engine_pins(*engine) if engine else []
+
+
+def dynamo_process(parser: str, paths: list[Path], pins: list[Path], argvs: list[list[str]]) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of dynamo_host.py PARSER in a process of its own."""
+    res = subprocess.run([str(python("torch")), str(DYNAMO_HOST), parser], env=host_env([*paths, *pins],
+                                                                                       PARSER_ENV["vllm"]),
                          text=True, input=json.dumps({"argvs": argvs}) + "\n", capture_output=True, timeout=900)
+    return res.returncode, res.stdout, res.stderr
+
+
+# Where this test session keeps the Dynamo runs it has made (set by tests/engines/conftest.py for the session,
+# shared by its pytest-xdist workers; None outside pytest): a run asked again with the same inputs, the
+# compatibility table's row and the parser table's read of the same release, is read back, not run again.
+# Never across sessions: each session checks the wheels itself.
+SESSION_RUNS: Path | None = None
+_HOST_FILES = (Path(__file__).with_name("dynamo_host.py"), Path(__file__).with_name("parser_host.py"),
+               Path(__file__).with_name("fork_host.py"))
+
+
+def _memo_file(parser: str, paths: list[Path], pins: list[Path], argvs: list[list[str]]) -> Path | None:
+    """The session's file for one run's inputs: the wheel folders (their venv's name carries its lock's hash),
+    the parser, the argvs and the hosts' own code."""
+    if SESSION_RUNS is None:
+        return None
+    key = hashlib.sha256(json.dumps([parser, [str(p) for p in paths], [str(p) for p in pins], argvs,
+                                     [hashlib.sha256(f.read_bytes()).hexdigest() for f in _HOST_FILES]]).encode())
+    return SESSION_RUNS / f"{key.hexdigest()}.json"
+
+
+class _ForkHost:
+    """fork_host.py over one set of ENGINE_ENV pins: torch imported once, a fresh fork per Dynamo run."""
+
+    def __init__(self, pins: tuple[Path, ...]):
+        self.dir = tempfile.TemporaryDirectory(prefix="dynamo-forks-")
+        with open(Path(self.dir.name) / "host.err", "w") as err:
+            self.proc = subprocess.Popen([str(python("torch")), str(FORK_HOST)], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=err, text=True,
+                                         env=host_env(list(pins), PARSER_ENV["vllm"]))
+        if self._line() != "ready\n":
+            pytest.fail(f"the Dynamo fork host did not start:\n{self._err()}")
+        self.runs = 0
+
+    def _line(self) -> str:
+        ready, _, _ = select.select([self.proc.stdout], [], [], 900)
+        if not ready:
+            self.proc.kill()
+            raise subprocess.TimeoutExpired(str(FORK_HOST), 900)
+        return self.proc.stdout.readline()
+
+    def _err(self) -> str:
+        return (Path(self.dir.name) / "host.err").read_text()[-3000:]
+
+    def run(self, parser: str, paths: list[Path], argvs: list[list[str]]) -> tuple[int, str, str]:
+        self.runs += 1
+        files = {k: Path(self.dir.name) / f"{self.runs}.{k}" for k in ("stdin", "stdout", "stderr")}
+        files["stdin"].write_text(json.dumps({"argvs": argvs}) + "\n")
+        files["stdout"].touch()
+        files["stderr"].touch()
+        self.proc.stdin.write(json.dumps({"paths": [str(p) for p in paths], "argv": [str(DYNAMO_HOST), parser],
+                                          **{k: str(f) for k, f in files.items()}}) + "\n")
+        self.proc.stdin.flush()
+        line = self._line()
+        if not line:
+            pytest.fail(f"the Dynamo fork host died:\n{self._err()}")
+        out, err = files["stdout"].read_text(), files["stderr"].read_text()
+        for f in files.values():
+            f.unlink()
+        return json.loads(line)["rc"], out, err
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self.dir.cleanup()
+
+
+_FORK_HOSTS: dict[tuple[Path, ...], _ForkHost] = {}
+
+
+@atexit.register
+def _close_fork_hosts() -> None:
+    for host in _FORK_HOSTS.values():
+        host.close()
+
+
+def fork_host(pins: list[Path]) -> _ForkHost:
+    """The session's fork_host.py for PINS (one per pytest process and set of pins)."""
+    key = tuple(pins)
+    host = _FORK_HOSTS.get(key)
+    if host is None or host.proc.poll() is not None:        # none yet, or it died (its failing test said why)
+        if host is not None:
+            host.close()
+        host = _FORK_HOSTS[key] = _ForkHost(key)
+    return host
+
+
+def dynamo_forked(parser: str, paths: list[Path], pins: list[Path], argvs: list[list[str]]) -> tuple[int, str, str]:
+    """What dynamo_process answers, from a fork of the session's fork_host.py for PINS."""
+    return fork_host(pins).run(parser, paths, argvs)
+
+
+def dynamo_run(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: list[list[str]],
+               start: Callable[..., tuple[int, str, str]] | None = None) -> DynamoRun:
+    """Run Dynamo DYNAMO's PARSER (`dynamo.sglang`, `dynamo.vllm`, `dynamo.frontend`) on ENGINE's
+    (distribution, version) wheel, for each argv. START runs dynamo_host.py: by default a worker on an engine
+    (which imports torch) is forked (dynamo_forked), the frontend and the TensorRT-LLM worker (which do not,
+    and take a fraction of a second) get a process of their own (dynamo_process)."""
+    paths, pins = dynamo_paths(dynamo, engine)
+    memo = _memo_file(parser, paths, pins, argvs) if start is None else None
+    if memo is not None and memo.exists():
+        return DynamoRun(**json.loads(memo.read_text()))
+    run = _dynamo_run(dynamo, *(start or (dynamo_forked if engine else dynamo_process))(parser, paths, pins, argvs))
+    if memo is not None:
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        partial = memo.with_name(f"{memo.name}.{os.getpid()}")
+        partial.write_text(json.dumps(dataclasses.asdict(run)))
+        partial.replace(memo)         # whole or not at all: the other worker may read it at once
+    return run
+
+
+def _dynamo_run(dynamo: str, returncode: int, stdout: str, stderr: str) -> DynamoRun:
+    """What a run of dynamo_host.py answered, from its exit status and output."""
     # Dynamo's Rust runtime may log to stdout: the protocol lines are the JSON ones
-    lines = [line for line in res.stdout.splitlines() if line.startswith("{")]
-    if res.returncode != 0 or len(lines) < 2:
-        tail = res.stderr.strip().splitlines()
-        return DynamoRun(False, tail[-1] if tail else f"exit {res.returncode}", [])
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if returncode != 0 or len(lines) < 2:
+        tail = stderr.strip().splitlines()
+        return DynamoRun(False, tail[-1] if tail else f"exit {returncode}", [])
     info = json.loads(lines[0])
     assert info["version"] == dynamo, f"the ai-dynamo {dynamo} folder holds another release"
     return DynamoRun(True, "", json.loads(lines[1])["results"], info)

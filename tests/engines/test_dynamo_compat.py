@@ -15,10 +15,9 @@ from ci_tools.config.load import load_sources
 from ci_tools.config.validate import check
 from ci_tools.engines.compat import (DYNAMO_WORKERS, EXTRA_PINS, bundled, dynamo_problems, frontend_problems, kind,
                                      published, release_problems)
-from tests.engines.harness import dist_dir, dynamo_run, pinned
+from tests.engines.harness import WORKER_ARGV, dist_dir, dynamo_run, pinned
 
 REPO = Path(__file__).resolve().parents[2]
-MINIMAL = {"sglang": ["--model-path", "/models/m"], "vllm": ["--model", "/models/m"]}
 CASES = [(r, v, v in r.works) for r in DYNAMO_WORKERS for v in (*r.works, *r.fails)]
 
 
@@ -33,7 +32,7 @@ def test_every_version_the_table_names_is_pinned():
 @pytest.mark.parametrize("r,version,imports", CASES,
                          ids=[f"dynamo{r.dynamo}-{r.engine}{v}" for r, v, _ in CASES])
 def test_the_table_says_what_the_wheels_do(r, version, imports):
-    run = dynamo_run(r.dynamo, f"dynamo.{r.engine}", (r.engine, version), [MINIMAL[r.engine]])
+    run = dynamo_run(r.dynamo, f"dynamo.{r.engine}", (r.engine, version), [WORKER_ARGV[r.engine]])
     assert run.built == imports, run.error
     if imports:
         assert run.results[0]["ok"], run.results
