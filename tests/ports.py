@@ -18,6 +18,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 LOWEST = 10000
+# never given out: where `runner run` puts engines when a test gives no --worker-port (its default 30000,
+# then +10 per worker); a test that leaves the default would otherwise meet a block given to another
+RUNNER_DEFAULTS = range(30000, 31000)
 # a block per call: the runner derives ports from the one it is given (the router's metrics at +1, the
 # workers' at +10 each, their bootstrap ports at +1 of those)
 BLOCK = 100
@@ -41,7 +44,8 @@ def _worker() -> tuple[int, int]:
 def _blocks() -> Iterator[int]:
     index, count = _worker()
     blocks = (_ephemeral_start() - LOWEST) // BLOCK
-    mine = list(range(index, blocks, count))
+    mine = [b for b in range(index, blocks, count)
+            if not set(range(LOWEST + b * BLOCK, LOWEST + (b + 1) * BLOCK)) & set(RUNNER_DEFAULTS)]
     if not mine:
         raise RuntimeError(f"no test ports below the ephemeral range (it starts at {_ephemeral_start()})")
     start = random.randrange(len(mine))   # two sessions on one machine start apart
