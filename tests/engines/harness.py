@@ -35,6 +35,16 @@ REPO = Path(__file__).resolve().parents[2]
 HOST = Path(__file__).with_name("parser_host.py")
 
 
+def end_host(proc: subprocess.Popen) -> None:
+    """A host process answers on stdin until it closes: close it, wait, kill one that does not end."""
+    if proc.poll() is None:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 @dataclass(frozen=True)
 class ParserVenv:
     variable: str        # set by dev.py (or to a shared venv)
@@ -168,12 +178,7 @@ class _Host:
         return json.loads(line)["results"]
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        end_host(self.proc)
 
 
 _HOSTS: dict[tuple[str, str], _Host] = {}
@@ -327,12 +332,7 @@ class _ForkHost:
         return json.loads(line)["rc"], out, err
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.stdin.close()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        end_host(self.proc)
         self.dir.cleanup()
 
 

@@ -78,6 +78,19 @@ def bracket(releases: list[tuple[str, str]], day: str) -> tuple[str, ...]:
     return tuple(before + after)
 
 
+def _release_or_dated(tag: str, release: str, short_date: str, releases: list[tuple[str, str]]) -> tuple[str, ...]:
+    """A release the tag names (RELEASE's group), else the releases around the day a nightly tag carries:
+    a full date, or SHORT_DATE's month and day in 2026."""
+    m = re.search(release, tag)
+    if m:
+        return (m.group(1),)
+    d = re.search(r"(20\d\d)(\d\d)(\d\d)", tag) or re.search(short_date, tag)
+    if not d:
+        return ()
+    year, month, day = ("2026", *d.groups()) if len(d.groups()) == 2 else d.groups()
+    return bracket(releases, f"{year}-{month}-{day}")
+
+
 def engine_versions(engine: str, image: str) -> tuple[str, ...]:
     """The engine releases an InferenceX image carries, as its tag says (empty: it names none)."""
     from ci_tools.engines.compat import EXTRA_PINS, bundled
@@ -88,14 +101,8 @@ def engine_versions(engine: str, image: str) -> tuple[str, ...]:
         pin = EXTRA_PINS.get(carried[0], {}).get(engine)
         return (pin,) if pin else ()
     if engine == "sglang":
-        m = re.search(r"(?:^v|sglang-)(\d+\.\d+\.\d+(?:\.post\d+)?)", tag)
-        if m:
-            return (m.group(1),)
-        d = re.search(r"(20\d\d)(\d\d)(\d\d)", tag) or re.search(r"nightly-(\d\d)(\d\d)$", tag)
-        if d:
-            year, month, day = ("2026", *d.groups()) if len(d.groups()) == 2 else d.groups()
-            return bracket(SGLANG_RELEASES, f"{year}-{month}-{day}")
-        return ()
+        return _release_or_dated(tag, r"(?:^v|sglang-)(\d+\.\d+\.\d+(?:\.post\d+)?)", r"nightly-(\d\d)(\d\d)$",
+                                 SGLANG_RELEASES)
     if engine == "vllm":
         m = re.search(r"(?:^v|-|^vllm)(\d+\.\d+(?:\.\d+)?)(?:$|-)", tag)
         return (m.group(1),) if m else ()
@@ -103,13 +110,7 @@ def engine_versions(engine: str, image: str) -> tuple[str, ...]:
         m = re.match(r"(\d+\.\d+\.\d+(?:rc\d+)?(?:\.post\d+)?)$", tag)
         return (m.group(1),) if m else ()
     if engine == "atom":
-        m = re.search(r"atom(\d+\.\d+\.\d+)", tag)
-        if m:
-            return (m.group(1),)
-        d = re.search(r"(20\d\d)(\d\d)(\d\d)", tag) or re.search(r"_(\d\d)(\d\d)$", tag)
-        if d:
-            year, month, day = ("2026", *d.groups()) if len(d.groups()) == 2 else d.groups()
-            return bracket(ATOM_RELEASES, f"{year}-{month}-{day}")
+        return _release_or_dated(tag, r"atom(\d+\.\d+\.\d+)", r"_(\d\d)(\d\d)$", ATOM_RELEASES)
     return ()
 
 
