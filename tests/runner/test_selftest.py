@@ -188,16 +188,22 @@ def selftest_env(hf_home, tmp_path):
     with nothing_left_behind() as box:
         env = box.env(hf_home, gpu_host_env(gpus=1))
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(dist_dir("sglang", "0.5.21")), env.get("PYTHONPATH")]))
+        # AIPerf's own setting: it scrapes the stub's /metrics once more at the end either way; the 2 s it
+        # otherwise keeps scraping after the last request let an engine's counters settle (the stub's need not)
+        env["AIPERF_SERVER_METRICS_COLLECTION_FLUSH_PERIOD"] = "0"
         yield env
 
 
 def run_selftest(env: dict, out: Path, aiperf: str, *extra: str) -> subprocess.CompletedProcess:
-    # 32 tokens 30 ms apart: each benchmark window lasts several of the sampler's 1 s samples, on a busy machine too
-    stub = f"{sys.executable} {STUB} --port {{port}} --model {{model}} --tokens 32 --itl 0.03"
+    # 16 tokens 28 ms apart (0.46 s a request): the fixed job's 10 requests per lane and the 6 s agentic window
+    # each last several of the sampler's 1 s samples, on a busy machine too, while the agentic warmup (10
+    # requests per lane) stays short
+    stub = f"{sys.executable} {STUB} --port {{port}} --model {{model}} --tokens 16 --itl 0.028"
     return subprocess.run([sys.executable, "-m", "ci_tools", "runner", "selftest", "--out", str(out), "--engine",
                            "sglang", "--engine-python", str(python("torch")), "--model-size", "tiny",
-                           "--aiperf-bin", aiperf, "--server-cmd", stub, "--duration", "8", "--port",
-                           str(free_port()), "--ready-timeout", "60", "--format", "json", *extra],
+                           "--aiperf-bin", aiperf, "--server-cmd", stub, "--duration", "6", "--port",
+                           str(free_port()), "--ready-timeout", "60", "--cancel-after", "2", "--format", "json",
+                           *extra],
                           env=env, capture_output=True, text=True, timeout=900)
 
 
