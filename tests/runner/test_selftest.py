@@ -16,7 +16,7 @@ import pytest
 
 from ci_tools.runner import selftest as st
 from ci_tools.runner.selftest_flow import Selftest, SelftestRequest
-from runner_support import STUB, free_port, gpu_host_env, nothing_left_behind
+from runner_support import AIPERF_NO_FLUSH, STUB, free_port, gpu_host_env, nothing_left_behind
 from tests.conftest import H200_SELFTEST, REPO
 from tests.engines.harness import dist_dir, python
 
@@ -186,11 +186,8 @@ def test_the_recipe_and_rows_are_what_runner_run_takes():
 def selftest_env(hf_home, tmp_path):
     """The stub's host: one recorded GPU, SGLang 0.5.21's real metadata where the engine runs."""
     with nothing_left_behind() as box:
-        env = box.env(hf_home, gpu_host_env(gpus=1))
+        env = box.env(hf_home, gpu_host_env(gpus=1), AIPERF_NO_FLUSH)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(dist_dir("sglang", "0.5.21")), env.get("PYTHONPATH")]))
-        # AIPerf's own setting: it scrapes the stub's /metrics once more at the end either way; the 2 s it
-        # otherwise keeps scraping after the last request let an engine's counters settle (the stub's need not)
-        env["AIPERF_SERVER_METRICS_COLLECTION_FLUSH_PERIOD"] = "0"
         yield env
 
 
