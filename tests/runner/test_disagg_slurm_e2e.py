@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import IMAGE, PYXIS, REPO, STUB, free_port, nothing_left_behind, pyxis_log, runner_run
+from runner_support import AIPERF_NO_FLUSH, IMAGE, PYXIS, REPO, STUB, free_port, nothing_left_behind, pyxis_log, runner_run
 ROUTER_VERSION = "0.3.2"
 RECIPE = f"""recipe-version: 1
 config-key: stub-disagg
@@ -76,7 +76,7 @@ def mnjob(tmp_path, aiperf, hf_home, cluster, router_python):
     port, worker_port = free_port(), free_port()
     with nothing_left_behind(cluster) as box:
         env = box.env(hf_home, cluster.env, {"CIT_PYXIS_LOG": str(tmp_path / "pyxis.jsonl"),
-                                             "PATH": f"{PYXIS}:{bindir}:{os.environ['PATH']}"})
+                                             "PATH": f"{PYXIS}:{bindir}:{os.environ['PATH']}"}, AIPERF_NO_FLUSH)
 
         # 50 ms between tokens: the router streams decode's answer only once prefill's has ended, so on a
         # loaded machine a fast decode would already be done and reach the client in one burst (ITL 0)

@@ -23,8 +23,8 @@ import time
 import pytest
 
 from docker_host import DockerUnavailable, build_pinned_image, check_daemon, docker, remove_image, start_registry
-from runner_support import (HERE, STUB, cancel_in_the_client, free_port, gpu_host_env, nothing_left_behind, runner_run,
-                            step_in_its_client, stub_recipe, stub_row)
+from runner_support import (AIPERF_NO_FLUSH, HERE, STUB, cancel_in_the_client, free_port, gpu_host_env, nothing_left_behind,
+                            runner_run, step_in_its_client, stub_recipe, stub_row)
 
 NOGPU_DOCKER = HERE / "nogpu_docker"
 
@@ -66,7 +66,8 @@ def djob(tmp_path, aiperf, hf_home, image):
     with nothing_left_behind() as box:
         host = gpu_host_env()
         env = box.env(hf_home, host, {"PATH": f"{NOGPU_DOCKER}{os.pathsep}{host['PATH']}",
-                                      "CIT_DOCKER_LOG": str(tmp_path / "docker.jsonl"), "CUDA_VISIBLE_DEVICES": "2,3"})
+                                      "CIT_DOCKER_LOG": str(tmp_path / "docker.jsonl"), "CUDA_VISIBLE_DEVICES": "2,3"},
+                      AIPERF_NO_FLUSH)
 
         def argv(server_flags: str = "", duration: float = 2) -> list[str]:
             return runner_run(tmp_path, "row.json", backend="docker", aiperf=aiperf, hf_home=hf_home,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import PYXIS, STUB, free_port, nothing_left_behind, runner_run
+from runner_support import AIPERF_NO_FLUSH, PYXIS, STUB, free_port, nothing_left_behind, runner_run
 from test_disagg_slurm_e2e import RECIPE, ROW, RUNNERS, router_python  # noqa: F401 (fixture)
 from test_eval_e2e import DATA, EVALS, THRESHOLDS, policy_without_evals
 
@@ -97,7 +97,7 @@ def test_an_aggregated_point_with_workers_smaller_than_a_node(tmp_path, cluster,
     (bindir / "python3").write_text(f'#!/bin/sh\nexec {router_python} "$@"\n')
     (bindir / "python3").chmod(0o755)
     with nothing_left_behind(cluster) as box:
-        env = box.env(hf_home, cluster.env, {"PATH": f"{PYXIS}:{bindir}:{os.environ['PATH']}"})
+        env = box.env(hf_home, cluster.env, {"PATH": f"{PYXIS}:{bindir}:{os.environ['PATH']}"}, AIPERF_NO_FLUSH)
         argv = runner_run(root, "row.json", backend="slurm", aiperf=aiperf, hf_home=hf_home, model_store=root,
                           port=free_port(), ready_timeout=60, duration=3,
                           server_cmd=f"{sys.executable} {STUB} --port {{port}} --model {{model}} --itl 0.05",

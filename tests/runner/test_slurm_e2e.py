@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import (PYXIS, REPO, SOLO_NODE, STUB, cancel_in_the_client, free_port, github_cancel, gpu_host_env,
-                            nothing_left_behind, pyxis_log, runner_run, step, step_in_its_client, stub_recipe, stub_row,
-                            wait_for)
+from runner_support import (AIPERF_NO_FLUSH, PYXIS, REPO, SOLO_NODE, STUB, cancel_in_the_client, free_port,
+                            github_cancel, gpu_host_env, nothing_left_behind, pyxis_log, runner_run, step,
+                            step_in_its_client, stub_recipe, stub_row, wait_for)
 
 RECIPE = stub_recipe(env="a,b", points="""  tp2-c2: {tp: 2, ep: 1, conc: 2}
   dep2-c2:
@@ -51,7 +51,7 @@ def sjob(tmp_path, aiperf, hf_home, slurm):
     with nothing_left_behind(slurm) as box:
         env = box.env(hf_home, slurm.env, gpu_host_env(),
                       {"PATH": f"{PYXIS}{os.pathsep}{gpu_host_env()['PATH']}",
-                       "CIT_PYXIS_LOG": str(tmp_path / "pyxis.jsonl"), "PYTHONPATH": str(REPO)})
+                       "CIT_PYXIS_LOG": str(tmp_path / "pyxis.jsonl"), "PYTHONPATH": str(REPO)}, AIPERF_NO_FLUSH)
         env.pop("CUDA_VISIBLE_DEVICES", None)
 
         def argv(row: str = "row.json", server_flags: str = "", duration: float = 2, extra: list[str] | None = None):
