@@ -194,7 +194,9 @@ def test_1p2d_point_runs_across_three_nodes(mnjob):
 
 
 def test_several_concurrencies_in_one_allocation_give_one_result_each(mnjob):
-    row = {**ROW, "conc": [2, 3]}
+    # the sweep's AgentX-fast profile (1 warmup request per lane, not 10): what is checked here is one result
+    # per concurrency and its custody, not the warmup; 10 a lane were 4 s of each client's waiting at 50 ms a token
+    row = {**ROW, "conc": [2, 3], "agentx-fast": True}
     res = subprocess.run(mnjob["argv"](row), env=mnjob["env"], capture_output=True, text=True, timeout=240)
     assert res.returncode == 0, res.stdout + res.stderr
     out = mnjob["out"]
@@ -204,6 +206,7 @@ def test_several_concurrencies_in_one_allocation_give_one_result_each(mnjob):
     for conc in (2, 3):
         result = json.loads((out / f"conc{conc}" / "result.json").read_text())
         assert result["valid"] and result["point"]["conc"] == conc and result["gpus"] == 12
+        assert result["point"]["profile"] == "agentx-fast"
         assert result["point"]["result-filename"].endswith(f"_conc{conc}")
     assert not (out / "result.json").exists()
     # each client's exports were hashed as it exited, into the one record; a result is judged by its own
