@@ -2,8 +2,9 @@
 
 Every Dynamo parser process imports its worker over torch, and importing torch is a third of its seconds: the
 compatibility table alone starts one per (Dynamo release, engine release) row. This process, run in the torch
-venv with the environment a parser process gets (PYTHONPATH: only the wheel folders every run of it shares,
-harness.ENGINE_ENV's), imports torch once; then, for each line on stdin,
+venv with the environment a parser process gets but none of its wheel folders on PYTHONPATH (each request
+names its own: the Dynamo release's, its engine's and the engine's harness.ENGINE_ENV pins), imports torch
+once; then, for each line on stdin,
 
     {"paths": [wheel folder, ...], "argv": [dynamo_host.py, parser], "stdin": F, "stdout": F, "stderr": F}
 
