@@ -277,7 +277,7 @@ def load_yaml_text(text: str, file: str = "<input>") -> YamlDoc:
         raise InputError(problems[0].message, findings=problems)
     doc = YamlDoc(file, None)
     ensure_pyyaml()
-    loader = _Loader(text)
+    loader = _MemoLoader(text)
     try:
         node = loader.get_single_node()
         if node is None:

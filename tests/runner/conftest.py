@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from runner_support import (SOLO_NODE, STUB, aiperf_bin, free_port, gpu_host_env, lm_eval_bin,
+from runner_support import (AIPERF_NO_FLUSH, SOLO_NODE, STUB, aiperf_bin, free_port, gpu_host_env, lm_eval_bin,
                             nothing_left_behind,
                             runner_run, start_slurm, stub_recipe, stub_row)
 
@@ -67,5 +67,5 @@ def job(tmp_path, aiperf, hf_home):
                               server_cmd=f"{sys.executable} {STUB} --port {{port}} --model {{model}} {server_flags}",
                               extra=extra)
 
-        yield {"dir": tmp_path, "out": tmp_path / "out", "env": box.env(hf_home, gpu_host_env()),
+        yield {"dir": tmp_path, "out": tmp_path / "out", "env": box.env(hf_home, gpu_host_env(), AIPERF_NO_FLUSH),
                "argv": argv, "mark": box.mark, "systmp": box.systmp}

@@ -139,6 +139,12 @@ def marked_processes(mark: str) -> list[str]:
     return found
 
 
+# AIPerf's own setting (read from its environment): after the last request it keeps scraping the engine's
+# /metrics for 2 s so that a real engine's counters settle, then scrapes once more. The stub's counters are
+# final at once: the tests skip the 2 s per job; the final scrape and the server-metrics export still happen.
+AIPERF_NO_FLUSH = {"AIPERF_SERVER_METRICS_COLLECTION_FLUSH_PERIOD": "0"}
+
+
 def gpu_host_env(gpus: int = 4) -> dict:
     """A GPU host's nvidia-smi for the node check and the telemetry sampler: a real H200's recorded output."""
     return {"PATH": f"{FAKE_GPU}{os.pathsep}{os.environ['PATH']}", "CIT_FAKE_GPUS": str(gpus),

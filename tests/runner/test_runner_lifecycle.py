@@ -17,6 +17,10 @@ from ci_tools.cli import cli
 
 from runner_support import STUB, seed_rows
 
+# the whole jobs below check what is stopped after them, not what they measured: the stub answers 10 times as
+# fast as by default and the benchmark lasts 1 s (their warmup and window were 4 s of waiting)
+QUICK = "--itl 0.002"
+
 
 def handler_installed(pid: int, sig: int) -> bool:
     try:
@@ -64,9 +68,9 @@ def test_a_helper_that_left_the_process_group_is_stopped_too(job, tmp_path):
     wrapper = tmp_path / "server.sh"
     wrapper.write_text(f"#!/bin/sh\nsetsid sleep 300 &\nexec {sys.executable} {STUB} \"$@\"\n")
     wrapper.chmod(0o755)
-    argv = job["argv"]()
+    argv = job["argv"](duration=1)
     i = argv.index("--server-cmd")
-    argv[i + 1] = f"{wrapper} --port {{port}} --model {{model}}"
+    argv[i + 1] = f"{wrapper} --port {{port}} --model {{model}} {QUICK}"
     run = subprocess.run(argv, env=job["env"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert "also stopped what carried the label" in run.stderr
@@ -141,8 +145,8 @@ def test_leftovers_of_a_crashed_job_of_this_runner_are_stopped_first(job):
     stale = subprocess.Popen(["sleep", "300"], env={**job["env"], "CI_TOOLS_RUNNER": runner,
                                                      "CI_TOOLS_JOB": "cit-an-earlier-job"})
     try:
-        run = subprocess.run(job["argv"](extra=["--runner-name", runner]), env=job["env"], capture_output=True,
-                             text=True, timeout=120)
+        run = subprocess.run(job["argv"](QUICK, duration=1, extra=["--runner-name", runner]), env=job["env"],
+                             capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr
         assert f"stopped what an earlier job of this runner left: process {stale.pid}" in run.stderr
         assert stale.wait(timeout=5) == -signal.SIGTERM

@@ -16,7 +16,7 @@ import pytest
 
 from ci_tools.runner import selftest as st
 from ci_tools.runner.selftest_flow import Selftest, SelftestRequest
-from runner_support import STUB, free_port, gpu_host_env, nothing_left_behind
+from runner_support import AIPERF_NO_FLUSH, STUB, free_port, gpu_host_env, nothing_left_behind
 from tests.conftest import H200_SELFTEST, REPO
 from tests.engines.harness import dist_dir, python
 
@@ -186,18 +186,21 @@ def test_the_recipe_and_rows_are_what_runner_run_takes():
 def selftest_env(hf_home, tmp_path):
     """The stub's host: one recorded GPU, SGLang 0.5.21's real metadata where the engine runs."""
     with nothing_left_behind() as box:
-        env = box.env(hf_home, gpu_host_env(gpus=1))
+        env = box.env(hf_home, gpu_host_env(gpus=1), AIPERF_NO_FLUSH)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(dist_dir("sglang", "0.5.21")), env.get("PYTHONPATH")]))
         yield env
 
 
 def run_selftest(env: dict, out: Path, aiperf: str, *extra: str) -> subprocess.CompletedProcess:
-    # 32 tokens 30 ms apart: each benchmark window lasts several of the sampler's 1 s samples, on a busy machine too
-    stub = f"{sys.executable} {STUB} --port {{port}} --model {{model}} --tokens 32 --itl 0.03"
+    # 16 tokens 28 ms apart (0.46 s a request): the fixed job's 10 requests per lane and the 6 s agentic window
+    # each last several of the sampler's 1 s samples, on a busy machine too, while the agentic warmup (10
+    # requests per lane) stays short
+    stub = f"{sys.executable} {STUB} --port {{port}} --model {{model}} --tokens 16 --itl 0.028"
     return subprocess.run([sys.executable, "-m", "ci_tools", "runner", "selftest", "--out", str(out), "--engine",
                            "sglang", "--engine-python", str(python("torch")), "--model-size", "tiny",
-                           "--aiperf-bin", aiperf, "--server-cmd", stub, "--duration", "8", "--port",
-                           str(free_port()), "--ready-timeout", "60", "--format", "json", *extra],
+                           "--aiperf-bin", aiperf, "--server-cmd", stub, "--duration", "6", "--port",
+                           str(free_port()), "--ready-timeout", "60", "--cancel-after", "2", "--format", "json",
+                           *extra],
                           env=env, capture_output=True, text=True, timeout=900)
 
 
