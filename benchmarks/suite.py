@@ -116,7 +116,8 @@ def pip_row(dev, name: str) -> dict:
     return row
 
 
-SUMMARY = re.compile(r"=+ (.*?) in ([0-9.]+)s")
+# pytest's last line: "=== 3 passed in 1.2s ===", or with -q "3 passed in 1.2s (0:00:01)"
+SUMMARY = re.compile(r"^(?:=+ )?(\d+ (?:passed|failed|skipped|errors?|deselected).*?) in ([0-9.]+)s", re.M)
 
 
 def default_paths() -> list[str]:

@@ -95,6 +95,28 @@ def check_pygithub(version: str | None = None) -> None:
                          f"oldest release it is tested with). Upgrade it: pip install 'PyGithub>={need}'")
 
 
+# GitHub's advice against secondary rate limits: a pause between content-creating requests.
+WRITE_INTERVAL_S = 1.0
+WRITE_INTERVAL_ENV = "CI_TOOLS_WRITE_INTERVAL"
+
+
+def write_interval_from_env(env: Mapping[str, str] | None = None) -> float:
+    """Seconds between two writes of one client: `CI_TOOLS_WRITE_INTERVAL`, else GitHub's advice. The
+    tests against the fake GitHub set 0: a local server has no rate limit, and the pause is all wait."""
+    env = os.environ if env is None else env
+    raw = env.get(WRITE_INTERVAL_ENV) or ""
+    if not raw:
+        return WRITE_INTERVAL_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise InputError(f"{WRITE_INTERVAL_ENV}={raw!r} is not a number of seconds >= 0 (unset it for GitHub's "
+                         f"advice of {WRITE_INTERVAL_S:g} s between writes)")
+    return seconds
+
+
 def token_from_env(env: Mapping[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     token = env.get("GITHUB_TOKEN") or env.get("GH_TOKEN")
@@ -199,12 +221,14 @@ class Rest:
 
     def __init__(self, repo: str, token: str, *, api_url: str = DEFAULT_API_URL,
                  sleep: Callable[[float], None] = time.sleep, timeout: int = 30,
-                 seconds_between_writes: float = 1.0, now: Callable[[], float] = time.time):
+                 seconds_between_writes: float | None = None, now: Callable[[], float] = time.time):
         from github import Auth, Github
 
         check_pygithub()
         if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo or ""):
             raise InputError(f"repository {repo!r} is not of the form owner/name (set GITHUB_REPOSITORY or --repo)")
+        if seconds_between_writes is None:     # every command's client: GitHub's advice unless told otherwise
+            seconds_between_writes = write_interval_from_env()
         self.repo = repo
         self._api_url, self._token = api_url.rstrip("/"), token
         self.log = CallLog()

@@ -48,36 +48,55 @@ def test_the_shipped_files_name_their_schema():
         assert must in shipped
 
 
+@pytest.fixture(scope="module")
+def shipped_diagnostics(server) -> dict[str, list[dict]]:
+    """Every shipped file's diagnostics, asked for together (the server's quiet second waited once)."""
+    found = server.diagnose_many([(ROOT / rel, None) for rel in _shipped()])
+    return {str(path.relative_to(ROOT)): diagnostics for path, diagnostics in found.items()}
+
+
 @pytest.mark.parametrize("rel", _shipped())
-def test_no_errors_on_a_shipped_file(server, rel):
-    found = server.diagnose(ROOT / rel)
+def test_no_errors_on_a_shipped_file(shipped_diagnostics, rel):
+    found = shipped_diagnostics[rel]
     assert [(d["range"]["start"]["line"] + 1, d["message"]) for d in found] == []
 
 
 BROKEN = [
-    # (file, old, new, 1-based line of the error, words of the message)
+    # (file, old (None: an entry appended), new, words of the message the edited line must show)
     ("inferencex-e2e/configs/runners.yaml", "available-cpu-dram-mib: 2964436", "available-cpu-dram-mib: 2_964_436",
-     None, 'Incorrect type. Expected "integer".'),
+     'Incorrect type. Expected "integer".'),
     ("recipes/gb300-dsv41flash-fp4-sglang/agentic.yaml", "synthetic-acceptance: 3.51", "synthetic-acceptanse: 3.51",
-     None, "Property synthetic-acceptanse is not allowed."),
-    ("inferencex-e2e/ci-policy.yaml", "scope: trimmed", "scope: partial", None, "Value is not accepted."),
+     "Property synthetic-acceptanse is not allowed."),
+    ("inferencex-e2e/ci-policy.yaml", "scope: trimmed", "scope: partial", "Value is not accepted."),
     ("inferencex-e2e/perf-changelog.yaml", None, "- config-keys: [a]\n  description: one string\n  pr-link: XXX\n",
-     None, 'Incorrect type. Expected "array".'),
+     'Incorrect type. Expected "array".'),
 ]
 
 
-@pytest.mark.parametrize("rel,old,new,line,words", BROKEN, ids=[b[0] for b in BROKEN])
-def test_expected_errors_on_broken_copies(server, rel, old, new, line, words, tmp_path):
+def _broken(rel: str, old: str | None, new: str) -> tuple[str, int]:
+    """The broken copy's text and the 1-based line its error belongs on."""
     text = (ROOT / rel).read_text()
     if old is None:
         text = text + ("\n" if text.strip() else "") + new
-        line = text.count("\n", 0, text.index(new)) + 2  # the description line of the appended entry
-    else:
-        assert old in text, f"{rel} no longer contains {old!r}; update this case"
-        line = text.count("\n", 0, text.index(old)) + 1
-        text = text.replace(old, new, 1)
-    # the copy sits where the original is, so the modeline's relative $schema path resolves
-    found = server.diagnose(ROOT / rel, text=text)
+        return text, text.count("\n", 0, text.index(new)) + 2  # the description line of the appended entry
+    assert old in text, f"{rel} no longer contains {old!r}; update this case"
+    return text.replace(old, new, 1), text.count("\n", 0, text.index(old)) + 1
+
+
+@pytest.fixture(scope="module")
+def broken_diagnostics(server) -> dict[str, list[dict]]:
+    """Each broken copy's diagnostics, asked for together (one case per file, so they do not interfere).
+    A copy is sent as the original's new text: where the original is, the modeline's relative
+    $schema path resolves."""
+    assert len({rel for rel, *_ in BROKEN}) == len(BROKEN), "one broken case per file"
+    found = server.diagnose_many([(ROOT / rel, _broken(rel, old, new)[0]) for rel, old, new, _ in BROKEN])
+    return {str(path.relative_to(ROOT)): diagnostics for path, diagnostics in found.items()}
+
+
+@pytest.mark.parametrize("rel,old,new,words", BROKEN, ids=[b[0] for b in BROKEN])
+def test_expected_errors_on_broken_copies(broken_diagnostics, rel, old, new, words):
+    _, line = _broken(rel, old, new)
+    found = broken_diagnostics[rel]
     assert any(d["message"].startswith(words) and d["range"]["start"]["line"] + 1 == line for d in found), found
 
 

@@ -78,28 +78,41 @@ class Server:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def diagnose(self, path: Path, text: str | None = None, timeout: float = 60) -> list[dict]:
-        """Diagnostics of one file (its text on disk unless given). A file already open gets the new text
-        as a full-content change with a higher version (no close: a close publishes an empty list that
-        could be mistaken for the answer); the answer is the newest publish after the text was sent,
-        once the server has been quiet for a second (schema loading can publish twice)."""
-        uri = path.resolve().as_uri()
-        content = path.read_text() if text is None else text
+        """Diagnostics of one file (its text on disk unless given): `diagnose_many` of that file alone."""
+        return self.diagnose_many([(path, text)], timeout)[path]
+
+    def diagnose_many(self, files: list[tuple[Path, str | None]], timeout: float = 60) -> dict[Path, list[dict]]:
+        """Diagnostics of several files (each its text on disk unless given), sent together. A file
+        already open gets the new text as a full-content change with a higher version (no close: a close
+        publishes an empty list that could be mistaken for the answer); each answer is the newest publish
+        after its text was sent, once the server has been quiet for a second (schema loading can publish
+        twice). The quiet second is waited once for all the files, not once per file."""
+        uris: dict[Path, str] = {}
+        seen: dict[str, int] = {}
+        for path, text in files:
+            uri = uris[path] = path.resolve().as_uri()
+            content = path.read_text() if text is None else text
+            with self.cv:
+                seen[uri] = self.published.get(uri, 0)
+            self.versions[uri] = self.versions.get(uri, 0) + 1
+            if self.versions[uri] == 1:
+                self.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "yaml",
+                                                                      "version": 1, "text": content}})
+            else:
+                self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": self.versions[uri]},
+                                                       "contentChanges": [{"text": content}]})
+
+        def publishes() -> int:
+            return sum(self.published.get(uri, 0) for uri in uris.values())
+
         with self.cv:
-            seen = self.published.get(uri, 0)
-        self.versions[uri] = self.versions.get(uri, 0) + 1
-        if self.versions[uri] == 1:
-            self.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "yaml",
-                                                                  "version": 1, "text": content}})
-        else:
-            self.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": self.versions[uri]},
-                                                   "contentChanges": [{"text": content}]})
-        with self.cv:
-            if not self.cv.wait_for(lambda: self.published.get(uri, 0) > seen, timeout):
-                raise TimeoutError(f"no diagnostics for {path} in {timeout} s")
+            for path, uri in uris.items():
+                if not self.cv.wait_for(lambda: self.published.get(uri, 0) > seen[uri], timeout):
+                    raise TimeoutError(f"no diagnostics for {path} in {timeout} s")
             while True:
-                count = self.published[uri]
-                if not self.cv.wait_for(lambda: self.published[uri] > count, 1.0):
-                    return self.diagnostics[uri]
+                count = publishes()
+                if not self.cv.wait_for(lambda: publishes() > count, 1.0):
+                    return {path: self.diagnostics[uri] for path, uri in uris.items()}
 
     def close(self) -> None:
         try:

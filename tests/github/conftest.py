@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ci_tools.github.client import GitHub
+from ci_tools.github.rest import WRITE_INTERVAL_ENV
 from fake_github import FakeGitHub, Server
 
 
@@ -29,6 +30,7 @@ def gh(fake, slept):
 
 @pytest.fixture
 def env(fake, tmp_path):
-    """Environment for CLI runs against the fake."""
+    """Environment for CLI runs against the fake: no pause between writes (a local server has no rate
+    limit; the pause itself is tested in test_gh_client_edges.py)."""
     return {"GITHUB_TOKEN": "t", "GITHUB_REPOSITORY": fake.repo, "GITHUB_API_URL": fake.url,
-            "GITHUB_OUTPUT": str(tmp_path / "out.txt")}
+            "GITHUB_OUTPUT": str(tmp_path / "out.txt"), WRITE_INTERVAL_ENV: "0"}

@@ -8,10 +8,11 @@ import threading
 import pytest
 
 from ci_tools.github.client import GitHub
-from ci_tools.prbot.card.shell import write_section
+from ci_tools.prbot.card.shell import SETTLE_S, write_section
 from ci_tools.github.client import GitHubError
 from ci_tools.prbot.card import decide as card
 from ci_tools.prbot import sticky as cm
+from ci_tools.prbot.shell import Settings
 
 BOT = "github-actions[bot]"
 
@@ -247,3 +248,11 @@ def test_an_expired_collection_says_what_to_do(fake):
     assert gone == messages.results_expired("results_bmk", run)
     other = messages.results_not_downloaded("results_bmk", GitHubError("HTTP 502", status=502), run)
     assert "Re-run this card's job" in other and "HTTP 502" in other
+
+
+@pytest.mark.parametrize("env,settle", [({}, SETTLE_S), ({"CI_TOOLS_CARD_SETTLE": ""}, SETTLE_S),
+                                        ({"CI_TOOLS_CARD_SETTLE": "0"}, 0.0)])
+def test_commands_settle_as_the_protocol_needs_unless_told(tmp_path, env, settle):
+    """The workflow tests against the fake set 0 (no concurrent writer there); a command on GitHub
+    waits SETTLE_S before it re-reads its section."""
+    assert Settings.from_env(tmp_path, env).card_settle == settle

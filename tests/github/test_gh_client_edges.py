@@ -10,8 +10,9 @@ from types import GeneratorType
 
 import pytest
 
+from ci_tools.errors import InputError
+from ci_tools.github import endpoints, rest
 from ci_tools.github.client import GitHub, GitHubError
-from ci_tools.github import endpoints
 
 
 @pytest.mark.parametrize("status", [403, 429])
@@ -125,3 +126,26 @@ def test_endpoints_lists_every_endpoint_the_client_calls(fake):
             assert found, f"GitHub.{name} calls {verb} {url}, which endpoints.ENDPOINTS does not list"
             used.add((verb, found[0]))
     assert set(endpoints.ENDPOINTS) - used == set(), "ENDPOINTS lists endpoints no call of the client uses"
+
+
+@pytest.mark.parametrize("raw,seconds", [(None, 1.0), ("", 1.0), ("0", 0.0), ("0.25", 0.25), ("3", 3.0),
+                                         ("-1", "not a number of seconds >= 0"), ("soon", "not a number of seconds"),
+                                         ("nan", "not a number"), ("inf", "not a number")])
+def test_the_pause_between_writes_is_githubs_advice_unless_the_environment_says(raw, seconds):
+    env = {} if raw is None else {rest.WRITE_INTERVAL_ENV: raw}
+    if isinstance(seconds, float):
+        assert rest.write_interval_from_env(env) == seconds
+    else:
+        with pytest.raises(InputError, match=seconds):
+            rest.write_interval_from_env(env)
+
+
+def test_a_client_built_without_a_write_interval_pauses_between_writes(fake, monkeypatch):
+    """What every command's client does on GitHub (the workflow tests against the fake set 0)."""
+    monkeypatch.delenv(rest.WRITE_INTERVAL_ENV, raising=False)
+    fake.add_pr(1, head_sha="a" * 40)
+    gh = GitHub(fake.repo, "t", api_url=fake.url, sleep=lambda s: None)
+    first = gh.create_comment(1, "one")
+    t0 = time.monotonic()
+    gh.update_comment(first.id, "two")
+    assert time.monotonic() - t0 >= rest.WRITE_INTERVAL_S * 0.9

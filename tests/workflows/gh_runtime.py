@@ -12,6 +12,13 @@ What a step sees on github.com, and so what it sees here:
 - secrets only where the trigger gets them (never on fork `pull_request` / `pull_request_review`);
 - the `run:` script itself, with bash as GitHub runs it, and the step's `env:` expanded from the
   job's contexts (`github`, `inputs`, `secrets`, `steps`, `needs`).
+
+One difference, in how long a step waits, not in what it does: `PACING` sets ci-tools' two pauses
+to 0, the pause between two writes (GitHub's advice against its secondary rate limits; the local
+fake has none) and the status card's settle before it re-reads its section (a concurrent writer's
+window; no scenario here has one). Every request, and the card's re-read, is still made; the pauses
+themselves are tested where they are decided (tests/github: the card's protocol with its sleeps,
+the client's pause between writes).
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ WEBHOOKS = SHARED / "corpus" / "github-webhooks"
 SCOPES = ("actions", "attestations", "checks", "contents", "deployments", "discussions", "id-token", "issues",
           "models", "packages", "pages", "pull-requests", "repository-projects", "security-events", "statuses")
 FORK_DOWNGRADED = ("pull_request", "pull_request_review", "pull_request_review_comment")
+# ci-tools' pauses that are only waiting against a local fake (see the module docstring); a JobRun's
+# `extra_env` may set them back.
+PACING = {"CI_TOOLS_WRITE_INTERVAL": "0", "CI_TOOLS_CARD_SETTLE": "0"}
 
 
 @contextlib.contextmanager
@@ -137,6 +147,7 @@ class JobRun:
                    GITHUB_EVENT_NAME=self.event_name, GITHUB_EVENT_PATH=str(self.event_path),
                    GITHUB_REPOSITORY=self.fake.repo, GITHUB_API_URL=self.fake.url, GITHUB_RUN_ID="4242",
                    GITHUB_RUN_ATTEMPT=str(self.run_attempt), GITHUB_WORKSPACE=str(self.cwd), RUNNER_TEMP=str(self.tmp))
+        env.update(PACING)
         env.update(self.extra_env)
         return env
 

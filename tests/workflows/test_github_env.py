@@ -19,6 +19,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -297,9 +298,15 @@ def review_signoff_two_phases(s, fork="someone/bench"):
     return [verify]
 
 
-def review_record_only(s):
-    review_signoff_two_phases(s)
-    return s.record_jobs
+class Part:
+    """Other jobs of another scenario's run: its run is shared (see `ran`), `jobs` picks from the
+    Scenario it left the jobs whose calls this job's test counts."""
+
+    def __init__(self, of: Callable[[Scenario], list], jobs: Callable[[Scenario], list]):
+        self.of, self.jobs = of, jobs
+
+
+review_record_only = Part(review_signoff_two_phases, lambda s: s.record_jobs)
 
 
 def staging_callback(s):
@@ -751,18 +758,36 @@ def unused_scopes(granted: dict[str, str], calls: list[tuple], steps_need: set[t
     return out
 
 
+_RAN: dict[Callable, tuple[Scenario, list]] = {}
+
+
+def ran(scenario: Callable[[Scenario], list], shared: Path, tmp: pytest.TempPathFactory) -> tuple[Scenario, list]:
+    """A scenario run once per test process, with the jobs it returned. Two jobs' tests that share a
+    scenario (report-pages.yml's decide and publish; the review's record and verify: a `Part`) each
+    count their own calls of that one run: running it again would make the same requests with the
+    same answers. A scenario that fails is not kept: the next test that needs it runs it again."""
+    if scenario not in _RAN:
+        with Scenario(shared, tmp.mktemp("scenario")) as s:
+            jobs = scenario(s)
+        _RAN[scenario] = (s, jobs)
+    return _RAN[scenario]
+
+
 @pytest.mark.parametrize("wf_name,job_id", sorted(SCENARIOS), ids=lambda v: v)
-def test_job(shared, tmp_path, wf_name, job_id):
+def test_job(shared, tmp_path_factory, wf_name, job_id):
     wf = rt.workflow(wf_name)
     granted = rt.job_permissions(wf, job_id)
     calls: list[tuple] = []
-    for n, scenario in enumerate(SCENARIOS[(wf_name, job_id)]):
-        with Scenario(shared, tmp_path / f"s{n}") as s:
-            jobs = scenario(s)
-            tokens = {j.token for j in jobs}
-            assert not [r for r in s.fake.refused if r[0] in tokens], "called without the permission"
-            calls += [needs for token, _, needs in s.fake.authorised if token in tokens]
-            assert not s.fake.schema_errors, s.fake.schema_errors
+    for scenario in SCENARIOS[(wf_name, job_id)]:
+        if isinstance(scenario, Part):
+            s, _ = ran(scenario.of, shared, tmp_path_factory)
+            jobs = scenario.jobs(s)
+        else:
+            s, jobs = ran(scenario, shared, tmp_path_factory)
+        tokens = {j.token for j in jobs}
+        assert not [r for r in s.fake.refused if r[0] in tokens], "called without the permission"
+        calls += [needs for token, _, needs in s.fake.authorised if token in tokens]
+        assert not s.fake.schema_errors, s.fake.schema_errors
     steps_need = set().union(*(action_needs(st) | shell_needs(st) for st in wf.jobs[job_id]["steps"]))
     assert unused_scopes(granted, calls, steps_need) == [], f"{wf_name}: {job_id}: granted and never needed"
 

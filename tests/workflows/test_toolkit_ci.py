@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import filecmp
+import itertools
 import json
 import os
 import shutil
@@ -72,22 +73,24 @@ def bundle_log(bundle: Path, fmt: str) -> list[str]:
 
 # ---- what the checkout steps leave, made from the corpus ------------------------------------------
 
-def commit(repo: Path, tree: str, parent: str | None, message: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "a", "GIT_AUTHOR_EMAIL": "a@x", "GIT_COMMITTER_NAME": "a",
-           "GIT_COMMITTER_EMAIL": "a@x"}
-    return sh("git", "-C", str(repo), "commit-tree", tree, "-m", message, *(["-p", parent] if parent else []), env=env)
-
-
-def with_files(repo: Path, base_tree: str, files: dict[str, bytes]) -> str:
-    """`base_tree` with `files` (path -> content) added or replaced, through a scratch index."""
-    env = {**os.environ, "GIT_INDEX_FILE": str(repo / ".git" / "scratch-index")}
-    sh("git", "-C", str(repo), "read-tree", base_tree, env=env)
-    for path, data in files.items():
-        scratch = repo / ".git" / "scratch-blob"
-        scratch.write_bytes(data)
-        blob = sh("git", "-C", str(repo), "hash-object", "-w", str(scratch))
-        sh("git", "-C", str(repo), "update-index", "--add", "--cacheinfo", f"100644,{blob},{path}", env=env)
-    return sh("git", "-C", str(repo), "write-tree", env=env)
+def top_level(repo: Path, trees: list[str]) -> list[list[tuple[str, str, str]]]:
+    """Each tree's top-level entries (mode, object, name), read in one `git cat-file --batch`."""
+    raw = subprocess.run(["git", "-C", str(repo), "cat-file", "--batch"], input="".join(t + "\n" for t in trees).encode(),
+                         capture_output=True, check=True).stdout
+    out, at = [], 0
+    for _ in trees:
+        header_end = raw.index(b"\n", at)
+        _, kind, size = raw[at:header_end].split()
+        assert kind == b"tree"
+        body, at = raw[header_end + 1:header_end + 1 + int(size)], header_end + 2 + int(size)
+        entries, i = [], 0
+        while i < len(body):
+            space, nul = body.index(b" ", i), body.index(b"\0", i)
+            mode = body[i:space].decode().rjust(6, "0")
+            entries.append((mode, body[nul + 1:nul + 21].hex(), body[space + 1:nul].decode()))
+            i = nul + 21
+        out.append(entries)
+    return out
 
 
 def inferencex_checkout(corpus: Path, dest: Path) -> tuple[str, str]:
@@ -98,17 +101,45 @@ def inferencex_checkout(corpus: Path, dest: Path) -> tuple[str, str]:
     versions = sh("git", "-C", str(dest), "rev-list", "--reverse", "HEAD").split()
     others = {name: (corpus / "inferencex" / name).read_bytes() for name in PINS["inferencex"]["files"]
               if name != "perf-changelog.yaml" and not name.startswith("configs/")}
-    first_tree = sh("git", "-C", str(dest), "rev-parse", f"{versions[0]}^{{tree}}")
     older = (corpus / "inferencex" / "perf-changelog.yaml").read_bytes()[:200]
-    parent = commit(dest, with_files(dest, first_tree, {**others, "perf-changelog.yaml": older}), None, "older")
-    first = None
-    for n, v in enumerate(versions):
-        tree = with_files(dest, sh("git", "-C", str(dest), "rev-parse", f"{v}^{{tree}}"), others)
-        parent = commit(dest, tree, parent, f"version {n}")
-        first = first or parent
+    # One git fast-import makes the 2 x 218 commits (a git process per tree edit took 20 s): each
+    # commit's tree is its version's top-level entries, by object id, with the pinned files on top.
+    stream = bytearray()
+    mark_of: dict[str, int] = {}           # fast-import's marks are numbers
+
+    def mark(name: str) -> int:
+        return mark_of.setdefault(name, len(mark_of) + 1)
+
+    def blob(name: str, data: bytes) -> None:
+        stream.extend(b"blob\nmark :%d\ndata %d\n%s\n" % (mark(name), len(data), data))
+
+    def replay(name: str, message: str, entries: list[tuple[str, str, str]], files: dict[str, str]) -> None:
+        stream.extend(f"commit refs/heads/replayed\nmark :{mark(name)}\ncommitter a <a@x> {next(clock)} +0000\n"
+                      f"data {len(message)}\n{message}\ndeleteall\n".encode())
+        stream.extend("".join(f"M {mode} {obj} {path}\n" for mode, obj, path in entries).encode())
+        stream.extend("".join(f"M 100644 :{mark(m)} {path}\n" for path, m in files.items()).encode())
+        stream.extend(b"\n")
+
+    marks = {path: f"f{n}" for n, path in enumerate(others)}
+    for path, m in marks.items():
+        blob(m, others[path])
+    blob("older", older)
+    trees = top_level(dest, [f"{v}^{{tree}}" for v in versions])
+    clock = itertools.count(1700000000)       # a second apart, in the order they are made
+    replay("older", "older", trees[0], {**marks, "perf-changelog.yaml": "older"})
+    for n, entries in enumerate(trees):
+        replay(f"v{n}", f"version {n}", entries, marks)
         if n < len(versions) - 1:
-            parent = commit(dest, with_files(dest, tree, {"README.md": f"readme {n}\n".encode()}), parent, "docs")
+            blob(f"r{n}", f"readme {n}\n".encode())
+            replay(f"d{n}", "docs", entries, {**marks, "README.md": f"r{n}"})
+    exported = dest / ".git" / "replayed-marks"
+    subprocess.run(["git", "-C", str(dest), "fast-import", "--quiet", f"--export-marks={exported}"], input=bytes(stream),
+                   capture_output=True, check=True)
+    ids = dict(line.split() for line in exported.read_text().splitlines())
+    exported.unlink()
+    parent, first = ids[f":{mark(f'v{len(versions) - 1}')}"], ids[f":{mark('v0')}"]
     sh("git", "-C", str(dest), "checkout", "-q", "-B", "main", parent)
+    sh("git", "-C", str(dest), "branch", "-q", "-D", "replayed")
     return parent, first
 
 

@@ -16,6 +16,7 @@ What is checked:
 
 from __future__ import annotations
 
+import copy
 import importlib
 import re
 import shlex
@@ -89,9 +90,23 @@ class Workflow:
         return self.text.count("\n", 0, index) + 1 if index >= 0 else 0
 
 
+# text -> its parsed YAML: the workflow tests load the same files hundreds of times per run, and
+# PyYAML's parse of all of them costs about half a second each time
+_PARSED: dict[str, object] = {}
+
+
+def parse_workflow(text: str) -> dict:
+    """`yaml.safe_load(text)`, parsed once per process; each caller gets its own deep copy, because
+    checks and the planted bad examples change what they are given."""
+    if text not in _PARSED:
+        _PARSED[text] = yaml.safe_load(text)
+    return copy.deepcopy(_PARSED[text])
+
+
 def load_workflows(directory: Path) -> list[Workflow]:
     files = sorted([*directory.glob("*.yml"), *directory.glob("*.yaml")])
-    return [Workflow(path=f, data=yaml.safe_load(f.read_text()), text=f.read_text()) for f in files]
+    texts = [(f, f.read_text()) for f in files]
+    return [Workflow(path=f, data=parse_workflow(text), text=text) for f, text in texts]
 
 
 # ---------------------------------------------------------------------------------------------
