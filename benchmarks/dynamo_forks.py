@@ -55,7 +55,7 @@ def children_cpu() -> float:
 def host_cpu() -> float:
     """CPU of every fork host so far and of the children it has waited for."""
     total = 0.0
-    for host in harness._FORK_HOSTS.values():
+    for host in harness._FORK_HOSTS:
         fields = Path(f"/proc/{host.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
         total += sum(int(f) for f in fields[11:15]) / os.sysconf("SC_CLK_TCK")
     return total
@@ -74,7 +74,7 @@ def main() -> int:
         c0, t0 = children_cpu(), time.perf_counter()
         own = answer(harness.dynamo_process(parser, paths, pins, argvs))
         own_wall, own_cpu = time.perf_counter() - t0, children_cpu() - c0
-        harness.fork_host(pins)          # started before the clock: once per session, not per run
+        harness.fork_host()          # started before the clock: once per session, not per run
         h0, t0 = host_cpu(), time.perf_counter()
         forked = answer(harness.dynamo_forked(parser, paths, pins, argvs))
         fork_wall, fork_cpu = time.perf_counter() - t0, host_cpu() - h0

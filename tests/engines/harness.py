@@ -292,14 +292,16 @@ def _memo_file(parser: str, paths: list[Path], pins: list[Path], argvs: list[lis
 
 
 class _ForkHost:
-    """fork_host.py over one set of ENGINE_ENV pins: torch imported once, a fresh fork per Dynamo run."""
+    """fork_host.py: torch imported once, a fresh fork per Dynamo run (each with its own wheel folders and
+    ENGINE_ENV's pins on PYTHONPATH: torch imports none of them, and fork_host.py refuses a folder that would
+    shadow what it imported, so one host serves every set of pins)."""
 
-    def __init__(self, pins: tuple[Path, ...]):
+    def __init__(self):
         self.dir = tempfile.TemporaryDirectory(prefix="dynamo-forks-")
         with open(Path(self.dir.name) / "host.err", "w") as err:
             self.proc = subprocess.Popen([str(python("torch")), str(FORK_HOST)], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=err, text=True,
-                                         env=host_env(list(pins), PARSER_ENV["vllm"]))
+                                         env=host_env([], PARSER_ENV["vllm"]))
         if self._line() != "ready\n":
             pytest.fail(f"the Dynamo fork host did not start:\n{self._err()}")
         self.runs = 0
@@ -315,6 +317,7 @@ class _ForkHost:
         return (Path(self.dir.name) / "host.err").read_text()[-3000:]
 
     def run(self, parser: str, paths: list[Path], argvs: list[list[str]]) -> tuple[int, str, str]:
+        """dynamo_host.py PARSER with PATHS (in order) on PYTHONPATH."""
         self.runs += 1
         files = {k: Path(self.dir.name) / f"{self.runs}.{k}" for k in ("stdin", "stdout", "stderr")}
         files["stdin"].write_text(json.dumps({"argvs": argvs}) + "\n")
@@ -336,29 +339,30 @@ class _ForkHost:
         self.dir.cleanup()
 
 
-_FORK_HOSTS: dict[tuple[Path, ...], _ForkHost] = {}
+_FORK_HOSTS: list[_ForkHost] = []       # the session's one, once started
 
 
 @atexit.register
 def _close_fork_hosts() -> None:
-    for host in _FORK_HOSTS.values():
+    for host in _FORK_HOSTS:
         host.close()
 
 
-def fork_host(pins: list[Path]) -> _ForkHost:
-    """The session's fork_host.py for PINS (one per pytest process and set of pins)."""
-    key = tuple(pins)
-    host = _FORK_HOSTS.get(key)
+def fork_host() -> _ForkHost:
+    """The session's fork_host.py (one per pytest process)."""
+    host = _FORK_HOSTS[-1] if _FORK_HOSTS else None
     if host is None or host.proc.poll() is not None:        # none yet, or it died (its failing test said why)
         if host is not None:
             host.close()
-        host = _FORK_HOSTS[key] = _ForkHost(key)
+            _FORK_HOSTS.clear()
+        host = _ForkHost()
+        _FORK_HOSTS.append(host)
     return host
 
 
 def dynamo_forked(parser: str, paths: list[Path], pins: list[Path], argvs: list[list[str]]) -> tuple[int, str, str]:
-    """What dynamo_process answers, from a fork of the session's fork_host.py for PINS."""
-    return fork_host(pins).run(parser, paths, argvs)
+    """What dynamo_process answers, from a fork of the session's fork_host.py."""
+    return fork_host().run(parser, [*paths, *pins], argvs)
 
 
 def dynamo_run(dynamo: str, parser: str, engine: tuple[str, str] | None, argvs: list[list[str]],

@@ -7,6 +7,7 @@ Aggregated vLLM workers behind a router (`vllm serve`) parse with vLLM's own par
 
 from __future__ import annotations
 
+import functools
 import shlex
 
 import pytest
@@ -42,15 +43,39 @@ def _bad(results, named) -> list[str]:
     return [f"{n}: rejects `{shlex.join(named[n])}`: {r['error']}" for n, r in zip(named, results) if not r["ok"]]
 
 
+VLLM_ARGS = {"gpu-memory-utilization": 0.85, "max-num-seqs": 64}
+# (parser, engine, argv, what its error says): a misspelled option and an option value out of its choices
+BROKEN = [
+    ("dynamo.vllm", ("vllm", "0.33.0"), ["--model", MODEL, "--disaggregation-mode", "prefil"], "invalid choice"),
+    ("dynamo.vllm", ("vllm", "0.33.0"), ["--model", MODEL, "--tensor-paralel-size", "4"], "unrecognized"),
+    ("dynamo.trtllm", None, ["--model", MODEL, "--tensor-parallel-sise", "4"], "Unrecognized argument"),
+    ("dynamo.trtllm", None, ["--model", MODEL, "--disaggregation-mode", "prefil"], "invalid choice"),
+]
+WORKERS = {"dynamo.vllm": lambda: _workers(vllm, "nixl", VLLM_ARGS), "dynamo.trtllm": lambda: _workers(trtllm, "nixl", {})}
+
+
+@functools.cache
+def _runs(parser: str, engine: tuple[str, str] | None) -> dict[tuple[str, ...], dict]:
+    """argv -> Dynamo's verdict, for every command line of this module that PARSER parses on ENGINE, from one
+    run: importing Dynamo's worker and its engine is nearly all of a run's seconds, and a run parses each
+    argv on its own, as each test did in its own run (dynamo_host.py)."""
+    argvs = [*WORKERS[parser]().values(), *(a for p, e, a, _ in BROKEN if (p, e) == (parser, engine))]
+    return {tuple(a): r for a, r in zip(argvs, dynamo_parse(DYNAMO, parser, engine, argvs))}
+
+
+def _parsed(parser: str, engine: tuple[str, str] | None, argvs: list[list[str]]) -> list[dict]:
+    return [_runs(parser, engine)[tuple(a)] for a in argvs]
+
+
 def test_dynamo_vllm_workers_parse_with_dynamo_and_vllm():
-    named = _workers(vllm, "nixl", {"gpu-memory-utilization": 0.85, "max-num-seqs": 64})
-    results = dynamo_parse(DYNAMO, "dynamo.vllm", ("vllm", "0.33.0"), list(named.values()))
+    named = WORKERS["dynamo.vllm"]()
+    results = _parsed("dynamo.vllm", ("vllm", "0.33.0"), list(named.values()))
     assert not _bad(results, named), "\n".join(_bad(results, named))
 
 
 def test_dynamo_trtllm_workers_parse_with_dynamo():
-    named = _workers(trtllm, "nixl", {})
-    results = dynamo_parse(DYNAMO, "dynamo.trtllm", None, list(named.values()))
+    named = WORKERS["dynamo.trtllm"]()
+    results = _parsed("dynamo.trtllm", None, list(named.values()))
     assert not _bad(results, named), "\n".join(_bad(results, named))
 
 
@@ -64,12 +89,7 @@ def test_aggregated_vllm_workers_parse_with_vllm():
     assert not bad, "\n".join(bad)
 
 
-@pytest.mark.parametrize("parser,engine,argv,error", [
-    ("dynamo.vllm", ("vllm", "0.33.0"), ["--model", MODEL, "--disaggregation-mode", "prefil"], "invalid choice"),
-    ("dynamo.vllm", ("vllm", "0.33.0"), ["--model", MODEL, "--tensor-paralel-size", "4"], "unrecognized"),
-    ("dynamo.trtllm", None, ["--model", MODEL, "--tensor-parallel-sise", "4"], "Unrecognized argument"),
-    ("dynamo.trtllm", None, ["--model", MODEL, "--disaggregation-mode", "prefil"], "invalid choice"),
-])
+@pytest.mark.parametrize("parser,engine,argv,error", BROKEN)
 def test_a_broken_worker_flag_is_rejected(parser, engine, argv, error):
-    (r,) = dynamo_parse(DYNAMO, parser, engine, [argv])
+    (r,) = _parsed(parser, engine, [argv])
     assert not r["ok"] and error in r["error"], r

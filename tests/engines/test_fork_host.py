@@ -29,14 +29,14 @@ def test_a_folder_that_would_shadow_a_module_imported_before_the_fork_is_refused
     """A child whose wheel folders hold their own torch would not be what a process of its own is."""
     (tmp_path / "torch").mkdir()
     (tmp_path / "torch" / "__init__.py").write_text("")
-    code, _, stderr = fork_host([]).run("dynamo.frontend", [tmp_path], [[]])
+    code, _, stderr = fork_host().run("dynamo.frontend", [tmp_path], [[]])
     assert code == 3 and f"{tmp_path / 'torch'} would shadow a module imported before the fork" in stderr, stderr
 
 
 def test_a_fork_host_that_died_is_started_again():
     """A host killed under one test (out of memory) fails that test only: the next run gets a new host."""
-    host = fork_host([])
+    host = fork_host()
     host.proc.kill()
     host.proc.wait()
-    again = fork_host([])
+    again = fork_host()
     assert again is not host and again.proc.poll() is None
