@@ -29,6 +29,7 @@ NVIDIA_SMI_H200 = RECORDINGS / "nvidia-smi-h200"       # an H200's nvidia-smi, i
 H100_RUN = RECORDINGS / "h100"                          # `runner run` of vLLM 0.26.0 on an H100: four job folders
 H100_JOB = H100_RUN / "fixed-c16"                        # its fixed-seq-len job
 H200_SELFTEST = RECORDINGS / "h200-selftest"            # `runner selftest` of vLLM 0.26.0 on an H200: its OUT folder
+H100_SELFTEST = RECORDINGS / "h100-selftest"            # the same on an H100, after the runner's rebuild
 NVIDIA_SMI_H200_SELFTEST = RECORDINGS / "nvidia-smi-h200-selftest"   # that H200's nvidia-smi, idle and capped
 # GitHub's example merge_group payload (octokit/webhooks, MIT): no pinned part of the corpus has that event
 MERGE_GROUP_PAYLOAD = RECORDINGS / "github-merge-group" / "checks_requested.payload.json"

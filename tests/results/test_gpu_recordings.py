@@ -2,7 +2,8 @@
 folder under tests/data/ in which `results process` wrote a result.json on the GPU machine. vLLM 0.26.0
 serving a random-weight 0.5 B Llama through `ci-tools runner run --backend process` and AIPerf 0.13.0, with the
 runner's own nvidia-smi samples: two agentic jobs and a fixed-seq job on an H100, and the agentic and fixed jobs
-of `runner selftest` on an H200 (the cancelled job of each run wrote no result). `results process` today must judge each as it did on that
+of `runner selftest` on an H200 and, after the runner's rebuild, on an H100 (the cancelled job of each
+self-test wrote no result). `results process` today must judge each as it did on that
 machine, agree with AIPerf's own summary of it and find the client's exports as the runner hashed them."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from ci_tools.results import custody, report_flow, telemetry
 from ci_tools.results.flow import load_results_policy
 from ci_tools.results.sources import load_side
 from ci_tools.runner import nodecheck
-from tests.conftest import H100_JOB, H200_SELFTEST, RECORDINGS, REPO, lay_out
+from tests.conftest import H100_JOB, H100_SELFTEST, H200_SELFTEST, RECORDINGS, REPO, lay_out
 
 POLICY = REPO / names.POLICY
 JOBS = sorted(p.parent for p in RECORDINGS.rglob(names.RESULT_JSON) if (p.parent / names.JOB_JSON).is_file())
@@ -44,6 +45,8 @@ FIGURES = {
     "h100/fixed-c16": (12582.71, 368.53, 127.2, 0.0405, 254.7),
     "h200-selftest/agentic": (20404.80, 486.14, 42.4, 0.0540, 220.0),
     "h200-selftest/fixed": (6847.54, 548.80, 48.8, 0.0976, 222.4),
+    "h100-selftest/agentic": (15380.79, 361.83, 56.0, 0.0661, 203.1),
+    "h100-selftest/fixed": (5067.76, 427.66, 46.4, 0.1162, 196.1),
 }
 
 
@@ -53,8 +56,8 @@ def run(*args):
 
 
 def test_every_recorded_job_is_found_and_has_its_figures():
-    assert [rel(j) for j in JOBS] == sorted(FIGURES)
-    assert H100_JOB in JOBS and {H200_SELFTEST / "agentic", H200_SELFTEST / "fixed"} <= set(JOBS)
+    assert sorted(rel(j) for j in JOBS) == sorted(FIGURES)
+    assert H100_JOB in JOBS and {d / j for d in (H100_SELFTEST, H200_SELFTEST) for j in ("agentic", "fixed")} <= set(JOBS)
 
 
 @pytest.fixture(scope="module", params=JOBS, ids=rel)
@@ -132,7 +135,7 @@ CUSTODY = [j for j in JOBS if (j / names.EXPORT_RECORD).is_file()]
 
 def test_the_selftest_jobs_carry_a_custody_record():
     # the H100 jobs were recorded by a runner that did not hash the client's exports yet
-    assert [rel(j) for j in CUSTODY] == ["h200-selftest/agentic", "h200-selftest/fixed"]
+    assert [rel(j) for j in CUSTODY] == [f"{d}-selftest/{j}" for d in ("h100", "h200") for j in ("agentic", "fixed")]
 
 
 @pytest.mark.parametrize("recorded", CUSTODY, ids=rel)
