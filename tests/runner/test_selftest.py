@@ -194,13 +194,12 @@ def selftest_env(hf_home, tmp_path):
 
 
 def run_selftest(env: dict, out: Path, aiperf: str, *extra: str) -> subprocess.CompletedProcess:
-    # 16 tokens 28 ms apart (0.46 s a request): the fixed job's 10 requests per lane and the 6 s agentic window
-    # each last several of the sampler's 1 s samples, on a busy machine too, while the agentic warmup (10
-    # requests per lane) stays short
-    stub = f"{sys.executable} {STUB} --port {{port}} --model {{model}} --tokens 16 --itl 0.028"
+    # 32 tokens 30 ms apart: each benchmark window lasts several of the sampler's 1 s samples, on a busy machine
+    # too (16 tokens 28 ms apart and a 6 s window failed the self-test now and then beside the rest of the suite)
+    stub = f"{sys.executable} {STUB} --port {{port}} --model {{model}} --tokens 32 --itl 0.03"
     return subprocess.run([sys.executable, "-m", "ci_tools", "runner", "selftest", "--out", str(out), "--engine",
                            "sglang", "--engine-python", str(python("torch")), "--model-size", "tiny",
-                           "--aiperf-bin", aiperf, "--server-cmd", stub, "--duration", "6", "--port",
+                           "--aiperf-bin", aiperf, "--server-cmd", stub, "--duration", "8", "--port",
                            str(free_port()), "--ready-timeout", "60", "--cancel-after", "2", "--format", "json",
                            *extra],
                           env=env, capture_output=True, text=True, timeout=900)
