@@ -116,12 +116,30 @@ def is_quick_path(rel: str) -> bool:
     return not any(rel == entry or (entry.endswith("/") and rel.startswith(entry)) for entry in NOT_QUICK)
 
 
+# The files that take longest in a whole run (benchmarks/suite.py tests; docs/performance.md), longest first.
+# They are collected first, so that pytest-xdist (each file on one worker, handed out in collection order)
+# starts them while the short files remain to fill the other worker: a long file handed out last kept one
+# worker busy minutes after the other had finished.
+SLOW_FIRST = (
+    "engines/test_dynamo_compat.py", "runner/test_selftest.py", "runner/test_disagg_slurm_e2e.py",
+    "sweep/test_plan_history.py", "runner/test_runner_e2e.py", "changelog/test_corpus.py",
+    "runner/test_slurm_e2e.py", "workflows/test_github_env.py", "runner/test_multinode_shapes_e2e.py",
+    "fuzz/test_fuzz_results_mutations.py", "runner/test_host_engine.py", "runner/test_runner_profile.py",
+    "runner/test_docker_e2e.py", "runner/test_eval_e2e.py", "runner/test_runner_lifecycle.py",
+    "runner/test_runner_acceptance.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
     root = REPO / "tests"
+    rank = {rel: i for i, rel in enumerate(SLOW_FIRST)}
+    order = {}
     for item in items:
         rel = Path(item.path).relative_to(root).as_posix()
+        order[item.nodeid] = rank.get(rel, len(SLOW_FIRST))
         if is_quick_path(rel) and item.get_closest_marker("heavy") is None:
             item.add_marker(pytest.mark.quick)
+    items.sort(key=lambda item: order[item.nodeid])   # stable: each file's tests stay together and in order
 
 
 class NotQuick(Exception):
