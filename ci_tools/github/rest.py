@@ -100,21 +100,26 @@ WRITE_INTERVAL_S = 1.0
 WRITE_INTERVAL_ENV = "CI_TOOLS_WRITE_INTERVAL"
 
 
-def write_interval_from_env(env: Mapping[str, str] | None = None) -> float:
-    """Seconds between two writes of one client: `CI_TOOLS_WRITE_INTERVAL`, else GitHub's advice. The
-    tests against the fake GitHub set 0: a local server has no rate limit, and the pause is all wait."""
-    env = os.environ if env is None else env
-    raw = env.get(WRITE_INTERVAL_ENV) or ""
+def seconds_from_env(env: Mapping[str, str], name: str, default: float, meaning: str) -> float:
+    """A pause or wait the environment may set (`name`), in seconds >= 0; unset or empty: `default`."""
+    raw = env.get(name) or ""
     if not raw:
-        return WRITE_INTERVAL_S
+        return default
     try:
         seconds = float(raw)
     except ValueError:
         seconds = -1.0
     if not 0 <= seconds < float("inf"):
-        raise InputError(f"{WRITE_INTERVAL_ENV}={raw!r} is not a number of seconds >= 0 (unset it for GitHub's "
-                         f"advice of {WRITE_INTERVAL_S:g} s between writes)")
+        raise InputError(f"{name}={raw!r} is not a number of seconds >= 0 (unset it for the default of "
+                         f"{default:g} s: {meaning})")
     return seconds
+
+
+def write_interval_from_env(env: Mapping[str, str] | None = None) -> float:
+    """Seconds between two writes of one client: `CI_TOOLS_WRITE_INTERVAL`, else GitHub's advice. The
+    tests against the fake GitHub set 0: a local server has no rate limit, and the pause is all wait."""
+    return seconds_from_env(os.environ if env is None else env, WRITE_INTERVAL_ENV, WRITE_INTERVAL_S,
+                            "GitHub's advice between writes")
 
 
 def token_from_env(env: Mapping[str, str] | None = None) -> str:

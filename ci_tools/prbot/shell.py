@@ -17,6 +17,7 @@ from typing import Callable, Protocol
 from ci_tools import names
 from ci_tools.errors import InputError
 from ci_tools.github.client import GitHub
+from ci_tools.github.rest import seconds_from_env
 from ci_tools.sweep.labels import Policy
 from ci_tools.sweep.load import load_policy
 from ci_tools.prbot import sticky
@@ -64,7 +65,8 @@ class Settings:
                    results_site=env.get("CI_TOOLS_RESULTS_SITE") or RESULTS_SITE,
                    staging_site=env.get("CI_TOOLS_STAGING_SITE") or STAGING_SITE,
                    results_repo=env.get("CI_TOOLS_RESULTS_REPO") or RESULTS_REPO,
-                   card_settle=float(env.get("CI_TOOLS_CARD_SETTLE") or SETTLE_S),
+                   card_settle=seconds_from_env(env, "CI_TOOLS_CARD_SETTLE", SETTLE_S,
+                                                "the status card's wait before it re-reads its section"),
                    report_site=report_site(env),
                    fetch_commits=(env.get("CI_TOOLS_FETCH_COMMITS") or "") in ("1", "true"))
 

@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from ci_tools.errors import InputError
 from ci_tools.github.client import GitHub
 from ci_tools.prbot.card.shell import SETTLE_S, write_section
 from ci_tools.github.client import GitHubError
@@ -251,8 +252,14 @@ def test_an_expired_collection_says_what_to_do(fake):
 
 
 @pytest.mark.parametrize("env,settle", [({}, SETTLE_S), ({"CI_TOOLS_CARD_SETTLE": ""}, SETTLE_S),
-                                        ({"CI_TOOLS_CARD_SETTLE": "0"}, 0.0)])
+                                        ({"CI_TOOLS_CARD_SETTLE": "0"}, 0.0), ({"CI_TOOLS_CARD_SETTLE": "3.5"}, 3.5),
+                                        ({"CI_TOOLS_CARD_SETTLE": "soon"}, "CI_TOOLS_CARD_SETTLE='soon' is not a"),
+                                        ({"CI_TOOLS_CARD_SETTLE": "-2"}, "not a number of seconds >= 0")])
 def test_commands_settle_as_the_protocol_needs_unless_told(tmp_path, env, settle):
     """The workflow tests against the fake set 0 (no concurrent writer there); a command on GitHub
-    waits SETTLE_S before it re-reads its section."""
-    assert Settings.from_env(tmp_path, env).card_settle == settle
+    waits SETTLE_S before it re-reads its section; a value that is no wait is refused by name."""
+    if isinstance(settle, str):
+        with pytest.raises(InputError, match=settle):
+            Settings.from_env(tmp_path, env)
+    else:
+        assert Settings.from_env(tmp_path, env).card_settle == settle
